@@ -1,0 +1,336 @@
+// Package postgres is tandem's PostgreSQL back end: an external server reached
+// by DSN, or a managed one whose data directory, initdb and server process
+// tandem owns.
+//
+// It owns the life cycle of a managed server (initdb, configuration, start,
+// readiness, stop) and the connection parameters of either kind. It must not
+// speak the client-facing protocol (pgwire) nor make routing decisions
+// (router): it only hands out where and how to connect.
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrBinariesNotFound means initdb/postgres could not be located.
+var ErrBinariesNotFound = errors.New("postgres binaries not found")
+
+// ErrNotReady means the server did not accept connections in time.
+var ErrNotReady = errors.New("postgres server did not become ready")
+
+// ManagedConfig describes a server tandem runs itself.
+type ManagedConfig struct {
+	// DataDir is the PostgreSQL data directory (created by initdb if absent).
+	DataDir string
+	// BinDir holds initdb and postgres; empty means search PATH and the
+	// usual Debian location /usr/lib/postgresql/*/bin.
+	BinDir string
+	// Port to listen on 127.0.0.1; 0 picks a free one.
+	Port int
+	// Settings are extra postgresql.conf lines (name -> value), e.g.
+	// synchronous_commit=off.
+	Settings map[string]string
+	// LogFile receives the server's output; empty means DataDir/../postgres.log.
+	LogFile string
+	// Logger for life-cycle events; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Managed is a running managed server.
+type Managed struct {
+	cfg  ManagedConfig
+	port int
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+// FindBinDir returns the directory holding initdb and postgres.
+func FindBinDir(configured string) (string, error) {
+	if configured != "" {
+		if _, err := os.Stat(filepath.Join(configured, "postgres")); err != nil {
+			return "", fmt.Errorf("%w: %s has no postgres binary (set bin_dir to the directory holding initdb and postgres)", ErrBinariesNotFound, configured)
+		}
+		return configured, nil
+	}
+	if p, err := exec.LookPath("postgres"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(matches) > 0 {
+		// Highest version last in lexical order for same digit count; good enough.
+		return filepath.Dir(matches[len(matches)-1]), nil
+	}
+	return "", fmt.Errorf("%w: install PostgreSQL (apt-get install -y postgresql) or set bin_dir", ErrBinariesNotFound)
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartManaged initialises (if needed) and starts a PostgreSQL server as a
+// child process. When tandem runs as root, the server runs as the "postgres"
+// OS user, which PostgreSQL requires. The server is killed if this process
+// dies (Pdeathsig), so nothing is left running after a SIGKILL.
+func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	bin, err := FindBinDir(cfg.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.BinDir = bin
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DataDir = dataDir
+	if cfg.LogFile == "" {
+		cfg.LogFile = filepath.Join(filepath.Dir(dataDir), "postgres.log")
+	}
+	cred, err := runAs()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if cred != nil {
+		if err := prepareForUser(dataDir, cfg.LogFile, cred); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		log.Info("initdb", "data_dir", dataDir)
+		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "-U", "postgres",
+			"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("initdb %s: %w: %s", dataDir, err, lastLines(string(out), 5))
+		}
+	}
+	port := cfg.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeConf(dataDir, port, cfg.Settings, cred); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres log: %w", err)
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", dataDir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	m := &Managed{cfg: cfg, port: port, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		m.err = cmd.Wait()
+		logf.Close()
+		close(m.done)
+	}()
+	if err := m.waitReady(ctx, 60*time.Second); err != nil {
+		m.Stop()
+		return nil, fmt.Errorf("%w (log: %s): %s", err, cfg.LogFile, tailFile(cfg.LogFile, 5))
+	}
+	log.Info("postgres started", "data_dir", dataDir, "port", port, "pid", cmd.Process.Pid)
+	return m, nil
+}
+
+func (m *Managed) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		select {
+		case <-m.done:
+			return fmt.Errorf("%w: server exited: %v", ErrNotReady, m.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		c, err := pgconn.Connect(cctx, m.DSN("postgres"))
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ErrNotReady
+}
+
+// Port is the TCP port the server listens on (127.0.0.1).
+func (m *Managed) Port() int { return m.port }
+
+// PID of the postmaster.
+func (m *Managed) PID() int { return m.cmd.Process.Pid }
+
+// DataDir of the server.
+func (m *Managed) DataDir() string { return m.cfg.DataDir }
+
+// Done is closed when the server process exits.
+func (m *Managed) Done() <-chan struct{} { return m.done }
+
+// DSN for the superuser "postgres" on the given database.
+func (m *Managed) DSN(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", m.port, database)
+}
+
+// Stop shuts the server down (fast mode: SIGINT), escalating to SIGKILL
+// after 30 s. It is safe to call more than once.
+func (m *Managed) Stop() error {
+	m.once.Do(func() {
+		_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case <-m.done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.done
+		}
+	})
+	return nil
+}
+
+// Kill stops the server with SIGKILL (a crash), for fault tests.
+func (m *Managed) Kill() {
+	m.once.Do(func() {
+		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+		<-m.done
+	})
+}
+
+func runAs() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root: PostgreSQL refuses root and there is no \"postgres\" user to run it as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// prepareForUser gives the postgres user the data directory and log file and
+// makes sure it can traverse every ancestor directory.
+func prepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
+	if err := os.Chown(dataDir, int(cred.Uid), int(cred.Gid)); err != nil {
+		return fmt.Errorf("chown %s: %w", dataDir, err)
+	}
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("create postgres log: %w", err)
+	}
+	f.Close()
+	if err := os.Chown(logFile, int(cred.Uid), int(cred.Gid)); err != nil {
+		return fmt.Errorf("chown %s: %w", logFile, err)
+	}
+	for d := filepath.Dir(dataDir); d != "/" && d != "."; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			if err := os.Chmod(d, st.Mode().Perm()|0o011); err != nil {
+				return fmt.Errorf("make %s traversable for the postgres user: %w", d, err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeConf(dataDir string, port int, settings map[string]string, cred *syscall.Credential) error {
+	base := map[string]string{
+		"listen_addresses":        "'127.0.0.1'",
+		"port":                    strconv.Itoa(port),
+		"unix_socket_directories": "'" + dataDir + "'",
+		"max_connections":         "300",
+		"shared_buffers":          "'128MB'",
+		"logging_collector":       "off",
+		"dynamic_shared_memory_type": "posix",
+	}
+	for k, v := range settings {
+		base[k] = v
+	}
+	var b strings.Builder
+	b.WriteString("# written by tandem at every start; edit the node's settings in the cluster file instead\n")
+	for k, v := range base {
+		fmt.Fprintf(&b, "%s = %s\n", k, v)
+	}
+	path := filepath.Join(dataDir, "tandem.conf")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	conf := filepath.Join(dataDir, "postgresql.conf")
+	data, err := os.ReadFile(conf)
+	if err != nil {
+		return fmt.Errorf("read postgresql.conf: %w", err)
+	}
+	if !strings.Contains(string(data), "include_if_exists = 'tandem.conf'") {
+		data = append(data, []byte("\ninclude_if_exists = 'tandem.conf'\n")...)
+		if err := os.WriteFile(conf, data, 0o600); err != nil {
+			return err
+		}
+	}
+	if cred != nil {
+		_ = os.Chown(path, int(cred.Uid), int(cred.Gid))
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func tailFile(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, " | ")
+}

@@ -1,0 +1,810 @@
+// Package sqlite is tandem's embedded back end: one SQLite database in WAL
+// mode behind pgwire's Backend interface.
+//
+// It owns the database file, its connections (one writer plus a read pool),
+// statement preparation, type mapping to PostgreSQL OIDs and the mapping of
+// SQLite errors to SQLSTATEs. It must not read or write the client socket
+// (pgwire does) nor decide routing (router does).
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("sqlite back end is closed")
+
+// Options configure the back end.
+type Options struct {
+	Path        string // database file
+	Synchronous string // OFF | NORMAL | FULL
+	ReadPool    int
+	BusyTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// DB is one SQLite database shared by every session of a node.
+type DB struct {
+	opts    Options
+	log     *slog.Logger
+	writer  chan *conn // capacity 1: holding it is holding the write lock
+	readers chan *conn
+	all     []*conn
+	mu      sync.Mutex
+	closed  bool
+}
+
+type conn struct {
+	c     *sqlite3.SQLiteConn
+	stmts map[string]*sqlite3.SQLiteStmt
+	ro    bool
+}
+
+const stmtCacheSize = 512
+
+func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
+	if st, ok := c.stmts[sql]; ok {
+		return st, nil
+	}
+	ds, err := c.c.Prepare(sql)
+	if err != nil {
+		return nil, err
+	}
+	st := ds.(*sqlite3.SQLiteStmt)
+	if len(c.stmts) >= stmtCacheSize {
+		for k, old := range c.stmts {
+			old.Close()
+			delete(c.stmts, k)
+			break
+		}
+	}
+	c.stmts[sql] = st
+	return st, nil
+}
+
+func (c *conn) exec(sql string) error {
+	_, err := c.c.Exec(sql, nil)
+	return err
+}
+
+func (c *conn) close() {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.c.Close()
+}
+
+// Open opens (creating if needed) the database.
+func Open(opts Options) (*DB, error) {
+	if opts.ReadPool <= 0 {
+		opts.ReadPool = 4
+	}
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.Synchronous == "" {
+		opts.Synchronous = "NORMAL"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	db := &DB{opts: opts, log: opts.Logger, writer: make(chan *conn, 1), readers: make(chan *conn, opts.ReadPool)}
+	drv := &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
+	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
+		opts.Path, strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
+	open := func(ro bool) (*conn, error) {
+		dc, err := drv.Open(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+		}
+		c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}, ro: ro}
+		if ro {
+			if err := c.exec("PRAGMA query_only = ON"); err != nil {
+				c.close()
+				return nil, err
+			}
+		}
+		db.all = append(db.all, c)
+		return c, nil
+	}
+	w, err := open(false)
+	if err != nil {
+		return nil, err
+	}
+	db.writer <- w
+	for i := 0; i < opts.ReadPool; i++ {
+		r, err := open(true)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		db.readers <- r
+	}
+	return db, nil
+}
+
+func registerFunctions(c *sqlite3.SQLiteConn) error {
+	if err := c.RegisterFunc("version", func() string {
+		v, _, _ := sqlite3.Version()
+		return "PostgreSQL 15.0 (tandem, SQLite " + v + " back end)"
+	}, true); err != nil {
+		return err
+	}
+	return c.RegisterFunc("pg_backend_pid", func() int64 { return int64(os.Getpid()) }, false)
+}
+
+// Close closes every connection.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	for _, c := range db.all {
+		c.close()
+	}
+	return nil
+}
+
+// Path of the database file.
+func (db *DB) Path() string { return db.opts.Path }
+
+// ParameterStatus implements pgwire.Backend.
+func (db *DB) ParameterStatus() [][2]string {
+	v, _, _ := sqlite3.Version()
+	return [][2]string{
+		{"server_version", "15.0 (tandem/SQLite " + v + ")"},
+		{"server_encoding", "UTF8"},
+		{"client_encoding", "UTF8"},
+		{"DateStyle", "ISO, MDY"},
+		{"integer_datetimes", "on"},
+		{"standard_conforming_strings", "on"},
+		{"TimeZone", "UTC"},
+		{"IntervalStyle", "postgres"},
+		{"is_superuser", "on"},
+		{"application_name", ""},
+	}
+}
+
+// NewSession implements pgwire.Backend.
+func (db *DB) NewSession(ctx context.Context, user, database string) (pgwire.BackendSession, error) {
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	return &Session{db: db}, nil
+}
+
+// acquire takes the writer (rw) or a reader, waiting at most BusyTimeout.
+func (db *DB) acquire(ctx context.Context, rw bool) (*conn, error) {
+	pool := db.readers
+	if rw {
+		pool = db.writer
+	}
+	select {
+	case c := <-pool:
+		return c, nil
+	default:
+	}
+	t := time.NewTimer(db.opts.BusyTimeout)
+	defer t.Stop()
+	select {
+	case c := <-pool:
+		return c, nil
+	case <-ctx.Done():
+		return nil, &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: ctx.Err()}
+	case <-t.C:
+		if rw {
+			return nil, &pgwire.Error{Code: "40001", Message: fmt.Sprintf("could not obtain the SQLite write lock within %s: another transaction holds it", db.opts.BusyTimeout), Hint: "retry the transaction"}
+		}
+		return nil, &pgwire.Error{Code: "53300", Message: "no SQLite read connection free", Hint: "raise nodes.sqlite.read_pool"}
+	}
+}
+
+func (db *DB) release(c *conn) {
+	if c.ro {
+		db.readers <- c
+	} else {
+		db.writer <- c
+	}
+}
+
+// Session is one client session's view of the database. A session holds
+// a connection only while a statement or a transaction block runs.
+type Session struct {
+	db       *DB
+	held     *conn // during a transaction block
+	inTx     bool
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	canceled bool
+}
+
+// Statement is a parsed statement.
+type Statement struct {
+	sql      string
+	nparams  int
+	readonly bool
+	rows     bool // returns rows
+	kind     string
+	words    []string
+	s        *Session
+}
+
+func (st *Statement) SQL() string    { return st.sql }
+func (st *Statement) NumParams() int { return st.nparams }
+func (st *Statement) Close() error   { return nil }
+
+// TxStatus implements pgwire.BackendSession.
+func (s *Session) TxStatus() byte {
+	if s.inTx {
+		return 'T'
+	}
+	return 'I'
+}
+
+// Prepare parses the statement once to learn its parameters and whether
+// it writes.
+func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, error) {
+	words := pgwire.Keywords(sql, 4)
+	st := &Statement{sql: sql, words: words, s: s}
+	if len(words) > 0 {
+		st.kind = words[0]
+	}
+	switch st.kind {
+	case "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT":
+		if !(st.kind == "ROLLBACK" && len(words) > 1 && words[1] == "TO") {
+			st.readonly = true
+			return st, nil
+		}
+	}
+	c := s.held
+	if c == nil {
+		var err error
+		if c, err = s.db.acquire(ctx, false); err != nil {
+			return nil, err
+		}
+		defer s.db.release(c)
+	}
+	ps, err := c.prepare(sql)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	st.nparams = ps.NumInput()
+	st.readonly = ps.Readonly()
+	switch st.kind {
+	case "SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN", "TABLE":
+		st.rows = true
+	}
+	if strings.Contains(strings.ToUpper(sql), "RETURNING") {
+		st.rows = true
+	}
+	if st.kind == "PRAGMA" || st.kind == "EXPLAIN" {
+		// PRAGMA with assignment writes settings but has no rows to
+		// describe; treat as read-only for routing.
+		st.readonly = st.readonly || st.kind == "EXPLAIN"
+	}
+	return st, nil
+}
+
+// Describe implements pgwire.Statement: read-only statements are run once
+// with NULL parameters and no row is returned to anyone; their column
+// names, declared types and (for expressions) first values give the types.
+func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
+	if !st.rows {
+		return nil, nil
+	}
+	if !st.readonly {
+		return returningColumns(st.sql), nil
+	}
+	s := st.s
+	c := s.held
+	if c == nil {
+		var err error
+		if c, err = s.db.acquire(ctx, false); err != nil {
+			return nil, err
+		}
+		defer s.db.release(c)
+	}
+	ps, err := c.prepare(st.sql)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	args := make([]driver.NamedValue, st.nparams)
+	for i := range args {
+		args[i] = driver.NamedValue{Ordinal: i + 1}
+	}
+	rows, err := ps.QueryContext(ctx, args)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	defer rows.Close()
+	r := rows.(*sqlite3.SQLiteRows)
+	names := r.Columns()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	decl := r.DeclTypes()
+	vals := make([]driver.Value, len(names))
+	if err := r.Next(vals); err != nil {
+		for i := range vals {
+			vals[i] = nil
+		}
+	}
+	return columnsFor(names, decl, vals), nil
+}
+
+func columnsFor(names, decl []string, vals []driver.Value) []pgwire.Column {
+	cols := make([]pgwire.Column, len(names))
+	for i, n := range names {
+		oid := oidForDecl(decl[i])
+		if oid == 0 {
+			oid = oidForValue(vals[i], n)
+		}
+		cols[i] = pgwire.Column{Name: n, OID: oid}
+	}
+	return cols
+}
+
+func oidForDecl(d string) uint32 {
+	d = strings.ToUpper(d)
+	switch {
+	case d == "":
+		return 0
+	case strings.Contains(d, "BOOL"):
+		return pgwire.OIDBool
+	case strings.Contains(d, "INT"):
+		return pgwire.OIDInt8
+	case strings.Contains(d, "CHAR"), strings.Contains(d, "CLOB"), strings.Contains(d, "TEXT"):
+		return pgwire.OIDText
+	case strings.Contains(d, "BLOB"), strings.Contains(d, "BYTEA"):
+		return pgwire.OIDBytea
+	case strings.Contains(d, "REAL"), strings.Contains(d, "FLOA"), strings.Contains(d, "DOUB"):
+		return pgwire.OIDFloat8
+	case strings.Contains(d, "TIMESTAMP"), strings.Contains(d, "DATETIME"):
+		return pgwire.OIDTimestamp
+	case d == "DATE":
+		return pgwire.OIDDate
+	case strings.Contains(d, "NUMERIC"), strings.Contains(d, "DECIMAL"):
+		return pgwire.OIDNumeric
+	}
+	return pgwire.OIDText
+}
+
+func oidForValue(v driver.Value, name string) uint32 {
+	switch v.(type) {
+	case int64:
+		return pgwire.OIDInt8
+	case float64:
+		return pgwire.OIDFloat8
+	case []byte:
+		return pgwire.OIDBytea
+	case bool:
+		return pgwire.OIDBool
+	case time.Time:
+		return pgwire.OIDTimestamp
+	case string:
+		return pgwire.OIDText
+	}
+	n := strings.ToLower(name)
+	switch {
+	case strings.HasPrefix(n, "count("), strings.HasPrefix(n, "sum("), strings.HasPrefix(n, "length("), strings.HasPrefix(n, "max("), strings.HasPrefix(n, "min("):
+		return pgwire.OIDInt8
+	case strings.HasPrefix(n, "avg("), strings.HasPrefix(n, "total("):
+		return pgwire.OIDFloat8
+	}
+	return pgwire.OIDText
+}
+
+func returningColumns(sql string) []pgwire.Column {
+	u := strings.ToUpper(sql)
+	i := strings.LastIndex(u, "RETURNING")
+	if i < 0 {
+		return nil
+	}
+	var cols []pgwire.Column
+	for _, part := range strings.Split(sql[i+len("RETURNING"):], ",") {
+		p := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(part), ";"))
+		if f := strings.Fields(p); len(f) > 0 {
+			p = f[len(f)-1]
+		}
+		cols = append(cols, pgwire.Column{Name: strings.Trim(p, `"`), OID: pgwire.OIDText})
+	}
+	return cols
+}
+
+// Execute implements pgwire.BackendSession.
+func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
+	st := ps.(*Statement)
+	switch st.kind {
+	case "BEGIN", "START":
+		return s.begin(ctx, st)
+	case "COMMIT", "END":
+		return s.finish(ctx, "COMMIT")
+	case "ROLLBACK", "ABORT":
+		if !(len(st.words) > 1 && st.words[1] == "TO") {
+			return s.finish(ctx, "ROLLBACK")
+		}
+	case "SAVEPOINT", "RELEASE":
+		if !s.inTx {
+			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
+		}
+	}
+	c := s.held
+	autocommit := c == nil
+	if autocommit {
+		var err error
+		if c, err = s.db.acquire(ctx, !st.readonly); err != nil {
+			return nil, err
+		}
+	} else if c.ro && !st.readonly {
+		return nil, pgwire.Errorf("25006", "cannot execute %s in a read-only transaction", st.kind)
+	}
+	release := func() {
+		if autocommit {
+			s.db.release(c)
+		}
+	}
+	sqlst, err := c.prepare(st.sql)
+	if err != nil {
+		release()
+		return nil, mapError(err)
+	}
+	nargs := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancel, s.canceled = cancel, false
+	s.mu.Unlock()
+	done := func() {
+		s.mu.Lock()
+		s.cancel = nil
+		s.mu.Unlock()
+		cancel()
+		release()
+	}
+	if !st.rows {
+		r, err := sqlst.ExecContext(sctx, nargs)
+		done()
+		if err != nil {
+			return nil, mapError(err)
+		}
+		n, _ := r.RowsAffected()
+		return &cmdResult{tag: commandTag(st, n)}, nil
+	}
+	rows, err := sqlst.QueryContext(sctx, nargs)
+	if err != nil {
+		done()
+		return nil, mapError(err)
+	}
+	r := rows.(*sqlite3.SQLiteRows)
+	names := r.Columns()
+	if len(names) == 0 {
+		r.Close()
+		done()
+		return &cmdResult{tag: commandTag(st, 0)}, nil
+	}
+	res := &rowResult{st: st, rows: r, done: done, vals: make([]driver.Value, len(names))}
+	// Peek the first row so expression columns get a type from a value.
+	if err := r.Next(res.vals); err != nil {
+		if err != io.EOF {
+			r.Close()
+			done()
+			return nil, mapError(err)
+		}
+		res.eof = true
+	} else {
+		res.peeked = true
+	}
+	res.cols = columnsFor(names, r.DeclTypes(), res.vals)
+	return res, nil
+}
+
+func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, error) {
+	if s.inTx {
+		return &cmdResult{tag: "BEGIN"}, nil // PostgreSQL warns and carries on
+	}
+	ro := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
+	c, err := s.db.acquire(ctx, !ro)
+	if err != nil {
+		return nil, err
+	}
+	stmt := "BEGIN"
+	if !ro {
+		stmt = "BEGIN IMMEDIATE"
+	}
+	if err := c.exec(stmt); err != nil {
+		s.db.release(c)
+		return nil, mapError(err)
+	}
+	s.held, s.inTx = c, true
+	return &cmdResult{tag: "BEGIN"}, nil
+}
+
+func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
+	if !s.inTx {
+		return &cmdResult{tag: verb}, nil
+	}
+	c := s.held
+	err := c.exec(verb)
+	if err != nil && verb == "COMMIT" {
+		// The commit failed: roll back so the connection is clean.
+		_ = c.exec("ROLLBACK")
+	}
+	s.held, s.inTx = nil, false
+	s.db.release(c)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	return &cmdResult{tag: verb}, nil
+}
+
+// Cancel implements pgwire.BackendSession.
+func (s *Session) Cancel() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel != nil {
+		s.canceled = true
+		s.cancel()
+	}
+}
+
+// Close rolls back an open transaction and returns the connection.
+func (s *Session) Close() error {
+	if s.inTx {
+		_ = s.held.exec("ROLLBACK")
+		s.db.release(s.held)
+		s.held, s.inTx = nil, false
+	}
+	return nil
+}
+
+// CopyFrom implements pgwire.CopyFromer with one INSERT per row in one
+// transaction (the session's own when in a transaction block).
+func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
+	own := !s.inTx
+	c := s.held
+	if own {
+		var err error
+		if c, err = s.db.acquire(ctx, true); err != nil {
+			return 0, err
+		}
+		defer s.db.release(c)
+		if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+			return 0, mapError(err)
+		}
+	} else if c.ro {
+		return 0, pgwire.Errorf("25006", "cannot execute COPY FROM in a read-only transaction")
+	}
+	fail := func(err error) (int64, error) {
+		if own {
+			_ = c.exec("ROLLBACK")
+		}
+		return 0, err
+	}
+	var n int64
+	var stmt *sqlite3.SQLiteStmt
+	width := -1
+	args := []driver.NamedValue{}
+	for {
+		row, ok, err := next()
+		if err != nil {
+			return fail(err)
+		}
+		if !ok {
+			break
+		}
+		if stmt == nil {
+			width = len(row)
+			q := "INSERT INTO " + quoteIdent(table)
+			if len(columns) > 0 {
+				if len(columns) != width {
+					return fail(pgwire.Errorf("22P04", "COPY row has %d columns, expected %d", width, len(columns)))
+				}
+				qc := make([]string, len(columns))
+				for i, col := range columns {
+					qc[i] = quoteIdent(col)
+				}
+				q += " (" + strings.Join(qc, ", ") + ")"
+			}
+			q += " VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+			if stmt, err = c.prepare(q); err != nil {
+				return fail(mapError(err))
+			}
+			args = make([]driver.NamedValue, width)
+		}
+		if len(row) != width {
+			return fail(pgwire.Errorf("22P04", "COPY row %d has %d columns, expected %d", n+1, len(row), width))
+		}
+		for i, v := range row {
+			args[i] = driver.NamedValue{Ordinal: i + 1}
+			if v != nil {
+				args[i].Value = *v
+			}
+		}
+		if _, err := stmt.ExecContext(ctx, args); err != nil {
+			return fail(fmt.Errorf("COPY %s, line %d: %w", table, n+1, mapError(err)))
+		}
+		n++
+	}
+	if own {
+		if err := c.exec("COMMIT"); err != nil {
+			return fail(mapError(err))
+		}
+	}
+	return n, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func commandTag(st *Statement, n int64) string {
+	switch st.kind {
+	case "INSERT", "REPLACE":
+		return fmt.Sprintf("INSERT 0 %d", n)
+	case "UPDATE":
+		return fmt.Sprintf("UPDATE %d", n)
+	case "DELETE":
+		return fmt.Sprintf("DELETE %d", n)
+	case "SELECT", "WITH", "VALUES", "TABLE", "PRAGMA", "EXPLAIN":
+		return fmt.Sprintf("SELECT %d", n)
+	case "CREATE", "DROP", "ALTER":
+		w := st.words
+		if len(w) > 1 {
+			obj := w[1]
+			if (obj == "UNIQUE" || obj == "TEMP" || obj == "TEMPORARY" || obj == "VIRTUAL") && len(w) > 2 {
+				obj = w[2]
+			}
+			return st.kind + " " + obj
+		}
+	}
+	return st.kind
+}
+
+type cmdResult struct{ tag string }
+
+func (r *cmdResult) Columns() []pgwire.Column { return nil }
+func (r *cmdResult) Next([]any) (bool, error) { return false, nil }
+func (r *cmdResult) Tag() string              { return r.tag }
+func (r *cmdResult) Close() error             { return nil }
+
+type rowResult struct {
+	st     *Statement
+	rows   *sqlite3.SQLiteRows
+	cols   []pgwire.Column
+	vals   []driver.Value
+	peeked bool
+	eof    bool
+	n      int64
+	done   func()
+	closed bool
+}
+
+func (r *rowResult) Columns() []pgwire.Column { return r.cols }
+
+func (r *rowResult) Next(dst []any) (bool, error) {
+	if r.eof {
+		return false, nil
+	}
+	if r.peeked {
+		r.peeked = false
+	} else if err := r.rows.Next(r.vals); err != nil {
+		if err == io.EOF {
+			r.eof = true
+			return false, nil
+		}
+		return false, mapError(err)
+	}
+	for i, v := range r.vals {
+		dst[i] = v
+	}
+	r.n++
+	return true, nil
+}
+
+func (r *rowResult) Tag() string { return commandTag(r.st, r.n) }
+
+func (r *rowResult) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.rows.Close()
+	r.done()
+	return mapErrorOrNil(err)
+}
+
+func mapErrorOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return mapError(err)
+}
+
+// mapError turns a SQLite error into a pgwire.Error with a SQLSTATE.
+func mapError(err error) error {
+	var pe *pgwire.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: err}
+	}
+	var se sqlite3.Error
+	if !errors.As(err, &se) {
+		return &pgwire.Error{Code: pgwire.CodeInternal, Message: err.Error(), Err: err}
+	}
+	msg := se.Error()
+	code := pgwire.CodeInternal
+	switch se.Code {
+	case sqlite3.ErrConstraint:
+		switch se.ExtendedCode {
+		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
+			code = "23505"
+		case sqlite3.ErrConstraintForeignKey:
+			code = "23503"
+		case sqlite3.ErrConstraintNotNull:
+			code = "23502"
+		case sqlite3.ErrConstraintCheck:
+			code = "23514"
+		default:
+			code = "23000"
+		}
+	case sqlite3.ErrBusy, sqlite3.ErrLocked:
+		code = "40001"
+		msg = "could not serialize access: SQLite is busy (" + msg + ")"
+	case sqlite3.ErrInterrupt:
+		code, msg = pgwire.CodeQueryCanceled, "canceling statement due to user request"
+	case sqlite3.ErrReadonly:
+		code = "25006"
+	case sqlite3.ErrTooBig:
+		code = "54000"
+	case sqlite3.ErrMismatch:
+		code = "42804"
+	case sqlite3.ErrRange:
+		code = "22023"
+	case sqlite3.ErrFull:
+		code = "53100"
+	case sqlite3.ErrError:
+		switch {
+		case strings.Contains(msg, "no such table"):
+			code = "42P01"
+		case strings.Contains(msg, "no such column"):
+			code = "42703"
+		case strings.Contains(msg, "no such function"):
+			code = "42883"
+		case strings.Contains(msg, "already exists"):
+			code = "42P07"
+		case strings.Contains(msg, "syntax error"), strings.Contains(msg, "incomplete input"), strings.Contains(msg, "unrecognized token"):
+			code = "42601"
+		case strings.Contains(msg, "cannot start a transaction within a transaction"):
+			code = "25001"
+		case strings.Contains(msg, "no such savepoint"):
+			code = "3B001"
+		default:
+			code = "42000"
+		}
+	}
+	return &pgwire.Error{Code: code, Message: msg, Err: err}
+}

@@ -1,0 +1,291 @@
+// Package cluster launches a whole tandem cluster on this machine: one OS
+// process per node (so a test or an operator can SIGKILL one) and the
+// optional router process, each logging into the run directory.
+//
+// It owns child processes and their readiness and shutdown. It must not
+// implement node or router behaviour: it runs the tandem binary for that.
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+// ErrNotReady means a process did not start serving in time.
+var ErrNotReady = errors.New("process did not become ready")
+
+// Options of a local cluster.
+type Options struct {
+	Config *config.Cluster
+	// Exe is the tandem binary (default: this executable).
+	Exe string
+	// LogLevel for the children.
+	LogLevel string
+	Logger   *slog.Logger
+	// ReadyTimeout bounds each process's start (default 120 s: initdb).
+	ReadyTimeout time.Duration
+}
+
+// Proc is one child process.
+type Proc struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"` // node | router
+	Addr string `json:"addr"`
+	PID  int    `json:"pid"`
+	Log  string `json:"log"`
+
+	cmd    *exec.Cmd
+	done   chan struct{}
+	err    error
+	expect bool // exit expected (stopping)
+	mu     sync.Mutex
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Kill sends SIGKILL (a crash) and waits for the exit.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Local is a running local cluster.
+type Local struct {
+	opts   Options
+	log    *slog.Logger
+	Procs  []*Proc
+	RunDir string
+	mu     sync.Mutex
+	stop   bool
+}
+
+// Start launches every node, then the router, and waits until each serves.
+func Start(ctx context.Context, opts Options) (*Local, error) {
+	c := opts.Config
+	if opts.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		opts.Exe = exe
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ReadyTimeout == 0 {
+		opts.ReadyTimeout = 120 * time.Second
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = c.LogLevel
+	}
+	runDir, err := filepath.Abs(c.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(runDir, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory %s: %w", runDir, err)
+	}
+	l := &Local{opts: opts, log: opts.Logger, RunDir: runDir}
+	cfgPath, err := filepath.Abs(c.File)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range c.Nodes {
+		p, err := l.spawn(ctx, n.ID, "node", []string{"node", "-c", cfgPath, "--id", n.ID})
+		if err != nil {
+			l.Stop()
+			return nil, err
+		}
+		l.Procs = append(l.Procs, p)
+	}
+	if c.Router != nil {
+		p, err := l.spawn(ctx, "router", "router", []string{"router", "-c", cfgPath})
+		if err != nil {
+			l.Stop()
+			return nil, err
+		}
+		l.Procs = append(l.Procs, p)
+	}
+	if err := l.writeState(); err != nil {
+		l.Stop()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*Proc, error) {
+	logPath := filepath.Join(l.RunDir, "logs", name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.Close()
+	args = append(args, "--log-level", l.opts.LogLevel)
+	cmd := exec.Command(l.opts.Exe, args...)
+	cmd.Dir = mustWD()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{pw}
+	cmd.Env = append(os.Environ(), "TANDEM_READY_FD=3")
+	// Children die with us, and Ctrl-C in a terminal reaches only us: we
+	// stop them in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("start %s %s: %w", kind, name, err)
+	}
+	pw.Close()
+	p := &Proc{Name: name, Kind: kind, PID: cmd.Process.Pid, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+		p.mu.Lock()
+		expected := p.expect
+		p.mu.Unlock()
+		if !expected {
+			l.log.Error("process exited unexpectedly", "kind", kind, "name", name, "pid", p.PID, "err", p.err, "log", logPath)
+		}
+	}()
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		if sc.Scan() {
+			ready <- strings.TrimSpace(sc.Text())
+		}
+		close(ready)
+	}()
+	select {
+	case addr, ok := <-ready:
+		if ok && addr != "" {
+			p.Addr = addr
+			l.log.Info("started", "kind", kind, "name", name, "pid", p.PID, "addr", addr, "log", logPath)
+			return p, nil
+		}
+		<-p.done
+		return nil, fmt.Errorf("%w: %s %s exited: %v; last log lines: %s", ErrNotReady, kind, name, p.err, tail(logPath, 6))
+	case <-time.After(l.opts.ReadyTimeout):
+	case <-ctx.Done():
+	}
+	p.expect = true
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	return nil, fmt.Errorf("%w: %s %s did not serve within %s; see %s", ErrNotReady, kind, name, l.opts.ReadyTimeout, logPath)
+}
+
+func mustWD() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// Proc returns the process with the given name (node id or "router").
+func (l *Local) Proc(name string) *Proc {
+	for _, p := range l.Procs {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// Entry is the address clients connect to: the router when there is one,
+// else the first node.
+func (l *Local) Entry() string {
+	if p := l.Proc("router"); p != nil {
+		return p.Addr
+	}
+	return l.Procs[0].Addr
+}
+
+// DSN for the first configured user.
+func (l *Local) DSN() string {
+	c := l.opts.Config
+	user, pass := c.InternalUser()
+	cred := user
+	if pass != "" {
+		cred += ":" + pass
+	}
+	return fmt.Sprintf("postgres://%s@%s/tandem?sslmode=disable", cred, l.Entry())
+}
+
+// Stop terminates every process (SIGTERM, then SIGKILL after 30 s),
+// router first, and waits for them.
+func (l *Local) Stop() {
+	l.mu.Lock()
+	if l.stop {
+		l.mu.Unlock()
+		return
+	}
+	l.stop = true
+	l.mu.Unlock()
+	for i := len(l.Procs) - 1; i >= 0; i-- {
+		p := l.Procs[i]
+		p.mu.Lock()
+		p.expect = true
+		p.mu.Unlock()
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			l.log.Warn("process did not stop in 30 s; killing", "name", p.Name)
+			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	_ = os.Remove(filepath.Join(l.RunDir, "cluster.json"))
+}
+
+type state struct {
+	Cluster string  `json:"cluster"`
+	Design  string  `json:"design"`
+	DSN     string  `json:"dsn"`
+	Procs   []*Proc `json:"procs"`
+	Started string  `json:"started"`
+}
+
+func (l *Local) writeState() error {
+	b, _ := json.MarshalIndent(state{Cluster: l.opts.Config.Name, Design: l.opts.Config.Design, DSN: l.DSN(), Procs: l.Procs, Started: time.Now().Format(time.RFC3339)}, "", "  ")
+	return os.WriteFile(filepath.Join(l.RunDir, "cluster.json"), b, 0o644)
+}
+
+// ReadState returns the processes a running `tandem up` recorded.
+func ReadState(runDir string) ([]*Proc, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "cluster.json"))
+	if err != nil {
+		return nil, err
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	return s.Procs, nil
+}
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}

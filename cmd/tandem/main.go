@@ -1,0 +1,74 @@
+// Command tandem turns several ordinary databases into one highly available,
+// scalable virtual database spoken to over the PostgreSQL wire protocol.
+//
+// The wiring below reads straight down: one root command, one constructor
+// per subcommand, each in its own file.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	root := &cobra.Command{
+		Use:           "tandem",
+		Short:         "Replication middleware: one highly available, scalable virtual database over the PostgreSQL wire protocol",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
+	root.PersistentFlags().String("log-format", "text", "log format: text or json")
+
+	root.AddCommand(
+		newUpCmd(),
+		newNodeCmd(),
+		newRouterCmd(),
+		newStatusCmd(),
+		newBenchCmd(),
+		newPlanCmd(),
+	)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := root.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tandem:", err)
+		var ee exitCoder
+		if errors.As(err, &ee) {
+			os.Exit(ee.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+type exitCoder interface{ ExitCode() int }
+
+// logger builds the structured logger from the persistent flags.
+func logger(cmd *cobra.Command) *slog.Logger {
+	lvl, _ := cmd.Flags().GetString("log-level")
+	format, _ := cmd.Flags().GetString("log-format")
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(lvl)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	l := slog.New(h)
+	slog.SetDefault(l)
+	return l
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/router"
+)
+
+func newNodeCmd() *cobra.Command {
+	var file, id string
+	cmd := &cobra.Command{
+		Use:   "node -c FILE --id ID",
+		Short: "Run one node (its back end and its front door) in the foreground",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := logger(cmd)
+			c, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			if id == "" {
+				if len(c.Nodes) != 1 {
+					return errors.New("--id is required when the cluster has more than one node")
+				}
+				id = c.Nodes[0].ID
+			}
+			return node.Run(cmd.Context(), c, id, log, func(addr string) {
+				if os.Getenv("TANDEM_READY_FD") == "3" {
+					f := os.NewFile(3, "ready")
+					fmt.Fprintln(f, addr)
+					f.Close()
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	cmd.Flags().StringVar(&id, "id", "", "node id in the cluster file")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func newRouterCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "router -c FILE",
+		Short: "Run the standalone router process in the foreground",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := logger(cmd).With("component", "router")
+			c, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			if c.Router == nil {
+				return fmt.Errorf("%w: %s: field router: missing; add a [router] table with listen = \"host:port\"", config.ErrInvalid, c.File)
+			}
+			user, pass := c.InternalUser()
+			var ups []router.Upstream
+			for _, n := range c.Nodes {
+				ups = append(ups, router.Upstream{Node: n.ID, Addr: n.Listen, User: user, Password: pass})
+			}
+			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
+			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
+			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password,
+				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rt)
+			l, err := net.Listen("tcp", c.Router.Listen)
+			if err != nil {
+				return fmt.Errorf("router: listen on %s (field router.listen): %w", c.Router.Listen, err)
+			}
+			if c.Router.Metrics != "" {
+				if err := serveRouterAdmin(cmd.Context(), c.Router.Metrics, rt); err != nil {
+					return err
+				}
+			}
+			log.Info("router serving", "listen", l.Addr().String(), "nodes", len(ups))
+			if os.Getenv("TANDEM_READY_FD") == "3" {
+				f := os.NewFile(3, "ready")
+				fmt.Fprintln(f, l.Addr().String())
+				f.Close()
+			}
+			err = srv.Serve(cmd.Context(), l)
+			srv.CloseAll()
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}

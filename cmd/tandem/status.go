@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/cluster"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/router"
+)
+
+// probe is one process's health as `tandem status` sees it.
+type probe struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Role      string  `json:"role"`
+	Addr      string  `json:"addr"`
+	Backend   string  `json:"backend,omitempty"`
+	Healthy   bool    `json:"healthy"`
+	LatencyMS float64 `json:"latency_ms,omitempty"`
+	PID       int     `json:"pid,omitempty"`
+	Error     string  `json:"error,omitempty"`
+	Sessions  *int64  `json:"sessions,omitempty"`
+}
+
+func newStatusCmd() *cobra.Command {
+	var file string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status -c FILE",
+		Short: "Print the cluster's nodes, roles and health",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := config.Load(file)
+			if err != nil {
+				return err
+			}
+			pids := map[string]int{}
+			if procs, err := cluster.ReadState(c.RunDir); err == nil {
+				for _, p := range procs {
+					pids[p.Name] = p.PID
+				}
+			}
+			user, pass := c.InternalUser()
+			var out []probe
+			for _, n := range c.Nodes {
+				p := probe{Name: n.ID, Kind: "node", Role: "primary", Addr: n.Listen, Backend: n.Backend, PID: pids[n.ID]}
+				pingPG(cmd.Context(), &p, user, pass)
+				if n.Metrics != "" {
+					var s struct {
+						Sessions int64 `json:"sessions"`
+					}
+					if getJSON("http://"+n.Metrics+"/status", &s) == nil {
+						p.Sessions = &s.Sessions
+					}
+				}
+				out = append(out, p)
+			}
+			if c.Router != nil {
+				p := probe{Name: "router", Kind: "router", Role: "router", Addr: c.Router.Listen, PID: pids["router"]}
+				pingPG(cmd.Context(), &p, user, pass)
+				out = append(out, p)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"cluster": c.Name, "design": c.Design, "processes": out})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %q, design %s\n", c.Name, c.Design)
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tKIND\tROLE\tADDRESS\tBACKEND\tHEALTH\tLATENCY\tPID\tDETAIL")
+			for _, p := range out {
+				health, lat := "down", "-"
+				if p.Healthy {
+					health, lat = "up", fmt.Sprintf("%.2f ms", p.LatencyMS)
+				}
+				detail := p.Error
+				if p.Sessions != nil {
+					detail = fmt.Sprintf("%d sessions", *p.Sessions)
+				}
+				pid := "-"
+				if p.PID != 0 {
+					pid = fmt.Sprint(p.PID)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Kind, p.Role, p.Addr, dash(p.Backend), health, lat, pid, detail)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// pingPG logs in over the PostgreSQL protocol and runs SELECT 1.
+func pingPG(ctx context.Context, p *probe, user, pass string) {
+	host, port, _ := net.SplitHostPort(p.Addr)
+	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s sslmode=disable dbname=tandem connect_timeout=3", host, port))
+	if err != nil {
+		p.Error = err.Error()
+		return
+	}
+	cfg.User, cfg.Password = user, pass
+	start := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgconn.ConnectConfig(cctx, cfg)
+	if err != nil {
+		p.Error = err.Error()
+		return
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(cctx, "SELECT 1").ReadAll(); err != nil {
+		p.Error = err.Error()
+		return
+	}
+	p.Healthy = true
+	p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+}
+
+func getJSON(url string, v any) error {
+	cl := http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// serveRouterAdmin serves the router's /status and /metrics.
+func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("router: listen on %s (field router.metrics): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(rt.Status())
+	})
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(l) }()
+	go func() { <-ctx.Done(); hs.Close() }()
+	return nil
+}

@@ -1,0 +1,341 @@
+// Package config owns the cluster configuration file (TOML): parsing,
+// defaults and validation. Errors name the file, the field and what is wrong.
+//
+// It must not start anything: it only describes a cluster.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ErrInvalid marks every validation failure (errors.Is(err, ErrInvalid)).
+var ErrInvalid = errors.New("invalid configuration")
+
+// Designs tandem knows.
+var Designs = []string{"standalone", "hot-standby", "single-master", "multi-master", "raidb-0", "raidb-1", "raidb-2"}
+
+// Implemented designs (the others are refused with a clear message).
+var Implemented = map[string]bool{"standalone": true}
+
+// Cluster is one cluster file.
+type Cluster struct {
+	Name     string  `toml:"cluster"`
+	Design   string  `toml:"design"`
+	Auth     string  `toml:"auth"` // scram-sha-256 (default) | md5 | trust
+	RunDir   string  `toml:"run_dir"`
+	Router   *Router `toml:"router"`
+	Users    []User  `toml:"users"`
+	Nodes    []Node  `toml:"nodes"`
+	Limits   Limits  `toml:"limits"`
+	LogLevel string  `toml:"log_level"`
+
+	// File is the path this cluster was read from (not a TOML field).
+	File string `toml:"-"`
+}
+
+// Router is the optional standalone router process.
+type Router struct {
+	Listen         string   `toml:"listen"`
+	HealthInterval Duration `toml:"health_interval"`
+	Metrics        string   `toml:"metrics"`
+}
+
+// User may connect through the front door.
+type User struct {
+	Name     string `toml:"name"`
+	Password string `toml:"password"`
+}
+
+// Limits protect the front door.
+type Limits struct {
+	MaxMessageBytes int `toml:"max_message_bytes"`
+	MaxConnections  int `toml:"max_connections"`
+}
+
+// Node is one back end plus tandem's agent beside it.
+type Node struct {
+	ID       string        `toml:"id"`
+	Listen   string        `toml:"listen"`
+	Metrics  string        `toml:"metrics"`
+	Backend  string        `toml:"backend"` // sqlite | postgres
+	DataDir  string        `toml:"data_dir"`
+	DSN      string        `toml:"dsn"` // postgres: external server; empty means managed
+	Postgres PGOptions     `toml:"postgres"`
+	SQLite   SQLiteOptions `toml:"sqlite"`
+}
+
+// PGOptions configure a managed PostgreSQL.
+type PGOptions struct {
+	BinDir   string            `toml:"bin_dir"`
+	Port     int               `toml:"port"`
+	Settings map[string]string `toml:"settings"`
+}
+
+// SQLiteOptions configure the embedded back end.
+type SQLiteOptions struct {
+	Synchronous string   `toml:"synchronous"` // OFF | NORMAL | FULL
+	ReadPool    int      `toml:"read_pool"`
+	BusyTimeout Duration `toml:"busy_timeout"`
+}
+
+// Duration reads "250ms", "5s" from TOML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write e.g. \"500ms\" or \"5s\")", string(b))
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Load reads, defaults and validates a cluster file.
+func Load(path string) (*Cluster, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on bytes; path is used in messages and to resolve relative paths.
+func Parse(path string, data []byte) (*Cluster, error) {
+	return ParseWithRunDir(path, data, "")
+}
+
+// ParseWithRunDir is Parse with run_dir overridden (when not empty).
+func ParseWithRunDir(path string, data []byte, runDir string) (*Cluster, error) {
+	var c Cluster
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		var perr toml.ParseError
+		if errors.As(err, &perr) {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, perr.Position.Line, perr.Message)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%w: %s: unknown field %q (check the spelling; see examples/)", ErrInvalid, path, keys[0])
+	}
+	c.File = path
+	if runDir != "" {
+		c.RunDir = runDir
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Cluster) applyDefaults() {
+	if c.Design == "" {
+		c.Design = "standalone"
+	}
+	if c.Auth == "" {
+		c.Auth = "scram-sha-256"
+	}
+	if c.RunDir == "" && c.Name != "" {
+		c.RunDir = filepath.Join(".tandem", c.Name)
+	}
+	if c.Limits.MaxMessageBytes == 0 {
+		c.Limits.MaxMessageBytes = 64 << 20
+	}
+	if c.Limits.MaxConnections == 0 {
+		c.Limits.MaxConnections = 500
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
+		c.Router.HealthInterval.Duration = 500 * time.Millisecond
+	}
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if n.Backend == "" {
+			n.Backend = "sqlite"
+		}
+		if n.DataDir == "" && n.ID != "" {
+			n.DataDir = filepath.Join(c.RunDir, n.ID)
+		} else if n.DataDir != "" && !filepath.IsAbs(n.DataDir) {
+			n.DataDir = filepath.Join(c.RunDir, n.DataDir)
+		}
+		if n.SQLite.Synchronous == "" {
+			n.SQLite.Synchronous = "NORMAL"
+		}
+		if n.SQLite.ReadPool == 0 {
+			n.SQLite.ReadPool = 4
+		}
+		if n.SQLite.BusyTimeout.Duration == 0 {
+			n.SQLite.BusyTimeout.Duration = 5 * time.Second
+		}
+	}
+}
+
+// Validate checks every field; the first problem found is returned.
+func (c *Cluster) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: field %s: %s", ErrInvalid, c.File, field, fmt.Sprintf(format, args...))
+	}
+	if c.Name == "" {
+		return bad("cluster", "missing: give the cluster a name, e.g. cluster = \"demo\"")
+	}
+	known := false
+	for _, d := range Designs {
+		known = known || d == c.Design
+	}
+	if !known {
+		return bad("design", "%q is not a design; use one of %s", c.Design, strings.Join(Designs, ", "))
+	}
+	if !Implemented[c.Design] {
+		return bad("design", "%q is not available in this version of tandem yet; use standalone", c.Design)
+	}
+	switch c.Auth {
+	case "scram-sha-256", "md5", "trust":
+	default:
+		return bad("auth", "%q is not an authentication method; use scram-sha-256, md5 or trust", c.Auth)
+	}
+	if c.Auth != "trust" && len(c.Users) == 0 {
+		return bad("users", "no users: add [[users]] with name and password, or set auth = \"trust\"")
+	}
+	seenUser := map[string]bool{}
+	for i, u := range c.Users {
+		f := fmt.Sprintf("users[%d]", i)
+		if u.Name == "" {
+			return bad(f+".name", "missing")
+		}
+		if seenUser[u.Name] {
+			return bad(f+".name", "user %q is listed twice", u.Name)
+		}
+		seenUser[u.Name] = true
+		if c.Auth != "trust" && u.Password == "" {
+			return bad(f+".password", "missing for user %q (auth = %s needs one)", u.Name, c.Auth)
+		}
+	}
+	if len(c.Nodes) == 0 {
+		return bad("nodes", "no nodes: add at least one [[nodes]] table")
+	}
+	if c.Design == "standalone" && len(c.Nodes) != 1 {
+		return bad("nodes", "design standalone takes exactly 1 node, found %d", len(c.Nodes))
+	}
+	addrs := map[string]string{}
+	checkAddr := func(field, addr string, required bool) error {
+		if addr == "" {
+			if required {
+				return bad(field, "missing: give host:port, e.g. \"127.0.0.1:5433\"")
+			}
+			return nil
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "" {
+			return bad(field, "%q is not host:port", addr)
+		}
+		_ = host
+		if other, ok := addrs[addr]; ok {
+			return bad(field, "address %s is already used by %s", addr, other)
+		}
+		addrs[addr] = field
+		return nil
+	}
+	if c.Router != nil {
+		if err := checkAddr("router.listen", c.Router.Listen, true); err != nil {
+			return err
+		}
+		if err := checkAddr("router.metrics", c.Router.Metrics, false); err != nil {
+			return err
+		}
+	}
+	seen := map[string]bool{}
+	for i, n := range c.Nodes {
+		f := fmt.Sprintf("nodes[%d]", i)
+		if n.ID == "" {
+			return bad(f+".id", "missing: give each node an id, e.g. id = \"n1\"")
+		}
+		if seen[n.ID] {
+			return bad(f+".id", "node id %q is used twice", n.ID)
+		}
+		seen[n.ID] = true
+		if err := checkAddr(f+".listen", n.Listen, true); err != nil {
+			return err
+		}
+		if err := checkAddr(f+".metrics", n.Metrics, false); err != nil {
+			return err
+		}
+		switch n.Backend {
+		case "sqlite":
+			if n.DSN != "" {
+				return bad(f+".dsn", "a sqlite node has no dsn; remove it or set backend = \"postgres\"")
+			}
+			switch strings.ToUpper(n.SQLite.Synchronous) {
+			case "OFF", "NORMAL", "FULL", "EXTRA":
+			default:
+				return bad(f+".sqlite.synchronous", "%q: use OFF, NORMAL or FULL", n.SQLite.Synchronous)
+			}
+			if n.SQLite.ReadPool < 1 || n.SQLite.ReadPool > 256 {
+				return bad(f+".sqlite.read_pool", "%d: use 1..256", n.SQLite.ReadPool)
+			}
+		case "postgres":
+			if n.Postgres.Port < 0 || n.Postgres.Port > 65535 {
+				return bad(f+".postgres.port", "%d is not a TCP port", n.Postgres.Port)
+			}
+		default:
+			return bad(f+".backend", "%q is not a back end; use sqlite or postgres", n.Backend)
+		}
+	}
+	if c.Limits.MaxMessageBytes < 1024 {
+		return bad("limits.max_message_bytes", "%d is too small (at least 1024)", c.Limits.MaxMessageBytes)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return bad("log_level", "%q: use debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+// Node returns the node with the given id.
+func (c *Cluster) Node(id string) (*Node, bool) {
+	for i := range c.Nodes {
+		if c.Nodes[i].ID == id {
+			return &c.Nodes[i], true
+		}
+	}
+	return nil, false
+}
+
+// Password of a user ("" and false when unknown).
+func (c *Cluster) Password(user string) (string, bool) {
+	for _, u := range c.Users {
+		if u.Name == user {
+			return u.Password, true
+		}
+	}
+	return "", false
+}
+
+// InternalUser is the user tandem's own hops (router -> node) log in as.
+func (c *Cluster) InternalUser() (string, string) {
+	if len(c.Users) > 0 {
+		return c.Users[0].Name, c.Users[0].Password
+	}
+	return "tandem", ""
+}

@@ -1,0 +1,169 @@
+// Package node runs one tandem node: a back-end database (embedded SQLite,
+// or a managed or external PostgreSQL) with tandem's front door in the same
+// process, so a client statement crosses one tandem hop to its back end.
+//
+// It owns the node's life cycle: opening or starting the back end, serving
+// the PostgreSQL protocol, the admin HTTP endpoint (metrics, status), and
+// orderly shutdown. It must not decide cluster membership (coordinator)
+// nor implement the protocol (pgwire) or SQLite details (backend/sqlite).
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/backend/sqlite"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/router"
+)
+
+// ErrBackendExited means the node's managed PostgreSQL server stopped.
+var ErrBackendExited = errors.New("back end exited")
+
+// Status is what a node reports on /status.
+type Status struct {
+	ID       string    `json:"id"`
+	Backend  string    `json:"backend"`
+	Role     string    `json:"role"`
+	Listen   string    `json:"listen"`
+	Sessions int64     `json:"sessions"`
+	Started  time.Time `json:"started"`
+	Detail   string    `json:"detail,omitempty"`
+}
+
+// Run serves node id of the cluster until ctx ends or the back end fails.
+// ready, if not nil, is called once the node accepts connections.
+func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, ready func(addr string)) error {
+	n, ok := c.Node(id)
+	if !ok {
+		return fmt.Errorf("%w: %s: no node with id %q", config.ErrInvalid, c.File, id)
+	}
+	log = log.With("node", id)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	pwcfg := pgwire.Config{
+		Auth:            pgwire.AuthMethod(c.Auth),
+		Passwords:       c.Password,
+		MaxMessageBytes: c.Limits.MaxMessageBytes,
+		MaxConnections:  c.Limits.MaxConnections,
+		Logger:          log,
+	}
+	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
+	var handler pgwire.Handler
+	var backendDone <-chan struct{}
+	switch n.Backend {
+	case "sqlite":
+		db, err := sqlite.Open(sqlite.Options{
+			Path:        filepath.Join(n.DataDir, "tandem.db"),
+			Synchronous: n.SQLite.Synchronous,
+			ReadPool:    n.SQLite.ReadPool,
+			BusyTimeout: n.SQLite.BusyTimeout.Duration,
+			Logger:      log,
+		})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		st.Detail = db.Path()
+		handler = &pgwire.Executor{Backend: db}
+	case "postgres":
+		up := router.Upstream{Node: id}
+		if n.DSN == "" {
+			m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
+				DataDir:  filepath.Join(n.DataDir, "pgdata"),
+				BinDir:   n.Postgres.BinDir,
+				Port:     n.Postgres.Port,
+				Settings: n.Postgres.Settings,
+				Logger:   log,
+			})
+			if err != nil {
+				return err
+			}
+			defer m.Stop()
+			backendDone = m.Done()
+			up.Addr, up.User, up.Database = "127.0.0.1:"+strconv.Itoa(m.Port()), "postgres", "postgres"
+			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
+		} else {
+			u, err := url.Parse(n.DSN)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("%w: %s: field nodes.dsn: %q is not a postgres:// URL", config.ErrInvalid, c.File, n.DSN)
+			}
+			up.Addr = u.Host
+			if u.Port() == "" {
+				up.Addr = net.JoinHostPort(u.Hostname(), "5432")
+			}
+			up.User = u.User.Username()
+			up.Password, _ = u.User.Password()
+			up.Database = u.Path
+			if len(up.Database) > 0 && up.Database[0] == '/' {
+				up.Database = up.Database[1:]
+			}
+			st.Detail = "external PostgreSQL at " + up.Addr
+		}
+		handler = router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
+	default:
+		return fmt.Errorf("%w: node %s: backend %q", config.ErrInvalid, id, n.Backend)
+	}
+
+	srv := pgwire.NewServer(pwcfg, handler)
+	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_sessions", Help: "Open client sessions on this node."}, func() float64 { return float64(srv.Active()) })
+	reg.MustRegister(sessions)
+	l, err := net.Listen("tcp", n.Listen)
+	if err != nil {
+		return fmt.Errorf("node %s: listen on %s (field nodes.listen): %w", id, n.Listen, err)
+	}
+	if n.Metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+			s := st
+			s.Sessions = srv.Active()
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(s)
+		})
+		hl, err := net.Listen("tcp", n.Metrics)
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("node %s: listen on %s (field nodes.metrics): %w", id, n.Metrics, err)
+		}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(hl) }()
+		defer hs.Close()
+	}
+	log.Info("node serving", "listen", l.Addr().String(), "backend", n.Backend, "detail", st.Detail)
+	if ready != nil {
+		ready(l.Addr().String())
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(sctx, l) }()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		runErr = err
+	case <-backendDone:
+		runErr = fmt.Errorf("node %s: %w: the managed PostgreSQL server stopped (see its log in %s)", id, ErrBackendExited, n.DataDir)
+	}
+	cancel()
+	l.Close()
+	srv.CloseAll()
+	log.Info("node stopped")
+	return runErr
+}

@@ -1,0 +1,176 @@
+// Package pgwire is tandem's PostgreSQL protocol 3 front door: framing,
+// startup (SSLRequest, CancelRequest, StartupMessage), authentication
+// (SCRAM-SHA-256, md5, trust), and an executing server for back ends that do
+// not speak the protocol themselves (SQLite).
+//
+// It owns bytes on the client socket and nothing else: where a session's
+// statements go is the router's business (it implements Handler), and how a
+// database runs them is the back end's (it implements Backend, an interface
+// declared here where it is used). Message decoding and encoding use pgx's
+// pgproto3; frames that need no change are forwarded as raw bytes.
+package pgwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// ErrMessageTooLarge is returned when a frame exceeds the configured cap.
+var ErrMessageTooLarge = errors.New("message exceeds the size limit")
+
+// ErrMalformed is returned for frames that are not valid protocol.
+var ErrMalformed = errors.New("malformed protocol message")
+
+const minBuf = 16 << 10
+
+// Framer reads length-prefixed protocol frames from a stream into one
+// reusable buffer and batches writes. It never allocates per message once its
+// buffers have grown to the working size.
+type Framer struct {
+	rd     io.Reader
+	buf    []byte
+	r, w   int
+	out    []byte
+	wr     io.Writer
+	maxLen int
+}
+
+// NewFramer wraps a stream; maxLen caps the body length of one frame.
+func NewFramer(rd io.Reader, wr io.Writer, maxLen int) *Framer {
+	return &Framer{rd: rd, wr: wr, buf: make([]byte, minBuf), out: make([]byte, 0, minBuf), maxLen: maxLen}
+}
+
+// fill makes at least n bytes available from f.r.
+func (f *Framer) fill(n int) error {
+	if f.w-f.r >= n {
+		return nil
+	}
+	if n > len(f.buf) {
+		nb := make([]byte, max(n, 2*len(f.buf)))
+		copy(nb, f.buf[f.r:f.w])
+		f.w -= f.r
+		f.r = 0
+		f.buf = nb
+	} else if f.r+n > len(f.buf) {
+		copy(f.buf, f.buf[f.r:f.w])
+		f.w -= f.r
+		f.r = 0
+	}
+	for f.w-f.r < n {
+		m, err := f.rd.Read(f.buf[f.w:])
+		f.w += m
+		if err != nil {
+			if f.w-f.r >= n {
+				return nil
+			}
+			if errors.Is(err, io.EOF) && f.w-f.r > 0 {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadFrame returns the next typed message: its type byte, and the whole
+// frame (type, length, body). The slice is valid until the next read.
+func (f *Framer) ReadFrame() (byte, []byte, error) {
+	if err := f.fill(5); err != nil {
+		return 0, nil, err
+	}
+	typ := f.buf[f.r]
+	l := int(binary.BigEndian.Uint32(f.buf[f.r+1:]))
+	if l < 4 {
+		return 0, nil, fmt.Errorf("%w: length %d of message %q", ErrMalformed, l, typ)
+	}
+	if l-4 > f.maxLen {
+		return 0, nil, fmt.Errorf("%w: message %q of %d bytes (limit %d)", ErrMessageTooLarge, typ, l-4, f.maxLen)
+	}
+	if err := f.fill(1 + l); err != nil {
+		return 0, nil, err
+	}
+	frame := f.buf[f.r : f.r+1+l]
+	f.r += 1 + l
+	if f.r == f.w {
+		f.r, f.w = 0, 0
+		if len(f.buf) > 4*minBuf && l < minBuf {
+			f.buf = make([]byte, minBuf) // shrink after a large message
+		}
+	}
+	return typ, frame, nil
+}
+
+// ReadUntyped reads an untyped frame (the startup packet): length, body.
+func (f *Framer) ReadUntyped() ([]byte, error) {
+	if err := f.fill(4); err != nil {
+		return nil, err
+	}
+	l := int(binary.BigEndian.Uint32(f.buf[f.r:]))
+	if l < 8 || l > 10000 {
+		return nil, fmt.Errorf("%w: startup packet length %d", ErrMalformed, l)
+	}
+	if err := f.fill(l); err != nil {
+		return nil, err
+	}
+	body := f.buf[f.r+4 : f.r+l]
+	f.r += l
+	return body, nil
+}
+
+// Buffered reports how many unread bytes are already in memory; a relay
+// flushes its output when this reaches zero.
+func (f *Framer) Buffered() int { return f.w - f.r }
+
+// Append queues an encoded message for the next Flush.
+func (f *Framer) Append(m pgproto3.BackendMessage) {
+	var err error
+	f.out, err = m.Encode(f.out)
+	if err != nil {
+		// Encoding only fails for values out of protocol range; send an
+		// error the client can see instead of a broken frame.
+		f.out, _ = (&pgproto3.ErrorResponse{Severity: "ERROR", Code: "XX000", Message: "tandem: cannot encode message: " + err.Error()}).Encode(f.out)
+	}
+}
+
+// AppendRaw queues raw bytes (an already encoded frame).
+func (f *Framer) AppendRaw(b []byte) { f.out = append(f.out, b...) }
+
+// Pending is the number of queued output bytes.
+func (f *Framer) Pending() int { return len(f.out) }
+
+// Flush writes queued output.
+func (f *Framer) Flush() error {
+	if len(f.out) == 0 {
+		return nil
+	}
+	_, err := f.wr.Write(f.out)
+	if cap(f.out) > 1<<20 {
+		f.out = make([]byte, 0, minBuf)
+	} else {
+		f.out = f.out[:0]
+	}
+	return err
+}
+
+// SetWriter replaces the output stream (used by relays).
+func (f *Framer) SetWriter(w io.Writer) { f.wr = w }
+
+// frameBody strips type and length.
+func frameBody(frame []byte) []byte { return frame[5:] }
+
+// Conn is an accepted client connection after startup.
+type Conn struct {
+	net.Conn
+	*Framer
+	User       string
+	Database   string
+	Params     map[string]string
+	ProcessID  uint32
+	SecretKey  uint32
+	RemoteAddr string
+}

@@ -1,0 +1,73 @@
+package pgwire
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// Error is an error with a SQLSTATE, sent to clients as ErrorResponse.
+type Error struct {
+	Severity string // ERROR (default) or FATAL
+	Code     string
+	Message  string
+	Detail   string
+	Hint     string
+	Position int32
+	Err      error
+}
+
+func (e *Error) Error() string {
+	if e.Hint != "" {
+		return e.Message + " (" + e.Hint + ")"
+	}
+	return e.Message
+}
+
+// Unwrap exposes the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error with a SQLSTATE.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// SQLSTATEs used by tandem itself.
+const (
+	CodeProtocolViolation   = "08P01"
+	CodeConnectionFailure   = "08006"
+	CodeFeatureNotSupported = "0A000"
+	CodeInvalidPassword     = "28P01"
+	CodeInvalidAuth         = "28000"
+	CodeQueryCanceled       = "57014"
+	CodeAdminShutdown       = "57P01"
+	CodeCannotConnectNow    = "57P03"
+	CodeInFailedTx          = "25P02"
+	CodeDuplicatePStmt      = "42P05"
+	CodeUndefinedPStmt      = "26000"
+	CodeUndefinedCursor     = "34000"
+	CodeSyntax              = "42601"
+	CodeInternal            = "XX000"
+	CodeTooManyConnections  = "53300"
+)
+
+// ToErrorResponse converts any error into the message a client sees. A
+// PostgreSQL server error keeps every field; tandem errors keep their
+// SQLSTATE; anything else is XX000.
+func ToErrorResponse(err error) *pgproto3.ErrorResponse {
+	var te *Error
+	if errors.As(err, &te) {
+		sev := te.Severity
+		if sev == "" {
+			sev = "ERROR"
+		}
+		return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: te.Code, Message: te.Message, Detail: te.Detail, Hint: te.Hint, Position: te.Position}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return &pgproto3.ErrorResponse{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Hint: pe.Hint, Position: pe.Position}
+	}
+	return &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: CodeInternal, Message: err.Error()}
+}

@@ -1,0 +1,944 @@
+package pgwire
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// Executor runs the protocol for a Backend. It implements Handler.
+type Executor struct {
+	Backend Backend
+}
+
+// Open starts a back-end session for an authenticated client.
+func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
+	bs, err := e.Backend.NewSession(ctx, c.User, c.Database)
+	if err != nil {
+		return nil, err
+	}
+	return &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}}, nil
+}
+
+type prepared struct {
+	sql       string
+	paramOIDs []uint32
+	st        Statement // nil for statements tandem answers itself
+	cols      []Column
+	described bool
+}
+
+type portal struct {
+	stmt    *prepared
+	args    []any
+	formats []int16
+	cols    []Column
+	res     Result
+	done    bool
+	rows    int64
+}
+
+type execSession struct {
+	c        *Conn
+	bs       BackendSession
+	params   [][2]string
+	stmts    map[string]*prepared
+	portals  map[string]*portal
+	settings map[string]string
+	failed   bool // an error inside a transaction block: only ROLLBACK works
+	skip     bool // after an extended-protocol error: discard until Sync
+	mu       sync.Mutex
+	row      []any
+	buf      []byte
+}
+
+func (s *execSession) ParameterStatus() [][2]string { return s.params }
+func (s *execSession) Cancel()                      { s.bs.Cancel() }
+
+func (s *execSession) Close() {
+	for _, p := range s.portals {
+		if p.res != nil {
+			p.res.Close()
+		}
+	}
+	for _, p := range s.stmts {
+		if p.st != nil {
+			p.st.Close()
+		}
+	}
+	s.bs.Close()
+}
+
+func (s *execSession) txStatus() byte {
+	if s.failed {
+		return 'E'
+	}
+	return s.bs.TxStatus()
+}
+
+// Serve runs the message loop.
+func (s *execSession) Serve(ctx context.Context) error {
+	c := s.c
+	for {
+		if c.Buffered() == 0 {
+			if err := c.Flush(); err != nil {
+				return err
+			}
+		}
+		typ, frame, err := c.ReadFrame()
+		if err != nil {
+			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrMalformed) {
+				s.fatal(err)
+			}
+			return err
+		}
+		body := frameBody(frame)
+		if s.skip && typ != 'S' && typ != 'X' {
+			continue
+		}
+		var herr error
+		switch typ {
+		case 'Q':
+			herr = s.simpleQuery(ctx, body)
+		case 'P':
+			herr = s.parse(ctx, body)
+		case 'B':
+			herr = s.bind(body)
+		case 'D':
+			herr = s.describe(ctx, body)
+		case 'E':
+			herr = s.execute(ctx, body)
+		case 'C':
+			herr = s.closeMsg(body)
+		case 'S':
+			s.skip = false
+			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+		case 'H':
+			if err := c.Flush(); err != nil {
+				return err
+			}
+		case 'X':
+			return nil
+		case 'd', 'c', 'f':
+			// COPY data outside COPY: PostgreSQL ignores it.
+		default:
+			s.fatal(Errorf(CodeProtocolViolation, "invalid frontend message type %d", typ))
+			return fmt.Errorf("%w: message type %d", ErrMalformed, typ)
+		}
+		if herr != nil {
+			var fe *fatalError
+			if errors.As(herr, &fe) {
+				s.fatal(fe.err)
+				return fe.err
+			}
+			if errors.Is(herr, io.EOF) || errors.Is(herr, io.ErrUnexpectedEOF) {
+				return herr
+			}
+			s.sendError(herr)
+			if typ != 'Q' {
+				s.skip = true
+			}
+		}
+	}
+}
+
+type fatalError struct{ err error }
+
+func (f *fatalError) Error() string { return f.err.Error() }
+
+func (s *execSession) fatal(err error) {
+	er := ToErrorResponse(err)
+	if er.Code == CodeInternal && (errors.Is(err, ErrMalformed) || errors.Is(err, ErrMessageTooLarge)) {
+		er.Code = CodeProtocolViolation
+		er.Message = "tandem: " + er.Message
+	}
+	er.Severity, er.SeverityUnlocalized = "FATAL", "FATAL"
+	s.c.Append(er)
+	_ = s.c.Flush()
+}
+
+func (s *execSession) sendError(err error) {
+	if s.bs.TxStatus() == 'T' {
+		s.failed = true
+	}
+	s.c.Append(ToErrorResponse(err))
+}
+
+func malformed(what string, err error) error {
+	return &fatalError{fmt.Errorf("%w: %s: %v", ErrMalformed, what, err)}
+}
+
+// ---- simple query protocol ----
+
+func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
+	var q pgproto3.Query
+	if err := q.Decode(body); err != nil {
+		return malformed("Query", err)
+	}
+	s.dropUnnamed()
+	stmts := SplitStatements(q.String)
+	if len(stmts) == 0 {
+		s.c.Append(&pgproto3.EmptyQueryResponse{})
+		s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+		return nil
+	}
+	// Several statements outside a transaction block run as one implicit
+	// transaction, as in PostgreSQL (unless they manage transactions).
+	implicit := len(stmts) > 1 && s.bs.TxStatus() == 'I' && !anyTxControl(stmts)
+	if implicit {
+		if err := s.runInternal(ctx, "BEGIN"); err != nil {
+			s.sendError(err)
+			s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+			return nil
+		}
+	}
+	var failed error
+	for _, sql := range stmts {
+		if err := s.runSimple(ctx, sql); err != nil {
+			var fe *fatalError
+			if errors.As(err, &fe) || errors.Is(err, io.EOF) {
+				return err
+			}
+			failed = err
+			break
+		}
+	}
+	if implicit {
+		if failed != nil {
+			_ = s.runInternal(ctx, "ROLLBACK")
+		} else if err := s.runInternal(ctx, "COMMIT"); err != nil {
+			failed = err
+		}
+	}
+	if failed != nil {
+		s.sendError(failed)
+	}
+	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+	return nil
+}
+
+var txControl = map[string]bool{"BEGIN": true, "START": true, "COMMIT": true, "END": true, "ROLLBACK": true, "ABORT": true, "SAVEPOINT": true, "RELEASE": true}
+
+func anyTxControl(stmts []string) bool {
+	for _, s := range stmts {
+		if txControl[FirstKeyword(s)] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *execSession) runInternal(ctx context.Context, sql string) error {
+	st, err := s.bs.Prepare(ctx, sql)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	res, err := s.bs.Execute(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	return res.Close()
+}
+
+func (s *execSession) runSimple(ctx context.Context, sql string) error {
+	if handled, err := s.special(ctx, sql, nil, true); handled {
+		return err
+	}
+	if err := s.checkFailed(sql); err != nil {
+		return err
+	}
+	if FirstKeyword(sql) == "COPY" {
+		return s.copyIn(ctx, sql)
+	}
+	st, err := s.bs.Prepare(ctx, sql)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if st.NumParams() > 0 {
+		return Errorf("42P02", "there is no parameter $1")
+	}
+	res, err := s.bs.Execute(ctx, st, nil)
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	cols := res.Columns()
+	if cols != nil {
+		s.c.Append(rowDescription(cols, nil))
+	}
+	if _, err := s.sendRows(res, cols, nil, 0); err != nil {
+		return err
+	}
+	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag())})
+	s.afterStatement(sql)
+	return nil
+}
+
+// checkFailed refuses statements in a failed transaction block.
+func (s *execSession) checkFailed(sql string) error {
+	if !s.failed {
+		return nil
+	}
+	kw := Keywords(sql, 2)
+	if len(kw) > 0 && (kw[0] == "ROLLBACK" || kw[0] == "ABORT" || kw[0] == "COMMIT" || kw[0] == "END") {
+		return nil
+	}
+	return Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+}
+
+// afterStatement clears the failed state when the transaction ended.
+func (s *execSession) afterStatement(string) {
+	if s.bs.TxStatus() == 'I' {
+		s.failed = false
+	}
+}
+
+func rowDescription(cols []Column, formats []int16) *pgproto3.RowDescription {
+	rd := &pgproto3.RowDescription{Fields: make([]pgproto3.FieldDescription, len(cols))}
+	for i, col := range cols {
+		size := int16(-1)
+		switch col.OID {
+		case OIDInt8, OIDFloat8, OIDTimestamp, OIDTimestamptz:
+			size = 8
+		case OIDInt4, OIDFloat4, OIDDate:
+			size = 4
+		case OIDInt2:
+			size = 2
+		case OIDBool:
+			size = 1
+		}
+		rd.Fields[i] = pgproto3.FieldDescription{Name: []byte(col.Name), DataTypeOID: col.OID, DataTypeSize: size, TypeModifier: -1, Format: formatFor(formats, i)}
+	}
+	return rd
+}
+
+func formatFor(formats []int16, i int) int16 {
+	switch len(formats) {
+	case 0:
+		return 0
+	case 1:
+		return formats[0]
+	}
+	if i < len(formats) {
+		return formats[i]
+	}
+	return 0
+}
+
+// sendRows streams up to max rows (0: all). more reports a suspended portal.
+func (s *execSession) sendRows(res Result, cols []Column, formats []int16, max int64) (more bool, err error) {
+	if cols == nil {
+		cols = res.Columns()
+	}
+	if cols == nil {
+		return false, nil
+	}
+	if cap(s.row) < len(cols) {
+		s.row = make([]any, len(cols))
+	}
+	row := s.row[:len(cols)]
+	var sent int64
+	for {
+		if max > 0 && sent >= max {
+			return true, nil
+		}
+		ok, err := res.Next(row)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, nil
+		}
+		if err := s.appendDataRow(cols, formats, row); err != nil {
+			return false, err
+		}
+		sent++
+		if s.c.Pending() > 256<<10 {
+			if err := s.c.Flush(); err != nil {
+				return false, err
+			}
+		}
+	}
+}
+
+// appendDataRow encodes a DataRow straight into the output buffer.
+func (s *execSession) appendDataRow(cols []Column, formats []int16, row []any) error {
+	b := s.buf[:0]
+	b = append(b, 'D', 0, 0, 0, 0)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(row)))
+	for i, v := range row {
+		if v == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+			continue
+		}
+		at := len(b)
+		b = append(b, 0, 0, 0, 0)
+		var err error
+		b, err = appendValue(b, cols[i].OID, formatFor(formats, i), v)
+		if err != nil {
+			return err
+		}
+		binary.BigEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	}
+	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
+	s.c.AppendRaw(b)
+	s.buf = b
+	return nil
+}
+
+// ---- extended query protocol ----
+
+func (s *execSession) dropUnnamed() {
+	if p := s.portals[""]; p != nil {
+		if p.res != nil {
+			p.res.Close()
+		}
+		delete(s.portals, "")
+	}
+}
+
+func (s *execSession) parse(ctx context.Context, body []byte) error {
+	var m pgproto3.Parse
+	if err := m.Decode(body); err != nil {
+		return malformed("Parse", err)
+	}
+	if m.Name != "" {
+		if _, dup := s.stmts[m.Name]; dup {
+			return Errorf(CodeDuplicatePStmt, "prepared statement %q already exists", m.Name)
+		}
+	} else if old := s.stmts[""]; old != nil {
+		if old.st != nil {
+			old.st.Close()
+		}
+		delete(s.stmts, "")
+	}
+	stmts := SplitStatements(m.Query)
+	if len(stmts) > 1 {
+		return Errorf(CodeSyntax, "cannot insert multiple commands into a prepared statement")
+	}
+	p := &prepared{sql: m.Query, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
+	if len(stmts) == 1 && !s.isSpecial(stmts[0]) {
+		st, err := s.bs.Prepare(ctx, stmts[0])
+		if err != nil {
+			return err
+		}
+		p.st = st
+		for len(p.paramOIDs) < st.NumParams() {
+			p.paramOIDs = append(p.paramOIDs, 0)
+		}
+	}
+	s.stmts[m.Name] = p
+	s.c.Append(&pgproto3.ParseComplete{})
+	return nil
+}
+
+func (s *execSession) bind(body []byte) error {
+	var m pgproto3.Bind
+	if err := m.Decode(body); err != nil {
+		return malformed("Bind", err)
+	}
+	p := s.stmts[m.PreparedStatement]
+	if p == nil {
+		return Errorf(CodeUndefinedPStmt, "prepared statement %q does not exist", m.PreparedStatement)
+	}
+	if len(m.Parameters) != len(p.paramOIDs) {
+		return Errorf(CodeProtocolViolation, "bind message supplies %d parameters, but prepared statement %q requires %d", len(m.Parameters), m.PreparedStatement, len(p.paramOIDs))
+	}
+	if len(m.ParameterFormatCodes) > 1 && len(m.ParameterFormatCodes) != len(m.Parameters) {
+		return Errorf(CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", len(m.ParameterFormatCodes), len(m.Parameters))
+	}
+	args := make([]any, len(m.Parameters))
+	for i, raw := range m.Parameters {
+		v, err := decodeParam(p.paramOIDs[i], formatFor(m.ParameterFormatCodes, i), raw)
+		if err != nil {
+			return err
+		}
+		args[i] = v
+	}
+	if m.DestinationPortal == "" {
+		s.dropUnnamed()
+	} else if _, dup := s.portals[m.DestinationPortal]; dup {
+		return Errorf("42P03", "cursor %q already exists", m.DestinationPortal)
+	}
+	s.portals[m.DestinationPortal] = &portal{stmt: p, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
+	s.c.Append(&pgproto3.BindComplete{})
+	return nil
+}
+
+func (s *execSession) stmtColumns(ctx context.Context, p *prepared) ([]Column, error) {
+	if p.described || p.st == nil {
+		return p.cols, nil
+	}
+	cols, err := p.st.Describe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.cols, p.described = cols, true
+	return cols, nil
+}
+
+func (s *execSession) describe(ctx context.Context, body []byte) error {
+	var m pgproto3.Describe
+	if err := m.Decode(body); err != nil {
+		return malformed("Describe", err)
+	}
+	switch m.ObjectType {
+	case 'S':
+		p := s.stmts[m.Name]
+		if p == nil {
+			return Errorf(CodeUndefinedPStmt, "prepared statement %q does not exist", m.Name)
+		}
+		cols, err := s.stmtColumns(ctx, p)
+		if err != nil {
+			return err
+		}
+		s.c.Append(&pgproto3.ParameterDescription{ParameterOIDs: p.paramOIDs})
+		if cols == nil {
+			s.c.Append(&pgproto3.NoData{})
+		} else {
+			s.c.Append(rowDescription(cols, nil))
+		}
+	case 'P':
+		pt := s.portals[m.Name]
+		if pt == nil {
+			return Errorf(CodeUndefinedCursor, "portal %q does not exist", m.Name)
+		}
+		cols, err := s.stmtColumns(ctx, pt.stmt)
+		if err != nil {
+			return err
+		}
+		pt.cols = cols
+		if cols == nil {
+			s.c.Append(&pgproto3.NoData{})
+		} else {
+			s.c.Append(rowDescription(cols, pt.formats))
+		}
+	default:
+		return malformed("Describe", fmt.Errorf("object type %q", m.ObjectType))
+	}
+	return nil
+}
+
+func (s *execSession) execute(ctx context.Context, body []byte) error {
+	var m pgproto3.Execute
+	if err := m.Decode(body); err != nil {
+		return malformed("Execute", err)
+	}
+	pt := s.portals[m.Portal]
+	if pt == nil {
+		return Errorf(CodeUndefinedCursor, "portal %q does not exist", m.Portal)
+	}
+	if pt.done {
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
+		return nil
+	}
+	if pt.stmt.st == nil {
+		sql := strings.TrimSpace(pt.stmt.sql)
+		if sql == "" {
+			s.c.Append(&pgproto3.EmptyQueryResponse{})
+			return nil
+		}
+		if handled, err := s.special(ctx, sql, pt, false); handled {
+			pt.done = true
+			return err
+		}
+	}
+	if pt.res == nil {
+		if err := s.checkFailed(pt.stmt.sql); err != nil {
+			return err
+		}
+		res, err := s.bs.Execute(ctx, pt.stmt.st, pt.args)
+		if err != nil {
+			return err
+		}
+		pt.res = res
+		if pt.cols == nil && res.Columns() != nil && !pt.stmt.described {
+			pt.cols = res.Columns()
+		}
+	}
+	cols := pt.cols
+	if cols == nil && pt.stmt.described && pt.stmt.cols != nil {
+		cols = pt.stmt.cols
+	}
+	more, err := s.sendRows(pt.res, cols, pt.formats, int64(m.MaxRows))
+	if err != nil {
+		pt.res.Close()
+		pt.res, pt.done = nil, true
+		return err
+	}
+	if more {
+		s.c.Append(&pgproto3.PortalSuspended{})
+		return nil
+	}
+	tag := pt.res.Tag()
+	err = pt.res.Close()
+	pt.res, pt.done = nil, true
+	if err != nil {
+		return err
+	}
+	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
+	s.afterStatement(pt.stmt.sql)
+	return nil
+}
+
+func (s *execSession) closeMsg(body []byte) error {
+	var m pgproto3.Close
+	if err := m.Decode(body); err != nil {
+		return malformed("Close", err)
+	}
+	switch m.ObjectType {
+	case 'S':
+		if p := s.stmts[m.Name]; p != nil {
+			if p.st != nil {
+				p.st.Close()
+			}
+			delete(s.stmts, m.Name)
+		}
+	case 'P':
+		if p := s.portals[m.Name]; p != nil {
+			if p.res != nil {
+				p.res.Close()
+			}
+			delete(s.portals, m.Name)
+		}
+	default:
+		return malformed("Close", fmt.Errorf("object type %q", m.ObjectType))
+	}
+	s.c.Append(&pgproto3.CloseComplete{})
+	return nil
+}
+
+// ---- statements tandem answers itself (SET, SHOW, RESET, DISCARD) ----
+
+var defaultSettings = map[string]string{
+	"client_encoding": "UTF8", "datestyle": "ISO, MDY", "timezone": "UTC", "integer_datetimes": "on",
+	"standard_conforming_strings": "on", "server_encoding": "UTF8", "transaction_isolation": "serializable",
+	"application_name": "", "search_path": "public", "extra_float_digits": "1", "statement_timeout": "0",
+	"default_transaction_isolation": "serializable", "transaction_read_only": "off",
+}
+
+func (s *execSession) isSpecial(sql string) bool {
+	switch FirstKeyword(sql) {
+	case "SET", "SHOW", "RESET", "DISCARD":
+		return true
+	}
+	return false
+}
+
+var setRe = regexp.MustCompile(`(?is)^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([a-z_.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$`)
+
+// special answers SET/SHOW/RESET/DISCARD, which SQLite does not know.
+func (s *execSession) special(ctx context.Context, sql string, pt *portal, simple bool) (bool, error) {
+	kw := Keywords(sql, 3)
+	if len(kw) == 0 {
+		return false, nil
+	}
+	switch kw[0] {
+	case "SET":
+		if len(kw) > 1 && (kw[1] == "TRANSACTION" || (kw[1] == "SESSION" && len(kw) > 2 && kw[2] == "CHARACTERISTICS")) {
+			s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+			return true, nil
+		}
+		m := setRe.FindStringSubmatch(sql)
+		if m == nil {
+			return true, Errorf(CodeSyntax, "syntax error in SET: write SET name = value")
+		}
+		name := strings.ToLower(m[1])
+		val := strings.Trim(m[2], `'"`)
+		if strings.EqualFold(val, "default") {
+			delete(s.settings, name)
+		} else {
+			s.settings[name] = val
+		}
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+		if name == "application_name" || name == "client_encoding" || name == "datestyle" || name == "timezone" {
+			s.c.Append(&pgproto3.ParameterStatus{Name: m[1], Value: val})
+		}
+		return true, nil
+	case "RESET":
+		if len(kw) > 1 {
+			if kw[1] == "ALL" {
+				s.settings = map[string]string{}
+			} else {
+				delete(s.settings, strings.ToLower(kw[1]))
+			}
+		}
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
+		return true, nil
+	case "DISCARD":
+		s.settings = map[string]string{}
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DISCARD ALL")})
+		return true, nil
+	case "SHOW":
+		if len(kw) < 2 {
+			return true, Errorf(CodeSyntax, "syntax error at end of input")
+		}
+		name := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql[strings.Index(strings.ToUpper(sql), "SHOW")+4:]), ";")))
+		val, ok := s.settings[name]
+		if !ok {
+			val, ok = defaultSettings[name]
+		}
+		if !ok {
+			for _, kv := range s.params {
+				if strings.EqualFold(kv[0], name) {
+					val, ok = kv[1], true
+				}
+			}
+		}
+		if !ok {
+			return true, Errorf("42704", "unrecognized configuration parameter %q", name)
+		}
+		cols := []Column{{Name: name, OID: OIDText}}
+		if simple || (pt != nil && pt.cols == nil) {
+			if simple {
+				s.c.Append(rowDescription(cols, nil))
+			}
+		}
+		var formats []int16
+		if pt != nil {
+			formats = pt.formats
+		}
+		if err := s.appendDataRow(cols, formats, []any{val}); err != nil {
+			return true, err
+		}
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SHOW")})
+		return true, nil
+	}
+	return false, nil
+}
+
+// ---- COPY FROM STDIN ----
+
+var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+([a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
+
+func (s *execSession) copyIn(ctx context.Context, sql string) error {
+	cf, ok := s.bs.(CopyFromer)
+	m := copyRe.FindStringSubmatch(sql)
+	if !ok || m == nil {
+		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN in text or CSV format is (use INSERT, or a PostgreSQL back end)")
+	}
+	table := strings.Trim(m[1], `"`)
+	var columns []string
+	if m[3] != "" {
+		for _, c := range strings.Split(m[3], ",") {
+			columns = append(columns, strings.Trim(strings.TrimSpace(c), `"`))
+		}
+	}
+	opts := strings.ToLower(m[4])
+	isCSV := strings.Contains(opts, "csv")
+	header := strings.Contains(opts, "header")
+	if strings.Contains(opts, "binary") {
+		return Errorf(CodeFeatureNotSupported, "COPY BINARY is not supported on the SQLite back end; use text or CSV format")
+	}
+	delim := byte('\t')
+	if isCSV {
+		delim = ','
+	}
+	if dm := regexp.MustCompile(`delimiter\s+(?:as\s+)?'(.)'`).FindStringSubmatch(opts); dm != nil {
+		delim = dm[1][0]
+	}
+	nullStr := `\N`
+	if isCSV {
+		nullStr = ""
+	}
+	if nm := regexp.MustCompile(`null\s+(?:as\s+)?'([^']*)'`).FindStringSubmatch(opts); nm != nil {
+		nullStr = nm[1]
+	}
+	ncols := len(columns)
+	if ncols == 0 {
+		ncols = -1
+	}
+	s.c.Append(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, max(ncols, 0))})
+	if err := s.c.Flush(); err != nil {
+		return err
+	}
+	// Collect the stream as lines.
+	pr, pw := io.Pipe()
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			typ, frame, err := s.c.ReadFrame()
+			if err != nil {
+				pw.CloseWithError(err)
+				readErr <- &fatalError{err}
+				return
+			}
+			switch typ {
+			case 'd':
+				if _, err := pw.Write(frameBody(frame)); err != nil {
+					// the loader stopped early (an error): drain until done
+					continue
+				}
+			case 'c':
+				pw.Close()
+				readErr <- nil
+				return
+			case 'f':
+				var f pgproto3.CopyFail
+				_ = f.Decode(frameBody(frame))
+				pw.CloseWithError(Errorf("57014", "COPY from stdin failed: %s", f.Message))
+				readErr <- nil
+				return
+			case 'H', 'S':
+				// allowed during COPY, ignored
+			default:
+				e := Errorf(CodeProtocolViolation, "unexpected message type %q during COPY from stdin", typ)
+				pw.CloseWithError(e)
+				readErr <- &fatalError{e}
+				return
+			}
+		}
+	}()
+	var next func() ([]*string, bool, error)
+	if isCSV {
+		r := csv.NewReader(pr)
+		r.Comma = rune(delim)
+		r.FieldsPerRecord = -1
+		first := true
+		next = func() ([]*string, bool, error) {
+			for {
+				rec, err := r.Read()
+				if err == io.EOF {
+					return nil, false, nil
+				}
+				if err != nil {
+					return nil, false, copyErr(err)
+				}
+				if first && header {
+					first = false
+					continue
+				}
+				first = false
+				row := make([]*string, len(rec))
+				for i := range rec {
+					if rec[i] != nullStr {
+						v := rec[i]
+						row[i] = &v
+					}
+				}
+				return row, true, nil
+			}
+		}
+	} else {
+		lr := newLineReader(pr)
+		next = func() ([]*string, bool, error) {
+			line, err := lr.next()
+			if err == io.EOF || (err == nil && line == `\.`) {
+				return nil, false, nil
+			}
+			if err != nil {
+				return nil, false, copyErr(err)
+			}
+			fields := strings.Split(line, string(delim))
+			row := make([]*string, len(fields))
+			for i, f := range fields {
+				if f == nullStr {
+					continue
+				}
+				v := unescapeCopy(f)
+				row[i] = &v
+			}
+			return row, true, nil
+		}
+	}
+	n, err := cf.CopyFrom(ctx, table, columns, next)
+	// Drain whatever the client still sends, then report.
+	_, _ = io.Copy(io.Discard, pr)
+	if rerr := <-readErr; rerr != nil {
+		return rerr
+	}
+	if err != nil {
+		return err
+	}
+	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(fmt.Sprintf("COPY %d", n))})
+	return nil
+}
+
+func copyErr(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var fe *fatalError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return Errorf("22P04", "bad COPY data: %v", err)
+}
+
+type lineReader struct {
+	r   io.Reader
+	buf []byte
+	eof bool
+}
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: r} }
+
+func (l *lineReader) next() (string, error) {
+	for {
+		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+			line := string(bytes.TrimSuffix(l.buf[:i], []byte{'\r'}))
+			l.buf = l.buf[i+1:]
+			return line, nil
+		}
+		if l.eof {
+			if len(l.buf) > 0 {
+				line := string(l.buf)
+				l.buf = nil
+				return line, nil
+			}
+			return "", io.EOF
+		}
+		tmp := make([]byte, 32<<10)
+		n, err := l.r.Read(tmp)
+		l.buf = append(l.buf, tmp[:n]...)
+		if err == io.EOF {
+			l.eof = true
+		} else if err != nil {
+			return "", err
+		}
+	}
+}
+
+func unescapeCopy(f string) string {
+	if strings.IndexByte(f, '\\') < 0 {
+		return f
+	}
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '\\' || i+1 == len(f) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch f[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'v':
+			b.WriteByte('\v')
+		default:
+			b.WriteByte(f[i])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,434 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/xdg-go/scram"
+)
+
+// Protocol codes of untyped startup packets.
+const (
+	codeSSLRequest    = 80877103
+	codeGSSEncRequest = 80877104
+	codeCancelRequest = 80877102
+	codeProtocol3     = 196608
+)
+
+// Handler opens sessions for authenticated clients. The router implements it.
+type Handler interface {
+	// Open prepares a session (e.g. connects its back end). The returned
+	// parameters are announced to the client with ParameterStatus.
+	Open(ctx context.Context, c *Conn) (Session, error)
+}
+
+// Session is one client's conversation after startup.
+type Session interface {
+	// ParameterStatus lists name/value pairs to announce, in order.
+	ParameterStatus() [][2]string
+	// Serve runs the message loop until the client leaves or ctx ends.
+	Serve(ctx context.Context) error
+	// Cancel cancels the statement running for this session (CancelRequest).
+	Cancel()
+	// Close releases the session's resources; called once after Serve.
+	Close()
+}
+
+// AuthMethod names how passwords are checked.
+type AuthMethod string
+
+// Authentication methods.
+const (
+	AuthSCRAM AuthMethod = "scram-sha-256"
+	AuthMD5   AuthMethod = "md5"
+	AuthTrust AuthMethod = "trust"
+)
+
+// Config configures a Server.
+type Config struct {
+	Auth            AuthMethod
+	Passwords       func(user string) (string, bool)
+	MaxMessageBytes int
+	MaxConnections  int
+	Logger          *slog.Logger
+	// DefaultParams are announced when the session announces none of its own.
+	Name string // for logs
+}
+
+// Server accepts PostgreSQL protocol connections.
+type Server struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[uint32]*entry
+	conns    map[net.Conn]struct{}
+	nextPID  atomic.Uint32
+	active   atomic.Int64
+	scramMu  sync.Mutex
+	scramCr  map[string]scram.StoredCredentials
+	closing  atomic.Bool
+	wg       sync.WaitGroup
+}
+
+type entry struct {
+	secret uint32
+	sess   Session
+}
+
+// NewServer builds a server; call Serve with a listener.
+func NewServer(cfg Config, h Handler) *Server {
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = 64 << 20
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = 500
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, sessions: map[uint32]*entry{}, conns: map[net.Conn]struct{}{}, scramCr: map[string]scram.StoredCredentials{}}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	s.nextPID.Store(binary.BigEndian.Uint32(b[:]) & 0x3fffffff)
+	return s
+}
+
+// Active is the number of client connections.
+func (s *Server) Active() int64 { return s.active.Load() }
+
+// Serve accepts connections until the listener is closed.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	go func() {
+		<-ctx.Done()
+		s.closing.Store(true)
+		l.Close()
+	}()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.ServeConn(ctx, c)
+		}()
+	}
+}
+
+// CloseAll closes every client connection (shutdown) and waits for their
+// sessions to end.
+func (s *Server) CloseAll() {
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// ServeConn runs one connection: startup, authentication, session.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
+	defer nc.Close()
+	s.mu.Lock()
+	s.conns[nc] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, nc)
+		s.mu.Unlock()
+	}()
+	fr := NewFramer(nc, nc, s.cfg.MaxMessageBytes)
+	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
+	_ = nc.SetDeadline(time.Now().Add(60 * time.Second)) // startup must finish
+	ok, err := s.startup(c)
+	if err != nil || !ok {
+		if err != nil && !isDisconnect(err) {
+			s.log.Debug("startup failed", "remote", c.RemoteAddr, "err", err)
+			s.fatal(c, err)
+		}
+		return
+	}
+	if n := s.active.Add(1); n > int64(s.cfg.MaxConnections) {
+		s.active.Add(-1)
+		s.fatal(c, Errorf(CodeTooManyConnections, "sorry, too many clients already (max_connections %d)", s.cfg.MaxConnections))
+		return
+	}
+	defer s.active.Add(-1)
+	if err := s.authenticate(c); err != nil {
+		s.log.Info("authentication failed", "remote", c.RemoteAddr, "user", c.User, "err", err)
+		s.fatal(c, err)
+		return
+	}
+	_ = nc.SetDeadline(time.Time{})
+	c.Append(&pgproto3.AuthenticationOk{})
+	sess, err := s.handler.Open(ctx, c)
+	if err != nil {
+		s.log.Warn("session open failed", "remote", c.RemoteAddr, "user", c.User, "err", err)
+		s.fatal(c, err)
+		return
+	}
+	defer sess.Close()
+	c.ProcessID = s.nextPID.Add(1) & 0x7fffffff
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c.SecretKey = binary.BigEndian.Uint32(b[:])
+	s.mu.Lock()
+	s.sessions[c.ProcessID] = &entry{secret: c.SecretKey, sess: sess}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.sessions, c.ProcessID)
+		s.mu.Unlock()
+	}()
+	for _, kv := range sess.ParameterStatus() {
+		c.Append(&pgproto3.ParameterStatus{Name: kv[0], Value: kv[1]})
+	}
+	var key [4]byte
+	binary.BigEndian.PutUint32(key[:], c.SecretKey)
+	c.Append(&pgproto3.BackendKeyData{ProcessID: c.ProcessID, SecretKey: key[:]})
+	c.Append(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	if err := c.Flush(); err != nil {
+		return
+	}
+	if err := sess.Serve(ctx); err != nil && !isDisconnect(err) {
+		s.log.Debug("session ended", "remote", c.RemoteAddr, "user", c.User, "err", err)
+	}
+}
+
+func isDisconnect(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}
+
+// fatal sends a FATAL ErrorResponse and flushes.
+func (s *Server) fatal(c *Conn, err error) {
+	er := ToErrorResponse(err)
+	er.Severity, er.SeverityUnlocalized = "FATAL", "FATAL"
+	if er.Code == CodeInternal {
+		if errors.Is(err, ErrMalformed) || errors.Is(err, ErrMessageTooLarge) {
+			er.Code = CodeProtocolViolation
+		}
+	}
+	c.Append(er)
+	_ = c.Flush()
+}
+
+// startup handles SSLRequest, GSSENCRequest and CancelRequest, and reads the
+// StartupMessage. ok is false when the connection is done (a cancel).
+func (s *Server) startup(c *Conn) (bool, error) {
+	for {
+		body, err := c.ReadUntyped()
+		if err != nil {
+			return false, err
+		}
+		code := binary.BigEndian.Uint32(body)
+		switch code {
+		case codeSSLRequest, codeGSSEncRequest:
+			if _, err := c.Conn.Write([]byte{'N'}); err != nil {
+				return false, err
+			}
+		case codeCancelRequest:
+			if len(body) != 12 {
+				return false, fmt.Errorf("%w: cancel request of %d bytes", ErrMalformed, len(body))
+			}
+			s.cancel(binary.BigEndian.Uint32(body[4:]), binary.BigEndian.Uint32(body[8:]))
+			return false, nil
+		case codeProtocol3:
+			var sm pgproto3.StartupMessage
+			if err := sm.Decode(body); err != nil {
+				return false, fmt.Errorf("%w: %v", ErrMalformed, err)
+			}
+			c.Params = sm.Parameters
+			c.User = sm.Parameters["user"]
+			c.Database = sm.Parameters["database"]
+			if c.User == "" {
+				return false, Errorf(CodeInvalidAuth, "no PostgreSQL user name specified in startup packet")
+			}
+			if c.Database == "" {
+				c.Database = c.User
+			}
+			return true, nil
+		default:
+			if code>>16 != 3 {
+				return false, Errorf(CodeFeatureNotSupported, "unsupported frontend protocol %d.%d: tandem speaks 3.0", code>>16, code&0xffff)
+			}
+			// A later 3.x minor version: answer with NegotiateProtocolVersion
+			// semantics by accepting as 3.0 (PostgreSQL does the same).
+			var sm pgproto3.StartupMessage
+			b := append([]byte(nil), body...)
+			binary.BigEndian.PutUint32(b, codeProtocol3)
+			if err := sm.Decode(b); err != nil {
+				return false, fmt.Errorf("%w: %v", ErrMalformed, err)
+			}
+			c.Params, c.User, c.Database = sm.Parameters, sm.Parameters["user"], sm.Parameters["database"]
+			if c.Database == "" {
+				c.Database = c.User
+			}
+			c.Append(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0})
+			return true, nil
+		}
+	}
+}
+
+func (s *Server) cancel(pid, secret uint32) {
+	s.mu.Lock()
+	e := s.sessions[pid]
+	s.mu.Unlock()
+	if e == nil || e.secret != secret {
+		s.log.Debug("cancel request for unknown session", "pid", pid)
+		return
+	}
+	e.sess.Cancel()
+}
+
+func (s *Server) authenticate(c *Conn) error {
+	if s.cfg.Auth == AuthTrust {
+		return nil
+	}
+	password, known := "", false
+	if s.cfg.Passwords != nil {
+		password, known = s.cfg.Passwords(c.User)
+	}
+	failed := Errorf(CodeInvalidPassword, "password authentication failed for user %q", c.User)
+	switch s.cfg.Auth {
+	case AuthMD5:
+		var salt [4]byte
+		_, _ = rand.Read(salt[:])
+		c.Append(&pgproto3.AuthenticationMD5Password{Salt: salt})
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		typ, frame, err := c.ReadFrame()
+		if err != nil {
+			return err
+		}
+		if typ != 'p' {
+			return Errorf(CodeProtocolViolation, "expected password response, got message type %q", typ)
+		}
+		var pm pgproto3.PasswordMessage
+		if err := pm.Decode(frameBody(frame)); err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		if !known || pm.Password != md5Password(c.User, password, salt) {
+			return failed
+		}
+		return nil
+	case AuthSCRAM:
+		c.Append(&pgproto3.AuthenticationSASL{AuthMechanisms: []string{"SCRAM-SHA-256"}})
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		srv, err := scram.SHA256.NewServer(func(string) (scram.StoredCredentials, error) {
+			return s.storedCredentials(c.User, password, known)
+		})
+		if err != nil {
+			return err
+		}
+		conv := srv.NewConversation()
+		first := true
+		for !conv.Done() {
+			typ, frame, err := c.ReadFrame()
+			if err != nil {
+				return err
+			}
+			if typ != 'p' {
+				return Errorf(CodeProtocolViolation, "expected SASL response, got message type %q", typ)
+			}
+			var data []byte
+			if first {
+				var m pgproto3.SASLInitialResponse
+				if err := m.Decode(frameBody(frame)); err != nil {
+					return fmt.Errorf("%w: %v", ErrMalformed, err)
+				}
+				if m.AuthMechanism != "SCRAM-SHA-256" {
+					return Errorf(CodeProtocolViolation, "client selected an invalid SASL authentication mechanism %q", m.AuthMechanism)
+				}
+				data = m.Data
+				first = false
+			} else {
+				var m pgproto3.SASLResponse
+				if err := m.Decode(frameBody(frame)); err != nil {
+					return fmt.Errorf("%w: %v", ErrMalformed, err)
+				}
+				data = m.Data
+			}
+			resp, err := conv.Step(string(data))
+			if err != nil {
+				return failed
+			}
+			if conv.Done() {
+				if !conv.Valid() || !known {
+					return failed
+				}
+				c.Append(&pgproto3.AuthenticationSASLFinal{Data: []byte(resp)})
+			} else {
+				c.Append(&pgproto3.AuthenticationSASLContinue{Data: []byte(resp)})
+			}
+			if err := c.Flush(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return Errorf(CodeInvalidAuth, "authentication method %q is not supported", s.cfg.Auth)
+}
+
+// storedCredentials derives (and caches) SCRAM keys. Unknown users get keys
+// from a random password so the exchange fails without revealing that the
+// user does not exist.
+func (s *Server) storedCredentials(user, password string, known bool) (scram.StoredCredentials, error) {
+	s.scramMu.Lock()
+	defer s.scramMu.Unlock()
+	key := user + "\x00" + password
+	if !known {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		password, key = hex.EncodeToString(b[:]), ""
+	}
+	if cr, ok := s.scramCr[key]; ok && key != "" {
+		return cr, nil
+	}
+	var salt [16]byte
+	_, _ = rand.Read(salt[:])
+	client, err := scram.SHA256.NewClient(user, password, "")
+	if err != nil {
+		return scram.StoredCredentials{}, err
+	}
+	cr := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt[:]), Iters: 4096})
+	if key != "" {
+		s.scramCr[key] = cr
+	}
+	return cr, nil
+}
+
+func md5Password(user, password string, salt [4]byte) string {
+	inner := md5.Sum([]byte(password + user))
+	h := hex.EncodeToString(inner[:])
+	outer := md5.Sum(append([]byte(h), salt[:]...))
+	return "md5" + hex.EncodeToString(outer[:])
+}

@@ -1,0 +1,267 @@
+package pgwire
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+var typeMap = pgtype.NewMap()
+
+// appendText appends the PostgreSQL text form of v.
+func appendText(dst []byte, oid uint32, v any) []byte {
+	switch x := v.(type) {
+	case int64:
+		if oid == OIDBool {
+			if x != 0 {
+				return append(dst, 't')
+			}
+			return append(dst, 'f')
+		}
+		return strconv.AppendInt(dst, x, 10)
+	case float64:
+		switch {
+		case math.IsInf(x, 1):
+			return append(dst, "Infinity"...)
+		case math.IsInf(x, -1):
+			return append(dst, "-Infinity"...)
+		case math.IsNaN(x):
+			return append(dst, "NaN"...)
+		}
+		if oid == OIDInt8 && x == math.Trunc(x) && math.Abs(x) < 1e18 {
+			return strconv.AppendInt(dst, int64(x), 10)
+		}
+		return strconv.AppendFloat(dst, x, 'g', -1, 64)
+	case bool:
+		if x {
+			return append(dst, 't')
+		}
+		return append(dst, 'f')
+	case string:
+		return append(dst, x...)
+	case []byte:
+		if oid == OIDBytea {
+			dst = append(dst, '\\', 'x')
+			return hex.AppendEncode(dst, x)
+		}
+		return append(dst, x...)
+	case time.Time:
+		if oid == OIDDate {
+			return x.AppendFormat(dst, "2006-01-02")
+		}
+		if oid == OIDTimestamptz {
+			return x.AppendFormat(dst, "2006-01-02 15:04:05.999999-07")
+		}
+		return x.AppendFormat(dst, "2006-01-02 15:04:05.999999")
+	default:
+		return fmt.Append(dst, v)
+	}
+}
+
+// coerce converts a back-end value to the Go type pgtype encodes in binary
+// for oid.
+func coerce(oid uint32, v any) (any, error) {
+	switch oid {
+	case OIDInt8, OIDInt4, OIDInt2:
+		switch x := v.(type) {
+		case int64:
+			return x, nil
+		case float64:
+			return int64(x), nil
+		case bool:
+			if x {
+				return int64(1), nil
+			}
+			return int64(0), nil
+		case string:
+			return strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		}
+	case OIDFloat8, OIDFloat4:
+		switch x := v.(type) {
+		case int64:
+			return float64(x), nil
+		case float64:
+			return x, nil
+		case string:
+			return strconv.ParseFloat(strings.TrimSpace(x), 64)
+		}
+	case OIDBool:
+		switch x := v.(type) {
+		case bool:
+			return x, nil
+		case int64:
+			return x != 0, nil
+		case string:
+			return strconv.ParseBool(x)
+		}
+	case OIDNumeric:
+		switch x := v.(type) {
+		case int64, float64:
+			return x, nil
+		case string:
+			var n pgtype.Numeric
+			if err := n.Scan(x); err != nil {
+				return nil, err
+			}
+			return n, nil
+		}
+	case OIDText, OIDVarchar, OIDBPChar, OIDUnknown:
+		switch x := v.(type) {
+		case string:
+			return x, nil
+		case []byte:
+			return string(x), nil
+		default:
+			return string(appendText(nil, oid, v)), nil
+		}
+	case OIDBytea:
+		switch x := v.(type) {
+		case []byte:
+			return x, nil
+		case string:
+			return []byte(x), nil
+		}
+	case OIDTimestamp, OIDTimestamptz, OIDDate:
+		switch x := v.(type) {
+		case time.Time:
+			return x, nil
+		case string:
+			for _, layout := range []string{"2006-01-02 15:04:05.999999999-07:00", "2006-01-02T15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+				if t, err := time.Parse(layout, x); err == nil {
+					return t, nil
+				}
+			}
+		}
+	}
+	return nil, fmt.Errorf("cannot send %T value %v as type OID %d in binary format", v, v, oid)
+}
+
+// appendValue appends a DataRow field (without its length) for v.
+func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
+	if format == 0 {
+		return appendText(dst, oid, v), nil
+	}
+	cv, err := coerce(oid, v)
+	if err != nil {
+		return nil, Errorf("22P03", "%v", err)
+	}
+	out, err := typeMap.Encode(oid, pgtype.BinaryFormatCode, cv, dst)
+	if err != nil {
+		return nil, Errorf("22P03", "encode %T as OID %d: %v", v, oid, err)
+	}
+	return out, nil
+}
+
+// decodeParam turns a Bind parameter into a back-end value.
+func decodeParam(oid uint32, format int16, src []byte) (any, error) {
+	if src == nil {
+		return nil, nil
+	}
+	if format == 0 {
+		s := string(src)
+		switch oid {
+		case OIDText, OIDVarchar, OIDBPChar:
+			return s, nil
+		case OIDBytea:
+			if strings.HasPrefix(s, `\x`) {
+				b, err := hex.DecodeString(s[2:])
+				if err != nil {
+					return nil, Errorf("22P02", "invalid input syntax for type bytea")
+				}
+				return b, nil
+			}
+			return []byte(s), nil
+		case OIDBool:
+			switch strings.ToLower(s) {
+			case "t", "true", "yes", "on", "1":
+				return int64(1), nil
+			case "f", "false", "no", "off", "0":
+				return int64(0), nil
+			}
+			return nil, Errorf("22P02", "invalid input syntax for type boolean: %q", s)
+		case OIDFloat4, OIDFloat8, OIDNumeric:
+			if f, err := strconv.ParseFloat(s, 64); err == nil {
+				if oid == OIDNumeric {
+					if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+						return i, nil
+					}
+				}
+				return f, nil
+			}
+			return s, nil
+		case OIDInt2, OIDInt4, OIDInt8:
+			i, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return nil, Errorf("22P02", "invalid input syntax for type integer: %q", s)
+			}
+			return i, nil
+		}
+		// Unspecified type: a canonical integer becomes an integer so that
+		// LIMIT and arithmetic work; everything else stays text and SQLite's
+		// column affinity converts it.
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil && strconv.FormatInt(i, 10) == s {
+			return i, nil
+		}
+		return s, nil
+	}
+	if format != 1 {
+		return nil, Errorf(CodeProtocolViolation, "unsupported parameter format code %d", format)
+	}
+	switch oid {
+	case OIDInt2, OIDInt4, OIDInt8:
+		var v int64
+		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+			return nil, Errorf("22P03", "invalid binary integer parameter: %v", err)
+		}
+		return v, nil
+	case OIDFloat4, OIDFloat8:
+		var v float64
+		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+			return nil, Errorf("22P03", "invalid binary float parameter: %v", err)
+		}
+		return v, nil
+	case OIDBool:
+		var v bool
+		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+			return nil, Errorf("22P03", "invalid binary boolean parameter: %v", err)
+		}
+		if v {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case OIDBytea:
+		return append([]byte(nil), src...), nil
+	case OIDText, OIDVarchar, OIDBPChar, OIDUnknown, 0:
+		return string(src), nil
+	case OIDNumeric:
+		var v pgtype.Numeric
+		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+			return nil, Errorf("22P03", "invalid binary numeric parameter: %v", err)
+		}
+		f, err := v.Float64Value()
+		if err != nil {
+			return nil, err
+		}
+		return f.Float64, nil
+	case OIDTimestamp, OIDTimestamptz, OIDDate:
+		var v time.Time
+		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
+			return nil, Errorf("22P03", "invalid binary timestamp parameter: %v", err)
+		}
+		return v, nil
+	}
+	var v any
+	if dt, ok := typeMap.TypeForOID(oid); ok {
+		val, err := dt.Codec.DecodeValue(typeMap, oid, pgtype.BinaryFormatCode, src)
+		if err == nil {
+			v = fmt.Sprint(val)
+			return v, nil
+		}
+	}
+	return nil, Errorf(CodeFeatureNotSupported, "binary parameters of type OID %d are not supported on this back end; send them in text format", oid)
+}

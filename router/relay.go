@@ -1,0 +1,225 @@
+package router
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// ErrUpstreamDown means the node (or its back end) could not be reached.
+var ErrUpstreamDown = errors.New("upstream unavailable")
+
+// Upstream is a PostgreSQL-protocol endpoint a session is relayed to: a
+// PostgreSQL server, or a tandem node serving SQLite.
+type Upstream struct {
+	Node     string // node id, for messages
+	Addr     string // host:port
+	User     string // "" means the client's user
+	Password string
+	Database string // "" means the client's database
+}
+
+// frontend message types a client may send after startup.
+var frontendTypes = [256]bool{'B': true, 'C': true, 'd': true, 'c': true, 'f': true, 'D': true, 'E': true, 'H': true, 'F': true, 'P': true, 'p': true, 'Q': true, 'S': true, 'X': true}
+
+// startup parameters that are not forwarded as run-time settings.
+var notForwarded = map[string]bool{"user": true, "database": true, "replication": true}
+
+// relay passes a client's messages to an upstream and the answers back,
+// frame by frame, without re-encoding. It tracks the transaction status
+// from ReadyForQuery so the router knows when a session is idle.
+type relay struct {
+	log      *slog.Logger
+	up       Upstream
+	client   *pgwire.Conn
+	conn     net.Conn
+	upFr     *pgwire.Framer
+	pid      uint32
+	secret   []byte
+	params   [][2]string
+	wmu      sync.Mutex // client writes
+	txStatus atomic.Uint32
+	closing  atomic.Bool
+	onDown   func(node string, err error)
+}
+
+func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int) (*pgconn.HijackedConn, error) {
+	user, db := up.User, up.Database
+	if user == "" {
+		user = client.User
+	}
+	if db == "" {
+		db = client.Database
+	}
+	host, port, err := net.SplitHostPort(up.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("upstream address %q: %w", up.Addr, err)
+	}
+	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s sslmode=disable", host, port))
+	if err != nil {
+		return nil, err
+	}
+	cfg.User, cfg.Password, cfg.Database = user, up.Password, db
+	cfg.ConnectTimeout = 5 * time.Second
+	for k, v := range client.Params {
+		if !notForwarded[k] {
+			cfg.RuntimeParams[k] = v
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pc, err := pgconn.ConnectConfig(cctx, cfg)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return nil, pe // authentication and similar: the client sees the server's words
+		}
+		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
+			Message: fmt.Sprintf("tandem: node %s at %s is not reachable: %v", up.Node, up.Addr, errors.Unwrap(err)),
+			Hint:    "the node may be down; check `tandem status` and retry", Err: ErrUpstreamDown}
+	}
+	if err := pc.SyncConn(cctx); err != nil {
+		pc.Close(context.Background())
+		return nil, err
+	}
+	return pc.Hijack()
+}
+
+func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire.Conn, maxMsg int, onDown func(string, error)) (*relay, error) {
+	hc, err := dialUpstream(ctx, up, client, maxMsg)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := hc.Conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onDown: onDown}
+	r.upFr = pgwire.NewFramer(hc.Conn, hc.Conn, maxMsg)
+	names := make([]string, 0, len(hc.ParameterStatuses))
+	for k := range hc.ParameterStatuses {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		r.params = append(r.params, [2]string{k, hc.ParameterStatuses[k]})
+	}
+	r.txStatus.Store('I')
+	return r, nil
+}
+
+func (r *relay) ParameterStatus() [][2]string { return r.params }
+
+// Serve relays until either side leaves.
+func (r *relay) Serve(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- r.upstreamToClient() }()
+	err := r.clientToUpstream()
+	r.closing.Store(true)
+	r.conn.Close() // the back end rolls back an open transaction and frees its locks
+	<-done
+	return err
+}
+
+func (r *relay) clientToUpstream() error {
+	c := r.client
+	for {
+		typ, frame, err := c.ReadFrame()
+		if err != nil {
+			if errors.Is(err, pgwire.ErrMessageTooLarge) || errors.Is(err, pgwire.ErrMalformed) {
+				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: "tandem: " + err.Error()})
+			}
+			return err
+		}
+		if !frontendTypes[typ] {
+			r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: fmt.Sprintf("tandem: invalid frontend message type %d", typ)})
+			return fmt.Errorf("%w: message type %d", pgwire.ErrMalformed, typ)
+		}
+		if typ == 'X' {
+			r.upFr.AppendRaw(frame)
+			_ = r.upFr.Flush()
+			return nil
+		}
+		r.upFr.AppendRaw(frame)
+		if c.Buffered() == 0 || r.upFr.Pending() > 64<<10 {
+			if err := r.upFr.Flush(); err != nil {
+				return nil // upstream gone: the other direction reports it
+			}
+		}
+	}
+}
+
+func (r *relay) upstreamToClient() error {
+	c := r.client
+	for {
+		typ, frame, err := r.upFr.ReadFrame()
+		if err != nil {
+			if r.closing.Load() {
+				return nil
+			}
+			r.log.Warn("lost connection to node", "node", r.up.Node, "addr", r.up.Addr, "err", err)
+			if r.onDown != nil {
+				r.onDown(r.up.Node, err)
+			}
+			r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeAdminShutdown,
+				Message: fmt.Sprintf("tandem: lost the connection to node %s; the transaction in progress, if any, did not commit", r.up.Node),
+				Hint:    "reconnect; `tandem status` shows which nodes are up"})
+			c.Conn.Close()
+			return err
+		}
+		if typ == 'Z' && len(frame) == 6 {
+			r.txStatus.Store(uint32(frame[5]))
+		}
+		c.AppendRaw(frame)
+		if r.upFr.Buffered() == 0 || c.Pending() > 64<<10 {
+			r.wmu.Lock()
+			err := c.Flush()
+			r.wmu.Unlock()
+			if err != nil {
+				return nil
+			}
+		}
+	}
+}
+
+func (r *relay) fatal(e *pgwire.Error) {
+	r.wmu.Lock()
+	defer r.wmu.Unlock()
+	r.client.Append(pgwire.ToErrorResponse(e))
+	_ = r.client.Flush()
+}
+
+// Cancel forwards a CancelRequest to the upstream session.
+func (r *relay) Cancel() {
+	d := net.Dialer{Timeout: 3 * time.Second}
+	conn, err := d.Dial("tcp", r.up.Addr)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	buf := make([]byte, 12, 12+len(r.secret))
+	binary.BigEndian.PutUint32(buf[0:], uint32(12+len(r.secret)))
+	binary.BigEndian.PutUint32(buf[4:], 80877102)
+	binary.BigEndian.PutUint32(buf[8:], r.pid)
+	buf = append(buf, r.secret...)
+	_, _ = conn.Write(buf)
+	// Wait for the server to close, as libpq does, so the cancel has landed.
+	_ = conn.SetReadDeadline(time.Now().Add(3 * time.Second))
+	var b [1]byte
+	_, _ = conn.Read(b[:])
+}
+
+func (r *relay) Close() { r.conn.Close() }
+
+var _ = pgproto3.ReadyForQuery{}

@@ -1,0 +1,167 @@
+// Package router is tandem's client-facing routing: it decides which node
+// serves a session and relays the session there without re-encoding.
+//
+// It owns session routing, node health as seen from the front door, and
+// failure reporting to clients. It must not touch back-end storage or the
+// replication log (node does) nor parse SQL beyond what routing needs.
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// ErrNoNode means no healthy node can serve the session.
+var ErrNoNode = errors.New("no node available")
+
+// Config of a router.
+type Config struct {
+	Nodes           []Upstream // the first is the primary (standalone: the only node)
+	MaxMessageBytes int
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
+}
+
+// NodeStatus is the router's view of one node.
+type NodeStatus struct {
+	ID        string    `json:"id"`
+	Addr      string    `json:"addr"`
+	Role      string    `json:"role"`
+	Healthy   bool      `json:"healthy"`
+	LastError string    `json:"last_error,omitempty"`
+	Since     time.Time `json:"since"`
+}
+
+// Router implements pgwire.Handler.
+type Router struct {
+	cfg  Config
+	log  *slog.Logger
+	mu   sync.Mutex
+	st   []NodeStatus
+	ups  prometheus.Gauge
+	sess prometheus.Counter
+	fail prometheus.Counter
+}
+
+// New builds a router.
+func New(cfg Config) *Router {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = 64 << 20
+	}
+	r := &Router{cfg: cfg, log: cfg.Logger}
+	now := time.Now()
+	for i, n := range cfg.Nodes {
+		role := "replica"
+		if i == 0 {
+			role = "primary"
+		}
+		r.st = append(r.st, NodeStatus{ID: n.Node, Addr: n.Addr, Role: role, Healthy: true, Since: now})
+	}
+	r.ups = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_router_nodes_healthy", Help: "Nodes the router sees as healthy."})
+	r.sess = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_sessions_total", Help: "Client sessions opened through the router."})
+	r.fail = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_session_failures_total", Help: "Sessions that could not reach a node."})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail)
+	}
+	r.ups.Set(float64(len(cfg.Nodes)))
+	return r
+}
+
+// Open implements pgwire.Handler: route to the primary.
+func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
+	if len(r.cfg.Nodes) == 0 {
+		return nil, ErrNoNode
+	}
+	up := r.cfg.Nodes[0]
+	r.mu.Lock()
+	st := r.st[0]
+	r.mu.Unlock()
+	if !st.Healthy {
+		r.fail.Inc()
+		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
+			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
+			Hint:    "no other node can take over in the standalone design; restart the node and reconnect", Err: ErrNoNode}
+	}
+	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.markDown)
+	if err != nil {
+		if errors.Is(err, ErrUpstreamDown) {
+			r.markDown(up.Node, err)
+		}
+		r.fail.Inc()
+		return nil, err
+	}
+	r.sess.Inc()
+	return rl, nil
+}
+
+func (r *Router) markDown(node string, err error) {
+	r.set(node, false, err)
+}
+
+func (r *Router) set(node string, healthy bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i := range r.st {
+		s := &r.st[i]
+		if s.ID == node && s.Healthy != healthy {
+			s.Healthy, s.Since = healthy, time.Now()
+			if healthy {
+				s.LastError = ""
+				r.log.Info("node is up", "node", node)
+			} else {
+				if err != nil {
+					s.LastError = err.Error()
+				}
+				r.log.Warn("node is down", "node", node, "err", err)
+			}
+		}
+		if s.Healthy {
+			n++
+		}
+	}
+	r.ups.Set(float64(n))
+}
+
+// Status returns the router's view of the nodes.
+func (r *Router) Status() []NodeStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]NodeStatus(nil), r.st...)
+}
+
+// Watch probes every node's address until ctx ends.
+func (r *Router) Watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		for _, n := range r.cfg.Nodes {
+			d := net.Dialer{Timeout: every}
+			c, err := d.DialContext(ctx, "tcp", n.Addr)
+			if err == nil {
+				c.Close()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			r.set(n.Node, err == nil, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
