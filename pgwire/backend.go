@@ -57,6 +57,12 @@ type CopyFromer interface {
 	CopyFrom(ctx context.Context, table string, columns []string, next func() (row []*string, ok bool, err error)) (int64, error)
 }
 
+// ParamTyper is implemented by statements that can infer their parameter
+// types; 0 means unspecified.
+type ParamTyper interface {
+	ParamOIDs() []uint32
+}
+
 // Column describes a result column.
 type Column struct {
 	Name string

@@ -437,6 +437,13 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 		for len(p.paramOIDs) < st.NumParams() {
 			p.paramOIDs = append(p.paramOIDs, 0)
 		}
+		if pt, ok := st.(ParamTyper); ok {
+			for i, oid := range pt.ParamOIDs() {
+				if i < len(p.paramOIDs) && p.paramOIDs[i] == 0 {
+					p.paramOIDs[i] = oid
+				}
+			}
+		}
 	}
 	s.stmts[m.Name] = p
 	s.c.Append(&pgproto3.ParseComplete{})

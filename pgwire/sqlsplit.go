@@ -93,7 +93,7 @@ func SplitStatements(sql string) []string {
 				i++
 			}
 		case c == ';' && depth == 0:
-			if s := strings.TrimSpace(sql[start:i]); s != "" {
+			if s := strings.TrimSpace(sql[start:i]); !IsEmptyStatement(s) {
 				out = append(out, s)
 			}
 			start = i + 1
@@ -104,7 +104,7 @@ func SplitStatements(sql string) []string {
 		}
 	}
 	flushWord(n)
-	if s := strings.TrimSpace(sql[start:]); s != "" {
+	if s := strings.TrimSpace(sql[start:]); !IsEmptyStatement(s) {
 		out = append(out, s)
 	}
 	return out
@@ -160,6 +160,32 @@ func skipSpaceAndComments(s string) string {
 			}
 		default:
 			return s
+		}
+	}
+}
+
+// IsEmptyStatement reports whether sql holds only white space and comments.
+func IsEmptyStatement(sql string) bool {
+	s := sql
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		switch {
+		case s == "":
+			return true
+		case strings.HasPrefix(s, "--"):
+			i := strings.IndexByte(s, '\n')
+			if i < 0 {
+				return true
+			}
+			s = s[i+1:]
+		case strings.HasPrefix(s, "/*"):
+			i := strings.Index(s, "*/")
+			if i < 0 {
+				return true
+			}
+			s = s[i+2:]
+		default:
+			return false
 		}
 	}
 }

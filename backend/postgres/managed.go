@@ -273,12 +273,12 @@ func prepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
 
 func writeConf(dataDir string, port int, settings map[string]string, cred *syscall.Credential) error {
 	base := map[string]string{
-		"listen_addresses":        "'127.0.0.1'",
-		"port":                    strconv.Itoa(port),
-		"unix_socket_directories": "'" + dataDir + "'",
-		"max_connections":         "300",
-		"shared_buffers":          "'128MB'",
-		"logging_collector":       "off",
+		"listen_addresses":           "'127.0.0.1'",
+		"port":                       strconv.Itoa(port),
+		"unix_socket_directories":    "'" + dataDir + "'",
+		"max_connections":            "300",
+		"shared_buffers":             "'128MB'",
+		"logging_collector":          "off",
 		"dynamic_shared_memory_type": "posix",
 	}
 	for k, v := range settings {

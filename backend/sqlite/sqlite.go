@@ -242,13 +242,39 @@ type Session struct {
 
 // Statement is a parsed statement.
 type Statement struct {
-	sql      string
-	nparams  int
-	readonly bool
-	rows     bool // returns rows
-	kind     string
-	words    []string
-	s        *Session
+	sql       string
+	nparams   int
+	readonly  bool
+	rows      bool // returns rows
+	kind      string
+	words     []string
+	paramOIDs []uint32
+	s         *Session
+}
+
+// ParamOIDs implements pgwire.ParamTyper.
+func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
+
+// tableColumns reads a table's declared column types (lower-case names),
+// plus the declaration order under the key "\x00order".
+func tableColumns(c *conn, table string) map[string]string {
+	out := map[string]string{}
+	rows, err := c.c.Query("SELECT name, type FROM pragma_table_info(?)", []driver.Value{table})
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 2)
+	var order []string
+	for rows.Next(vals) == nil {
+		name, _ := vals[0].(string)
+		typ, _ := vals[1].(string)
+		name = strings.ToLower(name)
+		out[name] = typ
+		order = append(order, name)
+	}
+	out["\x00order"] = strings.Join(order, ",")
+	return out
 }
 
 func (st *Statement) SQL() string    { return st.sql }
@@ -266,6 +292,11 @@ func (s *Session) TxStatus() byte {
 // Prepare parses the statement once to learn its parameters and whether
 // it writes.
 func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, error) {
+	if pgwire.IsEmptyStatement(sql) {
+		// SQLite prepares no statement for comments alone; executing that
+		// would crash the driver.
+		return nil, pgwire.Errorf(pgwire.CodeSyntax, "empty statement")
+	}
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
 	if len(words) > 0 {
@@ -292,6 +323,9 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	}
 	st.nparams = ps.NumInput()
 	st.readonly = ps.Readonly()
+	if st.nparams > 0 {
+		st.paramOIDs = inferParams(sql, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
+	}
 	switch st.kind {
 	case "SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN", "TABLE":
 		st.rows = true

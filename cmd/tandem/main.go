@@ -38,6 +38,7 @@ func main() {
 		newStatusCmd(),
 		newBenchCmd(),
 		newPlanCmd(),
+		newDemoCmd(),
 	)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,43 @@
+# tandem: one binary, tests, benchmarks. `make help` lists the targets.
+GO      ?= go
+PREFIX  ?= /usr/local
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: help build install deps demo test test-short fuzz vet bench-overhead bench-tm1 clean
+
+help:
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+deps: ## install PostgreSQL and the C compiler if missing
+	./scripts/install-deps.sh
+
+build: ## build ./bin/tandem
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tandem ./cmd/tandem
+
+install: build ## install tandem into $(PREFIX)/bin
+	install -m 0755 bin/tandem $(PREFIX)/bin/tandem
+
+demo: install ## the main job: start a SQLite cluster, load TM1, run it, report
+	tandem demo
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+
+test: deps vet ## everything CI runs: unit, end-to-end (real processes), fuzz seed corpora
+	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
+
+test-short: ## unit tests only
+	$(GO) test -count=1 -short ./...
+
+fuzz: ## fuzz the wire protocol message loop for 5 minutes
+	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire
+
+bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternating)
+	./scripts/install-deps.sh --bench
+	./bin/tandem bench overhead
+
+clean:
+	rm -rf bin .tandem

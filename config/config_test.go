@@ -1,0 +1,78 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const good = `
+cluster = "c"
+[[users]]
+name = "u"
+password = "p"
+[[nodes]]
+id = "n1"
+listen = "127.0.0.1:7001"
+`
+
+func TestGoodConfigDefaults(t *testing.T) {
+	c, err := Parse("good.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Design != "standalone" || c.Auth != "scram-sha-256" || c.Nodes[0].Backend != "sqlite" || c.Nodes[0].SQLite.ReadPool != 4 {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+	if !strings.HasSuffix(c.Nodes[0].DataDir, ".tandem/c/n1") {
+		t.Fatalf("data dir %q", c.Nodes[0].DataDir)
+	}
+}
+
+// Each mistake produces one clear message naming the file and the field.
+func TestBadConfigs(t *testing.T) {
+	cases := []struct {
+		name, text, want string
+	}{
+		{"syntax", "cluster = ", "bad.toml:1"},
+		{"unknown field", good + "\n[[nodes]]\nid = \"n2\"\nlisten=\"127.0.0.1:7002\"\nbakend = \"sqlite\"\n", `unknown field "nodes.bakend"`},
+		{"no name", strings.Replace(good, `cluster = "c"`, "", 1), "field cluster: missing"},
+		{"bad design", good + "design = \"triple\"\n", ""},
+		{"design not built", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"multi-master\"", 1), `field design: "multi-master" is not available`},
+		{"bad design name", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"triple\"", 1), `field design: "triple" is not a design`},
+		{"bad auth", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nauth = \"ldap\"", 1), `field auth: "ldap"`},
+		{"no users", "cluster = \"c\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:7001\"\n", "field users: no users"},
+		{"no password", strings.Replace(good, "password = \"p\"", "", 1), "field users[0].password: missing"},
+		{"no nodes", "cluster = \"c\"\n[[users]]\nname=\"u\"\npassword=\"p\"\n", "field nodes: no nodes"},
+		{"no listen", strings.Replace(good, `listen = "127.0.0.1:7001"`, "", 1), "field nodes[0].listen: missing"},
+		{"bad listen", strings.Replace(good, `127.0.0.1:7001`, "localhost", 1), `field nodes[0].listen: "localhost" is not host:port`},
+		{"bad backend", good + "backend = \"oracle\"\n", `field nodes[0].backend: "oracle" is not a back end`},
+		{"sqlite with dsn", good + "dsn = \"postgres://x@y/z\"\n", "field nodes[0].dsn: a sqlite node has no dsn"},
+		{"bad synchronous", good + "[nodes.sqlite]\nsynchronous = \"sometimes\"\n", `field nodes[0].sqlite.synchronous: "sometimes"`},
+		{"bad duration", good + "[nodes.sqlite]\nbusy_timeout = \"soon\"\n", `"soon" is not a duration`},
+		{"two standalone nodes", good + "[[nodes]]\nid = \"n2\"\nlisten = \"127.0.0.1:7002\"\n", "design standalone takes exactly 1 node"},
+		{"port clash", good + "metrics = \"127.0.0.1:7001\"\n", "field nodes[0].metrics: address 127.0.0.1:7001 is already used by nodes[0].listen"},
+		{"bad log level", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nlog_level = \"loud\"", 1), `field log_level: "loud"`},
+		{"tiny message cap", good + "[limits]\nmax_message_bytes = 10\n", "field limits.max_message_bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("bad.toml", []byte(c.text))
+			if err == nil {
+				t.Fatal("accepted a bad configuration")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("not ErrInvalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), "bad.toml") {
+				t.Fatalf("message does not name the file: %v", err)
+			}
+			if c.want != "" && !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("message %q does not contain %q", err, c.want)
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("one message expected, got several lines: %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,204 @@
+// Package e2e holds end-to-end tests: they build the real tandem binary,
+// start clusters with `tandem up` as separate OS processes, and talk to them
+// with real clients (pgx, psql, pgbench).
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	rx "regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/cluster"
+)
+
+var tandemBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tandem-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	tandemBin = filepath.Join(dir, "tandem")
+	build := exec.Command("go", "build", "-o", tandemBin, "../cmd/tandem")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: cannot build tandem:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	p, err := postgres.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func havePostgres(t testing.TB) {
+	t.Helper()
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip("PostgreSQL is not installed:", err)
+	}
+}
+
+// Cluster is a `tandem up` process and what it printed.
+type Cluster struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	DSN    string
+	RunDir string
+	File   string
+	done   chan struct{}
+}
+
+type clusterSpec struct {
+	backend string // sqlite | postgres
+	router  bool
+	auth    string
+	extra   string
+}
+
+// startCluster writes a cluster file with free ports and runs `tandem up`.
+func startCluster(t testing.TB, spec clusterSpec) *Cluster {
+	t.Helper()
+	if spec.backend == "postgres" {
+		havePostgres(t)
+	}
+	if spec.auth == "" {
+		spec.auth = "scram-sha-256"
+	}
+	dir := t.TempDir()
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster = \"e2e\"\ndesign = \"standalone\"\nauth = %q\nrun_dir = %q\n", spec.auth, filepath.Join(dir, "run"))
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
+	if spec.router {
+		fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nhealth_interval = \"200ms\"\n", freePort(t))
+	}
+	fmt.Fprintf(&b, "[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:%d\"\nmetrics = \"127.0.0.1:%d\"\nbackend = %q\n", freePort(t), freePort(t), spec.backend)
+	if spec.backend == "postgres" {
+		b.WriteString("[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"100\" }\n")
+	}
+	b.WriteString(spec.extra)
+	file := filepath.Join(dir, "cluster.toml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tandemBin, "up", "-c", file)
+	cmd.Dir = dir
+	stdout, _ := cmd.StdoutPipe()
+	logf, _ := os.Create(filepath.Join(dir, "up.log"))
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{t: t, cmd: cmd, RunDir: filepath.Join(dir, "run"), File: file, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(c.done) }()
+	dsnRe := rx.MustCompile(`psql "([^"]+)"`)
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := dsnRe.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case c.DSN = <-found:
+	case <-c.done:
+		b, _ := os.ReadFile(filepath.Join(dir, "up.log"))
+		t.Fatalf("tandem up exited: %s", b)
+	case <-time.After(120 * time.Second):
+		c.Stop()
+		t.Fatal("tandem up did not print a DSN within 120 s")
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Stop sends SIGTERM and waits; then checks that no child is left.
+func (c *Cluster) Stop() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	procs, _ := cluster.ReadState(c.RunDir)
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(60 * time.Second):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+		c.t.Errorf("tandem up did not stop within 60 s of SIGTERM")
+	}
+	for _, p := range procs {
+		if alive(p.PID) {
+			c.t.Errorf("%s %s (pid %d) still running after tandem up stopped", p.Kind, p.Name, p.PID)
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+	}
+}
+
+// Procs returns the processes `tandem up` started.
+func (c *Cluster) Procs() []*cluster.Proc {
+	procs, err := cluster.ReadState(c.RunDir)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return procs
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(b), ") Z ")
+}
+
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func hostPort(dsn string) string {
+	m := rx.MustCompile(`@([^/]+)/`).FindStringSubmatch(dsn)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+var _ = net.Dial
+
+type regexpT = rx.Regexp
+
+func mustCompile(s string) *regexpT { return rx.MustCompile(s) }
+
+func regexp(s string) *regexpT { return mustCompile(s) }

@@ -1,0 +1,5 @@
+package pgwire_test
+
+import "os"
+
+func filepathTemp() (string, error) { return os.MkdirTemp("", "tandem-fuzz") }
