@@ -31,12 +31,15 @@ func main() {
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
 
+	benchCmd := newBenchCmd()
+	benchCmd.AddCommand(newOverheadCmd())
+
 	root.AddCommand(
 		newUpCmd(),
 		newNodeCmd(),
 		newRouterCmd(),
 		newStatusCmd(),
-		newBenchCmd(),
+		benchCmd,
 		newPlanCmd(),
 		newDemoCmd(),
 	)

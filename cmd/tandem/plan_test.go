@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/planner"
+)
+
+func runPlan(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newPlanCmd()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestPlanPredictTable(t *testing.T) {
+	out, err := runPlan(t, "predict", "--profile", "tpcw-ordering", "--design", "both", "--replicas", "1..4,8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+2*5 {
+		t.Fatalf("want a header and 10 rows, got:\n%s", out)
+	}
+	for _, want := range []string{"PROFILE", "TPS", "RESP_MS", "ABORT_%", "BOTTLENECK", "UTILISATION"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("header lacks %s: %s", want, lines[0])
+		}
+	}
+	if !strings.Contains(out, "master-bottleneck") || !strings.Contains(out, "replica.cpu=") {
+		t.Errorf("table lacks single-master balance or utilisations:\n%s", out)
+	}
+}
+
+func TestPlanPredictJSONAndFiles(t *testing.T) {
+	dir := t.TempDir()
+	html := filepath.Join(dir, "plan.html")
+	svg := filepath.Join(dir, "plan.svg")
+	out, err := runPlan(t, "predict", "--profile", "tpcw-browsing,rubis-bidding", "--design", "mm",
+		"--replicas", "1,2,16", "--json", "--html", html, "--svg", svg,
+		"--clients-per-replica", "20", "--think", "500ms", "--lb-delay", "2ms", "--certifier-delay", "10ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set planner.PredictionSet
+	if err := json.Unmarshal([]byte(out), &set); err != nil {
+		t.Fatalf("--json output is not a PredictionSet: %v\n%s", err, out)
+	}
+	if len(set.Predictions) != 2 {
+		t.Fatalf("%d predictions, want 2", len(set.Predictions))
+	}
+	want := planner.Params{ClientsPerReplica: 20, ThinkTime: 0.5, LBDelay: 0.002, CertifierDelay: 0.01, CWMode: planner.CWFixedPoint}
+	for _, p := range set.Predictions {
+		if p.Design != planner.MultiMaster || len(p.Points) != 3 {
+			t.Errorf("%s: design %s, %d points", p.Profile, p.Design, len(p.Points))
+		}
+		if !reflect.DeepEqual(p.Params, want) {
+			t.Errorf("%s: params %+v, want %+v", p.Profile, p.Params, want)
+		}
+		if p.Points[2].Clients != 16*20 {
+			t.Errorf("%s: %d clients at 16 replicas, want 320", p.Profile, p.Points[2].Clients)
+		}
+	}
+	for _, f := range []string{html, svg} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte("<svg")) || !bytes.Contains(b, []byte("tpcw-browsing MM")) {
+			t.Errorf("%s lacks the chart", f)
+		}
+	}
+}
+
+func TestPlanProfiles(t *testing.T) {
+	out, err := runPlan(t, "profiles")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tpcw-browsing", "tpcw-shopping", "tpcw-ordering", "rubis-browsing", "rubis-bidding"} {
+		if !strings.Contains(out, name) {
+			t.Errorf("profiles lacks %s:\n%s", name, out)
+		}
+	}
+	// --show prints a profile file that predict reads back.
+	shown, err := runPlan(t, "profiles", "--show", "tpcw-shopping")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "shopping.json")
+	if err := os.WriteFile(path, []byte(strings.Replace(shown, `"clients_per_replica": 40`, `"clients_per_replica": 10`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runPlan(t, "predict", "--profile", path, "--replicas", "2", "--json", "--design", "sm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set planner.PredictionSet
+	if err := json.Unmarshal([]byte(out), &set); err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Predictions[0].Points[0].Clients; got != 20 {
+		t.Errorf("profile file not used: %d clients at 2 replicas, want 20", got)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"version":1,"name":"x","pr":0.5,"pw":0.4}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		args   []string
+		naming string
+		is     error
+	}{
+		{"unknown profile", []string{"predict", "--profile", "tpcw-nothing"}, "--profile", planner.ErrUnknownProfile},
+		{"bad profile file", []string{"predict", "--profile", bad}, `"pw"`, planner.ErrInvalidProfile},
+		{"bad design", []string{"predict", "--profile", "tpcw-ordering", "--design", "raid"}, "--design", planner.ErrUnknownDesign},
+		{"reversed range", []string{"predict", "--profile", "tpcw-ordering", "--replicas", "4..1"}, "--replicas", errPlanFlag},
+		{"zero replicas", []string{"predict", "--profile", "tpcw-ordering", "--replicas", "0"}, "--replicas", errPlanFlag},
+		{"words", []string{"predict", "--profile", "tpcw-ordering", "--replicas", "a..b"}, "--replicas", errPlanFlag},
+		{"too many clients", []string{"predict", "--profile", "tpcw-ordering", "--replicas", "256", "--clients-per-replica", "1000"}, "--replicas", planner.ErrInvalidParams},
+		{"zero clients", []string{"predict", "--profile", "tpcw-ordering", "--clients-per-replica", "0"}, "--clients-per-replica", errPlanFlag},
+		{"negative think", []string{"predict", "--profile", "tpcw-ordering", "--think", "-1s"}, "--think", errPlanFlag},
+		{"negative certifier", []string{"predict", "--profile", "tpcw-ordering", "--certifier-delay", "-1ms"}, "--certifier-delay", errPlanFlag},
+		{"bad cw mode", []string{"predict", "--profile", "tpcw-ordering", "--cw-mode", "magic"}, "--cw-mode", errPlanFlag},
+		{"unknown show", []string{"profiles", "--show", "tpcw"}, "--show", planner.ErrUnknownProfile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runPlan(t, tt.args...)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, tt.is) {
+				t.Errorf("err = %v, want %v", err, tt.is)
+			}
+			if !strings.Contains(err.Error(), tt.naming) {
+				t.Errorf("error %q does not name %s", err, tt.naming)
+			}
+		})
+	}
+	if _, err := runPlan(t, "predict"); err == nil || !strings.Contains(err.Error(), "profile") {
+		t.Errorf("missing --profile: err = %v", err)
+	}
+}
+
+func TestParseReplicas(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []int
+	}{
+		{"1..4", []int{1, 2, 3, 4}},
+		{"8", []int{8}},
+		{"1,2,4,8", []int{1, 2, 4, 8}},
+		{"1..3, 8, 2", []int{1, 2, 3, 8}},
+	}
+	for _, tt := range tests {
+		got, err := parseReplicas(tt.in)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("parseReplicas(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	for _, in := range []string{"", ",", "0..2", "1..999", "x", "2..1", "-3"} {
+		if _, err := parseReplicas(in); !errors.Is(err, errPlanFlag) {
+			t.Errorf("parseReplicas(%q): err = %v, want errPlanFlag", in, err)
+		}
+	}
+}

@@ -1,0 +1,450 @@
+package planner
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+func builtin(t *testing.T, name string) Profile {
+	t.Helper()
+	p, err := BuiltinProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func predict(t *testing.T, p Profile, d Design, replicas []int, par Params) Prediction {
+	t.Helper()
+	pred, err := Predict(p, d, replicas, par)
+	if err != nil {
+		t.Fatalf("%s %s: %v", p.Name, d, err)
+	}
+	return pred
+}
+
+func span(lo, hi int) []int {
+	var out []int
+	for n := lo; n <= hi; n++ {
+		out = append(out, n)
+	}
+	return out
+}
+
+func TestAbortGrowthFormula(t *testing.T) {
+	tests := []struct {
+		name          string
+		a1            float64
+		n             int
+		cw, l1, wantA float64
+	}{
+		{"N=1, CW=L1 gives A1", 0.0053, 1, 0.2, 0.2, 0.0053},
+		{"no aborts stay none", 0, 16, 0.3, 0.1, 0},
+		// (1-A_N) = (1-A_1)^(N·CW/L1) = 0.99^(4·2) = 0.99^8.
+		{"N=4, CW=2·L1", 0.01, 4, 0.2, 0.1, 1 - math.Pow(0.99, 8)},
+		{"unknown L1 keeps A1", 0.01, 8, 0.2, 0, 0.01},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MultiMasterAbort(tt.a1, tt.n, tt.cw, tt.l1); !near(got, tt.wantA, 1e-14) {
+				t.Errorf("A = %.16g, want %.16g", got, tt.wantA)
+			}
+		})
+	}
+}
+
+// A_N equals A_1 at one replica and rises with N, for both ways of
+// iterating the conflict window; the per-population reading of §4.1.1 gives
+// slightly fewer aborts than the fixed point, as the paper says.
+func TestMultiMasterAbortGrowth(t *testing.T) {
+	for _, name := range []string{"tpcw-browsing", "tpcw-shopping", "tpcw-ordering"} {
+		p := builtin(t, name)
+		p.A1 = 0.0053 // §6.3.3's middle value, to make growth visible
+		fixed := predict(t, p, MultiMaster, span(1, 16), DefaultParams(p))
+		par := DefaultParams(p)
+		par.CWMode = CWPerPopulation
+		perPop := predict(t, p, MultiMaster, span(1, 16), par)
+		if got := fixed.Points[0].AbortRate; !near(got, p.A1, 1e-12) {
+			t.Errorf("%s: A_1 = %.15g, want the profile's %g", name, got, p.A1)
+		}
+		for i := 1; i < len(fixed.Points); i++ {
+			prev, pt := fixed.Points[i-1], fixed.Points[i]
+			if !(pt.AbortRate > prev.AbortRate) {
+				t.Errorf("%s: A_%d = %g not above A_%d = %g", name, pt.Replicas, pt.AbortRate, prev.Replicas, prev.AbortRate)
+			}
+			// The fixed point is self-consistent: A_N = f(CW(N)).
+			if want := MultiMasterAbort(p.A1, pt.Replicas, pt.ConflictWindowS, fixed.L1); !near(pt.AbortRate, want, 1e-9) {
+				t.Errorf("%s N=%d: A_N = %g but the formula on CW(N) gives %g", name, pt.Replicas, pt.AbortRate, want)
+			}
+			pp := perPop.Points[i]
+			if !(pp.AbortRate < pt.AbortRate) || pp.AbortRate < 0.8*pt.AbortRate {
+				t.Errorf("%s N=%d: per-population A_N = %g, fixed point %g: want slightly lower", name, pt.Replicas, pp.AbortRate, pt.AbortRate)
+			}
+		}
+	}
+}
+
+// D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·(N-1)·ws (§3.3.2), per resource.
+func TestMultiMasterDemand(t *testing.T) {
+	p := builtin(t, "tpcw-ordering")
+	pred := predict(t, p, MultiMaster, []int{1, 5, 16}, DefaultParams(p))
+	for _, pt := range pred.Points {
+		for _, r := range p.Resources {
+			want := p.Pr*r.RC + p.Pw/(1-pt.AbortRate)*r.WC + p.Pw*float64(pt.Replicas-1)*r.WS
+			got, ok := pt.Resource("replica." + r.Name)
+			if !ok {
+				t.Fatalf("N=%d: no replica.%s", pt.Replicas, r.Name)
+			}
+			if !near(got.DemandS, want, 1e-12) {
+				t.Errorf("N=%d %s: D = %g, want %g", pt.Replicas, r.Name, got.DemandS, want)
+			}
+		}
+		// Response time by Little's law: N·C/X - Z.
+		if want := float64(pt.Clients)/pt.ThroughputTPS - p.ThinkTime; !near(pt.ResponseTimeS, want, 1e-9) {
+			t.Errorf("N=%d: R = %g, Little's law gives %g", pt.Replicas, pt.ResponseTimeS, want)
+		}
+	}
+}
+
+// syntheticProfile builds a one-resource mix for the balancing tests.
+func syntheticProfile(pr, rc, wc, ws float64, clients int) Profile {
+	return Profile{
+		Version: ProfileVersion, Name: "synthetic", Workload: "test", Mix: "test",
+		Pr: pr, Pw: 1 - pr, A1: 0.001,
+		Resources: []Resource{{Name: "cpu", RC: rc, WC: wc, WS: ws}},
+		ThinkTime: 1, ClientsPerReplica: clients,
+	}
+}
+
+// Both branches of the balancing algorithm of seed 003 figure 3, and the
+// Pr:Pw read:write ratio of every single-master solution.
+func TestSingleMasterBalancing(t *testing.T) {
+	tests := []struct {
+		name    string
+		p       Profile
+		n       int
+		balance string
+	}{
+		{"browsing: master has spare capacity", builtin(t, "tpcw-browsing"), 4, BalanceMasterSpare},
+		{"shopping: master has spare capacity", builtin(t, "tpcw-shopping"), 8, BalanceMasterSpare},
+		{"ordering: master is the bottleneck", builtin(t, "tpcw-ordering"), 8, BalanceMasterBottleneck},
+		{"bidding: master is the bottleneck", builtin(t, "rubis-bidding"), 12, BalanceMasterBottleneck},
+		{"cheap updates: spare", syntheticProfile(0.7, 0.030, 0.002, 0.001, 20), 3, BalanceMasterSpare},
+		{"costly updates: bottleneck", syntheticProfile(0.7, 0.010, 0.060, 0.005, 40), 3, BalanceMasterBottleneck},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pred := predict(t, tt.p, SingleMaster, []int{tt.n}, DefaultParams(tt.p))
+			pt := pred.Points[0]
+			if pt.Balance != tt.balance {
+				t.Fatalf("balance = %q, want %q", pt.Balance, tt.balance)
+			}
+			if got, want := pt.ReadTPS/pt.WriteTPS, tt.p.Pr/tt.p.Pw; !near(got, want, 1e-6) {
+				t.Errorf("read:write = %.9g, want Pr:Pw = %.9g", got, want)
+			}
+			if !near(pt.ReadTPS+pt.WriteTPS, pt.ThroughputTPS, 1e-12) {
+				t.Errorf("reads %g + writes %g != throughput %g", pt.ReadTPS, pt.WriteTPS, pt.ThroughputTPS)
+			}
+			master := maxUtil(pt, "master.")
+			slaveRead := pt.ReadTPS - pt.MasterReadTPS
+			switch tt.balance {
+			case BalanceMasterSpare:
+				// The master takes extra reads, and it is not idle.
+				if !(pt.MasterReadTPS > 0) {
+					t.Errorf("master runs no reads (E = %g)", pt.MasterReadTPS)
+				}
+			case BalanceMasterBottleneck:
+				// No extra reads; the master saturates, the slaves do not.
+				if pt.MasterReadTPS != 0 {
+					t.Errorf("E = %g, want 0", pt.MasterReadTPS)
+				}
+				if master < 0.99 || maxUtil(pt, "slave.") >= master {
+					t.Errorf("master utilisation %g, slave %g: want a saturated master", master, maxUtil(pt, "slave."))
+				}
+				if pt.Bottleneck[:len("master.")] != "master." {
+					t.Errorf("bottleneck = %s, want a master resource", pt.Bottleneck)
+				}
+				// With no extra reads the slave demand is seed 003's
+				// D_slave(N) = rc + Pw/Pr·(N-1)·ws.
+				for _, r := range tt.p.Resources {
+					sr, _ := pt.Resource("slave." + r.Name)
+					want := r.RC + tt.p.Pw/tt.p.Pr*float64(tt.n-1)*r.WS
+					if !near(sr.DemandS, want, 1e-6) {
+						t.Errorf("D_slave %s = %g, want %g", r.Name, sr.DemandS, want)
+					}
+				}
+			}
+			// Slaves apply every committed writeset: D_slave = rc + ws·X_w/X_slave.
+			for _, r := range tt.p.Resources {
+				sr, _ := pt.Resource("slave." + r.Name)
+				want := r.RC + r.WS*pt.WriteTPS/(slaveRead/float64(tt.n-1))
+				if !near(sr.DemandS, want, 1e-6) {
+					t.Errorf("D_slave %s = %g, want rc + ws·Xw/Xs = %g", r.Name, sr.DemandS, want)
+				}
+			}
+		})
+	}
+}
+
+// In the spare-capacity case the master takes reads until a read waits as
+// long there as on a slave (what a least-loaded balancer converges to).
+func TestSingleMasterSpareEqualisesReads(t *testing.T) {
+	p := builtin(t, "tpcw-browsing")
+	m, err := newSingleMaster(p, DefaultParams(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{2, 4, 16} {
+		st, err := m.balance(n, p.A1, float64(n-1)*p.Pw/p.Pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.balance != BalanceMasterSpare {
+			t.Fatalf("N=%d: balance %q", n, st.balance)
+		}
+		if !near(st.master.ResponseTime[0], st.slave.ResponseTime, 1e-6) {
+			t.Errorf("N=%d: read response master %g, slave %g", n, st.master.ResponseTime[0], st.slave.ResponseTime)
+		}
+	}
+}
+
+func maxUtil(pt Point, prefix string) float64 {
+	u := 0.0
+	for _, r := range pt.Resources {
+		if len(r.Name) >= len(prefix) && r.Name[:len(prefix)] == prefix && r.Kind == "queueing" {
+			u = math.Max(u, r.Utilization)
+		}
+	}
+	return u
+}
+
+// The single-master ratio holds over every replica count of every built-in
+// mix that has both reads and updates.
+func TestSingleMasterRatioEverywhere(t *testing.T) {
+	for _, name := range BuiltinProfileNames() {
+		p := builtin(t, name)
+		pred := predict(t, p, SingleMaster, span(1, 16), DefaultParams(p))
+		for _, pt := range pred.Points {
+			if p.Pw == 0 {
+				if pt.WriteTPS != 0 {
+					t.Errorf("%s N=%d: %g writes/s in a read-only mix", name, pt.Replicas, pt.WriteTPS)
+				}
+				continue
+			}
+			if got, want := pt.ReadTPS/pt.WriteTPS, p.Pr/p.Pw; !near(got, want, 1e-6) {
+				t.Errorf("%s N=%d (%s): read:write = %.9g, want %.9g", name, pt.Replicas, pt.Balance, got, want)
+			}
+			if want := float64(pt.Clients)/pt.ThroughputTPS - p.ThinkTime; !near(pt.ResponseTimeS, want, 1e-9) {
+				t.Errorf("%s N=%d: R = %g, Little's law gives %g", name, pt.Replicas, pt.ResponseTimeS, want)
+			}
+		}
+	}
+}
+
+// Measured A'_N in the profile replaces the estimate (§4.1.2).
+func TestSingleMasterMeasuredAbort(t *testing.T) {
+	p := builtin(t, "tpcw-ordering")
+	p.SingleMasterAborts = []MeasuredAbort{{Replicas: 6, Abort: 0.02}}
+	pred := predict(t, p, SingleMaster, []int{4, 6}, DefaultParams(p))
+	pt6, _ := pred.At(6)
+	if pt6.AbortRate != 0.02 || !pt6.AbortMeasured {
+		t.Errorf("N=6: A' = %g measured=%v, want the profile's 0.02", pt6.AbortRate, pt6.AbortMeasured)
+	}
+	pt4, _ := pred.At(4)
+	if pt4.AbortMeasured {
+		t.Errorf("N=4 marked measured")
+	}
+}
+
+// Without updates both designs are N independent replicas.
+func TestReadOnlyMixScalesLinearly(t *testing.T) {
+	p := builtin(t, "rubis-browsing")
+	for _, d := range []Design{MultiMaster, SingleMaster} {
+		pred := predict(t, p, d, []int{1, 7, 16}, DefaultParams(p))
+		x1 := pred.Points[0].ThroughputTPS
+		for _, pt := range pred.Points {
+			if !near(pt.ThroughputTPS, float64(pt.Replicas)*x1, 1e-9) || pt.AbortRate != 0 {
+				t.Errorf("%s N=%d: X = %g, want %g; A = %g", d, pt.Replicas, pt.ThroughputTPS, float64(pt.Replicas)*x1, pt.AbortRate)
+			}
+		}
+	}
+}
+
+func TestPredictErrors(t *testing.T) {
+	p := builtin(t, "tpcw-shopping")
+	par := DefaultParams(p)
+	tests := []struct {
+		name     string
+		p        Profile
+		d        Design
+		replicas []int
+		par      func(Params) Params
+		want     error
+	}{
+		{"no replicas", p, MultiMaster, nil, nil, ErrInvalidParams},
+		{"zero replicas", p, MultiMaster, []int{0}, nil, ErrInvalidParams},
+		{"too many replicas", p, MultiMaster, []int{MaxReplicas + 1}, nil, ErrInvalidParams},
+		{"unknown design", p, Design("raidb-9"), []int{1}, nil, ErrUnknownDesign},
+		{"negative think", p, MultiMaster, []int{1}, func(q Params) Params { q.ThinkTime = -1; return q }, ErrInvalidParams},
+		{"zero clients", p, SingleMaster, []int{1}, func(q Params) Params { q.ClientsPerReplica = 0; return q }, ErrInvalidParams},
+		{"bad cw mode", p, MultiMaster, []int{1}, func(q Params) Params { q.CWMode = "guess"; return q }, ErrInvalidParams},
+		{"bad profile", func() Profile { q := p.clone(); q.Pw = 0.5; return q }(), MultiMaster, []int{1}, nil, ErrInvalidProfile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := par
+			if tt.par != nil {
+				q = tt.par(q)
+			}
+			if _, err := Predict(tt.p, tt.d, tt.replicas, q); !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCompare(t *testing.T) {
+	p := builtin(t, "tpcw-browsing")
+	pred := predict(t, p, MultiMaster, []int{1, 16}, DefaultParams(p))
+	devs, err := Compare(pred, []Observation{{Replicas: 1, ThroughputTPS: 22}, {Replicas: 16, ThroughputTPS: 347, ResponseTimeS: 0.3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt1, _ := pred.At(1)
+	if want := (pt1.ThroughputTPS - 22) / 22; devs[0].ThroughputError != want || devs[0].ResponseTimeError != nil {
+		t.Errorf("deviation at 1: %+v, want throughput error %g and no response error", devs[0], want)
+	}
+	if devs[1].ResponseTimeError == nil {
+		t.Errorf("deviation at 16 lacks the response time error")
+	}
+	if _, err := Compare(pred, []Observation{{Replicas: 8, ThroughputTPS: 100}}); !errors.Is(err, ErrNoPoint) {
+		t.Errorf("missing point: err = %v, want ErrNoPoint", err)
+	}
+	if _, err := Compare(pred, []Observation{{Replicas: 1}}); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("zero throughput: err = %v, want ErrInvalidParams", err)
+	}
+}
+
+// Odd but valid inputs: tiny and large populations, extreme mixes, no think
+// time, a resource that reads never use, high standalone abort rates. Every
+// prediction must succeed with finite numbers, Pr:Pw and Little's law, or
+// (with aborts) stop with ErrAbortsDiverge.
+func TestPredictRobustness(t *testing.T) {
+	mixes := []float64{0.01, 0.3, 0.99}
+	for _, pr := range mixes {
+		for _, clients := range []int{1, 3, 25} {
+			for _, think := range []float64{0, 1} {
+				for _, a1 := range []float64{0, 0.05} {
+					p := Profile{
+						Version: ProfileVersion, Name: "odd", Pr: pr, Pw: 1 - pr, A1: a1,
+						Resources: []Resource{
+							{Name: "cpu", RC: 0.02, WC: 0.03, WS: 0.01},
+							{Name: "log", RC: 0, WC: 0.005, WS: 0.002},
+						},
+						ThinkTime: think, ClientsPerReplica: clients,
+					}
+					for _, d := range []Design{MultiMaster, SingleMaster} {
+						pred, err := Predict(p, d, []int{1, 2, 5, 16}, DefaultParams(p))
+						if a1 > 0 && errors.Is(err, ErrAbortsDiverge) {
+							// A 5% standalone abort rate on a mostly-update
+							// mix can legitimately run away.
+							continue
+						}
+						if err != nil {
+							t.Fatalf("pr=%g C=%d Z=%g A1=%g %s: %v", pr, clients, think, a1, d, err)
+						}
+						for _, pt := range pred.Points {
+							bad := math.IsNaN(pt.ThroughputTPS) || !(pt.ThroughputTPS > 0) || math.IsNaN(pt.ResponseTimeS) ||
+								pt.ResponseTimeS < 0 || pt.AbortRate < 0 || pt.AbortRate >= 1
+							if bad {
+								t.Errorf("pr=%g C=%d Z=%g A1=%g %s N=%d: %+v", pr, clients, think, a1, d, pt.Replicas, pt)
+								continue
+							}
+							if got := pt.ReadTPS / pt.WriteTPS; !near(got, pr/(1-pr), 1e-6) {
+								t.Errorf("pr=%g C=%d Z=%g A1=%g %s N=%d (%s): read:write %g", pr, clients, think, a1, d, pt.Replicas, pt.Balance, got)
+							}
+							if want := float64(pt.Clients)/pt.ThroughputTPS - think; !near(pt.ResponseTimeS, want, 1e-9) {
+								t.Errorf("pr=%g C=%d Z=%g %s N=%d: R %g, Little %g", pr, clients, think, d, pt.Replicas, pt.ResponseTimeS, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// An abort rate far beyond the models' assumptions stops with a clear error
+// instead of an infinite demand.
+func TestAbortsDiverge(t *testing.T) {
+	p := builtin(t, "tpcw-ordering")
+	p.A1 = 0.5
+	for _, d := range []Design{MultiMaster, SingleMaster} {
+		if _, err := Predict(p, d, []int{16}, DefaultParams(p)); !errors.Is(err, ErrAbortsDiverge) {
+			t.Errorf("%s: err = %v, want ErrAbortsDiverge", d, err)
+		}
+	}
+	if err := checkAbort(0.2); err != nil {
+		t.Errorf("checkAbort(0.2) = %v", err)
+	}
+}
+
+// A mix of updates only: the single master runs everything, the slaves only
+// apply writesets.
+func TestSingleMasterUpdatesOnly(t *testing.T) {
+	p := syntheticProfile(0, 0.01, 0.02, 0.005, 10)
+	p.Pr, p.Pw = 0, 1
+	pred := predict(t, p, SingleMaster, []int{1, 4, 8}, DefaultParams(p))
+	for _, pt := range pred.Points[1:] {
+		if pt.Balance != BalanceNoReads || pt.ReadTPS != 0 {
+			t.Errorf("N=%d: balance %s, reads %g", pt.Replicas, pt.Balance, pt.ReadTPS)
+		}
+		s, _ := pt.Resource("slave.cpu")
+		if !near(s.Utilization, pt.WriteTPS*0.005, 1e-12) {
+			t.Errorf("N=%d: slave cpu %g, want Xw·ws = %g", pt.Replicas, s.Utilization, pt.WriteTPS*0.005)
+		}
+		if pt.ThroughputTPS > 1/0.02 {
+			t.Errorf("N=%d: %g tps beyond the master's 1/wc", pt.Replicas, pt.ThroughputTPS)
+		}
+	}
+}
+
+// A measured L(1) is used as given.
+func TestMeasuredL1(t *testing.T) {
+	p := builtin(t, "tpcw-shopping")
+	p.L1 = 0.1
+	for _, d := range []Design{MultiMaster, SingleMaster} {
+		pred := predict(t, p, d, []int{1, 8}, DefaultParams(p))
+		if pred.L1 != 0.1 || pred.L1Derived {
+			t.Errorf("%s: L1 %g derived %v", d, pred.L1, pred.L1Derived)
+		}
+	}
+	mm := predict(t, p, MultiMaster, []int{8}, DefaultParams(p))
+	derived := predict(t, builtin(t, "tpcw-shopping"), MultiMaster, []int{8}, DefaultParams(p))
+	// A shorter L(1) than the derived one (about 167 ms) means more aborts.
+	if !(mm.Points[0].AbortRate > derived.Points[0].AbortRate) {
+		t.Errorf("A_8 with L1 = 100 ms: %g, derived L1: %g", mm.Points[0].AbortRate, derived.Points[0].AbortRate)
+	}
+}
+
+func TestParseDesigns(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []Design
+	}{
+		{"mm", []Design{MultiMaster}},
+		{"SM", []Design{SingleMaster}},
+		{"both", []Design{MultiMaster, SingleMaster}},
+		{"single-master,multi-master", []Design{MultiMaster, SingleMaster}},
+	}
+	for _, tt := range tests {
+		got, err := ParseDesigns(tt.in)
+		if err != nil || len(got) != len(tt.want) || got[0] != tt.want[0] {
+			t.Errorf("ParseDesigns(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := ParseDesigns("raidb-1"); !errors.Is(err, ErrUnknownDesign) {
+		t.Errorf("err = %v, want ErrUnknownDesign", err)
+	}
+}

@@ -1,0 +1,207 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+)
+
+// Centre names of the models.
+const (
+	centreLB        = "load-balancer"
+	centreCertifier = "certifier"
+)
+
+// multiMaster is the multi-master model of seed 003 figure 1. All replicas
+// are identical and evenly loaded, so the network of one replica with C
+// clients is solved and the system throughput is N times its throughput
+// (§3.2.1: MVA adds one client per replica at each step).
+//
+// Per replica:
+//
+//	CPU, disk:      queueing centres, D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·(N-1)·ws
+//	load balancer:  delay centre, (Pr + Pw/(1-A_N))·lb   every attempt crosses it
+//	certifier:      delay centre, Pw/(1-A_N)·cert       every update attempt is certified
+//	think time Z:   delay centre outside the response time
+//
+// Aborted update attempts are retried until they commit, so a committed
+// update costs 1/(1-A_N) attempts (§3.3.1); the throughput counts commits.
+type multiMaster struct {
+	p       Profile
+	par     Params
+	l1Value float64
+	derived bool
+}
+
+func newMultiMaster(p Profile, par Params) (*multiMaster, error) {
+	m := &multiMaster{p: p, par: par, l1Value: p.L1}
+	if p.L1 == 0 {
+		// L(1) not measured: use the model's own conflict window at one
+		// replica, so that A_N = A_1 at N = 1 (planner/DESIGN.md).
+		sol, err := SolveMVA(m.network(1, p.A1), par.ClientsPerReplica)
+		if err != nil {
+			return nil, fmt.Errorf("deriving L(1): %w", err)
+		}
+		m.l1Value = m.conflictWindow(sol)
+		m.derived = true
+	}
+	return m, nil
+}
+
+func (m *multiMaster) l1() (float64, bool) { return m.l1Value, m.derived }
+
+// demands returns the per-replica centre demands at n replicas and abort
+// probability a: the resources in profile order, then the load balancer
+// and the certifier.
+func (m *multiMaster) demands(n int, a float64) []float64 {
+	p := m.p
+	attempts := 0.0 // update attempts per committed transaction
+	if p.Pw > 0 {
+		attempts = p.Pw / (1 - a)
+	}
+	d := make([]float64, 0, len(p.Resources)+2)
+	for _, r := range p.Resources {
+		d = append(d, p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*r.WS)
+	}
+	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*m.par.CertifierDelay)
+	return d
+}
+
+func (m *multiMaster) shape() ([]string, []CenterKind) {
+	names := make([]string, 0, len(m.p.Resources)+2)
+	kinds := make([]CenterKind, 0, len(m.p.Resources)+2)
+	for _, r := range m.p.Resources {
+		names = append(names, "replica."+r.Name)
+		kinds = append(kinds, Queueing)
+	}
+	names = append(names, centreLB, centreCertifier)
+	kinds = append(kinds, Delay, Delay)
+	return names, kinds
+}
+
+func (m *multiMaster) network(n int, a float64) Network {
+	names, kinds := m.shape()
+	d := m.demands(n, a)
+	net := Network{Think: m.par.ThinkTime}
+	for i := range names {
+		net.Centers = append(net.Centers, Center{Name: names[i], Kind: kinds[i], Demand: d[i]})
+	}
+	return net
+}
+
+// conflictWindow approximates CW(N) as in seed 003 §4.1.1: the time an update
+// attempt spends at the CPU and disk plus the certification time. An update
+// attempt's residence at a queueing centre is wc·(1 + Q), Q being the queue
+// an arriving transaction finds (the arrival theorem).
+func (m *multiMaster) conflictWindow(s Solution) float64 {
+	return m.conflictWindowFrom(s, func(c CenterResult) float64 { return c.ArrivalQueue })
+}
+
+// conflictWindowFrom sums wc·(1 + queue(centre)) over the resources, plus
+// the certifier delay; 0 when the mix has no update transactions.
+func (m *multiMaster) conflictWindowFrom(s Solution, queue func(CenterResult) float64) float64 {
+	if m.p.Pw == 0 {
+		return 0
+	}
+	cw := m.par.CertifierDelay
+	for i, r := range m.p.Resources {
+		q := 0.0
+		if i < len(s.Centers) {
+			q = queue(s.Centers[i])
+		}
+		cw += r.WC * (1 + q)
+	}
+	return cw
+}
+
+func (m *multiMaster) solve(n int) (Point, error) {
+	c := m.par.ClientsPerReplica
+	var (
+		sol   Solution
+		a     float64
+		iters int
+	)
+	switch {
+	case m.p.Pw == 0 || m.p.A1 == 0:
+		// No update can abort: A_N = 0 at every N.
+		s, err := SolveMVA(m.network(n, 0), c)
+		if err != nil {
+			return Point{}, err
+		}
+		sol, a, iters = s, 0, 1
+	case m.par.CWMode == CWPerPopulation:
+		names, kinds := m.shape()
+		curve, err := solveSteps(m.par.ThinkTime, names, kinds, c, func(_ int, prev Solution) ([]float64, error) {
+			// At step i+1 the abort rate comes from the conflict window of
+			// step i, whose update residence is wc·(1 + Q_k(i-1)).
+			// prev is empty at step 0: no queues.
+			cw := m.conflictWindow(prev)
+			a = MultiMasterAbort(m.p.A1, n, cw, m.l1Value)
+			if err := checkAbort(a); err != nil {
+				return nil, err
+			}
+			return m.demands(n, a), nil
+		})
+		if err != nil {
+			return Point{}, err
+		}
+		sol, iters = curve[c], 1
+	default:
+		// Fixed point: A -> demands -> MVA -> CW -> A. The map is monotone
+		// (a larger A means larger demands, longer queues, a longer CW) and
+		// bounded (queues cannot exceed C), so iterating from A_1 climbs to
+		// the least fixed point.
+		a = m.p.A1
+		converged := false
+		for iters = 1; iters <= maxIterations; iters++ {
+			s, err := SolveMVA(m.network(n, a), c)
+			if err != nil {
+				return Point{}, err
+			}
+			sol = s
+			next := MultiMasterAbort(m.p.A1, n, m.conflictWindow(s), m.l1Value)
+			if err := checkAbort(next); err != nil {
+				return Point{}, err
+			}
+			if math.Abs(next-a) <= abortTol {
+				converged = true
+				break
+			}
+			a = next
+		}
+		if !converged {
+			return Point{}, fmt.Errorf("%w: abort rate still moving after %d iterations (A_N = %g)", ErrNotConverged, maxIterations, a)
+		}
+	}
+	return m.point(n, sol, a, iters), nil
+}
+
+func (m *multiMaster) point(n int, sol Solution, a float64, iters int) Point {
+	c := m.par.ClientsPerReplica
+	perReplica := sol.Throughput
+	x := float64(n) * perReplica
+	pt := Point{
+		Replicas: n, Clients: n * c,
+		ThroughputTPS: x, ReadTPS: m.p.Pr * x, WriteTPS: m.p.Pw * x,
+		ResponseTimeS:   sol.ResponseTime,
+		AbortRate:       a,
+		ConflictWindowS: m.conflictWindow(sol),
+		Iterations:      iters,
+	}
+	if m.p.Pw > 0 {
+		pt.CertifierRPS = x * m.p.Pw / (1 - a)
+	}
+	for _, cr := range sol.Centers {
+		rp := ResourcePoint{
+			Name: cr.Name, Kind: cr.Kind.String(), DemandS: cr.Demand,
+			Utilization: cr.Utilization, ResidenceTimeS: cr.Residence, QueueLength: cr.Queue,
+		}
+		if cr.Name == centreCertifier {
+			// One certifier for the whole system: report its total load.
+			rp.Utilization *= float64(n)
+			rp.QueueLength *= float64(n)
+		}
+		pt.Resources = append(pt.Resources, rp)
+	}
+	pt.Bottleneck = bottleneck(pt.Resources)
+	return pt
+}

@@ -1,0 +1,254 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+)
+
+// ProfileVersion is the version of the profile file format this package
+// writes and reads.
+const ProfileVersion = 1
+
+// Profile is what the models need to know about a workload, measured on one
+// standalone database (seed 003 §4). All times are in seconds.
+//
+// The JSON form is the profile file format; see docs/planner.md.
+type Profile struct {
+	// Version is the file format version, ProfileVersion.
+	Version int `json:"version"`
+	// Name identifies the profile in reports, e.g. "tpcw-shopping".
+	Name string `json:"name"`
+	// Workload and Mix name the benchmark and its transaction mix.
+	Workload string `json:"workload"`
+	Mix      string `json:"mix"`
+	// Description is free text.
+	Description string `json:"description,omitempty"`
+
+	// Pr and Pw are the fractions of read-only and update transactions;
+	// Pr + Pw = 1.
+	Pr float64 `json:"pr"`
+	Pw float64 `json:"pw"`
+	// A1 is the probability that an update transaction aborts on the
+	// standalone database, in [0, 1).
+	A1 float64 `json:"a1"`
+	// L1 is L(1), the mean response time of an update transaction on the
+	// standalone database, seconds. 0 means "not measured": each model then
+	// uses its own conflict window at one replica, so that A_1 is reproduced
+	// exactly at N = 1 (see planner/DESIGN.md).
+	L1 float64 `json:"l1_s"`
+
+	// Resources lists the service demands per resource (cpu, disk, ...).
+	Resources []Resource `json:"resources"`
+
+	// ThinkTime is the clients' think time Z, seconds.
+	ThinkTime float64 `json:"think_time_s"`
+	// ClientsPerReplica is C: a system of N replicas has N·C clients.
+	ClientsPerReplica int `json:"clients_per_replica"`
+
+	// SingleMasterAborts optionally gives the master's abort rate A'_N
+	// measured with a scaled update workload (seed 003 §4.1.2). Where a
+	// replica count is missing the model estimates A'_N.
+	SingleMasterAborts []MeasuredAbort `json:"single_master_aborts,omitempty"`
+
+	// Measured records where and how the numbers were obtained.
+	Measured Measurement `json:"measured"`
+	// Trust holds a note per field ("pr", "a1", "l1_s", "resources.cpu.ws_s",
+	// ...) saying how far the value can be trusted: measured, derived,
+	// copied from a paper, an upper bound, a guess.
+	Trust map[string]string `json:"trust,omitempty"`
+}
+
+// Resource holds the standalone service demands of one resource, seconds per
+// transaction.
+type Resource struct {
+	// Name of the resource, e.g. "cpu" or "disk". Unique within a profile.
+	Name string `json:"name"`
+	// RC is the demand of a read-only transaction.
+	RC float64 `json:"rc_s"`
+	// WC is the demand of an update transaction (one attempt).
+	WC float64 `json:"wc_s"`
+	// WS is the demand of applying one propagated writeset.
+	WS float64 `json:"ws_s"`
+}
+
+// MeasuredAbort is a measured single-master abort rate at one replica count.
+type MeasuredAbort struct {
+	Replicas int     `json:"replicas"`
+	Abort    float64 `json:"abort"`
+}
+
+// Measurement is the provenance of a profile.
+type Measurement struct {
+	// At is when the profile was measured (RFC 3339 or free text).
+	At string `json:"at,omitempty"`
+	// Source says where the numbers come from: a tool run, a paper table.
+	Source string `json:"source,omitempty"`
+	// System describes the standalone database and its host.
+	System string `json:"system,omitempty"`
+	// Duration is how long the measurement ran, seconds.
+	Duration float64 `json:"duration_s,omitempty"`
+	// Transactions is how many transactions were observed.
+	Transactions int64 `json:"transactions,omitempty"`
+}
+
+// Validate checks every field and reports the first bad one by its JSON name.
+func (p Profile) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return fmt.Errorf("%w: field %q: %s", ErrInvalidProfile, field, fmt.Sprintf(format, args...))
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if p.Version != ProfileVersion {
+		return bad("version", "must be %d, got %d", ProfileVersion, p.Version)
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		return bad("name", "must not be empty")
+	}
+	if !finite(p.Pr) || p.Pr < 0 || p.Pr > 1 {
+		return bad("pr", "must be in [0, 1], got %g", p.Pr)
+	}
+	if !finite(p.Pw) || p.Pw < 0 || p.Pw > 1 {
+		return bad("pw", "must be in [0, 1], got %g", p.Pw)
+	}
+	if math.Abs(p.Pr+p.Pw-1) > 1e-9 {
+		return bad("pw", "pr + pw must be 1, got %g + %g = %g", p.Pr, p.Pw, p.Pr+p.Pw)
+	}
+	if !finite(p.A1) || p.A1 < 0 || p.A1 >= 1 {
+		return bad("a1", "must be in [0, 1), got %g", p.A1)
+	}
+	if !finite(p.L1) || p.L1 < 0 {
+		return bad("l1_s", "must be >= 0 seconds (0 = derive from the model), got %g", p.L1)
+	}
+	if len(p.Resources) == 0 {
+		return bad("resources", "at least one resource (cpu, disk) is needed")
+	}
+	seen := map[string]bool{}
+	needs := false
+	for i, r := range p.Resources {
+		where := fmt.Sprintf("resources[%d]", i)
+		if strings.TrimSpace(r.Name) == "" {
+			return bad(where+".name", "must not be empty")
+		}
+		if strings.ContainsAny(r.Name, ". \t") {
+			return bad(where+".name", "must not contain dots or spaces, got %q", r.Name)
+		}
+		if seen[r.Name] {
+			return bad(where+".name", "duplicate resource %q", r.Name)
+		}
+		seen[r.Name] = true
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"rc_s", r.RC}, {"wc_s", r.WC}, {"ws_s", r.WS}} {
+			if !finite(f.v) || f.v < 0 {
+				return bad(where+"."+f.name, "must be >= 0 seconds, got %g", f.v)
+			}
+		}
+		if p.Pr > 0 && r.RC > 0 || p.Pw > 0 && r.WC > 0 {
+			needs = true
+		}
+	}
+	if !needs {
+		return bad("resources", "the transactions of the mix need no service at any resource: every rc_s (pr > 0) and wc_s (pw > 0) is zero")
+	}
+	if !finite(p.ThinkTime) || p.ThinkTime < 0 {
+		return bad("think_time_s", "must be >= 0 seconds, got %g", p.ThinkTime)
+	}
+	if p.ClientsPerReplica < 1 {
+		return bad("clients_per_replica", "must be >= 1, got %d", p.ClientsPerReplica)
+	}
+	seenN := map[int]bool{}
+	for i, m := range p.SingleMasterAborts {
+		where := fmt.Sprintf("single_master_aborts[%d]", i)
+		if m.Replicas < 1 {
+			return bad(where+".replicas", "must be >= 1, got %d", m.Replicas)
+		}
+		if seenN[m.Replicas] {
+			return bad(where+".replicas", "duplicate replica count %d", m.Replicas)
+		}
+		seenN[m.Replicas] = true
+		if !finite(m.Abort) || m.Abort < 0 || m.Abort >= 1 {
+			return bad(where+".abort", "must be in [0, 1), got %g", m.Abort)
+		}
+	}
+	return nil
+}
+
+// singleMasterAbort returns the measured A'_N for n replicas, if any.
+func (p Profile) singleMasterAbort(n int) (float64, bool) {
+	for _, m := range p.SingleMasterAborts {
+		if m.Replicas == n {
+			return m.Abort, true
+		}
+	}
+	return 0, false
+}
+
+// DecodeProfile reads one profile in the JSON format, rejecting unknown fields
+// (a misspelt field would otherwise silently read as zero), and validates it.
+func DecodeProfile(r io.Reader) (Profile, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return Profile{}, fmt.Errorf("%w: field %q: expected %v, got JSON %s", ErrInvalidProfile, te.Field, te.Type, te.Value)
+		}
+		return Profile{}, fmt.Errorf("%w: %v", ErrInvalidProfile, err)
+	}
+	if dec.More() {
+		return Profile{}, fmt.Errorf("%w: trailing data after the profile object", ErrInvalidProfile)
+	}
+	if err := p.Validate(); err != nil {
+		return Profile{}, err
+	}
+	return p, nil
+}
+
+// LoadProfileFile reads and validates a profile file.
+func LoadProfileFile(path string) (Profile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("open profile: %w", err)
+	}
+	defer f.Close()
+	p, err := DecodeProfile(f)
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// EncodeProfile writes p as indented JSON.
+func EncodeProfile(w io.Writer, p Profile) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(p); err != nil {
+		return fmt.Errorf("encode profile %s: %w", p.Name, err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write profile %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// clone returns a deep copy of p.
+func (p Profile) clone() Profile {
+	q := p
+	q.Resources = append([]Resource(nil), p.Resources...)
+	q.SingleMasterAborts = append([]MeasuredAbort(nil), p.SingleMasterAborts...)
+	if p.Trust != nil {
+		q.Trust = make(map[string]string, len(p.Trust))
+		for k, v := range p.Trust {
+			q.Trust[k] = v
+		}
+	}
+	return q
+}

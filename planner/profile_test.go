@@ -1,0 +1,227 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// The built-in profiles hold seed 003's tables 2-5 exactly (ms in the
+// paper, seconds here).
+func TestBuiltinProfilesMatchPaperTables(t *testing.T) {
+	type row struct{ rc, wc, ws float64 } // ms, as printed
+	tests := []struct {
+		name      string
+		pr, pw    float64
+		clients   int
+		cpu, disk row
+	}{
+		{"tpcw-browsing", 0.95, 0.05, 30, row{41.62, 17.47, 3.48}, row{14.56, 8.74, 2.62}},
+		{"tpcw-shopping", 0.80, 0.20, 40, row{41.43, 12.51, 3.18}, row{15.11, 6.05, 1.81}},
+		{"tpcw-ordering", 0.50, 0.50, 50, row{22.46, 13.48, 4.04}, row{12.62, 8.34, 1.67}},
+		{"rubis-browsing", 1.00, 0.00, 50, row{25.29, 0, 0}, row{11.36, 0, 0}},
+		{"rubis-bidding", 0.80, 0.20, 50, row{25.29, 41.51, 9.83}, row{11.36, 48.61, 35.28}},
+	}
+	if got := BuiltinProfileNames(); len(got) != len(tests) {
+		t.Errorf("built-in profiles %v, want %d", got, len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := builtin(t, tt.name)
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if p.Pr != tt.pr || p.Pw != tt.pw || p.ClientsPerReplica != tt.clients || p.ThinkTime != 1.0 {
+				t.Errorf("Pr %g Pw %g C %d Z %g", p.Pr, p.Pw, p.ClientsPerReplica, p.ThinkTime)
+			}
+			for _, want := range []struct {
+				res string
+				r   row
+			}{{"cpu", tt.cpu}, {"disk", tt.disk}} {
+				var got *Resource
+				for i := range p.Resources {
+					if p.Resources[i].Name == want.res {
+						got = &p.Resources[i]
+					}
+				}
+				if got == nil {
+					t.Fatalf("no %s resource", want.res)
+				}
+				if !near(1000*got.RC, want.r.rc, 1e-12) || !near(1000*got.WC, want.r.wc, 1e-12) || !near(1000*got.WS, want.r.ws, 1e-12) {
+					t.Errorf("%s = %+v, want %+v ms", want.res, *got, want.r)
+				}
+			}
+			for _, field := range []string{"a1", "l1_s", "resources", "pr"} {
+				if p.Trust[field] == "" {
+					t.Errorf("no trust note for %s", field)
+				}
+			}
+		})
+	}
+	if _, err := BuiltinProfile("tpcw-nonsense"); !errors.Is(err, ErrUnknownProfile) {
+		t.Errorf("err = %v, want ErrUnknownProfile", err)
+	}
+}
+
+func TestBuiltinIsACopy(t *testing.T) {
+	p := builtin(t, "tpcw-ordering")
+	p.Resources[0].RC = 99
+	p.Trust["a1"] = "changed"
+	q := builtin(t, "tpcw-ordering")
+	if q.Resources[0].RC == 99 || q.Trust["a1"] == "changed" {
+		t.Fatal("changing a returned profile changed the built-in")
+	}
+}
+
+func TestProfileRoundTrip(t *testing.T) {
+	for _, name := range BuiltinProfileNames() {
+		p := builtin(t, name)
+		p.SingleMasterAborts = []MeasuredAbort{{Replicas: 4, Abort: 0.001}}
+		var buf bytes.Buffer
+		if err := EncodeProfile(&buf, p); err != nil {
+			t.Fatal(err)
+		}
+		q, err := DecodeProfile(&buf)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Errorf("%s: round trip changed the profile:\n%+v\n%+v", name, p, q)
+		}
+	}
+}
+
+func TestDecodeProfileErrors(t *testing.T) {
+	valid := `{"version":1,"name":"x","workload":"w","mix":"m","pr":0.8,"pw":0.2,"a1":0.001,"l1_s":0.05,
+"resources":[{"name":"cpu","rc_s":0.04,"wc_s":0.01,"ws_s":0.003}],"think_time_s":1,"clients_per_replica":10,"measured":{}}`
+	if _, err := DecodeProfile(strings.NewReader(valid)); err != nil {
+		t.Fatalf("valid profile: %v", err)
+	}
+	tests := []struct {
+		name, from, to, field string
+	}{
+		{"misspelt field", `"think_time_s"`, `"think_s"`, "think_s"},
+		{"mix does not add up", `"pw":0.2`, `"pw":0.3`, `"pw"`},
+		{"negative demand", `"rc_s":0.04`, `"rc_s":-0.04`, `resources[0].rc_s`},
+		{"abort of one", `"a1":0.001`, `"a1":1`, `"a1"`},
+		{"negative L1", `"l1_s":0.05`, `"l1_s":-1`, `"l1_s"`},
+		{"no clients", `"clients_per_replica":10`, `"clients_per_replica":0`, `clients_per_replica`},
+		{"wrong type", `"clients_per_replica":10`, `"clients_per_replica":"ten"`, `clients_per_replica`},
+		{"wrong version", `"version":1`, `"version":7`, `"version"`},
+		{"no resources", `[{"name":"cpu","rc_s":0.04,"wc_s":0.01,"ws_s":0.003}]`, `[]`, `"resources"`},
+		{"dotted resource", `"name":"cpu"`, `"name":"cpu.0"`, `resources[0].name`},
+		{"trailing data", `"measured":{}}`, `"measured":{}}{}`, "trailing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := strings.Replace(valid, tt.from, tt.to, 1)
+			if in == valid {
+				t.Fatalf("replacement %q not found", tt.from)
+			}
+			_, err := DecodeProfile(strings.NewReader(in))
+			if !errors.Is(err, ErrInvalidProfile) {
+				t.Fatalf("err = %v, want ErrInvalidProfile", err)
+			}
+			if !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("error %q does not name %s", err, tt.field)
+			}
+		})
+	}
+}
+
+func samplePredictions(t *testing.T) []Prediction {
+	t.Helper()
+	var preds []Prediction
+	for _, name := range []string{"tpcw-browsing", "tpcw-ordering"} {
+		p := builtin(t, name)
+		for _, d := range []Design{MultiMaster, SingleMaster} {
+			preds = append(preds, predict(t, p, d, []int{1, 2, 4, 8}, DefaultParams(p)))
+		}
+	}
+	return preds
+}
+
+func TestReports(t *testing.T) {
+	preds := samplePredictions(t)
+
+	var js bytes.Buffer
+	if err := WriteJSON(&js, preds); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodePredictions(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, preds) {
+		t.Errorf("JSON round trip changed the predictions")
+	}
+
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, preds); err != nil {
+		t.Fatal(err)
+	}
+	checkXML(t, svg.Bytes())
+	if got := strings.Count(svg.String(), "<polyline"); got != 2*len(preds) {
+		t.Errorf("SVG has %d lines, want %d (two charts x %d predictions)", got, 2*len(preds), len(preds))
+	}
+	if got := strings.Count(svg.String(), `stroke-dasharray="7 4" points=`); got != 4 {
+		t.Errorf("SVG has %d dashed (single-master) lines, want 4", got)
+	}
+
+	var page bytes.Buffer
+	if err := WriteHTML(&page, "plan <test>", preds); err != nil {
+		t.Fatal(err)
+	}
+	h := page.String()
+	for _, want := range []string{"<!DOCTYPE html>", "plan &lt;test&gt;", "<svg", "tpcw-ordering SM", "master-bottleneck"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// Works offline: nothing to fetch (the SVG namespace is a name, not a
+	// resource).
+	stripped := strings.ReplaceAll(h, `xmlns="http://www.w3.org/2000/svg"`, "")
+	for _, bad := range []string{"http://", "https://", "src=", "<link", "@import"} {
+		if strings.Contains(stripped, bad) {
+			t.Errorf("HTML refers to an external asset: %q", bad)
+		}
+	}
+
+	var table bytes.Buffer
+	if err := WriteTable(&table, preds); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != 1+4*len(preds) || !strings.HasPrefix(lines[0], "PROFILE") {
+		t.Errorf("table has %d lines:\n%s", len(lines), table.String())
+	}
+}
+
+func checkXML(t *testing.T, b []byte) {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	for {
+		_, err := dec.Token()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for _, tt := range []struct{ v, top, step float64 }{
+		{357.4, 400, 100}, {22, 25, 5}, {1, 1, 0.2}, {0, 1, 0.2}, {4858, 5000, 1000}, {9.3, 10, 2},
+	} {
+		top, step := niceCeil(tt.v)
+		if !near(top, tt.top, 1e-12) || !near(step, tt.step, 1e-12) {
+			t.Errorf("niceCeil(%g) = %g, %g; want %g, %g", tt.v, top, step, tt.top, tt.step)
+		}
+	}
+}
