@@ -14,7 +14,8 @@ import (
 // text, which SQLite's column affinity converts.
 
 var (
-	reTables    = regexp.MustCompile(`(?i)\b(?:FROM|JOIN|INTO|UPDATE)\s+("?[A-Za-z_][A-Za-z0-9_]*"?)(?:\s+(?:AS\s+)?([A-Za-z_][A-Za-z0-9_]*))?`)
+	reTables    = regexp.MustCompile(`(?i)\b(?:FROM|JOIN|INTO|UPDATE)\s+("?[A-Za-z_][A-Za-z0-9_]*"?)`)
+	reWord      = regexp.MustCompile(`^\s+([A-Za-z_][A-Za-z0-9_]*)`)
 	reColParam  = regexp.MustCompile(`(?i)(?:([A-Za-z_][A-Za-z0-9_]*)\.)?("?[A-Za-z_][A-Za-z0-9_]*"?)\s*(?:=|<>|!=|<=|>=|<|>|\bLIKE\b|\bIN\s*\()\s*\$(\d+)`)
 	reParamCol  = regexp.MustCompile(`(?i)\$(\d+)\s*(?:=|<>|!=|<=|>=|<|>)\s*(?:([A-Za-z_][A-Za-z0-9_]*)\.)?("?[A-Za-z_][A-Za-z0-9_]*"?)`)
 	reLimit     = regexp.MustCompile(`(?i)\b(?:LIMIT|OFFSET)\s+\$(\d+)`)
@@ -22,7 +23,9 @@ var (
 	reParamOnly = regexp.MustCompile(`^\s*\$(\d+)\s*$`)
 )
 
-var keywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "WHERE": true, "SET": true, "ON": true, "THEN": true, "WHEN": true, "ELSE": true, "SELECT": true, "BY": true}
+var keywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "WHERE": true, "SET": true, "ON": true, "THEN": true, "WHEN": true, "ELSE": true, "SELECT": true, "BY": true,
+	"JOIN": true, "LEFT": true, "RIGHT": true, "INNER": true, "OUTER": true, "CROSS": true, "NATURAL": true, "USING": true, "GROUP": true, "ORDER": true,
+	"LIMIT": true, "OFFSET": true, "VALUES": true, "DEFAULT": true, "RETURNING": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "HAVING": true, "WINDOW": true}
 
 // inferParams returns one OID per parameter (0 where unknown). columns
 // gives a table's declared column types (lower-case names).
@@ -41,12 +44,17 @@ func inferParams(sql string, n int, columns func(table string) map[string]string
 	unq := func(s string) string { return strings.ToLower(strings.Trim(s, `"`)) }
 	aliases := map[string]string{}
 	var tables []string
-	for _, m := range reTables.FindAllStringSubmatch(sql, -1) {
-		t := unq(m[1])
+	for _, loc := range reTables.FindAllStringSubmatchIndex(sql, -1) {
+		t := unq(sql[loc[2]:loc[3]])
 		tables = append(tables, t)
 		aliases[t] = t
-		if m[2] != "" && !keywords[strings.ToUpper(m[2])] {
-			aliases[strings.ToLower(m[2])] = t
+		rest := sql[loc[1]:]
+		w := reWord.FindStringSubmatch(rest)
+		if w != nil && strings.EqualFold(w[1], "AS") {
+			w = reWord.FindStringSubmatch(rest[len(w[0]):])
+		}
+		if w != nil && !keywords[strings.ToUpper(w[1])] {
+			aliases[strings.ToLower(w[1])] = t
 		}
 	}
 	lookup := func(alias, col string) string {

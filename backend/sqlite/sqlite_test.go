@@ -1,0 +1,171 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+func TestInferParams(t *testing.T) {
+	cols := map[string]map[string]string{
+		"acct":  {"id": "INTEGER", "name": "VARCHAR(20)", "data": "BYTEA", "rate": "DOUBLE PRECISION", "\x00order": "id,name,data,rate"},
+		"other": {"k": "INTEGER", "flag": "BOOLEAN", "\x00order": "k,flag"},
+	}
+	lookup := func(t string) map[string]string { return cols[t] }
+	cases := []struct {
+		sql  string
+		n    int
+		want []uint32
+	}{
+		{"SELECT * FROM acct WHERE id = $1", 1, []uint32{pgwire.OIDInt8}},
+		{"SELECT * FROM acct a WHERE a.name = $1 AND $2 < a.rate", 2, []uint32{pgwire.OIDText, pgwire.OIDFloat8}},
+		{"INSERT INTO acct VALUES ($1, $2, $3, $4)", 4, []uint32{pgwire.OIDInt8, pgwire.OIDText, pgwire.OIDBytea, pgwire.OIDFloat8}},
+		{"INSERT INTO acct (data, id) VALUES ($1, $2)", 2, []uint32{pgwire.OIDBytea, pgwire.OIDInt8}},
+		{"UPDATE acct SET data = $1 WHERE id = $2", 2, []uint32{pgwire.OIDBytea, pgwire.OIDInt8}},
+		{"SELECT * FROM acct JOIN other o ON o.k = acct.id WHERE o.flag = $1 LIMIT $2", 2, []uint32{pgwire.OIDBool, pgwire.OIDInt8}},
+		{"SELECT $1 + 1", 1, []uint32{0}},
+		{"SELECT * FROM unknown_table WHERE x = $1", 1, []uint32{0}},
+	}
+	for _, c := range cases {
+		if got := inferParams(c.sql, c.n, lookup); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("inferParams(%q) = %v, want %v", c.sql, got, c.want)
+		}
+	}
+}
+
+func TestOIDForDecl(t *testing.T) {
+	cases := map[string]uint32{
+		"INTEGER": pgwire.OIDInt8, "smallint": pgwire.OIDInt8, "VARCHAR(15)": pgwire.OIDText, "CHAR(3)": pgwire.OIDText,
+		"BLOB": pgwire.OIDBytea, "bytea": pgwire.OIDBytea, "REAL": pgwire.OIDFloat8, "DOUBLE PRECISION": pgwire.OIDFloat8,
+		"BOOLEAN": pgwire.OIDBool, "NUMERIC(10,2)": pgwire.OIDNumeric, "TIMESTAMP": pgwire.OIDTimestamp, "": 0,
+	}
+	for decl, want := range cases {
+		if got := oidForDecl(decl); got != want {
+			t.Errorf("oidForDecl(%q) = %d, want %d", decl, got, want)
+		}
+	}
+}
+
+func open(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(Options{Path: filepath.Join(t.TempDir(), "t.db"), ReadPool: 2, BusyTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func run(t *testing.T, s pgwire.BackendSession, sql string, args ...any) (pgwire.Result, error) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.Prepare(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Execute(ctx, st, args)
+	if err != nil {
+		return nil, err
+	}
+	row := make([]any, len(res.Columns()))
+	for {
+		ok, err := res.Next(row)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+	}
+	return res, res.Close()
+}
+
+// Errors keep their SQLSTATE; tags follow PostgreSQL.
+func TestErrorsAndTags(t *testing.T) {
+	db := open(t)
+	s, _ := db.NewSession(context.Background(), "u", "d")
+	defer s.Close()
+	steps := []struct {
+		sql  string
+		args []any
+		tag  string
+		code string
+	}{
+		{"CREATE TABLE p (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)", nil, "CREATE TABLE", ""},
+		{"CREATE TABLE c (id INTEGER PRIMARY KEY, p INTEGER REFERENCES p(id))", nil, "CREATE TABLE", ""},
+		{"INSERT INTO p VALUES ($1, $2)", []any{int64(1), "a"}, "INSERT 0 1", ""},
+		{"INSERT INTO p VALUES (2, 'a')", nil, "", "23505"},
+		{"INSERT INTO p VALUES (1, 'b')", nil, "", "23505"},
+		{"INSERT INTO p VALUES (3, NULL)", nil, "", "23502"},
+		{"INSERT INTO c VALUES (1, 99)", nil, "", "23503"},
+		{"UPDATE p SET name = 'z' WHERE id = 42", nil, "UPDATE 0", ""},
+		{"DELETE FROM p WHERE id = 1", nil, "DELETE 1", ""},
+		{"SELECT * FROM nope", nil, "", "42P01"},
+		{"SELEC 1", nil, "", "42601"},
+		{"SELECT nope FROM p", nil, "", "42703"},
+		{"SELECT id FROM p", nil, "SELECT 0", ""},
+		{"-- only a comment", nil, "", "42601"},
+	}
+	for _, st := range steps {
+		res, err := run(t, s, st.sql, st.args...)
+		if st.code != "" {
+			var pe *pgwire.Error
+			if !errors.As(err, &pe) || pe.Code != st.code {
+				t.Errorf("%s: want SQLSTATE %s, got %v", st.sql, st.code, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", st.sql, err)
+			continue
+		}
+		if res.Tag() != st.tag {
+			t.Errorf("%s: tag %q, want %q", st.sql, res.Tag(), st.tag)
+		}
+	}
+}
+
+// A read-write transaction holds the single writer: a second writer waits
+// at most busy_timeout and gets 40001; closing the session frees it.
+func TestWriterLockAndClose(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	a, _ := db.NewSession(ctx, "u", "d")
+	b, _ := db.NewSession(ctx, "u", "d")
+	defer b.Close()
+	if _, err := run(t, a, "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, a, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, a, "INSERT INTO t VALUES (1, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if a.TxStatus() != 'T' {
+		t.Fatal("not in a transaction")
+	}
+	// Reads still run (read pool) and do not see the uncommitted row.
+	res, err := run(t, b, "SELECT id FROM t")
+	if err != nil || res.Tag() != "SELECT 0" {
+		t.Fatalf("read during a write transaction: %v %v", res, err)
+	}
+	_, err = run(t, b, "INSERT INTO t VALUES (2, 2)")
+	var pe *pgwire.Error
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("second writer: want 40001, got %v", err)
+	}
+	a.Close() // the client vanished: roll back, free the writer
+	if _, err := run(t, b, "INSERT INTO t VALUES (2, 2)"); err != nil {
+		t.Fatalf("writer not freed by Close: %v", err)
+	}
+	res, _ = run(t, b, "SELECT id FROM t")
+	if res.Tag() != "SELECT 1" {
+		t.Fatalf("rolled-back row visible: %s", res.Tag())
+	}
+}
