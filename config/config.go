@@ -5,6 +5,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -37,6 +38,7 @@ type Cluster struct {
 	Nodes    []Node  `toml:"nodes"`
 	Limits   Limits  `toml:"limits"`
 	LogLevel string  `toml:"log_level"`
+	TLS      TLS     `toml:"tls"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -47,6 +49,13 @@ type Router struct {
 	Listen         string   `toml:"listen"`
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
+}
+
+// TLS for the front door (nodes and router).
+type TLS struct {
+	Cert    string `toml:"cert"`
+	Key     string `toml:"key"`
+	Require bool   `toml:"require"`
 }
 
 // User may connect through the front door.
@@ -301,6 +310,17 @@ func (c *Cluster) Validate() error {
 			return bad(f+".backend", "%q is not a back end; use sqlite or postgres", n.Backend)
 		}
 	}
+	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
+		return bad("tls", "set both cert and key (PEM files), or neither")
+	}
+	if c.TLS.Require && c.TLS.Cert == "" {
+		return bad("tls.require", "requires tls.cert and tls.key")
+	}
+	if c.TLS.Cert != "" {
+		if _, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key); err != nil {
+			return bad("tls.cert", "cannot load the certificate and key: %v", err)
+		}
+	}
 	if c.Limits.MaxMessageBytes < 1024 {
 		return bad("limits.max_message_bytes", "%d is too small (at least 1024)", c.Limits.MaxMessageBytes)
 	}
@@ -338,4 +358,16 @@ func (c *Cluster) InternalUser() (string, string) {
 		return c.Users[0].Name, c.Users[0].Password
 	}
 	return "tandem", ""
+}
+
+// ServerTLS returns the front door's TLS configuration (nil: no TLS).
+func (c *Cluster) ServerTLS() (*tls.Config, error) {
+	if c.TLS.Cert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLS.Cert, c.TLS.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: field tls.cert: %v", ErrInvalid, c.File, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }

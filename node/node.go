@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -56,7 +57,13 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	log = log.With("node", id)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	tlsCfg, err := c.ServerTLS()
+	if err != nil {
+		return err
+	}
 	pwcfg := pgwire.Config{
+		TLS:             tlsCfg,
+		RequireTLS:      c.TLS.Require,
 		Auth:            pgwire.AuthMethod(c.Auth),
 		Passwords:       c.Password,
 		MaxMessageBytes: c.Limits.MaxMessageBytes,
@@ -130,6 +137,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	if n.Metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 			s := st
 			s.Sessions = srv.Active()

@@ -157,6 +157,9 @@ func (f *Framer) Flush() error {
 	return err
 }
 
+// SetReader replaces the input stream (after a TLS handshake).
+func (f *Framer) SetReader(r io.Reader) { f.rd = r }
+
 // SetWriter replaces the output stream (used by relays).
 func (f *Framer) SetWriter(w io.Writer) { f.wr = w }
 
@@ -173,4 +176,5 @@ type Conn struct {
 	ProcessID  uint32
 	SecretKey  uint32
 	RemoteAddr string
+	TLS        bool
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -63,8 +64,10 @@ type Config struct {
 	MaxMessageBytes int
 	MaxConnections  int
 	Logger          *slog.Logger
-	// DefaultParams are announced when the session announces none of its own.
-	Name string // for logs
+	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
+	TLS *tls.Config
+	// RequireTLS refuses clients that do not ask for TLS.
+	RequireTLS bool
 }
 
 // Server accepts PostgreSQL protocol connections.
@@ -248,7 +251,27 @@ func (s *Server) startup(c *Conn) (bool, error) {
 		}
 		code := binary.BigEndian.Uint32(body)
 		switch code {
-		case codeSSLRequest, codeGSSEncRequest:
+		case codeSSLRequest:
+			if s.cfg.TLS == nil || c.TLS {
+				if _, err := c.Conn.Write([]byte{'N'}); err != nil {
+					return false, err
+				}
+				continue
+			}
+			if c.Buffered() > 0 {
+				return false, Errorf(CodeProtocolViolation, "received unencrypted data after SSL request")
+			}
+			if _, err := c.Conn.Write([]byte{'S'}); err != nil {
+				return false, err
+			}
+			tc := tls.Server(c.Conn, s.cfg.TLS)
+			if err := tc.Handshake(); err != nil {
+				return false, fmt.Errorf("TLS handshake: %w", err)
+			}
+			c.Conn, c.TLS = tc, true
+			c.Framer.SetReader(tc)
+			c.Framer.SetWriter(tc)
+		case codeGSSEncRequest:
 			if _, err := c.Conn.Write([]byte{'N'}); err != nil {
 				return false, err
 			}
@@ -259,6 +282,9 @@ func (s *Server) startup(c *Conn) (bool, error) {
 			s.cancel(binary.BigEndian.Uint32(body[4:]), binary.BigEndian.Uint32(body[8:]))
 			return false, nil
 		case codeProtocol3:
+			if s.cfg.RequireTLS && !c.TLS {
+				return false, Errorf(CodeInvalidAuth, "this server requires TLS: connect with sslmode=require")
+			}
 			var sm pgproto3.StartupMessage
 			if err := sm.Decode(body); err != nil {
 				return false, fmt.Errorf("%w: %v", ErrMalformed, err)

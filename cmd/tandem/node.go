@@ -67,7 +67,11 @@ func newRouterCmd() *cobra.Command {
 			}
 			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
-			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password,
+			tlsCfg, err := c.ServerTLS()
+			if err != nil {
+				return err
+			}
+			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rt)
 			l, err := net.Listen("tcp", c.Router.Listen)
 			if err != nil {
