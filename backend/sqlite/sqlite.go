@@ -23,6 +23,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/writeset"
 )
 
 // ErrClosed is returned after Close.
@@ -46,6 +47,7 @@ type DB struct {
 	all     []*conn
 	mu      sync.Mutex
 	closed  bool
+	repl    Replicator // nil: standalone
 }
 
 type conn struct {
@@ -484,6 +486,12 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
 		}
 	}
+	if s.held == nil && !st.readonly && s.db.repl != nil && st.kind != "PRAGMA" {
+		return s.replicatedAutocommit(ctx, st, args)
+	}
+	if s.held != nil && !s.held.ro && s.db.repl != nil && isDDL(st.kind) {
+		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+	}
 	c := s.held
 	autocommit := c == nil
 	if autocommit {
@@ -499,6 +507,16 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			s.db.release(c)
 		}
 	}
+	return s.run(ctx, c, st, args, release)
+}
+
+// executeOn runs a statement on a connection the caller holds.
+func (s *Session) executeOn(ctx context.Context, c *conn, st *Statement, args []any) (pgwire.Result, error) {
+	return s.run(ctx, c, st, args, func() {})
+}
+
+// run executes st on c; release is called when the statement is done.
+func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, release func()) (pgwire.Result, error) {
 	sqlst, err := c.prepare(st.sql)
 	if err != nil {
 		release()
@@ -561,6 +579,11 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 		return &cmdResult{tag: "BEGIN"}, nil // PostgreSQL warns and carries on
 	}
 	ro := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
+	if !ro && s.db.repl != nil {
+		if err := s.db.repl.Writable(); err != nil {
+			return nil, err
+		}
+	}
 	c, err := s.db.acquire(ctx, !ro)
 	if err != nil {
 		return nil, err
@@ -582,6 +605,14 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	c := s.held
+	if verb == "COMMIT" && !c.ro && s.db.repl != nil {
+		s.held, s.inTx = nil, false
+		err := s.db.replicatedCommit(ctx, c, "")
+		if err != nil {
+			return nil, err
+		}
+		return &cmdResult{tag: verb}, nil
+	}
 	err := c.exec(verb)
 	if err != nil && verb == "COMMIT" {
 		// The commit failed: roll back so the connection is clean.
@@ -593,6 +624,57 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return nil, mapError(err)
 	}
 	return &cmdResult{tag: verb}, nil
+}
+
+// replicatedCommit captures the transaction's writeset (or takes the DDL),
+// hands it to the replicator, commits, releases the writer and then waits
+// for the safeness level. It consumes c (returns it to the pool).
+func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
+	fail := func(err error) error {
+		_ = c.exec("ROLLBACK")
+		db.release(c)
+		return err
+	}
+	ws := &writeset.Writeset{DDL: ddl}
+	if ddl != "" {
+		tables, err := userTables(c)
+		if err != nil {
+			return fail(err)
+		}
+		for _, t := range tables {
+			if err := installCapture(c, t); err != nil {
+				return fail(err)
+			}
+		}
+		if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
+			return fail(mapError(err))
+		}
+	} else {
+		rows, err := capture(c)
+		if err != nil {
+			return fail(err)
+		}
+		if len(rows) == 0 { // nothing written: a plain commit
+			err := c.exec("COMMIT")
+			db.release(c)
+			return mapErrorOrNil(err)
+		}
+		ws.Rows = rows
+	}
+	after, err := db.repl.Prepare(ctx, ws)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := c.c.Exec("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", []driver.Value{int64(ws.GSN), int64(ws.Epoch)}); err != nil {
+		_ = after(ctx, false)
+		return fail(mapError(err))
+	}
+	if err := c.exec("COMMIT"); err != nil {
+		_ = after(ctx, false)
+		return fail(mapError(err))
+	}
+	db.release(c)
+	return after(ctx, true)
 }
 
 // Cancel implements pgwire.BackendSession.
@@ -842,3 +924,87 @@ func mapError(err error) error {
 	}
 	return &pgwire.Error{Code: code, Message: msg, Err: err}
 }
+
+func isDDL(kind string) bool {
+	switch kind {
+	case "CREATE", "DROP", "ALTER":
+		return true
+	}
+	return false
+}
+
+// replicatedAutocommit runs one writing statement as its own replicated
+// transaction (DDL as a DDL writeset).
+func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args []any) (pgwire.Result, error) {
+	if err := s.db.repl.Writable(); err != nil {
+		return nil, err
+	}
+	c, err := s.db.acquire(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+		s.db.release(c)
+		return nil, mapError(err)
+	}
+	s.held, s.inTx = c, true
+	res, err := s.executeOn(ctx, c, st, args)
+	s.held, s.inTx = nil, false
+	if err != nil {
+		_ = c.exec("ROLLBACK")
+		s.db.release(c)
+		return nil, err
+	}
+	// Drain rows (RETURNING) before committing.
+	buf, tag, cols, err := drain(res)
+	if err != nil {
+		_ = c.exec("ROLLBACK")
+		s.db.release(c)
+		return nil, err
+	}
+	ddl := ""
+	if isDDL(st.kind) {
+		ddl = st.sql
+	}
+	if err := s.db.replicatedCommit(ctx, c, ddl); err != nil {
+		return nil, err
+	}
+	return &bufResult{cols: cols, rows: buf, tag: tag}, nil
+}
+
+func drain(res pgwire.Result) ([][]any, string, []pgwire.Column, error) {
+	defer res.Close()
+	cols := res.Columns()
+	var out [][]any
+	for cols != nil {
+		row := make([]any, len(cols))
+		ok, err := res.Next(row)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		if !ok {
+			break
+		}
+		out = append(out, row)
+	}
+	return out, res.Tag(), cols, nil
+}
+
+type bufResult struct {
+	cols []pgwire.Column
+	rows [][]any
+	i    int
+	tag  string
+}
+
+func (r *bufResult) Columns() []pgwire.Column { return r.cols }
+func (r *bufResult) Next(dst []any) (bool, error) {
+	if r.i >= len(r.rows) {
+		return false, nil
+	}
+	copy(dst, r.rows[r.i])
+	r.i++
+	return true, nil
+}
+func (r *bufResult) Tag() string  { return r.tag }
+func (r *bufResult) Close() error { return nil }

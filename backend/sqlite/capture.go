@@ -1,0 +1,333 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/writeset"
+)
+
+// Writeset capture for the replicated designs (the approach of seed 003):
+// triggers on every replicated table record the primary keys a transaction
+// touched in _tandem_capture; at COMMIT the keys are read back, each row's
+// after-image is read by primary key (a row that no longer exists is a
+// delete), and the capture rows are removed in the same transaction. The
+// applied GSN is recorded in _tandem_meta in the same transaction too, so
+// after any crash the node knows exactly which writesets it holds.
+
+// ErrNoPrimaryKey refuses a table that cannot be replicated.
+var ErrNoPrimaryKey = errors.New("table has no primary key")
+
+// Replicator sees every read-write transaction at COMMIT. Declared here,
+// where it is used; the node's replication agent implements it.
+type Replicator interface {
+	// Writable returns nil when this node may commit writes, else an
+	// error the client sees (e.g. a standby).
+	Writable() error
+	// Prepare runs on the writer inside the transaction, before the back
+	// end commits: it assigns the writeset its GSN and epoch and logs it.
+	// after is called once the back end committed (ok) or failed, and
+	// blocks until the configured safeness level is met.
+	Prepare(ctx context.Context, ws *writeset.Writeset) (after func(ctx context.Context, ok bool) error, err error)
+}
+
+const metaDDL = `CREATE TABLE IF NOT EXISTS _tandem_meta (id INTEGER PRIMARY KEY CHECK (id = 1), applied_gsn INTEGER NOT NULL, epoch INTEGER NOT NULL);
+INSERT OR IGNORE INTO _tandem_meta VALUES (1, 0, 0);
+CREATE TABLE IF NOT EXISTS _tandem_capture (tbl TEXT NOT NULL, pk TEXT NOT NULL);`
+
+// EnableReplication creates tandem's tables, installs capture triggers on
+// every user table (refusing tables without a primary key) and routes
+// every commit through r.
+func (db *DB) EnableReplication(r Replicator) error {
+	c := <-db.writer
+	defer func() { db.writer <- c }()
+	if err := c.exec(metaDDL); err != nil {
+		return fmt.Errorf("sqlite: create tandem tables: %w", err)
+	}
+	tables, err := userTables(c)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if err := installCapture(c, t); err != nil {
+			return err
+		}
+	}
+	db.repl = r
+	return nil
+}
+
+// AppliedGSN and epoch recorded in the database.
+func (db *DB) AppliedGSN() (gsn, epoch uint64, err error) {
+	c := <-db.writer
+	defer func() { db.writer <- c }()
+	return readMeta(c)
+}
+
+func readMeta(c *conn) (uint64, uint64, error) {
+	rows, err := c.c.Query("SELECT applied_gsn, epoch FROM _tandem_meta WHERE id = 1", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 2)
+	if err := rows.Next(v); err != nil {
+		return 0, 0, fmt.Errorf("sqlite: read _tandem_meta: %w", err)
+	}
+	return uint64(v[0].(int64)), uint64(v[1].(int64)), nil
+}
+
+func userTables(c *conn) ([]string, error) {
+	rows, err := c.c.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_tandem_%' ORDER BY name", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	v := make([]driver.Value, 1)
+	for rows.Next(v) == nil {
+		out = append(out, v[0].(string))
+	}
+	return out, nil
+}
+
+// primaryKey returns the table's primary-key columns in key order.
+func primaryKey(c *conn, table string) ([]string, error) {
+	rows, err := c.c.Query("SELECT name, pk FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", []driver.Value{table})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []string
+	v := make([]driver.Value, 2)
+	for rows.Next(v) == nil {
+		cols = append(cols, v[0].(string))
+	}
+	return cols, nil
+}
+
+func installCapture(c *conn, table string) error {
+	pk, err := primaryKey(c, table)
+	if err != nil {
+		return err
+	}
+	if len(pk) == 0 {
+		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("table %q has no primary key: tandem replicates rows by primary key", table),
+			Hint: "add a PRIMARY KEY to the table", Err: ErrNoPrimaryKey}
+	}
+	q := quoteIdent(table)
+	lit := "'" + strings.ReplaceAll(table, "'", "''") + "'"
+	key := func(prefix string) string {
+		parts := make([]string, len(pk))
+		for i, col := range pk {
+			parts[i] = prefix + "." + quoteIdent(col)
+		}
+		return "json_array(" + strings.Join(parts, ", ") + ")"
+	}
+	name := func(suffix string) string { return quoteIdent("_tandem_" + table + "_" + suffix) }
+	stmts := []string{
+		fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS %s AFTER INSERT ON %s BEGIN INSERT INTO _tandem_capture VALUES (%s, %s); END", name("ins"), q, lit, key("NEW")),
+		fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS %s AFTER UPDATE ON %s BEGIN INSERT INTO _tandem_capture SELECT %s, %s WHERE %s IS NOT %s; INSERT INTO _tandem_capture VALUES (%s, %s); END",
+			name("upd"), q, lit, key("OLD"), key("OLD"), key("NEW"), lit, key("NEW")),
+		fmt.Sprintf("CREATE TRIGGER IF NOT EXISTS %s AFTER DELETE ON %s BEGIN INSERT INTO _tandem_capture VALUES (%s, %s); END", name("del"), q, lit, key("OLD")),
+	}
+	for _, s := range stmts {
+		if err := c.exec(s); err != nil {
+			return fmt.Errorf("sqlite: install capture triggers on %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// capture reads and clears the transaction's captured keys and builds the
+// writeset rows from the after-images.
+func capture(c *conn) ([]writeset.Row, error) {
+	rows, err := c.c.Query("SELECT tbl, pk FROM _tandem_capture ORDER BY rowid", nil)
+	if err != nil {
+		return nil, mapError(err)
+	}
+	type key struct{ tbl, pk string }
+	var order []key
+	seen := map[key]bool{}
+	v := make([]driver.Value, 2)
+	for rows.Next(v) == nil {
+		k := key{v[0].(string), asString(v[1])}
+		if !seen[k] {
+			seen[k] = true
+			order = append(order, k)
+		}
+	}
+	rows.Close()
+	if len(order) == 0 {
+		return nil, nil
+	}
+	out := make([]writeset.Row, 0, len(order))
+	pks := map[string][]string{}
+	for _, k := range order {
+		pkCols, ok := pks[k.tbl]
+		if !ok {
+			if pkCols, err = primaryKey(c, k.tbl); err != nil {
+				return nil, err
+			}
+			pks[k.tbl] = pkCols
+		}
+		var raw []any
+		if err := json.Unmarshal([]byte(k.pk), &raw); err != nil || len(raw) != len(pkCols) {
+			return nil, fmt.Errorf("sqlite: bad captured key %q of %s: %v", k.pk, k.tbl, err)
+		}
+		keyVals := make([]writeset.Value, len(raw))
+		args := make([]driver.NamedValue, len(raw))
+		where := make([]string, len(raw))
+		for i, x := range raw {
+			if f, isNum := x.(float64); isNum && f == float64(int64(f)) {
+				x = int64(f)
+			}
+			val, err := writeset.FromAny(x)
+			if err != nil {
+				return nil, err
+			}
+			keyVals[i] = val
+			args[i] = driver.NamedValue{Ordinal: i + 1, Value: x}
+			where[i] = quoteIdent(pkCols[i]) + " = ?"
+		}
+		st, err := c.prepare("SELECT * FROM " + quoteIdent(k.tbl) + " WHERE " + strings.Join(where, " AND "))
+		if err != nil {
+			return nil, mapError(err)
+		}
+		r, err := st.QueryContext(context.Background(), args)
+		if err != nil {
+			return nil, mapError(err)
+		}
+		cols := r.Columns()
+		vals := make([]driver.Value, len(cols))
+		row := writeset.Row{Table: k.tbl, Key: keyVals, KeyCols: pkCols}
+		if r.Next(vals) == nil {
+			row.Op = writeset.OpUpdate
+			row.Cols = append([]string(nil), cols...)
+			row.After = make([]writeset.Value, len(vals))
+			for i, x := range vals {
+				if row.After[i], err = writeset.FromAny(x); err != nil {
+					r.Close()
+					return nil, fmt.Errorf("sqlite: %s.%s: %w", k.tbl, cols[i], err)
+				}
+			}
+		} else {
+			row.Op = writeset.OpDelete
+		}
+		r.Close()
+		out = append(out, row)
+	}
+	if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
+		return nil, mapError(err)
+	}
+	return out, nil
+}
+
+func asString(v driver.Value) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// Apply applies a writeset (rows by primary key, or a DDL statement) and
+// records its GSN in the same transaction: exactly once, in order.
+func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
+	c, err := db.acquire(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.release(c)
+	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+		return mapError(err)
+	}
+	fail := func(err error) error {
+		_ = c.exec("ROLLBACK")
+		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
+	}
+	applied, _, err := readMeta(c)
+	if err != nil {
+		return fail(err)
+	}
+	if ws.GSN <= applied {
+		_ = c.exec("ROLLBACK")
+		return nil // already applied (replay after a crash)
+	}
+	if ws.GSN != applied+1 {
+		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
+	}
+	if ws.IsDDL() {
+		if err := c.exec(ws.DDL); err != nil {
+			return fail(mapError(err))
+		}
+		tables, err := userTables(c)
+		if err != nil {
+			return fail(err)
+		}
+		for _, t := range tables {
+			if err := installCapture(c, t); err != nil {
+				return fail(err)
+			}
+		}
+	} else {
+		stmts, err := writeset.Statements(writeset.SQLite, ws)
+		if err != nil {
+			return fail(err)
+		}
+		for _, s := range stmts {
+			st, err := c.prepare(s.SQL)
+			if err != nil {
+				return fail(mapError(err))
+			}
+			args := make([]driver.NamedValue, len(s.Args))
+			for i, a := range s.Args {
+				args[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+			}
+			if _, err := st.ExecContext(ctx, args); err != nil {
+				return fail(mapError(err))
+			}
+		}
+		if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := c.c.Exec("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", []driver.Value{int64(ws.GSN), int64(ws.Epoch)}); err != nil {
+		return fail(err)
+	}
+	if err := c.exec("COMMIT"); err != nil {
+		return fail(mapError(err))
+	}
+	return nil
+}
+
+// Snapshot writes a consistent copy of the database to path (VACUUM INTO on
+// a read connection: one read transaction) and returns the GSN it holds.
+func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
+	c, err := db.acquire(ctx, false)
+	if err != nil {
+		return 0, err
+	}
+	defer db.release(c)
+	_ = os.Remove(path)
+	if err := c.exec("BEGIN"); err != nil {
+		return 0, err
+	}
+	defer c.exec("COMMIT")
+	gsn, _, err := readMeta(c)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.c.Exec("VACUUM INTO ?", []driver.Value{path}); err != nil {
+		return 0, fmt.Errorf("sqlite: snapshot: %w", err)
+	}
+	return gsn, nil
+}

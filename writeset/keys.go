@@ -1,0 +1,63 @@
+package writeset
+
+import "slices"
+
+// ConflictKeys returns the sorted, de-duplicated conflict keys of ws: one per
+// changed row (RowKey of its table and primary key) and one per table a DDL
+// record touches (TableKey). Two writesets conflict under first-committer-wins
+// when their row keys intersect; a certifier that also wants DDL to conflict
+// with concurrent writes to the same table checks the TableKey of each row
+// key's table (RowKey(t, k) starts with TableKey(t)).
+//
+// Keys are opaque binary strings, meant for maps and sets: a length-prefixed
+// table name followed by the canonical encoding of each key value, so two
+// keys are equal exactly when table name and key values are (an int key 1
+// and a text key '1' differ; capture must be consistent about key types).
+// For an update that changes the primary key, both the old and the new key
+// are returned. Rows that break the Row rules contribute what they can.
+func ConflictKeys(ws *Writeset) []string {
+	if ws == nil || len(ws.Rows) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(ws.Rows))
+	var buf []byte
+	for i := range ws.Rows {
+		r := &ws.Rows[i]
+		if r.Op == OpDDL {
+			keys = append(keys, TableKey(r.Table))
+			continue
+		}
+		buf = appendRowKey(buf[:0], r.Table, r.Key)
+		keys = append(keys, string(buf))
+		if r.Op == OpUpdate && len(r.KeyCols) == len(r.Key) && len(r.After) == len(r.Cols) && r.keyChanged() {
+			buf = appendStr(buf[:0], r.Table)
+			for _, kc := range r.KeyCols {
+				if j := slices.Index(r.Cols, kc); j >= 0 {
+					buf = appendValue(buf, r.After[j])
+				}
+			}
+			keys = append(keys, string(buf))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// RowKey returns the conflict key of the row of table with primary key key.
+func RowKey(table string, key []Value) string {
+	return string(appendRowKey(nil, table, key))
+}
+
+// TableKey returns the table-level conflict key of table; it is a prefix of
+// every RowKey of that table and of no other table's keys.
+func TableKey(table string) string {
+	return string(appendStr(nil, table))
+}
+
+func appendRowKey(dst []byte, table string, key []Value) []byte {
+	dst = appendStr(dst, table)
+	for _, v := range key {
+		dst = appendValue(dst, v)
+	}
+	return dst
+}
