@@ -25,20 +25,21 @@ var ErrInvalid = errors.New("invalid configuration")
 var Designs = []string{"standalone", "hot-standby", "single-master", "multi-master", "raidb-0", "raidb-1", "raidb-2"}
 
 // Implemented designs (the others are refused with a clear message).
-var Implemented = map[string]bool{"standalone": true}
+var Implemented = map[string]bool{"standalone": true, "hot-standby": true}
 
 // Cluster is one cluster file.
 type Cluster struct {
-	Name     string  `toml:"cluster"`
-	Design   string  `toml:"design"`
-	Auth     string  `toml:"auth"` // scram-sha-256 (default) | md5 | trust
-	RunDir   string  `toml:"run_dir"`
-	Router   *Router `toml:"router"`
-	Users    []User  `toml:"users"`
-	Nodes    []Node  `toml:"nodes"`
-	Limits   Limits  `toml:"limits"`
-	LogLevel string  `toml:"log_level"`
-	TLS      TLS     `toml:"tls"`
+	Name     string      `toml:"cluster"`
+	Design   string      `toml:"design"`
+	Auth     string      `toml:"auth"` // scram-sha-256 (default) | md5 | trust
+	RunDir   string      `toml:"run_dir"`
+	Router   *Router     `toml:"router"`
+	Users    []User      `toml:"users"`
+	Nodes    []Node      `toml:"nodes"`
+	Limits   Limits      `toml:"limits"`
+	LogLevel string      `toml:"log_level"`
+	TLS      TLS         `toml:"tls"`
+	Repl     Replication `toml:"replication"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -50,6 +51,29 @@ type Router struct {
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
 }
+
+// Replication configures the replicated designs (hot-standby).
+type Replication struct {
+	// Safeness: when COMMIT returns relative to the standbys.
+	Safeness string `toml:"safeness"` // 1-safe | 2-safe-received | 2-safe-visible | 2-safe-durable
+	// Ack: how many standbys must answer (one | majority | all).
+	Ack string `toml:"ack"`
+	// Durability of the primary's own log, and of the standbys' logs.
+	Durability        string   `toml:"durability"`         // strict | relaxed | adaptive
+	StandbyDurability string   `toml:"standby_durability"` // strict | relaxed
+	FlushInterval     Duration `toml:"flush_interval"`
+	// AckTimeout bounds a 2-safe commit's wait for a standby; then
+	// OnStandbyLoss decides: block (keep waiting) or degrade (go on 1-safe).
+	AckTimeout    Duration `toml:"ack_timeout"`
+	OnStandbyLoss string   `toml:"on_standby_loss"`
+	// RetainRecords is the log window kept for catching up (then re-seed).
+	RetainRecords uint64 `toml:"retain_records"`
+	// SegmentBytes is the size of a log segment (the unit of trimming).
+	SegmentBytes int64 `toml:"segment_bytes"`
+}
+
+// Safeness levels.
+var SafenessLevels = []string{"1-safe", "2-safe-received", "2-safe-visible", "2-safe-durable"}
 
 // TLS for the front door (nodes and router).
 type TLS struct {
@@ -75,7 +99,8 @@ type Node struct {
 	ID       string        `toml:"id"`
 	Listen   string        `toml:"listen"`
 	Metrics  string        `toml:"metrics"`
-	Backend  string        `toml:"backend"` // sqlite | postgres
+	Repl     string        `toml:"repl_listen"` // replication stream (replicated designs)
+	Backend  string        `toml:"backend"`     // sqlite | postgres
 	DataDir  string        `toml:"data_dir"`
 	DSN      string        `toml:"dsn"` // postgres: external server; empty means managed
 	Postgres PGOptions     `toml:"postgres"`
@@ -175,6 +200,31 @@ func (c *Cluster) applyDefaults() {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	r := &c.Repl
+	if r.Safeness == "" {
+		r.Safeness = "2-safe-received"
+	}
+	if r.Ack == "" {
+		r.Ack = "all"
+	}
+	if r.Durability == "" {
+		r.Durability = "relaxed"
+	}
+	if r.StandbyDurability == "" {
+		r.StandbyDurability = "relaxed"
+	}
+	if r.FlushInterval.Duration == 0 {
+		r.FlushInterval.Duration = 10 * time.Millisecond
+	}
+	if r.AckTimeout.Duration == 0 {
+		r.AckTimeout.Duration = 2 * time.Second
+	}
+	if r.OnStandbyLoss == "" {
+		r.OnStandbyLoss = "degrade"
+	}
+	if r.RetainRecords == 0 {
+		r.RetainRecords = 1_000_000
+	}
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
 	}
@@ -246,6 +296,41 @@ func (c *Cluster) Validate() error {
 	if c.Design == "standalone" && len(c.Nodes) != 1 {
 		return bad("nodes", "design standalone takes exactly 1 node, found %d", len(c.Nodes))
 	}
+	if c.Design == "hot-standby" {
+		if len(c.Nodes) < 2 {
+			return bad("nodes", "design hot-standby needs a primary and at least one standby, found %d node(s)", len(c.Nodes))
+		}
+		if err := ValidateSafeness(c.Repl.Safeness); err != nil {
+			return bad("replication.safeness", "%v", err)
+		}
+		if _, err := ParseDurability(c.Repl.Durability); err != nil {
+			return bad("replication.durability", "%v", err)
+		}
+		if _, err := ParseDurability(c.Repl.StandbyDurability); err != nil {
+			return bad("replication.standby_durability", "%v", err)
+		}
+		switch c.Repl.Ack {
+		case "one", "majority", "all":
+		default:
+			return bad("replication.ack", "%q: use one, majority or all", c.Repl.Ack)
+		}
+		switch c.Repl.OnStandbyLoss {
+		case "block", "degrade":
+		default:
+			return bad("replication.on_standby_loss", "%q: use block or degrade", c.Repl.OnStandbyLoss)
+		}
+		for i, n := range c.Nodes {
+			if n.Repl == "" {
+				return bad(fmt.Sprintf("nodes[%d].repl_listen", i), "missing: every node of a hot-standby cluster needs a replication address")
+			}
+			if n.Metrics == "" {
+				return bad(fmt.Sprintf("nodes[%d].metrics", i), "missing: hot-standby nodes are administered through their metrics (admin) address")
+			}
+			if n.Backend != "sqlite" {
+				return bad(fmt.Sprintf("nodes[%d].backend", i), "hot-standby runs on the sqlite back end in this version (postgres: not yet)")
+			}
+		}
+	}
 	addrs := map[string]string{}
 	checkAddr := func(field, addr string, required bool) error {
 		if addr == "" {
@@ -287,6 +372,9 @@ func (c *Cluster) Validate() error {
 			return err
 		}
 		if err := checkAddr(f+".metrics", n.Metrics, false); err != nil {
+			return err
+		}
+		if err := checkAddr(f+".repl_listen", n.Repl, false); err != nil {
 			return err
 		}
 		switch n.Backend {
@@ -370,4 +458,23 @@ func (c *Cluster) ServerTLS() (*tls.Config, error) {
 		return nil, fmt.Errorf("%w: %s: field tls.cert: %v", ErrInvalid, c.File, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ValidateSafeness checks a safeness level name.
+func ValidateSafeness(s string) error {
+	for _, l := range SafenessLevels {
+		if s == l {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not a safeness level; use %s", s, strings.Join(SafenessLevels, ", "))
+}
+
+// ParseDurability checks a durability name (strict, relaxed, adaptive).
+func ParseDurability(s string) (string, error) {
+	switch s {
+	case "strict", "relaxed", "adaptive":
+		return s, nil
+	}
+	return "", fmt.Errorf("%q is not a durability level; use strict, relaxed or adaptive", s)
 }

@@ -38,13 +38,14 @@ var ErrBackendExited = errors.New("back end exited")
 
 // Status is what a node reports on /status.
 type Status struct {
-	ID       string    `json:"id"`
-	Backend  string    `json:"backend"`
-	Role     string    `json:"role"`
-	Listen   string    `json:"listen"`
-	Sessions int64     `json:"sessions"`
-	Started  time.Time `json:"started"`
-	Detail   string    `json:"detail,omitempty"`
+	ID       string      `json:"id"`
+	Backend  string      `json:"backend"`
+	Role     string      `json:"role"`
+	Listen   string      `json:"listen"`
+	Sessions int64       `json:"sessions"`
+	Started  time.Time   `json:"started"`
+	Detail   string      `json:"detail,omitempty"`
+	Repl     *ReplStatus `json:"replication,omitempty"`
 }
 
 // Run serves node id of the cluster until ctx ends or the back end fails.
@@ -73,9 +74,11 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
+	var repl *Repl
 	switch n.Backend {
 	case "sqlite":
-		db, err := sqlite.Open(sqlite.Options{
+		var db *sqlite.DB
+		db, err = sqlite.Open(sqlite.Options{
 			Path:        filepath.Join(n.DataDir, "tandem.db"),
 			Synchronous: n.SQLite.Synchronous,
 			ReadPool:    n.SQLite.ReadPool,
@@ -88,6 +91,23 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		defer db.Close()
 		st.Detail = db.Path()
 		handler = &pgwire.Executor{Backend: db}
+		if c.Design == "hot-standby" {
+			if repl, err = newRepl(ctx, c, id, n.DataDir, db, log, reg); err != nil {
+				return err
+			}
+			defer repl.Close()
+			rl, err := net.Listen("tcp", n.Repl)
+			if err != nil {
+				return fmt.Errorf("node %s: listen on %s (field nodes.repl_listen): %w", id, n.Repl, err)
+			}
+			go repl.serveStream(ctx, rl)
+			go repl.retain(ctx, time.Second)
+			repl.stepDownIfStale(ctx)
+			if repl.role() == RoleStandby && repl.follow == nil {
+				repl.startFollowing(ctx)
+			}
+			st.Role = repl.role()
+		}
 	case "postgres":
 		up := router.Upstream{Node: id}
 		if n.DSN == "" {
@@ -141,9 +161,16 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		if repl != nil {
+			registerAdmin(mux, repl)
+		}
 		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 			s := st
 			s.Sessions = srv.Active()
+			if repl != nil {
+				rs := repl.Status()
+				s.Repl, s.Role = &rs, rs.Role
+			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(s)
 		})

@@ -26,6 +26,7 @@ var ErrUpstreamDown = errors.New("upstream unavailable")
 type Upstream struct {
 	Node     string // node id, for messages
 	Addr     string // host:port
+	Admin    string // the node's admin (metrics) address: health and role
 	User     string // "" means the client's user
 	Password string
 	Database string // "" means the client's database

@@ -8,10 +8,12 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -79,20 +81,35 @@ func New(cfg Config) *Router {
 	return r
 }
 
+// primary picks the node sessions go to: the healthy node that reports
+// the primary role (first node when roles are not reported).
+func (r *Router) primary() (Upstream, NodeStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, st := range r.st {
+		if st.Role == "primary" && st.Healthy {
+			return r.cfg.Nodes[i], st
+		}
+	}
+	for i, st := range r.st {
+		if st.Role == "primary" {
+			return r.cfg.Nodes[i], st
+		}
+	}
+	return r.cfg.Nodes[0], r.st[0]
+}
+
 // Open implements pgwire.Handler: route to the primary.
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
 	}
-	up := r.cfg.Nodes[0]
-	r.mu.Lock()
-	st := r.st[0]
-	r.mu.Unlock()
+	up, st := r.primary()
 	if !st.Healthy {
 		r.fail.Inc()
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
 			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
-			Hint:    "no other node can take over in the standalone design; restart the node and reconnect", Err: ErrNoNode}
+			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
 	}
 	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.markDown)
 	if err != nil {
@@ -135,6 +152,17 @@ func (r *Router) set(node string, healthy bool, err error) {
 	r.ups.Set(float64(n))
 }
 
+func (r *Router) setRole(node, role string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.st {
+		if r.st[i].ID == node && r.st[i].Role != role {
+			r.log.Info("node role", "node", node, "role", role)
+			r.st[i].Role = role
+		}
+	}
+}
+
 // Status returns the router's view of the nodes.
 func (r *Router) Status() []NodeStatus {
 	r.mu.Lock()
@@ -142,16 +170,35 @@ func (r *Router) Status() []NodeStatus {
 	return append([]NodeStatus(nil), r.st...)
 }
 
-// Watch probes every node's address until ctx ends.
+// Watch probes every node until ctx ends: its admin /status when it has
+// an admin address (health and role), else a TCP connect.
 func (r *Router) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	cl := http.Client{Timeout: every + time.Second}
 	for {
 		for _, n := range r.cfg.Nodes {
-			d := net.Dialer{Timeout: every}
-			c, err := d.DialContext(ctx, "tcp", n.Addr)
-			if err == nil {
-				c.Close()
+			var err error
+			if n.Admin != "" {
+				var st struct {
+					Role string `json:"role"`
+				}
+				var resp *http.Response
+				resp, err = cl.Get("http://" + n.Admin + "/status")
+				if err == nil {
+					err = json.NewDecoder(resp.Body).Decode(&st)
+					resp.Body.Close()
+				}
+				if err == nil && st.Role != "" {
+					r.setRole(n.Node, st.Role)
+				}
+			} else {
+				d := net.Dialer{Timeout: every}
+				var c net.Conn
+				c, err = d.DialContext(ctx, "tcp", n.Addr)
+				if err == nil {
+					c.Close()
+				}
 			}
 			if ctx.Err() != nil {
 				return

@@ -67,6 +67,9 @@ func (db *DB) EnableReplication(r Replicator) error {
 func (db *DB) AppliedGSN() (gsn, epoch uint64, err error) {
 	c := <-db.writer
 	defer func() { db.writer <- c }()
+	if err := c.exec(metaDDL); err != nil {
+		return 0, 0, fmt.Errorf("sqlite: create tandem tables: %w", err)
+	}
 	return readMeta(c)
 }
 

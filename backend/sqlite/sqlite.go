@@ -108,6 +108,15 @@ func Open(opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: create directory: %w", err)
 	}
 	db := &DB{opts: opts, log: opts.Logger, writer: make(chan *conn, 1), readers: make(chan *conn, opts.ReadPool)}
+	if err := db.openConns(); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) openConns() error {
+	opts := db.opts
+	db.all = nil
 	drv := &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
 	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
 		opts.Path, strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
@@ -128,18 +137,40 @@ func Open(opts Options) (*DB, error) {
 	}
 	w, err := open(false)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	db.writer <- w
 	for i := 0; i < opts.ReadPool; i++ {
 		r, err := open(true)
 		if err != nil {
 			db.Close()
-			return nil, err
+			return err
 		}
 		db.readers <- r
 	}
-	return db, nil
+	return nil
+}
+
+// Replace swaps the database file for another one (a re-seed from a
+// snapshot): it waits until every connection is free, closes them, moves
+// the file into place and reopens. Capture stays enabled.
+func (db *DB) Replace(file string) error {
+	w := <-db.writer
+	rs := make([]*conn, 0, db.opts.ReadPool)
+	for i := 0; i < db.opts.ReadPool; i++ {
+		rs = append(rs, <-db.readers)
+	}
+	w.close()
+	for _, r := range rs {
+		r.close()
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		_ = os.Remove(db.opts.Path + suffix)
+	}
+	if err := os.Rename(file, db.opts.Path); err != nil {
+		return fmt.Errorf("sqlite: replace database: %w", err)
+	}
+	return db.openConns()
 }
 
 func registerFunctions(c *sqlite3.SQLiteConn) error {

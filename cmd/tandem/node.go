@@ -63,7 +63,7 @@ func newRouterCmd() *cobra.Command {
 			user, pass := c.InternalUser()
 			var ups []router.Upstream
 			for _, n := range c.Nodes {
-				ups = append(ups, router.Upstream{Node: n.ID, Addr: n.Listen, User: user, Password: pass})
+				ups = append(ups, router.Upstream{Node: n.ID, Addr: n.Listen, Admin: n.Metrics, User: user, Password: pass})
 			}
 			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)

@@ -29,6 +29,8 @@ type probe struct {
 	PID       int     `json:"pid,omitempty"`
 	Error     string  `json:"error,omitempty"`
 	Sessions  *int64  `json:"sessions,omitempty"`
+	Repl      any     `json:"replication,omitempty"`
+	repl      *nodeStatus
 }
 
 func newStatusCmd() *cobra.Command {
@@ -56,9 +58,13 @@ func newStatusCmd() *cobra.Command {
 				if n.Metrics != "" {
 					var s struct {
 						Sessions int64 `json:"sessions"`
+						nodeStatus
 					}
 					if getJSON("http://"+n.Metrics+"/status", &s) == nil {
 						p.Sessions = &s.Sessions
+						if s.Repl != nil {
+							p.Role, p.Repl, p.repl = s.Repl.Role, s.Repl, &s.nodeStatus
+						}
 					}
 				}
 				out = append(out, p)
@@ -91,7 +97,44 @@ func newStatusCmd() *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Kind, p.Role, p.Addr, dash(p.Backend), health, lat, pid, detail)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if c.Design != "standalone" {
+				fmt.Fprintln(cmd.OutOrStdout())
+				tw = tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NODE\tROLE\tEPOCH\tASSIGNED\tDURABLE\tRECEIVED\tAPPLIED\tLAG\tSAFENESS\tDURABILITY\tSTATE")
+				var primaryGSN uint64
+				for _, p := range out {
+					if p.repl != nil && p.repl.Repl.Role == "primary" {
+						primaryGSN = p.repl.Repl.Assigned
+					}
+				}
+				for _, p := range out {
+					if p.repl == nil {
+						if p.Kind == "node" {
+							fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\tdown\n", p.Name)
+						}
+						continue
+					}
+					r := p.repl.Repl
+					lag := "-"
+					if primaryGSN >= r.Applied {
+						lag = fmt.Sprint(primaryGSN - r.Applied)
+					}
+					state := "ok"
+					if r.Degraded {
+						state = "degraded (1-safe: no standby acknowledging)"
+					}
+					dur := r.Durability
+					if r.Effective != r.Durability {
+						dur += " (now " + r.Effective + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Name, r.Role, r.Epoch, r.Assigned, r.Durable, r.Received, r.Applied, lag, r.Safeness, dur, state)
+				}
+				return tw.Flush()
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")

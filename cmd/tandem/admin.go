@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+// adminPost calls a node's admin endpoint and decodes its JSON answer.
+func adminPost(n *config.Node, path string, q url.Values, out any) error {
+	if n.Metrics == "" {
+		return fmt.Errorf("node %s has no metrics (admin) address in the cluster file", n.ID)
+	}
+	cl := http.Client{Timeout: 60 * time.Second}
+	resp, err := cl.Post("http://"+n.Metrics+path+"?"+q.Encode(), "application/json", nil)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.ID, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("node %s: %s", n.ID, e.Error)
+		}
+		return fmt.Errorf("node %s: %s: %s", n.ID, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+type nodeStatus struct {
+	ID   string `json:"id"`
+	Role string `json:"role"`
+	Repl *struct {
+		Role       string `json:"role"`
+		Epoch      uint64 `json:"epoch"`
+		Primary    string `json:"primary"`
+		Safeness   string `json:"safeness"`
+		Durability string `json:"durability"`
+		Effective  string `json:"effective_durability"`
+		Degraded   bool   `json:"degraded"`
+		Assigned   uint64 `json:"assigned_gsn"`
+		Durable    uint64 `json:"durable_gsn"`
+		Received   uint64 `json:"received_gsn"`
+		Applied    uint64 `json:"applied_gsn"`
+	} `json:"replication"`
+}
+
+func loadCluster(file string) (*config.Cluster, error) { return config.Load(file) }
+
+func newPromoteCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "promote NODE -c FILE",
+		Short: "Make a standby the primary (when the primary is gone); reports GSNs lost at 1-safe",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadCluster(file)
+			if err != nil {
+				return err
+			}
+			n, ok := c.Node(args[0])
+			if !ok {
+				return fmt.Errorf("no node %q in %s", args[0], c.File)
+			}
+			var res struct {
+				Node       string `json:"node"`
+				Epoch      uint64 `json:"epoch"`
+				LastGSN    uint64 `json:"last_gsn"`
+				PrimaryGSN uint64 `json:"primary_last_known_gsn"`
+				LostGSNs   uint64 `json:"lost_gsns"`
+			}
+			if err := adminPost(n, "/admin/promote", nil, &res); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
+			if res.LostGSNs > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "lost: %d GSNs (the old primary had reached GSN %d; they were not shipped: 1-safe)\n", res.LostGSNs, res.PrimaryGSN)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "lost: 0 GSNs")
+			}
+			// Other standbys follow the new primary.
+			for i := range c.Nodes {
+				o := &c.Nodes[i]
+				if o.ID == n.ID {
+					continue
+				}
+				if err := adminPost(o, "/admin/follow", url.Values{"primary": {n.ID}}, nil); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: %v (it will follow %s when it comes back)\n", err, n.ID)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func newSwitchoverCmd() *cobra.Command {
+	var file, to string
+	cmd := &cobra.Command{
+		Use:   "switchover -c FILE [--to NODE]",
+		Short: "Planned role swap: the primary hands over to a caught-up standby; no transaction is lost",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := loadCluster(file)
+			if err != nil {
+				return err
+			}
+			primary, standbys, err := roles(c)
+			if err != nil {
+				return err
+			}
+			if to == "" {
+				if len(standbys) == 0 {
+					return fmt.Errorf("no standby is up to take over")
+				}
+				to = standbys[0].ID
+			}
+			next, ok := c.Node(to)
+			if !ok {
+				return fmt.Errorf("no node %q in %s", to, c.File)
+			}
+			var d struct {
+				LastGSN uint64 `json:"last_gsn"`
+			}
+			if err := adminPost(primary, "/admin/demote", url.Values{"to": {to}}, &d); err != nil {
+				return err
+			}
+			var res struct {
+				Epoch   uint64 `json:"epoch"`
+				LastGSN uint64 `json:"last_gsn"`
+			}
+			if err := adminPost(next, "/admin/promote", nil, &res); err != nil {
+				return fmt.Errorf("promote %s: %w (the old primary %s is fenced; promote a node by hand)", to, err, primary.ID)
+			}
+			for i := range c.Nodes {
+				o := &c.Nodes[i]
+				if o.ID != to {
+					if err := adminPost(o, "/admin/follow", url.Values{"primary": {to}}, nil); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "note: %v\n", err)
+					}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "switchover done: %s is the primary of epoch %d at GSN %d (the old primary %s stopped at GSN %d and follows it)\n", to, res.Epoch, res.LastGSN, primary.ID, d.LastGSN)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	cmd.Flags().StringVar(&to, "to", "", "standby to hand over to (default: the first one up)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+// roles asks every node for its role.
+func roles(c *config.Cluster) (*config.Node, []*config.Node, error) {
+	var primary *config.Node
+	var standbys []*config.Node
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		var st nodeStatus
+		if n.Metrics == "" || getJSON("http://"+n.Metrics+"/status", &st) != nil {
+			continue
+		}
+		if st.Role == "primary" {
+			primary = n
+		} else {
+			standbys = append(standbys, n)
+		}
+	}
+	if primary == nil {
+		return nil, standbys, fmt.Errorf("no primary is up: use `tandem promote NODE` after a failure")
+	}
+	return primary, standbys, nil
+}
+
+func newSetCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "set -c FILE safeness=LEVEL durability=LEVEL",
+		Short: "Change safeness and durability on a running cluster (no restart)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := loadCluster(file)
+			if err != nil {
+				return err
+			}
+			q := url.Values{}
+			for _, a := range args {
+				k, v, ok := strings.Cut(a, "=")
+				switch {
+				case !ok:
+					return fmt.Errorf("%q: write name=value (safeness=2-safe-visible, durability=strict)", a)
+				case k == "safeness":
+					if err := config.ValidateSafeness(v); err != nil {
+						return err
+					}
+				case k == "durability":
+					if _, err := config.ParseDurability(v); err != nil {
+						return err
+					}
+				default:
+					return fmt.Errorf("%q: only safeness and durability can be set at run time", k)
+				}
+				q.Set(k, v)
+			}
+			primary, _, err := roles(c)
+			if err != nil {
+				return err
+			}
+			if err := adminPost(primary, "/admin/set", q, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s (primary): %s\n", primary.ID, strings.Join(args, " "))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/bench"
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1" // registers the tm1 workload
+)
+
+// errBenchErrors marks a run that finished but saw unexpected errors.
+var errBenchErrors = errors.New("unexpected errors during the run")
+
+// newBenchCmd builds `tandem bench` with its load, run and compare
+// subcommands. Other files may add more with AddCommand on the result.
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load and run benchmark workloads (TM1/TATP) and compare results",
+		Long: `Built-in workloads driven over the PostgreSQL wire protocol, against a tandem
+cluster or any PostgreSQL-compatible server. The TM1 (TATP) workload follows
+the reference kit (shared/specs/tm1.md): MQTh, per-transaction outcomes,
+success rates and latency percentiles, a per-second timeline, JSON/CSV and an
+offline HTML report. See bench/README.md.`,
+		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
+  tandem bench run --workload tm1 --mix r80w20 --clients 8 --rampup 5s --duration 30s --dsn ... --out results/pg
+  tandem bench compare results/pg/result.json results/tandem/result.json`,
+	}
+	cmd.AddCommand(newBenchLoadCmd(), newBenchRunCmd(), newBenchCompareCmd(), newBenchReportCmd())
+	return cmd
+}
+
+// benchWorkloadFlag is --workload with the registered names in its help.
+func benchWorkloadHelp() string {
+	return "workload to use (" + strings.Join(bench.Workloads(), ", ") + ")"
+}
+
+// benchScaleFlags binds --subscribers and its generic alias --scale to one value.
+func benchScaleFlags(cmd *cobra.Command, p *int, def int, help string) {
+	cmd.Flags().IntVar(p, "subscribers", def, help)
+	cmd.Flags().IntVar(p, "scale", def, "alias of --subscribers: the workload's scale factor")
+}
+
+func newBenchLoadCmd() *cobra.Command {
+	var (
+		workload string
+		opts     bench.LoadOptions
+		quiet    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Create a workload's tables and populate them",
+		Long: `Creates the workload's schema (portable CREATE TABLE statements that run on
+PostgreSQL and on SQLite behind tandem) and populates it per the workload's
+rules, in batched transactions on parallel connections, with COPY FROM STDIN
+where the endpoint supports it and multi-row INSERT otherwise. It refuses to
+touch tables that already hold rows unless --drop is given.`,
+		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
+  tandem bench load --subscribers 10000 --dsn postgres://127.0.0.1:5433/tandem --drop --method insert`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			w, err := bench.Lookup(workload)
+			if err != nil {
+				return err
+			}
+			opts.Workload = w
+			if !quiet {
+				opts.Progress = cmd.ErrOrStderr()
+			}
+			st, err := bench.Load(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			method := "INSERT"
+			if st.UsedCopy {
+				method = "COPY"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "loaded %s: %d %s, %d rows in %s (%.0f rows/s, %s)\n",
+				w.Name(), opts.Scale, w.ScaleName(), st.Rows, st.Elapsed.Round(time.Millisecond),
+				float64(st.Rows)/st.Elapsed.Seconds(), method)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workload, "workload", "tm1", benchWorkloadHelp())
+	f.StringVar(&opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
+	benchScaleFlags(cmd, &opts.Scale, 100000, "number of TM1 subscribers P")
+	f.BoolVar(&opts.Drop, "drop", false, "drop the workload's existing tables first")
+	f.IntVar(&opts.Workers, "workers", 0, "parallel loading connections (0 = number of CPUs)")
+	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers per committed transaction")
+	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the population's random values")
+	f.StringVar(&opts.Method, "method", bench.MethodAuto, "auto (COPY, falling back to INSERT on SQLSTATE 0A000), copy or insert")
+	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	_ = cmd.MarkFlagRequired("dsn")
+	return cmd
+}
+
+type benchRunFlags struct {
+	workload string
+	opts     bench.RunOptions
+	out      string
+	json     bool
+	label    string
+	quiet    bool
+	procs    int
+}
+
+// clientsPerProc is how many closed-loop clients one Go P (GOMAXPROCS)
+// drives in `tandem bench run` by default.
+const clientsPerProc = 8
+
+// benchProcs is the GOMAXPROCS for a bench run process: the --procs flag, or
+// one P per clientsPerProc clients, at most the CPUs. Each client spends
+// nearly all its time waiting for the server; with fewer Ps the Go runtime
+// hands threads over less often per network round trip (measured here: about
+// 30 instead of 40 µs of client CPU per TM1 transaction with 8 clients), which
+// matters when the driver shares a small machine with the server.
+func benchProcs(flag, clients, cpus int) int {
+	if flag > 0 {
+		return flag
+	}
+	return max(1, min(cpus, (clients+clientsPerProc-1)/clientsPerProc))
+}
+
+func newBenchRunCmd() *cobra.Command {
+	f := &benchRunFlags{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a workload mix with closed-loop clients and report MQTh and latencies",
+		Long: `Runs the workload with --clients closed-loop clients, each on its own
+connection, for --rampup (not counted) and then --duration (measured).
+MQTh is counted transactions per second over the measured window; a write
+that changes no row and an allowed integrity error roll back and are not
+counted, class 40 errors are aborts, anything else is an unexpected error,
+reported loudly (and the command exits non-zero). A live line on stderr shows
+progress once per second; the summary goes to stdout (or JSON with --json).
+Ctrl-C stops early and still reports what was measured.`,
+		Example: `  tandem bench run --dsn postgres://postgres@127.0.0.1:5432/postgres --mix r80w20 --clients 8 --duration 30s
+  tandem bench run --dsn ... --mix custom --weights GET_SUBSCRIBER_DATA=50,UPDATE_LOCATION=50 --out results/custom
+  tandem bench run --dsn ... --mix r20w80 --simple --uniform --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
+	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
+	fs.StringVar(&f.opts.Mix, "mix", "r80w20", "transaction mix: r80w20, r20w80, read-only or custom")
+	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
+	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
+	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
+	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
+	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction")
+	fs.BoolVar(&f.opts.Uniform, "uniform", false, "uniform s_id instead of NURand")
+	fs.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock; the seed used is in the result)")
+	fs.BoolVar(&f.opts.Simple, "simple", false, "simple query protocol instead of prepared statements")
+	benchScaleFlags(cmd, &f.opts.Scale, 0, "number of TM1 subscribers P (0 = detect with SELECT count(*) FROM subscriber)")
+	fs.StringVar(&f.out, "out", "", "directory for result.json, timeline.csv and report.html")
+	fs.BoolVar(&f.json, "json", false, "print the result as JSON instead of the summary table")
+	fs.StringVar(&f.label, "label", "", "name of this run in comparisons (default: the --out directory name)")
+	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per 8 clients, at most the CPUs)")
+	_ = cmd.MarkFlagRequired("dsn")
+	return cmd
+}
+
+func (f *benchRunFlags) run(cmd *cobra.Command) error {
+	if f.procs < 0 {
+		return fmt.Errorf("--procs must be >= 0 (got %d)", f.procs)
+	}
+	if f.opts.Clients > 0 {
+		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
+		defer runtime.GOMAXPROCS(prev)
+	}
+	w, err := bench.Lookup(f.workload)
+	if err != nil {
+		return err
+	}
+	f.opts.Workload = w
+	f.opts.TandemVersion = version
+	if !f.quiet {
+		f.opts.Progress = cmd.ErrOrStderr()
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	res, runErr := bench.Run(ctx, f.opts)
+	if res == nil {
+		return runErr
+	}
+	res.Label = f.label
+	if f.out != "" {
+		if err := res.WriteFiles(f.out); err != nil {
+			return err
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		err = res.WriteJSON(out)
+	} else {
+		err = res.PrintSummary(out)
+		if err == nil && f.out != "" {
+			fmt.Fprintf(out, "\nwrote %s, %s and %s in %s\n", bench.ResultJSON, bench.TimelineCSV, bench.ReportHTML, f.out)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if res.Totals.Errors > 0 {
+		return fmt.Errorf("%w: %d in the measured window (first: %s)", errBenchErrors, res.Totals.Errors, firstOr(res.FirstErrors, "?"))
+	}
+	return nil
+}
+
+func firstOr(s []string, def string) string {
+	if len(s) > 0 {
+		return s[0]
+	}
+	return def
+}
+
+func newBenchCompareCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "compare A.json B.json ...",
+		Short: "Compare runs side by side: MQTh, per-type p50/p99 and success rates, ratios to the first",
+		Long: `Reads result.json files of tandem bench run and prints them side by side:
+MQTh with its ratio to the first run, the gain/overhead matrix of every run
+over every other (as in seed 001's tables 5.1-5.4), and per transaction type
+p50/p99 latency and success rate with ratios to the first run. Runs are named
+by their --label, else by the directory holding result.json.`,
+		Example: `  tandem bench compare results/pg/result.json results/standalone/result.json results/hot-standby/result.json`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return benchCompare(cmd.OutOrStdout(), args, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	return cmd
+}
+
+func benchCompare(w io.Writer, paths []string, asJSON bool) error {
+	var results []*bench.Result
+	var labels []string
+	for _, p := range paths {
+		r, err := bench.ReadResult(p)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		labels = append(labels, bench.RunLabel(r, p))
+	}
+	c, err := bench.Compare(results, labels)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return c.WriteJSON(w)
+	}
+	return c.Print(w)
+}
+
+func newBenchReportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report RESULT.json",
+		Short: "Rewrite result.json, timeline.csv and report.html from a result file",
+		Long: `Reads a result.json of tandem bench run and writes the three result files
+again into --out (default: the directory holding RESULT.json), e.g. to
+regenerate the HTML report with a newer tandem.`,
+		Example: `  tandem bench report results/pg/result.json --out /tmp/pg-report`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := bench.ReadResult(args[0])
+			if err != nil {
+				return err
+			}
+			dir := out
+			if dir == "" {
+				dir = filepath.Dir(args[0])
+			}
+			if err := res.WriteFiles(dir); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s, %s and %s in %s\n", bench.ResultJSON, bench.TimelineCSV, bench.ReportHTML, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "output directory (default: the directory of RESULT.json)")
+	return cmd
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/bench"
+)
+
+// runBenchCmd runs `tandem bench ARGS...` and returns stdout, stderr and the error.
+func runBenchCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newBenchCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage = true
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"load needs dsn", []string{"load", "--subscribers", "10"}, "dsn"},
+		{"load needs subscribers > 0", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--subscribers", "0"}, "--subscribers"},
+		{"load bad method", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--method", "fast"}, "--method"},
+		{"unknown workload", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--workload", "tpcz"}, "--workload"},
+		{"run needs dsn", []string{"run"}, "dsn"},
+		{"custom mix needs weights", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "custom"}, "--weights"},
+		{"unknown mix", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "r50w50"}, "--mix"},
+		{"bad duration", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--duration", "0s"}, "--duration"},
+		{"bad clients", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--clients", "-2"}, "--clients"},
+		{"compare needs files", []string{"compare"}, "arg"},
+		{"compare missing file", []string{"compare", "/nonexistent/result.json"}, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := runBenchCmd(t, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBenchProcs(t *testing.T) {
+	tests := []struct{ flag, clients, cpus, want int }{
+		{0, 8, 2, 1}, {0, 1, 2, 1}, {0, 9, 2, 2}, {0, 64, 2, 2}, {0, 64, 16, 8}, {3, 8, 2, 3},
+	}
+	for _, tc := range tests {
+		if got := benchProcs(tc.flag, tc.clients, tc.cpus); got != tc.want {
+			t.Errorf("benchProcs(%d, %d, %d) = %d, want %d", tc.flag, tc.clients, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+func writeResult(t *testing.T, dir string, mqth, p99 float64) string {
+	t.Helper()
+	r := &bench.Result{Workload: "tm1", Mix: "r80w20", Clients: 8, Scale: 1000, ScaleName: "subscribers", MQTh: mqth,
+		TransactionOrder: []string{"GET_SUBSCRIBER_DATA"},
+		Transactions:     map[string]*bench.TxResult{"GET_SUBSCRIBER_DATA": {Started: 10, Counted: 10, SuccessRate: 1, P50Ms: 0.2, P99Ms: p99}}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, bench.ResultJSON)
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestBenchCompare(t *testing.T) {
+	dir := t.TempDir()
+	a := writeResult(t, filepath.Join(dir, "standalone"), 1000, 1)
+	b := writeResult(t, filepath.Join(dir, "hot-standby"), 900, 3)
+	out, _, err := runBenchCmd(t, "compare", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"standalone", "hot-standby", "x0.900 (-10.0%)", "-10.00%", "11.11%", "(x3.00)", "GET_SUBSCRIBER_DATA"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runBenchCmd(t, "compare", "--json", a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c bench.Comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("compare --json: %v\n%s", err, out)
+	}
+	if len(c.Runs) != 2 || c.Runs[1].MQThRatio != 0.9 || c.Runs[0].Label != "standalone" {
+		t.Errorf("compare --json: %+v", c)
+	}
+}
+
+// TestBenchLoadRun runs the commands end to end against a real PostgreSQL.
+func TestBenchLoadRun(t *testing.T) {
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	ctx := context.Background()
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: t.TempDir() + "/pg", Settings: map[string]string{"fsync": "off"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	dsn := m.DSN("postgres")
+
+	out, stderr, err := runBenchCmd(t, "load", "--dsn", dsn, "--subscribers", "500", "--workers", "2")
+	if err != nil || !strings.Contains(out, "loaded tm1: 500 subscribers") || !strings.Contains(stderr, "rows") {
+		t.Fatalf("load: %v\nstdout %s\nstderr %s", err, out, stderr)
+	}
+	if _, _, err := runBenchCmd(t, "load", "--dsn", dsn, "--subscribers", "500"); err == nil || !strings.Contains(err.Error(), "--drop") {
+		t.Fatalf("second load: %v, want refusal naming --drop", err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "pg")
+	start := time.Now()
+	out, stderr, err = runBenchCmd(t, "run", "--dsn", dsn, "--clients", "2", "--rampup", "500ms", "--duration", "1500ms", "--out", dir)
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, out, stderr)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("run took %s", time.Since(start))
+	}
+	for _, want := range []string{"MQTh", "GET_SUBSCRIBER_DATA", "TOTAL", "500 subscribers", "report.html"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run summary lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "tps") {
+		t.Errorf("no progress on stderr: %q", stderr)
+	}
+	for _, f := range []string{bench.ResultJSON, bench.TimelineCSV, bench.ReportHTML} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	out, _, err = runBenchCmd(t, "run", "--dsn", dsn, "--clients", "1", "--rampup", "0s", "--duration", "500ms", "--json", "--quiet", "--simple", "--mix", "read-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res bench.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.MQTh <= 0 || res.Mix != "read-only" || res.Protocol != "simple" {
+		t.Fatalf("run --json: %v %+v", err, res)
+	}
+}

@@ -1,0 +1,1014 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandemdb/tandem/backend/sqlite"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/replog"
+	"github.com/tandemdb/tandem/writeset"
+)
+
+// Replication errors.
+var (
+	ErrNotPrimary  = errors.New("this node is not the primary")
+	ErrStaleEpoch  = errors.New("stream from an older epoch")
+	ErrNotCaughtUp = errors.New("standby has not caught up")
+)
+
+// Roles.
+const (
+	RolePrimary = "primary"
+	RoleStandby = "standby"
+)
+
+// replState is what a node persists about its role (role.json).
+type replState struct {
+	Role    string `json:"role"`
+	Epoch   uint64 `json:"epoch"`
+	Primary string `json:"primary"` // node id a standby follows
+}
+
+// peer is one standby as the primary sees it.
+type peer struct {
+	id                         string
+	received, durable, applied atomic.Uint64
+	connected                  atomic.Bool
+}
+
+// Repl is the replication agent of one node: on the primary it assigns
+// GSNs, logs writesets, ships them and waits for acknowledgements per the
+// safeness level; on a standby it receives, logs, applies and acknowledges.
+type Repl struct {
+	id      string
+	cfg     *config.Cluster
+	log     *slog.Logger
+	db      *sqlite.DB
+	rlog    *replog.Log
+	dir     string
+	stateMu sync.Mutex
+	state   replState
+
+	safeness    atomic.Value // string
+	degraded    atomic.Bool
+	fenced      atomic.Bool // no new commits (switchover, demotion)
+	inflight    sync.WaitGroup
+	ackMu       sync.Mutex
+	ackCond     *sync.Cond
+	peers       map[string]*peer
+	lastShipped atomic.Uint64
+
+	// standby side
+	received    atomic.Uint64
+	applied     atomic.Uint64
+	primaryLast atomic.Uint64 // the primary's last GSN as last heard
+	follow      context.CancelFunc
+	followDone  chan struct{}
+
+	mDegraded prometheus.Gauge
+	mCommits  prometheus.Counter
+	mWaits    *prometheus.HistogramVec
+}
+
+func (r *Repl) role() string {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	return r.state.Role
+}
+
+func (r *Repl) epoch() uint64 {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	return r.state.Epoch
+}
+
+func (r *Repl) saveState(s replState) error {
+	r.stateMu.Lock()
+	r.state = s
+	r.stateMu.Unlock()
+	b, _ := json.MarshalIndent(s, "", "  ")
+	tmp := filepath.Join(r.dir, "role.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		_ = f.Sync()
+		f.Close()
+	}
+	return os.Rename(tmp, filepath.Join(r.dir, "role.json"))
+}
+
+func durabilityMode(s string) replog.Mode {
+	switch s {
+	case "strict":
+		return replog.Strict
+	case "adaptive":
+		return replog.Adaptive
+	}
+	return replog.Relaxed
+}
+
+// newRepl opens the node's replication log and recovers: the back end
+// re-applies whatever the log holds beyond its applied GSN.
+func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db *sqlite.DB, log *slog.Logger, reg prometheus.Registerer) (*Repl, error) {
+	r := &Repl{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}}
+	r.ackCond = sync.NewCond(&r.ackMu)
+	r.safeness.Store(c.Repl.Safeness)
+	r.mDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_degraded", Help: "1 while the primary commits 1-safe because no standby answered within ack_timeout."})
+	r.mCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_commits_total", Help: "Replicated commits (GSNs assigned) on this node."})
+	r.mWaits = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tandem_repl_commit_wait_seconds", Help: "Time a commit waited for durability and acknowledgements.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"safeness"})
+	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits)
+
+	// Role: persisted, else the first node of the file is the primary.
+	st := replState{Role: RoleStandby, Primary: c.Nodes[0].ID}
+	if b, err := os.ReadFile(filepath.Join(dir, "role.json")); err == nil {
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("node %s: read role.json: %w", id, err)
+		}
+	} else if c.Nodes[0].ID == id {
+		st = replState{Role: RolePrimary, Epoch: 1, Primary: id}
+	}
+	applied, dbEpoch, err := db.AppliedGSN()
+	if err != nil {
+		return nil, err
+	}
+	if dbEpoch > st.Epoch {
+		st.Epoch = dbEpoch
+	}
+	mode := durabilityMode(c.Repl.Durability)
+	if st.Role == RoleStandby {
+		mode = durabilityMode(c.Repl.StandbyDurability)
+	}
+	rl, err := replog.Open(filepath.Join(dir, "replog"), replog.Options{Mode: mode, FlushInterval: c.Repl.FlushInterval.Duration,
+		RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log})
+	if err != nil {
+		return nil, fmt.Errorf("node %s: open replication log: %w", id, err)
+	}
+	r.rlog = rl
+	if rec := rl.Recovered(); rec.DroppedBytes > 0 {
+		r.log.Warn("replication log: dropped a torn tail", "bytes", rec.DroppedBytes, "reason", rec.Reason)
+	}
+	// Exactly-once recovery: re-apply what the log holds beyond the back end.
+	if last := rl.LastGSN(); last > applied {
+		if applied+1 < rl.FirstGSN() {
+			rl.Close()
+			return nil, fmt.Errorf("node %s: the back end is at GSN %d but the log starts at %d: re-seed this node", id, applied, rl.FirstGSN())
+		}
+		n, err := r.replay(ctx, applied+1, last)
+		if err != nil {
+			rl.Close()
+			return nil, err
+		}
+		r.log.Info("recovered from the replication log", "reapplied", n, "applied_gsn", last)
+		applied = last
+	} else if last < applied {
+		// The back end is ahead of the log (a log tail lost in a machine
+		// crash under relaxed durability): those GSNs cannot be shipped.
+		r.log.Warn("back end is ahead of the replication log; restarting the log after it", "log_last", last, "applied", applied)
+		rl.Close()
+		if err := os.RemoveAll(filepath.Join(dir, "replog")); err != nil {
+			return nil, err
+		}
+		if rl, err = replog.Open(filepath.Join(dir, "replog"), replog.Options{Mode: mode, FlushInterval: c.Repl.FlushInterval.Duration, RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log}); err != nil {
+			return nil, err
+		}
+		r.rlog = rl
+	}
+	r.applied.Store(applied)
+	r.received.Store(rl.LastGSN())
+	if err := r.saveState(st); err != nil {
+		return nil, err
+	}
+	if err := db.EnableReplication(r); err != nil {
+		rl.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Repl) replay(ctx context.Context, from, to uint64) (int, error) {
+	it, err := r.rlog.ReadFrom(from)
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	n := 0
+	for g := from; g <= to; g++ {
+		rec, err := it.Next(ctx)
+		if err != nil {
+			return n, err
+		}
+		ws, err := writeset.Decode(rec.Data)
+		if err != nil {
+			return n, fmt.Errorf("replay GSN %d: %w", rec.GSN, err)
+		}
+		ws.GSN, ws.Epoch = rec.GSN, rec.Epoch
+		if err := r.db.Apply(ctx, ws); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// ---- primary side: sqlite.Replicator ----
+
+// Writable implements sqlite.Replicator.
+func (r *Repl) Writable() error {
+	if r.role() != RolePrimary {
+		r.stateMu.Lock()
+		p := r.state.Primary
+		r.stateMu.Unlock()
+		return &pgwire.Error{Code: "25006", Message: fmt.Sprintf("node %s is a standby (read-only): writes go to the primary %s", r.id, p),
+			Hint: "connect through the router, or to the primary; `tandem status` shows which node it is", Err: ErrNotPrimary}
+	}
+	if r.fenced.Load() {
+		return &pgwire.Error{Code: "57P03", Message: fmt.Sprintf("node %s is handing over its primary role; retry in a moment", r.id), Err: ErrNotPrimary}
+	}
+	return nil
+}
+
+// Prepare implements sqlite.Replicator: assign the GSN, log the writeset.
+// It runs under the SQLite writer lock, so GSN order is commit order.
+func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context.Context, bool) error, error) {
+	if err := r.Writable(); err != nil {
+		return nil, err
+	}
+	r.inflight.Add(1)
+	ws.GSN = r.rlog.LastGSN() + 1
+	ws.Epoch = r.epoch()
+	ws.Origin = r.id
+	data := writeset.Encode(ws)
+	gsn, err := r.rlog.Append(replog.Record{GSN: ws.GSN, Epoch: ws.Epoch, Data: data})
+	if err != nil {
+		r.inflight.Done()
+		return nil, &pgwire.Error{Code: "58030", Message: "tandem: cannot append to the replication log: " + err.Error(), Err: err}
+	}
+	r.mCommits.Inc()
+	r.ackMu.Lock()
+	r.ackCond.Broadcast() // wake shippers
+	r.ackMu.Unlock()
+	return func(ctx context.Context, ok bool) error {
+		defer r.inflight.Done()
+		if !ok {
+			r.log.Error("back-end commit failed after the writeset was logged; the node re-applies it from the log at restart", "gsn", gsn)
+			return nil
+		}
+		r.applied.Store(gsn)
+		return r.waitSafe(ctx, gsn)
+	}, nil
+}
+
+// waitSafe blocks until gsn is durable locally (per the log's mode) and
+// acknowledged per the safeness level.
+func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
+	start := time.Now()
+	level := r.safeness.Load().(string)
+	defer func() { r.mWaits.WithLabelValues(level).Observe(time.Since(start).Seconds()) }()
+	if err := r.rlog.WaitDurable(ctx, gsn); err != nil {
+		return &pgwire.Error{Code: "58030", Message: "tandem: replication log flush failed: " + err.Error(), Err: err}
+	}
+	if level == "1-safe" {
+		return nil
+	}
+	deadline := time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
+	timer := time.AfterFunc(r.cfg.Repl.AckTimeout.Duration, func() {
+		r.ackMu.Lock()
+		r.ackCond.Broadcast()
+		r.ackMu.Unlock()
+	})
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, func() {
+		r.ackMu.Lock()
+		r.ackCond.Broadcast()
+		r.ackMu.Unlock()
+	})
+	defer stop()
+	r.ackMu.Lock()
+	defer r.ackMu.Unlock()
+	for {
+		if r.acked(level, gsn) {
+			if r.degraded.Load() {
+				r.degraded.Store(false)
+				r.mDegraded.Set(0)
+				r.log.Info("standby caught up: commits are 2-safe again", "safeness", level)
+				r.rlog.SetStandbyAttached(true)
+			}
+			return nil
+		}
+		if r.degraded.Load() {
+			return nil // running 1-safe until a standby catches up
+		}
+		if ctx.Err() != nil {
+			return &pgwire.Error{Code: "57014", Message: "canceled while waiting for the standby; the transaction is committed on the primary but its standby acknowledgement is unknown", Err: ctx.Err()}
+		}
+		if time.Now().After(deadline) {
+			if r.cfg.Repl.OnStandbyLoss == "degrade" {
+				r.degraded.Store(true)
+				r.mDegraded.Set(1)
+				r.rlog.SetStandbyAttached(false)
+				r.log.Warn("no standby acknowledged within ack_timeout: degrading to 1-safe (on_standby_loss = degrade)", "gsn", gsn, "safeness", level, "ack_timeout", r.cfg.Repl.AckTimeout.Duration)
+				return nil
+			}
+			deadline = time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
+			r.log.Warn("no standby acknowledged within ack_timeout: commits wait (on_standby_loss = block)", "gsn", gsn)
+			timer.Reset(r.cfg.Repl.AckTimeout.Duration)
+		}
+		r.ackCond.Wait()
+	}
+}
+
+// acked reports whether enough standbys acknowledged gsn at level. Called
+// with ackMu held.
+func (r *Repl) acked(level string, gsn uint64) bool {
+	total, ok := 0, 0
+	for _, p := range r.peers {
+		total++
+		var pos uint64
+		switch level {
+		case "2-safe-received":
+			pos = p.received.Load()
+		case "2-safe-visible":
+			pos = p.applied.Load()
+		case "2-safe-durable":
+			pos = p.durable.Load()
+		}
+		if pos >= gsn {
+			ok++
+		}
+	}
+	standbys := len(r.cfg.Nodes) - 1
+	if total < standbys {
+		total = standbys
+	}
+	need := total
+	switch r.cfg.Repl.Ack {
+	case "one":
+		need = 1
+	case "majority":
+		need = total/2 + 1
+	}
+	return ok >= need
+}
+
+// ---- stream protocol ----
+//
+// Frames are [type byte][length u32][body]. standby -> primary: 'H' hello
+// (JSON), 'A' ack (received, durable, applied: 3 x u64). primary ->
+// standby: 'R' record (gsn, epoch u64, writeset bytes), 'S' snapshot (gsn,
+// epoch u64, SQLite file bytes), 'K' keepalive (primary's last GSN),
+// 'E' error (text).
+
+type hello struct {
+	Node      string `json:"node"`
+	Epoch     uint64 `json:"epoch"`
+	LastGSN   uint64 `json:"last_gsn"`
+	LastEpoch uint64 `json:"last_epoch"`
+}
+
+func writeFrame(w *bufio.Writer, typ byte, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.BigEndian.PutUint32(hdr[1:], uint32(n))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readFrame(rd *bufio.Reader, max int) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(rd, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := int(binary.BigEndian.Uint32(hdr[1:]))
+	if n > max {
+		return 0, nil, fmt.Errorf("replication frame of %d bytes exceeds %d", n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(rd, b); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], b, nil
+}
+
+func u64s(vs ...uint64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.BigEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+// serveStream accepts standby connections (only answered by a primary).
+func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
+	go func() { <-ctx.Done(); l.Close() }()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go r.ship(ctx, c)
+	}
+}
+
+// ship streams the log to one standby and reads its acknowledgements.
+func (r *Repl) ship(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	rd, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
+	typ, body, err := readFrame(rd, 1<<20)
+	if err != nil || typ != 'H' {
+		return
+	}
+	var h hello
+	if err := json.Unmarshal(body, &h); err != nil {
+		return
+	}
+	sendErr := func(msg string) {
+		_ = writeFrame(w, 'E', []byte(msg))
+		_ = w.Flush()
+	}
+	if r.role() != RolePrimary {
+		sendErr(fmt.Sprintf("node %s is not the primary", r.id))
+		return
+	}
+	if h.Epoch > r.epoch() {
+		sendErr(fmt.Sprintf("standby %s is at epoch %d, this primary at %d: refusing to ship from an older epoch", h.Node, h.Epoch, r.epoch()))
+		r.log.Error("a standby has a newer epoch than this primary: this node must step down", "standby", h.Node, "standby_epoch", h.Epoch)
+		return
+	}
+	log := r.log.With("standby", h.Node)
+	from := h.LastGSN + 1
+	// Divergence: the standby holds GSNs this log does not (a lost 1-safe
+	// tail of an old primary), or the log no longer covers the gap.
+	reseed := h.LastGSN > r.rlog.LastGSN() || from < r.rlog.FirstGSN()
+	if !reseed && h.LastGSN >= r.rlog.FirstGSN() {
+		if it, err := r.rlog.ReadFrom(h.LastGSN); err == nil {
+			rec, ok, _ := it.TryNext()
+			it.Close()
+			if ok && rec.Epoch != h.LastEpoch {
+				reseed = true
+			}
+		}
+	}
+	p := &peer{id: h.Node}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if reseed {
+		log.Info("re-seeding the standby from a snapshot", "standby_last", h.LastGSN, "log_first", r.rlog.FirstGSN(), "log_last", r.rlog.LastGSN())
+		snap := filepath.Join(r.dir, "snapshot-"+h.Node+".db")
+		gsn, err := r.db.Snapshot(ctx, snap)
+		if err != nil {
+			log.Error("snapshot failed", "err", err)
+			return
+		}
+		data, err := os.ReadFile(snap)
+		os.Remove(snap)
+		if err != nil {
+			return
+		}
+		if err := writeFrame(w, 'S', u64s(gsn, r.epoch()), data); err != nil {
+			return
+		}
+		from = gsn + 1
+	}
+	it, err := r.rlog.ReadFrom(from)
+	if err != nil {
+		sendErr(err.Error())
+		return
+	}
+	defer it.Close()
+	r.ackMu.Lock()
+	r.peers[h.Node] = p
+	r.ackMu.Unlock()
+	p.connected.Store(true)
+	log.Info("standby attached", "from_gsn", from)
+	defer func() {
+		p.connected.Store(false)
+		r.ackMu.Lock()
+		delete(r.peers, h.Node)
+		r.ackCond.Broadcast()
+		r.ackMu.Unlock()
+		r.rlog.SetStandbyAttached(false)
+		log.Warn("standby detached")
+	}()
+	// Acknowledgements.
+	go func() {
+		defer cancel()
+		for {
+			typ, body, err := readFrame(rd, 1<<10)
+			if err != nil || typ != 'A' || len(body) != 24 {
+				return
+			}
+			p.received.Store(binary.BigEndian.Uint64(body))
+			p.durable.Store(binary.BigEndian.Uint64(body[8:]))
+			p.applied.Store(binary.BigEndian.Uint64(body[16:]))
+			if p.applied.Load() >= r.rlog.LastGSN() && r.safeness.Load().(string) != "1-safe" {
+				r.rlog.SetStandbyAttached(true)
+				if r.degraded.CompareAndSwap(true, false) {
+					r.mDegraded.Set(0)
+					r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
+				}
+			}
+			r.ackMu.Lock()
+			r.ackCond.Broadcast()
+			r.ackMu.Unlock()
+		}
+	}()
+	keep := time.NewTicker(200 * time.Millisecond)
+	defer keep.Stop()
+	for {
+		rec, ok, err := it.TryNext()
+		if err != nil {
+			log.Warn("reading the log for the standby failed", "err", err)
+			return
+		}
+		if ok {
+			if err := writeFrame(w, 'R', u64s(rec.GSN, rec.Epoch), rec.Data); err != nil {
+				return
+			}
+			if w.Buffered() < 32<<10 {
+				continue // batch what is already there
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return
+		}
+		if ok {
+			continue
+		}
+		// Nothing new: wait for an append, a keepalive tick or the end.
+		wait, done := context.WithTimeout(ctx, 200*time.Millisecond)
+		rec, err = it.Next(wait)
+		done()
+		if err == nil {
+			if err := writeFrame(w, 'R', u64s(rec.GSN, rec.Epoch), rec.Data); err != nil {
+				return
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-keep.C:
+			if err := writeFrame(w, 'K', u64s(r.rlog.LastGSN())); err != nil {
+				return
+			}
+		default:
+		}
+	}
+}
+
+// ---- standby side ----
+
+// startFollowing connects to the primary and keeps following it.
+func (r *Repl) startFollowing(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	r.follow = cancel
+	r.followDone = make(chan struct{})
+	go func() {
+		defer close(r.followDone)
+		for ctx.Err() == nil {
+			r.stateMu.Lock()
+			primary := r.state.Primary
+			r.stateMu.Unlock()
+			n, ok := r.cfg.Node(primary)
+			if !ok || primary == r.id {
+				r.log.Error("standby has no primary to follow", "primary", primary)
+				return
+			}
+			err := r.followOnce(ctx, n.Repl)
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.Warn("replication stream from the primary ended; reconnecting", "primary", primary, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+func (r *Repl) stopFollowing() {
+	if r.follow != nil {
+		r.follow()
+		<-r.followDone
+		r.follow = nil
+	}
+}
+
+func (r *Repl) followOnce(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	go func() { <-ctx.Done(); c.Close() }()
+	rd, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
+	h := hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch()}
+	b, _ := json.Marshal(h)
+	if err := writeFrame(w, 'H', b); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var wmu sync.Mutex
+	sendAck := func() error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if err := writeFrame(w, 'A', u64s(r.received.Load(), r.rlog.DurableGSN(), r.applied.Load())); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	applyQ := make(chan *writeset.Writeset, 4096)
+	errc := make(chan error, 3)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Applier: in GSN order, exactly once (the GSN is recorded with it).
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ws := <-applyQ:
+				if err := r.db.Apply(ctx, ws); err != nil {
+					errc <- fmt.Errorf("apply: %w", err)
+					return
+				}
+				r.applied.Store(ws.GSN)
+				if len(applyQ) == 0 {
+					if err := sendAck(); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}
+		}
+	}()
+	// Durability: acknowledge when the log reaches disk.
+	go func() {
+		var last uint64
+		for ctx.Err() == nil {
+			target := r.received.Load()
+			if target == last {
+				time.Sleep(200 * time.Microsecond)
+				continue
+			}
+			if err := r.rlog.WaitDurable(ctx, target); err != nil {
+				return
+			}
+			last = target
+			if err := sendAck(); err != nil {
+				errc <- err
+				return
+			}
+		}
+	}()
+	r.log.Info("following the primary", "addr", addr, "from_gsn", h.LastGSN+1)
+	for {
+		select {
+		case err := <-errc:
+			return err
+		default:
+		}
+		typ, body, err := readFrame(rd, 1<<30)
+		if err != nil {
+			return err
+		}
+		switch typ {
+		case 'R':
+			if len(body) < 16 {
+				return errors.New("short record frame")
+			}
+			gsn, epoch := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
+			if epoch < r.rlog.LastEpoch() {
+				return fmt.Errorf("%w: record %d of epoch %d, this node is at epoch %d", ErrStaleEpoch, gsn, epoch, r.rlog.LastEpoch())
+			}
+			data := body[16:]
+			if _, err := r.rlog.Append(replog.Record{GSN: gsn, Epoch: epoch, Data: data}); err != nil {
+				return fmt.Errorf("append GSN %d: %w", gsn, err)
+			}
+			r.received.Store(gsn)
+			ws, err := writeset.Decode(data)
+			if err != nil {
+				return fmt.Errorf("decode GSN %d: %w", gsn, err)
+			}
+			ws.GSN, ws.Epoch = gsn, epoch
+			if epoch > r.epoch() {
+				r.stateMu.Lock()
+				st := r.state
+				r.stateMu.Unlock()
+				st.Epoch = epoch
+				_ = r.saveState(st)
+			}
+			if rd.Buffered() == 0 {
+				if err := sendAck(); err != nil {
+					return err
+				}
+			}
+			select {
+			case applyQ <- ws:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		case 'K':
+			if len(body) == 8 {
+				r.primaryLast.Store(binary.BigEndian.Uint64(body))
+			}
+		case 'S':
+			if len(body) < 16 {
+				return errors.New("short snapshot frame")
+			}
+			gsn, epoch := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
+			if err := r.installSnapshot(ctx, gsn, epoch, body[16:]); err != nil {
+				return fmt.Errorf("install snapshot: %w", err)
+			}
+		case 'E':
+			return fmt.Errorf("primary refused: %s", body)
+		default:
+			return fmt.Errorf("unknown replication frame %q", typ)
+		}
+	}
+}
+
+// installSnapshot replaces the database with the primary's copy and
+// restarts the log after it.
+func (r *Repl) installSnapshot(ctx context.Context, gsn, epoch uint64, data []byte) error {
+	path := r.db.Path()
+	tmp := path + ".seed"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	if err := r.db.Replace(tmp); err != nil {
+		return err
+	}
+	r.rlog.Close()
+	if err := os.RemoveAll(filepath.Join(r.dir, "replog")); err != nil {
+		return err
+	}
+	rl, err := replog.Open(filepath.Join(r.dir, "replog"), replog.Options{Mode: durabilityMode(r.cfg.Repl.StandbyDurability), FlushInterval: r.cfg.Repl.FlushInterval.Duration,
+		RetainRecords: r.cfg.Repl.RetainRecords, SegmentSize: r.cfg.Repl.SegmentBytes, FirstGSN: gsn + 1, FirstEpoch: epoch, Logger: r.log})
+	if err != nil {
+		return err
+	}
+	r.rlog = rl
+	r.received.Store(gsn)
+	r.applied.Store(gsn)
+	r.log.Info("re-seeded from the primary's snapshot", "gsn", gsn, "bytes", len(data))
+	return nil
+}
+
+// retain trims the log on the primary: segments every attached standby
+// has applied go, keeping the configured window (retain_records) for
+// standbys that reconnect; a standby behind the window is re-seeded.
+func (r *Repl) retain(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.role() != RolePrimary {
+			continue
+		}
+		upTo := r.applied.Load()
+		r.ackMu.Lock()
+		for _, p := range r.peers {
+			if a := p.applied.Load(); a < upTo {
+				upTo = a
+			}
+		}
+		r.ackMu.Unlock()
+		if n, err := r.rlog.TrimBefore(upTo + 1); err != nil {
+			r.log.Warn("trimming the replication log failed", "err", err)
+		} else if n > 0 {
+			r.log.Info("trimmed the replication log", "segments", n, "first_gsn", r.rlog.FirstGSN())
+		}
+	}
+}
+
+// stepDownIfStale asks the other nodes for their role: a node that
+// believes it is the primary but finds a primary of a newer epoch becomes
+// its standby (an old primary restarting after a failover). Two primaries
+// never commit in the same epoch; fencing by lease comes with the
+// coordinator.
+func (r *Repl) stepDownIfStale(ctx context.Context) {
+	if r.role() != RolePrimary {
+		return
+	}
+	cl := http.Client{Timeout: time.Second}
+	for _, n := range r.cfg.Nodes {
+		if n.ID == r.id || n.Metrics == "" {
+			continue
+		}
+		resp, err := cl.Get("http://" + n.Metrics + "/status")
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Repl *ReplStatus `json:"replication"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil || st.Repl == nil {
+			continue
+		}
+		if st.Repl.Role == RolePrimary && st.Repl.Epoch > r.epoch() {
+			r.log.Warn("another node is the primary of a newer epoch: stepping down to standby", "primary", n.ID, "its_epoch", st.Repl.Epoch, "my_epoch", r.epoch())
+			_ = r.Follow(ctx, n.ID)
+			return
+		}
+	}
+}
+
+// ---- operator actions ----
+
+// PromoteResult reports a promotion.
+type PromoteResult struct {
+	Node       string `json:"node"`
+	Epoch      uint64 `json:"epoch"`
+	LastGSN    uint64 `json:"last_gsn"`
+	PrimaryGSN uint64 `json:"primary_last_known_gsn"`
+	LostGSNs   uint64 `json:"lost_gsns"`
+}
+
+// Promote makes this standby the primary of a new epoch, after applying
+// everything it received.
+func (r *Repl) Promote(ctx context.Context) (PromoteResult, error) {
+	if r.role() == RolePrimary {
+		return PromoteResult{}, fmt.Errorf("node %s is already the primary", r.id)
+	}
+	r.stopFollowing()
+	// Apply whatever was received but not yet applied (from the log).
+	if last := r.rlog.LastGSN(); last > r.applied.Load() {
+		if _, err := r.replay(ctx, r.applied.Load()+1, last); err != nil {
+			return PromoteResult{}, err
+		}
+		r.applied.Store(last)
+	}
+	res := PromoteResult{Node: r.id, LastGSN: r.rlog.LastGSN(), PrimaryGSN: r.primaryLast.Load()}
+	if res.PrimaryGSN > res.LastGSN {
+		res.LostGSNs = res.PrimaryGSN - res.LastGSN
+	}
+	st := replState{Role: RolePrimary, Epoch: r.epoch() + 1, Primary: r.id}
+	if err := r.saveState(st); err != nil {
+		return res, err
+	}
+	res.Epoch = st.Epoch
+	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.Durability))
+	r.degraded.Store(false)
+	r.log.Warn("promoted to primary", "epoch", st.Epoch, "last_gsn", res.LastGSN, "lost_gsns_at_1safe", res.LostGSNs)
+	return res, nil
+}
+
+// Demote stops new commits, waits until the standby has applied every
+// GSN (switchover), and turns this node into a standby of next.
+func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
+	if r.role() != RolePrimary {
+		return 0, fmt.Errorf("node %s is not the primary", r.id)
+	}
+	if _, ok := r.cfg.Node(next); !ok || next == r.id {
+		return 0, fmt.Errorf("no standby %q to hand over to", next)
+	}
+	r.fenced.Store(true)
+	r.inflight.Wait()
+	last := r.rlog.LastGSN()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r.ackMu.Lock()
+		p := r.peers[next]
+		caught := p != nil && p.applied.Load() >= last
+		r.ackMu.Unlock()
+		if caught {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			r.fenced.Store(false)
+			return 0, fmt.Errorf("%w: %s did not apply GSN %d within 30 s; the primary role stays here", ErrNotCaughtUp, next, last)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return last, nil
+}
+
+// Follow makes this (demoted or restarted) node a standby of primary.
+func (r *Repl) Follow(ctx context.Context, primary string) error {
+	st := replState{Role: RoleStandby, Epoch: r.epoch(), Primary: primary}
+	if err := r.saveState(st); err != nil {
+		return err
+	}
+	r.fenced.Store(false)
+	r.degraded.Store(false)
+	r.mDegraded.Set(0)
+	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.StandbyDurability))
+	r.startFollowing(context.WithoutCancel(ctx))
+	r.log.Info("following a new primary", "primary", primary)
+	return nil
+}
+
+// Set changes safeness and durability at run time.
+func (r *Repl) Set(safeness, durability string) error {
+	if safeness != "" {
+		if err := config.ValidateSafeness(safeness); err != nil {
+			return err
+		}
+		r.safeness.Store(safeness)
+		r.log.Info("safeness changed", "safeness", safeness)
+	}
+	if durability != "" {
+		if _, err := config.ParseDurability(durability); err != nil {
+			return err
+		}
+		if err := r.rlog.SetMode(durabilityMode(durability)); err != nil {
+			return err
+		}
+		r.log.Info("durability changed", "durability", durability)
+	}
+	r.ackMu.Lock()
+	r.ackCond.Broadcast()
+	r.ackMu.Unlock()
+	return nil
+}
+
+// ReplStatus is the replication part of /status.
+type ReplStatus struct {
+	Role        string               `json:"role"`
+	Epoch       uint64               `json:"epoch"`
+	Primary     string               `json:"primary"`
+	Safeness    string               `json:"safeness"`
+	Durability  string               `json:"durability"`
+	Effective   string               `json:"effective_durability"`
+	Degraded    bool                 `json:"degraded"`
+	Assigned    uint64               `json:"assigned_gsn"`
+	Durable     uint64               `json:"durable_gsn"`
+	Received    uint64               `json:"received_gsn"`
+	Applied     uint64               `json:"applied_gsn"`
+	PrimaryLast uint64               `json:"primary_last_gsn,omitempty"`
+	Standbys    map[string][3]uint64 `json:"standbys,omitempty"` // received, durable, applied
+	LogFirst    uint64               `json:"log_first_gsn"`
+	Fsyncs      uint64               `json:"log_fsyncs"`
+	PerFsync    float64              `json:"log_records_per_fsync"`
+}
+
+// Status reports the replication state.
+func (r *Repl) Status() ReplStatus {
+	r.stateMu.Lock()
+	st := r.state
+	r.stateMu.Unlock()
+	stats := r.rlog.Stats()
+	s := ReplStatus{Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: r.safeness.Load().(string),
+		Durability: stats.Mode.String(), Effective: stats.EffectiveMode.String(), Degraded: r.degraded.Load(),
+		Assigned: r.rlog.LastGSN(), Durable: r.rlog.DurableGSN(), Received: r.received.Load(), Applied: r.applied.Load(),
+		PrimaryLast: r.primaryLast.Load(), LogFirst: r.rlog.FirstGSN(), Fsyncs: stats.Fsyncs, PerFsync: stats.RecordsPerFsync()}
+	if st.Role == RolePrimary {
+		s.Received = s.Assigned
+		r.ackMu.Lock()
+		s.Standbys = map[string][3]uint64{}
+		for id, p := range r.peers {
+			s.Standbys[id] = [3]uint64{p.received.Load(), p.durable.Load(), p.applied.Load()}
+		}
+		r.ackMu.Unlock()
+	}
+	return s
+}
+
+// Close stops following and closes the log.
+func (r *Repl) Close() {
+	r.stopFollowing()
+	r.rlog.Close()
+}
