@@ -4,7 +4,7 @@ PREFIX  ?= /usr/local
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build install deps demo test test-short fuzz vet bench-overhead bench-tm1 clean
+.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 clean
 
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -31,6 +31,9 @@ test: deps vet ## everything CI runs: unit, end-to-end (real processes), fuzz se
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
+
+test-faults: ## fault tests with many trials: SIGKILL the primary 20 times per safeness level
+	TANDEM_FAULT_TRIALS=20 $(GO) test -count=1 -timeout 30m -v -run 'TestFailoverSafeness' ./e2e 2>&1 | tee test-faults.log | grep -E 'trials|--- |^ok|FAIL'
 
 fuzz: ## fuzz the wire protocol message loop for 5 minutes
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire

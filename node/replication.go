@@ -487,6 +487,7 @@ func (r *Repl) ship(ctx context.Context, c net.Conn) {
 		gsn, err := r.db.Snapshot(ctx, snap)
 		if err != nil {
 			log.Error("snapshot failed", "err", err)
+			sendErr("re-seed failed on the primary: " + err.Error())
 			return
 		}
 		data, err := os.ReadFile(snap)
@@ -678,22 +679,26 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 			}
 		}
 	}()
-	// Durability: acknowledge when the log reaches disk.
+	// Durability: acknowledge whenever the log's durable GSN moves. A
+	// strict log is asked to sync what was received (group commit); a
+	// relaxed one reaches disk by itself within flush_interval.
 	go func() {
-		var last uint64
+		var lastSent uint64
 		for ctx.Err() == nil {
 			target := r.received.Load()
-			if target == last {
-				time.Sleep(200 * time.Microsecond)
-				continue
+			if r.rlog.EffectiveMode() == replog.Strict && r.rlog.DurableGSN() < target {
+				if err := r.rlog.WaitDurable(ctx, target); err != nil {
+					return
+				}
+			} else {
+				time.Sleep(500 * time.Microsecond)
 			}
-			if err := r.rlog.WaitDurable(ctx, target); err != nil {
-				return
-			}
-			last = target
-			if err := sendAck(); err != nil {
-				errc <- err
-				return
+			if d := r.rlog.DurableGSN(); d != lastSent {
+				lastSent = d
+				if err := sendAck(); err != nil {
+					errc <- err
+					return
+				}
 			}
 		}
 	}()

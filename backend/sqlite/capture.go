@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
+
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
@@ -312,25 +314,30 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	return nil
 }
 
-// Snapshot writes a consistent copy of the database to path (VACUUM INTO on
-// a read connection: one read transaction) and returns the GSN it holds.
+// Snapshot writes a consistent copy of the database to path (VACUUM INTO
+// runs in one read transaction of its own) and returns the GSN the copy
+// holds, read from the copy itself.
 func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
 	c, err := db.acquire(ctx, false)
 	if err != nil {
 		return 0, err
 	}
-	defer db.release(c)
 	_ = os.Remove(path)
-	if err := c.exec("BEGIN"); err != nil {
-		return 0, err
-	}
-	defer c.exec("COMMIT")
-	gsn, _, err := readMeta(c)
+	// query_only also forbids writing the copy; lift it on this connection
+	// for the snapshot only.
+	_ = c.exec("PRAGMA query_only = OFF")
+	_, err = c.c.Exec("VACUUM INTO ?", []driver.Value{path})
+	_ = c.exec("PRAGMA query_only = ON")
+	db.release(c)
 	if err != nil {
-		return 0, err
-	}
-	if _, err := c.c.Exec("VACUUM INTO ?", []driver.Value{path}); err != nil {
 		return 0, fmt.Errorf("sqlite: snapshot: %w", err)
 	}
-	return gsn, nil
+	drv := &sqlite3.SQLiteDriver{}
+	dc, err := drv.Open("file:" + path + "?mode=ro")
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open snapshot: %w", err)
+	}
+	defer dc.Close()
+	gsn, _, err := readMeta(&conn{c: dc.(*sqlite3.SQLiteConn)})
+	return gsn, err
 }
