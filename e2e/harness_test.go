@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	rx "regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,13 +43,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+var (
+	portsMu sync.Mutex
+	given   = map[int]bool{}
+)
+
+// freePort returns a free loopback port never handed out before in this
+// test binary (the kernel may offer a just-closed port again).
 func freePort(t testing.TB) int {
 	t.Helper()
-	p, err := postgres.FreePort()
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for i := 0; i < 100; i++ {
+		p, err := postgres.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !given[p] {
+			given[p] = true
+			return p
+		}
 	}
-	return p
+	t.Fatal("no fresh free port")
+	return 0
 }
 
 func havePostgres(t testing.TB) {

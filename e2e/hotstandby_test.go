@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -167,6 +168,11 @@ func ids(t *testing.T, dsn string) map[int64]bool {
 // writers insert unique ids through dsn until stop or an error, and return
 // every id whose COMMIT was acknowledged.
 func writers(ctx context.Context, dsn string, n int) ([]int64, int) {
+	return writersCounting(ctx, dsn, n, nil)
+}
+
+// writersCounting is writers with a live count of acknowledged commits.
+func writersCounting(ctx context.Context, dsn string, n int, count *atomic.Int64) ([]int64, int) {
 	var mu sync.Mutex
 	var acked []int64
 	var wg sync.WaitGroup
@@ -175,7 +181,14 @@ func writers(ctx context.Context, dsn string, n int) ([]int64, int) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			c, err := pgx.Connect(context.Background(), dsn)
+			var c *pgx.Conn
+			var err error
+			for tries := 0; tries < 50; tries++ { // the router may still be learning roles
+				if c, err = pgx.Connect(context.Background(), dsn); err == nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			if err != nil {
 				return
 			}
@@ -194,6 +207,9 @@ func writers(ctx context.Context, dsn string, n int) ([]int64, int) {
 				mu.Lock()
 				acked = append(acked, id)
 				mu.Unlock()
+				if count != nil {
+					count.Add(1)
+				}
 			}
 		}(w)
 	}
@@ -234,9 +250,15 @@ func TestFailoverSafeness(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
 				var acked []int64
-				go func() { acked, _ = writers(ctx, h.dsn(h.router), 4); close(done) }()
-				time.Sleep(time.Duration(200+rand.Intn(1000)) * time.Millisecond)
-				h.kill("n1") // SIGKILL the primary mid-stream
+				var count atomic.Int64
+				go func() { acked, _ = writersCounting(ctx, h.dsn(h.router), 4, &count); close(done) }()
+				// SIGKILL the primary mid-stream: after a random number of
+				// acknowledged commits (so every trial has some).
+				target := int64(10 + rand.Intn(300))
+				for wait := time.Now().Add(20 * time.Second); count.Load() < target && time.Now().Before(wait); {
+					time.Sleep(2 * time.Millisecond)
+				}
+				h.kill("n1")
 				select {
 				case <-done:
 				case <-time.After(30 * time.Second):
