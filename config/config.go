@@ -48,6 +48,7 @@ type Cluster struct {
 // Router is the optional standalone router process.
 type Router struct {
 	Listen         string   `toml:"listen"`
+	ReadListen     string   `toml:"read_listen"` // sessions here go to a standby
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
 }
@@ -355,6 +356,9 @@ func (c *Cluster) Validate() error {
 			return err
 		}
 		if err := checkAddr("router.metrics", c.Router.Metrics, false); err != nil {
+			return err
+		}
+		if err := checkAddr("router.read_listen", c.Router.ReadListen, false); err != nil {
 			return err
 		}
 	}

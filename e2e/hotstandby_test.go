@@ -26,6 +26,7 @@ type hsCluster struct {
 	dir    string
 	file   string
 	router string
+	reads  string
 	nodes  map[string]string // id -> listen
 	admin  map[string]string
 	procs  map[string]*exec.Cmd
@@ -42,7 +43,8 @@ func writeHS(t *testing.T, safeness, durability, extra string) *hsCluster {
 	}
 	fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\n%s\n", safeness, durability, extra)
 	h.router = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	fmt.Fprintf(&b, "[router]\nlisten = %q\nhealth_interval = \"100ms\"\n", h.router)
+	h.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
 	for _, id := range []string{"n1", "n2"} {
 		h.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -550,4 +552,50 @@ func tailStr(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestRouterReadPort: sessions on the router's read port run on the
+// standby and see the primary's acknowledged commits (2-safe-visible);
+// a write there is refused with a clear message.
+func TestRouterReadPort(t *testing.T) {
+	h := writeHS(t, "2-safe-visible", "relaxed", "")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	ctx := context.Background()
+	w := connect(t, h.dsn(h.router))
+	if _, err := w.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	var standbyPID int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := connect(t, h.dsn(h.reads))
+		var pid int
+		if err := r.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Lock()
+		n2 := h.procs["n2"].Process.Pid
+		h.mu.Unlock()
+		if pid == n2 {
+			standbyPID = pid
+			if _, err := w.Exec(ctx, "INSERT INTO t VALUES (1, 'x')"); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := r.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
+				t.Fatalf("read port: acknowledged commit not visible (%d, %v)", n, err)
+			}
+			if _, err := r.Exec(ctx, "INSERT INTO t VALUES (2, 'x')"); sqlState(err) != "25006" {
+				t.Fatalf("write on the read port: want 25006, got %v", err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read port sessions never reached the standby (pid %d, standby %d)", pid, n2)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("read port served by the standby (pid %d)", standbyPID)
 }

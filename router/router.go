@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,9 @@ type Config struct {
 	MaxMessageBytes int
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
+	// Reads routes sessions to standbys (round robin over healthy ones),
+	// falling back to the primary: the router's read port.
+	Reads bool
 }
 
 // NodeStatus is the router's view of one node.
@@ -52,6 +56,7 @@ type Router struct {
 	ups  prometheus.Gauge
 	sess prometheus.Counter
 	fail prometheus.Counter
+	next atomic.Uint64
 }
 
 // New builds a router.
@@ -71,9 +76,14 @@ func New(cfg Config) *Router {
 		}
 		r.st = append(r.st, NodeStatus{ID: n.Node, Addr: n.Addr, Role: role, Healthy: true, Since: now})
 	}
-	r.ups = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_router_nodes_healthy", Help: "Nodes the router sees as healthy."})
-	r.sess = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_sessions_total", Help: "Client sessions opened through the router."})
-	r.fail = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_session_failures_total", Help: "Sessions that could not reach a node."})
+	port := "write"
+	if cfg.Reads {
+		port = "read"
+	}
+	labels := prometheus.Labels{"port": port}
+	r.ups = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_router_nodes_healthy", Help: "Nodes the router sees as healthy.", ConstLabels: labels})
+	r.sess = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_sessions_total", Help: "Client sessions opened through the router.", ConstLabels: labels})
+	r.fail = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_session_failures_total", Help: "Sessions that could not reach a node.", ConstLabels: labels})
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail)
 	}
@@ -99,12 +109,34 @@ func (r *Router) primary() (Upstream, NodeStatus) {
 	return r.cfg.Nodes[0], r.st[0]
 }
 
+// standby picks a healthy standby round robin.
+func (r *Router) standby() (Upstream, NodeStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var idx []int
+	for i, st := range r.st {
+		if st.Healthy && st.Role == "standby" {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return Upstream{}, NodeStatus{}, false
+	}
+	i := idx[int(r.next.Add(1)%uint64(len(idx)))]
+	return r.cfg.Nodes[i], r.st[i], true
+}
+
 // Open implements pgwire.Handler: route to the primary.
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
 	}
 	up, st := r.primary()
+	if r.cfg.Reads {
+		if sup, sst, ok := r.standby(); ok {
+			up, st = sup, sst
+		}
+	}
 	if !st.Healthy {
 		r.fail.Inc()
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,

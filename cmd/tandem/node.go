@@ -88,6 +88,20 @@ func newRouterCmd() *cobra.Command {
 				fmt.Fprintln(f, l.Addr().String())
 				f.Close()
 			}
+			if c.Router.ReadListen != "" {
+				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log.With("port", "read"), Reads: true})
+				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
+				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
+					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rr)
+				rl, err := net.Listen("tcp", c.Router.ReadListen)
+				if err != nil {
+					l.Close()
+					return fmt.Errorf("router: listen on %s (field router.read_listen): %w", c.Router.ReadListen, err)
+				}
+				go func() { _ = rsrv.Serve(cmd.Context(), rl) }()
+				defer rsrv.CloseAll()
+				log.Info("router read port serving", "listen", rl.Addr().String())
+			}
 			err = srv.Serve(cmd.Context(), l)
 			srv.CloseAll()
 			return err
