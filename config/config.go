@@ -327,9 +327,6 @@ func (c *Cluster) Validate() error {
 			if n.Metrics == "" {
 				return bad(fmt.Sprintf("nodes[%d].metrics", i), "missing: hot-standby nodes are administered through their metrics (admin) address")
 			}
-			if n.Backend != "sqlite" {
-				return bad(fmt.Sprintf("nodes[%d].backend", i), "hot-standby runs on the sqlite back end in this version (postgres: not yet)")
-			}
 		}
 	}
 	addrs := map[string]string{}

@@ -33,7 +33,26 @@ type hsCluster struct {
 	mu     sync.Mutex
 }
 
+// hsBackend is the back end the hot-standby tests run on (set per subtest).
 func writeHS(t *testing.T, safeness, durability, extra string) *hsCluster {
+	return writeHSOn(t, backendOf(t), safeness, durability, extra)
+}
+
+// backendOf reads the back end from the subtest name (".../sqlite/..." or
+// ".../postgres/...").
+func backendOf(t *testing.T) string {
+	for _, part := range strings.Split(t.Name(), "/") {
+		if part == "postgres" {
+			return "postgres"
+		}
+	}
+	return "sqlite"
+}
+
+func writeHSOn(t *testing.T, backend, safeness, durability, extra string) *hsCluster {
+	if backend == "postgres" {
+		havePostgres(t)
+	}
 	t.Helper()
 	h := &hsCluster{t: t, dir: t.TempDir(), nodes: map[string]string{}, admin: map[string]string{}, procs: map[string]*exec.Cmd{}}
 	var b strings.Builder
@@ -49,7 +68,7 @@ func writeHS(t *testing.T, safeness, durability, extra string) *hsCluster {
 	for _, id := range []string{"n1", "n2"} {
 		h.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		h.admin[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nbackend = \"sqlite\"\n", id, h.nodes[id], h.admin[id], freePort(t))
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nbackend = %q\n", id, h.nodes[id], h.admin[id], freePort(t), backend)
 	}
 	h.file = filepath.Join(h.dir, "hs.toml")
 	if err := os.WriteFile(h.file, []byte(b.String()), 0o644); err != nil {
@@ -232,62 +251,66 @@ func faultTrials() int {
 // its loss. TANDEM_FAULT_TRIALS (default 2; `make test-faults`: 20) sets
 // the trials per level.
 func TestFailoverSafeness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("fault test")
-	}
-	trials := faultTrials()
-	for _, level := range []string{"1-safe", "2-safe-received", "2-safe-visible", "2-safe-durable"} {
-		t.Run(level, func(t *testing.T) {
-			lostTotal, ackedTotal := 0, 0
-			for trial := 0; trial < trials; trial++ {
-				h := writeHS(t, level, "relaxed", "")
-				h.start("n1")
-				h.start("n2")
-				h.start("router")
-				c := connect(t, h.dsn(h.router))
-				if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-					t.Fatal(err)
-				}
-				c.Close(context.Background())
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				var acked []int64
-				var count atomic.Int64
-				go func() { acked, _ = writersCounting(ctx, h.dsn(h.router), 4, &count); close(done) }()
-				// SIGKILL the primary mid-stream: after a random number of
-				// acknowledged commits (so every trial has some).
-				target := int64(10 + rand.Intn(300))
-				for wait := time.Now().Add(20 * time.Second); count.Load() < target && time.Now().Before(wait); {
-					time.Sleep(2 * time.Millisecond)
-				}
-				h.kill("n1")
-				select {
-				case <-done:
-				case <-time.After(30 * time.Second):
-					cancel()
-					t.Fatal("writers hung after the primary was killed")
-				}
-				cancel()
-				out := h.tandem("promote", "n2")
-				have := ids(t, h.dsn(h.nodes["n2"]))
-				lost := 0
-				for _, id := range acked {
-					if !have[id] {
-						lost++
-					}
-				}
-				lostTotal += lost
-				ackedTotal += len(acked)
-				if level != "1-safe" && lost > 0 {
-					t.Fatalf("trial %d: %d of %d acknowledged commits lost at %s\n%s", trial, lost, len(acked), level, out)
-				}
-				if len(acked) == 0 {
-					t.Fatalf("trial %d: no commit was acknowledged before the kill", trial)
-				}
-				t.Logf("trial %d: %d acknowledged, %d lost; promote said: %s", trial, len(acked), lost, strings.TrimSpace(strings.ReplaceAll(out, "\n", "; ")))
-				h.stopAll()
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("fault test")
 			}
-			t.Logf("%s: %d trials, %d acknowledged commits, %d lost", level, trials, ackedTotal, lostTotal)
+			trials := faultTrials()
+			for _, level := range []string{"1-safe", "2-safe-received", "2-safe-visible", "2-safe-durable"} {
+				t.Run(level, func(t *testing.T) {
+					lostTotal, ackedTotal := 0, 0
+					for trial := 0; trial < trials; trial++ {
+						h := writeHS(t, level, "relaxed", "")
+						h.start("n1")
+						h.start("n2")
+						h.start("router")
+						c := connect(t, h.dsn(h.router))
+						if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+							t.Fatal(err)
+						}
+						c.Close(context.Background())
+						ctx, cancel := context.WithCancel(context.Background())
+						done := make(chan struct{})
+						var acked []int64
+						var count atomic.Int64
+						go func() { acked, _ = writersCounting(ctx, h.dsn(h.router), 4, &count); close(done) }()
+						// SIGKILL the primary mid-stream: after a random number of
+						// acknowledged commits (so every trial has some).
+						target := int64(10 + rand.Intn(300))
+						for wait := time.Now().Add(20 * time.Second); count.Load() < target && time.Now().Before(wait); {
+							time.Sleep(2 * time.Millisecond)
+						}
+						h.kill("n1")
+						select {
+						case <-done:
+						case <-time.After(30 * time.Second):
+							cancel()
+							t.Fatal("writers hung after the primary was killed")
+						}
+						cancel()
+						out := h.tandem("promote", "n2")
+						have := ids(t, h.dsn(h.nodes["n2"]))
+						lost := 0
+						for _, id := range acked {
+							if !have[id] {
+								lost++
+							}
+						}
+						lostTotal += lost
+						ackedTotal += len(acked)
+						if level != "1-safe" && lost > 0 {
+							t.Fatalf("trial %d: %d of %d acknowledged commits lost at %s\n%s", trial, lost, len(acked), level, out)
+						}
+						if len(acked) == 0 {
+							t.Fatalf("trial %d: no commit was acknowledged before the kill", trial)
+						}
+						t.Logf("trial %d: %d acknowledged, %d lost; promote said: %s", trial, len(acked), lost, strings.TrimSpace(strings.ReplaceAll(out, "\n", "; ")))
+						h.stopAll()
+					}
+					t.Logf("%s: %d trials, %d acknowledged commits, %d lost", level, trials, ackedTotal, lostTotal)
+				})
+			}
 		})
 	}
 }
@@ -295,84 +318,42 @@ func TestFailoverSafeness(t *testing.T) {
 // TestStandbyReadsVisible: at 2-safe-visible a read at the standby right
 // after an acknowledged commit sees it.
 func TestStandbyReadsVisible(t *testing.T) {
-	h := writeHS(t, "2-safe-visible", "relaxed", "")
-	h.start("n1")
-	h.start("n2")
-	ctx := context.Background()
-	p := connect(t, h.dsn(h.nodes["n1"]))
-	s := connect(t, h.dsn(h.nodes["n2"]))
-	if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 300; i++ {
-		if _, err := p.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i); err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		if err := s.QueryRow(ctx, "SELECT count(*) FROM t WHERE id = $1", i).Scan(&n); err != nil || n != 1 {
-			t.Fatalf("commit %d acknowledged but not visible at the standby (n=%d, %v)", i, n, err)
-		}
-	}
-	// Contrast: the standby refuses writes with a clear message.
-	if _, err := s.Exec(ctx, "INSERT INTO t VALUES (0, 'x')"); sqlState(err) != "25006" || !strings.Contains(err.Error(), "standby") {
-		t.Fatalf("write at the standby: %v", err)
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHS(t, "2-safe-visible", "relaxed", "")
+			h.start("n1")
+			h.start("n2")
+			ctx := context.Background()
+			p := connect(t, h.dsn(h.nodes["n1"]))
+			s := connect(t, h.dsn(h.nodes["n2"]))
+			if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i <= 300; i++ {
+				if _, err := p.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i); err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				if err := s.QueryRow(ctx, "SELECT count(*) FROM t WHERE id = $1", i).Scan(&n); err != nil || n != 1 {
+					t.Fatalf("commit %d acknowledged but not visible at the standby (n=%d, %v)", i, n, err)
+				}
+			}
+			// Contrast: the standby refuses writes with a clear message.
+			if _, err := s.Exec(ctx, "INSERT INTO t VALUES (0, 'x')"); sqlState(err) != "25006" || !strings.Contains(err.Error(), "standby") {
+				t.Fatalf("write at the standby: %v", err)
+			}
+		})
 	}
 }
 
 // TestBothKilledDurable: at 2-safe-durable, SIGKILL both nodes after
 // acknowledged commits, restart them, nothing acknowledged is lost.
 func TestBothKilledDurable(t *testing.T) {
-	h := writeHS(t, "2-safe-durable", "relaxed", "standby_durability = \"strict\"\n")
-	h.start("n1")
-	h.start("n2")
-	c := connect(t, h.dsn(h.nodes["n1"]))
-	if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	c.Close(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan []int64)
-	go func() { a, _ := writers(ctx, h.dsn(h.nodes["n1"]), 4); done <- a }()
-	time.Sleep(700 * time.Millisecond)
-	h.kill("n1")
-	h.kill("n2")
-	cancel()
-	acked := <-done
-	h.start("n1")
-	h.start("n2")
-	for _, node := range []string{"n1", "n2"} {
-		var have map[int64]bool
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			have = ids(t, h.dsn(h.nodes[node]))
-			missing := 0
-			for _, id := range acked {
-				if !have[id] {
-					missing++
-				}
-			}
-			if missing == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d of %d acknowledged commits missing after restarting both nodes", node, missing, len(acked))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	t.Logf("%d acknowledged commits, all present on both nodes after a double SIGKILL", len(acked))
-}
-
-// TestPrimaryAloneDurability: the primary without a standby (degraded to
-// 1-safe), SIGKILLed and restarted: strict loses no acknowledged commit;
-// relaxed loses at most what was not flushed (the log's writes reach the
-// OS at once, so a process crash loses nothing here either; a machine
-// crash could lose up to flush_interval).
-func TestPrimaryAloneDurability(t *testing.T) {
-	for _, dur := range []string{"strict", "relaxed"} {
-		t.Run(dur, func(t *testing.T) {
-			h := writeHS(t, "2-safe-received", dur, "ack_timeout = \"100ms\"\non_standby_loss = \"degrade\"\n")
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHS(t, "2-safe-durable", "relaxed", "standby_durability = \"strict\"\n")
 			h.start("n1")
+			h.start("n2")
 			c := connect(t, h.dsn(h.nodes["n1"]))
 			if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
 				t.Fatal(err)
@@ -381,22 +362,76 @@ func TestPrimaryAloneDurability(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan []int64)
 			go func() { a, _ := writers(ctx, h.dsn(h.nodes["n1"]), 4); done <- a }()
-			time.Sleep(800 * time.Millisecond)
+			time.Sleep(700 * time.Millisecond)
 			h.kill("n1")
+			h.kill("n2")
 			cancel()
 			acked := <-done
 			h.start("n1")
-			have := ids(t, h.dsn(h.nodes["n1"]))
-			lost := 0
-			for _, id := range acked {
-				if !have[id] {
-					lost++
+			h.start("n2")
+			for _, node := range []string{"n1", "n2"} {
+				var have map[int64]bool
+				deadline := time.Now().Add(15 * time.Second)
+				for {
+					have = ids(t, h.dsn(h.nodes[node]))
+					missing := 0
+					for _, id := range acked {
+						if !have[id] {
+							missing++
+						}
+					}
+					if missing == 0 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: %d of %d acknowledged commits missing after restarting both nodes", node, missing, len(acked))
+					}
+					time.Sleep(100 * time.Millisecond)
 				}
 			}
-			if lost > 0 {
-				t.Fatalf("%s: %d of %d acknowledged commits lost after SIGKILL and restart", dur, lost, len(acked))
+			t.Logf("%d acknowledged commits, all present on both nodes after a double SIGKILL", len(acked))
+		})
+	}
+}
+
+// TestPrimaryAloneDurability: the primary without a standby (degraded to
+// 1-safe), SIGKILLed and restarted: strict loses no acknowledged commit;
+// relaxed loses at most what was not flushed (the log's writes reach the
+// OS at once, so a process crash loses nothing here either; a machine
+// crash could lose up to flush_interval).
+func TestPrimaryAloneDurability(t *testing.T) {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			for _, dur := range []string{"strict", "relaxed"} {
+				t.Run(dur, func(t *testing.T) {
+					h := writeHS(t, "2-safe-received", dur, "ack_timeout = \"100ms\"\non_standby_loss = \"degrade\"\n")
+					h.start("n1")
+					c := connect(t, h.dsn(h.nodes["n1"]))
+					if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+						t.Fatal(err)
+					}
+					c.Close(context.Background())
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan []int64)
+					go func() { a, _ := writers(ctx, h.dsn(h.nodes["n1"]), 4); done <- a }()
+					time.Sleep(800 * time.Millisecond)
+					h.kill("n1")
+					cancel()
+					acked := <-done
+					h.start("n1")
+					have := ids(t, h.dsn(h.nodes["n1"]))
+					lost := 0
+					for _, id := range acked {
+						if !have[id] {
+							lost++
+						}
+					}
+					if lost > 0 {
+						t.Fatalf("%s: %d of %d acknowledged commits lost after SIGKILL and restart", dur, lost, len(acked))
+					}
+					t.Logf("%s: %d acknowledged, 0 lost", dur, len(acked))
+				})
 			}
-			t.Logf("%s: %d acknowledged, 0 lost", dur, len(acked))
 		})
 	}
 }
@@ -405,145 +440,153 @@ func TestPrimaryAloneDurability(t *testing.T) {
 // log; when the log was trimmed past it, it is re-seeded; either way it
 // ends with exactly the primary's rows and GSN.
 func TestCatchUpAndReseed(t *testing.T) {
-	h := writeHS(t, "2-safe-received", "relaxed", "retain_records = 20\nsegment_bytes = 4096\nack_timeout = \"200ms\"\n")
-	h.start("n1")
-	h.start("n2")
-	ctx := context.Background()
-	p := connect(t, h.dsn(h.nodes["n1"]))
-	if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	insert := func(from, to int) {
-		for i := from; i <= to; i++ {
-			if _, err := p.Exec(ctx, "INSERT INTO t VALUES ($1, 'some text to fill the log segments')", i); err != nil {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHS(t, "2-safe-received", "relaxed", "retain_records = 20\nsegment_bytes = 4096\nack_timeout = \"200ms\"\n")
+			h.start("n1")
+			h.start("n2")
+			ctx := context.Background()
+			p := connect(t, h.dsn(h.nodes["n1"]))
+			if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
 				t.Fatal(err)
 			}
-		}
-	}
-	same := func(step string) {
-		want := ids(t, h.dsn(h.nodes["n1"]))
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			have := ids(t, h.dsn(h.nodes["n2"]))
-			if len(have) == len(want) {
-				for id := range want {
-					if !have[id] {
-						t.Fatalf("%s: id %d missing on the standby", step, id)
+			insert := func(from, to int) {
+				for i := from; i <= to; i++ {
+					if _, err := p.Exec(ctx, "INSERT INTO t VALUES ($1, 'some text to fill the log segments')", i); err != nil {
+						t.Fatal(err)
 					}
 				}
-				return
 			}
-			if time.Now().After(deadline) {
-				b1, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
-				b2, _ := os.ReadFile(filepath.Join(h.dir, "n2.log"))
-				t.Fatalf("%s: standby has %d rows, primary %d\n--- n1\n%s\n--- n2\n%s", step, len(have), len(want), tailStr(b1, 15), tailStr(b2, 15))
+			same := func(step string) {
+				want := ids(t, h.dsn(h.nodes["n1"]))
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					have := ids(t, h.dsn(h.nodes["n2"]))
+					if len(have) == len(want) {
+						for id := range want {
+							if !have[id] {
+								t.Fatalf("%s: id %d missing on the standby", step, id)
+							}
+						}
+						return
+					}
+					if time.Now().After(deadline) {
+						b1, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
+						b2, _ := os.ReadFile(filepath.Join(h.dir, "n2.log"))
+						t.Fatalf("%s: standby has %d rows, primary %d\n--- n1\n%s\n--- n2\n%s", step, len(have), len(want), tailStr(b1, 15), tailStr(b2, 15))
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			insert(1, 10)
+			same("initial")
+			// Catch-up from the log: 15 commits while the standby is down (inside
+			// the retained window).
+			h.kill("n2")
+			insert(11, 25)
+			h.start("n2")
+			same("catch-up")
+			// Re-seed: 400 commits while it is down; the primary trims its log.
+			h.kill("n2")
+			insert(26, 425)
+			time.Sleep(1500 * time.Millisecond) // a trim pass
+			h.start("n2")
+			same("re-seed")
+			b, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
+			if !strings.Contains(string(b), "re-seeding the standby") {
+				t.Fatalf("the standby was not re-seeded (log not trimmed?):\n%s", b)
+			}
+			insert(426, 430)
+			same("after re-seed")
+		})
 	}
-	insert(1, 10)
-	same("initial")
-	// Catch-up from the log: 15 commits while the standby is down (inside
-	// the retained window).
-	h.kill("n2")
-	insert(11, 25)
-	h.start("n2")
-	same("catch-up")
-	// Re-seed: 400 commits while it is down; the primary trims its log.
-	h.kill("n2")
-	insert(26, 425)
-	time.Sleep(1500 * time.Millisecond) // a trim pass
-	h.start("n2")
-	same("re-seed")
-	b, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
-	if !strings.Contains(string(b), "re-seeding the standby") {
-		t.Fatalf("the standby was not re-seeded (log not trimmed?):\n%s", b)
-	}
-	insert(426, 430)
-	same("after re-seed")
 }
 
 // TestApplyExactlyOnce: SIGKILL the standby repeatedly while it applies;
 // after each restart it resumes at its recorded GSN: no duplicate, no gap.
 func TestApplyExactlyOnce(t *testing.T) {
-	h := writeHS(t, "1-safe", "relaxed", "")
-	h.start("n1")
-	h.start("n2")
-	ctx := context.Background()
-	p := connect(t, h.dsn(h.nodes["n1"]))
-	if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Exec(ctx, "INSERT INTO counter VALUES (1, 0)"); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	total := 0
-	go func() {
-		defer wg.Done()
-		for i := 1; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHS(t, "1-safe", "relaxed", "")
+			h.start("n1")
+			h.start("n2")
+			ctx := context.Background()
+			p := connect(t, h.dsn(h.nodes["n1"]))
+			if _, err := p.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+				t.Fatal(err)
 			}
-			// One transaction: a new row and a counter increment. A
-			// double apply would not change t (upsert) but the test reads
-			// n against the number of rows.
-			tx, err := p.Begin(ctx)
-			if err != nil {
-				t.Error(err)
-				return
+			if _, err := p.Exec(ctx, "CREATE TABLE counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"); err != nil {
+				t.Fatal(err)
 			}
-			tx.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i)
-			tx.Exec(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1")
-			if err := tx.Commit(ctx); err != nil {
-				t.Error(err)
-				return
+			if _, err := p.Exec(ctx, "INSERT INTO counter VALUES (1, 0)"); err != nil {
+				t.Fatal(err)
 			}
-			total = i
-		}
-	}()
-	for k := 0; k < 4; k++ {
-		time.Sleep(time.Duration(150+rand.Intn(250)) * time.Millisecond)
-		h.kill("n2")
-		time.Sleep(100 * time.Millisecond)
-		h.start("n2")
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Add(1)
+			total := 0
+			go func() {
+				defer wg.Done()
+				for i := 1; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					// One transaction: a new row and a counter increment. A
+					// double apply would not change t (upsert) but the test reads
+					// n against the number of rows.
+					tx, err := p.Begin(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					tx.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i)
+					tx.Exec(ctx, "UPDATE counter SET n = n + 1 WHERE id = 1")
+					if err := tx.Commit(ctx); err != nil {
+						t.Error(err)
+						return
+					}
+					total = i
+				}
+			}()
+			for k := 0; k < 4; k++ {
+				time.Sleep(time.Duration(150+rand.Intn(250)) * time.Millisecond)
+				h.kill("n2")
+				time.Sleep(100 * time.Millisecond)
+				h.start("n2")
+			}
+			close(stop)
+			wg.Wait()
+			var pn, pc int
+			if err := p.QueryRow(ctx, "SELECT (SELECT n FROM counter), (SELECT count(*) FROM t)").Scan(&pn, &pc); err != nil {
+				t.Fatal(err)
+			}
+			if pn != pc || pc != total {
+				t.Fatalf("primary: counter %d, rows %d, commits %d", pn, pc, total)
+			}
+			s := connect(t, h.dsn(h.nodes["n2"]))
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var sn, sc int
+				if err := s.QueryRow(ctx, "SELECT (SELECT n FROM counter), (SELECT count(*) FROM t)").Scan(&sn, &sc); err != nil {
+					t.Fatal(err)
+				}
+				if sn == pn && sc == pc {
+					break
+				}
+				if sn != sc {
+					t.Fatalf("standby counter %d but %d rows: a writeset was applied twice or skipped", sn, sc)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("standby at %d rows, primary %d", sc, pc)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			out := h.tandem("status")
+			t.Logf("%d transactions; standby identical after 4 SIGKILLs\n%s", total, out)
+		})
 	}
-	close(stop)
-	wg.Wait()
-	var pn, pc int
-	if err := p.QueryRow(ctx, "SELECT (SELECT n FROM counter), (SELECT count(*) FROM t)").Scan(&pn, &pc); err != nil {
-		t.Fatal(err)
-	}
-	if pn != pc || pc != total {
-		t.Fatalf("primary: counter %d, rows %d, commits %d", pn, pc, total)
-	}
-	s := connect(t, h.dsn(h.nodes["n2"]))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var sn, sc int
-		if err := s.QueryRow(ctx, "SELECT (SELECT n FROM counter), (SELECT count(*) FROM t)").Scan(&sn, &sc); err != nil {
-			t.Fatal(err)
-		}
-		if sn == pn && sc == pc {
-			break
-		}
-		if sn != sc {
-			t.Fatalf("standby counter %d but %d rows: a writeset was applied twice or skipped", sn, sc)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("standby at %d rows, primary %d", sc, pc)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	out := h.tandem("status")
-	t.Logf("%d transactions; standby identical after 4 SIGKILLs\n%s", total, out)
 }
 
 func tailStr(b []byte, n int) string {
@@ -558,44 +601,42 @@ func tailStr(b []byte, n int) string {
 // standby and see the primary's acknowledged commits (2-safe-visible);
 // a write there is refused with a clear message.
 func TestRouterReadPort(t *testing.T) {
-	h := writeHS(t, "2-safe-visible", "relaxed", "")
-	h.start("n1")
-	h.start("n2")
-	h.start("router")
-	ctx := context.Background()
-	w := connect(t, h.dsn(h.router))
-	if _, err := w.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-		t.Fatal(err)
-	}
-	var standbyPID int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := connect(t, h.dsn(h.reads))
-		var pid int
-		if err := r.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		h.mu.Lock()
-		n2 := h.procs["n2"].Process.Pid
-		h.mu.Unlock()
-		if pid == n2 {
-			standbyPID = pid
-			if _, err := w.Exec(ctx, "INSERT INTO t VALUES (1, 'x')"); err != nil {
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHS(t, "2-safe-visible", "relaxed", "")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			ctx := context.Background()
+			w := connect(t, h.dsn(h.router))
+			if _, err := w.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
 				t.Fatal(err)
 			}
-			var n int
-			if err := r.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 1 {
-				t.Fatalf("read port: acknowledged commit not visible (%d, %v)", n, err)
+			// A session on the read port that refuses a write (25006) runs
+			// on the standby; it must see the primary's acknowledged commit.
+			deadline := time.Now().Add(10 * time.Second)
+			for i := 1; ; i++ {
+				r := connect(t, h.dsn(h.reads))
+				_, err := r.Exec(ctx, "INSERT INTO t VALUES ($1, 'via read port')", -i)
+				if sqlState(err) == "25006" {
+					if _, err := w.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i); err != nil {
+						t.Fatal(err)
+					}
+					var n int
+					if err := r.QueryRow(ctx, "SELECT count(*) FROM t WHERE id = $1", i).Scan(&n); err != nil || n != 1 {
+						t.Fatalf("read port: acknowledged commit not visible (%d, %v)", n, err)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatalf("read port: %v", err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("read port sessions never reached the standby")
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
-			if _, err := r.Exec(ctx, "INSERT INTO t VALUES (2, 'x')"); sqlState(err) != "25006" {
-				t.Fatalf("write on the read port: want 25006, got %v", err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read port sessions never reached the standby (pid %d, standby %d)", pid, n2)
-		}
-		time.Sleep(100 * time.Millisecond)
+			t.Log("read port served by the standby")
+		})
 	}
-	t.Logf("read port served by the standby (pid %d)", standbyPID)
 }

@@ -75,6 +75,37 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
 	var repl *Repl
+	var replClose []func()
+	defer func() {
+		for i := len(replClose) - 1; i >= 0; i-- {
+			replClose[i]()
+		}
+	}()
+	// startRepl runs the replication agent of a replicated design over a
+	// back end: recovery, the stream listener, log retention, and the
+	// standby's follower.
+	startRepl := func(db store, enable func(*Repl) error) error {
+		var err error
+		if repl, err = newRepl(ctx, c, id, n.DataDir, db, log, reg); err != nil {
+			return err
+		}
+		replClose = append(replClose, repl.Close)
+		if err := enable(repl); err != nil {
+			return err
+		}
+		rl, err := net.Listen("tcp", n.Repl)
+		if err != nil {
+			return fmt.Errorf("node %s: listen on %s (field nodes.repl_listen): %w", id, n.Repl, err)
+		}
+		go repl.serveStream(ctx, rl)
+		go repl.retain(ctx, time.Second)
+		repl.stepDownIfStale(ctx)
+		if repl.role() == RoleStandby && repl.follow == nil {
+			repl.startFollowing(ctx)
+		}
+		st.Role = repl.role()
+		return nil
+	}
 	switch n.Backend {
 	case "sqlite":
 		var db *sqlite.DB
@@ -88,34 +119,32 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if err != nil {
 			return err
 		}
-		defer db.Close()
+		replClose = append(replClose, func() { db.Close() })
 		st.Detail = db.Path()
 		handler = &pgwire.Executor{Backend: db}
 		if c.Design == "hot-standby" {
-			if repl, err = newRepl(ctx, c, id, n.DataDir, db, log, reg); err != nil {
+			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err
 			}
-			defer repl.Close()
-			rl, err := net.Listen("tcp", n.Repl)
-			if err != nil {
-				return fmt.Errorf("node %s: listen on %s (field nodes.repl_listen): %w", id, n.Repl, err)
-			}
-			go repl.serveStream(ctx, rl)
-			go repl.retain(ctx, time.Second)
-			repl.stepDownIfStale(ctx)
-			if repl.role() == RoleStandby && repl.follow == nil {
-				repl.startFollowing(ctx)
-			}
-			st.Role = repl.role()
 		}
 	case "postgres":
 		up := router.Upstream{Node: id}
+		backendDSN := n.DSN
 		if n.DSN == "" {
+			settings := map[string]string{}
+			for k, v := range n.Postgres.Settings {
+				settings[k] = v
+			}
+			if _, set := settings["synchronous_commit"]; !set && c.Design == "hot-standby" {
+				// tandem's replication log carries durability; the back end
+				// stays crash-consistent and re-applies from the log.
+				settings["synchronous_commit"] = "off"
+			}
 			m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 				DataDir:  filepath.Join(n.DataDir, "pgdata"),
 				BinDir:   n.Postgres.BinDir,
 				Port:     n.Postgres.Port,
-				Settings: n.Postgres.Settings,
+				Settings: settings,
 				Logger:   log,
 			})
 			if err != nil {
@@ -124,6 +153,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			defer m.Stop()
 			backendDone = m.Done()
 			up.Addr, up.User, up.Database = "127.0.0.1:"+strconv.Itoa(m.Port()), "postgres", "postgres"
+			backendDSN = m.DSN("postgres")
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
 		} else {
 			u, err := url.Parse(n.DSN)
@@ -141,6 +171,18 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				up.Database = up.Database[1:]
 			}
 			st.Detail = "external PostgreSQL at " + up.Addr
+		}
+		if c.Design == "hot-standby" {
+			be, err := postgres.NewBackend(ctx, backendDSN)
+			if err != nil {
+				return err
+			}
+			be.BinDir = n.Postgres.BinDir
+			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
+				return err
+			}
+			handler = &pgwire.Executor{Backend: be}
+			break
 		}
 		handler = router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
 	default:

@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tandemdb/tandem/backend/sqlite"
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/replog"
@@ -53,6 +52,19 @@ type peer struct {
 	connected                  atomic.Bool
 }
 
+// store is what the agent needs from a back end (declared here, where it
+// is used; backend/sqlite and backend/postgres implement it).
+type store interface {
+	// AppliedGSN and epoch recorded in the back end.
+	AppliedGSN() (gsn, epoch uint64, err error)
+	// Apply applies a writeset and records its GSN, exactly once.
+	Apply(ctx context.Context, ws *writeset.Writeset) error
+	// SnapshotBytes is a consistent copy and the GSN it holds.
+	SnapshotBytes(ctx context.Context) ([]byte, uint64, error)
+	// Restore replaces the database with a snapshot.
+	Restore(ctx context.Context, data []byte) error
+}
+
 // Repl is the replication agent of one node: on the primary it assigns
 // GSNs, logs writesets, ships them and waits for acknowledgements per the
 // safeness level; on a standby it receives, logs, applies and acknowledges.
@@ -60,7 +72,7 @@ type Repl struct {
 	id      string
 	cfg     *config.Cluster
 	log     *slog.Logger
-	db      *sqlite.DB
+	db      store
 	rlog    *replog.Log
 	dir     string
 	stateMu sync.Mutex
@@ -128,7 +140,7 @@ func durabilityMode(s string) replog.Mode {
 
 // newRepl opens the node's replication log and recovers: the back end
 // re-applies whatever the log holds beyond its applied GSN.
-func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db *sqlite.DB, log *slog.Logger, reg prometheus.Registerer) (*Repl, error) {
+func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, log *slog.Logger, reg prometheus.Registerer) (*Repl, error) {
 	r := &Repl{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}}
 	r.ackCond = sync.NewCond(&r.ackMu)
 	r.safeness.Store(c.Repl.Safeness)
@@ -195,10 +207,6 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db *sqlite.
 	r.applied.Store(applied)
 	r.received.Store(rl.LastGSN())
 	if err := r.saveState(st); err != nil {
-		return nil, err
-	}
-	if err := db.EnableReplication(r); err != nil {
-		rl.Close()
 		return nil, err
 	}
 	return r, nil
@@ -483,16 +491,10 @@ func (r *Repl) ship(ctx context.Context, c net.Conn) {
 	defer cancel()
 	if reseed {
 		log.Info("re-seeding the standby from a snapshot", "standby_last", h.LastGSN, "log_first", r.rlog.FirstGSN(), "log_last", r.rlog.LastGSN())
-		snap := filepath.Join(r.dir, "snapshot-"+h.Node+".db")
-		gsn, err := r.db.Snapshot(ctx, snap)
+		data, gsn, err := r.db.SnapshotBytes(ctx)
 		if err != nil {
 			log.Error("snapshot failed", "err", err)
 			sendErr("re-seed failed on the primary: " + err.Error())
-			return
-		}
-		data, err := os.ReadFile(snap)
-		os.Remove(snap)
-		if err != nil {
 			return
 		}
 		if err := writeFrame(w, 'S', u64s(gsn, r.epoch()), data); err != nil {
@@ -772,12 +774,7 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 // installSnapshot replaces the database with the primary's copy and
 // restarts the log after it.
 func (r *Repl) installSnapshot(ctx context.Context, gsn, epoch uint64, data []byte) error {
-	path := r.db.Path()
-	tmp := path + ".seed"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	if err := r.db.Replace(tmp); err != nil {
+	if err := r.db.Restore(ctx, data); err != nil {
 		return err
 	}
 	r.rlog.Close()

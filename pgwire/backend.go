@@ -57,6 +57,17 @@ type CopyFromer interface {
 	CopyFrom(ctx context.Context, table string, columns []string, next func() (row []*string, ok bool, err error)) (int64, error)
 }
 
+// RawSession is implemented by sessions on a back end that speaks the
+// protocol's value formats itself (PostgreSQL): parameters go to it as the
+// client sent them, and its rows hold Raw values already in the formats the
+// client asked for, so nothing is re-typed on the way.
+type RawSession interface {
+	ExecuteRaw(ctx context.Context, st Statement, params [][]byte, paramFormats, resultFormats []int16) (Result, error)
+}
+
+// Raw is a value already encoded in its column's result format.
+type Raw []byte
+
 // ParamTyper is implemented by statements that can infer their parameter
 // types; 0 means unspecified.
 type ParamTyper interface {

@@ -40,6 +40,8 @@ type prepared struct {
 type portal struct {
 	stmt    *prepared
 	args    []any
+	raw     [][]byte // RawSession: parameters as sent
+	rawFmt  []int16
 	formats []int16
 	cols    []Column
 	res     Result
@@ -465,20 +467,33 @@ func (s *execSession) bind(body []byte) error {
 	if len(m.ParameterFormatCodes) > 1 && len(m.ParameterFormatCodes) != len(m.Parameters) {
 		return Errorf(CodeProtocolViolation, "bind message has %d parameter formats but %d parameters", len(m.ParameterFormatCodes), len(m.Parameters))
 	}
-	args := make([]any, len(m.Parameters))
-	for i, raw := range m.Parameters {
-		v, err := decodeParam(p.paramOIDs[i], formatFor(m.ParameterFormatCodes, i), raw)
-		if err != nil {
-			return err
+	var args []any
+	var raw [][]byte
+	var rawFmt []int16
+	if _, ok := s.bs.(RawSession); ok && p.st != nil {
+		raw = make([][]byte, len(m.Parameters))
+		for i, b := range m.Parameters {
+			if b != nil {
+				raw[i] = append([]byte{}, b...)
+			}
 		}
-		args[i] = v
+		rawFmt = append([]int16(nil), m.ParameterFormatCodes...)
+	} else {
+		args = make([]any, len(m.Parameters))
+		for i, rv := range m.Parameters {
+			v, err := decodeParam(p.paramOIDs[i], formatFor(m.ParameterFormatCodes, i), rv)
+			if err != nil {
+				return err
+			}
+			args[i] = v
+		}
 	}
 	if m.DestinationPortal == "" {
 		s.dropUnnamed()
 	} else if _, dup := s.portals[m.DestinationPortal]; dup {
 		return Errorf("42P03", "cursor %q already exists", m.DestinationPortal)
 	}
-	s.portals[m.DestinationPortal] = &portal{stmt: p, args: args, formats: append([]int16(nil), m.ResultFormatCodes...)}
+	s.portals[m.DestinationPortal] = &portal{stmt: p, args: args, raw: raw, rawFmt: rawFmt, formats: append([]int16(nil), m.ResultFormatCodes...)}
 	s.c.Append(&pgproto3.BindComplete{})
 	return nil
 }
@@ -565,7 +580,13 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		if err := s.checkFailed(pt.stmt.sql); err != nil {
 			return err
 		}
-		res, err := s.bs.Execute(ctx, pt.stmt.st, pt.args)
+		var res Result
+		var err error
+		if rs, ok := s.bs.(RawSession); ok {
+			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats)
+		} else {
+			res, err = s.bs.Execute(ctx, pt.stmt.st, pt.args)
+		}
 		if err != nil {
 			return err
 		}

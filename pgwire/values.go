@@ -143,6 +143,9 @@ func coerce(oid uint32, v any) (any, error) {
 
 // appendValue appends a DataRow field (without its length) for v.
 func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
+	if r, ok := v.(Raw); ok {
+		return append(dst, r...), nil
+	}
 	if format == 0 {
 		return appendText(dst, oid, v), nil
 	}

@@ -143,6 +143,9 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	if err := writeConf(dataDir, port, cfg.Settings, cred); err != nil {
 		return nil, err
 	}
+	if err := clearStaleLock(ctx, dataDir, log); err != nil {
+		return nil, err
+	}
 	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres log: %w", err)
@@ -333,4 +336,52 @@ func tailFile(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, " | ")
+}
+
+// clearStaleLock removes postmaster.pid when the process it names is dead
+// or a zombie (a postmaster killed with its node: PostgreSQL's own check
+// takes a zombie for a live server until someone reaps it). A live
+// postmaster gets 10 s to go away.
+func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
+	path := filepath.Join(dataDir, "postmaster.pid")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
+		if err != nil || !processAlive(pid) {
+			log.Info("removing a stale postmaster.pid", "pid", pid)
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove stale %s: %w", path, err)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("another postmaster (pid %d) is running in %s; stop it first", pid, dataDir)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// processAlive is true for a running (not zombie) process.
+func processAlive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
 }

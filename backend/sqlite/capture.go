@@ -341,3 +341,24 @@ func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
 	gsn, _, err := readMeta(&conn{c: dc.(*sqlite3.SQLiteConn)})
 	return gsn, err
 }
+
+// SnapshotBytes is Snapshot into memory (re-seeding a standby).
+func (db *DB) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
+	path := db.opts.Path + ".snapshot"
+	defer os.Remove(path)
+	gsn, err := db.Snapshot(ctx, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, err := os.ReadFile(path)
+	return data, gsn, err
+}
+
+// Restore replaces the database with a snapshot's bytes.
+func (db *DB) Restore(ctx context.Context, data []byte) error {
+	tmp := db.opts.Path + ".seed"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return db.Replace(tmp)
+}

@@ -33,6 +33,7 @@ throughput, response time and aborts change with the number of replicas, and
 which resource saturates first. See docs/planner.md.`,
 	}
 	cmd.AddCommand(newPlanPredictCmd(), newPlanProfilesCmd())
+	cmd.AddCommand(newPlanProfileCmd())
 	return cmd
 }
 

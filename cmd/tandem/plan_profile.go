@@ -66,7 +66,7 @@ updates do. See docs/planner.md.`,
 	fl.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type, or NAME=weight,...")
 	fl.StringVar(&f.opts.DSN, "dsn", "", "DSN of the standalone database, loaded with the workload (required)")
 	fl.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients in each phase")
-	fl.DurationVar(&f.opts.Duration, "duration", 10*time.Second, "measured time of each phase (the capture run takes as long; the apply phase at most as long)")
+	fl.DurationVar(&f.opts.Duration, "duration", 10*time.Second, "measured time of each phase (the unmeasured writeset capture runs --rampup plus --duration; the apply phase stops after at most --duration)")
 	fl.DurationVar(&f.opts.Rampup, "rampup", 2*time.Second, "unmeasured warm-up before each measured phase")
 	fl.DurationVar(&f.opts.Think, "think", 0, "client think time (becomes the profile's Z)")
 	fl.BoolVar(&f.opts.Uniform, "uniform", false, "uniform keys instead of the workload's skewed default")
@@ -76,7 +76,7 @@ updates do. See docs/planner.md.`,
 	fl.Float64Var(&f.opts.CPUs, "cpus", 0, "divide CPU busy time by this many CPUs (default: the CPUs the server may use; 1 = raw CPU-seconds)")
 	fl.IntVar(&f.opts.ApplyClients, "apply-clients", 0, "parallel writeset appliers in the writeset-apply phase (default: --clients)")
 	fl.BoolVar(&f.opts.SkipMix, "skip-mix", false, "skip the full-mix phase; A1 and L1 then come from the update phase")
-	fl.BoolVar(&f.opts.NoCheckpoint, "no-checkpoint", false, "do not CHECKPOINT between phases")
+	fl.BoolVar(&f.opts.NoQuiesce, "no-quiesce", false, "do not VACUUM the workload's tables and CHECKPOINT before each phase")
 	fl.StringVar(&f.opts.Name, "name", "", "profile name (default: WORKLOAD-MIX)")
 	fl.StringVar(&f.out, "out", "", "profile file to write (default: NAME.profile.json)")
 	fl.BoolVar(&f.json, "json", false, "print the full report (profile and raw measurements) as JSON instead of the table")
@@ -142,13 +142,13 @@ func runPlanProfile(cmd *cobra.Command, f *planProfileFlags) error {
 		if err := rep.WriteJSON(out); err != nil {
 			return err
 		}
-	} else {
-		if err := rep.PrintTable(out); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\nwrote %s; predict with: tandem plan predict --profile %s\n", path, path)
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+		return nil
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	if err := rep.PrintTable(out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nwrote %s; predict with: tandem plan predict --profile %s\n", path, path)
 	return nil
 }
 

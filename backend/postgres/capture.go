@@ -1,0 +1,395 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/writeset"
+)
+
+// Writeset capture on PostgreSQL, as on SQLite (seed 003's approach): a
+// trigger on every replicated table records the primary keys a transaction
+// touches in _tandem_capture (tagged with its transaction id); at COMMIT
+// tandem reads the after-images by primary key in text form and the
+// standby applies them with PostgreSQL's own input casts. Applying sessions
+// set tandem.applying so their changes are not captured again.
+
+const setupSQL = `
+CREATE TABLE IF NOT EXISTS _tandem_meta (id int PRIMARY KEY CHECK (id = 1), applied_gsn bigint NOT NULL, epoch bigint NOT NULL);
+INSERT INTO _tandem_meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
+CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE o jsonb; n jsonb;
+BEGIN
+  IF current_setting('tandem.applying', true) = 'on' THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    SELECT jsonb_agg(to_jsonb(OLD) -> a ORDER BY i) INTO o FROM unnest(TG_ARGV) WITH ORDINALITY AS t(a, i);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    SELECT jsonb_agg(to_jsonb(NEW) -> a ORDER BY i) INTO n FROM unnest(TG_ARGV) WITH ORDINALITY AS t(a, i);
+  END IF;
+  IF o IS NOT NULL THEN INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, o); END IF;
+  IF n IS NOT NULL AND n IS DISTINCT FROM o THEN INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, n); END IF;
+  RETURN NULL;
+END $f$;`
+
+// EnableReplication creates tandem's tables, installs capture triggers on
+// every table of the public schema (refusing tables without a primary key)
+// and routes every commit through r.
+func (b *Backend) EnableReplication(ctx context.Context, r Replicator) error {
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
+		return fmt.Errorf("postgres: create tandem tables: %w", err)
+	}
+	if err := installAll(ctx, c); err != nil {
+		return err
+	}
+	b.repl = r
+	return nil
+}
+
+func query(ctx context.Context, c *pgconn.PgConn, sql string, args ...string) ([][]string, error) {
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		params[i] = []byte(a)
+	}
+	rr := c.ExecParams(ctx, sql, params, nil, nil, nil)
+	var out [][]string
+	for rr.NextRow() {
+		vals := rr.Values()
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = string(v)
+		}
+		out = append(out, row)
+	}
+	_, err := rr.Close()
+	return out, err
+}
+
+// installAll installs capture triggers on tables that lack them.
+func installAll(ctx context.Context, c *pgconn.PgConn) error {
+	rows, err := query(ctx, c, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname NOT LIKE '\_tandem\_%'
+		AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_tandem_capture') ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		table := r[0]
+		pk, err := primaryKey(ctx, c, table)
+		if err != nil {
+			return err
+		}
+		if len(pk) == 0 {
+			return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("table %q has no primary key: tandem replicates rows by primary key", table), Hint: "add a PRIMARY KEY to the table", Err: errNoPK}
+		}
+		args := make([]string, len(pk))
+		for i, p := range pk {
+			args[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+		}
+		q := fmt.Sprintf("CREATE TRIGGER _tandem_capture AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION _tandem_capture_fn(%s)", pgQuote(table), strings.Join(args, ", "))
+		if _, err := c.Exec(ctx, q).ReadAll(); err != nil {
+			return fmt.Errorf("postgres: install capture trigger on %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, error) {
+	rows, err := query(ctx, c, `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+		WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`, pgQuote(table))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return out, nil
+}
+
+// replicatedCommit captures the transaction's writeset, assigns its GSN
+// and commits, in GSN order; then waits for the safeness level.
+func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
+	c := s.c
+	rollback := func(err error) error {
+		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
+		return err
+	}
+	ws := &writeset.Writeset{DDL: ddl}
+	if ddl != "" {
+		if err := installAll(ctx, c); err != nil {
+			return rollback(err)
+		}
+	} else {
+		rows, err := s.capture(ctx)
+		if err != nil {
+			return rollback(err)
+		}
+		if len(rows) == 0 {
+			_, err := c.Exec(ctx, "COMMIT").ReadAll()
+			return err
+		}
+		ws.Rows = rows
+	}
+	if _, err := c.Exec(ctx, "DELETE FROM _tandem_capture WHERE txid = txid_current()").ReadAll(); err != nil {
+		return rollback(err)
+	}
+	s.b.commitMu.Lock()
+	after, err := s.b.repl.Prepare(ctx, ws)
+	if err != nil {
+		s.b.commitMu.Unlock()
+		return rollback(err)
+	}
+	_, err = query(ctx, c, "UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1", strconv.FormatUint(ws.GSN, 10), strconv.FormatUint(ws.Epoch, 10))
+	if err == nil {
+		_, err = c.Exec(ctx, "COMMIT").ReadAll()
+	}
+	s.b.commitMu.Unlock()
+	if err != nil {
+		_ = after(ctx, false)
+		return rollback(err)
+	}
+	return after(ctx, true)
+}
+
+func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
+	keys, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current() ORDER BY seq")
+	if err != nil || len(keys) == 0 {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	pks := map[string][]string{}
+	var out []writeset.Row
+	for _, k := range keys {
+		if seen[k[0]+"\x00"+k[1]] {
+			continue
+		}
+		seen[k[0]+"\x00"+k[1]] = true
+		pkCols, ok := pks[k[0]]
+		if !ok {
+			if pkCols, err = primaryKey(ctx, s.c, k[0]); err != nil {
+				return nil, err
+			}
+			pks[k[0]] = pkCols
+		}
+		var raw []any
+		dec := json.NewDecoder(strings.NewReader(k[1]))
+		dec.UseNumber()
+		if err := dec.Decode(&raw); err != nil || len(raw) != len(pkCols) {
+			return nil, fmt.Errorf("postgres: bad captured key %s of %s: %v", k[1], k[0], err)
+		}
+		keyVals := make([]writeset.Value, len(raw))
+		args := make([]string, len(raw))
+		where := make([]string, len(raw))
+		for i, x := range raw {
+			switch v := x.(type) {
+			case json.Number:
+				args[i] = v.String()
+			case string:
+				args[i] = v
+			case bool:
+				args[i] = strconv.FormatBool(v)
+			default:
+				b, _ := json.Marshal(v)
+				args[i] = string(b)
+			}
+			keyVals[i] = writeset.Text(args[i])
+			where[i] = fmt.Sprintf("%s = $%d", pgQuote(pkCols[i]), i+1)
+		}
+		params := make([][]byte, len(args))
+		for i, a := range args {
+			params[i] = []byte(a)
+		}
+		rr := s.c.ExecParams(ctx, "SELECT * FROM "+pgQuote(k[0])+" WHERE "+strings.Join(where, " AND "), params, nil, nil, nil)
+		row := writeset.Row{Table: k[0], KeyCols: pkCols, Key: keyVals, Op: writeset.OpDelete}
+		if rr.NextRow() {
+			row.Op = writeset.OpUpdate
+			for i, f := range rr.FieldDescriptions() {
+				row.Cols = append(row.Cols, f.Name)
+				if v := rr.Values()[i]; v == nil {
+					row.After = append(row.After, writeset.Null())
+				} else {
+					row.After = append(row.After, writeset.Text(string(v)))
+				}
+			}
+			// the after-image's key, in text form, is the key
+			for i, kc := range pkCols {
+				for j, col := range row.Cols {
+					if col == kc {
+						row.Key[i] = row.After[j]
+					}
+				}
+			}
+		}
+		for rr.NextRow() {
+		}
+		if _, err := rr.Close(); err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// AppliedGSN returns the GSN and epoch recorded in the database.
+func (b *Backend) AppliedGSN() (uint64, uint64, error) {
+	ctx := context.Background()
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
+		return 0, 0, fmt.Errorf("postgres: create tandem tables: %w", err)
+	}
+	rows, err := query(ctx, c, "SELECT applied_gsn, epoch FROM _tandem_meta WHERE id = 1")
+	if err != nil || len(rows) != 1 {
+		return 0, 0, fmt.Errorf("postgres: read _tandem_meta: %v", err)
+	}
+	g, _ := strconv.ParseUint(rows[0][0], 10, 64)
+	e, _ := strconv.ParseUint(rows[0][1], 10, 64)
+	return g, e, nil
+}
+
+// Apply applies a writeset with the GSN recorded in the same transaction.
+func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	c, err := b.applyConn(ctx)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
+		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
+	}
+	if _, err := c.Exec(ctx, "BEGIN; SET LOCAL tandem.applying = 'on'").ReadAll(); err != nil {
+		b.dropApplyConn()
+		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
+	}
+	rows, err := query(ctx, c, "SELECT applied_gsn FROM _tandem_meta WHERE id = 1 FOR UPDATE")
+	if err != nil || len(rows) != 1 {
+		return fail(fmt.Errorf("read _tandem_meta: %v", err))
+	}
+	applied, _ := strconv.ParseUint(rows[0][0], 10, 64)
+	if ws.GSN <= applied {
+		_, _ = c.Exec(ctx, "ROLLBACK").ReadAll()
+		return nil
+	}
+	if ws.GSN != applied+1 {
+		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
+	}
+	if ws.IsDDL() {
+		if _, err := c.Exec(ctx, ws.DDL).ReadAll(); err != nil {
+			return fail(err)
+		}
+		if err := installAll(ctx, c); err != nil {
+			return fail(err)
+		}
+	} else {
+		stmts, err := writeset.Statements(writeset.Postgres, ws)
+		if err != nil {
+			return fail(err)
+		}
+		for _, st := range stmts {
+			params := make([][]byte, len(st.Args))
+			for i, a := range st.Args {
+				if a != nil {
+					params[i] = []byte(fmt.Sprint(a))
+				}
+			}
+			if _, err := c.ExecParams(ctx, st.SQL, params, nil, nil, nil).Close(); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	if _, err := query(ctx, c, "UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1", strconv.FormatUint(ws.GSN, 10), strconv.FormatUint(ws.Epoch, 10)); err != nil {
+		return fail(err)
+	}
+	if _, err := c.Exec(ctx, "COMMIT").ReadAll(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+func (b *Backend) applyConn(ctx context.Context) (*pgconn.PgConn, error) {
+	if b.apply != nil && !b.apply.IsClosed() {
+		return b.apply, nil
+	}
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.apply = c
+	return c, nil
+}
+
+func (b *Backend) dropApplyConn() {
+	if b.apply != nil {
+		b.apply.Close(context.Background())
+		b.apply = nil
+	}
+}
+
+// SnapshotBytes dumps the database (pg_dump, custom format) in one exported
+// snapshot and returns the GSN that snapshot holds.
+func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
+	bin, err := FindBinDir(b.BinDir)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ").ReadAll(); err != nil {
+		return nil, 0, err
+	}
+	rows, err := query(ctx, c, "SELECT pg_export_snapshot(), (SELECT applied_gsn FROM _tandem_meta WHERE id = 1)")
+	if err != nil || len(rows) != 1 {
+		return nil, 0, fmt.Errorf("export snapshot: %v", err)
+	}
+	gsn, _ := strconv.ParseUint(rows[0][1], 10, 64)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), "-Fc", "--no-owner", "--snapshot="+rows[0][0], "-d", b.dsn)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, 0, fmt.Errorf("pg_dump: %w: %s", err, stderr.String())
+	}
+	return out.Bytes(), gsn, nil
+}
+
+// Restore replaces the database's contents with a pg_dump archive.
+func (b *Backend) Restore(ctx context.Context, data []byte) error {
+	bin, err := FindBinDir(b.BinDir)
+	if err != nil {
+		return err
+	}
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	b.dropApplyConn()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_restore"), "--clean", "--if-exists", "--no-owner", "--single-transaction", "-d", b.dsn)
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pg_restore: %w: %s", err, stderr.String())
+	}
+	return nil
+}

@@ -1,0 +1,376 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/writeset"
+)
+
+// Replicator sees every read-write transaction at COMMIT (declared here,
+// where it is used; the node's replication agent implements it).
+type Replicator interface {
+	Writable() error
+	Prepare(ctx context.Context, ws *writeset.Writeset) (after func(ctx context.Context, ok bool) error, err error)
+}
+
+// Backend runs client sessions on a PostgreSQL server through tandem's
+// executor (rather than the relay), so that tandem controls COMMIT: the
+// replicated designs capture writesets there. Values cross as raw protocol
+// bytes; statements, types and errors are PostgreSQL's own.
+type Backend struct {
+	// BinDir holds pg_dump and pg_restore (re-seeding); empty: search.
+	BinDir   string
+	dsn      string
+	cfg      *pgconn.Config
+	applyMu  sync.Mutex
+	apply    *pgconn.PgConn
+	repl     Replicator
+	commitMu sync.Mutex // GSN order = commit order
+	params   [][2]string
+	seq      atomic.Uint64
+}
+
+// NewBackend connects sessions with the given DSN.
+func NewBackend(ctx context.Context, dsn string) (*Backend, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres back end DSN: %w", err)
+	}
+	b := &Backend{cfg: cfg, dsn: dsn}
+	c, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres back end: %w", err)
+	}
+	for _, k := range []string{"server_version", "server_encoding", "client_encoding", "DateStyle", "integer_datetimes", "standard_conforming_strings", "TimeZone", "IntervalStyle", "is_superuser", "application_name"} {
+		b.params = append(b.params, [2]string{k, c.ParameterStatus(k)})
+	}
+	c.Close(ctx)
+	return b, nil
+}
+
+// ParameterStatus implements pgwire.Backend.
+func (b *Backend) ParameterStatus() [][2]string { return b.params }
+
+// NewSession implements pgwire.Backend.
+func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire.BackendSession, error) {
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow, Message: "tandem: cannot reach the PostgreSQL back end: " + err.Error(), Err: err}
+	}
+	return &Session{b: b, c: c}, nil
+}
+
+// Session is one client session on its own server connection.
+type Session struct {
+	b      *Backend
+	c      *pgconn.PgConn
+	inTx   bool
+	failed bool
+}
+
+// Statement is a statement prepared on the server.
+type Statement struct {
+	sql   string
+	name  string
+	desc  *pgconn.StatementDescription
+	kind  string
+	words []string
+	s     *Session
+}
+
+func (st *Statement) SQL() string         { return st.sql }
+func (st *Statement) NumParams() int      { return len(st.desc.ParamOIDs) }
+func (st *Statement) ParamOIDs() []uint32 { return st.desc.ParamOIDs }
+func (st *Statement) Close() error {
+	if st.name != "" && st.s.c != nil && !st.s.c.IsClosed() {
+		return st.s.c.Deallocate(context.Background(), st.name)
+	}
+	return nil
+}
+
+// Describe implements pgwire.Statement.
+func (st *Statement) Describe(context.Context) ([]pgwire.Column, error) {
+	if len(st.desc.Fields) == 0 {
+		return nil, nil
+	}
+	cols := make([]pgwire.Column, len(st.desc.Fields))
+	for i, f := range st.desc.Fields {
+		cols[i] = pgwire.Column{Name: f.Name, OID: f.DataTypeOID}
+	}
+	return cols, nil
+}
+
+// TxStatus implements pgwire.BackendSession.
+func (s *Session) TxStatus() byte {
+	if s.inTx {
+		return 'T'
+	}
+	return 'I'
+}
+
+// Prepare implements pgwire.BackendSession.
+func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, error) {
+	words := pgwire.Keywords(sql, 4)
+	st := &Statement{sql: sql, words: words, s: s}
+	if len(words) > 0 {
+		st.kind = words[0]
+	}
+	if isTxControl(st) {
+		st.desc = &pgconn.StatementDescription{}
+		return st, nil
+	}
+	st.name = "tandem_" + strconv.FormatUint(s.b.seq.Add(1), 36)
+	d, err := s.c.Prepare(ctx, st.name, sql, nil)
+	if err != nil {
+		return nil, err
+	}
+	st.desc = d
+	return st, nil
+}
+
+func isTxControl(st *Statement) bool {
+	switch st.kind {
+	case "BEGIN", "START", "COMMIT", "END", "ABORT":
+		return true
+	case "ROLLBACK":
+		return !(len(st.words) > 1 && st.words[1] == "TO")
+	}
+	return false
+}
+
+// Execute implements pgwire.BackendSession (simple protocol: text results).
+func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
+	return s.ExecuteRaw(ctx, ps, nil, nil, nil)
+}
+
+// ExecuteRaw implements pgwire.RawSession.
+func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Result, error) {
+	st := ps.(*Statement)
+	switch st.kind {
+	case "BEGIN", "START":
+		if s.inTx {
+			return &cmdResult{tag: "BEGIN"}, nil
+		}
+		readOnly := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
+		if s.b.repl != nil && !readOnly {
+			if err := s.b.repl.Writable(); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.exec(ctx, st.sql); err != nil {
+			return nil, err
+		}
+		s.inTx = true
+		return &cmdResult{tag: "BEGIN"}, nil
+	case "COMMIT", "END":
+		return s.finish(ctx, "COMMIT")
+	case "ROLLBACK", "ABORT":
+		if isTxControl(st) {
+			return s.finish(ctx, "ROLLBACK")
+		}
+	}
+	autocommit := !s.inTx && s.b.repl != nil && writes(st)
+	if autocommit {
+		if err := s.b.repl.Writable(); err != nil {
+			return nil, err
+		}
+		if err := s.exec(ctx, "BEGIN"); err != nil {
+			return nil, err
+		}
+		s.inTx = true
+	}
+	if s.inTx && s.b.repl != nil && isDDL(st.kind) && !autocommit {
+		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+	}
+	rr := s.c.ExecPrepared(ctx, st.name, params, paramFormats, resultFormats)
+	var rows [][]any
+	for rr.NextRow() {
+		vals := rr.Values()
+		row := make([]any, len(vals))
+		for i, v := range vals {
+			if v != nil {
+				row[i] = pgwire.Raw(append([]byte{}, v...))
+			}
+		}
+		rows = append(rows, row)
+	}
+	tag, err := rr.Close()
+	if err != nil {
+		if autocommit {
+			s.inTx = false
+			_ = s.exec(ctx, "ROLLBACK")
+		}
+		return nil, err
+	}
+	res := &rowsResult{cols: colsOf(st, rr.FieldDescriptions()), rows: rows, tag: tag.String()}
+	if autocommit {
+		s.inTx = false
+		ddl := ""
+		if isDDL(st.kind) {
+			ddl = st.sql
+		}
+		if err := s.replicatedCommit(ctx, ddl); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func colsOf(st *Statement, fds []pgconn.FieldDescription) []pgwire.Column {
+	if len(fds) == 0 {
+		return nil
+	}
+	cols := make([]pgwire.Column, len(fds))
+	for i, f := range fds {
+		cols[i] = pgwire.Column{Name: f.Name, OID: f.DataTypeOID}
+	}
+	return cols
+}
+
+func writes(st *Statement) bool {
+	switch st.kind {
+	case "SELECT", "SHOW", "VALUES", "TABLE", "EXPLAIN", "SET", "RESET", "DISCARD", "DEALLOCATE", "PREPARE", "LISTEN", "NOTIFY", "VACUUM", "ANALYZE", "CHECKPOINT":
+		return st.kind == "SELECT" && strings.Contains(strings.ToUpper(st.sql), " INTO ")
+	case "WITH":
+		u := strings.ToUpper(st.sql)
+		return strings.Contains(u, "INSERT") || strings.Contains(u, "UPDATE") || strings.Contains(u, "DELETE")
+	}
+	return true
+}
+
+func isDDL(kind string) bool {
+	switch kind {
+	case "CREATE", "DROP", "ALTER", "TRUNCATE", "COMMENT", "GRANT", "REVOKE":
+		return true
+	}
+	return false
+}
+
+func (s *Session) exec(ctx context.Context, sql string) error {
+	_, err := s.c.Exec(ctx, sql).ReadAll()
+	return err
+}
+
+func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
+	if !s.inTx {
+		return &cmdResult{tag: verb}, nil
+	}
+	s.inTx = false
+	if verb == "COMMIT" && s.b.repl != nil {
+		if err := s.replicatedCommit(ctx, ""); err != nil {
+			return nil, err
+		}
+		return &cmdResult{tag: verb}, nil
+	}
+	res := s.c.Exec(ctx, verb)
+	results, err := res.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	tag := verb
+	if len(results) > 0 {
+		tag = results[len(results)-1].CommandTag.String()
+	}
+	return &cmdResult{tag: tag}, nil
+}
+
+// Cancel implements pgwire.BackendSession.
+func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
+
+// Close implements pgwire.BackendSession: closing the connection rolls back.
+func (s *Session) Close() error { return s.c.Close(context.Background()) }
+
+// CopyFrom implements pgwire.CopyFromer by re-serialising rows in COPY
+// text format (so capture triggers see every row).
+func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
+	var buf bytes.Buffer
+	for {
+		row, ok, err := next()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		for i, v := range row {
+			if i > 0 {
+				buf.WriteByte('\t')
+			}
+			if v == nil {
+				buf.WriteString(`\N`)
+				continue
+			}
+			r := strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
+			buf.WriteString(r.Replace(*v))
+		}
+		buf.WriteByte('\n')
+	}
+	q := "COPY " + pgQuote(table)
+	if len(columns) > 0 {
+		qc := make([]string, len(columns))
+		for i, c := range columns {
+			qc[i] = pgQuote(c)
+		}
+		q += " (" + strings.Join(qc, ", ") + ")"
+	}
+	q += " FROM STDIN"
+	autocommit := !s.inTx && s.b.repl != nil
+	if autocommit {
+		if err := s.exec(ctx, "BEGIN"); err != nil {
+			return 0, err
+		}
+	}
+	tag, err := s.c.CopyFrom(ctx, &buf, q)
+	if err != nil {
+		if autocommit {
+			_ = s.exec(ctx, "ROLLBACK")
+		}
+		return 0, err
+	}
+	if autocommit {
+		if err := s.replicatedCommit(ctx, ""); err != nil {
+			return 0, err
+		}
+	}
+	return tag.RowsAffected(), nil
+}
+
+func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+type cmdResult struct{ tag string }
+
+func (r *cmdResult) Columns() []pgwire.Column { return nil }
+func (r *cmdResult) Next([]any) (bool, error) { return false, nil }
+func (r *cmdResult) Tag() string              { return r.tag }
+func (r *cmdResult) Close() error             { return nil }
+
+type rowsResult struct {
+	cols []pgwire.Column
+	rows [][]any
+	i    int
+	tag  string
+}
+
+func (r *rowsResult) Columns() []pgwire.Column { return r.cols }
+func (r *rowsResult) Next(dst []any) (bool, error) {
+	if r.i >= len(r.rows) {
+		return false, nil
+	}
+	copy(dst, r.rows[r.i])
+	r.i++
+	return true, nil
+}
+func (r *rowsResult) Tag() string  { return r.tag }
+func (r *rowsResult) Close() error { return nil }
+
+var errNoPK = errors.New("table has no primary key")

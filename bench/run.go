@@ -1,0 +1,503 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/term"
+)
+
+// ErrInterrupted means the run's context was cancelled before the measured
+// window ended; Run still returns the partial result.
+var ErrInterrupted = errors.New("run interrupted")
+
+// RunOptions configure Run. The field comments name the matching flag of
+// `tandem bench run`.
+type RunOptions struct {
+	// Workload to run (--workload). Required.
+	Workload Workload
+	// DSN of the target (--dsn). Required.
+	DSN string
+	// Mix name (--mix); "" means the workload's default; "custom" takes Weights.
+	Mix string
+	// Weights for the custom mix (--weights), see ResolveMix.
+	Weights string
+	// Clients is the number of concurrent clients, each with its own
+	// connection (--clients); 0 means 8.
+	Clients int
+	// Rampup precedes the measured window (--rampup); its transactions are
+	// run but not counted.
+	Rampup time.Duration
+	// Duration of the measured window (--duration). Required.
+	Duration time.Duration
+	// Think is a pause after each transaction (--think).
+	Think time.Duration
+	// Uniform keys instead of the workload's skewed default (--uniform).
+	Uniform bool
+	// Seed of the clients' random sources (--seed); 0 picks one from the
+	// clock. The seed used is in the result.
+	Seed uint64
+	// Simple uses the simple query protocol instead of prepared statements (--simple).
+	Simple bool
+	// Scale of the loaded database (--subscribers); 0 detects it.
+	Scale int
+	// Progress receives a live line once per second and the first
+	// unexpected errors; nil means none.
+	Progress io.Writer
+	// Logger for life-cycle messages; nil means slog.Default().
+	Logger *slog.Logger
+	// TandemVersion is recorded in the result; "" means the build's module version.
+	TandemVersion string
+}
+
+// Run drives the workload against opts.DSN: Clients closed-loop clients, each
+// on its own connection, for Rampup and then Duration. Transactions started
+// during the ramp-up are run but not counted; MQTh and latencies cover the
+// counted transactions started in the measured window. Cancelling ctx stops
+// the run early: Run then returns the partial result and an error wrapping
+// ErrInterrupted.
+func Run(ctx context.Context, opts RunOptions) (*Result, error) {
+	r, err := newRunner(opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+type runner struct {
+	opts   RunOptions
+	w      Workload
+	txs    []TxInfo
+	mix    Mix
+	picker picker
+	cfg    *pgx.ConnConfig
+	params ClientParams
+	log    *slog.Logger
+	errs   errLog
+
+	progressMu sync.Mutex
+	liveLine   bool // progress goes to a terminal: rewrite one line
+
+	start, measureStart, end time.Time
+}
+
+func newRunner(opts RunOptions) (*runner, error) {
+	if opts.Workload == nil {
+		return nil, fmt.Errorf("%w: no workload (--workload)", ErrBadOption)
+	}
+	if opts.Clients == 0 {
+		opts.Clients = 8
+	}
+	switch {
+	case opts.Clients < 0:
+		return nil, fmt.Errorf("%w: --clients must be > 0 (got %d)", ErrBadOption, opts.Clients)
+	case opts.Duration <= 0:
+		return nil, fmt.Errorf("%w: --duration must be > 0 (got %s)", ErrBadOption, opts.Duration)
+	case opts.Rampup < 0:
+		return nil, fmt.Errorf("%w: --rampup must be >= 0 (got %s)", ErrBadOption, opts.Rampup)
+	case opts.Think < 0:
+		return nil, fmt.Errorf("%w: --think must be >= 0 (got %s)", ErrBadOption, opts.Think)
+	case opts.Scale < 0:
+		return nil, fmt.Errorf("%w: --%s must be >= 0 (got %d)", ErrBadOption, opts.Workload.ScaleName(), opts.Scale)
+	}
+	if len(opts.Workload.Transactions()) > 255 {
+		return nil, fmt.Errorf("workload %s: more than 255 transaction types", opts.Workload.Name())
+	}
+	mix, err := ResolveMix(opts.Workload, opts.Mix, opts.Weights)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := parseDSN(opts.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Simple {
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "tandem-bench"
+	}
+	if opts.Seed == 0 {
+		opts.Seed = uint64(time.Now().UnixNano())
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &runner{
+		opts:   opts,
+		w:      opts.Workload,
+		txs:    opts.Workload.Transactions(),
+		mix:    mix,
+		picker: newPicker(mix.Weights),
+		cfg:    cfg,
+		log:    log,
+	}
+	if f, ok := opts.Progress.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		r.liveLine = true
+	}
+	return r, nil
+}
+
+// clientState is one client's connection, workload client and random source.
+type clientState struct {
+	id  int
+	rng *rand.Rand
+	rec *recorder
+	cl  Client
+	// mu guards conn against interrupt; the client goroutine, the only
+	// writer, reads it without the lock.
+	mu   sync.Mutex
+	conn *pgx.Conn
+}
+
+// interrupt closes the client's socket under a running query: pgx then fails
+// the query at once and marks the connection closed.
+func (cs *clientState) interrupt() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.conn != nil {
+		if nc := cs.conn.PgConn().Conn(); nc != nil {
+			_ = nc.Close()
+		}
+	}
+}
+
+func (r *runner) connect(ctx context.Context, cs *clientState) error {
+	conn, err := pgx.ConnectConfig(ctx, r.cfg.Copy())
+	if err != nil {
+		return fmt.Errorf("client %d: connect to %s: %w", cs.id, RedactDSN(r.opts.DSN), err)
+	}
+	cl, err := r.w.NewClient(ctx, conn, cs.rng, r.params)
+	if err != nil {
+		conn.Close(context.Background())
+		return fmt.Errorf("client %d: %w", cs.id, err)
+	}
+	cs.mu.Lock()
+	cs.conn, cs.cl = conn, cl
+	cs.mu.Unlock()
+	return nil
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	opts := r.opts
+	setup, err := pgx.ConnectConfig(ctx, r.cfg.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", RedactDSN(opts.DSN), err)
+	}
+	serverVersion := setup.PgConn().ParameterStatus("server_version")
+	scale := opts.Scale
+	if scale == 0 {
+		scale, err = r.w.DetectScale(ctx, setup)
+		if err != nil {
+			setup.Close(context.Background())
+			return nil, fmt.Errorf("detect --%s (is the %s workload loaded? run `tandem bench load`): %w", r.w.ScaleName(), r.w.Name(), err)
+		}
+		if scale == 0 {
+			setup.Close(context.Background())
+			return nil, fmt.Errorf("%w: %s has no %s; run `tandem bench load --workload %s` first", ErrNotLoaded, RedactDSN(opts.DSN), r.w.ScaleName(), r.w.Name())
+		}
+	}
+	setup.Close(context.Background())
+	r.params = ClientParams{Scale: scale, Uniform: opts.Uniform, Simple: opts.Simple}
+
+	// Connect every client before the clock starts.
+	clients := make([]*clientState, opts.Clients)
+	recs := make([]*recorder, opts.Clients)
+	var wg sync.WaitGroup
+	errs := make([]error, opts.Clients)
+	for i := range clients {
+		recs[i] = &recorder{buf: make([]record, 0, 1024)}
+		clients[i] = &clientState{id: i, rng: rand.New(rand.NewPCG(opts.Seed, uint64(i)+1)), rec: recs[i]}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.connect(ctx, clients[i])
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, cs := range clients {
+			if cs.conn != nil {
+				cs.conn.Close(context.Background())
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	res := &Result{
+		Workload:      r.w.Name(),
+		Mix:           r.mix.Name,
+		Weights:       map[string]float64{},
+		Clients:       opts.Clients,
+		RampupS:       opts.Rampup.Seconds(),
+		DurationS:     opts.Duration.Seconds(),
+		ThinkMs:       float64(opts.Think) / float64(time.Millisecond),
+		Scale:         scale,
+		ScaleName:     r.w.ScaleName(),
+		Uniform:       opts.Uniform,
+		Seed:          opts.Seed,
+		Protocol:      "extended (prepared statements)",
+		Target:        RedactDSN(opts.DSN),
+		TandemVersion: opts.TandemVersion,
+		Environment:   environment(serverVersion),
+	}
+	if opts.Simple {
+		res.Protocol = "simple"
+	}
+	if res.TandemVersion == "" {
+		res.TandemVersion = buildVersion()
+	}
+	for i, t := range r.txs {
+		res.TransactionOrder = append(res.TransactionOrder, t.Name)
+		res.Weights[t.Name] = r.mix.Weights[i]
+	}
+
+	col := newCollector(r.txs, recs, opts.Rampup)
+	r.start = time.Now()
+	r.measureStart = r.start.Add(opts.Rampup)
+	r.end = r.measureStart.Add(opts.Duration)
+	res.StartedAt = r.start.UTC().Truncate(time.Second)
+	r.log.Debug("bench run starting", "workload", res.Workload, "mix", res.Mix, "clients", opts.Clients,
+		"rampup", opts.Rampup, "duration", opts.Duration, res.ScaleName, scale, "target", res.Target)
+
+	// Transactions run with context.Background(): pgx then sets up no
+	// per-query context watcher, which is a measurable share of a client's
+	// CPU. Cancelling ctx closes the clients' sockets instead, which fails
+	// the queries in flight just as promptly.
+	runCtx, cancelClients := context.WithCancel(ctx)
+	defer cancelClients()
+	stopInterrupt := context.AfterFunc(runCtx, func() {
+		for _, cs := range clients {
+			cs.interrupt()
+		}
+	})
+	defer stopInterrupt()
+	var cwg sync.WaitGroup
+	for _, cs := range clients {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			r.clientLoop(runCtx, cs)
+		}()
+	}
+	clientsDone := make(chan struct{})
+	go func() {
+		cwg.Wait()
+		close(clientsDone)
+	}()
+
+	ticker := time.NewTicker(time.Second)
+	last := r.start
+loop:
+	for {
+		select {
+		case now := <-ticker.C:
+			col.collect()
+			p := col.point(now.Sub(r.start), now.Sub(last))
+			last = now
+			r.printProgress(p)
+		case <-clientsDone:
+			break loop
+		}
+	}
+	ticker.Stop()
+	finished := time.Now()
+	col.collect()
+	if iv := finished.Sub(last); iv > 50*time.Millisecond || len(col.timeline) == 0 {
+		col.point(finished.Sub(r.start), iv)
+	}
+	if r.liveLine && opts.Progress != nil {
+		fmt.Fprintln(opts.Progress)
+	}
+
+	measuredEnd := r.end
+	interrupted := ctx.Err() != nil && finished.Before(r.end)
+	if interrupted {
+		measuredEnd = finished
+	}
+	measured := measuredEnd.Sub(r.measureStart).Seconds()
+	if measured < 0 {
+		measured = 0
+	}
+	res.MeasuredS = round3(measured)
+	res.FinishedAt = finished.UTC().Truncate(time.Second)
+	res.Interrupted = interrupted
+	r.fill(res, col, measured)
+	if interrupted {
+		return res, fmt.Errorf("%w after %.1fs (measured %.1fs of %s): %w", ErrInterrupted,
+			finished.Sub(r.start).Seconds(), measured, opts.Duration, context.Cause(ctx))
+	}
+	return res, nil
+}
+
+// fill computes the result's statistics from the collector.
+func (r *runner) fill(res *Result, col *collector, measured float64) {
+	var all outcomeCounts
+	for i := range r.txs {
+		for o := range numOutcomes {
+			all[o] += col.counts[i][o]
+		}
+	}
+	started := all.started()
+	res.Transactions = map[string]*TxResult{}
+	for i, t := range r.txs {
+		tr := txResult(col.counts[i], col.hist[i], started, measured)
+		res.Transactions[t.Name] = &tr
+	}
+	res.Totals = txResult(all, col.total, started, measured)
+	if measured > 0 {
+		res.MQTh = round3(float64(all.counted()) / measured)
+		res.TotalTPS = round3(float64(started) / measured)
+	}
+	res.Timeline = col.timeline
+	r.errs.mu.Lock()
+	if len(r.errs.byState) > 0 {
+		res.ErrorsBySQLState = r.errs.byState
+	}
+	res.FirstErrors = r.errs.first
+	r.errs.mu.Unlock()
+}
+
+// clientLoop runs transactions back to back until the measured window ends.
+func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
+	var timer *time.Timer
+	if r.opts.Think > 0 {
+		timer = time.NewTimer(time.Hour)
+		timer.Stop()
+	}
+	for {
+		now := time.Now()
+		if !now.Before(r.end) || ctx.Err() != nil {
+			return
+		}
+		t := r.picker.pick(cs.rng)
+		out, err := cs.cl.Run(context.Background(), t)
+		lat := time.Since(now)
+		if ctx.Err() != nil {
+			return // interrupted mid-transaction: its outcome means nothing
+		}
+		cs.rec.add(record{lat: lat, typ: t, out: out, measured: !now.Before(r.measureStart)})
+		if err != nil {
+			if msg := r.errs.note(r.txs[t], out, err); msg != "" {
+				r.reportError(cs.id, msg)
+			}
+		}
+		if cs.conn.IsClosed() && !r.reconnect(ctx, cs) {
+			return
+		}
+		if timer != nil {
+			d := min(r.opts.Think, time.Until(r.end))
+			if d <= 0 {
+				return
+			}
+			timer.Reset(d)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// reconnect replaces a client's broken connection, retrying with backoff
+// until it succeeds or the run ends.
+func (r *runner) reconnect(ctx context.Context, cs *clientState) bool {
+	backoff := 50 * time.Millisecond
+	for {
+		if ctx.Err() != nil || !time.Now().Before(r.end) {
+			return false
+		}
+		err := r.connect(ctx, cs)
+		if err == nil {
+			r.log.Info("bench client reconnected", "client", cs.id)
+			return true
+		}
+		r.log.Warn("bench client reconnect failed", "client", cs.id, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return false
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (r *runner) reportError(client int, msg string) {
+	if r.opts.Progress == nil {
+		r.log.Error("unexpected error", "client", client, "err", msg)
+		return
+	}
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	if r.liveLine {
+		fmt.Fprint(r.opts.Progress, "\r\033[K")
+	}
+	fmt.Fprintf(r.opts.Progress, "UNEXPECTED ERROR (client %d): %s\n", client, msg)
+}
+
+func (r *runner) printProgress(p TimelinePoint) {
+	w := r.opts.Progress
+	if w == nil {
+		return
+	}
+	phase := "measure"
+	if !p.Measured {
+		phase = "ramp-up"
+	}
+	total := r.opts.Rampup + r.opts.Duration
+	r.progressMu.Lock()
+	defer r.progressMu.Unlock()
+	if r.liveLine {
+		fmt.Fprint(w, "\r\033[K")
+	}
+	fmt.Fprintf(w, "%5.0fs/%.0fs %-7s %9.1f tps  rolled back %-5d aborted %-5d errors %d",
+		p.T, total.Seconds(), phase, p.TPS, p.RolledBack, p.Aborted, p.Errors)
+	if !r.liveLine {
+		fmt.Fprintln(w)
+	}
+}
+
+// Environment describes where a run happened.
+type Environment struct {
+	GoVersion     string `json:"go_version"`
+	OS            string `json:"os"`
+	Arch          string `json:"arch"`
+	CPUs          int    `json:"cpus"`
+	GoMaxProcs    int    `json:"gomaxprocs"`
+	Hostname      string `json:"hostname"`
+	ServerVersion string `json:"server_version,omitempty"`
+}
+
+func environment(serverVersion string) Environment {
+	host, _ := os.Hostname()
+	return Environment{
+		GoVersion:     runtime.Version(),
+		OS:            runtime.GOOS,
+		Arch:          runtime.GOARCH,
+		CPUs:          runtime.NumCPU(),
+		GoMaxProcs:    runtime.GOMAXPROCS(0),
+		Hostname:      host,
+		ServerVersion: serverVersion,
+	}
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,206 @@
+package profiler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/bench"
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1"
+	"github.com/tandemdb/tandem/planner"
+)
+
+func tm1(t *testing.T) bench.Workload {
+	t.Helper()
+	w, err := bench.Lookup("tm1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestOptionErrors(t *testing.T) {
+	w := tm1(t)
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"no workload", Options{DSN: "postgres://127.0.0.1:1/x"}, "--workload"},
+		{"no dsn", Options{Workload: w}, "--dsn"},
+		{"bad dsn", Options{Workload: w, DSN: "postgres://x:notaport/db"}, "--dsn"},
+		{"bad mix", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Mix: "r50w50"}, "--mix"},
+		{"custom without weights", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Mix: "custom"}, "--weights"},
+		{"negative clients", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Clients: -1}, "--clients"},
+		{"negative cpus", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", CPUs: -2}, "--cpus"},
+		{"unreachable server", Options{Workload: w, DSN: "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "--dsn: connect"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(context.Background(), c.opts)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one naming %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestProfileTM1Postgres profiles TM1 on a managed PostgreSQL, a few seconds
+// per phase, and checks the profile is plausible and loads in the planner.
+func TestProfileTM1Postgres(t *testing.T) {
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and runs for about 20 s")
+	}
+	start := time.Now()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	dsn := m.DSN("postgres")
+	w := tm1(t)
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: dsn, Scale: 2000, Workers: 2, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := Run(ctx, Options{
+		Workload: w, DSN: dsn, Mix: "r80w20",
+		Clients: 4, Duration: 2 * time.Second, Rampup: 300 * time.Millisecond,
+		Seed: 42, Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("profiled in %s", time.Since(start).Round(time.Millisecond))
+	var table bytes.Buffer
+	if err := rep.PrintTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + table.String())
+
+	if rep.PID != m.PID() {
+		t.Errorf("found server pid %d (%s), the managed postmaster is %d", rep.PID, rep.PIDFrom, m.PID())
+	}
+	if len(rep.Phases) != 4 {
+		t.Fatalf("%d phases, want read-only, update, writeset-apply, mix", len(rep.Phases))
+	}
+	p := rep.Profile
+	if math.Abs(p.Pr+p.Pw-1) > 1e-12 || math.Abs(p.Pr-0.8) > 1e-12 {
+		t.Errorf("pr %g + pw %g", p.Pr, p.Pw)
+	}
+	var cpu planner.Resource
+	for _, r := range p.Resources {
+		if r.Name == ResCPU {
+			cpu = r
+		}
+	}
+	if cpu.RC <= 0 || cpu.WC <= 0 || cpu.WS <= 0 {
+		t.Errorf("cpu demands must be > 0: %+v", cpu)
+	}
+	if cpu.WC <= cpu.RC {
+		t.Errorf("an update should cost more CPU than a read: wc %g <= rc %g", cpu.WC, cpu.RC)
+	}
+	if p.L1 <= 0 || p.A1 < 0 || p.A1 >= 1 {
+		t.Errorf("a1 %g, l1 %g", p.A1, p.L1)
+	}
+	for _, key := range []string{"pr", "a1", "l1_s", "resources.cpu.rc_s", "resources.cpu.ws_s", "resources.disk.wc_s"} {
+		if p.Trust[key] == "" {
+			t.Errorf("no trust note for %s", key)
+		}
+	}
+	if !strings.Contains(p.Trust["resources.cpu.rc_s"], "committed read-only transactions") {
+		t.Errorf("cpu.rc_s note: %s", p.Trust["resources.cpu.rc_s"])
+	}
+	apply := rep.Phases[2]
+	if apply.Name != PhaseApply || apply.Writesets <= 0 || apply.WritesetRows < apply.Writesets {
+		t.Errorf("apply phase: %+v", apply)
+	}
+
+	// The file round-trips through the planner's loader and predicts.
+	path := filepath.Join(t.TempDir(), "tm1.json")
+	var buf bytes.Buffer
+	if err := planner.EncodeProfile(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := planner.LoadProfileFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Resources[0] != p.Resources[0] || back.L1 != p.L1 || back.Trust["a1"] != p.Trust["a1"] {
+		t.Errorf("round trip changed the profile: %+v", back)
+	}
+	pred, err := planner.Predict(back, planner.MultiMaster, []int{1, 2}, planner.DefaultParams(back))
+	if err != nil || len(pred.Points) != 2 || pred.Points[0].ThroughputTPS <= 0 {
+		t.Errorf("predict: %v %+v", err, pred)
+	}
+
+	// The capture triggers and table are gone.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_trigger WHERE tgname = $1) + (SELECT count(*) FROM pg_class WHERE relname = $2)`, captureTrigger, captureTable).Scan(&n); err != nil || n != 0 {
+		t.Errorf("capture objects left behind: %d (%v)", n, err)
+	}
+	// Undo and re-apply left TM1's data consistent: every call forwarding
+	// row still has its special facility.
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM call_forwarding cf LEFT JOIN special_facility sf USING (s_id, sf_type) WHERE sf.s_id IS NULL`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("orphan call_forwarding rows: %d (%v)", n, err)
+	}
+	if d := time.Since(start); d > 40*time.Second {
+		t.Errorf("took %s, want < 40 s", d)
+	}
+}
+
+func TestRunStoppedServer(t *testing.T) {
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("starts PostgreSQL")
+	}
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Settings: map[string]string{"fsync": "off"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	// Not loaded: a clear error naming the flag and the fix.
+	_, err = Run(ctx, Options{Workload: tm1(t), DSN: m.DSN("postgres"), Duration: time.Second, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "--dsn") || !strings.Contains(err.Error(), "bench load") {
+		t.Fatalf("unloaded database: %v", err)
+	}
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: tm1(t), DSN: m.DSN("postgres"), Scale: 100, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	// A --pid that is not running.
+	_, err = Run(ctx, Options{Workload: tm1(t), DSN: m.DSN("postgres"), Duration: time.Second, PID: 1 << 30, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "--pid") || !errors.Is(err, ErrProc) {
+		t.Fatalf("bad --pid: %v", err)
+	}
+	// A --disk that does not exist.
+	_, err = Run(ctx, Options{Workload: tm1(t), DSN: m.DSN("postgres"), Duration: time.Second, Disks: []string{"nosuchdisk"}, Logger: quiet})
+	if err == nil || !strings.Contains(err.Error(), "--disk") || !strings.Contains(err.Error(), "nosuchdisk") {
+		t.Fatalf("bad --disk: %v", err)
+	}
+}

@@ -1,0 +1,115 @@
+package profiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode profile report: %w", err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write profile report: %w", err)
+	}
+	return nil
+}
+
+// PrintTable writes the measured figures per phase, the profile's parameters
+// with their trust notes, the mix check and the warnings.
+func (r *Report) PrintTable(w io.Writer) error {
+	var b strings.Builder
+	p := r.Profile
+	fmt.Fprintf(&b, "profile %s: workload %s, mix %s, %d %s, %d clients, on %s (PostgreSQL %s)\n",
+		p.Name, p.Workload, p.Mix, r.Scale, r.ScaleName, r.Clients, r.Target, r.ServerVersion)
+	fmt.Fprintf(&b, "server: postmaster pid %d (%s), data dir %s\n", r.PID, r.PIDFrom, orUnknown(r.DataDir))
+	fmt.Fprintf(&b, "disk: %s (%s); CPU demand divided by %g CPUs (%s)\n\n", strings.Join(r.Disks, "+"), r.DisksFrom, r.CPUs, r.CPUsFrom)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tseconds\tcompletions\tper s\tserver CPU s\tCPU ms/c\tdisk busy s\tdisk ms/c\tdevice KiB/c\tserver/device IO\tdriver CPU\tother CPU\thost CPU\t")
+	for _, ph := range r.Phases {
+		share := "-"
+		if s := ph.IOShare(); !math.IsNaN(s) && ph.ServerIOUnread == 0 {
+			share = fmt.Sprintf("%.2fx", s)
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%d\t%.1f\t%.2f\t%.4f\t%.3f\t%.4f\t%.2f\t%s\t%s\t%s\t%s\t\n",
+			ph.Name, ph.WallS, ph.Completions, safeDiv(float64(ph.Completions), ph.WallS),
+			ph.ServerCPUS, 1000*ph.CPUPerCompletion(), ph.DiskBusyS, 1000*ph.DiskPerCompletion(),
+			safeDiv(float64(ph.DeviceReadBytes+ph.DeviceWriteBytes), float64(ph.Completions))/1024, share,
+			pct(ph.ClientCPUS, ph.HostCapacityS), pct(ph.OtherCPUS(), ph.HostCapacityS), pct(ph.HostBusyS, ph.HostCapacityS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(/c = per completion; CPU ms/c is raw CPU time, before dividing by CPUs; server/device IO is the server tree's /proc/PID/io bytes over the disk's: well below 1x means others' I/O; the last three are shares of the host's CPU capacity)\n")
+	for _, ph := range r.Phases {
+		fmt.Fprintf(&b, "  %s: completions are %s", ph.Name, ph.What)
+		switch {
+		case ph.Name == PhaseApply:
+			fmt.Fprintf(&b, "; %d of %d captured writesets, %d rows", ph.Writesets, ph.CapturedTotal, ph.WritesetRows)
+		case ph.Started > 0:
+			fmt.Fprintf(&b, "; started %d, committed %d, rolled back %d, aborted %d, errors %d", ph.Started, ph.Committed, ph.RolledBack, ph.Aborted, ph.Errors)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\n")
+	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARAMETER\tVALUE\tTRUST")
+	row := func(key, val string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", key, val, p.Trust[key]) }
+	row("pr", fmt.Sprintf("%.4f", p.Pr))
+	row("pw", fmt.Sprintf("%.4f", p.Pw))
+	row("a1", fmt.Sprintf("%.6f", p.A1))
+	row("l1_s", fmt.Sprintf("%.6f", p.L1))
+	for _, res := range p.Resources {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"rc_s", res.RC}, {"wc_s", res.WC}, {"ws_s", res.WS}} {
+			row("resources."+res.Name+"."+f.name, fmt.Sprintf("%.7f", f.v))
+		}
+	}
+	row("think_time_s", fmt.Sprintf("%g", p.ThinkTime))
+	row("clients_per_replica", fmt.Sprintf("%d", p.ClientsPerReplica))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Check) > 0 {
+		b.WriteString("\ncheck: busy time of the mix phase against reads×rc + update attempts×wc from the separate phases\n")
+		for _, c := range r.Check {
+			fmt.Fprintf(&b, "  %-5s measured %.3f s, predicted %.3f s (%+.1f%%); wc implied by the mix phase %.7f s, profile wc %.7f s\n",
+				c.Resource, c.MeasuredS, c.PredictS, 100*c.Error, c.WCFromMix, r.wc(c.Resource))
+		}
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, w := range slices.Compact(slices.Clone(r.Warnings)) {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (r *Report) wc(resource string) float64 {
+	for _, res := range r.Profile.Resources {
+		if res.Name == resource {
+			return res.WC
+		}
+	}
+	return 0
+}
+
+func pct(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*a/b)
+}
