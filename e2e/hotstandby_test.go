@@ -163,16 +163,24 @@ func (h *hsCluster) tandem(args ...string) string {
 // ids returns the ids in table t on a node.
 func ids(t *testing.T, dsn string) map[int64]bool {
 	t.Helper()
+	out, err := idsErr(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func idsErr(dsn string) (map[int64]bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer c.Close(ctx)
 	rows, err := c.Query(ctx, "SELECT id FROM t")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	out := map[int64]bool{}
 	for rows.Next() {
@@ -180,10 +188,7 @@ func ids(t *testing.T, dsn string) map[int64]bool {
 		rows.Scan(&id)
 		out[id] = true
 	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
-	return out
+	return out, rows.Err()
 }
 
 // writers insert unique ids through dsn until stop or an error, and return
@@ -461,8 +466,8 @@ func TestCatchUpAndReseed(t *testing.T) {
 				want := ids(t, h.dsn(h.nodes["n1"]))
 				deadline := time.Now().Add(20 * time.Second)
 				for {
-					have := ids(t, h.dsn(h.nodes["n2"]))
-					if len(have) == len(want) {
+					have, err := idsErr(h.dsn(h.nodes["n2"]))
+					if err == nil && len(have) == len(want) {
 						for id := range want {
 							if !have[id] {
 								t.Fatalf("%s: id %d missing on the standby", step, id)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -349,7 +348,7 @@ func (b *Backend) dropApplyConn() {
 // SnapshotBytes dumps the database (pg_dump, custom format) in one exported
 // snapshot and returns the GSN that snapshot holds.
 func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
-	bin, err := FindBinDir(b.BinDir)
+	pgDump, err := FindTool(b.BinDir, "pg_dump")
 	if err != nil {
 		return nil, 0, err
 	}
@@ -366,7 +365,7 @@ func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 		return nil, 0, fmt.Errorf("export snapshot: %v", err)
 	}
 	gsn, _ := strconv.ParseUint(rows[0][1], 10, 64)
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_dump"), "-Fc", "--no-owner", "--snapshot="+rows[0][0], "-d", b.dsn)
+	cmd := exec.CommandContext(ctx, pgDump, "-Fc", "--no-owner", "--snapshot="+rows[0][0], "-d", b.dsn)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
@@ -377,14 +376,14 @@ func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 
 // Restore replaces the database's contents with a pg_dump archive.
 func (b *Backend) Restore(ctx context.Context, data []byte) error {
-	bin, err := FindBinDir(b.BinDir)
+	pgRestore, err := FindTool(b.BinDir, "pg_restore")
 	if err != nil {
 		return err
 	}
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
 	b.dropApplyConn()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pg_restore"), "--clean", "--if-exists", "--no-owner", "--single-transaction", "-d", b.dsn)
+	cmd := exec.CommandContext(ctx, pgRestore, "--clean", "--if-exists", "--no-owner", "--single-transaction", "-d", b.dsn)
 	cmd.Stdin = bytes.NewReader(data)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

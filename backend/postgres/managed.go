@@ -71,6 +71,9 @@ func FindBinDir(configured string) (string, error) {
 		return configured, nil
 	}
 	if p, err := exec.LookPath("postgres"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // a symlink on PATH: use the real bin dir, which has every tool
+		}
 		return filepath.Dir(p), nil
 	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
@@ -384,4 +387,35 @@ func processAlive(pid int) bool {
 		return s[i+2] != 'Z' && s[i+2] != 'X'
 	}
 	return true
+}
+
+// FindTool locates a PostgreSQL program (pg_dump, pg_restore, ...): in the
+// configured bin dir, next to the server, on PATH, then in Debian's
+// /usr/lib/postgresql/*/bin.
+func FindTool(binDir, name string) (string, error) {
+	var dirs []string
+	if binDir != "" {
+		dirs = append(dirs, binDir)
+	}
+	if d, err := FindBinDir(""); err == nil {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, name); fileExists(p) {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	if len(matches) > 0 {
+		return matches[len(matches)-1], nil
+	}
+	return "", fmt.Errorf("%w: %s (install postgresql-client)", ErrBinariesNotFound, name)
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
