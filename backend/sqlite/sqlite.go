@@ -342,14 +342,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			return st, nil
 		}
 	}
-	c := s.held
-	if c == nil {
-		var err error
-		if c, err = s.db.acquire(ctx, false); err != nil {
-			return nil, err
-		}
-		defer s.db.release(c)
+	c, done, err := s.readConn(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	ps, err := c.prepare(sql)
 	if err != nil {
 		return nil, mapError(err)
@@ -374,6 +371,20 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	return st, nil
 }
 
+// readConn is the session's connection inside a transaction block (it
+// sees the block's own changes), else a reader from the pool; done returns
+// a borrowed one.
+func (s *Session) readConn(ctx context.Context) (*conn, func(), error) {
+	if s.held != nil {
+		return s.held, func() {}, nil
+	}
+	c, err := s.db.acquire(ctx, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { s.db.release(c) }, nil
+}
+
 // Describe implements pgwire.Statement: read-only statements are run once
 // with NULL parameters and no row is returned to anyone; their column
 // names, declared types and (for expressions) first values give the types.
@@ -384,15 +395,11 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	if !st.readonly {
 		return returningColumns(st.sql), nil
 	}
-	s := st.s
-	c := s.held
-	if c == nil {
-		var err error
-		if c, err = s.db.acquire(ctx, false); err != nil {
-			return nil, err
-		}
-		defer s.db.release(c)
+	c, done, err := st.s.readConn(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	ps, err := c.prepare(st.sql)
 	if err != nil {
 		return nil, mapError(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/node"
 )
 
 // adminPost calls a node's admin endpoint and decodes its JSON answer.
@@ -40,21 +41,9 @@ func adminPost(n *config.Node, path string, q url.Values, out any) error {
 }
 
 type nodeStatus struct {
-	ID   string `json:"id"`
-	Role string `json:"role"`
-	Repl *struct {
-		Role       string `json:"role"`
-		Epoch      uint64 `json:"epoch"`
-		Primary    string `json:"primary"`
-		Safeness   string `json:"safeness"`
-		Durability string `json:"durability"`
-		Effective  string `json:"effective_durability"`
-		Degraded   bool   `json:"degraded"`
-		Assigned   uint64 `json:"assigned_gsn"`
-		Durable    uint64 `json:"durable_gsn"`
-		Received   uint64 `json:"received_gsn"`
-		Applied    uint64 `json:"applied_gsn"`
-	} `json:"replication"`
+	ID   string           `json:"id"`
+	Role string           `json:"role"`
+	Repl *node.ReplStatus `json:"replication"`
 }
 
 func loadCluster(file string) (*config.Cluster, error) { return config.Load(file) }
