@@ -42,5 +42,9 @@ bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternatin
 	./scripts/install-deps.sh --bench
 	./bin/tandem bench overhead
 
+bench-tm1: build ## TM1 R80W20/R20W80 at 100,000 subscribers: PostgreSQL direct vs through tandem vs tandem on SQLite
+	./scripts/install-deps.sh
+	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tm1.sh 100000 30s 8
+
 clean:
 	rm -rf bin .tandem
