@@ -137,16 +137,21 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		-f "$dir/get_subscriber_data.sql@35" -f "$dir/get_new_destination.sql@10" -f "$dir/get_access_data.sql@35" \
 		-f "$dir/update_subscriber_data.sql@2" -f "$dir/update_location.sql@14" \
 		-f "$dir/insert_call_forwarding.sql@2" -f "$dir/delete_call_forwarding.sql@2" \
-		"$DSN" >"$dir/pgbench.out" 2>&1; } 2>&1)
+		"$DSN" >"$dir/pgbench.out" 2>&1 || echo FAILED; } 2>&1)
 	pg=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$dir/pgbench.out" | tail -1)
 	pgtx=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$dir/pgbench.out")
-	if [[ -z $pg || -z $pgtx ]]; then
+	if [[ $cpu == *FAILED* || -z $pg || -z $pgtx ]]; then
 		cat "$dir/pgbench.out" >&2
 		exit 1
 	fi
 	pgcpu=$(echo "($(echo "$cpu" | tr ' ' '+')) * 1000000 / $pgtx" | bc -l)
 	cpu=$({ time "${PIN[@]}" "$TANDEM" bench run --workload tm1 --mix r80w20 --dsn "$DSN" --subscribers "$P" --clients "$CLIENTS" \
-		--rampup 0s --duration "${SECONDS_PER_RUN}s" --quiet --json "${TANDEM_PROTO[@]}" >"$dir/tandem.json"; } 2>&1)
+		--rampup 0s --duration "${SECONDS_PER_RUN}s" --quiet --json "${TANDEM_PROTO[@]}" >"$dir/tandem.json" 2>"$dir/tandem.err" ||
+		echo FAILED; } 2>&1)
+	if [[ $cpu == *FAILED* ]]; then
+		cat "$dir/tandem.err" >&2
+		exit 1
+	fi
 	td=$(sed -n 's/^  "total_tps": \([0-9.]*\),*$/\1/p' "$dir/tandem.json")
 	mq=$(sed -n 's/^  "mqth": \([0-9.]*\),*$/\1/p' "$dir/tandem.json")
 	tdtx=$(echo "$td * $SECONDS_PER_RUN" | bc -l)

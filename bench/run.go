@@ -127,6 +127,11 @@ func newRunner(opts RunOptions) (*runner, error) {
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "tandem-bench"
 	}
+	// pgx's simple protocol needs client_encoding UTF8; a server created
+	// with SQL_ASCII would otherwise default to that.
+	if _, ok := cfg.RuntimeParams["client_encoding"]; !ok {
+		cfg.RuntimeParams["client_encoding"] = "UTF8"
+	}
 	if opts.Seed == 0 {
 		opts.Seed = uint64(time.Now().UnixNano())
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -16,6 +17,9 @@ import (
 func load(t *testing.T, dsn string, p int, opts bench.LoadOptions) bench.LoadStats {
 	t.Helper()
 	opts.Workload, opts.DSN, opts.Scale = tm1.New(), dsn, p
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	if opts.Workers == 0 {
 		opts.Workers = 2
 	}

@@ -157,3 +157,26 @@ func checkFiles(t *testing.T, dir string, res *bench.Result) {
 		t.Errorf("report.html lacks charts or loads scripts")
 	}
 }
+
+// TestSimpleProtocolSQLASCII runs --simple against a SQL_ASCII database,
+// where pgx's simple protocol works only because the driver asks for
+// client_encoding UTF8.
+func TestSimpleProtocolSQLASCII(t *testing.T) {
+	if pg == nil {
+		t.Skip("no PostgreSQL: " + pgSkip)
+	}
+	ctx := context.Background()
+	admin := connect(t, pg.DSN("postgres"))
+	if _, err := admin.Exec(ctx, "CREATE DATABASE tm1_ascii ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
+		t.Fatal(err)
+	}
+	dsn := pg.DSN("tm1_ascii")
+	load(t, dsn, 200, bench.LoadOptions{})
+	res, err := bench.Run(ctx, bench.RunOptions{Workload: tm1.New(), DSN: dsn, Clients: 2, Duration: 500 * time.Millisecond, Simple: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Totals.Errors != 0 || res.MQTh <= 0 {
+		t.Fatalf("errors %d (%v), MQTh %v", res.Totals.Errors, res.FirstErrors, res.MQTh)
+	}
+}
