@@ -131,6 +131,7 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 	}
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
+		s.b.pks.Clear()
 		if err := installAll(ctx, c); err != nil {
 			return rollback(err)
 		}
@@ -172,19 +173,15 @@ func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
 		return nil, err
 	}
 	seen := map[string]bool{}
-	pks := map[string][]string{}
 	var out []writeset.Row
 	for _, k := range keys {
 		if seen[k[0]+"\x00"+k[1]] {
 			continue
 		}
 		seen[k[0]+"\x00"+k[1]] = true
-		pkCols, ok := pks[k[0]]
-		if !ok {
-			if pkCols, err = primaryKey(ctx, s.c, k[0]); err != nil {
-				return nil, err
-			}
-			pks[k[0]] = pkCols
+		pkCols, err := s.b.pkOf(ctx, s.c, k[0])
+		if err != nil {
+			return nil, err
 		}
 		var raw []any
 		dec := json.NewDecoder(strings.NewReader(k[1]))
@@ -294,6 +291,7 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 	}
 	if ws.IsDDL() {
+		b.pks.Clear()
 		if _, err := c.Exec(ctx, ws.DDL).ReadAll(); err != nil {
 			return fail(err)
 		}
@@ -391,4 +389,17 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 		return fmt.Errorf("pg_restore: %w: %s", err, stderr.String())
 	}
 	return nil
+}
+
+// pkOf returns a table's primary key from the cache (cleared by DDL).
+func (b *Backend) pkOf(ctx context.Context, c *pgconn.PgConn, table string) ([]string, error) {
+	if v, ok := b.pks.Load(table); ok {
+		return v.([]string), nil
+	}
+	pk, err := primaryKey(ctx, c, table)
+	if err != nil {
+		return nil, err
+	}
+	b.pks.Store(table, pk)
+	return pk, nil
 }

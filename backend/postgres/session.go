@@ -34,6 +34,7 @@ type Backend struct {
 	cfg      *pgconn.Config
 	applyMu  sync.Mutex
 	apply    *pgconn.PgConn
+	pks      sync.Map // table -> primary-key columns
 	repl     Replicator
 	commitMu sync.Mutex // GSN order = commit order
 	params   [][2]string

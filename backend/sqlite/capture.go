@@ -152,8 +152,12 @@ func installCapture(c *conn, table string) error {
 
 // capture reads and clears the transaction's captured keys and builds the
 // writeset rows from the after-images.
-func capture(c *conn) ([]writeset.Row, error) {
-	rows, err := c.c.Query("SELECT tbl, pk FROM _tandem_capture ORDER BY rowid", nil)
+func (db *DB) capture(c *conn) ([]writeset.Row, error) {
+	sel, err := c.prepare("SELECT tbl, pk FROM _tandem_capture ORDER BY rowid")
+	if err != nil {
+		return nil, mapError(err)
+	}
+	rows, err := sel.QueryContext(context.Background(), nil)
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -173,14 +177,10 @@ func capture(c *conn) ([]writeset.Row, error) {
 		return nil, nil
 	}
 	out := make([]writeset.Row, 0, len(order))
-	pks := map[string][]string{}
 	for _, k := range order {
-		pkCols, ok := pks[k.tbl]
-		if !ok {
-			if pkCols, err = primaryKey(c, k.tbl); err != nil {
-				return nil, err
-			}
-			pks[k.tbl] = pkCols
+		pkCols, err := db.pkOf(c, k.tbl)
+		if err != nil {
+			return nil, err
 		}
 		var raw []any
 		if err := json.Unmarshal([]byte(k.pk), &raw); err != nil || len(raw) != len(pkCols) {
@@ -228,10 +228,38 @@ func capture(c *conn) ([]writeset.Row, error) {
 		r.Close()
 		out = append(out, row)
 	}
-	if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
+	if err := c.execCached("DELETE FROM _tandem_capture"); err != nil {
 		return nil, mapError(err)
 	}
 	return out, nil
+}
+
+// execCached runs a statement through the connection's prepared-statement
+// cache (the commit path runs these on every write transaction).
+func (c *conn) execCached(sql string, args ...driver.Value) error {
+	st, err := c.prepare(sql)
+	if err != nil {
+		return err
+	}
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	_, err = st.ExecContext(context.Background(), nv)
+	return err
+}
+
+// pkOf returns a table's primary key from the cache (cleared by DDL).
+func (db *DB) pkOf(c *conn, table string) ([]string, error) {
+	if v, ok := db.pks.Load(table); ok {
+		return v.([]string), nil
+	}
+	pk, err := primaryKey(c, table)
+	if err != nil {
+		return nil, err
+	}
+	db.pks.Store(table, pk)
+	return pk, nil
 }
 
 func asString(v driver.Value) string {
@@ -259,7 +287,7 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		_ = c.exec("ROLLBACK")
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
 	}
-	applied, _, err := readMeta(c)
+	applied, err := db.appliedCached(c)
 	if err != nil {
 		return fail(err)
 	}
@@ -271,6 +299,7 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 	}
 	if ws.IsDDL() {
+		db.pks.Clear()
 		if err := c.exec(ws.DDL); err != nil {
 			return fail(mapError(err))
 		}
@@ -301,11 +330,11 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 				return fail(mapError(err))
 			}
 		}
-		if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
+		if err := c.execCached("DELETE FROM _tandem_capture"); err != nil {
 			return fail(err)
 		}
 	}
-	if _, err := c.c.Exec("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", []driver.Value{int64(ws.GSN), int64(ws.Epoch)}); err != nil {
+	if err := c.execCached("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", int64(ws.GSN), int64(ws.Epoch)); err != nil {
 		return fail(err)
 	}
 	if err := c.exec("COMMIT"); err != nil {
@@ -361,4 +390,21 @@ func (db *DB) Restore(ctx context.Context, data []byte) error {
 		return err
 	}
 	return db.Replace(tmp)
+}
+
+func (db *DB) appliedCached(c *conn) (uint64, error) {
+	st, err := c.prepare("SELECT applied_gsn FROM _tandem_meta WHERE id = 1")
+	if err != nil {
+		return 0, err
+	}
+	rows, err := st.QueryContext(context.Background(), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if err := rows.Next(v); err != nil {
+		return 0, fmt.Errorf("sqlite: read _tandem_meta: %w", err)
+	}
+	return uint64(v[0].(int64)), nil
 }

@@ -48,6 +48,7 @@ type DB struct {
 	mu      sync.Mutex
 	closed  bool
 	repl    Replicator // nil: standalone
+	pks     sync.Map   // table -> primary-key columns (replicated designs)
 }
 
 type conn struct {
@@ -675,6 +676,7 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	}
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
+		db.pks.Clear()
 		tables, err := userTables(c)
 		if err != nil {
 			return fail(err)
@@ -688,7 +690,7 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 			return fail(mapError(err))
 		}
 	} else {
-		rows, err := capture(c)
+		rows, err := db.capture(c)
 		if err != nil {
 			return fail(err)
 		}
@@ -703,7 +705,7 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := c.c.Exec("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", []driver.Value{int64(ws.GSN), int64(ws.Epoch)}); err != nil {
+	if err := c.execCached("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", int64(ws.GSN), int64(ws.Epoch)); err != nil {
 		_ = after(ctx, false)
 		return fail(mapError(err))
 	}
