@@ -59,6 +59,9 @@ type store interface {
 	AppliedGSN() (gsn, epoch uint64, err error)
 	// Apply applies a writeset and records its GSN, exactly once.
 	Apply(ctx context.Context, ws *writeset.Writeset) error
+	// ApplyBatch applies consecutive writesets, recording the last GSN
+	// with them (all or none).
+	ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error
 	// SnapshotBytes is a consistent copy and the GSN it holds.
 	SnapshotBytes(ctx context.Context) ([]byte, uint64, error)
 	// Restore replaces the database with a snapshot.
@@ -667,11 +670,16 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 			case <-ctx.Done():
 				return
 			case ws := <-applyQ:
-				if err := r.db.Apply(ctx, ws); err != nil {
+				// Group apply: take what is already queued (bounded).
+				batch := []*writeset.Writeset{ws}
+				for len(batch) < 256 && len(applyQ) > 0 {
+					batch = append(batch, <-applyQ)
+				}
+				if err := r.db.ApplyBatch(ctx, batch); err != nil {
 					errc <- fmt.Errorf("apply: %w", err)
 					return
 				}
-				r.applied.Store(ws.GSN)
+				r.applied.Store(batch[len(batch)-1].GSN)
 				if len(applyQ) == 0 {
 					if err := sendAck(); err != nil {
 						errc <- err

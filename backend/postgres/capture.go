@@ -262,6 +262,16 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	return g, e, nil
 }
 
+// ApplyBatch applies writesets one transaction each, in order.
+func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error {
+	for _, ws := range batch {
+		if err := b.Apply(ctx, ws); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Apply applies a writeset with the GSN recorded in the same transaction.
 func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	b.applyMu.Lock()

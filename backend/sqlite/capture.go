@@ -275,6 +275,16 @@ func asString(v driver.Value) string {
 // Apply applies a writeset (rows by primary key, or a DDL statement) and
 // records its GSN in the same transaction: exactly once, in order.
 func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
+	return db.ApplyBatch(ctx, []*writeset.Writeset{ws})
+}
+
+// ApplyBatch applies consecutive writesets in one transaction (group apply
+// on a standby), recording the last GSN with them: all or none, exactly
+// once, in order. Writesets already applied are skipped.
+func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error {
+	if len(batch) == 0 {
+		return nil
+	}
 	c, err := db.acquire(ctx, true)
 	if err != nil {
 		return err
@@ -283,58 +293,70 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 		return mapError(err)
 	}
+	var cur *writeset.Writeset
 	fail := func(err error) error {
 		_ = c.exec("ROLLBACK")
-		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
+		if cur != nil {
+			return fmt.Errorf("apply GSN %d: %w", cur.GSN, err)
+		}
+		return fmt.Errorf("apply: %w", err)
 	}
 	applied, err := db.appliedCached(c)
 	if err != nil {
 		return fail(err)
 	}
-	if ws.GSN <= applied {
-		_ = c.exec("ROLLBACK")
-		return nil // already applied (replay after a crash)
-	}
-	if ws.GSN != applied+1 {
-		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
-	}
-	if ws.IsDDL() {
-		db.pks.Clear()
-		if err := c.exec(ws.DDL); err != nil {
-			return fail(mapError(err))
+	var last *writeset.Writeset
+	for _, ws := range batch {
+		cur = ws
+		if ws.GSN <= applied {
+			continue // already applied (replay after a crash)
 		}
-		tables, err := userTables(c)
-		if err != nil {
-			return fail(err)
+		if ws.GSN != applied+1 {
+			return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 		}
-		for _, t := range tables {
-			if err := installCapture(c, t); err != nil {
+		if ws.IsDDL() {
+			db.pks.Clear()
+			if err := c.exec(ws.DDL); err != nil {
+				return fail(mapError(err))
+			}
+			tables, err := userTables(c)
+			if err != nil {
 				return fail(err)
 			}
-		}
-	} else {
-		stmts, err := writeset.Statements(writeset.SQLite, ws)
-		if err != nil {
-			return fail(err)
-		}
-		for _, s := range stmts {
-			st, err := c.prepare(s.SQL)
+			for _, t := range tables {
+				if err := installCapture(c, t); err != nil {
+					return fail(err)
+				}
+			}
+		} else {
+			stmts, err := writeset.Statements(writeset.SQLite, ws)
 			if err != nil {
-				return fail(mapError(err))
+				return fail(err)
 			}
-			args := make([]driver.NamedValue, len(s.Args))
-			for i, a := range s.Args {
-				args[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
-			}
-			if _, err := st.ExecContext(ctx, args); err != nil {
-				return fail(mapError(err))
+			for _, s := range stmts {
+				st, err := c.prepare(s.SQL)
+				if err != nil {
+					return fail(mapError(err))
+				}
+				args := make([]driver.NamedValue, len(s.Args))
+				for i, a := range s.Args {
+					args[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+				}
+				if _, err := st.ExecContext(ctx, args); err != nil {
+					return fail(mapError(err))
+				}
 			}
 		}
-		if err := c.execCached("DELETE FROM _tandem_capture"); err != nil {
-			return fail(err)
-		}
+		applied, last = ws.GSN, ws
 	}
-	if err := c.execCached("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", int64(ws.GSN), int64(ws.Epoch)); err != nil {
+	if last == nil {
+		_ = c.exec("ROLLBACK")
+		return nil
+	}
+	if err := c.execCached("DELETE FROM _tandem_capture"); err != nil {
+		return fail(err)
+	}
+	if err := c.execCached("UPDATE _tandem_meta SET applied_gsn = ?, epoch = ? WHERE id = 1", int64(last.GSN), int64(last.Epoch)); err != nil {
 		return fail(err)
 	}
 	if err := c.exec("COMMIT"); err != nil {
