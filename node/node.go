@@ -17,11 +17,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -152,24 +153,21 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			defer m.Stop()
 			backendDone = m.Done()
-			up.Addr, up.User, up.Database = "127.0.0.1:"+strconv.Itoa(m.Port()), "postgres", "postgres"
+			// The node sits beside its server: relay over the Unix socket,
+			// cheaper than TCP loopback.
+			up.Addr, up.User, up.Database = filepath.Join(m.DataDir(), ".s.PGSQL."+strconv.Itoa(m.Port())), "postgres", "postgres"
 			backendDSN = m.DSN("postgres")
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
 		} else {
-			u, err := url.Parse(n.DSN)
-			if err != nil || u.Host == "" {
-				return fmt.Errorf("%w: %s: field nodes.dsn: %q is not a postgres:// URL", config.ErrInvalid, c.File, n.DSN)
+			pc, err := pgconn.ParseConfig(n.DSN)
+			if err != nil {
+				return fmt.Errorf("%w: %s: field nodes.dsn: %v", config.ErrInvalid, c.File, err)
 			}
-			up.Addr = u.Host
-			if u.Port() == "" {
-				up.Addr = net.JoinHostPort(u.Hostname(), "5432")
+			up.Addr = net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port)))
+			if strings.HasPrefix(pc.Host, "/") {
+				up.Addr = filepath.Join(pc.Host, ".s.PGSQL."+strconv.Itoa(int(pc.Port)))
 			}
-			up.User = u.User.Username()
-			up.Password, _ = u.User.Password()
-			up.Database = u.Path
-			if len(up.Database) > 0 && up.Database[0] == '/' {
-				up.Database = up.Database[1:]
-			}
+			up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
 			st.Detail = "external PostgreSQL at " + up.Addr
 		}
 		if c.Design == "hot-standby" {

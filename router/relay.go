@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +27,7 @@ var ErrUpstreamDown = errors.New("upstream unavailable")
 // PostgreSQL server, or a tandem node serving SQLite.
 type Upstream struct {
 	Node     string // node id, for messages
-	Addr     string // host:port
+	Addr     string // host:port, or the Unix socket path /dir/.s.PGSQL.port
 	Admin    string // the node's admin (metrics) address: health and role
 	User     string // "" means the client's user
 	Password string
@@ -64,7 +66,7 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 	if db == "" {
 		db = client.Database
 	}
-	host, port, err := net.SplitHostPort(up.Addr)
+	host, port, err := splitAddr(up.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("upstream address %q: %w", up.Addr, err)
 	}
@@ -201,10 +203,31 @@ func (r *relay) fatal(e *pgwire.Error) {
 	_ = r.client.Flush()
 }
 
+// splitAddr returns pgconn's host and port for host:port or a Unix socket
+// path (/dir/.s.PGSQL.5432 -> host /dir, port 5432).
+func splitAddr(addr string) (string, string, error) {
+	if strings.HasPrefix(addr, "/") {
+		dir, file := filepath.Split(addr)
+		port, ok := strings.CutPrefix(file, ".s.PGSQL.")
+		if !ok {
+			return "", "", fmt.Errorf("a Unix socket must be named .s.PGSQL.<port>")
+		}
+		return strings.TrimSuffix(dir, "/"), port, nil
+	}
+	return net.SplitHostPort(addr)
+}
+
+func network(addr string) string {
+	if strings.HasPrefix(addr, "/") {
+		return "unix"
+	}
+	return "tcp"
+}
+
 // Cancel forwards a CancelRequest to the upstream session.
 func (r *relay) Cancel() {
 	d := net.Dialer{Timeout: 3 * time.Second}
-	conn, err := d.Dial("tcp", r.up.Addr)
+	conn, err := d.Dial(network(r.up.Addr), r.up.Addr)
 	if err != nil {
 		return
 	}

@@ -227,7 +227,7 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 			} else {
 				d := net.Dialer{Timeout: every}
 				var c net.Conn
-				c, err = d.DialContext(ctx, "tcp", n.Addr)
+				c, err = d.DialContext(ctx, network(n.Addr), n.Addr)
 				if err == nil {
 					c.Close()
 				}

@@ -118,6 +118,25 @@ func Run(ctx context.Context, exe string, o Options) (*Report, error) {
 		{"direct", direct},
 		{"tandem", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", tport)},
 	}
+	// A second node that reaches the same server over its Unix socket, as a
+	// node beside a managed server does.
+	uport, _ := postgres.FreePort()
+	ucfgText := fmt.Sprintf("cluster = \"overhead-unix\"\nauth = \"trust\"\nrun_dir = %q\nlog_level = \"warn\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:%d\"\nbackend = \"postgres\"\ndsn = \"host=%s port=%d user=postgres dbname=postgres\"\n",
+		filepath.Join(o.Dir, "run-unix"), uport, m.DataDir(), m.Port())
+	ucfgFile := filepath.Join(o.Dir, "overhead-unix.toml")
+	if err := os.WriteFile(ucfgFile, []byte(ucfgText), 0o644); err != nil {
+		return nil, err
+	}
+	ucfg, err := config.Load(ucfgFile)
+	if err != nil {
+		return nil, err
+	}
+	ulc, err := cluster.Start(ctx, cluster.Options{Config: ucfg, Exe: exe, Logger: log, LogLevel: "warn"})
+	if err != nil {
+		return nil, err
+	}
+	defer ulc.Stop()
+	paths = append(paths, struct{ name, dsn string }{"tandem-unix", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", uport)})
 	if hp, err := exec.LookPath("haproxy"); err == nil {
 		hport, _ := postgres.FreePort()
 		hcfg := filepath.Join(o.Dir, "haproxy.cfg")
