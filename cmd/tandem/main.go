@@ -32,7 +32,7 @@ func main() {
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
 
 	benchCmd := newBenchCmd()
-	benchCmd.AddCommand(newOverheadCmd())
+	benchCmd.AddCommand(newOverheadCmd(), newSweepCmd())
 
 	root.AddCommand(
 		newUpCmd(),

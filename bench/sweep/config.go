@@ -1,0 +1,192 @@
+package sweep
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ErrBadOption marks an invalid sweep option; the message names the flag.
+var ErrBadOption = errors.New("invalid sweep option")
+
+// Families of configurations; each has its own baseline for ratios.
+const (
+	FamilyTandem   = "tandem"
+	FamilyPostgres = "postgresql"
+)
+
+// Baselines of the two families: ratios are MQTh / MQTh(baseline), same mix.
+const (
+	TandemBaseline   = "standalone-strict"
+	PostgresBaseline = "pg-standalone-on"
+)
+
+// Kinds of setup a configuration runs on.
+const (
+	kindTandem       = "tandem"        // a tandem cluster (cluster.Start)
+	kindPGStandalone = "pg-standalone" // one managed PostgreSQL server
+	kindPGPair       = "pg-pair"       // a PostgreSQL streaming-replication pair
+)
+
+// Config is one configuration of the sweep. Its Name is part of the user
+// interface (--configs, the table, the files).
+type Config struct {
+	Name   string `json:"name"`
+	Family string `json:"family"`
+	// Level is the safeness level for check (a): 1-safe, 2-safe-received,
+	// 2-safe-visible, 2-safe-durable; "" for standalone servers.
+	Level string `json:"level,omitempty"`
+	// Setting says in a few words what the configuration is.
+	Setting string `json:"setting"`
+
+	kind string
+	// tandem
+	Design            string `json:"design,omitempty"`
+	Safeness          string `json:"safeness,omitempty"`
+	Durability        string `json:"durability,omitempty"`
+	StandbyDurability string `json:"standby_durability,omitempty"`
+	SQLiteSynchronous string `json:"sqlite_synchronous,omitempty"`
+	// PostgreSQL
+	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+}
+
+// Setup is the key of the running system a configuration needs: consecutive
+// configurations with the same key share one started, loaded system within
+// a round (the PostgreSQL pair serves its four levels, switched with ALTER
+// SYSTEM; the standalone server its two).
+func (c Config) setup() string {
+	if c.kind == kindTandem {
+		return c.Name
+	}
+	return c.kind
+}
+
+func hs(name, level, durability, standbyDurability string) Config {
+	return Config{
+		Name: name, Family: FamilyTandem, Level: level, kind: kindTandem,
+		Design: "hot-standby", Safeness: level, Durability: durability, StandbyDurability: standbyDurability,
+		SQLiteSynchronous: "NORMAL",
+		Setting: fmt.Sprintf("hot-standby %s, primary log %s, standby log %s, SQLite NORMAL",
+			level, durability, standbyDurability),
+	}
+}
+
+func pg(kind, name, level, syncCommit, setting string) Config {
+	return Config{Name: name, Family: FamilyPostgres, Level: level, kind: kind, SynchronousCommit: syncCommit, Setting: setting}
+}
+
+// Configs returns every configuration, in the order the sweep runs them.
+func Configs() []Config {
+	return []Config{
+		{Name: "standalone-strict", Family: FamilyTandem, kind: kindTandem, Design: "standalone", SQLiteSynchronous: "FULL",
+			Setting: "standalone, SQLite synchronous=FULL (WAL fsync per commit)"},
+		{Name: "standalone-relaxed", Family: FamilyTandem, kind: kindTandem, Design: "standalone", SQLiteSynchronous: "NORMAL",
+			Setting: "standalone, SQLite synchronous=NORMAL (fsync at checkpoints)"},
+		hs("hs-received-strict", "2-safe-received", "strict", "relaxed"),
+		hs("hs-received-relaxed", "2-safe-received", "relaxed", "relaxed"),
+		hs("hs-1safe-relaxed", "1-safe", "relaxed", "relaxed"),
+		hs("hs-visible-relaxed", "2-safe-visible", "relaxed", "relaxed"),
+		hs("hs-durable-relaxed", "2-safe-durable", "relaxed", "relaxed"),
+		hs("hs-durable-relaxed-standby-strict", "2-safe-durable", "relaxed", "strict"),
+		pg(kindPGStandalone, "pg-standalone-on", "", "on", "one PostgreSQL server, synchronous_commit=on"),
+		pg(kindPGStandalone, "pg-standalone-off", "", "off", "one PostgreSQL server, synchronous_commit=off"),
+		pg(kindPGPair, "pg-pair-local", "1-safe", "local", "streaming pair, synchronous_commit=local (1-safe)"),
+		pg(kindPGPair, "pg-pair-remote_write", "2-safe-received", "remote_write", "streaming pair, synchronous_commit=remote_write (2-safe received)"),
+		pg(kindPGPair, "pg-pair-on", "2-safe-durable", "on", "streaming pair, synchronous_commit=on (2-safe durable)"),
+		pg(kindPGPair, "pg-pair-remote_apply", "2-safe-visible", "remote_apply", "streaming pair, synchronous_commit=remote_apply (2-safe visible)"),
+	}
+}
+
+// ConfigNames lists every configuration name in run order.
+func ConfigNames() []string {
+	var names []string
+	for _, c := range Configs() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// SelectConfigs resolves the --configs list ("" or "all" means every
+// configuration). The result keeps the run order of Configs, whatever the
+// order of the list, so configurations sharing a PostgreSQL setup run
+// back to back.
+func SelectConfigs(list string) ([]Config, error) {
+	all := Configs()
+	list = strings.TrimSpace(list)
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if !slices.Contains(ConfigNames(), n) {
+			return nil, fmt.Errorf("%w: --configs: %q is not a configuration; use all or a comma list of %s",
+				ErrBadOption, n, strings.Join(ConfigNames(), ", "))
+		}
+		want[n] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("%w: --configs: empty list; use all or a comma list of %s", ErrBadOption, strings.Join(ConfigNames(), ", "))
+	}
+	var out []Config
+	for _, c := range all {
+		if want[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// Mixes the sweep knows (bench's TM1 mix names).
+var knownMixes = []string{"r80w20", "r20w80", "read-only"}
+
+// SelectMixes resolves the --mixes list.
+func SelectMixes(list string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(list, ",") {
+		m = strings.ToLower(strings.TrimSpace(m))
+		if m == "" {
+			continue
+		}
+		if !slices.Contains(knownMixes, m) {
+			return nil, fmt.Errorf("%w: --mixes: %q is not a TM1 mix; use a comma list of %s", ErrBadOption, m, strings.Join(knownMixes, ", "))
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: --mixes: empty list; use e.g. r80w20,r20w80", ErrBadOption)
+	}
+	return out, nil
+}
+
+// levelPairs are check (a)'s matching safeness levels: a tandem hot-standby
+// configuration and the PostgreSQL pair level that promises the same.
+var levelPairs = []struct{ Level, Tandem, Postgres string }{
+	{"1-safe", "hs-1safe-relaxed", "pg-pair-local"},
+	{"2-safe-received", "hs-received-relaxed", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-visible-relaxed", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-durable-relaxed", "pg-pair-on"},
+	{"2-safe-durable", "hs-durable-relaxed-standby-strict", "pg-pair-on"},
+}
+
+func configByName(name string) (Config, bool) {
+	for _, c := range Configs() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Config{}, false
+}
+
+func baselineOf(family string) string {
+	if family == FamilyPostgres {
+		return PostgresBaseline
+	}
+	return TandemBaseline
+}

@@ -1,0 +1,369 @@
+package sweep
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+)
+
+// pgSettings are the postgresql.conf lines of every server of the sweep
+// (besides the managed defaults: shared_buffers 128MB, max_connections 300,
+// fsync on). The standalone server gets the same ones, so the pair differs
+// from it only by its synchronous standby.
+var pgSettings = map[string]string{
+	"wal_level":       "replica",
+	"max_wal_senders": "4",
+	"hot_standby":     "on",
+}
+
+// PGPair is a PostgreSQL streaming-replication pair run by the sweep: a
+// primary with synchronous_standby_names = '*' and a standby cloned with
+// pg_basebackup -R, both managed servers on 127.0.0.1.
+type PGPair struct {
+	Primary *postgres.Managed
+	Standby *postgres.Managed
+	log     *slog.Logger
+}
+
+// StartPGPair initialises a primary in dir/primary, clones it into
+// dir/standby with pg_basebackup (as the postgres OS user when root), starts
+// the standby on another port and waits until pg_stat_replication shows it
+// streaming as the synchronous standby.
+func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PGPair, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	bin, err := postgres.FindBinDir(binDir)
+	if err != nil {
+		return nil, err
+	}
+	settings := clone(pgSettings)
+	settings["synchronous_standby_names"] = "'*'"
+	primary, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
+		DataDir: filepath.Join(dir, "primary", "pgdata"), BinDir: bin, Settings: settings, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the PostgreSQL primary: %w", err)
+	}
+	p := &PGPair{Primary: primary, log: log}
+	standbyData := filepath.Join(dir, "standby", "pgdata")
+	if err := basebackup(ctx, bin, primary.Port(), standbyData); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	standby, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
+		DataDir: standbyData, BinDir: bin, Settings: clone(pgSettings), Logger: log,
+	})
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("start the PostgreSQL standby: %w", err)
+	}
+	p.Standby = standby
+	if err := p.WaitStreaming(ctx, 60*time.Second); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func clone(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// basebackup clones the primary into dataDir, writing standby.signal and
+// primary_conninfo (-R), streaming the WAL it needs (-X stream).
+func basebackup(ctx context.Context, bin string, port int, dataDir string) error {
+	cred, err := pgCredential()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("create standby data directory: %w", err)
+	}
+	if cred != nil {
+		// The primary's start made the common ancestors traversable; the
+		// standby's directories are new.
+		for _, d := range []string{filepath.Dir(dataDir), dataDir} {
+			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("chown %s for the postgres user: %w", d, err)
+			}
+		}
+	}
+	tool, err := postgres.FindTool(bin, "pg_basebackup")
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, tool,
+		"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres",
+		"-D", dataDir, "-R", "-X", "stream", "-c", "fast", "--no-password")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pg_basebackup into %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// pgCredential is the postgres OS user when running as root (PostgreSQL
+// refuses root), nil otherwise.
+func pgCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root: there is no \"postgres\" OS user to run pg_basebackup as: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// ReplicationState is one row of the primary's pg_stat_replication.
+type ReplicationState struct {
+	Application string
+	State       string
+	SyncState   string
+}
+
+// Replication returns the primary's pg_stat_replication rows.
+func (p *PGPair) Replication(ctx context.Context) ([]ReplicationState, error) {
+	c, err := pgx.Connect(ctx, p.Primary.DSN("postgres"))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the PostgreSQL primary: %w", err)
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, "SELECT application_name, state, sync_state FROM pg_stat_replication")
+	if err != nil {
+		return nil, fmt.Errorf("query pg_stat_replication: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ReplicationState, error) {
+		var s ReplicationState
+		err := r.Scan(&s.Application, &s.State, &s.SyncState)
+		return s, err
+	})
+}
+
+// WaitStreaming waits until a standby streams as the synchronous standby.
+func (p *PGPair) WaitStreaming(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	last := "no standby in pg_stat_replication"
+	for {
+		st, err := p.Replication(ctx)
+		if err != nil {
+			last = err.Error()
+		}
+		for _, s := range st {
+			if s.State == "streaming" && s.SyncState == "sync" {
+				p.log.Info("PostgreSQL standby streaming", "application", s.Application, "sync_state", s.SyncState)
+				return nil
+			}
+			last = fmt.Sprintf("standby %q state %s sync_state %s", s.Application, s.State, s.SyncState)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL standby not streaming synchronously within %s: %s", limit, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitReplayed waits until the standby has replayed the primary's current
+// WAL position.
+func (p *PGPair) WaitReplayed(ctx context.Context, limit time.Duration) error {
+	c, err := pgx.Connect(ctx, p.Primary.DSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect to the PostgreSQL primary: %w", err)
+	}
+	defer c.Close(context.Background())
+	var target string
+	if err := c.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&target); err != nil {
+		return fmt.Errorf("read the primary's WAL position: %w", err)
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		var done bool
+		err := c.QueryRow(ctx, "SELECT coalesce(bool_and(replay_lsn >= $1::pg_lsn), false) FROM pg_stat_replication", target).Scan(&done)
+		if err != nil {
+			return fmt.Errorf("read the standby's replay position: %w", err)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL standby did not replay up to %s within %s", target, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the standby, then the primary; safe to call more than once.
+func (p *PGPair) Stop() {
+	if p.Standby != nil {
+		_ = p.Standby.Stop()
+	}
+	if p.Primary != nil {
+		_ = p.Primary.Stop()
+	}
+}
+
+// pgSystem is a PostgreSQL configuration's running system: one server, or a pair.
+type pgSystem struct {
+	server *postgres.Managed // the server clients use (the pair's primary)
+	pair   *PGPair
+	log    *slog.Logger
+	dir    string
+	// version is the server_version.
+	version string
+}
+
+func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger) (*pgSystem, error) {
+	s := &pgSystem{log: log, dir: dir}
+	if c.kind == kindPGPair {
+		p, err := StartPGPair(ctx, dir, binDir, log)
+		if err != nil {
+			return nil, err
+		}
+		s.pair, s.server = p, p.Primary
+	} else {
+		m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
+			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: clone(pgSettings), Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start PostgreSQL: %w", err)
+		}
+		s.server = m
+	}
+	if err := s.exec(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SHOW server_version").Scan(&s.version)
+	}); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *pgSystem) dsn() string { return s.server.DSN("postgres") }
+
+func (s *pgSystem) exited() error {
+	for _, m := range []*postgres.Managed{s.server, s.standby()} {
+		if m == nil {
+			continue
+		}
+		select {
+		case <-m.Done():
+			return fmt.Errorf("PostgreSQL server %s (pid %d) exited during the run; see %s", m.DataDir(), m.PID(), filepath.Join(filepath.Dir(m.DataDir()), "postgres.log"))
+		default:
+		}
+	}
+	return nil
+}
+
+func (s *pgSystem) standby() *postgres.Managed {
+	if s.pair == nil {
+		return nil
+	}
+	return s.pair.Standby
+}
+
+// logDir holds the servers' logs (postgres.log beside each data directory).
+func (s *pgSystem) logDir() string { return s.dir }
+
+func (s *pgSystem) exec(ctx context.Context, f func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, s.dsn())
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer c.Close(context.Background())
+	return f(c)
+}
+
+// use switches the server to the configuration's synchronous_commit (ALTER
+// SYSTEM, pg_reload_conf) and waits until new sessions see it; before that
+// it vacuums and checkpoints, so each level on a shared server starts from
+// the same kind of state and no checkpoint left over from the previous
+// level lands in its window.
+func (s *pgSystem) use(ctx context.Context, c Config) error {
+	return s.exec(ctx, func(conn *pgx.Conn) error {
+		for _, q := range []string{"VACUUM", "CHECKPOINT",
+			"ALTER SYSTEM SET synchronous_commit = '" + c.SynchronousCommit + "'", "SELECT pg_reload_conf()"} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return fmt.Errorf("configuration %s: %s: %w", c.Name, q, err)
+			}
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var v string
+			err := s.exec(ctx, func(fresh *pgx.Conn) error {
+				return fresh.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v)
+			})
+			if err != nil {
+				return err
+			}
+			if v == c.SynchronousCommit {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("configuration %s: synchronous_commit is still %q 10 s after pg_reload_conf()", c.Name, v)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return s.settled(ctx)
+	})
+}
+
+func (s *pgSystem) settled(ctx context.Context) error {
+	if s.pair == nil {
+		return nil
+	}
+	if err := s.pair.WaitStreaming(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	return s.pair.WaitReplayed(ctx, 5*time.Minute)
+}
+
+func (s *pgSystem) standbyLag(ctx context.Context) (int64, string, bool) {
+	if s.pair == nil {
+		return 0, "", false
+	}
+	var lag *int64
+	err := s.exec(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn))::bigint FROM pg_stat_replication").Scan(&lag)
+	})
+	if err != nil || lag == nil {
+		return 0, "", false
+	}
+	return *lag, "WAL bytes", true
+}
+
+func (s *pgSystem) stop() {
+	if s.pair != nil {
+		s.pair.Stop()
+		return
+	}
+	if s.server != nil {
+		_ = s.server.Stop()
+	}
+}

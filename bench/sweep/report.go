@@ -1,0 +1,435 @@
+package sweep
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Measurement is one run of one mix on one configuration in one round.
+type Measurement struct {
+	Config string  `json:"config"`
+	Mix    string  `json:"mix"`
+	Round  int     `json:"round"`
+	MQTh   float64 `json:"mqth"`
+	// TotalTPS counts every transaction started in the measured window.
+	TotalTPS float64 `json:"total_tps"`
+	P50Ms    float64 `json:"p50_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	// Aborted (class 40) and unexpected errors in the measured window.
+	Aborted int64 `json:"aborted"`
+	Errors  int64 `json:"errors"`
+	// FirstError is the first unexpected error, if any.
+	FirstError string `json:"first_error,omitempty"`
+	// MeasuredS is the measured window actually run.
+	MeasuredS float64 `json:"measured_s"`
+	// StandbyLag is how far the standby's apply was behind the primary
+	// when the measured window ended (hot-standby: GSNs; PostgreSQL pair:
+	// WAL bytes not yet replayed).
+	StandbyLag     int64  `json:"standby_lag,omitempty"`
+	StandbyLagUnit string `json:"standby_lag_unit,omitempty"`
+	// LoadAvg is the 1-minute load average when the run started.
+	LoadAvg   float64   `json:"load_avg"`
+	StartedAt time.Time `json:"started_at"`
+	// Err is set when the run (or its configuration's setup) failed; the
+	// numbers are then zero and the measurement is left out of medians.
+	Err string `json:"error,omitempty"`
+}
+
+// Params are the sweep's parameters as recorded in the report.
+type Params struct {
+	Subscribers int      `json:"subscribers"`
+	Clients     int      `json:"clients"`
+	RampupS     float64  `json:"rampup_s"`
+	DurationS   float64  `json:"duration_s"`
+	Mixes       []string `json:"mixes"`
+	Rounds      int      `json:"rounds"`
+	// Reload tells whether TM1 is reloaded before each mix (false: loaded
+	// once per setup, the mixes run one after the other on the same data).
+	Reload        bool   `json:"reload"`
+	FlushInterval string `json:"flush_interval"`
+	// PostgreSQL is the server version the pg-* configurations ran on.
+	PostgreSQL string `json:"postgresql,omitempty"`
+}
+
+// Environment of the sweep.
+type Environment struct {
+	Hostname   string  `json:"hostname"`
+	CPUs       int     `json:"cpus"`
+	GoMaxProcs int     `json:"gomaxprocs"`
+	GoVersion  string  `json:"go_version"`
+	LoadStart  float64 `json:"load_avg_start"`
+	LoadEnd    float64 `json:"load_avg_end"`
+	Tandem     string  `json:"tandem_version"`
+}
+
+// Report is the sweep's outcome: what sweep.json holds.
+type Report struct {
+	Params      Params        `json:"params"`
+	Environment Environment   `json:"environment"`
+	StartedAt   time.Time     `json:"started_at"`
+	FinishedAt  time.Time     `json:"finished_at"`
+	Interrupted bool          `json:"interrupted,omitempty"`
+	Configs     []Config      `json:"configs"`
+	Rows        []Row         `json:"rows"`
+	Checks      []Check       `json:"checks"`
+	Runs        []Measurement `json:"runs"`
+}
+
+// Row is one configuration's line of the table.
+type Row struct {
+	Config   string `json:"config"`
+	Family   string `json:"family"`
+	Baseline string `json:"baseline"`
+	Cells    []Cell `json:"cells"` // one per mix, in Params.Mixes order
+}
+
+// Cell is one configuration x mix: the median over rounds.
+type Cell struct {
+	Mix string `json:"mix"`
+	// MQTh is the median of the rounds that ran (0 when none did).
+	MQTh float64 `json:"mqth"`
+	// Rounds holds each successful round's MQTh in round order.
+	Rounds []float64 `json:"rounds"`
+	// Ratio is MQTh / the baseline's MQTh on the same mix; nil when either
+	// is missing.
+	Ratio  *float64 `json:"ratio"`
+	P50Ms  float64  `json:"p50_ms"`
+	P99Ms  float64  `json:"p99_ms"`
+	Errors int64    `json:"errors"`
+	// StandbyLag is the largest standby lag at the end of a round's window
+	// (see Measurement.StandbyLag).
+	StandbyLag     int64  `json:"standby_lag,omitempty"`
+	StandbyLagUnit string `json:"standby_lag_unit,omitempty"`
+	// Failed counts rounds that did not produce a number.
+	Failed int `json:"failed,omitempty"`
+}
+
+// Check is one of the measured comparisons the issue names. They are
+// informational: nothing fails on them.
+type Check struct {
+	ID     string  `json:"id"` // "a" or "b"
+	Mix    string  `json:"mix"`
+	Level  string  `json:"level,omitempty"`
+	Left   string  `json:"left"`
+	Right  string  `json:"right"`
+	LeftV  float64 `json:"left_value"`
+	RightV float64 `json:"right_value"`
+	// Status is PASS, FAIL or SKIP (a side was not measured).
+	Status string `json:"status"`
+	Text   string `json:"text"`
+}
+
+// Build computes the table, the ratios and the checks from the measurements.
+func Build(p Params, env Environment, configs []Config, runs []Measurement) *Report {
+	r := &Report{Params: p, Environment: env, Configs: configs, Runs: runs}
+	cells := map[string]*Cell{}
+	key := func(c, m string) string { return c + "\x00" + m }
+	for _, c := range configs {
+		row := Row{Config: c.Name, Family: c.Family, Baseline: baselineOf(c.Family)}
+		for _, mix := range p.Mixes {
+			var ok []Measurement
+			failed := 0
+			for _, m := range runs {
+				if m.Config != c.Name || m.Mix != mix {
+					continue
+				}
+				if m.Err != "" {
+					failed++
+					continue
+				}
+				ok = append(ok, m)
+			}
+			slices.SortFunc(ok, func(a, b Measurement) int { return a.Round - b.Round })
+			cell := Cell{Mix: mix, Failed: failed}
+			var p50, p99 []float64
+			for _, m := range ok {
+				cell.Rounds = append(cell.Rounds, m.MQTh)
+				p50 = append(p50, m.P50Ms)
+				p99 = append(p99, m.P99Ms)
+				cell.Errors += m.Errors
+				if m.StandbyLagUnit != "" {
+					cell.StandbyLag, cell.StandbyLagUnit = max(cell.StandbyLag, m.StandbyLag), m.StandbyLagUnit
+				}
+			}
+			cell.MQTh, cell.P50Ms, cell.P99Ms = Median(cell.Rounds), Median(p50), Median(p99)
+			row.Cells = append(row.Cells, cell)
+		}
+		r.Rows = append(r.Rows, row)
+	}
+	for i := range r.Rows {
+		for j := range r.Rows[i].Cells {
+			cells[key(r.Rows[i].Config, r.Rows[i].Cells[j].Mix)] = &r.Rows[i].Cells[j]
+		}
+	}
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		for j := range row.Cells {
+			c := &row.Cells[j]
+			if base := cells[key(row.Baseline, c.Mix)]; base != nil && base.MQTh > 0 && len(c.Rounds) > 0 {
+				v := c.MQTh / base.MQTh
+				c.Ratio = &v
+			}
+		}
+	}
+	ratio := func(cfg, mix string) (float64, bool) {
+		c := cells[key(cfg, mix)]
+		if c == nil || c.Ratio == nil {
+			return 0, false
+		}
+		return *c.Ratio, true
+	}
+	mqth := func(cfg, mix string) (float64, bool) {
+		c := cells[key(cfg, mix)]
+		if c == nil || len(c.Rounds) == 0 {
+			return 0, false
+		}
+		return c.MQTh, true
+	}
+	// (a) at each safeness level, tandem's pair ratio vs PostgreSQL's.
+	for _, mix := range p.Mixes {
+		for _, lp := range levelPairs {
+			ch := Check{ID: "a", Mix: mix, Level: lp.Level, Left: lp.Tandem, Right: lp.Postgres}
+			lv, lok := ratio(lp.Tandem, mix)
+			rv, rok := ratio(lp.Postgres, mix)
+			ch.LeftV, ch.RightV = lv, rv
+			switch {
+			case !lok || !rok:
+				ch.Status = "SKIP"
+				ch.Text = fmt.Sprintf("%s %-15s tandem %s %s vs PostgreSQL %s %s: not measured",
+					strings.ToUpper(mix), lp.Level, lp.Tandem, ratioOrDash(lv, lok), lp.Postgres, ratioOrDash(rv, rok))
+			default:
+				ch.Status = passFail(lv >= rv)
+				ch.Text = fmt.Sprintf("%s %-15s tandem %s = %.2fx of %s %s PostgreSQL %s = %.2fx of %s",
+					strings.ToUpper(mix), lp.Level, lp.Tandem, lv, TandemBaseline, cmpSign(lv, rv), lp.Postgres, rv, PostgresBaseline)
+			}
+			r.Checks = append(r.Checks, ch)
+		}
+	}
+	// (b) high availability for free: hs-received-relaxed >= standalone-strict on R20W80.
+	ch := Check{ID: "b", Mix: "r20w80", Left: "hs-received-relaxed", Right: TandemBaseline}
+	lv, lok := mqth(ch.Left, ch.Mix)
+	rv, rok := mqth(ch.Right, ch.Mix)
+	ch.LeftV, ch.RightV = lv, rv
+	if !lok || !rok {
+		ch.Status = "SKIP"
+		ch.Text = fmt.Sprintf("R20W80 %s vs %s: not measured (needs both configurations and the r20w80 mix)", ch.Left, ch.Right)
+	} else {
+		ch.Status = passFail(lv >= rv)
+		ch.Text = fmt.Sprintf("R20W80 %s %.1f MQTh %s %s %.1f MQTh (%.2fx)", ch.Left, lv, cmpSign(lv, rv), ch.Right, rv, lv/rv)
+	}
+	r.Checks = append(r.Checks, ch)
+	return r
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+func cmpSign(a, b float64) string {
+	if a >= b {
+		return ">="
+	}
+	return "<"
+}
+
+func ratioOrDash(v float64, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+// Median of xs (the mean of the middle two for an even count); 0 for none.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Row returns the table row of a configuration.
+func (r *Report) Row(config string) (*Row, bool) {
+	for i := range r.Rows {
+		if r.Rows[i].Config == config {
+			return &r.Rows[i], true
+		}
+	}
+	return nil, false
+}
+
+// Cell returns a configuration's cell for a mix.
+func (r *Report) Cell(config, mix string) (*Cell, bool) {
+	row, ok := r.Row(config)
+	if !ok {
+		return nil, false
+	}
+	for i := range row.Cells {
+		if row.Cells[i].Mix == mix {
+			return &row.Cells[i], true
+		}
+	}
+	return nil, false
+}
+
+// Failed counts runs that failed.
+func (r *Report) Failed() int {
+	n := 0
+	for _, m := range r.Runs {
+		if m.Err != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// mixTitle is the mix's name as the paper writes it.
+func mixTitle(m string) string {
+	switch m {
+	case "r80w20", "r20w80":
+		return strings.ToUpper(m)
+	}
+	return m
+}
+
+func (c *Cell) mqthText(rounds int) string {
+	if len(c.Rounds) == 0 {
+		if c.Failed > 0 {
+			return "failed"
+		}
+		return "-"
+	}
+	s := strconv.FormatFloat(c.MQTh, 'f', 1, 64)
+	if c.Errors > 0 {
+		s += "!"
+	}
+	if rounds > 1 && len(c.Rounds) < rounds {
+		s += fmt.Sprintf(" (%d/%d)", len(c.Rounds), rounds)
+	}
+	return s
+}
+
+func (c *Cell) ratioText() string {
+	if c.Ratio == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", *c.Ratio)
+}
+
+// Print writes the table (one row per configuration, per mix the MQTh and
+// its ratio, tandem rows against standalone-strict in one ratio column and
+// PostgreSQL rows against pg-standalone-on in the other) and the checks.
+func (r *Report) Print(w io.Writer) error {
+	var b strings.Builder
+	p := r.Params
+	roundsNote := "1 round"
+	if p.Rounds > 1 {
+		roundsNote = fmt.Sprintf("median of %d rounds", p.Rounds)
+	}
+	fmt.Fprintf(&b, "TM1 MQTh (counted transactions/s), P=%d subscribers, %d clients, ramp-up %gs, measured %gs, %s\n",
+		p.Subscribers, p.Clients, p.RampupS, p.DurationS, roundsNote)
+	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n\n", TandemBaseline, PostgresBaseline)
+	// Columns: the configuration left-aligned, numbers right-aligned; per
+	// mix its MQTh, then the ratio column of each family (a row fills the
+	// one of its own family).
+	head := []string{"configuration"}
+	for _, m := range p.Mixes {
+		head = append(head, mixTitle(m)+" MQTh", "vs "+TandemBaseline, "vs "+PostgresBaseline)
+	}
+	lines := [][]string{head}
+	errs := false
+	for _, row := range r.Rows {
+		line := []string{row.Config}
+		for i := range row.Cells {
+			c := &row.Cells[i]
+			errs = errs || c.Errors > 0
+			tandemR, pgR := c.ratioText(), ""
+			if row.Family == FamilyPostgres {
+				tandemR, pgR = "", c.ratioText()
+			}
+			line = append(line, c.mqthText(p.Rounds), tandemR, pgR)
+		}
+		lines = append(lines, line)
+	}
+	widths := make([]int, len(head))
+	for _, l := range lines {
+		for i, cell := range l {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	rule := -2
+	for _, w := range widths {
+		rule += w + 2
+	}
+	for n, l := range lines {
+		var lb strings.Builder
+		for i, cell := range l {
+			if i == 0 {
+				fmt.Fprintf(&lb, "%-*s", widths[i], cell)
+			} else {
+				fmt.Fprintf(&lb, "  %*s", widths[i], cell)
+			}
+		}
+		b.WriteString(strings.TrimRight(lb.String(), " ") + "\n")
+		// A rule under the header and between the two families.
+		if n == 0 || n < len(r.Rows) && n > 0 && r.Rows[n].Family != r.Rows[n-1].Family {
+			b.WriteString(strings.Repeat("-", rule) + "\n")
+		}
+	}
+	if errs {
+		b.WriteString("! unexpected errors in the measured window (see sweep.json runs[].first_error)\n")
+	}
+	if r.Interrupted {
+		b.WriteString("INTERRUPTED: the table holds what was measured before the sweep was stopped\n")
+	}
+	if n := r.Failed(); n > 0 {
+		fmt.Fprintf(&b, "%d run(s) failed:\n", n)
+		for _, m := range r.Runs {
+			if m.Err != "" {
+				fmt.Fprintf(&b, "  %s %s round %d: %s\n", m.Config, m.Mix, m.Round, m.Err)
+			}
+		}
+	}
+	b.WriteString("\nchecks (measured, informational):\n")
+	b.WriteString("(a) at each safeness level, tandem's pair ratio vs PostgreSQL's pair ratio (PASS: tandem's >= PostgreSQL's)\n")
+	for _, c := range r.Checks {
+		if c.ID == "a" {
+			fmt.Fprintf(&b, "  %s %s\n", c.Status, c.Text)
+		}
+	}
+	b.WriteString("(b) high availability for free: hs-received-relaxed on R20W80 >= standalone-strict\n")
+	for _, c := range r.Checks {
+		if c.ID == "b" {
+			fmt.Fprintf(&b, "  %s %s\n", c.Status, c.Text)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode sweep report: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// roundF rounds to 3 decimals for the files.
+func roundF(f float64) float64 { return math.Round(f*1000) / 1000 }

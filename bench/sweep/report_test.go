@@ -1,0 +1,394 @@
+package sweep
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+func cfgs(t *testing.T, names ...string) []Config {
+	t.Helper()
+	var out []Config
+	for _, n := range names {
+		c, ok := configByName(n)
+		if !ok {
+			t.Fatalf("no configuration %q", n)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func ms(config, mix string, round int, mqth float64) Measurement {
+	return Measurement{Config: config, Mix: mix, Round: round, MQTh: mqth}
+}
+
+func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 5},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{10, 10, 1000}, 10},
+	} {
+		if got := Median(tc.in); !approx(got, tc.want) {
+			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestBuildRatiosAndMedians(t *testing.T) {
+	type want struct {
+		config, mix string
+		mqth        float64
+		ratio       float64 // NaN: nil ratio
+		rounds      int
+		failed      int
+	}
+	nan := math.NaN()
+	tests := []struct {
+		name    string
+		configs []string
+		mixes   []string
+		runs    []Measurement
+		want    []want
+	}{
+		{
+			name:    "tandem rows against standalone-strict, pg rows against pg-standalone-on, per mix",
+			configs: []string{"standalone-strict", "hs-received-relaxed", "pg-standalone-on", "pg-pair-remote_write"},
+			mixes:   []string{"r80w20", "r20w80"},
+			runs: []Measurement{
+				ms("standalone-strict", "r80w20", 1, 1000), ms("standalone-strict", "r20w80", 1, 400),
+				ms("hs-received-relaxed", "r80w20", 1, 1500), ms("hs-received-relaxed", "r20w80", 1, 1000),
+				ms("pg-standalone-on", "r80w20", 1, 2000), ms("pg-standalone-on", "r20w80", 1, 800),
+				ms("pg-pair-remote_write", "r80w20", 1, 1000), ms("pg-pair-remote_write", "r20w80", 1, 200),
+			},
+			want: []want{
+				{"standalone-strict", "r80w20", 1000, 1, 1, 0},
+				{"standalone-strict", "r20w80", 400, 1, 1, 0},
+				{"hs-received-relaxed", "r80w20", 1500, 1.5, 1, 0},
+				{"hs-received-relaxed", "r20w80", 1000, 2.5, 1, 0},
+				{"pg-standalone-on", "r20w80", 800, 1, 1, 0},
+				{"pg-pair-remote_write", "r80w20", 1000, 0.5, 1, 0},
+				{"pg-pair-remote_write", "r20w80", 200, 0.25, 1, 0},
+			},
+		},
+		{
+			name:    "medians over rounds; the ratio is of medians",
+			configs: []string{"standalone-strict", "standalone-relaxed"},
+			mixes:   []string{"r20w80"},
+			runs: []Measurement{
+				ms("standalone-strict", "r20w80", 1, 100), ms("standalone-strict", "r20w80", 2, 300), ms("standalone-strict", "r20w80", 3, 200),
+				ms("standalone-relaxed", "r20w80", 2, 500), ms("standalone-relaxed", "r20w80", 1, 900), ms("standalone-relaxed", "r20w80", 3, 250),
+			},
+			want: []want{
+				{"standalone-strict", "r20w80", 200, 1, 3, 0},
+				{"standalone-relaxed", "r20w80", 500, 2.5, 3, 0},
+			},
+		},
+		{
+			name:    "failed rounds are left out of the median and counted",
+			configs: []string{"standalone-strict", "hs-1safe-relaxed"},
+			mixes:   []string{"r80w20"},
+			runs: []Measurement{
+				ms("standalone-strict", "r80w20", 1, 100), ms("standalone-strict", "r80w20", 2, 200),
+				ms("hs-1safe-relaxed", "r80w20", 1, 300),
+				{Config: "hs-1safe-relaxed", Mix: "r80w20", Round: 2, Err: "boom"},
+			},
+			want: []want{
+				{"standalone-strict", "r80w20", 150, 1, 2, 0},
+				{"hs-1safe-relaxed", "r80w20", 300, 2, 1, 1},
+			},
+		},
+		{
+			name:    "no baseline, or a baseline that failed: no ratio",
+			configs: []string{"standalone-strict", "hs-visible-relaxed", "pg-pair-on"},
+			mixes:   []string{"r80w20"},
+			runs: []Measurement{
+				{Config: "standalone-strict", Mix: "r80w20", Round: 1, Err: "did not start"},
+				ms("hs-visible-relaxed", "r80w20", 1, 300),
+				ms("pg-pair-on", "r80w20", 1, 50),
+			},
+			want: []want{
+				{"standalone-strict", "r80w20", 0, nan, 0, 1},
+				{"hs-visible-relaxed", "r80w20", 300, nan, 1, 0},
+				{"pg-pair-on", "r80w20", 50, nan, 1, 0},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Build(Params{Mixes: tc.mixes, Rounds: 3}, Environment{}, cfgs(t, tc.configs...), tc.runs)
+			if len(r.Rows) != len(tc.configs) {
+				t.Fatalf("%d rows, want %d", len(r.Rows), len(tc.configs))
+			}
+			for _, w := range tc.want {
+				c, ok := r.Cell(w.config, w.mix)
+				if !ok {
+					t.Fatalf("no cell %s/%s", w.config, w.mix)
+				}
+				if !approx(c.MQTh, w.mqth) {
+					t.Errorf("%s/%s MQTh = %v, want %v", w.config, w.mix, c.MQTh, w.mqth)
+				}
+				switch {
+				case math.IsNaN(w.ratio) && c.Ratio != nil:
+					t.Errorf("%s/%s ratio = %v, want none", w.config, w.mix, *c.Ratio)
+				case !math.IsNaN(w.ratio) && (c.Ratio == nil || !approx(*c.Ratio, w.ratio)):
+					t.Errorf("%s/%s ratio = %v, want %v", w.config, w.mix, c.Ratio, w.ratio)
+				}
+				if len(c.Rounds) != w.rounds || c.Failed != w.failed {
+					t.Errorf("%s/%s rounds %d failed %d, want %d and %d", w.config, w.mix, len(c.Rounds), c.Failed, w.rounds, w.failed)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildChecks(t *testing.T) {
+	all := ConfigNames()
+	// A full sweep's numbers: tandem keeps more of its baseline than
+	// PostgreSQL at 1-safe and received, less at visible and durable.
+	v := map[string][2]float64{ // r80w20, r20w80
+		"standalone-strict":                 {1000, 400},
+		"standalone-relaxed":                {1200, 600},
+		"hs-received-strict":                {900, 300},
+		"hs-received-relaxed":               {1100, 500},
+		"hs-1safe-relaxed":                  {1150, 550},
+		"hs-visible-relaxed":                {800, 200},
+		"hs-durable-relaxed":                {700, 150},
+		"hs-durable-relaxed-standby-strict": {750, 160},
+		"pg-standalone-on":                  {2000, 1000},
+		"pg-standalone-off":                 {2400, 1600},
+		"pg-pair-local":                     {2000, 1000},
+		"pg-pair-remote_write":              {1800, 700},
+		"pg-pair-on":                        {1800, 650},
+		"pg-pair-remote_apply":              {1700, 600},
+	}
+	var runs []Measurement
+	for name, x := range v {
+		runs = append(runs, ms(name, "r80w20", 1, x[0]), ms(name, "r20w80", 1, x[1]))
+	}
+	r := Build(Params{Mixes: []string{"r80w20", "r20w80"}, Rounds: 1}, Environment{}, cfgs(t, all...), runs)
+	type want struct {
+		id, mix, left, status string
+		lv, rv                float64
+	}
+	tests := []want{
+		{"a", "r80w20", "hs-1safe-relaxed", "PASS", 1.15, 1.0},
+		{"a", "r80w20", "hs-received-relaxed", "PASS", 1.1, 0.9},
+		{"a", "r80w20", "hs-visible-relaxed", "FAIL", 0.8, 0.85},
+		{"a", "r80w20", "hs-durable-relaxed", "FAIL", 0.7, 0.9},
+		{"a", "r20w80", "hs-received-relaxed", "PASS", 1.25, 0.7},
+		{"a", "r20w80", "hs-durable-relaxed-standby-strict", "FAIL", 0.4, 0.65},
+		{"b", "r20w80", "hs-received-relaxed", "PASS", 500, 400},
+	}
+	for _, w := range tests {
+		found := false
+		for _, c := range r.Checks {
+			if c.ID != w.id || c.Mix != w.mix || c.Left != w.left {
+				continue
+			}
+			found = true
+			if c.Status != w.status || !approx(c.LeftV, w.lv) || !approx(c.RightV, w.rv) {
+				t.Errorf("check (%s) %s %s: %s %v vs %v, want %s %v vs %v (%s)", w.id, w.mix, w.left, c.Status, c.LeftV, c.RightV, w.status, w.lv, w.rv, c.Text)
+			}
+		}
+		if !found {
+			t.Errorf("no check (%s) %s %s", w.id, w.mix, w.left)
+		}
+	}
+	if n := len(r.Checks); n != 2*len(levelPairs)+1 {
+		t.Errorf("%d checks, want %d", n, 2*len(levelPairs)+1)
+	}
+
+	// (b) fails when the standby costs more than strict logging saved, and
+	// is skipped without the write-intensive mix.
+	r = Build(Params{Mixes: []string{"r20w80"}}, Environment{}, cfgs(t, "standalone-strict", "hs-received-relaxed"),
+		[]Measurement{ms("standalone-strict", "r20w80", 1, 400), ms("hs-received-relaxed", "r20w80", 1, 399)})
+	if c := r.Checks[len(r.Checks)-1]; c.ID != "b" || c.Status != "FAIL" {
+		t.Errorf("check (b) = %+v, want FAIL", c)
+	}
+	r = Build(Params{Mixes: []string{"r80w20"}}, Environment{}, cfgs(t, "standalone-strict", "hs-received-relaxed"),
+		[]Measurement{ms("standalone-strict", "r80w20", 1, 400), ms("hs-received-relaxed", "r80w20", 1, 500)})
+	for _, c := range r.Checks {
+		if c.Status != "SKIP" {
+			t.Errorf("check %+v: want SKIP (pg pair and r20w80 not measured)", c)
+		}
+	}
+}
+
+func TestPrintAndFiles(t *testing.T) {
+	runs := []Measurement{
+		ms("standalone-strict", "r80w20", 1, 1000), ms("standalone-strict", "r20w80", 1, 400),
+		ms("hs-received-relaxed", "r80w20", 1, 1500), {Config: "hs-received-relaxed", Mix: "r20w80", Round: 1, MQTh: 800, Errors: 2},
+		ms("pg-standalone-on", "r80w20", 1, 2000), ms("pg-standalone-on", "r20w80", 1, 800),
+		{Config: "pg-pair-on", Mix: "r80w20", Round: 1, Err: "pg_basebackup failed"},
+		{Config: "pg-pair-on", Mix: "r20w80", Round: 1, Err: "pg_basebackup failed"},
+	}
+	r := Build(Params{Subscribers: 1000, Clients: 8, Mixes: []string{"r80w20", "r20w80"}, Rounds: 1}, Environment{},
+		cfgs(t, "standalone-strict", "hs-received-relaxed", "pg-standalone-on", "pg-pair-on"), runs)
+	var b bytes.Buffer
+	if err := r.Print(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"vs standalone-strict", "vs pg-standalone-on", "R80W20 MQTh", "R20W80 MQTh",
+		"hs-received-relaxed", "1500.0", "1.50x", "800.0!", "2.00x", "failed",
+		"2 run(s) failed", "pg_basebackup failed",
+		"PASS R20W80 hs-received-relaxed 800.0 MQTh >= standalone-strict 400.0 MQTh (2.00x)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// A pg row's ratio sits in the last column (right-aligned: the line is
+	// as long as the header); a tandem row leaves that column empty.
+	var header string
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "configuration"):
+			header = line
+		case strings.HasPrefix(line, "pg-standalone-on"):
+			if len(line) != len(header) || !strings.HasSuffix(line, "1.00x") {
+				t.Errorf("pg row does not end in the pg ratio column:\n%s\n%s", header, line)
+			}
+		case strings.HasPrefix(line, "standalone-strict"):
+			if len(line) >= len(header) {
+				t.Errorf("tandem row has a value in the pg ratio column:\n%s\n%s", header, line)
+			}
+		}
+	}
+
+	dir := t.TempDir()
+	if err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	var js Report
+	b.Reset()
+	if err := r.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), &js); err != nil {
+		t.Fatal(err)
+	}
+	if len(js.Rows) != 4 || len(js.Runs) != len(runs) || len(js.Checks) == 0 {
+		t.Errorf("JSON round trip: %d rows %d runs %d checks", len(js.Rows), len(js.Runs), len(js.Checks))
+	}
+	b.Reset()
+	if err := r.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+4*2 {
+		t.Fatalf("%d CSV records, want 9", len(recs))
+	}
+	if got := strings.Join(recs[3], ","); !strings.HasPrefix(got, "hs-received-relaxed,tandem,hot-standby,2-safe-received,relaxed,relaxed,NORMAL,,r80w20,1500,standalone-strict,1.5,1,1500") {
+		t.Errorf("CSV line %q", got)
+	}
+	b.Reset()
+	if err := r.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	h := b.String()
+	if !strings.Contains(h, "<svg") || strings.Contains(h, "http://") && !strings.Contains(h, `xmlns="http://www.w3.org/2000/svg"`) || strings.Contains(h, "<script") {
+		t.Errorf("HTML report is not a self-contained page with an inline SVG")
+	}
+}
+
+func TestSelect(t *testing.T) {
+	cs, err := SelectConfigs("pg-pair-on, standalone-strict,hs-1safe-relaxed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
+		t.Errorf("order %s: want run order", got)
+	}
+	if all, _ := SelectConfigs("all"); len(all) != 14 {
+		t.Errorf("all: %d configurations, want 14", len(all))
+	}
+	for _, tc := range []struct{ configs, mixes, flag string }{
+		{"standalone-strikt", "r80w20", "--configs"},
+		{",", "r80w20", "--configs"},
+		{"all", "r80w20,r50w50", "--mixes"},
+		{"all", "", "--mixes"},
+	} {
+		_, err1 := SelectConfigs(tc.configs)
+		_, err2 := SelectMixes(tc.mixes)
+		err := errors.Join(err1, err2)
+		if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("configs %q mixes %q: err %v, want ErrBadOption naming %s", tc.configs, tc.mixes, err, tc.flag)
+		}
+	}
+	if m, err := SelectMixes("R20W80, r80w20,r20w80"); err != nil || strings.Join(m, ",") != "r20w80,r80w20" {
+		t.Errorf("SelectMixes: %v %v", m, err)
+	}
+}
+
+func TestPlanAlternates(t *testing.T) {
+	cs := cfgs(t, "standalone-strict", "hs-received-relaxed", "pg-pair-local", "pg-pair-on")
+	var got []string
+	for _, s := range plan(cs, 3) {
+		got = append(got, fmt.Sprintf("%d:%s", s.round, s.cfg.Name))
+	}
+	want := "1:standalone-strict 1:hs-received-relaxed 1:pg-pair-local 1:pg-pair-on " +
+		"2:pg-pair-on 2:pg-pair-local 2:hs-received-relaxed 2:standalone-strict " +
+		"3:standalone-strict 3:hs-received-relaxed 3:pg-pair-local 3:pg-pair-on"
+	if strings.Join(got, " ") != want {
+		t.Errorf("plan:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+// Every tandem configuration's cluster file is valid and says what the
+// configuration's name promises.
+func TestClusterFiles(t *testing.T) {
+	port := 20000
+	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
+	for _, c := range Configs() {
+		if c.Family != FamilyTandem {
+			continue
+		}
+		text, err := clusterFile(c, t.TempDir(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := config.Parse(c.Name+".toml", []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.Name, err, text)
+		}
+		if cc.Design != c.Design || cc.Nodes[0].SQLite.Synchronous != c.SQLiteSynchronous {
+			t.Errorf("%s: design %s synchronous %s", c.Name, cc.Design, cc.Nodes[0].SQLite.Synchronous)
+		}
+		if c.Design == "hot-standby" {
+			rp := cc.Repl
+			if len(cc.Nodes) != 2 || rp.Safeness != c.Safeness || rp.Durability != c.Durability ||
+				rp.StandbyDurability != c.StandbyDurability || rp.OnStandbyLoss != "block" || cc.Nodes[1].SQLite.Synchronous != "NORMAL" {
+				t.Errorf("%s: %+v", c.Name, rp)
+			}
+		}
+	}
+	strict, _ := configByName("standalone-strict")
+	relaxed, _ := configByName("standalone-relaxed")
+	if strict.SQLiteSynchronous != "FULL" || relaxed.SQLiteSynchronous != "NORMAL" {
+		t.Error("standalone-strict must be SQLite FULL and standalone-relaxed NORMAL")
+	}
+}

@@ -1,0 +1,473 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/bench"
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1" // registers the tm1 workload
+)
+
+// Options of a sweep. The field comments name the flag of `tandem bench sweep`.
+type Options struct {
+	// Subscribers is TM1's P (--subscribers).
+	Subscribers int
+	// Clients (--clients), Rampup (--rampup), Duration (--duration) of each run.
+	Clients  int
+	Rampup   time.Duration
+	Duration time.Duration
+	// Mixes to run on each configuration, in order (--mixes).
+	Mixes []string
+	// Configs to run (--configs), see SelectConfigs.
+	Configs []Config
+	// Rounds (--rounds): with more than one, every round runs every
+	// configuration (odd rounds in order, even rounds in reverse, so slow
+	// drift of the machine hits all alike) and the table shows medians.
+	Rounds int
+	// Exe is the tandem binary that runs the nodes (default: this executable).
+	Exe string
+	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
+	PGBinDir string
+	// TempDir is where the sweep's temporary directory goes ("" = os.TempDir()).
+	TempDir string
+	// FailedLogs receives, for each configuration that failed or saw
+	// unexpected errors, a copy of its processes' logs (in a directory
+	// named after the round and configuration) before the temporary
+	// directory is removed; "" keeps none.
+	FailedLogs string
+	// Progress receives one line per configuration; nil means none.
+	Progress io.Writer
+	// Logger for life-cycle messages; nil means slog.Default().
+	Logger *slog.Logger
+	// TandemVersion is recorded in the report.
+	TandemVersion string
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Subscribers <= 0:
+		return fmt.Errorf("%w: --subscribers must be > 0 (got %d)", ErrBadOption, o.Subscribers)
+	case o.Clients <= 0:
+		return fmt.Errorf("%w: --clients must be > 0 (got %d)", ErrBadOption, o.Clients)
+	case o.Rampup < 0:
+		return fmt.Errorf("%w: --rampup must be >= 0 (got %s)", ErrBadOption, o.Rampup)
+	case o.Duration <= 0:
+		return fmt.Errorf("%w: --duration must be > 0 (got %s)", ErrBadOption, o.Duration)
+	case o.Rounds <= 0:
+		return fmt.Errorf("%w: --rounds must be >= 1 (got %d)", ErrBadOption, o.Rounds)
+	case len(o.Mixes) == 0:
+		return fmt.Errorf("%w: --mixes: no mix", ErrBadOption)
+	case len(o.Configs) == 0:
+		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
+	}
+	for _, c := range o.Configs {
+		if c.Family == FamilyPostgres {
+			if _, err := postgres.FindBinDir(o.PGBinDir); err != nil {
+				return fmt.Errorf("%w: --configs %s needs PostgreSQL (%w); leave the pg-* configurations out", ErrBadOption, c.Name, err)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// system is a started, loaded configuration.
+type system interface {
+	dsn() string
+	// use switches the system to the configuration (PostgreSQL's
+	// synchronous_commit) and waits until it is settled.
+	use(ctx context.Context, c Config) error
+	// settled waits until replication has caught up (after the load, and
+	// before each mix, so no run pays for the previous one's backlog).
+	settled(ctx context.Context) error
+	// standbyLag is how far the standby's apply is behind the primary,
+	// in the unit named; ok is false without a standby.
+	standbyLag(ctx context.Context) (lag int64, unit string, ok bool)
+	// exited reports a process of the system that stopped running.
+	exited() error
+	// logDir is where the system's processes log.
+	logDir() string
+	stop()
+}
+
+// step is one configuration in one round.
+type step struct {
+	cfg   Config
+	round int
+}
+
+// plan orders the steps: round after round, odd rounds in configuration
+// order and even rounds reversed (groups sharing a setup stay contiguous).
+func plan(configs []Config, rounds int) []step {
+	var out []step
+	for r := 1; r <= rounds; r++ {
+		cs := slices.Clone(configs)
+		if r%2 == 0 {
+			slices.Reverse(cs)
+		}
+		for _, c := range cs {
+			out = append(out, step{cfg: c, round: r})
+		}
+	}
+	return out
+}
+
+// Run runs the sweep and builds its report. Cancelling ctx (Ctrl-C) stops
+// the run in progress; everything started is stopped and removed, and the
+// report of what was measured is returned with an error wrapping
+// bench.ErrInterrupted. A configuration that fails to start or run is
+// recorded in the report and the sweep goes on; the error then says how
+// many runs failed.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Rounds == 0 {
+		o.Rounds = 1
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the tandem binary: %w", err)
+		}
+		o.Exe = exe
+	}
+	w, err := bench.Lookup("tm1")
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp(o.TempDir, "tandem-sweep-")
+	if err != nil {
+		return nil, fmt.Errorf("create the sweep's temporary directory: %w", err)
+	}
+	defer os.RemoveAll(root)
+
+	host, _ := os.Hostname()
+	env := Environment{Hostname: host, CPUs: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
+		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
+	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
+		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval}
+	started := time.Now()
+	var runs []Measurement
+	steps := plan(o.Configs, o.Rounds)
+
+	var (
+		sys      system
+		sysKey   string
+		sysRound int
+		sysDir   string
+	)
+	closeSys := func() {
+		if sys != nil {
+			sys.stop()
+			_ = os.RemoveAll(sysDir)
+			sys, sysKey = nil, ""
+		}
+	}
+	defer closeSys()
+	failAll := func(c Config, round int, err error) {
+		for _, mix := range o.Mixes {
+			runs = append(runs, Measurement{Config: c.Name, Mix: mix, Round: round, Err: err.Error(), StartedAt: time.Now().UTC().Truncate(time.Second)})
+		}
+	}
+
+	interrupted := false
+	setupFailed := map[string]error{}
+	for i, st := range steps {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		c := st.cfg
+		t0 := time.Now()
+		var loadTook time.Duration
+		setupID := fmt.Sprintf("r%d-%s", st.round, c.setup())
+		if err := setupFailed[setupID]; err != nil {
+			// The shared setup already failed in this round: do not retry.
+			failAll(c, st.round, err)
+			o.progress(i, len(steps), st, nil, err, 0, time.Since(t0))
+			continue
+		}
+		if sys == nil || sysKey != c.setup() || sysRound != st.round {
+			closeSys()
+			sysDir = filepath.Join(root, setupID)
+			if err := os.MkdirAll(sysDir, 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", sysDir, err)
+			}
+			s, lt, err := o.startAndLoad(ctx, c, sysDir, w, log)
+			if err != nil {
+				if ctx.Err() != nil {
+					interrupted = true
+					break
+				}
+				log.Error("configuration failed to start", "config", c.Name, "round", st.round, "err", err)
+				o.keepLogs(sysDir, setupID, c.Name, log)
+				setupFailed[setupID] = err
+				failAll(c, st.round, err)
+				o.progress(i, len(steps), st, nil, err, 0, time.Since(t0))
+				_ = os.RemoveAll(sysDir)
+				continue
+			}
+			if ps, ok := s.(*pgSystem); ok {
+				params.PostgreSQL = ps.version
+			}
+			sys, sysKey, sysRound, loadTook = s, c.setup(), st.round, lt
+		}
+		if err := sys.use(ctx, c); err != nil {
+			if ctx.Err() != nil {
+				interrupted = true
+				break
+			}
+			failAll(c, st.round, err)
+			o.progress(i, len(steps), st, nil, err, loadTook, time.Since(t0))
+			o.keepLogs(sys.logDir(), setupID, c.Name, log)
+			closeSys()
+			continue
+		}
+		var mine []Measurement
+		for k, mix := range o.Mixes {
+			m := o.runMix(ctx, w, sys, c, mix, st.round, log)
+			if ctx.Err() != nil {
+				// A run cut short measures nothing comparable: leave it out.
+				interrupted = true
+				break
+			}
+			mine = append(mine, m)
+			if err := sys.exited(); err != nil {
+				// The other mixes cannot run on a crashed system.
+				for _, rest := range o.Mixes[k+1:] {
+					mine = append(mine, Measurement{Config: c.Name, Mix: rest, Round: st.round, StartedAt: time.Now().UTC().Truncate(time.Second),
+						Err: "not run: " + err.Error()})
+				}
+				break
+			}
+		}
+		runs = append(runs, mine...)
+		if interrupted {
+			break
+		}
+		if troubled(mine) {
+			o.keepLogs(sys.logDir(), setupID, c.Name, log)
+			if sys.exited() != nil {
+				// A crashed system serves no further configuration.
+				closeSys()
+			}
+		}
+		o.progress(i, len(steps), st, mine, nil, loadTook, time.Since(t0))
+	}
+	closeSys()
+
+	env.LoadEnd = loadAvg()
+	rep := Build(params, env, o.Configs, runs)
+	rep.StartedAt, rep.FinishedAt = started.UTC().Truncate(time.Second), time.Now().UTC().Truncate(time.Second)
+	rep.Interrupted = interrupted
+	if interrupted {
+		return rep, fmt.Errorf("sweep: %w: %w", bench.ErrInterrupted, context.Cause(ctx))
+	}
+	if n := rep.Failed(); n > 0 {
+		return rep, fmt.Errorf("sweep: %d of %d runs failed (see the table)", n, len(runs))
+	}
+	return rep, nil
+}
+
+// startAndLoad starts the configuration's system and loads TM1 into it.
+func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w bench.Workload, log *slog.Logger) (system, time.Duration, error) {
+	var (
+		s   system
+		err error
+	)
+	switch c.kind {
+	case kindTandem:
+		s, err = startTandem(ctx, c, dir, o.Exe, log)
+	default:
+		s, err = startPG(ctx, c, dir, o.PGBinDir, log)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	t0 := time.Now()
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: s.dsn(), Scale: o.Subscribers, Drop: true, Logger: log}); err != nil {
+		s.stop()
+		return nil, 0, fmt.Errorf("configuration %s: load TM1 (--subscribers %d): %w", c.Name, o.Subscribers, err)
+	}
+	if err := s.settled(ctx); err != nil {
+		s.stop()
+		return nil, 0, err
+	}
+	return s, time.Since(t0), nil
+}
+
+// runMix runs one mix and turns its result into a measurement.
+func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Config, mix string, round int, log *slog.Logger) Measurement {
+	m := Measurement{Config: c.Name, Mix: mix, Round: round}
+	if err := s.exited(); err != nil {
+		m.Err = err.Error()
+		return m
+	}
+	if err := s.settled(ctx); err != nil {
+		m.Err = fmt.Sprintf("before %s: %v", mix, err)
+		return m
+	}
+	m.LoadAvg, m.StartedAt = loadAvg(), time.Now().UTC().Truncate(time.Second)
+	// A process of the system that dies ends the run at once.
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-watchDone:
+				return
+			case <-t.C:
+				if err := s.exited(); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}
+	}()
+	res, err := bench.Run(runCtx, bench.RunOptions{
+		Workload: w, DSN: s.dsn(), Mix: mix, Clients: o.Clients, Rampup: o.Rampup, Duration: o.Duration,
+		Scale: o.Subscribers, Logger: log, TandemVersion: o.TandemVersion,
+	})
+	if xerr := s.exited(); xerr != nil && ctx.Err() == nil {
+		m.Err = xerr.Error()
+		return m
+	}
+	if err != nil {
+		m.Err = fmt.Sprintf("run %s: %v", mix, err)
+		return m
+	}
+	m.MQTh, m.TotalTPS, m.MeasuredS = res.MQTh, res.TotalTPS, res.MeasuredS
+	m.P50Ms, m.P99Ms = res.Totals.P50Ms, res.Totals.P99Ms
+	m.Aborted, m.Errors = res.Totals.Aborted, res.Totals.Errors
+	if len(res.FirstErrors) > 0 {
+		m.FirstError = res.FirstErrors[0]
+	}
+	if lag, unit, ok := s.standbyLag(ctx); ok {
+		m.StandbyLag, m.StandbyLagUnit = lag, unit
+	}
+	if ts, ok := s.(*tandemSystem); ok && ts.degraded(ctx) {
+		m.Err = "the primary degraded to 1-safe during the run (no standby acknowledgement within ack_timeout)"
+	}
+	return m
+}
+
+// progress writes the configuration's line.
+func (o *Options) progress(i, n int, st step, ms []Measurement, err error, load, took time.Duration) {
+	if o.Progress == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%*d/%d] ", len(strconv.Itoa(n)), i+1, n)
+	if o.Rounds > 1 {
+		fmt.Fprintf(&b, "round %d ", st.round)
+	}
+	fmt.Fprintf(&b, "%-34s", st.cfg.Name)
+	if err != nil {
+		fmt.Fprintf(&b, " FAILED: %v", err)
+	}
+	la := 0.0
+	if len(ms) == 0 {
+		la = loadAvg()
+	}
+	for i, m := range ms {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		if m.Err != "" {
+			fmt.Fprintf(&b, " %s FAILED (%s)", mixTitle(m.Mix), m.Err)
+			continue
+		}
+		fmt.Fprintf(&b, " %s %8.1f MQTh", mixTitle(m.Mix), m.MQTh)
+		if m.Errors > 0 {
+			fmt.Fprintf(&b, " (%d unexpected errors)", m.Errors)
+		}
+		if m.StandbyLag > 0 {
+			fmt.Fprintf(&b, " (standby %d %s behind)", m.StandbyLag, m.StandbyLagUnit)
+		}
+		la = max(la, m.LoadAvg)
+	}
+	if load > 0 {
+		fmt.Fprintf(&b, "; TM1 load %s", load.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(&b, "; took %s, loadavg %.1f\n", took.Round(time.Second), la)
+	_, _ = io.WriteString(o.Progress, b.String())
+}
+
+// troubled tells whether a run failed or saw unexpected errors.
+func troubled(ms []Measurement) bool {
+	for _, m := range ms {
+		if m.Err != "" || m.Errors > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// keepLogs copies the *.log files under dir into FailedLogs/r<round>-<config>.
+func (o *Options) keepLogs(dir, setupID, config string, log *slog.Logger) {
+	if o.FailedLogs == "" {
+		return
+	}
+	name := setupID
+	if !strings.HasSuffix(setupID, "-"+config) {
+		name += "-" + config // a shared PostgreSQL setup: say which level
+	}
+	dst := filepath.Join(o.FailedLogs, name)
+	n := 0
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".log") {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		target := filepath.Join(dst, strings.ReplaceAll(rel, string(filepath.Separator), "_"))
+		if err := os.MkdirAll(dst, 0o755); err == nil && os.WriteFile(target, b, 0o644) == nil {
+			n++
+		}
+		return nil
+	})
+	if n > 0 {
+		log.Warn("kept the logs of a configuration that failed", "config", config, "dir", dst, "files", n)
+	}
+}
+
+// loadAvg is the 1-minute load average (0 where /proc/loadavg is missing).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// IsInterrupted tells whether err comes from a cancelled sweep.
+func IsInterrupted(err error) bool { return errors.Is(err, bench.ErrInterrupted) }

@@ -1,0 +1,236 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/cluster"
+	"github.com/tandemdb/tandem/config"
+)
+
+// Replication settings every hot-standby configuration shares. A 2-safe
+// commit blocks (never degrades to 1-safe) so the level measured is the
+// level named; the sweep checks the standby is attached before loading.
+const (
+	flushInterval = "10ms"
+	ackTimeout    = "5s"
+	onStandbyLoss = "block"
+)
+
+// tandemSystem is a running tandem cluster of one configuration.
+type tandemSystem struct {
+	cfg     Config
+	local   *cluster.Local
+	primary string // the primary's metrics (admin) address; "" for standalone
+}
+
+// clusterFile renders the configuration's cluster file; addr hands out free
+// 127.0.0.1 addresses.
+func clusterFile(c Config, runDir string, addr func() (string, error)) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# written by tandem bench sweep: configuration %s\n", c.Name)
+	fmt.Fprintf(&b, "cluster = %q\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n\n", "sweep-"+c.Name, c.Design, runDir)
+	nodes := []string{"n1"}
+	if c.Design == "hot-standby" {
+		nodes = append(nodes, "n2")
+		fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", c.Safeness, c.Durability, c.StandbyDurability)
+		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
+	}
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n\n")
+	for _, id := range nodes {
+		listen, err := addr()
+		if err != nil {
+			return "", err
+		}
+		metrics, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\n", id, listen, metrics)
+		if c.Design == "hot-standby" {
+			repl, err := addr()
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "repl_listen = %q\n", repl)
+		}
+		fmt.Fprintf(&b, "backend = \"sqlite\"\n[nodes.sqlite]\nsynchronous = %q\n\n", c.SQLiteSynchronous)
+	}
+	return b.String(), nil
+}
+
+func freeAddr() (string, error) {
+	p, err := postgres.FreePort()
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p), nil
+}
+
+// startTandem writes the cluster file into dir and starts the cluster; for
+// hot-standby it waits until the standby is attached to the primary.
+func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logger) (*tandemSystem, error) {
+	text, err := clusterFile(c, filepath.Join(dir, "run"), freeAddr)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "cluster.toml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		return nil, fmt.Errorf("write cluster file: %w", err)
+	}
+	cc, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	lc, err := cluster.Start(ctx, cluster.Options{Config: cc, Exe: exe, Logger: log, LogLevel: "warn"})
+	if err != nil {
+		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
+	}
+	s := &tandemSystem{cfg: c, local: lc}
+	if c.Design == "hot-standby" {
+		s.primary = cc.Nodes[0].Metrics
+		if err := s.waitStandby(ctx, 60*time.Second, false); err != nil {
+			lc.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *tandemSystem) dsn() string { return s.local.DSN() }
+
+// exited reports a node process that is no longer running (a crash during
+// the run makes the measurement meaningless).
+func (s *tandemSystem) exited() error {
+	for _, p := range s.local.Procs {
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s %s (pid %d) exited during the run; see its log %s", p.Kind, p.Name, p.PID, p.Log)
+		default:
+		}
+	}
+	return nil
+}
+
+func (s *tandemSystem) logDir() string { return filepath.Join(s.local.RunDir, "logs") }
+
+func (s *tandemSystem) use(context.Context, Config) error { return nil }
+
+// settled waits, after the load, until the standby has applied everything:
+// the measured window must not pay for the load's replication backlog.
+func (s *tandemSystem) settled(ctx context.Context) error {
+	if s.primary == "" {
+		return nil
+	}
+	return s.waitStandby(ctx, 5*time.Minute, true)
+}
+
+func (s *tandemSystem) stop() { s.local.Stop() }
+
+// nodeStatus is the part of a node's /status the sweep reads.
+type nodeStatus struct {
+	Repl *struct {
+		Role     string               `json:"role"`
+		Degraded bool                 `json:"degraded"`
+		Assigned uint64               `json:"assigned_gsn"`
+		Standbys map[string][3]uint64 `json:"standbys"` // received, durable, applied
+	} `json:"replication"`
+}
+
+// waitStandby polls the primary's /status until a standby is attached
+// (and, with caughtUp, has applied the primary's last GSN).
+func (s *tandemSystem) waitStandby(ctx context.Context, limit time.Duration, caughtUp bool) error {
+	cl := http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(limit)
+	last := "no answer"
+	for {
+		st, err := getStatus(ctx, &cl, s.primary)
+		switch {
+		case err != nil:
+			last = err.Error()
+		case st.Repl == nil:
+			last = "no replication section in /status"
+		case st.Repl.Role != "primary":
+			last = "n1 is " + st.Repl.Role + ", not primary"
+		case len(st.Repl.Standbys) == 0:
+			last = "no standby attached"
+		default:
+			if !caughtUp {
+				return nil
+			}
+			done := true
+			for id, pos := range st.Repl.Standbys {
+				if pos[2] < st.Repl.Assigned {
+					done = false
+					last = fmt.Sprintf("standby %s applied GSN %d of %d", id, pos[2], st.Repl.Assigned)
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("configuration %s: standby not ready within %s (%s)", s.cfg.Name, limit, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func getStatus(ctx context.Context, cl *http.Client, addr string) (*nodeStatus, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /status: %s", resp.Status)
+	}
+	var st nodeStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("decode /status: %w", err)
+	}
+	return &st, nil
+}
+
+func (s *tandemSystem) standbyLag(ctx context.Context) (int64, string, bool) {
+	if s.primary == "" {
+		return 0, "", false
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	st, err := getStatus(ctx, &cl, s.primary)
+	if err != nil || st.Repl == nil || len(st.Repl.Standbys) == 0 {
+		return 0, "", false
+	}
+	var lag int64
+	for _, pos := range st.Repl.Standbys {
+		lag = max(lag, int64(st.Repl.Assigned)-int64(pos[2]))
+	}
+	return lag, "GSN", true
+}
+
+// degraded tells whether the primary runs 1-safe for lack of a standby
+// (never expected with on_standby_loss = block; checked after each run).
+func (s *tandemSystem) degraded(ctx context.Context) bool {
+	if s.primary == "" {
+		return false
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	st, err := getStatus(ctx, &cl, s.primary)
+	return err == nil && st.Repl != nil && st.Repl.Degraded
+}

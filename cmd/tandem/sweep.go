@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/bench/sweep"
+)
+
+// newSweepCmd builds `tandem bench sweep` (main.go adds it under bench).
+func newSweepCmd() *cobra.Command {
+	var (
+		o       sweep.Options
+		mixes   string
+		configs string
+		out     string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sweep",
+		Short: "Run TM1 on every standalone, hot-standby and PostgreSQL-pair configuration and compare (seed 000, figures 4-6)",
+		Long: `For each configuration, sweep starts a fresh system on this machine (a tandem
+cluster of node processes with free 127.0.0.1 ports, or managed PostgreSQL
+servers), loads TM1 (--subscribers, dropped and reloaded), runs each mix for
+--rampup plus --duration with --clients closed-loop clients, and stops and
+removes everything. It prints one table: MQTh per configuration and mix, tandem
+rows as ratios to standalone-strict and PostgreSQL rows to pg-standalone-on,
+then two measured checks (PASS/FAIL, informational): (a) at each safeness
+level, tandem's hot-standby ratio against PostgreSQL's streaming-pair ratio;
+(b) hs-received-relaxed on R20W80 against standalone-strict ("high
+availability for free"). The mixes of a configuration run one after the
+other on the same data (TM1 is steady-state). The PostgreSQL pair is set up
+once per round and serves its four synchronous_commit levels in turn
+(ALTER SYSTEM + pg_reload_conf, with VACUUM and CHECKPOINT between); the
+standalone server likewise its two.
+
+Configurations: ` + strings.Join(sweep.ConfigNames(), ", ") + `.
+See docs/benchmarks.md for what each one is and for results on this machine.`,
+		Example: `  tandem bench sweep
+  tandem bench sweep --configs standalone-strict,hs-received-relaxed --duration 30s --out results/sweep
+  tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := logger(cmd)
+			var err error
+			if o.Mixes, err = sweep.SelectMixes(mixes); err != nil {
+				return err
+			}
+			if o.Configs, err = sweep.SelectConfigs(configs); err != nil {
+				return err
+			}
+			if o.Rounds < 1 {
+				return fmt.Errorf("%w: --rounds must be >= 1 (got %d)", sweep.ErrBadOption, o.Rounds)
+			}
+			if out != "" {
+				if err := os.MkdirAll(out, 0o755); err != nil {
+					return fmt.Errorf("--out %s: %w", out, err)
+				}
+				o.FailedLogs = filepath.Join(out, "failed-logs")
+			}
+			// The driver shares the machine with the servers: the same
+			// GOMAXPROCS as `tandem bench run` (one P per 8 clients).
+			prev := runtime.GOMAXPROCS(benchProcs(0, max(o.Clients, 1), runtime.NumCPU()))
+			defer runtime.GOMAXPROCS(prev)
+			o.Progress = cmd.ErrOrStderr()
+			o.TandemVersion = version
+			// Children and the driver log only warnings: the progress lines
+			// say what happens.
+			if !cmd.Flags().Changed("log-level") {
+				o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			} else {
+				o.Logger = log
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), P=%d, %d clients, %s ramp-up + %s each\n",
+				len(o.Configs), len(o.Mixes), o.Rounds, o.Subscribers, o.Clients, o.Rampup, o.Duration)
+			rep, runErr := sweep.Run(cmd.Context(), o)
+			if rep == nil {
+				return runErr
+			}
+			if out != "" {
+				if err := rep.WriteFiles(out); err != nil {
+					return err
+				}
+			}
+			stdout := cmd.OutOrStdout()
+			if asJSON {
+				err = rep.WriteJSON(stdout)
+			} else {
+				err = rep.Print(stdout)
+				if err == nil && out != "" {
+					abs, _ := filepath.Abs(out)
+					fmt.Fprintf(stdout, "\nwrote %s, %s and %s in %s\n", sweep.FileJSON, sweep.FileCSV, sweep.FileHTML, abs)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			return runErr
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Subscribers, "subscribers", 20000, "TM1 subscribers P loaded into each configuration")
+	f.IntVar(&o.Clients, "clients", 8, "concurrent clients, one connection each")
+	f.DurationVar(&o.Rampup, "rampup", 3*time.Second, "ramp-up before each measured window (not counted)")
+	f.DurationVar(&o.Duration, "duration", 15*time.Second, "measured window of each mix")
+	f.StringVar(&mixes, "mixes", "r80w20,r20w80", "comma list of TM1 mixes: r80w20, r20w80, read-only")
+	f.StringVar(&configs, "configs", "all", "comma list of configurations, or all: "+strings.Join(sweep.ConfigNames(), ", "))
+	f.IntVar(&o.Rounds, "rounds", 1, "rounds; with more than one every round runs every configuration (alternating order) and the table shows medians")
+	f.StringVar(&out, "out", "tandem-sweep", "directory for sweep.json, sweep.csv and sweep.html, and failed-logs/ with the logs of any configuration that failed (empty: write no files)")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
+	f.StringVar(&o.PGBinDir, "pg-bin-dir", "", "directory of PostgreSQL's initdb, postgres and pg_basebackup (default: PATH, then /usr/lib/postgresql/*/bin)")
+	return cmd
+}
