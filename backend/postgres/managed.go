@@ -116,7 +116,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	if cfg.LogFile == "" {
 		cfg.LogFile = filepath.Join(filepath.Dir(dataDir), "postgres.log")
 	}
-	cred, err := runAs()
+	cred, err := ServerCredential()
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +236,10 @@ func (m *Managed) Kill() {
 	})
 }
 
-func runAs() (*syscall.Credential, error) {
+// ServerCredential is the OS user PostgreSQL programs run as: the
+// "postgres" user when tandem runs as root (PostgreSQL refuses root), nil
+// (this process's user) otherwise.
+func ServerCredential() (*syscall.Credential, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -89,7 +88,7 @@ func clone(m map[string]string) map[string]string {
 // basebackup clones the primary into dataDir, writing standby.signal and
 // primary_conninfo (-R), streaming the WAL it needs (-X stream).
 func basebackup(ctx context.Context, bin string, port int, dataDir string) error {
-	cred, err := pgCredential()
+	cred, err := postgres.ServerCredential()
 	if err != nil {
 		return err
 	}
@@ -117,21 +116,6 @@ func basebackup(ctx context.Context, bin string, port int, dataDir string) error
 		return fmt.Errorf("pg_basebackup into %s: %w: %s", dataDir, err, strings.TrimSpace(string(out)))
 	}
 	return nil
-}
-
-// pgCredential is the postgres OS user when running as root (PostgreSQL
-// refuses root), nil otherwise.
-func pgCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root: there is no \"postgres\" OS user to run pg_basebackup as: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // ReplicationState is one row of the primary's pg_stat_replication.
