@@ -182,7 +182,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			handler = &pgwire.Executor{Backend: be}
 			break
 		}
-		handler = router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
+		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
+		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again
+		handler = rt
 	default:
 		return fmt.Errorf("%w: node %s: backend %q", config.ErrInvalid, id, n.Backend)
 	}

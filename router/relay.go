@@ -150,6 +150,9 @@ func (r *relay) clientToUpstream() error {
 			return fmt.Errorf("%w: message type %d", pgwire.ErrMalformed, typ)
 		}
 		if typ == 'X' {
+			// The server closes after Terminate: that EOF is the end of
+			// the session, not a failed node.
+			r.closing.Store(true)
 			r.upFr.AppendRaw(frame)
 			_ = r.upFr.Flush()
 			return nil

@@ -101,3 +101,23 @@ func TestRelayRejectsBadFrontendMessage(t *testing.T) {
 	cl.Close()
 	<-done
 }
+
+// TestRelayTerminateIsNotNodeFailure: the server closing after a client's
+// Terminate must not mark the node down.
+func TestRelayTerminateIsNotNodeFailure(t *testing.T) {
+	cl, up, r, done := relayPair(t)
+	downs := 0
+	r.onDown = func(string, error) { downs++ }
+	go func() {
+		// the "server": read the Terminate, then close at once
+		b := make([]byte, 5)
+		io.ReadFull(up, b)
+		up.Close()
+	}()
+	_, _ = cl.Write([]byte{'X', 0, 0, 0, 4})
+	<-done
+	cl.Close()
+	if downs != 0 {
+		t.Fatalf("a clean Terminate marked the node down %d time(s)", downs)
+	}
+}
