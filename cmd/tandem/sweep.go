@@ -36,10 +36,13 @@ then two measured checks (PASS/FAIL, informational): (a) at each safeness
 level, tandem's hot-standby ratio against PostgreSQL's streaming-pair ratio;
 (b) hs-received-relaxed on R20W80 against standalone-strict ("high
 availability for free"). The mixes of a configuration run one after the
-other on the same data (TM1 is steady-state). The PostgreSQL pair is set up
-once per round and serves its four synchronous_commit levels in turn
-(ALTER SYSTEM + pg_reload_conf, with VACUUM and CHECKPOINT between); the
-standalone server likewise its two.
+other on the same data (TM1 is steady-state); before each window the sweep
+waits until the standby has applied (or replayed) everything. The PostgreSQL
+pair is set up once per round and serves its four synchronous_commit levels
+in turn (ALTER SYSTEM + pg_reload_conf, with VACUUM and CHECKPOINT between);
+the standalone server likewise its two. A configuration that fails (a node
+that dies ends its run at once) is reported as failed, its logs are kept in
+OUT/failed-logs, and the sweep goes on; the command then exits non-zero.
 
 Configurations: ` + strings.Join(sweep.ConfigNames(), ", ") + `.
 See docs/benchmarks.md for what each one is and for results on this machine.`,
