@@ -270,11 +270,7 @@ func TestFailoverSafeness(t *testing.T) {
 						h.start("n1")
 						h.start("n2")
 						h.start("router")
-						c := connect(t, h.dsn(h.router))
-						if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-							t.Fatal(err)
-						}
-						c.Close(context.Background())
+						createTestTable(t, h.dsn(h.router))
 						ctx, cancel := context.WithCancel(context.Background())
 						done := make(chan struct{})
 						var acked []int64
@@ -359,11 +355,7 @@ func TestBothKilledDurable(t *testing.T) {
 			h := writeHS(t, "2-safe-durable", "relaxed", "standby_durability = \"strict\"\n")
 			h.start("n1")
 			h.start("n2")
-			c := connect(t, h.dsn(h.nodes["n1"]))
-			if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-				t.Fatal(err)
-			}
-			c.Close(context.Background())
+			createTestTable(t, h.dsn(h.nodes["n1"]))
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan []int64)
 			go func() { a, _ := writers(ctx, h.dsn(h.nodes["n1"]), 4); done <- a }()
@@ -411,11 +403,7 @@ func TestPrimaryAloneDurability(t *testing.T) {
 				t.Run(dur, func(t *testing.T) {
 					h := writeHS(t, "2-safe-received", dur, "ack_timeout = \"100ms\"\non_standby_loss = \"degrade\"\n")
 					h.start("n1")
-					c := connect(t, h.dsn(h.nodes["n1"]))
-					if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
-						t.Fatal(err)
-					}
-					c.Close(context.Background())
+					createTestTable(t, h.dsn(h.nodes["n1"]))
 					ctx, cancel := context.WithCancel(context.Background())
 					done := make(chan []int64)
 					go func() { a, _ := writers(ctx, h.dsn(h.nodes["n1"]), 4); done <- a }()
@@ -643,5 +631,15 @@ func TestRouterReadPort(t *testing.T) {
 			}
 			t.Log("read port served by the standby")
 		})
+	}
+}
+
+// createTestTable creates the table the hot-standby tests write to.
+func createTestTable(t *testing.T, dsn string) {
+	t.Helper()
+	c := connect(t, dsn)
+	defer c.Close(context.Background())
+	if _, err := c.Exec(context.Background(), "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+		t.Fatal(err)
 	}
 }
