@@ -3,9 +3,12 @@
 // tandem owns.
 //
 // It owns the life cycle of a managed server (initdb, configuration, start,
-// readiness, stop) and the connection parameters of either kind. It must not
-// speak the client-facing protocol (pgwire) nor make routing decisions
-// (router): it only hands out where and how to connect.
+// readiness, stop); in the replicated designs it also owns the back-end side
+// of a client session (pgwire.Backend over pgconn, values passed as raw
+// protocol bytes), writeset capture by triggers, apply, and re-seeding with
+// pg_dump / pg_restore. It must not read or write the client socket (pgwire)
+// nor make routing decisions (router); the standalone design does not use its
+// sessions at all: the router relays frames to the server.
 package postgres
 
 import (

@@ -2,8 +2,9 @@
 // mode behind pgwire's Backend interface.
 //
 // It owns the database file, its connections (one writer plus a read pool),
-// statement preparation, type mapping to PostgreSQL OIDs and the mapping of
-// SQLite errors to SQLSTATEs. It must not read or write the client socket
+// statement preparation, type mapping to PostgreSQL OIDs, the mapping of
+// SQLite errors to SQLSTATEs, and in the replicated designs writeset capture
+// by triggers, exactly-once apply and snapshots (capture.go). It must not read or write the client socket
 // (pgwire does) nor decide routing (router does).
 package sqlite
 
