@@ -126,6 +126,14 @@ func (f *Framer) ReadUntyped() ([]byte, error) {
 // flushes its output when this reaches zero.
 func (f *Framer) Buffered() int { return f.w - f.r }
 
+// TakeBuffered returns the bytes read but not yet framed, and forgets them
+// (a relay that takes the socket over forwards them first).
+func (f *Framer) TakeBuffered() []byte {
+	b := f.buf[f.r:f.w]
+	f.r, f.w = 0, 0
+	return b
+}
+
 // Append queues an encoded message for the next Flush.
 func (f *Framer) Append(m pgproto3.BackendMessage) {
 	var err error

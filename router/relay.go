@@ -55,6 +55,8 @@ type relay struct {
 	wmu      sync.Mutex // client writes
 	txStatus atomic.Uint32
 	closing  atomic.Bool
+	maxMsg   int
+	polled   atomic.Bool // the session runs on an epoll loop
 	onDown   func(node string, err error)
 }
 
@@ -108,7 +110,7 @@ func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire
 	if tc, ok := hc.Conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onDown: onDown}
+	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onDown: onDown, maxMsg: maxMsg}
 	r.upFr = pgwire.NewFramer(hc.Conn, hc.Conn, maxMsg)
 	names := make([]string, 0, len(hc.ParameterStatuses))
 	for k := range hc.ParameterStatuses {
@@ -126,6 +128,9 @@ func (r *relay) ParameterStatus() [][2]string { return r.params }
 
 // Serve relays until either side leaves.
 func (r *relay) Serve(ctx context.Context) error {
+	if ok, err := r.servePoll(ctx); ok {
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- r.upstreamToClient() }()
 	err := r.clientToUpstream()

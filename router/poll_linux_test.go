@@ -1,0 +1,288 @@
+//go:build linux
+
+package router
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// tcpPair returns both ends of a real loopback TCP connection.
+func tcpPair(t testing.TB) (a, b net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		ch <- c
+	}()
+	a, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-ch
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+// pollRelay starts a relay between real sockets: client <-> relay <-> upstream.
+// pre is written by the client and framed by the front door before the
+// relay starts (bytes pipelined behind the startup).
+func pollRelay(t testing.TB, ctx context.Context, maxMsg int, pre []byte) (client, upstream net.Conn, r *relay, done chan error) {
+	cl, relayClientSide := tcpPair(t)
+	relayUpSide, up := tcpPair(t)
+	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, maxMsg)}
+	if len(pre) > 0 {
+		if _, err := cl.Write(pre); err != nil {
+			t.Fatal(err)
+		}
+		// The front door reads the first frame; the rest stays buffered.
+		if _, _, err := pc.ReadFrame(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
+		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, maxMsg), maxMsg: maxMsg}
+	r.txStatus.Store('I')
+	done = make(chan error, 1)
+	go func() { done <- r.Serve(ctx) }()
+	return cl, up, r, done
+}
+
+func readError(t *testing.T, c net.Conn) *pgproto3.ErrorResponse {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	fr := pgwire.NewFramer(c, nil, 1<<20)
+	for {
+		typ, frame, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("want an ErrorResponse, got %v", err)
+		}
+		if typ == 'E' {
+			var er pgproto3.ErrorResponse
+			if err := er.Decode(frame[5:]); err != nil {
+				t.Fatal(err)
+			}
+			return &er
+		}
+	}
+}
+
+func waitDone(t *testing.T, done chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay did not end")
+		return nil
+	}
+}
+
+// TestPollRelayPassThroughNoAllocs: over real sockets, frames cross the
+// epoll relay byte for byte, ReadyForQuery is tracked, and a round trip
+// allocates nothing.
+func TestPollRelayPassThroughNoAllocs(t *testing.T) {
+	cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
+	req := encode(t, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("42")}}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	resp := encode(t, &pgproto3.BindComplete{}, &pgproto3.DataRow{Values: [][]byte{[]byte("hello")}}, &pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, &pgproto3.ReadyForQuery{TxStatus: 'T'})
+	gotReq := make([]byte, len(req))
+	gotResp := make([]byte, len(resp))
+	roundTrip := func() {
+		if _, err := cl.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(up, gotReq); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Write(resp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(cl, gotResp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roundTrip()
+	if !r.polled.Load() {
+		t.Fatal("the session did not take the epoll path")
+	}
+	if !bytes.Equal(gotReq, req) || !bytes.Equal(gotResp, resp) {
+		t.Fatal("frames changed crossing the relay")
+	}
+	if r.txStatus.Load() != 'T' {
+		t.Fatalf("transaction status not tracked: %c", r.txStatus.Load())
+	}
+	// The harness itself allocates nothing over bare sockets, so any
+	// allocation counted here is the relay's.
+	if a := testing.AllocsPerRun(500, roundTrip); a > 0 {
+		t.Fatalf("the relay allocates per message: %.2f allocations per round trip", a)
+	}
+	cl.Close()
+	if err := waitDone(t, done); err != nil {
+		t.Fatalf("a client that leaves is a clean end, got %v", err)
+	}
+}
+
+// TestPollRelayLargeMessagesBackpressure: multi-megabyte messages both ways
+// to a slow reader fill the sockets; the relay parks bytes, waits for
+// writability, and delivers everything in order.
+func TestPollRelayLargeMessagesBackpressure(t *testing.T) {
+	cl, up, _, done := pollRelay(t, context.Background(), 64<<20, nil)
+	big := make([]byte, 8<<20)
+	_, _ = rand.Read(big)
+	var toUp, toClient []byte
+	for i := 0; i < 3; i++ {
+		toUp = append(toUp, encode(t, &pgproto3.CopyData{Data: big[i*1000 : i*1000+3<<20]})...)
+		toClient = append(toClient, encode(t, &pgproto3.DataRow{Values: [][]byte{big[i*7 : i*7+2<<20]}})...)
+	}
+	toUp = append(toUp, encode(t, &pgproto3.CopyDone{})...)
+	toClient = append(toClient, encode(t, &pgproto3.ReadyForQuery{TxStatus: 'I'})...)
+	errc := make(chan error, 2)
+	go func() { _, err := cl.Write(toUp); errc <- err }()
+	go func() { _, err := up.Write(toClient); errc <- err }()
+	slowRead := func(c net.Conn, n int) []byte {
+		out := make([]byte, 0, n)
+		buf := make([]byte, 100<<10)
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		for len(out) < n {
+			k, err := c.Read(buf[:min(len(buf), n-len(out))])
+			if err != nil {
+				t.Fatalf("read after %d of %d bytes: %v", len(out), n, err)
+			}
+			out = append(out, buf[:k]...)
+			if len(out) < 1<<20 {
+				time.Sleep(2 * time.Millisecond) // slow at first: the relay must park bytes
+			}
+		}
+		return out
+	}
+	gotUp := slowRead(up, len(toUp))
+	gotClient := slowRead(cl, len(toClient))
+	for i := 0; i < 2; i++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(gotUp, toUp) || !bytes.Equal(gotClient, toClient) {
+		t.Fatal("large messages changed crossing the relay")
+	}
+	cl.Close()
+	waitDone(t, done)
+}
+
+// TestPollRelayProtocolViolations: a type a client may not send, a frame
+// length below 4, and a message over the cap each end the session with
+// FATAL 08P01, and the bad frame is not forwarded.
+func TestPollRelayProtocolViolations(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"backend type from client", []byte{'Z', 0, 0, 0, 5, 'I'}},
+		{"length below 4", []byte{'Q', 0, 0, 0, 2}},
+		{"over the cap", append([]byte{'Q', 0, 0, 0x10, 0}, make([]byte, 100)...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl, up, _, done := pollRelay(t, context.Background(), 1<<10, nil)
+			good := encode(t, &pgproto3.Sync{})
+			if _, err := cl.Write(append(append([]byte{}, good...), tc.msg...)); err != nil {
+				t.Fatal(err)
+			}
+			er := readError(t, cl)
+			if er.Code != "08P01" || er.Severity != "FATAL" {
+				t.Fatalf("want FATAL 08P01, got %s %s: %s", er.Severity, er.Code, er.Message)
+			}
+			waitDone(t, done)
+			got, _ := io.ReadAll(up)
+			if !bytes.Equal(got, good) {
+				t.Fatalf("upstream got %q, want only the good frame %q", got, good)
+			}
+		})
+	}
+}
+
+// TestPollRelayTerminateAndUpstreamLoss: the server closing after a
+// Terminate is a clean end; the server vanishing otherwise marks the node
+// down and tells the client.
+func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
+	t.Run("terminate", func(t *testing.T) {
+		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
+		var downs atomic.Int32
+		r.onDown = func(string, error) { downs.Add(1) }
+		if _, err := cl.Write([]byte{'X', 0, 0, 0, 4}); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 5)
+		if _, err := io.ReadFull(up, b); err != nil {
+			t.Fatal(err)
+		}
+		up.Close()
+		if err := waitDone(t, done); err != nil {
+			t.Fatalf("Terminate is a clean end, got %v", err)
+		}
+		if downs.Load() != 0 {
+			t.Fatalf("a clean Terminate marked the node down %d time(s)", downs.Load())
+		}
+	})
+	t.Run("upstream lost", func(t *testing.T) {
+		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
+		var downs atomic.Int32
+		r.onDown = func(string, error) { downs.Add(1) }
+		if _, err := cl.Write(encode(t, &pgproto3.Query{String: "select 1"})); err != nil {
+			t.Fatal(err)
+		}
+		up.Close()
+		er := readError(t, cl)
+		if er.Code != "57P01" || er.Severity != "FATAL" {
+			t.Fatalf("want FATAL 57P01, got %s %s", er.Severity, er.Code)
+		}
+		if err := waitDone(t, done); err == nil {
+			t.Fatal("a lost upstream must end the session with an error")
+		}
+		if downs.Load() != 1 {
+			t.Fatalf("the node was marked down %d times, want 1", downs.Load())
+		}
+	})
+}
+
+// TestPollRelayPipelinedAndShutdown: bytes the client pipelined behind
+// its startup are forwarded first; cancelling the server's context ends the
+// session and closes both sockets.
+func TestPollRelayPipelinedAndShutdown(t *testing.T) {
+	first := encode(t, &pgproto3.Sync{})
+	second := encode(t, &pgproto3.Query{String: "select 2"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cl, up, _, done := pollRelay(t, ctx, 1<<20, append(append([]byte{}, first...), second...))
+	got := make([]byte, len(second))
+	_ = up.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(up, got); err != nil || !bytes.Equal(got, second) {
+		t.Fatalf("pipelined bytes: got %q, %v", got, err)
+	}
+	cancel()
+	waitDone(t, done)
+	_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := cl.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("client socket after shutdown: %v, want EOF", err)
+	}
+	if _, err := up.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("upstream socket after shutdown: %v, want EOF", err)
+	}
+}
