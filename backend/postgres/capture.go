@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -25,7 +26,16 @@ import (
 const setupSQL = `
 CREATE TABLE IF NOT EXISTS _tandem_meta (id int PRIMARY KEY CHECK (id = 1), applied_gsn bigint NOT NULL, epoch bigint NOT NULL);
 INSERT INTO _tandem_meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
-CREATE TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
+CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
+CREATE INDEX IF NOT EXISTS _tandem_capture_txid ON _tandem_capture (txid);
+CREATE OR REPLACE FUNCTION _tandem_expect_gsn(g bigint) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE a bigint;
+BEGIN
+  SELECT applied_gsn INTO a FROM _tandem_meta WHERE id = 1 FOR UPDATE;
+  IF a IS DISTINCT FROM g THEN
+    RAISE EXCEPTION 'tandem: the database is at GSN %, the batch follows GSN %', a, g USING ERRCODE = 'TD001';
+  END IF;
+END $f$;
 CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE o jsonb; n jsonb;
 BEGIN
@@ -122,7 +132,9 @@ func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, 
 }
 
 // replicatedCommit captures the transaction's writeset, assigns its GSN
-// and commits, in GSN order; then waits for the safeness level.
+// and commits, in GSN order; then waits for the safeness level. Round trips
+// are pipelined: one for the captured keys, one for every after-image plus
+// the clean-up of the capture rows, one for the GSN record plus COMMIT.
 func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 	c := s.c
 	rollback := func(err error) error {
@@ -133,6 +145,9 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 	if ddl != "" {
 		s.b.pks.Clear()
 		if err := installAll(ctx, c); err != nil {
+			return rollback(err)
+		}
+		if _, err := c.Exec(ctx, "DELETE FROM _tandem_capture WHERE txid = txid_current()").ReadAll(); err != nil {
 			return rollback(err)
 		}
 	} else {
@@ -146,19 +161,17 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 		}
 		ws.Rows = rows
 	}
-	if _, err := c.Exec(ctx, "DELETE FROM _tandem_capture WHERE txid = txid_current()").ReadAll(); err != nil {
-		return rollback(err)
-	}
 	s.b.commitMu.Lock()
 	after, err := s.b.repl.Prepare(ctx, ws)
 	if err != nil {
 		s.b.commitMu.Unlock()
 		return rollback(err)
 	}
-	_, err = query(ctx, c, "UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1", strconv.FormatUint(ws.GSN, 10), strconv.FormatUint(ws.Epoch, 10))
-	if err == nil {
-		_, err = c.Exec(ctx, "COMMIT").ReadAll()
-	}
+	var bt pgconn.Batch
+	bt.ExecParams("UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
+		[][]byte{strconv.AppendUint(nil, ws.GSN, 10), strconv.AppendUint(nil, ws.Epoch, 10)}, nil, nil, nil)
+	bt.ExecParams("COMMIT", nil, nil, nil, nil)
+	_, err = c.ExecBatch(ctx, &bt).ReadAll()
 	s.b.commitMu.Unlock()
 	if err != nil {
 		_ = after(ctx, false)
@@ -167,6 +180,9 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 	return after(ctx, true)
 }
 
+// capture reads the transaction's changed keys, then (one pipelined round
+// trip) every after-image by primary key and the removal of its capture
+// rows.
 func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
 	keys, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current() ORDER BY seq")
 	if err != nil || len(keys) == 0 {
@@ -174,6 +190,7 @@ func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
 	}
 	seen := map[string]bool{}
 	var out []writeset.Row
+	var bt pgconn.Batch
 	for _, k := range keys {
 		if seen[k[0]+"\x00"+k[1]] {
 			continue
@@ -190,44 +207,48 @@ func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
 			return nil, fmt.Errorf("postgres: bad captured key %s of %s: %v", k[1], k[0], err)
 		}
 		keyVals := make([]writeset.Value, len(raw))
-		args := make([]string, len(raw))
+		params := make([][]byte, len(raw))
 		where := make([]string, len(raw))
 		for i, x := range raw {
+			var a string
 			switch v := x.(type) {
 			case json.Number:
-				args[i] = v.String()
+				a = v.String()
 			case string:
-				args[i] = v
+				a = v
 			case bool:
-				args[i] = strconv.FormatBool(v)
+				a = strconv.FormatBool(v)
 			default:
 				b, _ := json.Marshal(v)
-				args[i] = string(b)
+				a = string(b)
 			}
-			keyVals[i] = writeset.Text(args[i])
+			keyVals[i] = writeset.Text(a)
+			params[i] = []byte(a)
 			where[i] = fmt.Sprintf("%s = $%d", pgQuote(pkCols[i]), i+1)
 		}
-		params := make([][]byte, len(args))
-		for i, a := range args {
-			params[i] = []byte(a)
-		}
-		rr := s.c.ExecParams(ctx, "SELECT * FROM "+pgQuote(k[0])+" WHERE "+strings.Join(where, " AND "), params, nil, nil, nil)
-		row := writeset.Row{Table: k[0], KeyCols: pkCols, Key: keyVals, Op: writeset.OpDelete}
-		if rr.NextRow() {
+		bt.ExecParams("SELECT * FROM "+pgQuote(k[0])+" WHERE "+strings.Join(where, " AND "), params, nil, nil, nil)
+		out = append(out, writeset.Row{Table: k[0], KeyCols: pkCols, Key: keyVals, Op: writeset.OpDelete})
+	}
+	bt.ExecParams("DELETE FROM _tandem_capture WHERE txid = txid_current()", nil, nil, nil, nil)
+	mrr := s.c.ExecBatch(ctx, &bt)
+	for i := 0; mrr.NextResult(); i++ {
+		rr := mrr.ResultReader()
+		if i < len(out) && rr.NextRow() {
+			row := &out[i]
 			row.Op = writeset.OpUpdate
-			for i, f := range rr.FieldDescriptions() {
+			for j, f := range rr.FieldDescriptions() {
 				row.Cols = append(row.Cols, f.Name)
-				if v := rr.Values()[i]; v == nil {
+				if v := rr.Values()[j]; v == nil {
 					row.After = append(row.After, writeset.Null())
 				} else {
 					row.After = append(row.After, writeset.Text(string(v)))
 				}
 			}
 			// the after-image's key, in text form, is the key
-			for i, kc := range pkCols {
+			for ki, kc := range row.KeyCols {
 				for j, col := range row.Cols {
 					if col == kc {
-						row.Key[i] = row.After[j]
+						row.Key[ki] = row.After[j]
 					}
 				}
 			}
@@ -235,9 +256,12 @@ func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
 		for rr.NextRow() {
 		}
 		if _, err := rr.Close(); err != nil {
+			_ = mrr.Close()
 			return nil, err
 		}
-		out = append(out, row)
+	}
+	if err := mrr.Close(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -262,8 +286,30 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	return g, e, nil
 }
 
-// ApplyBatch applies writesets one transaction each, in order.
+// errBatchGap is the SQLSTATE _tandem_expect_gsn raises when a batch does
+// not follow the database's applied GSN.
+const errBatchGap = "TD001"
+
+// ApplyBatch applies writesets in order, in one transaction and one
+// pipelined round trip: the applied-GSN check, every row statement, the new
+// applied GSN, COMMIT. A batch that does not follow the recorded GSN (after
+// a crash, some of it may already be there) or holds DDL goes one writeset
+// at a time through Apply, which skips what is applied and refuses gaps.
 func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	slow := false
+	for _, ws := range batch {
+		slow = slow || ws.IsDDL()
+	}
+	if !slow {
+		err := b.applyPipelined(ctx, batch)
+		var pe *pgconn.PgError
+		if err == nil || !errors.As(err, &pe) || pe.Code != errBatchGap {
+			return err
+		}
+	}
 	for _, ws := range batch {
 		if err := b.Apply(ctx, ws); err != nil {
 			return err
@@ -272,7 +318,46 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 	return nil
 }
 
-// Apply applies a writeset with the GSN recorded in the same transaction.
+func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset) error {
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	c, err := b.applyConn(ctx)
+	if err != nil {
+		return err
+	}
+	first, last := batch[0], batch[len(batch)-1]
+	var bt pgconn.Batch
+	bt.ExecParams("BEGIN", nil, nil, nil, nil)
+	bt.ExecParams("SELECT set_config('tandem.applying', 'on', true)", nil, nil, nil, nil)
+	bt.ExecParams("SELECT _tandem_expect_gsn($1)", [][]byte{strconv.AppendUint(nil, first.GSN-1, 10)}, nil, nil, nil)
+	for _, ws := range batch {
+		stmts, err := writeset.Statements(writeset.Postgres, ws)
+		if err != nil {
+			return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
+		}
+		for _, st := range stmts {
+			params := make([][]byte, len(st.Args))
+			for i, a := range st.Args {
+				if a != nil {
+					params[i] = []byte(fmt.Sprint(a))
+				}
+			}
+			bt.ExecParams(st.SQL, params, nil, nil, nil)
+		}
+	}
+	bt.ExecParams("UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
+		[][]byte{strconv.AppendUint(nil, last.GSN, 10), strconv.AppendUint(nil, last.Epoch, 10)}, nil, nil, nil)
+	bt.ExecParams("COMMIT", nil, nil, nil, nil)
+	if _, err := c.ExecBatch(ctx, &bt).ReadAll(); err != nil {
+		if _, rerr := c.Exec(context.Background(), "ROLLBACK").ReadAll(); rerr != nil {
+			b.dropApplyConn()
+		}
+		return fmt.Errorf("apply GSN %d-%d: %w", first.GSN, last.GSN, err)
+	}
+	return nil
+}
+
+// Apply applies one writeset with the GSN recorded in the same transaction.
 func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()

@@ -77,6 +77,9 @@ type Session struct {
 	c      *pgconn.PgConn
 	inTx   bool
 	failed bool
+	// pending is a BEGIN not yet sent: it goes in one round trip with
+	// the transaction's first statement (nothing at all for an empty one).
+	pending string
 }
 
 // Statement is a statement prepared on the server.
@@ -168,7 +171,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 				return nil, err
 			}
 		}
-		if err := s.exec(ctx, st.sql); err != nil {
+		if lazyBegin(st) {
+			s.pending = st.sql
+		} else if err := s.exec(ctx, st.sql); err != nil {
 			return nil, err
 		}
 		s.inTx = true
@@ -185,15 +190,20 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		if err := s.b.repl.Writable(); err != nil {
 			return nil, err
 		}
-		if err := s.exec(ctx, "BEGIN"); err != nil {
-			return nil, err
-		}
+		s.pending = "BEGIN"
 		s.inTx = true
 	}
 	if s.inTx && s.b.repl != nil && isDDL(st.kind) && !autocommit {
 		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
 	}
-	rr := s.c.ExecPrepared(ctx, st.name, params, paramFormats, resultFormats)
+	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats)
+	if err != nil {
+		if autocommit {
+			s.inTx = false
+			_ = s.exec(ctx, "ROLLBACK")
+		}
+		return nil, err
+	}
 	var rows [][]any
 	for rr.NextRow() {
 		vals := rr.Values()
@@ -206,6 +216,11 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		rows = append(rows, row)
 	}
 	tag, err := rr.Close()
+	if mrr != nil {
+		if cerr := mrr.Close(); err == nil {
+			err = cerr
+		}
+	}
 	if err != nil {
 		if autocommit {
 			s.inTx = false
@@ -225,6 +240,53 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 	}
 	return res, nil
+}
+
+// run executes a prepared statement, after the pending BEGIN if there is
+// one (both in one round trip; mrr is then to be closed after rr).
+func (s *Session) run(ctx context.Context, st *Statement, params [][]byte, paramFormats, resultFormats []int16) (*pgconn.ResultReader, *pgconn.MultiResultReader, error) {
+	if s.pending == "" {
+		return s.c.ExecPrepared(ctx, st.name, params, paramFormats, resultFormats), nil, nil
+	}
+	var bt pgconn.Batch
+	bt.ExecParams(s.pending, nil, nil, nil, nil)
+	bt.ExecPrepared(st.name, params, paramFormats, resultFormats)
+	s.pending = ""
+	mrr := s.c.ExecBatch(ctx, &bt)
+	if !mrr.NextResult() {
+		return nil, nil, mrr.Close()
+	}
+	if _, err := mrr.ResultReader().Close(); err != nil { // the BEGIN
+		_ = mrr.Close()
+		return nil, nil, err
+	}
+	if !mrr.NextResult() {
+		return nil, nil, mrr.Close()
+	}
+	return mrr.ResultReader(), mrr, nil
+}
+
+// flushBegin sends a pending BEGIN by itself.
+func (s *Session) flushBegin(ctx context.Context) error {
+	if s.pending == "" {
+		return nil
+	}
+	sql := s.pending
+	s.pending = ""
+	return s.exec(ctx, sql)
+}
+
+// lazyBegin: a plain BEGIN (no options that could fail) may wait for the
+// transaction's first statement.
+func lazyBegin(st *Statement) bool {
+	switch len(st.words) {
+	case 1:
+		return st.kind == "BEGIN"
+	case 2:
+		return (st.kind == "BEGIN" && (st.words[1] == "TRANSACTION" || st.words[1] == "WORK")) ||
+			(st.kind == "START" && st.words[1] == "TRANSACTION")
+	}
+	return false
 }
 
 func colsOf(st *Statement, fds []pgconn.FieldDescription) []pgwire.Column {
@@ -267,6 +329,10 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.inTx = false
+	if s.pending != "" {
+		s.pending = "" // nothing ran: nothing to commit or roll back
+		return &cmdResult{tag: verb}, nil
+	}
 	if verb == "COMMIT" && s.b.repl != nil {
 		if err := s.replicatedCommit(ctx, ""); err != nil {
 			return nil, err
@@ -325,6 +391,9 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 		q += " (" + strings.Join(qc, ", ") + ")"
 	}
 	q += " FROM STDIN"
+	if err := s.flushBegin(ctx); err != nil {
+		return 0, err
+	}
 	autocommit := !s.inTx && s.b.repl != nil
 	if autocommit {
 		if err := s.exec(ctx, "BEGIN"); err != nil {
