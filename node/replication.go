@@ -691,17 +691,18 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 	}()
 	// Durability: acknowledge whenever the log's durable GSN moves. A
 	// strict log is asked to sync what was received (group commit); a
-	// relaxed one reaches disk by itself within flush_interval.
+	// relaxed one reaches disk by itself within flush_interval. Idle, this
+	// sleeps until a record arrives or the durable GSN moves.
+	received := make(chan struct{}, 1)
 	go func() {
 		var lastSent uint64
 		for ctx.Err() == nil {
+			moved := r.rlog.DurableChanged()
 			target := r.received.Load()
 			if r.rlog.EffectiveMode() == replog.Strict && r.rlog.DurableGSN() < target {
 				if err := r.rlog.WaitDurable(ctx, target); err != nil {
 					return
 				}
-			} else {
-				time.Sleep(500 * time.Microsecond)
 			}
 			if d := r.rlog.DurableGSN(); d != lastSent {
 				lastSent = d
@@ -709,6 +710,12 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 					errc <- err
 					return
 				}
+				continue
+			}
+			select {
+			case <-ctx.Done():
+			case <-moved:
+			case <-received:
 			}
 		}
 	}()
@@ -737,6 +744,10 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 				return fmt.Errorf("append GSN %d: %w", gsn, err)
 			}
 			r.received.Store(gsn)
+			select {
+			case received <- struct{}{}:
+			default:
+			}
 			ws, err := writeset.Decode(data)
 			if err != nil {
 				return fmt.Errorf("decode GSN %d: %w", gsn, err)

@@ -112,6 +112,7 @@ type Log struct {
 	trimMu sync.Mutex // serialises TrimBefore
 
 	flushReq    chan struct{} // capacity 1: "someone waits for a sync"
+	dirty       chan struct{} // capacity 1: "records were appended" (arms the relaxed timer)
 	stop        chan struct{}
 	flusherDone chan struct{}
 	closedCh    chan struct{}
@@ -150,6 +151,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		lockFile:    lock,
 		durableCh:   make(chan struct{}),
 		flushReq:    make(chan struct{}, 1),
+		dirty:       make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 		flusherDone: make(chan struct{}),
 		closedCh:    make(chan struct{}),
@@ -384,6 +386,10 @@ func (l *Log) Append(rec Record) (uint64, error) {
 		close(l.notify)
 		l.notify = nil
 	}
+	select {
+	case l.dirty <- struct{}{}:
+	default:
+	}
 	return gsn, nil
 }
 
@@ -468,6 +474,14 @@ func (l *Log) wakeReadersLocked() {
 // and the failure (ErrFailed) if the log can no longer make it durable.
 func (l *Log) WaitDurable(ctx context.Context, gsn uint64) error {
 	return l.waitDurable(ctx, gsn, false)
+}
+
+// DurableChanged returns a channel that is closed when the durable GSN next
+// moves (or the log fails or closes): take it before reading DurableGSN.
+func (l *Log) DurableChanged() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durableCh
 }
 
 // Sync makes every record appended so far durable, whatever the mode, and
