@@ -46,7 +46,7 @@ bench-tm1: build ## TM1 R80W20/R20W80 at 100,000 subscribers: PostgreSQL direct 
 	./scripts/install-deps.sh
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tm1.sh 100000 30s 8
 
-bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~30 min with 3 rounds)
+bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~45 min with 3 rounds)
 	./scripts/install-deps.sh
 	./bin/tandem bench sweep --rounds 3 --out out/sweep
 

@@ -184,7 +184,10 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 // trip) every after-image by primary key and the removal of its capture
 // rows.
 func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
-	keys, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current() ORDER BY seq")
+	// txid_current_if_assigned: a transaction that wrote nothing has no
+	// transaction id and must not be given one (that would cost a commit
+	// record in the WAL for a read).
+	keys, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current_if_assigned() ORDER BY seq")
 	if err != nil || len(keys) == 0 {
 		return nil, err
 	}

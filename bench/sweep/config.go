@@ -14,6 +14,9 @@ var ErrBadOption = errors.New("invalid sweep option")
 const (
 	FamilyTandem   = "tandem"
 	FamilyPostgres = "postgresql"
+	// FamilyTandemPG is tandem's pair on PostgreSQL back ends: measured
+	// against the same PostgreSQL baseline as PostgreSQL's own pair.
+	FamilyTandemPG = "tandem-postgresql"
 )
 
 // Baselines of the two families: ratios are MQTh / MQTh(baseline), same mix.
@@ -47,6 +50,8 @@ type Config struct {
 	Durability        string `json:"durability,omitempty"`
 	StandbyDurability string `json:"standby_durability,omitempty"`
 	SQLiteSynchronous string `json:"sqlite_synchronous,omitempty"`
+	// Backend of tandem's nodes: "" (sqlite) or "postgres" (managed).
+	Backend string `json:"backend,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 }
@@ -68,6 +73,18 @@ func hs(name, level, durability, standbyDurability string) Config {
 		Design: "hot-standby", Safeness: level, Durability: durability, StandbyDurability: standbyDurability,
 		SQLiteSynchronous: "NORMAL",
 		Setting: fmt.Sprintf("hot-standby %s, primary log %s, standby log %s, SQLite NORMAL",
+			level, durability, standbyDurability),
+	}
+}
+
+// hsPG is tandem's hot-standby pair on managed PostgreSQL back ends
+// (each node's server runs with synchronous_commit=off: tandem's log is
+// the durable record).
+func hsPG(name, level, durability, standbyDurability string) Config {
+	return Config{
+		Name: name, Family: FamilyTandemPG, Level: level, kind: kindTandem, Backend: "postgres",
+		Design: "hot-standby", Safeness: level, Durability: durability, StandbyDurability: standbyDurability,
+		Setting: fmt.Sprintf("tandem hot-standby on PostgreSQL back ends, %s, primary log %s, standby log %s",
 			level, durability, standbyDurability),
 	}
 }
@@ -95,6 +112,10 @@ func Configs() []Config {
 		pg(kindPGPair, "pg-pair-remote_write", "2-safe-received", "remote_write", "streaming pair, synchronous_commit=remote_write (2-safe received)"),
 		pg(kindPGPair, "pg-pair-on", "2-safe-durable", "on", "streaming pair, synchronous_commit=on (2-safe durable)"),
 		pg(kindPGPair, "pg-pair-remote_apply", "2-safe-visible", "remote_apply", "streaming pair, synchronous_commit=remote_apply (2-safe visible)"),
+		hsPG("hs-pg-1safe-relaxed", "1-safe", "relaxed", "relaxed"),
+		hsPG("hs-pg-received-relaxed", "2-safe-received", "relaxed", "relaxed"),
+		hsPG("hs-pg-visible-relaxed", "2-safe-visible", "relaxed", "relaxed"),
+		hsPG("hs-pg-durable-relaxed-standby-strict", "2-safe-durable", "relaxed", "strict"),
 	}
 }
 
@@ -173,6 +194,10 @@ var levelPairs = []struct{ Level, Tandem, Postgres string }{
 	{"2-safe-visible", "hs-visible-relaxed", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-durable-relaxed", "pg-pair-on"},
 	{"2-safe-durable", "hs-durable-relaxed-standby-strict", "pg-pair-on"},
+	{"1-safe", "hs-pg-1safe-relaxed", "pg-pair-local"},
+	{"2-safe-received", "hs-pg-received-relaxed", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pg-visible-relaxed", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pg-durable-relaxed-standby-strict", "pg-pair-on"},
 }
 
 func configByName(name string) (Config, bool) {
@@ -185,7 +210,7 @@ func configByName(name string) (Config, bool) {
 }
 
 func baselineOf(family string) string {
-	if family == FamilyPostgres {
+	if family == FamilyPostgres || family == FamilyTandemPG {
 		return PostgresBaseline
 	}
 	return TandemBaseline

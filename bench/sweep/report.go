@@ -205,8 +205,9 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 					strings.ToUpper(mix), lp.Level, lp.Tandem, ratioOrDash(lv, lok), lp.Postgres, ratioOrDash(rv, rok))
 			default:
 				ch.Status = passFail(lv >= rv)
+				lc, _ := configByName(lp.Tandem)
 				ch.Text = fmt.Sprintf("%s %-15s tandem %s = %.2fx of %s %s PostgreSQL %s = %.2fx of %s",
-					strings.ToUpper(mix), lp.Level, lp.Tandem, lv, TandemBaseline, cmpSign(lv, rv), lp.Postgres, rv, PostgresBaseline)
+					strings.ToUpper(mix), lp.Level, lp.Tandem, lv, baselineOf(lc.Family), cmpSign(lv, rv), lp.Postgres, rv, PostgresBaseline)
 			}
 			r.Checks = append(r.Checks, ch)
 		}
@@ -358,7 +359,7 @@ func (r *Report) Print(w io.Writer) error {
 			c := &row.Cells[i]
 			errs = errs || c.Errors > 0
 			tandemR, pgR := c.ratioText(), ""
-			if row.Family == FamilyPostgres {
+			if row.Family == FamilyPostgres || row.Family == FamilyTandemPG {
 				tandemR, pgR = "", c.ratioText()
 			}
 			line = append(line, c.mqthText(p.Rounds), tandemR, pgR)

@@ -323,8 +323,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 14 {
-		t.Errorf("all: %d configurations, want 14", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 18 {
+		t.Errorf("all: %d configurations, want 18", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},
@@ -364,7 +364,7 @@ func TestClusterFiles(t *testing.T) {
 	port := 20000
 	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
 	for _, c := range Configs() {
-		if c.Family != FamilyTandem {
+		if c.Family != FamilyTandem && c.Family != FamilyTandemPG {
 			continue
 		}
 		text, err := clusterFile(c, t.TempDir(), addr)
@@ -375,13 +375,23 @@ func TestClusterFiles(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c.Name, err, text)
 		}
-		if cc.Design != c.Design || cc.Nodes[0].SQLite.Synchronous != c.SQLiteSynchronous {
+		wantBackend := "sqlite"
+		if c.Family == FamilyTandemPG {
+			wantBackend = "postgres"
+		}
+		for _, n := range cc.Nodes {
+			if n.Backend != wantBackend {
+				t.Errorf("%s: node %s back end %s, want %s", c.Name, n.ID, n.Backend, wantBackend)
+			}
+		}
+		if cc.Design != c.Design || wantBackend == "sqlite" && cc.Nodes[0].SQLite.Synchronous != c.SQLiteSynchronous {
 			t.Errorf("%s: design %s synchronous %s", c.Name, cc.Design, cc.Nodes[0].SQLite.Synchronous)
 		}
 		if c.Design == "hot-standby" {
 			rp := cc.Repl
 			if len(cc.Nodes) != 2 || rp.Safeness != c.Safeness || rp.Durability != c.Durability ||
-				rp.StandbyDurability != c.StandbyDurability || rp.OnStandbyLoss != "block" || cc.Nodes[1].SQLite.Synchronous != "NORMAL" {
+				rp.StandbyDurability != c.StandbyDurability || rp.OnStandbyLoss != "block" ||
+				wantBackend == "sqlite" && cc.Nodes[1].SQLite.Synchronous != "NORMAL" {
 				t.Errorf("%s: %+v", c.Name, rp)
 			}
 		}

@@ -73,7 +73,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
 	}
 	for _, c := range o.Configs {
-		if c.Family == FamilyPostgres {
+		if c.Family == FamilyPostgres || c.Family == FamilyTandemPG {
 			if _, err := postgres.FindBinDir(o.PGBinDir); err != nil {
 				return fmt.Errorf("%w: --configs %s needs PostgreSQL (%w); leave the pg-* configurations out", ErrBadOption, c.Name, err)
 			}

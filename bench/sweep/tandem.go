@@ -62,6 +62,10 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 			}
 			fmt.Fprintf(&b, "repl_listen = %q\n", repl)
 		}
+		if c.Backend == "postgres" {
+			b.WriteString("backend = \"postgres\"\n\n")
+			continue
+		}
 		fmt.Fprintf(&b, "backend = \"sqlite\"\n[nodes.sqlite]\nsynchronous = %q\n\n", c.SQLiteSynchronous)
 	}
 	return b.String(), nil
