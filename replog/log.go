@@ -535,18 +535,29 @@ func (l *Log) requestFlush() {
 // flusher is the one goroutine that syncs the active segment: when a
 // waiter asks (group commit: every record appended by the time the sync
 // starts is covered, and waiters that arrive during a sync are served by
-// the next one) and every FlushInterval (relaxed mode's bound).
+// the next one) and at most FlushInterval after a record was appended
+// (relaxed mode's bound). An idle log sleeps: the timer is armed by the
+// first append after a flush instead of ticking.
 func (l *Log) flusher() {
 	defer close(l.flusherDone)
-	t := time.NewTicker(l.opts.FlushInterval)
+	t := time.NewTimer(l.opts.FlushInterval)
+	t.Stop()
 	defer t.Stop()
+	var due <-chan time.Time
 	for {
 		select {
 		case <-l.stop:
 			l.flush()
 			return
+		case <-l.dirty:
+			if due == nil {
+				t.Reset(l.opts.FlushInterval)
+				due = t.C
+			}
+			continue
 		case <-l.flushReq:
-		case <-t.C:
+		case <-due:
+			due = nil
 		}
 		l.flush()
 	}
