@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,5 +92,28 @@ func TestApplyBatchExactlyOnce(t *testing.T) {
 		if g, rows, _ := state(); g != st.wantGSN || rows != st.wantRows {
 			t.Fatalf("%s: applied GSN %d with %d rows, want %d with %d", st.name, g, rows, st.wantGSN, st.wantRows)
 		}
+	}
+	// As a primary the node records each commit's GSN as a row of its own
+	// (10..12 here, as if it had been promoted); the applied GSN is the
+	// newest, compaction keeps only that row, and applying as a standby
+	// again continues after it.
+	for g := 10; g <= 12; g++ {
+		if _, err := c.Exec(ctx, fmt.Sprintf("INSERT INTO t VALUES (%d, 'p'); INSERT INTO _tandem_gsns VALUES (%d, 2)", g, g)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, e, err := b.AppliedGSN(); err != nil || g != 12 || e != 2 {
+		t.Fatalf("applied GSN %d epoch %d (%v), want 12 and 2", g, e, err)
+	}
+	b.compactGSNs()
+	var left int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM _tandem_gsns").Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d GSN rows after compaction (%v), want 1", left, err)
+	}
+	if err := b.ApplyBatch(ctx, batchOf(12, 14)); err != nil {
+		t.Fatal(err)
+	}
+	if g, rows, _ := state(); g != 14 || rows != 14 {
+		t.Fatalf("after promotion and demotion: applied GSN %d with %d rows, want 14 with 14", g, rows)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -28,10 +29,19 @@ CREATE TABLE IF NOT EXISTS _tandem_meta (id int PRIMARY KEY CHECK (id = 1), appl
 INSERT INTO _tandem_meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
 CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
 CREATE INDEX IF NOT EXISTS _tandem_capture_txid ON _tandem_capture (txid);
+CREATE TABLE IF NOT EXISTS _tandem_gsns (gsn bigint PRIMARY KEY, epoch bigint NOT NULL);
+CREATE OR REPLACE FUNCTION _tandem_applied() RETURNS TABLE (gsn bigint, epoch bigint) LANGUAGE sql STABLE AS $f$
+  SELECT gsn, epoch FROM (
+    SELECT applied_gsn AS gsn, epoch FROM _tandem_meta WHERE id = 1
+    UNION ALL
+    (SELECT gsn, epoch FROM _tandem_gsns ORDER BY gsn DESC LIMIT 1)
+  ) a ORDER BY gsn DESC LIMIT 1
+$f$;
 CREATE OR REPLACE FUNCTION _tandem_expect_gsn(g bigint) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE a bigint;
 BEGIN
-  SELECT applied_gsn INTO a FROM _tandem_meta WHERE id = 1 FOR UPDATE;
+  PERFORM 1 FROM _tandem_meta WHERE id = 1 FOR UPDATE;
+  SELECT gsn INTO a FROM _tandem_applied();
   IF a IS DISTINCT FROM g THEN
     RAISE EXCEPTION 'tandem: the database is at GSN %, the batch follows GSN %', a, g USING ERRCODE = 'TD001';
   END IF;
@@ -167,8 +177,12 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 		s.b.commitMu.Unlock()
 		return rollback(err)
 	}
+	// The GSN goes in as a row of its own, not as an update of one hot
+	// row: concurrent REPEATABLE READ or SERIALIZABLE transactions must not
+	// conflict on tandem's bookkeeping (an update of a row another
+	// transaction changed since the snapshot fails with 40001).
 	var bt pgconn.Batch
-	bt.ExecParams("UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
+	bt.ExecParams("INSERT INTO _tandem_gsns (gsn, epoch) VALUES ($1, $2)",
 		[][]byte{strconv.AppendUint(nil, ws.GSN, 10), strconv.AppendUint(nil, ws.Epoch, 10)}, nil, nil, nil)
 	bt.ExecParams("COMMIT", nil, nil, nil, nil)
 	_, err = c.ExecBatch(ctx, &bt).ReadAll()
@@ -177,7 +191,28 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 		_ = after(ctx, false)
 		return rollback(err)
 	}
+	if ws.GSN%compactEvery == 0 {
+		go s.b.compactGSNs()
+	}
 	return after(ctx, true)
+}
+
+// compactEvery: every so many commits the primary drops the GSN rows below
+// the newest (the newest alone says what the database holds).
+const compactEvery = 1024
+
+func (b *Backend) compactGSNs() {
+	b.applyMu.Lock()
+	defer b.applyMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := b.applyConn(ctx)
+	if err != nil {
+		return
+	}
+	if _, err := c.Exec(ctx, "DELETE FROM _tandem_gsns WHERE gsn < (SELECT max(gsn) FROM _tandem_gsns)").ReadAll(); err != nil {
+		b.dropApplyConn()
+	}
 }
 
 // capture reads the transaction's changed keys, then (one pipelined round
@@ -280,9 +315,9 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
 		return 0, 0, fmt.Errorf("postgres: create tandem tables: %w", err)
 	}
-	rows, err := query(ctx, c, "SELECT applied_gsn, epoch FROM _tandem_meta WHERE id = 1")
+	rows, err := query(ctx, c, "SELECT gsn, epoch FROM _tandem_applied()")
 	if err != nil || len(rows) != 1 {
-		return 0, 0, fmt.Errorf("postgres: read _tandem_meta: %v", err)
+		return 0, 0, fmt.Errorf("postgres: read the applied GSN: %v", err)
 	}
 	g, _ := strconv.ParseUint(rows[0][0], 10, 64)
 	e, _ := strconv.ParseUint(rows[0][1], 10, 64)
@@ -376,9 +411,12 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		b.dropApplyConn()
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
 	}
-	rows, err := query(ctx, c, "SELECT applied_gsn FROM _tandem_meta WHERE id = 1 FOR UPDATE")
+	if _, err := query(ctx, c, "SELECT 1 FROM _tandem_meta WHERE id = 1 FOR UPDATE"); err != nil {
+		return fail(fmt.Errorf("lock _tandem_meta: %v", err))
+	}
+	rows, err := query(ctx, c, "SELECT gsn FROM _tandem_applied()")
 	if err != nil || len(rows) != 1 {
-		return fail(fmt.Errorf("read _tandem_meta: %v", err))
+		return fail(fmt.Errorf("read the applied GSN: %v", err))
 	}
 	applied, _ := strconv.ParseUint(rows[0][0], 10, 64)
 	if ws.GSN <= applied {
@@ -456,7 +494,7 @@ func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ").ReadAll(); err != nil {
 		return nil, 0, err
 	}
-	rows, err := query(ctx, c, "SELECT pg_export_snapshot(), (SELECT applied_gsn FROM _tandem_meta WHERE id = 1)")
+	rows, err := query(ctx, c, "SELECT pg_export_snapshot(), (SELECT gsn FROM _tandem_applied())")
 	if err != nil || len(rows) != 1 {
 		return nil, 0, fmt.Errorf("export snapshot: %v", err)
 	}
