@@ -25,8 +25,9 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
-test: deps vet ## everything CI runs: unit, end-to-end (real processes), fuzz seed corpora
+test: deps vet ## everything CI runs: unit, end-to-end (real processes), race detector on the concurrent packages, fuzz seed corpora
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
 
 test-short: ## unit tests only

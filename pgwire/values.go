@@ -6,12 +6,16 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-var typeMap = pgtype.NewMap()
+// A pgtype.Map caches encode and scan plans in plain maps: it must not be
+// shared between goroutines (sessions encoding at the same time crashed a
+// node with "concurrent map writes"). Each call borrows one from a pool.
+var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 
 // appendText appends the PostgreSQL text form of v.
 func appendText(dst []byte, oid uint32, v any) []byte {
@@ -153,7 +157,9 @@ func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
 	if err != nil {
 		return nil, Errorf("22P03", "%v", err)
 	}
+	typeMap := typeMaps.Get().(*pgtype.Map)
 	out, err := typeMap.Encode(oid, pgtype.BinaryFormatCode, cv, dst)
+	typeMaps.Put(typeMap)
 	if err != nil {
 		return nil, Errorf("22P03", "encode %T as OID %d: %v", v, oid, err)
 	}
@@ -215,6 +221,8 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 	if format != 1 {
 		return nil, Errorf(CodeProtocolViolation, "unsupported parameter format code %d", format)
 	}
+	typeMap := typeMaps.Get().(*pgtype.Map)
+	defer typeMaps.Put(typeMap)
 	switch oid {
 	case OIDInt2, OIDInt4, OIDInt8:
 		var v int64
