@@ -156,7 +156,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			// The node sits beside its server: relay over the Unix socket,
 			// cheaper than TCP loopback.
 			up.Addr, up.User, up.Database = filepath.Join(m.DataDir(), ".s.PGSQL."+strconv.Itoa(m.Port())), "postgres", "postgres"
-			backendDSN = m.DSN("postgres")
+			backendDSN = m.SocketDSN("postgres")
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
 		} else {
 			pc, err := pgconn.ParseConfig(n.DSN)
