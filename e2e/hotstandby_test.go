@@ -30,6 +30,7 @@ type hsCluster struct {
 	nodes  map[string]string // id -> listen
 	admin  map[string]string
 	procs  map[string]*exec.Cmd
+	exited map[string]chan struct{} // closed when the process was reaped
 	mu     sync.Mutex
 }
 
@@ -54,7 +55,7 @@ func writeHSOn(t *testing.T, backend, safeness, durability, extra string) *hsClu
 		havePostgres(t)
 	}
 	t.Helper()
-	h := &hsCluster{t: t, dir: t.TempDir(), nodes: map[string]string{}, admin: map[string]string{}, procs: map[string]*exec.Cmd{}}
+	h := &hsCluster{t: t, dir: t.TempDir(), nodes: map[string]string{}, admin: map[string]string{}, procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"hs\"\ndesign = \"hot-standby\"\nrun_dir = %q\nlog_level = \"info\"\n", filepath.Join(h.dir, "run"))
 	if !strings.Contains(extra, "ack_timeout") {
@@ -102,11 +103,12 @@ func (h *hsCluster) start(name string) {
 		h.t.Fatal(err)
 	}
 	logf.Close()
-	h.mu.Lock()
-	h.procs[name] = cmd
-	h.mu.Unlock()
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
+	h.mu.Lock()
+	h.procs[name] = cmd
+	h.exited[name] = exited
+	h.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -125,17 +127,25 @@ func (h *hsCluster) start(name string) {
 	h.t.Fatalf("%s did not start:\n%s", name, b)
 }
 
-// kill sends SIGKILL to a process started by start.
+// kill sends SIGKILL to a process started by start and waits until it is
+// reaped. A thread-group leader shows as a zombie while its other threads
+// are still exiting and holding its sockets; a restart that only waited for
+// that could find its probe answered by the dying process's listener (and
+// its first client reset when that listener went away).
 func (h *hsCluster) kill(name string) {
 	h.mu.Lock()
-	cmd := h.procs[name]
+	cmd, exited := h.procs[name], h.exited[name]
 	delete(h.procs, name)
+	delete(h.exited, name)
 	h.mu.Unlock()
-	if cmd != nil {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		for i := 0; i < 200 && alive(cmd.Process.Pid); i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		h.t.Errorf("%s (pid %d) not reaped 30 s after SIGKILL", name, cmd.Process.Pid)
 	}
 }
 
