@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -398,6 +400,49 @@ func TestBothKilledDurable(t *testing.T) {
 			}
 			t.Logf("%d acknowledged commits, all present on both nodes after a double SIGKILL", len(acked))
 		})
+	}
+}
+
+// TestDurableAckRelaxedStandby: at 2-safe-durable a commit returns once the
+// standby wrote it to its log on disk (seed 000: "strictly durable"), also
+// when the standby's own log is relaxed: the standby flushes at once (group
+// commit) instead of waiting for its background flush. With flush_interval
+// = 60s, a standby that waited for its timer would hold every commit for up
+// to a minute. The level is switched at run time (`tandem set`), so this
+// also checks that the primary tells its standby. The mechanism is the
+// standby's log and does not depend on the back end.
+func TestDurableAckRelaxedStandby(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-received", "relaxed", "standby_durability = \"relaxed\"\nflush_interval = \"60s\"\n")
+	h.start("n1")
+	h.start("n2")
+	createTestTable(t, h.dsn(h.nodes["n1"]))
+	h.tandem("set", "safeness=2-safe-durable")
+	p := connect(t, h.dsn(h.nodes["n1"]))
+	for i := 1; i <= 50; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_, err := p.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i)
+		cancel()
+		if err != nil {
+			t.Fatalf("commit %d at 2-safe-durable with a relaxed standby log (flush_interval 60s): %v", i, err)
+		}
+	}
+	var st struct {
+		Repl struct {
+			Safeness string               `json:"safeness"`
+			Assigned uint64               `json:"assigned_gsn"`
+			Standbys map[string][3]uint64 `json:"standbys"`
+		} `json:"replication"`
+	}
+	resp, err := http.Get("http://" + h.admin["n1"] + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Repl.Safeness != "2-safe-durable" || st.Repl.Standbys["n2"][1] < st.Repl.Assigned {
+		t.Fatalf("primary status after 50 durable commits: %+v", st.Repl)
 	}
 }
 

@@ -386,6 +386,7 @@ func (r *Repl) acked(level string, gsn uint64) bool {
 // (JSON), 'A' ack (received, durable, applied: 3 x u64). primary ->
 // standby: 'R' record (gsn, epoch u64, writeset bytes), 'S' snapshot (gsn,
 // epoch u64, SQLite file bytes), 'K' keepalive (primary's last GSN),
+// 'W' durable acks wanted (1 byte: 1 at 2-safe-durable, else 0),
 // 'E' error (text).
 
 type hello struct {
@@ -550,7 +551,17 @@ func (r *Repl) ship(ctx context.Context, c net.Conn) {
 	}()
 	keep := time.NewTicker(200 * time.Millisecond)
 	defer keep.Stop()
+	// 'W' tells the standby whether commits wait for its durable ack
+	// (2-safe-durable, which seed 000 defines as strictly durable on the
+	// standby): at the start and whenever `tandem set` changes the level.
+	wantSent := -1
 	for {
+		if want := boolByte(r.safeness.Load().(string) == "2-safe-durable"); int(want) != wantSent {
+			if err := writeFrame(w, 'W', []byte{want}); err != nil {
+				return
+			}
+			wantSent = int(want)
+		}
 		rec, ok, err := it.TryNext()
 		if err != nil {
 			log.Warn("reading the log for the standby failed", "err", err)
@@ -690,17 +701,27 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 		}
 	}()
 	// Durability: acknowledge whenever the log's durable GSN moves. A
-	// strict log is asked to sync what was received (group commit); a
-	// relaxed one reaches disk by itself within flush_interval. Idle, this
-	// sleeps until a record arrives or the durable GSN moves.
+	// strict log is asked to sync what was received (group commit), and so
+	// is a relaxed one while the primary's commits wait for a durable ack
+	// (2-safe-durable: "written to a persistent log", seed 000); otherwise
+	// a relaxed log reaches disk by itself within flush_interval. Idle,
+	// this sleeps until a record arrives or the durable GSN moves.
 	received := make(chan struct{}, 1)
+	var wantDurable atomic.Bool
 	go func() {
 		var lastSent uint64
 		for ctx.Err() == nil {
 			moved := r.rlog.DurableChanged()
 			target := r.received.Load()
-			if r.rlog.EffectiveMode() == replog.Strict && r.rlog.DurableGSN() < target {
-				if err := r.rlog.WaitDurable(ctx, target); err != nil {
+			if r.rlog.DurableGSN() < target {
+				var err error
+				switch {
+				case r.rlog.EffectiveMode() == replog.Strict:
+					err = r.rlog.WaitDurable(ctx, target)
+				case wantDurable.Load():
+					err = r.rlog.Sync(ctx)
+				}
+				if err != nil {
 					return
 				}
 			}
@@ -773,6 +794,14 @@ func (r *Repl) followOnce(ctx context.Context, addr string) error {
 		case 'K':
 			if len(body) == 8 {
 				r.primaryLast.Store(binary.BigEndian.Uint64(body))
+			}
+		case 'W':
+			if len(body) == 1 {
+				wantDurable.Store(body[0] == 1)
+				select { // a change to 2-safe-durable flushes what is waiting
+				case received <- struct{}{}:
+				default:
+				}
 			}
 		case 'S':
 			if len(body) < 16 {
@@ -1032,4 +1061,11 @@ func (r *Repl) Status() ReplStatus {
 func (r *Repl) Close() {
 	r.stopFollowing()
 	r.rlog.Close()
+}
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
 }
