@@ -47,6 +47,14 @@ BEGIN
     RAISE EXCEPTION 'tandem: the database is at GSN %, the batch follows GSN %', a, g USING ERRCODE = 'TD001';
   END IF;
 END $f$;
+CREATE OR REPLACE FUNCTION _tandem_ws() RETURNS TABLE (tbl text, pk text, img text) LANGUAGE plpgsql AS $f$
+DECLARE x bigint := txid_current_if_assigned();
+BEGIN
+  IF x IS NULL THEN RETURN; END IF;
+  RETURN QUERY SELECT w.tbl, w.pk::text, _tandem_img(w.tbl, w.pk)
+    FROM (SELECT c.tbl, c.pk, min(c.seq) AS s FROM _tandem_capture c WHERE c.txid = x GROUP BY c.tbl, c.pk) w ORDER BY w.s;
+  DELETE FROM _tandem_capture c WHERE c.txid = x;
+END $f$;
 CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE o jsonb; n jsonb;
 BEGIN
@@ -100,8 +108,73 @@ func query(ctx context.Context, c *pgconn.PgConn, sql string, args ...string) ([
 	return out, err
 }
 
-// installAll installs capture triggers on tables that lack them.
+// installAll installs capture triggers on tables that lack them and
+// regenerates _tandem_img for every replicated table.
 func installAll(ctx context.Context, c *pgconn.PgConn) error {
+	if err := installTriggers(ctx, c); err != nil {
+		return err
+	}
+	return installImages(ctx, c)
+}
+
+// installImages (re)creates _tandem_img(table, key), the after-image of one
+// row by primary key, for every table that has a capture trigger: one
+// plpgsql function of static statements, whose plans PostgreSQL caches per
+// session. An image describes itself, [[columns], [key columns], values],
+// values being every column's text form (the type's own output, as a text
+// result would carry it), or null when the row is gone (a delete). It is
+// regenerated at start-up and by every DDL, inside the DDL's transaction.
+func installImages(ctx context.Context, c *pgconn.PgConn) error {
+	tables, err := query(ctx, c, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind = 'r'
+		AND EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_tandem_capture') ORDER BY 1`)
+	if err != nil {
+		return fmt.Errorf("postgres: list replicated tables: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("CREATE OR REPLACE FUNCTION _tandem_img(tandem_t text, tandem_k jsonb) RETURNS text LANGUAGE plpgsql AS $tandem$\nDECLARE tandem_v text;\nBEGIN\n  IF false THEN NULL;\n")
+	for _, tr := range tables {
+		table := tr[0]
+		cols, err := query(ctx, c, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
+			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, pgQuote(table))
+		if err != nil {
+			return fmt.Errorf("postgres: columns of %s: %w", table, err)
+		}
+		pk, err := primaryKey(ctx, c, table)
+		if err != nil {
+			return err
+		}
+		b.WriteString(imageBranch(table, cols, pk))
+	}
+	b.WriteString("  END IF;\n  RAISE EXCEPTION 'tandem: table % has no capture trigger', tandem_t USING ERRCODE = 'TD002';\nEND $tandem$")
+	if _, err := c.Exec(ctx, b.String()).ReadAll(); err != nil {
+		return fmt.Errorf("postgres: create _tandem_img: %w", err)
+	}
+	return nil
+}
+
+// imageBranch is _tandem_img's branch for one table; cols holds (name,
+// type) in column order.
+func imageBranch(table string, cols [][]string, pk []string) string {
+	types := make(map[string]string, len(cols))
+	names := make([]string, len(cols))
+	vals := make([]string, len(cols))
+	for i, col := range cols {
+		names[i], types[col[0]] = col[0], col[1]
+		vals[i] = "tandem_r." + pgQuote(col[0]) + "::text"
+	}
+	where := make([]string, len(pk))
+	for i, k := range pk {
+		where[i] = fmt.Sprintf("tandem_r.%s = (tandem_k->>%d)::%s", pgQuote(k), i, types[k])
+	}
+	hdr, _ := json.Marshal([2][]string{names, pk})
+	head := string(hdr[:len(hdr)-1]) + "," // [[cols],[key cols],
+	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT to_jsonb(ARRAY[%s]::text[])::text INTO tandem_v FROM %s tandem_r WHERE %s;\n    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
+		pgLiteral(table), strings.Join(vals, ", "), pgQuote(table), strings.Join(where, " AND "), pgLiteral(head))
+}
+
+// installTriggers installs capture triggers on tables that lack them.
+func installTriggers(ctx context.Context, c *pgconn.PgConn) error {
 	rows, err := query(ctx, c, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname NOT LIKE '\_tandem\_%'
 		AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = c.oid AND t.tgname = '_tandem_capture') ORDER BY 1`)
@@ -177,10 +250,10 @@ func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, 
 }
 
 // replicatedCommit captures the transaction's writeset, assigns its GSN
-// and commits, in GSN order; then waits for the safeness level. Round trips
-// are pipelined: one for the captured keys, one for every after-image plus
-// the clean-up of the capture rows, one for the GSN record plus COMMIT.
-func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
+// and commits, in GSN order; then waits for the safeness level. Two round
+// trips: the writeset (_tandem_ws, skipped when an autocommit statement's
+// batch already fetched it: pre), then the GSN record plus COMMIT.
+func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]writeset.Row) error {
 	c := s.c
 	rollback := func(err error) error {
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
@@ -196,8 +269,11 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string) error {
 			return rollback(err)
 		}
 	} else {
-		rows, err := s.capture(ctx)
-		if err != nil {
+		var rows []writeset.Row
+		var err error
+		if pre != nil {
+			rows = *pre
+		} else if rows, err = s.capture(ctx); err != nil {
 			return rollback(err)
 		}
 		if len(rows) == 0 {
@@ -250,91 +326,110 @@ func (b *Backend) compactGSNs() {
 	}
 }
 
-// capture reads the transaction's changed keys, then (one pipelined round
-// trip) every after-image by primary key and the removal of its capture
-// rows.
+// wsQuery reads the transaction's writeset and removes its capture rows:
+// one statement, so it can ride in the batch of the statement that wrote.
+const wsQuery = "SELECT tbl, pk, img FROM _tandem_ws()"
+
+// capture reads the transaction's writeset (one round trip).
 func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
-	// txid_current_if_assigned: a transaction that wrote nothing has no
-	// transaction id and must not be given one (that would cost a commit
-	// record in the WAL for a read).
-	keys, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current_if_assigned() ORDER BY seq")
-	if err != nil || len(keys) == 0 {
-		return nil, err
-	}
-	seen := map[string]bool{}
+	return readWS(s.c.ExecParams(ctx, wsQuery, nil, nil, nil, nil))
+}
+
+// readWS decodes the rows of wsQuery: a changed key in capture order, with
+// its after-image (see installImages) or null for a deleted row.
+func readWS(rr *pgconn.ResultReader) ([]writeset.Row, error) {
 	var out []writeset.Row
-	var bt pgconn.Batch
-	for _, k := range keys {
-		if seen[k[0]+"\x00"+k[1]] {
+	var derr error
+	for rr.NextRow() {
+		v := rr.Values()
+		if derr != nil || len(v) != 3 {
 			continue
 		}
-		seen[k[0]+"\x00"+k[1]] = true
-		pkCols, err := s.b.pkOf(ctx, s.c, k[0])
-		if err != nil {
-			return nil, err
-		}
-		var raw []any
-		dec := json.NewDecoder(strings.NewReader(k[1]))
-		dec.UseNumber()
-		if err := dec.Decode(&raw); err != nil || len(raw) != len(pkCols) {
-			return nil, fmt.Errorf("postgres: bad captured key %s of %s: %v", k[1], k[0], err)
-		}
-		keyVals := make([]writeset.Value, len(raw))
-		params := make([][]byte, len(raw))
-		where := make([]string, len(raw))
-		for i, x := range raw {
-			var a string
-			switch v := x.(type) {
-			case json.Number:
-				a = v.String()
-			case string:
-				a = v
-			case bool:
-				a = strconv.FormatBool(v)
-			default:
-				b, _ := json.Marshal(v)
-				a = string(b)
-			}
-			keyVals[i] = writeset.Text(a)
-			params[i] = []byte(a)
-			where[i] = fmt.Sprintf("%s = $%d", pgQuote(pkCols[i]), i+1)
-		}
-		bt.ExecParams("SELECT * FROM "+pgQuote(k[0])+" WHERE "+strings.Join(where, " AND "), params, nil, nil, nil)
-		out = append(out, writeset.Row{Table: k[0], KeyCols: pkCols, Key: keyVals, Op: writeset.OpDelete})
+		var row writeset.Row
+		row, derr = decodeImage(string(v[0]), string(v[1]), v[2])
+		out = append(out, row)
 	}
-	bt.ExecParams("DELETE FROM _tandem_capture WHERE txid = txid_current()", nil, nil, nil, nil)
-	mrr := s.c.ExecBatch(ctx, &bt)
-	for i := 0; mrr.NextResult(); i++ {
-		rr := mrr.ResultReader()
-		if i < len(out) && rr.NextRow() {
-			row := &out[i]
-			row.Op = writeset.OpUpdate
-			for j, f := range rr.FieldDescriptions() {
-				row.Cols = append(row.Cols, f.Name)
-				if v := rr.Values()[j]; v == nil {
-					row.After = append(row.After, writeset.Null())
-				} else {
-					row.After = append(row.After, writeset.Text(string(v)))
-				}
-			}
-			// the after-image's key, in text form, is the key
-			for ki, kc := range row.KeyCols {
-				for j, col := range row.Cols {
-					if col == kc {
-						row.Key[ki] = row.After[j]
-					}
-				}
-			}
-		}
-		for rr.NextRow() {
-		}
-		if _, err := rr.Close(); err != nil {
-			_ = mrr.Close()
-			return nil, err
-		}
-	}
-	if err := mrr.Close(); err != nil {
+	if _, err := rr.Close(); err != nil {
 		return nil, err
+	}
+	return out, derr
+}
+
+// decodeImage turns one captured key and its image into a writeset row.
+// The key's values come from the after-image's text form where there is
+// one (the key as the type prints it), else from the captured JSON.
+func decodeImage(table, pkJSON string, img []byte) (writeset.Row, error) {
+	row := writeset.Row{Table: table, Op: writeset.OpDelete}
+	var parts [3]json.RawMessage
+	if err := json.Unmarshal(img, &parts); err != nil {
+		return row, fmt.Errorf("postgres: bad after-image of %s: %v", table, err)
+	}
+	var cols []string
+	if err := json.Unmarshal(parts[0], &cols); err != nil {
+		return row, fmt.Errorf("postgres: bad after-image columns of %s: %v", table, err)
+	}
+	if err := json.Unmarshal(parts[1], &row.KeyCols); err != nil {
+		return row, fmt.Errorf("postgres: bad after-image key of %s: %v", table, err)
+	}
+	key, err := keyValues(pkJSON, len(row.KeyCols))
+	if err != nil {
+		return row, fmt.Errorf("postgres: bad captured key %s of %s: %v", pkJSON, table, err)
+	}
+	row.Key = key
+	var vals []*string
+	if err := json.Unmarshal(parts[2], &vals); err != nil {
+		return row, fmt.Errorf("postgres: bad after-image values of %s: %v", table, err)
+	}
+	if vals == nil {
+		return row, nil // the row is gone: a delete
+	}
+	if len(vals) != len(cols) {
+		return row, fmt.Errorf("postgres: after-image of %s has %d values for %d columns", table, len(vals), len(cols))
+	}
+	row.Op, row.Cols = writeset.OpUpdate, cols
+	row.After = make([]writeset.Value, len(vals))
+	for j, v := range vals {
+		if v == nil {
+			row.After[j] = writeset.Null()
+		} else {
+			row.After[j] = writeset.Text(*v)
+		}
+	}
+	for ki, kc := range row.KeyCols {
+		for j, col := range cols {
+			if col == kc {
+				row.Key[ki] = row.After[j]
+			}
+		}
+	}
+	return row, nil
+}
+
+// keyValues decodes a captured key (a JSON array, as the capture trigger
+// built it) into text values.
+func keyValues(pkJSON string, n int) ([]writeset.Value, error) {
+	var raw []any
+	dec := json.NewDecoder(strings.NewReader(pkJSON))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, err
+	}
+	if len(raw) != n {
+		return nil, fmt.Errorf("%d key values for %d key columns", len(raw), n)
+	}
+	out := make([]writeset.Value, n)
+	for i, x := range raw {
+		switch v := x.(type) {
+		case json.Number:
+			out[i] = writeset.Text(v.String())
+		case string:
+			out[i] = writeset.Text(v)
+		case bool:
+			out[i] = writeset.Text(strconv.FormatBool(v))
+		default:
+			b, _ := json.Marshal(v)
+			out[i] = writeset.Text(string(b))
+		}
 	}
 	return out, nil
 }

@@ -196,7 +196,10 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	if s.inTx && s.b.repl != nil && isDDL(st.kind) && !autocommit {
 		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
 	}
-	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats)
+	// An autocommit write fetches its writeset in the statement's own
+	// batch (DDL is replicated as its statement, not as rows).
+	withWS := autocommit && !isDDL(st.kind)
+	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats, withWS)
 	if err != nil {
 		if autocommit {
 			s.inTx = false
@@ -216,7 +219,15 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		rows = append(rows, row)
 	}
 	tag, err := rr.Close()
+	var ws []writeset.Row
 	if mrr != nil {
+		if err == nil && withWS {
+			if !mrr.NextResult() {
+				err = fmt.Errorf("postgres: no writeset result after %s", st.kind)
+			} else {
+				ws, err = readWS(mrr.ResultReader())
+			}
+		}
 		if cerr := mrr.Close(); err == nil {
 			err = cerr
 		}
@@ -235,7 +246,11 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		if isDDL(st.kind) {
 			ddl = st.sql
 		}
-		if err := s.replicatedCommit(ctx, ddl); err != nil {
+		pre := &ws
+		if !withWS {
+			pre = nil
+		}
+		if err := s.replicatedCommit(ctx, ddl, pre); err != nil {
 			return nil, err
 		}
 	}
@@ -243,14 +258,18 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 }
 
 // run executes a prepared statement, after the pending BEGIN if there is
-// one (both in one round trip; mrr is then to be closed after rr).
-func (s *Session) run(ctx context.Context, st *Statement, params [][]byte, paramFormats, resultFormats []int16) (*pgconn.ResultReader, *pgconn.MultiResultReader, error) {
+// one and followed by wsQuery if withWS (all in one round trip; mrr is
+// then to be closed after rr, the writeset read from mrr's next result).
+func (s *Session) run(ctx context.Context, st *Statement, params [][]byte, paramFormats, resultFormats []int16, withWS bool) (*pgconn.ResultReader, *pgconn.MultiResultReader, error) {
 	if s.pending == "" {
 		return s.c.ExecPrepared(ctx, st.name, params, paramFormats, resultFormats), nil, nil
 	}
 	var bt pgconn.Batch
 	bt.ExecParams(s.pending, nil, nil, nil, nil)
 	bt.ExecPrepared(st.name, params, paramFormats, resultFormats)
+	if withWS {
+		bt.ExecParams(wsQuery, nil, nil, nil, nil)
+	}
 	s.pending = ""
 	mrr := s.c.ExecBatch(ctx, &bt)
 	if !mrr.NextResult() {
@@ -334,7 +353,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	if verb == "COMMIT" && s.b.repl != nil {
-		if err := s.replicatedCommit(ctx, ""); err != nil {
+		if err := s.replicatedCommit(ctx, "", nil); err != nil {
 			return nil, err
 		}
 		return &cmdResult{tag: verb}, nil
@@ -408,7 +427,7 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 		return 0, err
 	}
 	if autocommit {
-		if err := s.replicatedCommit(ctx, ""); err != nil {
+		if err := s.replicatedCommit(ctx, "", nil); err != nil {
 			return 0, err
 		}
 	}
@@ -416,6 +435,8 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 }
 
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func pgLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
 type cmdResult struct{ tag string }
 
