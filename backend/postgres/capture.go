@@ -261,7 +261,6 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]write
 	}
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
-		s.b.pks.Clear()
 		if err := installAll(ctx, c); err != nil {
 			return rollback(err)
 		}
@@ -557,7 +556,6 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 	}
 	if ws.IsDDL() {
-		b.pks.Clear()
 		if _, err := c.Exec(ctx, ws.DDL).ReadAll(); err != nil {
 			return fail(err)
 		}
@@ -655,17 +653,4 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 		return fmt.Errorf("pg_restore: %w: %s", err, stderr.String())
 	}
 	return nil
-}
-
-// pkOf returns a table's primary key from the cache (cleared by DDL).
-func (b *Backend) pkOf(ctx context.Context, c *pgconn.PgConn, table string) ([]string, error) {
-	if v, ok := b.pks.Load(table); ok {
-		return v.([]string), nil
-	}
-	pk, err := primaryKey(ctx, c, table)
-	if err != nil {
-		return nil, err
-	}
-	b.pks.Store(table, pk)
-	return pk, nil
 }

@@ -34,7 +34,6 @@ type Backend struct {
 	cfg      *pgconn.Config
 	applyMu  sync.Mutex
 	apply    *pgconn.PgConn
-	pks      sync.Map // table -> primary-key columns
 	repl     Replicator
 	commitMu sync.Mutex // GSN order = commit order
 	params   [][2]string
@@ -246,9 +245,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		if isDDL(st.kind) {
 			ddl = st.sql
 		}
-		pre := &ws
-		if !withWS {
-			pre = nil
+		var pre *[]writeset.Row // nil: replicatedCommit reads the writeset
+		if withWS {
+			pre = &ws
 		}
 		if err := s.replicatedCommit(ctx, ddl, pre); err != nil {
 			return nil, err
