@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -30,20 +28,8 @@ func batchOf(from, to uint64) []*writeset.Writeset {
 // with its GSN; a batch overlapping what is applied skips that part; a gap
 // is refused and changes nothing; a failing statement leaves nothing.
 func TestApplyBatchExactlyOnce(t *testing.T) {
-	if _, err := FindBinDir(""); err != nil {
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	m, err := StartManaged(ctx, ManagedConfig{DataDir: t.TempDir() + "/pg", Settings: map[string]string{"fsync": "off"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	c, err := pgx.Connect(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	m, c := startTestServer(t)
 	if _, err := c.Exec(ctx, "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}

@@ -46,20 +46,8 @@ CREATE TABLE plain (id bigint PRIMARY KEY, v text)`
 // to another database they reproduce the tables exactly; capture rows never
 // outlive their transaction; a write that changed nothing has no writeset.
 func TestCaptureRoundTrip(t *testing.T) {
-	if _, err := FindBinDir(""); err != nil {
-		t.Skip(err)
-	}
 	ctx := context.Background()
-	m, err := StartManaged(ctx, ManagedConfig{DataDir: t.TempDir() + "/pg", Settings: map[string]string{"fsync": "off"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
-	admin, err := pgx.Connect(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
+	m, admin := startTestServer(t)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE replica"); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestManagedStartQueryStop(t *testing.T) {
+// startTestServer starts a managed server (fsync off) that stops with the
+// test, and a pgx connection to its postgres database; it skips the test
+// where PostgreSQL is not installed.
+func startTestServer(t *testing.T) (*Managed, *pgx.Conn) {
+	t.Helper()
 	if _, err := FindBinDir(""); err != nil {
 		t.Skip(err)
 	}
@@ -16,11 +20,18 @@ func TestManagedStartQueryStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Stop()
+	t.Cleanup(func() { _ = m.Stop() })
 	c, err := pgx.Connect(ctx, m.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return m, c
+}
+
+func TestManagedStartQueryStop(t *testing.T) {
+	ctx := context.Background()
+	m, c := startTestServer(t)
 	var v string
 	if err := c.QueryRow(ctx, "show fsync").Scan(&v); err != nil || v != "off" {
 		t.Fatalf("fsync=%q err=%v", v, err)
