@@ -21,3 +21,10 @@ if ! command -v go >/dev/null 2>&1; then
   echo "install-deps: Go is missing; install the toolchain named in go.mod (https://go.dev/dl)" >&2
   exit 1
 fi
+# Client libraries the end-to-end tests drive (Python, Java, Node drivers...):
+# each feature adds its own script to scripts/deps.d/; each installs only what
+# is missing.
+for f in "$(dirname "$0")"/deps.d/*.sh; do
+  [[ -e "$f" ]] || continue
+  bash "$f"
+done
