@@ -22,6 +22,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -54,12 +55,21 @@ type corpusStmt struct {
 
 // answer is what one server answered to one statement.
 type answer struct {
-	Code  string // SQLSTATE, "" on success
+	Desc  describe // Parse + Describe of the statement first (what drivers that prepare see)
+	Code  string   // SQLSTATE, "" on success
 	Msg   string
 	Tag   string
 	Names []string
 	OIDs  []uint32
 	Rows  [][]*string
+}
+
+// describe is the answer to Parse and Describe (statement): the row
+// description, or the error.
+type describe struct {
+	Code  string
+	Names []string
+	OIDs  []uint32
 }
 
 // verdict of one statement.
@@ -214,10 +224,27 @@ func topLevelOrdered(sql string) bool {
 func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	res := c.ExecParams(ctx, sql, nil, nil, nil, nil).Read()
 	var a answer
+	// Parse + Describe of the unnamed statement, as a driver that prepares
+	// does before it binds (pgjdbc, psycopg's prepared statements).
+	if sd, err := c.Prepare(ctx, "", sql, nil); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			a.Desc.Code = pe.Code
+		} else {
+			a.Code, a.Msg = "client", err.Error()
+			return a
+		}
+	} else {
+		for _, fd := range sd.Fields {
+			a.Desc.Names = append(a.Desc.Names, fd.Name)
+			a.Desc.OIDs = append(a.Desc.OIDs, fd.DataTypeOID)
+		}
+	}
+	res := c.ExecParams(ctx, sql, nil, nil, nil, nil).Read()
 	if res.Err != nil {
-		if pe, ok := res.Err.(*pgconn.PgError); ok {
+		var pe *pgconn.PgError
+		if errors.As(res.Err, &pe) {
 			a.Code, a.Msg = pe.Code, pe.Message
 		} else {
 			a.Code, a.Msg = "client", res.Err.Error()
@@ -242,8 +269,31 @@ func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
 	return a
 }
 
-// compare decides the verdict of one statement.
+// compare decides the verdict of one statement: the answers to Execute,
+// then those to Describe (statement).
 func compare(st corpusStmt, pg, td answer) (string, string) {
+	v, why := compareExec(st, pg, td)
+	if v != vMatch {
+		return v, why
+	}
+	p, t := pg.Desc, td.Desc
+	switch {
+	case p.Code != "" || t.Code != "":
+		if p.Code != t.Code {
+			return vBug, fmt.Sprintf("Describe (statement) SQLSTATE: postgres %q, tandem %q", p.Code, t.Code)
+		}
+	case strings.Join(p.Names, ",") != strings.Join(t.Names, ","):
+		return vBug, fmt.Sprintf("Describe (statement) column names: postgres %q, tandem %q", p.Names, t.Names)
+	case fmt.Sprint(p.OIDs) != fmt.Sprint(t.OIDs):
+		return vBug, fmt.Sprintf("Describe (statement) column types: postgres %s, tandem %s", typeNames(p.OIDs), typeNames(t.OIDs))
+	}
+	return vMatch, ""
+}
+
+func compareExec(st corpusStmt, pg, td answer) (string, string) {
+	if pg.Code == "client" || td.Code == "client" {
+		return vBug, fmt.Sprintf("connection: postgres %q, tandem %q", pg.Msg, td.Msg)
+	}
 	if pg.Code != "" || td.Code != "" {
 		if pg.Code == td.Code {
 			return vMatch, ""
