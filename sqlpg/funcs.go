@@ -680,5 +680,127 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return err
 		}
 	}
+	for _, f := range extraFuncs {
+		if err := reg(f.name, f.fn, true); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// Arrays are carried as PostgreSQL's text form, '{a,b}' (see docs/sql.md).
+
+func arrayElems(a any) []string {
+	s := strings.TrimSpace(fmt.Sprint(toText(a)))
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil
+	}
+	s = s[1 : len(s)-1]
+	if s == "" {
+		return nil
+	}
+	var out []string
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		case c == ',' && !quoted:
+			out = append(out, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, b.String())
+}
+
+func arrayLiteral(args []any) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if a == nil {
+			parts[i] = "NULL"
+			continue
+		}
+		v := fmt.Sprint(toText(a))
+		if v == "" || strings.ContainsAny(v, `,{}" \`) || strings.EqualFold(v, "null") {
+			v = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+		}
+		parts[i] = v
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func arrayHas(arr, x any) any {
+	if arr == nil || x == nil {
+		return nil
+	}
+	want := fmt.Sprint(toText(x))
+	for _, e := range arrayElems(arr) {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
+		namedFunc{"_pg_array_has", arrayHas},
+		namedFunc{"_pg_array_lacks", func(arr, x any) any {
+			r := arrayHas(arr, x)
+			if b, ok := r.(bool); ok {
+				return !b
+			}
+			return r
+		}},
+		namedFunc{"array_length", func(arr any, dim int64) any {
+			if arr == nil {
+				return nil
+			}
+			n := len(arrayElems(arr))
+			if n == 0 {
+				return nil
+			}
+			return int64(n)
+		}},
+		namedFunc{"_pg_array_get", func(arr any, i int64) any {
+			e := arrayElems(arr)
+			if i < 1 || i > int64(len(e)) || e[i-1] == "NULL" {
+				return nil
+			}
+			return e[i-1]
+		}},
+		namedFunc{"array_upper", func(arr any, dim int64) any {
+			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
+				return int64(n)
+			}
+			return nil
+		}},
+		namedFunc{"array_lower", func(arr any, dim int64) any {
+			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
+				return int64(1)
+			}
+			return nil
+		}},
+		namedFunc{"cardinality", func(arr any) any {
+			if arr == nil {
+				return nil
+			}
+			return int64(len(arrayElems(arr)))
+		}},
+	)
+}
+
+type namedFunc struct {
+	name string
+	fn   any
+}
+
+var extraFuncs []namedFunc

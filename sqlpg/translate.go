@@ -312,6 +312,7 @@ type translator struct {
 	sch   Schema
 	err   error
 	intPK bool
+	subq  int
 }
 
 func (t *translator) fail(err error) {
@@ -422,14 +423,32 @@ func (t *translator) node(n *pg_query.Node) {
 		case pg_query.SubLinkType_ALL_SUBLINK:
 			t.fail(unsupported("ALL (subquery)"))
 		case pg_query.SubLinkType_ARRAY_SUBLINK:
-			t.fail(unsupported("ARRAY(subquery)"))
+			// ARRAY(SELECT x ...) as PostgreSQL's text form '{a,b}'.
+			sel := s.Subselect.GetSelectStmt()
+			if sel == nil || len(leftmost(sel).TargetList) != 1 {
+				t.fail(unsupported("ARRAY(subquery) with more than one column"))
+				return
+			}
+			leftmost(sel).TargetList[0].GetResTarget().Name = "_tandem_a"
+			e := template("(SELECT '{' || coalesce(group_concat(_tandem_a, ','), '') || '}' FROM _tandem_placeholder)")
+			inner := e.GetSubLink().Subselect.GetSelectStmt()
+			inner.FromClause = []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+				Subquery: s.Subselect, Alias: &pg_query.Alias{Aliasname: "_tandem_sub"}}}}}
+			n.Node = e.Node
 		}
 	case *pg_query.Node_AArrayExpr:
-		t.fail(unsupported("arrays (ARRAY[...])"))
+		n.Node = call("_pg_array", x.AArrayExpr.Elements...).Node
 	case *pg_query.Node_AIndirection:
-		for _, i := range x.AIndirection.Indirection {
+		ind := x.AIndirection.Indirection
+		if len(ind) == 1 {
+			if ai := ind[0].GetAIndices(); ai != nil && !ai.IsSlice && ai.Uidx != nil {
+				n.Node = call("_pg_array_get", x.AIndirection.Arg, ai.Uidx).Node
+				return
+			}
+		}
+		for _, i := range ind {
 			if i.GetAIndices() != nil {
-				t.fail(unsupported("array subscripts"))
+				t.fail(unsupported("array slices and multi-dimensional subscripts"))
 			}
 		}
 	case *pg_query.Node_GroupingSet:
@@ -447,6 +466,22 @@ func (t *translator) node(n *pg_query.Node) {
 
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	s.LockingClause = nil
+	// SQLite has no parenthesised compound selects: a nested set
+	// operation becomes a subquery.
+	wrap := func(arm *pg_query.SelectStmt) *pg_query.SelectStmt {
+		if arm == nil || (arm.Op == pg_query.SetOperation_SETOP_NONE && len(arm.SortClause) == 0 && arm.LimitCount == nil && arm.WithClause == nil) {
+			return arm
+		}
+		t.subq++
+		return &pg_query.SelectStmt{
+			TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeAStarNode()}, -1), -1)},
+			FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+				Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: arm}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_set%d", t.subq)}}}}},
+		}
+	}
+	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
+	}
 	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
 		t.fail(unsupported("SELECT DISTINCT ON"))
 	}
@@ -512,6 +547,23 @@ func (t *translator) tableName(r *pg_query.RangeVar) (string, error) {
 }
 
 func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
+	names := strs(c.TypeName.Names)
+	switch strings.ToLower(names[len(names)-1]) {
+	case "regclass":
+		if sv := c.Arg.GetAConst().GetSval(); sv != nil {
+			name := strings.TrimPrefix(strings.Trim(sv.Sval, `"`), "public.")
+			n.Node = call("_tandem_oid", strConst(name)).Node
+			return
+		}
+		n.Node = template("(SELECT relname FROM pg_class WHERE oid = __arg0__)", c.Arg).Node
+		return
+	case "regtype":
+		n.Node = call("_tandem_regtype", c.Arg).Node
+		return
+	case "regproc", "regprocedure", "regnamespace", "regrole":
+		n.Node = c.Arg.Node
+		return
+	}
 	typ, _, err := resolveType(c.TypeName)
 	if err != nil {
 		t.fail(err)
@@ -586,7 +638,25 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 	case pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
 		t.fail(unsupported("BETWEEN SYMMETRIC"))
 	case pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL:
-		t.fail(unsupported("%s ANY/ALL (array)", op))
+		anyEq := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ANY && op == "="
+		allNe := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL && (op == "<>" || op == "!=")
+		if !anyEq && !allNe {
+			t.fail(unsupported("%s ANY/ALL (array)", op))
+			return
+		}
+		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "_pg_array" && len(f.Args) > 0 {
+			e.Kind = pg_query.A_Expr_Kind_AEXPR_IN
+			if allNe {
+				e.Name = []*pg_query.Node{pg_query.MakeStrNode("<>")}
+			}
+			e.Rexpr = pg_query.MakeListNode(f.Args)
+			return
+		}
+		fn := "_pg_array_has"
+		if allNe {
+			fn = "_pg_array_lacks"
+		}
+		n.Node = call(fn, e.Rexpr, e.Lexpr).Node
 	case pg_query.A_Expr_Kind_AEXPR_OP:
 		e.Name = []*pg_query.Node{pg_query.MakeStrNode(op)}
 		switch op {
@@ -633,7 +703,7 @@ var funcRename = map[string]string{
 }
 
 var unsupportedFuncs = map[string]string{
-	"array_agg": "array_agg", "unnest": "unnest", "array_length": "arrays", "json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
+	"array_agg": "array_agg", "unnest": "unnest", "json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
 	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
@@ -661,6 +731,10 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	sqlSyntax := f.Funcformat == pg_query.CoercionForm_COERCE_SQL_SYNTAX
 	f.Funcformat = pg_query.CoercionForm_COERCE_EXPLICIT_CALL
+	if tpl, ok := catalogTemplates[name]; ok {
+		n.Node = template(tpl, f.Args...).Node
+		return
+	}
 	switch name {
 	case "position":
 		if sqlSyntax && len(f.Args) == 2 { // POSITION(a IN b) is position(b, a)
@@ -867,4 +941,38 @@ func figureColname(n *pg_query.Node) (string, int) {
 		}
 	}
 	return "?column?", 0
+}
+
+// catalogTemplates: catalog functions that look rows up, as subqueries on
+// the catalog views (__argN__ is the call's Nth argument).
+var catalogTemplates = map[string]string{
+	"pg_get_indexdef":        "(SELECT indexdef FROM pg_indexes WHERE _tandem_oid(indexname) = __arg0__)",
+	"pg_get_constraintdef":   "(SELECT _condef FROM pg_constraint WHERE oid = __arg0__)",
+	"pg_get_viewdef":         "(SELECT definition FROM pg_views WHERE _tandem_oid(viewname) = __arg0__)",
+	"to_regclass":            "(SELECT oid FROM pg_class WHERE relname = __arg0__)",
+	"pg_get_serial_sequence": "(SELECT 'public.' || sequence FROM main._tandem_columns WHERE table_name = __arg0__ AND column_name = __arg1__)",
+}
+
+var templateCache sync.Map
+
+// template parses a SQL expression with __argN__ placeholders and puts the
+// given (already rewritten) nodes in their places.
+func template(sql string, args ...*pg_query.Node) *pg_query.Node {
+	tree, err := pg_query.Parse("SELECT " + sql)
+	if err != nil {
+		panic("sqlpg: bad template " + sql + ": " + err.Error())
+	}
+	e := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
+	visit(e.ProtoReflect(), func(n *pg_query.Node) {
+		cr := n.GetColumnRef()
+		if cr == nil || len(cr.Fields) != 1 {
+			return
+		}
+		name := cr.Fields[0].GetString_().GetSval()
+		var i int
+		if _, err := fmt.Sscanf(name, "__arg%d__", &i); err == nil && i < len(args) {
+			n.Node = args[i].Node
+		}
+	})
+	return e
 }

@@ -32,6 +32,10 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if t.sch != nil && (r.Schemaname == "" || strings.EqualFold(r.Schemaname, "public")) {
 				cols = t.sch.Columns(r.Relname)
 			}
+			schema := strings.ToLower(r.Schemaname)
+			if view, ok := CatalogRelation(schema, r.Relname); ok && t.sch != nil && (schema != "" || cols == nil) {
+				cols = catalogColumns(t.sch.Columns(view))
+			}
 			if cols == nil {
 				ok = false
 			}
@@ -290,6 +294,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				return ct(701)
 			}
 		case pg_query.A_Expr_Kind_AEXPR_LIKE, pg_query.A_Expr_Kind_AEXPR_ILIKE, pg_query.A_Expr_Kind_AEXPR_IN,
+			pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL,
 			pg_query.A_Expr_Kind_AEXPR_BETWEEN, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN, pg_query.A_Expr_Kind_AEXPR_DISTINCT,
 			pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT, pg_query.A_Expr_Kind_AEXPR_SIMILAR:
 			return ct(16)
@@ -393,4 +398,42 @@ func arith(l, r ColType) ColType {
 		return ct(23)
 	}
 	return ColType{r.Type, -1}
+}
+
+var catalogBools = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`relhasindex relisshared relhasrules relhastriggers relhassubclass relrowsecurity
+		relforcerowsecurity relispopulated relispartition indisunique indnullsnotdistinct indisprimary indisexclusion indimmediate
+		indisclustered indisvalid indcheckxmin indisready indislive indisreplident attnotnull atthasdef atthasmissing attisdropped
+		attislocal attbyval condeferrable condeferred convalidated conislocal connoinherit typbyval typispreferred typisdefined
+		typnotnull datistemplate datallowconn hasindexes hasrules hastriggers rowsecurity rolsuper rolinherit rolcreaterole
+		rolcreatedb rolcanlogin rolreplication rolbypassrls usecreatedb usesuper userepl usebypassrls collisdeterministic
+		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
+		inhdetachpending pending_restart`) {
+		catalogBools[n] = true
+	}
+}
+
+// catalogColumns types a catalog view's columns as PostgreSQL's catalog
+// does: booleans, oids, names.
+func catalogColumns(cols []Column) []Column {
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		c.Typmod = -1
+		switch {
+		case catalogBools[c.Name]:
+			c.Type = Types[16]
+		case c.Name == "oid" || strings.HasSuffix(c.Name, "relid") || strings.HasSuffix(c.Name, "namespace") ||
+			strings.HasSuffix(c.Name, "owner") || strings.HasSuffix(c.Name, "typid") || c.Name == "typelem" || c.Name == "typarray" ||
+			c.Name == "indexrelid" || c.Name == "conindid" || c.Name == "relam" || c.Name == "datdba" || c.Name == "attcollation":
+			c.Type = Types[26]
+		case strings.HasSuffix(c.Name, "name") && !strings.Contains(c.Name, "_"):
+			c.Type = Types[19]
+		case c.Type == nil:
+			c.Type = Types[25]
+		}
+		out[i] = c
+	}
+	return out
 }

@@ -342,7 +342,9 @@ func tableColumns(c *conn, table string) map[string]string {
 	var order []string
 	for _, col := range tableColumnList(c, table) {
 		name := strings.ToLower(col.Name)
-		out[name] = col.Type.Name // lower case: a PostgreSQL type name
+		if col.Type != nil {
+			out[name] = col.Type.Name // lower case: a PostgreSQL type name
+		}
 		order = append(order, name)
 	}
 	out["\x00order"] = strings.Join(order, ",")
