@@ -83,6 +83,7 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	}
 	create += quoteIdent(name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 	tr.Script = append(tr.Script, create)
+	tr.Script = append(tr.Script, t.triggers...)
 	if !temp {
 		if s.IfNotExists {
 			// Metadata only for a table this statement created: if it
@@ -129,8 +130,9 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		onlyPK = true
 	}
 	intPK := onlyPK && (typ.Name == "int2" || typ.Name == "int4" || typ.Name == "int8")
-	if (serial || identity != "") && !intPK {
-		return "", "", unsupported("serial and identity columns that are not the table's single-column primary key")
+	autoTrigger := (serial || identity != "") && !intPK
+	if autoTrigger && typ.Cat != 'N' {
+		return "", "", unsupported("identity columns of type %s", typ.SQL)
 	}
 	if intPK {
 		// The rowid alias: SQLite assigns max(rowid)+1 when the value is
@@ -155,6 +157,22 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 	}
 	if typ.Name == "bool" {
 		// keep booleans 0/1 as PostgreSQL keeps them true/false
+	}
+	if autoTrigger {
+		// Not the rowid: a trigger numbers rows inserted without a value
+		// (max + 1, as the rowid does). NOT NULL cannot hold while the
+		// trigger has not run yet, so it is left out.
+		kept := parts[:0]
+		for _, p := range parts {
+			if p != "NOT NULL" {
+				kept = append(kept, p)
+			}
+		}
+		parts = kept
+		if !temp {
+			t.triggers = append(t.triggers, fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s WHEN NEW.%s IS NULL BEGIN UPDATE %s SET %s = (SELECT coalesce(max(%s), 0) + 1 FROM %s) WHERE rowid = NEW.rowid; END",
+				quoteIdent("_tandem_serial_"+table+"_"+cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(cd.Colname), quoteIdent(table)))
+		}
 	}
 	def = quoteIdent(cd.Colname) + " " + strings.Join(parts, " ")
 	seq := "NULL"
@@ -433,6 +451,8 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				return nil, err
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
+			tr.Script = append(tr.Script, t.triggers...)
+			t.triggers = nil
 		case pg_query.AlterTableType_AT_DropColumn:
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))

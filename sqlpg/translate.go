@@ -259,7 +259,80 @@ func deparseStmt(stmt *pg_query.Node) (string, error) {
 	if err != nil {
 		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "tandem cannot translate this statement for the SQLite back end: " + err.Error(), Err: ErrNotSupported}
 	}
-	return dollarParams(out), nil
+	return dollarParams(plainStrings(out)), nil
+}
+
+// plainStrings rewrites the deparser's E'...' escape-string literals into
+// SQLite's plain '...' literals.
+func plainStrings(s string) string {
+	if !strings.Contains(s, "E'") {
+		return s
+	}
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if quote != 0 {
+			b.WriteByte(c)
+			if c == quote {
+				quote = 0
+			}
+			continue
+		}
+		if c == '"' {
+			quote = c
+			b.WriteByte(c)
+			continue
+		}
+		if c == '\'' {
+			quote = c
+			b.WriteByte(c)
+			continue
+		}
+		if c == 'E' && i+1 < len(s) && s[i+1] == '\'' && (i == 0 || !isIdent(s[i-1])) {
+			j := i + 2
+			b.WriteByte('\'')
+			for j < len(s) {
+				d := s[j]
+				if d == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						b.WriteString("''")
+						j += 2
+						continue
+					}
+					break
+				}
+				if d == '\\' && j+1 < len(s) {
+					j++
+					switch e := s[j]; e {
+					case 'n':
+						b.WriteByte('\n')
+					case 't':
+						b.WriteByte('\t')
+					case 'r':
+						b.WriteByte('\r')
+					case 'b':
+						b.WriteByte('\b')
+					case 'f':
+						b.WriteByte('\f')
+					case '\'':
+						b.WriteString("''")
+					default:
+						b.WriteByte(e)
+					}
+					j++
+					continue
+				}
+				b.WriteByte(d)
+				j++
+			}
+			b.WriteByte('\'')
+			i = j
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // deparseExpr deparses one expression (through SELECT expr).
@@ -309,10 +382,11 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
-	sch   Schema
-	err   error
-	intPK bool
-	subq  int
+	sch      Schema
+	err      error
+	intPK    bool
+	subq     int
+	triggers []string
 }
 
 func (t *translator) fail(err error) {
