@@ -335,6 +335,12 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		fn   any
 	}{
 		{"_tandem_oid", RelOID},
+		{"_tandem_seq_exhausted", func(name string) (int64, error) {
+			return 0, fmt.Errorf("nextval: reached maximum value of sequence %q", name)
+		}},
+		{"_tandem_seq_not_called", func(name string) (int64, error) {
+			return 0, fmt.Errorf("currval of sequence %q is not yet defined in this session", name)
+		}},
 		{"_tandem_decl_oid", func(decl string) int64 {
 			if t := DeclType(decl); t != nil {
 				return int64(t.OID)

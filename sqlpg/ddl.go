@@ -386,7 +386,21 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		what = "INDEX"
 	case pg_query.ObjectType_OBJECT_VIEW:
 		what = "VIEW"
-	case pg_query.ObjectType_OBJECT_SCHEMA, pg_query.ObjectType_OBJECT_SEQUENCE:
+	case pg_query.ObjectType_OBJECT_SEQUENCE:
+		tr.Tag = "DROP SEQUENCE"
+		for _, o := range s.Objects {
+			names := strs(o.GetList().GetItems())
+			if len(names) == 0 {
+				continue
+			}
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE name = "+quoteLit(names[len(names)-1]))
+		}
+		tr.SQL = strings.Join(tr.Script, ";\n")
+		if len(tr.Script) == 1 {
+			tr.Script = nil
+		}
+		return tr, nil
+	case pg_query.ObjectType_OBJECT_SCHEMA:
 		if s.MissingOk {
 			tr.Noop, tr.Tag = true, "DROP "+strings.TrimPrefix(s.RemoveType.String(), "OBJECT_")
 			return tr, nil

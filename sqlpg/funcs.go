@@ -506,33 +506,49 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return v
 		}, true},
-		{"_pg_log10", func(x float64) float64 { return math.Log10(x) }, true},
-		{"ceil", func(x float64) float64 { return math.Ceil(x) }, true},
-		{"floor", func(x float64) float64 { return math.Floor(x) }, true},
-		{"trunc", func(x float64) float64 { return math.Trunc(x) }, true},
-		{"sqrt", func(x float64) (float64, error) {
+		{"_pg_log10", f1(math.Log10), true},
+		{"ceil", f1(math.Ceil), true},
+		{"floor", f1(math.Floor), true},
+		{"trunc", f1(math.Trunc), true},
+		{"sqrt", func(v any) (any, error) {
+			x, ok := num(v)
+			if v == nil || !ok {
+				return nil, nil
+			}
 			if x < 0 {
-				return 0, errors.New("cannot take square root of a negative number")
+				return nil, errors.New("cannot take square root of a negative number")
 			}
 			return math.Sqrt(x), nil
 		}, true},
-		{"cbrt", math.Cbrt, true},
-		{"power", math.Pow, true},
-		{"exp", math.Exp, true},
-		{"ln", math.Log, true},
-		{"log", func(args ...float64) float64 {
-			if len(args) == 2 {
-				return math.Log(args[1]) / math.Log(args[0])
+		{"cbrt", f1(math.Cbrt), true},
+		{"power", f2(math.Pow), true},
+		{"exp", f1(math.Exp), true},
+		{"ln", f1(math.Log), true},
+		{"log", func(args ...any) any {
+			var f []float64
+			for _, a := range args {
+				x, ok := num(a)
+				if !ok {
+					return nil
+				}
+				f = append(f, x)
 			}
-			if len(args) == 1 {
-				return math.Log10(args[0])
+			if len(f) == 2 {
+				return math.Log(f[1]) / math.Log(f[0])
 			}
-			return math.NaN()
+			if len(f) == 1 {
+				return math.Log10(f[0])
+			}
+			return nil
 		}, true},
 		{"pi", func() float64 { return math.Pi }, true},
-		{"degrees", func(x float64) float64 { return x * 180 / math.Pi }, true},
-		{"radians", func(x float64) float64 { return x * math.Pi / 180 }, true},
-		{"sign", func(x float64) float64 {
+		{"degrees", f1(func(x float64) float64 { return x * 180 / math.Pi }), true},
+		{"radians", f1(func(x float64) float64 { return x * math.Pi / 180 }), true},
+		{"sign", func(v any) any {
+			x, ok := num(v)
+			if !ok {
+				return nil
+			}
 			switch {
 			case x > 0:
 				return 1
@@ -547,7 +563,12 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return a % b, nil
 		}, true},
-		{"div", func(a, b float64) (int64, error) {
+		{"div", func(av, bv any) (any, error) {
+			a, aok := num(av)
+			b, bok := num(bv)
+			if !aok || !bok {
+				return nil, nil
+			}
 			if b == 0 {
 				return 0, errors.New("division by zero")
 			}
@@ -804,3 +825,98 @@ type namedFunc struct {
 }
 
 var extraFuncs []namedFunc
+
+// f1 and f2 lift float functions to SQLite's dynamic values (integers,
+// doubles, numeric text; NULL in, NULL out).
+func f1(fn func(float64) float64) func(any) any {
+	return func(v any) any {
+		x, ok := numeric(v)
+		if !ok {
+			return nil
+		}
+		return fn(x)
+	}
+}
+
+func f2(fn func(float64, float64) float64) func(any, any) any {
+	return func(a, b any) any {
+		x, ok1 := numeric(a)
+		y, ok2 := numeric(b)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		return fn(x, y)
+	}
+}
+
+func numeric(v any) (float64, bool) {
+	if x, ok := num(v); ok {
+		return x, true
+	}
+	if s, ok := v.(string); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"quote_literal", func(v any) any {
+			if v == nil {
+				return nil
+			}
+			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
+		}},
+		namedFunc{"quote_ident", func(s string) string {
+			if s != "" && strings.ToLower(s) == s && !strings.ContainsAny(s, " \"-.") {
+				return s
+			}
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}},
+		namedFunc{"string_to_array", func(s any, sep string) any {
+			if s == nil {
+				return nil
+			}
+			parts := strings.Split(fmt.Sprint(toText(s)), sep)
+			args := make([]any, len(parts))
+			for i, p := range parts {
+				args[i] = p
+			}
+			return arrayLiteral(args)
+		}},
+		namedFunc{"make_date", func(y, m, d int64) string {
+			return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC).Format(DateLayout)
+		}},
+		namedFunc{"to_timestamp", func(v any) any {
+			x, ok := numeric(v)
+			if !ok {
+				return nil
+			}
+			return time.Unix(0, int64(x*1e9)).UTC().Format(TimestamptzLayout)
+		}},
+		namedFunc{"jsonb_typeof", jsonTypeof},
+		namedFunc{"json_typeof", jsonTypeof},
+		namedFunc{"set_config", func(name, value string, local any) string { return value }},
+	)
+}
+
+func jsonTypeof(v any) any {
+	if v == nil {
+		return nil
+	}
+	s := strings.TrimSpace(fmt.Sprint(toText(v)))
+	switch {
+	case s == "null":
+		return "null"
+	case s == "true" || s == "false":
+		return "boolean"
+	case strings.HasPrefix(s, "{"):
+		return "object"
+	case strings.HasPrefix(s, "["):
+		return "array"
+	case strings.HasPrefix(s, `"`):
+		return "string"
+	}
+	return "number"
+}

@@ -33,6 +33,11 @@ type Translation struct {
 	// Cols are the PostgreSQL types of the result columns, when the
 	// translator could infer them (nil entries: unknown).
 	Cols []ColType
+	// Names of a RETURNING list's columns (Describe of a write).
+	Names []string
+	// SeqName: a nextval/currval/setval statement on this sequence (it
+	// must exist: the caller checks the statement touched a row).
+	SeqName string
 }
 
 // ColType is a result column's PostgreSQL type.
@@ -130,6 +135,12 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if n.SelectStmt.IntoClause != nil {
 			return nil, unsupported("SELECT INTO")
 		}
+		if ok, err := t.sequenceCall(n.SelectStmt, tr); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			return tr, nil
+		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
 		err = t.rewrite(raw)
@@ -142,10 +153,12 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			return nil, unsupported("INSERT ... OVERRIDING")
 		}
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
+		tr.Names = t.returningNames(s.Relation, s.ReturningList)
 		nameTargets(s.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_UpdateStmt:
 		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
+		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		nameTargets(n.UpdateStmt.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_DeleteStmt:
@@ -153,6 +166,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			return nil, unsupported("DELETE ... USING")
 		}
 		tr.Cols = t.returningTypes(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
+		tr.Names = t.returningNames(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
 		nameTargets(n.DeleteStmt.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_ExplainStmt:
@@ -197,6 +211,10 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			tr.Script = nil
 		}
 		return tr, nil
+	case *pg_query.Node_CreateSeqStmt:
+		return t.createSequence(n.CreateSeqStmt, tr)
+	case *pg_query.Node_AlterSeqStmt:
+		return nil, unsupported("ALTER SEQUENCE (use setval)")
 	case *pg_query.Node_CommentStmt:
 		tr.Noop, tr.Tag = true, "COMMENT"
 		return tr, nil
@@ -486,6 +504,8 @@ func (t *translator) node(n *pg_query.Node) {
 		}
 	case *pg_query.Node_RangeFunction:
 		t.rangeFunction(n, x.RangeFunction)
+	case *pg_query.Node_RangeSubselect:
+		t.subselectAliases(x.RangeSubselect)
 	case *pg_query.Node_SubLink:
 		s := x.SubLink
 		switch s.SubLinkType {
@@ -561,6 +581,15 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	}
 	if s.LimitOption == pg_query.LimitOption_LIMIT_OPTION_WITH_TIES {
 		t.fail(unsupported("FETCH ... WITH TIES"))
+	}
+	if s.Op == pg_query.SetOperation_SETOP_INTERSECT && s.All {
+		t.fail(unsupported("INTERSECT ALL"))
+	}
+	if s.Op == pg_query.SetOperation_SETOP_EXCEPT && s.All {
+		t.fail(unsupported("EXCEPT ALL"))
+	}
+	if c := s.LimitCount.GetAConst(); c != nil && c.Isnull {
+		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1) // LIMIT ALL
 	}
 	if s.LimitOffset != nil && s.LimitCount == nil {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
@@ -781,7 +810,7 @@ var unsupportedFuncs = map[string]string{
 	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
-	"pg_sleep": "pg_sleep", "setval": "sequences", "nextval": "sequences (use serial primary keys)", "currval": "sequences", "lastval": "sequences",
+	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }
 
@@ -1049,4 +1078,47 @@ func template(sql string, args ...*pg_query.Node) *pg_query.Node {
 		}
 	})
 	return e
+}
+
+// subselectAliases: FROM (subquery) AS a(x, y) names the subquery's
+// columns, which SQLite cannot say; the names move into the subquery.
+func (t *translator) subselectAliases(r *pg_query.RangeSubselect) {
+	if r.Alias == nil || len(r.Alias.Colnames) == 0 {
+		return
+	}
+	names := strs(r.Alias.Colnames)
+	r.Alias.Colnames = nil
+	sel := r.Subquery.GetSelectStmt()
+	if sel == nil {
+		return
+	}
+	if len(sel.ValuesLists) > 0 {
+		width := len(sel.ValuesLists[0].GetList().GetItems())
+		var targets []*pg_query.Node
+		for i := 0; i < width; i++ {
+			name := fmt.Sprintf("column%d", i+1)
+			as := name
+			if i < len(names) {
+				as = names[i]
+			}
+			targets = append(targets, pg_query.MakeResTargetNodeWithNameAndVal(as, pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(name)}, -1), -1))
+		}
+		inner := &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sel}}
+		r.Subquery = &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+			TargetList: targets,
+			FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{Subquery: inner}}}},
+		}}}
+		return
+	}
+	for i, tn := range leftmost(sel).TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil || i >= len(names) {
+			break
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			t.fail(unsupported("column aliases on a subquery that selects *"))
+			return
+		}
+		rt.Name = names[i]
+	}
 }

@@ -59,6 +59,9 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if sel := x.RangeSubselect.Subquery.GetSelectStmt(); sel != nil {
 				types := t.selectTypes(sel)
 				names := targetNames(sel)
+				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(types) {
+					names = strs(x.RangeSubselect.Alias.Colnames)
+				}
 				if types != nil && len(names) == len(types) {
 					for i, ct := range types {
 						cols = append(cols, Column{Name: names[i], Type: ct.Type, Typmod: ct.Typmod})
@@ -434,6 +437,37 @@ func catalogColumns(cols []Column) []Column {
 			c.Type = Types[25]
 		}
 		out[i] = c
+	}
+	return out
+}
+
+// returningNames are the result column names of a RETURNING list.
+func (t *translator) returningNames(rel *pg_query.RangeVar, list []*pg_query.Node) []string {
+	var out []string
+	for _, n := range list {
+		rt := n.GetResTarget()
+		if rt == nil {
+			return nil
+		}
+		if rt.Name != "" {
+			out = append(out, rt.Name)
+			continue
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			if t.sch == nil {
+				return nil
+			}
+			cols := t.sch.Columns(rel.Relname)
+			if cols == nil {
+				return nil
+			}
+			for _, c := range cols {
+				out = append(out, c.Name)
+			}
+			continue
+		}
+		name, _ := figureColname(rt.Val)
+		out = append(out, name)
 	}
 	return out
 }

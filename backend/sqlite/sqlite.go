@@ -314,6 +314,7 @@ type Statement struct {
 	ddl       bool            // changes the schema
 	tag       string          // command tag verb when it is not the first keyword
 	types     []sqlpg.ColType // PostgreSQL result types the translator inferred
+	names     []string        // RETURNING column names, when the translator knows them
 }
 
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
@@ -394,7 +395,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			return nil, err
 		}
 		if !tr.Passthrough {
-			st.sql, st.script, st.noop, st.ddl, st.tag, st.types = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols
+			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names
 		}
 		if st.noop {
 			st.readonly = true
@@ -452,6 +453,16 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, nil
 	}
 	if !st.readonly {
+		if len(st.names) > 0 && len(st.names) == len(st.types) {
+			cols := make([]pgwire.Column, len(st.names))
+			for i, n := range st.names {
+				cols[i] = pgwire.Column{Name: n, OID: pgwire.OIDText}
+				if st.types[i].Type != nil {
+					cols[i].OID = st.types[i].Type.OID
+				}
+			}
+			return cols, nil
+		}
 		cols := returningColumns(st.sql)
 		if len(st.types) == len(cols) {
 			for i, t := range st.types {
@@ -979,6 +990,9 @@ func (r *rowResult) Next(dst []any) (bool, error) {
 		return false, mapError(err)
 	} else if r.types != nil {
 		normalizeRow(r.vals, r.types)
+	}
+	if len(dst) != len(r.vals) {
+		return false, pgwire.Errorf(pgwire.CodeInternal, "tandem described %d result columns but the statement returned %d: describe the statement again", len(dst), len(r.vals))
 	}
 	for i, v := range r.vals {
 		dst[i] = v
