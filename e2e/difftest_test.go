@@ -222,7 +222,7 @@ func topLevelOrdered(sql string) bool {
 // run sends one statement with the extended protocol (Parse, Bind,
 // Describe, Execute: the path drivers take), text results.
 func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var a answer
 	// Parse + Describe of the unnamed statement, as a driver that prepares
