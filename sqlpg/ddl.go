@@ -354,6 +354,28 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 
 func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "CREATE VIEW"
+	// The view's column types, as PostgreSQL would type its query.
+	var meta []string
+	if sel := s.Query.GetSelectStmt(); sel != nil {
+		types := t.selectTypes(sel)
+		names := targetNames(sel)
+		if len(s.Aliases) > 0 {
+			names = strs(s.Aliases)
+		}
+		if types != nil && len(names) == len(types) {
+			meta = append(meta, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(s.View.Relname))
+			for i, c := range types {
+				if c.Type == nil {
+					continue
+				}
+				meta = append(meta, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)",
+					quoteLit(s.View.Relname), quoteLit(names[i]), c.Type.OID, c.Typmod))
+			}
+		}
+	}
+	if len(s.Aliases) > 0 {
+		return nil, unsupported("CREATE VIEW with a column list (name the columns with AS in the query)")
+	}
 	replace := s.Replace
 	s.Replace = false
 	s.Options = nil
@@ -369,6 +391,7 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	} else {
 		tr.Script = []string{out}
 	}
+	tr.Script = append(tr.Script, meta...)
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	if len(tr.Script) == 1 {
 		tr.Script = nil
@@ -427,7 +450,7 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			stmt += "IF EXISTS "
 		}
 		tr.Script = append(tr.Script, stmt+quoteIdent(name))
-		if what == "TABLE" {
+		if what == "TABLE" || what == "VIEW" {
 			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name))
 		}
 	}

@@ -505,6 +505,10 @@ func (t *translator) node(n *pg_query.Node) {
 	case *pg_query.Node_RangeFunction:
 		t.rangeFunction(n, x.RangeFunction)
 	case *pg_query.Node_RangeSubselect:
+		if x.RangeSubselect.Lateral {
+			t.fail(unsupported("LATERAL subqueries"))
+			return
+		}
 		t.subselectAliases(x.RangeSubselect)
 	case *pg_query.Node_SubLink:
 		s := x.SubLink
@@ -823,6 +827,10 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if what, ok := unsupportedFuncs[name]; ok {
 		t.fail(unsupported("%s", what))
+		return
+	}
+	if f.AggDistinct && len(f.Args) > 1 {
+		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
 		return
 	}
 	if f.AggWithinGroup {

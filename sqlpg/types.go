@@ -208,6 +208,10 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		case c.GetIval() != nil:
 			return ct(23)
 		case c.GetFval() != nil:
+			f := c.GetFval().Fval
+			if i := strings.IndexByte(f, '.'); i >= 0 && !strings.ContainsAny(f, "eE") {
+				return numericScale(int32(len(f) - i - 1))
+			}
 			return ct(1700)
 		case c.GetBoolval() != nil:
 			return ct(16)
@@ -229,8 +233,10 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					switch a.Type.Name {
 					case "int2", "int4":
 						return ct(20)
-					case "int8", "numeric":
+					case "int8":
 						return ct(1700)
+					case "numeric":
+						return ColType{a.Type, a.Typmod}
 					case "float4", "float8":
 						return ct(701)
 					}
@@ -238,6 +244,11 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			}
 			return ct(1700)
 		case "avg":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Cat == 'N' && a.Type.Name != "float8" && a.Type.Name != "float4" {
+					return numericScale(16)
+				}
+			}
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") {
 					return ct(701)
@@ -256,9 +267,17 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					}
 					return ct(701)
 				}
+				if name == "min" || name == "max" || name == "abs" || name == "coalesce" || name == "nullif" {
+					return a
+				}
 				return ColType{a.Type, -1}
 			}
 		case "round":
+			if len(x.FuncCall.Args) == 2 {
+				if c := x.FuncCall.Args[1].GetAConst(); c != nil && c.GetIval() != nil {
+					return numericScale(c.GetIval().Ival)
+				}
+			}
 			if len(x.FuncCall.Args) > 0 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") && len(x.FuncCall.Args) == 1 {
 					return ct(701)
@@ -292,7 +311,15 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				if a.Lexpr == nil {
 					return r
 				}
-				return arith(l, r)
+				res := arith(l, r)
+				if res.Type != nil && res.Type.Name == "numeric" && (op == "+" || op == "-" || op == "*") {
+					ls, rs := scaleOf(l), scaleOf(r)
+					if op == "*" {
+						return numericScale(ls + rs)
+					}
+					return numericScale(max(ls, rs))
+				}
+				return res
 			case "^":
 				return ct(701)
 			}
@@ -470,4 +497,20 @@ func (t *translator) returningNames(rel *pg_query.RangeVar, list []*pg_query.Nod
 		out = append(out, name)
 	}
 	return out
+}
+
+// numericScale is a numeric result that prints with scale digits (as
+// PostgreSQL's display scale of a computed numeric).
+func numericScale(scale int32) ColType {
+	if scale < 0 {
+		return ct(1700)
+	}
+	return ColType{Types[1700], (1000<<16 | scale) + 4}
+}
+
+func scaleOf(c ColType) int32 {
+	if c.Type != nil && c.Type.Name == "numeric" && c.Typmod >= 4 {
+		return (c.Typmod - 4) & 0xffff
+	}
+	return 0
 }

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -1246,6 +1247,12 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 				vals[i] = strconv.FormatFloat(x, 'f', scale, 64)
 			case int64:
 				vals[i] = strconv.FormatFloat(float64(x), 'f', scale, 64)
+			}
+		case pgwire.OIDBPChar:
+			if n := int(types[i].Typmod) - 4; n > 0 {
+				if x, ok := v.(string); ok && utf8.RuneCountInString(x) < n {
+					vals[i] = x + strings.Repeat(" ", n-utf8.RuneCountInString(x))
+				}
 			}
 		case pgwire.OIDBool:
 			switch x := v.(type) {
