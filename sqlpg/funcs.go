@@ -88,7 +88,7 @@ func toInt(typ string, v any) (any, error) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("integer out of range")
 		}
-		return int64(math.RoundToEven(x)), nil
+		return int64(math.Round(x)), nil
 	case bool:
 		if x {
 			return int64(1), nil
@@ -509,7 +509,17 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"_pg_log10", f1(math.Log10), true},
 		{"ceil", f1(math.Ceil), true},
 		{"floor", f1(math.Floor), true},
-		{"trunc", f1(math.Trunc), true},
+		{"trunc", func(v any, digits ...int64) any {
+			x, ok := numeric(v)
+			if !ok {
+				return nil
+			}
+			if len(digits) == 1 {
+				p := math.Pow(10, float64(digits[0]))
+				return math.Trunc(x*p) / p
+			}
+			return math.Trunc(x)
+		}, true},
 		{"sqrt", func(v any) (any, error) {
 			x, ok := num(v)
 			if v == nil || !ok {

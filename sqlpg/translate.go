@@ -671,12 +671,16 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		n.Node = c.Arg.Node
 		return
 	}
-	typ, _, err := resolveType(c.TypeName)
+	typ, mod, err := resolveType(c.TypeName)
 	if err != nil {
 		t.fail(err)
 		return
 	}
-	n.Node = call("_cast_"+typ.Name, c.Arg).Node
+	cast := call("_cast_"+typ.Name, c.Arg)
+	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
+		cast = call("substr", cast, pg_query.MakeAConstIntNode(1, -1), pg_query.MakeAConstIntNode(int64(mod-4), -1))
+	}
+	n.Node = cast.Node
 }
 
 // resolveType maps a TypeName to a tandem Type and typmod.
@@ -736,6 +740,9 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		}
 		e.Lexpr = call("lower", e.Lexpr)
 		e.Rexpr = call("lower", e.Rexpr)
+		t.like(n, e)
+	case pg_query.A_Expr_Kind_AEXPR_LIKE:
+		t.like(n, e)
 	case pg_query.A_Expr_Kind_AEXPR_DISTINCT:
 		n.Node = call("_pg_distinct", e.Lexpr, e.Rexpr).Node
 	case pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT:
@@ -779,10 +786,11 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
 		case "^":
 			n.Node = call("power", e.Lexpr, e.Rexpr).Node
-		case "~~":
+		case "~~", "!~~":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
-		case "!~~":
-			e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
+			t.like(n, e)
+		case "+", "-":
+			t.dateArith(n, e, op)
 		case "~~*", "!~~*":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
@@ -842,6 +850,14 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	sqlSyntax := f.Funcformat == pg_query.CoercionForm_COERCE_SQL_SYNTAX
 	f.Funcformat = pg_query.CoercionForm_COERCE_EXPLICIT_CALL
+	if name == "pg_typeof" && len(f.Args) == 1 {
+		typ := "unknown"
+		if c := t.exprType(f.Args[0], nil); c.Type != nil {
+			typ = c.Type.SQL
+		}
+		n.Node = strConst(typ).Node
+		return
+	}
 	if tpl, ok := catalogTemplates[name]; ok {
 		n.Node = template(tpl, f.Args...).Node
 		return
@@ -1128,5 +1144,55 @@ func (t *translator) subselectAliases(r *pg_query.RangeSubselect) {
 			return
 		}
 		rt.Name = names[i]
+	}
+}
+
+// like gives LIKE PostgreSQL's default escape character, the backslash
+// (SQLite's LIKE has none): a LIKE b becomes like(b, a, '\').
+func (t *translator) like(n *pg_query.Node, e *pg_query.A_Expr) {
+	if e.Rexpr == nil || e.Lexpr == nil {
+		return
+	}
+	if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" {
+		return // LIKE ... ESCAPE: the deparser writes it
+	}
+	not := lastName(e.Name) == "!~~" || lastName(e.Name) == "!~~*"
+	c := call("like", e.Rexpr, e.Lexpr, strConst("\\"))
+	if not {
+		c = &pg_query.Node{Node: &pg_query.Node_BoolExpr{BoolExpr: &pg_query.BoolExpr{Boolop: pg_query.BoolExprType_NOT_EXPR, Args: []*pg_query.Node{c}}}}
+	}
+	n.Node = c.Node
+}
+
+// dateArith: date and timestamp arithmetic, where the operands' types are
+// known from literals, casts and functions.
+func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) {
+	if e.Lexpr == nil {
+		return
+	}
+	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if l.Type == nil || r.Type == nil {
+		return
+	}
+	ln, rn := l.Type.Name, r.Type.Name
+	sign := pg_query.MakeAConstIntNode(1, -1)
+	if op == "-" {
+		sign = pg_query.MakeAConstIntNode(-1, -1)
+	}
+	isInt := func(s string) bool { return s == "int2" || s == "int4" || s == "int8" }
+	isTS := func(s string) bool { return s == "date" || s == "timestamp" || s == "timestamptz" }
+	switch {
+	case ln == "date" && isInt(rn):
+		n.Node = call("_pg_date_add", e.Lexpr, e.Rexpr, sign).Node
+	case isInt(ln) && rn == "date" && op == "+":
+		n.Node = call("_pg_date_add", e.Rexpr, e.Lexpr, sign).Node
+	case ln == "date" && rn == "date" && op == "-":
+		n.Node = call("_pg_date_diff", e.Lexpr, e.Rexpr).Node
+	case isTS(ln) && rn == "interval":
+		n.Node = call("_pg_ts_add_"+map[bool]string{true: "tz", false: "ts"}[ln == "timestamptz"], e.Lexpr, e.Rexpr, sign).Node
+	case isTS(ln) && isTS(rn) && op == "-" && ln != "date":
+		n.Node = call("_pg_ts_diff", e.Lexpr, e.Rexpr).Node
+	case ln == "interval" && rn == "interval":
+		n.Node = call("_pg_interval_add", e.Lexpr, e.Rexpr, sign).Node
 	}
 }

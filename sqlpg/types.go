@@ -173,6 +173,8 @@ var funcTypes = map[string]uint32{
 	"degrees": 701, "radians": 701, "extract": 1700,
 	"bool_and": 16, "bool_or": 16, "every": 16, "starts_with": 16,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23,
+	"_pg_now": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
+	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
 func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
@@ -288,6 +290,11 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		if oid, ok := funcTypes[name]; ok {
 			return ct(oid)
 		}
+		if strings.HasPrefix(name, "_cast_") {
+			if typ := TypeByName[strings.TrimPrefix(name, "_cast_")]; typ != nil {
+				return ColType{typ, -1}
+			}
+		}
 	case *pg_query.Node_AExpr:
 		a := x.AExpr
 		switch a.Kind {
@@ -310,6 +317,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
 				if a.Lexpr == nil {
 					return r
+				}
+				if d := dateType(l, r, op); d.Type != nil {
+					return d
 				}
 				res := arith(l, r)
 				if res.Type != nil && res.Type.Name == "numeric" && (op == "+" || op == "-" || op == "*") {
@@ -513,4 +523,29 @@ func scaleOf(c ColType) int32 {
 		return (c.Typmod - 4) & 0xffff
 	}
 	return 0
+}
+
+// dateType is the type of date and timestamp arithmetic.
+func dateType(l, r ColType, op string) ColType {
+	if l.Type == nil || r.Type == nil {
+		return ColType{}
+	}
+	ln, rn := l.Type.Name, r.Type.Name
+	isInt := ln == "int2" || ln == "int4" || ln == "int8"
+	rInt := rn == "int2" || rn == "int4" || rn == "int8"
+	switch {
+	case ln == "date" && rInt, isInt && rn == "date" && op == "+":
+		return ct(1082)
+	case ln == "date" && rn == "date" && op == "-":
+		return ct(23)
+	case ln == "date" && rn == "interval":
+		return ct(1114)
+	case (ln == "timestamp" || ln == "timestamptz") && rn == "interval":
+		return ColType{l.Type, -1}
+	case (ln == "timestamp" || ln == "timestamptz") && (rn == "timestamp" || rn == "timestamptz") && op == "-":
+		return ct(1186)
+	case ln == "interval" && rn == "interval":
+		return ct(1186)
+	}
+	return ColType{}
 }
