@@ -445,7 +445,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		}{name, func(args ...any) any { return nil }})
 	}
 	for _, f := range fns {
-		if err := c.RegisterFunc(f.name, f.fn, true); err != nil {
+		if err := c.RegisterFunc(f.name, nullsAsNil(f.fn), true); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", f.name, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ import (
 // PostgreSQL functions SQLite lacks (or has with other semantics), as Go
 // functions registered on every connection. The translator renames calls
 // to them (funcRename, _cast_*, _pg_*).
+
+var errDivZero = errors.New("division by zero")
 
 // ErrInvalidInput marks a value a cast cannot read (SQLSTATE 22P02).
 var ErrInvalidInput = errors.New("invalid input syntax")
@@ -421,7 +424,7 @@ func pad(s string, n int64, fill string, left bool) string {
 // RegisterFunctions registers every function the translator emits.
 func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	reg := func(name string, fn any, pure bool) error {
-		if err := c.RegisterFunc(name, fn, pure); err != nil {
+		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)
 		}
 		return nil
@@ -533,7 +536,19 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"cbrt", f1(math.Cbrt), true},
 		{"power", f2(math.Pow), true},
 		{"exp", f1(math.Exp), true},
-		{"ln", f1(math.Log), true},
+		{"ln", func(v any) (any, error) {
+			x, ok := numeric(v)
+			if !ok {
+				return nil, nil
+			}
+			if x == 0 {
+				return nil, errors.New("cannot take logarithm of zero")
+			}
+			if x < 0 {
+				return nil, errors.New("cannot take logarithm of a negative number")
+			}
+			return math.Log(x), nil
+		}, true},
 		{"log", func(args ...any) any {
 			var f []float64
 			for _, a := range args {
@@ -872,6 +887,50 @@ func numeric(v any) (float64, bool) {
 
 func init() {
 	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_div", func(a, b any) (any, error) {
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			ai, aInt := a.(int64)
+			bi, bInt := b.(int64)
+			if aInt && bInt {
+				if bi == 0 {
+					return nil, errDivZero
+				}
+				return ai / bi, nil
+			}
+			x, ok1 := numeric(a)
+			y, ok2 := numeric(b)
+			if !ok1 || !ok2 {
+				return nil, invalid("numeric", b)
+			}
+			if y == 0 {
+				return nil, errDivZero
+			}
+			return x / y, nil
+		}},
+		namedFunc{"_pg_mod", func(a, b any) (any, error) {
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			ai, aInt := a.(int64)
+			bi, bInt := b.(int64)
+			if aInt && bInt {
+				if bi == 0 {
+					return nil, errDivZero
+				}
+				return ai % bi, nil
+			}
+			x, ok1 := numeric(a)
+			y, ok2 := numeric(b)
+			if !ok1 || !ok2 {
+				return nil, invalid("numeric", b)
+			}
+			if y == 0 {
+				return nil, errDivZero
+			}
+			return math.Mod(x, y), nil
+		}},
 		namedFunc{"quote_literal", func(v any) any {
 			if v == nil {
 				return nil
@@ -929,4 +988,45 @@ func jsonTypeof(v any) any {
 		return "string"
 	}
 	return "number"
+}
+
+// nullsAsNil wraps a function so that SQL NULL reaches its interface
+// parameters as nil (the driver passes a nil []byte).
+func nullsAsNil(fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	has := false
+	for i := 0; i < t.NumIn(); i++ {
+		in := t.In(i)
+		if in.Kind() == reflect.Interface || (t.IsVariadic() && i == t.NumIn()-1 && in.Elem().Kind() == reflect.Interface) {
+			has = true
+		}
+	}
+	if !has {
+		return fn
+	}
+	fix := func(a reflect.Value) reflect.Value {
+		if a.Kind() == reflect.Interface && !a.IsNil() {
+			if b, ok := a.Interface().([]byte); ok && b == nil {
+				return reflect.Zero(a.Type())
+			}
+		}
+		return a
+	}
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		for i := range args {
+			if t.IsVariadic() && i == len(args)-1 {
+				s := args[i]
+				for j := 0; j < s.Len(); j++ {
+					s.Index(j).Set(fix(s.Index(j)))
+				}
+				continue
+			}
+			args[i] = fix(args[i])
+		}
+		if t.IsVariadic() {
+			return v.CallSlice(args)
+		}
+		return v.Call(args)
+	}).Interface()
 }

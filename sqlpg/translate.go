@@ -405,6 +405,7 @@ type translator struct {
 	intPK    bool
 	subq     int
 	triggers []string
+	ctes     map[string][]Column
 }
 
 func (t *translator) fail(err error) {
@@ -786,6 +787,13 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
 		case "^":
 			n.Node = call("power", e.Lexpr, e.Rexpr).Node
+		case "/", "%":
+			if e.Lexpr != nil {
+				// SQLite answers NULL for a division by zero; PostgreSQL
+				// fails with 22012.
+				fn := map[string]string{"/": "_pg_div", "%": "_pg_mod"}[op]
+				n.Node = call(fn, e.Lexpr, e.Rexpr).Node
+			}
 		case "~~", "!~~":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
 			t.like(n, e)

@@ -28,6 +28,17 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 		switch x := n.Node.(type) {
 		case *pg_query.Node_RangeVar:
 			r := x.RangeVar
+			if cte, isCTE := t.ctes[strings.ToLower(r.Relname)]; isCTE && r.Schemaname == "" {
+				alias := r.Relname
+				if r.Alias != nil {
+					alias = r.Alias.Aliasname
+				}
+				if cte == nil {
+					ok = false
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cte})
+				return
+			}
 			var cols []Column
 			if t.sch != nil && (r.Schemaname == "" || strings.EqualFold(r.Schemaname, "public")) {
 				cols = t.sch.Columns(r.Relname)
@@ -110,6 +121,32 @@ func targetNames(s *pg_query.SelectStmt) []string {
 }
 
 func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
+	if s.WithClause != nil {
+		if t.ctes == nil {
+			t.ctes = map[string][]Column{}
+		}
+		for _, c := range s.WithClause.Ctes {
+			cte := c.GetCommonTableExpr()
+			if cte == nil {
+				continue
+			}
+			sel := cte.Ctequery.GetSelectStmt()
+			var cols []Column
+			if sel != nil {
+				types := t.selectTypes(sel)
+				names := targetNames(sel)
+				if len(cte.Aliascolnames) == len(types) {
+					names = strs(cte.Aliascolnames)
+				}
+				if types != nil && len(names) == len(types) {
+					for i, ty := range types {
+						cols = append(cols, Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod})
+					}
+				}
+			}
+			t.ctes[strings.ToLower(cte.Ctename)] = cols
+		}
+	}
 	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
 		s = s.Larg
 	}
@@ -206,7 +243,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		c := x.AConst
 		switch {
 		case c.Isnull:
-			return ct(25)
+			return ColType{} // unknown: typed by what it meets
 		case c.GetIval() != nil:
 			return ct(23)
 		case c.GetFval() != nil:

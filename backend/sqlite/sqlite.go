@@ -1074,6 +1074,24 @@ func mapError(err error) error {
 		switch {
 		case strings.Contains(msg, "no such table"):
 			code = "42P01"
+		case strings.Contains(msg, "duplicate column name"):
+			code = "42701"
+		case strings.Contains(msg, "no such index"), strings.Contains(msg, "no such view"):
+			code = "42704"
+		case strings.Contains(msg, "has no column named"):
+			code = "42703"
+		case strings.Contains(msg, "values were supplied"):
+			code = "42601"
+		case strings.Contains(msg, "ORDER BY term out of range"), strings.Contains(msg, "GROUP BY term out of range"):
+			code = "42P10"
+		case strings.Contains(msg, "ambiguous column name"):
+			code = "42702"
+		case strings.Contains(msg, "wrong number of arguments to function"):
+			code = "42883"
+		case strings.Contains(msg, "cannot take square root"):
+			code = "2201F"
+		case strings.Contains(msg, "cannot take logarithm"):
+			code = "2201E"
 		case strings.Contains(msg, "no such column"):
 			code = "42703"
 		case strings.Contains(msg, "no such function"):
