@@ -1266,6 +1266,12 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 			case int64:
 				vals[i] = strconv.FormatFloat(float64(x), 'f', scale, 64)
 			}
+		case 3802: // jsonb prints normalised
+			if x, ok := v.(string); ok {
+				if n, ok := sqlpg.NormalizeJSONB(x); ok {
+					vals[i] = n
+				}
+			}
 		case pgwire.OIDBPChar:
 			if n := int(types[i].Typmod) - 4; n > 0 {
 				if x, ok := v.(string); ok && utf8.RuneCountInString(x) < n {
