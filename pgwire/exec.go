@@ -431,11 +431,24 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 	}
 	p := &prepared{sql: m.Query, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
 	if len(stmts) == 1 && !s.isSpecial(stmts[0]) {
-		st, err := s.bs.Prepare(ctx, stmts[0])
+		var st Statement
+		var err error
+		if tp, ok := s.bs.(TypedPreparer); ok {
+			st, err = tp.PrepareTyped(ctx, stmts[0], p.paramOIDs)
+		} else {
+			st, err = s.bs.Prepare(ctx, stmts[0])
+		}
 		if err != nil {
 			return err
 		}
 		p.st = st
+		if _, ok := s.bs.(TypedPreparer); ok {
+			if pt, ok := st.(ParamTyper); ok {
+				// The server's answer: the client's types where it gave
+				// them, the inferred ones elsewhere.
+				p.paramOIDs = append([]uint32(nil), pt.ParamOIDs()...)
+			}
+		}
 		for len(p.paramOIDs) < st.NumParams() {
 			p.paramOIDs = append(p.paramOIDs, 0)
 		}
@@ -534,6 +547,21 @@ func (s *execSession) describe(ctx context.Context, body []byte) error {
 	case 'P':
 		pt := s.portals[m.Name]
 		if pt == nil {
+			if pd, ok := s.bs.(PortalDescriber); ok && m.Name != "" {
+				// A cursor made with DECLARE lives on the back end.
+				cols, found, err := pd.DescribePortal(ctx, m.Name)
+				if err != nil {
+					return err
+				}
+				if found {
+					if cols == nil {
+						s.c.Append(&pgproto3.NoData{})
+					} else {
+						s.c.Append(rowDescription(cols, nil))
+					}
+					return nil
+				}
+			}
 			return Errorf(CodeUndefinedCursor, "portal %q does not exist", m.Name)
 		}
 		cols, err := s.stmtColumns(ctx, pt.stmt)

@@ -123,6 +123,12 @@ func (s *Session) TxStatus() byte {
 
 // Prepare implements pgwire.BackendSession.
 func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, error) {
+	return s.PrepareTyped(ctx, sql, nil)
+}
+
+// PrepareTyped implements pgwire.TypedPreparer: the statement is prepared on
+// the server with the client's parameter types (0: the server infers).
+func (s *Session) PrepareTyped(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
 	if len(words) > 0 {
@@ -133,7 +139,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return st, nil
 	}
 	st.name = "tandem_" + strconv.FormatUint(s.b.seq.Add(1), 36)
-	d, err := s.c.Prepare(ctx, st.name, sql, nil)
+	d, err := s.c.Prepare(ctx, st.name, sql, paramOIDs)
 	if err != nil {
 		return nil, err
 	}
