@@ -57,6 +57,7 @@ type execSession struct {
 	portals  map[string]*portal
 	settings map[string]string
 	failed   bool // an error inside a transaction block: only ROLLBACK works
+	implicit bool // an extended-protocol batch's implicit transaction, committed at Sync
 	skip     bool // after an extended-protocol error: discard until Sync
 	mu       sync.Mutex
 	row      []any
@@ -123,6 +124,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			herr = s.closeMsg(body)
 		case 'S':
 			s.skip = false
+			s.endImplicit(ctx)
 			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 		case 'H':
 			if err := c.Flush(); err != nil {
@@ -169,7 +171,15 @@ func (s *execSession) fatal(err error) {
 }
 
 func (s *execSession) sendError(err error) {
-	if s.bs.TxStatus() == 'T' {
+	if s.implicit {
+		// An error rolls the whole batch back, as in PostgreSQL.
+		s.implicit = false
+		if s.bs.TxStatus() == 'T' {
+			if rerr := s.runInternal(context.Background(), "ROLLBACK"); rerr != nil {
+				s.failed = true
+			}
+		}
+	} else if s.bs.TxStatus() == 'T' {
 		s.failed = true
 	}
 	s.c.Append(ToErrorResponse(err))
@@ -260,7 +270,7 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 		return err
 	}
 	if FirstKeyword(sql) == "COPY" {
-		return s.copyIn(ctx, sql)
+		return s.copy(ctx, sql)
 	}
 	st, err := s.bs.Prepare(ctx, sql)
 	if err != nil {
@@ -430,7 +440,7 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 		return Errorf(CodeSyntax, "cannot insert multiple commands into a prepared statement")
 	}
 	p := &prepared{sql: m.Query, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
-	if len(stmts) == 1 && !s.isSpecial(stmts[0]) {
+	if len(stmts) == 1 && !s.isSpecial(stmts[0]) && FirstKeyword(stmts[0]) != "COPY" {
 		var st Statement
 		var err error
 		if tp, ok := s.bs.(TypedPreparer); ok {
@@ -608,6 +618,14 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		if err := s.checkFailed(pt.stmt.sql); err != nil {
 			return err
 		}
+		if done, err := s.implicitTx(ctx, pt.stmt.sql); done || err != nil {
+			pt.done = true
+			return err
+		}
+		if FirstKeyword(pt.stmt.sql) == "COPY" {
+			pt.done = true
+			return s.copy(ctx, pt.stmt.sql)
+		}
 		var res Result
 		var err error
 		if rs, ok := s.bs.(RawSession); ok {
@@ -782,7 +800,7 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	cf, ok := s.bs.(CopyFromer)
 	m := copyRe.FindStringSubmatch(sql)
 	if !ok || m == nil {
-		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN in text or CSV format is (use INSERT, or a PostgreSQL back end)")
+		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN and COPY table [(columns)] | (query) TO STDOUT are, in text, CSV or binary format (use INSERT, or a PostgreSQL back end)")
 	}
 	table := strings.Trim(m[1], `"`)
 	var columns []string
@@ -794,8 +812,26 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	opts := strings.ToLower(m[4])
 	isCSV := strings.Contains(opts, "csv")
 	header := strings.Contains(opts, "header")
-	if strings.Contains(opts, "binary") {
-		return Errorf(CodeFeatureNotSupported, "COPY BINARY is not supported on the SQLite back end; use text or CSV format")
+	var binReader *binaryCopyReader
+	if parseCopyOptions(opts).binary {
+		// Binary fields are decoded by their columns' types.
+		cols := "*"
+		if len(columns) > 0 {
+			cols = m[3]
+		}
+		st, err := s.bs.Prepare(ctx, "SELECT "+cols+" FROM "+m[1])
+		if err != nil {
+			return err
+		}
+		desc, err := st.Describe(ctx)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		binReader = &binaryCopyReader{}
+		for _, c := range desc {
+			binReader.oids = append(binReader.oids, c.OID)
+		}
 	}
 	delim := byte('\t')
 	if isCSV {
@@ -815,7 +851,16 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	if ncols == 0 {
 		ncols = -1
 	}
-	s.c.Append(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, max(ncols, 0))})
+	inFormat := byte(0)
+	if binReader != nil {
+		inFormat = 1
+		ncols = len(binReader.oids)
+	}
+	colFormats := make([]uint16, max(ncols, 0))
+	for i := range colFormats {
+		colFormats[i] = uint16(inFormat)
+	}
+	s.c.Append(&pgproto3.CopyInResponse{OverallFormat: inFormat, ColumnFormatCodes: colFormats})
 	if err := s.c.Flush(); err != nil {
 		return err
 	}
@@ -857,7 +902,16 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 		}
 	}()
 	var next func() ([]*string, bool, error)
-	if isCSV {
+	if binReader != nil {
+		binReader.r = pr
+		next = func() ([]*string, bool, error) {
+			row, ok, err := binReader.next()
+			if err != nil {
+				return nil, false, copyErr(err)
+			}
+			return row, ok, nil
+		}
+	} else if isCSV {
 		r := csv.NewReader(pr)
 		r.Comma = rune(delim)
 		r.FieldsPerRecord = -1

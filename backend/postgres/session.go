@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -380,64 +379,6 @@ func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
 func (s *Session) Close() error { return s.c.Close(context.Background()) }
-
-// CopyFrom implements pgwire.CopyFromer by re-serialising rows in COPY
-// text format (so capture triggers see every row).
-func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
-	var buf bytes.Buffer
-	for {
-		row, ok, err := next()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		for i, v := range row {
-			if i > 0 {
-				buf.WriteByte('\t')
-			}
-			if v == nil {
-				buf.WriteString(`\N`)
-				continue
-			}
-			r := strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
-			buf.WriteString(r.Replace(*v))
-		}
-		buf.WriteByte('\n')
-	}
-	q := "COPY " + pgQuote(table)
-	if len(columns) > 0 {
-		qc := make([]string, len(columns))
-		for i, c := range columns {
-			qc[i] = pgQuote(c)
-		}
-		q += " (" + strings.Join(qc, ", ") + ")"
-	}
-	q += " FROM STDIN"
-	if err := s.flushBegin(ctx); err != nil {
-		return 0, err
-	}
-	autocommit := !s.inTx && s.b.repl != nil
-	if autocommit {
-		if err := s.exec(ctx, "BEGIN"); err != nil {
-			return 0, err
-		}
-	}
-	tag, err := s.c.CopyFrom(ctx, &buf, q)
-	if err != nil {
-		if autocommit {
-			_ = s.exec(ctx, "ROLLBACK")
-		}
-		return 0, err
-	}
-	if autocommit {
-		if err := s.replicatedCommit(ctx, "", nil); err != nil {
-			return 0, err
-		}
-	}
-	return tag.RowsAffected(), nil
-}
 
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 

@@ -1,0 +1,68 @@
+package pgwire
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// The extended protocol's implicit transaction: as in PostgreSQL, the
+// statements executed between two Syncs outside a transaction block form
+// one transaction, committed at Sync and rolled back whole by an error.
+// A batch of one statement (the next buffered message after its Execute is
+// Sync) runs as an autocommit statement, which costs no BEGIN or COMMIT of
+// its own. The executor sees only what the client has already sent: a
+// client that sends Execute, waits for its result and only then sends the
+// next Execute of the same batch gets one transaction per statement there
+// (drivers send a batch in one write: pgx, pgjdbc, psycopg).
+
+// implicitTx opens the batch's implicit transaction before a statement
+// when more statements follow before Sync. done: the statement was answered
+// here (a BEGIN that turns the implicit transaction into a block).
+func (s *execSession) implicitTx(ctx context.Context, sql string) (bool, error) {
+	kw := Keywords(sql, 2)
+	if len(kw) == 0 {
+		return false, nil
+	}
+	if s.implicit {
+		switch kw[0] {
+		case "BEGIN", "START":
+			// The batch's transaction becomes an explicit block.
+			s.implicit = false
+			s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("BEGIN")})
+			return true, nil
+		case "COMMIT", "END", "ABORT":
+			s.implicit = false
+		case "ROLLBACK":
+			if len(kw) < 2 || kw[1] != "TO" {
+				s.implicit = false
+			}
+		}
+		return false, nil
+	}
+	if s.bs.TxStatus() != 'I' || txControl[kw[0]] || !s.c.ExecuteBeforeSync() {
+		return false, nil
+	}
+	if err := s.runInternal(ctx, "BEGIN"); err != nil {
+		return false, err
+	}
+	s.implicit = true
+	return false, nil
+}
+
+// endImplicit commits the batch's implicit transaction at Sync.
+func (s *execSession) endImplicit(ctx context.Context) {
+	if !s.implicit {
+		return
+	}
+	s.implicit = false
+	if s.bs.TxStatus() != 'T' {
+		return
+	}
+	if err := s.runInternal(ctx, "COMMIT"); err != nil {
+		s.c.Append(ToErrorResponse(err))
+		if s.bs.TxStatus() == 'T' {
+			_ = s.runInternal(ctx, "ROLLBACK")
+		}
+	}
+}
