@@ -37,6 +37,7 @@ type Backend struct {
 	commitMu sync.Mutex // GSN order = commit order
 	params   [][2]string
 	seq      atomic.Uint64
+	seqs     seqFence // sequences moved past the rows before writing as primary
 }
 
 // NewBackend connects sessions with the given DSN.
@@ -174,6 +175,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 			if err := s.b.repl.Writable(); err != nil {
 				return nil, err
 			}
+			if err := s.b.fenceSequences(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if lazyBegin(st) {
 			s.pending = st.sql
@@ -192,6 +196,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	autocommit := !s.inTx && s.b.repl != nil && writes(st)
 	if autocommit {
 		if err := s.b.repl.Writable(); err != nil {
+			return nil, err
+		}
+		if err := s.b.fenceSequences(ctx); err != nil {
 			return nil, err
 		}
 		s.pending = "BEGIN"
@@ -222,6 +229,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 		rows = append(rows, row)
 	}
+	// The statement's own columns, before the reader moves on to the
+	// writeset's result (pgconn reuses it).
+	cols := colsOf(st, rr.FieldDescriptions())
 	tag, err := rr.Close()
 	var ws []writeset.Row
 	if mrr != nil {
@@ -243,7 +253,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 		return nil, err
 	}
-	res := &rowsResult{cols: colsOf(st, rr.FieldDescriptions()), rows: rows, tag: tag.String()}
+	res := &rowsResult{cols: cols, rows: rows, tag: tag.String()}
 	if autocommit {
 		s.inTx = false
 		ddl := ""
