@@ -85,7 +85,7 @@ var (
 	copyBinRe    = regexp.MustCompile(`(?i)\bbinary\b`)
 	copyCSVRe    = regexp.MustCompile(`(?i)\bcsv\b`)
 	copyHeaderRe = regexp.MustCompile(`(?i)\bheader\b(\s+(false|off|0)\b)?`)
-	copyToRe     = regexp.MustCompile(`(?is)^\s*COPY\s+(?:\((.*)\)|([a-z_][a-z0-9_."]*)\s*(?:\(([^)]*)\))?)\s+TO\s+STDOUT\b\s*(.*?)\s*;?\s*$`)
+	copyToRe     = regexp.MustCompile(`(?is)^\s*COPY\s+(?:\((.*)\)|("?[a-z_][a-z0-9_."]*)\s*(?:\(([^)]*)\))?)\s+TO\s+STDOUT\b\s*(.*?)\s*;?\s*$`)
 )
 
 func parseCopyOptions(opts string) copyOptions {
@@ -319,11 +319,15 @@ func (b *binaryCopyReader) next() ([]*string, bool, error) {
 		}
 		b.header = true
 	}
-	h, err := b.read(2)
-	if err != nil {
-		return nil, false, err
+	// The end of the data at a row boundary ends it too (PostgreSQL
+	// accepts a stream without its trailer; pgx sends none).
+	var cnt [2]byte
+	if k, err := io.ReadFull(b.r, cnt[:]); err == io.EOF && k == 0 {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, Errorf("22P04", "unexpected EOF in COPY data")
 	}
-	n := int(int16(binary.BigEndian.Uint16(h)))
+	n := int(int16(binary.BigEndian.Uint16(cnt[:])))
 	if n == -1 {
 		return nil, false, nil
 	}

@@ -794,7 +794,7 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 
 // ---- COPY FROM STDIN ----
 
-var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+([a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
+var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+("?[a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
 
 func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	cf, ok := s.bs.(CopyFromer)
