@@ -157,23 +157,33 @@ func pgxBinary(t *testing.T, tg pgTarget) {
 			t.Fatalf("mode %v: read back %v %q %v %v %v %v %v %v", mode, id, tx, nv, gts, b, f, gu, big8)
 		}
 	}
-	// Untyped parameters: the server infers them (text and binary).
+	// Untyped parameters: the server infers them (text and binary); and a
+	// binary parameter of another type than the server would infer
+	// (int8 for an int column, as psycopg and pgjdbc send them) is read
+	// with the type the client gave in Parse.
 	pc := conn.PgConn()
 	four := binary.BigEndian.AppendUint32(nil, 41)
 	for _, tc := range []struct {
 		sql    string
+		oid    uint32
 		val    []byte
 		format int16
 		want   string
 	}{
-		{"SELECT $1::int + 1", []byte("41"), 0, "42"},
-		{"SELECT $1::int + 1", four, 1, "42"},
-		{"SELECT t FROM gx WHERE id = $1", []byte("3"), 0, "text ünï"},
-		{"SELECT t FROM gx WHERE id = $1", binary.BigEndian.AppendUint32(nil, 3), 1, "text ünï"},
+		{"SELECT $1::int + 1", 0, []byte("41"), 0, "42"},
+		{"SELECT $1::int + 1", 0, four, 1, "42"},
+		{"SELECT t FROM gx WHERE id = $1", 0, []byte("3"), 0, "text ünï"},
+		{"SELECT t FROM gx WHERE id = $1", 0, binary.BigEndian.AppendUint32(nil, 3), 1, "text ünï"},
+		{"SELECT t FROM gx WHERE id = $1", 20, binary.BigEndian.AppendUint64(nil, 3), 1, "text ünï"},
+		{"SELECT t FROM gx WHERE id = $1", 21, binary.BigEndian.AppendUint16(nil, 3), 1, "text ünï"},
 	} {
-		res := pc.ExecParams(ctx, tc.sql, [][]byte{tc.val}, nil, []int16{tc.format}, nil).Read()
+		var oids []uint32
+		if tc.oid != 0 {
+			oids = []uint32{tc.oid}
+		}
+		res := pc.ExecParams(ctx, tc.sql, [][]byte{tc.val}, oids, []int16{tc.format}, nil).Read()
 		if res.Err != nil {
-			t.Fatalf("%s (format %d, type unspecified): %v", tc.sql, tc.format, res.Err)
+			t.Fatalf("%s (format %d, type OID %d): %v", tc.sql, tc.format, tc.oid, res.Err)
 		}
 		if len(res.Rows) != 1 || string(res.Rows[0][0]) != tc.want {
 			t.Fatalf("%s (format %d): %q, want %q", tc.sql, tc.format, res.Rows, tc.want)

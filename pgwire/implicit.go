@@ -44,7 +44,10 @@ func (s *execSession) implicitTx(ctx context.Context, sql string) (bool, error) 
 		return false, nil
 	}
 	if err := s.runInternal(ctx, "BEGIN"); err != nil {
-		return false, err
+		// A node that refuses a read-write BEGIN (a standby) runs the
+		// batch's statements one by one: its reads still work, and a
+		// write fails with the node's own answer.
+		return false, nil
 	}
 	s.implicit = true
 	return false, nil
