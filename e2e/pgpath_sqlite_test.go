@@ -55,6 +55,18 @@ func TestImplicitTransactionBetweenSyncs(t *testing.T) {
 			if n != 0 {
 				t.Fatalf("%d rows of a batch that failed remain, want 0 (the batch is one transaction)", n)
 			}
+			// A batch that begins with a read and fails at a later read
+			// rolls back the write between them.
+			b = &pgx.Batch{}
+			b.Queue("SELECT count(*) FROM itx")
+			b.Queue("INSERT INTO itx VALUES ($1, $2)", 10, "x")
+			b.Queue("SELECT * FROM itx_missing")
+			if err := conn.SendBatch(ctx, b).Close(); sqlState(err) == "" {
+				t.Fatalf("batch with a failing read: got %v, want an error from the server", err)
+			}
+			if err := other.QueryRow(ctx, "SELECT count(*) FROM itx").Scan(&n); err != nil || n != 0 {
+				t.Fatalf("after a batch that failed: %d rows (%v), want 0", n, err)
+			}
 			// A batch without error commits at Sync, visible to another session.
 			b = &pgx.Batch{}
 			for i := 1; i <= 3; i++ {
@@ -79,6 +91,14 @@ func TestImplicitTransactionBetweenSyncs(t *testing.T) {
 			}
 			if standby != "" {
 				waitRows(t, standby, "SELECT count(*) FROM itx", 3)
+				// A batch of reads on the standby (no transaction needed).
+				sc := connect(t, standby)
+				b = &pgx.Batch{}
+				b.Queue("SELECT count(*) FROM itx")
+				b.Queue("SELECT max(id) FROM itx")
+				if err := sc.SendBatch(ctx, b).Close(); err != nil {
+					t.Fatalf("a batch of reads on the standby: %v", err)
+				}
 			}
 		})
 	}

@@ -164,3 +164,28 @@ func TestBinaryCopyReader(t *testing.T) {
 		})
 	}
 }
+
+func TestReadOnlySQL(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SELECT 1", true},
+		{"  select * from t where id = $1", true},
+		{"VALUES (1)", true},
+		{"WITH a AS (SELECT 1) SELECT * FROM a", true},
+		{"SHOW search_path", true},
+		{"SELECT * INTO t2 FROM t", false},
+		{"SELECT * FROM t FOR UPDATE", false},
+		{"SELECT nextval('s')", false},
+		{"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", false},
+		{"INSERT INTO t VALUES (1)", false},
+		{"UPDATE t SET v = 1", false},
+		{"CREATE TABLE x (id int)", false},
+		{"", false},
+	} {
+		if got := readOnlySQL(tc.sql); got != tc.want {
+			t.Errorf("readOnlySQL(%q) = %v, want %v", tc.sql, got, tc.want)
+		}
+	}
+}

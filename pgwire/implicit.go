@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"context"
+	"regexp"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -40,7 +41,10 @@ func (s *execSession) implicitTx(ctx context.Context, sql string) (bool, error) 
 		}
 		return false, nil
 	}
-	if s.bs.TxStatus() != 'I' || txControl[kw[0]] || !s.c.ExecuteBeforeSync() {
+	// The transaction opens at the batch's first write: reads before it
+	// have nothing to roll back, and a batch of reads (each statement its
+	// own snapshot, as under READ COMMITTED) needs no transaction at all.
+	if s.bs.TxStatus() != 'I' || txControl[kw[0]] || readOnlySQL(sql) || !s.c.ExecuteBeforeSync() {
 		return false, nil
 	}
 	if err := s.runInternal(ctx, "BEGIN"); err != nil {
@@ -68,4 +72,16 @@ func (s *execSession) endImplicit(ctx context.Context) {
 			_ = s.runInternal(ctx, "ROLLBACK")
 		}
 	}
+}
+
+var writeWordsRe = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|MERGE|INTO|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE|NEXTVAL|SETVAL)\b`)
+
+// readOnlySQL: a query that changes nothing (a conservative reading: any
+// word that might write makes it a write).
+func readOnlySQL(sql string) bool {
+	switch FirstKeyword(sql) {
+	case "SELECT", "VALUES", "TABLE", "SHOW", "WITH":
+		return !writeWordsRe.MatchString(sql)
+	}
+	return false
 }
