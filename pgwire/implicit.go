@@ -44,7 +44,9 @@ func (s *execSession) implicitTx(ctx context.Context, sql string) (bool, error) 
 	// The transaction opens at the batch's first write: reads before it
 	// have nothing to roll back, and a batch of reads (each statement its
 	// own snapshot, as under READ COMMITTED) needs no transaction at all.
-	if s.bs.TxStatus() != 'I' || txControl[kw[0]] || readOnlySQL(sql) || !s.c.ExecuteBeforeSync() {
+	// DDL does not open it: the replicated designs still run DDL as a step
+	// of its own, outside transaction blocks (issue 19 item 1 lifts that).
+	if s.bs.TxStatus() != 'I' || txControl[kw[0]] || ddlWords[kw[0]] || readOnlySQL(sql) || !s.c.ExecuteBeforeSync() {
 		return false, nil
 	}
 	if err := s.runInternal(ctx, "BEGIN"); err != nil {
@@ -73,6 +75,8 @@ func (s *execSession) endImplicit(ctx context.Context) {
 		}
 	}
 }
+
+var ddlWords = map[string]bool{"CREATE": true, "DROP": true, "ALTER": true, "TRUNCATE": true, "COMMENT": true, "GRANT": true, "REVOKE": true}
 
 var writeWordsRe = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|MERGE|INTO|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE|NEXTVAL|SETVAL)\b`)
 

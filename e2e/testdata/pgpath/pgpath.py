@@ -105,6 +105,15 @@ try:
 except psycopg.errors.UniqueViolation:
     pass
 check("after failed COPY", conn.execute("SELECT count(*) FROM py_copy WHERE id = 100").fetchone(), (0,))
+# A COPY the client abandons (CopyFail) loads nothing, and the session goes on.
+try:
+    with conn.cursor() as cur:
+        with cur.copy("COPY py_copy (id, v) FROM STDIN") as cp:
+            cp.write_row((200, "abandoned"))
+            raise RuntimeError("client gives up")
+except (RuntimeError, psycopg.errors.QueryCanceled):
+    pass
+check("after CopyFail", conn.execute("SELECT count(*) FROM py_copy WHERE id = 200").fetchone(), (0,))
 # COPY inside a transaction block commits with it.
 with conn.transaction():
     with conn.cursor() as cur:
