@@ -218,6 +218,22 @@ func pgxBinary(t *testing.T, tg pgTarget) {
 	if len(got) != 10 || got[0] != 1 || got[9] != 10 {
 		t.Fatalf("DECLARE/FETCH read %v, want 1..10", got)
 	}
+	// Session settings reach the server (a SET the executor only noted
+	// would leave the server's time zone at UTC).
+	sc := connect(t, tg.dsn)
+	var local, shown string
+	if _, err := sc.Exec(ctx, "SET TimeZone = 'Asia/Tokyo'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.QueryRow(ctx, "SELECT '2026-01-01 00:00:00+00'::timestamptz::text").Scan(&local); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.QueryRow(ctx, "SHOW TimeZone").Scan(&shown); err != nil {
+		t.Fatal(err)
+	}
+	if local != "2026-01-01 09:00:00+09" || shown != "Asia/Tokyo" {
+		t.Fatalf("after SET TimeZone: %q, SHOW %q; want 2026-01-01 09:00:00+09, Asia/Tokyo", local, shown)
+	}
 	tg.sameOnStandby(t, "SELECT string_agg(concat_ws('|', id, t, n, ts, encode(b, 'hex'), f, u, big), ';' ORDER BY id) FROM gx")
 }
 

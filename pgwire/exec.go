@@ -704,10 +704,27 @@ var defaultSettings = map[string]string{
 
 func (s *execSession) isSpecial(sql string) bool {
 	switch FirstKeyword(sql) {
-	case "SET", "SHOW", "RESET", "DISCARD":
+	case "SET", "RESET", "DISCARD":
 		return true
+	case "SHOW":
+		// A back end that speaks PostgreSQL answers SHOW itself.
+		_, raw := s.bs.(RawSession)
+		return !raw
 	}
 	return false
+}
+
+// keptByTandem: settings a PostgreSQL back end's session must not take
+// from the client, since tandem's own statements and capture triggers run
+// in it: the search path (they name tandem's tables unqualified) and the
+// role (they need its privileges). tandem answers them as it does on SQLite.
+func keptByTandem(kw []string, m []string) bool {
+	for _, w := range kw[1:] {
+		if w == "ROLE" || w == "AUTHORIZATION" {
+			return true
+		}
+	}
+	return m != nil && strings.EqualFold(m[1], "search_path")
 }
 
 var setRe = regexp.MustCompile(`(?is)^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([a-z_.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$`)
@@ -717,6 +734,34 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	kw := Keywords(sql, 3)
 	if len(kw) == 0 {
 		return false, nil
+	}
+	if _, raw := s.bs.(RawSession); raw {
+		switch kw[0] {
+		case "SHOW":
+			return false, nil
+		case "SET", "RESET", "DISCARD":
+			// PostgreSQL keeps the setting itself (time zone, isolation
+			// level...); tandem still tracks it for ParameterStatus.
+			m := setRe.FindStringSubmatch(sql)
+			if kw[0] == "SET" && keptByTandem(kw, m) {
+				if m == nil {
+					s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+					return true, nil
+				}
+				break
+			}
+			if err := s.runInternal(ctx, sql); err != nil {
+				return true, err
+			}
+			if kw[0] == "DISCARD" && len(kw) > 1 && kw[1] == "ALL" {
+				// The server dropped every prepared statement and cursor.
+				s.stmts, s.portals = map[string]*prepared{}, map[string]*portal{}
+			}
+			if kw[0] == "SET" && m == nil {
+				s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+				return true, nil
+			}
+		}
 	}
 	switch kw[0] {
 	case "SET":
