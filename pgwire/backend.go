@@ -106,6 +106,13 @@ type CopyClient interface {
 	Receive() (pgproto3.FrontendMessage, error)
 }
 
+// PortalExecutor is implemented by raw sessions that can keep a portal on
+// the back end: Execute with a row limit (fetch) then reads the result
+// chunk by chunk instead of all at once.
+type PortalExecutor interface {
+	ExecutePortal(ctx context.Context, st Statement, params [][]byte, paramFormats, resultFormats []int16, fetch int) (Result, error)
+}
+
 // Raw is a value already encoded in its column's result format.
 type Raw []byte
 

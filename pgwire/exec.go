@@ -628,7 +628,9 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		}
 		var res Result
 		var err error
-		if rs, ok := s.bs.(RawSession); ok {
+		if pe, ok := s.bs.(PortalExecutor); ok && m.MaxRows > 0 {
+			res, err = pe.ExecutePortal(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats, int(m.MaxRows))
+		} else if rs, ok := s.bs.(RawSession); ok {
 			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats)
 		} else {
 			res, err = s.bs.Execute(ctx, pt.stmt.st, pt.args)

@@ -92,6 +92,14 @@ public class PgPath {
                     while (rs.next()) {
                         sum += rs.getInt(1);
                         rows++;
+                        if (rows == 1) {
+                            // The portal lives on the server while it is read
+                            // (as on a direct connection), not in the node.
+                            try (Statement st = c.createStatement(); ResultSet cr = st.executeQuery("SELECT count(*) FROM pg_cursors WHERE name <> '' AND NOT is_holdable")) {
+                                cr.next();
+                                check("open portals on the server", cr.getInt(1) >= 1, true);
+                            }
+                        }
                     }
                 }
                 check("fetch size rows", rows, 8);
