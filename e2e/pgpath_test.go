@@ -218,6 +218,11 @@ func pgxBinary(t *testing.T, tg pgTarget) {
 	if len(got) != 10 || got[0] != 1 || got[9] != 10 {
 		t.Fatalf("DECLARE/FETCH read %v, want 1..10", got)
 	}
+	// COPY errors are the server's own, never a message about another
+	// back end.
+	if _, err := pc.CopyFrom(ctx, strings.NewReader("1\n"), "COPY no_such_table FROM STDIN"); sqlState(err) != "42P01" || strings.Contains(err.Error(), "SQLite") {
+		t.Fatalf("COPY into a missing table: %v, want the server's 42P01", err)
+	}
 	// Session settings reach the server (a SET the executor only noted
 	// would leave the server's time zone at UTC).
 	sc := connect(t, tg.dsn)
