@@ -14,18 +14,18 @@ import (
 // TestImplicitTransactionBetweenSyncs: as in PostgreSQL, the statements of
 // one extended-protocol batch (no BEGIN, one Sync) form one transaction: an
 // error rolls every statement of the batch back, and a batch without error
-// is committed at Sync. On the executor paths: SQLite standalone and the
-// PostgreSQL hot-standby pair (through the router; the rows reach the
-// standby as one writeset).
+// is committed at Sync. On the executor paths: SQLite standalone, and the
+// hot-standby pairs on both back ends (through the router; the rows reach
+// the standby as one writeset).
 func TestImplicitTransactionBetweenSyncs(t *testing.T) {
-	for _, target := range []string{"sqlite", "postgres-hot-standby"} {
+	for _, target := range []string{"sqlite", "sqlite-hot-standby", "postgres-hot-standby"} {
 		t.Run(target, func(t *testing.T) {
 			ctx := context.Background()
 			var dsn, standby string
 			if target == "sqlite" {
 				dsn = startCluster(t, clusterSpec{backend: "sqlite"}).DSN
 			} else {
-				h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
+				h := writeHSOn(t, strings.TrimSuffix(target, "-hot-standby"), "2-safe-visible", "relaxed", "")
 				h.start("n1")
 				h.start("n2")
 				h.start("router")
