@@ -335,7 +335,7 @@ func colsOf(st *Statement, fds []pgconn.FieldDescription) []pgwire.Column {
 
 func writes(st *Statement) bool {
 	switch st.kind {
-	case "SELECT", "SHOW", "VALUES", "TABLE", "EXPLAIN", "SET", "RESET", "DISCARD", "DEALLOCATE", "PREPARE", "LISTEN", "NOTIFY", "VACUUM", "ANALYZE", "CHECKPOINT":
+	case "SELECT", "SHOW", "VALUES", "TABLE", "EXPLAIN", "SET", "RESET", "DISCARD", "DEALLOCATE", "PREPARE", "LISTEN", "NOTIFY", "VACUUM", "ANALYZE", "CHECKPOINT", "DECLARE", "FETCH", "MOVE", "CLOSE":
 		return st.kind == "SELECT" && strings.Contains(strings.ToUpper(st.sql), " INTO ")
 	case "WITH":
 		u := strings.ToUpper(st.sql)

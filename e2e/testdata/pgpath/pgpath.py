@@ -55,6 +55,10 @@ with conn.transaction():
         first = cur.fetchmany(2)
         rest = cur.fetchall()
         check("named cursor", [r[0] for r in first + rest], list(range(3, 9)))
+# A WITH HOLD cursor outside a transaction block.
+with conn.cursor(name="py_held", withhold=True) as cur:
+    cur.execute("SELECT id FROM py_types ORDER BY id")
+    check("held cursor", [r[0] for r in cur.fetchmany(3)] + [r[0] for r in cur.fetchall()], list(range(1, 9)))
 # DECLARE / FETCH / CLOSE by hand.
 with conn.transaction():
     conn.execute("DECLARE c2 CURSOR FOR SELECT g FROM generate_series(1, 7) g")
