@@ -240,6 +240,30 @@ func pgxBinary(t *testing.T, tg pgTarget) {
 		t.Fatalf("after SET TimeZone: %q, SHOW %q; want 2026-01-01 09:00:00+09, Asia/Tokyo", local, shown)
 	}
 	tg.sameOnStandby(t, "SELECT string_agg(concat_ws('|', id, t, n, ts, encode(b, 'hex'), f, u, big), ';' ORDER BY id) FROM gx")
+	if tg.standby != "" {
+		// On the standby a transaction block is read-only, as on
+		// PostgreSQL's hot standby: reads work, a write gets 25006.
+		sb := connect(t, tg.standby)
+		tx, err := sb.Begin(ctx)
+		if err != nil {
+			t.Fatalf("BEGIN on the standby: %v", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM gx WHERE id > $1", 0).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("read in a block on the standby: %d, %v", n, err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatalf("COMMIT of a read block on the standby: %v", err)
+		}
+		tx, err = sb.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO gx (id) VALUES (99)"); sqlState(err) != "25006" {
+			t.Fatalf("write in a block on the standby: %v, want 25006", err)
+		}
+		tx.Rollback(ctx)
+	}
 }
 
 // runPsycopg runs e2e/testdata/pgpath/pgpath.py (psycopg 3).

@@ -171,18 +171,35 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 			return &cmdResult{tag: "BEGIN"}, nil
 		}
 		readOnly := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
+		standby := false
 		if s.b.repl != nil && !readOnly {
 			if err := s.b.repl.Writable(); err != nil {
-				return nil, err
-			}
-			if err := s.b.fenceSequences(ctx); err != nil {
+				var pe *pgwire.Error
+				if !errors.As(err, &pe) || pe.Code != codeReadOnlyTx {
+					return nil, err
+				}
+				// A standby: the block is read-only, as on PostgreSQL's
+				// hot standby (its reads work; a write gets 25006).
+				standby = true
+			} else if err := s.b.fenceSequences(ctx); err != nil {
 				return nil, err
 			}
 		}
-		if lazyBegin(st) {
+		switch {
+		case lazyBegin(st) && standby:
+			s.pending = "BEGIN READ ONLY"
+		case lazyBegin(st):
 			s.pending = st.sql
-		} else if err := s.exec(ctx, st.sql); err != nil {
-			return nil, err
+		default:
+			if err := s.exec(ctx, st.sql); err != nil {
+				return nil, err
+			}
+			if standby {
+				if err := s.exec(ctx, "SET TRANSACTION READ ONLY"); err != nil {
+					_ = s.exec(ctx, "ROLLBACK")
+					return nil, err
+				}
+			}
 		}
 		s.inTx = true
 		return &cmdResult{tag: "BEGIN"}, nil
@@ -421,3 +438,6 @@ func (r *rowsResult) Tag() string  { return r.tag }
 func (r *rowsResult) Close() error { return nil }
 
 var errNoPK = errors.New("table has no primary key")
+
+// codeReadOnlyTx is the SQLSTATE a standby answers a write with.
+const codeReadOnlyTx = "25006"
