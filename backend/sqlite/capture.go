@@ -89,7 +89,7 @@ func readMeta(c *conn) (uint64, uint64, error) {
 }
 
 func userTables(c *conn) ([]string, error) {
-	rows, err := c.c.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_tandem_%' ORDER BY name", nil)
+	rows, err := c.c.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND (name NOT LIKE '_tandem_%' OR name = '_tandem_sequences') ORDER BY name", nil)
 	if err != nil {
 		return nil, err
 	}
