@@ -1,6 +1,10 @@
 package pgwire
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
 
 // Backend is a database that cannot speak the protocol itself (SQLite):
 // pgwire's executing server runs the protocol and calls it. Declared here,
@@ -63,6 +67,50 @@ type CopyFromer interface {
 // client asked for, so nothing is re-typed on the way.
 type RawSession interface {
 	ExecuteRaw(ctx context.Context, st Statement, params [][]byte, paramFormats, resultFormats []int16) (Result, error)
+}
+
+// TypedPreparer is implemented by sessions whose back end types parameters
+// itself (PostgreSQL): Parse's parameter type OIDs go to it as the client
+// sent them (0: let the server infer), and the statement's ParamOIDs are the
+// server's answer, so binary parameters are read with the client's types.
+type TypedPreparer interface {
+	PrepareTyped(ctx context.Context, sql string, paramOIDs []uint32) (Statement, error)
+}
+
+// PortalDescriber is implemented by sessions whose back end holds portals
+// of its own (cursors made with DECLARE): Describe of a portal the executor
+// does not know asks the back end. ok=false: no such portal there either.
+type PortalDescriber interface {
+	DescribePortal(ctx context.Context, name string) (cols []Column, ok bool, err error)
+}
+
+// CopyStreamer is implemented by sessions on a back end that runs COPY
+// itself (PostgreSQL): the statement goes to it as the client wrote it, and
+// the COPY sub-protocol is relayed message by message (every form and
+// format the server accepts). It returns the CommandComplete tag.
+type CopyStreamer interface {
+	Copy(ctx context.Context, sql string, client CopyClient) (tag string, err error)
+}
+
+// CopyClient is the client's side of a relayed COPY.
+type CopyClient interface {
+	// Send passes a server message (CopyInResponse, CopyOutResponse,
+	// CopyData, CopyDone) to the client; the executor buffers and flushes.
+	Send(msg pgproto3.BackendMessage) error
+	// Flush writes what Send buffered (before waiting for copy-in data).
+	Flush() error
+	// Receive returns the client's next COPY message: *pgproto3.CopyData,
+	// *pgproto3.CopyDone or *pgproto3.CopyFail (Flush and Sync are skipped,
+	// as PostgreSQL does during copy-in). The message is valid until the
+	// next Receive.
+	Receive() (pgproto3.FrontendMessage, error)
+}
+
+// PortalExecutor is implemented by raw sessions that can keep a portal on
+// the back end: Execute with a row limit (fetch) then reads the result
+// chunk by chunk instead of all at once.
+type PortalExecutor interface {
+	ExecutePortal(ctx context.Context, st Statement, params [][]byte, paramFormats, resultFormats []int16, fetch int) (Result, error)
 }
 
 // Raw is a value already encoded in its column's result format.

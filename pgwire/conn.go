@@ -126,6 +126,29 @@ func (f *Framer) ReadUntyped() ([]byte, error) {
 // flushes its output when this reaches zero.
 func (f *Framer) Buffered() int { return f.w - f.r }
 
+// ExecuteBeforeSync reports whether the frames already buffered hold an
+// Execute before the next Sync (or, cut short, a Bind): the running
+// extended-protocol batch has more statements to come.
+func (f *Framer) ExecuteBeforeSync() bool {
+	bind := false
+	for i := f.r; i+5 <= f.w; {
+		switch f.buf[i] {
+		case 'S':
+			return false
+		case 'E':
+			return true
+		case 'B':
+			bind = true
+		}
+		l := int(binary.BigEndian.Uint32(f.buf[i+1:]))
+		if l < 4 {
+			return false
+		}
+		i += 1 + l
+	}
+	return bind
+}
+
 // TakeBuffered returns the bytes read but not yet framed, and forgets them
 // (a relay that takes the socket over forwards them first).
 func (f *Framer) TakeBuffered() []byte {

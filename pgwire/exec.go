@@ -57,6 +57,7 @@ type execSession struct {
 	portals  map[string]*portal
 	settings map[string]string
 	failed   bool // an error inside a transaction block: only ROLLBACK works
+	implicit bool // an extended-protocol batch's implicit transaction, committed at Sync
 	skip     bool // after an extended-protocol error: discard until Sync
 	mu       sync.Mutex
 	row      []any
@@ -123,6 +124,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			herr = s.closeMsg(body)
 		case 'S':
 			s.skip = false
+			s.endImplicit(ctx)
 			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 		case 'H':
 			if err := c.Flush(); err != nil {
@@ -169,7 +171,15 @@ func (s *execSession) fatal(err error) {
 }
 
 func (s *execSession) sendError(err error) {
-	if s.bs.TxStatus() == 'T' {
+	if s.implicit {
+		// An error rolls the whole batch back, as in PostgreSQL.
+		s.implicit = false
+		if s.bs.TxStatus() == 'T' {
+			if rerr := s.runInternal(context.Background(), "ROLLBACK"); rerr != nil {
+				s.failed = true
+			}
+		}
+	} else if s.bs.TxStatus() == 'T' {
 		s.failed = true
 	}
 	s.c.Append(ToErrorResponse(err))
@@ -260,7 +270,7 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 		return err
 	}
 	if FirstKeyword(sql) == "COPY" {
-		return s.copyIn(ctx, sql)
+		return s.copy(ctx, sql)
 	}
 	st, err := s.bs.Prepare(ctx, sql)
 	if err != nil {
@@ -430,12 +440,25 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 		return Errorf(CodeSyntax, "cannot insert multiple commands into a prepared statement")
 	}
 	p := &prepared{sql: m.Query, paramOIDs: append([]uint32(nil), m.ParameterOIDs...)}
-	if len(stmts) == 1 && !s.isSpecial(stmts[0]) {
-		st, err := s.bs.Prepare(ctx, stmts[0])
+	if len(stmts) == 1 && !s.isSpecial(stmts[0]) && FirstKeyword(stmts[0]) != "COPY" {
+		var st Statement
+		var err error
+		if tp, ok := s.bs.(TypedPreparer); ok {
+			st, err = tp.PrepareTyped(ctx, stmts[0], p.paramOIDs)
+		} else {
+			st, err = s.bs.Prepare(ctx, stmts[0])
+		}
 		if err != nil {
 			return err
 		}
 		p.st = st
+		if _, ok := s.bs.(TypedPreparer); ok {
+			if pt, ok := st.(ParamTyper); ok {
+				// The server's answer: the client's types where it gave
+				// them, the inferred ones elsewhere.
+				p.paramOIDs = append([]uint32(nil), pt.ParamOIDs()...)
+			}
+		}
 		for len(p.paramOIDs) < st.NumParams() {
 			p.paramOIDs = append(p.paramOIDs, 0)
 		}
@@ -534,6 +557,21 @@ func (s *execSession) describe(ctx context.Context, body []byte) error {
 	case 'P':
 		pt := s.portals[m.Name]
 		if pt == nil {
+			if pd, ok := s.bs.(PortalDescriber); ok && m.Name != "" {
+				// A cursor made with DECLARE lives on the back end.
+				cols, found, err := pd.DescribePortal(ctx, m.Name)
+				if err != nil {
+					return err
+				}
+				if found {
+					if cols == nil {
+						s.c.Append(&pgproto3.NoData{})
+					} else {
+						s.c.Append(rowDescription(cols, nil))
+					}
+					return nil
+				}
+			}
 			return Errorf(CodeUndefinedCursor, "portal %q does not exist", m.Name)
 		}
 		cols, err := s.stmtColumns(ctx, pt.stmt)
@@ -580,9 +618,19 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		if err := s.checkFailed(pt.stmt.sql); err != nil {
 			return err
 		}
+		if done, err := s.implicitTx(ctx, pt.stmt.sql); done || err != nil {
+			pt.done = true
+			return err
+		}
+		if FirstKeyword(pt.stmt.sql) == "COPY" {
+			pt.done = true
+			return s.copy(ctx, pt.stmt.sql)
+		}
 		var res Result
 		var err error
-		if rs, ok := s.bs.(RawSession); ok {
+		if pe, ok := s.bs.(PortalExecutor); ok && m.MaxRows > 0 {
+			res, err = pe.ExecutePortal(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats, int(m.MaxRows))
+		} else if rs, ok := s.bs.(RawSession); ok {
 			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats)
 		} else {
 			res, err = s.bs.Execute(ctx, pt.stmt.st, pt.args)
@@ -658,10 +706,27 @@ var defaultSettings = map[string]string{
 
 func (s *execSession) isSpecial(sql string) bool {
 	switch FirstKeyword(sql) {
-	case "SET", "SHOW", "RESET", "DISCARD":
+	case "SET", "RESET", "DISCARD":
 		return true
+	case "SHOW":
+		// A back end that speaks PostgreSQL answers SHOW itself.
+		_, raw := s.bs.(RawSession)
+		return !raw
 	}
 	return false
+}
+
+// keptByTandem: settings a PostgreSQL back end's session must not take
+// from the client, since tandem's own statements and capture triggers run
+// in it: the search path (they name tandem's tables unqualified) and the
+// role (they need its privileges). tandem answers them as it does on SQLite.
+func keptByTandem(kw []string, m []string) bool {
+	for _, w := range kw[1:] {
+		if w == "ROLE" || w == "AUTHORIZATION" {
+			return true
+		}
+	}
+	return m != nil && strings.EqualFold(m[1], "search_path")
 }
 
 var setRe = regexp.MustCompile(`(?is)^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([a-z_.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$`)
@@ -671,6 +736,34 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	kw := Keywords(sql, 3)
 	if len(kw) == 0 {
 		return false, nil
+	}
+	if _, raw := s.bs.(RawSession); raw {
+		switch kw[0] {
+		case "SHOW":
+			return false, nil
+		case "SET", "RESET", "DISCARD":
+			// PostgreSQL keeps the setting itself (time zone, isolation
+			// level...); tandem still tracks it for ParameterStatus.
+			m := setRe.FindStringSubmatch(sql)
+			if kw[0] == "SET" && keptByTandem(kw, m) {
+				if m == nil {
+					s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+					return true, nil
+				}
+				break
+			}
+			if err := s.runInternal(ctx, sql); err != nil {
+				return true, err
+			}
+			if kw[0] == "DISCARD" && len(kw) > 1 && kw[1] == "ALL" {
+				// The server dropped every prepared statement and cursor.
+				s.stmts, s.portals = map[string]*prepared{}, map[string]*portal{}
+			}
+			if kw[0] == "SET" && m == nil {
+				s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+				return true, nil
+			}
+		}
 	}
 	switch kw[0] {
 	case "SET":
@@ -748,13 +841,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 
 // ---- COPY FROM STDIN ----
 
-var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+([a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
+var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+("?[a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
 
 func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	cf, ok := s.bs.(CopyFromer)
 	m := copyRe.FindStringSubmatch(sql)
 	if !ok || m == nil {
-		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN in text or CSV format is (use INSERT, or a PostgreSQL back end)")
+		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN and COPY table [(columns)] | (query) TO STDOUT are, in text, CSV or binary format (use INSERT, or a PostgreSQL back end)")
 	}
 	table := strings.Trim(m[1], `"`)
 	var columns []string
@@ -766,8 +859,26 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	opts := strings.ToLower(m[4])
 	isCSV := strings.Contains(opts, "csv")
 	header := strings.Contains(opts, "header")
-	if strings.Contains(opts, "binary") {
-		return Errorf(CodeFeatureNotSupported, "COPY BINARY is not supported on the SQLite back end; use text or CSV format")
+	var binReader *binaryCopyReader
+	if parseCopyOptions(opts).binary {
+		// Binary fields are decoded by their columns' types.
+		cols := "*"
+		if len(columns) > 0 {
+			cols = m[3]
+		}
+		st, err := s.bs.Prepare(ctx, "SELECT "+cols+" FROM "+m[1])
+		if err != nil {
+			return err
+		}
+		desc, err := st.Describe(ctx)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		binReader = &binaryCopyReader{}
+		for _, c := range desc {
+			binReader.oids = append(binReader.oids, c.OID)
+		}
 	}
 	delim := byte('\t')
 	if isCSV {
@@ -787,7 +898,16 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	if ncols == 0 {
 		ncols = -1
 	}
-	s.c.Append(&pgproto3.CopyInResponse{OverallFormat: 0, ColumnFormatCodes: make([]uint16, max(ncols, 0))})
+	inFormat := byte(0)
+	if binReader != nil {
+		inFormat = 1
+		ncols = len(binReader.oids)
+	}
+	colFormats := make([]uint16, max(ncols, 0))
+	for i := range colFormats {
+		colFormats[i] = uint16(inFormat)
+	}
+	s.c.Append(&pgproto3.CopyInResponse{OverallFormat: inFormat, ColumnFormatCodes: colFormats})
 	if err := s.c.Flush(); err != nil {
 		return err
 	}
@@ -829,7 +949,16 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 		}
 	}()
 	var next func() ([]*string, bool, error)
-	if isCSV {
+	if binReader != nil {
+		binReader.r = pr
+		next = func() ([]*string, bool, error) {
+			row, ok, err := binReader.next()
+			if err != nil {
+				return nil, false, copyErr(err)
+			}
+			return row, ok, nil
+		}
+	} else if isCSV {
 		r := csv.NewReader(pr)
 		r.Comma = rune(delim)
 		r.FieldsPerRecord = -1

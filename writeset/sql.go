@@ -129,7 +129,7 @@ func appendArgs(dst []any, vs []Value) []any {
 
 // UpsertSQL returns
 //
-//	INSERT INTO t (c1, ..., cn) VALUES (p1, ..., pn)
+//	INSERT INTO t (c1, ..., cn) [OVERRIDING SYSTEM VALUE] VALUES (p1, ..., pn)
 //	ON CONFLICT (k1, ...) DO UPDATE SET c = excluded.c, ...
 //
 // binding the values of cols in order. When every column is a key column the
@@ -143,7 +143,13 @@ func UpsertSQL(d Dialect, table string, cols, keyCols []string) (string, error) 
 	b.WriteString(quoteTable(d, table))
 	b.WriteString(" (")
 	writeIdents(&b, d, cols, ", ")
-	b.WriteString(") VALUES (")
+	b.WriteString(")")
+	if d.Name() == "postgres" {
+		// The after-image carries identity values too, even for
+		// GENERATED ALWAYS columns.
+		b.WriteString(" OVERRIDING SYSTEM VALUE")
+	}
+	b.WriteString(" VALUES (")
 	for i := range cols {
 		if i > 0 {
 			b.WriteString(", ")

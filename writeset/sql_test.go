@@ -18,14 +18,14 @@ func TestRowStatement(t *testing.T) {
 		{
 			name:     "insert",
 			row:      insertRow(),
-			postgres: `INSERT INTO "call_forwarding" ("s_id", "sf_type", "start_time", "end_time", "numberx") VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("s_id", "sf_type", "start_time") DO UPDATE SET "end_time" = excluded."end_time", "numberx" = excluded."numberx"`,
+			postgres: `INSERT INTO "call_forwarding" ("s_id", "sf_type", "start_time", "end_time", "numberx") OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("s_id", "sf_type", "start_time") DO UPDATE SET "end_time" = excluded."end_time", "numberx" = excluded."numberx"`,
 			sqlite:   `INSERT INTO "call_forwarding" ("s_id", "sf_type", "start_time", "end_time", "numberx") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("s_id", "sf_type", "start_time") DO UPDATE SET "end_time" = excluded."end_time", "numberx" = excluded."numberx"`,
 			args:     []any{int64(7), int64(2), int64(8), int64(16), "555-0100"},
 		},
 		{
 			name:     "update keeping the key is an upsert",
 			row:      updateRow(),
-			postgres: `INSERT INTO "subscriber" ("s_id", "bit_1", "vlr_location", "msc_location", "blob") VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("s_id") DO UPDATE SET "bit_1" = excluded."bit_1", "vlr_location" = excluded."vlr_location", "msc_location" = excluded."msc_location", "blob" = excluded."blob"`,
+			postgres: `INSERT INTO "subscriber" ("s_id", "bit_1", "vlr_location", "msc_location", "blob") OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5) ON CONFLICT ("s_id") DO UPDATE SET "bit_1" = excluded."bit_1", "vlr_location" = excluded."vlr_location", "msc_location" = excluded."msc_location", "blob" = excluded."blob"`,
 			sqlite:   `INSERT INTO "subscriber" ("s_id", "bit_1", "vlr_location", "msc_location", "blob") VALUES (?, ?, ?, ?, ?) ON CONFLICT ("s_id") DO UPDATE SET "bit_1" = excluded."bit_1", "vlr_location" = excluded."vlr_location", "msc_location" = excluded."msc_location", "blob" = excluded."blob"`,
 			args:     []any{int64(7), true, int64(-3), nil, []byte{0, 1, 0xfe}},
 		},
@@ -46,7 +46,7 @@ func TestRowStatement(t *testing.T) {
 		{
 			name:     "key-only table does nothing on conflict",
 			row:      Row{Table: "tags", Op: OpInsert, KeyCols: []string{"a", "b"}, Key: []Value{Int(1), Text("x")}, Cols: []string{"b", "a"}, After: []Value{Text("x"), Int(1)}},
-			postgres: `INSERT INTO "tags" ("b", "a") VALUES ($1, $2) ON CONFLICT ("a", "b") DO NOTHING`,
+			postgres: `INSERT INTO "tags" ("b", "a") OVERRIDING SYSTEM VALUE VALUES ($1, $2) ON CONFLICT ("a", "b") DO NOTHING`,
 			sqlite:   `INSERT INTO "tags" ("b", "a") VALUES (?, ?) ON CONFLICT ("a", "b") DO NOTHING`,
 			args:     []any{"x", int64(1)},
 		},

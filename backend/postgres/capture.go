@@ -486,6 +486,7 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 }
 
 func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset) error {
+	b.seqs.stale()
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
 	c, err := b.applyConn(ctx)
@@ -526,6 +527,7 @@ func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset
 
 // Apply applies one writeset with the GSN recorded in the same transaction.
 func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
+	b.seqs.stale()
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
 	c, err := b.applyConn(ctx)
@@ -642,6 +644,7 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 	if err != nil {
 		return err
 	}
+	b.seqs.stale()
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
 	b.dropApplyConn()

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +37,7 @@ type Backend struct {
 	commitMu sync.Mutex // GSN order = commit order
 	params   [][2]string
 	seq      atomic.Uint64
+	seqs     seqFence // sequences moved past the rows before writing as primary
 }
 
 // NewBackend connects sessions with the given DSN.
@@ -123,6 +123,12 @@ func (s *Session) TxStatus() byte {
 
 // Prepare implements pgwire.BackendSession.
 func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, error) {
+	return s.PrepareTyped(ctx, sql, nil)
+}
+
+// PrepareTyped implements pgwire.TypedPreparer: the statement is prepared on
+// the server with the client's parameter types (0: the server infers).
+func (s *Session) PrepareTyped(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
 	if len(words) > 0 {
@@ -133,7 +139,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return st, nil
 	}
 	st.name = "tandem_" + strconv.FormatUint(s.b.seq.Add(1), 36)
-	d, err := s.c.Prepare(ctx, st.name, sql, nil)
+	d, err := s.c.Prepare(ctx, st.name, sql, paramOIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +171,35 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 			return &cmdResult{tag: "BEGIN"}, nil
 		}
 		readOnly := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
+		standby := false
 		if s.b.repl != nil && !readOnly {
 			if err := s.b.repl.Writable(); err != nil {
+				var pe *pgwire.Error
+				if !errors.As(err, &pe) || pe.Code != codeReadOnlyTx {
+					return nil, err
+				}
+				// A standby: the block is read-only, as on PostgreSQL's
+				// hot standby (its reads work; a write gets 25006).
+				standby = true
+			} else if err := s.b.fenceSequences(ctx); err != nil {
 				return nil, err
 			}
 		}
-		if lazyBegin(st) {
+		switch {
+		case lazyBegin(st) && standby:
+			s.pending = "BEGIN READ ONLY"
+		case lazyBegin(st):
 			s.pending = st.sql
-		} else if err := s.exec(ctx, st.sql); err != nil {
-			return nil, err
+		default:
+			if err := s.exec(ctx, st.sql); err != nil {
+				return nil, err
+			}
+			if standby {
+				if err := s.exec(ctx, "SET TRANSACTION READ ONLY"); err != nil {
+					_ = s.exec(ctx, "ROLLBACK")
+					return nil, err
+				}
+			}
 		}
 		s.inTx = true
 		return &cmdResult{tag: "BEGIN"}, nil
@@ -187,6 +213,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	autocommit := !s.inTx && s.b.repl != nil && writes(st)
 	if autocommit {
 		if err := s.b.repl.Writable(); err != nil {
+			return nil, err
+		}
+		if err := s.b.fenceSequences(ctx); err != nil {
 			return nil, err
 		}
 		s.pending = "BEGIN"
@@ -217,6 +246,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 		rows = append(rows, row)
 	}
+	// The statement's own columns, before the reader moves on to the
+	// writeset's result (pgconn reuses it).
+	cols := colsOf(st, rr.FieldDescriptions())
 	tag, err := rr.Close()
 	var ws []writeset.Row
 	if mrr != nil {
@@ -238,7 +270,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 		return nil, err
 	}
-	res := &rowsResult{cols: colsOf(st, rr.FieldDescriptions()), rows: rows, tag: tag.String()}
+	res := &rowsResult{cols: cols, rows: rows, tag: tag.String()}
 	if autocommit {
 		s.inTx = false
 		ddl := ""
@@ -320,7 +352,7 @@ func colsOf(st *Statement, fds []pgconn.FieldDescription) []pgwire.Column {
 
 func writes(st *Statement) bool {
 	switch st.kind {
-	case "SELECT", "SHOW", "VALUES", "TABLE", "EXPLAIN", "SET", "RESET", "DISCARD", "DEALLOCATE", "PREPARE", "LISTEN", "NOTIFY", "VACUUM", "ANALYZE", "CHECKPOINT":
+	case "SELECT", "SHOW", "VALUES", "TABLE", "EXPLAIN", "SET", "RESET", "DISCARD", "DEALLOCATE", "PREPARE", "LISTEN", "NOTIFY", "VACUUM", "ANALYZE", "CHECKPOINT", "DECLARE", "FETCH", "MOVE", "CLOSE":
 		return st.kind == "SELECT" && strings.Contains(strings.ToUpper(st.sql), " INTO ")
 	case "WITH":
 		u := strings.ToUpper(st.sql)
@@ -375,64 +407,6 @@ func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
 // Close implements pgwire.BackendSession: closing the connection rolls back.
 func (s *Session) Close() error { return s.c.Close(context.Background()) }
 
-// CopyFrom implements pgwire.CopyFromer by re-serialising rows in COPY
-// text format (so capture triggers see every row).
-func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
-	var buf bytes.Buffer
-	for {
-		row, ok, err := next()
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		for i, v := range row {
-			if i > 0 {
-				buf.WriteByte('\t')
-			}
-			if v == nil {
-				buf.WriteString(`\N`)
-				continue
-			}
-			r := strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
-			buf.WriteString(r.Replace(*v))
-		}
-		buf.WriteByte('\n')
-	}
-	q := "COPY " + pgQuote(table)
-	if len(columns) > 0 {
-		qc := make([]string, len(columns))
-		for i, c := range columns {
-			qc[i] = pgQuote(c)
-		}
-		q += " (" + strings.Join(qc, ", ") + ")"
-	}
-	q += " FROM STDIN"
-	if err := s.flushBegin(ctx); err != nil {
-		return 0, err
-	}
-	autocommit := !s.inTx && s.b.repl != nil
-	if autocommit {
-		if err := s.exec(ctx, "BEGIN"); err != nil {
-			return 0, err
-		}
-	}
-	tag, err := s.c.CopyFrom(ctx, &buf, q)
-	if err != nil {
-		if autocommit {
-			_ = s.exec(ctx, "ROLLBACK")
-		}
-		return 0, err
-	}
-	if autocommit {
-		if err := s.replicatedCommit(ctx, "", nil); err != nil {
-			return 0, err
-		}
-	}
-	return tag.RowsAffected(), nil
-}
-
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func pgLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
@@ -464,3 +438,6 @@ func (r *rowsResult) Tag() string  { return r.tag }
 func (r *rowsResult) Close() error { return nil }
 
 var errNoPK = errors.New("table has no primary key")
+
+// codeReadOnlyTx is the SQLSTATE a standby answers a write with.
+const codeReadOnlyTx = "25006"
