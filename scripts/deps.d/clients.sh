@@ -14,7 +14,8 @@ status=0
 if command -v python3 >/dev/null 2>&1; then
   if ! python3 -c 'import psycopg, sqlalchemy, alembic' >/dev/null 2>&1; then
     echo "deps.d/clients: pip install psycopg[binary] sqlalchemy alembic" >&2
-    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic || status=1
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic || status=1
   fi
 else
   echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2
