@@ -119,11 +119,15 @@ func catalogSQL() []string {
 		UNION ALL
 		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), i.relname, 2200, 0, 0, 10, 403, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'i', i.ncols,
 			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
-		FROM _pg_index_all i`)
+		FROM _pg_index_all i
+		UNION ALL
+		SELECT CAST(_tandem_oid(s.name) AS INTEGER), s.name, 2200, 0, 0, 10, 0, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'S', 3,
+			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
+		FROM main._tandem_sequences s`)
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
-			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, '' AS indcollation, '' AS indclass, '' AS indoption,
+			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, _tandem_zeros(i.ncols) AS indclass, _tandem_zeros(i.ncols) AS indoption,
 			NULL AS indexprs, NULL AS indpred
 		FROM _pg_index_all i`)
 	add("pg_attribute", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS attrelid, p.name AS attname,
@@ -198,6 +202,8 @@ func catalogSQL() []string {
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
 			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
+	add("pg_sequence", `SELECT CAST(_tandem_oid(name) AS INTEGER) AS seqrelid, CAST(type_oid AS INTEGER) AS seqtypid, start_value AS seqstart,
+			increment AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache, cycle AS seqcycle FROM main._tandem_sequences`)
 	add("pg_settings", `SELECT column1 AS name, column2 AS setting, NULL AS unit, 'tandem' AS category, '' AS short_desc, '' AS extra_desc,
 			'user' AS context, 'string' AS vartype, 'default' AS source, NULL AS min_val, NULL AS max_val, NULL AS enumvals,
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
@@ -236,6 +242,12 @@ func catalogSQL() []string {
 		{"pg_foreign_table", "CAST(0 AS INTEGER) AS ftrelid, CAST(0 AS INTEGER) AS ftserver"},
 		{"pg_extension", "CAST(0 AS INTEGER) AS oid, '' AS extname, CAST(0 AS INTEGER) AS extowner, CAST(0 AS INTEGER) AS extnamespace, '' AS extversion"},
 		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname"},
+		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype"},
+		{"pg_operator", "CAST(0 AS INTEGER) AS oid, '' AS oprname, CAST(11 AS INTEGER) AS oprnamespace"},
+		{"pg_depend", "CAST(0 AS INTEGER) AS classid, CAST(0 AS INTEGER) AS objid, 0 AS objsubid, CAST(0 AS INTEGER) AS refclassid, CAST(0 AS INTEGER) AS refobjid, 0 AS refobjsubid, 'n' AS deptype"},
+		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
+		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname"},
+		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
 		{"pg_tablespace", "CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions"},
 		{"pg_enum", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS enumtypid, 0.0 AS enumsortorder, '' AS enumlabel"},
 		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype"},
@@ -335,6 +347,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		fn   any
 	}{
 		{"_tandem_oid", RelOID},
+		{"_tandem_zeros", func(n int64) string { return strings.TrimSpace(strings.Repeat("0 ", int(max(n, 0)))) }},
 		{"_tandem_seq_exhausted", func(name string) (int64, error) {
 			return 0, fmt.Errorf("nextval: reached maximum value of sequence %q", name)
 		}},
@@ -377,6 +390,11 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_table_is_visible", func(any) bool { return true }},
 		{"pg_type_is_visible", func(any) bool { return true }},
 		{"pg_function_is_visible", func(any) bool { return true }},
+		{"pg_collation_is_visible", func(any) bool { return true }},
+		{"pg_conversion_is_visible", func(any) bool { return true }},
+		{"pg_opclass_is_visible", func(any) bool { return true }},
+		{"pg_operator_is_visible", func(any) bool { return true }},
+		{"pg_ts_config_is_visible", func(any) bool { return true }},
 		{"pg_get_expr", func(expr any, args ...any) any {
 			if expr == nil {
 				return nil
@@ -429,8 +447,13 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return nil
 		}},
-		{"to_regtype", func(name string) any {
-			if t := TypeByName[strings.ToLower(strings.TrimSpace(name))]; t != nil {
+		{"to_regtype", func(name any) any {
+			if name == nil {
+				return nil
+			}
+			n := strings.ToLower(strings.TrimSpace(fmt.Sprint(toText(name))))
+			n = strings.TrimPrefix(n, "pg_catalog.")
+			if t := TypeByName[strings.Trim(n, `"`)]; t != nil {
 				return int64(t.OID)
 			}
 			return nil

@@ -490,6 +490,23 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
 			tr.Script = append(tr.Script, t.triggers...)
 			t.triggers = nil
+		case pg_query.AlterTableType_AT_AddConstraint:
+			c := cmd.Def.GetConstraint()
+			if c == nil || (c.Contype != pg_query.ConstrType_CONSTR_PRIMARY && c.Contype != pg_query.ConstrType_CONSTR_UNIQUE) {
+				return nil, unsupported("ALTER TABLE ADD CONSTRAINT other than PRIMARY KEY and UNIQUE")
+			}
+			keys := strs(c.Keys)
+			idx := c.Conname
+			if idx == "" {
+				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+					idx = name + "_pkey"
+				} else {
+					idx = name + "_" + strings.Join(keys, "_") + "_key"
+				}
+			}
+			// SQLite cannot add a constraint to a table: a unique index
+			// enforces the same rows.
+			tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
 		case pg_query.AlterTableType_AT_DropColumn:
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))

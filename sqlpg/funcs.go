@@ -44,6 +44,7 @@ var timeLayouts = []string{
 	"2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999-07", "2006-01-02T15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999",
 	"2006-01-02 15:04", "2006-01-02", "2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02 15:04:05.999999999-0700",
+	"2006-01-02 -07", "2006-01-02 -07:00", "2006-01-02 15:04:05.999999999 -07", "2006-01-02 15:04:05.999999999 -07:00",
 }
 
 // ParseTime reads the timestamp forms clients and SQLite write.
@@ -738,6 +739,10 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 
 func arrayElems(a any) []string {
 	s := strings.TrimSpace(fmt.Sprint(toText(a)))
+	if len(s) > 0 && s[0] != '{' {
+		// int2vector / oidvector text form: "1 2 3"
+		return strings.Fields(s)
+	}
 	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
 		return nil
 	}
@@ -799,6 +804,33 @@ func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
 		namedFunc{"_pg_array_has", arrayHas},
+		namedFunc{"_pg_array_json", func(arr any) any {
+			if arr == nil {
+				return "[]"
+			}
+			var b strings.Builder
+			b.WriteByte('[')
+			for i, e := range arrayElems(arr) {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if _, err := strconv.ParseInt(e, 10, 64); err == nil {
+					b.WriteString(e)
+				} else if e == "NULL" {
+					b.WriteString("null")
+				} else {
+					writeJSONString(&b, e)
+				}
+			}
+			b.WriteByte(']')
+			return b.String()
+		}},
+		namedFunc{"_pg_array_elem", func(v any) string {
+			if v == nil {
+				return "NULL"
+			}
+			return strings.Trim(arrayLiteral([]any{v}), "{}")
+		}},
 		namedFunc{"_pg_array_lacks", func(arr, x any) any {
 			r := arrayHas(arr, x)
 			if b, ok := r.(bool); ok {

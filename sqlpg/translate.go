@@ -499,6 +499,22 @@ func (t *translator) node(n *pg_query.Node) {
 		t.rangeVar(x.RangeVar)
 	case *pg_query.Node_SelectStmt:
 		t.selectStmt(x.SelectStmt)
+	case *pg_query.Node_ColumnRef:
+		// schema.table.column: SQLite knows no schemas; the catalog's
+		// relations are views with their own names.
+		f := x.ColumnRef.Fields
+		if len(f) == 3 {
+			schema := strings.ToLower(f[0].GetString_().GetSval())
+			table := f[1].GetString_().GetSval()
+			switch schema {
+			case "public":
+				x.ColumnRef.Fields = f[1:]
+			case "pg_catalog", "information_schema":
+				if view, ok := CatalogRelation(schema, table); ok {
+					x.ColumnRef.Fields = []*pg_query.Node{pg_query.MakeStrNode(view), f[2]}
+				}
+			}
+		}
 	case *pg_query.Node_CollateClause:
 		if x.CollateClause.Arg != nil {
 			n.Node = x.CollateClause.Arg.Node
@@ -581,6 +597,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if s.Op != pg_query.SetOperation_SETOP_NONE {
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
 	}
+	t.targetSRFs(s)
 	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
 		t.fail(unsupported("SELECT DISTINCT ON"))
 	}
@@ -663,7 +680,7 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 			n.Node = call("_tandem_oid", strConst(name)).Node
 			return
 		}
-		n.Node = template("(SELECT relname FROM pg_class WHERE oid = __arg0__)", c.Arg).Node
+		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__)", c.Arg).Node
 		return
 	case "regtype":
 		n.Node = call("_tandem_regtype", c.Arg).Node
@@ -826,7 +843,7 @@ var funcRename = map[string]string{
 }
 
 var unsupportedFuncs = map[string]string{
-	"array_agg": "array_agg", "unnest": "unnest", "json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
+"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
 	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
@@ -868,6 +885,18 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if tpl, ok := catalogTemplates[name]; ok {
 		n.Node = template(tpl, f.Args...).Node
+		return
+	}
+	if name == "array_agg" && len(f.Args) == 1 {
+		// The array's text form: '{' || group_concat(element, ',') || '}'
+		// (NULL for no rows, as PostgreSQL).
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
+		f.Args = []*pg_query.Node{call("_pg_array_elem", f.Args[0]), strConst(",")}
+		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
+		cat := func(l, r *pg_query.Node) *pg_query.Node {
+			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)
+		}
+		n.Node = cat(cat(strConst("{"), agg), strConst("}")).Node
 		return
 	}
 	switch name {
@@ -1081,11 +1110,11 @@ func figureColname(n *pg_query.Node) (string, int) {
 // catalogTemplates: catalog functions that look rows up, as subqueries on
 // the catalog views (__argN__ is the call's Nth argument).
 var catalogTemplates = map[string]string{
-	"pg_get_indexdef":        "(SELECT indexdef FROM pg_indexes WHERE _tandem_oid(indexname) = __arg0__)",
-	"pg_get_constraintdef":   "(SELECT _condef FROM pg_constraint WHERE oid = __arg0__)",
-	"pg_get_viewdef":         "(SELECT definition FROM pg_views WHERE _tandem_oid(viewname) = __arg0__)",
-	"to_regclass":            "(SELECT oid FROM pg_class WHERE relname = __arg0__)",
-	"pg_get_serial_sequence": "(SELECT 'public.' || sequence FROM main._tandem_columns WHERE table_name = __arg0__ AND column_name = __arg1__)",
+	"pg_get_indexdef":        "(SELECT _t.indexdef FROM pg_indexes _t WHERE _tandem_oid(_t.indexname) = __arg0__)",
+	"pg_get_constraintdef":   "(SELECT _t._condef FROM pg_constraint _t WHERE _t.oid = __arg0__)",
+	"pg_get_viewdef":         "(SELECT _t.definition FROM pg_views _t WHERE _tandem_oid(_t.viewname) = __arg0__)",
+	"to_regclass":            "(SELECT _t.oid FROM pg_class _t WHERE _t.relname = __arg0__)",
+	"pg_get_serial_sequence": "(SELECT 'public.' || _t.sequence FROM main._tandem_columns _t WHERE _t.table_name = __arg0__ AND _t.column_name = __arg1__)",
 }
 
 var templateCache sync.Map
@@ -1202,5 +1231,64 @@ func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) 
 		n.Node = call("_pg_ts_diff", e.Lexpr, e.Rexpr).Node
 	case ln == "interval" && rn == "interval":
 		n.Node = call("_pg_interval_add", e.Lexpr, e.Rexpr, sign).Node
+	}
+}
+
+// targetSRFs: unnest(arr) and generate_subscripts(arr, 1) in a select
+// list (catalog queries of ORMs use them) become a json_each over the
+// array's elements joined to the FROM clause: one row per element.
+func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
+	var each string // alias of the json_each of the first array
+	eaches := map[string]string{}
+	for _, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil {
+			continue
+		}
+		f := rt.Val.GetFuncCall()
+		if f == nil || len(f.Args) == 0 {
+			continue
+		}
+		name := lastName(f.Funcname)
+		if name != "unnest" && name != "generate_subscripts" {
+			continue
+		}
+		txt, err := deparseExpr(f.Args[0])
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		alias, ok := eaches[txt]
+		if !ok {
+			// Several arrays are zipped, as PostgreSQL does, by position.
+			t.subq++
+			alias = fmt.Sprintf("_tandem_srf%d", t.subq)
+			eaches[txt] = alias
+			s.FromClause = append(s.FromClause, &pg_query.Node{Node: &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
+				Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", call("_pg_array_json", f.Args[0])), nil})},
+				Alias:     &pg_query.Alias{Aliasname: alias},
+			}}})
+			if each == "" {
+				each = alias
+			} else {
+				same := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("=")},
+					pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1),
+					pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(each), pg_query.MakeStrNode("key")}, -1), -1)
+				if s.WhereClause == nil {
+					s.WhereClause = same
+				} else {
+					s.WhereClause = pg_query.MakeBoolExprNode(pg_query.BoolExprType_AND_EXPR, []*pg_query.Node{s.WhereClause, same}, -1)
+				}
+			}
+		}
+		if rt.Name == "" {
+			rt.Name = name
+		}
+		if name == "unnest" {
+			rt.Val = pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("value")}, -1)
+		} else {
+			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
+				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
+		}
 	}
 }

@@ -313,6 +313,13 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{a.Type, -1}
 			}
+		case "array_agg":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Array != 0 && Types[a.Type.Array] != nil {
+					return ColType{Types[a.Type.Array], -1}
+				}
+			}
+			return ct(1009)
 		case "round":
 			if len(x.FuncCall.Args) == 2 {
 				if c := x.FuncCall.Args[1].GetAConst(); c != nil && c.GetIval() != nil {
@@ -363,6 +370,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				res := arith(l, r)
 				if res.Type != nil && res.Type.Name == "numeric" && (op == "+" || op == "-" || op == "*") {
 					ls, rs := scaleOf(l), scaleOf(r)
+					if ls < 0 || rs < 0 {
+						return ct(1700)
+					}
 					if op == "*" {
 						return numericScale(ls + rs)
 					}
@@ -489,7 +499,7 @@ func init() {
 		typnotnull datistemplate datallowconn hasindexes hasrules hastriggers rowsecurity rolsuper rolinherit rolcreaterole
 		rolcreatedb rolcanlogin rolreplication rolbypassrls usecreatedb usesuper userepl usebypassrls collisdeterministic
 		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
-		inhdetachpending pending_restart`) {
+		inhdetachpending pending_restart seqcycle`) {
 		catalogBools[n] = true
 	}
 }
@@ -509,8 +519,8 @@ func catalogColumns(cols []Column) []Column {
 			c.Type = Types[26]
 		case strings.HasSuffix(c.Name, "name") && !strings.Contains(c.Name, "_"):
 			c.Type = Types[19]
-		case c.Type == nil:
-			c.Type = Types[25]
+		case c.Name == "attnum" || c.Name == "indnatts" || c.Name == "indnkeyatts" || c.Name == "relnatts" || c.Name == "typlen" || c.Name == "adnum":
+			c.Type = Types[21]
 		}
 		out[i] = c
 	}
@@ -557,11 +567,20 @@ func numericScale(scale int32) ColType {
 	return ColType{Types[1700], (1000<<16 | scale) + 4}
 }
 
+// scaleOf is a value's display scale when the type says it: -1 unknown.
 func scaleOf(c ColType) int32 {
-	if c.Type != nil && c.Type.Name == "numeric" && c.Typmod >= 4 {
-		return (c.Typmod - 4) & 0xffff
+	if c.Type == nil {
+		return -1
 	}
-	return 0
+	switch c.Type.Name {
+	case "numeric":
+		if c.Typmod >= 4 {
+			return (c.Typmod - 4) & 0xffff
+		}
+	case "int2", "int4", "int8":
+		return 0
+	}
+	return -1
 }
 
 // dateType is the type of date and timestamp arithmetic.

@@ -139,6 +139,23 @@ func UpsertSQL(d Dialect, table string, cols, keyCols []string) (string, error) 
 		return "", err
 	}
 	var b strings.Builder
+	if d.Name() == "sqlite" && len(keyCols) == 1 && keyCols[0] == "rowid" {
+		// A table without a primary key, identified by its rowid, which
+		// no ON CONFLICT clause can name.
+		b.WriteString("INSERT OR REPLACE INTO ")
+		b.WriteString(quoteTable(d, table))
+		b.WriteString(" (")
+		writeIdents(&b, d, cols, ", ")
+		b.WriteString(") VALUES (")
+		for i := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(d.Placeholder(i + 1))
+		}
+		b.WriteString(")")
+		return b.String(), nil
+	}
 	b.WriteString("INSERT INTO ")
 	b.WriteString(quoteTable(d, table))
 	b.WriteString(" (")

@@ -613,6 +613,22 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
 		}
 	}
+	if st.tag == "VACUUM" || st.tag == "ANALYZE" {
+		// Maintenance of this node's own file: not replicated, and not
+		// possible inside a transaction (as in PostgreSQL).
+		if s.inTx {
+			return nil, pgwire.Errorf("25001", "%s cannot run inside a transaction block", st.tag)
+		}
+		c, err := s.db.acquire(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		defer s.db.release(c)
+		if err := c.exec(st.sql); err != nil {
+			return nil, mapError(err)
+		}
+		return &cmdResult{tag: st.tag}, nil
+	}
 	if s.held == nil && !st.readonly && s.db.repl != nil && st.kind != "PRAGMA" {
 		return s.replicatedAutocommit(ctx, st, args)
 	}
