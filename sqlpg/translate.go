@@ -843,7 +843,7 @@ var funcRename = map[string]string{
 }
 
 var unsupportedFuncs = map[string]string{
-"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
+	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
 	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",

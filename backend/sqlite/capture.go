@@ -22,7 +22,6 @@ import (
 // applied GSN is recorded in _tandem_meta in the same transaction too, so
 // after any crash the node knows exactly which writesets it holds.
 
-
 // Replicator sees every read-write transaction at COMMIT. Declared here,
 // where it is used; the node's replication agent implements it.
 type Replicator interface {
