@@ -555,6 +555,11 @@ func (t *translator) node(n *pg_query.Node) {
 		n.Node = call("_pg_array", x.AArrayExpr.Elements...).Node
 	case *pg_query.Node_AIndirection:
 		ind := x.AIndirection.Indirection
+		if len(ind) == 1 && ind[0].GetString_().GetSval() == "x" && x.AIndirection.Arg.GetColumnRef() != nil {
+			// (col).x of an _pg_expandarray result: the element itself.
+			n.Node = x.AIndirection.Arg.Node
+			return
+		}
 		if len(ind) == 1 {
 			if ai := ind[0].GetAIndices(); ai != nil && !ai.IsSlice && ai.Uidx != nil {
 				n.Node = call("_pg_array_get", x.AIndirection.Arg, ai.Uidx).Node
@@ -854,6 +859,9 @@ var unsupportedFuncs = map[string]string{
 func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
+	if name == "_pg_expandarray" {
+		return // a set-returning function in a select list: targetSRFs
+	}
 	if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") && !strings.EqualFold(names[0], "public") {
 		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s does not exist", strings.Join(names, "."))})
 		return
@@ -1245,12 +1253,28 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		if rt == nil {
 			continue
 		}
-		f := rt.Val.GetFuncCall()
+		val := rt.Val
+		field := ""
+		if ind := val.GetAIndirection(); ind != nil && len(ind.Indirection) == 1 {
+			field = ind.Indirection[0].GetString_().GetSval()
+			val = ind.Arg
+		}
+		f := val.GetFuncCall()
 		if f == nil || len(f.Args) == 0 {
 			continue
 		}
 		name := lastName(f.Funcname)
-		if name != "unnest" && name != "generate_subscripts" {
+		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
+			continue
+		}
+		if name == "_pg_expandarray" {
+			// information_schema._pg_expandarray(arr): records (x, n),
+			// element and position (pgjdbc's metadata queries).
+			name = "unnest"
+			if field == "n" {
+				name = "generate_subscripts"
+			}
+		} else if field != "" {
 			continue
 		}
 		txt, err := deparseExpr(f.Args[0])
