@@ -66,11 +66,16 @@ func Statements(d Dialect, ws *Writeset) ([]Stmt, error) {
 	if err := ws.Validate(); err != nil {
 		return nil, err
 	}
+	out := make([]Stmt, 0, len(ws.Rows)+1)
 	if ws.IsDDL() {
-		return []Stmt{{SQL: ws.DDL}}, nil
+		// A transaction's DDL runs first; its rows carry their final
+		// images, against the final schema.
+		out = append(out, Stmt{SQL: ws.DDL})
 	}
-	out := make([]Stmt, 0, len(ws.Rows))
 	for i := range ws.Rows {
+		if ws.Rows[i].Op == OpDDL {
+			continue
+		}
 		s, err := rowStatement(d, &ws.Rows[i])
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)

@@ -347,7 +347,7 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		if ws.IsDDL() {
 			db.pks.Clear()
 			if err := c.exec(ws.DDL); err != nil {
-				return fail(mapError(err))
+				return fail(fmt.Errorf("DDL %q: %w", ws.DDL, mapError(err)))
 			}
 			tables, err := userTables(c)
 			if err != nil {
@@ -358,10 +358,14 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 					return fail(err)
 				}
 			}
-		} else {
+		}
+		if hasDataRows(ws) {
 			stmts, err := writeset.Statements(writeset.SQLite, ws)
 			if err != nil {
 				return fail(err)
+			}
+			if ws.IsDDL() {
+				stmts = stmts[1:] // the DDL ran above
 			}
 			for _, s := range stmts {
 				st, err := c.prepare(s.SQL)
@@ -459,4 +463,13 @@ func (db *DB) appliedCached(c *conn) (uint64, error) {
 		return 0, fmt.Errorf("sqlite: read _tandem_meta: %w", err)
 	}
 	return uint64(v[0].(int64)), nil
+}
+
+func hasDataRows(ws *writeset.Writeset) bool {
+	for i := range ws.Rows {
+		if ws.Rows[i].Op != writeset.OpDDL {
+			return true
+		}
+	}
+	return false
 }

@@ -294,9 +294,17 @@ type Session struct {
 	db       *DB
 	held     *conn // during a transaction block
 	inTx     bool
+	txDDL    []string    // DDL run in the open transaction block, in order (replicated designs)
+	marks    []savepoint // savepoints of the open block, for txDDL
 	mu       sync.Mutex
 	cancel   context.CancelFunc
 	canceled bool
+}
+
+// savepoint remembers how much DDL a transaction had run when it was set.
+type savepoint struct {
+	name string
+	ddl  int
 }
 
 // Statement is a parsed statement.
@@ -632,8 +640,45 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	if s.held == nil && !st.readonly && s.db.repl != nil && st.kind != "PRAGMA" {
 		return s.replicatedAutocommit(ctx, st, args)
 	}
-	if s.held != nil && !s.held.ro && s.db.repl != nil && isDDL(st.kind) {
-		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+	if s.held != nil && !s.held.ro && s.db.repl != nil {
+		switch {
+		case isDDL(st.kind) || st.ddl:
+			// Transactional DDL: it runs in the block; COMMIT ships it
+			// with the block's rows as one writeset.
+			res, err := s.run(ctx, s.held, st, args, func() {})
+			if err != nil {
+				return nil, err
+			}
+			if len(st.script) == 0 {
+				s.txDDL = append(s.txDDL, st.execSQL())
+			} else {
+				s.txDDL = append(s.txDDL, st.script...)
+			}
+			// Capture the rows later statements of the block write to
+			// the tables it created.
+			s.db.pks.Clear()
+			tables, err := userTables(s.held)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range tables {
+				if err := installCapture(s.held, t); err != nil {
+					return nil, err
+				}
+			}
+			return res, nil
+		case st.kind == "SAVEPOINT" && len(st.words) > 1:
+			s.marks = append(s.marks, savepoint{name: strings.ToLower(st.words[1]), ddl: len(s.txDDL)})
+		case st.kind == "ROLLBACK" && len(st.words) > 1 && st.words[1] == "TO":
+			name := strings.ToLower(st.words[len(st.words)-1])
+			for i := len(s.marks) - 1; i >= 0; i-- {
+				if s.marks[i].name == name {
+					s.txDDL = s.txDDL[:s.marks[i].ddl]
+					s.marks = s.marks[:i+1]
+					break
+				}
+			}
+		}
 	}
 	c := s.held
 	autocommit := c == nil
@@ -771,9 +816,14 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	c := s.held
+	ddl := strings.Join(s.txDDL, ";\n")
+	s.txDDL, s.marks = nil, nil
 	if verb == "COMMIT" && !c.ro && s.db.repl != nil {
 		s.held, s.inTx = nil, false
-		err := s.db.replicatedCommit(ctx, c, "")
+		if ddl != "" {
+			defer sqlpg.SchemaChanged()
+		}
+		err := s.db.replicatedCommit(ctx, c, ddl)
 		if err != nil {
 			return nil, err
 		}
@@ -813,9 +863,13 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 				return fail(err)
 			}
 		}
-		if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
-			return fail(mapError(err))
+		// The rows the transaction wrote besides its DDL (transactional
+		// DDL): their final images, applied after the DDL.
+		rows, err := db.capture(c)
+		if err != nil {
+			return fail(err)
 		}
+		ws.Rows = rows
 	} else {
 		rows, err := db.capture(c)
 		if err != nil {
@@ -856,6 +910,7 @@ func (s *Session) Cancel() {
 
 // Close rolls back an open transaction and returns the connection.
 func (s *Session) Close() error {
+	s.txDDL, s.marks = nil, nil
 	if s.inTx {
 		_ = s.held.exec("ROLLBACK")
 		s.db.release(s.held)
