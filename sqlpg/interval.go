@@ -221,6 +221,17 @@ func init() {
 			}
 			return interval{x.months + sign*y.months, x.days + sign*y.days, x.micros + sign*y.micros}.String(), nil
 		}},
+		namedFunc{"_pg_interval_mul", func(a, k any) (any, error) {
+			if a == nil || k == nil {
+				return nil, nil
+			}
+			iv, ok := parseInterval(fmt.Sprint(toText(a)))
+			f, ok2 := numeric(k)
+			if !ok || !ok2 {
+				return nil, invalid("interval", a)
+			}
+			return interval{int64(float64(iv.months) * f), int64(float64(iv.days) * f), int64(float64(iv.micros) * f)}.String(), nil
+		}},
 		namedFunc{"age", func(a, b any) (any, error) {
 			if a == nil || b == nil {
 				return nil, nil

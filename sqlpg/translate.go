@@ -406,6 +406,7 @@ type translator struct {
 	subq     int
 	triggers []string
 	ctes     map[string][]Column
+	opTypes  map[*pg_query.A_Expr][2]ColType
 }
 
 func (t *translator) fail(err error) {
@@ -420,6 +421,7 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	if n == nil || n.Node == nil {
 		return t.err
 	}
+	t.annotate(n)
 	visit(n.ProtoReflect(), t.node)
 	return t.err
 }
@@ -514,6 +516,17 @@ func (t *translator) node(n *pg_query.Node) {
 					x.ColumnRef.Fields = []*pg_query.Node{pg_query.MakeStrNode(view), f[2]}
 				}
 			}
+		}
+	case *pg_query.Node_BooleanTest:
+		switch x.BooleanTest.Booltesttype {
+		case pg_query.BoolTestType_IS_UNKNOWN:
+			n.Node = &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: x.BooleanTest.Arg, Nulltesttype: pg_query.NullTestType_IS_NULL}}
+		case pg_query.BoolTestType_IS_NOT_UNKNOWN:
+			n.Node = &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: x.BooleanTest.Arg, Nulltesttype: pg_query.NullTestType_IS_NOT_NULL}}
+		}
+	case *pg_query.Node_CommonTableExpr:
+		if x.CommonTableExpr.Ctequery.GetSelectStmt() == nil {
+			t.fail(unsupported("data-modifying statements in WITH"))
 		}
 	case *pg_query.Node_CollateClause:
 		if x.CollateClause.Arg != nil {
@@ -821,6 +834,8 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			t.like(n, e)
 		case "+", "-":
 			t.dateArith(n, e, op)
+		case "*":
+			t.intervalMul(n, e)
 		case "~~*", "!~~*":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
@@ -1216,6 +1231,14 @@ func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) 
 		return
 	}
 	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if known, ok := t.opTypes[e]; ok {
+		if known[0].Type != nil {
+			l = known[0]
+		}
+		if known[1].Type != nil {
+			r = known[1]
+		}
+	}
 	if l.Type == nil || r.Type == nil {
 		return
 	}
@@ -1314,5 +1337,19 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
 				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
 		}
+	}
+}
+
+// intervalMul: interval * number and number * interval.
+func (t *translator) intervalMul(n *pg_query.Node, e *pg_query.A_Expr) {
+	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if known, ok := t.opTypes[e]; ok {
+		l, r = known[0], known[1]
+	}
+	switch {
+	case l.Type != nil && l.Type.Name == "interval" && r.Type != nil && r.Type.Cat == 'N':
+		n.Node = call("_pg_interval_mul", e.Lexpr, e.Rexpr).Node
+	case r.Type != nil && r.Type.Name == "interval" && l.Type != nil && l.Type.Cat == 'N':
+		n.Node = call("_pg_interval_mul", e.Rexpr, e.Lexpr).Node
 	}
 }

@@ -296,7 +296,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 			return ct(1700)
-		case "min", "max", "abs", "lag", "lead", "first_value", "last_value", "nth_value", "coalesce", "nullif", "ceil", "ceiling", "floor", "sign", "mod", "trunc":
+		case "min", "max", "abs", "lag", "lead", "first_value", "last_value", "nth_value", "coalesce", "nullif", "ceil", "ceiling", "floor", "mod", "trunc":
 			if len(x.FuncCall.Args) > 0 {
 				a := t.exprType(x.FuncCall.Args[0], sc)
 				if name == "trunc" || name == "ceil" || name == "ceiling" || name == "floor" {
@@ -313,6 +313,27 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{a.Type, -1}
 			}
+		case "unnest":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Elem != 0 && Types[a.Type.Elem] != nil {
+					return ColType{Types[a.Type.Elem], -1}
+				}
+			}
+			return ct(25)
+		case "date_trunc":
+			if len(x.FuncCall.Args) == 2 {
+				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && a.Type.Name == "timestamptz" {
+					return ct(1184)
+				}
+			}
+			return ct(1114)
+		case "sign":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Name == "numeric" {
+					return ct(1700)
+				}
+			}
+			return ct(701)
 		case "array_agg":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Array != 0 && Types[a.Type.Array] != nil {
@@ -361,6 +382,11 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				return ct(3802)
 			case "+", "-", "*", "/", "%":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				if op == "*" {
+					if d := dateType(l, r, op); d.Type != nil {
+						return d
+					}
+				}
 				if a.Lexpr == nil {
 					return r
 				}
@@ -390,6 +416,13 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		case pg_query.A_Expr_Kind_AEXPR_NULLIF:
 			return t.exprType(a.Lexpr, sc)
 		}
+	case *pg_query.Node_AArrayExpr:
+		for _, e := range x.AArrayExpr.Elements {
+			if c := t.exprType(e, sc); c.Type != nil && c.Type.Array != 0 && Types[c.Type.Array] != nil {
+				return ColType{Types[c.Type.Array], -1}
+			}
+		}
+		return ct(1009)
 	case *pg_query.Node_BoolExpr, *pg_query.Node_NullTest, *pg_query.Node_BooleanTest:
 		return ct(16)
 	case *pg_query.Node_SubLink:
@@ -474,8 +507,11 @@ func arith(l, r ColType) ColType {
 		}
 		return ColType{}
 	}
-	if (a == 4 && b >= 5) || (b == 4 && a >= 5) {
-		return ct(701)
+	if (a == 4 && b >= 5) || (b == 4 && a >= 5) || (a == 5 && b != 5) || (b == 5 && a != 5) {
+		return ct(701) // float4 with anything else is float8, as in PostgreSQL
+	}
+	if a == 1 && b == 1 {
+		return ct(21)
 	}
 	if a >= b {
 		if a <= 2 {
@@ -604,6 +640,93 @@ func dateType(l, r ColType, op string) ColType {
 		return ct(1186)
 	case ln == "interval" && rn == "interval":
 		return ct(1186)
+	case op == "*" && (ln == "interval" && r.Type.Cat == 'N' || rn == "interval" && l.Type.Cat == 'N'):
+		return ct(1186)
 	}
 	return ColType{}
+}
+
+// annotate records, for every + and - in a statement, its operands' types
+// with the statement's tables in scope, before the rewrite: the date and
+// interval arithmetic needs them for column references.
+func (t *translator) annotate(stmt *pg_query.Node) {
+	if t.opTypes == nil {
+		t.opTypes = map[*pg_query.A_Expr][2]ColType{}
+	}
+	var sels []*pg_query.SelectStmt
+	var sc *scope
+	switch x := stmt.Node.(type) {
+	case *pg_query.Node_SelectStmt:
+		t.annotateSelect(x.SelectStmt)
+		return
+	case *pg_query.Node_UpdateStmt:
+		sc, _ = t.scopeOf(append([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.UpdateStmt.Relation}}}, x.UpdateStmt.FromClause...))
+	case *pg_query.Node_DeleteStmt:
+		sc, _ = t.scopeOf([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.DeleteStmt.Relation}}})
+	case *pg_query.Node_InsertStmt:
+		sc, _ = t.scopeOf([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.InsertStmt.Relation}}})
+	default:
+		return
+	}
+	visit(stmt.ProtoReflect(), func(n *pg_query.Node) {
+		if sel := n.GetSelectStmt(); sel != nil {
+			sels = append(sels, sel)
+		}
+		t.noteOp(n, sc)
+	})
+	for _, sel := range sels {
+		t.annotateSelect(sel)
+	}
+}
+
+func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
+	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		if s.Larg != nil {
+			t.annotateSelect(s.Larg)
+		}
+		if s.Rarg != nil {
+			t.annotateSelect(s.Rarg)
+		}
+		return
+	}
+	sc, _ := t.scopeOf(s.FromClause)
+	var sels []*pg_query.SelectStmt
+	walk := func(nodes ...*pg_query.Node) {
+		for _, n := range nodes {
+			if n == nil || n.Node == nil {
+				continue
+			}
+			visit(n.ProtoReflect(), func(m *pg_query.Node) {
+				if sel := m.GetSelectStmt(); sel != nil {
+					sels = append(sels, sel)
+				}
+				t.noteOp(m, sc)
+			})
+		}
+	}
+	walk(s.TargetList...)
+	walk(s.WhereClause, s.HavingClause)
+	walk(s.GroupClause...)
+	walk(s.SortClause...)
+	for _, f := range s.FromClause {
+		if rs := f.GetRangeSubselect(); rs != nil {
+			if sel := rs.Subquery.GetSelectStmt(); sel != nil {
+				sels = append(sels, sel)
+			}
+		}
+	}
+	for _, sel := range sels {
+		t.annotateSelect(sel)
+	}
+}
+
+func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	e := n.GetAExpr()
+	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || e.Lexpr == nil {
+		return
+	}
+	switch lastName(e.Name) {
+	case "+", "-", "*":
+		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
+	}
 }
