@@ -53,15 +53,8 @@ func havePython(t *testing.T, modules string) {
 }
 
 // knownClientFailures: subtest (target/client) -> why it fails today.
-var knownClientFailures = map[string]string{
-	"standalone/psycopg":     "an empty bytea comes back NULL; binary uuid and date parameters",
-	"hot-standby/psycopg":    "an empty bytea comes back NULL; binary uuid and date parameters",
-	"standalone/sqlalchemy":  "has_table's pg_catalog query (schema.table.column references)",
-	"hot-standby/sqlalchemy": "has_table's pg_catalog query (schema.table.column references)",
-	"standalone/pgjdbc":      "getPrimaryKeys needs information_schema._pg_expandarray",
-	"hot-standby/pgjdbc":     "getPrimaryKeys needs information_schema._pg_expandarray",
-	"hot-standby/pgbench":    "pgbench_history has no primary key: replication needs an implicit row identity (issue 9 item 7)",
-}
+// None today: every client passes on both designs.
+var knownClientFailures = map[string]string{}
 
 // clientFailed reports a client's failure: fatal, unless the subtest is a
 // known failure.
