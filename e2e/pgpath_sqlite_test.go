@@ -174,7 +174,16 @@ func TestSQLiteCopy(t *testing.T) {
 		t.Fatalf("binary COPY TO: %d rows, want %d", len(got), len(rows))
 	}
 	for i, r := range got {
-		if id := int64(binary.BigEndian.Uint64(r[0])); id != rows[i][0].(int64) || string(r[1]) != rows[i][1].(string) {
+		var id int64
+		switch len(r[0]) { // the column's PostgreSQL type: integer (4 bytes) or bigint (8)
+		case 4:
+			id = int64(int32(binary.BigEndian.Uint32(r[0])))
+		case 8:
+			id = int64(binary.BigEndian.Uint64(r[0]))
+		default:
+			t.Fatalf("binary COPY TO row %d: id field of %d bytes", i, len(r[0]))
+		}
+		if id != rows[i][0].(int64) || string(r[1]) != rows[i][1].(string) {
 			t.Errorf("binary COPY TO row %d: id %d name %q, want %v", i, id, r[1], rows[i])
 		}
 	}

@@ -522,6 +522,11 @@ func (s *execSession) bind(body []byte) error {
 }
 
 func (s *execSession) stmtColumns(ctx context.Context, p *prepared) ([]Column, error) {
+	if p.st == nil && !p.described && FirstKeyword(p.sql) == "SHOW" {
+		if _, raw := s.bs.(RawSession); !raw {
+			p.cols, p.described = []Column{{Name: showColumn(showName(p.sql)), OID: OIDText}}, true
+		}
+	}
 	if p.described || p.st == nil {
 		return p.cols, nil
 	}
@@ -702,6 +707,38 @@ var defaultSettings = map[string]string{
 	"standard_conforming_strings": "on", "server_encoding": "UTF8", "transaction_isolation": "serializable",
 	"application_name": "", "search_path": "public", "extra_float_digits": "1", "statement_timeout": "0",
 	"default_transaction_isolation": "serializable", "transaction_read_only": "off",
+	"server_version_num": "150000", "max_identifier_length": "63", "default_transaction_read_only": "off",
+	"intervalstyle": "postgres", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8", "is_superuser": "on",
+	"max_connections": "100", "idle_in_transaction_session_timeout": "0", "lock_timeout": "0",
+}
+
+// showName is the setting a SHOW names, in PostgreSQL's spelling.
+func showName(sql string) string {
+	name := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql[strings.Index(strings.ToUpper(sql), "SHOW")+4:]), ";")))
+	name = strings.Join(strings.Fields(name), " ")
+	switch name {
+	case "transaction isolation level":
+		return "transaction_isolation"
+	case "time zone":
+		return "timezone"
+	case "session authorization":
+		return "session_authorization"
+	}
+	return name
+}
+
+// showColumn is SHOW's result column name (PostgreSQL keeps the setting's
+// own capitalisation).
+func showColumn(name string) string {
+	switch name {
+	case "timezone":
+		return "TimeZone"
+	case "datestyle":
+		return "DateStyle"
+	case "intervalstyle":
+		return "IntervalStyle"
+	}
+	return name
 }
 
 func (s *execSession) isSpecial(sql string) bool {
@@ -805,7 +842,7 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		if len(kw) < 2 {
 			return true, Errorf(CodeSyntax, "syntax error at end of input")
 		}
-		name := strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql[strings.Index(strings.ToUpper(sql), "SHOW")+4:]), ";")))
+		name := showName(sql)
 		val, ok := s.settings[name]
 		if !ok {
 			val, ok = defaultSettings[name]
@@ -820,7 +857,7 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		if !ok {
 			return true, Errorf("42704", "unrecognized configuration parameter %q", name)
 		}
-		cols := []Column{{Name: name, OID: OIDText}}
+		cols := []Column{{Name: showColumn(name), OID: OIDText}}
 		if simple || (pt != nil && pt.cols == nil) {
 			if simple {
 				s.c.Append(rowDescription(cols, nil))

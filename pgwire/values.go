@@ -153,6 +153,20 @@ func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
 	if format == 0 {
 		return appendText(dst, oid, v), nil
 	}
+	switch oid {
+	case 114: // json: binary is the text
+		return appendText(dst, OIDText, v), nil
+	case 3802: // jsonb: a version byte, then the text
+		return appendText(append(dst, 1), OIDText, v), nil
+	case 2950: // uuid held in its text form: 16 bytes
+		if s, ok := v.(string); ok {
+			b, err := hex.DecodeString(strings.ReplaceAll(strings.Trim(s, "{}"), "-", ""))
+			if err != nil || len(b) != 16 {
+				return nil, Errorf("22P03", "invalid uuid value %q", s)
+			}
+			return append(dst, b...), nil
+		}
+	}
 	cv, err := coerce(oid, v)
 	if err != nil {
 		return nil, Errorf("22P03", "%v", err)
@@ -246,7 +260,7 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 		}
 		return int64(0), nil
 	case OIDBytea:
-		return append([]byte(nil), src...), nil
+		return append([]byte{}, src...), nil // empty, not NULL
 	case OIDText, OIDVarchar, OIDBPChar, OIDUnknown, 0:
 		return string(src), nil
 	case OIDNumeric:
@@ -265,6 +279,19 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 			return nil, Errorf("22P03", "invalid binary timestamp parameter: %v", err)
 		}
 		return v, nil
+	case 2950: // uuid: 16 bytes, kept in its text form
+		if len(src) != 16 {
+			return nil, Errorf("22P03", "invalid binary uuid parameter: %d bytes", len(src))
+		}
+		h := hex.EncodeToString(src)
+		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
+	case 114: // json: the text itself
+		return string(src), nil
+	case 3802: // jsonb: a version byte, then the text
+		if len(src) == 0 || src[0] != 1 {
+			return nil, Errorf("22P03", "unsupported jsonb binary version")
+		}
+		return string(src[1:]), nil
 	}
 	var v any
 	if dt, ok := typeMap.TypeForOID(oid); ok {

@@ -111,7 +111,7 @@ func DeclType(decl string) *Type {
 	d := upper(decl)
 	switch {
 	case d == "":
-		return Types[25]
+		return nil // no declared type (a view's expression): typed by its values
 	case contains(d, "BOOL"):
 		return Types[16]
 	case contains(d, "INT"):

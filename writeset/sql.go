@@ -66,11 +66,16 @@ func Statements(d Dialect, ws *Writeset) ([]Stmt, error) {
 	if err := ws.Validate(); err != nil {
 		return nil, err
 	}
+	out := make([]Stmt, 0, len(ws.Rows)+1)
 	if ws.IsDDL() {
-		return []Stmt{{SQL: ws.DDL}}, nil
+		// A transaction's DDL runs first; its rows carry their final
+		// images, against the final schema.
+		out = append(out, Stmt{SQL: ws.DDL})
 	}
-	out := make([]Stmt, 0, len(ws.Rows))
 	for i := range ws.Rows {
+		if ws.Rows[i].Op == OpDDL {
+			continue
+		}
 		s, err := rowStatement(d, &ws.Rows[i])
 		if err != nil {
 			return nil, fmt.Errorf("row %d: %w", i, err)
@@ -139,6 +144,23 @@ func UpsertSQL(d Dialect, table string, cols, keyCols []string) (string, error) 
 		return "", err
 	}
 	var b strings.Builder
+	if d.Name() == "sqlite" && len(keyCols) == 1 && keyCols[0] == "rowid" {
+		// A table without a primary key, identified by its rowid, which
+		// no ON CONFLICT clause can name.
+		b.WriteString("INSERT OR REPLACE INTO ")
+		b.WriteString(quoteTable(d, table))
+		b.WriteString(" (")
+		writeIdents(&b, d, cols, ", ")
+		b.WriteString(") VALUES (")
+		for i := range cols {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(d.Placeholder(i + 1))
+		}
+		b.WriteString(")")
+		return b.String(), nil
+	}
 	b.WriteString("INSERT INTO ")
 	b.WriteString(quoteTable(d, table))
 	b.WriteString(" (")

@@ -107,7 +107,7 @@ func (ws *Writeset) Validate() error {
 	for i := range ws.Rows {
 		r := &ws.Rows[i]
 		var err error
-		if ws.IsDDL() {
+		if ws.IsDDL() && r.Op == OpDDL {
 			err = r.validateDDL()
 		} else {
 			err = r.Validate()

@@ -40,7 +40,15 @@ func TestValidate(t *testing.T) {
 		{"dup col", mod(func(ws *Writeset) { ws.Rows[0].Cols[2] = "bit_1" }), `duplicate column "bit_1"`},
 		{"key col missing from image", mod(func(ws *Writeset) { ws.Rows[0].Cols[0] = "other" }), `key column "s_id" missing`},
 		{"insert key differs", mod(func(ws *Writeset) { ws.Rows[1].Key[0] = Int(8) }), "insert key 8 differs"},
-		{"ddl with dml row", func() *Writeset { ws := ddlWriteset(); ws.Rows = append(ws.Rows, insertRow()); return ws }(), "only ddl rows"},
+		// Transactional DDL: the statements, then the block's rows.
+		{"ddl with dml row", func() *Writeset { ws := ddlWriteset(); ws.Rows = append(ws.Rows, insertRow()); return ws }(), ""},
+		{"ddl with bad dml row", func() *Writeset {
+			ws := ddlWriteset()
+			r := insertRow()
+			r.Key = nil
+			ws.Rows = append(ws.Rows, r)
+			return ws
+		}(), "key"},
 		{"ddl row with key", func() *Writeset { ws := ddlWriteset(); ws.Rows[0].Key = []Value{Int(1)}; return ws }(), "carries no key"},
 		{"ddl row no table", func() *Writeset { ws := ddlWriteset(); ws.Rows[0].Table = ""; return ws }(), "empty table name"},
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
-	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -22,9 +21,6 @@ import (
 // delete), and the capture rows are removed in the same transaction. The
 // applied GSN is recorded in _tandem_meta in the same transaction too, so
 // after any crash the node knows exactly which writesets it holds.
-
-// ErrNoPrimaryKey refuses a table that cannot be replicated.
-var ErrNoPrimaryKey = errors.New("table has no primary key")
 
 // Replicator sees every read-write transaction at COMMIT. Declared here,
 // where it is used; the node's replication agent implements it.
@@ -89,7 +85,7 @@ func readMeta(c *conn) (uint64, uint64, error) {
 }
 
 func userTables(c *conn) ([]string, error) {
-	rows, err := c.c.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_tandem_%' ORDER BY name", nil)
+	rows, err := c.c.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND (name NOT LIKE '_tandem_%' OR name = '_tandem_sequences') ORDER BY name", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,20 +113,49 @@ func primaryKey(c *conn, table string) ([]string, error) {
 	return cols, nil
 }
 
-func installCapture(c *conn, table string) error {
+// rowidKey identifies rows of a table without a primary key: SQLite's
+// implicit rowid, which the after-image carries as a column of its own so
+// the standby stores the row under the same rowid (docs/sql.md).
+const rowidKey = "rowid"
+
+// keyColumns are the columns that identify a table's rows in writesets:
+// the primary key, or the rowid for a table that has none.
+func keyColumns(c *conn, table string) ([]string, error) {
 	pk, err := primaryKey(c, table)
+	if err != nil || len(pk) > 0 {
+		return pk, err
+	}
+	return []string{rowidKey}, nil
+}
+
+func installCapture(c *conn, table string) error {
+	pk, err := keyColumns(c, table)
 	if err != nil {
 		return err
 	}
-	if len(pk) == 0 {
-		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("table %q has no primary key: tandem replicates rows by primary key", table),
-			Hint: "add a PRIMARY KEY to the table", Err: ErrNoPrimaryKey}
+	if pk[0] == rowidKey {
+		var exists int
+		rows, err := c.c.Query("SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name = ?", []driver.Value{"_tandem_" + table + "_ins"})
+		if err == nil {
+			v := make([]driver.Value, 1)
+			if rows.Next(v) == nil {
+				exists = int(v[0].(int64))
+			}
+			rows.Close()
+		}
+		if exists == 0 {
+			slog.Warn("table has no primary key: rows replicate by SQLite's rowid, which costs a full after-image per change and fails for WITHOUT ROWID tables; add a PRIMARY KEY", "table", table)
+		}
 	}
 	q := quoteIdent(table)
 	lit := "'" + strings.ReplaceAll(table, "'", "''") + "'"
 	key := func(prefix string) string {
 		parts := make([]string, len(pk))
 		for i, col := range pk {
+			if col == rowidKey {
+				parts[i] = prefix + ".rowid"
+				continue
+			}
 			parts[i] = prefix + "." + quoteIdent(col)
 		}
 		return "json_array(" + strings.Join(parts, ", ") + ")"
@@ -201,7 +226,12 @@ func (db *DB) capture(c *conn) ([]writeset.Row, error) {
 			args[i] = driver.NamedValue{Ordinal: i + 1, Value: x}
 			where[i] = quoteIdent(pkCols[i]) + " = ?"
 		}
-		st, err := c.prepare("SELECT * FROM " + quoteIdent(k.tbl) + " WHERE " + strings.Join(where, " AND "))
+		image := "SELECT * FROM "
+		if len(pkCols) == 1 && pkCols[0] == rowidKey {
+			image = "SELECT rowid AS rowid, * FROM "
+			where[0] = "rowid = ?"
+		}
+		st, err := c.prepare(image + quoteIdent(k.tbl) + " WHERE " + strings.Join(where, " AND "))
 		if err != nil {
 			return nil, mapError(err)
 		}
@@ -254,7 +284,7 @@ func (db *DB) pkOf(c *conn, table string) ([]string, error) {
 	if v, ok := db.pks.Load(table); ok {
 		return v.([]string), nil
 	}
-	pk, err := primaryKey(c, table)
+	pk, err := keyColumns(c, table)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +347,7 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		if ws.IsDDL() {
 			db.pks.Clear()
 			if err := c.exec(ws.DDL); err != nil {
-				return fail(mapError(err))
+				return fail(fmt.Errorf("DDL %q: %w", ws.DDL, mapError(err)))
 			}
 			tables, err := userTables(c)
 			if err != nil {
@@ -328,10 +358,14 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 					return fail(err)
 				}
 			}
-		} else {
+		}
+		if hasDataRows(ws) {
 			stmts, err := writeset.Statements(writeset.SQLite, ws)
 			if err != nil {
 				return fail(err)
+			}
+			if ws.IsDDL() {
+				stmts = stmts[1:] // the DDL ran above
 			}
 			for _, s := range stmts {
 				st, err := c.prepare(s.SQL)
@@ -429,4 +463,13 @@ func (db *DB) appliedCached(c *conn) (uint64, error) {
 		return 0, fmt.Errorf("sqlite: read _tandem_meta: %w", err)
 	}
 	return uint64(v[0].(int64)), nil
+}
+
+func hasDataRows(ws *writeset.Writeset) bool {
+	for i := range ws.Rows {
+		if ws.Rows[i].Op != writeset.OpDDL {
+			return true
+		}
+	}
+	return false
 }

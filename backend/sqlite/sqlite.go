@@ -17,13 +17,16 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/sqlpg"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -128,6 +131,21 @@ func (db *DB) openConns() error {
 			return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
 		}
 		c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}, ro: ro}
+		// PostgreSQL's LIKE is case-sensitive (ILIKE is translated).
+		if err := c.exec("PRAGMA case_sensitive_like = ON"); err != nil {
+			c.close()
+			return nil, err
+		}
+		if !ro {
+			if err := c.exec(sqlpg.MetadataDDL); err != nil {
+				c.close()
+				return nil, fmt.Errorf("sqlite: create metadata tables: %w", err)
+			}
+		}
+		if err := sqlpg.InstallCatalog(c.exec); err != nil {
+			c.close()
+			return nil, fmt.Errorf("sqlite: install catalog: %w", err)
+		}
 		if ro {
 			if err := c.exec("PRAGMA query_only = ON"); err != nil {
 				c.close()
@@ -180,6 +198,12 @@ func registerFunctions(c *sqlite3.SQLiteConn) error {
 		v, _, _ := sqlite3.Version()
 		return "PostgreSQL 15.0 (tandem, SQLite " + v + " back end)"
 	}, true); err != nil {
+		return err
+	}
+	if err := sqlpg.RegisterFunctions(c); err != nil {
+		return err
+	}
+	if err := sqlpg.RegisterCatalogFunctions(c); err != nil {
 		return err
 	}
 	return c.RegisterFunc("pg_backend_pid", func() int64 { return int64(os.Getpid()) }, false)
@@ -270,9 +294,17 @@ type Session struct {
 	db       *DB
 	held     *conn // during a transaction block
 	inTx     bool
+	txDDL    []string    // DDL run in the open transaction block, in order (replicated designs)
+	marks    []savepoint // savepoints of the open block, for txDDL
 	mu       sync.Mutex
 	cancel   context.CancelFunc
 	canceled bool
+}
+
+// savepoint remembers how much DDL a transaction had run when it was set.
+type savepoint struct {
+	name string
+	ddl  int
 }
 
 // Statement is a parsed statement.
@@ -285,6 +317,29 @@ type Statement struct {
 	words     []string
 	paramOIDs []uint32
 	s         *Session
+	orig      string          // the client's text (PostgreSQL SQL)
+	script    []string        // DDL translated into several SQLite statements
+	noop      bool            // accepted, nothing to run (COMMENT ON, LOCK)
+	ddl       bool            // changes the schema
+	tag       string          // command tag verb when it is not the first keyword
+	types     []sqlpg.ColType // PostgreSQL result types the translator inferred
+	names     []string        // RETURNING column names, when the translator knows them
+}
+
+// execSQL is the SQLite SQL the statement really runs (a DDL script joined
+// by semicolons): what a DDL writeset carries.
+func (st *Statement) execSQL() string { return st.sql }
+
+// translateOff sends statements to SQLite untranslated (benchmark baseline:
+// TANDEM_SQLITE_TRANSLATE=off).
+var translateOff = os.Getenv("TANDEM_SQLITE_TRANSLATE") == "off"
+
+// schema answers the translator's questions about tables on a connection.
+type schema struct{ c *conn }
+
+// Columns implements sqlpg.Schema.
+func (sc schema) Columns(table string) []sqlpg.Column {
+	return tableColumnList(sc.c, table)
 }
 
 // ParamOIDs implements pgwire.ParamTyper.
@@ -294,18 +349,12 @@ func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
 // plus the declaration order under the key "\x00order".
 func tableColumns(c *conn, table string) map[string]string {
 	out := map[string]string{}
-	rows, err := c.c.Query("SELECT name, type FROM pragma_table_info(?)", []driver.Value{table})
-	if err != nil {
-		return out
-	}
-	defer rows.Close()
-	vals := make([]driver.Value, 2)
 	var order []string
-	for rows.Next(vals) == nil {
-		name, _ := vals[0].(string)
-		typ, _ := vals[1].(string)
-		name = strings.ToLower(name)
-		out[name] = typ
+	for _, col := range tableColumnList(c, table) {
+		name := strings.ToLower(col.Name)
+		if col.Type != nil {
+			out[name] = col.Type.Name // lower case: a PostgreSQL type name
+		}
 		order = append(order, name)
 	}
 	out["\x00order"] = strings.Join(order, ",")
@@ -333,7 +382,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return nil, pgwire.Errorf(pgwire.CodeSyntax, "empty statement")
 	}
 	words := pgwire.Keywords(sql, 4)
-	st := &Statement{sql: sql, words: words, s: s}
+	st := &Statement{sql: sql, orig: sql, words: words, s: s}
 	if len(words) > 0 {
 		st.kind = words[0]
 	}
@@ -349,20 +398,38 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return nil, err
 	}
 	defer done()
-	ps, err := c.prepare(sql)
+	if !translateOff && st.kind != "PRAGMA" {
+		tr, err := sqlpg.Translate(sql, schema{c})
+		if err != nil {
+			return nil, err
+		}
+		if !tr.Passthrough {
+			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names
+		}
+		if st.noop {
+			st.readonly = true
+			return st, nil
+		}
+		if len(st.script) > 0 {
+			// A DDL script: run statement by statement in run().
+			st.readonly = false
+			return st, nil
+		}
+	}
+	ps, err := c.prepare(st.sql)
 	if err != nil {
 		return nil, mapError(err)
 	}
 	st.nparams = ps.NumInput()
 	st.readonly = ps.Readonly()
 	if st.nparams > 0 {
-		st.paramOIDs = inferParams(sql, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
+		st.paramOIDs = inferParams(st.orig, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
 	}
 	switch st.kind {
 	case "SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN", "TABLE":
 		st.rows = true
 	}
-	if strings.Contains(strings.ToUpper(sql), "RETURNING") {
+	if strings.Contains(strings.ToUpper(st.sql), "RETURNING") {
 		st.rows = true
 	}
 	if st.kind == "PRAGMA" || st.kind == "EXPLAIN" {
@@ -395,7 +462,25 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, nil
 	}
 	if !st.readonly {
-		return returningColumns(st.sql), nil
+		if len(st.names) > 0 && len(st.names) == len(st.types) {
+			cols := make([]pgwire.Column, len(st.names))
+			for i, n := range st.names {
+				cols[i] = pgwire.Column{Name: n, OID: pgwire.OIDText}
+				if st.types[i].Type != nil {
+					cols[i].OID = st.types[i].Type.OID
+				}
+			}
+			return cols, nil
+		}
+		cols := returningColumns(st.sql)
+		if len(st.types) == len(cols) {
+			for i, t := range st.types {
+				if t.Type != nil {
+					cols[i].OID = t.Type.OID
+				}
+			}
+		}
+		return cols, nil
 	}
 	c, done, err := st.s.readConn(ctx)
 	if err != nil {
@@ -427,12 +512,19 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 			vals[i] = nil
 		}
 	}
-	return columnsFor(names, decl, vals), nil
+	return columnsFor(names, decl, vals, st.types), nil
 }
 
-func columnsFor(names, decl []string, vals []driver.Value) []pgwire.Column {
+func columnsFor(names, decl []string, vals []driver.Value, types []sqlpg.ColType) []pgwire.Column {
 	cols := make([]pgwire.Column, len(names))
+	if len(types) != len(names) {
+		types = nil
+	}
 	for i, n := range names {
+		if types != nil && types[i].Type != nil {
+			cols[i] = pgwire.Column{Name: n, OID: types[i].Type.OID}
+			continue
+		}
 		oid := oidForDecl(decl[i])
 		if oid == 0 {
 			oid = oidForValue(vals[i], n)
@@ -443,6 +535,9 @@ func columnsFor(names, decl []string, vals []driver.Value) []pgwire.Column {
 }
 
 func oidForDecl(d string) uint32 {
+	if t := sqlpg.TypeByName[d]; t != nil && t.Name == d {
+		return t.OID // a PostgreSQL type name from _tandem_columns
+	}
 	d = strings.ToUpper(d)
 	switch {
 	case d == "":
@@ -526,11 +621,64 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
 		}
 	}
+	if st.tag == "VACUUM" || st.tag == "ANALYZE" {
+		// Maintenance of this node's own file: not replicated, and not
+		// possible inside a transaction (as in PostgreSQL).
+		if s.inTx {
+			return nil, pgwire.Errorf("25001", "%s cannot run inside a transaction block", st.tag)
+		}
+		c, err := s.db.acquire(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		defer s.db.release(c)
+		if err := c.exec(st.sql); err != nil {
+			return nil, mapError(err)
+		}
+		return &cmdResult{tag: st.tag}, nil
+	}
 	if s.held == nil && !st.readonly && s.db.repl != nil && st.kind != "PRAGMA" {
 		return s.replicatedAutocommit(ctx, st, args)
 	}
-	if s.held != nil && !s.held.ro && s.db.repl != nil && isDDL(st.kind) {
-		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+	if s.held != nil && !s.held.ro && s.db.repl != nil {
+		switch {
+		case isDDL(st.kind) || st.ddl:
+			// Transactional DDL: it runs in the block; COMMIT ships it
+			// with the block's rows as one writeset.
+			res, err := s.run(ctx, s.held, st, args, func() {})
+			if err != nil {
+				return nil, err
+			}
+			if len(st.script) == 0 {
+				s.txDDL = append(s.txDDL, st.execSQL())
+			} else {
+				s.txDDL = append(s.txDDL, st.script...)
+			}
+			// Capture the rows later statements of the block write to
+			// the tables it created.
+			s.db.pks.Clear()
+			tables, err := userTables(s.held)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range tables {
+				if err := installCapture(s.held, t); err != nil {
+					return nil, err
+				}
+			}
+			return res, nil
+		case st.kind == "SAVEPOINT" && len(st.words) > 1:
+			s.marks = append(s.marks, savepoint{name: strings.ToLower(st.words[1]), ddl: len(s.txDDL)})
+		case st.kind == "ROLLBACK" && len(st.words) > 1 && st.words[1] == "TO":
+			name := strings.ToLower(st.words[len(st.words)-1])
+			for i := len(s.marks) - 1; i >= 0; i-- {
+				if s.marks[i].name == name {
+					s.txDDL = s.txDDL[:s.marks[i].ddl]
+					s.marks = s.marks[:i+1]
+					break
+				}
+			}
+		}
 	}
 	c := s.held
 	autocommit := c == nil
@@ -557,6 +705,23 @@ func (s *Session) executeOn(ctx context.Context, c *conn, st *Statement, args []
 
 // run executes st on c; release is called when the statement is done.
 func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, release func()) (pgwire.Result, error) {
+	if st.noop {
+		release()
+		return &cmdResult{tag: commandTag(st, 0)}, nil
+	}
+	if st.ddl {
+		defer sqlpg.SchemaChanged()
+	}
+	if len(st.script) > 0 {
+		for _, q := range st.script {
+			if err := c.exec(q); err != nil {
+				release()
+				return nil, mapError(err)
+			}
+		}
+		release()
+		return &cmdResult{tag: commandTag(st, 0)}, nil
+	}
 	sqlst, err := c.prepare(st.sql)
 	if err != nil {
 		release()
@@ -610,7 +775,13 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	} else {
 		res.peeked = true
 	}
-	res.cols = columnsFor(names, r.DeclTypes(), res.vals)
+	res.cols = columnsFor(names, r.DeclTypes(), res.vals, st.types)
+	if len(st.types) == len(names) {
+		res.types = st.types
+		if res.peeked {
+			normalizeRow(res.vals, res.types)
+		}
+	}
 	return res, nil
 }
 
@@ -645,9 +816,14 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	c := s.held
+	ddl := strings.Join(s.txDDL, ";\n")
+	s.txDDL, s.marks = nil, nil
 	if verb == "COMMIT" && !c.ro && s.db.repl != nil {
 		s.held, s.inTx = nil, false
-		err := s.db.replicatedCommit(ctx, c, "")
+		if ddl != "" {
+			defer sqlpg.SchemaChanged()
+		}
+		err := s.db.replicatedCommit(ctx, c, ddl)
 		if err != nil {
 			return nil, err
 		}
@@ -687,9 +863,13 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 				return fail(err)
 			}
 		}
-		if err := c.exec("DELETE FROM _tandem_capture"); err != nil {
-			return fail(mapError(err))
+		// The rows the transaction wrote besides its DDL (transactional
+		// DDL): their final images, applied after the DDL.
+		rows, err := db.capture(c)
+		if err != nil {
+			return fail(err)
 		}
+		ws.Rows = rows
 	} else {
 		rows, err := db.capture(c)
 		if err != nil {
@@ -730,6 +910,7 @@ func (s *Session) Cancel() {
 
 // Close rolls back an open transaction and returns the connection.
 func (s *Session) Close() error {
+	s.txDDL, s.marks = nil, nil
 	if s.inTx {
 		_ = s.held.exec("ROLLBACK")
 		s.db.release(s.held)
@@ -817,6 +998,12 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func commandTag(st *Statement, n int64) string {
+	if st.tag != "" {
+		if st.tag == "SELECT" {
+			return fmt.Sprintf("SELECT %d", n)
+		}
+		return st.tag
+	}
 	switch st.kind {
 	case "INSERT", "REPLACE":
 		return fmt.Sprintf("INSERT 0 %d", n)
@@ -847,6 +1034,7 @@ func (r *cmdResult) Tag() string              { return r.tag }
 func (r *cmdResult) Close() error             { return nil }
 
 type rowResult struct {
+	types  []sqlpg.ColType // PostgreSQL types to format values as
 	st     *Statement
 	rows   *sqlite3.SQLiteRows
 	cols   []pgwire.Column
@@ -872,6 +1060,11 @@ func (r *rowResult) Next(dst []any) (bool, error) {
 			return false, nil
 		}
 		return false, mapError(err)
+	} else if r.types != nil {
+		normalizeRow(r.vals, r.types)
+	}
+	if len(dst) != len(r.vals) {
+		return false, pgwire.Errorf(pgwire.CodeInternal, "tandem described %d result columns but the statement returned %d: describe the statement again", len(dst), len(r.vals))
 	}
 	for i, v := range r.vals {
 		dst[i] = v
@@ -909,6 +1102,11 @@ func mapError(err error) error {
 		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: err}
 	}
 	var se sqlite3.Error
+	if msg := err.Error(); strings.Contains(msg, sqlpg.ErrInvalidInput.Error()) {
+		return &pgwire.Error{Code: "22P02", Message: msg, Err: err}
+	} else if strings.Contains(msg, "division by zero") {
+		return &pgwire.Error{Code: "22012", Message: "division by zero", Err: err}
+	}
 	if !errors.As(err, &se) {
 		return &pgwire.Error{Code: pgwire.CodeInternal, Message: err.Error(), Err: err}
 	}
@@ -947,6 +1145,24 @@ func mapError(err error) error {
 		switch {
 		case strings.Contains(msg, "no such table"):
 			code = "42P01"
+		case strings.Contains(msg, "duplicate column name"):
+			code = "42701"
+		case strings.Contains(msg, "no such index"), strings.Contains(msg, "no such view"):
+			code = "42704"
+		case strings.Contains(msg, "has no column named"):
+			code = "42703"
+		case strings.Contains(msg, "values were supplied"):
+			code = "42601"
+		case strings.Contains(msg, "ORDER BY term out of range"), strings.Contains(msg, "GROUP BY term out of range"):
+			code = "42P10"
+		case strings.Contains(msg, "ambiguous column name"):
+			code = "42702"
+		case strings.Contains(msg, "wrong number of arguments to function"):
+			code = "42883"
+		case strings.Contains(msg, "cannot take square root"):
+			code = "2201F"
+		case strings.Contains(msg, "cannot take logarithm"):
+			code = "2201E"
 		case strings.Contains(msg, "no such column"):
 			code = "42703"
 		case strings.Contains(msg, "no such function"):
@@ -1049,3 +1265,101 @@ func (r *bufResult) Next(dst []any) (bool, error) {
 }
 func (r *bufResult) Tag() string  { return r.tag }
 func (r *bufResult) Close() error { return nil }
+
+// tableColumnList reads a table's columns with their PostgreSQL types:
+// from _tandem_columns where the translator recorded them, else by the
+// declared SQLite type. nil when the table does not exist.
+func tableColumnList(c *conn, table string) []sqlpg.Column {
+	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod FROM pragma_table_info(?) p
+		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 4)
+	var out []sqlpg.Column
+	for rows.Next(vals) == nil {
+		name, _ := vals[0].(string)
+		decl, _ := vals[1].(string)
+		col := sqlpg.Column{Name: name, Typmod: -1}
+		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
+			col.Type = sqlpg.Types[uint32(oid)]
+			if m, ok := vals[3].(int64); ok {
+				col.Typmod = int32(m)
+			}
+		} else {
+			col.Type = sqlpg.DeclType(decl)
+		}
+		out = append(out, col)
+	}
+	return out
+}
+
+// normalizeRow formats values the way PostgreSQL prints their types: SQLite
+// stores timestamps as text in whatever form a client wrote, booleans as
+// 0/1, and numerics as integers or doubles.
+func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
+	for i, v := range vals {
+		if v == nil || types[i].Type == nil {
+			continue
+		}
+		switch types[i].Type.OID {
+		case pgwire.OIDTimestamptz, pgwire.OIDTimestamp, pgwire.OIDDate:
+			var tm time.Time
+			switch x := v.(type) {
+			case string:
+				t, ok := sqlpg.ParseTime(x)
+				if !ok {
+					continue
+				}
+				tm = t
+			case time.Time:
+				tm = x
+			default:
+				continue
+			}
+			if types[i].Type.OID == pgwire.OIDTimestamptz {
+				tm = tm.UTC()
+			}
+			vals[i] = tm
+		case pgwire.OIDNumeric:
+			mod := types[i].Typmod
+			if mod < 4 {
+				if f, ok := v.(float64); ok {
+					vals[i] = strconv.FormatFloat(f, 'f', -1, 64)
+				}
+				continue
+			}
+			scale := int((mod - 4) & 0xffff)
+			switch x := v.(type) {
+			case float64:
+				vals[i] = strconv.FormatFloat(x, 'f', scale, 64)
+			case int64:
+				vals[i] = strconv.FormatFloat(float64(x), 'f', scale, 64)
+			}
+		case 3802: // jsonb prints normalised
+			if x, ok := v.(string); ok {
+				if n, ok := sqlpg.NormalizeJSONB(x); ok {
+					vals[i] = n
+				}
+			}
+		case pgwire.OIDBPChar:
+			if n := int(types[i].Typmod) - 4; n > 0 {
+				if x, ok := v.(string); ok && utf8.RuneCountInString(x) < n {
+					vals[i] = x + strings.Repeat(" ", n-utf8.RuneCountInString(x))
+				}
+			}
+		case pgwire.OIDBool:
+			switch x := v.(type) {
+			case int64:
+				vals[i] = x != 0
+			case string:
+				if b, err := strconv.ParseBool(x); err == nil {
+					vals[i] = b
+				} else if x == "t" || x == "f" {
+					vals[i] = x == "t"
+				}
+			}
+		}
+	}
+}

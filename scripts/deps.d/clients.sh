@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
+# tandem's SQLite back end): psycopg 3, SQLAlchemy 2 and alembic from PyPI,
+# node-postgres from npm into e2e/testdata/clients/node_modules (no global
+# install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib.
+# Idempotent: installs only what is missing. A tool that is absent (python3,
+# npm, mvn) is reported and skipped; the tests then fail in CI.
+set -uo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+clients="$here/e2e/testdata/clients"
+PGJDBC_VERSION=42.7.4
+status=0
+
+if command -v python3 >/dev/null 2>&1; then
+  if ! python3 -c 'import psycopg, sqlalchemy, alembic' >/dev/null 2>&1; then
+    echo "deps.d/clients: pip install psycopg[binary] sqlalchemy alembic" >&2
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic || status=1
+  fi
+else
+  echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2
+fi
+
+if command -v npm >/dev/null 2>&1; then
+  if [[ ! -d "$clients/node_modules/pg" ]]; then
+    echo "deps.d/clients: npm install pg (into $clients)" >&2
+    (cd "$clients" && npm install --no-audit --no-fund --silent) || status=1
+  fi
+else
+  echo "deps.d/clients: npm missing (node-postgres test will fail in CI)" >&2
+fi
+
+jar="$clients/lib/postgresql-$PGJDBC_VERSION.jar"
+if [[ ! -f "$jar" ]]; then
+  if command -v mvn >/dev/null 2>&1; then
+    echo "deps.d/clients: mvn dependency:copy org.postgresql:postgresql:$PGJDBC_VERSION" >&2
+    mkdir -p "$clients/lib"
+    mvn -q -B dependency:copy -Dartifact="org.postgresql:postgresql:$PGJDBC_VERSION" \
+      -DoutputDirectory="$clients/lib" >/dev/null || status=1
+  else
+    echo "deps.d/clients: mvn missing (pgjdbc test will fail in CI)" >&2
+  fi
+fi
+exit $status

@@ -1,0 +1,547 @@
+package sqlpg
+
+import (
+	"fmt"
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// DDL: CREATE TABLE is written out by hand (PostgreSQL types become SQLite
+// affinities, each column's PostgreSQL type is recorded in _tandem_columns
+// by the same script); the rest is rewritten and deparsed.
+
+func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "CREATE TABLE"
+	name, err := t.tableName(s.Relation)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.InhRelations) > 0 {
+		return nil, unsupported("INHERITS")
+	}
+	if s.Partspec != nil || s.Partbound != nil {
+		return nil, unsupported("partitioned tables")
+	}
+	if s.OfTypename != nil {
+		return nil, unsupported("CREATE TABLE OF type")
+	}
+	temp := s.Relation.Relpersistence == "t"
+	// Which single column is the primary key (for INTEGER PRIMARY KEY)?
+	pkCols := map[string]bool{}
+	for _, e := range s.TableElts {
+		if c := e.GetConstraint(); c != nil && c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+			for _, k := range strs(c.Keys) {
+				pkCols[k] = true
+			}
+		}
+		if cd := e.GetColumnDef(); cd != nil {
+			for _, cn := range cd.Constraints {
+				if c := cn.GetConstraint(); c != nil && c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+					pkCols[cd.Colname] = true
+				}
+			}
+		}
+	}
+	var defs, meta []string
+	for _, e := range s.TableElts {
+		switch x := e.Node.(type) {
+		case *pg_query.Node_ColumnDef:
+			def, m, err := t.columnDef(name, x.ColumnDef, len(pkCols) == 1 && pkCols[x.ColumnDef.Colname], temp)
+			if err != nil {
+				return nil, err
+			}
+			defs = append(defs, def)
+			if m != "" {
+				meta = append(meta, m)
+			}
+		case *pg_query.Node_Constraint:
+			c := x.Constraint
+			if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY && len(pkCols) == 1 && t.intPK {
+				continue // became INTEGER PRIMARY KEY on the column
+			}
+			def, err := t.tableConstraint(c)
+			if err != nil {
+				return nil, err
+			}
+			if def != "" {
+				defs = append(defs, def)
+			}
+		case *pg_query.Node_TableLikeClause:
+			return nil, unsupported("CREATE TABLE ... (LIKE ...)")
+		default:
+			return nil, unsupported("this table element")
+		}
+	}
+	create := "CREATE "
+	if temp {
+		create += "TEMP "
+	}
+	create += "TABLE "
+	if s.IfNotExists {
+		create += "IF NOT EXISTS "
+	}
+	create += quoteIdent(name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
+	tr.Script = append(tr.Script, create)
+	tr.Script = append(tr.Script, t.triggers...)
+	if !temp {
+		if s.IfNotExists {
+			// Metadata only for a table this statement created: if it
+			// existed, its rows are already there (INSERT OR IGNORE).
+			for i := range meta {
+				meta[i] = strings.Replace(meta[i], "INSERT OR REPLACE", "INSERT OR IGNORE", 1)
+			}
+		}
+		tr.Script = append(tr.Script, meta...)
+	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}
+
+func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, temp bool) (def, meta string, err error) {
+	if cd.TypeName == nil {
+		return "", "", unsupported("a column without a type")
+	}
+	typ, mod, err := resolveType(cd.TypeName)
+	if err != nil {
+		return "", "", err
+	}
+	tname := strings.ToLower(strs(cd.TypeName.Names)[len(cd.TypeName.Names)-1])
+	serial := strings.Contains(tname, "serial")
+	identity := ""
+	var parts []string
+	pk := false
+	for _, cn := range cd.Constraints {
+		c := cn.GetConstraint()
+		if c == nil {
+			continue
+		}
+		switch c.Contype {
+		case pg_query.ConstrType_CONSTR_IDENTITY:
+			identity = c.GeneratedWhen
+			if identity == "" {
+				identity = "d"
+			}
+		case pg_query.ConstrType_CONSTR_PRIMARY:
+			pk = true
+		}
+	}
+	if pk {
+		onlyPK = true
+	}
+	intPK := onlyPK && (typ.Name == "int2" || typ.Name == "int4" || typ.Name == "int8")
+	autoTrigger := (serial || identity != "") && !intPK
+	if autoTrigger && typ.Cat != 'N' {
+		return "", "", unsupported("identity columns of type %s", typ.SQL)
+	}
+	if intPK {
+		// The rowid alias: SQLite assigns max(rowid)+1 when the value is
+		// NULL or left out, which is what serial and identity do here.
+		parts = append(parts, "INTEGER PRIMARY KEY")
+		t.intPK = true
+	} else {
+		parts = append(parts, typ.SQLite)
+	}
+	for _, cn := range cd.Constraints {
+		c := cn.GetConstraint()
+		if c == nil {
+			continue
+		}
+		s, err := t.columnConstraint(c, intPK)
+		if err != nil {
+			return "", "", err
+		}
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if typ.Name == "bool" {
+		// keep booleans 0/1 as PostgreSQL keeps them true/false
+	}
+	if autoTrigger {
+		// Not the rowid: a trigger numbers rows inserted without a value
+		// (max + 1, as the rowid does). NOT NULL cannot hold while the
+		// trigger has not run yet, so it is left out.
+		kept := parts[:0]
+		for _, p := range parts {
+			if p != "NOT NULL" {
+				kept = append(kept, p)
+			}
+		}
+		parts = kept
+		if !temp {
+			t.triggers = append(t.triggers, fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s WHEN NEW.%s IS NULL BEGIN UPDATE %s SET %s = (SELECT coalesce(max(%s), 0) + 1 FROM %s) WHERE rowid = NEW.rowid; END",
+				quoteIdent("_tandem_serial_"+table+"_"+cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(cd.Colname), quoteIdent(table)))
+		}
+	}
+	def = quoteIdent(cd.Colname) + " " + strings.Join(parts, " ")
+	seq := "NULL"
+	if serial || identity != "" {
+		seq = quoteLit(table + "_" + cd.Colname + "_seq")
+	}
+	meta = fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod, identity, sequence) VALUES (%s, %s, %d, %d, %s, %s)",
+		quoteLit(table), quoteLit(cd.Colname), typ.OID, mod, quoteLit(identity), seq)
+	return def, meta, nil
+}
+
+func (t *translator) columnConstraint(c *pg_query.Constraint, intPK bool) (string, error) {
+	name := ""
+	if c.Conname != "" {
+		name = "CONSTRAINT " + quoteIdent(c.Conname) + " "
+	}
+	switch c.Contype {
+	case pg_query.ConstrType_CONSTR_NOTNULL:
+		return "NOT NULL", nil
+	case pg_query.ConstrType_CONSTR_NULL:
+		return "", nil
+	case pg_query.ConstrType_CONSTR_DEFAULT:
+		e, err := t.expr(c.RawExpr)
+		if err != nil {
+			return "", err
+		}
+		return "DEFAULT (" + e + ")", nil
+	case pg_query.ConstrType_CONSTR_PRIMARY:
+		if intPK {
+			return "", nil
+		}
+		return name + "PRIMARY KEY", nil
+	case pg_query.ConstrType_CONSTR_UNIQUE:
+		return name + "UNIQUE", nil
+	case pg_query.ConstrType_CONSTR_CHECK:
+		e, err := t.expr(c.RawExpr)
+		if err != nil {
+			return "", err
+		}
+		return name + "CHECK (" + e + ")", nil
+	case pg_query.ConstrType_CONSTR_FOREIGN:
+		return name + t.references(c), nil
+	case pg_query.ConstrType_CONSTR_IDENTITY:
+		return "", nil
+	case pg_query.ConstrType_CONSTR_GENERATED:
+		e, err := t.expr(c.RawExpr)
+		if err != nil {
+			return "", err
+		}
+		return "GENERATED ALWAYS AS (" + e + ") STORED", nil
+	case pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE, pg_query.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE,
+		pg_query.ConstrType_CONSTR_ATTR_DEFERRED, pg_query.ConstrType_CONSTR_ATTR_IMMEDIATE:
+		return "", nil
+	}
+	return "", unsupported("this column constraint")
+}
+
+func (t *translator) references(c *pg_query.Constraint) string {
+	s := "REFERENCES " + quoteIdent(c.Pktable.Relname)
+	if len(c.PkAttrs) > 0 {
+		s += " (" + identList(strs(c.PkAttrs)) + ")"
+	}
+	act := func(a string) string {
+		switch a {
+		case "c":
+			return "CASCADE"
+		case "n":
+			return "SET NULL"
+		case "d":
+			return "SET DEFAULT"
+		case "r":
+			return "RESTRICT"
+		}
+		return ""
+	}
+	if a := act(c.FkDelAction); a != "" {
+		s += " ON DELETE " + a
+	}
+	if a := act(c.FkUpdAction); a != "" {
+		s += " ON UPDATE " + a
+	}
+	if c.Deferrable {
+		s += " DEFERRABLE"
+		if c.Initdeferred {
+			s += " INITIALLY DEFERRED"
+		}
+	}
+	return s
+}
+
+func identList(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = quoteIdent(c)
+	}
+	return strings.Join(q, ", ")
+}
+
+func (t *translator) tableConstraint(c *pg_query.Constraint) (string, error) {
+	name := ""
+	if c.Conname != "" {
+		name = "CONSTRAINT " + quoteIdent(c.Conname) + " "
+	}
+	switch c.Contype {
+	case pg_query.ConstrType_CONSTR_PRIMARY:
+		return name + "PRIMARY KEY (" + identList(strs(c.Keys)) + ")", nil
+	case pg_query.ConstrType_CONSTR_UNIQUE:
+		return name + "UNIQUE (" + identList(strs(c.Keys)) + ")", nil
+	case pg_query.ConstrType_CONSTR_CHECK:
+		e, err := t.expr(c.RawExpr)
+		if err != nil {
+			return "", err
+		}
+		return name + "CHECK (" + e + ")", nil
+	case pg_query.ConstrType_CONSTR_FOREIGN:
+		return name + "FOREIGN KEY (" + identList(strs(c.FkAttrs)) + ") " + t.references(c), nil
+	case pg_query.ConstrType_CONSTR_EXCLUSION:
+		return "", unsupported("EXCLUDE constraints")
+	}
+	return "", unsupported("this table constraint")
+}
+
+// expr translates one expression to SQLite text.
+func (t *translator) expr(e *pg_query.Node) (string, error) {
+	if err := t.rewrite(e); err != nil {
+		return "", err
+	}
+	return deparseExpr(e)
+}
+
+func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "CREATE INDEX"
+	switch strings.ToLower(s.AccessMethod) {
+	case "", "btree", "hash":
+		s.AccessMethod = ""
+	default:
+		return nil, unsupported("index method %s", s.AccessMethod)
+	}
+	if len(s.IndexIncludingParams) > 0 {
+		return nil, unsupported("CREATE INDEX ... INCLUDE")
+	}
+	if s.NullsNotDistinct {
+		return nil, unsupported("NULLS NOT DISTINCT")
+	}
+	s.Concurrent = false
+	s.Options = nil
+	s.TableSpace = ""
+	if s.Idxname == "" {
+		cols := []string{}
+		for _, p := range s.IndexParams {
+			if ie := p.GetIndexElem(); ie != nil && ie.Name != "" {
+				cols = append(cols, ie.Name)
+			}
+		}
+		s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_idx"
+		if s.Unique {
+			s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_key"
+		}
+	}
+	for _, p := range s.IndexParams {
+		if ie := p.GetIndexElem(); ie != nil {
+			ie.Opclass, ie.Collation = nil, nil
+			if ie.NullsOrdering != pg_query.SortByNulls_SORTBY_NULLS_DEFAULT {
+				ie.NullsOrdering = pg_query.SortByNulls_SORTBY_NULLS_DEFAULT
+			}
+		}
+	}
+	if err := t.rewrite(raw); err != nil {
+		return nil, err
+	}
+	out, err := deparseStmt(raw)
+	if err != nil {
+		return nil, err
+	}
+	out = strings.Replace(out, " USING  (", " (", 1)
+	tr.SQL = out
+	return tr, nil
+}
+
+func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "CREATE VIEW"
+	// The view's column types, as PostgreSQL would type its query.
+	var meta []string
+	if sel := s.Query.GetSelectStmt(); sel != nil {
+		types := t.selectTypes(sel)
+		names := targetNames(sel)
+		if len(s.Aliases) > 0 {
+			names = strs(s.Aliases)
+		}
+		if types != nil && len(names) == len(types) {
+			meta = append(meta, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(s.View.Relname))
+			for i, c := range types {
+				if c.Type == nil {
+					continue
+				}
+				meta = append(meta, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)",
+					quoteLit(s.View.Relname), quoteLit(names[i]), c.Type.OID, c.Typmod))
+			}
+		}
+	}
+	if len(s.Aliases) > 0 {
+		return nil, unsupported("CREATE VIEW with a column list (name the columns with AS in the query)")
+	}
+	replace := s.Replace
+	s.Replace = false
+	s.Options = nil
+	if err := t.rewrite(raw); err != nil {
+		return nil, err
+	}
+	out, err := deparseStmt(raw)
+	if err != nil {
+		return nil, err
+	}
+	if replace {
+		tr.Script = []string{"DROP VIEW IF EXISTS " + quoteIdent(s.View.Relname), out}
+	} else {
+		tr.Script = []string{out}
+	}
+	tr.Script = append(tr.Script, meta...)
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	if len(tr.Script) == 1 {
+		tr.Script = nil
+	}
+	return tr, nil
+}
+
+func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, error) {
+	tr.DDL = true
+	var what string
+	switch s.RemoveType {
+	case pg_query.ObjectType_OBJECT_TABLE:
+		what = "TABLE"
+	case pg_query.ObjectType_OBJECT_INDEX:
+		what = "INDEX"
+	case pg_query.ObjectType_OBJECT_VIEW:
+		what = "VIEW"
+	case pg_query.ObjectType_OBJECT_SEQUENCE:
+		tr.Tag = "DROP SEQUENCE"
+		for _, o := range s.Objects {
+			names := strs(o.GetList().GetItems())
+			if len(names) == 0 {
+				continue
+			}
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE name = "+quoteLit(names[len(names)-1]))
+		}
+		tr.SQL = strings.Join(tr.Script, ";\n")
+		if len(tr.Script) == 1 {
+			tr.Script = nil
+		}
+		return tr, nil
+	case pg_query.ObjectType_OBJECT_SCHEMA:
+		if s.MissingOk {
+			tr.Noop, tr.Tag = true, "DROP "+strings.TrimPrefix(s.RemoveType.String(), "OBJECT_")
+			return tr, nil
+		}
+		return nil, unsupported("DROP %s", strings.TrimPrefix(s.RemoveType.String(), "OBJECT_"))
+	default:
+		return nil, unsupported("DROP %s", strings.TrimPrefix(s.RemoveType.String(), "OBJECT_"))
+	}
+	tr.Tag = "DROP " + what
+	if s.Concurrent {
+		s.Concurrent = false
+	}
+	for _, o := range s.Objects {
+		names := strs(o.GetList().GetItems())
+		if len(names) == 0 {
+			continue
+		}
+		if len(names) > 1 && !strings.EqualFold(names[0], "public") {
+			return nil, unsupported("objects outside the public schema")
+		}
+		name := names[len(names)-1]
+		stmt := "DROP " + what + " "
+		if s.MissingOk {
+			stmt += "IF EXISTS "
+		}
+		tr.Script = append(tr.Script, stmt+quoteIdent(name))
+		if what == "TABLE" || what == "VIEW" {
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name))
+		}
+	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}
+
+func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "ALTER TABLE"
+	if s.Objtype != pg_query.ObjectType_OBJECT_TABLE {
+		return nil, unsupported("ALTER %s", strings.TrimPrefix(s.Objtype.String(), "OBJECT_"))
+	}
+	name, err := t.tableName(s.Relation)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range s.Cmds {
+		cmd := c.GetAlterTableCmd()
+		switch cmd.Subtype {
+		case pg_query.AlterTableType_AT_AddColumn:
+			cd := cmd.Def.GetColumnDef()
+			if cmd.MissingOk && t.sch != nil {
+				exists := false
+				for _, col := range t.sch.Columns(name) {
+					if strings.EqualFold(col.Name, cd.Colname) {
+						exists = true
+					}
+				}
+				if exists {
+					continue
+				}
+			}
+			def, meta, err := t.columnDef(name, cd, false, false)
+			if err != nil {
+				return nil, err
+			}
+			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
+			tr.Script = append(tr.Script, t.triggers...)
+			t.triggers = nil
+		case pg_query.AlterTableType_AT_AddConstraint:
+			c := cmd.Def.GetConstraint()
+			if c == nil || (c.Contype != pg_query.ConstrType_CONSTR_PRIMARY && c.Contype != pg_query.ConstrType_CONSTR_UNIQUE) {
+				return nil, unsupported("ALTER TABLE ADD CONSTRAINT other than PRIMARY KEY and UNIQUE")
+			}
+			keys := strs(c.Keys)
+			idx := c.Conname
+			if idx == "" {
+				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+					idx = name + "_pkey"
+				} else {
+					idx = name + "_" + strings.Join(keys, "_") + "_key"
+				}
+			}
+			// SQLite cannot add a constraint to a table: a unique index
+			// enforces the same rows.
+			tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
+		case pg_query.AlterTableType_AT_DropColumn:
+			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
+				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
+		default:
+			return nil, unsupported("ALTER TABLE %s", strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(cmd.Subtype.String(), "AT_"), "_", " ")))
+		}
+	}
+	if len(tr.Script) == 0 {
+		tr.Noop = true
+		return tr, nil
+	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}
+
+func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "ALTER TABLE"
+	switch s.RenameType {
+	case pg_query.ObjectType_OBJECT_TABLE:
+		name, err := t.tableName(s.Relation)
+		if err != nil {
+			return nil, err
+		}
+		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
+			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name)}
+	case pg_query.ObjectType_OBJECT_COLUMN:
+		name, err := t.tableName(s.Relation)
+		if err != nil {
+			return nil, err
+		}
+		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME COLUMN " + quoteIdent(s.Subname) + " TO " + quoteIdent(s.Newname),
+			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname)}
+	default:
+		return nil, unsupported("ALTER %s ... RENAME", strings.TrimPrefix(s.RenameType.String(), "OBJECT_"))
+	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}

@@ -1,0 +1,1064 @@
+package sqlpg
+
+import (
+	"crypto/md5"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+)
+
+// PostgreSQL functions SQLite lacks (or has with other semantics), as Go
+// functions registered on every connection. The translator renames calls
+// to them (funcRename, _cast_*, _pg_*).
+
+var errDivZero = errors.New("division by zero")
+
+// ErrInvalidInput marks a value a cast cannot read (SQLSTATE 22P02).
+var ErrInvalidInput = errors.New("invalid input syntax")
+
+func invalid(typ string, v any) error {
+	return fmt.Errorf("%w for type %s: %q", ErrInvalidInput, typ, fmt.Sprint(v))
+}
+
+// TimestamptzLayout is how tandem writes timestamps with time zone (UTC),
+// the way PostgreSQL prints them with TimeZone=UTC.
+const (
+	TimestamptzLayout = "2006-01-02 15:04:05.999999-07"
+	TimestampLayout   = "2006-01-02 15:04:05.999999"
+	DateLayout        = "2006-01-02"
+)
+
+var timeLayouts = []string{
+	"2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999-07", "2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04", "2006-01-02", "2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02 15:04:05.999999999-0700",
+	"2006-01-02 -07", "2006-01-02 -07:00", "2006-01-02 15:04:05.999999999 -07", "2006-01-02 15:04:05.999999999 -07:00",
+}
+
+// ParseTime reads the timestamp forms clients and SQLite write.
+func ParseTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "now":
+		return time.Now().UTC(), true
+	case "today":
+		return time.Now().UTC().Truncate(24 * time.Hour), true
+	case "epoch":
+		return time.Unix(0, 0).UTC(), true
+	}
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func toTime(v any) (time.Time, bool) {
+	switch x := v.(type) {
+	case time.Time:
+		return x, true
+	case string:
+		return ParseTime(x)
+	case []byte:
+		return ParseTime(string(x))
+	case int64:
+		return time.Unix(x, 0).UTC(), true
+	case float64:
+		return time.Unix(0, int64(x*1e9)).UTC(), true
+	}
+	return time.Time{}, false
+}
+
+func toInt(typ string, v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("integer out of range")
+		}
+		return int64(math.Round(x)), nil
+	case bool:
+		if x {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	case string, []byte:
+		s := strings.TrimSpace(fmt.Sprintf("%s", x))
+		i, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, invalid(typ, s)
+		}
+		return i, nil
+	}
+	return nil, invalid(typ, v)
+}
+
+func toFloat(typ string, v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	case string, []byte:
+		s := strings.TrimSpace(fmt.Sprintf("%s", x))
+		switch strings.ToLower(s) {
+		case "nan":
+			return math.NaN(), nil
+		case "infinity", "inf":
+			return math.Inf(1), nil
+		case "-infinity", "-inf":
+			return math.Inf(-1), nil
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return nil, invalid(typ, s)
+		}
+		return f, nil
+	}
+	return nil, invalid(typ, v)
+}
+
+func toNumeric(v any) (any, error) {
+	switch x := v.(type) {
+	case string, []byte:
+		s := strings.TrimSpace(fmt.Sprintf("%s", x))
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i, nil
+		}
+		return toFloat("numeric", s)
+	}
+	return toFloat("numeric", v)
+}
+
+func toText(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		return x.UTC().Format(TimestamptzLayout)
+	}
+	return fmt.Sprint(v)
+}
+
+func toBool(v any) (any, error) {
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		return x != 0, nil
+	case float64:
+		return x != 0, nil
+	case bool:
+		return x, nil
+	case string, []byte:
+		s := strings.ToLower(strings.TrimSpace(fmt.Sprintf("%s", x)))
+		switch s {
+		case "t", "true", "y", "yes", "on", "1":
+			return true, nil
+		case "f", "false", "n", "no", "off", "0":
+			return false, nil
+		}
+		return nil, invalid("boolean", s)
+	}
+	return nil, invalid("boolean", v)
+}
+
+var uuidRe = regexp.MustCompile(`^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$`)
+
+func castFunc(t *Type) any {
+	switch t.Name {
+	case "int2", "int4", "int8", "oid", "regproc":
+		return func(v any) (any, error) { return toInt(t.SQL, v) }
+	case "float4", "float8":
+		return func(v any) (any, error) { return toFloat(t.SQL, v) }
+	case "numeric":
+		return func(v any) (any, error) { return toNumeric(v) }
+	case "bool":
+		return func(v any) (any, error) { return toBool(v) }
+	case "date", "timestamp", "timestamptz":
+		layout := map[string]string{"date": DateLayout, "timestamp": TimestampLayout, "timestamptz": TimestamptzLayout}[t.Name]
+		return func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
+			}
+			tm, ok := toTime(v)
+			if !ok {
+				return nil, invalid(t.SQL, v)
+			}
+			if t.Name == "timestamptz" {
+				tm = tm.UTC()
+			}
+			return tm.Format(layout), nil
+		}
+	case "time", "timetz":
+		return func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
+			}
+			if tm, ok := toTime(v); ok {
+				return tm.Format("15:04:05.999999"), nil
+			}
+			s := fmt.Sprint(toText(v))
+			for _, l := range []string{"15:04:05.999999", "15:04"} {
+				if tm, err := time.Parse(l, s); err == nil {
+					return tm.Format("15:04:05.999999"), nil
+				}
+			}
+			return nil, invalid(t.SQL, v)
+		}
+	case "uuid":
+		return func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
+			}
+			s := fmt.Sprint(toText(v))
+			m := uuidRe.FindStringSubmatch(strings.TrimSpace(s))
+			if m == nil {
+				return nil, invalid("uuid", s)
+			}
+			return strings.ToLower(m[1] + "-" + m[2] + "-" + m[3] + "-" + m[4] + "-" + m[5]), nil
+		}
+	case "bytea":
+		return func(v any) (any, error) {
+			switch x := v.(type) {
+			case nil:
+				return nil, nil
+			case []byte:
+				return x, nil
+			case string:
+				if strings.HasPrefix(x, `\x`) {
+					b, err := hex.DecodeString(x[2:])
+					if err != nil {
+						return nil, invalid("bytea", x)
+					}
+					return b, nil
+				}
+				return []byte(x), nil
+			}
+			return []byte(fmt.Sprint(toText(v))), nil
+		}
+	}
+	return func(v any) any { return toText(v) }
+}
+
+var (
+	regexMu    sync.Mutex
+	regexCache = map[string]*regexp.Regexp{}
+)
+
+func compile(p, flags string) (*regexp.Regexp, error) {
+	key := flags + "\x00" + p
+	regexMu.Lock()
+	defer regexMu.Unlock()
+	if re, ok := regexCache[key]; ok {
+		return re, nil
+	}
+	src := p
+	if flags == "i" {
+		src = "(?i)" + p
+	}
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression: %v", err)
+	}
+	if len(regexCache) > 1000 {
+		regexCache = map[string]*regexp.Regexp{}
+	}
+	regexCache[key] = re
+	return re, nil
+}
+
+func cmpAny(a, b any) int {
+	fa, aok := num(a)
+	fb, bok := num(b)
+	if aok && bok {
+		switch {
+		case fa < fb:
+			return -1
+		case fa > fb:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(fmt.Sprint(toText(a)), fmt.Sprint(toText(b)))
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func datePart(field string, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tm, ok := toTime(v)
+	if !ok {
+		return nil, invalid("timestamp", v)
+	}
+	switch strings.ToLower(field) {
+	case "year":
+		return float64(tm.Year()), nil
+	case "month":
+		return float64(tm.Month()), nil
+	case "day":
+		return float64(tm.Day()), nil
+	case "hour":
+		return float64(tm.Hour()), nil
+	case "minute":
+		return float64(tm.Minute()), nil
+	case "second":
+		return float64(tm.Second()) + float64(tm.Nanosecond())/1e9, nil
+	case "milliseconds":
+		return float64(tm.Second())*1000 + float64(tm.Nanosecond())/1e6, nil
+	case "microseconds":
+		return float64(tm.Second())*1e6 + float64(tm.Nanosecond())/1e3, nil
+	case "dow":
+		return float64(tm.Weekday()), nil
+	case "isodow":
+		d := int(tm.Weekday())
+		if d == 0 {
+			d = 7
+		}
+		return float64(d), nil
+	case "doy":
+		return float64(tm.YearDay()), nil
+	case "week":
+		_, w := tm.ISOWeek()
+		return float64(w), nil
+	case "quarter":
+		return float64((int(tm.Month())-1)/3 + 1), nil
+	case "epoch":
+		return float64(tm.UnixNano()) / 1e9, nil
+	case "decade":
+		return float64(tm.Year() / 10), nil
+	case "century":
+		return float64((tm.Year() + 99) / 100), nil
+	}
+	return nil, fmt.Errorf("unit %q not supported", field)
+}
+
+func dateTrunc(field string, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	tm, ok := toTime(v)
+	if !ok {
+		return nil, invalid("timestamp", v)
+	}
+	y, mo, d := tm.Date()
+	var out time.Time
+	switch strings.ToLower(field) {
+	case "year":
+		out = time.Date(y, 1, 1, 0, 0, 0, 0, tm.Location())
+	case "quarter":
+		out = time.Date(y, time.Month((int(mo)-1)/3*3+1), 1, 0, 0, 0, 0, tm.Location())
+	case "month":
+		out = time.Date(y, mo, 1, 0, 0, 0, 0, tm.Location())
+	case "week":
+		wd := (int(tm.Weekday()) + 6) % 7
+		out = time.Date(y, mo, d-wd, 0, 0, 0, 0, tm.Location())
+	case "day":
+		out = time.Date(y, mo, d, 0, 0, 0, 0, tm.Location())
+	case "hour":
+		out = tm.Truncate(time.Hour)
+	case "minute":
+		out = tm.Truncate(time.Minute)
+	case "second":
+		out = tm.Truncate(time.Second)
+	default:
+		return nil, fmt.Errorf("unit %q not supported", field)
+	}
+	return out.Format(TimestampLayout), nil
+}
+
+func pad(s string, n int64, fill string, left bool) string {
+	r := []rune(s)
+	if int64(len(r)) >= n {
+		return string(r[:max(n, 0)])
+	}
+	if fill == "" {
+		return s
+	}
+	f := []rune(fill)
+	var p []rune
+	for int64(len(p)+len(r)) < n {
+		p = append(p, f[len(p)%len(f)])
+	}
+	if left {
+		return string(p) + s
+	}
+	return s + string(p)
+}
+
+// RegisterFunctions registers every function the translator emits.
+func RegisterFunctions(c *sqlite3.SQLiteConn) error {
+	reg := func(name string, fn any, pure bool) error {
+		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
+			return fmt.Errorf("sqlpg: register %s: %w", name, err)
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, t := range Types {
+		if seen[t.Name] {
+			continue
+		}
+		seen[t.Name] = true
+		if err := reg("_cast_"+t.Name, castFunc(t), true); err != nil {
+			return err
+		}
+	}
+	now := func() string { return time.Now().UTC().Format(TimestamptzLayout) }
+	fns := []struct {
+		name string
+		fn   any
+		pure bool
+	}{
+		{"_pg_distinct", func(a, b any) bool {
+			if a == nil || b == nil {
+				return (a == nil) != (b == nil)
+			}
+			return cmpAny(a, b) != 0
+		}, true},
+		{"_pg_not_distinct", func(a, b any) bool {
+			if a == nil || b == nil {
+				return a == nil && b == nil
+			}
+			return cmpAny(a, b) == 0
+		}, true},
+		{"_pg_regex", func(s, p any, flags string) (any, error) {
+			if s == nil || p == nil {
+				return nil, nil
+			}
+			re, err := compile(fmt.Sprint(toText(p)), flags)
+			if err != nil {
+				return nil, err
+			}
+			return re.MatchString(fmt.Sprint(toText(s))), nil
+		}, true},
+		{"_pg_not_regex", func(s, p any, flags string) (any, error) {
+			if s == nil || p == nil {
+				return nil, nil
+			}
+			re, err := compile(fmt.Sprint(toText(p)), flags)
+			if err != nil {
+				return nil, err
+			}
+			return !re.MatchString(fmt.Sprint(toText(s))), nil
+		}, true},
+		{"_pg_now", now, false},
+		{"_pg_current_date", func() string { return time.Now().UTC().Format(DateLayout) }, false},
+		{"_pg_localtimestamp", func() string { return time.Now().UTC().Format(TimestampLayout) }, false},
+		{"_pg_current_time", func() string { return time.Now().UTC().Format("15:04:05.999999") }, false},
+		{"_pg_random", func() float64 { return mrand.Float64() }, false},
+		{"_pg_date_part", datePart, true},
+		{"date_trunc", dateTrunc, true},
+		{"_pg_greatest", func(args ...any) any {
+			var best any
+			for _, a := range args {
+				if a != nil && (best == nil || cmpAny(a, best) > 0) {
+					best = a
+				}
+			}
+			return best
+		}, true},
+		{"_pg_least", func(args ...any) any {
+			var best any
+			for _, a := range args {
+				if a != nil && (best == nil || cmpAny(a, best) < 0) {
+					best = a
+				}
+			}
+			return best
+		}, true},
+		{"_pg_round", func(v any) any {
+			switch x := v.(type) {
+			case float64:
+				return math.Round(x)
+			}
+			return v
+		}, true},
+		{"_pg_log10", f1(math.Log10), true},
+		{"ceil", f1(math.Ceil), true},
+		{"floor", f1(math.Floor), true},
+		{"trunc", func(v any, digits ...int64) any {
+			x, ok := numeric(v)
+			if !ok {
+				return nil
+			}
+			if len(digits) == 1 {
+				p := math.Pow(10, float64(digits[0]))
+				return math.Trunc(x*p) / p
+			}
+			return math.Trunc(x)
+		}, true},
+		{"sqrt", func(v any) (any, error) {
+			x, ok := num(v)
+			if v == nil || !ok {
+				return nil, nil
+			}
+			if x < 0 {
+				return nil, errors.New("cannot take square root of a negative number")
+			}
+			return math.Sqrt(x), nil
+		}, true},
+		{"cbrt", f1(math.Cbrt), true},
+		{"power", f2(math.Pow), true},
+		{"exp", f1(math.Exp), true},
+		{"ln", func(v any) (any, error) {
+			x, ok := numeric(v)
+			if !ok {
+				return nil, nil
+			}
+			if x == 0 {
+				return nil, errors.New("cannot take logarithm of zero")
+			}
+			if x < 0 {
+				return nil, errors.New("cannot take logarithm of a negative number")
+			}
+			return math.Log(x), nil
+		}, true},
+		{"log", func(args ...any) any {
+			var f []float64
+			for _, a := range args {
+				x, ok := num(a)
+				if !ok {
+					return nil
+				}
+				f = append(f, x)
+			}
+			if len(f) == 2 {
+				return math.Log(f[1]) / math.Log(f[0])
+			}
+			if len(f) == 1 {
+				return math.Log10(f[0])
+			}
+			return nil
+		}, true},
+		{"pi", func() float64 { return math.Pi }, true},
+		{"degrees", f1(func(x float64) float64 { return x * 180 / math.Pi }), true},
+		{"radians", f1(func(x float64) float64 { return x * math.Pi / 180 }), true},
+		{"sign", func(v any) any {
+			x, ok := num(v)
+			if !ok {
+				return nil
+			}
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}, true},
+		{"mod", func(a, b int64) (int64, error) {
+			if b == 0 {
+				return 0, errors.New("division by zero")
+			}
+			return a % b, nil
+		}, true},
+		{"div", func(av, bv any) (any, error) {
+			a, aok := num(av)
+			b, bok := num(bv)
+			if !aok || !bok {
+				return nil, nil
+			}
+			if b == 0 {
+				return 0, errors.New("division by zero")
+			}
+			return int64(a / b), nil
+		}, true},
+		{"concat", func(args ...any) string {
+			var b strings.Builder
+			for _, a := range args {
+				if a != nil {
+					b.WriteString(fmt.Sprint(toText(a)))
+				}
+			}
+			return b.String()
+		}, true},
+		{"concat_ws", func(sep string, args ...any) string {
+			var parts []string
+			for _, a := range args {
+				if a != nil {
+					parts = append(parts, fmt.Sprint(toText(a)))
+				}
+			}
+			return strings.Join(parts, sep)
+		}, true},
+		{"left", func(s string, n int64) string {
+			r := []rune(s)
+			if n < 0 {
+				n = max(int64(len(r))+n, 0)
+			}
+			return string(r[:min(n, int64(len(r)))])
+		}, true},
+		{"right", func(s string, n int64) string {
+			r := []rune(s)
+			if n < 0 {
+				n = max(int64(len(r))+n, 0)
+			}
+			n = min(n, int64(len(r)))
+			return string(r[int64(len(r))-n:])
+		}, true},
+		{"lpad", func(s string, n int64, fill ...string) string {
+			f := " "
+			if len(fill) > 0 {
+				f = fill[0]
+			}
+			return pad(s, n, f, true)
+		}, true},
+		{"rpad", func(s string, n int64, fill ...string) string {
+			f := " "
+			if len(fill) > 0 {
+				f = fill[0]
+			}
+			return pad(s, n, f, false)
+		}, true},
+		{"repeat", func(s string, n int64) string {
+			if n <= 0 {
+				return ""
+			}
+			return strings.Repeat(s, int(n))
+		}, true},
+		{"reverse", func(s string) string {
+			r := []rune(s)
+			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {
+				r[i], r[j] = r[j], r[i]
+			}
+			return string(r)
+		}, true},
+		{"split_part", func(s, sep string, n int64) (string, error) {
+			if n == 0 {
+				return "", errors.New("field position must not be zero")
+			}
+			parts := strings.Split(s, sep)
+			if n < 0 {
+				n = int64(len(parts)) + n + 1
+			}
+			if n < 1 || n > int64(len(parts)) {
+				return "", nil
+			}
+			return parts[n-1], nil
+		}, true},
+		{"initcap", func(s string) string {
+			r := []rune(strings.ToLower(s))
+			up := true
+			for i, c := range r {
+				if up && unicode.IsLetter(c) {
+					r[i] = unicode.ToUpper(c)
+				}
+				up = !unicode.IsLetter(c) && !unicode.IsDigit(c)
+			}
+			return string(r)
+		}, true},
+		{"md5", func(s string) string { h := md5.Sum([]byte(s)); return hex.EncodeToString(h[:]) }, true},
+		{"to_hex", func(n int64) string { return strconv.FormatInt(n, 16) }, true},
+		{"chr", func(n int64) string { return string(rune(n)) }, true},
+		{"ascii", func(s string) int64 {
+			for _, r := range s {
+				return int64(r)
+			}
+			return 0
+		}, true},
+		{"starts_with", func(s, p string) bool { return strings.HasPrefix(s, p) }, true},
+		{"translate", func(s, from, to string) string {
+			f, t := []rune(from), []rune(to)
+			var b strings.Builder
+			for _, c := range s {
+				i := strings.IndexRune(string(f), c)
+				if i < 0 {
+					b.WriteRune(c)
+					continue
+				}
+				idx := len([]rune(string(f)[:i]))
+				if idx < len(t) {
+					b.WriteRune(t[idx])
+				}
+			}
+			return b.String()
+		}, true},
+		{"gen_random_uuid", func() string {
+			var b [16]byte
+			_, _ = rand.Read(b[:])
+			b[6] = b[6]&0x0f | 0x40
+			b[8] = b[8]&0x3f | 0x80
+			h := hex.EncodeToString(b[:])
+			return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+		}, false},
+		{"current_database", func() string { return "tandem" }, true},
+		{"current_schema", func() string { return "public" }, true},
+		{"current_user", func() string { return "tandem" }, true},
+	}
+	for _, f := range fns {
+		if err := reg(f.name, f.fn, f.pure); err != nil {
+			return err
+		}
+	}
+	for _, f := range extraFuncs {
+		if err := reg(f.name, f.fn, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Arrays are carried as PostgreSQL's text form, '{a,b}' (see docs/sql.md).
+
+func arrayElems(a any) []string {
+	s := strings.TrimSpace(fmt.Sprint(toText(a)))
+	if len(s) > 0 && s[0] != '{' {
+		// int2vector / oidvector text form: "1 2 3"
+		return strings.Fields(s)
+	}
+	if len(s) < 2 || s[0] != '{' || s[len(s)-1] != '}' {
+		return nil
+	}
+	s = s[1 : len(s)-1]
+	if s == "" {
+		return nil
+	}
+	var out []string
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(s):
+			i++
+			b.WriteByte(s[i])
+		case c == ',' && !quoted:
+			out = append(out, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(out, b.String())
+}
+
+func arrayLiteral(args []any) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if a == nil {
+			parts[i] = "NULL"
+			continue
+		}
+		v := fmt.Sprint(toText(a))
+		if v == "" || strings.ContainsAny(v, `,{}" \`) || strings.EqualFold(v, "null") {
+			v = `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
+		}
+		parts[i] = v
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func arrayHas(arr, x any) any {
+	if arr == nil || x == nil {
+		return nil
+	}
+	want := fmt.Sprint(toText(x))
+	for _, e := range arrayElems(arr) {
+		if e == want {
+			return true
+		}
+	}
+	return false
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
+		namedFunc{"_pg_array_has", arrayHas},
+		namedFunc{"_pg_array_json", func(arr any) any {
+			if arr == nil {
+				return "[]"
+			}
+			var b strings.Builder
+			b.WriteByte('[')
+			for i, e := range arrayElems(arr) {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				if _, err := strconv.ParseInt(e, 10, 64); err == nil {
+					b.WriteString(e)
+				} else if e == "NULL" {
+					b.WriteString("null")
+				} else {
+					writeJSONString(&b, e)
+				}
+			}
+			b.WriteByte(']')
+			return b.String()
+		}},
+		namedFunc{"_pg_array_elem", func(v any) string {
+			if v == nil {
+				return "NULL"
+			}
+			return strings.Trim(arrayLiteral([]any{v}), "{}")
+		}},
+		namedFunc{"_pg_array_lacks", func(arr, x any) any {
+			r := arrayHas(arr, x)
+			if b, ok := r.(bool); ok {
+				return !b
+			}
+			return r
+		}},
+		namedFunc{"array_length", func(arr any, dim int64) any {
+			if arr == nil {
+				return nil
+			}
+			n := len(arrayElems(arr))
+			if n == 0 {
+				return nil
+			}
+			return int64(n)
+		}},
+		namedFunc{"_pg_array_get", func(arr any, i int64) any {
+			e := arrayElems(arr)
+			if i < 1 || i > int64(len(e)) || e[i-1] == "NULL" {
+				return nil
+			}
+			return e[i-1]
+		}},
+		namedFunc{"array_upper", func(arr any, dim int64) any {
+			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
+				return int64(n)
+			}
+			return nil
+		}},
+		namedFunc{"array_lower", func(arr any, dim int64) any {
+			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
+				return int64(1)
+			}
+			return nil
+		}},
+		namedFunc{"cardinality", func(arr any) any {
+			if arr == nil {
+				return nil
+			}
+			return int64(len(arrayElems(arr)))
+		}},
+	)
+}
+
+type namedFunc struct {
+	name string
+	fn   any
+}
+
+var extraFuncs []namedFunc
+
+// f1 and f2 lift float functions to SQLite's dynamic values (integers,
+// doubles, numeric text; NULL in, NULL out).
+func f1(fn func(float64) float64) func(any) any {
+	return func(v any) any {
+		x, ok := numeric(v)
+		if !ok {
+			return nil
+		}
+		return fn(x)
+	}
+}
+
+func f2(fn func(float64, float64) float64) func(any, any) any {
+	return func(a, b any) any {
+		x, ok1 := numeric(a)
+		y, ok2 := numeric(b)
+		if !ok1 || !ok2 {
+			return nil
+		}
+		return fn(x, y)
+	}
+}
+
+func numeric(v any) (float64, bool) {
+	if x, ok := num(v); ok {
+		return x, true
+	}
+	if s, ok := v.(string); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_div", func(a, b any) (any, error) {
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			ai, aInt := a.(int64)
+			bi, bInt := b.(int64)
+			if aInt && bInt {
+				if bi == 0 {
+					return nil, errDivZero
+				}
+				return ai / bi, nil
+			}
+			x, ok1 := numeric(a)
+			y, ok2 := numeric(b)
+			if !ok1 || !ok2 {
+				return nil, invalid("numeric", b)
+			}
+			if y == 0 {
+				return nil, errDivZero
+			}
+			return x / y, nil
+		}},
+		namedFunc{"_pg_mod", func(a, b any) (any, error) {
+			if a == nil || b == nil {
+				return nil, nil
+			}
+			ai, aInt := a.(int64)
+			bi, bInt := b.(int64)
+			if aInt && bInt {
+				if bi == 0 {
+					return nil, errDivZero
+				}
+				return ai % bi, nil
+			}
+			x, ok1 := numeric(a)
+			y, ok2 := numeric(b)
+			if !ok1 || !ok2 {
+				return nil, invalid("numeric", b)
+			}
+			if y == 0 {
+				return nil, errDivZero
+			}
+			return math.Mod(x, y), nil
+		}},
+		namedFunc{"quote_literal", func(v any) any {
+			if v == nil {
+				return nil
+			}
+			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
+		}},
+		namedFunc{"quote_ident", func(s string) string {
+			if s != "" && strings.ToLower(s) == s && !strings.ContainsAny(s, " \"-.") {
+				return s
+			}
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}},
+		namedFunc{"string_to_array", func(s any, sep string) any {
+			if s == nil {
+				return nil
+			}
+			parts := strings.Split(fmt.Sprint(toText(s)), sep)
+			args := make([]any, len(parts))
+			for i, p := range parts {
+				args[i] = p
+			}
+			return arrayLiteral(args)
+		}},
+		namedFunc{"make_date", func(y, m, d int64) string {
+			return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC).Format(DateLayout)
+		}},
+		namedFunc{"to_timestamp", func(v any) any {
+			x, ok := numeric(v)
+			if !ok {
+				return nil
+			}
+			return time.Unix(0, int64(x*1e9)).UTC().Format(TimestamptzLayout)
+		}},
+		namedFunc{"jsonb_typeof", jsonTypeof},
+		namedFunc{"json_typeof", jsonTypeof},
+		namedFunc{"set_config", func(name, value string, local any) string { return value }},
+	)
+}
+
+func jsonTypeof(v any) any {
+	if v == nil {
+		return nil
+	}
+	s := strings.TrimSpace(fmt.Sprint(toText(v)))
+	switch {
+	case s == "null":
+		return "null"
+	case s == "true" || s == "false":
+		return "boolean"
+	case strings.HasPrefix(s, "{"):
+		return "object"
+	case strings.HasPrefix(s, "["):
+		return "array"
+	case strings.HasPrefix(s, `"`):
+		return "string"
+	}
+	return "number"
+}
+
+// nullsAsNil wraps a function so that SQL NULL reaches its interface
+// parameters as nil (the driver passes a nil []byte).
+func nullsAsNil(fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	has := false
+	for i := 0; i < t.NumIn(); i++ {
+		in := t.In(i)
+		if in.Kind() == reflect.Interface || (t.IsVariadic() && i == t.NumIn()-1 && in.Elem().Kind() == reflect.Interface) {
+			has = true
+		}
+	}
+	if !has {
+		return fn
+	}
+	fix := func(a reflect.Value) reflect.Value {
+		if a.Kind() == reflect.Interface && !a.IsNil() {
+			if b, ok := a.Interface().([]byte); ok && b == nil {
+				return reflect.Zero(a.Type())
+			}
+		}
+		return a
+	}
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		for i := range args {
+			if t.IsVariadic() && i == len(args)-1 {
+				s := args[i]
+				for j := 0; j < s.Len(); j++ {
+					s.Index(j).Set(fix(s.Index(j)))
+				}
+				continue
+			}
+			args[i] = fix(args[i])
+		}
+		if t.IsVariadic() {
+			return v.CallSlice(args)
+		}
+		return v.Call(args)
+	}).Interface()
+}

@@ -1,0 +1,77 @@
+-- PostgreSQL types in DDL, and results typed as PostgreSQL types them.
+CREATE TABLE ty_all (
+  id serial PRIMARY KEY,
+  name varchar(20) NOT NULL,
+  code char(3),
+  note text,
+  small smallint,
+  big bigint,
+  price numeric(10,2),
+  ratio real,
+  score double precision,
+  flag boolean,
+  born date,
+  at timestamp,
+  atz timestamptz,
+  tm time,
+  blob bytea,
+  data jsonb,
+  doc json,
+  uid uuid
+);
+INSERT INTO ty_all (name, code, note, small, big, price, ratio, score, flag, born, at, atz, tm, blob, data, doc, uid)
+VALUES ('alpha', 'abc', 'first row', 1, 10000000000, 12.50, 1.5, 2.25, true, '2024-01-15', '2024-01-15 10:30:00', '2024-01-15 10:30:00+00', '10:30:00', '\x0102ff', '{"a": 1, "b": [1, 2]}', '{"x": "y"}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11');
+INSERT INTO ty_all (name, code, small, big, price, flag, born) VALUES ('beta', 'x', -3, -1, 0.5, false, '1999-12-31');
+INSERT INTO ty_all (name) VALUES ('gamma');
+SELECT id, name FROM ty_all ORDER BY id;
+SELECT name, code FROM ty_all ORDER BY id;
+SELECT name, small, big FROM ty_all ORDER BY id;
+SELECT name, price FROM ty_all ORDER BY id;
+SELECT name, ratio, score FROM ty_all ORDER BY id;
+SELECT name, flag FROM ty_all ORDER BY id;
+SELECT name, born FROM ty_all ORDER BY id;
+SELECT name, at FROM ty_all ORDER BY id;
+SELECT name, atz FROM ty_all ORDER BY id;
+SELECT name, tm FROM ty_all ORDER BY id;
+SELECT name, blob FROM ty_all ORDER BY id;
+SELECT name, data FROM ty_all ORDER BY id;
+SELECT name, doc FROM ty_all ORDER BY id;
+SELECT name, uid FROM ty_all ORDER BY id;
+SELECT * FROM ty_all WHERE id = 1;
+SELECT count(*) FROM ty_all WHERE flag;
+SELECT count(*) FROM ty_all WHERE NOT flag;
+SELECT name FROM ty_all WHERE flag IS NULL;
+SELECT name FROM ty_all WHERE born < '2000-01-01';
+SELECT name FROM ty_all WHERE price > 1;
+SELECT name, price * 2 FROM ty_all WHERE price IS NOT NULL ORDER BY name;
+SELECT name, length(code) FROM ty_all ORDER BY name;
+CREATE TABLE ty_int (a int, b integer, c int4, d int2, e int8, f bigserial);
+INSERT INTO ty_int (a, b, c, d, e) VALUES (1, 2, 3, 4, 5);
+SELECT * FROM ty_int;
+CREATE TABLE ty_num (a numeric, b decimal(5,1), c float, d float8, e float4);
+INSERT INTO ty_num VALUES (1.25, 3.5, 1.5, 2.5, 0.25);
+SELECT * FROM ty_num;
+CREATE TABLE IF NOT EXISTS ty_num (z int);
+CREATE TABLE ty_def (id int PRIMARY KEY, n int DEFAULT 7, s text DEFAULT 'none', b boolean DEFAULT false, created timestamptz DEFAULT now());
+INSERT INTO ty_def (id) VALUES (1);
+SELECT id, n, s, b, created IS NOT NULL AS has_created FROM ty_def;
+CREATE TABLE ty_chk (id int PRIMARY KEY, qty int CHECK (qty >= 0), label text UNIQUE);
+INSERT INTO ty_chk VALUES (1, 5, 'one');
+INSERT INTO ty_chk VALUES (2, -1, 'two');
+INSERT INTO ty_chk VALUES (3, 1, 'one');
+SELECT * FROM ty_chk;
+ALTER TABLE ty_chk ADD COLUMN extra text;
+SELECT * FROM ty_chk;
+ALTER TABLE ty_chk RENAME COLUMN extra TO more;
+SELECT id, more FROM ty_chk;
+CREATE INDEX ty_chk_qty ON ty_chk (qty);
+CREATE UNIQUE INDEX IF NOT EXISTS ty_chk_label2 ON ty_chk (label, qty);
+DROP INDEX ty_chk_qty;
+CREATE VIEW ty_view AS SELECT id, qty FROM ty_chk WHERE qty > 0;
+SELECT * FROM ty_view;
+DROP VIEW ty_view;
+DROP TABLE ty_all, ty_int;
+DROP TABLE ty_num;
+DROP TABLE ty_def;
+DROP TABLE IF EXISTS ty_chk CASCADE;
+DROP TABLE IF EXISTS ty_never;

@@ -1,0 +1,1355 @@
+package sqlpg
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// Translation is one PostgreSQL statement made ready for SQLite.
+type Translation struct {
+	// SQL is what SQLite runs: one statement, or for DDL a script of
+	// several (Script holds them one by one).
+	SQL    string
+	Script []string
+	// Kind is the statement's first keyword as the client wrote it
+	// (SELECT, INSERT, CREATE ...), Tag the command tag's verb phrase
+	// for statements whose tag is not derived from Kind (CREATE TABLE).
+	Kind string
+	Tag  string
+	// DDL is true when the statement changes the schema.
+	DDL bool
+	// Passthrough: the statement is transaction control or a setting;
+	// the caller handles it from the original text.
+	Passthrough bool
+	// Noop: accepted and does nothing on SQLite (COMMENT ON, LOCK).
+	Noop bool
+	// Cols are the PostgreSQL types of the result columns, when the
+	// translator could infer them (nil entries: unknown).
+	Cols []ColType
+	// Names of a RETURNING list's columns (Describe of a write).
+	Names []string
+	// SeqName: a nextval/currval/setval statement on this sequence (it
+	// must exist: the caller checks the statement touched a row).
+	SeqName string
+}
+
+// ColType is a result column's PostgreSQL type.
+type ColType struct {
+	Type   *Type
+	Typmod int32
+}
+
+// Schema is what the translator asks about existing tables. backend/sqlite
+// implements it over its connection.
+type Schema interface {
+	// Columns of a table in declaration order with their PostgreSQL
+	// types; nil when the table does not exist.
+	Columns(table string) []Column
+}
+
+// Column is one table column.
+type Column struct {
+	Name   string
+	Type   *Type
+	Typmod int32
+}
+
+// ErrNotSupported is wrapped by every 0A000 refusal.
+var ErrNotSupported = fmt.Errorf("not supported on the SQLite back end")
+
+func unsupported(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: msg + " is not supported on the SQLite back end", Hint: "see docs/sql.md for the supported subset, or use a PostgreSQL back end", Err: ErrNotSupported}
+}
+
+// schemaVersion is bumped by every DDL; cached translations of an older
+// version are re-made (their result types may have changed).
+var schemaVersion atomic.Uint64
+
+// SchemaChanged invalidates cached translations.
+func SchemaChanged() { schemaVersion.Add(1) }
+
+type cached struct {
+	tr  *Translation
+	ver uint64
+}
+
+var cache sync.Map // sql -> cached
+var cacheSize atomic.Int64
+
+const maxCache = 4096
+
+// Translate translates one statement (the caller has split a multi-statement
+// Query already). Translations are cached by text.
+func Translate(sql string, sch Schema) (*Translation, error) {
+	ver := schemaVersion.Load()
+	if v, ok := cache.Load(sql); ok {
+		c := v.(cached)
+		if c.ver == ver {
+			return c.tr, nil
+		}
+	}
+	tr, err := translate(sql, sch)
+	if err != nil {
+		return nil, err
+	}
+	if tr.DDL {
+		return tr, nil
+	}
+	if cacheSize.Add(1) > maxCache {
+		cache.Range(func(k, _ any) bool { cache.Delete(k); return true })
+		cacheSize.Store(0)
+	}
+	cache.Store(sql, cached{tr, ver})
+	return tr, nil
+}
+
+func translate(sql string, sch Schema) (*Translation, error) {
+	tree, err := Parse(sql)
+	if err != nil {
+		return nil, err
+	}
+	if len(tree.Stmts) == 0 {
+		return &Translation{Noop: true, Kind: "EMPTY"}, nil
+	}
+	if len(tree.Stmts) > 1 {
+		return nil, pgwire.Errorf(pgwire.CodeSyntax, "cannot insert multiple commands into a prepared statement")
+	}
+	raw := tree.Stmts[0].Stmt
+	kind := firstWord(sql)
+	t := &translator{sch: sch}
+	tr := &Translation{Kind: kind}
+	switch n := raw.Node.(type) {
+	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
+		*pg_query.Node_DiscardStmt:
+		tr.Passthrough = true
+		return tr, nil
+	case *pg_query.Node_SelectStmt:
+		if n.SelectStmt.IntoClause != nil {
+			return nil, unsupported("SELECT INTO")
+		}
+		if ok, err := t.sequenceCall(n.SelectStmt, tr); ok || err != nil {
+			if err != nil {
+				return nil, err
+			}
+			return tr, nil
+		}
+		tr.Cols = t.selectTypes(n.SelectStmt)
+		nameTargets(leftmost(n.SelectStmt).TargetList)
+		err = t.rewrite(raw)
+	case *pg_query.Node_InsertStmt:
+		s := n.InsertStmt
+		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil && s.OnConflictClause.Infer.Conname != "" {
+			return nil, unsupported("ON CONFLICT ON CONSTRAINT")
+		}
+		if s.Override != pg_query.OverridingKind_OVERRIDING_NOT_SET && s.Override != pg_query.OverridingKind_OVERRIDING_KIND_UNDEFINED {
+			return nil, unsupported("INSERT ... OVERRIDING")
+		}
+		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
+		tr.Names = t.returningNames(s.Relation, s.ReturningList)
+		nameTargets(s.ReturningList)
+		err = t.rewrite(raw)
+	case *pg_query.Node_UpdateStmt:
+		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
+		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
+		nameTargets(n.UpdateStmt.ReturningList)
+		err = t.rewrite(raw)
+	case *pg_query.Node_DeleteStmt:
+		if len(n.DeleteStmt.UsingClause) > 0 {
+			return nil, unsupported("DELETE ... USING")
+		}
+		tr.Cols = t.returningTypes(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
+		tr.Names = t.returningNames(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
+		nameTargets(n.DeleteStmt.ReturningList)
+		err = t.rewrite(raw)
+	case *pg_query.Node_ExplainStmt:
+		if err := t.rewrite(n.ExplainStmt.Query); err != nil {
+			return nil, err
+		}
+		inner, err := deparseStmt(n.ExplainStmt.Query)
+		if err != nil {
+			return nil, err
+		}
+		tr.SQL = "EXPLAIN QUERY PLAN " + inner
+		return tr, nil
+	case *pg_query.Node_CreateStmt:
+		return t.createTable(n.CreateStmt, tr)
+	case *pg_query.Node_CreateTableAsStmt:
+		if n.CreateTableAsStmt.Objtype != pg_query.ObjectType_OBJECT_TABLE {
+			return nil, unsupported("CREATE MATERIALIZED VIEW")
+		}
+		tr.DDL, tr.Tag = true, "SELECT"
+		err = t.rewrite(raw)
+	case *pg_query.Node_IndexStmt:
+		return t.createIndex(raw, n.IndexStmt, tr)
+	case *pg_query.Node_ViewStmt:
+		return t.createView(raw, n.ViewStmt, tr)
+	case *pg_query.Node_DropStmt:
+		return t.drop(n.DropStmt, tr)
+	case *pg_query.Node_AlterTableStmt:
+		return t.alterTable(n.AlterTableStmt, tr)
+	case *pg_query.Node_RenameStmt:
+		return t.rename(n.RenameStmt, tr)
+	case *pg_query.Node_TruncateStmt:
+		tr.Tag = "TRUNCATE TABLE"
+		for _, r := range n.TruncateStmt.Relations {
+			name, err := t.tableName(r.GetRangeVar())
+			if err != nil {
+				return nil, err
+			}
+			tr.Script = append(tr.Script, "DELETE FROM "+quoteIdent(name))
+		}
+		tr.SQL = strings.Join(tr.Script, ";\n")
+		if len(tr.Script) == 1 {
+			tr.Script = nil
+		}
+		return tr, nil
+	case *pg_query.Node_CreateSeqStmt:
+		return t.createSequence(n.CreateSeqStmt, tr)
+	case *pg_query.Node_AlterSeqStmt:
+		return nil, unsupported("ALTER SEQUENCE (use setval)")
+	case *pg_query.Node_CommentStmt:
+		tr.Noop, tr.Tag = true, "COMMENT"
+		return tr, nil
+	case *pg_query.Node_LockStmt:
+		tr.Noop, tr.Tag = true, "LOCK TABLE"
+		return tr, nil
+	case *pg_query.Node_CreateSchemaStmt:
+		if n.CreateSchemaStmt.Schemaname == "public" && n.CreateSchemaStmt.IfNotExists {
+			tr.Noop, tr.Tag = true, "CREATE SCHEMA"
+			return tr, nil
+		}
+		return nil, unsupported("CREATE SCHEMA (only the public schema exists)")
+	case *pg_query.Node_VacuumStmt:
+		if n.VacuumStmt.IsVacuumcmd {
+			tr.SQL, tr.Tag = "VACUUM", "VACUUM"
+		} else {
+			tr.SQL, tr.Tag = "ANALYZE", "ANALYZE"
+		}
+		return tr, nil
+	default:
+		return nil, unsupported("%s", nodeName(raw))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := deparseStmt(raw)
+	if err != nil {
+		return nil, err
+	}
+	tr.SQL = out
+	return tr, nil
+}
+
+func nodeName(n *pg_query.Node) string {
+	name := fmt.Sprintf("%T", n.Node)
+	name = strings.TrimPrefix(name, "*pg_query.Node_")
+	name = strings.TrimSuffix(name, "Stmt")
+	var b strings.Builder
+	for i, r := range name {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return "the statement " + strings.ToUpper(b.String())
+}
+
+func firstWord(sql string) string {
+	kw := pgwire.Keywords(sql, 1)
+	if len(kw) == 0 {
+		return ""
+	}
+	return kw[0]
+}
+
+// deparseStmt turns a rewritten statement back into text, with
+// PostgreSQL's $n parameters written as SQLite's ?n.
+func deparseStmt(stmt *pg_query.Node) (string, error) {
+	out, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: stmt}}})
+	if err != nil {
+		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "tandem cannot translate this statement for the SQLite back end: " + err.Error(), Err: ErrNotSupported}
+	}
+	return dollarParams(plainStrings(out)), nil
+}
+
+// plainStrings rewrites the deparser's E'...' escape-string literals into
+// SQLite's plain '...' literals.
+func plainStrings(s string) string {
+	if !strings.Contains(s, "E'") {
+		return s
+	}
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if quote != 0 {
+			b.WriteByte(c)
+			if c == quote {
+				quote = 0
+			}
+			continue
+		}
+		if c == '"' {
+			quote = c
+			b.WriteByte(c)
+			continue
+		}
+		if c == '\'' {
+			quote = c
+			b.WriteByte(c)
+			continue
+		}
+		if c == 'E' && i+1 < len(s) && s[i+1] == '\'' && (i == 0 || !isIdent(s[i-1])) {
+			j := i + 2
+			b.WriteByte('\'')
+			for j < len(s) {
+				d := s[j]
+				if d == '\'' {
+					if j+1 < len(s) && s[j+1] == '\'' {
+						b.WriteString("''")
+						j += 2
+						continue
+					}
+					break
+				}
+				if d == '\\' && j+1 < len(s) {
+					j++
+					switch e := s[j]; e {
+					case 'n':
+						b.WriteByte('\n')
+					case 't':
+						b.WriteByte('\t')
+					case 'r':
+						b.WriteByte('\r')
+					case 'b':
+						b.WriteByte('\b')
+					case 'f':
+						b.WriteByte('\f')
+					case '\'':
+						b.WriteString("''")
+					default:
+						b.WriteByte(e)
+					}
+					j++
+					continue
+				}
+				b.WriteByte(d)
+				j++
+			}
+			b.WriteByte('\'')
+			i = j
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// deparseExpr deparses one expression (through SELECT expr).
+func deparseExpr(e *pg_query.Node) (string, error) {
+	sel := &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+		TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(e, 0)},
+	}}}
+	out, err := deparseStmt(sel)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(out, "SELECT "), nil
+}
+
+// dollarParams rewrites $n outside literals and quoted identifiers to ?n.
+func dollarParams(s string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '$' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || !isIdent(s[i-1])):
+			c = '?'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// translator carries one statement's state.
+type translator struct {
+	sch      Schema
+	err      error
+	intPK    bool
+	subq     int
+	triggers []string
+	ctes     map[string][]Column
+	opTypes  map[*pg_query.A_Expr][2]ColType
+}
+
+func (t *translator) fail(err error) {
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// rewrite walks the tree bottom-up and rewrites every node SQLite does not
+// understand into one it does (or records a refusal).
+func (t *translator) rewrite(n *pg_query.Node) error {
+	if n == nil || n.Node == nil {
+		return t.err
+	}
+	t.annotate(n)
+	visit(n.ProtoReflect(), t.node)
+	return t.err
+}
+
+func walkNode(n *pg_query.Node, fn func(*pg_query.Node)) {
+	if n == nil || n.Node == nil {
+		return
+	}
+	walkMsg(n.ProtoReflect(), fn)
+}
+
+func walkMsg(m protoreflect.Message, fn func(*pg_query.Node)) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil || fd.IsMap() {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				visit(l.Get(i).Message(), fn)
+			}
+			return true
+		}
+		visit(v.Message(), fn)
+		return true
+	})
+}
+
+func visit(m protoreflect.Message, fn func(*pg_query.Node)) {
+	walkMsg(m, fn)
+	if n, ok := m.Interface().(*pg_query.Node); ok && n.Node != nil {
+		fn(n)
+	}
+}
+
+func strs(nodes []*pg_query.Node) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.GetString_().GetSval())
+	}
+	return out
+}
+
+func lastName(nodes []*pg_query.Node) string {
+	s := strs(nodes)
+	if len(s) == 0 {
+		return ""
+	}
+	return strings.ToLower(s[len(s)-1])
+}
+
+func call(name string, args ...*pg_query.Node) *pg_query.Node {
+	n := pg_query.MakeFuncCallNode([]*pg_query.Node{pg_query.MakeStrNode(name)}, args, -1)
+	n.GetFuncCall().Funcformat = pg_query.CoercionForm_COERCE_EXPLICIT_CALL
+	return n
+}
+
+func strConst(s string) *pg_query.Node { return pg_query.MakeAConstStrNode(s, -1) }
+
+func (t *translator) node(n *pg_query.Node) {
+	switch x := n.Node.(type) {
+	case *pg_query.Node_TypeCast:
+		t.typeCast(n, x.TypeCast)
+	case *pg_query.Node_AExpr:
+		t.aExpr(n, x.AExpr)
+	case *pg_query.Node_FuncCall:
+		t.funcCall(n, x.FuncCall)
+	case *pg_query.Node_SqlvalueFunction:
+		t.sqlValue(n, x.SqlvalueFunction)
+	case *pg_query.Node_MinMaxExpr:
+		name := "_pg_greatest"
+		if x.MinMaxExpr.Op == pg_query.MinMaxOp_IS_LEAST {
+			name = "_pg_least"
+		}
+		n.Node = call(name, x.MinMaxExpr.Args...).Node
+	case *pg_query.Node_RangeVar:
+		t.rangeVar(x.RangeVar)
+	case *pg_query.Node_SelectStmt:
+		t.selectStmt(x.SelectStmt)
+	case *pg_query.Node_ColumnRef:
+		// schema.table.column: SQLite knows no schemas; the catalog's
+		// relations are views with their own names.
+		f := x.ColumnRef.Fields
+		if len(f) == 3 {
+			schema := strings.ToLower(f[0].GetString_().GetSval())
+			table := f[1].GetString_().GetSval()
+			switch schema {
+			case "public":
+				x.ColumnRef.Fields = f[1:]
+			case "pg_catalog", "information_schema":
+				if view, ok := CatalogRelation(schema, table); ok {
+					x.ColumnRef.Fields = []*pg_query.Node{pg_query.MakeStrNode(view), f[2]}
+				}
+			}
+		}
+	case *pg_query.Node_BooleanTest:
+		switch x.BooleanTest.Booltesttype {
+		case pg_query.BoolTestType_IS_UNKNOWN:
+			n.Node = &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: x.BooleanTest.Arg, Nulltesttype: pg_query.NullTestType_IS_NULL}}
+		case pg_query.BoolTestType_IS_NOT_UNKNOWN:
+			n.Node = &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: x.BooleanTest.Arg, Nulltesttype: pg_query.NullTestType_IS_NOT_NULL}}
+		}
+	case *pg_query.Node_CommonTableExpr:
+		if x.CommonTableExpr.Ctequery.GetSelectStmt() == nil {
+			t.fail(unsupported("data-modifying statements in WITH"))
+		}
+	case *pg_query.Node_CollateClause:
+		if x.CollateClause.Arg != nil {
+			n.Node = x.CollateClause.Arg.Node
+		}
+	case *pg_query.Node_RangeFunction:
+		t.rangeFunction(n, x.RangeFunction)
+	case *pg_query.Node_RangeSubselect:
+		if x.RangeSubselect.Lateral {
+			t.fail(unsupported("LATERAL subqueries"))
+			return
+		}
+		t.subselectAliases(x.RangeSubselect)
+	case *pg_query.Node_SubLink:
+		s := x.SubLink
+		switch s.SubLinkType {
+		case pg_query.SubLinkType_ANY_SUBLINK:
+			if len(s.OperName) > 0 && lastName(s.OperName) != "=" {
+				t.fail(unsupported("%s ANY (subquery)", lastName(s.OperName)))
+			}
+			s.OperName = nil
+		case pg_query.SubLinkType_ALL_SUBLINK:
+			t.fail(unsupported("ALL (subquery)"))
+		case pg_query.SubLinkType_ARRAY_SUBLINK:
+			// ARRAY(SELECT x ...) as PostgreSQL's text form '{a,b}'.
+			sel := s.Subselect.GetSelectStmt()
+			if sel == nil || len(leftmost(sel).TargetList) != 1 {
+				t.fail(unsupported("ARRAY(subquery) with more than one column"))
+				return
+			}
+			leftmost(sel).TargetList[0].GetResTarget().Name = "_tandem_a"
+			e := template("(SELECT '{' || coalesce(group_concat(_tandem_a, ','), '') || '}' FROM _tandem_placeholder)")
+			inner := e.GetSubLink().Subselect.GetSelectStmt()
+			inner.FromClause = []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+				Subquery: s.Subselect, Alias: &pg_query.Alias{Aliasname: "_tandem_sub"}}}}}
+			n.Node = e.Node
+		}
+	case *pg_query.Node_AArrayExpr:
+		n.Node = call("_pg_array", x.AArrayExpr.Elements...).Node
+	case *pg_query.Node_AIndirection:
+		ind := x.AIndirection.Indirection
+		if len(ind) == 1 && ind[0].GetString_().GetSval() == "x" && x.AIndirection.Arg.GetColumnRef() != nil {
+			// (col).x of an _pg_expandarray result: the element itself.
+			n.Node = x.AIndirection.Arg.Node
+			return
+		}
+		if len(ind) == 1 {
+			if ai := ind[0].GetAIndices(); ai != nil && !ai.IsSlice && ai.Uidx != nil {
+				n.Node = call("_pg_array_get", x.AIndirection.Arg, ai.Uidx).Node
+				return
+			}
+		}
+		for _, i := range ind {
+			if i.GetAIndices() != nil {
+				t.fail(unsupported("array slices and multi-dimensional subscripts"))
+			}
+		}
+	case *pg_query.Node_GroupingSet:
+		t.fail(unsupported("GROUPING SETS, ROLLUP and CUBE"))
+	case *pg_query.Node_SetToDefault:
+		t.fail(unsupported("DEFAULT in a VALUES list (leave the column out of the column list instead)"))
+	case *pg_query.Node_XmlExpr, *pg_query.Node_XmlSerialize:
+		t.fail(unsupported("XML functions"))
+	case *pg_query.Node_AConst:
+		if s := x.AConst.GetSval(); s != nil {
+			_ = s // string literals are the same in SQLite
+		}
+	}
+}
+
+func (t *translator) selectStmt(s *pg_query.SelectStmt) {
+	s.LockingClause = nil
+	// SQLite has no parenthesised compound selects: a nested set
+	// operation becomes a subquery.
+	wrap := func(arm *pg_query.SelectStmt) *pg_query.SelectStmt {
+		if arm == nil || (arm.Op == pg_query.SetOperation_SETOP_NONE && len(arm.SortClause) == 0 && arm.LimitCount == nil && arm.WithClause == nil) {
+			return arm
+		}
+		t.subq++
+		return &pg_query.SelectStmt{
+			TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeAStarNode()}, -1), -1)},
+			FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+				Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: arm}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_set%d", t.subq)}}}}},
+		}
+	}
+	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
+	}
+	t.targetSRFs(s)
+	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
+		t.fail(unsupported("SELECT DISTINCT ON"))
+	}
+	if s.LimitOption == pg_query.LimitOption_LIMIT_OPTION_WITH_TIES {
+		t.fail(unsupported("FETCH ... WITH TIES"))
+	}
+	if s.Op == pg_query.SetOperation_SETOP_INTERSECT && s.All {
+		t.fail(unsupported("INTERSECT ALL"))
+	}
+	if s.Op == pg_query.SetOperation_SETOP_EXCEPT && s.All {
+		t.fail(unsupported("EXCEPT ALL"))
+	}
+	if c := s.LimitCount.GetAConst(); c != nil && c.Isnull {
+		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1) // LIMIT ALL
+	}
+	if s.LimitOffset != nil && s.LimitCount == nil {
+		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
+	}
+	for _, sb := range s.SortClause {
+		b := sb.GetSortBy()
+		if b == nil {
+			continue
+		}
+		if b.SortbyDir == pg_query.SortByDir_SORTBY_USING {
+			t.fail(unsupported("ORDER BY ... USING"))
+		}
+		if b.SortbyNulls == pg_query.SortByNulls_SORTBY_NULLS_DEFAULT || b.SortbyNulls == pg_query.SortByNulls_SORT_BY_NULLS_UNDEFINED {
+			// PostgreSQL sorts NULLs as larger than any value; SQLite
+			// as smaller.
+			if b.SortbyDir == pg_query.SortByDir_SORTBY_DESC {
+				b.SortbyNulls = pg_query.SortByNulls_SORTBY_NULLS_FIRST
+			} else {
+				b.SortbyNulls = pg_query.SortByNulls_SORTBY_NULLS_LAST
+			}
+		}
+	}
+}
+
+func (t *translator) rangeVar(r *pg_query.RangeVar) {
+	switch strings.ToLower(r.Schemaname) {
+	case "", "public":
+		if r.Schemaname == "" {
+			if name, ok := CatalogRelation("", r.Relname); ok {
+				r.Relname = name
+			}
+		}
+		r.Schemaname = ""
+	case "pg_catalog", "information_schema":
+		name, ok := CatalogRelation(strings.ToLower(r.Schemaname), r.Relname)
+		if !ok {
+			t.fail(unsupported("the catalog relation %s.%s", r.Schemaname, r.Relname))
+			return
+		}
+		r.Schemaname, r.Relname = "", name
+	default:
+		if r.Catalogname == "" {
+			t.fail(&pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", r.Schemaname), Hint: "the SQLite back end has only the public schema"})
+		}
+	}
+	r.Catalogname = ""
+}
+
+func (t *translator) tableName(r *pg_query.RangeVar) (string, error) {
+	if r == nil {
+		return "", unsupported("this table reference")
+	}
+	switch strings.ToLower(r.Schemaname) {
+	case "", "public":
+		return r.Relname, nil
+	}
+	return "", &pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", r.Schemaname), Hint: "the SQLite back end has only the public schema"}
+}
+
+func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
+	names := strs(c.TypeName.Names)
+	switch strings.ToLower(names[len(names)-1]) {
+	case "regclass":
+		if sv := c.Arg.GetAConst().GetSval(); sv != nil {
+			name := strings.TrimPrefix(strings.Trim(sv.Sval, `"`), "public.")
+			n.Node = call("_tandem_oid", strConst(name)).Node
+			return
+		}
+		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__)", c.Arg).Node
+		return
+	case "regtype":
+		n.Node = call("_tandem_regtype", c.Arg).Node
+		return
+	case "regproc", "regprocedure", "regnamespace", "regrole":
+		n.Node = c.Arg.Node
+		return
+	}
+	typ, mod, err := resolveType(c.TypeName)
+	if err != nil {
+		t.fail(err)
+		return
+	}
+	cast := call("_cast_"+typ.Name, c.Arg)
+	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
+		cast = call("substr", cast, pg_query.MakeAConstIntNode(1, -1), pg_query.MakeAConstIntNode(int64(mod-4), -1))
+	}
+	n.Node = cast.Node
+}
+
+// resolveType maps a TypeName to a tandem Type and typmod.
+func resolveType(tn *pg_query.TypeName) (*Type, int32, error) {
+	names := strs(tn.Names)
+	name := strings.ToLower(names[len(names)-1])
+	if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") && !strings.EqualFold(names[0], "public") {
+		return nil, 0, unsupported("the type %s", strings.Join(names, "."))
+	}
+	typ := TypeByName[name]
+	if typ == nil {
+		return nil, 0, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("type %q does not exist", name), Hint: "the SQLite back end knows the types listed in docs/sql.md"}
+	}
+	if len(tn.ArrayBounds) > 0 {
+		if typ.Array == 0 || Types[typ.Array] == nil {
+			return nil, 0, unsupported("arrays of %s", name)
+		}
+		typ = Types[typ.Array]
+	}
+	mod := int32(-1)
+	var mods []int32
+	for _, m := range tn.Typmods {
+		if c := m.GetAConst(); c != nil && c.GetIval() != nil {
+			mods = append(mods, c.GetIval().Ival)
+		}
+	}
+	switch typ.Name {
+	case "varchar", "bpchar":
+		if len(mods) > 0 {
+			mod = mods[0] + 4
+		} else if typ.Name == "bpchar" && name != "bpchar" {
+			mod = 1 + 4 // char without length is char(1)
+		}
+	case "numeric":
+		if len(mods) == 1 {
+			mod = (mods[0] << 16) + 4
+		} else if len(mods) == 2 {
+			mod = (mods[0]<<16 | mods[1]) + 4
+		}
+	case "timestamp", "timestamptz", "time", "timetz":
+		if len(mods) > 0 {
+			mod = mods[0]
+		}
+	}
+	return typ, mod, nil
+}
+
+func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
+	op := lastName(e.Name)
+	switch e.Kind {
+	case pg_query.A_Expr_Kind_AEXPR_ILIKE:
+		e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
+		if op == "!~~*" {
+			e.Name = []*pg_query.Node{pg_query.MakeStrNode("!~~")}
+		} else {
+			e.Name = []*pg_query.Node{pg_query.MakeStrNode("~~")}
+		}
+		e.Lexpr = call("lower", e.Lexpr)
+		e.Rexpr = call("lower", e.Rexpr)
+		t.like(n, e)
+	case pg_query.A_Expr_Kind_AEXPR_LIKE:
+		t.like(n, e)
+	case pg_query.A_Expr_Kind_AEXPR_DISTINCT:
+		n.Node = call("_pg_distinct", e.Lexpr, e.Rexpr).Node
+	case pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT:
+		n.Node = call("_pg_not_distinct", e.Lexpr, e.Rexpr).Node
+	case pg_query.A_Expr_Kind_AEXPR_SIMILAR:
+		t.fail(unsupported("SIMILAR TO"))
+	case pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
+		t.fail(unsupported("BETWEEN SYMMETRIC"))
+	case pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL:
+		anyEq := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ANY && op == "="
+		allNe := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL && (op == "<>" || op == "!=")
+		if !anyEq && !allNe {
+			t.fail(unsupported("%s ANY/ALL (array)", op))
+			return
+		}
+		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "_pg_array" && len(f.Args) > 0 {
+			e.Kind = pg_query.A_Expr_Kind_AEXPR_IN
+			if allNe {
+				e.Name = []*pg_query.Node{pg_query.MakeStrNode("<>")}
+			}
+			e.Rexpr = pg_query.MakeListNode(f.Args)
+			return
+		}
+		fn := "_pg_array_has"
+		if allNe {
+			fn = "_pg_array_lacks"
+		}
+		n.Node = call(fn, e.Rexpr, e.Lexpr).Node
+	case pg_query.A_Expr_Kind_AEXPR_OP:
+		e.Name = []*pg_query.Node{pg_query.MakeStrNode(op)}
+		switch op {
+		case "~", "~*", "!~", "!~*":
+			flags := ""
+			if strings.HasSuffix(op, "*") {
+				flags = "i"
+			}
+			fn := "_pg_regex"
+			if op[0] == '!' {
+				fn = "_pg_not_regex"
+			}
+			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
+		case "^":
+			n.Node = call("power", e.Lexpr, e.Rexpr).Node
+		case "/", "%":
+			if e.Lexpr != nil {
+				// SQLite answers NULL for a division by zero; PostgreSQL
+				// fails with 22012.
+				fn := map[string]string{"/": "_pg_div", "%": "_pg_mod"}[op]
+				n.Node = call(fn, e.Lexpr, e.Rexpr).Node
+			}
+		case "~~", "!~~":
+			e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
+			t.like(n, e)
+		case "+", "-":
+			t.dateArith(n, e, op)
+		case "*":
+			t.intervalMul(n, e)
+		case "~~*", "!~~*":
+			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
+			t.aExpr(n, e)
+		case "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
+			if e.Lexpr == nil && op == "@" {
+				n.Node = call("abs", e.Rexpr).Node
+				return
+			}
+			if e.Lexpr == nil && op == "|/" {
+				n.Node = call("sqrt", e.Rexpr).Node
+				return
+			}
+			t.fail(unsupported("the operator %s", op))
+		}
+	}
+}
+
+// funcRename maps PostgreSQL functions to SQLite's or tandem's own (funcs.go).
+var funcRename = map[string]string{
+	"strpos": "instr", "btrim": "trim", "char_length": "length", "character_length": "length",
+	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
+	"statement_timestamp": "_pg_now", "clock_timestamp": "_pg_now", "random": "_pg_random",
+	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
+	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10",
+}
+
+var unsupportedFuncs = map[string]string{
+	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
+	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
+	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
+	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
+	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
+	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
+}
+
+func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
+	names := strs(f.Funcname)
+	name := strings.ToLower(names[len(names)-1])
+	if name == "_pg_expandarray" {
+		return // a set-returning function in a select list: targetSRFs
+	}
+	if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") && !strings.EqualFold(names[0], "public") {
+		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s does not exist", strings.Join(names, "."))})
+		return
+	}
+	if what, ok := unsupportedFuncs[name]; ok {
+		t.fail(unsupported("%s", what))
+		return
+	}
+	if f.AggDistinct && len(f.Args) > 1 {
+		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
+		return
+	}
+	if f.AggWithinGroup {
+		t.fail(unsupported("WITHIN GROUP"))
+		return
+	}
+	if f.Over != nil && f.Over.FrameOptions&0x10000 != 0 {
+		// FRAMEOPTION_EXCLUDE_* are supported by SQLite too.
+	}
+	sqlSyntax := f.Funcformat == pg_query.CoercionForm_COERCE_SQL_SYNTAX
+	f.Funcformat = pg_query.CoercionForm_COERCE_EXPLICIT_CALL
+	if name == "pg_typeof" && len(f.Args) == 1 {
+		typ := "unknown"
+		if c := t.exprType(f.Args[0], nil); c.Type != nil {
+			typ = c.Type.SQL
+		}
+		n.Node = strConst(typ).Node
+		return
+	}
+	if tpl, ok := catalogTemplates[name]; ok {
+		n.Node = template(tpl, f.Args...).Node
+		return
+	}
+	if name == "array_agg" && len(f.Args) == 1 {
+		// The array's text form: '{' || group_concat(element, ',') || '}'
+		// (NULL for no rows, as PostgreSQL).
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
+		f.Args = []*pg_query.Node{call("_pg_array_elem", f.Args[0]), strConst(",")}
+		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
+		cat := func(l, r *pg_query.Node) *pg_query.Node {
+			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)
+		}
+		n.Node = cat(cat(strConst("{"), agg), strConst("}")).Node
+		return
+	}
+	switch name {
+	case "position":
+		if sqlSyntax && len(f.Args) == 2 { // POSITION(a IN b) is position(b, a)
+			n.Node = call("instr", f.Args[0], f.Args[1]).Node
+			return
+		}
+	case "trim", "btrim", "ltrim", "rtrim":
+	case "overlay":
+		t.fail(unsupported("OVERLAY"))
+		return
+	case "count":
+		if len(f.Args) == 0 && !f.AggStar {
+			f.AggStar = true
+		}
+	case "round":
+		if len(f.Args) == 1 {
+			n.Node = call("_pg_round", f.Args...).Node
+			return
+		}
+	}
+	if to, ok := funcRename[name]; ok {
+		name = to
+	}
+	f.Funcname = []*pg_query.Node{pg_query.MakeStrNode(name)}
+	if name == "group_concat" && len(f.AggOrder) > 0 {
+		// SQLite 3.44 accepts ORDER BY inside the call, as PostgreSQL.
+	}
+}
+
+func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
+	switch v.Op {
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
+		n.Node = call("_pg_current_date").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N:
+		n.Node = call("_pg_now").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:
+		n.Node = call("_pg_localtimestamp").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N,
+		pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME, pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME_N:
+		n.Node = call("_pg_current_time").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_USER, pg_query.SQLValueFunctionOp_SVFOP_USER,
+		pg_query.SQLValueFunctionOp_SVFOP_SESSION_USER, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_ROLE:
+		n.Node = call("current_user").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG:
+		n.Node = call("current_database").Node
+	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA:
+		n.Node = call("current_schema").Node
+	}
+}
+
+// rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
+func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
+	if len(rf.Functions) != 1 || rf.Ordinality || rf.IsRowsfrom {
+		t.fail(unsupported("this function in FROM"))
+		return
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 {
+		t.fail(unsupported("this function in FROM"))
+		return
+	}
+	f := items[0].GetFuncCall()
+	if f == nil {
+		t.fail(unsupported("this function in FROM"))
+		return
+	}
+	name := lastName(f.Funcname)
+	if name != "generate_series" || len(f.Args) < 2 || len(f.Args) > 3 {
+		t.fail(unsupported("the set-returning function %s in FROM", name))
+		return
+	}
+	alias := "generate_series"
+	col := "generate_series"
+	if rf.Alias != nil {
+		alias = rf.Alias.Aliasname
+		col = alias
+		if len(rf.Alias.Colnames) > 0 {
+			col = rf.Alias.Colnames[0].GetString_().GetSval()
+		}
+	}
+	var parts [3]string
+	for i, a := range f.Args {
+		s, err := deparseExpr(a)
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		parts[i] = s
+	}
+	step := "1"
+	if parts[2] != "" {
+		step = parts[2]
+	}
+	sub := fmt.Sprintf("SELECT * FROM (WITH RECURSIVE _gs(v) AS (SELECT %s UNION ALL SELECT v + (%s) FROM _gs WHERE CASE WHEN (%s) > 0 THEN v + (%s) <= (%s) ELSE v + (%s) >= (%s) END) SELECT v AS %s FROM _gs) AS %s",
+		parts[0], step, step, step, parts[1], step, parts[1], quoteIdent(col), quoteIdent(alias))
+	tree, err := pg_query.Parse(sub)
+	if err != nil {
+		t.fail(unsupported("generate_series with these arguments"))
+		return
+	}
+	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
+	n.Node = from.Node
+}
+
+func leftmost(s *pg_query.SelectStmt) *pg_query.SelectStmt {
+	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
+		s = s.Larg
+	}
+	return s
+}
+
+// nameTargets gives every unnamed result column the name PostgreSQL would
+// (FigureColname), before the rewrite changes the expressions: SQLite
+// would name it by its text.
+func nameTargets(list []*pg_query.Node) {
+	for _, n := range list {
+		rt := n.GetResTarget()
+		if rt == nil || rt.Name != "" || rt.Val == nil {
+			continue
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil {
+			continue // SQLite names a column reference by the column, too
+		}
+		name, _ := figureColname(rt.Val)
+		rt.Name = name
+	}
+}
+
+// figureColname is PostgreSQL's FigureColnameInternal; strength 2 is a
+// name from the expression, 1 from a type, 0 none.
+func figureColname(n *pg_query.Node) (string, int) {
+	switch x := n.Node.(type) {
+	case *pg_query.Node_ColumnRef:
+		f := x.ColumnRef.Fields
+		if s := f[len(f)-1].GetString_(); s != nil {
+			return s.Sval, 2
+		}
+	case *pg_query.Node_FuncCall:
+		return lastName(x.FuncCall.Funcname), 2
+	case *pg_query.Node_TypeCast:
+		name, strength := figureColname(x.TypeCast.Arg)
+		if strength <= 1 {
+			tn := x.TypeCast.TypeName
+			names := strs(tn.Names)
+			if len(names) > 0 {
+				typ := names[len(names)-1]
+				if t := TypeByName[strings.ToLower(typ)]; t != nil {
+					typ = t.Name
+				}
+				return typ, 1
+			}
+		}
+		return name, strength
+	case *pg_query.Node_AExpr:
+		if x.AExpr.Kind == pg_query.A_Expr_Kind_AEXPR_NULLIF {
+			return "nullif", 2
+		}
+	case *pg_query.Node_CaseExpr:
+		if x.CaseExpr.Defresult != nil {
+			if name, s := figureColname(x.CaseExpr.Defresult); s == 2 {
+				return name, 2
+			}
+		}
+		return "case", 1
+	case *pg_query.Node_CoalesceExpr:
+		return "coalesce", 2
+	case *pg_query.Node_MinMaxExpr:
+		if x.MinMaxExpr.Op == pg_query.MinMaxOp_IS_LEAST {
+			return "least", 2
+		}
+		return "greatest", 2
+	case *pg_query.Node_SubLink:
+		switch x.SubLink.SubLinkType {
+		case pg_query.SubLinkType_EXISTS_SUBLINK:
+			return "exists", 2
+		case pg_query.SubLinkType_ARRAY_SUBLINK:
+			return "array", 2
+		case pg_query.SubLinkType_EXPR_SUBLINK:
+			if sel := x.SubLink.Subselect.GetSelectStmt(); sel != nil {
+				sel = leftmost(sel)
+				if len(sel.TargetList) > 0 {
+					if rt := sel.TargetList[0].GetResTarget(); rt != nil {
+						if rt.Name != "" {
+							return rt.Name, 2
+						}
+						return figureColname(rt.Val)
+					}
+				}
+			}
+		}
+	case *pg_query.Node_SqlvalueFunction:
+		names := map[pg_query.SQLValueFunctionOp]string{
+			pg_query.SQLValueFunctionOp_SVFOP_CURRENT_DATE: "current_date", pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME: "current_time",
+			pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N: "current_time", pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP: "current_timestamp",
+			pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N: "current_timestamp", pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME: "localtime",
+			pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME_N: "localtime", pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP: "localtimestamp",
+			pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N: "localtimestamp", pg_query.SQLValueFunctionOp_SVFOP_CURRENT_ROLE: "current_role",
+			pg_query.SQLValueFunctionOp_SVFOP_CURRENT_USER: "current_user", pg_query.SQLValueFunctionOp_SVFOP_USER: "user",
+			pg_query.SQLValueFunctionOp_SVFOP_SESSION_USER: "session_user", pg_query.SQLValueFunctionOp_SVFOP_CURRENT_CATALOG: "current_catalog",
+			pg_query.SQLValueFunctionOp_SVFOP_CURRENT_SCHEMA: "current_schema",
+		}
+		if name, ok := names[x.SqlvalueFunction.Op]; ok {
+			return name, 2
+		}
+	}
+	return "?column?", 0
+}
+
+// catalogTemplates: catalog functions that look rows up, as subqueries on
+// the catalog views (__argN__ is the call's Nth argument).
+var catalogTemplates = map[string]string{
+	"pg_get_indexdef":        "(SELECT _t.indexdef FROM pg_indexes _t WHERE _tandem_oid(_t.indexname) = __arg0__)",
+	"pg_get_constraintdef":   "(SELECT _t._condef FROM pg_constraint _t WHERE _t.oid = __arg0__)",
+	"pg_get_viewdef":         "(SELECT _t.definition FROM pg_views _t WHERE _tandem_oid(_t.viewname) = __arg0__)",
+	"to_regclass":            "(SELECT _t.oid FROM pg_class _t WHERE _t.relname = __arg0__)",
+	"pg_get_serial_sequence": "(SELECT 'public.' || _t.sequence FROM main._tandem_columns _t WHERE _t.table_name = __arg0__ AND _t.column_name = __arg1__)",
+}
+
+var templateCache sync.Map
+
+// template parses a SQL expression with __argN__ placeholders and puts the
+// given (already rewritten) nodes in their places.
+func template(sql string, args ...*pg_query.Node) *pg_query.Node {
+	tree, err := pg_query.Parse("SELECT " + sql)
+	if err != nil {
+		panic("sqlpg: bad template " + sql + ": " + err.Error())
+	}
+	e := tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val
+	visit(e.ProtoReflect(), func(n *pg_query.Node) {
+		cr := n.GetColumnRef()
+		if cr == nil || len(cr.Fields) != 1 {
+			return
+		}
+		name := cr.Fields[0].GetString_().GetSval()
+		var i int
+		if _, err := fmt.Sscanf(name, "__arg%d__", &i); err == nil && i < len(args) {
+			n.Node = args[i].Node
+		}
+	})
+	return e
+}
+
+// subselectAliases: FROM (subquery) AS a(x, y) names the subquery's
+// columns, which SQLite cannot say; the names move into the subquery.
+func (t *translator) subselectAliases(r *pg_query.RangeSubselect) {
+	if r.Alias == nil || len(r.Alias.Colnames) == 0 {
+		return
+	}
+	names := strs(r.Alias.Colnames)
+	r.Alias.Colnames = nil
+	sel := r.Subquery.GetSelectStmt()
+	if sel == nil {
+		return
+	}
+	if len(sel.ValuesLists) > 0 {
+		width := len(sel.ValuesLists[0].GetList().GetItems())
+		var targets []*pg_query.Node
+		for i := 0; i < width; i++ {
+			name := fmt.Sprintf("column%d", i+1)
+			as := name
+			if i < len(names) {
+				as = names[i]
+			}
+			targets = append(targets, pg_query.MakeResTargetNodeWithNameAndVal(as, pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(name)}, -1), -1))
+		}
+		inner := &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sel}}
+		r.Subquery = &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+			TargetList: targets,
+			FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{Subquery: inner}}}},
+		}}}
+		return
+	}
+	for i, tn := range leftmost(sel).TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil || i >= len(names) {
+			break
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			t.fail(unsupported("column aliases on a subquery that selects *"))
+			return
+		}
+		rt.Name = names[i]
+	}
+}
+
+// like gives LIKE PostgreSQL's default escape character, the backslash
+// (SQLite's LIKE has none): a LIKE b becomes like(b, a, '\').
+func (t *translator) like(n *pg_query.Node, e *pg_query.A_Expr) {
+	if e.Rexpr == nil || e.Lexpr == nil {
+		return
+	}
+	if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" {
+		return // LIKE ... ESCAPE: the deparser writes it
+	}
+	not := lastName(e.Name) == "!~~" || lastName(e.Name) == "!~~*"
+	c := call("like", e.Rexpr, e.Lexpr, strConst("\\"))
+	if not {
+		c = &pg_query.Node{Node: &pg_query.Node_BoolExpr{BoolExpr: &pg_query.BoolExpr{Boolop: pg_query.BoolExprType_NOT_EXPR, Args: []*pg_query.Node{c}}}}
+	}
+	n.Node = c.Node
+}
+
+// dateArith: date and timestamp arithmetic, where the operands' types are
+// known from literals, casts and functions.
+func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) {
+	if e.Lexpr == nil {
+		return
+	}
+	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if known, ok := t.opTypes[e]; ok {
+		if known[0].Type != nil {
+			l = known[0]
+		}
+		if known[1].Type != nil {
+			r = known[1]
+		}
+	}
+	if l.Type == nil || r.Type == nil {
+		return
+	}
+	ln, rn := l.Type.Name, r.Type.Name
+	sign := pg_query.MakeAConstIntNode(1, -1)
+	if op == "-" {
+		sign = pg_query.MakeAConstIntNode(-1, -1)
+	}
+	isInt := func(s string) bool { return s == "int2" || s == "int4" || s == "int8" }
+	isTS := func(s string) bool { return s == "date" || s == "timestamp" || s == "timestamptz" }
+	switch {
+	case ln == "date" && isInt(rn):
+		n.Node = call("_pg_date_add", e.Lexpr, e.Rexpr, sign).Node
+	case isInt(ln) && rn == "date" && op == "+":
+		n.Node = call("_pg_date_add", e.Rexpr, e.Lexpr, sign).Node
+	case ln == "date" && rn == "date" && op == "-":
+		n.Node = call("_pg_date_diff", e.Lexpr, e.Rexpr).Node
+	case isTS(ln) && rn == "interval":
+		n.Node = call("_pg_ts_add_"+map[bool]string{true: "tz", false: "ts"}[ln == "timestamptz"], e.Lexpr, e.Rexpr, sign).Node
+	case isTS(ln) && isTS(rn) && op == "-" && ln != "date":
+		n.Node = call("_pg_ts_diff", e.Lexpr, e.Rexpr).Node
+	case ln == "interval" && rn == "interval":
+		n.Node = call("_pg_interval_add", e.Lexpr, e.Rexpr, sign).Node
+	}
+}
+
+// targetSRFs: unnest(arr) and generate_subscripts(arr, 1) in a select
+// list (catalog queries of ORMs use them) become a json_each over the
+// array's elements joined to the FROM clause: one row per element.
+func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
+	var each string // alias of the json_each of the first array
+	eaches := map[string]string{}
+	for _, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		if rt == nil {
+			continue
+		}
+		val := rt.Val
+		field := ""
+		if ind := val.GetAIndirection(); ind != nil && len(ind.Indirection) == 1 {
+			field = ind.Indirection[0].GetString_().GetSval()
+			val = ind.Arg
+		}
+		f := val.GetFuncCall()
+		if f == nil || len(f.Args) == 0 {
+			continue
+		}
+		name := lastName(f.Funcname)
+		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
+			continue
+		}
+		if name == "_pg_expandarray" {
+			// information_schema._pg_expandarray(arr): records (x, n),
+			// element and position (pgjdbc's metadata queries).
+			name = "unnest"
+			if field == "n" {
+				name = "generate_subscripts"
+			}
+		} else if field != "" {
+			continue
+		}
+		txt, err := deparseExpr(f.Args[0])
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		alias, ok := eaches[txt]
+		if !ok {
+			// Several arrays are zipped, as PostgreSQL does, by position.
+			t.subq++
+			alias = fmt.Sprintf("_tandem_srf%d", t.subq)
+			eaches[txt] = alias
+			s.FromClause = append(s.FromClause, &pg_query.Node{Node: &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
+				Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", call("_pg_array_json", f.Args[0])), nil})},
+				Alias:     &pg_query.Alias{Aliasname: alias},
+			}}})
+			if each == "" {
+				each = alias
+			} else {
+				same := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("=")},
+					pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1),
+					pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(each), pg_query.MakeStrNode("key")}, -1), -1)
+				if s.WhereClause == nil {
+					s.WhereClause = same
+				} else {
+					s.WhereClause = pg_query.MakeBoolExprNode(pg_query.BoolExprType_AND_EXPR, []*pg_query.Node{s.WhereClause, same}, -1)
+				}
+			}
+		}
+		if rt.Name == "" {
+			rt.Name = name
+		}
+		if name == "unnest" {
+			rt.Val = pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("value")}, -1)
+		} else {
+			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
+				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
+		}
+	}
+}
+
+// intervalMul: interval * number and number * interval.
+func (t *translator) intervalMul(n *pg_query.Node, e *pg_query.A_Expr) {
+	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if known, ok := t.opTypes[e]; ok {
+		l, r = known[0], known[1]
+	}
+	switch {
+	case l.Type != nil && l.Type.Name == "interval" && r.Type != nil && r.Type.Cat == 'N':
+		n.Node = call("_pg_interval_mul", e.Lexpr, e.Rexpr).Node
+	case r.Type != nil && r.Type.Name == "interval" && l.Type != nil && l.Type.Cat == 'N':
+		n.Node = call("_pg_interval_mul", e.Rexpr, e.Lexpr).Node
+	}
+}

@@ -1,0 +1,732 @@
+package sqlpg
+
+import (
+	"strings"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+)
+
+// Result typing: PostgreSQL types a result column by its expression; SQLite
+// only by the value it happens to hold. The translator infers the type from
+// the statement (column references through _tandem_columns, casts,
+// functions, literals, operators) before rewriting it.
+
+type scope struct {
+	tables []scopeTable
+}
+
+type scopeTable struct {
+	alias string
+	cols  []Column
+}
+
+func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
+	sc := &scope{}
+	ok := true
+	var add func(n *pg_query.Node)
+	add = func(n *pg_query.Node) {
+		switch x := n.Node.(type) {
+		case *pg_query.Node_RangeVar:
+			r := x.RangeVar
+			if cte, isCTE := t.ctes[strings.ToLower(r.Relname)]; isCTE && r.Schemaname == "" {
+				alias := r.Relname
+				if r.Alias != nil {
+					alias = r.Alias.Aliasname
+				}
+				if cte == nil {
+					ok = false
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cte})
+				return
+			}
+			var cols []Column
+			if t.sch != nil && (r.Schemaname == "" || strings.EqualFold(r.Schemaname, "public")) {
+				cols = t.sch.Columns(r.Relname)
+			}
+			schema := strings.ToLower(r.Schemaname)
+			if view, ok := CatalogRelation(schema, r.Relname); ok && t.sch != nil && (schema != "" || cols == nil) {
+				cols = catalogColumns(t.sch.Columns(view))
+			}
+			if cols == nil {
+				ok = false
+			}
+			alias := r.Relname
+			if r.Alias != nil {
+				alias = r.Alias.Aliasname
+			}
+			sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+		case *pg_query.Node_JoinExpr:
+			add(x.JoinExpr.Larg)
+			add(x.JoinExpr.Rarg)
+			if len(x.JoinExpr.UsingClause) > 0 || x.JoinExpr.IsNatural {
+				ok = false // merged columns: leave star typing to values
+			}
+		case *pg_query.Node_RangeSubselect:
+			alias := ""
+			if x.RangeSubselect.Alias != nil {
+				alias = x.RangeSubselect.Alias.Aliasname
+			}
+			var cols []Column
+			if sel := x.RangeSubselect.Subquery.GetSelectStmt(); sel != nil {
+				types := t.selectTypes(sel)
+				names := targetNames(sel)
+				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(types) {
+					names = strs(x.RangeSubselect.Alias.Colnames)
+				}
+				if types != nil && len(names) == len(types) {
+					for i, ct := range types {
+						cols = append(cols, Column{Name: names[i], Type: ct.Type, Typmod: ct.Typmod})
+					}
+				}
+			}
+			if cols == nil {
+				ok = false
+			}
+			sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+		default:
+			ok = false
+		}
+	}
+	for _, n := range from {
+		add(n)
+	}
+	return sc, ok
+}
+
+func targetNames(s *pg_query.SelectStmt) []string {
+	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
+		s = s.Larg
+	}
+	var out []string
+	for _, n := range s.TargetList {
+		rt := n.GetResTarget()
+		if rt == nil {
+			return nil
+		}
+		if rt.Name != "" {
+			out = append(out, rt.Name)
+			continue
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil {
+			f := cr.Fields[len(cr.Fields)-1]
+			if f.GetAStar() != nil {
+				return nil
+			}
+			out = append(out, f.GetString_().GetSval())
+			continue
+		}
+		out = append(out, "?column?")
+	}
+	return out
+}
+
+func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
+	if s.WithClause != nil {
+		if t.ctes == nil {
+			t.ctes = map[string][]Column{}
+		}
+		for _, c := range s.WithClause.Ctes {
+			cte := c.GetCommonTableExpr()
+			if cte == nil {
+				continue
+			}
+			sel := cte.Ctequery.GetSelectStmt()
+			var cols []Column
+			if sel != nil {
+				types := t.selectTypes(sel)
+				names := targetNames(sel)
+				if len(cte.Aliascolnames) == len(types) {
+					names = strs(cte.Aliascolnames)
+				}
+				if types != nil && len(names) == len(types) {
+					for i, ty := range types {
+						cols = append(cols, Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod})
+					}
+				}
+			}
+			t.ctes[strings.ToLower(cte.Ctename)] = cols
+		}
+	}
+	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
+		s = s.Larg
+	}
+	if len(s.ValuesLists) > 0 {
+		row := s.ValuesLists[0].GetList().GetItems()
+		out := make([]ColType, len(row))
+		for i, e := range row {
+			out[i] = t.exprType(e, nil)
+		}
+		return out
+	}
+	sc, complete := t.scopeOf(s.FromClause)
+	var out []ColType
+	for _, n := range s.TargetList {
+		rt := n.GetResTarget()
+		if rt == nil {
+			return nil
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			if !complete {
+				return nil
+			}
+			qual := ""
+			if len(cr.Fields) == 2 {
+				qual = strings.ToLower(cr.Fields[0].GetString_().GetSval())
+			}
+			for _, tb := range sc.tables {
+				if qual != "" && tb.alias != qual {
+					continue
+				}
+				for _, c := range tb.cols {
+					out = append(out, ColType{c.Type, c.Typmod})
+				}
+			}
+			continue
+		}
+		out = append(out, t.exprType(rt.Val, sc))
+	}
+	return out
+}
+
+func (t *translator) returningTypes(rel *pg_query.RangeVar, list []*pg_query.Node) []ColType {
+	if len(list) == 0 {
+		return nil
+	}
+	sel := &pg_query.SelectStmt{FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: rel}}}, TargetList: list}
+	return t.selectTypes(sel)
+}
+
+func ct(oid uint32) ColType { return ColType{Types[oid], -1} }
+
+var funcTypes = map[string]uint32{
+	"count": 20, "row_number": 20, "rank": 20, "dense_rank": 20, "ntile": 23, "percent_rank": 701, "cume_dist": 701,
+	"now": 1184, "current_timestamp": 1184, "clock_timestamp": 1184, "statement_timestamp": 1184, "transaction_timestamp": 1184,
+	"length": 23, "char_length": 23, "character_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "ascii": 23,
+	"lower": 25, "upper": 25, "substr": 25, "substring": 25, "trim": 25, "btrim": 25, "ltrim": 25, "rtrim": 25, "concat": 25,
+	"concat_ws": 25, "replace": 25, "left": 25, "right": 25, "lpad": 25, "rpad": 25, "repeat": 25, "reverse": 25,
+	"split_part": 25, "initcap": 25, "md5": 25, "to_hex": 25, "chr": 25, "string_agg": 25, "version": 25, "translate": 25,
+	"current_database": 19, "current_schema": 19, "current_user": 19, "session_user": 19,
+	"random": 701, "date_part": 701, "sqrt": 701, "exp": 701, "ln": 701, "log": 701, "power": 701, "pi": 701, "cbrt": 701,
+	"degrees": 701, "radians": 701, "extract": 1700,
+	"bool_and": 16, "bool_or": 16, "every": 16, "starts_with": 16,
+	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23,
+	"_pg_now": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
+	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
+	"json_array_length": 23, "jsonb_array_length": 23, "json_typeof": 25, "jsonb_typeof": 25,
+	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
+}
+
+func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
+	if e == nil {
+		return ColType{}
+	}
+	switch x := e.Node.(type) {
+	case *pg_query.Node_ColumnRef:
+		f := strs(x.ColumnRef.Fields)
+		if sc == nil || len(f) == 0 {
+			return ColType{}
+		}
+		col := strings.ToLower(f[len(f)-1])
+		qual := ""
+		if len(f) >= 2 {
+			qual = strings.ToLower(f[len(f)-2])
+		}
+		for _, tb := range sc.tables {
+			if qual != "" && tb.alias != qual {
+				continue
+			}
+			for _, c := range tb.cols {
+				if strings.EqualFold(c.Name, col) {
+					return ColType{c.Type, c.Typmod}
+				}
+			}
+		}
+	case *pg_query.Node_AConst:
+		c := x.AConst
+		switch {
+		case c.Isnull:
+			return ColType{} // unknown: typed by what it meets
+		case c.GetIval() != nil:
+			return ct(23)
+		case c.GetFval() != nil:
+			f := c.GetFval().Fval
+			if i := strings.IndexByte(f, '.'); i >= 0 && !strings.ContainsAny(f, "eE") {
+				return numericScale(int32(len(f) - i - 1))
+			}
+			return ct(1700)
+		case c.GetBoolval() != nil:
+			return ct(16)
+		case c.GetSval() != nil:
+			return ct(25)
+		}
+	case *pg_query.Node_TypeCast:
+		typ, mod, err := resolveType(x.TypeCast.TypeName)
+		if err == nil {
+			return ColType{typ, mod}
+		}
+	case *pg_query.Node_FuncCall:
+		name := lastName(x.FuncCall.Funcname)
+		switch name {
+		case "sum":
+			if len(x.FuncCall.Args) == 1 {
+				a := t.exprType(x.FuncCall.Args[0], sc)
+				if a.Type != nil {
+					switch a.Type.Name {
+					case "int2", "int4":
+						return ct(20)
+					case "int8":
+						return ct(1700)
+					case "numeric":
+						return ColType{a.Type, a.Typmod}
+					case "float4", "float8":
+						return ct(701)
+					}
+				}
+			}
+			return ct(1700)
+		case "avg":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Cat == 'N' && a.Type.Name != "float8" && a.Type.Name != "float4" {
+					return numericScale(16)
+				}
+			}
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") {
+					return ct(701)
+				}
+			}
+			return ct(1700)
+		case "min", "max", "abs", "lag", "lead", "first_value", "last_value", "nth_value", "coalesce", "nullif", "ceil", "ceiling", "floor", "mod", "trunc":
+			if len(x.FuncCall.Args) > 0 {
+				a := t.exprType(x.FuncCall.Args[0], sc)
+				if name == "trunc" || name == "ceil" || name == "ceiling" || name == "floor" {
+					if a.Type != nil && a.Type.Name == "numeric" {
+						return ct(1700)
+					}
+					if a.Type != nil && a.Type.Cat == 'N' && name == "mod" {
+						return ColType{a.Type, -1}
+					}
+					return ct(701)
+				}
+				if name == "min" || name == "max" || name == "abs" || name == "coalesce" || name == "nullif" {
+					return a
+				}
+				return ColType{a.Type, -1}
+			}
+		case "unnest":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Elem != 0 && Types[a.Type.Elem] != nil {
+					return ColType{Types[a.Type.Elem], -1}
+				}
+			}
+			return ct(25)
+		case "date_trunc":
+			if len(x.FuncCall.Args) == 2 {
+				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && a.Type.Name == "timestamptz" {
+					return ct(1184)
+				}
+			}
+			return ct(1114)
+		case "sign":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Name == "numeric" {
+					return ct(1700)
+				}
+			}
+			return ct(701)
+		case "array_agg":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Array != 0 && Types[a.Type.Array] != nil {
+					return ColType{Types[a.Type.Array], -1}
+				}
+			}
+			return ct(1009)
+		case "round":
+			if len(x.FuncCall.Args) == 2 {
+				if c := x.FuncCall.Args[1].GetAConst(); c != nil && c.GetIval() != nil {
+					return numericScale(c.GetIval().Ival)
+				}
+			}
+			if len(x.FuncCall.Args) > 0 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") && len(x.FuncCall.Args) == 1 {
+					return ct(701)
+				}
+			}
+			return ct(1700)
+		}
+		if oid, ok := funcTypes[name]; ok {
+			return ct(oid)
+		}
+		if strings.HasPrefix(name, "_cast_") {
+			if typ := TypeByName[strings.TrimPrefix(name, "_cast_")]; typ != nil {
+				return ColType{typ, -1}
+			}
+		}
+	case *pg_query.Node_AExpr:
+		a := x.AExpr
+		switch a.Kind {
+		case pg_query.A_Expr_Kind_AEXPR_OP:
+			op := lastName(a.Name)
+			switch op {
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
+				return ct(16)
+			case "||":
+				return ct(25)
+			case "->>":
+				return ct(25)
+			case "->":
+				l := t.exprType(a.Lexpr, sc)
+				if l.Type != nil && l.Type.Name == "json" {
+					return ct(114)
+				}
+				return ct(3802)
+			case "+", "-", "*", "/", "%":
+				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				if op == "*" {
+					if d := dateType(l, r, op); d.Type != nil {
+						return d
+					}
+				}
+				if a.Lexpr == nil {
+					return r
+				}
+				if d := dateType(l, r, op); d.Type != nil {
+					return d
+				}
+				res := arith(l, r)
+				if res.Type != nil && res.Type.Name == "numeric" && (op == "+" || op == "-" || op == "*") {
+					ls, rs := scaleOf(l), scaleOf(r)
+					if ls < 0 || rs < 0 {
+						return ct(1700)
+					}
+					if op == "*" {
+						return numericScale(ls + rs)
+					}
+					return numericScale(max(ls, rs))
+				}
+				return res
+			case "^":
+				return ct(701)
+			}
+		case pg_query.A_Expr_Kind_AEXPR_LIKE, pg_query.A_Expr_Kind_AEXPR_ILIKE, pg_query.A_Expr_Kind_AEXPR_IN,
+			pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL,
+			pg_query.A_Expr_Kind_AEXPR_BETWEEN, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN, pg_query.A_Expr_Kind_AEXPR_DISTINCT,
+			pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT, pg_query.A_Expr_Kind_AEXPR_SIMILAR:
+			return ct(16)
+		case pg_query.A_Expr_Kind_AEXPR_NULLIF:
+			return t.exprType(a.Lexpr, sc)
+		}
+	case *pg_query.Node_AArrayExpr:
+		for _, e := range x.AArrayExpr.Elements {
+			if c := t.exprType(e, sc); c.Type != nil && c.Type.Array != 0 && Types[c.Type.Array] != nil {
+				return ColType{Types[c.Type.Array], -1}
+			}
+		}
+		return ct(1009)
+	case *pg_query.Node_BoolExpr, *pg_query.Node_NullTest, *pg_query.Node_BooleanTest:
+		return ct(16)
+	case *pg_query.Node_SubLink:
+		switch x.SubLink.SubLinkType {
+		case pg_query.SubLinkType_EXISTS_SUBLINK, pg_query.SubLinkType_ANY_SUBLINK, pg_query.SubLinkType_ALL_SUBLINK:
+			return ct(16)
+		case pg_query.SubLinkType_EXPR_SUBLINK:
+			if sel := x.SubLink.Subselect.GetSelectStmt(); sel != nil {
+				if ts := t.selectTypes(sel); len(ts) == 1 {
+					return ts[0]
+				}
+			}
+		}
+	case *pg_query.Node_CaseExpr:
+		for _, w := range x.CaseExpr.Args {
+			if r := t.exprType(w.GetCaseWhen().GetResult(), sc); r.Type != nil && r.Type.OID != 25 {
+				return ColType{r.Type, -1}
+			}
+		}
+		if r := t.exprType(x.CaseExpr.Defresult, sc); r.Type != nil {
+			return ColType{r.Type, -1}
+		}
+		return ct(25)
+	case *pg_query.Node_CoalesceExpr:
+		for _, a := range x.CoalesceExpr.Args {
+			if r := t.exprType(a, sc); r.Type != nil {
+				return ColType{r.Type, -1}
+			}
+		}
+	case *pg_query.Node_MinMaxExpr:
+		for _, a := range x.MinMaxExpr.Args {
+			if r := t.exprType(a, sc); r.Type != nil {
+				return ColType{r.Type, -1}
+			}
+		}
+	case *pg_query.Node_SqlvalueFunction:
+		switch x.SqlvalueFunction.Op {
+		case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
+			return ct(1082)
+		case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N:
+			return ct(1184)
+		case pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:
+			return ct(1114)
+		case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N,
+			pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME, pg_query.SQLValueFunctionOp_SVFOP_LOCALTIME_N:
+			return ct(1083)
+		default:
+			return ct(19)
+		}
+	}
+	return ColType{}
+}
+
+func arith(l, r ColType) ColType {
+	rank := func(c ColType) int {
+		if c.Type == nil {
+			return -1
+		}
+		switch c.Type.Name {
+		case "int2":
+			return 1
+		case "int4":
+			return 2
+		case "int8":
+			return 3
+		case "numeric":
+			return 4
+		case "float4":
+			return 5
+		case "float8":
+			return 6
+		}
+		return -1
+	}
+	a, b := rank(l), rank(r)
+	if a < 0 || b < 0 {
+		if a >= 0 && r.Type == nil {
+			return ColType{l.Type, -1}
+		}
+		if b >= 0 && l.Type == nil {
+			return ColType{r.Type, -1}
+		}
+		return ColType{}
+	}
+	if (a == 4 && b >= 5) || (b == 4 && a >= 5) || (a == 5 && b != 5) || (b == 5 && a != 5) {
+		return ct(701) // float4 with anything else is float8, as in PostgreSQL
+	}
+	if a == 1 && b == 1 {
+		return ct(21)
+	}
+	if a >= b {
+		if a <= 2 {
+			return ct(23)
+		}
+		return ColType{l.Type, -1}
+	}
+	if b <= 2 {
+		return ct(23)
+	}
+	return ColType{r.Type, -1}
+}
+
+var catalogBools = map[string]bool{}
+
+func init() {
+	for _, n := range strings.Fields(`relhasindex relisshared relhasrules relhastriggers relhassubclass relrowsecurity
+		relforcerowsecurity relispopulated relispartition indisunique indnullsnotdistinct indisprimary indisexclusion indimmediate
+		indisclustered indisvalid indcheckxmin indisready indislive indisreplident attnotnull atthasdef atthasmissing attisdropped
+		attislocal attbyval condeferrable condeferred convalidated conislocal connoinherit typbyval typispreferred typisdefined
+		typnotnull datistemplate datallowconn hasindexes hasrules hastriggers rowsecurity rolsuper rolinherit rolcreaterole
+		rolcreatedb rolcanlogin rolreplication rolbypassrls usecreatedb usesuper userepl usebypassrls collisdeterministic
+		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
+		inhdetachpending pending_restart seqcycle`) {
+		catalogBools[n] = true
+	}
+}
+
+// catalogColumns types a catalog view's columns as PostgreSQL's catalog
+// does: booleans, oids, names.
+func catalogColumns(cols []Column) []Column {
+	out := make([]Column, len(cols))
+	for i, c := range cols {
+		c.Typmod = -1
+		switch {
+		case catalogBools[c.Name]:
+			c.Type = Types[16]
+		case c.Name == "oid" || strings.HasSuffix(c.Name, "relid") || strings.HasSuffix(c.Name, "namespace") ||
+			strings.HasSuffix(c.Name, "owner") || strings.HasSuffix(c.Name, "typid") || c.Name == "typelem" || c.Name == "typarray" ||
+			c.Name == "indexrelid" || c.Name == "conindid" || c.Name == "relam" || c.Name == "datdba" || c.Name == "attcollation":
+			c.Type = Types[26]
+		case strings.HasSuffix(c.Name, "name") && !strings.Contains(c.Name, "_"):
+			c.Type = Types[19]
+		case c.Name == "attnum" || c.Name == "indnatts" || c.Name == "indnkeyatts" || c.Name == "relnatts" || c.Name == "typlen" || c.Name == "adnum":
+			c.Type = Types[21]
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// returningNames are the result column names of a RETURNING list.
+func (t *translator) returningNames(rel *pg_query.RangeVar, list []*pg_query.Node) []string {
+	var out []string
+	for _, n := range list {
+		rt := n.GetResTarget()
+		if rt == nil {
+			return nil
+		}
+		if rt.Name != "" {
+			out = append(out, rt.Name)
+			continue
+		}
+		if cr := rt.Val.GetColumnRef(); cr != nil && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			if t.sch == nil {
+				return nil
+			}
+			cols := t.sch.Columns(rel.Relname)
+			if cols == nil {
+				return nil
+			}
+			for _, c := range cols {
+				out = append(out, c.Name)
+			}
+			continue
+		}
+		name, _ := figureColname(rt.Val)
+		out = append(out, name)
+	}
+	return out
+}
+
+// numericScale is a numeric result that prints with scale digits (as
+// PostgreSQL's display scale of a computed numeric).
+func numericScale(scale int32) ColType {
+	if scale < 0 {
+		return ct(1700)
+	}
+	return ColType{Types[1700], (1000<<16 | scale) + 4}
+}
+
+// scaleOf is a value's display scale when the type says it: -1 unknown.
+func scaleOf(c ColType) int32 {
+	if c.Type == nil {
+		return -1
+	}
+	switch c.Type.Name {
+	case "numeric":
+		if c.Typmod >= 4 {
+			return (c.Typmod - 4) & 0xffff
+		}
+	case "int2", "int4", "int8":
+		return 0
+	}
+	return -1
+}
+
+// dateType is the type of date and timestamp arithmetic.
+func dateType(l, r ColType, op string) ColType {
+	if l.Type == nil || r.Type == nil {
+		return ColType{}
+	}
+	ln, rn := l.Type.Name, r.Type.Name
+	isInt := ln == "int2" || ln == "int4" || ln == "int8"
+	rInt := rn == "int2" || rn == "int4" || rn == "int8"
+	switch {
+	case ln == "date" && rInt, isInt && rn == "date" && op == "+":
+		return ct(1082)
+	case ln == "date" && rn == "date" && op == "-":
+		return ct(23)
+	case ln == "date" && rn == "interval":
+		return ct(1114)
+	case (ln == "timestamp" || ln == "timestamptz") && rn == "interval":
+		return ColType{l.Type, -1}
+	case (ln == "timestamp" || ln == "timestamptz") && (rn == "timestamp" || rn == "timestamptz") && op == "-":
+		return ct(1186)
+	case ln == "interval" && rn == "interval":
+		return ct(1186)
+	case op == "*" && (ln == "interval" && r.Type.Cat == 'N' || rn == "interval" && l.Type.Cat == 'N'):
+		return ct(1186)
+	}
+	return ColType{}
+}
+
+// annotate records, for every + and - in a statement, its operands' types
+// with the statement's tables in scope, before the rewrite: the date and
+// interval arithmetic needs them for column references.
+func (t *translator) annotate(stmt *pg_query.Node) {
+	if t.opTypes == nil {
+		t.opTypes = map[*pg_query.A_Expr][2]ColType{}
+	}
+	var sels []*pg_query.SelectStmt
+	var sc *scope
+	switch x := stmt.Node.(type) {
+	case *pg_query.Node_SelectStmt:
+		t.annotateSelect(x.SelectStmt)
+		return
+	case *pg_query.Node_UpdateStmt:
+		sc, _ = t.scopeOf(append([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.UpdateStmt.Relation}}}, x.UpdateStmt.FromClause...))
+	case *pg_query.Node_DeleteStmt:
+		sc, _ = t.scopeOf([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.DeleteStmt.Relation}}})
+	case *pg_query.Node_InsertStmt:
+		sc, _ = t.scopeOf([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: x.InsertStmt.Relation}}})
+	default:
+		return
+	}
+	visit(stmt.ProtoReflect(), func(n *pg_query.Node) {
+		if sel := n.GetSelectStmt(); sel != nil {
+			sels = append(sels, sel)
+		}
+		t.noteOp(n, sc)
+	})
+	for _, sel := range sels {
+		t.annotateSelect(sel)
+	}
+}
+
+func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
+	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		if s.Larg != nil {
+			t.annotateSelect(s.Larg)
+		}
+		if s.Rarg != nil {
+			t.annotateSelect(s.Rarg)
+		}
+		return
+	}
+	sc, _ := t.scopeOf(s.FromClause)
+	var sels []*pg_query.SelectStmt
+	walk := func(nodes ...*pg_query.Node) {
+		for _, n := range nodes {
+			if n == nil || n.Node == nil {
+				continue
+			}
+			visit(n.ProtoReflect(), func(m *pg_query.Node) {
+				if sel := m.GetSelectStmt(); sel != nil {
+					sels = append(sels, sel)
+				}
+				t.noteOp(m, sc)
+			})
+		}
+	}
+	walk(s.TargetList...)
+	walk(s.WhereClause, s.HavingClause)
+	walk(s.GroupClause...)
+	walk(s.SortClause...)
+	for _, f := range s.FromClause {
+		if rs := f.GetRangeSubselect(); rs != nil {
+			if sel := rs.Subquery.GetSelectStmt(); sel != nil {
+				sels = append(sels, sel)
+			}
+		}
+	}
+	for _, sel := range sels {
+		t.annotateSelect(sel)
+	}
+}
+
+func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	e := n.GetAExpr()
+	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || e.Lexpr == nil {
+		return
+	}
+	switch lastName(e.Name) {
+	case "+", "-", "*":
+		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
+	}
+}
