@@ -30,6 +30,7 @@ test: deps vet ## everything CI runs: unit, end-to-end (real processes), race de
 	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 10s ./sqlpg
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./node
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...

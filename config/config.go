@@ -349,6 +349,9 @@ func (c *Cluster) Validate() error {
 	if c.Auth == "trust" && !c.Security.AllowInsecure && !c.AllLoopback() {
 		return bad("auth", "\"trust\" lets anyone who reaches a non-loopback listener in without a password; use scram-sha-256, or set security.allow_insecure = true to force it")
 	}
+	if c.Security.InterNode == "none" && c.Router != nil && len(c.Users) > 0 && strings.HasPrefix(c.Users[0].Password, "SCRAM-SHA-256$") {
+		return bad("users[0].password", "the router logs in to the nodes as the first user, and without inter-node TLS (security.inter_node = \"none\") it needs that user's password, not a verifier; use inter_node = \"mtls\" or give the password (env:NAME or file:PATH)")
+	}
 	for i, u := range c.Users {
 		if c.Auth == "md5" && strings.HasPrefix(u.Password, "SCRAM-SHA-256$") {
 			return bad(fmt.Sprintf("users[%d].password", i), "a SCRAM-SHA-256 verifier cannot check md5 logins; use auth = \"scram-sha-256\" or give the password")

@@ -264,6 +264,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			l.Close()
 			return fmt.Errorf("node %s: listen on %s (field nodes.metrics): %w", id, n.Metrics, err)
 		}
+		if !config.IsLoopback(n.Metrics) {
+			log.Warn("the admin address is not on loopback: the admin token crosses the network in clear text (HTTP)",
+				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1 or a private management network")
+		}
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(hl) }()
 		defer hs.Close()
