@@ -422,6 +422,50 @@ func pad(s string, n int64, fill string, left bool) string {
 	return s + string(p)
 }
 
+// clock holds one connection's transaction and statement start times:
+// now() and CURRENT_TIMESTAMP are the transaction's start, as in
+// PostgreSQL, statement_timestamp() the statement's.
+type clock struct {
+	mu       sync.Mutex
+	tx, stmt time.Time
+}
+
+var clocks sync.Map // *sqlite3.SQLiteConn -> *clock
+
+// StatementStart marks the start of a statement on c (the back end calls
+// it before each one): outside a transaction block it also starts the
+// transaction time.
+func StatementStart(c *sqlite3.SQLiteConn) {
+	v, ok := clocks.Load(c)
+	if !ok {
+		return
+	}
+	k := v.(*clock)
+	t := time.Now().UTC()
+	k.mu.Lock()
+	k.stmt = t
+	if c.AutoCommit() {
+		k.tx = t
+	}
+	k.mu.Unlock()
+}
+
+// Forget drops c's clock (the connection is closed).
+func Forget(c *sqlite3.SQLiteConn) { clocks.Delete(c) }
+
+func (k *clock) times() (tx, stmt time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	now := time.Now().UTC()
+	if k.tx.IsZero() {
+		k.tx = now
+	}
+	if k.stmt.IsZero() {
+		k.stmt = now
+	}
+	return k.tx, k.stmt
+}
+
 // RegisterFunctions registers every function the translator emits.
 func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	reg := func(name string, fn any, pure bool) error {
@@ -440,7 +484,11 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return err
 		}
 	}
-	now := func() string { return time.Now().UTC().Format(TimestamptzLayout) }
+	k := &clock{}
+	clocks.Store(c, k)
+	now := func() string { t, _ := k.times(); return t.Format(TimestamptzLayout) }
+	stmtNow := func() string { _, t := k.times(); return t.Format(TimestamptzLayout) }
+	clockNow := func() string { return time.Now().UTC().Format(TimestamptzLayout) }
 	fns := []struct {
 		name string
 		fn   any
@@ -479,9 +527,11 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return !re.MatchString(fmt.Sprint(toText(s))), nil
 		}, true},
 		{"_pg_now", now, false},
-		{"_pg_current_date", func() string { return time.Now().UTC().Format(DateLayout) }, false},
-		{"_pg_localtimestamp", func() string { return time.Now().UTC().Format(TimestampLayout) }, false},
-		{"_pg_current_time", func() string { return time.Now().UTC().Format("15:04:05.999999") }, false},
+		{"_pg_statement_timestamp", stmtNow, false},
+		{"_pg_clock_timestamp", clockNow, false},
+		{"_pg_current_date", func() string { t, _ := k.times(); return t.Format(DateLayout) }, false},
+		{"_pg_localtimestamp", func() string { t, _ := k.times(); return t.Format(TimestampLayout) }, false},
+		{"_pg_current_time", func() string { t, _ := k.times(); return t.Format("15:04:05.999999") }, false},
 		{"_pg_random", func() float64 { return mrand.Float64() }, false},
 		{"_pg_date_part", datePart, true},
 		{"date_trunc", dateTrunc, true},

@@ -857,7 +857,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 var funcRename = map[string]string{
 	"strpos": "instr", "btrim": "trim", "char_length": "length", "character_length": "length",
 	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
-	"statement_timestamp": "_pg_now", "clock_timestamp": "_pg_now", "random": "_pg_random",
+	"statement_timestamp": "_pg_statement_timestamp", "clock_timestamp": "_pg_clock_timestamp", "random": "_pg_random",
 	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
 	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10",
 }

@@ -210,7 +210,7 @@ var funcTypes = map[string]uint32{
 	"degrees": 701, "radians": 701, "extract": 1700,
 	"bool_and": 16, "bool_or": 16, "every": 16, "starts_with": 16,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23,
-	"_pg_now": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
+	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "json_typeof": 25, "jsonb_typeof": 25,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,

@@ -92,6 +92,7 @@ func (c *conn) close() {
 	for _, st := range c.stmts {
 		st.Close()
 	}
+	sqlpg.Forget(c.c)
 	c.c.Close()
 }
 
@@ -718,6 +719,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	if st.ddl {
 		defer sqlpg.SchemaChanged()
 	}
+	sqlpg.StatementStart(c.c)
 	if len(st.script) > 0 {
 		for _, q := range st.script {
 			if err := c.exec(q); err != nil {
