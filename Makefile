@@ -4,7 +4,7 @@ PREFIX  ?= /usr/local
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 clean
+.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 bench-tls clean
 
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -30,6 +30,7 @@ test: deps vet ## everything CI runs: unit, end-to-end (real processes), race de
 	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 10s ./sqlpg
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./node
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
@@ -47,6 +48,9 @@ bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternatin
 bench-tm1: build ## TM1 R80W20/R20W80 at 100,000 subscribers: PostgreSQL direct vs through tandem vs tandem on SQLite
 	./scripts/install-deps.sh
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tm1.sh 100000 30s 8
+
+bench-tls: build ## what mutual TLS between tandem's processes costs: TM1 R20W80 through a hot-standby pair's router, TLS vs clear text (alternating)
+	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tls.sh 20000 15s 8 3 r20w80
 
 bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~45 min with 3 rounds)
 	./scripts/install-deps.sh

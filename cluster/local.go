@@ -219,7 +219,7 @@ func (l *Local) DSN() string {
 	c := l.opts.Config
 	user, pass := c.InternalUser()
 	cred := user
-	if pass != "" {
+	if pass != "" && !strings.HasPrefix(pass, "SCRAM-SHA-256$") { // a verifier is no password: psql asks for it
 		cred += ":" + pass
 	}
 	return fmt.Sprintf("postgres://%s@%s/tandem?sslmode=disable", cred, l.Entry())

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/tandemdb/tandem/secure"
 )
 
 // ErrInvalid marks every validation failure (errors.Is(err, ErrInvalid)).
@@ -40,9 +42,13 @@ type Cluster struct {
 	LogLevel string      `toml:"log_level"`
 	TLS      TLS         `toml:"tls"`
 	Repl     Replication `toml:"replication"`
+	Security Security    `toml:"security"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
+	// ClearTextPasswords names the users whose password the file holds in
+	// clear text (warned about at start; not a TOML field).
+	ClearTextPasswords []string `toml:"-"`
 }
 
 // Router is the optional standalone router process.
@@ -71,6 +77,31 @@ type Replication struct {
 	RetainRecords uint64 `toml:"retain_records"`
 	// SegmentBytes is the size of a log segment (the unit of trimming).
 	SegmentBytes int64 `toml:"segment_bytes"`
+}
+
+// Security configures the trust between tandem's processes and the admin
+// API (see docs/operations.md, "Security").
+type Security struct {
+	// InterNode: "mtls" (default: every channel between tandem processes
+	// uses TLS with certificates of the cluster CA, each end's identity
+	// checked) or "none" (plain TCP; refused unless every address is
+	// loopback or allow_insecure is set).
+	InterNode string `toml:"inter_node"`
+	// CertDir holds ca.crt, ca.key and one certificate per node, for the
+	// router and for the command line (default: RUN_DIR/certs).
+	CertDir string `toml:"cert_dir"`
+	// AdminToken is the admin API's bearer token: "file:PATH" (default
+	// file:CERT_DIR/admin.token, created at first start), "env:NAME", or the
+	// token itself (warned about).
+	AdminToken string `toml:"admin_token"`
+	// MetricsAuth: /metrics and /status need the token too (default false,
+	// the Prometheus convention: readable, change nothing).
+	MetricsAuth bool `toml:"metrics_auth"`
+	// Pprof serves /debug/pprof (with the token) when true.
+	Pprof bool `toml:"pprof"`
+	// AllowInsecure permits inter_node = "none" and auth = "trust" on
+	// addresses that are not loopback.
+	AllowInsecure bool `toml:"allow_insecure"`
 }
 
 // Safeness levels.
@@ -179,6 +210,9 @@ func ParseWithRunDir(path string, data []byte, runDir string) (*Cluster, error) 
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	if err := c.resolveSecrets(); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
@@ -200,6 +234,15 @@ func (c *Cluster) applyDefaults() {
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
+	}
+	if c.Security.InterNode == "" {
+		c.Security.InterNode = "mtls"
+	}
+	if c.Security.CertDir == "" {
+		c.Security.CertDir = filepath.Join(c.RunDir, "certs")
+	}
+	if c.Security.AdminToken == "" {
+		c.Security.AdminToken = "file:" + filepath.Join(c.Security.CertDir, "admin.token")
 	}
 	r := &c.Repl
 	if r.Safeness == "" {
@@ -293,6 +336,26 @@ func (c *Cluster) Validate() error {
 	}
 	if len(c.Nodes) == 0 {
 		return bad("nodes", "no nodes: add at least one [[nodes]] table")
+	}
+	switch c.Security.InterNode {
+	case "mtls":
+	case "none":
+		if !c.Security.AllowInsecure && !c.AllLoopback() {
+			return bad("security.inter_node", "\"none\" sends replication and admin traffic in clear text between hosts; use \"mtls\" (the default), or set security.allow_insecure = true to force it")
+		}
+	default:
+		return bad("security.inter_node", "%q: use mtls (the default) or none", c.Security.InterNode)
+	}
+	if c.Auth == "trust" && !c.Security.AllowInsecure && !c.AllLoopback() {
+		return bad("auth", "\"trust\" lets anyone who reaches a non-loopback listener in without a password; use scram-sha-256, or set security.allow_insecure = true to force it")
+	}
+	if c.Security.InterNode == "none" && c.Router != nil && len(c.Users) > 0 && strings.HasPrefix(c.Users[0].Password, "SCRAM-SHA-256$") {
+		return bad("users[0].password", "the router logs in to the nodes as the first user, and without inter-node TLS (security.inter_node = \"none\") it needs that user's password, not a verifier; use inter_node = \"mtls\" or give the password (env:NAME or file:PATH)")
+	}
+	for i, u := range c.Users {
+		if c.Auth == "md5" && strings.HasPrefix(u.Password, "SCRAM-SHA-256$") {
+			return bad(fmt.Sprintf("users[%d].password", i), "a SCRAM-SHA-256 verifier cannot check md5 logins; use auth = \"scram-sha-256\" or give the password")
+		}
 	}
 	if c.Design == "standalone" && len(c.Nodes) != 1 {
 		return bad("nodes", "design standalone takes exactly 1 node, found %d", len(c.Nodes))
@@ -429,6 +492,57 @@ func (c *Cluster) Node(id string) (*Node, bool) {
 		}
 	}
 	return nil, false
+}
+
+// AllLoopback reports whether every listener of the cluster is on a
+// loopback address (a cluster on one machine).
+func (c *Cluster) AllLoopback() bool {
+	addrs := []string{}
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Listen, n.Metrics, n.Repl)
+	}
+	if c.Router != nil {
+		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)
+	}
+	for _, a := range addrs {
+		if a != "" && !IsLoopback(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsLoopback reports whether a listen address (host:port) is on loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// resolveSecrets replaces env:/file: references in users[].password by the
+// secret they name, and remembers which passwords sat in clear text.
+func (c *Cluster) resolveSecrets() error {
+	for i := range c.Users {
+		u := &c.Users[i]
+		if u.Password == "" {
+			continue
+		}
+		v, literal, err := secure.Resolve(u.Password)
+		if err != nil {
+			return fmt.Errorf("%w: %s: field users[%d].password: %v", ErrInvalid, c.File, i, err)
+		}
+		u.Password = v
+		if literal && !strings.HasPrefix(v, "SCRAM-SHA-256$") {
+			c.ClearTextPasswords = append(c.ClearTextPasswords, u.Name)
+		}
+	}
+	return nil
 }
 
 // Password of a user ("" and false when unknown).

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,31 @@ password = "p"
 id = "n1"
 listen = "127.0.0.1:7001"
 `
+
+// Secrets: references resolve, verifiers stay, clear text is noted.
+func TestSecrets(t *testing.T) {
+	t.Setenv("TANDEM_TEST_PW", "from-env")
+	f := t.TempDir() + "/pw"
+	if err := os.WriteFile(f, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := good + "[[users]]\nname = \"e\"\npassword = \"env:TANDEM_TEST_PW\"\n[[users]]\nname = \"f\"\npassword = \"file:" + f + "\"\n[[users]]\nname = \"v\"\npassword = \"SCRAM-SHA-256$4096:c2FsdA==$a:b\"\n"
+	c, err := Parse("s.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]string{"u": "p", "e": "from-env", "f": "from-file", "v": "SCRAM-SHA-256$4096:c2FsdA==$a:b"} {
+		if got, _ := c.Password(user); got != want {
+			t.Errorf("user %s: password %q, want %q", user, got, want)
+		}
+	}
+	if strings.Join(c.ClearTextPasswords, ",") != "u" {
+		t.Errorf("clear-text passwords %v, want [u]", c.ClearTextPasswords)
+	}
+	if c.Security.InterNode != "mtls" || !strings.HasSuffix(c.Security.CertDir, ".tandem/c/certs") || !strings.HasPrefix(c.Security.AdminToken, "file:") {
+		t.Errorf("security defaults: %+v", c.Security)
+	}
+}
 
 func TestGoodConfigDefaults(t *testing.T) {
 	c, err := Parse("good.toml", []byte(good))
@@ -53,6 +79,12 @@ func TestBadConfigs(t *testing.T) {
 		{"two standalone nodes", good + "[[nodes]]\nid = \"n2\"\nlisten = \"127.0.0.1:7002\"\n", "design standalone takes exactly 1 node"},
 		{"port clash", good + "metrics = \"127.0.0.1:7001\"\n", "field nodes[0].metrics: address 127.0.0.1:7001 is already used by nodes[0].listen"},
 		{"bad log level", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nlog_level = \"loud\"", 1), `field log_level: "loud"`},
+		{"bad inter_node", good + "[security]\ninter_node = \"ssh\"\n", `field security.inter_node: "ssh"`},
+		{"clear text between hosts", strings.Replace(good, "127.0.0.1:7001", "10.0.0.1:7001", 1) + "[security]\ninter_node = \"none\"\n", "field security.inter_node: \"none\" sends"},
+		{"trust off loopback", strings.Replace(strings.Replace(good, "127.0.0.1:7001", "0.0.0.0:7001", 1), `cluster = "c"`, "cluster = \"c\"\nauth = \"trust\"", 1), "field auth: \"trust\" lets anyone"},
+		{"verifier with md5", strings.Replace(strings.Replace(good, `password = "p"`, `password = "SCRAM-SHA-256$4096:c2FsdA==$a:b"`, 1), `cluster = "c"`, "cluster = \"c\"\nauth = \"md5\"", 1), "field users[0].password: a SCRAM-SHA-256 verifier cannot check md5"},
+		{"unset env secret", strings.Replace(good, `password = "p"`, `password = "env:TANDEM_TEST_SURELY_UNSET"`, 1), "field users[0].password: secret reference cannot be resolved: environment variable TANDEM_TEST_SURELY_UNSET is not set"},
+		{"missing file secret", strings.Replace(good, `password = "p"`, `password = "file:/nonexistent/tandem-pw"`, 1), "field users[0].password: secret reference cannot be resolved"},
 		{"tiny message cap", good + "[limits]\nmax_message_bytes = 10\n", "field limits.max_message_bytes"},
 	}
 	for _, c := range cases {

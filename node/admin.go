@@ -2,13 +2,34 @@ package node
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+
+	"github.com/tandemdb/tandem/secure"
 )
+
+// requireToken wraps h: a request without the admin token's bearer
+// credentials gets 401 and changes nothing. what names the endpoint in the
+// log; a mutating action is logged with who asked.
+func requireToken(token string, log *slog.Logger, mutating bool, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !secure.BearerOK(req, token) {
+			log.Warn("admin: refused a request without valid credentials", "path", req.URL.Path, "remote", req.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tandem admin"`)
+			http.Error(w, "401 unauthorized: send the admin token (Authorization: Bearer TOKEN; `tandem` commands read it from security.admin_token or TANDEM_ADMIN_TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		if mutating {
+			log.Info("admin action", "path", req.URL.Path, "query", req.URL.RawQuery, "remote", req.RemoteAddr, "user_agent", req.UserAgent(), "credentials", "admin token")
+		}
+		h.ServeHTTP(w, req)
+	})
+}
 
 // registerAdmin serves the operator actions on the node's admin address:
 // POST /admin/promote, /admin/demote?to=ID, /admin/follow?primary=ID,
-// /admin/set?safeness=...&durability=...
-func registerAdmin(mux *http.ServeMux, r *Repl) {
+// /admin/set?safeness=...&durability=... Each needs the admin token.
+func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) {
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
@@ -18,28 +39,28 @@ func registerAdmin(mux *http.ServeMux, r *Repl) {
 		}
 		_ = json.NewEncoder(w).Encode(v)
 	}
-	post := func(h func(w http.ResponseWriter, req *http.Request)) http.HandlerFunc {
-		return func(w http.ResponseWriter, req *http.Request) {
+	post := func(h func(w http.ResponseWriter, req *http.Request)) http.Handler {
+		return requireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.Method != http.MethodPost {
 				http.Error(w, "use POST", http.StatusMethodNotAllowed)
 				return
 			}
 			h(w, req)
-		}
+		}))
 	}
-	mux.HandleFunc("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
+	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
 		res, err := r.Promote(req.Context())
 		reply(w, res, err)
 	}))
-	mux.HandleFunc("/admin/demote", post(func(w http.ResponseWriter, req *http.Request) {
+	mux.Handle("/admin/demote", post(func(w http.ResponseWriter, req *http.Request) {
 		last, err := r.Demote(req.Context(), req.URL.Query().Get("to"))
 		reply(w, map[string]uint64{"last_gsn": last}, err)
 	}))
-	mux.HandleFunc("/admin/follow", post(func(w http.ResponseWriter, req *http.Request) {
+	mux.Handle("/admin/follow", post(func(w http.ResponseWriter, req *http.Request) {
 		err := r.Follow(req.Context(), req.URL.Query().Get("primary"))
 		reply(w, r.Status(), err)
 	}))
-	mux.HandleFunc("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
+	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()
 		err := r.Set(q.Get("safeness"), q.Get("durability"))
 		reply(w, r.Status(), err)

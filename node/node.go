@@ -10,6 +10,7 @@ package node
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/router"
+	"github.com/tandemdb/tandem/secure"
 )
 
 // ErrBackendExited means the node's managed PostgreSQL server stopped.
@@ -63,7 +65,37 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	if err != nil {
 		return err
 	}
+	ident, err := Identity(c, id, log)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", id, err)
+	}
+	token, err := AdminToken(c, true)
+	if err != nil {
+		return fmt.Errorf("node %s: %w: %s", id, config.ErrInvalid, err)
+	}
+	for _, u := range c.ClearTextPasswords {
+		log.Warn("a password sits in clear text in the cluster file", "user", u, "file", c.File,
+			"hint", "replace it with the verifier `tandem passwd` prints, or with env:NAME / file:PATH")
+	}
+	var trustCert func(tls.ConnectionState) bool
+	if ident != nil {
+		// The front door serves the node's cluster certificate (clients
+		// verify it with sslrootcert=CERT_DIR/ca.crt), and lets tandem's
+		// own hops (router, command line, peers) in by their certificate.
+		if tlsCfg == nil {
+			tlsCfg = ident.FrontDoorTLS()
+		} else {
+			tlsCfg = tlsCfg.Clone()
+			tlsCfg.ClientAuth, tlsCfg.ClientCAs = tls.VerifyClientCertIfGiven, ident.Pool
+		}
+		trustCert = func(cs tls.ConnectionState) bool {
+			p := secure.PeerID(cs)
+			_, isNode := c.Node(p)
+			return p == secure.RouterID || p == secure.AdminID || isNode
+		}
+	}
 	pwcfg := pgwire.Config{
+		TrustCert:       trustCert,
 		TLS:             tlsCfg,
 		RequireTLS:      c.TLS.Require,
 		Auth:            pgwire.AuthMethod(c.Auth),
@@ -90,6 +122,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if repl, err = newRepl(ctx, c, id, n.DataDir, db, log, reg); err != nil {
 			return err
 		}
+		repl.ident, repl.token = ident, token
 		replClose = append(replClose, repl.Close)
 		if err := enable(repl); err != nil {
 			return err
@@ -198,15 +231,25 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	}
 	if n.Metrics != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		if repl != nil {
-			registerAdmin(mux, repl)
+		// Reads (metrics, status) are open unless security.metrics_auth;
+		// actions and pprof always need the admin token.
+		read := func(h http.Handler) http.Handler {
+			if c.Security.MetricsAuth {
+				return requireToken(token, log, false, h)
+			}
+			return h
 		}
-		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		mux.Handle("/metrics", read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+		if c.Security.Pprof {
+			mux.Handle("/debug/pprof/", requireToken(token, log, false, http.HandlerFunc(pprof.Index)))
+			mux.Handle("/debug/pprof/profile", requireToken(token, log, false, http.HandlerFunc(pprof.Profile)))
+			mux.Handle("/debug/pprof/symbol", requireToken(token, log, false, http.HandlerFunc(pprof.Symbol)))
+			mux.Handle("/debug/pprof/trace", requireToken(token, log, false, http.HandlerFunc(pprof.Trace)))
+		}
+		if repl != nil {
+			registerAdmin(mux, repl, token, log)
+		}
+		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			s := st
 			s.Sessions = srv.Active()
 			if repl != nil {
@@ -215,11 +258,15 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(s)
-		})
+		})))
 		hl, err := net.Listen("tcp", n.Metrics)
 		if err != nil {
 			l.Close()
 			return fmt.Errorf("node %s: listen on %s (field nodes.metrics): %w", id, n.Metrics, err)
+		}
+		if !config.IsLoopback(n.Metrics) {
+			log.Warn("the admin address is not on loopback: the admin token crosses the network in clear text (HTTP)",
+				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1 or a private management network")
 		}
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(hl) }()

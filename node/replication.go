@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/replog"
+	"github.com/tandemdb/tandem/secure"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -96,6 +98,11 @@ type Repl struct {
 	primaryLast atomic.Uint64 // the primary's last GSN as last heard
 	follow      context.CancelFunc
 	followDone  chan struct{}
+
+	// ident authenticates the replication stream (nil: inter_node =
+	// "none"); token goes with the peers' /status polls.
+	ident *secure.Identity
+	token string
 
 	mDegraded prometheus.Gauge
 	mCommits  prometheus.Counter
@@ -447,18 +454,65 @@ func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 		if err != nil {
 			return
 		}
-		go r.ship(ctx, c)
+		go func() {
+			peer, c, err := r.authenticatePeer(c)
+			if err != nil {
+				r.log.Warn("replication: refused a connection", "remote", c.RemoteAddr().String(), "err", secure.Explain(err))
+				c.Close()
+				return
+			}
+			r.ship(ctx, c, peer)
+		}()
 	}
 }
 
+// handshakeTimeout bounds a replication peer's TLS handshake and hello.
+const handshakeTimeout = 10 * time.Second
+
+// authenticatePeer runs the TLS handshake of a replication connection: the
+// peer must hold a certificate of this cluster's CA naming another node of
+// the cluster map. It returns that node id ("" with inter_node = "none":
+// the hello's claim is then checked against the map only).
+func (r *Repl) authenticatePeer(c net.Conn) (string, net.Conn, error) {
+	if r.ident == nil {
+		return "", c, nil
+	}
+	tc := tls.Server(c, r.ident.ServerTLS(isMember(r.cfg, r.id)))
+	_ = tc.SetDeadline(time.Now().Add(handshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		return "", c, err
+	}
+	_ = tc.SetDeadline(time.Time{})
+	return secure.PeerID(tc.ConnectionState()), tc, nil
+}
+
+// dialPeer opens a replication connection to node id at addr.
+func (r *Repl) dialPeer(ctx context.Context, id, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil || r.ident == nil {
+		return c, err
+	}
+	tc := tls.Client(c, r.ident.ClientTLS(id))
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("TLS handshake with %s at %s: %s", id, addr, secure.Explain(err))
+	}
+	return tc, nil
+}
+
 // ship streams the log to one standby and reads its acknowledgements.
-func (r *Repl) ship(ctx context.Context, c net.Conn) {
+func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 	defer c.Close()
 	rd, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
+	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	typ, body, err := readFrame(rd, 1<<20)
 	if err != nil || typ != 'H' {
 		return
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	var h hello
 	if err := json.Unmarshal(body, &h); err != nil {
 		return
@@ -466,6 +520,13 @@ func (r *Repl) ship(ctx context.Context, c net.Conn) {
 	sendErr := func(msg string) {
 		_ = writeFrame(w, 'E', []byte(msg))
 		_ = w.Flush()
+	}
+	// Only nodes of the cluster map stream, each as itself: a peer's
+	// acknowledgements count toward safeness only under its own name.
+	if !isMember(r.cfg, r.id)(h.Node) || (r.ident != nil && h.Node != authPeer) {
+		r.log.Warn("replication: refused a peer that is not a node of this cluster", "remote", c.RemoteAddr().String(), "claims", h.Node, "certificate", authPeer)
+		sendErr("not a node of this cluster")
+		return
 	}
 	if r.role() != RolePrimary {
 		sendErr(fmt.Sprintf("node %s is not the primary", r.id))
@@ -622,7 +683,7 @@ func (r *Repl) startFollowing(ctx context.Context) {
 				r.log.Error("standby has no primary to follow", "primary", primary)
 				return
 			}
-			err := r.followOnce(ctx, n.Repl)
+			err := r.followOnce(ctx, primary, n.Repl)
 			if ctx.Err() != nil {
 				return
 			}
@@ -644,9 +705,8 @@ func (r *Repl) stopFollowing() {
 	}
 }
 
-func (r *Repl) followOnce(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: 2 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
+func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
+	c, err := r.dialPeer(ctx, primary, addr)
 	if err != nil {
 		return err
 	}
@@ -886,7 +946,11 @@ func (r *Repl) stepDownIfStale(ctx context.Context) {
 		if n.ID == r.id || n.Metrics == "" {
 			continue
 		}
-		resp, err := cl.Get("http://" + n.Metrics + "/status")
+		req, _ := http.NewRequest(http.MethodGet, "http://"+n.Metrics+"/status", nil)
+		if r.token != "" {
+			req.Header.Set("Authorization", "Bearer "+r.token)
+		}
+		resp, err := cl.Do(req)
 		if err != nil {
 			continue
 		}

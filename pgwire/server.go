@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +71,11 @@ type Config struct {
 	TLS *tls.Config
 	// RequireTLS refuses clients that do not ask for TLS.
 	RequireTLS bool
+	// TrustCert, when set, is asked about a client that presented a TLS
+	// certificate the server verified: true lets it in as the user it
+	// named without a password (tandem's own hops: the router, the
+	// command line), as PostgreSQL's cert authentication does.
+	TrustCert func(tls.ConnectionState) bool
 }
 
 // Server accepts PostgreSQL protocol connections.
@@ -336,6 +344,11 @@ func (s *Server) authenticate(c *Conn) error {
 	if s.cfg.Auth == AuthTrust {
 		return nil
 	}
+	if tc, ok := c.Conn.(*tls.Conn); ok && s.cfg.TrustCert != nil {
+		if cs := tc.ConnectionState(); len(cs.VerifiedChains) > 0 && s.cfg.TrustCert(cs) {
+			return nil
+		}
+	}
 	password, known := "", false
 	if s.cfg.Passwords != nil {
 		password, known = s.cfg.Passwords(c.User)
@@ -439,6 +452,14 @@ func (s *Server) storedCredentials(user, password string, known bool) (scram.Sto
 	if cr, ok := s.scramCr[key]; ok && key != "" {
 		return cr, nil
 	}
+	if known && strings.HasPrefix(password, "SCRAM-SHA-256$") {
+		cr, err := ParseSCRAMVerifier(password)
+		if err != nil {
+			return scram.StoredCredentials{}, fmt.Errorf("user %q: %w", user, err)
+		}
+		s.scramCr[key] = cr
+		return cr, nil
+	}
 	var salt [16]byte
 	_, _ = rand.Read(salt[:])
 	client, err := scram.SHA256.NewClient(user, password, "")
@@ -450,6 +471,53 @@ func (s *Server) storedCredentials(user, password string, known bool) (scram.Sto
 		s.scramCr[key] = cr
 	}
 	return cr, nil
+}
+
+// SCRAMVerifier is PostgreSQL's form of a SCRAM-SHA-256 verifier for
+// password (what pg_authid.rolpassword holds): the cluster file may carry
+// it instead of the password.
+func SCRAMVerifier(password string) (string, error) {
+	var salt [16]byte
+	if _, err := rand.Read(salt[:]); err != nil {
+		return "", err
+	}
+	client, err := scram.SHA256.NewClient("", password, "")
+	if err != nil {
+		return "", err
+	}
+	const iters = 4096
+	cr := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt[:]), Iters: iters})
+	enc := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iters, enc(salt[:]), enc(cr.StoredKey), enc(cr.ServerKey)), nil
+}
+
+// ErrBadVerifier: a SCRAM verifier that is not PostgreSQL's form.
+var ErrBadVerifier = errors.New("malformed SCRAM-SHA-256 verifier (expected SCRAM-SHA-256$ITER:SALT$STOREDKEY:SERVERKEY, as `tandem passwd` prints)")
+
+// ParseSCRAMVerifier reads a verifier SCRAMVerifier (or PostgreSQL) wrote.
+func ParseSCRAMVerifier(v string) (scram.StoredCredentials, error) {
+	rest, ok := strings.CutPrefix(v, "SCRAM-SHA-256$")
+	if !ok {
+		return scram.StoredCredentials{}, ErrBadVerifier
+	}
+	iterSalt, keys, ok := strings.Cut(rest, "$")
+	if !ok {
+		return scram.StoredCredentials{}, ErrBadVerifier
+	}
+	iterS, saltS, ok1 := strings.Cut(iterSalt, ":")
+	storedS, serverS, ok2 := strings.Cut(keys, ":")
+	iters, err := strconv.Atoi(iterS)
+	if !ok1 || !ok2 || err != nil || iters < 1 {
+		return scram.StoredCredentials{}, ErrBadVerifier
+	}
+	dec := base64.StdEncoding.DecodeString
+	salt, err1 := dec(saltS)
+	stored, err2 := dec(storedS)
+	server, err3 := dec(serverS)
+	if err1 != nil || err2 != nil || err3 != nil || len(stored) != 32 || len(server) != 32 {
+		return scram.StoredCredentials{}, ErrBadVerifier
+	}
+	return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(salt), Iters: iters}, StoredKey: stored, ServerKey: server}, nil
 }
 
 func md5Password(user, password string, salt [4]byte) string {

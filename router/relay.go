@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,6 +33,10 @@ type Upstream struct {
 	User     string // "" means the client's user
 	Password string
 	Database string // "" means the client's database
+	// TLS, when set, encrypts the hop and presents tandem's certificate
+	// (the node lets the router in by it); AdminToken goes with /status.
+	TLS        *tls.Config
+	AdminToken string
 }
 
 // frontend message types a client may send after startup.
@@ -77,6 +82,9 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 		return nil, err
 	}
 	cfg.User, cfg.Password, cfg.Database = user, up.Password, db
+	if up.TLS != nil {
+		cfg.TLSConfig = up.TLS.Clone()
+	}
 	cfg.ConnectTimeout = 5 * time.Second
 	for k, v := range client.Params {
 		if !notForwarded[k] {

@@ -216,7 +216,11 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 					Role string `json:"role"`
 				}
 				var resp *http.Response
-				resp, err = cl.Get("http://" + n.Admin + "/status")
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.Admin+"/status", nil)
+				if n.AdminToken != "" {
+					req.Header.Set("Authorization", "Bearer "+n.AdminToken)
+				}
+				resp, err = cl.Do(req)
 				if err == nil {
 					err = json.NewDecoder(resp.Body).Decode(&st)
 					resp.Body.Close()

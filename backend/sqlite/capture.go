@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -418,7 +419,7 @@ func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
 		return 0, fmt.Errorf("sqlite: snapshot: %w", err)
 	}
 	drv := &sqlite3.SQLiteDriver{}
-	dc, err := drv.Open("file:" + path + "?mode=ro")
+	dc, err := drv.Open(fileURI(path) + "?mode=ro")
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: open snapshot: %w", err)
 	}
@@ -439,13 +440,60 @@ func (db *DB) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 	return data, gsn, err
 }
 
-// Restore replaces the database with a snapshot's bytes.
+// ErrBadSnapshot: snapshot bytes that are not a tandem SQLite database.
+var ErrBadSnapshot = errors.New("sqlite: snapshot is not a valid tandem database")
+
+// Restore replaces the database with a snapshot's bytes, after checking
+// that they are a sound SQLite database carrying tandem's metadata: a
+// damaged or forged snapshot is refused and the current database kept.
 func (db *DB) Restore(ctx context.Context, data []byte) error {
 	tmp := db.opts.Path + ".seed"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := CheckSnapshot(tmp); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return db.Replace(tmp)
+}
+
+// CheckSnapshot opens a snapshot file read-only and checks its integrity
+// and tandem's metadata table.
+func CheckSnapshot(path string) error {
+	drv := &sqlite3.SQLiteDriver{}
+	dc, err := drv.Open(fileURI(path) + "?mode=ro&immutable=1")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	defer dc.Close()
+	c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}}
+	defer func() {
+		for _, st := range c.stmts {
+			st.Close()
+		}
+	}()
+	st, err := c.prepare("PRAGMA quick_check")
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	rows, err := st.QueryContext(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	v := make([]driver.Value, 1)
+	err = rows.Next(v)
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	if s, _ := v[0].(string); s != "ok" {
+		return fmt.Errorf("%w: quick_check: %v", ErrBadSnapshot, v[0])
+	}
+	if _, _, err := readMeta(c); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+	}
+	return nil
 }
 
 func (db *DB) appliedCached(c *conn) (uint64, error) {

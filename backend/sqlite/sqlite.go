@@ -124,8 +124,8 @@ func (db *DB) openConns() error {
 	opts := db.opts
 	db.all = nil
 	drv := &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
-	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
-		opts.Path, strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
+	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
+		fileURI(opts.Path), strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
 	open := func(ro bool) (*conn, error) {
 		dc, err := drv.Open(dsn)
 		if err != nil {
@@ -192,6 +192,12 @@ func (db *DB) Replace(file string) error {
 		return fmt.Errorf("sqlite: replace database: %w", err)
 	}
 	return db.openConns()
+}
+
+// fileURI is path as an SQLite file: URI ('?', '#' and '%' escaped, so a
+// directory name holding them names the right file).
+func fileURI(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 }
 
 func registerFunctions(c *sqlite3.SQLiteConn) error {

@@ -44,6 +44,9 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 		fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", c.Safeness, c.Durability, c.StandbyDurability)
 		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
 	}
+	if c.InterNode != "" {
+		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
+	}
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n\n")
 	for _, id := range nodes {
 		listen, err := addr()

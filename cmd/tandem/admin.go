@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/secure"
 )
 
 // adminPost calls a node's admin endpoint and decodes its JSON answer.
@@ -21,7 +24,12 @@ func adminPost(n *config.Node, path string, q url.Values, out any) error {
 		return fmt.Errorf("node %s has no metrics (admin) address in the cluster file", n.ID)
 	}
 	cl := http.Client{Timeout: 60 * time.Second}
-	resp, err := cl.Post("http://"+n.Metrics+path+"?"+q.Encode(), "application/json", nil)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+n.Metrics+path+"?"+q.Encode(), nil)
+	req.Header.Set("Content-Type", "application/json")
+	if cliToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cliToken)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", n.ID, err)
 	}
@@ -46,7 +54,25 @@ type nodeStatus struct {
 	Repl *node.ReplStatus `json:"replication"`
 }
 
-func loadCluster(file string) (*config.Cluster, error) { return config.Load(file) }
+// cliToken is the admin token the command line sends (TANDEM_ADMIN_TOKEN,
+// else the cluster file's security.admin_token).
+var cliToken string
+
+// loadCluster reads the cluster file and the admin token.
+func loadCluster(file string) (*config.Cluster, error) {
+	c, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if t := os.Getenv("TANDEM_ADMIN_TOKEN"); t != "" {
+		cliToken = t
+		return c, nil
+	}
+	if cliToken, err = node.AdminToken(c, false); err != nil && !errors.Is(err, secure.ErrSecretRef) {
+		return nil, err
+	}
+	return c, nil
+}
 
 func newPromoteCmd() *cobra.Command {
 	var file string

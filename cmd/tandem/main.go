@@ -42,6 +42,8 @@ func main() {
 		newPromoteCmd(),
 		newSwitchoverCmd(),
 		newSetCmd(),
+		newCertsCmd(),
+		newPasswdCmd(),
 		benchCmd,
 		newPlanCmd(),
 		newDemoCmd(),

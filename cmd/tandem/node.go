@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/router"
+	"github.com/tandemdb/tandem/secure"
 )
 
 func newNodeCmd() *cobra.Command {
@@ -60,16 +62,38 @@ func newRouterCmd() *cobra.Command {
 			if c.Router == nil {
 				return fmt.Errorf("%w: %s: field router: missing; add a [router] table with listen = \"host:port\"", config.ErrInvalid, c.File)
 			}
+			ident, err := node.Identity(c, secure.RouterID, log)
+			if err != nil {
+				return fmt.Errorf("router: %w", err)
+			}
+			token, err := node.AdminToken(c, true)
+			if err != nil {
+				return fmt.Errorf("router: %w: %s", config.ErrInvalid, err)
+			}
+			for _, u := range c.ClearTextPasswords {
+				log.Warn("a password sits in clear text in the cluster file", "user", u, "file", c.File,
+					"hint", "replace it with the verifier `tandem passwd` prints, or with env:NAME / file:PATH")
+			}
 			user, pass := c.InternalUser()
 			var ups []router.Upstream
 			for _, n := range c.Nodes {
-				ups = append(ups, router.Upstream{Node: n.ID, Addr: n.Listen, Admin: n.Metrics, User: user, Password: pass})
+				up := router.Upstream{Node: n.ID, Addr: n.Listen, Admin: n.Metrics, User: user, Password: pass, AdminToken: token}
+				if ident != nil {
+					// The hop to a node is TLS; the node lets the router in
+					// by its certificate, so no password travels.
+					up.TLS, up.Password = ident.ClientTLS(n.ID), ""
+				}
+				ups = append(ups, up)
 			}
 			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			tlsCfg, err := c.ServerTLS()
 			if err != nil {
 				return err
+			}
+			if tlsCfg == nil && ident != nil {
+				tlsCfg = ident.FrontDoorTLS()
+				tlsCfg.ClientAuth = tls.NoClientCert
 			}
 			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rt)

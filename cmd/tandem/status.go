@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,8 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/cluster"
-	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/router"
+	"github.com/tandemdb/tandem/secure"
 )
 
 // probe is one process's health as `tandem status` sees it.
@@ -40,10 +43,13 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status -c FILE",
 		Short: "Print the cluster's nodes, roles and health",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := config.Load(file)
+			c, err := loadCluster(file)
 			if err != nil {
 				return err
 			}
+			// The command line logs in to nodes by its cluster certificate
+			// when it has one (no password needed).
+			ident, _ := node.Identity(c, secure.AdminID, nil)
 			pids := map[string]int{}
 			if procs, err := cluster.ReadState(c.RunDir); err == nil {
 				for _, p := range procs {
@@ -54,7 +60,7 @@ func newStatusCmd() *cobra.Command {
 			var out []probe
 			for _, n := range c.Nodes {
 				p := probe{Name: n.ID, Kind: "node", Role: "primary", Addr: n.Listen, Backend: n.Backend, PID: pids[n.ID]}
-				pingPG(cmd.Context(), &p, user, pass)
+				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, n.ID))
 				if n.Metrics != "" {
 					var s struct {
 						Sessions int64 `json:"sessions"`
@@ -71,7 +77,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			if c.Router != nil {
 				p := probe{Name: "router", Kind: "router", Role: "router", Addr: c.Router.Listen, PID: pids["router"]}
-				pingPG(cmd.Context(), &p, user, pass)
+				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, secure.RouterID))
 				out = append(out, p)
 			}
 			if asJSON {
@@ -150,8 +156,17 @@ func dash(s string) string {
 	return s
 }
 
+// clientTLS is the command line's TLS configuration to reach server (nil
+// without cluster certificates).
+func clientTLS(ident *secure.Identity, server string) *tls.Config {
+	if ident == nil {
+		return nil
+	}
+	return ident.ClientTLS(server)
+}
+
 // pingPG logs in over the PostgreSQL protocol and runs SELECT 1.
-func pingPG(ctx context.Context, p *probe, user, pass string) {
+func pingPG(ctx context.Context, p *probe, user, pass string, tlsCfg *tls.Config) {
 	host, port, _ := net.SplitHostPort(p.Addr)
 	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s sslmode=disable dbname=tandem connect_timeout=3", host, port))
 	if err != nil {
@@ -159,6 +174,12 @@ func pingPG(ctx context.Context, p *probe, user, pass string) {
 		return
 	}
 	cfg.User, cfg.Password = user, pass
+	if tlsCfg != nil {
+		cfg.TLSConfig = tlsCfg
+		if strings.HasPrefix(pass, "SCRAM-SHA-256$") {
+			cfg.Password = ""
+		}
+	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -178,9 +199,20 @@ func pingPG(ctx context.Context, p *probe, user, pass string) {
 
 func getJSON(url string, v any) error {
 	cl := http.Client{Timeout: 3 * time.Second}
-	resp, err := cl.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if cliToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cliToken)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/secure"
 )
 
 func newUpCmd() *cobra.Command {
@@ -28,6 +30,12 @@ func newUpCmd() *cobra.Command {
 					return err
 				}
 			}
+			// Issue the cluster's certificates once, before the processes
+			// start (each would otherwise take the certificate directory's
+			// lock in turn).
+			if _, err := node.Identity(c, secure.AdminID, nil); err != nil {
+				return err
+			}
 			lvl, _ := cmd.Flags().GetString("log-level")
 			lc, err := cluster.Start(cmd.Context(), cluster.Options{Config: c, Logger: log, LogLevel: lvl})
 			if err != nil {
@@ -42,7 +50,14 @@ func newUpCmd() *cobra.Command {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, p.Addr, p.PID, p.Log)
 			}
 			tw.Flush()
-			fmt.Fprintf(out, "connect with:\n  psql %q\nCtrl-C stops everything.\n", lc.DSN())
+			fmt.Fprintf(out, "connect with:\n  psql %q\n", lc.DSN())
+			if c.Security.InterNode == "mtls" {
+				fmt.Fprintf(out, "inter-node channels: mutual TLS (certificates in %s; verify the server with sslrootcert=%s sslmode=verify-full)\n",
+					c.Security.CertDir, secure.CACertFile(c.Security.CertDir))
+			} else {
+				fmt.Fprintln(out, "inter-node channels: NOT encrypted (security.inter_node = \"none\")")
+			}
+			fmt.Fprintln(out, "Ctrl-C stops everything.")
 			<-cmd.Context().Done()
 			fmt.Fprintln(os.Stderr, "tandem: stopping the cluster")
 			return nil

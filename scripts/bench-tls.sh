@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What TLS between tandem's processes costs: TM1 through the router of a
+# hot-standby SQLite pair with mutual TLS on every inter-node channel (the
+# default: router -> node hop and replication stream) against the same pair
+# with security.inter_node = "none". Both clusters run side by side; runs
+# alternate, R rounds; prints the MQTh ratio per round and the median.
+# Usage: scripts/bench-tls.sh [P] [duration] [clients] [rounds] [mix]
+set -euo pipefail
+P=${1:-20000}; DUR=${2:-15s}; C=${3:-8}; R=${4:-3}; MIX=${5:-r20w80}
+T=${TANDEM:-$(pwd)/bin/tandem}
+W=$(mktemp -d /tmp/tandem-bench-tls.XXXXXX)
+cleanup() { kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; rm -rf "$W"; }
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+start() { # name router-port inter_node
+  cat > "$W/$1.toml" <<TOML
+cluster = "tls-$1"
+design = "hot-standby"
+run_dir = "$W/$1"
+log_level = "warn"
+[replication]
+safeness = "2-safe-received"
+durability = "relaxed"
+[security]
+inter_node = "$3"
+[router]
+listen = "127.0.0.1:$2"
+[[users]]
+name = "tandem"
+password = "tandem"
+[[nodes]]
+id = "n1"
+listen = "127.0.0.1:$(port)"
+metrics = "127.0.0.1:$(port)"
+repl_listen = "127.0.0.1:$(port)"
+[[nodes]]
+id = "n2"
+listen = "127.0.0.1:$(port)"
+metrics = "127.0.0.1:$(port)"
+repl_listen = "127.0.0.1:$(port)"
+TOML
+  "$T" up -c "$W/$1.toml" > "$W/$1.out" 2>&1 &
+  for i in $(seq 150); do grep -q "is up" "$W/$1.out" 2>/dev/null && return; sleep 0.2; done
+  cat "$W/$1.out"; exit 1
+}
+TLS=$(port); CLEAR=$(port)
+start tls "$TLS" mtls
+start clear "$CLEAR" none
+dsn() { echo "postgres://tandem:tandem@127.0.0.1:$1/tandem?sslmode=disable"; }
+for t in tls:$TLS clear:$CLEAR; do
+  "$T" bench load --workload tm1 --subscribers "$P" --dsn "$(dsn ${t#*:})" --quiet > /dev/null
+done
+ratios=()
+for r in $(seq "$R"); do
+  declare -A mqth
+  order="tls:$TLS clear:$CLEAR"
+  [ $((r % 2)) -eq 0 ] && order="clear:$CLEAR tls:$TLS"
+  for t in $order; do
+    "$T" bench run --workload tm1 --mix "$MIX" --clients "$C" --rampup 3s --duration "$DUR" \
+      --dsn "$(dsn ${t#*:})" --json > "$W/${t%%:*}-$r.json" 2>/dev/null
+    mqth[${t%%:*}]=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("mqth") or d.get("MQTh") or d["summary"]["mqth"])' "$W/${t%%:*}-$r.json")
+  done
+  ratio=$(python3 -c "print(round(${mqth[tls]}/${mqth[clear]}, 3))")
+  ratios+=("$ratio")
+  echo "round $r: mutual TLS ${mqth[tls]} MQTh, clear text ${mqth[clear]} MQTh, ratio $ratio"
+done
+python3 -c "import statistics,sys; print('median ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${ratios[@]}"
