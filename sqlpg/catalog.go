@@ -348,11 +348,14 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 	}{
 		{"_tandem_oid", RelOID},
 		{"_tandem_zeros", func(n int64) string { return strings.TrimSpace(strings.Repeat("0 ", int(max(n, 0)))) }},
-		{"_tandem_seq_exhausted", func(name string) (int64, error) {
-			return 0, fmt.Errorf("nextval: reached maximum value of sequence %q", name)
+		{"_tandem_seq_exhausted", func(name string, limit int64, up bool) (int64, error) {
+			if up {
+				return 0, fmt.Errorf("[SQLSTATE 2200H] nextval: reached maximum value of sequence %q (%d)", name, limit)
+			}
+			return 0, fmt.Errorf("[SQLSTATE 2200H] nextval: reached minimum value of sequence %q (%d)", name, limit)
 		}},
 		{"_tandem_seq_not_called", func(name string) (int64, error) {
-			return 0, fmt.Errorf("currval of sequence %q is not yet defined in this session", name)
+			return 0, fmt.Errorf("[SQLSTATE 55000] currval of sequence %q is not yet defined in this session", name)
 		}},
 		{"_tandem_decl_oid", func(decl string) int64 {
 			if t := DeclType(decl); t != nil {

@@ -25,6 +25,19 @@ import (
 
 var errDivZero = errors.New("division by zero")
 
+// raisedRe finds an error _pg_raise made in a SQLite error message.
+var raisedRe = regexp.MustCompile(`\[SQLSTATE ([0-9A-Z]{5})\] (.*)`)
+
+// Raised reads an error the translated SQL raised with _pg_raise (its
+// PostgreSQL SQLSTATE and message) out of SQLite's error text.
+func Raised(msg string) (code, text string, ok bool) {
+	m := raisedRe.FindStringSubmatch(msg)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
 // ErrInvalidInput marks a value a cast cannot read (SQLSTATE 22P02).
 var ErrInvalidInput = errors.New("invalid input syntax")
 
@@ -466,6 +479,25 @@ func (k *clock) times() (tx, stmt time.Time) {
 	return k.tx, k.stmt
 }
 
+// intRangeFunc checks an integer result against its type's range (SQLite
+// turns an overflowing 64-bit result into a float).
+func intRangeFunc(name string, lo, hi int64) func(v any) (any, error) {
+	return func(v any) (any, error) {
+		switch x := v.(type) {
+		case nil:
+			return nil, nil
+		case int64:
+			if x < lo || x > hi {
+				return nil, fmt.Errorf("[SQLSTATE 22003] %s out of range", name)
+			}
+			return x, nil
+		case float64:
+			return nil, fmt.Errorf("[SQLSTATE 22003] %s out of range", name)
+		}
+		return v, nil
+	}
+}
+
 // RegisterFunctions registers every function the translator emits.
 func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	reg := func(name string, fn any, pure bool) error {
@@ -527,6 +559,10 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return !re.MatchString(fmt.Sprint(toText(s))), nil
 		}, true},
 		{"_pg_now", now, false},
+		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
+		{"_pg_int4_range", intRangeFunc("integer", -2147483648, 2147483647), true},
+		{"_pg_int8_range", intRangeFunc("bigint", -9223372036854775808, 9223372036854775807), true},
+		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},
 		{"_pg_statement_timestamp", stmtNow, false},
 		{"_pg_clock_timestamp", clockNow, false},
 		{"_pg_current_date", func() string { t, _ := k.times(); return t.Format(DateLayout) }, false},

@@ -109,7 +109,7 @@ func (t *translator) sequenceCall(s *pg_query.SelectStmt, tr *Translation) (bool
 	case "nextval":
 		tr.SQL = fmt.Sprintf(`UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called THEN last_value
 			WHEN last_value + increment > max_value OR last_value + increment < min_value THEN
-				CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name) END
+				CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name, CASE WHEN increment > 0 THEN max_value ELSE min_value END, increment > 0) END
 			ELSE last_value + increment END, is_called = 1 WHERE name = %s RETURNING last_value AS %s`, quoteLit(seqName), quoteIdent(col))
 	case "currval":
 		tr.SQL = fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE _tandem_seq_not_called(name) END AS %s FROM _tandem_sequences WHERE name = %s`, quoteIdent(col), quoteLit(seqName))

@@ -605,6 +605,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		if arm == nil || (arm.Op == pg_query.SetOperation_SETOP_NONE && len(arm.SortClause) == 0 && arm.LimitCount == nil && arm.WithClause == nil) {
 			return arm
 		}
+		t.sortNulls(arm)
 		t.subq++
 		return &pg_query.SelectStmt{
 			TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeAStarNode()}, -1), -1)},
@@ -614,6 +615,16 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	}
 	if s.Op != pg_query.SetOperation_SETOP_NONE {
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
+	}
+	if len(s.ValuesLists) > 0 && (len(s.SortClause) > 0 || s.LimitCount != nil || s.LimitOffset != nil) {
+		// SQLite has no ORDER BY or LIMIT on a bare VALUES: select from
+		// it (its columns are column1, column2 ... in both dialects).
+		t.subq++
+		inner := &pg_query.SelectStmt{ValuesLists: s.ValuesLists}
+		s.ValuesLists = nil
+		s.TargetList = []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeAStarNode()}, -1), -1)}
+		s.FromClause = []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_values%d", t.subq)}}}}}
 	}
 	t.targetSRFs(s)
 	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
@@ -634,6 +645,11 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if s.LimitOffset != nil && s.LimitCount == nil {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
 	}
+	t.sortNulls(s)
+}
+
+// sortNulls makes ORDER BY place NULLs where PostgreSQL does.
+func (t *translator) sortNulls(s *pg_query.SelectStmt) {
 	for _, sb := range s.SortClause {
 		b := sb.GetSortBy()
 		if b == nil {
@@ -834,8 +850,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			t.like(n, e)
 		case "+", "-":
 			t.dateArith(n, e, op)
+			t.intRange(n, e)
 		case "*":
 			t.intervalMul(n, e)
+			t.intRange(n, e)
 		case "~~*", "!~~*":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
@@ -1015,8 +1033,28 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	if parts[2] != "" {
 		step = parts[2]
 	}
-	sub := fmt.Sprintf("SELECT * FROM (WITH RECURSIVE _gs(v) AS (SELECT %s UNION ALL SELECT v + (%s) FROM _gs WHERE CASE WHEN (%s) > 0 THEN v + (%s) <= (%s) ELSE v + (%s) >= (%s) END) SELECT v AS %s FROM _gs) AS %s",
-		parts[0], step, step, step, parts[1], step, parts[1], quoteIdent(col), quoteIdent(alias))
+	var sub string
+	switch gsType := t.seriesType(f.Args); gsType {
+	case "int4", "int8", "numeric":
+		// The first row only when the range is not empty.
+		sub = fmt.Sprintf("SELECT * FROM (WITH RECURSIVE _gs(v) AS (SELECT %[1]s WHERE CASE WHEN (%[2]s) > 0 THEN (%[1]s) <= (%[3]s) WHEN (%[2]s) < 0 THEN (%[1]s) >= (%[3]s) ELSE _pg_raise('22023', 'step size cannot equal zero') END UNION ALL SELECT v + (%[2]s) FROM _gs WHERE CASE WHEN (%[2]s) > 0 THEN v + (%[2]s) <= (%[3]s) ELSE v + (%[2]s) >= (%[3]s) END) SELECT v AS %[4]s FROM _gs) AS %[5]s",
+			parts[0], step, parts[1], quoteIdent(col), quoteIdent(alias))
+	case "timestamp", "timestamptz":
+		if parts[2] == "" {
+			t.fail(unsupported("generate_series of timestamps without a step"))
+			return
+		}
+		// Timestamps in one layout compare as text; the step is an
+		// interval added by the interval arithmetic functions. A step
+		// that does not move forward is refused (no endless series).
+		add := map[string]string{"timestamp": "_pg_ts_add_ts", "timestamptz": "_pg_ts_add_tz"}[gsType]
+		cast := "_cast_" + gsType
+		sub = fmt.Sprintf("SELECT * FROM (WITH RECURSIVE _gs(v) AS (SELECT %[6]s(%[1]s) WHERE CASE WHEN %[7]s(%[6]s(%[1]s), %[2]s, 1) > %[6]s(%[1]s) THEN %[6]s(%[1]s) <= %[6]s(%[3]s) ELSE _pg_raise('0A000', 'generate_series with a step that does not move forward is not supported on the SQLite back end') END UNION ALL SELECT %[7]s(v, %[2]s, 1) FROM _gs WHERE %[7]s(v, %[2]s, 1) <= %[6]s(%[3]s)) SELECT v AS %[4]s FROM _gs) AS %[5]s",
+			parts[0], parts[2], parts[1], quoteIdent(col), quoteIdent(alias), cast, add)
+	default:
+		t.fail(unsupported("generate_series over %s", gsType))
+		return
+	}
 	tree, err := pg_query.Parse(sub)
 	if err != nil {
 		t.fail(unsupported("generate_series with these arguments"))
@@ -1088,6 +1126,18 @@ func figureColname(n *pg_query.Node) (string, int) {
 		return "case", 1
 	case *pg_query.Node_CoalesceExpr:
 		return "coalesce", 2
+	case *pg_query.Node_AArrayExpr:
+		return "array", 2
+	case *pg_query.Node_AIndirection:
+		// (expr)[i] and (expr).field: the subscripted expression's name
+		// (a field selection names the field).
+		ind := x.AIndirection.Indirection
+		if len(ind) > 0 {
+			if s := ind[len(ind)-1].GetString_(); s != nil {
+				return s.Sval, 2
+			}
+		}
+		return figureColname(x.AIndirection.Arg)
 	case *pg_query.Node_MinMaxExpr:
 		if x.MinMaxExpr.Op == pg_query.MinMaxOp_IS_LEAST {
 			return "least", 2
@@ -1338,6 +1388,37 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
 		}
 	}
+}
+
+// intRange: integer arithmetic fails with 22003 past its type's range,
+// as in PostgreSQL (SQLite widens to 64 bits, then to a float). Only when
+// both operands' types are known integers.
+func (t *translator) intRange(n *pg_query.Node, e *pg_query.A_Expr) {
+	if n.GetAExpr() != e || e.Lexpr == nil {
+		return // rewritten already (date or interval arithmetic)
+	}
+	l, r := t.exprType(e.Lexpr, nil), t.exprType(e.Rexpr, nil)
+	if known, ok := t.opTypes[e]; ok {
+		if known[0].Type != nil {
+			l = known[0]
+		}
+		if known[1].Type != nil {
+			r = known[1]
+		}
+	}
+	if l.Type == nil || r.Type == nil {
+		return
+	}
+	isInt := func(s string) bool { return s == "int2" || s == "int4" || s == "int8" }
+	if !isInt(l.Type.Name) || !isInt(r.Type.Name) {
+		return
+	}
+	res := arith(l, r)
+	if res.Type == nil {
+		return
+	}
+	inner := &pg_query.Node{Node: &pg_query.Node_AExpr{AExpr: e}}
+	n.Node = call("_pg_"+res.Type.Name+"_range", inner).Node
 }
 
 // intervalMul: interval * number and number * interval.

@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"fmt"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -44,8 +45,8 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 				cols = t.sch.Columns(r.Relname)
 			}
 			schema := strings.ToLower(r.Schemaname)
-			if view, ok := CatalogRelation(schema, r.Relname); ok && t.sch != nil && (schema != "" || cols == nil) {
-				cols = catalogColumns(t.sch.Columns(view))
+			if view, ok := CatalogRelation(schema, r.Relname); ok && t.sch != nil {
+				cols = catalogColumns(t.sch.Columns(view), schema == "information_schema")
 			}
 			if cols == nil {
 				ok = false
@@ -61,6 +62,32 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if len(x.JoinExpr.UsingClause) > 0 || x.JoinExpr.IsNatural {
 				ok = false // merged columns: leave star typing to values
 			}
+		case *pg_query.Node_RangeFunction:
+			rf := x.RangeFunction
+			f := (*pg_query.FuncCall)(nil)
+			if len(rf.Functions) == 1 && !rf.Ordinality {
+				if items := rf.Functions[0].GetList().GetItems(); len(items) > 0 {
+					f = items[0].GetFuncCall()
+				}
+			}
+			if f == nil || lastName(f.Funcname) != "generate_series" || len(f.Args) < 2 {
+				ok = false
+				return
+			}
+			alias, col := "generate_series", "generate_series"
+			if rf.Alias != nil {
+				alias, col = rf.Alias.Aliasname, rf.Alias.Aliasname
+				if len(rf.Alias.Colnames) > 0 {
+					col = rf.Alias.Colnames[0].GetString_().GetSval()
+				}
+			}
+			var cols []Column
+			if typ := typeByName(t.seriesType(f.Args)); typ != nil {
+				cols = []Column{{Name: col, Type: typ, Typmod: -1}}
+			} else {
+				ok = false
+			}
+			sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
 		case *pg_query.Node_RangeSubselect:
 			alias := ""
 			if x.RangeSubselect.Alias != nil {
@@ -93,9 +120,94 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 	return sc, ok
 }
 
+// seriesType is the element type of generate_series(args): int4, int8,
+// numeric, timestamp or timestamptz ("" when it cannot tell).
+func (t *translator) seriesType(args []*pg_query.Node) string {
+	rank := map[string]int{"int2": 1, "int4": 1, "int8": 2, "numeric": 3, "float8": 3, "float4": 3}
+	best, num, ts, tz := 0, false, false, false
+	for i, a := range args {
+		ct := t.exprType(a, nil)
+		name := ""
+		if ct.Type != nil {
+			name = ct.Type.Name
+		}
+		if i == 2 && (name == "interval" || ((ts || tz) && (name == "" || name == "unknown" || name == "text"))) {
+			continue
+		}
+		switch name {
+		case "timestamp":
+			ts = true
+		case "timestamptz", "date":
+			tz = true
+		default:
+			r, isNum := rank[name]
+			if !isNum {
+				return ""
+			}
+			num = true
+			if r > best {
+				best = r
+			}
+		}
+	}
+	switch {
+	case num && (ts || tz):
+		return ""
+	case tz:
+		return "timestamptz"
+	case ts:
+		return "timestamp"
+	case best == 1:
+		return "int4"
+	case best == 2:
+		return "int8"
+	case best == 3:
+		return "numeric"
+	}
+	return ""
+}
+
+// unifyNumeric is the common type of two numeric columns (PostgreSQL's
+// implicit widening); other pairs keep the left one.
+func unifyNumeric(l, r ColType) ColType {
+	rank := map[string]int{"int2": 1, "int4": 2, "int8": 3, "numeric": 4, "float4": 5, "float8": 6}
+	if l.Type == nil || r.Type == nil {
+		if l.Type == nil {
+			return r
+		}
+		return l
+	}
+	lr, lok := rank[l.Type.Name]
+	rr, rok := rank[r.Type.Name]
+	if !lok || !rok || lr >= rr {
+		return l
+	}
+	return ColType{r.Type, -1}
+}
+
+// typeByName finds a PostgreSQL type by name (nil when unknown).
+func typeByName(name string) *Type {
+	if name == "" {
+		return nil
+	}
+	for _, ty := range Types {
+		if ty.Name == name {
+			return ty
+		}
+	}
+	return nil
+}
+
 func targetNames(s *pg_query.SelectStmt) []string {
 	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
 		s = s.Larg
+	}
+	if len(s.ValuesLists) > 0 {
+		var out []string
+		for i := range s.ValuesLists[0].GetList().GetItems() {
+			out = append(out, fmt.Sprintf("column%d", i+1))
+		}
+		return out
 	}
 	var out []string
 	for _, n := range s.TargetList {
@@ -147,8 +259,17 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 			t.ctes[strings.ToLower(cte.Ctename)] = cols
 		}
 	}
-	for s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil {
-		s = s.Larg
+	if s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil && s.Rarg != nil {
+		// A set operation's column is the common type of its arms'
+		// (numbers widen: integer UNION numeric is numeric).
+		l, r := t.selectTypes(s.Larg), t.selectTypes(s.Rarg)
+		if len(l) != len(r) {
+			return l
+		}
+		for i := range l {
+			l[i] = unifyNumeric(l[i], r[i])
+		}
+		return l
 	}
 	if len(s.ValuesLists) > 0 {
 		row := s.ValuesLists[0].GetList().GetItems()
@@ -209,10 +330,13 @@ var funcTypes = map[string]uint32{
 	"random": 701, "date_part": 701, "sqrt": 701, "exp": 701, "ln": 701, "log": 701, "power": 701, "pi": 701, "cbrt": 701,
 	"degrees": 701, "radians": 701, "extract": 1700,
 	"bool_and": 16, "bool_or": 16, "every": 16, "starts_with": 16,
+	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
+	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
+	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23,
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
-	"json_array_length": 23, "jsonb_array_length": 23, "json_typeof": 25, "jsonb_typeof": 25,
+	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
@@ -542,18 +666,48 @@ func init() {
 
 // catalogColumns types a catalog view's columns as PostgreSQL's catalog
 // does: booleans, oids, names.
-func catalogColumns(cols []Column) []Column {
+// untyped: no column has a known type (a view, not a table tandem made).
+func untyped(cols []Column) bool {
+	for _, c := range cols {
+		if c.Type != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func catalogColumns(cols []Column, infoSchema bool) []Column {
 	out := make([]Column, len(cols))
 	for i, c := range cols {
 		c.Typmod = -1
+		if infoSchema {
+			// information_schema's domains: sql_identifier (name),
+			// character_data and yes_or_no (varchar), cardinal_number (int4).
+			switch {
+			case strings.HasSuffix(c.Name, "_name") || strings.HasSuffix(c.Name, "_schema") || strings.HasSuffix(c.Name, "_catalog"):
+				c.Type = Types[19]
+			case strings.HasSuffix(c.Name, "_length") || strings.HasSuffix(c.Name, "_precision") || strings.HasSuffix(c.Name, "_scale") ||
+				strings.HasSuffix(c.Name, "_position") || strings.HasSuffix(c.Name, "_radix") || strings.HasSuffix(c.Name, "_octet_length"):
+				c.Type = Types[23]
+			default:
+				c.Type = Types[1043]
+			}
+			out[i] = c
+			continue
+		}
 		switch {
+		case c.Name == "relkind" || c.Name == "contype" || c.Name == "typtype" || c.Name == "typcategory" || c.Name == "relpersistence" ||
+			c.Name == "attidentity" || c.Name == "attgenerated" || c.Name == "typalign" || c.Name == "typstorage" || c.Name == "attalign" ||
+			c.Name == "attstorage" || c.Name == "relreplident" || c.Name == "confupdtype" || c.Name == "confdeltype" || c.Name == "confmatchtype" ||
+			c.Name == "typdelim":
+			c.Type = Types[18]
 		case catalogBools[c.Name]:
 			c.Type = Types[16]
 		case c.Name == "oid" || strings.HasSuffix(c.Name, "relid") || strings.HasSuffix(c.Name, "namespace") ||
 			strings.HasSuffix(c.Name, "owner") || strings.HasSuffix(c.Name, "typid") || c.Name == "typelem" || c.Name == "typarray" ||
 			c.Name == "indexrelid" || c.Name == "conindid" || c.Name == "relam" || c.Name == "datdba" || c.Name == "attcollation":
 			c.Type = Types[26]
-		case strings.HasSuffix(c.Name, "name") && !strings.Contains(c.Name, "_"):
+		case strings.HasSuffix(c.Name, "name") && c.Name != "name" && !strings.Contains(c.Name, "_"):
 			c.Type = Types[19]
 		case c.Name == "attnum" || c.Name == "indnatts" || c.Name == "indnkeyatts" || c.Name == "relnatts" || c.Name == "typlen" || c.Name == "adnum":
 			c.Type = Types[21]

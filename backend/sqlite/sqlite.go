@@ -504,7 +504,23 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	}
 	rows, err := ps.QueryContext(ctx, args)
 	if err != nil {
-		return nil, mapError(err)
+		// SQLite steps once to describe; a statement that fails only
+		// when it runs (1/0, sqrt(-1), a cast of a bad value) still
+		// describes in PostgreSQL. Describe it as a subquery that
+		// produces no row, so no expression is evaluated.
+		var pe *pgwire.Error
+		// Invalid literals (22P02, 22007, 22008) fail at Parse in
+		// PostgreSQL too: those are answered as they are.
+		if !errors.As(mapError(err), &pe) || !(strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "21")) ||
+			pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" {
+			return nil, mapError(err)
+		}
+		if ps, err = c.prepare("SELECT * FROM (" + st.sql + ") WHERE 0"); err != nil {
+			return nil, mapError(err)
+		}
+		if rows, err = ps.QueryContext(ctx, args); err != nil {
+			return nil, mapError(err)
+		}
 	}
 	defer rows.Close()
 	r := rows.(*sqlite3.SQLiteRows)
@@ -1110,6 +1126,9 @@ func mapError(err error) error {
 		return &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: err}
 	}
 	var se sqlite3.Error
+	if code, text, ok := sqlpg.Raised(err.Error()); ok {
+		return &pgwire.Error{Code: code, Message: text, Err: err}
+	}
 	if msg := err.Error(); strings.Contains(msg, sqlpg.ErrInvalidInput.Error()) {
 		return &pgwire.Error{Code: "22P02", Message: msg, Err: err}
 	} else if strings.Contains(msg, "division by zero") {
@@ -1183,6 +1202,15 @@ func mapError(err error) error {
 			code = "25001"
 		case strings.Contains(msg, "no such savepoint"):
 			code = "3B001"
+		case strings.Contains(msg, "do not have the same number of result columns"):
+			code = "42601"
+			op := "UNION"
+			for _, o := range []string{"INTERSECT", "EXCEPT"} {
+				if strings.Contains(msg, o) {
+					op = o
+				}
+			}
+			msg = "each " + op + " query must have the same number of columns"
 		default:
 			code = "42000"
 		}
