@@ -29,7 +29,6 @@ test: deps vet ## everything CI runs: unit, end-to-end (real processes), race de
 	$(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
-	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 10s ./sqlpg
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./node
 
 test-short: ## unit tests only
@@ -38,8 +37,10 @@ test-short: ## unit tests only
 test-faults: ## fault tests with many trials: SIGKILL the primary 20 times per safeness level
 	TANDEM_FAULT_TRIALS=20 $(GO) test -count=1 -timeout 30m -v -run 'TestFailoverSafeness' ./e2e 2>&1 | tee test-faults.log | grep -E 'trials|--- |^ok|FAIL'
 
-fuzz: ## fuzz the wire protocol message loop for 5 minutes
+fuzz: ## fuzz the wire protocol, the translator and the replication frame reader (5 minutes each); findings land in testdata/fuzz and run in every go test
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire
+	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 5m ./sqlpg
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5m ./node
 
 bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternating)
 	./scripts/install-deps.sh --bench

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // DDL: CREATE TABLE is written out by hand (PostgreSQL types become SQLite
@@ -43,7 +45,27 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			}
 		}
 	}
-	var defs, meta []string
+	colNames := map[string]bool{}
+	for _, e := range s.TableElts {
+		if cd := e.GetColumnDef(); cd != nil {
+			if colNames[cd.Colname] {
+				return nil, &pgwire.Error{Code: "42701", Message: fmt.Sprintf("column %q specified more than once", cd.Colname)}
+			}
+			colNames[cd.Colname] = true
+		}
+	}
+	for _, e := range s.TableElts {
+		if c := e.GetConstraint(); c != nil && (c.Contype == pg_query.ConstrType_CONSTR_PRIMARY || c.Contype == pg_query.ConstrType_CONSTR_UNIQUE) {
+			for _, k := range strs(c.Keys) {
+				if !colNames[k] {
+					return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q named in key does not exist", k)}
+				}
+			}
+		}
+	}
+	// SQLite wants every column before the table constraints;
+	// PostgreSQL takes them in any order.
+	var defs, cons, meta []string
 	for _, e := range s.TableElts {
 		switch x := e.Node.(type) {
 		case *pg_query.Node_ColumnDef:
@@ -65,7 +87,7 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 				return nil, err
 			}
 			if def != "" {
-				defs = append(defs, def)
+				cons = append(cons, def)
 			}
 		case *pg_query.Node_TableLikeClause:
 			return nil, unsupported("CREATE TABLE ... (LIKE ...)")
@@ -73,6 +95,7 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			return nil, unsupported("this table element")
 		}
 	}
+	defs = append(defs, cons...)
 	create := "CREATE "
 	if temp {
 		create += "TEMP "
@@ -320,6 +343,10 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 	s.Concurrent = false
 	s.Options = nil
 	s.TableSpace = ""
+	if _, err := t.tableName(s.Relation); err != nil {
+		return nil, err
+	}
+	s.Relation.Schemaname, s.Relation.Catalogname = "", ""
 	if s.Idxname == "" {
 		cols := []string{}
 		for _, p := range s.IndexParams {

@@ -479,6 +479,68 @@ func (k *clock) times() (tx, stmt time.Time) {
 	return k.tx, k.stmt
 }
 
+// pgFormat is PostgreSQL's format(): %s (text, NULL as empty), %I (an
+// identifier, quoted when needed), %L (a literal, NULL unquoted), %%, and
+// argument positions (%2$s).
+func pgFormat(f string, args ...any) (any, error) {
+	var b strings.Builder
+	next := 0
+	for i := 0; i < len(f); i++ {
+		c := f[i]
+		if c != '%' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(f) {
+			return nil, fmt.Errorf("[SQLSTATE 22023] unterminated format() type specifier")
+		}
+		if f[i] == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		arg := next
+		if j := strings.IndexByte(f[i:], '$'); j > 0 {
+			if n, err := strconv.Atoi(f[i : i+j]); err == nil {
+				arg, i = n-1, i+j+1
+			}
+		}
+		if i >= len(f) {
+			return nil, fmt.Errorf("[SQLSTATE 22023] unterminated format() type specifier")
+		}
+		if arg < 0 || arg >= len(args) {
+			return nil, fmt.Errorf("[SQLSTATE 22023] too few arguments for format()")
+		}
+		next = arg + 1
+		v := args[arg]
+		switch f[i] {
+		case 's':
+			if v != nil {
+				b.WriteString(fmt.Sprint(toText(v)))
+			}
+		case 'I':
+			if v == nil {
+				return nil, fmt.Errorf("[SQLSTATE 22004] null values cannot be formatted as an SQL identifier")
+			}
+			id := fmt.Sprint(toText(v))
+			if id != "" && strings.ToLower(id) == id && !strings.ContainsAny(id, " \"-.") {
+				b.WriteString(id)
+			} else {
+				b.WriteString(`"` + strings.ReplaceAll(id, `"`, `""`) + `"`)
+			}
+		case 'L':
+			if v == nil {
+				b.WriteString("NULL")
+			} else {
+				b.WriteString("'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'")
+			}
+		default:
+			return nil, fmt.Errorf("[SQLSTATE 22023] unrecognized format() type specifier \"%c\"", f[i])
+		}
+	}
+	return b.String(), nil
+}
+
 // intRangeFunc checks an integer result against its type's range (SQLite
 // turns an overflowing 64-bit result into a float).
 func intRangeFunc(name string, lo, hi int64) func(v any) (any, error) {
@@ -890,6 +952,41 @@ func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
 		namedFunc{"_pg_array_has", arrayHas},
+		namedFunc{"_pg_array_cat", func(a, b any, aArr, bArr bool) any {
+			// array || array, array || element, element || array
+			var parts []any
+			add := func(v any, isArr bool) {
+				if !isArr {
+					parts = append(parts, v)
+					return
+				}
+				if v == nil {
+					return
+				}
+				for _, e := range arrayElems(v) {
+					if e == "NULL" {
+						parts = append(parts, nil)
+					} else {
+						parts = append(parts, e)
+					}
+				}
+			}
+			add(a, aArr)
+			add(b, bArr)
+			return arrayLiteral(parts)
+		}},
+		namedFunc{"array_position", func(arr, x any) any {
+			if arr == nil || x == nil {
+				return nil
+			}
+			want := fmt.Sprint(toText(x))
+			for i, e := range arrayElems(arr) {
+				if e == want {
+					return int64(i + 1)
+				}
+			}
+			return nil
+		}},
 		namedFunc{"_pg_array_json", func(arr any) any {
 			if arr == nil {
 				return "[]"
@@ -1049,6 +1146,7 @@ func init() {
 			}
 			return math.Mod(x, y), nil
 		}},
+		namedFunc{"_pg_format", pgFormat},
 		namedFunc{"quote_literal", func(v any) any {
 			if v == nil {
 				return nil

@@ -148,6 +148,22 @@ func init() {
 			b.WriteByte('}')
 			return b.String(), nil
 		}},
+		namedFunc{"_pg_jsonb_concat", jsonbConcat},
+		namedFunc{"_pg_jsonb_delete", jsonbDelete},
+		namedFunc{"jsonb_pretty", func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
+			}
+			var x any
+			dec := json.NewDecoder(strings.NewReader(fmt.Sprint(toText(v))))
+			dec.UseNumber()
+			if err := dec.Decode(&x); err != nil {
+				return nil, invalid("json", v)
+			}
+			var b strings.Builder
+			writePretty(&b, x, 0)
+			return b.String(), nil
+		}},
 		namedFunc{"json_build_array", buildArray},
 		namedFunc{"jsonb_build_array", buildArray},
 		namedFunc{"to_json", toJSON},
@@ -155,6 +171,147 @@ func init() {
 	)
 	funcRename["jsonb_array_length"] = "json_array_length"
 	funcRename["jsonb_typeof"] = "json_typeof"
+}
+
+func decodeJSON(v any) (any, error) {
+	var x any
+	dec := json.NewDecoder(strings.NewReader(fmt.Sprint(toText(v))))
+	dec.UseNumber()
+	if err := dec.Decode(&x); err != nil {
+		return nil, invalid("json", v)
+	}
+	return x, nil
+}
+
+// jsonbConcat is jsonb || jsonb: objects merge (right wins), arrays
+// concatenate, a scalar joins an array as one element.
+func jsonbConcat(a, b any) (any, error) {
+	if a == nil || b == nil {
+		return nil, nil
+	}
+	x, err := decodeJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	xo, xObj := x.(map[string]any)
+	yo, yObj := y.(map[string]any)
+	switch {
+	case xObj && yObj:
+		m := map[string]any{}
+		for k, v := range xo {
+			m[k] = v
+		}
+		for k, v := range yo {
+			m[k] = v
+		}
+		out = m
+	default:
+		arr := func(v any) []any {
+			if a, ok := v.([]any); ok {
+				return a
+			}
+			return []any{v}
+		}
+		out = append(append([]any{}, arr(x)...), arr(y)...)
+	}
+	var sb strings.Builder
+	writeJSONB(&sb, out)
+	return sb.String(), nil
+}
+
+// jsonbDelete is jsonb - text (a key, or matching string elements of an
+// array) and jsonb - integer (an array element by index).
+func jsonbDelete(a, k any) (any, error) {
+	if a == nil || k == nil {
+		return nil, nil
+	}
+	x, err := decodeJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	switch v := x.(type) {
+	case map[string]any:
+		delete(v, fmt.Sprint(toText(k)))
+	case []any:
+		if i, ok := k.(int64); ok {
+			if i < 0 {
+				i += int64(len(v))
+			}
+			if i >= 0 && i < int64(len(v)) {
+				x = append(v[:i:i], v[i+1:]...)
+			}
+			break
+		}
+		key := fmt.Sprint(toText(k))
+		out := []any{}
+		for _, e := range v {
+			if s, ok := e.(string); ok && s == key {
+				continue
+			}
+			out = append(out, e)
+		}
+		x = out
+	default:
+		return nil, fmt.Errorf("[SQLSTATE 22023] cannot delete from scalar")
+	}
+	var sb strings.Builder
+	writeJSONB(&sb, x)
+	return sb.String(), nil
+}
+
+// writePretty is jsonb_pretty's layout (four spaces per level).
+func writePretty(b *strings.Builder, v any, depth int) {
+	ind := strings.Repeat("    ", depth+1)
+	end := strings.Repeat("    ", depth)
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			b.WriteString("{\n" + end + "}")
+			return
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if len(keys[i]) != len(keys[j]) {
+				return len(keys[i]) < len(keys[j])
+			}
+			return keys[i] < keys[j]
+		})
+		b.WriteString("{\n")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			b.WriteString(ind)
+			writeJSONString(b, k)
+			b.WriteString(": ")
+			writePretty(b, x[k], depth+1)
+		}
+		b.WriteString("\n" + end + "}")
+	case []any:
+		if len(x) == 0 {
+			b.WriteString("[\n" + end + "]")
+			return
+		}
+		b.WriteString("[\n")
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(",\n")
+			}
+			b.WriteString(ind)
+			writePretty(b, e, depth+1)
+		}
+		b.WriteString("\n" + end + "]")
+	default:
+		writeJSONB(b, x)
+	}
 }
 
 func buildArray(args ...any) string {

@@ -152,6 +152,11 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if s.Override != pg_query.OverridingKind_OVERRIDING_NOT_SET && s.Override != pg_query.OverridingKind_OVERRIDING_KIND_UNDEFINED {
 			return nil, unsupported("INSERT ... OVERRIDING")
 		}
+		for _, c := range s.Cols {
+			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
+				return nil, unsupported("INSERT into a subfield or array element (%s...)", rt.Name)
+			}
+		}
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
 		tr.Names = t.returningNames(s.Relation, s.ReturningList)
 		nameTargets(s.ReturningList)
@@ -277,7 +282,49 @@ func deparseStmt(stmt *pg_query.Node) (string, error) {
 	if err != nil {
 		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "tandem cannot translate this statement for the SQLite back end: " + err.Error(), Err: ErrNotSupported}
 	}
-	return dollarParams(plainStrings(out)), nil
+	return dollarParams(plainStrings(aliasAS(stmt, out))), nil
+}
+
+// aliasAS writes the target alias of DELETE and UPDATE with AS, which
+// SQLite requires there ("DELETE FROM t x" is "DELETE FROM t AS x").
+func aliasAS(stmt *pg_query.Node, out string) string {
+	var rel *pg_query.RangeVar
+	prefix := ""
+	switch x := stmt.Node.(type) {
+	case *pg_query.Node_DeleteStmt:
+		rel, prefix = x.DeleteStmt.Relation, "DELETE FROM "
+	case *pg_query.Node_UpdateStmt:
+		rel, prefix = x.UpdateStmt.Relation, "UPDATE "
+	}
+	if rel == nil || rel.Alias == nil || rel.Alias.Aliasname == "" {
+		return out
+	}
+	// The deparser writes "<prefix><relation> <alias>" after any WITH.
+	i := strings.Index(out, prefix)
+	if i < 0 {
+		return out
+	}
+	rest := out[i+len(prefix):]
+	from := 0
+	if strings.HasPrefix(rest, `"`) {
+		// a quoted name: its closing quote ("" inside is one quote)
+		for j := 1; j < len(rest); j++ {
+			if rest[j] == '"' {
+				if j+1 < len(rest) && rest[j+1] == '"' {
+					j++
+					continue
+				}
+				from = j
+				break
+			}
+		}
+	}
+	sp := strings.IndexByte(rest[from:], ' ')
+	if sp < 0 {
+		return out
+	}
+	sp += from
+	return out[:i+len(prefix)+sp] + " AS" + rest[sp:]
 }
 
 // plainStrings rewrites the deparser's E'...' escape-string literals into
@@ -505,6 +552,10 @@ func (t *translator) node(n *pg_query.Node) {
 		// schema.table.column: SQLite knows no schemas; the catalog's
 		// relations are views with their own names.
 		f := x.ColumnRef.Fields
+		if len(f) > 3 {
+			t.fail(&pgwire.Error{Code: "0A000", Message: "cross-database references are not implemented"})
+			return
+		}
 		if len(f) == 3 {
 			schema := strings.ToLower(f[0].GetString_().GetSval())
 			table := f[1].GetString_().GetSval()
@@ -514,7 +565,11 @@ func (t *translator) node(n *pg_query.Node) {
 			case "pg_catalog", "information_schema":
 				if view, ok := CatalogRelation(schema, table); ok {
 					x.ColumnRef.Fields = []*pg_query.Node{pg_query.MakeStrNode(view), f[2]}
+				} else {
+					t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("missing FROM-clause entry for table %q", table)})
 				}
+			default:
+				t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("missing FROM-clause entry for table %q", table)})
 			}
 		}
 	case *pg_query.Node_BooleanTest:
@@ -591,8 +646,8 @@ func (t *translator) node(n *pg_query.Node) {
 	case *pg_query.Node_XmlExpr, *pg_query.Node_XmlSerialize:
 		t.fail(unsupported("XML functions"))
 	case *pg_query.Node_AConst:
-		if s := x.AConst.GetSval(); s != nil {
-			_ = s // string literals are the same in SQLite
+		if x.AConst.GetBsval() != nil {
+			t.fail(unsupported("bit-string constants (B'...' and X'...')"))
 		}
 	}
 }
@@ -827,6 +882,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		e.Name = []*pg_query.Node{pg_query.MakeStrNode(op)}
 		switch op {
 		case "~", "~*", "!~", "!~*":
+			if e.Lexpr == nil {
+				if op != "~" {
+					t.fail(unsupported("the prefix operator %s", op))
+				}
+				return // prefix ~ is bitwise NOT in both dialects
+			}
 			flags := ""
 			if strings.HasSuffix(op, "*") {
 				flags = "i"
@@ -838,6 +899,8 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
 		case "^":
 			n.Node = call("power", e.Lexpr, e.Rexpr).Node
+		case "||":
+			t.concatOp(n, e)
 		case "/", "%":
 			if e.Lexpr != nil {
 				// SQLite answers NULL for a division by zero; PostgreSQL
@@ -849,6 +912,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
 			t.like(n, e)
 		case "+", "-":
+			if op == "-" && t.isJSONB(e, true) {
+				n.Node = call("_pg_jsonb_delete", e.Lexpr, e.Rexpr).Node
+				return
+			}
 			t.dateArith(n, e, op)
 			t.intRange(n, e)
 		case "*":
@@ -867,9 +934,18 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				return
 			}
 			t.fail(unsupported("the operator %s", op))
+		default:
+			if !sqliteOps[op] {
+				t.fail(unsupported("the operator %s", op))
+			}
 		}
 	}
 }
+
+// sqliteOps are the binary and unary operators SQLite shares with
+// PostgreSQL (the others are rewritten above or refused).
+var sqliteOps = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "||": true, "=": true, "<>": true, "!=": true,
+	"<": true, ">": true, "<=": true, ">=": true, "&": true, "|": true, "~": true, "->": true, "->>": true}
 
 // funcRename maps PostgreSQL functions to SQLite's or tandem's own (funcs.go).
 var funcRename = map[string]string{
@@ -877,7 +953,7 @@ var funcRename = map[string]string{
 	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
 	"statement_timestamp": "_pg_statement_timestamp", "clock_timestamp": "_pg_clock_timestamp", "random": "_pg_random",
 	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
-	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10",
+	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10", "format": "_pg_format",
 }
 
 var unsupportedFuncs = map[string]string{
@@ -1388,6 +1464,58 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
 		}
 	}
+}
+
+// operandTypes are the types of an operator's operands, as far as known.
+func (t *translator) operandTypes(e *pg_query.A_Expr) (ColType, ColType) {
+	var l, r ColType
+	if e.Lexpr != nil {
+		l = t.exprType(e.Lexpr, nil)
+	}
+	if e.Rexpr != nil {
+		r = t.exprType(e.Rexpr, nil)
+	}
+	if known, ok := t.opTypes[e]; ok {
+		if known[0].Type != nil {
+			l = known[0]
+		}
+		if known[1].Type != nil {
+			r = known[1]
+		}
+	}
+	return l, r
+}
+
+// isJSONB: the operator's left operand (or either, when !leftOnly) is jsonb.
+func (t *translator) isJSONB(e *pg_query.A_Expr, leftOnly bool) bool {
+	l, r := t.operandTypes(e)
+	if l.Type != nil && l.Type.Name == "jsonb" {
+		return true
+	}
+	return !leftOnly && r.Type != nil && r.Type.Name == "jsonb"
+}
+
+// concatOp: || is string concatenation in SQLite; on jsonb and arrays it
+// is PostgreSQL's merge and append.
+func (t *translator) concatOp(n *pg_query.Node, e *pg_query.A_Expr) {
+	if e.Lexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	isArr := func(c ColType) bool { return c.Type != nil && c.Type.Elem != 0 }
+	switch {
+	case t.isJSONB(e, false):
+		n.Node = call("_pg_jsonb_concat", e.Lexpr, e.Rexpr).Node
+	case isArr(l) || isArr(r):
+		n.Node = call("_pg_array_cat", e.Lexpr, e.Rexpr, boolConst(isArr(l)), boolConst(isArr(r))).Node
+	}
+}
+
+func boolConst(b bool) *pg_query.Node {
+	if b {
+		return pg_query.MakeAConstIntNode(1, -1)
+	}
+	return pg_query.MakeAConstIntNode(0, -1)
 }
 
 // intRange: integer arithmetic fails with 22003 past its type's range,

@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -330,6 +331,7 @@ var funcTypes = map[string]uint32{
 	"random": 701, "date_part": 701, "sqrt": 701, "exp": 701, "ln": 701, "log": 701, "power": 701, "pi": 701, "cbrt": 701,
 	"degrees": 701, "radians": 701, "extract": 1700,
 	"bool_and": 16, "bool_or": 16, "every": 16, "starts_with": 16,
+	"string_to_array": 1009, "_pg_format": 25, "format": 25, "regexp_split_to_array": 1009,
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
@@ -376,6 +378,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			f := c.GetFval().Fval
 			if i := strings.IndexByte(f, '.'); i >= 0 && !strings.ContainsAny(f, "eE") {
 				return numericScale(int32(len(f) - i - 1))
+			}
+			if _, err := strconv.ParseInt(f, 10, 64); err == nil {
+				return ct(20) // an integer literal past int4 is bigint
 			}
 			return ct(1700)
 		case c.GetBoolval() != nil:
@@ -486,6 +491,17 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				return ColType{typ, -1}
 			}
 		}
+	case *pg_query.Node_AIndirection:
+		// arr[i]: the element type (a slice arr[i:j] keeps the array type)
+		at := t.exprType(x.AIndirection.Arg, sc)
+		if at.Type != nil && at.Type.Elem != 0 {
+			for _, ind := range x.AIndirection.Indirection {
+				if ai := ind.GetAIndices(); ai == nil || ai.IsSlice {
+					return ColType{}
+				}
+			}
+			return ct(at.Type.Elem)
+		}
 	case *pg_query.Node_AExpr:
 		a := x.AExpr
 		switch a.Kind {
@@ -495,6 +511,15 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			case "=", "<>", "!=", "<", ">", "<=", ">=", "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
 				return ct(16)
 			case "||":
+				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				switch {
+				case (l.Type != nil && l.Type.Name == "jsonb") || (r.Type != nil && r.Type.Name == "jsonb"):
+					return ct(3802)
+				case l.Type != nil && l.Type.Elem != 0:
+					return ColType{l.Type, -1}
+				case r.Type != nil && r.Type.Elem != 0:
+					return ColType{r.Type, -1}
+				}
 				return ct(25)
 			case "->>":
 				return ct(25)
@@ -506,6 +531,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				return ct(3802)
 			case "+", "-", "*", "/", "%":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				if op == "-" && l.Type != nil && l.Type.Name == "jsonb" {
+					return l
+				}
 				if op == "*" {
 					if d := dateType(l, r, op); d.Type != nil {
 						return d

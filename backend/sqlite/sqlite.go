@@ -316,6 +316,9 @@ type savepoint struct {
 
 // Statement is a parsed statement.
 type Statement struct {
+	// deferred: a utility statement (DDL) the translator refused; as in
+	// PostgreSQL, it fails when executed, not when parsed.
+	deferred  error
 	sql       string
 	nparams   int
 	readonly  bool
@@ -408,6 +411,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	if !translateOff && st.kind != "PRAGMA" {
 		tr, err := sqlpg.Translate(sql, schema{c})
 		if err != nil {
+			var pe *pgwire.Error
+			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
+				st.deferred, st.readonly = err, false
+				return st, nil
+			}
 			return nil, err
 		}
 		if !tr.Passthrough {
@@ -630,6 +638,9 @@ func returningColumns(sql string) []pgwire.Column {
 // Execute implements pgwire.BackendSession.
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	st := ps.(*Statement)
+	if st.deferred != nil {
+		return nil, st.deferred
+	}
 	switch st.kind {
 	case "BEGIN", "START":
 		return s.begin(ctx, st)
@@ -639,9 +650,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 		if !(len(st.words) > 1 && st.words[1] == "TO") {
 			return s.finish(ctx, "ROLLBACK")
 		}
-	case "SAVEPOINT", "RELEASE":
+	case "SAVEPOINT", "RELEASE", "LOCK":
 		if !s.inTx {
-			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
+			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", map[string]string{"LOCK": "LOCK TABLE"}[st.kind]+map[bool]string{true: st.kind}[st.kind != "LOCK"])
 		}
 	}
 	if st.tag == "VACUUM" || st.tag == "ANALYZE" {
@@ -810,8 +821,12 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 }
 
 func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, error) {
+	tag := "BEGIN"
+	if st.kind == "START" {
+		tag = "START TRANSACTION"
+	}
 	if s.inTx {
-		return &cmdResult{tag: "BEGIN"}, nil // PostgreSQL warns and carries on
+		return &cmdResult{tag: tag}, nil // PostgreSQL warns and carries on
 	}
 	ro := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
 	if !ro && s.db.repl != nil {
@@ -832,7 +847,7 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 		return nil, mapError(err)
 	}
 	s.held, s.inTx = c, true
-	return &cmdResult{tag: "BEGIN"}, nil
+	return &cmdResult{tag: tag}, nil
 }
 
 func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
