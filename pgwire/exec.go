@@ -263,10 +263,10 @@ func (s *execSession) runInternal(ctx context.Context, sql string) error {
 }
 
 func (s *execSession) runSimple(ctx context.Context, sql string) error {
-	if handled, err := s.special(ctx, sql, nil, true); handled {
+	if handled, err := s.failedTx(ctx, sql); handled {
 		return err
 	}
-	if err := s.checkFailed(sql); err != nil {
+	if handled, err := s.special(ctx, sql, nil, true); handled {
 		return err
 	}
 	if FirstKeyword(sql) == "COPY" {
@@ -297,21 +297,48 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	return nil
 }
 
-// checkFailed refuses statements in a failed transaction block.
-func (s *execSession) checkFailed(sql string) error {
+// failedTx handles a statement in a failed transaction block, as
+// PostgreSQL does: ROLLBACK (and ROLLBACK TO SAVEPOINT) run; COMMIT or END
+// rolls the transaction back and answers ROLLBACK; anything else is refused
+// with 25P02. handled is false when the statement should run as usual.
+func (s *execSession) failedTx(ctx context.Context, sql string) (handled bool, err error) {
 	if !s.failed {
-		return nil
+		return false, nil
 	}
 	kw := Keywords(sql, 2)
-	if len(kw) > 0 && (kw[0] == "ROLLBACK" || kw[0] == "ABORT" || kw[0] == "COMMIT" || kw[0] == "END") {
-		return nil
+	if len(kw) == 0 {
+		return true, Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
 	}
-	return Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+	switch kw[0] {
+	case "ROLLBACK", "ABORT":
+		return false, nil
+	case "COMMIT", "END":
+		if len(kw) > 1 && kw[1] == "PREPARED" {
+			break
+		}
+		if s.bs.TxStatus() != 'I' {
+			if err := s.runInternal(ctx, "ROLLBACK"); err != nil {
+				return true, err
+			}
+		}
+		s.failed = false
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("ROLLBACK")})
+		return true, nil
+	}
+	return true, Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
 }
 
-// afterStatement clears the failed state when the transaction ended.
-func (s *execSession) afterStatement(string) {
+// afterStatement clears the failed state when the transaction ended or a
+// ROLLBACK TO SAVEPOINT undid the failed part.
+func (s *execSession) afterStatement(sql string) {
+	if !s.failed {
+		return
+	}
 	if s.bs.TxStatus() == 'I' {
+		s.failed = false
+		return
+	}
+	if kw := Keywords(sql, 3); len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
 		s.failed = false
 	}
 }
@@ -608,6 +635,12 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
 		return nil
 	}
+	if pt.res == nil && strings.TrimSpace(pt.stmt.sql) != "" {
+		if handled, err := s.failedTx(ctx, pt.stmt.sql); handled {
+			pt.done = true
+			return err
+		}
+	}
 	if pt.stmt.st == nil {
 		sql := strings.TrimSpace(pt.stmt.sql)
 		if sql == "" {
@@ -620,9 +653,6 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		}
 	}
 	if pt.res == nil {
-		if err := s.checkFailed(pt.stmt.sql); err != nil {
-			return err
-		}
 		if done, err := s.implicitTx(ctx, pt.stmt.sql); done || err != nil {
 			pt.done = true
 			return err

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// failedCommit runs PostgreSQL's failed-transaction sequence on c: an
+// error inside BEGIN ... COMMIT makes every later statement fail with 25P02
+// and the COMMIT roll the block back, answering ROLLBACK. It also checks
+// that ROLLBACK TO SAVEPOINT clears the failed state. The table ft must
+// exist and be empty.
+func failedCommit(t *testing.T, ctx context.Context, c *pgx.Conn) {
+	t.Helper()
+	mustExec := func(sql string, args ...any) pgconn.CommandTag {
+		t.Helper()
+		tag, err := c.Exec(ctx, sql, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return tag
+	}
+	wantCode := func(err error, code, what string) {
+		t.Helper()
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != code {
+			t.Fatalf("%s: got %v, want SQLSTATE %s", what, err, code)
+		}
+	}
+	mustExec("BEGIN")
+	mustExec("INSERT INTO ft VALUES (1)")
+	_, err := c.Exec(ctx, "SELECT * FROM nosuch")
+	wantCode(err, "42P01", "SELECT from a missing table")
+	_, err = c.Exec(ctx, "INSERT INTO ft VALUES (2)")
+	wantCode(err, "25P02", "INSERT after the error (simple protocol)")
+	_, err = c.Exec(ctx, "INSERT INTO ft VALUES ($1)", 3)
+	wantCode(err, "25P02", "INSERT after the error (extended protocol)")
+	if tag := mustExec("COMMIT"); tag.String() != "ROLLBACK" {
+		t.Fatalf("COMMIT of a failed transaction answered %q, want ROLLBACK", tag.String())
+	}
+	// The session is usable again and nothing of the block remains.
+	var n int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM ft").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows after the rolled-back COMMIT: %d (%v), want 0", n, err)
+	}
+
+	// The same through the extended protocol's COMMIT (pgx's Tx).
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO ft VALUES ($1)", 4); err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(ctx, "INSERT INTO ft VALUES ($1)", 4) // duplicate key
+	wantCode(err, "23505", "duplicate INSERT")
+	if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Fatalf("pgx Commit of a failed transaction: %v, want ErrTxCommitRollback", err)
+	}
+
+	// ROLLBACK TO SAVEPOINT undoes the failure; the rest commits.
+	mustExec("BEGIN")
+	mustExec("INSERT INTO ft VALUES (5)")
+	mustExec("SAVEPOINT s1")
+	_, err = c.Exec(ctx, "SELECT * FROM nosuch")
+	wantCode(err, "42P01", "SELECT from a missing table")
+	mustExec("ROLLBACK TO SAVEPOINT s1")
+	mustExec("INSERT INTO ft VALUES (6)")
+	if tag := mustExec("COMMIT"); tag.String() != "COMMIT" {
+		t.Fatalf("COMMIT after ROLLBACK TO SAVEPOINT answered %q", tag.String())
+	}
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM ft").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows after the savepoint block: %d (%v), want 2 (5 and 6)", n, err)
+	}
+}
+
+// TestFailedTransactionCommitRollsBack: issue 18 item 11. On every back end
+// and design, COMMIT of a transaction that hit an error answers ROLLBACK and
+// keeps none of its rows; in between, statements get 25P02. On the
+// hot-standby pair the standby has none of the rows either.
+func TestFailedTransactionCommitRollsBack(t *testing.T) {
+	for _, be := range backends {
+		t.Run("standalone/"+be, func(t *testing.T) {
+			c := startCluster(t, clusterSpec{backend: be})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := connect(t, c.DSN)
+			if _, err := a.Exec(ctx, "CREATE TABLE ft (id int PRIMARY KEY)"); err != nil {
+				t.Fatal(err)
+			}
+			failedCommit(t, ctx, a)
+		})
+	}
+	for _, be := range backends {
+		t.Run("hot-standby/"+be, func(t *testing.T) {
+			h := writeHSOn(t, be, "2-safe-visible", "relaxed", "")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			a := connect(t, h.dsn(h.router))
+			if _, err := a.Exec(ctx, "CREATE TABLE ft (id int PRIMARY KEY)"); err != nil {
+				t.Fatal(err)
+			}
+			failedCommit(t, ctx, a)
+			// At 2-safe-visible the standby applied every commit when COMMIT
+			// returned: it has exactly the committed rows.
+			s := connect(t, h.dsn(h.nodes["n2"]))
+			var got string
+			if err := s.QueryRow(ctx, "SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM ft").Scan(&got); err != nil || got != "5,6" {
+				t.Fatalf("standby's rows: %q (%v), want 5,6", got, err)
+			}
+		})
+	}
+}
