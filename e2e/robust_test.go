@@ -3,6 +3,11 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,5 +122,57 @@ func TestFailedTransactionCommitRollsBack(t *testing.T) {
 				t.Fatalf("standby's rows: %q (%v), want 5,6", got, err)
 			}
 		})
+	}
+}
+
+// TestRunDirOwnerOnly: issue 18 item 10. A hot-standby SQLite cluster under
+// `tandem up` writes its run directory (databases with -wal/-shm,
+// replication logs, role.json, logs, cluster.json) readable by its owner
+// only: no file or directory grants anything to group or others. The
+// process runs with umask 0 so that only tandem's explicit modes count.
+func TestRunDirOwnerOnly(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "")
+	runDir := filepath.Join(h.dir, "run")
+	c := upFile(t, h.dir, h.file, runDir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := connect(t, c.DSN)
+	for _, sql := range []string{"CREATE TABLE p (id int PRIMARY KEY)", "INSERT INTO p VALUES (1)"} {
+		if _, err := a.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	seen := map[string]bool{}
+	err := filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // a file renamed or removed meanwhile
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(runDir, path)
+		if info.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v: group or others have access", rel, info.Mode().Perm())
+		}
+		seen[filepath.Base(path)] = true
+		if strings.HasSuffix(path, ".seg") || strings.Contains(rel, "replog"+string(filepath.Separator)) {
+			seen["<replog file>"] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The walk must have seen what it is meant to check.
+	for _, name := range []string{"tandem.db", "tandem.db-wal", "tandem.db-shm", "role.json", "cluster.json", "n1.log", "<replog file>"} {
+		if !seen[name] {
+			t.Errorf("%s not found under the run directory (saw %v)", name, seen)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,6 +58,18 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		return fmt.Errorf("%w: %s: no node with id %q", config.ErrInvalid, c.File, id)
 	}
 	log = log.With("node", id)
+	// Data and run directories are owner-only, whatever the umask.
+	for _, d := range []string{c.RunDir, n.DataDir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("node %s: create %s: %w", id, d, err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("node %s: %w", id, err)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tlsCfg, err := c.ServerTLS()

@@ -120,7 +120,7 @@ func (r *Repl) saveState(s replState) error {
 	r.stateMu.Unlock()
 	b, _ := json.MarshalIndent(s, "", "  ")
 	tmp := filepath.Join(r.dir, "role.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	f, err := os.Open(tmp)

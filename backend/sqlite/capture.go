@@ -408,6 +408,11 @@ func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
 		return 0, err
 	}
 	_ = os.Remove(path)
+	// An empty file is a valid VACUUM INTO target: created first, the copy
+	// is owner-only like the database.
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
 	// query_only also forbids writing the copy; lift it on this connection
 	// for the snapshot only.
 	_ = c.exec("PRAGMA query_only = OFF")
@@ -442,7 +447,7 @@ func (db *DB) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 // Restore replaces the database with a snapshot's bytes.
 func (db *DB) Restore(ctx context.Context, data []byte) error {
 	tmp := db.opts.Path + ".seed"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
 	return db.Replace(tmp)
