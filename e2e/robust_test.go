@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -174,5 +176,100 @@ func TestRunDirOwnerOnly(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("%s not found under the run directory (saw %v)", name, seen)
 		}
+	}
+}
+
+// loginsDuringSessionFailures logs in 200 times to dsn (and runs SELECT 1)
+// while, after every tenth login, kill ends one other session's connection
+// (20 events in all). It returns the refused logins.
+func loginsDuringSessionFailures(t *testing.T, dsn string, kill func(ctx context.Context) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var refused []error
+	for i := 0; i < 200; i++ {
+		if i%10 == 0 {
+			if err := kill(ctx); err != nil {
+				t.Fatalf("session failure %d: %v", i/10+1, err)
+			}
+		}
+		c, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			err = c.QueryRow(ctx, "SELECT 1").Scan(new(int))
+			c.Close(ctx)
+		}
+		if err != nil {
+			refused = append(refused, err)
+		}
+	}
+	return refused
+}
+
+// terminateOwnBackend: a session runs pg_terminate_backend on its own
+// server backend and must get FATAL 57P01 (that session only).
+func terminateOwnBackend(dsn string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("the killing client's login: %w", err)
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, "SELECT pg_terminate_backend(pg_backend_pid())")
+		if sqlState(err) != "57P01" {
+			return fmt.Errorf("pg_terminate_backend of its own backend: %v, want SQLSTATE 57P01", err)
+		}
+		return nil
+	}
+}
+
+// malformedQuery: a session sends a Query without its NUL terminator; the
+// node refuses it with FATAL 08P01 and closes that session.
+func malformedQuery(dsn string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("the malformed client's login: %w", err)
+		}
+		nc := c.PgConn().Conn()
+		defer nc.Close()
+		body := "SELECT 1" // no NUL
+		msg := append([]byte{'Q', 0, 0, 0, byte(4 + len(body))}, body...)
+		if _, err := nc.Write(msg); err != nil {
+			return err
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, _ := io.ReadAll(nc)
+		if !strings.Contains(string(got), "08P01") {
+			return fmt.Errorf("a Query without its NUL got %q, want FATAL 08P01", got)
+		}
+		return nil
+	}
+}
+
+// TestSessionFailureIsolation: issue 18 item 1. One session's lost back-end
+// connection ends that session only: the node (or router) is not marked
+// down, and 200 logins made while 20 such sessions die are all served.
+func TestSessionFailureIsolation(t *testing.T) {
+	t.Run("standalone/postgres", func(t *testing.T) {
+		c := startCluster(t, clusterSpec{backend: "postgres"})
+		if refused := loginsDuringSessionFailures(t, c.DSN, terminateOwnBackend(c.DSN)); len(refused) > 0 {
+			t.Fatalf("%d of 200 logins refused, first: %v", len(refused), refused[0])
+		}
+	})
+	for _, be := range backends {
+		t.Run("router-hot-standby/"+be, func(t *testing.T) {
+			h := writeHSOn(t, be, "1-safe", "relaxed", "")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			dsn := h.dsn(h.router)
+			kill := malformedQuery(dsn)
+			if be == "postgres" {
+				kill = terminateOwnBackend(dsn)
+			}
+			if refused := loginsDuringSessionFailures(t, dsn, kill); len(refused) > 0 {
+				t.Fatalf("%d of 200 logins refused, first: %v", len(refused), refused[0])
+			}
+		})
 	}
 }

@@ -152,6 +152,12 @@ func (s *execSession) Serve(ctx context.Context) error {
 				s.skip = true
 			}
 		}
+		if ls, ok := s.bs.(LostSession); ok && ls.Lost() {
+			// This session's back-end connection ended: end the session
+			// (the client was told why, or is now).
+			s.fatal(Errorf(CodeAdminShutdown, "tandem: this session's connection to the back end ended; the transaction in progress, if any, did not commit"))
+			return fmt.Errorf("%w: back-end connection ended", io.ErrUnexpectedEOF)
+		}
 	}
 }
 
