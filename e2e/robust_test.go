@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/sys/unix"
 )
 
 // failedCommit runs PostgreSQL's failed-transaction sequence on c: an
@@ -272,4 +276,157 @@ func TestSessionFailureIsolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openFDs counts a process's open file descriptors.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestAcceptSurvivesFDExhaustion: issue 18 item 2. A real node whose
+// open-file limit is lowered to a little above what it uses gets twice that
+// many idle sockets on its front door and on its replication port: accept
+// fails with EMFILE, and the node neither exits nor drops the session it
+// already serves; when the flood ends it serves new sessions again, and its
+// replication listener still takes a standby.
+func TestAcceptSurvivesFDExhaustion(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "1-safe", "relaxed", "")
+	file, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replAddr := regexp(`repl_listen = "([^"]+)"`).FindStringSubmatch(string(file))[1] // n1's
+	h.start("n1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dsn := h.dsn(h.nodes["n1"])
+	a := connect(t, dsn)
+	for _, sql := range []string{"CREATE TABLE f (id int PRIMARY KEY)", "INSERT INTO f VALUES (1)"} {
+		if _, err := a.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	h.mu.Lock()
+	pid := h.procs["n1"].Process.Pid
+	h.mu.Unlock()
+	limit := uint64(openFDs(t, pid) + 64)
+	if err := unix.Prlimit(pid, unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: limit}, nil); err != nil {
+		t.Fatalf("prlimit: %v", err)
+	}
+	// The node reports its limits on /status (and so in `tandem status --json`).
+	var st struct {
+		Files struct{ Soft, Hard uint64 } `json:"open_files_limit"`
+	}
+	resp, err := http.Get("http://" + h.admin["n1"] + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err != nil || st.Files.Soft != limit || st.Files.Hard != limit {
+		t.Fatalf("/status open_files_limit %+v (%v), want soft = hard = %d", st.Files, err, limit)
+	}
+	if out := h.tandem("status", "--json"); !strings.Contains(out, fmt.Sprintf(`"soft": %d`, limit)) {
+		t.Fatalf("tandem status --json does not report the open-file limit %d:\n%s", limit, out)
+	}
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for _, addr := range []string{h.nodes["n1"], replAddr} {
+		for i := uint64(0); i < 2*limit; i++ {
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatalf("flood connection %d to %s: %v", i, addr, err)
+			}
+			flood = append(flood, c)
+		}
+	}
+	// The node is out of descriptors (its accept fails with EMFILE).
+	deadline := time.Now().Add(10 * time.Second)
+	for openFDs(t, pid) < int(limit) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := openFDs(t, pid); n < int(limit) {
+		t.Fatalf("the node holds %d descriptors, want its limit %d", n, limit)
+	}
+	if !alive(pid) {
+		t.Fatal("the node exited when it ran out of descriptors")
+	}
+	// The session opened before the flood still works.
+	if _, err := a.Exec(ctx, "INSERT INTO f VALUES (2)"); err != nil {
+		t.Fatalf("established session during the flood: %v", err)
+	}
+	for _, c := range flood {
+		c.Close()
+	}
+	flood = nil
+	// New sessions are served again once the flood ends.
+	var last error
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if !alive(pid) {
+			b, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
+			t.Fatalf("the node exited:\n%s", b)
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+		c, err := pgx.Connect(cctx, dsn)
+		if err == nil {
+			var n int
+			err = c.QueryRow(cctx, "SELECT count(*) FROM f").Scan(&n)
+			c.Close(cctx)
+			if err == nil && n != 2 {
+				err = fmt.Errorf("%d rows, want 2", n)
+			}
+		}
+		ccancel()
+		if last = err; err == nil {
+			break
+		}
+	}
+	if last != nil {
+		t.Fatalf("no new session after the flood: %v", last)
+	}
+	if _, err := a.Exec(ctx, "INSERT INTO f VALUES (3)"); err != nil {
+		t.Fatalf("established session after the flood: %v", err)
+	}
+	// The replication listener still accepts: a standby attaches and
+	// catches up.
+	h.start("n2")
+	var got int
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && got != 3; time.Sleep(100 * time.Millisecond) {
+		got = len(idsIn(h.dsn(h.nodes["n2"]), "f"))
+	}
+	if got != 3 {
+		t.Fatalf("the standby has %d of 3 rows after the flood", got)
+	}
+}
+
+// idsIn returns the ids in table on a node (empty on any error).
+func idsIn(dsn, table string) map[int64]bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := map[int64]bool{}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return out
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, "SELECT id FROM "+table)
+	if err != nil {
+		return out
+	}
+	for rows.Next() {
+		var id int64
+		if rows.Scan(&id) == nil {
+			out[id] = true
+		}
+	}
+	return out
 }

@@ -48,6 +48,7 @@ type Status struct {
 	Started  time.Time   `json:"started"`
 	Detail   string      `json:"detail,omitempty"`
 	Repl     *ReplStatus `json:"replication,omitempty"`
+	Files    *FileLimit  `json:"open_files_limit,omitempty"`
 }
 
 // Run serves node id of the cluster until ctx ends or the back end fails.
@@ -222,6 +223,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 			s := st
 			s.Sessions = srv.Active()
+			s.Files = CurrentFileLimit()
 			if repl != nil {
 				rs := repl.Status()
 				s.Repl, s.Role = &rs, rs.Role
@@ -234,7 +236,8 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			l.Close()
 			return fmt.Errorf("node %s: listen on %s (field nodes.metrics): %w", id, n.Metrics, err)
 		}
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		// net/http backs off on temporary accept errors (EMFILE) by itself.
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go func() { _ = hs.Serve(hl) }()
 		defer hs.Close()
 	}

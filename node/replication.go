@@ -442,9 +442,13 @@ func u64s(vs ...uint64) []byte {
 // serveStream accepts standby connections (only answered by a primary).
 func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 	go func() { <-ctx.Done(); l.Close() }()
+	acc := &pgwire.Acceptor{L: l, Log: r.log, Name: "replication " + l.Addr().String()}
 	for {
-		c, err := l.Accept()
+		c, err := acc.Accept(ctx)
 		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				r.log.Error("replication listener stopped", "err", err)
+			}
 			return
 		}
 		go r.ship(ctx, c)
@@ -455,10 +459,14 @@ func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 func (r *Repl) ship(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	rd, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
+	// A peer that connects and says nothing holds a descriptor: it gets
+	// handshakeTimeout to send its hello.
+	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	typ, body, err := readFrame(rd, 1<<20)
 	if err != nil || typ != 'H' {
 		return
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	var h hello
 	if err := json.Unmarshal(body, &h); err != nil {
 		return

@@ -120,16 +120,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		s.closing.Store(true)
 		l.Close()
 	}()
+	acc := &Acceptor{L: l, Log: s.log, Name: "front door " + l.Addr().String()}
 	for {
-		c, err := l.Accept()
+		c, err := acc.Accept(ctx)
 		if err != nil {
-			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+			if s.closing.Load() || ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
 			}
 			return err
 		}

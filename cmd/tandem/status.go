@@ -14,6 +14,7 @@ import (
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/router"
 )
 
@@ -30,6 +31,7 @@ type probe struct {
 	Error     string  `json:"error,omitempty"`
 	Sessions  *int64  `json:"sessions,omitempty"`
 	Repl      any     `json:"replication,omitempty"`
+	Files     any     `json:"open_files_limit,omitempty"`
 	repl      *nodeStatus
 }
 
@@ -57,11 +59,15 @@ func newStatusCmd() *cobra.Command {
 				pingPG(cmd.Context(), &p, user, pass)
 				if n.Metrics != "" {
 					var s struct {
-						Sessions int64 `json:"sessions"`
+						Sessions int64           `json:"sessions"`
+						Files    *node.FileLimit `json:"open_files_limit"`
 						nodeStatus
 					}
 					if getJSON("http://"+n.Metrics+"/status", &s) == nil {
 						p.Sessions = &s.Sessions
+						if s.Files != nil {
+							p.Files = s.Files
+						}
 						if s.Repl != nil {
 							p.Role, p.Repl, p.repl = s.Repl.Role, s.Repl, &s.nodeStatus
 						}
