@@ -93,6 +93,10 @@ type User struct {
 type Limits struct {
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	MaxConnections  int `toml:"max_connections"`
+	// StatementTimeout is statement_timeout's default on the SQLite back
+	// end (0: none); sessions change it with SET. PostgreSQL back ends take
+	// theirs from nodes.postgres.settings.
+	StatementTimeout Duration `toml:"statement_timeout"`
 }
 
 // Node is one back end plus tandem's agent beside it.
@@ -412,6 +416,9 @@ func (c *Cluster) Validate() error {
 	}
 	if c.Limits.MaxMessageBytes < 1024 {
 		return bad("limits.max_message_bytes", "%d is too small (at least 1024)", c.Limits.MaxMessageBytes)
+	}
+	if c.Limits.StatementTimeout.Duration < 0 {
+		return bad("limits.statement_timeout", "%v is negative (0 turns it off)", c.Limits.StatementTimeout.Duration)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -430,3 +430,114 @@ func idsIn(dsn, table string) map[int64]bool {
 	}
 	return out
 }
+
+// runaway never ends on its own.
+const runaway = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"
+
+// TestStatementStopsWithItsClient: issue 18 item 12 on SQLite.
+// statement_timeout (from the cluster file, and SET) ends a runaway query
+// with 57014; a CancelRequest ends it; a client that hangs up stops it, so
+// its session ends (the node's session count falls back).
+func TestStatementStopsWithItsClient(t *testing.T) {
+	c := startCluster(t, clusterSpec{backend: "sqlite", extra: "[limits]\nstatement_timeout = \"1500ms\"\n"})
+	file, err := os.ReadFile(c.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := regexp(`metrics = "([^"]+)"`).FindStringSubmatch(string(file))[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := connect(t, c.DSN)
+	show := func(want string) {
+		t.Helper()
+		var got string
+		if err := a.QueryRow(ctx, "SHOW statement_timeout").Scan(&got); err != nil || got != want {
+			t.Fatalf("SHOW statement_timeout = %q (%v), want %q", got, err, want)
+		}
+	}
+	timesOut := func() {
+		t.Helper()
+		_, err := a.Exec(ctx, runaway)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "57014" || !strings.Contains(pe.Message, "statement timeout") {
+			t.Fatalf("runaway query: %v, want 57014 canceling statement due to statement timeout", err)
+		}
+	}
+	show("1500ms")
+	timesOut() // the cluster file's default
+	if _, err := a.Exec(ctx, "SET statement_timeout = 200"); err != nil {
+		t.Fatal(err)
+	}
+	show("200ms")
+	timesOut()
+	if _, err := a.Exec(ctx, "SET statement_timeout = 'soon'"); sqlState(err) != "22023" {
+		t.Fatalf("SET statement_timeout = 'soon': %v, want 22023", err)
+	}
+	if _, err := a.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
+	show("0")
+
+	// A CancelRequest stops it; the session goes on.
+	done := make(chan error, 1)
+	go func() { _, err := a.Exec(ctx, runaway); done <- err }()
+	var qerr error
+cancelLoop:
+	for {
+		select {
+		case qerr = <-done:
+			break cancelLoop
+		case <-time.After(200 * time.Millisecond):
+			// Again until it lands (the first may precede the statement).
+			if err := a.PgConn().CancelRequest(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatal("the runaway query was not cancelled")
+		}
+	}
+	if sqlState(qerr) != "57014" {
+		t.Fatalf("cancelled runaway query: %v, want 57014", qerr)
+	}
+	if err := a.QueryRow(ctx, "SELECT 1").Scan(new(int)); err != nil {
+		t.Fatalf("the session after a cancel: %v", err)
+	}
+
+	// A client that hangs up mid-statement stops it.
+	sessions := func() int64 {
+		t.Helper()
+		var st struct{ Sessions int64 }
+		resp, err := http.Get("http://" + admin + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Sessions
+	}
+	b := connect(t, c.DSN)
+	if _, err := b.Exec(ctx, "SET statement_timeout = 0"); err != nil {
+		t.Fatal(err)
+	}
+	if n := sessions(); n != 2 {
+		t.Fatalf("%d sessions, want 2", n)
+	}
+	nc := b.PgConn().Conn()
+	q := append([]byte{'Q', 0, 0, 0, byte(4 + len(runaway) + 1)}, runaway...)
+	if _, err := nc.Write(append(q, 0)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let it run
+	nc.Close()
+	var n int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if n = sessions(); n == 1 {
+			break
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d sessions 10 s after the client hung up, want 1: its statement still runs", n)
+	}
+}

@@ -136,7 +136,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		replClose = append(replClose, func() { db.Close() })
 		st.Detail = db.Path()
-		handler = &pgwire.Executor{Backend: db}
+		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration}
 		if c.Design == "hot-standby" {
 			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err

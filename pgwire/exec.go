@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -18,6 +19,10 @@ import (
 // Executor runs the protocol for a Backend. It implements Handler.
 type Executor struct {
 	Backend Backend
+	// StatementTimeout is statement_timeout's default (0: none); a
+	// session changes it with SET. On back ends that speak the protocol
+	// (RawSession: PostgreSQL) the server enforces its own setting instead.
+	StatementTimeout time.Duration
 }
 
 // Open starts a back-end session for an authenticated client.
@@ -26,7 +31,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}}, nil
+	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
+	s.watch.s = s
+	return s, nil
 }
 
 type prepared struct {
@@ -62,6 +69,23 @@ type execSession struct {
 	mu       sync.Mutex
 	row      []any
 	buf      []byte
+	// watch stops the running statement when the client hangs up or
+	// statement_timeout (defTimeout unless SET) passes.
+	watch      stmtWatch
+	defTimeout time.Duration
+}
+
+// statementTimeout is the session's statement_timeout; 0 where the back
+// end enforces its own (PostgreSQL).
+func (s *execSession) statementTimeout() time.Duration {
+	if _, raw := s.bs.(RawSession); raw {
+		return 0
+	}
+	if v, ok := s.settings["statement_timeout"]; ok {
+		d, _ := ParseTimeout("statement_timeout", v) // checked at SET
+		return d
+	}
+	return s.defTimeout
 }
 
 func (s *execSession) ParameterStatus() [][2]string { return s.params }
@@ -188,7 +212,11 @@ func (s *execSession) sendError(err error) {
 	} else if s.bs.TxStatus() == 'T' {
 		s.failed = true
 	}
-	s.c.Append(ToErrorResponse(err))
+	er := ToErrorResponse(err)
+	if er.Code == CodeQueryCanceled && s.watch.timedOut() {
+		er.Message = "canceling statement due to statement timeout"
+	}
+	s.c.Append(er)
 }
 
 func malformed(what string, err error) error {
@@ -278,6 +306,8 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	if FirstKeyword(sql) == "COPY" {
 		return s.copy(ctx, sql)
 	}
+	s.watch.begin(s.statementTimeout())
+	defer s.watch.end()
 	st, err := s.bs.Prepare(ctx, sql)
 	if err != nil {
 		return err
@@ -658,6 +688,8 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 			return err
 		}
 	}
+	s.watch.begin(s.statementTimeout())
+	defer s.watch.end()
 	if pt.res == nil {
 		if done, err := s.implicitTx(ctx, pt.stmt.sql); done || err != nil {
 			pt.done = true
@@ -850,6 +882,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := strings.ToLower(m[1])
 		val := strings.Trim(m[2], `'"`)
+		if name == "statement_timeout" && !strings.EqualFold(val, "default") {
+			d, err := ParseTimeout(name, val)
+			if err != nil {
+				return true, err
+			}
+			val = FormatTimeout(d)
+		}
 		if strings.EqualFold(val, "default") {
 			delete(s.settings, name)
 		} else {
@@ -880,6 +919,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := showName(sql)
 		val, ok := s.settings[name]
+		if !ok && name == "statement_timeout" {
+			val, ok = FormatTimeout(s.defTimeout), true
+		}
 		if !ok {
 			val, ok = defaultSettings[name]
 		}
