@@ -68,9 +68,11 @@ func (w *stmtWatch) next(elapsed time.Duration) time.Duration {
 }
 
 func (w *stmtWatch) fire() {
+	// Cancel runs under mu, so that it cannot reach the next statement:
+	// end waits for it.
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.running {
-		w.mu.Unlock()
 		return
 	}
 	elapsed := time.Since(w.start)
@@ -84,7 +86,6 @@ func (w *stmtWatch) fire() {
 		w.reason, cancel = "disconnect", true
 	}
 	w.t.Reset(w.next(elapsed))
-	w.mu.Unlock()
 	if cancel {
 		w.s.bs.Cancel()
 	}
