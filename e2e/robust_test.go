@@ -541,3 +541,45 @@ cancelLoop:
 		t.Fatalf("%d sessions 10 s after the client hung up, want 1: its statement still runs", n)
 	}
 }
+
+// TestRelayStatementStopsWithItsClient: issue 18 item 12 on the PostgreSQL
+// relay (standalone): a client that hangs up mid-statement without
+// Terminate gets its statement cancelled on the server, which would
+// otherwise run it to the end (it notices a closed socket only when it
+// writes).
+func TestRelayStatementStopsWithItsClient(t *testing.T) {
+	c := startCluster(t, clusterSpec{backend: "postgres"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := connect(t, c.DSN)
+	const sleeper = "SELECT pg_sleep(60) -- hang-up test"
+	active := func() int {
+		t.Helper()
+		var n int
+		if err := a.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND state = 'active'", sleeper).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	b := connect(t, c.DSN)
+	nc := b.PgConn().Conn()
+	q := append([]byte{'Q', 0, 0, 0, byte(4 + len(sleeper) + 1)}, sleeper...)
+	if _, err := nc.Write(append(q, 0)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); active() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the sleeper never started")
+		}
+	}
+	nc.Close()
+	n := 1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if n = active(); n == 0 {
+			break
+		}
+	}
+	if n != 0 {
+		t.Fatal("the server still runs the statement 10 s after its client hung up")
+	}
+}

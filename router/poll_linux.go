@@ -281,6 +281,12 @@ func (l *loop) flush(s *psess, d *direction) bool {
 // srcGone: the side d reads from closed or failed.
 func (l *loop) srcGone(s *psess, d *direction, err error) {
 	if d.fromCli || s.r.closing.Load() {
+		if d.fromCli && !s.r.closing.Load() {
+			// The client vanished without Terminate: stop what it may
+			// have left running (the server notices a closed socket only
+			// when it next writes).
+			go s.r.Cancel()
+		}
 		l.end(s, nil) // the client left (or the server closed after Terminate)
 		return
 	}

@@ -138,6 +138,12 @@ func (r *relay) Serve(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- r.upstreamToClient() }()
 	err := r.clientToUpstream()
+	if err != nil && !r.closing.Load() {
+		// The client vanished without Terminate: stop what it may have
+		// left running (the server notices a closed socket only when it
+		// next writes).
+		go r.Cancel()
+	}
 	r.closing.Store(true)
 	r.conn.Close() // the back end rolls back an open transaction and frees its locks
 	<-done
