@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -582,4 +583,78 @@ func TestRelayStatementStopsWithItsClient(t *testing.T) {
 	if n != 0 {
 		t.Fatal("the server still runs the statement 10 s after its client hung up")
 	}
+}
+
+// TestStartupConnectionsLimited: issue 18 item 2 (unauthenticated
+// sockets). Connections still in startup count against
+// limits.max_startup_connections (past it: FATAL 53300 at once) and are
+// closed after limits.startup_timeout; the session opened before the flood
+// goes on, and logins work again once the flood is gone.
+func TestStartupConnectionsLimited(t *testing.T) {
+	c := startCluster(t, clusterSpec{backend: "sqlite", extra: "[limits]\nmax_startup_connections = 10\nstartup_timeout = \"1s\"\n"})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a := connect(t, c.DSN)
+	addr := hostPort(c.DSN)
+	var flood []net.Conn
+	defer func() {
+		for _, nc := range flood {
+			nc.Close()
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flood = append(flood, nc)
+	}
+	// At most 10 are held in startup; the others are refused at once with
+	// FATAL 53300.
+	type answer struct {
+		got []byte
+		err error
+	}
+	answers := make([]answer, len(flood))
+	var wg sync.WaitGroup
+	for i, nc := range flood {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = nc.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+			answers[i].got, answers[i].err = io.ReadAll(nc)
+		}()
+	}
+	wg.Wait()
+	var idle []net.Conn
+	refused := 0
+	for i, nc := range flood {
+		got, err := answers[i].got, answers[i].err
+		switch {
+		case strings.Contains(string(got), "53300") && strings.Contains(string(got), "max_startup_connections 10"):
+			refused++
+		case errors.Is(err, os.ErrDeadlineExceeded) && len(got) == 0:
+			idle = append(idle, nc)
+		default:
+			t.Fatalf("a connection in the flood got %q, %v", got, err)
+		}
+	}
+	if len(idle) > 10 || refused < 5 {
+		t.Fatalf("%d connections held in startup and %d refused, want at most 10 held", len(idle), refused)
+	}
+	if err := a.QueryRow(ctx, "SELECT 1").Scan(new(int)); err != nil {
+		t.Fatalf("the session opened before the flood: %v", err)
+	}
+	// startup_timeout closes the idle ones.
+	for _, nc := range idle {
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadAll(nc); err != nil {
+			t.Fatalf("an idle connection in startup was not closed by startup_timeout: %v", err)
+		}
+	}
+	b, err := pgx.Connect(ctx, c.DSN)
+	if err != nil {
+		t.Fatalf("login after the idle connections timed out: %v", err)
+	}
+	b.Close(ctx)
 }

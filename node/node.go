@@ -85,6 +85,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		MaxMessageBytes: c.Limits.MaxMessageBytes,
 		MaxConnections:  c.Limits.MaxConnections,
 		Logger:          log,
+
+		MaxStartupConnections: c.Limits.MaxStartupConnections,
+		StartupTimeout:        c.Limits.StartupTimeout.Duration,
 	}
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
