@@ -227,6 +227,29 @@ func terminateOwnBackend(dsn string) func(ctx context.Context) error {
 	}
 }
 
+// passwordAfterAuth: a session sends a PasswordMessage after
+// authentication; the server refuses it (08P01) and ends that session.
+func passwordAfterAuth(dsn string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return fmt.Errorf("the client's login: %w", err)
+		}
+		nc := c.PgConn().Conn()
+		defer nc.Close()
+		msg := append([]byte{'p', 0, 0, 0, 4 + 4}, "pwd\x00"...)
+		if _, err := nc.Write(msg); err != nil {
+			return err
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+		got, _ := io.ReadAll(nc)
+		if !strings.Contains(string(got), "08P01") {
+			return fmt.Errorf("a PasswordMessage after authentication got %q, want 08P01", got)
+		}
+		return nil
+	}
+}
+
 // malformedQuery: a session sends a Query without its NUL terminator; the
 // node refuses it with FATAL 08P01 and closes that session.
 func malformedQuery(dsn string) func(ctx context.Context) error {
@@ -257,7 +280,16 @@ func malformedQuery(dsn string) func(ctx context.Context) error {
 func TestSessionFailureIsolation(t *testing.T) {
 	t.Run("standalone/postgres", func(t *testing.T) {
 		c := startCluster(t, clusterSpec{backend: "postgres"})
-		if refused := loginsDuringSessionFailures(t, c.DSN, terminateOwnBackend(c.DSN)); len(refused) > 0 {
+		terminate, password := terminateOwnBackend(c.DSN), passwordAfterAuth(c.DSN)
+		n := 0
+		kill := func(ctx context.Context) error { // both kinds, in turn
+			n++
+			if n%2 == 0 {
+				return password(ctx)
+			}
+			return terminate(ctx)
+		}
+		if refused := loginsDuringSessionFailures(t, c.DSN, kill); len(refused) > 0 {
 			t.Fatalf("%d of 200 logins refused, first: %v", len(refused), refused[0])
 		}
 	})
@@ -543,16 +575,28 @@ cancelLoop:
 	}
 }
 
-// TestRelayStatementStopsWithItsClient: issue 18 item 12 on the PostgreSQL
-// relay (standalone): a client that hangs up mid-statement without
-// Terminate gets its statement cancelled on the server, which would
-// otherwise run it to the end (it notices a closed socket only when it
-// writes).
-func TestRelayStatementStopsWithItsClient(t *testing.T) {
-	c := startCluster(t, clusterSpec{backend: "postgres"})
+// TestPostgresStatementStopsWithItsClient: issue 18 item 12 on PostgreSQL
+// back ends. A client that hangs up mid-statement without Terminate gets
+// its statement cancelled on the server, which would otherwise run it to
+// the end (it notices a closed socket only when it writes): on the
+// standalone relay (a cancel when the client is gone) and on the
+// hot-standby executor (the statement watch sees the hang-up).
+func TestPostgresStatementStopsWithItsClient(t *testing.T) {
+	t.Run("standalone-relay", func(t *testing.T) {
+		c := startCluster(t, clusterSpec{backend: "postgres"})
+		hangUpStopsSleeper(t, c.DSN)
+	})
+	t.Run("hot-standby-executor", func(t *testing.T) {
+		h := writeHSOn(t, "postgres", "1-safe", "relaxed", "")
+		h.start("n1")
+		hangUpStopsSleeper(t, h.dsn(h.nodes["n1"]))
+	})
+}
+
+func hangUpStopsSleeper(t *testing.T, dsn string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	a := connect(t, c.DSN)
+	a := connect(t, dsn)
 	const sleeper = "SELECT pg_sleep(60) -- hang-up test"
 	active := func() int {
 		t.Helper()
@@ -562,7 +606,7 @@ func TestRelayStatementStopsWithItsClient(t *testing.T) {
 		}
 		return n
 	}
-	b := connect(t, c.DSN)
+	b := connect(t, dsn)
 	nc := b.PgConn().Conn()
 	q := append([]byte{'Q', 0, 0, 0, byte(4 + len(sleeper) + 1)}, sleeper...)
 	if _, err := nc.Write(append(q, 0)); err != nil {
