@@ -96,8 +96,15 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(runDir, "logs"), 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory %s: %w", runDir, err)
+	// The run directory holds data, logs and state: owner only, whatever
+	// the umask (as PostgreSQL insists on for its data directory).
+	for _, d := range []string{runDir, filepath.Join(runDir, "logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create run directory %s: %w", d, err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, fmt.Errorf("run directory %s: %w", d, err)
+		}
 	}
 	l := &Local{opts: opts, log: opts.Logger, RunDir: runDir}
 	cfgPath, err := filepath.Abs(c.File)
@@ -129,7 +136,7 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 
 func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*Proc, error) {
 	logPath := filepath.Join(l.RunDir, "logs", name+".log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +269,7 @@ type state struct {
 
 func (l *Local) writeState() error {
 	b, _ := json.MarshalIndent(state{Cluster: l.opts.Config.Name, Design: l.opts.Config.Design, DSN: l.DSN(), Procs: l.Procs, Started: time.Now().Format(time.RFC3339)}, "", "  ")
-	return os.WriteFile(filepath.Join(l.RunDir, "cluster.json"), b, 0o644)
+	return os.WriteFile(filepath.Join(l.RunDir, "cluster.json"), b, 0o600)
 }
 
 // ReadState returns the processes a running `tandem up` recorded.

@@ -124,6 +124,15 @@ type User struct {
 type Limits struct {
 	MaxMessageBytes int `toml:"max_message_bytes"`
 	MaxConnections  int `toml:"max_connections"`
+	// StatementTimeout is statement_timeout's default on the SQLite back
+	// end (0: none); sessions change it with SET. PostgreSQL back ends take
+	// theirs from nodes.postgres.settings.
+	StatementTimeout Duration `toml:"statement_timeout"`
+	// MaxStartupConnections bounds connections not yet authenticated (0:
+	// a quarter of the open-file limit, at least 64); StartupTimeout is
+	// how long one may take to authenticate (0: 10 s).
+	MaxStartupConnections int      `toml:"max_startup_connections"`
+	StartupTimeout        Duration `toml:"startup_timeout"`
 }
 
 // Node is one back end plus tandem's agent beside it.
@@ -475,6 +484,15 @@ func (c *Cluster) Validate() error {
 	}
 	if c.Limits.MaxMessageBytes < 1024 {
 		return bad("limits.max_message_bytes", "%d is too small (at least 1024)", c.Limits.MaxMessageBytes)
+	}
+	if c.Limits.MaxStartupConnections < 0 {
+		return bad("limits.max_startup_connections", "%d is negative (0 sizes it to the open-file limit)", c.Limits.MaxStartupConnections)
+	}
+	if c.Limits.StartupTimeout.Duration < 0 {
+		return bad("limits.startup_timeout", "%v is negative (0 is the default, 10s)", c.Limits.StartupTimeout.Duration)
+	}
+	if c.Limits.StatementTimeout.Duration < 0 {
+		return bad("limits.statement_timeout", "%v is negative (0 turns it off)", c.Limits.StatementTimeout.Duration)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

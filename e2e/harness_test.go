@@ -117,6 +117,13 @@ func startCluster(t testing.TB, spec clusterSpec) *Cluster {
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return upFile(t, dir, file, filepath.Join(dir, "run"))
+}
+
+// upFile runs `tandem up -c file` in dir and waits for its DSN; runDir is
+// the cluster file's run_dir.
+func upFile(t testing.TB, dir, file, runDir string) *Cluster {
+	t.Helper()
 	cmd := exec.Command(tandemBin, "up", "-c", file)
 	cmd.Dir = dir
 	stdout, _ := cmd.StdoutPipe()
@@ -126,7 +133,7 @@ func startCluster(t testing.TB, spec clusterSpec) *Cluster {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{t: t, cmd: cmd, RunDir: filepath.Join(dir, "run"), File: file, done: make(chan struct{})}
+	c := &Cluster{t: t, cmd: cmd, RunDir: runDir, File: file, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(c.done) }()
 	dsnRe := rx.MustCompile(`psql "([^"]+)"`)
 	found := make(chan string, 1)

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type Status struct {
 	Started  time.Time   `json:"started"`
 	Detail   string      `json:"detail,omitempty"`
 	Repl     *ReplStatus `json:"replication,omitempty"`
+	Files    *FileLimit  `json:"open_files_limit,omitempty"`
 }
 
 // Run serves node id of the cluster until ctx ends or the back end fails.
@@ -59,6 +61,18 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		return fmt.Errorf("%w: %s: no node with id %q", config.ErrInvalid, c.File, id)
 	}
 	log = log.With("node", id)
+	// Data and run directories are owner-only, whatever the umask.
+	for _, d := range []string{c.RunDir, n.DataDir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("node %s: create %s: %w", id, d, err)
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return fmt.Errorf("node %s: %w", id, err)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	tlsCfg, err := c.ServerTLS()
@@ -103,6 +117,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		MaxMessageBytes: c.Limits.MaxMessageBytes,
 		MaxConnections:  c.Limits.MaxConnections,
 		Logger:          log,
+
+		MaxStartupConnections: c.Limits.MaxStartupConnections,
+		StartupTimeout:        c.Limits.StartupTimeout.Duration,
 	}
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
@@ -155,7 +172,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		replClose = append(replClose, func() { db.Close() })
 		st.Detail = db.Path()
-		handler = &pgwire.Executor{Backend: db}
+		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration}
 		if c.Design == "hot-standby" {
 			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err
@@ -252,6 +269,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			s := st
 			s.Sessions = srv.Active()
+			s.Files = CurrentFileLimit()
 			if repl != nil {
 				rs := repl.Status()
 				s.Repl, s.Role = &rs, rs.Role
@@ -268,7 +286,8 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			log.Warn("the admin address is not on loopback: the admin token crosses the network in clear text (HTTP)",
 				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1 or a private management network")
 		}
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		// net/http backs off on temporary accept errors (EMFILE) by itself.
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		go func() { _ = hs.Serve(hl) }()
 		defer hs.Close()
 	}

@@ -127,7 +127,7 @@ func (r *Repl) saveState(s replState) error {
 	r.stateMu.Unlock()
 	b, _ := json.MarshalIndent(s, "", "  ")
 	tmp := filepath.Join(r.dir, "role.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	f, err := os.Open(tmp)
@@ -449,9 +449,13 @@ func u64s(vs ...uint64) []byte {
 // serveStream accepts standby connections (only answered by a primary).
 func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 	go func() { <-ctx.Done(); l.Close() }()
+	acc := &pgwire.Acceptor{L: l, Log: r.log, Name: "replication " + l.Addr().String()}
 	for {
-		c, err := l.Accept()
+		c, err := acc.Accept(ctx)
 		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				r.log.Error("replication listener stopped", "err", err)
+			}
 			return
 		}
 		go func() {
@@ -465,9 +469,6 @@ func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 		}()
 	}
 }
-
-// handshakeTimeout bounds a replication peer's TLS handshake and hello.
-const handshakeTimeout = 10 * time.Second
 
 // authenticatePeer runs the TLS handshake of a replication connection: the
 // peer must hold a certificate of this cluster's CA naming another node of
@@ -507,6 +508,8 @@ func (r *Repl) dialPeer(ctx context.Context, id, addr string) (net.Conn, error) 
 func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 	defer c.Close()
 	rd, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
+	// A peer that connects and says nothing holds a descriptor: it gets
+	// handshakeTimeout to send its hello.
 	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	typ, body, err := readFrame(rd, 1<<20)
 	if err != nil || typ != 'H' {

@@ -53,6 +53,14 @@ type Result interface {
 	Close() error
 }
 
+// LostSession is implemented by sessions whose back-end connection can end
+// under them (PostgreSQL: pg_terminate_backend, a server restart). Lost
+// reports that it did; the executor then ends that client session, and only
+// that one, with FATAL 57P01.
+type LostSession interface {
+	Lost() bool
+}
+
 // CopyFromer is implemented by sessions that load COPY FROM STDIN rows.
 type CopyFromer interface {
 	// CopyFrom inserts rows into table (columns may be nil: all, in

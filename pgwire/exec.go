@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -18,6 +19,10 @@ import (
 // Executor runs the protocol for a Backend. It implements Handler.
 type Executor struct {
 	Backend Backend
+	// StatementTimeout is statement_timeout's default (0: none); a
+	// session changes it with SET. On back ends that speak the protocol
+	// (RawSession: PostgreSQL) the server enforces its own setting instead.
+	StatementTimeout time.Duration
 }
 
 // Open starts a back-end session for an authenticated client.
@@ -26,7 +31,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}}, nil
+	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
+	s.watch.s = s
+	return s, nil
 }
 
 type prepared struct {
@@ -62,6 +69,23 @@ type execSession struct {
 	mu       sync.Mutex
 	row      []any
 	buf      []byte
+	// watch stops the running statement when the client hangs up or
+	// statement_timeout (defTimeout unless SET) passes.
+	watch      stmtWatch
+	defTimeout time.Duration
+}
+
+// statementTimeout is the session's statement_timeout; 0 where the back
+// end enforces its own (PostgreSQL).
+func (s *execSession) statementTimeout() time.Duration {
+	if _, raw := s.bs.(RawSession); raw {
+		return 0
+	}
+	if v, ok := s.settings["statement_timeout"]; ok {
+		d, _ := ParseTimeout("statement_timeout", v) // checked at SET
+		return d
+	}
+	return s.defTimeout
 }
 
 func (s *execSession) ParameterStatus() [][2]string { return s.params }
@@ -152,6 +176,12 @@ func (s *execSession) Serve(ctx context.Context) error {
 				s.skip = true
 			}
 		}
+		if ls, ok := s.bs.(LostSession); ok && ls.Lost() {
+			// This session's back-end connection ended: end the session
+			// (the client was told why, or is now).
+			s.fatal(Errorf(CodeAdminShutdown, "tandem: this session's connection to the back end ended; the transaction in progress, if any, did not commit"))
+			return fmt.Errorf("%w: back-end connection ended", io.ErrUnexpectedEOF)
+		}
 	}
 }
 
@@ -182,7 +212,11 @@ func (s *execSession) sendError(err error) {
 	} else if s.bs.TxStatus() == 'T' {
 		s.failed = true
 	}
-	s.c.Append(ToErrorResponse(err))
+	er := ToErrorResponse(err)
+	if er.Code == CodeQueryCanceled && s.watch.timedOut() {
+		er.Message = "canceling statement due to statement timeout"
+	}
+	s.c.Append(er)
 }
 
 func malformed(what string, err error) error {
@@ -263,15 +297,17 @@ func (s *execSession) runInternal(ctx context.Context, sql string) error {
 }
 
 func (s *execSession) runSimple(ctx context.Context, sql string) error {
-	if handled, err := s.special(ctx, sql, nil, true); handled {
+	if handled, err := s.failedTx(ctx, sql); handled {
 		return err
 	}
-	if err := s.checkFailed(sql); err != nil {
+	if handled, err := s.special(ctx, sql, nil, true); handled {
 		return err
 	}
 	if FirstKeyword(sql) == "COPY" {
 		return s.copy(ctx, sql)
 	}
+	s.watch.begin(s.statementTimeout())
+	defer s.watch.end()
 	st, err := s.bs.Prepare(ctx, sql)
 	if err != nil {
 		return err
@@ -297,21 +333,48 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	return nil
 }
 
-// checkFailed refuses statements in a failed transaction block.
-func (s *execSession) checkFailed(sql string) error {
+// failedTx handles a statement in a failed transaction block, as
+// PostgreSQL does: ROLLBACK (and ROLLBACK TO SAVEPOINT) run; COMMIT or END
+// rolls the transaction back and answers ROLLBACK; anything else is refused
+// with 25P02. handled is false when the statement should run as usual.
+func (s *execSession) failedTx(ctx context.Context, sql string) (handled bool, err error) {
 	if !s.failed {
-		return nil
+		return false, nil
 	}
 	kw := Keywords(sql, 2)
-	if len(kw) > 0 && (kw[0] == "ROLLBACK" || kw[0] == "ABORT" || kw[0] == "COMMIT" || kw[0] == "END") {
-		return nil
+	if len(kw) == 0 {
+		return true, Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
 	}
-	return Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+	switch kw[0] {
+	case "ROLLBACK", "ABORT":
+		return false, nil
+	case "COMMIT", "END":
+		if len(kw) > 1 && kw[1] == "PREPARED" {
+			break
+		}
+		if s.bs.TxStatus() != 'I' {
+			if err := s.runInternal(ctx, "ROLLBACK"); err != nil {
+				return true, err
+			}
+		}
+		s.failed = false
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("ROLLBACK")})
+		return true, nil
+	}
+	return true, Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
 }
 
-// afterStatement clears the failed state when the transaction ended.
-func (s *execSession) afterStatement(string) {
+// afterStatement clears the failed state when the transaction ended or a
+// ROLLBACK TO SAVEPOINT undid the failed part.
+func (s *execSession) afterStatement(sql string) {
+	if !s.failed {
+		return
+	}
 	if s.bs.TxStatus() == 'I' {
+		s.failed = false
+		return
+	}
+	if kw := Keywords(sql, 3); len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
 		s.failed = false
 	}
 }
@@ -608,6 +671,12 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
 		return nil
 	}
+	if pt.res == nil && strings.TrimSpace(pt.stmt.sql) != "" {
+		if handled, err := s.failedTx(ctx, pt.stmt.sql); handled {
+			pt.done = true
+			return err
+		}
+	}
 	if pt.stmt.st == nil {
 		sql := strings.TrimSpace(pt.stmt.sql)
 		if sql == "" {
@@ -619,10 +688,9 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 			return err
 		}
 	}
+	s.watch.begin(s.statementTimeout())
+	defer s.watch.end()
 	if pt.res == nil {
-		if err := s.checkFailed(pt.stmt.sql); err != nil {
-			return err
-		}
 		if done, err := s.implicitTx(ctx, pt.stmt.sql); done || err != nil {
 			pt.done = true
 			return err
@@ -814,6 +882,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := strings.ToLower(m[1])
 		val := strings.Trim(m[2], `'"`)
+		if name == "statement_timeout" && !strings.EqualFold(val, "default") {
+			d, err := ParseTimeout(name, val)
+			if err != nil {
+				return true, err
+			}
+			val = FormatTimeout(d)
+		}
 		if strings.EqualFold(val, "default") {
 			delete(s.settings, name)
 		} else {
@@ -844,6 +919,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := showName(sql)
 		val, ok := s.settings[name]
+		if !ok && name == "statement_timeout" {
+			val, ok = FormatTimeout(s.defTimeout), true
+		}
 		if !ok {
 			val, ok = defaultSettings[name]
 		}

@@ -66,7 +66,15 @@ type Config struct {
 	Passwords       func(user string) (string, bool)
 	MaxMessageBytes int
 	MaxConnections  int
-	Logger          *slog.Logger
+	// MaxStartupConnections bounds the connections still in startup (not
+	// yet authenticated), which max_connections does not count: past it a
+	// new connection gets FATAL 53300 and is closed at once. 0: a quarter
+	// of the open-file limit, at least 64.
+	MaxStartupConnections int
+	// StartupTimeout is how long a connection may take from accept to
+	// authenticated (PostgreSQL's authentication_timeout). 0: 10 s.
+	StartupTimeout time.Duration
+	Logger         *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
 	// RequireTLS refuses clients that do not ask for TLS.
@@ -89,6 +97,9 @@ type Server struct {
 	conns    map[net.Conn]struct{}
 	nextPID  atomic.Uint32
 	active   atomic.Int64
+	starting atomic.Int64 // connections in startup
+	refused  atomic.Int64 // refused for MaxStartupConnections since the last log line
+	lastRef  atomic.Int64 // unix nanoseconds of that log line
 	scramMu  sync.Mutex
 	scramCr  map[string]scram.StoredCredentials
 	closing  atomic.Bool
@@ -111,6 +122,12 @@ func NewServer(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.MaxStartupConnections == 0 {
+		cfg.MaxStartupConnections = max(64, int(min(fdSoftLimit(), 1<<30)/4))
+	}
+	if cfg.StartupTimeout == 0 {
+		cfg.StartupTimeout = 10 * time.Second
+	}
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, sessions: map[uint32]*entry{}, conns: map[net.Conn]struct{}{}, scramCr: map[string]scram.StoredCredentials{}}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -128,16 +145,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		s.closing.Store(true)
 		l.Close()
 	}()
+	acc := &Acceptor{L: l, Log: s.log, Name: "front door " + l.Addr().String()}
 	for {
-		c, err := l.Accept()
+		c, err := acc.Accept(ctx)
 		if err != nil {
-			if s.closing.Load() || errors.Is(err, net.ErrClosed) {
+			if s.closing.Load() || ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
 			}
 			return err
 		}
@@ -166,6 +179,19 @@ func (s *Server) CloseAll() {
 // ServeConn runs one connection: startup, authentication, session.
 func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
+	if n := s.starting.Add(1); n > int64(s.cfg.MaxStartupConnections) {
+		s.starting.Add(-1)
+		s.refuseStartup(nc)
+		return
+	}
+	inStartup := true
+	endStartup := func() {
+		if inStartup {
+			inStartup = false
+			s.starting.Add(-1)
+		}
+	}
+	defer endStartup()
 	s.mu.Lock()
 	s.conns[nc] = struct{}{}
 	s.mu.Unlock()
@@ -176,7 +202,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	}()
 	fr := NewFramer(nc, nc, s.cfg.MaxMessageBytes)
 	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
-	_ = nc.SetDeadline(time.Now().Add(60 * time.Second)) // startup must finish
+	_ = nc.SetDeadline(time.Now().Add(s.cfg.StartupTimeout)) // startup must finish
 	ok, err := s.startup(c)
 	if err != nil || !ok {
 		if err != nil && !isDisconnect(err) {
@@ -197,6 +223,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	_ = nc.SetDeadline(time.Time{})
+	endStartup()
 	c.Append(&pgproto3.AuthenticationOk{})
 	sess, err := s.handler.Open(ctx, c)
 	if err != nil {
@@ -229,6 +256,24 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	}
 	if err := sess.Serve(ctx); err != nil && !isDisconnect(err) {
 		s.log.Debug("session ended", "remote", c.RemoteAddr, "user", c.User, "err", err)
+	}
+}
+
+// refuseStartup answers a connection past MaxStartupConnections with FATAL
+// 53300 and logs such refusals at most once per second.
+func (s *Server) refuseStartup(nc net.Conn) {
+	er := &pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: CodeTooManyConnections,
+		Message: fmt.Sprintf("sorry, too many connections in startup already (max_startup_connections %d)", s.cfg.MaxStartupConnections),
+		Hint:    "connections that have not yet authenticated are limited; retry in a moment"}
+	if b, err := er.Encode(nil); err == nil {
+		_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = nc.Write(b)
+	}
+	n := s.refused.Add(1)
+	now := time.Now().UnixNano()
+	if last := s.lastRef.Load(); now-last >= int64(time.Second) && s.lastRef.CompareAndSwap(last, now) {
+		s.refused.Add(-n)
+		s.log.Warn("refused connections: too many in startup", "refused", n, "max_startup_connections", s.cfg.MaxStartupConnections)
 	}
 }
 

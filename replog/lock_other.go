@@ -11,7 +11,7 @@ import (
 // lockDir only opens dir/LOCK on platforms without flock; tandem targets
 // Linux.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("replog: open lock file: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 // same process, and the kernel drops the lock when a process dies.
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, "LOCK")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("replog: open lock file: %w", err)
 	}

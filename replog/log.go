@@ -137,7 +137,12 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The log holds every replicated row: owner only, whatever the umask
+	// (and whatever an older version left).
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("replog: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("replog: %w", err)
 	}
 	lock, err := lockDir(dir)

@@ -272,7 +272,7 @@ func (r *segReader) next(off, limit int64) (record, recordStatus, error) {
 // header, and syncs the directory, so the empty segment survives a crash.
 func createSegment(dir string, h segmentHeader) (*segment, error) {
 	path := filepath.Join(dir, segmentName(h.base))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("replog: create segment: %w", err)
 	}

@@ -281,6 +281,12 @@ func (l *loop) flush(s *psess, d *direction) bool {
 // srcGone: the side d reads from closed or failed.
 func (l *loop) srcGone(s *psess, d *direction, err error) {
 	if d.fromCli || s.r.closing.Load() {
+		if d.fromCli && !s.r.closing.Load() {
+			// The client vanished without Terminate: stop what it may
+			// have left running (the server notices a closed socket only
+			// when it next writes).
+			go s.r.Cancel()
+		}
 		l.end(s, nil) // the client left (or the server closed after Terminate)
 		return
 	}
@@ -301,13 +307,11 @@ func (l *loop) upstreamLost(s *psess, err error) {
 	if err == nil {
 		err = errors.New("connection closed by the node")
 	}
-	r.log.Warn("lost connection to node", "node", r.up.Node, "addr", r.up.Addr, "err", err)
-	if r.onDown != nil {
-		r.onDown(r.up.Node, err)
+	r.log.Info("a session's connection to its node ended", "node", r.up.Node, "addr", r.up.Addr, "err", err)
+	if r.onLost != nil {
+		r.onLost(r.up.Node, err)
 	}
-	l.fatal(s, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeAdminShutdown,
-		Message: fmt.Sprintf("tandem: lost the connection to node %s; the transaction in progress, if any, did not commit", r.up.Node),
-		Hint:    "reconnect; `tandem status` shows which nodes are up"})
+	l.fatal(s, lostError(r.up.Node))
 	l.end(s, fmt.Errorf("%w: %v", ErrUpstreamDown, err))
 }
 

@@ -220,13 +220,13 @@ func TestPollRelayProtocolViolations(t *testing.T) {
 }
 
 // TestPollRelayTerminateAndUpstreamLoss: the server closing after a
-// Terminate is a clean end; the server vanishing otherwise marks the node
-// down and tells the client.
+// Terminate is a clean end; the server vanishing otherwise ends the session
+// with FATAL 57P01 and asks the router to probe the node (once).
 func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 	t.Run("terminate", func(t *testing.T) {
 		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
 		var downs atomic.Int32
-		r.onDown = func(string, error) { downs.Add(1) }
+		r.onLost = func(string, error) { downs.Add(1) }
 		if _, err := cl.Write([]byte{'X', 0, 0, 0, 4}); err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +245,7 @@ func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 	t.Run("upstream lost", func(t *testing.T) {
 		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
 		var downs atomic.Int32
-		r.onDown = func(string, error) { downs.Add(1) }
+		r.onLost = func(string, error) { downs.Add(1) }
 		if _, err := cl.Write(encode(t, &pgproto3.Query{String: "select 1"})); err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 			t.Fatal("a lost upstream must end the session with an error")
 		}
 		if downs.Load() != 1 {
-			t.Fatalf("the node was marked down %d times, want 1", downs.Load())
+			t.Fatalf("the router was told of the loss %d times, want 1", downs.Load())
 		}
 	})
 }

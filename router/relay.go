@@ -62,7 +62,11 @@ type relay struct {
 	closing  atomic.Bool
 	maxMsg   int
 	polled   atomic.Bool // the session runs on an epoll loop
-	onDown   func(node string, err error)
+	// onLost is told when the upstream connection ended without a
+	// Terminate. That is evidence about this session (the server may have
+	// ended just this connection: pg_terminate_backend, a protocol error it
+	// answered), not about the node: the router probes the node afresh.
+	onLost func(node string, err error)
 }
 
 func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int) (*pgconn.HijackedConn, error) {
@@ -110,7 +114,7 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 	return pc.Hijack()
 }
 
-func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire.Conn, maxMsg int, onDown func(string, error)) (*relay, error) {
+func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire.Conn, maxMsg int, onLost func(string, error)) (*relay, error) {
 	hc, err := dialUpstream(ctx, up, client, maxMsg)
 	if err != nil {
 		return nil, err
@@ -118,7 +122,7 @@ func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire
 	if tc, ok := hc.Conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onDown: onDown, maxMsg: maxMsg}
+	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onLost: onLost, maxMsg: maxMsg}
 	r.upFr = pgwire.NewFramer(hc.Conn, hc.Conn, maxMsg)
 	names := make([]string, 0, len(hc.ParameterStatuses))
 	for k := range hc.ParameterStatuses {
@@ -142,6 +146,12 @@ func (r *relay) Serve(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- r.upstreamToClient() }()
 	err := r.clientToUpstream()
+	if err != nil && !r.closing.Load() {
+		// The client vanished without Terminate: stop what it may have
+		// left running (the server notices a closed socket only when it
+		// next writes).
+		go r.Cancel()
+	}
 	r.closing.Store(true)
 	r.conn.Close() // the back end rolls back an open transaction and frees its locks
 	<-done
@@ -187,13 +197,11 @@ func (r *relay) upstreamToClient() error {
 			if r.closing.Load() {
 				return nil
 			}
-			r.log.Warn("lost connection to node", "node", r.up.Node, "addr", r.up.Addr, "err", err)
-			if r.onDown != nil {
-				r.onDown(r.up.Node, err)
+			r.log.Info("a session's connection to its node ended", "node", r.up.Node, "addr", r.up.Addr, "err", err)
+			if r.onLost != nil {
+				r.onLost(r.up.Node, err)
 			}
-			r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeAdminShutdown,
-				Message: fmt.Sprintf("tandem: lost the connection to node %s; the transaction in progress, if any, did not commit", r.up.Node),
-				Hint:    "reconnect; `tandem status` shows which nodes are up"})
+			r.fatal(lostError(r.up.Node))
 			c.Conn.Close()
 			return err
 		}
@@ -210,6 +218,14 @@ func (r *relay) upstreamToClient() error {
 			}
 		}
 	}
+}
+
+// lostError is what a client is told when its session's connection to the
+// node ended: this session only; a new one may well succeed.
+func lostError(node string) *pgwire.Error {
+	return &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeAdminShutdown,
+		Message: fmt.Sprintf("tandem: this session's connection to node %s ended; the transaction in progress, if any, did not commit", node),
+		Hint:    "reconnect; `tandem status` shows whether the node is up"}
 }
 
 func (r *relay) fatal(e *pgwire.Error) {

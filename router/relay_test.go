@@ -107,7 +107,7 @@ func TestRelayRejectsBadFrontendMessage(t *testing.T) {
 func TestRelayTerminateIsNotNodeFailure(t *testing.T) {
 	cl, up, r, done := relayPair(t)
 	downs := 0
-	r.onDown = func(string, error) { downs++ }
+	r.onLost = func(string, error) { downs++ }
 	go func() {
 		// the "server": read the Terminate, then close at once
 		b := make([]byte, 5)

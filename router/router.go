@@ -47,16 +47,29 @@ type NodeStatus struct {
 	Since     time.Time `json:"since"`
 }
 
+// DownAfter is how many consecutive failures of fresh connections to a
+// node (health probes, refused connects) mark it down: one failure may be
+// a blip, and one session's lost connection is no evidence at all.
+const DownAfter = 2
+
 // Router implements pgwire.Handler.
+//
+// A node's health comes only from evidence about the node: health probes
+// on fresh connections and connects that fail, DownAfter in a row to mark
+// it down, one success to mark it up. A session whose own connection ends
+// (the server terminated that backend, or refused a malformed message) ends
+// alone; it only makes the router probe the node at once.
 type Router struct {
-	cfg  Config
-	log  *slog.Logger
-	mu   sync.Mutex
-	st   []NodeStatus
-	ups  prometheus.Gauge
-	sess prometheus.Counter
-	fail prometheus.Counter
-	next atomic.Uint64
+	cfg   Config
+	log   *slog.Logger
+	mu    sync.Mutex
+	st    []NodeStatus
+	fails []int         // consecutive failures per node (under mu)
+	probe chan struct{} // asks Watch to probe now
+	ups   prometheus.Gauge
+	sess  prometheus.Counter
+	fail  prometheus.Counter
+	next  atomic.Uint64
 }
 
 // New builds a router.
@@ -67,7 +80,7 @@ func New(cfg Config) *Router {
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = 64 << 20
 	}
-	r := &Router{cfg: cfg, log: cfg.Logger}
+	r := &Router{cfg: cfg, log: cfg.Logger, fails: make([]int, len(cfg.Nodes)), probe: make(chan struct{}, 1)}
 	now := time.Now()
 	for i, n := range cfg.Nodes {
 		role := "replica"
@@ -143,10 +156,12 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
 			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
 	}
-	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.markDown)
+	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect)
 	if err != nil {
 		if errors.Is(err, ErrUpstreamDown) {
-			r.markDown(up.Node, err)
+			// A fresh connection failed: evidence about the node.
+			r.report(up.Node, err)
+			r.suspect(up.Node, err)
 		}
 		r.fail.Inc()
 		return nil, err
@@ -155,33 +170,71 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 	return rl, nil
 }
 
-func (r *Router) markDown(node string, err error) {
-	r.set(node, false, err)
+// suspect asks Watch to probe the nodes now (a session's connection
+// ended, or a connect failed). It never marks a node down by itself.
+func (r *Router) suspect(string, error) {
+	select {
+	case r.probe <- struct{}{}:
+	default:
+	}
 }
 
-func (r *Router) set(node string, healthy bool, err error) {
+// report records one probe or connect outcome for node: a success marks it
+// up, DownAfter failures in a row mark it down.
+func (r *Router) report(node string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
 	for i := range r.st {
-		s := &r.st[i]
-		if s.ID == node && s.Healthy != healthy {
-			s.Healthy, s.Since = healthy, time.Now()
-			if healthy {
-				s.LastError = ""
-				r.log.Info("node is up", "node", node)
-			} else {
-				if err != nil {
-					s.LastError = err.Error()
-				}
-				r.log.Warn("node is down", "node", node, "err", err)
+		if r.st[i].ID != node {
+			continue
+		}
+		if err == nil {
+			r.fails[i] = 0
+		} else {
+			r.fails[i]++
+			if r.fails[i] < DownAfter {
+				continue
 			}
 		}
+		r.setLocked(i, err == nil, err)
+	}
+	n := 0
+	for _, s := range r.st {
 		if s.Healthy {
 			n++
 		}
 	}
 	r.ups.Set(float64(n))
+}
+
+// failing reports whether some node that is still up has failed its last
+// probe (so Watch confirms soon instead of waiting a full interval).
+func (r *Router) failing() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, s := range r.st {
+		if s.Healthy && r.fails[i] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Router) setLocked(i int, healthy bool, err error) {
+	s := &r.st[i]
+	if s.Healthy == healthy {
+		return
+	}
+	s.Healthy, s.Since = healthy, time.Now()
+	if healthy {
+		s.LastError = ""
+		r.log.Info("node is up", "node", s.ID)
+		return
+	}
+	if err != nil {
+		s.LastError = err.Error()
+	}
+	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
 }
 
 func (r *Router) setRole(node, role string) {
@@ -239,12 +292,19 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 			if ctx.Err() != nil {
 				return
 			}
-			r.set(n.Node, err == nil, err)
+			r.report(n.Node, err)
+		}
+		var confirm <-chan time.Time
+		if r.failing() {
+			// Confirm a first failure soon rather than a full interval later.
+			confirm = time.After(min(every/4, 50*time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.probe:
+		case <-confirm:
 		}
 	}
 }

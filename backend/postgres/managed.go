@@ -152,7 +152,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	if err := clearStaleLock(ctx, dataDir, log); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres log: %w", err)
 	}
@@ -267,7 +267,7 @@ func prepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
 	if err := os.Chown(dataDir, int(cred.Uid), int(cred.Gid)); err != nil {
 		return fmt.Errorf("chown %s: %w", dataDir, err)
 	}
-	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("create postgres log: %w", err)
 	}

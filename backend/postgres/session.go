@@ -441,3 +441,7 @@ var errNoPK = errors.New("table has no primary key")
 
 // codeReadOnlyTx is the SQLSTATE a standby answers a write with.
 const codeReadOnlyTx = "25006"
+
+// Lost implements pgwire.LostSession: the server connection ended (the
+// server terminated this backend, or went away).
+func (s *Session) Lost() bool { return s.c != nil && s.c.IsClosed() }

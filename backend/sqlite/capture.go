@@ -409,6 +409,11 @@ func (db *DB) Snapshot(ctx context.Context, path string) (uint64, error) {
 		return 0, err
 	}
 	_ = os.Remove(path)
+	// An empty file is a valid VACUUM INTO target: created first, the copy
+	// is owner-only like the database.
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
 	// query_only also forbids writing the copy; lift it on this connection
 	// for the snapshot only.
 	_ = c.exec("PRAGMA query_only = OFF")

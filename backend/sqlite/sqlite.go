@@ -110,8 +110,11 @@ func Open(opts Options) (*DB, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create directory: %w", err)
+	}
+	if err := ownerOnly(opts.Path); err != nil {
+		return nil, err
 	}
 	db := &DB{opts: opts, log: opts.Logger, writer: make(chan *conn, 1), readers: make(chan *conn, opts.ReadPool)}
 	if err := db.openConns(); err != nil {
@@ -188,6 +191,9 @@ func (db *DB) Replace(file string) error {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		_ = os.Remove(db.opts.Path + suffix)
 	}
+	if err := os.Chmod(file, 0o600); err != nil {
+		return fmt.Errorf("sqlite: replace database: %w", err)
+	}
 	if err := os.Rename(file, db.opts.Path); err != nil {
 		return fmt.Errorf("sqlite: replace database: %w", err)
 	}
@@ -198,6 +204,24 @@ func (db *DB) Replace(file string) error {
 // directory name holding them names the right file).
 func fileURI(path string) string {
 	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}
+
+// ownerOnly creates the database file with mode 0600 before SQLite opens
+// it (SQLite gives its -wal and -shm files the database file's mode) and
+// sets 0600 on a database and journal files an older version left
+// readable by others.
+func ownerOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: create database file: %w", err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	return nil
 }
 
 func registerFunctions(c *sqlite3.SQLiteConn) error {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/node"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -48,6 +50,11 @@ func main() {
 		newPlanCmd(),
 		newDemoCmd(),
 	)
+
+	// Every socket is a descriptor: serve up to the hard limit.
+	if _, err := node.RaiseFileLimit(); err != nil {
+		fmt.Fprintln(os.Stderr, "tandem: cannot read the open-file limit:", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := root.ExecuteContext(ctx)

@@ -96,7 +96,8 @@ func newRouterCmd() *cobra.Command {
 				tlsCfg.ClientAuth = tls.NoClientCert
 			}
 			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
-				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rt)
+				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
+				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rt)
 			l, err := net.Listen("tcp", c.Router.Listen)
 			if err != nil {
 				return fmt.Errorf("router: listen on %s (field router.listen): %w", c.Router.Listen, err)
@@ -116,7 +117,8 @@ func newRouterCmd() *cobra.Command {
 				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
-					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log}, rr)
+					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
+					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rr)
 				rl, err := net.Listen("tcp", c.Router.ReadListen)
 				if err != nil {
 					l.Close()

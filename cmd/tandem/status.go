@@ -33,6 +33,7 @@ type probe struct {
 	Error     string  `json:"error,omitempty"`
 	Sessions  *int64  `json:"sessions,omitempty"`
 	Repl      any     `json:"replication,omitempty"`
+	Files     any     `json:"open_files_limit,omitempty"`
 	repl      *nodeStatus
 }
 
@@ -63,11 +64,15 @@ func newStatusCmd() *cobra.Command {
 				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, n.ID))
 				if n.Metrics != "" {
 					var s struct {
-						Sessions int64 `json:"sessions"`
+						Sessions int64           `json:"sessions"`
+						Files    *node.FileLimit `json:"open_files_limit"`
 						nodeStatus
 					}
 					if getJSON("http://"+n.Metrics+"/status", &s) == nil {
 						p.Sessions = &s.Sessions
+						if s.Files != nil {
+							p.Files = s.Files
+						}
 						if s.Repl != nil {
 							p.Role, p.Repl, p.repl = s.Repl.Role, s.Repl, &s.nodeStatus
 						}
