@@ -99,6 +99,11 @@ type Security struct {
 	MetricsAuth bool `toml:"metrics_auth"`
 	// Pprof serves /debug/pprof (with the token) when true.
 	Pprof bool `toml:"pprof"`
+	// AdminHTTPS: the admin (metrics) addresses serve HTTPS with the
+	// node's cluster certificate: "auto" (default: those not on
+	// loopback), "on" (all), "off" (none; the token then travels in
+	// clear text off loopback). Needs inter_node = "mtls".
+	AdminHTTPS string `toml:"admin_https"`
 	// AllowInsecure permits inter_node = "none" and auth = "trust" on
 	// addresses that are not loopback.
 	AllowInsecure bool `toml:"allow_insecure"`
@@ -250,6 +255,9 @@ func (c *Cluster) applyDefaults() {
 	if c.Security.CertDir == "" {
 		c.Security.CertDir = filepath.Join(c.RunDir, "certs")
 	}
+	if c.Security.AdminHTTPS == "" {
+		c.Security.AdminHTTPS = "auto"
+	}
 	if c.Security.AdminToken == "" {
 		c.Security.AdminToken = "file:" + filepath.Join(c.Security.CertDir, "admin.token")
 	}
@@ -354,6 +362,15 @@ func (c *Cluster) Validate() error {
 		}
 	default:
 		return bad("security.inter_node", "%q: use mtls (the default) or none", c.Security.InterNode)
+	}
+	switch c.Security.AdminHTTPS {
+	case "auto", "off":
+	case "on":
+		if c.Security.InterNode != "mtls" {
+			return bad("security.admin_https", "\"on\" serves the admin addresses with the cluster's certificates, which need inter_node = \"mtls\"")
+		}
+	default:
+		return bad("security.admin_https", "%q: use auto (the default), on or off", c.Security.AdminHTTPS)
 	}
 	if c.Auth == "trust" && !c.Security.AllowInsecure && !c.AllLoopback() {
 		return bad("auth", "\"trust\" lets anyone who reaches a non-loopback listener in without a password; use scram-sha-256, or set security.allow_insecure = true to force it")
@@ -528,6 +545,30 @@ func (c *Cluster) AllLoopback() bool {
 		}
 	}
 	return true
+}
+
+// AdminTLS reports whether an admin (metrics) address serves HTTPS: with
+// inter-node TLS on, every admin address that is not loopback does, so
+// the admin token never crosses a network in clear text.
+func (c *Cluster) AdminTLS(addr string) bool {
+	if c.Security.InterNode != "mtls" {
+		return false
+	}
+	switch c.Security.AdminHTTPS {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	return !IsLoopback(addr)
+}
+
+// AdminURL is the URL of path on an admin address.
+func (c *Cluster) AdminURL(addr, path string) string {
+	if c.AdminTLS(addr) {
+		return "https://" + addr + path
+	}
+	return "http://" + addr + path
 }
 
 // IsLoopback reports whether a listen address (host:port) is on loopback.

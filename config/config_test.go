@@ -37,6 +37,9 @@ func TestSecrets(t *testing.T) {
 	if strings.Join(c.ClearTextPasswords, ",") != "u" {
 		t.Errorf("clear-text passwords %v, want [u]", c.ClearTextPasswords)
 	}
+	if c.AdminURL("127.0.0.1:9000", "/status") != "http://127.0.0.1:9000/status" || c.AdminURL("10.0.0.5:9000", "/status") != "https://10.0.0.5:9000/status" {
+		t.Errorf("admin URLs: %s, %s", c.AdminURL("127.0.0.1:9000", "/status"), c.AdminURL("10.0.0.5:9000", "/status"))
+	}
 	if c.Security.InterNode != "mtls" || !strings.HasSuffix(c.Security.CertDir, ".tandem/c/certs") || !strings.HasPrefix(c.Security.AdminToken, "file:") {
 		t.Errorf("security defaults: %+v", c.Security)
 	}
@@ -85,6 +88,8 @@ func TestBadConfigs(t *testing.T) {
 		{"verifier with md5", strings.Replace(strings.Replace(good, `password = "p"`, `password = "SCRAM-SHA-256$4096:c2FsdA==$a:b"`, 1), `cluster = "c"`, "cluster = \"c\"\nauth = \"md5\"", 1), "field users[0].password: a SCRAM-SHA-256 verifier cannot check md5"},
 		{"unset env secret", strings.Replace(good, `password = "p"`, `password = "env:TANDEM_TEST_SURELY_UNSET"`, 1), "field users[0].password: secret reference cannot be resolved: environment variable TANDEM_TEST_SURELY_UNSET is not set"},
 		{"missing file secret", strings.Replace(good, `password = "p"`, `password = "file:/nonexistent/tandem-pw"`, 1), "field users[0].password: secret reference cannot be resolved"},
+		{"bad admin_https", good + "[security]\nadmin_https = \"maybe\"\n", `field security.admin_https: "maybe"`},
+		{"admin_https without TLS", good + "[security]\nadmin_https = \"on\"\ninter_node = \"none\"\n", "field security.admin_https"},
 		{"tiny message cap", good + "[limits]\nmax_message_bytes = 10\n", "field limits.max_message_bytes"},
 	}
 	for _, c := range cases {

@@ -370,3 +370,64 @@ func TestSecurityReplication(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSecurityAdminHTTPS: with admin_https = "on" every admin address
+// serves HTTPS with its node's certificate; the router's health checks, the
+// nodes' peer checks and the command line all use it, and plain HTTP gets
+// nowhere.
+func TestSecurityAdminHTTPS(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-received", "relaxed", "ack_timeout = \"5s\"\n[security]\nadmin_https = \"on\"\n")
+	c, err := config.Load(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	ctx := context.Background()
+	// The router learns the roles over HTTPS: a write through it reaches
+	// the primary.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		db, err := pgx.Connect(ctx, h.dsn(h.router))
+		if err == nil {
+			_, err = db.Exec(ctx, "CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY)")
+			db.Close(ctx)
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write through the router: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := h.tandem("status")
+	if !strings.Contains(out, "primary") || !strings.Contains(out, "standby") {
+		t.Fatalf("tandem status does not show the roles read over HTTPS:\n%s", out)
+	}
+	n1, _ := c.Node("n1")
+	if resp, err := http.Get("http://" + n1.Metrics + "/status"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plain HTTP answered 200 on an HTTPS admin address")
+		}
+	}
+	pool := x509.NewCertPool()
+	ca, _ := os.ReadFile(secure.CACertFile(c.Security.CertDir))
+	pool.AppendCertsFromPEM(ca)
+	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "n1"}}, Timeout: 5 * time.Second}
+	resp, err := cl.Post("https://"+n1.Metrics+"/admin/set?safeness=1-safe", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("HTTPS /admin/set without the token: HTTP %d, want 401", resp.StatusCode)
+	}
+	h.tandem("switchover")
+	out = h.tandem("status")
+	if !regexp(`n2\s+node\s+primary`).MatchString(out) {
+		t.Fatalf("after a switchover over HTTPS, n2 is not the primary:\n%s", out)
+	}
+}

@@ -282,12 +282,19 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			l.Close()
 			return fmt.Errorf("node %s: listen on %s (field nodes.metrics): %w", id, n.Metrics, err)
 		}
-		if !config.IsLoopback(n.Metrics) {
-			log.Warn("the admin address is not on loopback: the admin token crosses the network in clear text (HTTP)",
-				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1 or a private management network")
+		adminTLS := ident != nil && c.AdminTLS(n.Metrics)
+		if !config.IsLoopback(n.Metrics) && !adminTLS {
+			log.Warn("the admin address is not on loopback and inter_node = \"none\": the admin token crosses the network in clear text (HTTP)",
+				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1, or use inter_node = \"mtls\" (then it serves HTTPS)")
 		}
 		// net/http backs off on temporary accept errors (EMFILE) by itself.
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		if adminTLS {
+			// Off loopback the admin address serves HTTPS with the node's
+			// certificate (clients verify it with the cluster CA).
+			hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ident.Cert}}
+			hl = tls.NewListener(hl, hs.TLSConfig)
+		}
 		go func() { _ = hs.Serve(hl) }()
 		defer hs.Close()
 	}

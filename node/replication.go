@@ -944,12 +944,15 @@ func (r *Repl) stepDownIfStale(ctx context.Context) {
 	if r.role() != RolePrimary {
 		return
 	}
-	cl := http.Client{Timeout: time.Second}
 	for _, n := range r.cfg.Nodes {
 		if n.ID == r.id || n.Metrics == "" {
 			continue
 		}
-		req, _ := http.NewRequest(http.MethodGet, "http://"+n.Metrics+"/status", nil)
+		cl := http.Client{Timeout: time.Second}
+		if r.ident != nil && r.cfg.AdminTLS(n.Metrics) {
+			cl.Transport = &http.Transport{TLSClientConfig: r.ident.ClientTLS(n.ID)}
+		}
+		req, _ := http.NewRequest(http.MethodGet, r.cfg.AdminURL(n.Metrics, "/status"), nil)
 		if r.token != "" {
 			req.Header.Set("Authorization", "Bearer "+r.token)
 		}

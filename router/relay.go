@@ -37,6 +37,10 @@ type Upstream struct {
 	// (the node lets the router in by it); AdminToken goes with /status.
 	TLS        *tls.Config
 	AdminToken string
+	// AdminURL is the node's /status URL (https off loopback), AdminTLS
+	// the client configuration for it (nil: plain HTTP).
+	AdminURL string
+	AdminTLS *tls.Config
 }
 
 // frontend message types a client may send after startup.

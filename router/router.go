@@ -269,11 +269,19 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 					Role string `json:"role"`
 				}
 				var resp *http.Response
-				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.Admin+"/status", nil)
+				url := n.AdminURL
+				if url == "" {
+					url = "http://" + n.Admin + "/status"
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 				if n.AdminToken != "" {
 					req.Header.Set("Authorization", "Bearer "+n.AdminToken)
 				}
-				resp, err = cl.Do(req)
+				hc := &cl
+				if n.AdminTLS != nil {
+					hc = &http.Client{Timeout: cl.Timeout, Transport: &http.Transport{TLSClientConfig: n.AdminTLS}}
+				}
+				resp, err = hc.Do(req)
 				if err == nil {
 					err = json.NewDecoder(resp.Body).Decode(&st)
 					resp.Body.Close()

@@ -23,8 +23,8 @@ func adminPost(n *config.Node, path string, q url.Values, out any) error {
 	if n.Metrics == "" {
 		return fmt.Errorf("node %s has no metrics (admin) address in the cluster file", n.ID)
 	}
-	cl := http.Client{Timeout: 60 * time.Second}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+n.Metrics+path+"?"+q.Encode(), nil)
+	cl := adminClient(n, 60*time.Second)
+	req, _ := http.NewRequest(http.MethodPost, adminURL(n, path)+"?"+q.Encode(), nil)
 	req.Header.Set("Content-Type", "application/json")
 	if cliToken != "" {
 		req.Header.Set("Authorization", "Bearer "+cliToken)
@@ -55,8 +55,31 @@ type nodeStatus struct {
 }
 
 // cliToken is the admin token the command line sends (TANDEM_ADMIN_TOKEN,
-// else the cluster file's security.admin_token).
-var cliToken string
+// else the cluster file's security.admin_token); cliCluster the cluster
+// file, for admin URLs (https off loopback) and the CA that verifies them.
+var (
+	cliToken   string
+	cliCluster *config.Cluster
+)
+
+// adminClient is an HTTP client for node's admin address.
+func adminClient(n *config.Node, timeout time.Duration) *http.Client {
+	cl := &http.Client{Timeout: timeout}
+	if cliCluster != nil && cliCluster.AdminTLS(n.Metrics) {
+		if ident, err := node.Identity(cliCluster, secure.AdminID, nil); err == nil && ident != nil {
+			cl.Transport = &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
+		}
+	}
+	return cl
+}
+
+// adminURL is path on node's admin address.
+func adminURL(n *config.Node, path string) string {
+	if cliCluster == nil {
+		return "http://" + n.Metrics + path
+	}
+	return cliCluster.AdminURL(n.Metrics, path)
+}
 
 // loadCluster reads the cluster file and the admin token.
 func loadCluster(file string) (*config.Cluster, error) {
@@ -64,6 +87,7 @@ func loadCluster(file string) (*config.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	cliCluster = c
 	if t := os.Getenv("TANDEM_ADMIN_TOKEN"); t != "" {
 		cliToken = t
 		return c, nil
@@ -185,7 +209,7 @@ func roles(c *config.Cluster) (*config.Node, []*config.Node, error) {
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		var st nodeStatus
-		if n.Metrics == "" || getJSON("http://"+n.Metrics+"/status", &st) != nil {
+		if n.Metrics == "" || getJSON(n, "/status", &st) != nil {
 			continue
 		}
 		if st.Role == "primary" {

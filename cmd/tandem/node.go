@@ -78,10 +78,14 @@ func newRouterCmd() *cobra.Command {
 			var ups []router.Upstream
 			for _, n := range c.Nodes {
 				up := router.Upstream{Node: n.ID, Addr: n.Listen, Admin: n.Metrics, User: user, Password: pass, AdminToken: token}
+				up.AdminURL = c.AdminURL(n.Metrics, "/status")
 				if ident != nil {
 					// The hop to a node is TLS; the node lets the router in
 					// by its certificate, so no password travels.
 					up.TLS, up.Password = ident.ClientTLS(n.ID), ""
+					if c.AdminTLS(n.Metrics) {
+						up.AdminTLS = ident.ClientTLS(n.ID)
+					}
 				}
 				ups = append(ups, up)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/cluster"
+	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
@@ -68,7 +69,7 @@ func newStatusCmd() *cobra.Command {
 						Files    *node.FileLimit `json:"open_files_limit"`
 						nodeStatus
 					}
-					if getJSON("http://"+n.Metrics+"/status", &s) == nil {
+					if getJSON(&n, "/status", &s) == nil {
 						p.Sessions = &s.Sessions
 						if s.Files != nil {
 							p.Files = s.Files
@@ -202,8 +203,9 @@ func pingPG(ctx context.Context, p *probe, user, pass string, tlsCfg *tls.Config
 	p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 }
 
-func getJSON(url string, v any) error {
-	cl := http.Client{Timeout: 3 * time.Second}
+func getJSON(n *config.Node, path string, v any) error {
+	cl := adminClient(n, 3*time.Second)
+	url := adminURL(n, path)
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
