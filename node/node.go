@@ -195,6 +195,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				DataDir:  filepath.Join(n.DataDir, "pgdata"),
 				BinDir:   n.Postgres.BinDir,
 				Port:     n.Postgres.Port,
+				Avoid:    clusterPorts(c),
 				Settings: settings,
 				Logger:   log,
 			})
@@ -319,4 +320,26 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	srv.CloseAll()
 	log.Info("node stopped")
 	return runErr
+}
+
+// clusterPorts lists every port the cluster file names, so a managed server
+// picking a free port cannot take one a listener of this cluster is about
+// to bind.
+func clusterPorts(c *config.Cluster) []int {
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Listen, n.Metrics, n.Repl)
+	}
+	if c.Router != nil {
+		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)
+	}
+	var ports []int
+	for _, a := range addrs {
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 {
+				ports = append(ports, n)
+			}
+		}
+	}
+	return ports
 }

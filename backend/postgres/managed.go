@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,10 @@ type ManagedConfig struct {
 	BinDir string
 	// Port to listen on 127.0.0.1; 0 picks a free one.
 	Port int
+	// Avoid lists ports a free pick must not take: ports the cluster file
+	// gives to listeners that are not bound yet (the node binds its own
+	// after its server is up), which the kernel may well call free.
+	Avoid []int
 	// Settings are extra postgresql.conf lines (name -> value), e.g.
 	// synchronous_commit=off.
 	Settings map[string]string
@@ -97,6 +102,20 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// freePortAvoiding is FreePort that never returns one of avoid.
+func freePortAvoiding(avoid []int) (int, error) {
+	for i := 0; i < 64; i++ {
+		p, err := FreePort()
+		if err != nil {
+			return 0, err
+		}
+		if !slices.Contains(avoid, p) {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port outside the cluster file's ports")
+}
+
 // StartManaged initialises (if needed) and starts a PostgreSQL server as a
 // child process. When tandem runs as root, the server runs as the "postgres"
 // OS user, which PostgreSQL requires. The server is killed if this process
@@ -142,7 +161,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	}
 	port := cfg.Port
 	if port == 0 {
-		if port, err = FreePort(); err != nil {
+		if port, err = freePortAvoiding(cfg.Avoid); err != nil {
 			return nil, err
 		}
 	}
