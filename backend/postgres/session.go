@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/sqlpg"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -221,12 +222,26 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		s.pending = "BEGIN"
 		s.inTx = true
 	}
-	if s.inTx && s.b.repl != nil && isDDL(st.kind) && !autocommit {
+	// Schema statements on temporary objects are the session's own:
+	// never replicated (issue 19 item 5); their rows are not captured
+	// either (temporary tables get no capture trigger).
+	ddl := false
+	if s.b.repl != nil && isDDL(st.kind) {
+		local, err := s.sessionLocal(ctx, st)
+		if err != nil {
+			if autocommit {
+				s.inTx, s.pending = false, ""
+			}
+			return nil, err
+		}
+		ddl = !local
+	}
+	if s.inTx && ddl && !autocommit {
 		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
 	}
 	// An autocommit write fetches its writeset in the statement's own
 	// batch (DDL is replicated as its statement, not as rows).
-	withWS := autocommit && !isDDL(st.kind)
+	withWS := autocommit && !ddl
 	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats, withWS)
 	if err != nil {
 		if autocommit {
@@ -273,15 +288,15 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	res := &rowsResult{cols: cols, rows: rows, tag: tag.String()}
 	if autocommit {
 		s.inTx = false
-		ddl := ""
-		if isDDL(st.kind) {
-			ddl = st.sql
+		ddlText := ""
+		if ddl {
+			ddlText = st.sql
 		}
 		var pre *[]writeset.Row // nil: replicatedCommit reads the writeset
 		if withWS {
 			pre = &ws
 		}
-		if err := s.replicatedCommit(ctx, ddl, pre); err != nil {
+		if err := s.replicatedCommit(ctx, ddlText, pre); err != nil {
 			return nil, err
 		}
 	}
@@ -441,3 +456,37 @@ var errNoPK = errors.New("table has no primary key")
 
 // codeReadOnlyTx is the SQLSTATE a standby answers a write with.
 const codeReadOnlyTx = "25006"
+
+// sessionLocal reports whether a schema statement only concerns the
+// session's temporary objects: CREATE TEMP ..., or DROP / ALTER / CREATE
+// INDEX / TRUNCATE of relations that are all temporary (read from the
+// catalog on the session's own connection, where its temporary schema is
+// visible). A statement naming temporary and permanent relations together
+// is refused: neither half could replicate alone.
+func (s *Session) sessionLocal(ctx context.Context, st *Statement) (bool, error) {
+	temp, rels := sqlpg.DDLTargets(st.sql)
+	if temp || len(rels) == 0 {
+		return temp, nil
+	}
+	n := 0
+	for _, r := range rels {
+		name := pgQuote(r.Name)
+		if r.Schema != "" {
+			name = pgQuote(r.Schema) + "." + name
+		}
+		rows, err := query(ctx, s.c, "SELECT relpersistence FROM pg_class WHERE oid = to_regclass($1)", name)
+		if err != nil {
+			return false, nil // the statement itself will say what is wrong
+		}
+		if len(rows) == 1 && rows[0][0] == "t" {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return false, nil
+	case len(rels):
+		return true, nil
+	}
+	return false, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, %s temporary and permanent relations in separate statements (only the permanent ones replicate)", st.kind)
+}
