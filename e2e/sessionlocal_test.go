@@ -12,10 +12,19 @@ import (
 
 // replView is the replication section of a node's /status.
 type replView struct {
-	Role     string               `json:"role"`
-	Assigned uint64               `json:"assigned_gsn"`
-	Applied  uint64               `json:"applied_gsn"`
-	Standbys map[string][3]uint64 `json:"standbys"`
+	Role           string                  `json:"role"`
+	Degraded       bool                    `json:"degraded"`
+	Assigned       uint64                  `json:"assigned_gsn"`
+	Applied        uint64                  `json:"applied_gsn"`
+	Standbys       map[string][3]uint64    `json:"standbys"`
+	ApplyFailed    *applyFailure           `json:"apply_failed"`
+	FailedStandbys map[string]applyFailure `json:"failed_standbys"`
+}
+
+type applyFailure struct {
+	GSN       uint64 `json:"gsn"`
+	Statement string `json:"statement"`
+	Error     string `json:"error"`
 }
 
 func replStatus(t *testing.T, admin string) replView {

@@ -12,6 +12,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -332,6 +333,17 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		}
 		return fmt.Errorf("apply: %w", err)
 	}
+	// refused: the writeset's own statement failed; unless SQLite was
+	// only busy, applying it again fails the same way (an ApplyError).
+	refused := func(stmt string, err error) error {
+		err = mapError(err)
+		var pe *pgwire.Error
+		if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == pgwire.CodeQueryCanceled) {
+			return fail(err)
+		}
+		_ = c.exec("ROLLBACK")
+		return &writeset.ApplyError{GSN: cur.GSN, Statement: stmt, Err: err}
+	}
 	applied, err := db.appliedCached(c)
 	if err != nil {
 		return fail(err)
@@ -348,7 +360,7 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		if ws.IsDDL() {
 			db.pks.Clear()
 			if err := c.exec(ws.DDL); err != nil {
-				return fail(fmt.Errorf("DDL %q: %w", ws.DDL, mapError(err)))
+				return refused(ws.DDL, err)
 			}
 			tables, err := userTables(c)
 			if err != nil {
@@ -363,7 +375,7 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		if hasDataRows(ws) {
 			stmts, err := writeset.Statements(writeset.SQLite, ws)
 			if err != nil {
-				return fail(err)
+				return refused("", err)
 			}
 			if ws.IsDDL() {
 				stmts = stmts[1:] // the DDL ran above
@@ -371,14 +383,14 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 			for _, s := range stmts {
 				st, err := c.prepare(s.SQL)
 				if err != nil {
-					return fail(mapError(err))
+					return refused(s.SQL, err)
 				}
 				args := make([]driver.NamedValue, len(s.Args))
 				for i, a := range s.Args {
 					args[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 				}
 				if _, err := st.ExecContext(ctx, args); err != nil {
-					return fail(mapError(err))
+					return refused(s.SQL, err)
 				}
 			}
 		}
