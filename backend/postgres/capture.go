@@ -264,9 +264,13 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]write
 		if err := installAll(ctx, c); err != nil {
 			return rollback(err)
 		}
-		if _, err := c.Exec(ctx, "DELETE FROM _tandem_capture WHERE txid = txid_current()").ReadAll(); err != nil {
+		// The rows written after the transaction's last DDL (a block's
+		// earlier rows are in its script, txddl.go): applied after it.
+		rows, err := s.capture(ctx)
+		if err != nil {
 			return rollback(err)
 		}
+		ws.Rows = rows
 	} else {
 		var rows []writeset.Row
 		var err error
@@ -579,10 +583,14 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		if err := installAll(ctx, c); err != nil {
 			return fail(err)
 		}
-	} else {
+	}
+	{
 		stmts, err := writeset.Statements(writeset.Postgres, ws)
 		if err != nil {
 			return fail(err)
+		}
+		if ws.IsDDL() {
+			stmts = stmts[1:] // the DDL ran above; its rows follow it
 		}
 		for _, st := range stmts {
 			params := make([][]byte, len(st.Args))

@@ -80,6 +80,10 @@ type Session struct {
 	// pending is a BEGIN not yet sent: it goes in one round trip with
 	// the transaction's first statement (nothing at all for an empty one).
 	pending string
+	// The block's replicated script when it ran DDL (txddl.go).
+	txScript []string
+	txMarks  []txMark
+	txDDL    bool
 }
 
 // Statement is a statement prepared on the server.
@@ -236,8 +240,17 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		}
 		ddl = !local
 	}
+	if standbyText, ok := noTxDDL(st); ok && ddl {
+		if autocommit {
+			// It cannot run in a transaction: run it alone, then
+			// replicate it.
+			s.inTx, s.pending = false, ""
+			return s.runNoTxDDL(ctx, st, standbyText, params, paramFormats, resultFormats)
+		}
+		ddl = false // in a block: the server answers 25001, as PostgreSQL does
+	}
 	if s.inTx && ddl && !autocommit {
-		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+		return s.blockDDL(ctx, st, params, paramFormats, resultFormats)
 	}
 	// An autocommit write fetches its writeset in the statement's own
 	// batch (DDL is replicated as its statement, not as rows).
@@ -286,6 +299,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		return nil, err
 	}
 	res := &rowsResult{cols: cols, rows: rows, tag: tag.String()}
+	if s.inTx && !autocommit {
+		s.trackSavepoint(st)
+	}
 	if autocommit {
 		s.inTx = false
 		ddlText := ""
@@ -394,12 +410,13 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.inTx = false
+	script := s.takeScript()
 	if s.pending != "" {
 		s.pending = "" // nothing ran: nothing to commit or roll back
 		return &cmdResult{tag: verb}, nil
 	}
 	if verb == "COMMIT" && s.b.repl != nil {
-		if err := s.replicatedCommit(ctx, "", nil); err != nil {
+		if err := s.replicatedCommit(ctx, script, nil); err != nil {
 			return nil, err
 		}
 		return &cmdResult{tag: verb}, nil
@@ -420,7 +437,10 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
-func (s *Session) Close() error { return s.c.Close(context.Background()) }
+func (s *Session) Close() error {
+	s.takeScript()
+	return s.c.Close(context.Background())
+}
 
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 

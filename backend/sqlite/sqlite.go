@@ -652,6 +652,15 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", st.kind)
 		}
 	}
+	if s.inTx && concurrently(st.words) {
+		// As PostgreSQL: a concurrent index build cannot be part of a
+		// transaction block.
+		obj := "INDEX"
+		if st.kind == "REINDEX" {
+			obj = ""
+		}
+		return nil, pgwire.Errorf("25001", "%s cannot run inside a transaction block", strings.TrimSpace(st.kind+" "+obj)+" CONCURRENTLY")
+	}
 	if st.tag == "VACUUM" || st.tag == "ANALYZE" {
 		// Maintenance of this node's own file: not replicated, and not
 		// possible inside a transaction (as in PostgreSQL).
@@ -1493,4 +1502,19 @@ func (s *Session) sessionLocal(st *Statement) (local, creates bool, err error) {
 		return true, false, nil
 	}
 	return false, false, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, %s temporary and permanent relations in separate statements (only the permanent ones replicate)", st.kind)
+}
+
+// concurrently: CREATE [UNIQUE] INDEX CONCURRENTLY, DROP INDEX
+// CONCURRENTLY, REINDEX ... CONCURRENTLY (words: the leading keywords).
+func concurrently(words []string) bool {
+	w := append(append([]string(nil), words...), "", "", "", "")
+	switch w[0] {
+	case "CREATE":
+		return (w[1] == "INDEX" && w[2] == "CONCURRENTLY") || (w[1] == "UNIQUE" && w[2] == "INDEX" && w[3] == "CONCURRENTLY")
+	case "DROP":
+		return w[1] == "INDEX" && w[2] == "CONCURRENTLY"
+	case "REINDEX":
+		return w[2] == "CONCURRENTLY"
+	}
+	return false
 }
