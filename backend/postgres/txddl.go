@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tandemdb/tandem/pgwire"
@@ -105,45 +103,7 @@ func renderRow(r *writeset.Row) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	lit := make([]string, len(st.Args))
-	for i, a := range st.Args {
-		if a == nil {
-			lit[i] = "NULL"
-		} else {
-			lit[i] = pgLiteral(fmt.Sprint(a))
-		}
-	}
-	return substituteParams(st.SQL, lit), nil
-}
-
-// substituteParams replaces $n outside double-quoted identifiers and
-// single-quoted strings with lit[n-1].
-func substituteParams(sql string, lit []string) string {
-	var b strings.Builder
-	var quote byte
-	for i := 0; i < len(sql); i++ {
-		ch := sql[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			}
-		case ch == '"' || ch == '\'':
-			quote = ch
-		case ch == '$':
-			j := i + 1
-			for j < len(sql) && sql[j] >= '0' && sql[j] <= '9' {
-				j++
-			}
-			if n, err := strconv.Atoi(sql[i+1 : j]); err == nil && n >= 1 && n <= len(lit) {
-				b.WriteString(lit[n-1])
-				i = j - 1
-				continue
-			}
-		}
-		b.WriteByte(ch)
-	}
-	return b.String()
+	return writeset.Inline(writeset.Postgres, st)
 }
 
 // noTxDDL reports a schema statement PostgreSQL refuses inside a

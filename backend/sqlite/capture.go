@@ -50,14 +50,8 @@ func (db *DB) EnableReplication(r Replicator) error {
 	if err := c.exec(metaDDL); err != nil {
 		return fmt.Errorf("sqlite: create tandem tables: %w", err)
 	}
-	tables, err := userTables(c)
-	if err != nil {
+	if err := refreshCapture(c); err != nil {
 		return err
-	}
-	for _, t := range tables {
-		if err := installCapture(c, t); err != nil {
-			return err
-		}
 	}
 	db.repl = r
 	return nil
@@ -172,6 +166,41 @@ func installCapture(c *conn, table string) error {
 	for _, s := range stmts {
 		if err := c.exec(s); err != nil {
 			return fmt.Errorf("sqlite: install capture triggers on %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// refreshCapture installs capture triggers on every user table that lacks
+// them and drops those a rename left behind: SQLite moves a table's
+// triggers with it, and they would go on recording the old name.
+func refreshCapture(c *conn) error {
+	rows, err := c.c.Query(`SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger'
+		AND name LIKE '\_tandem\_%' ESCAPE '\' AND sql LIKE '%INTO _tandem_capture%'`, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: list capture triggers: %w", err)
+	}
+	var stale []string
+	v := make([]driver.Value, 2)
+	for rows.Next(v) == nil {
+		name, tbl := asString(v[0]), asString(v[1])
+		if name != "_tandem_"+tbl+"_ins" && name != "_tandem_"+tbl+"_upd" && name != "_tandem_"+tbl+"_del" {
+			stale = append(stale, name)
+		}
+	}
+	rows.Close()
+	for _, name := range stale {
+		if err := c.exec("DROP TRIGGER " + quoteIdent(name)); err != nil {
+			return fmt.Errorf("sqlite: drop stale capture trigger %s: %w", name, err)
+		}
+	}
+	tables, err := userTables(c)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if err := installCapture(c, t); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -362,14 +391,8 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 			if err := c.exec(ws.DDL); err != nil {
 				return refused(ws.DDL, err)
 			}
-			tables, err := userTables(c)
-			if err != nil {
+			if err := refreshCapture(c); err != nil {
 				return fail(err)
-			}
-			for _, t := range tables {
-				if err := installCapture(c, t); err != nil {
-					return fail(err)
-				}
 			}
 		}
 		if hasDataRows(ws) {

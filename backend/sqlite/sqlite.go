@@ -698,7 +698,26 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 		switch {
 		case (isDDL(st.kind) || st.ddl) && !local:
 			// Transactional DDL: it runs in the block; COMMIT ships it
-			// with the block's rows as one writeset.
+			// with the block's rows as one writeset, in statement order:
+			// the rows written so far go into the script first, as SQL
+			// with their images at this point (a later DDL may rename
+			// their table, or need them: a constraint they make true).
+			harvested, err := s.db.capture(s.held)
+			if err != nil {
+				return nil, err
+			}
+			for i := range harvested {
+				rs, err := writeset.RowStatement(writeset.SQLite, &harvested[i])
+				if err == nil {
+					var sql string
+					if sql, err = writeset.Inline(writeset.SQLite, rs); err == nil {
+						s.txDDL = append(s.txDDL, sql)
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("sqlite: transactional DDL: %w", err)
+				}
+			}
 			res, err := s.run(ctx, s.held, st, args, func() {})
 			if err != nil {
 				return nil, err
@@ -711,14 +730,8 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			// Capture the rows later statements of the block write to
 			// the tables it created.
 			s.db.pks.Clear()
-			tables, err := userTables(s.held)
-			if err != nil {
+			if err := refreshCapture(s.held); err != nil {
 				return nil, err
-			}
-			for _, t := range tables {
-				if err := installCapture(s.held, t); err != nil {
-					return nil, err
-				}
 			}
 			return res, nil
 		case st.kind == "SAVEPOINT" && len(st.words) > 1:
@@ -912,14 +925,8 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
 		db.pks.Clear()
-		tables, err := userTables(c)
-		if err != nil {
+		if err := refreshCapture(c); err != nil {
 			return fail(err)
-		}
-		for _, t := range tables {
-			if err := installCapture(c, t); err != nil {
-				return fail(err)
-			}
 		}
 		// The rows the transaction wrote besides its DDL (transactional
 		// DDL): their final images, applied after the DDL.
