@@ -62,7 +62,9 @@ type store interface {
 	// Apply applies a writeset and records its GSN, exactly once.
 	Apply(ctx context.Context, ws *writeset.Writeset) error
 	// ApplyBatch applies consecutive writesets, recording the last GSN
-	// with them (all or none).
+	// with them (all or none on SQLite; on PostgreSQL a refused batch goes
+	// again one writeset at a time, so the ones before a failing one
+	// apply). A writeset the back end refuses is a *writeset.ApplyError.
 	ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error
 	// SnapshotBytes is a consistent copy and the GSN it holds.
 	SnapshotBytes(ctx context.Context) ([]byte, uint64, error)
@@ -104,9 +106,28 @@ type Repl struct {
 	ident *secure.Identity
 	token string
 
-	mDegraded prometheus.Gauge
-	mCommits  prometheus.Counter
-	mWaits    *prometheus.HistogramVec
+	// applyFail is set while this standby holds a writeset it cannot
+	// apply: it stops following until restarted (or told to follow).
+	applyFail atomic.Pointer[ApplyFailure]
+	// failedPeers: standbys that reported an apply failure (primary side,
+	// under ackMu); cleared when the standby attaches again.
+	failedPeers map[string]ApplyFailure
+
+	mDegraded    prometheus.Gauge
+	mCommits     prometheus.Counter
+	mWaits       *prometheus.HistogramVec
+	mApplyFailed prometheus.Gauge
+	mPeersFailed prometheus.Gauge
+}
+
+// ApplyFailure is a writeset a standby cannot apply: its GSN, the
+// statement the back end refused and the error. The standby shows it in
+// /status and reports it to the primary.
+type ApplyFailure struct {
+	GSN       uint64    `json:"gsn"`
+	Statement string    `json:"statement"`
+	Error     string    `json:"error"`
+	At        time.Time `json:"at"`
 }
 
 func (r *Repl) role() string {
@@ -151,13 +172,15 @@ func durabilityMode(s string) replog.Mode {
 // newRepl opens the node's replication log and recovers: the back end
 // re-applies whatever the log holds beyond its applied GSN.
 func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, log *slog.Logger, reg prometheus.Registerer) (*Repl, error) {
-	r := &Repl{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}}
+	r := &Repl{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}, failedPeers: map[string]ApplyFailure{}}
 	r.ackCond = sync.NewCond(&r.ackMu)
 	r.safeness.Store(c.Repl.Safeness)
 	r.mDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_degraded", Help: "1 while the primary commits 1-safe because no standby answered within ack_timeout."})
 	r.mCommits = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_commits_total", Help: "Replicated commits (GSNs assigned) on this node."})
 	r.mWaits = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tandem_repl_commit_wait_seconds", Help: "Time a commit waited for durability and acknowledgements.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"safeness"})
-	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits)
+	r.mApplyFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_apply_failed", Help: "1 while this standby holds a writeset it cannot apply and has stopped following (see /status replication.apply_failed)."})
+	r.mPeersFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_standbys_apply_failed", Help: "Standbys that reported a writeset they cannot apply (primary; see /status replication.failed_standbys)."})
+	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed)
 
 	// Role: persisted, else the first node of the file is the primary.
 	st := replState{Role: RoleStandby, Primary: c.Nodes[0].ID}
@@ -195,12 +218,20 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 			return nil, fmt.Errorf("node %s: the back end is at GSN %d but the log starts at %d: re-seed this node", id, applied, rl.FirstGSN())
 		}
 		n, err := r.replay(ctx, applied+1, last)
-		if err != nil {
+		var ae *writeset.ApplyError
+		switch {
+		case err != nil && errors.As(err, &ae) && st.Role == RoleStandby:
+			// A standby that cannot apply what it received starts
+			// anyway, to report it (it does not follow).
+			r.setApplyFailed(ae)
+			applied += uint64(n)
+		case err != nil:
 			rl.Close()
 			return nil, err
+		default:
+			r.log.Info("recovered from the replication log", "reapplied", n, "applied_gsn", last)
+			applied = last
 		}
-		r.log.Info("recovered from the replication log", "reapplied", n, "applied_gsn", last)
-		applied = last
 	} else if last < applied {
 		// The back end is ahead of the log (a log tail lost in a machine
 		// crash under relaxed durability): those GSNs cannot be shipped.
@@ -401,6 +432,9 @@ type hello struct {
 	Epoch     uint64 `json:"epoch"`
 	LastGSN   uint64 `json:"last_gsn"`
 	LastEpoch uint64 `json:"last_epoch"`
+	// ApplyFailed: not a stream request but a report that this standby
+	// cannot apply a writeset and has stopped following.
+	ApplyFailed *ApplyFailure `json:"apply_failed,omitempty"`
 }
 
 func writeFrame(w *bufio.Writer, typ byte, parts ...[]byte) error {
@@ -535,6 +569,15 @@ func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 		sendErr(fmt.Sprintf("node %s is not the primary", r.id))
 		return
 	}
+	if f := h.ApplyFailed; f != nil {
+		r.ackMu.Lock()
+		r.failedPeers[h.Node] = *f
+		r.mPeersFailed.Set(float64(len(r.failedPeers)))
+		r.ackMu.Unlock()
+		r.log.Error("a standby cannot apply a writeset and stopped following: it counts as lost for safeness (on_standby_loss applies); restart or re-seed it (docs/operations.md)",
+			"standby", h.Node, "gsn", f.GSN, "statement", f.Statement, "err", f.Error)
+		return
+	}
 	if h.Epoch > r.epoch() {
 		sendErr(fmt.Sprintf("standby %s is at epoch %d, this primary at %d: refusing to ship from an older epoch", h.Node, h.Epoch, r.epoch()))
 		r.log.Error("a standby has a newer epoch than this primary: this node must step down", "standby", h.Node, "standby_epoch", h.Epoch)
@@ -578,6 +621,11 @@ func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 	defer it.Close()
 	r.ackMu.Lock()
 	r.peers[h.Node] = p
+	if _, failed := r.failedPeers[h.Node]; failed {
+		delete(r.failedPeers, h.Node)
+		r.mPeersFailed.Set(float64(len(r.failedPeers)))
+		log.Info("the standby that could not apply a writeset follows again")
+	}
 	r.ackMu.Unlock()
 	p.connected.Store(true)
 	log.Info("standby attached", "from_gsn", from)
@@ -677,6 +725,7 @@ func (r *Repl) startFollowing(ctx context.Context) {
 	r.followDone = make(chan struct{})
 	go func() {
 		defer close(r.followDone)
+		first := true
 		for ctx.Err() == nil {
 			r.stateMu.Lock()
 			primary := r.state.Primary
@@ -686,9 +735,20 @@ func (r *Repl) startFollowing(ctx context.Context) {
 				r.log.Error("standby has no primary to follow", "primary", primary)
 				return
 			}
+			// A writeset that cannot be applied is retried once when
+			// following starts (a restart, /admin/follow), never in a
+			// loop: the standby stops and tells the primary.
+			if r.applyFail.Load() != nil && (!first || !r.retryApply(ctx)) {
+				r.reportApplyFailure(ctx, primary, n.Repl)
+				return
+			}
+			first = false
 			err := r.followOnce(ctx, primary, n.Repl)
 			if ctx.Err() != nil {
 				return
+			}
+			if r.applyFail.Load() != nil {
+				continue
 			}
 			r.log.Warn("replication stream from the primary ended; reconnecting", "primary", primary, "err", err)
 			select {
@@ -750,6 +810,10 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 					batch = append(batch, <-applyQ)
 				}
 				if err := r.db.ApplyBatch(ctx, batch); err != nil {
+					var ae *writeset.ApplyError
+					if errors.As(err, &ae) {
+						r.setApplyFailed(ae)
+					}
 					errc <- fmt.Errorf("apply: %w", err)
 					return
 				}
@@ -878,6 +942,73 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 			return fmt.Errorf("primary refused: %s", body)
 		default:
 			return fmt.Errorf("unknown replication frame %q", typ)
+		}
+	}
+}
+
+// setApplyFailed records a writeset this standby cannot apply.
+func (r *Repl) setApplyFailed(ae *writeset.ApplyError) {
+	f := &ApplyFailure{GSN: ae.GSN, Statement: ae.Statement, Error: ae.Err.Error(), At: time.Now().UTC()}
+	r.applyFail.Store(f)
+	r.mApplyFailed.Set(1)
+	r.log.Error("cannot apply a writeset: this standby stops following the primary; fix the cause and restart it (it retries), or re-seed it (docs/operations.md)",
+		"gsn", f.GSN, "statement", f.Statement, "err", f.Error)
+}
+
+// retryApply applies again, from the log, what was received but not
+// applied; it clears the failure when everything applies.
+func (r *Repl) retryApply(ctx context.Context) bool {
+	from, last := r.applied.Load()+1, r.rlog.LastGSN()
+	if from <= last {
+		n, err := r.replay(ctx, from, last)
+		r.applied.Store(from - 1 + uint64(n))
+		if err != nil {
+			var ae *writeset.ApplyError
+			if errors.As(err, &ae) {
+				r.setApplyFailed(ae)
+			} else {
+				r.log.Error("retrying the writeset this standby could not apply failed", "err", err)
+			}
+			return false
+		}
+	}
+	r.applyFail.Store(nil)
+	r.mApplyFailed.Set(0)
+	r.log.Info("the writeset that could not be applied is applied now: following the primary again", "applied_gsn", r.applied.Load())
+	return true
+}
+
+// reportApplyFailure tells the primary that this standby stopped
+// following (a hello carrying the failure), retrying until it is sent.
+func (r *Repl) reportApplyFailure(ctx context.Context, primary, addr string) {
+	f := r.applyFail.Load()
+	for ctx.Err() == nil {
+		err := func() error {
+			c, err := r.dialPeer(ctx, primary, addr)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			w := bufio.NewWriter(c)
+			b, _ := json.Marshal(hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch(), ApplyFailed: f})
+			if err := writeFrame(w, 'H', b); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			// The primary closes the connection once it has the report.
+			_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
+			_, _ = io.Copy(io.Discard, c)
+			return nil
+		}()
+		if err == nil {
+			r.log.Error("stopped following: told the primary this standby cannot apply GSN "+fmt.Sprint(f.GSN), "primary", primary)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
 		}
 	}
 }
@@ -1100,9 +1231,13 @@ type ReplStatus struct {
 	Applied     uint64               `json:"applied_gsn"`
 	PrimaryLast uint64               `json:"primary_last_gsn,omitempty"`
 	Standbys    map[string][3]uint64 `json:"standbys,omitempty"` // received, durable, applied
-	LogFirst    uint64               `json:"log_first_gsn"`
-	Fsyncs      uint64               `json:"log_fsyncs"`
-	PerFsync    float64              `json:"log_records_per_fsync"`
+	// ApplyFailed: this standby cannot apply a writeset and stopped
+	// following; FailedStandbys: standbys that reported so (primary).
+	ApplyFailed    *ApplyFailure           `json:"apply_failed,omitempty"`
+	FailedStandbys map[string]ApplyFailure `json:"failed_standbys,omitempty"`
+	LogFirst       uint64                  `json:"log_first_gsn"`
+	Fsyncs         uint64                  `json:"log_fsyncs"`
+	PerFsync       float64                 `json:"log_records_per_fsync"`
 }
 
 // Status reports the replication state.
@@ -1114,13 +1249,20 @@ func (r *Repl) Status() ReplStatus {
 	s := ReplStatus{Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: r.safeness.Load().(string),
 		Durability: stats.Mode.String(), Effective: stats.EffectiveMode.String(), Degraded: r.degraded.Load(),
 		Assigned: r.rlog.LastGSN(), Durable: r.rlog.DurableGSN(), Received: r.received.Load(), Applied: r.applied.Load(),
-		PrimaryLast: r.primaryLast.Load(), LogFirst: r.rlog.FirstGSN(), Fsyncs: stats.Fsyncs, PerFsync: stats.RecordsPerFsync()}
+		PrimaryLast: r.primaryLast.Load(), LogFirst: r.rlog.FirstGSN(), Fsyncs: stats.Fsyncs, PerFsync: stats.RecordsPerFsync(),
+		ApplyFailed: r.applyFail.Load()}
 	if st.Role == RolePrimary {
 		s.Received = s.Assigned
 		r.ackMu.Lock()
 		s.Standbys = map[string][3]uint64{}
 		for id, p := range r.peers {
 			s.Standbys[id] = [3]uint64{p.received.Load(), p.durable.Load(), p.applied.Load()}
+		}
+		for id, f := range r.failedPeers {
+			if s.FailedStandbys == nil {
+				s.FailedStandbys = map[string]ApplyFailure{}
+			}
+			s.FailedStandbys[id] = f
 		}
 		r.ackMu.Unlock()
 	}

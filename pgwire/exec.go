@@ -811,7 +811,7 @@ func showColumn(name string) string {
 
 func (s *execSession) isSpecial(sql string) bool {
 	switch FirstKeyword(sql) {
-	case "SET", "RESET", "DISCARD":
+	case "SET", "RESET", "DISCARD", "DEALLOCATE":
 		return true
 	case "SHOW":
 		// A back end that speaks PostgreSQL answers SHOW itself.
@@ -871,6 +871,8 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 	}
 	switch kw[0] {
+	case "DEALLOCATE":
+		return true, s.deallocate(ctx, sql)
 	case "SET":
 		if len(kw) > 1 && (kw[1] == "TRANSACTION" || (kw[1] == "SESSION" && len(kw) > 2 && kw[2] == "CHARACTERISTICS")) {
 			s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})

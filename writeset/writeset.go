@@ -218,3 +218,21 @@ func checkCols(what string, cols []string) error {
 	}
 	return nil
 }
+
+// ApplyError is a writeset a node's back end refused to apply: one of its
+// statements failed (an object the node has and the writeset's origin did
+// not, a constraint the node's data breaks). Applying it again gives the
+// same answer, so a standby stops following instead of retrying; the
+// back ends return it, the node reports it. Transient failures (a lost
+// server connection, a busy database) are not ApplyErrors.
+type ApplyError struct {
+	GSN       uint64
+	Statement string // the statement that failed (DDL text or row SQL)
+	Err       error
+}
+
+func (e *ApplyError) Error() string {
+	return fmt.Sprintf("cannot apply GSN %d: statement %q: %v", e.GSN, e.Statement, e.Err)
+}
+
+func (e *ApplyError) Unwrap() error { return e.Err }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -63,8 +64,8 @@ func TestApplyBatchExactlyOnce(t *testing.T) {
 		{"overlap skips the applied part", batchOf(2, 6), "", 6, 6},
 		{"all applied already", batchOf(4, 6), "", 6, 6},
 		{"gap refused", batchOf(9, 10), "gap", 6, 6},
-		{"failing statement leaves nothing", append(batchOf(7, 8), &writeset.Writeset{GSN: 9, Epoch: 1, Rows: []writeset.Row{{
-			Table: "missing", Op: writeset.OpDelete, KeyCols: []string{"id"}, Key: []writeset.Value{writeset.Int(1)}}}}), "missing", 6, 6},
+		{"a failing statement: what precedes it applies, it is named", append(batchOf(7, 8), &writeset.Writeset{GSN: 9, Epoch: 1, Rows: []writeset.Row{{
+			Table: "missing", Op: writeset.OpDelete, KeyCols: []string{"id"}, Key: []writeset.Value{writeset.Int(1)}}}}), `cannot apply GSN 9: statement "DELETE FROM \"missing\"`, 8, 8},
 		{"then the same GSNs apply", batchOf(7, 9), "", 9, 9},
 	}
 	for _, st := range steps {
@@ -74,6 +75,10 @@ func TestApplyBatchExactlyOnce(t *testing.T) {
 		}
 		if st.wantErr != "" && (err == nil || !strings.Contains(err.Error(), st.wantErr)) {
 			t.Fatalf("%s: want an error about %q, got %v", st.name, st.wantErr, err)
+		}
+		var ae *writeset.ApplyError
+		if isAE := errors.As(err, &ae); isAE != strings.HasPrefix(st.wantErr, "cannot apply") {
+			t.Fatalf("%s: ApplyError %v, got %v", st.name, !isAE, err)
 		}
 		if g, rows, _ := state(); g != st.wantGSN || rows != st.wantRows {
 			t.Fatalf("%s: applied GSN %d with %d rows, want %d with %d", st.name, g, rows, st.wantGSN, st.wantRows)

@@ -264,9 +264,13 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]write
 		if err := installAll(ctx, c); err != nil {
 			return rollback(err)
 		}
-		if _, err := c.Exec(ctx, "DELETE FROM _tandem_capture WHERE txid = txid_current()").ReadAll(); err != nil {
+		// The rows written after the transaction's last DDL (a block's
+		// earlier rows are in its script, txddl.go): applied after it.
+		rows, err := s.capture(ctx)
+		if err != nil {
 			return rollback(err)
 		}
+		ws.Rows = rows
 	} else {
 		var rows []writeset.Row
 		var err error
@@ -471,9 +475,13 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 		slow = slow || ws.IsDDL()
 	}
 	if !slow {
+		// A batch the server refused (a gap after a crash, or a
+		// statement that fails) goes again one writeset at a time: what
+		// can be applied is, and a failure names its writeset and
+		// statement.
 		err := b.applyPipelined(ctx, batch)
 		var pe *pgconn.PgError
-		if err == nil || !errors.As(err, &pe) || pe.Code != errBatchGap {
+		if err == nil || !errors.As(err, &pe) {
 			return err
 		}
 	}
@@ -538,6 +546,17 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
 	}
+	// refused: the server answered one of the writeset's statements with
+	// an error; applying it again gets the same answer (an ApplyError).
+	// A lost connection is not that.
+	refused := func(stmt string, err error) error {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "57014" || strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") {
+			return fail(err)
+		}
+		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
+		return &writeset.ApplyError{GSN: ws.GSN, Statement: stmt, Err: err}
+	}
 	if _, err := c.Exec(ctx, "BEGIN; SET LOCAL tandem.applying = 'on'").ReadAll(); err != nil {
 		b.dropApplyConn()
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
@@ -559,15 +578,19 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	}
 	if ws.IsDDL() {
 		if _, err := c.Exec(ctx, ws.DDL).ReadAll(); err != nil {
-			return fail(err)
+			return refused(ws.DDL, err)
 		}
 		if err := installAll(ctx, c); err != nil {
 			return fail(err)
 		}
-	} else {
+	}
+	{
 		stmts, err := writeset.Statements(writeset.Postgres, ws)
 		if err != nil {
 			return fail(err)
+		}
+		if ws.IsDDL() {
+			stmts = stmts[1:] // the DDL ran above; its rows follow it
 		}
 		for _, st := range stmts {
 			params := make([][]byte, len(st.Args))
@@ -577,7 +600,7 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 				}
 			}
 			if _, err := c.ExecParams(ctx, st.SQL, params, nil, nil, nil).Close(); err != nil {
-				return fail(err)
+				return refused(st.SQL, err)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/sqlpg"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -79,6 +80,10 @@ type Session struct {
 	// pending is a BEGIN not yet sent: it goes in one round trip with
 	// the transaction's first statement (nothing at all for an empty one).
 	pending string
+	// The block's replicated script when it ran DDL (txddl.go).
+	txScript []string
+	txMarks  []txMark
+	txDDL    bool
 }
 
 // Statement is a statement prepared on the server.
@@ -221,12 +226,35 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		s.pending = "BEGIN"
 		s.inTx = true
 	}
-	if s.inTx && s.b.repl != nil && isDDL(st.kind) && !autocommit {
-		return nil, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, run %s outside a transaction block (DDL is replicated as its own step)", st.kind)
+	// Schema statements on temporary objects are the session's own:
+	// never replicated (issue 19 item 5); their rows are not captured
+	// either (temporary tables get no capture trigger).
+	ddl := false
+	if s.b.repl != nil && isDDL(st.kind) {
+		local, err := s.sessionLocal(ctx, st)
+		if err != nil {
+			if autocommit {
+				s.inTx, s.pending = false, ""
+			}
+			return nil, err
+		}
+		ddl = !local
+	}
+	if standbyText, ok := noTxDDL(st); ok && ddl {
+		if autocommit {
+			// It cannot run in a transaction: run it alone, then
+			// replicate it.
+			s.inTx, s.pending = false, ""
+			return s.runNoTxDDL(ctx, st, standbyText, params, paramFormats, resultFormats)
+		}
+		ddl = false // in a block: the server answers 25001, as PostgreSQL does
+	}
+	if s.inTx && ddl && !autocommit {
+		return s.blockDDL(ctx, st, params, paramFormats, resultFormats)
 	}
 	// An autocommit write fetches its writeset in the statement's own
 	// batch (DDL is replicated as its statement, not as rows).
-	withWS := autocommit && !isDDL(st.kind)
+	withWS := autocommit && !ddl
 	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats, withWS)
 	if err != nil {
 		if autocommit {
@@ -271,17 +299,20 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		return nil, err
 	}
 	res := &rowsResult{cols: cols, rows: rows, tag: tag.String()}
+	if s.inTx && !autocommit {
+		s.trackSavepoint(st)
+	}
 	if autocommit {
 		s.inTx = false
-		ddl := ""
-		if isDDL(st.kind) {
-			ddl = st.sql
+		ddlText := ""
+		if ddl {
+			ddlText = st.sql
 		}
 		var pre *[]writeset.Row // nil: replicatedCommit reads the writeset
 		if withWS {
 			pre = &ws
 		}
-		if err := s.replicatedCommit(ctx, ddl, pre); err != nil {
+		if err := s.replicatedCommit(ctx, ddlText, pre); err != nil {
 			return nil, err
 		}
 	}
@@ -379,12 +410,13 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.inTx = false
+	script := s.takeScript()
 	if s.pending != "" {
 		s.pending = "" // nothing ran: nothing to commit or roll back
 		return &cmdResult{tag: verb}, nil
 	}
 	if verb == "COMMIT" && s.b.repl != nil {
-		if err := s.replicatedCommit(ctx, "", nil); err != nil {
+		if err := s.replicatedCommit(ctx, script, nil); err != nil {
 			return nil, err
 		}
 		return &cmdResult{tag: verb}, nil
@@ -405,7 +437,10 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
-func (s *Session) Close() error { return s.c.Close(context.Background()) }
+func (s *Session) Close() error {
+	s.takeScript()
+	return s.c.Close(context.Background())
+}
 
 func pgQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
@@ -445,3 +480,37 @@ const codeReadOnlyTx = "25006"
 // Lost implements pgwire.LostSession: the server connection ended (the
 // server terminated this backend, or went away).
 func (s *Session) Lost() bool { return s.c != nil && s.c.IsClosed() }
+
+// sessionLocal reports whether a schema statement only concerns the
+// session's temporary objects: CREATE TEMP ..., or DROP / ALTER / CREATE
+// INDEX / TRUNCATE of relations that are all temporary (read from the
+// catalog on the session's own connection, where its temporary schema is
+// visible). A statement naming temporary and permanent relations together
+// is refused: neither half could replicate alone.
+func (s *Session) sessionLocal(ctx context.Context, st *Statement) (bool, error) {
+	temp, rels := sqlpg.DDLTargets(st.sql)
+	if temp || len(rels) == 0 {
+		return temp, nil
+	}
+	n := 0
+	for _, r := range rels {
+		name := pgQuote(r.Name)
+		if r.Schema != "" {
+			name = pgQuote(r.Schema) + "." + name
+		}
+		rows, err := query(ctx, s.c, "SELECT relpersistence FROM pg_class WHERE oid = to_regclass($1)", name)
+		if err != nil {
+			return false, nil // the statement itself will say what is wrong
+		}
+		if len(rows) == 1 && rows[0][0] == "t" {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return false, nil
+	case len(rels):
+		return true, nil
+	}
+	return false, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, %s temporary and permanent relations in separate statements (only the permanent ones replicate)", st.kind)
+}

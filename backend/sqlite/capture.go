@@ -12,6 +12,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
+	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -49,14 +50,8 @@ func (db *DB) EnableReplication(r Replicator) error {
 	if err := c.exec(metaDDL); err != nil {
 		return fmt.Errorf("sqlite: create tandem tables: %w", err)
 	}
-	tables, err := userTables(c)
-	if err != nil {
+	if err := refreshCapture(c); err != nil {
 		return err
-	}
-	for _, t := range tables {
-		if err := installCapture(c, t); err != nil {
-			return err
-		}
 	}
 	db.repl = r
 	return nil
@@ -171,6 +166,41 @@ func installCapture(c *conn, table string) error {
 	for _, s := range stmts {
 		if err := c.exec(s); err != nil {
 			return fmt.Errorf("sqlite: install capture triggers on %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// refreshCapture installs capture triggers on every user table that lacks
+// them and drops those a rename left behind: SQLite moves a table's
+// triggers with it, and they would go on recording the old name.
+func refreshCapture(c *conn) error {
+	rows, err := c.c.Query(`SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger'
+		AND name LIKE '\_tandem\_%' ESCAPE '\' AND sql LIKE '%INTO _tandem_capture%'`, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: list capture triggers: %w", err)
+	}
+	var stale []string
+	v := make([]driver.Value, 2)
+	for rows.Next(v) == nil {
+		name, tbl := asString(v[0]), asString(v[1])
+		if name != "_tandem_"+tbl+"_ins" && name != "_tandem_"+tbl+"_upd" && name != "_tandem_"+tbl+"_del" {
+			stale = append(stale, name)
+		}
+	}
+	rows.Close()
+	for _, name := range stale {
+		if err := c.exec("DROP TRIGGER " + quoteIdent(name)); err != nil {
+			return fmt.Errorf("sqlite: drop stale capture trigger %s: %w", name, err)
+		}
+	}
+	tables, err := userTables(c)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		if err := installCapture(c, t); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -332,6 +362,17 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		}
 		return fmt.Errorf("apply: %w", err)
 	}
+	// refused: the writeset's own statement failed; unless SQLite was
+	// only busy, applying it again fails the same way (an ApplyError).
+	refused := func(stmt string, err error) error {
+		err = mapError(err)
+		var pe *pgwire.Error
+		if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == pgwire.CodeQueryCanceled) {
+			return fail(err)
+		}
+		_ = c.exec("ROLLBACK")
+		return &writeset.ApplyError{GSN: cur.GSN, Statement: stmt, Err: err}
+	}
 	applied, err := db.appliedCached(c)
 	if err != nil {
 		return fail(err)
@@ -348,22 +389,16 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		if ws.IsDDL() {
 			db.pks.Clear()
 			if err := c.exec(ws.DDL); err != nil {
-				return fail(fmt.Errorf("DDL %q: %w", ws.DDL, mapError(err)))
+				return refused(ws.DDL, err)
 			}
-			tables, err := userTables(c)
-			if err != nil {
+			if err := refreshCapture(c); err != nil {
 				return fail(err)
-			}
-			for _, t := range tables {
-				if err := installCapture(c, t); err != nil {
-					return fail(err)
-				}
 			}
 		}
 		if hasDataRows(ws) {
 			stmts, err := writeset.Statements(writeset.SQLite, ws)
 			if err != nil {
-				return fail(err)
+				return refused("", err)
 			}
 			if ws.IsDDL() {
 				stmts = stmts[1:] // the DDL ran above
@@ -371,14 +406,14 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 			for _, s := range stmts {
 				st, err := c.prepare(s.SQL)
 				if err != nil {
-					return fail(mapError(err))
+					return refused(s.SQL, err)
 				}
 				args := make([]driver.NamedValue, len(s.Args))
 				for i, a := range s.Args {
 					args[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 				}
 				if _, err := st.ExecContext(ctx, args); err != nil {
-					return fail(mapError(err))
+					return refused(s.SQL, err)
 				}
 			}
 		}

@@ -59,6 +59,11 @@ type conn struct {
 	c     *sqlite3.SQLiteConn
 	stmts map[string]*sqlite3.SQLiteStmt
 	ro    bool
+	// private: a session's own connection (it holds the session's
+	// temporary objects); token is the shared writer it holds as the
+	// write lock while it writes.
+	private bool
+	token   *conn
 }
 
 const stmtCacheSize = 512
@@ -124,55 +129,58 @@ func Open(opts Options) (*DB, error) {
 }
 
 func (db *DB) openConns() error {
-	opts := db.opts
 	db.all = nil
-	drv := &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
-	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
-		fileURI(opts.Path), strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
-	open := func(ro bool) (*conn, error) {
-		dc, err := drv.Open(dsn)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
-		}
-		c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}, ro: ro}
-		// PostgreSQL's LIKE is case-sensitive (ILIKE is translated).
-		if err := c.exec("PRAGMA case_sensitive_like = ON"); err != nil {
-			c.close()
-			return nil, err
-		}
-		if !ro {
-			if err := c.exec(sqlpg.MetadataDDL); err != nil {
-				c.close()
-				return nil, fmt.Errorf("sqlite: create metadata tables: %w", err)
-			}
-		}
-		if err := sqlpg.InstallCatalog(c.exec); err != nil {
-			c.close()
-			return nil, fmt.Errorf("sqlite: install catalog: %w", err)
-		}
-		if ro {
-			if err := c.exec("PRAGMA query_only = ON"); err != nil {
-				c.close()
-				return nil, err
-			}
-		}
-		db.all = append(db.all, c)
-		return c, nil
-	}
-	w, err := open(false)
+	w, err := db.openConn(false)
 	if err != nil {
 		return err
 	}
+	db.all = append(db.all, w)
 	db.writer <- w
-	for i := 0; i < opts.ReadPool; i++ {
-		r, err := open(true)
+	for i := 0; i < db.opts.ReadPool; i++ {
+		r, err := db.openConn(true)
 		if err != nil {
 			db.Close()
 			return err
 		}
+		db.all = append(db.all, r)
 		db.readers <- r
 	}
 	return nil
+}
+
+// openConn opens one connection (read-only: query_only).
+func (db *DB) openConn(ro bool) (*conn, error) {
+	opts := db.opts
+	drv := &sqlite3.SQLiteDriver{ConnectHook: registerFunctions}
+	dsn := fmt.Sprintf("%s?_journal_mode=WAL&_synchronous=%s&_busy_timeout=%d&_foreign_keys=on&_txlock=deferred",
+		fileURI(opts.Path), strings.ToUpper(opts.Synchronous), opts.BusyTimeout.Milliseconds())
+	dc, err := drv.Open(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
+	}
+	c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}, ro: ro}
+	// PostgreSQL's LIKE is case-sensitive (ILIKE is translated).
+	if err := c.exec("PRAGMA case_sensitive_like = ON"); err != nil {
+		c.close()
+		return nil, err
+	}
+	if !ro {
+		if err := c.exec(sqlpg.MetadataDDL); err != nil {
+			c.close()
+			return nil, fmt.Errorf("sqlite: create metadata tables: %w", err)
+		}
+	}
+	if err := sqlpg.InstallCatalog(c.exec); err != nil {
+		c.close()
+		return nil, fmt.Errorf("sqlite: install catalog: %w", err)
+	}
+	if ro {
+		if err := c.exec("PRAGMA query_only = ON"); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // Replace swaps the database file for another one (a re-seed from a
@@ -312,6 +320,16 @@ func (db *DB) acquire(ctx context.Context, rw bool) (*conn, error) {
 }
 
 func (db *DB) release(c *conn) {
+	if c.private {
+		// A session's own connection stays with the session; the write
+		// lock it held goes back.
+		c.ro = false
+		if t := c.token; t != nil {
+			c.token = nil
+			db.writer <- t
+		}
+		return
+	}
 	if c.ro {
 		db.readers <- c
 	} else {
@@ -322,8 +340,14 @@ func (db *DB) release(c *conn) {
 // Session is one client session's view of the database. A session holds
 // a connection only while a statement or a transaction block runs.
 type Session struct {
-	db       *DB
-	held     *conn // during a transaction block
+	db   *DB
+	held *conn // during a transaction block
+	// priv is the session's own connection, opened by its first
+	// temporary object (SQLite keeps temporary objects per connection,
+	// so the shared pool would mix sessions' temporary tables): from
+	// then on every statement of the session runs on it, taking the
+	// shared writer as the write lock while it writes.
+	priv     *conn
 	inTx     bool
 	txDDL    []string    // DDL run in the open transaction block, in order (replicated designs)
 	marks    []savepoint // savepoints of the open block, for txDDL
@@ -486,7 +510,7 @@ func (s *Session) readConn(ctx context.Context) (*conn, func(), error) {
 	if s.held != nil {
 		return s.held, func() {}, nil
 	}
-	c, err := s.db.acquire(ctx, false)
+	c, err := s.acquire(ctx, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -679,13 +703,22 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			return nil, pgwire.Errorf("25P01", "%s can only be used in transaction blocks", map[string]string{"LOCK": "LOCK TABLE"}[st.kind]+map[bool]string{true: st.kind}[st.kind != "LOCK"])
 		}
 	}
+	if s.inTx && concurrently(st.words) {
+		// As PostgreSQL: a concurrent index build cannot be part of a
+		// transaction block.
+		obj := "INDEX"
+		if st.kind == "REINDEX" {
+			obj = ""
+		}
+		return nil, pgwire.Errorf("25001", "%s cannot run inside a transaction block", strings.TrimSpace(st.kind+" "+obj)+" CONCURRENTLY")
+	}
 	if st.tag == "VACUUM" || st.tag == "ANALYZE" {
 		// Maintenance of this node's own file: not replicated, and not
 		// possible inside a transaction (as in PostgreSQL).
 		if s.inTx {
 			return nil, pgwire.Errorf("25001", "%s cannot run inside a transaction block", st.tag)
 		}
-		c, err := s.db.acquire(ctx, true)
+		c, err := s.acquire(ctx, true)
 		if err != nil {
 			return nil, err
 		}
@@ -695,14 +728,47 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 		}
 		return &cmdResult{tag: st.tag}, nil
 	}
+	local, creates, err := s.sessionLocal(st)
+	if err != nil {
+		return nil, err
+	}
+	if creates {
+		if s.db.repl != nil {
+			if err := s.db.repl.Writable(); err != nil {
+				return nil, err
+			}
+		}
+		if err := s.ensurePrivate(); err != nil {
+			return nil, err
+		}
+	}
 	if s.held == nil && !st.readonly && s.db.repl != nil && st.kind != "PRAGMA" {
-		return s.replicatedAutocommit(ctx, st, args)
+		return s.replicatedAutocommit(ctx, st, args, local)
 	}
 	if s.held != nil && !s.held.ro && s.db.repl != nil {
 		switch {
-		case isDDL(st.kind) || st.ddl:
+		case (isDDL(st.kind) || st.ddl) && !local:
 			// Transactional DDL: it runs in the block; COMMIT ships it
-			// with the block's rows as one writeset.
+			// with the block's rows as one writeset, in statement order:
+			// the rows written so far go into the script first, as SQL
+			// with their images at this point (a later DDL may rename
+			// their table, or need them: a constraint they make true).
+			harvested, err := s.db.capture(s.held)
+			if err != nil {
+				return nil, err
+			}
+			for i := range harvested {
+				rs, err := writeset.RowStatement(writeset.SQLite, &harvested[i])
+				if err == nil {
+					var sql string
+					if sql, err = writeset.Inline(writeset.SQLite, rs); err == nil {
+						s.txDDL = append(s.txDDL, sql)
+					}
+				}
+				if err != nil {
+					return nil, fmt.Errorf("sqlite: transactional DDL: %w", err)
+				}
+			}
 			res, err := s.run(ctx, s.held, st, args, func() {})
 			if err != nil {
 				return nil, err
@@ -715,14 +781,8 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			// Capture the rows later statements of the block write to
 			// the tables it created.
 			s.db.pks.Clear()
-			tables, err := userTables(s.held)
-			if err != nil {
+			if err := refreshCapture(s.held); err != nil {
 				return nil, err
-			}
-			for _, t := range tables {
-				if err := installCapture(s.held, t); err != nil {
-					return nil, err
-				}
 			}
 			return res, nil
 		case st.kind == "SAVEPOINT" && len(st.words) > 1:
@@ -742,7 +802,7 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	autocommit := c == nil
 	if autocommit {
 		var err error
-		if c, err = s.db.acquire(ctx, !st.readonly); err != nil {
+		if c, err = s.acquire(ctx, !st.readonly); err != nil {
 			return nil, err
 		}
 	} else if c.ro && !st.readonly {
@@ -858,9 +918,12 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 			return nil, err
 		}
 	}
-	c, err := s.db.acquire(ctx, !ro)
+	c, err := s.acquire(ctx, !ro)
 	if err != nil {
 		return nil, err
+	}
+	if c.private && ro {
+		c.ro = true // until the block ends (release)
 	}
 	stmt := "BEGIN"
 	if !ro {
@@ -917,14 +980,8 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
 		db.pks.Clear()
-		tables, err := userTables(c)
-		if err != nil {
+		if err := refreshCapture(c); err != nil {
 			return fail(err)
-		}
-		for _, t := range tables {
-			if err := installCapture(c, t); err != nil {
-				return fail(err)
-			}
 		}
 		// The rows the transaction wrote besides its DDL (transactional
 		// DDL): their final images, applied after the DDL.
@@ -979,6 +1036,11 @@ func (s *Session) Close() error {
 		s.db.release(s.held)
 		s.held, s.inTx = nil, false
 	}
+	if s.priv != nil {
+		// Its temporary objects go with it, as on PostgreSQL.
+		s.priv.close()
+		s.priv = nil
+	}
 	return nil
 }
 
@@ -989,7 +1051,7 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 	c := s.held
 	if own {
 		var err error
-		if c, err = s.db.acquire(ctx, true); err != nil {
+		if c, err = s.acquire(ctx, true); err != nil {
 			return 0, err
 		}
 		defer s.db.release(c)
@@ -1267,11 +1329,13 @@ func isDDL(kind string) bool {
 
 // replicatedAutocommit runs one writing statement as its own replicated
 // transaction (DDL as a DDL writeset).
-func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args []any) (pgwire.Result, error) {
+// A session-local statement (local: a temporary object) replicates only
+// the rows it wrote to permanent tables, if any.
+func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args []any, local bool) (pgwire.Result, error) {
 	if err := s.db.repl.Writable(); err != nil {
 		return nil, err
 	}
-	c, err := s.db.acquire(ctx, true)
+	c, err := s.acquire(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -1295,7 +1359,7 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 		return nil, err
 	}
 	ddl := ""
-	if isDDL(st.kind) {
+	if isDDL(st.kind) && !local {
 		ddl = st.sql
 	}
 	if err := s.db.replicatedCommit(ctx, c, ddl); err != nil {
@@ -1437,4 +1501,94 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 			}
 		}
 	}
+}
+
+// acquire is db.acquire for this session: the session's own connection
+// once it has one (taking the shared writer as the write lock for rw).
+func (s *Session) acquire(ctx context.Context, rw bool) (*conn, error) {
+	if s.priv == nil {
+		return s.db.acquire(ctx, rw)
+	}
+	if rw {
+		w, err := s.db.acquire(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		s.priv.token = w
+	}
+	return s.priv, nil
+}
+
+// ensurePrivate gives the session a connection of its own before it
+// creates a temporary object.
+func (s *Session) ensurePrivate() error {
+	if s.priv != nil {
+		return nil
+	}
+	if s.inTx {
+		return pgwire.Errorf(pgwire.CodeFeatureNotSupported, "on the SQLite back end, create a session's first temporary object outside a transaction block (it gives the session a connection of its own)")
+	}
+	c, err := s.db.openConn(false)
+	if err != nil {
+		return err
+	}
+	c.private = true
+	s.priv = c
+	return nil
+}
+
+// sessionLocal reports whether a schema statement only concerns the
+// session's temporary objects (CREATE TEMP ..., or DROP / ALTER / CREATE
+// INDEX / TRUNCATE of temporary tables): such a statement is never
+// replicated (issue 19 item 5). creates is set for a statement that
+// creates a temporary object. A statement naming temporary and permanent
+// relations together is refused: neither half could replicate alone.
+func (s *Session) sessionLocal(st *Statement) (local, creates bool, err error) {
+	if !(isDDL(st.kind) || st.ddl || st.kind == "TRUNCATE") {
+		return false, false, nil
+	}
+	temp, rels := sqlpg.DDLTargets(st.orig)
+	if temp {
+		return true, true, nil
+	}
+	if len(rels) == 0 || s.priv == nil {
+		return false, false, nil
+	}
+	n := 0
+	for _, r := range rels {
+		if r.Schema != "" && r.Schema != "pg_temp" {
+			continue
+		}
+		rows, err := s.priv.c.Query("SELECT count(*) FROM temp.sqlite_master WHERE type IN ('table', 'view', 'index') AND lower(name) = lower(?)", []driver.Value{r.Name})
+		if err != nil {
+			return false, false, mapError(err)
+		}
+		v := make([]driver.Value, 1)
+		if rows.Next(v) == nil && v[0].(int64) > 0 {
+			n++
+		}
+		rows.Close()
+	}
+	switch n {
+	case 0:
+		return false, false, nil
+	case len(rels):
+		return true, false, nil
+	}
+	return false, false, pgwire.Errorf(pgwire.CodeFeatureNotSupported, "in a replicated cluster, %s temporary and permanent relations in separate statements (only the permanent ones replicate)", st.kind)
+}
+
+// concurrently: CREATE [UNIQUE] INDEX CONCURRENTLY, DROP INDEX
+// CONCURRENTLY, REINDEX ... CONCURRENTLY (words: the leading keywords).
+func concurrently(words []string) bool {
+	w := append(append([]string(nil), words...), "", "", "", "")
+	switch w[0] {
+	case "CREATE":
+		return (w[1] == "INDEX" && w[2] == "CONCURRENTLY") || (w[1] == "UNIQUE" && w[2] == "INDEX" && w[3] == "CONCURRENTLY")
+	case "DROP":
+		return w[1] == "INDEX" && w[2] == "CONCURRENTLY"
+	case "REINDEX":
+		return w[2] == "CONCURRENTLY"
+	}
+	return false
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -137,6 +139,12 @@ func newStatusCmd() *cobra.Command {
 					state := "ok"
 					if r.Degraded {
 						state = "degraded (1-safe: no standby acknowledging)"
+					}
+					if f := r.ApplyFailed; f != nil {
+						state = fmt.Sprintf("APPLY FAILED at GSN %d, stopped following: %s (statement %q); fix and restart, or re-seed", f.GSN, f.Error, f.Statement)
+					}
+					for _, id := range slices.Sorted(maps.Keys(r.FailedStandbys)) {
+						state += fmt.Sprintf("; standby %s failed to apply GSN %d", id, r.FailedStandbys[id].GSN)
 					}
 					dur := r.Durability
 					if r.Effective != r.Durability {
