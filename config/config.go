@@ -73,6 +73,11 @@ type Replication struct {
 	// OnStandbyLoss decides: block (keep waiting) or degrade (go on 1-safe).
 	AckTimeout    Duration `toml:"ack_timeout"`
 	OnStandbyLoss string   `toml:"on_standby_loss"`
+	// OnApplyFailure: what a standby does with a writeset it cannot apply:
+	// "stop" (default: stop following, report it, wait for the operator)
+	// or "reseed" (replace its database with a snapshot of the primary's,
+	// discarding whatever made the writeset fail).
+	OnApplyFailure string `toml:"on_apply_failure"`
 	// RetainRecords is the log window kept for catching up (then re-seed).
 	RetainRecords uint64 `toml:"retain_records"`
 	// SegmentBytes is the size of a log segment (the unit of trimming).
@@ -283,6 +288,9 @@ func (c *Cluster) applyDefaults() {
 	if r.OnStandbyLoss == "" {
 		r.OnStandbyLoss = "degrade"
 	}
+	if r.OnApplyFailure == "" {
+		r.OnApplyFailure = "stop"
+	}
 	if r.RetainRecords == 0 {
 		r.RetainRecords = 1_000_000
 	}
@@ -408,6 +416,11 @@ func (c *Cluster) Validate() error {
 		case "block", "degrade":
 		default:
 			return bad("replication.on_standby_loss", "%q: use block or degrade", c.Repl.OnStandbyLoss)
+		}
+		switch c.Repl.OnApplyFailure {
+		case "stop", "reseed":
+		default:
+			return bad("replication.on_apply_failure", "%q: use stop or reseed", c.Repl.OnApplyFailure)
 		}
 		for i, n := range c.Nodes {
 			if n.Repl == "" {

@@ -185,3 +185,64 @@ func TestApplyFailureStopsStandby(t *testing.T) {
 		t.Fatal("n2's metrics after the fix lack tandem_repl_apply_failed 0")
 	}
 }
+
+// TestApplyFailureReseeds: with on_apply_failure = reseed, a standby that
+// cannot apply a writeset replaces its database with a snapshot of the
+// primary's (dropping what made the writeset fail) and follows again
+// without the operator: the primary's schema and rows, no apply_failed,
+// the re-seed counted in /metrics (issue 19 item 6).
+func TestApplyFailureReseeds(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "ack_timeout = \"1s\"\non_standby_loss = \"degrade\"\non_apply_failure = \"reseed\"\n")
+	h.start("n1")
+	h.start("n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p := connect(t, h.dsn(h.nodes["n1"]))
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := p.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec("CREATE TABLE base (id int PRIMARY KEY)")
+	exec("INSERT INTO base VALUES (1)")
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM base", 1)
+
+	n2db := filepath.Join(h.dir, "run", "n2", "tandem.db")
+	h.kill("n2")
+	sqliteFile(t, n2db, "CREATE TABLE clash (x text)", "INSERT INTO clash VALUES ('standby only')")
+	h.start("n2")
+
+	exec("CREATE TABLE clash (id int PRIMARY KEY, v text)")
+	exec("INSERT INTO clash VALUES (1, 'primary')")
+	exec("INSERT INTO base VALUES (2)")
+	want := replStatus(t, h.admin["n1"]).Assigned
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		st := replStatus(t, h.admin["n2"])
+		if st.Applied >= want && st.ApplyFailed == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n2 did not re-seed and catch up: %+v, primary at %d", st, want)
+		}
+	}
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM base", 2)
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM clash WHERE v = 'primary'", 1)
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM clash", 1)
+	m := metrics(t, h.admin["n2"])
+	if !strings.Contains(m, "\ntandem_repl_apply_failure_reseeds_total 1\n") || !strings.Contains(m, "\ntandem_repl_apply_failed 0\n") {
+		t.Fatal("n2's metrics lack tandem_repl_apply_failure_reseeds_total 1 / tandem_repl_apply_failed 0")
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ps := replStatus(t, h.admin["n1"])
+		if _, ok := ps.Standbys["n2"]; ok && len(ps.FailedStandbys) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary does not show n2 attached again: %+v", ps)
+		}
+	}
+	// And it keeps following.
+	exec("INSERT INTO base VALUES (3)")
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM base", 3)
+}

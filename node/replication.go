@@ -117,7 +117,11 @@ type Repl struct {
 	mCommits     prometheus.Counter
 	mWaits       *prometheus.HistogramVec
 	mApplyFailed prometheus.Gauge
-	mPeersFailed prometheus.Gauge
+	// reseeding: the next stream asks for a snapshot (on_apply_failure =
+	// reseed); mApplyReseeds counts such re-seeds.
+	reseeding     atomic.Bool
+	mApplyReseeds prometheus.Counter
+	mPeersFailed  prometheus.Gauge
 }
 
 // ApplyFailure is a writeset a standby cannot apply: its GSN, the
@@ -180,7 +184,8 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 	r.mWaits = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tandem_repl_commit_wait_seconds", Help: "Time a commit waited for durability and acknowledgements.", Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}, []string{"safeness"})
 	r.mApplyFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_apply_failed", Help: "1 while this standby holds a writeset it cannot apply and has stopped following (see /status replication.apply_failed)."})
 	r.mPeersFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_standbys_apply_failed", Help: "Standbys that reported a writeset they cannot apply (primary; see /status replication.failed_standbys)."})
-	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed)
+	r.mApplyReseeds = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_apply_failure_reseeds_total", Help: "Re-seeds this standby asked for after a writeset it could not apply (replication.on_apply_failure = reseed)."})
+	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed, r.mApplyReseeds)
 
 	// Role: persisted, else the first node of the file is the primary.
 	st := replState{Role: RoleStandby, Primary: c.Nodes[0].ID}
@@ -435,6 +440,9 @@ type hello struct {
 	// ApplyFailed: not a stream request but a report that this standby
 	// cannot apply a writeset and has stopped following.
 	ApplyFailed *ApplyFailure `json:"apply_failed,omitempty"`
+	// Reseed asks the primary for a snapshot whatever the standby's GSN
+	// (on_apply_failure = reseed after a writeset it could not apply).
+	Reseed bool `json:"reseed,omitempty"`
 }
 
 func writeFrame(w *bufio.Writer, typ byte, parts ...[]byte) error {
@@ -587,7 +595,7 @@ func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 	from := h.LastGSN + 1
 	// Divergence: the standby holds GSNs this log does not (a lost 1-safe
 	// tail of an old primary), or the log no longer covers the gap.
-	reseed := h.LastGSN > r.rlog.LastGSN() || from < r.rlog.FirstGSN()
+	reseed := h.Reseed || h.LastGSN > r.rlog.LastGSN() || from < r.rlog.FirstGSN()
 	if !reseed && h.LastGSN >= r.rlog.FirstGSN() {
 		if it, err := r.rlog.ReadFrom(h.LastGSN); err == nil {
 			rec, ok, _ := it.TryNext()
@@ -739,15 +747,25 @@ func (r *Repl) startFollowing(ctx context.Context) {
 			// following starts (a restart, /admin/follow), never in a
 			// loop: the standby stops and tells the primary.
 			if r.applyFail.Load() != nil && (!first || !r.retryApply(ctx)) {
-				r.reportApplyFailure(ctx, primary, n.Repl)
-				return
+				if r.cfg.Repl.OnApplyFailure != "reseed" {
+					r.reportApplyFailure(ctx, primary, n.Repl)
+					return
+				}
+				// on_apply_failure = reseed: the next stream starts with a
+				// snapshot of the primary's database, which replaces this
+				// one and whatever made the writeset fail.
+				f := r.applyFail.Load()
+				r.log.Warn("re-seeding from the primary after a writeset this standby could not apply (on_apply_failure = reseed)",
+					"gsn", f.GSN, "statement", f.Statement, "err", f.Error)
+				r.reseeding.Store(true)
+				r.mApplyReseeds.Inc()
 			}
 			first = false
 			err := r.followOnce(ctx, primary, n.Repl)
 			if ctx.Err() != nil {
 				return
 			}
-			if r.applyFail.Load() != nil {
+			if r.applyFail.Load() != nil && r.cfg.Repl.OnApplyFailure != "reseed" {
 				continue
 			}
 			r.log.Warn("replication stream from the primary ended; reconnecting", "primary", primary, "err", err)
@@ -776,7 +794,7 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 	defer c.Close()
 	go func() { <-ctx.Done(); c.Close() }()
 	rd, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
-	h := hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch()}
+	h := hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch(), Reseed: r.reseeding.Load()}
 	b, _ := json.Marshal(h)
 	if err := writeFrame(w, 'H', b); err != nil {
 		return err
@@ -937,6 +955,11 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 			gsn, epoch := binary.BigEndian.Uint64(body), binary.BigEndian.Uint64(body[8:])
 			if err := r.installSnapshot(ctx, gsn, epoch, body[16:]); err != nil {
 				return fmt.Errorf("install snapshot: %w", err)
+			}
+			if r.reseeding.Swap(false) {
+				r.applyFail.Store(nil)
+				r.mApplyFailed.Set(0)
+				r.log.Info("re-seeded after the writeset this standby could not apply: following the primary again", "gsn", gsn)
 			}
 		case 'E':
 			return fmt.Errorf("primary refused: %s", body)
