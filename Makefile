@@ -53,6 +53,10 @@ bench-tm1: build ## TM1 R80W20/R20W80 at 100,000 subscribers: PostgreSQL direct 
 bench-tls: build ## what mutual TLS between tandem's processes costs: TM1 R20W80 through a hot-standby pair's router, TLS vs clear text (alternating)
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tls.sh 20000 15s 8 3 r20w80
 
+bench-ddl: build ## what a schema change costs a running hot-standby pair (TM1 R20W80 through the router; both back ends)
+	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-ddl.sh sqlite
+	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-ddl.sh postgres
+
 bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~45 min with 3 rounds)
 	./scripts/install-deps.sh
 	./bin/tandem bench sweep --rounds 3 --out out/sweep

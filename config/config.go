@@ -59,6 +59,14 @@ type Router struct {
 	Metrics        string   `toml:"metrics"`
 }
 
+// DefaultMaxWritesetBytes is replication.max_writeset_bytes when unset: a
+// migration that rewrites a few hundred thousand rows in one transaction
+// fits; MaxWritesetLimit is the replication log's record limit.
+const (
+	DefaultMaxWritesetBytes = 256 << 20
+	MaxWritesetLimit        = 1 << 30
+)
+
 // Replication configures the replicated designs (hot-standby).
 type Replication struct {
 	// Safeness: when COMMIT returns relative to the standbys.
@@ -82,6 +90,9 @@ type Replication struct {
 	RetainRecords uint64 `toml:"retain_records"`
 	// SegmentBytes is the size of a log segment (the unit of trimming).
 	SegmentBytes int64 `toml:"segment_bytes"`
+	// MaxWritesetBytes bounds one transaction's writeset (its encoded
+	// rows and DDL): a COMMIT past it is rolled back with 54000.
+	MaxWritesetBytes int64 `toml:"max_writeset_bytes"`
 }
 
 // Security configures the trust between tandem's processes and the admin
@@ -294,6 +305,9 @@ func (c *Cluster) applyDefaults() {
 	if r.RetainRecords == 0 {
 		r.RetainRecords = 1_000_000
 	}
+	if r.MaxWritesetBytes == 0 {
+		r.MaxWritesetBytes = DefaultMaxWritesetBytes
+	}
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
 	}
@@ -416,6 +430,9 @@ func (c *Cluster) Validate() error {
 		case "block", "degrade":
 		default:
 			return bad("replication.on_standby_loss", "%q: use block or degrade", c.Repl.OnStandbyLoss)
+		}
+		if c.Repl.MaxWritesetBytes < 1<<10 || c.Repl.MaxWritesetBytes > MaxWritesetLimit {
+			return bad("replication.max_writeset_bytes", "%d: use 1024 to %d bytes", c.Repl.MaxWritesetBytes, int64(MaxWritesetLimit))
 		}
 		switch c.Repl.OnApplyFailure {
 		case "stop", "reseed":

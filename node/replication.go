@@ -208,7 +208,7 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 		mode = durabilityMode(c.Repl.StandbyDurability)
 	}
 	rl, err := replog.Open(filepath.Join(dir, "replog"), replog.Options{Mode: mode, FlushInterval: c.Repl.FlushInterval.Duration,
-		RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log})
+		RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, MaxRecordSize: int(c.Repl.MaxWritesetBytes), FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log})
 	if err != nil {
 		return nil, fmt.Errorf("node %s: open replication log: %w", id, err)
 	}
@@ -245,7 +245,7 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 		if err := os.RemoveAll(filepath.Join(dir, "replog")); err != nil {
 			return nil, err
 		}
-		if rl, err = replog.Open(filepath.Join(dir, "replog"), replog.Options{Mode: mode, FlushInterval: c.Repl.FlushInterval.Duration, RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log}); err != nil {
+		if rl, err = replog.Open(filepath.Join(dir, "replog"), replog.Options{Mode: mode, FlushInterval: c.Repl.FlushInterval.Duration, RetainRecords: c.Repl.RetainRecords, SegmentSize: c.Repl.SegmentBytes, MaxRecordSize: int(c.Repl.MaxWritesetBytes), FirstGSN: applied + 1, FirstEpoch: st.Epoch, Logger: r.log}); err != nil {
 			return nil, err
 		}
 		r.rlog = rl
@@ -312,6 +312,12 @@ func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context
 	ws.Origin = r.id
 	data := writeset.Encode(ws)
 	gsn, err := r.rlog.Append(replog.Record{GSN: ws.GSN, Epoch: ws.Epoch, Data: data})
+	if errors.Is(err, replog.ErrTooLarge) {
+		r.inflight.Done()
+		return nil, &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
+			Message: fmt.Sprintf("tandem: this transaction's writeset is %d bytes, more than replication.max_writeset_bytes (%d); it was rolled back", len(data), r.cfg.Repl.MaxWritesetBytes),
+			Hint:    "split it into smaller transactions (e.g. a data migration in batches of rows), or raise replication.max_writeset_bytes", Err: err}
+	}
 	if err != nil {
 		r.inflight.Done()
 		return nil, &pgwire.Error{Code: "58030", Message: "tandem: cannot append to the replication log: " + err.Error(), Err: err}
@@ -892,7 +898,7 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 			return err
 		default:
 		}
-		typ, body, err := readFrame(rd, 1<<30)
+		typ, body, err := readFrame(rd, replog.MaxRecordLimit+1<<20) // a record or a snapshot, with its header
 		if err != nil {
 			return err
 		}
@@ -1047,7 +1053,7 @@ func (r *Repl) installSnapshot(ctx context.Context, gsn, epoch uint64, data []by
 		return err
 	}
 	rl, err := replog.Open(filepath.Join(r.dir, "replog"), replog.Options{Mode: durabilityMode(r.cfg.Repl.StandbyDurability), FlushInterval: r.cfg.Repl.FlushInterval.Duration,
-		RetainRecords: r.cfg.Repl.RetainRecords, SegmentSize: r.cfg.Repl.SegmentBytes, FirstGSN: gsn + 1, FirstEpoch: epoch, Logger: r.log})
+		RetainRecords: r.cfg.Repl.RetainRecords, SegmentSize: r.cfg.Repl.SegmentBytes, MaxRecordSize: int(r.cfg.Repl.MaxWritesetBytes), FirstGSN: gsn + 1, FirstEpoch: epoch, Logger: r.log})
 	if err != nil {
 		return err
 	}

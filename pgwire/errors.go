@@ -36,21 +36,22 @@ func Errorf(code, format string, args ...any) *Error {
 
 // SQLSTATEs used by tandem itself.
 const (
-	CodeProtocolViolation   = "08P01"
-	CodeConnectionFailure   = "08006"
-	CodeFeatureNotSupported = "0A000"
-	CodeInvalidPassword     = "28P01"
-	CodeInvalidAuth         = "28000"
-	CodeQueryCanceled       = "57014"
-	CodeAdminShutdown       = "57P01"
-	CodeCannotConnectNow    = "57P03"
-	CodeInFailedTx          = "25P02"
-	CodeDuplicatePStmt      = "42P05"
-	CodeUndefinedPStmt      = "26000"
-	CodeUndefinedCursor     = "34000"
-	CodeSyntax              = "42601"
-	CodeInternal            = "XX000"
-	CodeTooManyConnections  = "53300"
+	CodeProtocolViolation    = "08P01"
+	CodeConnectionFailure    = "08006"
+	CodeFeatureNotSupported  = "0A000"
+	CodeInvalidPassword      = "28P01"
+	CodeInvalidAuth          = "28000"
+	CodeQueryCanceled        = "57014"
+	CodeAdminShutdown        = "57P01"
+	CodeCannotConnectNow     = "57P03"
+	CodeProgramLimitExceeded = "54000"
+	CodeInFailedTx           = "25P02"
+	CodeDuplicatePStmt       = "42P05"
+	CodeUndefinedPStmt       = "26000"
+	CodeUndefinedCursor      = "34000"
+	CodeSyntax               = "42601"
+	CodeInternal             = "XX000"
+	CodeTooManyConnections   = "53300"
 )
 
 // ToErrorResponse converts any error into the message a client sees. A
