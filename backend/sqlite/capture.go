@@ -388,8 +388,8 @@ func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error 
 		}
 		if ws.IsDDL() {
 			db.pks.Clear()
-			if err := c.exec(ws.DDL); err != nil {
-				return refused(ws.DDL, err)
+			if stmt, err := c.execScript(ws.DDL); err != nil {
+				return refused(stmt, err)
 			}
 			if err := refreshCapture(c); err != nil {
 				return fail(err)
