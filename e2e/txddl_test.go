@@ -106,7 +106,7 @@ func testTransactionalDDL(t *testing.T, backend string) {
 
 	// Statements PostgreSQL refuses in a block answer 25001 there; outside
 	// a block they run and replicate (issue 19 item 2).
-	for _, q := range []string{"CREATE INDEX CONCURRENTLY tx_c_v ON tx_c (v)", "DROP INDEX CONCURRENTLY tx_a_name", "VACUUM"} {
+	for _, q := range []string{"CREATE INDEX CONCURRENTLY tx_c_v ON tx_c (v)", "DROP INDEX CONCURRENTLY tx_a_name", "VACUUM", "CREATE DATABASE tx_other", "DROP DATABASE tx_other"} {
 		exec("BEGIN")
 		exec("INSERT INTO tx_c VALUES (100, 'rolled back')")
 		_, err := p.Exec(ctx, q)
@@ -118,6 +118,13 @@ func testTransactionalDDL(t *testing.T, backend string) {
 	}
 	exec("CREATE INDEX CONCURRENTLY tx_c_v ON tx_c (v)")
 	exec("VACUUM")
+	// Outside a block, CREATE DATABASE would make a database on the primary
+	// alone: a replicated cluster is one database, so it is refused plainly.
+	if _, err := p.Exec(ctx, "CREATE DATABASE tx_other"); err == nil {
+		t.Fatal("CREATE DATABASE in a replicated cluster succeeded")
+	} else if pe := (*pgconn.PgError)(nil); !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "database") {
+		t.Fatalf("CREATE DATABASE outside a block: %v, want 0A000 naming the reason", err)
+	}
 	for name, c := range map[string]*pgx.Conn{"primary": p, "standby": s} {
 		var n int
 		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE indexname = 'tx_c_v'").Scan(&n); err != nil || n != 1 {

@@ -215,6 +215,16 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 			return s.finish(ctx, "ROLLBACK")
 		}
 	}
+	if s.b.repl != nil && len(st.words) > 1 && (st.kind == "CREATE" || st.kind == "DROP") && st.words[1] == "DATABASE" {
+		// As PostgreSQL inside a block; outside one it would make or drop
+		// a database on the primary alone.
+		if s.inTx {
+			return nil, pgwire.Errorf("25001", "%s DATABASE cannot run inside a transaction block", st.kind)
+		}
+		return nil, &pgwire.Error{Code: pgwire.CodeFeatureNotSupported,
+			Message: fmt.Sprintf("%s DATABASE is not replicated: a replicated tandem cluster serves one database", st.kind),
+			Hint:    "run one cluster per database, or create it on a standalone node"}
+	}
 	autocommit := !s.inTx && s.b.repl != nil && writes(st)
 	if autocommit {
 		if err := s.b.repl.Writable(); err != nil {

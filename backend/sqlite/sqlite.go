@@ -686,6 +686,14 @@ func returningColumns(sql string) []pgwire.Column {
 // Execute implements pgwire.BackendSession.
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	st := ps.(*Statement)
+	if len(st.words) > 1 && (st.kind == "CREATE" || st.kind == "DROP") && st.words[1] == "DATABASE" {
+		if s.inTx {
+			return nil, pgwire.Errorf("25001", "%s DATABASE cannot run inside a transaction block", st.kind)
+		}
+		return nil, &pgwire.Error{Code: pgwire.CodeFeatureNotSupported,
+			Message: fmt.Sprintf("%s DATABASE is not supported on the SQLite back end: a node serves one database (its SQLite file)", st.kind),
+			Hint:    "run one node or cluster per database"}
+	}
 	if st.deferred != nil {
 		return nil, st.deferred
 	}
