@@ -23,7 +23,9 @@ func ConflictKeys(ws *Writeset) []string {
 	var buf []byte
 	for i := range ws.Rows {
 		r := &ws.Rows[i]
-		if r.Op == OpDDL {
+		if r.Op == OpDDL || r.Op == OpInsertRow || r.Op == OpDeleteRow {
+			// No key: a row of a table without one conflicts with every
+			// change to its table.
 			keys = append(keys, TableKey(r.Table))
 			continue
 		}

@@ -106,6 +106,12 @@ func rowStatement(d Dialect, r *Row) (Stmt, error) {
 		args []any
 	)
 	switch {
+	case r.Op == OpInsertRow:
+		sql, err = InsertSQL(d, r.Table, r.Cols)
+		args = appendArgs(nil, r.After)
+	case r.Op == OpDeleteRow:
+		sql, err = DeleteRowSQL(d, r.Table, r.Cols)
+		args = appendArgs(nil, r.After)
 	case r.Op == OpDelete:
 		sql, err = DeleteSQL(d, r.Table, r.KeyCols)
 		args = appendArgs(nil, r.Key)
@@ -130,6 +136,68 @@ func appendArgs(dst []any, vs []Value) []any {
 		dst = append(dst, v.Any())
 	}
 	return dst
+}
+
+// InsertSQL returns INSERT INTO t (c1, ..., cn) [OVERRIDING SYSTEM VALUE]
+// VALUES (p1, ..., pn): a row of a table without a primary key.
+func InsertSQL(d Dialect, table string, cols []string) (string, error) {
+	if err := checkStmtCols(table, cols, cols, true); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(quoteTable(d, table))
+	b.WriteString(" (")
+	writeIdents(&b, d, cols, ", ")
+	b.WriteString(")")
+	if d.Name() == "postgres" {
+		b.WriteString(" OVERRIDING SYSTEM VALUE")
+	}
+	b.WriteString(" VALUES (")
+	for i := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(d.Placeholder(i + 1))
+	}
+	b.WriteString(")")
+	return b.String(), nil
+}
+
+// DeleteRowSQL deletes one row whose every column equals the bound image
+// (NULL equal to NULL): a row of a table without a primary key. PostgreSQL
+// compares text forms (the image's own form, and every type has one, where
+// not every type has an equality operator) and addresses the row by ctid;
+// SQLite compares with IS and addresses it by rowid. It scans the table:
+// that is the cost of having no key.
+func DeleteRowSQL(d Dialect, table string, cols []string) (string, error) {
+	if err := checkStmtCols(table, cols, cols, true); err != nil {
+		return "", err
+	}
+	id, eq := "rowid", " IS "
+	if d.Name() == "postgres" {
+		id, eq = "ctid", " IS NOT DISTINCT FROM "
+	}
+	t := quoteTable(d, table)
+	var b strings.Builder
+	b.WriteString("DELETE FROM ")
+	b.WriteString(t)
+	b.WriteString(" WHERE " + id + " = (SELECT " + id + " FROM ")
+	b.WriteString(t)
+	b.WriteString(" WHERE ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(d.QuoteIdent(c))
+		if d.Name() == "postgres" {
+			b.WriteString("::text")
+		}
+		b.WriteString(eq)
+		b.WriteString(d.Placeholder(i + 1))
+	}
+	b.WriteString(" LIMIT 1)")
+	return b.String(), nil
 }
 
 // UpsertSQL returns

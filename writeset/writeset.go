@@ -26,6 +26,14 @@ const (
 	// lets placement filtering (raidb-2/0) and certification know which
 	// tables a DDL record touches.
 	OpDDL Op = 4
+	// OpInsertRow and OpDeleteRow are the changes of a table without a
+	// primary key, identified by its whole row (PostgreSQL's REPLICA
+	// IDENTITY FULL): insert this row; delete one row equal to this image
+	// (NULLs equal). An update is a delete of the old image and an insert
+	// of the new one. Cols and After hold the image; KeyCols and Key are
+	// empty.
+	OpInsertRow Op = 5
+	OpDeleteRow Op = 6
 )
 
 // String returns the SQL-ish name of the operation.
@@ -39,12 +47,16 @@ func (o Op) String() string {
 		return "delete"
 	case OpDDL:
 		return "ddl"
+	case OpInsertRow:
+		return "insert-row"
+	case OpDeleteRow:
+		return "delete-row"
 	}
 	return "op(" + strconv.Itoa(int(o)) + ")"
 }
 
 // Valid reports whether o is one of the defined operations.
-func (o Op) Valid() bool { return o >= OpInsert && o <= OpDDL }
+func (o Op) Valid() bool { return o >= OpInsert && o <= OpDeleteRow }
 
 // Row is one changed row.
 //
@@ -137,6 +149,8 @@ func (r *Row) validateDDL() error {
 func (r *Row) Validate() error {
 	switch r.Op {
 	case OpInsert, OpUpdate, OpDelete:
+	case OpInsertRow, OpDeleteRow:
+		return r.validateFullRow()
 	case OpDDL:
 		return fmt.Errorf("%w: %s row outside a DDL writeset", ErrInvalid, OpDDL)
 	default:
@@ -184,6 +198,24 @@ func (r *Row) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validateFullRow checks a row of a table without a primary key: no key,
+// a whole image (NULLs allowed).
+func (r *Row) validateFullRow() error {
+	if err := checkIdent("table", r.Table); err != nil {
+		return err
+	}
+	if len(r.KeyCols) != 0 || len(r.Key) != 0 {
+		return fmt.Errorf("%w: a %s row has no key", ErrInvalid, r.Op)
+	}
+	if len(r.Cols) == 0 {
+		return fmt.Errorf("%w: %s without an image", ErrInvalid, r.Op)
+	}
+	if len(r.After) != len(r.Cols) {
+		return fmt.Errorf("%w: %d image values for %d columns", ErrInvalid, len(r.After), len(r.Cols))
+	}
+	return checkCols("column", r.Cols)
 }
 
 // keyChanged reports whether an update's after-image moves the row to a new

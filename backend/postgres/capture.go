@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS _tandem_meta (id int PRIMARY KEY CHECK (id = 1), appl
 INSERT INTO _tandem_meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
 CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
 CREATE INDEX IF NOT EXISTS _tandem_capture_txid ON _tandem_capture (txid);
+ALTER TABLE _tandem_capture ADD COLUMN IF NOT EXISTS ev text;
 CREATE TABLE IF NOT EXISTS _tandem_gsns (gsn bigint PRIMARY KEY, epoch bigint NOT NULL);
 CREATE OR REPLACE FUNCTION _tandem_applied() RETURNS TABLE (gsn bigint, epoch bigint) LANGUAGE sql STABLE AS $f$
   SELECT gsn, epoch FROM (
@@ -51,8 +52,12 @@ CREATE OR REPLACE FUNCTION _tandem_ws() RETURNS TABLE (tbl text, pk text, img te
 DECLARE x bigint := txid_current_if_assigned();
 BEGIN
   IF x IS NULL THEN RETURN; END IF;
-  RETURN QUERY SELECT w.tbl, w.pk::text, _tandem_img(w.tbl, w.pk)
-    FROM (SELECT c.tbl, c.pk, min(c.seq) AS s FROM _tandem_capture c WHERE c.txid = x GROUP BY c.tbl, c.pk) w ORDER BY w.s;
+  RETURN QUERY SELECT w.tbl, w.pk, w.img FROM (
+      SELECT c.tbl, c.pk::text AS pk, _tandem_img(c.tbl, c.pk) AS img, min(c.seq) AS s
+        FROM _tandem_capture c WHERE c.txid = x AND c.ev IS NULL GROUP BY c.tbl, c.pk
+      UNION ALL
+      SELECT c.tbl, c.pk::text, c.ev, c.seq FROM _tandem_capture c WHERE c.txid = x AND c.ev IS NOT NULL
+    ) w ORDER BY w.s;
   DELETE FROM _tandem_capture c WHERE c.txid = x;
 END $f$;
 CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
@@ -71,8 +76,8 @@ BEGIN
 END $f$;`
 
 // EnableReplication creates tandem's tables, installs capture triggers on
-// every table of the public schema (refusing tables without a primary key)
-// and routes every commit through r.
+// every table of the public schema (by primary key, or by the whole row for
+// a table without one) and routes every commit through r.
 func (b *Backend) EnableReplication(ctx context.Context, r Replicator) error {
 	c, err := pgconn.ConnectConfig(ctx, b.cfg)
 	if err != nil {
@@ -114,7 +119,78 @@ func installAll(ctx context.Context, c *pgconn.PgConn) error {
 	if err := installTriggers(ctx, c); err != nil {
 		return err
 	}
+	if err := refreshFullRow(ctx, c); err != nil {
+		return err
+	}
 	return installImages(ctx, c)
+}
+
+// fullRowMark is in the body of every full-row capture function.
+const fullRowMark = "-- tandem: full-row identity"
+
+// refreshFullRow rewrites the capture function of every replicated table
+// whose identity is its whole row (its columns may have changed), and of
+// every table whose kind of identity changed (a primary key added to a
+// table without one, or dropped): the function keeps its name, so the
+// trigger stays.
+func refreshFullRow(ctx context.Context, c *pgconn.PgConn) error {
+	rows, err := query(ctx, c, `SELECT c.relname, p.prosrc LIKE '%' || $1 || '%',
+		EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = '_tandem_capture'
+		JOIN pg_proc p ON p.oid = t.tgfoid
+		WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 1`, fullRowMark)
+	if err != nil {
+		return fmt.Errorf("postgres: list replicated tables: %w", err)
+	}
+	for _, r := range rows {
+		fullRow, hasPK := r[1] == "t", r[2] == "t"
+		if !fullRow && hasPK {
+			continue
+		}
+		if err := installCapture(ctx, c, r[0], false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// installCapture (re)writes one table's capture function and, when
+// trigger is set, creates its trigger.
+func installCapture(ctx context.Context, c *pgconn.PgConn, table string, trigger bool) error {
+	pk, err := primaryKey(ctx, c, table)
+	if err != nil {
+		return err
+	}
+	var fn, body string
+	if len(pk) == 0 {
+		cols, err := query(ctx, c, `SELECT attname FROM pg_attribute
+			WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND attgenerated = '' ORDER BY attnum`, pgQuote(table))
+		if err != nil {
+			return fmt.Errorf("postgres: columns of %s: %w", table, err)
+		}
+		names := make([]string, len(cols))
+		for i, col := range cols {
+			names[i] = col[0]
+		}
+		fn, body = fullRowCaptureFunction(table, names)
+	} else {
+		fn, body = captureFunction(table, pk)
+	}
+	if _, err := c.Exec(ctx, body).ReadAll(); err != nil {
+		return fmt.Errorf("postgres: create capture function for %s: %w", table, err)
+	}
+	if !trigger {
+		return nil
+	}
+	if len(pk) == 0 {
+		slog.Warn("a table without a primary key replicates by full-row identity: on a standby each of its updated or deleted rows is found by a scan of the table; add a PRIMARY KEY where you can (docs/operations.md)", "table", table)
+	}
+	q := fmt.Sprintf("CREATE TRIGGER _tandem_capture AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION %s()", pgQuote(table), pgQuote(fn))
+	if _, err := c.Exec(ctx, q).ReadAll(); err != nil {
+		return fmt.Errorf("postgres: install capture trigger on %s: %w", table, err)
+	}
+	return nil
 }
 
 // installImages (re)creates _tandem_img(table, key), the after-image of one
@@ -143,6 +219,9 @@ func installImages(ctx context.Context, c *pgconn.PgConn) error {
 		pk, err := primaryKey(ctx, c, table)
 		if err != nil {
 			return err
+		}
+		if len(pk) == 0 {
+			continue // full-row identity: its capture rows carry the image
 		}
 		b.WriteString(imageBranch(table, cols, pk))
 	}
@@ -182,21 +261,8 @@ func installTriggers(ctx context.Context, c *pgconn.PgConn) error {
 		return err
 	}
 	for _, r := range rows {
-		table := r[0]
-		pk, err := primaryKey(ctx, c, table)
-		if err != nil {
+		if err := installCapture(ctx, c, r[0], true); err != nil {
 			return err
-		}
-		if len(pk) == 0 {
-			return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("table %q has no primary key: tandem replicates rows by primary key", table), Hint: "add a PRIMARY KEY to the table", Err: errNoPK}
-		}
-		fn, body := captureFunction(table, pk)
-		if _, err := c.Exec(ctx, body).ReadAll(); err != nil {
-			return fmt.Errorf("postgres: create capture function for %s: %w", table, err)
-		}
-		q := fmt.Sprintf("CREATE TRIGGER _tandem_capture AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION %s()", pgQuote(table), pgQuote(fn))
-		if _, err := c.Exec(ctx, q).ReadAll(); err != nil {
-			return fmt.Errorf("postgres: install capture trigger on %s: %w", table, err)
 		}
 	}
 	return nil
@@ -208,13 +274,7 @@ func installTriggers(ctx context.Context, c *pgconn.PgConn) error {
 // whole row with to_jsonb(NEW) (the generic _tandem_capture_fn, which
 // triggers installed by earlier versions still use).
 func captureFunction(table string, pk []string) (string, string) {
-	h := fnv.New32a()
-	h.Write([]byte(table))
-	short := []rune(table)
-	if len(short) > 30 {
-		short = short[:30]
-	}
-	name := fmt.Sprintf("_tandem_cap_%08x_%s", h.Sum32(), string(short))
+	name := captureName(table)
 	oldCols := make([]string, len(pk))
 	newCols := make([]string, len(pk))
 	for i, c := range pk {
@@ -233,6 +293,51 @@ BEGIN
   END IF;
   RETURN NULL;
 END $tandem$`, pgQuote(name), o, o, n, n)
+	return name, body
+}
+
+// captureName is the name of a table's capture function (the same for
+// either kind of identity, so a trigger survives a change of kind).
+func captureName(table string) string {
+	h := fnv.New32a()
+	h.Write([]byte(table))
+	short := []rune(table)
+	if len(short) > 30 {
+		short = short[:30]
+	}
+	return fmt.Sprintf("_tandem_cap_%08x_%s", h.Sum32(), string(short))
+}
+
+// fullRowCaptureFunction is the capture function of a table without a
+// primary key: each row change is an event of its own, in order, carrying
+// the whole row in text form (an UPDATE is the old row's delete and the new
+// row's insert), as PostgreSQL's logical replication does with REPLICA
+// IDENTITY FULL. Its capture rows have ev set (the image, in
+// _tandem_img's self-describing form with no key columns) and pk "-" or
+// "+"; _tandem_ws never merges them.
+func fullRowCaptureFunction(table string, cols []string) (string, string) {
+	name := captureName(table)
+	img := func(rec string) string {
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			vals[i] = rec + "." + pgQuote(c) + "::text"
+		}
+		hdr, _ := json.Marshal([2][]string{cols, {}})
+		head := string(hdr[:len(hdr)-1]) + ","
+		return fmt.Sprintf("%s || to_jsonb(ARRAY[%s]::text[])::text || ']'", pgLiteral(head), strings.Join(vals, ", "))
+	}
+	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
+BEGIN
+  %s
+  IF current_setting('tandem.applying', true) = 'on' THEN RETURN NULL; END IF;
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"-"', %s);
+  END IF;
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"+"', %s);
+  END IF;
+  RETURN NULL;
+END $tandem$`, pgQuote(name), fullRowMark, img("OLD"), img("NEW"))
 	return name, body
 }
 
@@ -362,6 +467,9 @@ func readWS(rr *pgconn.ResultReader) ([]writeset.Row, error) {
 // The key's values come from the after-image's text form where there is
 // one (the key as the type prints it), else from the captured JSON.
 func decodeImage(table, pkJSON string, img []byte) (writeset.Row, error) {
+	if pkJSON == `"-"` || pkJSON == `"+"` {
+		return decodeFullRow(table, pkJSON == `"+"`, img)
+	}
 	row := writeset.Row{Table: table, Op: writeset.OpDelete}
 	var parts [3]json.RawMessage
 	if err := json.Unmarshal(img, &parts); err != nil {
@@ -403,6 +511,35 @@ func decodeImage(table, pkJSON string, img []byte) (writeset.Row, error) {
 			if col == kc {
 				row.Key[ki] = row.After[j]
 			}
+		}
+	}
+	return row, nil
+}
+
+// decodeFullRow turns a full-row capture event of a table without a
+// primary key into an OpInsertRow or OpDeleteRow.
+func decodeFullRow(table string, insert bool, img []byte) (writeset.Row, error) {
+	row := writeset.Row{Table: table, Op: writeset.OpDeleteRow}
+	if insert {
+		row.Op = writeset.OpInsertRow
+	}
+	var parts [3]json.RawMessage
+	if err := json.Unmarshal(img, &parts); err != nil {
+		return row, fmt.Errorf("postgres: bad row image of %s: %v", table, err)
+	}
+	var vals []*string
+	if err := json.Unmarshal(parts[0], &row.Cols); err != nil {
+		return row, fmt.Errorf("postgres: bad row image columns of %s: %v", table, err)
+	}
+	if err := json.Unmarshal(parts[2], &vals); err != nil || len(vals) != len(row.Cols) {
+		return row, fmt.Errorf("postgres: bad row image values of %s: %v", table, err)
+	}
+	row.After = make([]writeset.Value, len(vals))
+	for j, v := range vals {
+		if v == nil {
+			row.After[j] = writeset.Null()
+		} else {
+			row.After[j] = writeset.Text(*v)
 		}
 	}
 	return row, nil

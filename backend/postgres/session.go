@@ -482,8 +482,6 @@ func (r *rowsResult) Next(dst []any) (bool, error) {
 func (r *rowsResult) Tag() string  { return r.tag }
 func (r *rowsResult) Close() error { return nil }
 
-var errNoPK = errors.New("table has no primary key")
-
 // codeReadOnlyTx is the SQLSTATE a standby answers a write with.
 const codeReadOnlyTx = "25006"
 
