@@ -3,7 +3,10 @@
 # hot-standby SQLite pair with mutual TLS on every inter-node channel (the
 # default: router -> node hop and replication stream) against the same pair
 # with security.inter_node = "none". Both clusters run side by side; runs
-# alternate, R rounds; prints the MQTh ratio per round and the median.
+# alternate, R rounds; prints the MQTh ratio per round and the median, and
+# the CPU time tandem's processes (router and both nodes) spent per
+# committed write transaction (the primary's tandem_repl_commits_total):
+# on a shared machine that figure moves far less than throughput does.
 # Usage: scripts/bench-tls.sh [P] [duration] [clients] [rounds] [mix]
 set -euo pipefail
 P=${1:-20000}; DUR=${2:-15s}; C=${3:-8}; R=${4:-3}; MIX=${5:-r20w80}
@@ -31,7 +34,7 @@ password = "tandem"
 [[nodes]]
 id = "n1"
 listen = "127.0.0.1:$(port)"
-metrics = "127.0.0.1:$(port)"
+metrics = "127.0.0.1:$4"
 repl_listen = "127.0.0.1:$(port)"
 [[nodes]]
 id = "n2"
@@ -43,25 +46,36 @@ TOML
   for i in $(seq 150); do grep -q "is up" "$W/$1.out" 2>/dev/null && return; sleep 0.2; done
   cat "$W/$1.out"; exit 1
 }
-TLS=$(port); CLEAR=$(port)
-start tls "$TLS" mtls
-start clear "$CLEAR" none
+TLS=$(port); CLEAR=$(port); TLSM=$(port); CLEARM=$(port)
+start tls "$TLS" mtls "$TLSM"
+start clear "$CLEAR" none "$CLEARM"
+# CPU ticks (utime + stime) of a cluster's processes, and its primary's
+# committed writesets.
+ticks() { local t=0 p; for p in $(pgrep -f "$W/$1.toml"); do t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $t; }
+commits() { curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "tandem_repl_commits_total" {print $2}'; }
+declare -A metricsport=([tls]=$TLSM [clear]=$CLEARM)
+HZ=$(getconf CLK_TCK)
 dsn() { echo "postgres://tandem:tandem@127.0.0.1:$1/tandem?sslmode=disable"; }
 for t in tls:$TLS clear:$CLEAR; do
   "$T" bench load --workload tm1 --subscribers "$P" --dsn "$(dsn ${t#*:})" --quiet > /dev/null
 done
-ratios=()
+ratios=(); cratios=()
 for r in $(seq "$R"); do
-  declare -A mqth
+  declare -A mqth cpu
   order="tls:$TLS clear:$CLEAR"
   [ $((r % 2)) -eq 0 ] && order="clear:$CLEAR tls:$TLS"
   for t in $order; do
+    n=${t%%:*}; t0=$(ticks "$n"); c0=$(commits "${metricsport[$n]}")
     "$T" bench run --workload tm1 --mix "$MIX" --clients "$C" --rampup 3s --duration "$DUR" \
       --dsn "$(dsn ${t#*:})" --json > "$W/${t%%:*}-$r.json" 2>/dev/null
     mqth[${t%%:*}]=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("mqth") or d.get("MQTh") or d["summary"]["mqth"])' "$W/${t%%:*}-$r.json")
+    t1=$(ticks "$n"); c1=$(commits "${metricsport[$n]}")
+    cpu[$n]=$(python3 -c "print(round(($t1 - $t0) / $HZ * 1e6 / max(1, float('$c1') - float('$c0')), 1))")
   done
   ratio=$(python3 -c "print(round(${mqth[tls]}/${mqth[clear]}, 3))")
-  ratios+=("$ratio")
-  echo "round $r: mutual TLS ${mqth[tls]} MQTh, clear text ${mqth[clear]} MQTh, ratio $ratio"
+  cratio=$(python3 -c "print(round(${cpu[tls]}/${cpu[clear]}, 3))")
+  ratios+=("$ratio"); cratios+=("$cratio")
+  echo "round $r: mutual TLS ${mqth[tls]} MQTh ${cpu[tls]} us CPU/commit, clear text ${mqth[clear]} MQTh ${cpu[clear]} us CPU/commit; throughput ratio $ratio, CPU ratio $cratio"
 done
-python3 -c "import statistics,sys; print('median ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${ratios[@]}"
+python3 -c "import statistics,sys; print('median throughput ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${ratios[@]}"
+python3 -c "import statistics,sys; print('median CPU-per-commit ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${cratios[@]}"
