@@ -534,6 +534,26 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			// SQLite cannot add a constraint to a table: a unique index
 			// enforces the same rows.
 			tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
+		case pg_query.AlterTableType_AT_SetNotNull, pg_query.AlterTableType_AT_DropNotNull, pg_query.AlterTableType_AT_ColumnDefault:
+			if t.sch != nil && !hasColumn(t.sch.Columns(name), cmd.Name) {
+				return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, name)}
+			}
+			action, arg, check := AlterDropNotNull, "", ""
+			switch {
+			case cmd.Subtype == pg_query.AlterTableType_AT_SetNotNull:
+				action = AlterSetNotNull
+				check = fmt.Sprintf("SELECT _pg_raise('23502', %s) FROM %s WHERE %s IS NULL LIMIT 1",
+					quoteLit(fmt.Sprintf("column %q of relation %q contains null values", cmd.Name, name)), quoteIdent(name), quoteIdent(cmd.Name))
+			case cmd.Subtype == pg_query.AlterTableType_AT_ColumnDefault && cmd.Def == nil:
+				action = AlterDropDefault
+			case cmd.Subtype == pg_query.AlterTableType_AT_ColumnDefault:
+				e, err := t.expr(cmd.Def)
+				if err != nil {
+					return nil, err
+				}
+				action, arg = AlterSetDefault, e
+			}
+			tr.Script = append(tr.Script, alterColumnScript(name, cmd.Name, action, arg, check)...)
 		case pg_query.AlterTableType_AT_DropColumn:
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
@@ -547,6 +567,15 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+func hasColumn(cols []Column, name string) bool {
+	for _, c := range cols {
+		if strings.EqualFold(c.Name, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translation, error) {

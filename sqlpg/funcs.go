@@ -625,6 +625,10 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"_pg_int4_range", intRangeFunc("integer", -2147483648, 2147483647), true},
 		{"_pg_int8_range", intRangeFunc("bigint", -9223372036854775808, 9223372036854775807), true},
 		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},
+		{"_tandem_alter_column", func(create, col, action string, arg any) (string, error) {
+			a, _ := arg.(string)
+			return AlterColumnSQL(create, col, action, a)
+		}, true},
 		{"_pg_statement_timestamp", stmtNow, false},
 		{"_pg_clock_timestamp", clockNow, false},
 		{"_pg_current_date", func() string { t, _ := k.times(); return t.Format(DateLayout) }, false},

@@ -1,0 +1,59 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// TestAlterColumn: ALTER COLUMN SET / DROP NOT NULL and SET / DROP DEFAULT
+// on the SQLite back end behave as in PostgreSQL, in and out of a block,
+// and another session sees the new schema at once (Django's AddField sends
+// ADD COLUMN ... DEFAULT then ALTER COLUMN ... DROP DEFAULT).
+func TestAlterColumn(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, _ := db.NewSession(ctx, "u", "d")
+	defer s.Close()
+	o, _ := db.NewSession(ctx, "u", "d")
+	defer o.Close()
+	steps := []struct {
+		sess pgwire.BackendSession
+		sql  string
+		code string
+	}{
+		{s, "CREATE TABLE t (id int PRIMARY KEY, v text, n int DEFAULT 5)", ""},
+		{s, "INSERT INTO t (id) VALUES (1)", ""},
+		{s, "ALTER TABLE t ALTER COLUMN v SET NOT NULL", "23502"}, // row 1 has NULL
+		{s, "UPDATE t SET v = 'x'", ""},
+		{s, "ALTER TABLE t ALTER COLUMN v SET NOT NULL", ""},
+		{o, "INSERT INTO t (id) VALUES (2)", "23502"}, // the other session sees it
+		{s, "ALTER TABLE t ALTER COLUMN v SET DEFAULT 'd' || 'e'", ""},
+		{o, "INSERT INTO t (id) VALUES (2)", ""},
+		{o, "SELECT 1/count(*) FROM t WHERE id = 2 AND v = 'de' AND n = 5", ""}, // 22012 unless the row has both defaults
+		{s, "BEGIN", ""},
+		{s, "ALTER TABLE t ALTER COLUMN n DROP DEFAULT, ALTER COLUMN v DROP NOT NULL", ""},
+		{s, "INSERT INTO t (id, v) VALUES (3, NULL)", ""},
+		{s, "ROLLBACK", ""}, // the block's changes go with it
+		{o, "INSERT INTO t (id, v) VALUES (3, NULL)", "23502"},
+		{s, "ALTER TABLE t ALTER COLUMN nosuch DROP DEFAULT", "42703"},
+		{s, "ALTER TABLE t ALTER COLUMN n DROP DEFAULT", ""},
+		{o, "INSERT INTO t (id, v) VALUES (4, 'y')", ""},
+		{o, "SELECT 1/count(*) FROM t WHERE id = 4 AND n IS NULL", ""},
+		{o, "SELECT 1/count(*) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v' AND attnotnull", ""},
+		{s, "SELECT 1/(1 - count(*)) FROM t WHERE id = 3", ""}, // the rolled-back row is not there
+		{s, "SELECT 1/count(*) FROM t WHERE id = 3", "22012"},  // (and the checks above can fail)
+	}
+	for i, st := range steps {
+		_, err := run(t, st.sess, st.sql)
+		var pe *pgwire.Error
+		switch {
+		case st.code == "" && err != nil:
+			t.Fatalf("step %d %s: %v", i, st.sql, err)
+		case st.code != "" && (!errors.As(err, &pe) || pe.Code != st.code):
+			t.Fatalf("step %d %s: %v, want SQLSTATE %s", i, st.sql, err, st.code)
+		}
+	}
+}

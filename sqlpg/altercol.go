@@ -1,0 +1,268 @@
+package sqlpg
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ALTER TABLE ... ALTER COLUMN on SQLite. SQLite cannot alter a column, but
+// its documentation allows editing a table's CREATE statement in
+// sqlite_master (PRAGMA writable_schema) for changes that leave the stored
+// rows as they are: adding or removing NOT NULL (after checking no row holds
+// NULL) and setting or dropping DEFAULT. The new text is computed inside
+// the statement that stores it (_tandem_alter_column, a function of the old
+// text), so two sessions altering one table never overwrite each other's
+// change with a text read earlier; a table created and dropped in the same
+// script then bumps the schema cookie, so every other connection reloads
+// the schema (the editing one resets its own with writable_schema = RESET).
+
+// ErrAlterColumn is wrapped by AlterColumnSQL's refusals.
+var ErrAlterColumn = errors.New("cannot alter the column")
+
+// Column alterations AlterColumnSQL knows.
+const (
+	AlterSetNotNull  = "set_not_null"
+	AlterDropNotNull = "drop_not_null"
+	AlterSetDefault  = "set_default"  // arg: the SQLite expression
+	AlterDropDefault = "drop_default" //
+)
+
+// alterColumnScript is what the translator emits for one alteration of
+// column col of table: check (may be empty) runs first.
+func alterColumnScript(table, col, action, arg, check string) []string {
+	var out []string
+	if check != "" {
+		out = append(out, check)
+	}
+	a := "NULL"
+	if action == AlterSetDefault {
+		a = quoteLit(arg)
+	}
+	return append(out,
+		"PRAGMA writable_schema = ON",
+		fmt.Sprintf("UPDATE sqlite_master SET sql = _tandem_alter_column(sql, %s, %s, %s) WHERE type = 'table' AND name = %s",
+			quoteLit(col), quoteLit(action), a, quoteLit(table)),
+		"PRAGMA writable_schema = RESET",
+		`CREATE TABLE "_tandem_schema_bump" (x)`,
+		`DROP TABLE "_tandem_schema_bump"`)
+}
+
+// AlterColumnSQL returns create (a table's CREATE TABLE text as SQLite
+// stores it) with column col altered by action.
+func AlterColumnSQL(create, col, action, arg string) (string, error) {
+	open := strings.IndexByte(create, '(')
+	if open < 0 {
+		return "", fmt.Errorf("%w: no column list in %q", ErrAlterColumn, create)
+	}
+	items, err := splitTop(create[open+1:])
+	if err != nil {
+		return "", err
+	}
+	// items[i] = [start, end) offsets into create.
+	for _, it := range items {
+		start, end := open+1+it[0], open+1+it[1]
+		def := create[start:end]
+		toks := tokens(def)
+		if len(toks) == 0 || !identIs(toks[0].text, col) {
+			continue
+		}
+		nd, err := alterDef(def, toks, action, arg)
+		if err != nil {
+			return "", err
+		}
+		return create[:start] + nd + create[end:], nil
+	}
+	return "", fmt.Errorf("%w: column %q not found", ErrAlterColumn, col)
+}
+
+// alterDef rewrites one column definition.
+func alterDef(def string, toks []token, action, arg string) (string, error) {
+	// Remove spans in reverse order so offsets stay valid.
+	var cut [][2]int
+	notNull, dflt := -1, -1
+	for i := 1; i < len(toks); i++ {
+		w := strings.ToUpper(toks[i].text)
+		switch {
+		case w == "NOT" && i+1 < len(toks) && strings.EqualFold(toks[i+1].text, "NULL"):
+			notNull = i
+		case w == "DEFAULT" && i+1 < len(toks):
+			dflt = i
+		}
+	}
+	out := def
+	switch action {
+	case AlterDropNotNull:
+		if notNull < 0 {
+			return def, nil
+		}
+		from := notNull
+		if from >= 3 && strings.EqualFold(toks[from-2].text, "CONSTRAINT") {
+			from -= 2 // CONSTRAINT name NOT NULL
+		}
+		cut = append(cut, [2]int{toks[from].start, toks[notNull+1].end})
+	case AlterSetNotNull:
+		if notNull >= 0 {
+			return def, nil
+		}
+		return strings.TrimRight(def, " \t\n") + " NOT NULL", nil
+	case AlterDropDefault, AlterSetDefault:
+		if dflt >= 0 {
+			end := toks[dflt+1].end
+			if (toks[dflt+1].text == "-" || toks[dflt+1].text == "+") && dflt+2 < len(toks) {
+				end = toks[dflt+2].end
+			}
+			cut = append(cut, [2]int{toks[dflt].start, end})
+		}
+	default:
+		return "", fmt.Errorf("%w: unknown alteration %q", ErrAlterColumn, action)
+	}
+	for i := len(cut) - 1; i >= 0; i-- {
+		s, e := cut[i][0], cut[i][1]
+		for s > 0 && (out[s-1] == ' ' || out[s-1] == '\t') {
+			s--
+		}
+		out = out[:s] + out[e:]
+	}
+	if action == AlterSetDefault {
+		out = strings.TrimRight(out, " \t\n") + " DEFAULT (" + arg + ")"
+	}
+	return out, nil
+}
+
+// identIs reports whether an identifier token names col: quoted exactly,
+// bare case-insensitively (as SQLite compares names).
+func identIs(tok, col string) bool {
+	if len(tok) >= 2 {
+		switch tok[0] {
+		case '"':
+			return strings.EqualFold(strings.ReplaceAll(tok[1:len(tok)-1], `""`, `"`), col)
+		case '`':
+			return strings.EqualFold(strings.ReplaceAll(tok[1:len(tok)-1], "``", "`"), col)
+		case '[':
+			return strings.EqualFold(tok[1:len(tok)-1], col)
+		}
+	}
+	return strings.EqualFold(tok, col)
+}
+
+// splitTop splits a column list (the text after CREATE TABLE's opening
+// parenthesis) at its top-level commas, up to the closing parenthesis;
+// it returns the items' offsets.
+func splitTop(s string) ([][2]int, error) {
+	var out [][2]int
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'', '"', '`':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == c {
+					if j+1 < len(s) && s[j+1] == c {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			i = j
+		case '[':
+			for i < len(s) && s[i] != ']' {
+				i++
+			}
+		case '(':
+			depth++
+		case ')':
+			if depth == 0 {
+				return append(out, [2]int{start, i}), nil
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, [2]int{start, i})
+				start = i + 1
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: unterminated column list", ErrAlterColumn)
+}
+
+type token struct {
+	text       string
+	start, end int
+}
+
+// tokens splits a column definition into words, quoted names and strings,
+// parenthesised groups and single punctuation characters.
+func tokens(s string) []token {
+	var out []token
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			i++
+			continue
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for j < len(s) {
+				if s[j] == c {
+					if j+1 < len(s) && s[j+1] == c {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if j < len(s) {
+				j++
+			}
+			out = append(out, token{s[i:j], i, j})
+			i = j
+		case c == '[':
+			j := strings.IndexByte(s[i:], ']')
+			if j < 0 {
+				j = len(s) - i - 1
+			}
+			out = append(out, token{s[i : i+j+1], i, i + j + 1})
+			i += j + 1
+		case c == '(':
+			depth, j := 0, i
+			for ; j < len(s); j++ {
+				if s[j] == '(' {
+					depth++
+				} else if s[j] == ')' {
+					depth--
+					if depth == 0 {
+						break
+					}
+				} else if s[j] == '\'' || s[j] == '"' {
+					q := s[j]
+					for j++; j < len(s) && s[j] != q; j++ {
+					}
+				}
+			}
+			if j < len(s) {
+				j++
+			}
+			out = append(out, token{s[i:j], i, j})
+			i = j
+		case isWordByte(c):
+			j := i
+			for j < len(s) && isWordByte(s[j]) {
+				j++
+			}
+			out = append(out, token{s[i:j], i, j})
+			i = j
+		default:
+			out = append(out, token{s[i : i+1], i, i + 1})
+			i++
+		}
+	}
+	return out
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '.' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}

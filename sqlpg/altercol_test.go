@@ -1,0 +1,35 @@
+package sqlpg
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestAlterColumnSQL(t *testing.T) {
+	const base = `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL DEFAULT ('x'), "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL DEFAULT -1, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`
+	tests := []struct {
+		col, action, arg, want string
+	}{
+		{"b", AlterDropNotNull, "", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT DEFAULT ('x'), "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL DEFAULT -1, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`},
+		{"b", AlterDropDefault, "", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL, "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL DEFAULT -1, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`},
+		{"B", AlterSetDefault, "'y' || 'z'", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL DEFAULT ('y' || 'z'), "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL DEFAULT -1, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`},
+		{"b", AlterSetNotNull, "", base},
+		// NOT NULL inside a CHECK is not the column's.
+		{"c", AlterSetNotNull, "", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL DEFAULT ('x'), "c" INT CHECK ("c" IS NOT NULL OR 1) NOT NULL, d REAL DEFAULT -1, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`},
+		{"c", AlterDropNotNull, "", base},
+		{"d", AlterDropDefault, "", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL DEFAULT ('x'), "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL, "e,f" TEXT CONSTRAINT nn NOT NULL, UNIQUE ("b", "c"))`},
+		{"e,f", AlterDropNotNull, "", `CREATE TABLE "t" ("id" INTEGER PRIMARY KEY, "b" TEXT NOT NULL DEFAULT ('x'), "c" INT CHECK ("c" IS NOT NULL OR 1), d REAL DEFAULT -1, "e,f" TEXT, UNIQUE ("b", "c"))`},
+	}
+	for _, tc := range tests {
+		got, err := AlterColumnSQL(base, tc.col, tc.action, tc.arg)
+		if err != nil || got != tc.want {
+			t.Errorf("%s %s:\n got %s (%v)\nwant %s", tc.col, tc.action, got, err, tc.want)
+		}
+	}
+	if _, err := AlterColumnSQL(base, "nosuch", AlterDropNotNull, ""); !errors.Is(err, ErrAlterColumn) {
+		t.Errorf("unknown column: %v", err)
+	}
+	if _, err := AlterColumnSQL(`CREATE TABLE t (a`, "a", AlterDropNotNull, ""); !errors.Is(err, ErrAlterColumn) {
+		t.Errorf("unterminated: %v", err)
+	}
+}
