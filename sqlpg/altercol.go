@@ -26,6 +26,7 @@ const (
 	AlterDropNotNull = "drop_not_null"
 	AlterSetDefault  = "set_default"  // arg: the SQLite expression
 	AlterDropDefault = "drop_default" //
+	AlterSetType     = "set_type"     // arg: the SQLite declared type
 )
 
 // alterColumnScript is what the translator emits for one alteration of
@@ -36,7 +37,7 @@ func alterColumnScript(table, col, action, arg, check string) []string {
 		out = append(out, check)
 	}
 	a := "NULL"
-	if action == AlterSetDefault {
+	if action == AlterSetDefault || action == AlterSetType {
 		a = quoteLit(arg)
 	}
 	return append(out,
@@ -92,6 +93,17 @@ func alterDef(def string, toks []token, action, arg string) (string, error) {
 	}
 	out := def
 	switch action {
+	case AlterSetType:
+		if len(toks) < 2 {
+			return "", fmt.Errorf("%w: column %s has no declared type", ErrAlterColumn, toks[0].text)
+		}
+		if strings.EqualFold(toks[1].text, "INTEGER") && len(toks) > 2 && strings.EqualFold(toks[2].text, "PRIMARY") {
+			if strings.EqualFold(arg, "INTEGER") {
+				return def, nil // the rowid alias stays one
+			}
+			return "", fmt.Errorf("%w: %s is the table's rowid (an integer primary key); its type stays an integer", ErrAlterColumn, toks[0].text)
+		}
+		return def[:toks[1].start] + arg + def[toks[1].end:], nil
 	case AlterDropNotNull:
 		if notNull < 0 {
 			return def, nil

@@ -554,6 +554,12 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				action, arg = AlterSetDefault, e
 			}
 			tr.Script = append(tr.Script, alterColumnScript(name, cmd.Name, action, arg, check)...)
+		case pg_query.AlterTableType_AT_AlterColumnType:
+			script, err := t.alterColumnType(name, cmd)
+			if err != nil {
+				return nil, err
+			}
+			tr.Script = append(tr.Script, script...)
 		case pg_query.AlterTableType_AT_DropColumn:
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
@@ -567,6 +573,48 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+// alterColumnType is ALTER COLUMN ... TYPE t [USING expr]: values too long
+// for a varchar(n) / char(n) fail with 22001 as in PostgreSQL; the values
+// are converted with the cast PostgreSQL would use (or the USING
+// expression), the declared type is edited in place (it gives the column
+// its affinity) and tandem's column metadata gets the new type.
+func (t *translator) alterColumnType(table string, cmd *pg_query.AlterTableCmd) ([]string, error) {
+	cd := cmd.Def.GetColumnDef()
+	if cd == nil || cd.TypeName == nil {
+		return nil, unsupported("ALTER COLUMN TYPE without a type")
+	}
+	if t.sch != nil && !hasColumn(t.sch.Columns(table), cmd.Name) {
+		return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, table)}
+	}
+	typ, mod, err := resolveType(cd.TypeName)
+	if err != nil {
+		return nil, err
+	}
+	if len(cd.TypeName.ArrayBounds) > 0 || typ.Cat == 'A' {
+		return nil, unsupported("ALTER COLUMN TYPE to an array type")
+	}
+	col := quoteIdent(cmd.Name)
+	conv := "_cast_" + typ.Name + "(" + col + ")"
+	if cd.RawDefault != nil {
+		e, err := t.expr(cd.RawDefault)
+		if err != nil {
+			return nil, err
+		}
+		conv = "_cast_" + typ.Name + "(" + e + ")"
+	}
+	var script []string
+	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
+		script = append(script, fmt.Sprintf("SELECT _pg_raise('22001', %s) FROM %s WHERE length(%s) > %d LIMIT 1",
+			quoteLit(fmt.Sprintf("value too long for type %s(%d)", typ.SQL, mod-4)), quoteIdent(table), conv, mod-4))
+	}
+	script = append(script, alterColumnScript(table, cmd.Name, AlterSetType, typ.SQLite, "")...)
+	script = append(script,
+		fmt.Sprintf("UPDATE %s SET %s = %s", quoteIdent(table), col, conv),
+		fmt.Sprintf("INSERT OR IGNORE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)", quoteLit(table), quoteLit(cmd.Name), typ.OID, mod),
+		fmt.Sprintf("UPDATE _tandem_columns SET type_oid = %d, typmod = %d WHERE table_name = %s AND column_name = %s", typ.OID, mod, quoteLit(table), quoteLit(cmd.Name)))
+	return script, nil
 }
 
 func hasColumn(cols []Column, name string) bool {

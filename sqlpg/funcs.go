@@ -627,7 +627,11 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},
 		{"_tandem_alter_column", func(create, col, action string, arg any) (string, error) {
 			a, _ := arg.(string)
-			return AlterColumnSQL(create, col, action, a)
+			out, err := AlterColumnSQL(create, col, action, a)
+			if err != nil {
+				return "", fmt.Errorf("[SQLSTATE 0A000] %v on the SQLite back end", err)
+			}
+			return out, nil
 		}, true},
 		{"_pg_statement_timestamp", stmtNow, false},
 		{"_pg_clock_timestamp", clockNow, false},

@@ -43,6 +43,19 @@ func TestAlterColumn(t *testing.T) {
 		{o, "INSERT INTO t (id, v) VALUES (4, 'y')", ""},
 		{o, "SELECT 1/count(*) FROM t WHERE id = 4 AND n IS NULL", ""},
 		{o, "SELECT 1/count(*) FROM pg_attribute WHERE attrelid = 't'::regclass AND attname = 'v' AND attnotnull", ""},
+		// ALTER COLUMN TYPE
+		{s, "CREATE TABLE ty (id int PRIMARY KEY, s varchar(20), n text)", ""},
+		{s, "INSERT INTO ty VALUES (1, 'hello world', '42')", ""},
+		{s, "ALTER TABLE ty ALTER COLUMN s TYPE varchar(5)", "22001"},
+		{s, "ALTER TABLE ty ALTER COLUMN s TYPE varchar(50)", ""},
+		{o, "SELECT 1/count(*) FROM information_schema.columns WHERE table_name = 'ty' AND column_name = 's' AND character_maximum_length = 50", ""},
+		{s, "ALTER TABLE ty ALTER COLUMN n TYPE int USING n::integer", ""},
+		{o, "SELECT 1/count(*) FROM ty WHERE n + 1 = 43", ""},
+		{o, "SELECT 1/count(*) FROM information_schema.columns WHERE table_name = 'ty' AND column_name = 'n' AND data_type = 'integer'", ""},
+		{s, "ALTER TABLE ty ALTER COLUMN s TYPE int", "22P02"}, // 'hello world'
+		{s, "ALTER TABLE ty ALTER COLUMN id TYPE bigint", ""},
+		{o, "INSERT INTO ty (s, n) VALUES ('x', 1)", ""}, // the rowid still numbers rows
+		{s, "ALTER TABLE ty ALTER COLUMN id TYPE text", "0A000"},
 		{s, "SELECT 1/(1 - count(*)) FROM t WHERE id = 3", ""}, // the rolled-back row is not there
 		{s, "SELECT 1/count(*) FROM t WHERE id = 3", "22012"},  // (and the checks above can fail)
 	}
