@@ -15,7 +15,8 @@ import (
 
 // TestAlembicMigrations: an Alembic chain (tables with a foreign key, a
 // column with a default, an index, a data migration, renames of a column and
-// a table) runs `upgrade head`, `downgrade base`, `upgrade head` through the
+// a table, alter_column to NOT NULL with a wider type and without a default)
+// runs `upgrade head`, `downgrade base`, `upgrade head` through the
 // router of a hot-standby pair, each run one transaction (Alembic's default
 // on PostgreSQL); after a switchover the new primary's schema and rows,
 // read from the catalog, match the old primary's and what the chain made
@@ -67,7 +68,7 @@ func TestAlembicMigrations(t *testing.T) {
 				return out
 			}
 			old := snapshot(h.dsn(h.nodes["n1"]))
-			for _, want := range []string{"books.name character varying NO", "books.pages integer NO", "writers.name character varying NO"} {
+			for _, want := range []string{"books.name character varying NO", "books.pages integer NO", "writers.name character varying NO", "books.isbn character varying NO"} {
 				if !strings.Contains(old[0], want) {
 					t.Fatalf("primary's columns lack %q: %s", want, old[0])
 				}
@@ -81,7 +82,7 @@ func TestAlembicMigrations(t *testing.T) {
 			if want := "1 Ursula The Dispossessed 116, 2 Ursula The Lathe of Heaven 219, 3 Stanisław Solaris 307"; old[2] != want {
 				t.Fatalf("primary's rows: %q, want %q", old[2], want)
 			}
-			if old[3] != "0005" {
+			if old[3] != "0006" {
 				t.Fatalf("primary's alembic version %q", old[3])
 			}
 
@@ -101,7 +102,7 @@ func TestAlembicMigrations(t *testing.T) {
 			defer c.Close(ctx)
 			var err error
 			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				if _, err = c.Exec(ctx, "INSERT INTO books (id, author_id, name) VALUES (4, 2, 'Fiasco')"); err == nil {
+				if _, err = c.Exec(ctx, "INSERT INTO books (id, author_id, name, pages, isbn) VALUES (4, 2, 'Fiasco', 320, '978-4')"); err == nil {
 					break
 				}
 				c.Close(ctx)
@@ -110,7 +111,7 @@ func TestAlembicMigrations(t *testing.T) {
 			if err != nil {
 				t.Fatalf("write on the new primary: %v", err)
 			}
-			if _, err := c.Exec(ctx, "INSERT INTO books (id, author_id, name) VALUES (5, 99, 'orphan')"); err == nil {
+			if _, err := c.Exec(ctx, "INSERT INTO books (id, author_id, name, pages, isbn) VALUES (5, 99, 'orphan', 1, '978-5')"); err == nil {
 				t.Fatal("a book of a missing writer was accepted: the foreign key is gone")
 			}
 		})
