@@ -27,6 +27,11 @@ const (
 	AlterSetDefault  = "set_default"  // arg: the SQLite expression
 	AlterDropDefault = "drop_default" //
 	AlterSetType     = "set_type"     // arg: the SQLite declared type
+	// Table-level (col is empty): add a table constraint (arg: its SQLite
+	// text), drop the constraint named arg (a no-op when it is not in the
+	// text: a UNIQUE constraint is an index).
+	AlterAddConstraint  = "add_constraint"
+	AlterDropConstraint = "drop_constraint"
 )
 
 // alterColumnScript is what the translator emits for one alteration of
@@ -37,7 +42,7 @@ func alterColumnScript(table, col, action, arg, check string) []string {
 		out = append(out, check)
 	}
 	a := "NULL"
-	if action == AlterSetDefault || action == AlterSetType {
+	if action == AlterSetDefault || action == AlterSetType || action == AlterAddConstraint || action == AlterDropConstraint {
 		a = quoteLit(arg)
 	}
 	return append(out,
@@ -60,6 +65,13 @@ func AlterColumnSQL(create, col, action, arg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	switch action {
+	case AlterAddConstraint:
+		last := open + 1 + items[len(items)-1][1] // the closing parenthesis
+		return create[:last] + ", " + arg + create[last:], nil
+	case AlterDropConstraint:
+		return dropConstraint(create, open, items, arg), nil
+	}
 	// items[i] = [start, end) offsets into create.
 	for _, it := range items {
 		start, end := open+1+it[0], open+1+it[1]
@@ -75,6 +87,50 @@ func AlterColumnSQL(create, col, action, arg string) (string, error) {
 		return create[:start] + nd + create[end:], nil
 	}
 	return "", fmt.Errorf("%w: column %q not found", ErrAlterColumn, col)
+}
+
+// dropConstraint removes the constraint named name: a table-level item
+// (with the comma before it), or a named constraint inside a column
+// definition (up to the next constraint of that column).
+func dropConstraint(create string, open int, items [][2]int, name string) string {
+	for i, it := range items {
+		start, end := open+1+it[0], open+1+it[1]
+		toks := tokens(create[start:end])
+		for j := 0; j+1 < len(toks); j++ {
+			if !strings.EqualFold(toks[j].text, "CONSTRAINT") || !identIs(toks[j+1].text, name) {
+				continue
+			}
+			if j == 0 { // a table constraint: the whole item
+				if i > 0 {
+					start = open + 1 + items[i-1][1] // from the comma before it
+				}
+				return create[:start] + create[end:]
+			}
+			stop := len(toks)
+			for k := j + 2; k < len(toks); k++ {
+				w := strings.ToUpper(toks[k].text)
+				if w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || w == "DEFAULT" || w == "COLLATE" || w == "GENERATED" ||
+					(w == "REFERENCES" && !strings.EqualFold(toks[j+2].text, "REFERENCES")) ||
+					(w == "NOT" && k+1 < len(toks) && strings.EqualFold(toks[k+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[k-1].text, "NOT")) {
+					stop = k
+					break
+				}
+			}
+			cutEnd := end
+			if stop < len(toks) {
+				cutEnd = start + toks[stop].start
+			}
+			s := start + toks[j].start
+			for s > start && (create[s-1] == ' ' || create[s-1] == '\t') {
+				s--
+			}
+			if stop < len(toks) {
+				return create[:s] + " " + create[cutEnd:]
+			}
+			return create[:s] + create[cutEnd:]
+		}
+	}
+	return create
 }
 
 // alterDef rewrites one column definition.

@@ -33,3 +33,19 @@ func TestAlterColumnSQL(t *testing.T) {
 		t.Errorf("unterminated: %v", err)
 	}
 }
+
+func TestAlterTableConstraints(t *testing.T) {
+	const base = `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER CONSTRAINT "fk_a" REFERENCES "au" ("id") ON DELETE CASCADE NOT DEFERRABLE NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0))`
+	tests := []struct{ action, arg, want string }{
+		{AlterAddConstraint, `CONSTRAINT "u" UNIQUE ("p")`, `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER CONSTRAINT "fk_a" REFERENCES "au" ("id") ON DELETE CASCADE NOT DEFERRABLE NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0), CONSTRAINT "u" UNIQUE ("p"))`},
+		{AlterDropConstraint, "ck", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER CONSTRAINT "fk_a" REFERENCES "au" ("id") ON DELETE CASCADE NOT DEFERRABLE NOT NULL, "p" INT)`},
+		{AlterDropConstraint, "fk_a", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0))`},
+		{AlterDropConstraint, "absent", base},
+	}
+	for _, tc := range tests {
+		got, err := AlterColumnSQL(base, "", tc.action, tc.arg)
+		if err != nil || got != tc.want {
+			t.Errorf("%s %s:\n got %s (%v)\nwant %s", tc.action, tc.arg, got, err, tc.want)
+		}
+	}
+}

@@ -519,21 +519,41 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			t.triggers = nil
 		case pg_query.AlterTableType_AT_AddConstraint:
 			c := cmd.Def.GetConstraint()
-			if c == nil || (c.Contype != pg_query.ConstrType_CONSTR_PRIMARY && c.Contype != pg_query.ConstrType_CONSTR_UNIQUE) {
-				return nil, unsupported("ALTER TABLE ADD CONSTRAINT other than PRIMARY KEY and UNIQUE")
+			if c == nil {
+				return nil, unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
-			keys := strs(c.Keys)
-			idx := c.Conname
-			if idx == "" {
-				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
-					idx = name + "_pkey"
-				} else {
-					idx = name + "_" + strings.Join(keys, "_") + "_key"
+			switch c.Contype {
+			case pg_query.ConstrType_CONSTR_PRIMARY, pg_query.ConstrType_CONSTR_UNIQUE:
+				keys := strs(c.Keys)
+				idx := c.Conname
+				if idx == "" {
+					if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+						idx = name + "_pkey"
+					} else {
+						idx = name + "_" + strings.Join(keys, "_") + "_key"
+					}
 				}
+				// SQLite cannot add a constraint to a table: a unique index
+				// enforces the same rows.
+				tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
+			case pg_query.ConstrType_CONSTR_FOREIGN, pg_query.ConstrType_CONSTR_CHECK:
+				script, err := t.addConstraint(name, c)
+				if err != nil {
+					return nil, err
+				}
+				tr.Script = append(tr.Script, script...)
+			default:
+				return nil, unsupported("ALTER TABLE ADD CONSTRAINT of this kind")
 			}
-			// SQLite cannot add a constraint to a table: a unique index
-			// enforces the same rows.
-			tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
+		case pg_query.AlterTableType_AT_DropConstraint:
+			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0",
+				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)))
+			if !cmd.MissingOk {
+				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42704', %s) WHERE NOT (%s)",
+					quoteLit(fmt.Sprintf("constraint %q of relation %q does not exist", cmd.Name, name)), exists))
+			}
+			tr.Script = append(tr.Script, "DROP INDEX IF EXISTS "+quoteIdent(cmd.Name))
+			tr.Script = append(tr.Script, alterColumnScript(name, "", AlterDropConstraint, cmd.Name, "")...)
 		case pg_query.AlterTableType_AT_SetNotNull, pg_query.AlterTableType_AT_DropNotNull, pg_query.AlterTableType_AT_ColumnDefault:
 			if t.sch != nil && !hasColumn(t.sch.Columns(name), cmd.Name) {
 				return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, name)}
@@ -573,6 +593,68 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+// addConstraint is ALTER TABLE ADD [CONSTRAINT name] FOREIGN KEY / CHECK:
+// the rows must satisfy it first (23503 / 23514, as PostgreSQL checks
+// them; NOT VALID skips the check as it does), then the constraint is
+// appended to the table's stored definition.
+func (t *translator) addConstraint(table string, c *pg_query.Constraint) ([]string, error) {
+	if c.Conname == "" {
+		switch c.Contype {
+		case pg_query.ConstrType_CONSTR_FOREIGN:
+			c.Conname = table + "_" + strings.Join(strs(c.FkAttrs), "_") + "_fkey"
+		default:
+			c.Conname = table + "_check"
+		}
+	}
+	text, err := t.tableConstraint(c)
+	if err != nil {
+		return nil, err
+	}
+	check := ""
+	tq := quoteIdent(table)
+	if !c.SkipValidation {
+		switch c.Contype {
+		case pg_query.ConstrType_CONSTR_FOREIGN:
+			fk, pk := strs(c.FkAttrs), strs(c.PkAttrs)
+			if len(pk) == 0 && t.sch != nil {
+				// REFERENCES t without columns: the parent's primary key
+				pk = t.primaryKeyOf(c.Pktable.Relname)
+			}
+			if len(pk) == 0 {
+				return nil, &pgwire.Error{Code: "42830", Message: fmt.Sprintf("there is no primary key for referenced table %q", c.Pktable.Relname)}
+			}
+			if len(pk) != len(fk) {
+				return nil, &pgwire.Error{Code: "42830", Message: "number of referencing and referenced columns for foreign key disagree"}
+			}
+			var notNull, match []string
+			for i := range fk {
+				notNull = append(notNull, "_c."+quoteIdent(fk[i])+" IS NOT NULL")
+				match = append(match, "_p."+quoteIdent(pk[i])+" = _c."+quoteIdent(fk[i]))
+			}
+			check = fmt.Sprintf("SELECT _pg_raise('23503', %s) FROM %s _c WHERE %s AND NOT EXISTS (SELECT 1 FROM %s _p WHERE %s) LIMIT 1",
+				quoteLit(fmt.Sprintf("insert or update on table %q violates foreign key constraint %q", table, c.Conname)),
+				tq, strings.Join(notNull, " AND "), quoteIdent(c.Pktable.Relname), strings.Join(match, " AND "))
+		case pg_query.ConstrType_CONSTR_CHECK:
+			e, err := t.expr(c.RawExpr)
+			if err != nil {
+				return nil, err
+			}
+			check = fmt.Sprintf("SELECT _pg_raise('23514', %s) FROM %s WHERE NOT (%s) LIMIT 1",
+				quoteLit(fmt.Sprintf("check constraint %q of relation %q is violated by some row", c.Conname, table)), tq, e)
+		}
+	}
+	return alterColumnScript(table, "", AlterAddConstraint, text, check), nil
+}
+
+// primaryKeyOf reads a table's primary key columns from the schema's
+// catalog, when the schema can tell.
+func (t *translator) primaryKeyOf(table string) []string {
+	if pk, ok := t.sch.(interface{ PrimaryKey(string) []string }); ok {
+		return pk.PrimaryKey(table)
+	}
+	return nil
 }
 
 // alterColumnType is ALTER COLUMN ... TYPE t [USING expr]: values too long

@@ -70,3 +70,49 @@ func TestAlterColumn(t *testing.T) {
 		}
 	}
 }
+
+// TestAddConstraint: ALTER TABLE ADD CONSTRAINT FOREIGN KEY / CHECK (what
+// Django sends for every ForeignKey) checks the rows first and then holds,
+// DROP CONSTRAINT removes it (and a UNIQUE constraint's index), as in
+// PostgreSQL.
+func TestAddConstraint(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, _ := db.NewSession(ctx, "u", "d")
+	defer s.Close()
+	steps := []struct {
+		sql  string
+		code string
+	}{
+		{"CREATE TABLE author (id bigint PRIMARY KEY, name text)", ""},
+		{"CREATE TABLE book (id serial PRIMARY KEY, author_id bigint, pages int)", ""},
+		{"INSERT INTO author VALUES (1, 'a')", ""},
+		{"INSERT INTO book (author_id, pages) VALUES (1, 10), (2, 20)", ""},
+		{"ALTER TABLE book ADD CONSTRAINT book_author_fk FOREIGN KEY (author_id) REFERENCES author (id) DEFERRABLE INITIALLY DEFERRED", "23503"}, // author 2 is missing
+		{"DELETE FROM book WHERE author_id = 2", ""},
+		{"ALTER TABLE book ADD CONSTRAINT book_author_fk FOREIGN KEY (author_id) REFERENCES author DEFERRABLE INITIALLY DEFERRED", ""},
+		{"INSERT INTO book (author_id, pages) VALUES (3, 1)", "23503"},
+		{"ALTER TABLE book ADD CONSTRAINT pages_positive CHECK (pages > 10)", "23514"},
+		{"ALTER TABLE book ADD CONSTRAINT pages_positive CHECK (pages > 0)", ""},
+		{"INSERT INTO book (author_id, pages) VALUES (1, -1)", "23514"},
+		{"ALTER TABLE book ADD CONSTRAINT book_pages_uniq UNIQUE (pages)", ""},
+		{"INSERT INTO book (author_id, pages) VALUES (1, 10)", "23505"},
+		{"ALTER TABLE book DROP CONSTRAINT book_pages_uniq", ""},
+		{"ALTER TABLE book DROP CONSTRAINT pages_positive", ""},
+		{"ALTER TABLE book DROP CONSTRAINT book_author_fk", ""},
+		{"INSERT INTO book (author_id, pages) VALUES (3, -1)", ""}, // none holds any more
+		{"INSERT INTO book (author_id, pages) VALUES (1, 10)", ""},
+		{"ALTER TABLE book DROP CONSTRAINT nosuch", "42704"},
+		{"ALTER TABLE book DROP CONSTRAINT IF EXISTS nosuch", ""},
+	}
+	for i, st := range steps {
+		_, err := run(t, s, st.sql)
+		var pe *pgwire.Error
+		switch {
+		case st.code == "" && err != nil:
+			t.Fatalf("step %d %s: %v", i, st.sql, err)
+		case st.code != "" && (!errors.As(err, &pe) || pe.Code != st.code):
+			t.Fatalf("step %d %s: %v, want SQLSTATE %s", i, st.sql, err, st.code)
+		}
+	}
+}

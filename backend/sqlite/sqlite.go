@@ -400,6 +400,24 @@ func (sc schema) Columns(table string) []sqlpg.Column {
 	return tableColumnList(sc.c, table)
 }
 
+// PrimaryKey lists a table's primary key columns in key order (the
+// translator checks a new foreign key's rows against them).
+func (sc schema) PrimaryKey(table string) []string {
+	rows, err := sc.c.c.Query(`SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk`, []driver.Value{table})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 1)
+	var out []string
+	for rows.Next(vals) == nil {
+		if s, ok := vals[0].(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ParamOIDs implements pgwire.ParamTyper.
 func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
 
