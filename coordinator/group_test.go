@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,6 +47,18 @@ func issue(t *testing.T, dir string, ids ...string) {
 	}
 	if _, err := secure.Issue(dir, ms, false); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// noLeaks waits for the goroutines a test started to end.
+func noLeaks(t *testing.T, base int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines left running (had %d):\n%s", n-base, base, buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -130,6 +143,8 @@ func (g *group) leader(within time.Duration, exclude string) string {
 // lapse, failover to the standby that acknowledged, refusal of strangers,
 // and the loss of the leader.
 func TestGroup(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() { noLeaks(t, base) })
 	root := t.TempDir()
 	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
 		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}

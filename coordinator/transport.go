@@ -40,11 +40,14 @@ type tlsLayer struct {
 	closeOnce sync.Once
 	done      chan struct{}
 	wg        sync.WaitGroup
+
+	mu   sync.Mutex
+	live map[net.Conn]struct{} // accepted connections, closed with the layer
 }
 
 func newTLSLayer(addr string, ident *secure.Identity, voters []Member, forward func(net.Conn), rejected interface{ Inc() }, log *slog.Logger) (*tlsLayer, error) {
 	l := &tlsLayer{ident: ident, addrIDs: map[string]string{}, conns: make(chan net.Conn),
-		forward: forward, rejected: rejected, log: log, done: make(chan struct{})}
+		forward: forward, rejected: rejected, log: log, done: make(chan struct{}), live: map[net.Conn]struct{}{}}
 	allowed := map[string]bool{}
 	for _, v := range voters {
 		l.addrIDs[v.RaftAddr] = v.ID
@@ -89,23 +92,28 @@ func (l *tlsLayer) acceptLoop(cfg *tls.Config) {
 // serve finishes the handshake off the accept loop (a slow or hostile peer
 // holds up nobody) and routes the connection by its first byte.
 func (l *tlsLayer) serve(c *tls.Conn) {
+	if !l.track(c) {
+		return
+	}
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if err := c.Handshake(); err != nil {
 		if l.rejected != nil {
 			l.rejected.Inc()
 		}
 		l.log.Warn("raft connection refused", "remote", c.RemoteAddr().String(), "err", err)
+		l.untrack(c)
 		c.Close()
 		return
 	}
 	br := bufio.NewReader(c)
 	b, err := br.Peek(1)
 	if err != nil {
+		l.untrack(c)
 		c.Close()
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	pc := &peekedConn{Conn: c, r: br}
+	pc := &peekedConn{Conn: c, r: br, l: l}
 	if b[0] == rpcForward {
 		_, _ = br.ReadByte()
 		l.forward(pc)
@@ -114,7 +122,7 @@ func (l *tlsLayer) serve(c *tls.Conn) {
 	select {
 	case l.conns <- pc:
 	case <-l.done:
-		c.Close()
+		pc.Close()
 	}
 }
 
@@ -128,11 +136,37 @@ func (l *tlsLayer) Accept() (net.Conn, error) {
 	}
 }
 
+// track registers an accepted connection; false once the layer closed.
+func (l *tlsLayer) track(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.live == nil {
+		c.Close()
+		return false
+	}
+	l.live[c] = struct{}{}
+	return true
+}
+
+func (l *tlsLayer) untrack(c net.Conn) {
+	l.mu.Lock()
+	delete(l.live, c)
+	l.mu.Unlock()
+}
+
+// Close stops accepting and closes every accepted connection (raft's
+// handlers would otherwise wait on them until the peer hangs up).
 func (l *tlsLayer) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.done)
 		err = l.ln.Close()
+		l.mu.Lock()
+		for c := range l.live {
+			c.Close()
+		}
+		l.live = nil
+		l.mu.Unlock()
 	})
 	return err
 }
@@ -179,6 +213,12 @@ func peerOf(c net.Conn) string {
 type peekedConn struct {
 	net.Conn
 	r *bufio.Reader
+	l *tlsLayer
+}
+
+func (p *peekedConn) Close() error {
+	p.l.untrack(p.Conn)
+	return p.Conn.Close()
 }
 
 func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
