@@ -256,7 +256,7 @@ func (c *Coordinator) step() {
 		for _, v := range c.cfg.Voters {
 			members = append(members, Member{ID: v.ID, RaftAddr: v.RaftAddr, Role: v.Role})
 		}
-		_, err := c.applyLocal(Command{Op: OpInit, From: c.cfg.ID, Members: members, Primary: c.cfg.InitialPrimary,
+		_, err := c.applyLocal(c.ctx, Command{Op: OpInit, From: c.cfg.ID, Members: members, Primary: c.cfg.InitialPrimary,
 			Epoch: c.cfg.InitialEpoch, Safeness: c.cfg.Safeness, Automatic: c.cfg.Automatic, LeaseDur: c.cfg.Lease})
 		if err != nil {
 			c.log.Error("initializing the cluster map", "err", err)
@@ -285,7 +285,7 @@ func (c *Coordinator) step() {
 	}
 	c.log.Warn("changing the primary", "from", m.Primary, "to", d.Target, "reason", d.Reason, "epoch", m.Epoch+1,
 		"lease_seen_ago", wait, "lost", d.Lost)
-	res, err := c.applyLocal(Command{Op: OpTransition, From: c.cfg.ID, Target: d.Target, Reason: d.Reason,
+	res, err := c.applyLocal(c.ctx, Command{Op: OpTransition, From: c.cfg.ID, Target: d.Target, Reason: d.Reason,
 		Epoch: d.Epoch, ExpectSeq: d.ExpectSeq, Lost: d.Lost})
 	if err != nil {
 		c.log.Warn("change of primary not applied", "err", err)
@@ -308,13 +308,22 @@ func (c *Coordinator) applied(before, after *Map) {
 }
 
 // applyLocal proposes c on this voter, which must lead.
-func (c *Coordinator) applyLocal(cmd Command) (Map, error) {
+func (c *Coordinator) applyLocal(ctx context.Context, cmd Command) (Map, error) {
 	b, err := json.Marshal(cmd)
 	if err != nil {
 		return Map{}, err
 	}
 	f := c.raft.Apply(b, 5*time.Second)
-	if err := f.Error(); err != nil {
+	errc := make(chan error, 1)
+	go func() { errc <- f.Error() }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		// The entry may still commit; the caller treats the outcome as
+		// unknown (a lease it does not know it holds is not held).
+		return Map{}, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
+	}
+	if err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return Map{}, fmt.Errorf("%w: %v", ErrNotLeader, err)
 		}
@@ -340,7 +349,7 @@ func (c *Coordinator) submit(ctx context.Context, cmd Command) (Map, error) {
 		var m Map
 		var err error
 		if c.raft.State() == raft.Leader {
-			m, err = c.applyLocal(cmd)
+			m, err = c.applyLocal(ctx, cmd)
 		} else {
 			m, err = c.forward(ctx, cmd)
 		}
@@ -407,7 +416,7 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 	} else if c.raft.State() != raft.Leader {
 		res.Err = ErrNotLeader.Error()
 	} else {
-		m, err := c.applyLocal(cmd)
+		m, err := c.applyLocal(c.ctx, cmd)
 		res.Map = m
 		if err != nil {
 			res.Err = err.Error()
