@@ -117,6 +117,13 @@ func TestDecideThenApply(t *testing.T) {
 	if err := apply(&raced, c, 11); !errors.Is(err, ErrStale) {
 		t.Fatalf("decision applied after a renewal: %v", err)
 	}
+	late := m.Clone()
+	if err := apply(&late, Command{Op: OpDegrade, From: "n1", Epoch: 5, Standby: "n2", Degraded: true}, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(&late, c, 11); !errors.Is(err, ErrStale) {
+		t.Fatalf("decision applied after its target was marked degraded: %v", err)
+	}
 	if err := apply(&m, c, 11); err != nil || m.Primary != "n2" || m.Epoch != 6 {
 		t.Fatalf("err %v map %+v", err, m)
 	}

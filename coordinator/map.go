@@ -263,6 +263,10 @@ func apply(m *Map, c Command, idx uint64) error {
 		if !ok || mem.Role != RoleStandby {
 			return fmt.Errorf("%w: %q", ErrNotStandby, c.Target)
 		}
+		if c.Reason == "failover" && levelRank(m.Safeness) > 0 && m.Acks[c.Target].Degraded {
+			// The primary marked the target degraded after the decision.
+			return fmt.Errorf("%w: %s was marked degraded", ErrStale, c.Target)
+		}
 		from := m.Primary
 		m.setRole(from, RoleStandby)
 		m.setRole(c.Target, RolePrimary)

@@ -51,6 +51,8 @@ func TestApply(t *testing.T) {
 		{Command{Op: OpDegrade, From: "n1", Epoch: 3, Standby: "n2", Degraded: true}, nil},
 		{Command{Op: OpTransition, From: "n1", Target: "n2", Epoch: 3, ExpectSeq: 0, Reason: "failover"}, ErrStale},
 		{Command{Op: OpTransition, From: "n1", Target: "w", Epoch: 3, ExpectSeq: 1, Reason: "failover"}, ErrNotStandby},
+		{Command{Op: OpTransition, From: "n1", Target: "n2", Epoch: 3, ExpectSeq: 1, Reason: "failover", Lost: 2}, ErrStale}, // n2 is degraded
+		{Command{Op: OpDegrade, From: "n1", Epoch: 3, Standby: "n2", Degraded: false}, nil},
 		{Command{Op: OpTransition, From: "n1", Target: "n2", Epoch: 3, ExpectSeq: 1, Reason: "failover", Lost: 2}, nil},
 		{Command{Op: OpLease, From: "n1", Epoch: 3}, ErrNotPrimary},
 		{Command{Op: OpLease, From: "n2", Epoch: 4}, nil},
@@ -82,8 +84,8 @@ func TestApply(t *testing.T) {
 	if len(m.History) != 1 || m.History[0] != (Transition{Epoch: 4, From: "n1", To: "n2", Reason: "failover", Lost: 2}) {
 		t.Fatalf("history %+v", m.History)
 	}
-	if m.Index != 22 {
-		t.Fatalf("index %d, want the last applied change (22)", m.Index)
+	if m.Index != 24 {
+		t.Fatalf("index %d, want the last applied change (24)", m.Index)
 	}
 }
 
