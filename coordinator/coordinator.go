@@ -341,7 +341,8 @@ var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpD
 
 // submit has the leader apply cmd as this member's request: directly when
 // this voter leads, else over the TLS channel. It retries while there is
-// no leader or the leader changes, until ctx ends.
+// no leader, the leader changes or the map is not initialized yet, until
+// ctx ends.
 func (c *Coordinator) submit(ctx context.Context, cmd Command) (Map, error) {
 	cmd.From = c.cfg.ID
 	backoff := 20 * time.Millisecond
@@ -350,10 +351,16 @@ func (c *Coordinator) submit(ctx context.Context, cmd Command) (Map, error) {
 		var err error
 		if c.raft.State() == raft.Leader {
 			m, err = c.applyLocal(ctx, cmd)
-		} else {
-			m, err = c.forward(ctx, cmd)
+		} else if m, err = c.forward(ctx, cmd); m.Index > 0 {
+			// Read your writes: this voter's map (Map, Watch, Status)
+			// shows the request's effect before the call returns, unless
+			// it trails the leader by more than a moment.
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			c.fsm.waitIndex(wctx, m.Index)
+			cancel()
 		}
-		retry := errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)
+		// The first leader initializes the map just after its election.
+		retry := errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUninitialized)
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
 			retry = true
@@ -426,7 +433,8 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 }
 
 // Map is this voter's copy of the map (a follower's may trail the
-// leader's by what is in flight; Watch delivers each change).
+// leader's by what is in flight, though never behind this voter's own
+// requests once they returned; Watch delivers each change).
 func (c *Coordinator) Map() Map {
 	m, _ := c.fsm.state()
 	return m

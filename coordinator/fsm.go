@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,10 +19,29 @@ type fsm struct {
 	m         Map
 	leaseSeen time.Time
 	watchers  map[chan Map]struct{}
+	changed   chan struct{}            // closed and replaced at every change
 	onApply   func(before, after *Map) // metrics and logs; called under mu
 }
 
-func newFSM() *fsm { return &fsm{watchers: map[chan Map]struct{}{}} }
+func newFSM() *fsm { return &fsm{watchers: map[chan Map]struct{}{}, changed: make(chan struct{})} }
+
+// waitIndex returns once the map holds the change at Raft index idx (or
+// a later one), or when ctx ends.
+func (f *fsm) waitIndex(ctx context.Context, idx uint64) {
+	for {
+		f.mu.Lock()
+		ok, ch := f.m.Index >= idx, f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // applied is what Raft hands back from Apply to the proposer.
 type applied struct {
@@ -54,6 +74,8 @@ func (f *fsm) Apply(l *raft.Log) any {
 }
 
 func (f *fsm) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
 	for ch := range f.watchers {
 		snap := f.m.Clone()
 		select {

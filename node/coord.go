@@ -41,3 +41,29 @@ func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log
 		Logger: log, Registerer: reg,
 	}, nil
 }
+
+// startCoordinator starts this node's voter when the cluster runs the
+// coordinator and the node is one of its voters (nil otherwise). With
+// failover = "manual" (the default) the group keeps the map and the
+// status; nothing acts on a lapsed lease.
+func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log *slog.Logger, reg prometheus.Registerer) (*coordinator.Coordinator, error) {
+	if !c.Coordinated() {
+		return nil, nil
+	}
+	voter := false
+	for _, v := range c.Voters() {
+		voter = voter || v.ID == id
+	}
+	if !voter {
+		return nil, nil
+	}
+	cfg, err := CoordinatorConfig(c, id, ident, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	co, err := coordinator.Start(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: coordinator (field nodes.raft_listen): %w", id, err)
+	}
+	return co, nil
+}

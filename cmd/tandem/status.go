@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
@@ -152,7 +154,11 @@ func newStatusCmd() *cobra.Command {
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Name, r.Role, r.Epoch, r.Assigned, r.Durable, r.Received, r.Applied, lag, r.Safeness, dur, state)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				printCoordinator(cmd.OutOrStdout(), out)
+				return nil
 			}
 			return nil
 		},
@@ -248,4 +254,51 @@ func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error
 	go func() { _ = hs.Serve(l) }()
 	go func() { <-ctx.Done(); hs.Close() }()
 	return nil
+}
+
+// printCoordinator prints the coordinator group as its leader sees it (or
+// the first voter that answered).
+func printCoordinator(w io.Writer, out []probe) {
+	var cs *coordinator.Status
+	for _, p := range out {
+		if p.repl == nil || p.repl.Coordinator == nil {
+			continue
+		}
+		if cs == nil || p.repl.Coordinator.State == "Leader" {
+			cs = p.repl.Coordinator
+		}
+	}
+	if cs == nil {
+		return
+	}
+	mode := "manual"
+	if cs.Automatic {
+		mode = "automatic"
+	}
+	fmt.Fprintf(w, "\ncoordinator (as %s sees it): leader %s, term %d, failover %s, epoch %d, primary %s\n",
+		cs.ID, dash(cs.Leader), cs.Term, mode, cs.Epoch, dash(cs.Primary))
+	if cs.LeaseHolder != "" {
+		fmt.Fprintf(w, "  lease: held by %s, %v remaining\n", cs.LeaseHolder, cs.LeaseRemaining.Round(time.Millisecond))
+	} else {
+		fmt.Fprintln(w, "  lease: none held")
+	}
+	if cs.Lost > 0 {
+		fmt.Fprintf(w, "  commits possibly lost by 1-safe failovers: %d\n", cs.Lost)
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER\tROLE\tVOTER\tRAFT\tREPORTED")
+	for _, m := range cs.Members {
+		ack := "-"
+		if m.Ack != nil {
+			ack = fmt.Sprintf("GSN %d at %s (epoch %d)", m.Ack.GSN, m.Ack.Level, m.Ack.Epoch)
+			if m.Ack.Degraded {
+				ack += ", degraded"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\n", m.ID, m.Role, m.Voter, m.RaftAddr, ack)
+	}
+	_ = tw.Flush()
+	for _, t := range cs.Transitions {
+		fmt.Fprintf(w, "  epoch %d: %s -> %s (%s), lost %d\n", t.Epoch, t.From, t.To, t.Reason, t.Lost)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +146,23 @@ raft_listen = %q
 	defer scancel()
 	if _, err := n1.RenewLease(sctx, 1, 0); err == nil || !(errors.Is(err, coordinator.ErrNoLeader) || errors.Is(err, coordinator.ErrNotLeader)) {
 		t.Fatalf("renewal without a quorum: %v", err)
+	}
+}
+
+func TestPrintCoordinator(t *testing.T) {
+	cs := &coordinator.Status{ID: "n2", State: "Leader", Leader: "n2", Term: 4, Automatic: true, Epoch: 2, Primary: "n2",
+		LeaseHolder: "n2", LeaseRemaining: 812 * time.Millisecond, Lost: 3,
+		Members: []coordinator.MemberStatus{{ID: "n1", Role: "standby", Voter: true, RaftAddr: "127.0.0.1:1",
+			Ack: &coordinator.Ack{Epoch: 2, GSN: 7, Level: "1-safe"}}, {ID: "n2", Role: "primary", Voter: true}, {ID: "w", Role: "witness", Voter: true}},
+		Transitions: []coordinator.Transition{{Epoch: 2, From: "n1", To: "n2", Reason: "failover", Lost: 3}}}
+	follower := *cs
+	follower.ID, follower.State = "n1", "Follower"
+	var b strings.Builder
+	printCoordinator(&b, []probe{{repl: &nodeStatus{Coordinator: &follower}}, {repl: &nodeStatus{Coordinator: cs}}, {}})
+	for _, want := range []string{"coordinator (as n2 sees it): leader n2, term 4, failover automatic, epoch 2, primary n2",
+		"lease: held by n2, 812ms remaining", "possibly lost by 1-safe failovers: 3", "GSN 7 at 1-safe (epoch 2)", "epoch 2: n1 -> n2 (failover), lost 3"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
 	}
 }
