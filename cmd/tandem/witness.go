@@ -17,7 +17,7 @@ func newWitnessCmd() *cobra.Command {
 		Use:   "witness -c FILE",
 		Short: "Run the cluster's witness in the foreground: a coordinator vote with no data, so a pair keeps a quorum when one node dies",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := logger(cmd).With("component", "witness")
+			log := logger(cmd).With("process", "witness")
 			c, err := config.Load(file)
 			if err != nil {
 				return err
