@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -275,6 +276,11 @@ func TestGroup(t *testing.T) {
 
 	// Kill the leader: the other two elect a new one, with the map intact.
 	old := g.leader(5*time.Second, "")
+	// It snapshots first, so its restart below restores the map from the
+	// snapshot and then replays the entries after it.
+	if err := g.cs[old].raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
 	g.stop(old)
 	var rest *Coordinator
 	for _, c := range g.cs {
@@ -299,5 +305,8 @@ func TestGroup(t *testing.T) {
 
 	// The old leader comes back from its directory and catches up.
 	g.start(old)
-	until(t, g.cs[old], 10*time.Second, "rejoined map", func(m Map) bool { return m.Index >= want.Index && m.Epoch == 3 })
+	back := until(t, g.cs[old], 10*time.Second, "rejoined map", func(m Map) bool { return m.Index >= want.Index && m.Epoch == 3 })
+	if lead := g.cs[newLeader].Map(); !reflect.DeepEqual(back, lead) {
+		t.Fatalf("restarted voter's map %+v\nleader's %+v", back, lead)
+	}
 }

@@ -86,3 +86,56 @@ func TestKeeper(t *testing.T) {
 		t.Fatalf("after the loss: %v", err)
 	}
 }
+
+// TestSwitchover: a planned hand-over does not wait for the lease to
+// lapse: the primary's keeper is refused at its next renewal, the primary
+// releases the lease, and the target (caught up) becomes the primary.
+func TestSwitchover(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() { noLeaks(t, base) })
+	root := t.TempDir()
+	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
+	issue(t, g.certs, "n1", "n2", "w")
+	addrs := freeAddrs(t, 3)
+	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
+	for _, v := range g.voters {
+		g.dirs[v.ID] = filepath.Join(root, v.ID)
+	}
+	defer func() {
+		for id := range g.cs {
+			g.stop(id)
+		}
+	}()
+	for _, v := range g.voters {
+		g.start(v.ID)
+	}
+	n1, n2 := g.cs["n1"], g.cs["n2"]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	kctx, kcancel := context.WithCancel(ctx)
+	k1 := NewKeeper(n1, func() uint64 { return 1 }, func() uint64 { return 10 })
+	done := make(chan struct{})
+	go func() { k1.Run(kctx); close(done) }()
+	defer func() { kcancel(); <-done }()
+	waitFor(t, 10*time.Second, "primary's lease", func() bool { return k1.Check(1) == nil })
+	if err := n2.ReportAck(ctx, 1, 10, "2-safe-received"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := n2.Switchover(ctx, "n2", 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Second, "renewal refused", func() bool { return errors.Is(k1.Check(1), ErrHandingOver) })
+	released := time.Now()
+	if err := n1.ReleaseLease(ctx, 1, 10); err != nil {
+		t.Fatal(err)
+	}
+	m := until(t, n1, 5*time.Second, "switchover", func(m Map) bool { return m.Primary == "n2" })
+	if took := time.Since(released); took > n1.cfg.Lease {
+		t.Fatalf("switchover took %v after the release; the lease is %v", took, n1.cfg.Lease)
+	}
+	if m.Epoch != 2 || m.History[0].Reason != "switchover" || m.History[0].Lost != 0 || m.HandOverTo != "" {
+		t.Fatalf("map %+v", m)
+	}
+}

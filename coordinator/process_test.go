@@ -145,6 +145,7 @@ func TestKillLeaderProcess(t *testing.T) {
 		t.Fatalf("lease through the child leader: %+v %v", g, err)
 	}
 	before := until(t, n1, 5*time.Second, "lease applied here", func(m Map) bool { return m.Lease.Seq == g.Seq })
+
 	termBefore := n1.Status().Term
 
 	kill(leader)
