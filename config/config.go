@@ -94,6 +94,7 @@ type Replication struct {
 type Witness struct {
 	ID         string `toml:"id"`
 	RaftListen string `toml:"raft_listen"`
+	Metrics    string `toml:"metrics"`  // optional: /metrics and /status
 	DataDir    string `toml:"data_dir"` // Raft log and snapshots (default RUN_DIR/ID)
 }
 
@@ -606,6 +607,9 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		if err := checkAddr("witness.raft_listen", w.RaftListen, true); err != nil {
 			return err
 		}
+		if err := checkAddr("witness.metrics", w.Metrics, false); err != nil {
+			return err
+		}
 	}
 	if len(c.Nodes) == 2 && c.Witness == nil {
 		return bad("witness", "missing: a pair keeps a coordinator quorum only with a third vote; add [witness] with id and raft_listen")
@@ -671,7 +675,7 @@ func (c *Cluster) AllLoopback() bool {
 		addrs = append(addrs, n.Listen, n.Metrics, n.Repl, n.Raft)
 	}
 	if c.Witness != nil {
-		addrs = append(addrs, c.Witness.RaftListen)
+		addrs = append(addrs, c.Witness.RaftListen, c.Witness.Metrics)
 	}
 	if c.Router != nil {
 		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)

@@ -194,6 +194,7 @@ func TestBadCoordinatorConfigs(t *testing.T) {
 		{"short lease", pair + witness + "[replication]\nlease = \"10ms\"\n", "field replication.lease: 10ms is too short"},
 		{"negative grace", pair + witness + "[replication]\nlease_grace = \"-1s\"\n", "field replication.lease_grace"},
 		{"witness unknown field", pair + witness + "dir = \"x\"\n", `unknown field "witness.dir"`},
+		{"witness metrics clash", pair + witness + "metrics = \"127.0.0.1:7201\"\n", "field witness.metrics: address 127.0.0.1:7201 is already used by nodes[0].metrics"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

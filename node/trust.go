@@ -27,7 +27,7 @@ func Members(c *config.Cluster) []secure.Member {
 		ms = append(ms, secure.Member{ID: n.ID, Hosts: hosts(n.Listen, n.Repl, n.Metrics, n.Raft)})
 	}
 	if w := c.Witness; w != nil {
-		ms = append(ms, secure.Member{ID: w.ID, Hosts: hosts(w.RaftListen)})
+		ms = append(ms, secure.Member{ID: w.ID, Hosts: hosts(w.RaftListen, w.Metrics)})
 	}
 	r := secure.Member{ID: secure.RouterID}
 	if c.Router != nil {

@@ -90,10 +90,17 @@ func newStatusCmd() *cobra.Command {
 				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, secure.RouterID))
 				out = append(out, p)
 			}
+			if w := c.Witness; w != nil {
+				out = append(out, probeWitness(w, pids[w.ID]))
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"cluster": c.Name, "design": c.Design, "processes": out})
+				doc := map[string]any{"cluster": c.Name, "design": c.Design, "processes": out}
+				if cs := leaderView(out); cs != nil {
+					doc["coordinator"] = cs
+				}
+				return enc.Encode(doc)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "cluster %q, design %s\n", c.Name, c.Design)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
@@ -122,12 +129,15 @@ func newStatusCmd() *cobra.Command {
 				fmt.Fprintln(tw, "NODE\tROLE\tEPOCH\tASSIGNED\tDURABLE\tRECEIVED\tAPPLIED\tLAG\tSAFENESS\tDURABILITY\tSTATE")
 				var primaryGSN uint64
 				for _, p := range out {
-					if p.repl != nil && p.repl.Repl.Role == "primary" {
+					if p.Kind == "node" && p.repl != nil && p.repl.Repl != nil && p.repl.Repl.Role == "primary" {
 						primaryGSN = p.repl.Repl.Assigned
 					}
 				}
 				for _, p := range out {
-					if p.repl == nil {
+					if p.Kind != "node" {
+						continue
+					}
+					if p.repl == nil || p.repl.Repl == nil {
 						if p.Kind == "node" {
 							fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\tdown\n", p.Name)
 						}
@@ -256,9 +266,29 @@ func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error
 	return nil
 }
 
-// printCoordinator prints the coordinator group as its leader sees it (or
-// the first voter that answered).
-func printCoordinator(w io.Writer, out []probe) {
+// probeWitness asks the witness's admin address for its view of the
+// coordinator.
+func probeWitness(w *config.Witness, pid int) probe {
+	p := probe{Name: w.ID, Kind: "witness", Role: "witness", Addr: w.RaftListen, PID: pid}
+	if w.Metrics == "" {
+		p.Error = "no witness.metrics address to ask"
+		return p
+	}
+	var s witnessStatus
+	start := time.Now()
+	if err := getJSON(&config.Node{ID: w.ID, Metrics: w.Metrics}, "/status", &s); err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	p.Healthy = true
+	p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	p.repl = &nodeStatus{ID: w.ID, Role: "witness", Coordinator: s.Coordinator}
+	return p
+}
+
+// leaderView is the coordinator's status from its leader, else from the
+// first voter that answered (nil when none did).
+func leaderView(out []probe) *coordinator.Status {
 	var cs *coordinator.Status
 	for _, p := range out {
 		if p.repl == nil || p.repl.Coordinator == nil {
@@ -268,6 +298,13 @@ func printCoordinator(w io.Writer, out []probe) {
 			cs = p.repl.Coordinator
 		}
 	}
+	return cs
+}
+
+// printCoordinator prints the coordinator group as its leader sees it (or
+// the first voter that answered).
+func printCoordinator(w io.Writer, out []probe) {
+	cs := leaderView(out)
 	if cs == nil {
 		return
 	}

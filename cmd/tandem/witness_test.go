@@ -42,7 +42,7 @@ func loopbackPorts(t *testing.T, n int) []string {
 // quorum; without it, not.
 func TestWitnessVotes(t *testing.T) {
 	dir := t.TempDir()
-	p := loopbackPorts(t, 9)
+	p := loopbackPorts(t, 10)
 	text := fmt.Sprintf(`cluster = "w"
 design = "hot-standby"
 run_dir = %q
@@ -54,6 +54,7 @@ failover = "automatic"
 [witness]
 id = "wit"
 raft_listen = %q
+metrics = %q
 [[nodes]]
 id = "n1"
 listen = %q
@@ -66,7 +67,7 @@ listen = %q
 repl_listen = %q
 metrics = %q
 raft_listen = %q
-`, dir, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8])
+`, dir, p[0], p[9], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8])
 	file := filepath.Join(dir, "cluster.toml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -127,6 +128,12 @@ raft_listen = %q
 	st := n1.Status()
 	if len(st.Members) != 3 || st.Members[2].ID != "wit" || st.Members[2].Role != coordinator.RoleWitness || !st.Members[2].Voter || !st.Automatic {
 		t.Fatalf("status %+v", st)
+	}
+
+	// tandem status asks the witness for its view.
+	wp := probeWitness(c.Witness, 0)
+	if !wp.Healthy || wp.repl == nil || wp.repl.Coordinator == nil || wp.repl.Coordinator.ID != "wit" || len(wp.repl.Coordinator.Members) != 3 {
+		t.Fatalf("witness probe %+v", wp)
 	}
 
 	// n2 gone: n1 and the witness are a quorum.
