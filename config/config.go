@@ -593,6 +593,9 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		if n.Raft == "" {
 			return bad(fmt.Sprintf("nodes[%d].raft_listen", i), "missing: when one node has a raft_listen address, every node needs one (they are the coordinator's voters)")
 		}
+		if unspecifiedHost(n.Raft) {
+			return bad(fmt.Sprintf("nodes[%d].raft_listen", i), "%q: the other voters dial this address too; give a host they can reach, not a wildcard", n.Raft)
+		}
 	}
 	if c.Security.InterNode != "mtls" {
 		return bad("security.inter_node", "the coordinator's Raft traffic needs mutual TLS (\"mtls\", the default): a stranger must not vote")
@@ -607,6 +610,9 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		if err := checkAddr("witness.raft_listen", w.RaftListen, true); err != nil {
 			return err
 		}
+		if unspecifiedHost(w.RaftListen) {
+			return bad("witness.raft_listen", "%q: the voters dial this address too; give a host they can reach, not a wildcard", w.RaftListen)
+		}
 		if err := checkAddr("witness.metrics", w.Metrics, false); err != nil {
 			return err
 		}
@@ -615,6 +621,17 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		return bad("witness", "missing: a pair keeps a coordinator quorum only with a third vote; add [witness] with id and raft_listen")
 	}
 	return nil
+}
+
+// unspecifiedHost reports a wildcard listen address (0.0.0.0, ::, or no
+// host), which nobody can dial.
+func unspecifiedHost(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return h == "" || (ip != nil && ip.IsUnspecified())
 }
 
 // Coordinated reports whether the cluster runs the coordinator (a node has

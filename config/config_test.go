@@ -194,6 +194,8 @@ func TestBadCoordinatorConfigs(t *testing.T) {
 		{"short lease", pair + witness + "[replication]\nlease = \"10ms\"\n", "field replication.lease: 10ms is too short"},
 		{"negative grace", pair + witness + "[replication]\nlease_grace = \"-1s\"\n", "field replication.lease_grace"},
 		{"witness unknown field", pair + witness + "dir = \"x\"\n", `unknown field "witness.dir"`},
+		{"wildcard raft address", strings.Replace(pair, "raft_listen = \"127.0.0.1:7302\"", "raft_listen = \"0.0.0.0:7302\"", 1) + witness + "[security]\nallow_insecure = true\n", "field nodes[1].raft_listen: \"0.0.0.0:7302\": the other voters dial"},
+		{"witness without host", pair + "[witness]\nid = \"w\"\nraft_listen = \":7300\"\n", "field witness.raft_listen: \":7300\""},
 		{"witness metrics clash", pair + witness + "metrics = \"127.0.0.1:7201\"\n", "field witness.metrics: address 127.0.0.1:7201 is already used by nodes[0].metrics"},
 	}
 	for _, c := range cases {

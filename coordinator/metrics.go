@@ -27,6 +27,9 @@ func newMetrics(c *Coordinator, reg prometheus.Registerer) *metrics {
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_coord_rejected_connections_total",
 			Help: "Raft connections refused at the TLS handshake (no certificate of this cluster naming a voter)."}),
 	}
+	for _, r := range []string{"failover", "promote", "switchover"} {
+		m.transitions.WithLabelValues(r) // exported at 0 before the first change
+	}
 	if reg == nil {
 		return m
 	}
