@@ -65,5 +65,9 @@ func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log 
 	if err != nil {
 		return nil, fmt.Errorf("node %s: coordinator (field nodes.raft_listen): %w", id, err)
 	}
+	if cfg.Automatic {
+		log.Warn("replication.failover = \"automatic\": the coordinator keeps the map, but this version's replication agent does not take the lease yet, so nothing fails over by itself; use tandem promote",
+			"see", "coordinator/DESIGN.md")
+	}
 	return co, nil
 }
