@@ -241,7 +241,10 @@ func apply(m *Map, c Command, idx uint64) error {
 		if !ok || mem.Role != RoleStandby {
 			return fmt.Errorf("%w: %q", ErrNotStandby, c.Standby)
 		}
-		a := m.Acks[c.Standby]
+		a, had := m.Acks[c.Standby]
+		if !had && !c.Degraded {
+			break // nothing to clear
+		}
 		a.Degraded = c.Degraded
 		m.Acks[c.Standby] = a
 	case OpHandOver:
