@@ -103,6 +103,7 @@ type Coordinator struct {
 
 	mu          sync.Mutex
 	leaderSince time.Time // zero while not leader
+	leaderTerm  uint64    // the term leaderSince belongs to
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
 }
 
@@ -235,8 +236,12 @@ func (c *Coordinator) step() {
 		c.mu.Unlock()
 		return
 	}
+	term := c.raft.CurrentTerm()
 	c.mu.Lock()
 	since := c.leaderSince
+	if c.leaderTerm != term {
+		since = time.Time{} // leadership lost and won again between two steps
+	}
 	c.mu.Unlock()
 	if since.IsZero() {
 		// New leader: apply everything committed before deciding anything,
@@ -246,9 +251,9 @@ func (c *Coordinator) step() {
 		}
 		since = time.Now()
 		c.mu.Lock()
-		c.leaderSince = since
+		c.leaderSince, c.leaderTerm = since, term
 		c.mu.Unlock()
-		c.log.Info("leading the coordinator group", "term", c.raft.CurrentTerm())
+		c.log.Info("leading the coordinator group", "term", term)
 	}
 	m, seen := c.fsm.state()
 	if !m.Initialized {
