@@ -42,7 +42,7 @@ type Options struct {
 // Proc is one child process.
 type Proc struct {
 	Name string `json:"name"`
-	Kind string `json:"kind"` // node | router
+	Kind string `json:"kind"` // node | router | witness
 	Addr string `json:"addr"`
 	PID  int    `json:"pid"`
 	Log  string `json:"log"`
@@ -73,7 +73,8 @@ type Local struct {
 	stop   bool
 }
 
-// Start launches every node, then the router, and waits until each serves.
+// Start launches the witness (when the cluster file names one), every
+// node, then the router, and waits until each serves.
 func Start(ctx context.Context, opts Options) (*Local, error) {
 	c := opts.Config
 	if opts.Exe == "" {
@@ -110,6 +111,16 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	cfgPath, err := filepath.Abs(c.File)
 	if err != nil {
 		return nil, err
+	}
+	if w := c.Witness; w != nil {
+		// The witness first: with it a pair's coordinator has a quorum as
+		// soon as one node is up.
+		p, err := l.spawn(ctx, w.ID, "witness", []string{"witness", "-c", cfgPath})
+		if err != nil {
+			l.Stop()
+			return nil, err
+		}
+		l.Procs = append(l.Procs, p)
 	}
 	for _, n := range c.Nodes {
 		p, err := l.spawn(ctx, n.ID, "node", []string{"node", "-c", cfgPath, "--id", n.ID})
@@ -218,7 +229,12 @@ func (l *Local) Entry() string {
 	if p := l.Proc("router"); p != nil {
 		return p.Addr
 	}
-	return l.Procs[0].Addr
+	for _, p := range l.Procs {
+		if p.Kind == "node" {
+			return p.Addr
+		}
+	}
+	return ""
 }
 
 // DSN for the first configured user.
@@ -233,7 +249,7 @@ func (l *Local) DSN() string {
 }
 
 // Stop terminates every process (SIGTERM, then SIGKILL after 30 s),
-// router first, and waits for them.
+// router first, the witness last, and waits for them.
 func (l *Local) Stop() {
 	l.mu.Lock()
 	if l.stop {

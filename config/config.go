@@ -43,6 +43,9 @@ type Cluster struct {
 	TLS      TLS         `toml:"tls"`
 	Repl     Replication `toml:"replication"`
 	Security Security    `toml:"security"`
+	// Witness is the coordinator's vote-only member (no data) that lets a
+	// pair keep a Raft quorum when one node dies.
+	Witness *Witness `toml:"witness"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -93,6 +96,22 @@ type Replication struct {
 	// MaxWritesetBytes bounds one transaction's writeset (its encoded
 	// rows and DDL): a COMMIT past it is rolled back with 54000.
 	MaxWritesetBytes int64 `toml:"max_writeset_bytes"`
+	// Failover: "manual" (default: a person runs tandem promote) or
+	// "automatic" (the coordinator promotes when the primary's lease
+	// lapses; needs raft_listen on every node).
+	Failover string `toml:"failover"`
+	// Lease is the primary's lease; LeaseGrace what the coordinator waits
+	// beyond it before it calls the lease lapsed (default lease/2).
+	Lease      Duration `toml:"lease"`
+	LeaseGrace Duration `toml:"lease_grace"`
+}
+
+// Witness is the coordinator's vote-only member.
+type Witness struct {
+	ID         string `toml:"id"`
+	RaftListen string `toml:"raft_listen"`
+	Metrics    string `toml:"metrics"`  // optional: /metrics and /status
+	DataDir    string `toml:"data_dir"` // Raft log and snapshots (default RUN_DIR/ID)
 }
 
 // Security configures the trust between tandem's processes and the admin
@@ -162,6 +181,7 @@ type Node struct {
 	Listen   string        `toml:"listen"`
 	Metrics  string        `toml:"metrics"`
 	Repl     string        `toml:"repl_listen"` // replication stream (replicated designs)
+	Raft     string        `toml:"raft_listen"` // coordinator (Raft) address
 	Backend  string        `toml:"backend"`     // sqlite | postgres
 	DataDir  string        `toml:"data_dir"`
 	DSN      string        `toml:"dsn"` // postgres: external server; empty means managed
@@ -307,6 +327,20 @@ func (c *Cluster) applyDefaults() {
 	}
 	if r.MaxWritesetBytes == 0 {
 		r.MaxWritesetBytes = DefaultMaxWritesetBytes
+	}
+	if r.Failover == "" {
+		r.Failover = "manual"
+	}
+	if r.Lease.Duration == 0 {
+		r.Lease.Duration = time.Second
+	}
+	if r.LeaseGrace.Duration == 0 {
+		r.LeaseGrace.Duration = r.Lease.Duration / 2
+	}
+	if w := c.Witness; w != nil && w.DataDir == "" && w.ID != "" {
+		w.DataDir = filepath.Join(c.RunDir, w.ID)
+	} else if w != nil && w.DataDir != "" && !filepath.IsAbs(w.DataDir) {
+		w.DataDir = filepath.Join(c.RunDir, w.DataDir)
 	}
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
@@ -497,6 +531,9 @@ func (c *Cluster) Validate() error {
 		if err := checkAddr(f+".repl_listen", n.Repl, false); err != nil {
 			return err
 		}
+		if err := checkAddr(f+".raft_listen", n.Raft, false); err != nil {
+			return err
+		}
 		switch n.Backend {
 		case "sqlite":
 			if n.DSN != "" {
@@ -517,6 +554,9 @@ func (c *Cluster) Validate() error {
 		default:
 			return bad(f+".backend", "%q is not a back end; use sqlite or postgres", n.Backend)
 		}
+	}
+	if err := c.validateCoordinator(bad, checkAddr); err != nil {
+		return err
 	}
 	if (c.TLS.Cert == "") != (c.TLS.Key == "") {
 		return bad("tls", "set both cert and key (PEM files), or neither")
@@ -549,6 +589,121 @@ func (c *Cluster) Validate() error {
 	return nil
 }
 
+// validateCoordinator checks the coordinator's fields: raft_listen on
+// every node or none, the witness, failover and the lease.
+func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any) error, checkAddr func(field, addr string, required bool) error) error {
+	r := c.Repl
+	switch r.Failover {
+	case "manual", "automatic":
+	default:
+		return bad("replication.failover", "%q: use manual (the default) or automatic", r.Failover)
+	}
+	if r.Lease.Duration < 50*time.Millisecond {
+		return bad("replication.lease", "%v is too short (at least 50ms)", r.Lease.Duration)
+	}
+	if r.LeaseGrace.Duration <= 0 {
+		return bad("replication.lease_grace", "%v: must be positive (it covers clock-rate differences and Raft latency)", r.LeaseGrace.Duration)
+	}
+	withRaft := 0
+	for _, n := range c.Nodes {
+		if n.Raft != "" {
+			withRaft++
+		}
+	}
+	if !c.Coordinated() {
+		if r.Failover == "automatic" {
+			return bad("replication.failover", "\"automatic\" needs the coordinator: give every node a raft_listen address (and a [witness] for a pair)")
+		}
+		return nil
+	}
+	if c.Design != "hot-standby" {
+		return bad("nodes[0].raft_listen", "the coordinator runs in replicated designs (hot-standby); remove raft_listen and [witness] for %s", c.Design)
+	}
+	for i, n := range c.Nodes {
+		if n.Raft == "" {
+			return bad(fmt.Sprintf("nodes[%d].raft_listen", i), "missing: when one node has a raft_listen address, every node needs one (they are the coordinator's voters)")
+		}
+		if unspecifiedHost(n.Raft) {
+			return bad(fmt.Sprintf("nodes[%d].raft_listen", i), "%q: the other voters dial this address too; give a host they can reach, not a wildcard", n.Raft)
+		}
+	}
+	if c.Security.InterNode != "mtls" {
+		return bad("security.inter_node", "the coordinator's Raft traffic needs mutual TLS (\"mtls\", the default): a stranger must not vote")
+	}
+	if w := c.Witness; w != nil {
+		if w.ID == "" {
+			return bad("witness.id", "missing: give the witness an id, e.g. id = \"w\"")
+		}
+		if _, clash := c.Node(w.ID); clash || w.ID == secure.RouterID || w.ID == secure.AdminID {
+			return bad("witness.id", "%q is already the id of a node, the router or the command line", w.ID)
+		}
+		if err := checkAddr("witness.raft_listen", w.RaftListen, true); err != nil {
+			return err
+		}
+		if unspecifiedHost(w.RaftListen) {
+			return bad("witness.raft_listen", "%q: the voters dial this address too; give a host they can reach, not a wildcard", w.RaftListen)
+		}
+		if err := checkAddr("witness.metrics", w.Metrics, false); err != nil {
+			return err
+		}
+	}
+	if len(c.Nodes) == 2 && c.Witness == nil {
+		return bad("witness", "missing: a pair keeps a coordinator quorum only with a third vote; add [witness] with id and raft_listen")
+	}
+	return nil
+}
+
+// unspecifiedHost reports a wildcard listen address (0.0.0.0, ::, or no
+// host), which nobody can dial.
+func unspecifiedHost(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return h == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// Coordinated reports whether the cluster runs the coordinator (a node has
+// a raft_listen address, or there is a witness).
+func (c *Cluster) Coordinated() bool {
+	if c.Witness != nil {
+		return true
+	}
+	for _, n := range c.Nodes {
+		if n.Raft != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Voter is one member of the coordinator's Raft group.
+type Voter struct {
+	ID, RaftListen string
+	Witness        bool
+}
+
+// Voters are the coordinator's voters, an odd number: the first 3 or 5
+// nodes, or with a witness the first 2 or 4 and the witness.
+func (c *Cluster) Voters() []Voter {
+	k := min(len(c.Nodes), 5)
+	if c.Witness != nil {
+		k = min(k, 4)
+		k -= k % 2
+	} else if k%2 == 0 {
+		k--
+	}
+	var vs []Voter
+	for _, n := range c.Nodes[:k] {
+		vs = append(vs, Voter{ID: n.ID, RaftListen: n.Raft})
+	}
+	if w := c.Witness; w != nil {
+		vs = append(vs, Voter{ID: w.ID, RaftListen: w.RaftListen, Witness: true})
+	}
+	return vs
+}
+
 // Node returns the node with the given id.
 func (c *Cluster) Node(id string) (*Node, bool) {
 	for i := range c.Nodes {
@@ -564,7 +719,10 @@ func (c *Cluster) Node(id string) (*Node, bool) {
 func (c *Cluster) AllLoopback() bool {
 	addrs := []string{}
 	for _, n := range c.Nodes {
-		addrs = append(addrs, n.Listen, n.Metrics, n.Repl)
+		addrs = append(addrs, n.Listen, n.Metrics, n.Repl, n.Raft)
+	}
+	if c.Witness != nil {
+		addrs = append(addrs, c.Witness.RaftListen, c.Witness.Metrics)
 	}
 	if c.Router != nil {
 		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)

@@ -2,9 +2,11 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 const good = `
@@ -109,6 +111,101 @@ func TestBadConfigs(t *testing.T) {
 			}
 			if strings.Count(err.Error(), "\n") > 0 {
 				t.Fatalf("one message expected, got several lines: %q", err)
+			}
+		})
+	}
+}
+
+const pair = `
+cluster = "c"
+design = "hot-standby"
+[[users]]
+name = "u"
+password = "p"
+[[nodes]]
+id = "n1"
+listen = "127.0.0.1:7001"
+repl_listen = "127.0.0.1:7101"
+metrics = "127.0.0.1:7201"
+raft_listen = "127.0.0.1:7301"
+[[nodes]]
+id = "n2"
+listen = "127.0.0.1:7002"
+repl_listen = "127.0.0.1:7102"
+metrics = "127.0.0.1:7202"
+raft_listen = "127.0.0.1:7302"
+`
+
+const witness = "[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:7300\"\n"
+
+// The coordinator's fields: a pair with a witness has three voters,
+// failover defaults to manual, and the lease to 1 s with half as grace.
+func TestCoordinatorConfig(t *testing.T) {
+	c, err := Parse("pair.toml", []byte(pair+witness+"[replication]\nfailover = \"automatic\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs := c.Voters()
+	if len(vs) != 3 || vs[0].ID != "n1" || vs[1].RaftListen != "127.0.0.1:7302" || !vs[2].Witness || vs[2].ID != "w" {
+		t.Fatalf("voters %+v", vs)
+	}
+	if !c.Coordinated() || c.Repl.Failover != "automatic" || c.Repl.Lease.Duration != time.Second || c.Repl.LeaseGrace.Duration != 500*time.Millisecond {
+		t.Fatalf("replication %+v", c.Repl)
+	}
+	if !strings.HasSuffix(c.Witness.DataDir, ".tandem/c/w") {
+		t.Fatalf("witness data dir %q", c.Witness.DataDir)
+	}
+	c, err = Parse("plain.toml", []byte(strings.ReplaceAll(pair, "raft_listen", "# raft_listen")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Coordinated() || c.Repl.Failover != "manual" {
+		t.Fatalf("a pair without raft addresses runs the coordinator: %+v", c.Repl)
+	}
+	// Five nodes and no witness: all five vote; four nodes: three do.
+	five := pair
+	for i := 3; i <= 5; i++ {
+		five += fmt.Sprintf("[[nodes]]\nid = \"n%d\"\nlisten = \"127.0.0.1:70%02d\"\nrepl_listen = \"127.0.0.1:71%02d\"\nmetrics = \"127.0.0.1:72%02d\"\nraft_listen = \"127.0.0.1:73%02d\"\n", i, i, i, i, i)
+		c, err := Parse("many.toml", []byte(five))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int]int{3: 3, 4: 3, 5: 5}[i]; len(c.Voters()) != want {
+			t.Fatalf("%d nodes: %d voters, want %d", i, len(c.Voters()), want)
+		}
+	}
+}
+
+func TestBadCoordinatorConfigs(t *testing.T) {
+	noRaft := strings.ReplaceAll(pair, "raft_listen", "# raft_listen")
+	cases := []struct{ name, text, want string }{
+		{"bad failover", pair + witness + "[replication]\nfailover = \"sometimes\"\n", `field replication.failover: "sometimes"`},
+		{"automatic without raft", noRaft + "[replication]\nfailover = \"automatic\"\n", `field replication.failover: "automatic" needs the coordinator`},
+		{"one node without raft", strings.Replace(pair, "raft_listen = \"127.0.0.1:7302\"", "", 1) + witness, "field nodes[1].raft_listen: missing"},
+		{"pair without witness", pair, "field witness: missing"},
+		{"witness without id", pair + "[witness]\nraft_listen = \"127.0.0.1:7300\"\n", "field witness.id: missing"},
+		{"witness named like a node", pair + "[witness]\nid = \"n2\"\nraft_listen = \"127.0.0.1:7300\"\n", `field witness.id: "n2" is already`},
+		{"witness named router", pair + "[witness]\nid = \"router\"\nraft_listen = \"127.0.0.1:7300\"\n", `field witness.id: "router"`},
+		{"witness without address", pair + "[witness]\nid = \"w\"\n", "field witness.raft_listen: missing"},
+		{"witness port clash", pair + "[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:7301\"\n", "field witness.raft_listen: address 127.0.0.1:7301 is already used by nodes[0].raft_listen"},
+		{"raft port clash", strings.Replace(pair, "raft_listen = \"127.0.0.1:7302\"", "raft_listen = \"127.0.0.1:7102\"", 1) + witness, "field nodes[1].raft_listen: address 127.0.0.1:7102 is already used"},
+		{"raft without TLS", pair + witness + "[security]\ninter_node = \"none\"\n", "field security.inter_node: the coordinator's Raft traffic needs mutual TLS"},
+		{"raft in standalone", good + "raft_listen = \"127.0.0.1:7301\"\n", "the coordinator runs in replicated designs"},
+		{"short lease", pair + witness + "[replication]\nlease = \"10ms\"\n", "field replication.lease: 10ms is too short"},
+		{"negative grace", pair + witness + "[replication]\nlease_grace = \"-1s\"\n", "field replication.lease_grace"},
+		{"witness unknown field", pair + witness + "dir = \"x\"\n", `unknown field "witness.dir"`},
+		{"wildcard raft address", strings.Replace(pair, "raft_listen = \"127.0.0.1:7302\"", "raft_listen = \"0.0.0.0:7302\"", 1) + witness + "[security]\nallow_insecure = true\n", "field nodes[1].raft_listen: \"0.0.0.0:7302\": the other voters dial"},
+		{"witness without host", pair + "[witness]\nid = \"w\"\nraft_listen = \":7300\"\n", "field witness.raft_listen: \":7300\""},
+		{"witness metrics clash", pair + witness + "metrics = \"127.0.0.1:7201\"\n", "field witness.metrics: address 127.0.0.1:7201 is already used by nodes[0].metrics"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("bad.toml", []byte(c.text))
+			if err == nil {
+				t.Fatal("accepted a bad configuration")
+			}
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "bad.toml") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("message %q does not contain %q", err, c.want)
 			}
 		})
 	}

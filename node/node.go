@@ -32,6 +32,7 @@ import (
 	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/backend/sqlite"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
@@ -51,6 +52,9 @@ type Status struct {
 	Detail   string      `json:"detail,omitempty"`
 	Repl     *ReplStatus `json:"replication,omitempty"`
 	Files    *FileLimit  `json:"open_files_limit,omitempty"`
+	// Coordinator is this node's voter in the coordinator group (when the
+	// cluster file gives it a raft_listen address).
+	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
 }
 
 // Run serves node id of the cluster until ctx ends or the back end fails.
@@ -125,6 +129,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
 	var repl *Repl
+	var coord *coordinator.Coordinator
 	var replClose []func()
 	defer func() {
 		for i := len(replClose) - 1; i >= 0; i-- {
@@ -155,6 +160,12 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			repl.startFollowing(ctx)
 		}
 		st.Role = repl.role()
+		if coord, err = startCoordinator(c, id, ident, log, reg); err != nil {
+			return err
+		}
+		if coord != nil {
+			replClose = append(replClose, func() { _ = coord.Close() })
+		}
 		return nil
 	}
 	switch n.Backend {
@@ -274,6 +285,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			if repl != nil {
 				rs := repl.Status()
 				s.Repl, s.Role = &rs, rs.Role
+			}
+			if coord != nil {
+				cs := coord.Status()
+				s.Coordinator = &cs
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(s)

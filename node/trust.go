@@ -10,7 +10,8 @@ import (
 )
 
 // Members lists every identity of the cluster with the hosts its
-// listeners answer on: the nodes, the router and the command line.
+// listeners answer on: the nodes, the witness, the router and the command
+// line.
 func Members(c *config.Cluster) []secure.Member {
 	hosts := func(addrs ...string) []string {
 		var hs []string
@@ -23,7 +24,10 @@ func Members(c *config.Cluster) []secure.Member {
 	}
 	var ms []secure.Member
 	for _, n := range c.Nodes {
-		ms = append(ms, secure.Member{ID: n.ID, Hosts: hosts(n.Listen, n.Repl, n.Metrics)})
+		ms = append(ms, secure.Member{ID: n.ID, Hosts: hosts(n.Listen, n.Repl, n.Metrics, n.Raft)})
+	}
+	if w := c.Witness; w != nil {
+		ms = append(ms, secure.Member{ID: w.ID, Hosts: hosts(w.RaftListen, w.Metrics)})
 	}
 	r := secure.Member{ID: secure.RouterID}
 	if c.Router != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -49,9 +50,10 @@ func adminPost(n *config.Node, path string, q url.Values, out any) error {
 }
 
 type nodeStatus struct {
-	ID   string           `json:"id"`
-	Role string           `json:"role"`
-	Repl *node.ReplStatus `json:"replication"`
+	ID          string              `json:"id"`
+	Role        string              `json:"role"`
+	Repl        *node.ReplStatus    `json:"replication"`
+	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
 }
 
 // cliToken is the admin token the command line sends (TANDEM_ADMIN_TOKEN,

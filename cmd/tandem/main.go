@@ -40,6 +40,7 @@ func main() {
 		newUpCmd(),
 		newNodeCmd(),
 		newRouterCmd(),
+		newWitnessCmd(),
 		newStatusCmd(),
 		newPromoteCmd(),
 		newSwitchoverCmd(),

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
@@ -88,10 +90,17 @@ func newStatusCmd() *cobra.Command {
 				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, secure.RouterID))
 				out = append(out, p)
 			}
+			if w := c.Witness; w != nil {
+				out = append(out, probeWitness(w, pids[w.ID]))
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"cluster": c.Name, "design": c.Design, "processes": out})
+				doc := map[string]any{"cluster": c.Name, "design": c.Design, "processes": out}
+				if cs := leaderView(out); cs != nil {
+					doc["coordinator"] = cs
+				}
+				return enc.Encode(doc)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "cluster %q, design %s\n", c.Name, c.Design)
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
@@ -120,12 +129,15 @@ func newStatusCmd() *cobra.Command {
 				fmt.Fprintln(tw, "NODE\tROLE\tEPOCH\tASSIGNED\tDURABLE\tRECEIVED\tAPPLIED\tLAG\tSAFENESS\tDURABILITY\tSTATE")
 				var primaryGSN uint64
 				for _, p := range out {
-					if p.repl != nil && p.repl.Repl.Role == "primary" {
+					if p.Kind == "node" && p.repl != nil && p.repl.Repl != nil && p.repl.Repl.Role == "primary" {
 						primaryGSN = p.repl.Repl.Assigned
 					}
 				}
 				for _, p := range out {
-					if p.repl == nil {
+					if p.Kind != "node" {
+						continue
+					}
+					if p.repl == nil || p.repl.Repl == nil {
 						if p.Kind == "node" {
 							fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\t-\tdown\n", p.Name)
 						}
@@ -152,7 +164,11 @@ func newStatusCmd() *cobra.Command {
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", p.Name, r.Role, r.Epoch, r.Assigned, r.Durable, r.Received, r.Applied, lag, r.Safeness, dur, state)
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				printCoordinator(cmd.OutOrStdout(), out)
+				return nil
 			}
 			return nil
 		},
@@ -248,4 +264,78 @@ func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error
 	go func() { _ = hs.Serve(l) }()
 	go func() { <-ctx.Done(); hs.Close() }()
 	return nil
+}
+
+// probeWitness asks the witness's admin address for its view of the
+// coordinator.
+func probeWitness(w *config.Witness, pid int) probe {
+	p := probe{Name: w.ID, Kind: "witness", Role: "witness", Addr: w.RaftListen, PID: pid}
+	if w.Metrics == "" {
+		p.Error = "no witness.metrics address to ask"
+		return p
+	}
+	var s witnessStatus
+	start := time.Now()
+	if err := getJSON(&config.Node{ID: w.ID, Metrics: w.Metrics}, "/status", &s); err != nil {
+		p.Error = err.Error()
+		return p
+	}
+	p.Healthy = true
+	p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+	p.repl = &nodeStatus{ID: w.ID, Role: "witness", Coordinator: s.Coordinator}
+	return p
+}
+
+// leaderView is the coordinator's status from its leader, else from the
+// first voter that answered (nil when none did).
+func leaderView(out []probe) *coordinator.Status {
+	var cs *coordinator.Status
+	for _, p := range out {
+		if p.repl == nil || p.repl.Coordinator == nil {
+			continue
+		}
+		if cs == nil || p.repl.Coordinator.State == "Leader" {
+			cs = p.repl.Coordinator
+		}
+	}
+	return cs
+}
+
+// printCoordinator prints the coordinator group as its leader sees it (or
+// the first voter that answered).
+func printCoordinator(w io.Writer, out []probe) {
+	cs := leaderView(out)
+	if cs == nil {
+		return
+	}
+	mode := "manual"
+	if cs.Automatic {
+		mode = "automatic"
+	}
+	fmt.Fprintf(w, "\ncoordinator (as %s sees it): leader %s, term %d, failover %s, epoch %d, primary %s\n",
+		cs.ID, dash(cs.Leader), cs.Term, mode, cs.Epoch, dash(cs.Primary))
+	if cs.LeaseHolder != "" {
+		fmt.Fprintf(w, "  lease: held by %s, %v remaining\n", cs.LeaseHolder, cs.LeaseRemaining.Round(time.Millisecond))
+	} else {
+		fmt.Fprintln(w, "  lease: none held")
+	}
+	if cs.Lost > 0 {
+		fmt.Fprintf(w, "  commits possibly lost by 1-safe failovers: %d\n", cs.Lost)
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER\tROLE\tVOTER\tRAFT\tREPORTED")
+	for _, m := range cs.Members {
+		ack := "-"
+		if m.Ack != nil {
+			ack = fmt.Sprintf("GSN %d at %s (epoch %d)", m.Ack.GSN, m.Ack.Level, m.Ack.Epoch)
+			if m.Ack.Degraded {
+				ack += ", degraded"
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%v\t%s\t%s\n", m.ID, m.Role, m.Voter, m.RaftAddr, ack)
+	}
+	_ = tw.Flush()
+	for _, t := range cs.Transitions {
+		fmt.Fprintf(w, "  epoch %d: %s -> %s (%s), lost %d\n", t.Epoch, t.From, t.To, t.Reason, t.Lost)
+	}
 }

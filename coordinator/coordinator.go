@@ -1,0 +1,610 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandemdb/tandem/secure"
+)
+
+// Config is one voter's part of the group. Every voter must be given the
+// same Voters, InitialPrimary, Safeness, Automatic and Lease.
+type Config struct {
+	ID       string           // this voter's member id (its certificate's CN)
+	Dir      string           // Raft log, stable store and snapshots
+	Voters   []Member         // every voter, with its raft address; Role "witness" marks the witness
+	Identity *secure.Identity // the cluster certificate of ID (mutual TLS is required)
+
+	// The map the group starts from when it has none.
+	InitialPrimary string
+	InitialEpoch   uint64
+	Safeness       string // the configured safeness level
+	Automatic      bool   // failover = "automatic"
+
+	// Lease is the primary's lease, measured on its own clock from its
+	// request; Grace is what the coordinator waits beyond it (default
+	// Lease/2) before it calls the lease lapsed.
+	Lease time.Duration
+	Grace time.Duration
+
+	// Raft timers (defaults 500 ms each on loopback-friendly settings).
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: metrics are kept but not registered
+}
+
+func (c *Config) defaults() error {
+	if c.ID == "" || c.Dir == "" {
+		return fmt.Errorf("%w: coordinator config needs an id and a directory", ErrBadCommand)
+	}
+	if c.Identity == nil {
+		return fmt.Errorf("%w: the coordinator's Raft traffic needs the cluster certificates (security.inter_node = \"mtls\")", secure.ErrNoCerts)
+	}
+	if _, ok := c.self(); !ok {
+		return fmt.Errorf("%w: %q is not among the voters", ErrNotMember, c.ID)
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Second
+	}
+	if c.Grace <= 0 {
+		c.Grace = c.Lease / 2
+	}
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = 500 * time.Millisecond
+	}
+	if c.ElectionTimeout <= 0 {
+		c.ElectionTimeout = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+func (c *Config) self() (Member, bool) {
+	for _, v := range c.Voters {
+		if v.ID == c.ID {
+			return v, true
+		}
+	}
+	return Member{}, false
+}
+
+// Coordinator is one running voter.
+type Coordinator struct {
+	cfg       Config
+	log       *slog.Logger
+	fsm       *fsm
+	raft      *raft.Raft
+	layer     *tlsLayer
+	transport *raft.NetworkTransport
+	store     *raftboltdb.BoltStore
+	met       *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	leaderSince time.Time // zero while not leader
+	leaderTerm  uint64    // the term leaderSince belongs to
+	lastNote    string    // last reason a lapse did not lead to a change, logged once
+}
+
+// Start opens the stores, binds the raft address and joins the group;
+// a voter with no Raft state bootstraps it with the configured voters
+// (every voter does the same, which hashicorp/raft allows).
+func Start(cfg Config) (*Coordinator, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	self, _ := cfg.self()
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM()}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.met = newMetrics(c, cfg.Registerer)
+	c.fsm.onApply = c.applied
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: raft store in %s: %w", cfg.Dir, err)
+	}
+	c.store = store
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("coordinator: snapshots in %s: %w", cfg.Dir, err)
+	}
+	layer, err := newTLSLayer(self.RaftAddr, cfg.Identity, cfg.Voters, c.serveForward, c.met.rejected, c.log)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	c.layer = layer
+	c.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 3, Timeout: 2 * time.Second, Logger: hlog})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	rc.CommitTimeout = 20 * time.Millisecond
+	rc.SnapshotThreshold = 1024
+	rc.TrailingLogs = 1024
+	rc.Logger = hlog
+
+	has, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		c.closeStores()
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, c.transport)
+	if err != nil {
+		c.closeStores()
+		return nil, fmt.Errorf("coordinator: starting raft: %w", err)
+	}
+	c.raft = r
+	if !has {
+		var servers []raft.Server
+		for _, v := range cfg.Voters {
+			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(v.ID), Address: raft.ServerAddress(v.RaftAddr)})
+		}
+		if err := r.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			_ = c.Close()
+			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
+		}
+	}
+	c.wg.Add(1)
+	go c.run()
+	c.log.Info("coordinator started", "raft", layer.Addr().String(), "voters", len(cfg.Voters), "automatic", cfg.Automatic,
+		"lease", cfg.Lease, "grace", cfg.Grace)
+	return c, nil
+}
+
+func (c *Coordinator) closeStores() {
+	if c.transport != nil {
+		c.transport.Close()
+	}
+	if c.layer != nil {
+		c.layer.Close()
+		c.layer.wait()
+	}
+	if c.store != nil {
+		c.store.Close()
+	}
+}
+
+// Close leaves the group (as a crash would: the others elect without it)
+// and releases the port and the stores.
+func (c *Coordinator) Close() error {
+	c.cancel()
+	c.wg.Wait()
+	var err error
+	if c.raft != nil {
+		err = c.raft.Shutdown().Error()
+	}
+	c.closeStores()
+	c.fsm.closeWatchers()
+	return err
+}
+
+// run is the leader's duty: initialize the map, and change the primary
+// when the rule in Decide says so. It reads local state only; followers
+// idle.
+func (c *Coordinator) run() {
+	defer c.wg.Done()
+	step := c.cfg.Lease / 8
+	if step < 10*time.Millisecond {
+		step = 10 * time.Millisecond
+	}
+	t := time.NewTicker(step)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.step()
+	}
+}
+
+func (c *Coordinator) step() {
+	if c.raft.State() != raft.Leader {
+		c.mu.Lock()
+		c.leaderSince = time.Time{}
+		c.mu.Unlock()
+		return
+	}
+	term := c.raft.CurrentTerm()
+	c.mu.Lock()
+	since := c.leaderSince
+	if c.leaderTerm != term {
+		since = time.Time{} // leadership lost and won again between two steps
+	}
+	c.mu.Unlock()
+	if since.IsZero() {
+		// New leader: apply everything committed before deciding anything,
+		// and time the lease from now at the earliest.
+		if err := c.raft.Barrier(c.cfg.ElectionTimeout * 4).Error(); err != nil {
+			return
+		}
+		since = time.Now()
+		c.mu.Lock()
+		c.leaderSince, c.leaderTerm = since, term
+		c.mu.Unlock()
+		c.log.Info("leading the coordinator group", "term", term)
+	}
+	m, seen := c.fsm.state()
+	if !m.Initialized {
+		var members []Member
+		for _, v := range c.cfg.Voters {
+			members = append(members, Member{ID: v.ID, RaftAddr: v.RaftAddr, Role: v.Role})
+		}
+		_, err := c.applyLocal(c.ctx, Command{Op: OpInit, From: c.cfg.ID, Members: members, Primary: c.cfg.InitialPrimary,
+			Epoch: c.cfg.InitialEpoch, Safeness: c.cfg.Safeness, Automatic: c.cfg.Automatic, LeaseDur: c.cfg.Lease})
+		if err != nil {
+			c.log.Error("initializing the cluster map", "err", err)
+		}
+		return
+	}
+	if seen.Before(since) {
+		seen = since
+	}
+	wait := time.Since(seen)
+	d, err := Decide(Situation{Map: m, SinceLease: wait, Grace: c.cfg.Grace})
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrManual), errors.Is(err, ErrNoCandidate):
+		note := fmt.Sprintf("%d/%d %v", m.Epoch, m.Lease.Seq, err)
+		c.mu.Lock()
+		first := c.lastNote != note
+		c.lastNote = note
+		c.mu.Unlock()
+		if first {
+			c.log.Warn("the primary's lease lapsed; no new primary", "primary", m.Primary, "epoch", m.Epoch, "reason", err)
+		}
+		return
+	default:
+		return
+	}
+	c.log.Warn("changing the primary", "from", m.Primary, "to", d.Target, "reason", d.Reason, "epoch", m.Epoch+1,
+		"lease_seen_ago", wait, "lost", d.Lost)
+	res, err := c.applyLocal(c.ctx, Command{Op: OpTransition, From: c.cfg.ID, Target: d.Target, Reason: d.Reason,
+		Epoch: d.Epoch, ExpectSeq: d.ExpectSeq, Lost: d.Lost})
+	if err != nil {
+		c.log.Warn("change of primary not applied", "err", err)
+		return
+	}
+	c.met.lastWait.Set(wait.Seconds())
+	if d.Lost > 0 {
+		c.log.Error("failover may have lost acknowledged commits (1-safe)", "lost", d.Lost, "new_primary", d.Target, "epoch", res.Epoch)
+	}
+}
+
+// applied runs under the FSM's lock after each entry that changed the map.
+func (c *Coordinator) applied(before, after *Map) {
+	c.met.epoch.Set(float64(after.Epoch))
+	if len(after.History) > 0 && (len(before.History) == 0 || after.History[len(after.History)-1] != before.History[len(before.History)-1]) {
+		t := after.History[len(after.History)-1]
+		c.met.transitions.WithLabelValues(t.Reason).Inc()
+		c.met.lost.Add(float64(t.Lost))
+	}
+}
+
+// applyLocal proposes c on this voter, which must lead.
+func (c *Coordinator) applyLocal(ctx context.Context, cmd Command) (Map, error) {
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		return Map{}, err
+	}
+	f := c.raft.Apply(b, 5*time.Second)
+	errc := make(chan error, 1)
+	go func() { errc <- f.Error() }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		// The entry may still commit; the caller treats the outcome as
+		// unknown (a lease it does not know it holds is not held).
+		return Map{}, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
+	}
+	if err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return Map{}, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return Map{}, ErrClosed
+		}
+		return Map{}, err
+	}
+	a, _ := f.Response().(applied)
+	return a.m, a.err
+}
+
+// remoteOps may be asked of the leader by another member.
+var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true}
+
+// submit has the leader apply cmd as this member's request: directly when
+// this voter leads, else over the TLS channel. It retries while there is
+// no leader, the leader changes or the map is not initialized yet, until
+// ctx ends.
+func (c *Coordinator) submit(ctx context.Context, cmd Command) (Map, error) {
+	cmd.From = c.cfg.ID
+	backoff := 20 * time.Millisecond
+	for {
+		var m Map
+		var err error
+		if c.raft.State() == raft.Leader {
+			m, err = c.applyLocal(ctx, cmd)
+		} else if m, err = c.forward(ctx, cmd); m.Index > 0 {
+			// Read your writes: this voter's map (Map, Watch, Status)
+			// shows the request's effect before the call returns, unless
+			// it trails the leader by more than a moment.
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			c.fsm.waitIndex(wctx, m.Index)
+			cancel()
+		}
+		// The first leader initializes the map just after its election.
+		retry := errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader) || errors.Is(err, ErrUninitialized)
+		var ne net.Error
+		if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
+			retry = true
+		}
+		if !retry {
+			return m, err
+		}
+		select {
+		case <-ctx.Done():
+			return Map{}, fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-c.ctx.Done():
+			return Map{}, ErrClosed
+		case <-time.After(backoff):
+		}
+		if backoff < 200*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+func (c *Coordinator) forward(ctx context.Context, cmd Command) (Map, error) {
+	addr, id := c.raft.LeaderWithID()
+	if id == "" {
+		return Map{}, ErrNoLeader
+	}
+	conn, err := c.layer.dialID(ctx, string(id), string(addr), 2*time.Second)
+	if err != nil {
+		return Map{}, fmt.Errorf("%w: reaching %s: %v", ErrNoLeader, id, err)
+	}
+	defer conn.Close()
+	dl := time.Now().Add(10 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		dl = d
+	}
+	_ = conn.SetDeadline(dl)
+	b, _ := json.Marshal(cmd)
+	if _, err := conn.Write(append([]byte{rpcForward}, b...)); err != nil {
+		return Map{}, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	var res Result
+	if err := json.NewDecoder(conn).Decode(&res); err != nil {
+		return Map{}, fmt.Errorf("%w: answer from %s: %v", ErrNoLeader, id, err)
+	}
+	return res.Map, errorFrom(res.Err)
+}
+
+// serveForward answers one member's request on the leader. The request
+// counts as the certificate's identity, whatever its payload says.
+func (c *Coordinator) serveForward(conn net.Conn) {
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	var cmd Command
+	if err := json.NewDecoder(conn).Decode(&cmd); err != nil {
+		return
+	}
+	cmd.From = peerOf(conn)
+	var res Result
+	if !remoteOps[cmd.Op] || cmd.From == "" {
+		res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
+	} else if c.raft.State() != raft.Leader {
+		res.Err = ErrNotLeader.Error()
+	} else {
+		m, err := c.applyLocal(c.ctx, cmd)
+		res.Map = m
+		if err != nil {
+			res.Err = err.Error()
+		}
+	}
+	_ = json.NewEncoder(conn).Encode(res)
+}
+
+// Map is this voter's copy of the map (a follower's may trail the
+// leader's by what is in flight, though never behind this voter's own
+// requests once they returned; Watch delivers each change).
+func (c *Coordinator) Map() Map {
+	m, _ := c.fsm.state()
+	return m
+}
+
+// Watch delivers the map after every change applied here, starting with
+// the current one, until ctx ends or the coordinator closes. A slow reader
+// skips to the latest map; it never delays Raft.
+func (c *Coordinator) Watch(ctx context.Context) <-chan Map {
+	in := c.fsm.watch()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-c.ctx.Done():
+		}
+		c.fsm.unwatch(in)
+	}()
+	return in
+}
+
+// Grant is a lease as its holder must use it: valid until ValidUntil on
+// this process's monotonic clock, measured from before the request left.
+type Grant struct {
+	Epoch      uint64
+	Seq        uint64
+	Duration   time.Duration
+	ValidUntil time.Time
+}
+
+// Valid reports whether the lease still holds at now.
+func (g Grant) Valid(now time.Time) bool { return g.Epoch != 0 && now.Before(g.ValidUntil) }
+
+// AcquireLease asks for (or renews) the primary's lease in epoch, and
+// reports gsn, the highest GSN this primary acknowledged to a client. The
+// primary acknowledges commits only while the returned grant is Valid.
+func (c *Coordinator) AcquireLease(ctx context.Context, epoch, gsn uint64) (Grant, error) {
+	t0 := time.Now() // before the request: the grant cannot start earlier on any clock
+	m, err := c.submit(ctx, Command{Op: OpLease, Epoch: epoch, GSN: gsn})
+	if err != nil {
+		return Grant{}, err
+	}
+	return Grant{Epoch: m.Lease.Epoch, Seq: m.Lease.Seq, Duration: m.Lease.Duration, ValidUntil: t0.Add(m.Lease.Duration)}, nil
+}
+
+// RenewLease is AcquireLease under its other name.
+func (c *Coordinator) RenewLease(ctx context.Context, epoch, gsn uint64) (Grant, error) {
+	return c.AcquireLease(ctx, epoch, gsn)
+}
+
+// ReleaseLease gives the lease up (a switchover, or a clean stop); the
+// caller must have stopped acknowledging first.
+func (c *Coordinator) ReleaseLease(ctx context.Context, epoch, gsn uint64) error {
+	_, err := c.submit(ctx, Command{Op: OpRelease, Epoch: epoch, GSN: gsn})
+	return err
+}
+
+// ReportAck records what this standby has acknowledged in epoch, and at
+// which level.
+func (c *Coordinator) ReportAck(ctx context.Context, epoch, gsn uint64, level string) error {
+	_, err := c.submit(ctx, Command{Op: OpAck, Epoch: epoch, GSN: gsn, Level: level})
+	return err
+}
+
+// SetDegraded is the primary telling the group it stops (or resumes)
+// waiting for standby. It must be applied before the primary acknowledges
+// any commit without that standby.
+func (c *Coordinator) SetDegraded(ctx context.Context, epoch uint64, standby string, degraded bool) error {
+	_, err := c.submit(ctx, Command{Op: OpDegrade, Epoch: epoch, Standby: standby, Degraded: degraded})
+	return err
+}
+
+// Promote asks for target to become the primary once the current lease is
+// free (released, or lapsed). epoch 0 means "whatever the current one is".
+func (c *Coordinator) Promote(ctx context.Context, target string, epoch uint64) error {
+	_, err := c.submit(ctx, Command{Op: OpHandOver, Target: target, Epoch: epoch, Reason: "promote"})
+	return err
+}
+
+// Switchover is a planned Promote: the primary sees ErrHandingOver on its
+// next renewal, stops acknowledging and releases the lease.
+func (c *Coordinator) Switchover(ctx context.Context, target string, epoch uint64) error {
+	_, err := c.submit(ctx, Command{Op: OpHandOver, Target: target, Epoch: epoch, Reason: "switchover"})
+	return err
+}
+
+// Leader is the current Raft leader's id and address ("" when none is
+// known).
+func (c *Coordinator) Leader() (id, addr string) {
+	a, i := c.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Addr is the raft listener's address.
+func (c *Coordinator) Addr() string { return c.layer.Addr().String() }
+
+// MemberStatus is one member as `tandem status` shows it.
+type MemberStatus struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	Role     string `json:"role"`
+	Voter    bool   `json:"voter"`
+	Ack      *Ack   `json:"ack,omitempty"`
+}
+
+// Status is the coordinator as this voter sees it.
+type Status struct {
+	ID             string         `json:"id"`
+	State          string         `json:"state"`
+	Leader         string         `json:"leader"`
+	Term           uint64         `json:"term"`
+	Members        []MemberStatus `json:"members"`
+	Epoch          uint64         `json:"epoch"`
+	Primary        string         `json:"primary"`
+	Automatic      bool           `json:"automatic"`
+	LeaseHolder    string         `json:"lease_holder"`
+	LeaseRemaining time.Duration  `json:"lease_remaining"` // as measured here, from the last lease entry applied here
+	Lost           uint64         `json:"lost"`
+	Transitions    []Transition   `json:"transitions,omitempty"`
+}
+
+// Status reports members, leader, term, and the lease.
+func (c *Coordinator) Status() Status {
+	m, seen := c.fsm.state()
+	_, lid := c.raft.LeaderWithID()
+	s := Status{ID: c.cfg.ID, State: c.raft.State().String(), Leader: string(lid), Term: c.raft.CurrentTerm(),
+		Epoch: m.Epoch, Primary: m.Primary, Automatic: m.Automatic, Lost: m.Lost, Transitions: m.History}
+	if m.Lease.Holder != "" && !m.Released {
+		s.LeaseHolder = m.Lease.Holder
+		if r := m.Lease.Duration - time.Since(seen); r > 0 {
+			s.LeaseRemaining = r
+		}
+	}
+	voters := map[string]bool{}
+	if f := c.raft.GetConfiguration(); f.Error() == nil {
+		for _, sv := range f.Configuration().Servers {
+			voters[string(sv.ID)] = sv.Suffrage == raft.Voter
+		}
+	}
+	for _, mem := range m.Members {
+		ms := MemberStatus{ID: mem.ID, RaftAddr: mem.RaftAddr, Role: mem.Role, Voter: voters[mem.ID]}
+		if a, ok := m.Acks[mem.ID]; ok {
+			ms.Ack = &a
+		}
+		s.Members = append(s.Members, ms)
+	}
+	return s
+}
+
+// slogWriter carries hashicorp/raft's log lines into slog.
+type slogWriter struct{ log *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	line := strings.TrimSpace(string(p))
+	lvl := slog.LevelInfo
+	switch {
+	case strings.Contains(line, "[ERROR]"):
+		lvl = slog.LevelError
+	case strings.Contains(line, "[WARN]"):
+		lvl = slog.LevelWarn
+	case strings.Contains(line, "[DEBUG]"), strings.Contains(line, "[TRACE]"):
+		lvl = slog.LevelDebug
+	}
+	if i := strings.Index(line, "raft: "); i >= 0 {
+		line = line[i+len("raft: "):]
+	}
+	w.log.Log(context.Background(), lvl, line, "from", "raft")
+	return len(p), nil
+}

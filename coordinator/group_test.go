@@ -1,0 +1,312 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/tandemdb/tandem/secure"
+)
+
+// freeAddrs reserves n loopback ports (bound and released: the voters'
+// addresses must be known before any of them starts).
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+func issue(t *testing.T, dir string, ids ...string) {
+	t.Helper()
+	var ms []secure.Member
+	for _, id := range ids {
+		ms = append(ms, secure.Member{ID: id, Hosts: []string{"127.0.0.1"}})
+	}
+	if _, err := secure.Issue(dir, ms, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noLeaks waits for the goroutines a test started to end.
+func noLeaks(t *testing.T, base int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines left running (had %d):\n%s", n-base, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+type group struct {
+	t      *testing.T
+	certs  string
+	voters []Member
+	dirs   map[string]string
+	regs   map[string]*prometheus.Registry
+	cs     map[string]*Coordinator
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func (g *group) start(id string) *Coordinator {
+	g.t.Helper()
+	ident, err := secure.Load(g.certs, id)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	c, err := Start(Config{ID: id, Dir: g.dirs[id], Voters: g.voters, Identity: ident,
+		InitialPrimary: "n1", InitialEpoch: 1, Safeness: "2-safe-received", Automatic: true,
+		Lease: 400 * time.Millisecond, Grace: 300 * time.Millisecond,
+		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		Logger: testLogger(g.t).With("voter", id), Registerer: reg})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.cs[id], g.regs[id] = c, reg
+	return c
+}
+
+func (g *group) stop(id string) {
+	g.t.Helper()
+	if c := g.cs[id]; c != nil {
+		if err := c.Close(); err != nil {
+			g.t.Logf("closing %s: %v", id, err)
+		}
+		delete(g.cs, id)
+	}
+}
+
+// until waits for cond on c's map through Watch (no polling of the map).
+func until(t *testing.T, c *Coordinator, within time.Duration, what string, cond func(Map) bool) Map {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	var last Map
+	for m := range c.Watch(ctx) {
+		last = m
+		if cond(m) {
+			return m
+		}
+	}
+	t.Fatalf("%s: %s not reached within %v; last map %+v", c.cfg.ID, what, within, last)
+	return Map{}
+}
+
+func (g *group) leader(within time.Duration, exclude string) string {
+	g.t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for id, c := range g.cs {
+			if l, _ := c.Leader(); l != "" && l != exclude && l == id && c.Status().State == "Leader" {
+				return id
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("no leader within %v", within)
+	return ""
+}
+
+// TestGroup runs three voters (two nodes and a witness) on loopback over
+// the real TLS transport: election, replication of the map, lease grant and
+// lapse, failover to the standby that acknowledged, refusal of strangers,
+// and the loss of the leader.
+func TestGroup(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() { noLeaks(t, base) })
+	root := t.TempDir()
+	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
+	issue(t, g.certs, "n1", "n2", "w", "router")
+	addrs := freeAddrs(t, 3)
+	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
+	for _, v := range g.voters {
+		g.dirs[v.ID] = filepath.Join(root, v.ID)
+	}
+	defer func() {
+		for id := range g.cs {
+			g.stop(id)
+		}
+	}()
+	for _, v := range g.voters {
+		g.start(v.ID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Election and the initial map on every voter.
+	g.leader(10*time.Second, "")
+	for _, c := range g.cs {
+		until(t, c, 10*time.Second, "initialized map", func(m Map) bool { return m.Initialized && m.Primary == "n1" && m.Epoch == 1 })
+	}
+
+	// The primary takes the lease; the standby reports; both reach every voter.
+	n1, n2 := g.cs["n1"], g.cs["n2"]
+	if _, err := n2.AcquireLease(ctx, 1, 0); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("the standby got the lease: %v", err)
+	}
+	grant, err := n1.AcquireLease(ctx, 1, 5)
+	if err != nil || !grant.Valid(time.Now()) || grant.Epoch != 1 {
+		t.Fatalf("lease: %+v %v", grant, err)
+	}
+	if err := n2.ReportAck(ctx, 1, 5, "2-safe-received"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range g.cs {
+		until(t, c, 5*time.Second, "ack replicated", func(m Map) bool {
+			return m.Acks["n2"].GSN == 5 && m.Lease.Holder == "n1" && m.CommitGSN == 5
+		})
+	}
+	st := g.cs["w"].Status()
+	if st.LeaseHolder != "n1" || st.Epoch != 1 || len(st.Members) != 3 || st.Term == 0 || st.Leader == "" {
+		t.Fatalf("status %+v", st)
+	}
+
+	// While the primary renews, nothing changes, well past lease + grace.
+	renewUntil := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(renewUntil) {
+		if grant, err = n1.RenewLease(ctx, 1, 6); err != nil {
+			t.Fatalf("renew: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for id, c := range g.cs {
+		if m := c.Map(); m.Primary != "n1" || m.Epoch != 1 {
+			t.Fatalf("%s: primary changed while the lease was renewed: %+v", id, m)
+		}
+	}
+
+	// The primary stops renewing: the standby that acknowledged becomes
+	// the primary of epoch 2, and no voter sees that before the old
+	// primary's own lease ran out.
+	m := until(t, g.cs["w"], 10*time.Second, "failover", func(m Map) bool { return m.Primary == "n2" })
+	seen := time.Now()
+	if !seen.After(grant.ValidUntil) {
+		t.Fatalf("new primary seen %v before the old lease expired", grant.ValidUntil.Sub(seen))
+	}
+	if m.Epoch != 2 || len(m.History) != 1 || m.History[0].Reason != "failover" || m.History[0].Lost != 0 {
+		t.Fatalf("map after failover %+v", m)
+	}
+	if _, err := n1.RenewLease(ctx, 1, 6); !errors.Is(err, ErrNotPrimary) {
+		t.Fatalf("old primary renewed after the failover: %v", err)
+	}
+	if _, err := n2.AcquireLease(ctx, 1, 6); !errors.Is(err, ErrStaleEpoch) {
+		t.Fatalf("new primary leased in the old epoch: %v", err)
+	}
+	if _, err := n2.AcquireLease(ctx, 2, 6); err != nil {
+		t.Fatal(err)
+	}
+	var changes float64
+	for _, reg := range g.regs {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "tandem_coord_primary_changes_total" {
+				changes += mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+	}
+	if changes != 3 {
+		t.Fatalf("primary changes counted on the voters: %v, want 1 each", changes)
+	}
+
+	// Strangers: a certificate from another CA fails the handshake; a
+	// certificate of this CA naming a non-voter is refused too.
+	foreign := filepath.Join(root, "foreign")
+	issue(t, foreign, "n1", "n3")
+	for _, who := range []struct{ dir, id string }{{foreign, "n3"}, {foreign, "n1"}, {g.certs, "router"}} {
+		ident, err := secure.Load(who.dir, who.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := testutil.ToFloat64(g.cs["n2"].met.rejected)
+		cfg := ident.ClientTLS("n2")
+		if who.dir == foreign {
+			cfg.InsecureSkipVerify = true // the stranger trusts anything; the server must not
+		}
+		conn, err := tls.Dial("tcp", g.cs["n2"].Addr(), cfg)
+		if err == nil {
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			_, _ = conn.Write([]byte{rpcForward})
+			_, err = conn.Read(make([]byte, 1))
+			conn.Close()
+		}
+		if err == nil {
+			t.Fatalf("%s of %s: connection served", who.id, who.dir)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for testutil.ToFloat64(g.cs["n2"].met.rejected) == before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if testutil.ToFloat64(g.cs["n2"].met.rejected) == before {
+			t.Fatalf("%s of %s: no rejection counted", who.id, who.dir)
+		}
+	}
+
+	// Kill the leader: the other two elect a new one, with the map intact.
+	old := g.leader(5*time.Second, "")
+	// It snapshots first, so its restart below restores the map from the
+	// snapshot and then replays the entries after it.
+	if err := g.cs[old].raft.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	g.stop(old)
+	var rest *Coordinator
+	for _, c := range g.cs {
+		rest = c
+	}
+	newLeader := g.leader(10*time.Second, old)
+	if newLeader == old {
+		t.Fatal("no new leader")
+	}
+	got := g.cs[newLeader].Map()
+	if got.Primary != "n2" || got.Epoch != 2 || len(got.History) != 1 {
+		t.Fatalf("map on the new leader %s: %+v", newLeader, got)
+	}
+	// The group still takes requests from any survivor: a promote of n1
+	// waits for n2's lease (taken once above, never renewed) to lapse.
+	if err := rest.Promote(ctx, "n1", 2); err != nil {
+		t.Fatal(err)
+	}
+	want := until(t, g.cs[newLeader], 10*time.Second, "promote applied", func(m Map) bool {
+		return m.Primary == "n1" && m.Epoch == 3 && m.History[len(m.History)-1].Reason == "promote"
+	})
+
+	// The old leader comes back from its directory and catches up.
+	g.start(old)
+	back := until(t, g.cs[old], 10*time.Second, "rejoined map", func(m Map) bool { return m.Index >= want.Index && m.Epoch == 3 })
+	if lead := g.cs[newLeader].Map(); !reflect.DeepEqual(back, lead) {
+		t.Fatalf("restarted voter's map %+v\nleader's %+v", back, lead)
+	}
+}

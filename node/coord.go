@@ -1,0 +1,73 @@
+package node
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
+	"github.com/tandemdb/tandem/secure"
+)
+
+// CoordinatorConfig is the coordinator configuration of voter id (a node or
+// the witness) from the cluster file. The first node is the primary of
+// epoch 1, as the replication agent assumes without a role.json.
+func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log *slog.Logger, reg prometheus.Registerer) (coordinator.Config, error) {
+	var voters []coordinator.Member
+	self := false
+	for _, v := range c.Voters() {
+		m := coordinator.Member{ID: v.ID, RaftAddr: v.RaftListen}
+		if v.Witness {
+			m.Role = coordinator.RoleWitness
+		}
+		voters = append(voters, m)
+		self = self || v.ID == id
+	}
+	if !self {
+		return coordinator.Config{}, fmt.Errorf("%w: %s: %q is not a voter of the coordinator (raft_listen, witness)", config.ErrInvalid, c.File, id)
+	}
+	dir := filepath.Join(c.RunDir, "raft", id)
+	if w := c.Witness; w != nil && w.ID == id {
+		dir = w.DataDir
+	}
+	return coordinator.Config{
+		ID: id, Dir: dir, Voters: voters, Identity: ident,
+		InitialPrimary: c.Nodes[0].ID, InitialEpoch: 1,
+		Safeness: c.Repl.Safeness, Automatic: c.Repl.Failover == "automatic",
+		Lease: c.Repl.Lease.Duration, Grace: c.Repl.LeaseGrace.Duration,
+		Logger: log, Registerer: reg,
+	}, nil
+}
+
+// startCoordinator starts this node's voter when the cluster runs the
+// coordinator and the node is one of its voters (nil otherwise). With
+// failover = "manual" (the default) the group keeps the map and the
+// status; nothing acts on a lapsed lease.
+func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log *slog.Logger, reg prometheus.Registerer) (*coordinator.Coordinator, error) {
+	if !c.Coordinated() {
+		return nil, nil
+	}
+	voter := false
+	for _, v := range c.Voters() {
+		voter = voter || v.ID == id
+	}
+	if !voter {
+		return nil, nil
+	}
+	cfg, err := CoordinatorConfig(c, id, ident, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	co, err := coordinator.Start(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: coordinator (field nodes.raft_listen): %w", id, err)
+	}
+	if cfg.Automatic {
+		log.Warn("replication.failover = \"automatic\": the coordinator keeps the map, but this version's replication agent does not take the lease yet, so nothing fails over by itself; use tandem promote",
+			"see", "coordinator/DESIGN.md")
+	}
+	return co, nil
+}
