@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
-# tandem's SQLite back end): psycopg 3, SQLAlchemy 2 and alembic from PyPI,
+# tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
 # node-postgres from npm into e2e/testdata/clients/node_modules (no global
 # install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib.
 # Idempotent: installs only what is missing. A tool that is absent (python3,
@@ -12,10 +12,10 @@ PGJDBC_VERSION=42.7.4
 status=0
 
 if command -v python3 >/dev/null 2>&1; then
-  if ! python3 -c 'import psycopg, sqlalchemy, alembic' >/dev/null 2>&1; then
-    echo "deps.d/clients: pip install psycopg[binary] sqlalchemy alembic" >&2
-    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic || status=1
+  if ! python3 -c 'import psycopg, sqlalchemy, alembic, django' >/dev/null 2>&1; then
+    echo "deps.d/clients: pip install psycopg[binary] sqlalchemy alembic django" >&2
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 'django>=4.2' 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 'django>=4.2' || status=1
   fi
 else
   echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2
