@@ -99,8 +99,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if tlsCfg == nil {
 			tlsCfg = ident.FrontDoorTLS()
 		} else {
-			tlsCfg = tlsCfg.Clone()
-			tlsCfg.ClientAuth, tlsCfg.ClientCAs = tls.VerifyClientCertIfGiven, ident.Pool
+			// Applications get the operator's certificate; tandem's
+			// own hops, which name this node (SNI), the cluster one.
+			tlsCfg = ident.FrontDoorWith(tlsCfg)
 		}
 		trustCert = func(cs tls.ConnectionState) bool {
 			p := secure.PeerID(cs)
