@@ -205,11 +205,22 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			defer m.Stop()
 			backendDone = m.Done()
-			// The node sits beside its server: relay over the Unix socket,
-			// cheaper than TCP loopback.
-			up.Addr, up.User, up.Database = filepath.Join(m.DataDir(), ".s.PGSQL."+strconv.Itoa(m.Port())), "postgres", "postgres"
+			// The server listens on its Unix socket only (0700 data
+			// directory). The relay logs in there in the client's name,
+			// to the database the client named: the client's role is
+			// an ordinary one unless the cluster file grants superuser.
+			up.Addr = m.Socket()
 			backendDSN = m.SocketDSN("postgres")
-			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
+			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
+			if c.Design != "hot-standby" {
+				roles := make([]postgres.Role, 0, len(c.Users))
+				for _, u := range c.Users {
+					roles = append(roles, postgres.Role{Name: u.Name, Superuser: u.Superuser})
+				}
+				if err := m.EnsureRoles(ctx, roles); err != nil {
+					return fmt.Errorf("node %s: %w", id, err)
+				}
+			}
 		} else {
 			pc, err := pgconn.ParseConfig(n.DSN)
 			if err != nil {
