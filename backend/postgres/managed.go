@@ -185,6 +185,11 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	if err := clearStaleLock(ctx, dataDir, log); err != nil {
 		return nil, err
 	}
+	// The socket's name no longer changes between starts, so its lock file
+	// from a postmaster killed with its node must go as postmaster.pid does.
+	if err := clearStaleLockFile(ctx, socketPath(dataDir, port)+".lock", log); err != nil {
+		return nil, err
+	}
 	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres log: %w", err)
@@ -434,7 +439,14 @@ func tailFile(path string, n int) string {
 // takes a zombie for a live server until someone reaps it). A live
 // postmaster gets 10 s to go away.
 func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
-	path := filepath.Join(dataDir, "postmaster.pid")
+	return clearStaleLockFile(ctx, filepath.Join(dataDir, "postmaster.pid"), log)
+}
+
+// clearStaleLockFile removes one lock file (postmaster.pid, or a socket's
+// .s.PGSQL.PORT.lock, which names the postmaster on its first line too)
+// whose process is dead or a zombie.
+func clearStaleLockFile(ctx context.Context, path string, log *slog.Logger) error {
+	dataDir := filepath.Dir(path)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(path)
@@ -444,7 +456,7 @@ func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error
 		first, _, _ := strings.Cut(string(b), "\n")
 		pid, err := strconv.Atoi(strings.TrimSpace(first))
 		if err != nil || !processAlive(pid) {
-			log.Info("removing a stale postmaster.pid", "pid", pid)
+			log.Info("removing a stale lock file", "file", filepath.Base(path), "pid", pid)
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", path, err)
 			}
