@@ -117,3 +117,94 @@ func TestManagedPostgresLockedDown(t *testing.T) {
 		t.Errorf("COPY TO PROGRAM as a superuser: %v", err)
 	}
 }
+
+// TestManagedPostgresRolesPair (issue 18 item 9): on the hot-standby pair
+// of managed PostgreSQL servers a session runs as its client's role, not
+// as a superuser, through the router; COPY ... TO PROGRAM fails with 42501
+// for it and works for a superuser = true user; the tables a user creates
+// stay writable by it on the new primary after a switchover (objects
+// belong to one owner role on both nodes).
+func TestManagedPostgresRolesPair(t *testing.T) {
+	h := writeHSOn(t, "postgres", "2-safe-received", "relaxed", "")
+	f, err := os.OpenFile(h.file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(f, "[[users]]\nname = \"boss\"\npassword = \"bosspw\"\nsuperuser = true\n")
+	f.Close()
+	c := upFile(t, h.dir, h.file, filepath.Join(h.dir, "run"))
+	ctx := context.Background()
+	conn := connect(t, c.DSN)
+	var cu, super string
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_setting('is_superuser')").Scan(&cu, &super); err != nil {
+		t.Fatal(err)
+	}
+	if cu != "tandem" || super != "off" {
+		t.Errorf("through the router: current_user %q superuser %q; want tandem, off", cu, super)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE items (k serial PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "INSERT INTO items (v) VALUES ('a'), ('b')"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, "COPY (SELECT 1) TO PROGRAM 'cat > /dev/null'")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Errorf("COPY TO PROGRAM as an ordinary user on the pair: want 42501, got %v", err)
+	}
+	// The standby has the rows (applied as the owner role, not a superuser).
+	std := strings.Replace(c.DSN, hostPort(c.DSN), h.nodes["n2"], 1)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := countRows(ctx, std, "items")
+		if err == nil && n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("standby: %d rows, %v", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	conn.Close(ctx)
+	h.tandem("switchover")
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		nc, err := pgx.Connect(ctx, c.DSN)
+		if err == nil {
+			_, err = nc.Exec(ctx, "INSERT INTO items (v) VALUES ('c')")
+			if err == nil {
+				_, err = nc.Exec(ctx, "ALTER TABLE items ADD COLUMN w int")
+			}
+			nc.Close(ctx)
+		}
+		if err == nil {
+			break
+		}
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			t.Fatalf("the new primary refuses the table's creator: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write after switchover: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	boss := strings.Replace(c.DSN, "tandem:secret@", "boss:bosspw@", 1)
+	bc := connect(t, boss)
+	if _, err := bc.Exec(ctx, "COPY (SELECT 1) TO PROGRAM 'cat > /dev/null'"); err != nil {
+		t.Errorf("COPY TO PROGRAM as a superuser on the pair: %v", err)
+	}
+}
+
+func countRows(ctx context.Context, dsn, table string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(cctx, dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(ctx)
+	var n int
+	err = c.QueryRow(cctx, "SELECT count(*) FROM "+table).Scan(&n)
+	return n, err
+}

@@ -213,11 +213,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			backendDSN = m.SocketDSN("postgres")
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
 			if c.Design != "hot-standby" {
-				roles := make([]postgres.Role, 0, len(c.Users))
-				for _, u := range c.Users {
-					roles = append(roles, postgres.Role{Name: u.Name, Superuser: u.Superuser})
-				}
-				if err := m.EnsureRoles(ctx, roles); err != nil {
+				if err := m.EnsureRoles(ctx, pgRoles(c)); err != nil {
 					return fmt.Errorf("node %s: %w", id, err)
 				}
 			}
@@ -239,6 +235,13 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				return err
 			}
 			be.BinDir = n.Postgres.BinDir
+			if n.DSN == "" {
+				// Sessions run as their client's role on the managed
+				// server, not as its superuser.
+				if err := be.UseRoles(ctx, pgRoles(c)); err != nil {
+					return fmt.Errorf("node %s: %w", id, err)
+				}
+			}
 			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
@@ -332,6 +335,15 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	srv.CloseAll()
 	log.Info("node stopped")
 	return runErr
+}
+
+// pgRoles are the cluster file's users as roles of a managed PostgreSQL.
+func pgRoles(c *config.Cluster) []postgres.Role {
+	roles := make([]postgres.Role, 0, len(c.Users))
+	for _, u := range c.Users {
+		roles = append(roles, postgres.Role{Name: u.Name, Superuser: u.Superuser})
+	}
+	return roles
 }
 
 // clusterPorts lists every port the cluster file names, so a managed server

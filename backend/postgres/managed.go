@@ -542,6 +542,12 @@ func (m *Managed) EnsureRoles(ctx context.Context, roles []Role) error {
 		return fmt.Errorf("managed postgres: connect to create roles: %w", err)
 	}
 	defer c.Close(context.Background())
+	return ensureRoles(ctx, c, roles, true)
+}
+
+// ensureRoles creates or alters each role, and with databases gives each
+// a database of its name.
+func ensureRoles(ctx context.Context, c *pgconn.PgConn, roles []Role, databases bool) error {
 	for _, r := range roles {
 		if r.Name == "postgres" {
 			if !r.Superuser {
@@ -564,6 +570,9 @@ func (m *Managed) EnsureRoles(ctx context.Context, roles []Role) error {
 		}
 		if _, err := c.Exec(ctx, stmt).ReadAll(); err != nil {
 			return fmt.Errorf("managed postgres: %s: %w", stmt, err)
+		}
+		if !databases {
+			continue
 		}
 		res = c.ExecParams(ctx, "SELECT 1 FROM pg_database WHERE datname = $1", [][]byte{[]byte(r.Name)}, nil, nil, nil).Read()
 		if res.Err != nil {

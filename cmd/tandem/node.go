@@ -81,8 +81,10 @@ func newRouterCmd() *cobra.Command {
 				up.AdminURL = c.AdminURL(n.Metrics, "/status")
 				if ident != nil {
 					// The hop to a node is TLS; the node lets the router in
-					// by its certificate, so no password travels.
-					up.TLS, up.Password = ident.ClientTLS(n.ID), ""
+					// by its certificate, so no password travels, and in
+					// the name of the client the router authenticated (on a
+					// managed PostgreSQL the session runs as that role).
+					up.TLS, up.Password, up.User = ident.ClientTLS(n.ID), "", ""
 					if c.AdminTLS(n.Metrics) {
 						up.AdminTLS = ident.ClientTLS(n.ID)
 					}
