@@ -338,7 +338,13 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 }
 
 // pgRoles are the cluster file's users as roles of a managed PostgreSQL.
+// With auth = "trust" and no users listed, the default user (what `tandem
+// up` prints and logs in as) is one, an ordinary role.
 func pgRoles(c *config.Cluster) []postgres.Role {
+	if len(c.Users) == 0 {
+		name, _ := c.InternalUser()
+		return []postgres.Role{{Name: name}}
+	}
 	roles := make([]postgres.Role, 0, len(c.Users))
 	for _, u := range c.Users {
 		roles = append(roles, postgres.Role{Name: u.Name, Superuser: u.Superuser})
