@@ -142,6 +142,9 @@ func TestManagedPostgresRolesPair(t *testing.T) {
 	if cu != "tandem" || super != "off" {
 		t.Errorf("through the router: current_user %q superuser %q; want tandem, off", cu, super)
 	}
+	if ps := conn.PgConn().ParameterStatus("is_superuser"); ps != "off" {
+		t.Errorf("ParameterStatus is_superuser = %q at login; want off", ps)
+	}
 	if _, err := conn.Exec(ctx, "CREATE TABLE items (k serial PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}

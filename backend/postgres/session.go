@@ -82,6 +82,19 @@ func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire
 	return &Session{b: b, c: c}, nil
 }
 
+// ParameterStatus is the back end's, with the values that belong to this
+// session's role (is_superuser: sessions log in as their client's role).
+func (s *Session) ParameterStatus() [][2]string {
+	out := make([][2]string, len(s.b.params))
+	copy(out, s.b.params)
+	for i, kv := range out {
+		if kv[0] == "is_superuser" {
+			out[i][1] = s.c.ParameterStatus("is_superuser")
+		}
+	}
+	return out
+}
+
 // Session is one client session on its own server connection.
 type Session struct {
 	b      *Backend
