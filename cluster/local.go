@@ -245,7 +245,11 @@ func (l *Local) DSN() string {
 	if pass != "" && !strings.HasPrefix(pass, "SCRAM-SHA-256$") { // a verifier is no password: psql asks for it
 		cred += ":" + pass
 	}
-	return fmt.Sprintf("postgres://%s@%s/tandem?sslmode=disable", cred, l.Entry())
+	mode := "disable"
+	if c.TLS.Require {
+		mode = "require" // the front doors refuse plain text
+	}
+	return fmt.Sprintf("postgres://%s@%s/tandem?sslmode=%s", cred, l.Entry(), mode)
 }
 
 // Stop terminates every process (SIGTERM, then SIGKILL after 30 s),

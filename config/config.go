@@ -158,6 +158,10 @@ type TLS struct {
 type User struct {
 	Name     string `toml:"name"`
 	Password string `toml:"password"`
+	// Superuser makes the user's role on a managed PostgreSQL a superuser
+	// (default: an ordinary role, which cannot run COPY ... PROGRAM or
+	// read server files).
+	Superuser bool `toml:"superuser"`
 }
 
 // Limits protect the front door.
@@ -403,6 +407,9 @@ func (c *Cluster) Validate() error {
 			return bad(f+".name", "user %q is listed twice", u.Name)
 		}
 		seenUser[u.Name] = true
+		if u.Name == "postgres" && !u.Superuser && c.hasManagedPostgres() {
+			return bad(f+".superuser", "the user \"postgres\" is the managed PostgreSQL's bootstrap superuser: set superuser = true, or name the user otherwise")
+		}
 		if c.Auth != "trust" && u.Password == "" {
 			return bad(f+".password", "missing for user %q (auth = %s needs one)", u.Name, c.Auth)
 		}
@@ -808,6 +815,16 @@ func (c *Cluster) InternalUser() (string, string) {
 		return c.Users[0].Name, c.Users[0].Password
 	}
 	return "tandem", ""
+}
+
+// hasManagedPostgres reports whether a node runs a managed PostgreSQL.
+func (c *Cluster) hasManagedPostgres() bool {
+	for _, n := range c.Nodes {
+		if n.Backend == "postgres" && n.DSN == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // ServerTLS returns the front door's TLS configuration (nil: no TLS).

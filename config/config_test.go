@@ -92,6 +92,7 @@ func TestBadConfigs(t *testing.T) {
 		{"missing file secret", strings.Replace(good, `password = "p"`, `password = "file:/nonexistent/tandem-pw"`, 1), "field users[0].password: secret reference cannot be resolved"},
 		{"bad admin_https", good + "[security]\nadmin_https = \"maybe\"\n", `field security.admin_https: "maybe"`},
 		{"admin_https without TLS", good + "[security]\nadmin_https = \"on\"\ninter_node = \"none\"\n", "field security.admin_https"},
+		{"postgres user not superuser", strings.Replace(good, `name = "u"`, `name = "postgres"`, 1) + "backend = \"postgres\"\n", "field users[0].superuser: the user \"postgres\" is the managed PostgreSQL's bootstrap superuser"},
 		{"tiny message cap", good + "[limits]\nmax_message_bytes = 10\n", "field limits.max_message_bytes"},
 	}
 	for _, c := range cases {

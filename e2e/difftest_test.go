@@ -467,6 +467,7 @@ func startReferencePostgres(t testing.TB) string {
 	ctx := context.Background()
 	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 		DataDir:  filepath.Join(t.TempDir(), "pg"),
+		TCP:      true, // a reference server the test reaches as another role
 		Settings: map[string]string{"fsync": "off", "timezone": "'UTC'", "max_connections": "20"},
 	})
 	if err != nil {

@@ -8,14 +8,18 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/cluster"
 )
 
 func selfSigned(t *testing.T) (certFile, keyFile string) {
@@ -44,7 +48,11 @@ func TestTLS(t *testing.T) {
 	cert, key := selfSigned(t)
 	c := startCluster(t, clusterSpec{backend: "sqlite", extra: "[tls]\ncert = \"" + cert + "\"\nkey = \"" + key + "\"\nrequire = true\n"})
 	ctx := context.Background()
-	tlsDSN := strings.Replace(c.DSN, "sslmode=disable", "sslmode=require", 1)
+	if !strings.Contains(c.DSN, "sslmode=require") {
+		t.Fatalf("tandem up prints %q: with require = true it should say sslmode=require", c.DSN)
+	}
+	tlsDSN := c.DSN
+	plainDSN := strings.Replace(c.DSN, "sslmode=require", "sslmode=disable", 1)
 	conn, err := pgx.Connect(ctx, tlsDSN)
 	if err != nil {
 		t.Fatalf("TLS connect: %v", err)
@@ -57,7 +65,124 @@ func TestTLS(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT 40 + 2").Scan(&n); err != nil || n != 42 {
 		t.Fatalf("query over TLS: %d %v", n, err)
 	}
-	if _, err := pgx.Connect(ctx, c.DSN); err == nil || !strings.Contains(err.Error(), "requires TLS") {
+	if _, err := pgx.Connect(ctx, plainDSN); err == nil || !strings.Contains(err.Error(), "requires TLS") {
 		t.Fatalf("plaintext with require = true: want a clear refusal, got %v", err)
+	}
+}
+
+// psqlBin is the psql of the PostgreSQL installation (pg_config --bindir).
+func psqlBin(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	if err != nil {
+		t.Skip("pg_config not found:", err)
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "psql")
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("psql not installed:", err)
+	}
+	return p
+}
+
+// TestTLSRequireRouter (issue 18 item 8): a hot-standby cluster whose front
+// doors require TLS ([tls] require = true, an operator's certificate)
+// serves psql with sslmode=require through the router, refuses plain text
+// with a clear message, and `tandem status` shows every process up.
+func TestTLSRequireRouter(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			psql := psqlBin(t)
+			cert, key := selfSigned(t)
+			h := writeHSOn(t, backend, "2-safe-received", "relaxed",
+				"ack_timeout = \"5s\"\n[tls]\ncert = \""+cert+"\"\nkey = \""+key+"\"\nrequire = true\n")
+			c := upFile(t, h.dir, h.file, filepath.Join(h.dir, "run"))
+			if !strings.Contains(c.DSN, "sslmode=require") {
+				t.Fatalf("tandem up prints %q: want sslmode=require", c.DSN)
+			}
+			run := func(dsn, sql string) (string, error) {
+				cmd := exec.Command(psql, dsn, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql)
+				out, err := cmd.CombinedOutput()
+				return strings.TrimSpace(string(out)), err
+			}
+			if out, err := run(c.DSN, "CREATE TABLE t (k int PRIMARY KEY, v text)"); err != nil {
+				t.Fatalf("psql sslmode=require through the router: %v: %s", err, out)
+			}
+			if out, err := run(c.DSN, "INSERT INTO t VALUES (1, 'a'), (2, 'b')"); err != nil {
+				t.Fatalf("insert: %v: %s", err, out)
+			}
+			if out, err := run(c.DSN, "SELECT count(*) FROM t"); err != nil || out != "2" {
+				t.Fatalf("select through the router: %q %v", out, err)
+			}
+			plain := strings.Replace(c.DSN, "sslmode=require", "sslmode=disable", 1)
+			out, err := run(plain, "SELECT 1")
+			if err == nil || !strings.Contains(out, "requires TLS") {
+				t.Fatalf("psql sslmode=disable: want a refusal naming TLS, got %v: %s", err, out)
+			}
+			// The standby got the rows over the (mutual TLS) stream.
+			std := strings.Replace(c.DSN, hostPort(c.DSN), h.nodes["n2"], 1)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				out, err := run(std, "SELECT count(*) FROM t")
+				if err == nil && out == "2" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("standby n2 over TLS: %q %v", out, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			st, err := exec.Command(tandemBin, "status", "-c", h.file).CombinedOutput()
+			if err != nil {
+				t.Fatalf("tandem status: %v\n%s", err, st)
+			}
+			for _, name := range []string{"n1", "n2", "router"} {
+				if !regexp(`(?m)^` + name + `\s+\S+\s+\S+\s+\S+\s+\S+\s+up\s`).Match(st) {
+					t.Errorf("tandem status: %s is not up:\n%s", name, st)
+				}
+			}
+		})
+	}
+}
+
+// TestUpReportsNotServing (issue 18 item 8): a process that starts but
+// cannot serve (here a router whose node is configured at port 0, so it
+// can never reach it) makes `tandem up` say FAILED, exit non-zero and stop
+// the cluster; it never prints "is up".
+func TestUpReportsNotServing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.toml")
+	cfg := fmt.Sprintf("cluster = \"f\"\ndesign = \"standalone\"\nrun_dir = %q\n[router]\nlisten = \"127.0.0.1:%d\"\nhealth_interval = \"100ms\"\n"+
+		"[[users]]\nname = \"tandem\"\npassword = \"secret\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:0\"\nmetrics = \"127.0.0.1:%d\"\nbackend = \"sqlite\"\n",
+		filepath.Join(dir, "run"), freePort(t), freePort(t))
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tandemBin, "up", "-c", file, "--serve-wait", "3s")
+	cmd.Dir = dir
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("tandem up did not exit within 60 s with a process not serving:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("tandem up exited 0 with a router that cannot serve:\n%s", out)
+	}
+	if strings.Contains(string(out), "is up") || !regexp(`(?m)router .*FAILED`).Match(out) {
+		t.Fatalf("tandem up output: want the router FAILED and no \"is up\":\n%s", out)
+	}
+	if !regexp(`(?m)n1 .*serving`).Match(out) {
+		t.Errorf("the node serves and should say so:\n%s", out)
+	}
+	procs, _ := cluster.ReadState(filepath.Join(dir, "run"))
+	for _, p := range procs {
+		if alive(p.PID) {
+			t.Errorf("%s (pid %d) still running after tandem up failed", p.Name, p.PID)
+		}
 	}
 }

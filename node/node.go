@@ -103,8 +103,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if tlsCfg == nil {
 			tlsCfg = ident.FrontDoorTLS()
 		} else {
-			tlsCfg = tlsCfg.Clone()
-			tlsCfg.ClientAuth, tlsCfg.ClientCAs = tls.VerifyClientCertIfGiven, ident.Pool
+			// Applications get the operator's certificate; tandem's
+			// own hops, which name this node (SNI), the cluster one.
+			tlsCfg = ident.FrontDoorWith(tlsCfg)
 		}
 		trustCert = func(cs tls.ConnectionState) bool {
 			p := secure.PeerID(cs)
@@ -215,11 +216,18 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			defer m.Stop()
 			backendDone = m.Done()
-			// The node sits beside its server: relay over the Unix socket,
-			// cheaper than TCP loopback.
-			up.Addr, up.User, up.Database = filepath.Join(m.DataDir(), ".s.PGSQL."+strconv.Itoa(m.Port())), "postgres", "postgres"
+			// The server listens on its Unix socket only (0700 data
+			// directory). The relay logs in there in the client's name,
+			// to the database the client named: the client's role is
+			// an ordinary one unless the cluster file grants superuser.
+			up.Addr = m.Socket()
 			backendDSN = m.SocketDSN("postgres")
-			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d port %d", m.PID(), m.Port())
+			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
+			if c.Design != "hot-standby" {
+				if err := m.EnsureRoles(ctx, pgRoles(c)); err != nil {
+					return fmt.Errorf("node %s: %w", id, err)
+				}
+			}
 		} else {
 			pc, err := pgconn.ParseConfig(n.DSN)
 			if err != nil {
@@ -238,6 +246,13 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				return err
 			}
 			be.BinDir = n.Postgres.BinDir
+			if n.DSN == "" {
+				// Sessions run as their client's role on the managed
+				// server, not as its superuser.
+				if err := be.UseRoles(ctx, pgRoles(c)); err != nil {
+					return fmt.Errorf("node %s: %w", id, err)
+				}
+			}
 			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
@@ -335,6 +350,21 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	srv.CloseAll()
 	log.Info("node stopped")
 	return runErr
+}
+
+// pgRoles are the cluster file's users as roles of a managed PostgreSQL.
+// With auth = "trust" and no users listed, the default user (what `tandem
+// up` prints and logs in as) is one, an ordinary role.
+func pgRoles(c *config.Cluster) []postgres.Role {
+	if len(c.Users) == 0 {
+		name, _ := c.InternalUser()
+		return []postgres.Role{{Name: name}}
+	}
+	roles := make([]postgres.Role, 0, len(c.Users))
+	for _, u := range c.Users {
+		roles = append(roles, postgres.Role{Name: u.Name, Superuser: u.Superuser})
+	}
+	return roles
 }
 
 // clusterPorts lists every port the cluster file names, so a managed server

@@ -31,7 +31,11 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
+	params := e.Backend.ParameterStatus()
+	if p, ok := bs.(interface{ ParameterStatus() [][2]string }); ok {
+		params = p.ParameterStatus() // the session's own (is_superuser of its role)
+	}
+	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
 	s.watch.s = s
 	return s, nil
 }

@@ -312,6 +312,28 @@ func (id *Identity) FrontDoorTLS() *tls.Config {
 	}
 }
 
+// FrontDoorWith serves the operator's own front-door configuration (the
+// certificate of [tls] cert) to applications, and this identity's cluster
+// certificate to a client that asks for this identity by name (SNI), as
+// tandem's own hops do (ClientTLS sets ServerName to the member they mean
+// to reach): they verify the server with the cluster CA, which the
+// operator's certificate is not signed by. Client certificates of the
+// cluster CA are verified when given, on both.
+func (id *Identity) FrontDoorWith(user *tls.Config) *tls.Config {
+	own := id.FrontDoorTLS()
+	app := user.Clone()
+	app.ClientAuth, app.ClientCAs = tls.VerifyClientCertIfGiven, id.Pool
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			if hello.ServerName == id.ID {
+				return own, nil
+			}
+			return app, nil
+		},
+	}
+}
+
 // ClientTLS is the configuration to reach the member server: its
 // certificate must be this cluster's and name server.
 func (id *Identity) ClientTLS(server string) *tls.Config {

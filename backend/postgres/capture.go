@@ -90,6 +90,9 @@ func (b *Backend) EnableReplication(ctx context.Context, r Replicator) error {
 	if err := installAll(ctx, c); err != nil {
 		return err
 	}
+	if err := b.ownAll(ctx, c); err != nil {
+		return err
+	}
 	b.repl = r
 	return nil
 }
@@ -758,6 +761,14 @@ func (b *Backend) applyConn(ctx context.Context) (*pgconn.PgConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.sessionRoles {
+		// The applier runs what members of the owner role wrote
+		// (triggers, functions, DDL): never as a superuser.
+		if _, err := c.Exec(ctx, "SET ROLE "+OwnerRole).ReadAll(); err != nil {
+			c.Close(context.Background())
+			return nil, fmt.Errorf("postgres: applier: %w", err)
+		}
+	}
 	b.apply = c
 	return c, nil
 }
@@ -814,6 +825,15 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pg_restore: %w: %s", err, stderr.String())
+	}
+	if b.sessionRoles {
+		// pg_restore --no-owner made postgres the owner of everything.
+		c, err := pgconn.ConnectConfig(ctx, b.cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close(context.Background())
+		return b.ownAll(ctx, c)
 	}
 	return nil
 }

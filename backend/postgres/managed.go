@@ -45,8 +45,16 @@ type ManagedConfig struct {
 	// BinDir holds initdb and postgres; empty means search PATH and the
 	// usual Debian location /usr/lib/postgresql/*/bin.
 	BinDir string
-	// Port to listen on 127.0.0.1; 0 picks a free one.
+	// Port names the server's Unix socket (DataDir/.s.PGSQL.Port), and
+	// with TCP its 127.0.0.1 port; 0: 5432 on the socket alone (the
+	// directory is private, so nothing can collide), a free port with TCP.
 	Port int
+	// TCP also opens 127.0.0.1:Port, trusting every local OS user as any
+	// role, superuser included: for benchmarks and tests that compare
+	// against a plain server, never for a node. Without it the server
+	// listens on its Unix socket only, in the 0700 data directory, which
+	// only the server's OS user and root can reach.
+	TCP bool
 	// Avoid lists ports a free pick must not take: ports the cluster file
 	// gives to listeners that are not bound yet (the node binds its own
 	// after its server is up), which the kernel may well call free.
@@ -160,15 +168,26 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 		}
 	}
 	port := cfg.Port
+	if port == 0 && !cfg.TCP {
+		port = 5432
+	}
 	if port == 0 {
 		if port, err = freePortAvoiding(cfg.Avoid); err != nil {
 			return nil, err
 		}
 	}
-	if err := writeConf(dataDir, port, cfg.Settings, cred); err != nil {
+	if sock := socketPath(dataDir, port); len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("%w: the server's Unix socket %s would be %d bytes, over the system's %d: use a shorter data_dir", ErrSocketPath, sock, len(sock), maxSocketPath)
+	}
+	if err := writeConf(dataDir, port, cfg.TCP, cfg.Settings, cred); err != nil {
 		return nil, err
 	}
 	if err := clearStaleLock(ctx, dataDir, log); err != nil {
+		return nil, err
+	}
+	// The socket's name no longer changes between starts, so its lock file
+	// from a postmaster killed with its node must go as postmaster.pid does.
+	if err := clearStaleLockFile(ctx, socketPath(dataDir, port)+".lock", log); err != nil {
 		return nil, err
 	}
 	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -192,7 +211,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 		m.Stop()
 		return nil, fmt.Errorf("%w (log: %s): %s", err, cfg.LogFile, tailFile(cfg.LogFile, 5))
 	}
-	log.Info("postgres started", "data_dir", dataDir, "port", port, "pid", cmd.Process.Pid)
+	log.Info("postgres started", "data_dir", dataDir, "socket", socketPath(dataDir, port), "tcp", cfg.TCP, "pid", cmd.Process.Pid)
 	return m, nil
 }
 
@@ -218,8 +237,25 @@ func (m *Managed) waitReady(ctx context.Context, limit time.Duration) error {
 	return ErrNotReady
 }
 
-// Port is the TCP port the server listens on (127.0.0.1).
+// Port is the server's port: the number in its socket's name, and its
+// 127.0.0.1 port when it was started with TCP.
 func (m *Managed) Port() int { return m.port }
+
+// Socket is the path of the server's Unix socket.
+func (m *Managed) Socket() string { return socketPath(m.cfg.DataDir, m.port) }
+
+// TCP reports whether the server also listens on 127.0.0.1.
+func (m *Managed) TCP() bool { return m.cfg.TCP }
+
+// maxSocketPath is sun_path's size on Linux less its NUL.
+const maxSocketPath = 107
+
+// ErrSocketPath means the data directory is too deep for a Unix socket.
+var ErrSocketPath = errors.New("unix socket path too long")
+
+func socketPath(dir string, port int) string {
+	return filepath.Join(dir, ".s.PGSQL."+strconv.Itoa(port))
+}
 
 // PID of the postmaster.
 func (m *Managed) PID() int { return m.cmd.Process.Pid }
@@ -230,8 +266,13 @@ func (m *Managed) DataDir() string { return m.cfg.DataDir }
 // Done is closed when the server process exits.
 func (m *Managed) Done() <-chan struct{} { return m.done }
 
-// DSN for the superuser "postgres" on the given database.
+// DSN for the superuser "postgres" on the given database: over TCP when
+// the server has it, else over its Unix socket (reachable by root and the
+// server's OS user only).
 func (m *Managed) DSN(database string) string {
+	if !m.cfg.TCP {
+		return m.SocketDSN(database)
+	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", m.port, database)
 }
 
@@ -308,9 +349,30 @@ func prepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
 	return nil
 }
 
-func writeConf(dataDir string, port int, settings map[string]string, cred *syscall.Credential) error {
+// hbaSocket is the managed server's whole pg_hba.conf without TCP: the
+// socket's directory is the 0700 data directory, so only the server's OS
+// user and root reach it, and they are trusted (root could read the data
+// files anyway). tandem authenticated the client before it connects in
+// the client's name.
+const hbaSocket = "# written by tandem at every start: the Unix socket only (its directory is 0700)\nlocal all all trust\n"
+
+// hbaTCP adds 127.0.0.1 (ManagedConfig.TCP: benchmarks and tests).
+const hbaTCP = hbaSocket + "host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\nlocal replication all trust\n"
+
+func writeConf(dataDir string, port int, tcp bool, settings map[string]string, cred *syscall.Credential) error {
+	listen, hba := "''", hbaSocket
+	if tcp {
+		listen, hba = "'127.0.0.1'", hbaTCP
+	}
+	hbaPath := filepath.Join(dataDir, "pg_hba.conf")
+	if err := os.WriteFile(hbaPath, []byte(hba), 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		_ = os.Chown(hbaPath, int(cred.Uid), int(cred.Gid))
+	}
 	base := map[string]string{
-		"listen_addresses":           "'127.0.0.1'",
+		"listen_addresses":           listen,
 		"port":                       strconv.Itoa(port),
 		"unix_socket_directories":    "'" + dataDir + "'",
 		"max_connections":            "300",
@@ -377,7 +439,14 @@ func tailFile(path string, n int) string {
 // takes a zombie for a live server until someone reaps it). A live
 // postmaster gets 10 s to go away.
 func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
-	path := filepath.Join(dataDir, "postmaster.pid")
+	return clearStaleLockFile(ctx, filepath.Join(dataDir, "postmaster.pid"), log)
+}
+
+// clearStaleLockFile removes one lock file (postmaster.pid, or a socket's
+// .s.PGSQL.PORT.lock, which names the postmaster on its first line too)
+// whose process is dead or a zombie.
+func clearStaleLockFile(ctx context.Context, path string, log *slog.Logger) error {
+	dataDir := filepath.Dir(path)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(path)
@@ -387,7 +456,7 @@ func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error
 		first, _, _ := strings.Cut(string(b), "\n")
 		pid, err := strconv.Atoi(strings.TrimSpace(first))
 		if err != nil || !processAlive(pid) {
-			log.Info("removing a stale postmaster.pid", "pid", pid)
+			log.Info("removing a stale lock file", "file", filepath.Base(path), "pid", pid)
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", path, err)
 			}
@@ -450,3 +519,72 @@ func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
 }
+
+// Role is a tandem user as a role of the managed server.
+type Role struct {
+	Name      string
+	Superuser bool
+}
+
+// ErrBootstrapRole means the cluster file asks for the role "postgres"
+// without superuser: it is the server's bootstrap superuser, which
+// PostgreSQL does not let go of it.
+var ErrBootstrapRole = errors.New(`the role "postgres" is the server's bootstrap superuser`)
+
+// EnsureRoles makes each tandem user a login role of the same name,
+// superuser only when granted (an existing role is altered to match), and
+// gives each a database of its own name (libpq's default database) that it
+// owns, when none exists. It runs as the bootstrap superuser over the
+// socket: tandem's own connection.
+func (m *Managed) EnsureRoles(ctx context.Context, roles []Role) error {
+	c, err := pgconn.Connect(ctx, m.SocketDSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("managed postgres: connect to create roles: %w", err)
+	}
+	defer c.Close(context.Background())
+	return ensureRoles(ctx, c, roles, true)
+}
+
+// ensureRoles creates or alters each role, and with databases gives each
+// a database of its name.
+func ensureRoles(ctx context.Context, c *pgconn.PgConn, roles []Role, databases bool) error {
+	for _, r := range roles {
+		if r.Name == "postgres" {
+			if !r.Superuser {
+				return fmt.Errorf("%w: set superuser = true for it or use another name", ErrBootstrapRole)
+			}
+			continue
+		}
+		id := quoteIdent(r.Name)
+		super := "NOSUPERUSER"
+		if r.Superuser {
+			super = "SUPERUSER"
+		}
+		res := c.ExecParams(ctx, "SELECT 1 FROM pg_roles WHERE rolname = $1", [][]byte{[]byte(r.Name)}, nil, nil, nil).Read()
+		if res.Err != nil {
+			return fmt.Errorf("managed postgres: role %s: %w", r.Name, res.Err)
+		}
+		stmt := "CREATE ROLE " + id + " LOGIN " + super
+		if len(res.Rows) > 0 {
+			stmt = "ALTER ROLE " + id + " LOGIN " + super
+		}
+		if _, err := c.Exec(ctx, stmt).ReadAll(); err != nil {
+			return fmt.Errorf("managed postgres: %s: %w", stmt, err)
+		}
+		if !databases {
+			continue
+		}
+		res = c.ExecParams(ctx, "SELECT 1 FROM pg_database WHERE datname = $1", [][]byte{[]byte(r.Name)}, nil, nil, nil).Read()
+		if res.Err != nil {
+			return fmt.Errorf("managed postgres: database %s: %w", r.Name, res.Err)
+		}
+		if len(res.Rows) == 0 {
+			if _, err := c.Exec(ctx, "CREATE DATABASE "+id+" OWNER "+id).ReadAll(); err != nil {
+				return fmt.Errorf("managed postgres: create database %s: %w", r.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

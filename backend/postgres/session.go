@@ -39,6 +39,8 @@ type Backend struct {
 	params   [][2]string
 	seq      atomic.Uint64
 	seqs     seqFence // sequences moved past the rows before writing as primary
+	// sessionRoles: sessions log in as their client's role (UseRoles).
+	sessionRoles bool
 }
 
 // NewBackend connects sessions with the given DSN.
@@ -64,11 +66,33 @@ func (b *Backend) ParameterStatus() [][2]string { return b.params }
 
 // NewSession implements pgwire.Backend.
 func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire.BackendSession, error) {
-	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	cfg := b.cfg
+	if b.sessionRoles {
+		cfg = b.cfg.Copy()
+		cfg.User = user
+	}
+	c, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			return nil, pe // no such role, and the like: the server's words
+		}
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow, Message: "tandem: cannot reach the PostgreSQL back end: " + err.Error(), Err: err}
 	}
 	return &Session{b: b, c: c}, nil
+}
+
+// ParameterStatus is the back end's, with the values that belong to this
+// session's role (is_superuser: sessions log in as their client's role).
+func (s *Session) ParameterStatus() [][2]string {
+	out := make([][2]string, len(s.b.params))
+	copy(out, s.b.params)
+	for i, kv := range out {
+		if kv[0] == "is_superuser" {
+			out[i][1] = s.c.ParameterStatus("is_superuser")
+		}
+	}
+	return out
 }
 
 // Session is one client session on its own server connection.

@@ -84,7 +84,7 @@ func Run(ctx context.Context, exe string, o Options) (*Report, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(o.Dir, "pg"), Logger: log,
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(o.Dir, "pg"), Logger: log, TCP: true, // pgbench and HAProxy reach it directly
 		Settings: map[string]string{"max_connections": "100", "synchronous_commit": "on", "shared_buffers": "'256MB'"}})
 	if err != nil {
 		return nil, err

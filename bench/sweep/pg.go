@@ -52,6 +52,7 @@ func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PG
 	settings["synchronous_standby_names"] = "'*'"
 	primary, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 		DataDir: filepath.Join(dir, "primary", "pgdata"), BinDir: bin, Settings: settings, Logger: log,
+		TCP: true, // the standby streams over 127.0.0.1 (PostgreSQL's own pair, the comparison)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the PostgreSQL primary: %w", err)
@@ -63,7 +64,7 @@ func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PG
 		return nil, err
 	}
 	standby, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-		DataDir: standbyData, BinDir: bin, Settings: clone(pgSettings), Logger: log,
+		DataDir: standbyData, BinDir: bin, Settings: clone(pgSettings), Logger: log, TCP: true,
 	})
 	if err != nil {
 		p.Stop()
@@ -233,7 +234,7 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 		s.pair, s.server = p, p.Primary
 	} else {
 		m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: clone(pgSettings), Logger: log,
+			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: clone(pgSettings), Logger: log, TCP: true,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL: %w", err)

@@ -81,11 +81,19 @@ func newRouterCmd() *cobra.Command {
 				up.AdminURL = c.AdminURL(n.Metrics, "/status")
 				if ident != nil {
 					// The hop to a node is TLS; the node lets the router in
-					// by its certificate, so no password travels.
-					up.TLS, up.Password = ident.ClientTLS(n.ID), ""
+					// by its certificate, so no password travels, and in
+					// the name of the client the router authenticated (on a
+					// managed PostgreSQL the session runs as that role).
+					up.TLS, up.Password, up.User = ident.ClientTLS(n.ID), "", ""
 					if c.AdminTLS(n.Metrics) {
 						up.AdminTLS = ident.ClientTLS(n.ID)
 					}
+				} else if c.TLS.Cert != "" {
+					// inter_node = "none" (loopback only) and the nodes
+					// speak TLS ([tls] require may refuse plain text):
+					// encrypt as sslmode=require does, without
+					// verifying, since no cluster CA exists.
+					up.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // sslmode=require semantics, loopback only
 				}
 				ups = append(ups, up)
 			}
@@ -95,11 +103,20 @@ func newRouterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if tlsCfg == nil && ident != nil {
-				tlsCfg = ident.FrontDoorTLS()
-				tlsCfg.ClientAuth = tls.NoClientCert
+			var trustCert func(tls.ConnectionState) bool
+			if ident != nil {
+				// The router serves its cluster certificate to tandem's
+				// command line (which names "router") and the operator's
+				// [tls] certificate, if any, to applications. The command
+				// line logs in by its certificate, as on a node.
+				if tlsCfg == nil {
+					tlsCfg = ident.FrontDoorTLS()
+				} else {
+					tlsCfg = ident.FrontDoorWith(tlsCfg)
+				}
+				trustCert = func(cs tls.ConnectionState) bool { return secure.PeerID(cs) == secure.AdminID }
 			}
-			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
+			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
 				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rt)
 			l, err := net.Listen("tcp", c.Router.Listen)
@@ -120,7 +137,7 @@ func newRouterCmd() *cobra.Command {
 			if c.Router.ReadListen != "" {
 				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
-				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
+				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
 					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rr)
 				rl, err := net.Listen("tcp", c.Router.ReadListen)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -66,7 +67,7 @@ func newStatusCmd() *cobra.Command {
 			var out []probe
 			for _, n := range c.Nodes {
 				p := probe{Name: n.ID, Kind: "node", Role: "primary", Addr: n.Listen, Backend: n.Backend, PID: pids[n.ID]}
-				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, n.ID))
+				pingPG(cmd.Context(), &p, user, pass, clientTLS(c, ident, n.ID))
 				if n.Metrics != "" {
 					var s struct {
 						Sessions int64           `json:"sessions"`
@@ -87,7 +88,7 @@ func newStatusCmd() *cobra.Command {
 			}
 			if c.Router != nil {
 				p := probe{Name: "router", Kind: "router", Role: "router", Addr: c.Router.Listen, PID: pids["router"]}
-				pingPG(cmd.Context(), &p, user, pass, clientTLS(ident, secure.RouterID))
+				pingPG(cmd.Context(), &p, user, pass, clientTLS(c, ident, secure.RouterID))
 				out = append(out, p)
 			}
 			if w := c.Witness; w != nil {
@@ -186,35 +187,50 @@ func dash(s string) string {
 	return s
 }
 
-// clientTLS is the command line's TLS configuration to reach server (nil
-// without cluster certificates).
-func clientTLS(ident *secure.Identity, server string) *tls.Config {
-	if ident == nil {
-		return nil
+// clientTLS is the command line's TLS configuration to reach server: its
+// cluster certificate, else (inter_node = "none") encryption without
+// verification when the front doors speak TLS (sslmode=require), else nil.
+func clientTLS(c *config.Cluster, ident *secure.Identity, server string) *tls.Config {
+	if ident != nil {
+		return ident.ClientTLS(server)
 	}
-	return ident.ClientTLS(server)
+	if c.TLS.Cert != "" {
+		return &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // sslmode=require semantics, loopback only
+	}
+	return nil
 }
 
 // pingPG logs in over the PostgreSQL protocol and runs SELECT 1.
 func pingPG(ctx context.Context, p *probe, user, pass string, tlsCfg *tls.Config) {
 	host, port, _ := net.SplitHostPort(p.Addr)
-	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s sslmode=disable dbname=tandem connect_timeout=3", host, port))
+	cfg, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%s sslmode=disable connect_timeout=3", host, port))
 	if err != nil {
 		p.Error = err.Error()
 		return
 	}
-	cfg.User, cfg.Password = user, pass
+	// The user's own database, as libpq's default.
+	cfg.User, cfg.Password, cfg.Database = user, pass, user
 	if tlsCfg != nil {
 		cfg.TLSConfig = tlsCfg
-		if strings.HasPrefix(pass, "SCRAM-SHA-256$") {
-			cfg.Password = ""
-		}
+	}
+	// A verifier is no password: with a certificate the process lets the
+	// command line in without one; without, the server's refusal of the
+	// password still proves it serves.
+	verifier := strings.HasPrefix(pass, "SCRAM-SHA-256$")
+	if verifier {
+		cfg.Password = ""
 	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	conn, err := pgconn.ConnectConfig(cctx, cfg)
 	if err != nil {
+		var pe *pgconn.PgError
+		if verifier && (tlsCfg == nil || len(tlsCfg.Certificates) == 0) && errors.As(err, &pe) && pe.Code == "28P01" {
+			p.Healthy = true
+			p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
+			return
+		}
 		p.Error = err.Error()
 		return
 	}

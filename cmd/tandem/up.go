@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +21,7 @@ import (
 
 func newUpCmd() *cobra.Command {
 	var file, runDir string
+	var serveWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "up -c FILE",
 		Short: "Start every node and the router of a cluster file on this machine; Ctrl-C stops them all",
@@ -33,7 +40,8 @@ func newUpCmd() *cobra.Command {
 			// Issue the cluster's certificates once, before the processes
 			// start (each would otherwise take the certificate directory's
 			// lock in turn).
-			if _, err := node.Identity(c, secure.AdminID, nil); err != nil {
+			ident, err := node.Identity(c, secure.AdminID, nil)
+			if err != nil {
 				return err
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
@@ -43,15 +51,32 @@ func newUpCmd() *cobra.Command {
 			}
 			defer lc.Stop()
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "tandem: cluster %q (%s) is up; run directory %s\n", c.Name, c.Design, lc.RunDir)
+			// A process that started is not yet one that serves: log in
+			// through each (as `tandem status` does) before saying "up".
+			failed := checkServing(cmd.Context(), c, ident, lc, serveWait)
+			if len(failed) > 0 {
+				fmt.Fprintf(out, "tandem: cluster %q (%s) FAILED to start: %d of %d processes do not serve; run directory %s\n", c.Name, c.Design, len(failed), len(lc.Procs), lc.RunDir)
+			} else {
+				fmt.Fprintf(out, "tandem: cluster %q (%s) is up; run directory %s\n", c.Name, c.Design, lc.RunDir)
+			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  PROCESS\tKIND\tADDRESS\tPID\tLOG")
+			fmt.Fprintln(tw, "  PROCESS\tKIND\tADDRESS\tPID\tLOG\tSTATE")
 			for _, p := range lc.Procs {
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\n", p.Name, p.Kind, p.Addr, p.PID, p.Log)
+				state := "serving"
+				if e, bad := failed[p.Name]; bad {
+					state = "FAILED: " + e
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Name, p.Kind, p.Addr, p.PID, p.Log, state)
 			}
 			tw.Flush()
+			if len(failed) > 0 {
+				fmt.Fprintln(out, "stopping every process; see the logs above")
+				return fmt.Errorf("%w: %s", errNotServing, strings.Join(slices.Sorted(maps.Keys(failed)), ", "))
+			}
 			fmt.Fprintf(out, "connect with:\n  psql %q\n", lc.DSN())
-			if c.Security.InterNode == "mtls" {
+			if c.Security.InterNode == "mtls" && c.TLS.Cert != "" {
+				fmt.Fprintf(out, "inter-node channels: mutual TLS (certificates in %s); clients get the certificate of [tls] cert\n", c.Security.CertDir)
+			} else if c.Security.InterNode == "mtls" {
 				fmt.Fprintf(out, "inter-node channels: mutual TLS (certificates in %s; verify the server with sslrootcert=%s sslmode=verify-full)\n",
 					c.Security.CertDir, secure.CACertFile(c.Security.CertDir))
 			} else {
@@ -65,8 +90,47 @@ func newUpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
 	cmd.Flags().StringVar(&runDir, "run-dir", "", "override run_dir (logs and data)")
+	cmd.Flags().DurationVar(&serveWait, "serve-wait", 20*time.Second, "how long each process may take to serve a login after it started")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// errNotServing means a process of `tandem up` started but did not serve.
+var errNotServing = errors.New("processes not serving")
+
+// checkServing logs in through every process and runs SELECT 1, retrying
+// until timeout; it returns the processes that never served, with the
+// last error of each.
+func checkServing(ctx context.Context, c *config.Cluster, ident *secure.Identity, lc *cluster.Local, timeout time.Duration) map[string]string {
+	user, pass := c.InternalUser()
+	failed := map[string]string{}
+	deadline := time.Now().Add(timeout)
+	for _, p := range lc.Procs {
+		server := p.Name
+		if p.Kind == "router" {
+			server = secure.RouterID
+		}
+		for {
+			pr := probe{Addr: p.Addr}
+			pingPG(ctx, &pr, user, pass, clientTLS(c, ident, server))
+			if pr.Healthy {
+				delete(failed, p.Name)
+				break
+			}
+			failed[p.Name] = pr.Error
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-p.Done():
+				failed[p.Name] = "process exited: " + pr.Error
+				deadline = time.Now() // nothing will serve; report at once
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return failed
 }
 
 // reload re-applies defaults after an override (node data dirs follow run_dir).

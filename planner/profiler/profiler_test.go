@@ -66,7 +66,7 @@ func TestProfileTM1Postgres(t *testing.T) {
 	start := time.Now()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet})
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet, TCP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRunStoppedServer(t *testing.T) {
 	}
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Settings: map[string]string{"fsync": "off"}, Logger: quiet})
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Settings: map[string]string{"fsync": "off"}, Logger: quiet, TCP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
