@@ -108,6 +108,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			return p == secure.RouterID || p == secure.AdminID || isNode
 		}
 	}
+	keepalive := pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}
 	pwcfg := pgwire.Config{
 		TrustCert:       trustCert,
 		TLS:             tlsCfg,
@@ -120,6 +121,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 
 		MaxStartupConnections: c.Limits.MaxStartupConnections,
 		StartupTimeout:        c.Limits.StartupTimeout.Duration,
+		Keepalive:             keepalive,
 	}
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
@@ -172,7 +174,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		replClose = append(replClose, func() { db.Close() })
 		st.Detail = db.Path()
-		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration}
+		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration,
+			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
+			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive}
 		if c.Design == "hot-standby" {
 			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err
@@ -190,6 +194,19 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				// tandem's replication log carries durability; the back end
 				// stays crash-consistent and re-applies from the log.
 				settings["synchronous_commit"] = "off"
+			}
+			if c.Design != "hot-standby" {
+				// The relay hands each client a server session of its own:
+				// the server enforces the idle timeouts, with its own
+				// SQLSTATEs, SET and SHOW.
+				for name, d := range map[string]time.Duration{
+					"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
+					"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
+				} {
+					if _, set := settings[name]; !set && d > 0 {
+						settings[name] = strconv.FormatInt(d.Milliseconds(), 10)
+					}
+				}
 			}
 			m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 				DataDir:  filepath.Join(n.DataDir, "pgdata"),
@@ -230,7 +247,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
-			handler = &pgwire.Executor{Backend: be}
+			handler = &pgwire.Executor{Backend: be,
+				IdleInTransactionTimeout: c.Limits.IdleInTransaction("postgres"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
+				MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive}
 			break
 		}
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})

@@ -122,6 +122,19 @@ func (f *Framer) ReadUntyped() ([]byte, error) {
 	return body, nil
 }
 
+// WaitInput blocks until at least one unread byte is in memory (the start
+// of the next message).
+func (f *Framer) WaitInput() error { return f.fill(1) }
+
+// FrameBuffered reports whether the next frame is whole in memory, so
+// reading it needs no read from the stream.
+func (f *Framer) FrameBuffered() bool {
+	if f.w-f.r < 5 {
+		return false
+	}
+	return f.w-f.r >= 1+int(binary.BigEndian.Uint32(f.buf[f.r+1:]))
+}
+
 // Buffered reports how many unread bytes are already in memory; a relay
 // flushes its output when this reaches zero.
 func (f *Framer) Buffered() int { return f.w - f.r }

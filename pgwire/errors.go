@@ -51,6 +51,9 @@ const (
 	CodeSyntax              = "42601"
 	CodeInternal            = "XX000"
 	CodeTooManyConnections  = "53300"
+	CodeOutOfMemory         = "53200"
+	CodeIdleInTxTimeout     = "25P03"
+	CodeIdleSessionTimeout  = "57P05"
 )
 
 // ToErrorResponse converts any error into the message a client sees. A

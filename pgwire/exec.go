@@ -23,6 +23,18 @@ type Executor struct {
 	// session changes it with SET. On back ends that speak the protocol
 	// (RawSession: PostgreSQL) the server enforces its own setting instead.
 	StatementTimeout time.Duration
+	// IdleInTransactionTimeout and IdleSessionTimeout are the defaults of
+	// idle_in_transaction_session_timeout (FATAL 25P03) and
+	// idle_session_timeout (FATAL 57P05); 0: off. Sessions change them
+	// with SET. tandem enforces them on every back end it executes for.
+	IdleInTransactionTimeout time.Duration
+	IdleSessionTimeout       time.Duration
+	// MessageReadTimeout bounds the time from a message's first byte to
+	// its last (0: none).
+	MessageReadTimeout time.Duration
+	// Keepalive is what the server set on client sockets (SHOW
+	// tcp_keepalives_*; SET changes the session's socket).
+	Keepalive Keepalive
 }
 
 // Open starts a back-end session for an authenticated client.
@@ -31,7 +43,7 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
+	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
 	return s, nil
 }
@@ -73,6 +85,10 @@ type execSession struct {
 	// statement_timeout (defTimeout unless SET) passes.
 	watch      stmtWatch
 	defTimeout time.Duration
+	e          *Executor
+	// inBatch: an extended-protocol message came after the last
+	// ReadyForQuery; the idle timeouts wait for Sync, as in PostgreSQL.
+	inBatch bool
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -116,18 +132,19 @@ func (s *execSession) txStatus() byte {
 func (s *execSession) Serve(ctx context.Context) error {
 	c := s.c
 	for {
-		if c.Buffered() == 0 {
-			if err := c.Flush(); err != nil {
-				return err
-			}
-		}
-		typ, frame, err := c.ReadFrame()
+		typ, frame, err := s.readMessage()
 		if err != nil {
+			var fe *fatalError
+			if errors.As(err, &fe) {
+				s.fatal(fe.err)
+				return fe.err
+			}
 			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrMalformed) {
 				s.fatal(err)
 			}
 			return err
 		}
+		s.inBatch = typ != 'S' && typ != 'Q'
 		body := frameBody(frame)
 		if s.skip && typ != 'S' && typ != 'X' {
 			continue
@@ -586,7 +603,7 @@ func (s *execSession) bind(body []byte) error {
 
 func (s *execSession) stmtColumns(ctx context.Context, p *prepared) ([]Column, error) {
 	if p.st == nil && !p.described && FirstKeyword(p.sql) == "SHOW" {
-		if _, raw := s.bs.(RawSession); !raw {
+		if _, raw := s.bs.(RawSession); !raw || tandemSetting(showName(p.sql)) {
 			p.cols, p.described = []Column{{Name: showColumn(showName(p.sql)), OID: OIDText}}, true
 		}
 	}
@@ -814,9 +831,10 @@ func (s *execSession) isSpecial(sql string) bool {
 	case "SET", "RESET", "DISCARD", "DEALLOCATE":
 		return true
 	case "SHOW":
-		// A back end that speaks PostgreSQL answers SHOW itself.
+		// A back end that speaks PostgreSQL answers SHOW itself, but for
+		// the settings tandem enforces.
 		_, raw := s.bs.(RawSession)
-		return !raw
+		return !raw || tandemSetting(showName(sql))
 	}
 	return false
 }
@@ -845,7 +863,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	if _, raw := s.bs.(RawSession); raw {
 		switch kw[0] {
 		case "SHOW":
-			return false, nil
+			if !tandemSetting(showName(sql)) {
+				return false, nil
+			}
 		case "SET", "RESET", "DISCARD":
 			// PostgreSQL keeps the setting itself (time zone, isolation
 			// level...); tandem still tracks it for ParameterStatus.
@@ -884,17 +904,20 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := strings.ToLower(m[1])
 		val := strings.Trim(m[2], `'"`)
-		if name == "statement_timeout" && !strings.EqualFold(val, "default") {
-			d, err := ParseTimeout(name, val)
+		if !strings.EqualFold(val, "default") {
+			v, err := normalizeSetting(name, val)
 			if err != nil {
 				return true, err
 			}
-			val = FormatTimeout(d)
+			val = v
 		}
 		if strings.EqualFold(val, "default") {
 			delete(s.settings, name)
 		} else {
 			s.settings[name] = val
+		}
+		if strings.HasPrefix(name, "tcp_keepalives_") {
+			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
 		if name == "application_name" || name == "client_encoding" || name == "datestyle" || name == "timezone" {
@@ -908,11 +931,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			} else {
 				delete(s.settings, strings.ToLower(kw[1]))
 			}
+			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
 		return true, nil
 	case "DISCARD":
 		s.settings = map[string]string{}
+		s.applyKeepalive()
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DISCARD ALL")})
 		return true, nil
 	case "SHOW":
@@ -920,7 +945,10 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			return true, Errorf(CodeSyntax, "syntax error at end of input")
 		}
 		name := showName(sql)
-		val, ok := s.settings[name]
+		val, ok := s.showTandemSetting(name)
+		if !ok {
+			val, ok = s.settings[name]
+		}
 		if !ok && name == "statement_timeout" {
 			val, ok = FormatTimeout(s.defTimeout), true
 		}

@@ -74,7 +74,9 @@ type Config struct {
 	// StartupTimeout is how long a connection may take from accept to
 	// authenticated (PostgreSQL's authentication_timeout). 0: 10 s.
 	StartupTimeout time.Duration
-	Logger         *slog.Logger
+	// Keepalive is set on every client TCP socket (zero fields: defaults).
+	Keepalive Keepalive
+	Logger    *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
 	// RequireTLS refuses clients that do not ask for TLS.
@@ -156,6 +158,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+			if err := s.cfg.Keepalive.apply(tc); err != nil {
+				s.log.Debug("cannot set TCP keepalive", "remote", tc.RemoteAddr().String(), "err", err)
+			}
 		}
 		s.wg.Add(1)
 		go func() {

@@ -101,7 +101,8 @@ func newRouterCmd() *cobra.Command {
 			}
 			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
-				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rt)
+				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
+				Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rt)
 			l, err := net.Listen("tcp", c.Router.Listen)
 			if err != nil {
 				return fmt.Errorf("router: listen on %s (field router.listen): %w", c.Router.Listen, err)
@@ -122,7 +123,8 @@ func newRouterCmd() *cobra.Command {
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
-					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rr)
+					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
+					Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rr)
 				rl, err := net.Listen("tcp", c.Router.ReadListen)
 				if err != nil {
 					l.Close()
