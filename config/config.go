@@ -158,6 +158,25 @@ type Limits struct {
 	TCPKeepalivesIdle     Seconds `toml:"tcp_keepalives_idle"`
 	TCPKeepalivesInterval Seconds `toml:"tcp_keepalives_interval"`
 	TCPKeepalivesCount    int     `toml:"tcp_keepalives_count"`
+	// MessageMemory bounds the bytes of large messages (64 KiB and more)
+	// a node holds at once across sessions (0: a quarter of the memory,
+	// at most 1 GiB, at least max_message_bytes); a message past it waits
+	// up to MessageMemoryWait (default 5 s; 0: not at all), then gets
+	// ERROR 53200.
+	MessageMemory     int64    `toml:"message_memory"`
+	MessageMemoryWait *Timeout `toml:"message_memory_wait"`
+}
+
+// DefaultMessageMemoryWait is how long a message waits for room in
+// limits.message_memory by default.
+const DefaultMessageMemoryWait = 5 * time.Second
+
+// MemoryWait is the wait for room in limits.message_memory.
+func (l Limits) MemoryWait() time.Duration {
+	if l.MessageMemoryWait != nil {
+		return l.MessageMemoryWait.Duration
+	}
+	return DefaultMessageMemoryWait
 }
 
 // Timeout is a PostgreSQL time setting in the cluster file: an integer in
@@ -644,6 +663,9 @@ func (c *Cluster) Validate() error {
 		if t.t != nil && t.t.bad != nil {
 			return bad(t.field, "%v", t.t.bad)
 		}
+	}
+	if m := c.Limits.MessageMemory; m != 0 && m < int64(c.Limits.MaxMessageBytes) {
+		return bad("limits.message_memory", "%d is below limits.max_message_bytes (%d): a message of the maximum size could never run (0 sizes it to the memory)", m, c.Limits.MaxMessageBytes)
 	}
 	if k := c.Limits.TCPKeepalivesCount; k < 0 || k > 127 {
 		return bad("limits.tcp_keepalives_count", "%d: use 0 (the system's) to 127", k)

@@ -108,6 +108,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			return p == secure.RouterID || p == secure.AdminID || isNode
 		}
 	}
+	memLimit := c.Limits.MessageMemory
+	if memLimit == 0 {
+		memLimit = defaultMessageMemory(c.Limits.MaxMessageBytes)
+	}
+	budget := pgwire.NewMemoryBudget(memLimit, c.Limits.MemoryWait(), log)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_bytes", Help: "Bytes of large messages the node holds now (limits.message_memory)."}, func() float64 { return float64(budget.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_limit_bytes", Help: "limits.message_memory."}, func() float64 { return float64(memLimit) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tandem_node_messages_refused_memory_total", Help: "Messages refused with 53200 for limits.message_memory."}, func() float64 { return float64(budget.Refused()) }))
 	keepalive := pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}
 	pwcfg := pgwire.Config{
 		TrustCert:       trustCert,
@@ -122,6 +130,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		MaxStartupConnections: c.Limits.MaxStartupConnections,
 		StartupTimeout:        c.Limits.StartupTimeout.Duration,
 		Keepalive:             keepalive,
+		Budget:                budget,
 	}
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler

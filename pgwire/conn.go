@@ -11,11 +11,13 @@
 package pgwire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -28,6 +30,12 @@ var ErrMalformed = errors.New("malformed protocol message")
 
 const minBuf = 16 << 10
 
+// OwnedFrameBytes: a frame at least this long is handed to the caller,
+// which may keep it (and strings made over it without a copy): the Framer
+// never writes that memory again, and reads the next frames into a new
+// small buffer, so a large message's memory goes with the message.
+const OwnedFrameBytes = 256 << 10
+
 // Framer reads length-prefixed protocol frames from a stream into one
 // reusable buffer and batches writes. It never allocates per message once its
 // buffers have grown to the working size.
@@ -38,6 +46,47 @@ type Framer struct {
 	out    []byte
 	wr     io.Writer
 	maxLen int
+	// budget, when set, counts large frames node-wide; held is what the
+	// frame last read holds of it (released at the next read or Release).
+	budget *MemoryBudget
+	held   int64
+}
+
+// SetBudget makes the Framer count its large frames against b.
+func (f *Framer) SetBudget(b *MemoryBudget) { f.budget = b }
+
+// ReleaseMemory returns what the last frame held of the budget: its
+// message is done.
+func (f *Framer) ReleaseMemory() {
+	if f.held > 0 {
+		f.budget.release(f.held)
+		f.held = 0
+	}
+}
+
+// discard drops the next n bytes of the stream, reading through the
+// small buffer.
+func (f *Framer) discard(n int) error {
+	for n > 0 {
+		if f.r == f.w {
+			f.r, f.w = 0, 0
+			m, err := f.rd.Read(f.buf)
+			f.w = m
+			if m == 0 && err != nil {
+				if errors.Is(err, io.EOF) {
+					return io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := min(n, f.w-f.r)
+		f.r += k
+		n -= k
+	}
+	if f.r == f.w {
+		f.r, f.w = 0, 0
+	}
+	return nil
 }
 
 // NewFramer wraps a stream; maxLen caps the body length of one frame.
@@ -91,16 +140,30 @@ func (f *Framer) ReadFrame() (byte, []byte, error) {
 	if l-4 > f.maxLen {
 		return 0, nil, fmt.Errorf("%w: message %q of %d bytes (limit %d)", ErrMessageTooLarge, typ, l-4, f.maxLen)
 	}
+	f.ReleaseMemory()
+	if f.budget != nil && l >= BudgetMinMessage {
+		if err := f.budget.acquire(int64(1 + l)); err != nil {
+			// Read the message past without holding it.
+			if derr := f.discard(1 + l); derr != nil {
+				return 0, nil, derr
+			}
+			return typ, nil, err
+		}
+		f.held = int64(1 + l)
+	}
 	if err := f.fill(1 + l); err != nil {
 		return 0, nil, err
 	}
 	frame := f.buf[f.r : f.r+1+l]
 	f.r += 1 + l
-	if f.r == f.w {
+	if len(f.buf) >= OwnedFrameBytes {
+		// Hand the large buffer over with the frame; keep what follows.
+		rest := f.buf[f.r:f.w]
+		f.buf = make([]byte, max(minBuf, len(rest)))
+		f.w = copy(f.buf, rest)
+		f.r = 0
+	} else if f.r == f.w {
 		f.r, f.w = 0, 0
-		if len(f.buf) > 4*minBuf && l < minBuf {
-			f.buf = make([]byte, minBuf) // shrink after a large message
-		}
 	}
 	return typ, frame, nil
 }
@@ -209,6 +272,20 @@ func (f *Framer) SetWriter(w io.Writer) { f.wr = w }
 
 // frameBody strips type and length.
 func frameBody(frame []byte) []byte { return frame[5:] }
+
+// cString reads a NUL-terminated string at the start of b. From a frame of
+// OwnedFrameBytes or more it is not copied (the frame's memory is the
+// string's: see OwnedFrameBytes), so a large Query costs its size once.
+func cString(b []byte) (string, bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", false
+	}
+	if len(b)+5 >= OwnedFrameBytes && i > 0 {
+		return unsafe.String(&b[0], i), true
+	}
+	return string(b[:i]), true
+}
 
 // Conn is an accepted client connection after startup.
 type Conn struct {

@@ -133,6 +133,20 @@ func (s *execSession) Serve(ctx context.Context) error {
 	c := s.c
 	for {
 		typ, frame, err := s.readMessage()
+		if err != nil && errors.Is(err, ErrOutOfMemory) {
+			// The message was read past: refuse it, as PostgreSQL refuses
+			// a statement it has no memory for, and go on.
+			s.inBatch = typ != 'S' && typ != 'Q'
+			if !s.skip {
+				s.sendError(err)
+				if typ == 'Q' {
+					s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+				} else {
+					s.skip = true
+				}
+			}
+			continue
+		}
 		if err != nil {
 			var fe *fatalError
 			if errors.As(err, &fe) {
@@ -243,12 +257,12 @@ func malformed(what string, err error) error {
 // ---- simple query protocol ----
 
 func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
-	var q pgproto3.Query
-	if err := q.Decode(body); err != nil {
-		return malformed("Query", err)
+	query, ok := cString(body)
+	if !ok || len(query)+1 != len(body) {
+		return malformed("Query", errors.New("invalid message format"))
 	}
 	s.dropUnnamed()
-	stmts := SplitStatements(q.String)
+	stmts := SplitStatements(query)
 	if len(stmts) == 0 {
 		s.c.Append(&pgproto3.EmptyQueryResponse{})
 		s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})

@@ -76,7 +76,10 @@ type Config struct {
 	StartupTimeout time.Duration
 	// Keepalive is set on every client TCP socket (zero fields: defaults).
 	Keepalive Keepalive
-	Logger    *slog.Logger
+	// Budget, when set, bounds the memory of large messages node-wide
+	// (limits.message_memory).
+	Budget *MemoryBudget
+	Logger *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
 	// RequireTLS refuses clients that do not ask for TLS.
@@ -206,6 +209,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	fr := NewFramer(nc, nc, s.cfg.MaxMessageBytes)
+	if s.cfg.Budget != nil {
+		fr.SetBudget(s.cfg.Budget)
+		defer fr.ReleaseMemory()
+	}
 	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.StartupTimeout)) // startup must finish
 	ok, err := s.startup(c)

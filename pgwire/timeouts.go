@@ -175,6 +175,7 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 			_ = c.Conn.SetReadDeadline(time.Time{})
 		}
 	}()
+	c.ReleaseMemory() // the last message is done
 	if c.Buffered() == 0 {
 		if err := c.Flush(); err != nil {
 			return 0, nil, err
