@@ -164,6 +164,44 @@ func TestLargeMessageMemory(t *testing.T) {
 	if err := a.QueryRow(ctx, "SELECT count(*), sum(length(v)) FROM big").Scan(&rows, &total); err != nil || rows != 5 || total < 5*(size-100) {
 		t.Fatalf("%d rows, %d bytes (%v): want the 5 rows written", rows, total, err)
 	}
+
+	// A large INSERT of many small rows has no literal to bind: it runs in
+	// chunks of rows (each through the translator). 12 MiB: ~400,000 rows.
+	if _, err := a.Exec(ctx, "CREATE TABLE many (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO many VALUES ")
+	nrows := 0
+	for ; b.Len() < 12*mib; nrows++ {
+		if nrows > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, 'row %d')", nrows, nrows)
+	}
+	multi := b.String()
+	time.Sleep(300 * time.Millisecond)
+	base, err := readMem(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	peakc := memPeak(t, admin, stop)
+	start := time.Now()
+	tag, err := a.PgConn().Exec(ctx, multi).ReadAll()
+	took := time.Since(start)
+	close(stop)
+	peak := <-peakc
+	if err != nil || len(tag) != 1 || tag[0].CommandTag.RowsAffected() != int64(nrows) {
+		t.Fatalf("multi-row INSERT of %d rows: %v %v", nrows, tag, err)
+	}
+	factor := (peak.heapInuse - base.heapInuse) / float64(len(multi))
+	t.Logf("%d MiB INSERT of %d rows in %v: heap in use %.0f -> peak %.0f MiB (+%.2fx), RSS %.0f -> %.0f MiB",
+		len(multi)/mib, nrows, took.Round(time.Millisecond), base.heapInuse/mib, peak.heapInuse/mib, factor, base.rss/mib, peak.rss/mib)
+	if factor > 3 {
+		t.Errorf("a %d MiB multi-row INSERT raised heap in use by %.2fx its size (at most 3x: the message, and garbage the collector is paced to leave)", len(multi)/mib, factor)
+	}
+	fallsBack(base)
 }
 
 // readUntilReady reads server messages from nc up to ReadyForQuery and
@@ -320,5 +358,46 @@ func TestMessageMemoryBudget(t *testing.T) {
 	var n int
 	if err := a.QueryRow(ctx, "SELECT count(*) FROM big").Scan(&n); err != nil || n != 3+ok {
 		t.Fatalf("%d rows (%v), want %d (ids 1, 3, 4 and the flood's)", n, err, 3+ok)
+	}
+}
+
+// TestLargeStatementsReplicate: the SQLite back end's paths for large
+// statements (a long literal bound as a parameter; a multi-row INSERT run
+// in chunks in one transaction) replicate like any other, and a chunked
+// INSERT that fails leaves nothing on either node.
+func TestLargeStatementsReplicate(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "")
+	h.start("n1")
+	h.start("n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := connect(t, h.dsn(h.nodes["n1"]))
+	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PgConn().Exec(ctx, bigInsert("big", 1, 4*mib)).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(from, n int) string {
+		var b strings.Builder
+		b.WriteString("INSERT INTO big VALUES ")
+		for i := from; i < from+n; i++ {
+			if i > from {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "(%d, 'row %d')", i, i)
+		}
+		return b.String()
+	}
+	const n = 60000 // about 1.3 MiB: several chunks
+	if _, err := a.PgConn().Exec(ctx, rows(10, n)).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PgConn().Exec(ctx, rows(100000, n)+", (10, 'duplicate')").ReadAll(); sqlState(err) != "23505" {
+		t.Fatalf("a chunked INSERT with a duplicate in its last row: %v, want 23505", err)
+	}
+	for _, node := range []string{"n1", "n2"} {
+		waitRows(t, h.dsn(h.nodes[node]), "SELECT count(*) FROM big", 1+n)
+		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 1", int64(4*mib-len("INSERT INTO big VALUES (1, '')")))
 	}
 }

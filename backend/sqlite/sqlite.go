@@ -420,6 +420,8 @@ type Statement struct {
 	// prepared program of its own, finalized after it runs, so SQLite
 	// holds no copy of them afterwards.
 	hoisted []any
+	// chunked: a large multi-row INSERT run in chunks of rows (chunk.go).
+	chunked *chunkPlan
 }
 
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
@@ -486,6 +488,18 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	case "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT":
 		if !(st.kind == "ROLLBACK" && len(words) > 1 && words[1] == "TO") {
 			st.readonly = true
+			return st, nil
+		}
+	}
+	if st.kind == "INSERT" && !translateOff {
+		if p := planChunks(sql); p != nil {
+			// The first chunk answers for the statement at Prepare (an
+			// unknown table, a bad value).
+			first := p.chunk(0)
+			if _, err := s.Prepare(ctx, first); err != nil {
+				return nil, err
+			}
+			st.chunked = p
 			return st, nil
 		}
 	}
@@ -742,6 +756,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	st := ps.(*Statement)
 	if st.deferred != nil {
 		return nil, st.deferred
+	}
+	if st.chunked != nil {
+		return s.execChunked(ctx, st)
 	}
 	switch st.kind {
 	case "BEGIN", "START":
