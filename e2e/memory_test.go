@@ -165,6 +165,33 @@ func TestLargeMessageMemory(t *testing.T) {
 		t.Fatalf("%d rows, %d bytes (%v): want the 5 rows written", rows, total, err)
 	}
 
+	// A 60 MiB parameter (extended protocol): the Bind frame and the
+	// value decoded from it.
+	time.Sleep(300 * time.Millisecond)
+	pbase, err := readMem(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pstop := make(chan struct{})
+	ppeakc := memPeak(t, admin, pstop)
+	if _, err := a.Exec(ctx, "INSERT INTO big VALUES ($1, $2)", 99, strings.Repeat("p", size)); err != nil {
+		t.Fatal(err)
+	}
+	close(pstop)
+	ppeak := <-ppeakc
+	pfactor := (ppeak.heapInuse - pbase.heapInuse) / float64(size)
+	t.Logf("60 MiB parameter: heap in use %.0f -> peak %.0f MiB (+%.2fx), RSS %.0f -> peak %.0f MiB", pbase.heapInuse/mib, ppeak.heapInuse/mib, pfactor, pbase.rss/mib, ppeak.rss/mib)
+	if pfactor > 2 {
+		t.Errorf("a 60 MiB parameter raised heap in use by %.2fx its size, more than twice", pfactor)
+	}
+	fallsBack(pbase)
+	if m, err := readMem(admin); err == nil && m.rss > pbase.rss+30*mib {
+		time.Sleep(2 * time.Second)
+		if m, err = readMem(admin); err == nil && m.rss > pbase.rss+30*mib {
+			t.Errorf("RSS %.0f MiB after the parameter's statement, %.0f before: SQLite kept its copy", m.rss/mib, pbase.rss/mib)
+		}
+	}
+
 	// A large INSERT of many small rows has no literal to bind: it runs in
 	// chunks of rows (each through the translator). 12 MiB: ~400,000 rows.
 	if _, err := a.Exec(ctx, "CREATE TABLE many (id int PRIMARY KEY, v text)"); err != nil {

@@ -50,10 +50,18 @@ type Framer struct {
 	// frame last read holds of it (released at the next read or Release).
 	budget *MemoryBudget
 	held   int64
+	manual bool // frames hold the budget until ReleaseMemory
 }
 
-// SetBudget makes the Framer count its large frames against b.
+// SetBudget makes the Framer count its large frames against b. A frame
+// holds its share until the next frame is read, or with
+// HoldMemoryUntilRelease, until ReleaseMemory.
 func (f *Framer) SetBudget(b *MemoryBudget) { f.budget = b }
+
+// HoldMemoryUntilRelease makes frames hold their share of the budget
+// until ReleaseMemory (an executor whose pipelined messages are still in
+// use when the next one is read: a Bind's values until its Execute ran).
+func (f *Framer) HoldMemoryUntilRelease() { f.manual = true }
 
 // ReleaseMemory returns what the last frame held of the budget: its
 // message is done.
@@ -140,7 +148,9 @@ func (f *Framer) ReadFrame() (byte, []byte, error) {
 	if l-4 > f.maxLen {
 		return 0, nil, fmt.Errorf("%w: message %q of %d bytes (limit %d)", ErrMessageTooLarge, typ, l-4, f.maxLen)
 	}
-	f.ReleaseMemory()
+	if !f.manual {
+		f.ReleaseMemory()
+	}
 	if f.budget != nil && l >= BudgetMinMessage {
 		if err := f.budget.acquire(int64(1 + l)); err != nil {
 			// Read the message past without holding it.
@@ -149,7 +159,7 @@ func (f *Framer) ReadFrame() (byte, []byte, error) {
 			}
 			return typ, nil, err
 		}
-		f.held = int64(1 + l)
+		f.held += int64(1 + l)
 	}
 	if err := f.fill(1 + l); err != nil {
 		return 0, nil, err

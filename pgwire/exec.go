@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -45,6 +46,7 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	}
 	s := &execSession{c: c, bs: bs, params: e.Backend.ParameterStatus(), stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
+	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	return s, nil
 }
 
@@ -598,7 +600,15 @@ func (s *execSession) bind(body []byte) error {
 	} else {
 		args = make([]any, len(m.Parameters))
 		for i, rv := range m.Parameters {
-			v, err := decodeParam(p.paramOIDs[i], formatFor(m.ParameterFormatCodes, i), rv)
+			var v any
+			var err error
+			if f := formatFor(m.ParameterFormatCodes, i); f == 0 && len(rv) >= BudgetMinMessage && len(body)+5 >= OwnedFrameBytes {
+				// A large text value of an owned frame: read in place
+				// (see OwnedFrameBytes), not copied.
+				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)))
+			} else {
+				v, err = decodeParam(p.paramOIDs[i], f, rv)
+			}
 			if err != nil {
 				return err
 			}
@@ -743,6 +753,9 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 			return err
 		}
 		pt.res = res
+		// The back end has the values now: a large one must not stay
+		// with the portal while the session idles.
+		pt.args, pt.raw = nil, nil
 		if pt.cols == nil && res.Columns() != nil && !pt.stmt.described {
 			pt.cols = res.Columns()
 		}
@@ -1075,6 +1088,7 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	readErr := make(chan error, 1)
 	go func() {
 		for {
+			s.c.ReleaseMemory() // the last CopyData is consumed
 			typ, frame, err := s.c.ReadFrame()
 			if err != nil {
 				pw.CloseWithError(err)

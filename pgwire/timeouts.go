@@ -175,7 +175,12 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 			_ = c.Conn.SetReadDeadline(time.Time{})
 		}
 	}()
-	c.ReleaseMemory() // the last message is done
+	if !s.inBatch {
+		// The last batch is done (a Query, a Sync): its large messages
+		// are no longer in use. Within an extended-protocol batch a
+		// Bind's values are in use until its Execute has run.
+		c.ReleaseMemory()
+	}
 	if c.Buffered() == 0 {
 		if err := c.Flush(); err != nil {
 			return 0, nil, err

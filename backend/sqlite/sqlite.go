@@ -104,6 +104,24 @@ func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func
 	return ds.(*sqlite3.SQLiteStmt), func() { ds.Close() }, nil
 }
 
+// largeArgs reports whether a parameter value is large enough that
+// SQLite's copy of it should not outlive the statement.
+func largeArgs(args []any) bool {
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			if len(v) >= hoistMinLiteral {
+				return true
+			}
+		case []byte:
+			if len(v) >= hoistMinLiteral {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // containsFold is strings.Contains of upper-case word in s, ignoring
 // case, without an upper-cased copy of s.
 func containsFold(s, word string) bool {
@@ -912,12 +930,26 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		release()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
-	sqlst, closeStmt, err := c.prepareFor(st)
+	var sqlst *sqlite3.SQLiteStmt
+	var closeStmt func()
+	var err error
+	transient := st.hoisted != nil || len(st.sql) >= hoistMinStatement || largeArgs(args)
+	if transient && st.hoisted == nil && len(st.sql) < hoistMinStatement {
+		// Large parameter values: SQLite keeps a copy of what is bound
+		// to a statement until it is bound again, so the statement
+		// runs on a program of its own, finalized after it.
+		var ds driver.Stmt
+		if ds, err = c.c.Prepare(st.sql); err == nil {
+			sqlst, closeStmt = ds.(*sqlite3.SQLiteStmt), func() { ds.Close() }
+		}
+	} else {
+		sqlst, closeStmt, err = c.prepareFor(st)
+	}
 	if err != nil {
 		release()
 		return nil, mapError(err)
 	}
-	if st.hoisted != nil || len(st.sql) >= hoistMinStatement {
+	if transient {
 		rel := release
 		release = func() { closeStmt(); rel() }
 	}
