@@ -402,8 +402,25 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PgConn().Exec(ctx, bigInsert("big", 1, 4*mib)).ReadAll(); err != nil {
+	// The primary's memory for a 12 MiB row: the message, the row's image
+	// read back from SQLite, its writeset (which the log writes as it is),
+	// and the stream's read of the record (handed over, not copied).
+	time.Sleep(300 * time.Millisecond)
+	base, err := readMem(h.admin["n1"])
+	if err != nil {
 		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	peakc := memPeak(t, h.admin["n1"], stop)
+	if _, err := a.PgConn().Exec(ctx, bigInsert("big", 1, 12*mib)).ReadAll(); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	peak := <-peakc
+	factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
+	t.Logf("12 MiB row at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", base.heapInuse/mib, peak.heapInuse/mib, factor)
+	if factor > 5 {
+		t.Errorf("a 12 MiB row raised the primary's heap in use by %.2fx (at most 5x: message, row image, writeset, the stream's read of it from the log, and garbage)", factor)
 	}
 	rows := func(from, n int) string {
 		var b strings.Builder
@@ -425,6 +442,6 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	}
 	for _, node := range []string{"n1", "n2"} {
 		waitRows(t, h.dsn(h.nodes[node]), "SELECT count(*) FROM big", 1+n)
-		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 1", int64(4*mib-len("INSERT INTO big VALUES (1, '')")))
+		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 1", int64(12*mib-len("INSERT INTO big VALUES (1, '')")))
 	}
 }
