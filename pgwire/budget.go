@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -112,6 +113,9 @@ func (b *MemoryBudget) release(n int64) {
 		time.AfterFunc(100*time.Millisecond, func() {
 			b.pending.Store(false)
 			if b.InUse() == 0 {
+				// Twice: buffers a large message left in sync.Pools
+				// (pgx's read buffers) are freed at the second collection.
+				runtime.GC()
 				debug.FreeOSMemory()
 			}
 		})
