@@ -445,3 +445,63 @@ func TestLargeStatementsReplicate(t *testing.T) {
 		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 1", int64(12*mib-len("INSERT INTO big VALUES (1, '')")))
 	}
 }
+
+// TestLargeMessageMemoryRelay: on the standalone PostgreSQL relay a large
+// message is read once and written on as it is: two concurrent 60 MiB
+// Query messages raise the node's heap in use by at most twice their size,
+// and it falls back.
+func TestLargeMessageMemoryRelay(t *testing.T) {
+	c := startCluster(t, clusterSpec{backend: "postgres"})
+	file, err := os.ReadFile(c.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := regexp(`metrics = "([^"]+)"`).FindStringSubmatch(string(file))[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	a := connect(t, c.DSN)
+	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	const size, n = 60 * mib, 2
+	conns := make([]*pgconn.PgConn, n)
+	for i := range conns {
+		conns[i] = connect(t, c.DSN).PgConn()
+	}
+	time.Sleep(300 * time.Millisecond)
+	base, err := readMem(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	peakc := memPeak(t, admin, stop)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = conns[i].Exec(ctx, bigInsert("big", i, size)).ReadAll()
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	peak := <-peakc
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	factor := (peak.heapInuse - base.heapInuse) / float64(n*size)
+	t.Logf("%d x 60 MiB Query through the relay: heap in use %.0f -> peak %.0f MiB (+%.2fx)", n, base.heapInuse/mib, peak.heapInuse/mib, factor)
+	if factor > 2 {
+		t.Errorf("heap in use grew by %.2fx the messages, more than twice", factor)
+	}
+	var m memSample
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if m, err = readMem(admin); err == nil && m.heapInuse <= base.heapInuse+32*mib {
+			return
+		}
+	}
+	t.Fatalf("heap in use %.0f MiB 20 s after, baseline %.0f MiB", m.heapInuse/mib, base.heapInuse/mib)
+}

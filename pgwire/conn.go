@@ -257,6 +257,16 @@ func (f *Framer) Append(m pgproto3.BackendMessage) {
 // AppendRaw queues raw bytes (an already encoded frame).
 func (f *Framer) AppendRaw(b []byte) { f.out = append(f.out, b...) }
 
+// WriteDirect flushes queued output and writes b as it is (a large frame
+// a relay forwards, not copied into the output buffer).
+func (f *Framer) WriteDirect(b []byte) error {
+	if err := f.Flush(); err != nil {
+		return err
+	}
+	_, err := f.wr.Write(b)
+	return err
+}
+
 // Pending is the number of queued output bytes.
 func (f *Framer) Pending() int { return len(f.out) }
 

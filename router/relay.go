@@ -170,6 +170,11 @@ func (r *relay) clientToUpstream() error {
 			if errors.Is(err, pgwire.ErrMessageTooLarge) || errors.Is(err, pgwire.ErrMalformed) {
 				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: "tandem: " + err.Error()})
 			}
+			if errors.Is(err, pgwire.ErrOutOfMemory) {
+				// The server is mid-conversation: the relay cannot answer
+				// for it, so the session ends (limits.message_memory).
+				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeOutOfMemory, Message: "tandem: " + err.Error()})
+			}
 			return err
 		}
 		if !frontendTypes[typ] {
@@ -183,6 +188,13 @@ func (r *relay) clientToUpstream() error {
 			r.upFr.AppendRaw(frame)
 			_ = r.upFr.Flush()
 			return nil
+		}
+		if len(frame) >= pgwire.OwnedFrameBytes {
+			// A large message goes on as it is, not copied.
+			if err := r.upFr.WriteDirect(frame); err != nil {
+				return nil // upstream gone: the other direction reports it
+			}
+			continue
 		}
 		r.upFr.AppendRaw(frame)
 		if c.Buffered() == 0 || r.upFr.Pending() > 64<<10 {
