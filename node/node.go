@@ -185,7 +185,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		st.Detail = db.Path()
 		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration,
 			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
-			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive}
+			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 		if c.Design == "hot-standby" {
 			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err
@@ -258,7 +258,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			handler = &pgwire.Executor{Backend: be,
 				IdleInTransactionTimeout: c.Limits.IdleInTransaction("postgres"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
-				MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive}
+				MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 			break
 		}
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
@@ -36,6 +37,15 @@ type Executor struct {
 	// Keepalive is what the server set on client sockets (SHOW
 	// tcp_keepalives_*; SET changes the session's socket).
 	Keepalive Keepalive
+	// Logger logs sessions ended by a timeout (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+func (e *Executor) log() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.Default()
 }
 
 // Open starts a back-end session for an authenticated client.

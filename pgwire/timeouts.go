@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -157,7 +156,7 @@ func (s *execSession) showTandemSetting(name string) (string, bool) {
 // applyKeepalive puts the session's keepalive settings on its socket.
 func (s *execSession) applyKeepalive() {
 	if err := s.keepalive().apply(s.c.Conn); err != nil {
-		slog.Debug("cannot set TCP keepalive", "remote", s.c.RemoteAddr, "err", err)
+		s.e.log().Debug("cannot set TCP keepalive", "remote", s.c.RemoteAddr, "err", err)
 	}
 }
 
@@ -203,7 +202,7 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 		}
 		if err := c.WaitInput(); err != nil {
 			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
-				slog.Info("session ended", "reason", sentinel.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", idle)
+				s.e.log().Info("session ended", "reason", sentinel.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", idle)
 				e := Errorf(code, "%s", msg)
 				e.Err = sentinel
 				return 0, nil, &fatalError{e}
@@ -222,7 +221,7 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 	}
 	typ, frame, err := c.ReadFrame()
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		slog.Info("session ended", "reason", ErrMessageTimeout.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", s.e.MessageReadTimeout)
+		s.e.log().Info("session ended", "reason", ErrMessageTimeout.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", s.e.MessageReadTimeout)
 		e := Errorf(CodeProtocolViolation, "terminating connection: a message was begun and not finished within message_read_timeout (%s)", FormatTimeout(s.e.MessageReadTimeout))
 		e.Err = fmt.Errorf("%w: %w", ErrMessageTimeout, err)
 		return 0, nil, &fatalError{e}
