@@ -113,6 +113,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		memLimit = defaultMessageMemory(c.Limits.MaxMessageBytes)
 	}
 	budget := pgwire.NewMemoryBudget(memLimit, c.Limits.MemoryWait(), log)
+	go releaseIdleMemory(ctx, 2*time.Second)
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_bytes", Help: "Bytes of large messages the node holds now (limits.message_memory)."}, func() float64 { return float64(budget.InUse()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_limit_bytes", Help: "limits.message_memory."}, func() float64 { return float64(memLimit) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tandem_node_messages_refused_memory_total", Help: "Messages refused with 53200 for limits.message_memory."}, func() float64 { return float64(budget.Refused()) }))

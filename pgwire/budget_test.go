@@ -5,8 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // The budget admits what fits, makes the rest wait for a release, refuses
@@ -89,5 +93,26 @@ func TestFramerBudget(t *testing.T) {
 	f.ReleaseMemory()
 	if b.InUse() != 0 {
 		t.Fatalf("%d bytes held after ReleaseMemory", b.InUse())
+	}
+}
+
+// decodeParse reads what pgproto3 encodes, small or large (in place).
+func TestDecodeParse(t *testing.T) {
+	for _, m := range []pgproto3.Parse{
+		{Name: "s1", Query: "SELECT $1", ParameterOIDs: []uint32{25}},
+		{Query: "SELECT '" + strings.Repeat("x", OwnedFrameBytes) + "'"},
+		{Name: "big", Query: "INSERT INTO t VALUES ($1, '" + strings.Repeat("y", OwnedFrameBytes) + "')", ParameterOIDs: []uint32{23, 0}},
+	} {
+		frame, err := m.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeParse(frame[5:])
+		if err != nil || !reflect.DeepEqual(got, m) {
+			t.Errorf("%q (%d bytes): decoded %q %v %v", m.Name, len(m.Query), got.Name, got.ParameterOIDs, err)
+		}
+		if _, err := decodeParse(frame[5 : len(frame)-1]); err == nil {
+			t.Errorf("%q: a truncated Parse decoded", m.Name)
+		}
 	}
 }

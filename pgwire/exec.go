@@ -274,6 +274,14 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		return malformed("Query", errors.New("invalid message format"))
 	}
 	s.dropUnnamed()
+	// As in PostgreSQL, a simple Query also destroys the unnamed
+	// statement (which may hold a large text).
+	if old := s.stmts[""]; old != nil {
+		if old.st != nil {
+			old.st.Close()
+		}
+		delete(s.stmts, "")
+	}
 	stmts := SplitStatements(query)
 	if len(stmts) == 0 {
 		s.c.Append(&pgproto3.EmptyQueryResponse{})
@@ -526,9 +534,47 @@ func (s *execSession) dropUnnamed() {
 	}
 }
 
-func (s *execSession) parse(ctx context.Context, body []byte) error {
+// decodeParse decodes a Parse message; from a large (owned) frame the
+// query text is not copied (see OwnedFrameBytes).
+func decodeParse(body []byte) (pgproto3.Parse, error) {
 	var m pgproto3.Parse
-	if err := m.Decode(body); err != nil {
+	if len(body)+5 < OwnedFrameBytes {
+		err := m.Decode(body)
+		return m, err
+	}
+	bad := errors.New("invalid message format")
+	i := bytes.IndexByte(body, 0)
+	if i < 0 {
+		return m, bad
+	}
+	m.Name = string(body[:i]) // a map key: copied, or it would keep the frame
+	rest := body[i+1:]
+	q, ok := cString(rest)
+	if !ok {
+		return m, bad
+	}
+	m.Query = q
+	rest = rest[len(q)+1:]
+	if len(rest) < 2 {
+		return m, bad
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if len(rest) != 4*n {
+		return m, bad
+	}
+	if n > 0 {
+		m.ParameterOIDs = make([]uint32, n)
+	}
+	for k := range n {
+		m.ParameterOIDs[k] = binary.BigEndian.Uint32(rest[4*k:])
+	}
+	return m, nil
+}
+
+func (s *execSession) parse(ctx context.Context, body []byte) error {
+	m, err := decodeParse(body)
+	if err != nil {
 		return malformed("Parse", err)
 	}
 	if m.Name != "" {
