@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // Long plain literals of a large statement become parameters after the
@@ -86,5 +88,60 @@ func TestHoistedStatementRuns(t *testing.T) {
 	row = run("SELECT v = '" + lit + "', length(w) FROM t WHERE id = 1")
 	if row[0] != true && row[0] != int64(1) {
 		t.Fatalf("the stored value differs from the literal: %v", row)
+	}
+}
+
+// Hoisting changes nothing a client sees: a statement with a long literal
+// (hoisted) answers the column types a short one (not hoisted) does, and
+// the values it should.
+func TestHoistedLikeWritten(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	s, err := db.NewSession(ctx, "u", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cases := []struct {
+		q    func(v string) string
+		want func(v string) any
+	}{
+		{func(v string) string { return "SELECT '" + v + "'" }, func(v string) any { return v }},
+		{func(v string) string { return "SELECT length('" + v + "')" }, func(v string) any { return int64(len(v)) }},
+		{func(v string) string { return "SELECT '" + v + "' || 'y'" }, func(v string) any { return v + "y" }},
+		{func(v string) string { return "SELECT upper('" + v + "') = '" + strings.ToUpper(v) + "'" }, func(string) any { return true }},
+		{func(v string) string { return "SELECT '" + v + "' LIKE 'x%'" }, func(string) any { return true }},
+		{func(v string) string { return "SELECT CAST('" + v + "' AS varchar) = '" + v + "'" }, func(string) any { return true }},
+	}
+	run := func(q string) (pgwire.Column, any) {
+		t.Helper()
+		st, err := s.Prepare(ctx, q)
+		if err != nil {
+			t.Fatalf("%.50s: %v", q, err)
+		}
+		res, err := s.Execute(ctx, st, nil)
+		if err != nil {
+			t.Fatalf("%.50s: %v", q, err)
+		}
+		defer res.Close()
+		row := make([]any, 1)
+		if ok, err := res.Next(row); !ok || err != nil {
+			t.Fatalf("%.50s: no row (%v)", q, err)
+		}
+		return res.Columns()[0], row[0]
+	}
+	short, long := strings.Repeat("x", 100), strings.Repeat("x", hoistMinStatement)
+	for i, c := range cases {
+		if _, vals := hoistLiterals(c.q(long)); vals == nil {
+			t.Fatalf("case %d: nothing hoisted", i)
+		}
+		cs, vs := run(c.q(short))
+		cl, vl := run(c.q(long))
+		if cs != cl {
+			t.Errorf("case %d: column %+v hoisted, %+v written", i, cl, cs)
+		}
+		if !reflect.DeepEqual(vs, c.want(short)) || !reflect.DeepEqual(vl, c.want(long)) {
+			t.Errorf("case %d: values %T / %T, not what the statement says", i, vs, vl)
+		}
 	}
 }
