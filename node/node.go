@@ -205,19 +205,6 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				// stays crash-consistent and re-applies from the log.
 				settings["synchronous_commit"] = "off"
 			}
-			if c.Design != "hot-standby" {
-				// The relay hands each client a server session of its own:
-				// the server enforces the idle timeouts, with its own
-				// SQLSTATEs, SET and SHOW.
-				for name, d := range map[string]time.Duration{
-					"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
-					"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
-				} {
-					if _, set := settings[name]; !set && d > 0 {
-						settings[name] = strconv.FormatInt(d.Milliseconds(), 10)
-					}
-				}
-			}
 			m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 				DataDir:  filepath.Join(n.DataDir, "pgdata"),
 				BinDir:   n.Postgres.BinDir,
@@ -261,6 +248,20 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				IdleInTransactionTimeout: c.Limits.IdleInTransaction("postgres"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
 				MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 			break
+		}
+		// The relay hands each client a server session of its own: the
+		// server enforces the idle timeouts (its own SQLSTATEs, SET and
+		// SHOW), set at connect unless nodes.postgres.settings names them.
+		for name, d := range map[string]time.Duration{
+			"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
+			"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
+		} {
+			if _, set := n.Postgres.Settings[name]; !set && d > 0 {
+				if up.Settings == nil {
+					up.Settings = map[string]string{}
+				}
+				up.Settings[name] = strconv.FormatInt(d.Milliseconds(), 10)
+			}
 		}
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
 		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again

@@ -41,6 +41,10 @@ type Upstream struct {
 	// the client configuration for it (nil: plain HTTP).
 	AdminURL string
 	AdminTLS *tls.Config
+	// Settings are run-time settings every session starts with (the
+	// client's startup parameters and SET override them): the cluster
+	// file's idle timeouts, which the server then enforces.
+	Settings map[string]string
 }
 
 // frontend message types a client may send after startup.
@@ -94,6 +98,9 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 		cfg.TLSConfig = up.TLS.Clone()
 	}
 	cfg.ConnectTimeout = 5 * time.Second
+	for k, v := range up.Settings {
+		cfg.RuntimeParams[k] = v
+	}
 	for k, v := range client.Params {
 		if !notForwarded[k] {
 			cfg.RuntimeParams[k] = v
