@@ -226,3 +226,27 @@ func readFatal(nc net.Conn, within time.Duration) (string, error) {
 		}
 	}
 }
+
+// TestHalfMessageThroughRouter: a half-sent message through the router of
+// a hot-standby pair reaches the node, whose message_read_timeout ends the
+// session; the router passes the FATAL on and closes the client.
+func TestHalfMessageThroughRouter(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "1-safe", "relaxed", "ack_timeout = \"5s\"\n[limits]\nmessage_read_timeout = \"1s\"\n")
+	h.start("n1")
+	h.start("router")
+	e := connect(t, h.dsn(h.router))
+	nc := e.PgConn().Conn()
+	half := []byte{'Q', 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(half[1:], 104)
+	half = append(half, "SELECT 1; "...)
+	start := time.Now()
+	if _, err := nc.Write(half); err != nil {
+		t.Fatal(err)
+	}
+	code, err := readFatal(nc, 15*time.Second)
+	took := time.Since(start)
+	if err != nil || code != "08P01" {
+		t.Fatalf("half a message through the router: %q, %v after %v, want FATAL 08P01 and the connection closed", code, err, took)
+	}
+	t.Logf("half a message through the router dropped after %v", took.Round(time.Millisecond))
+}

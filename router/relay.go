@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,7 +70,9 @@ type relay struct {
 	txStatus atomic.Uint32
 	closing  atomic.Bool
 	maxMsg   int
-	polled   atomic.Bool // the session runs on an epoll loop
+	// readTimeout: see Config.MessageReadTimeout.
+	readTimeout time.Duration
+	polled      atomic.Bool // the session runs on an epoll loop
 	// onLost is told when the upstream connection ended without a
 	// Terminate. That is evidence about this session (the server may have
 	// ended just this connection: pg_terminate_backend, a protocol error it
@@ -169,10 +172,36 @@ func (r *relay) Serve(ctx context.Context) error {
 	return err
 }
 
+// readClient reads the client's next message, with readTimeout from its
+// first byte to its last.
+func (r *relay) readClient() (byte, []byte, error) {
+	c := r.client
+	if r.readTimeout <= 0 {
+		return c.ReadFrame()
+	}
+	if c.Buffered() == 0 {
+		if err := c.WaitInput(); err != nil {
+			return 0, nil, err
+		}
+	}
+	if c.FrameBuffered() {
+		return c.ReadFrame()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(r.readTimeout))
+	typ, frame, err := c.ReadFrame()
+	_ = c.Conn.SetReadDeadline(time.Time{})
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation,
+			Message: fmt.Sprintf("terminating connection: a message was begun and not finished within message_read_timeout (%s)", pgwire.FormatTimeout(r.readTimeout))})
+		return 0, nil, fmt.Errorf("%w: %w", pgwire.ErrMessageTimeout, err)
+	}
+	return typ, frame, err
+}
+
 func (r *relay) clientToUpstream() error {
 	c := r.client
 	for {
-		typ, frame, err := c.ReadFrame()
+		typ, frame, err := r.readClient()
 		if err != nil {
 			if errors.Is(err, pgwire.ErrMessageTooLarge) || errors.Is(err, pgwire.ErrMalformed) {
 				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: "tandem: " + err.Error()})

@@ -89,7 +89,7 @@ func newRouterCmd() *cobra.Command {
 				}
 				ups = append(ups, up)
 			}
-			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
+			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			tlsCfg, err := c.ServerTLS()
 			if err != nil {
@@ -119,7 +119,7 @@ func newRouterCmd() *cobra.Command {
 				f.Close()
 			}
 			if c.Router.ReadListen != "" {
-				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log.With("port", "read"), Reads: true})
+				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
