@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,6 +178,143 @@ type Limits struct {
 	// how long one may take to authenticate (0: 10 s).
 	MaxStartupConnections int      `toml:"max_startup_connections"`
 	StartupTimeout        Duration `toml:"startup_timeout"`
+	// IdleInTransactionSessionTimeout ends a session left idle inside a
+	// transaction block (FATAL 25P03, its transaction rolls back), as
+	// PostgreSQL's setting of that name. Unset: 60 s on the SQLite back
+	// end, where one idle writer blocks every other, 0 (off) on
+	// PostgreSQL; 0 turns it off. Sessions change it with SET.
+	IdleInTransactionSessionTimeout *Timeout `toml:"idle_in_transaction_session_timeout"`
+	// IdleSessionTimeout ends a session idle outside a transaction (FATAL
+	// 57P05); 0 (default) turns it off.
+	IdleSessionTimeout Timeout `toml:"idle_session_timeout"`
+	// MessageReadTimeout bounds how long a message, once begun, may take
+	// to arrive whole (0: off; default 60 s): a client that sends half a
+	// message and stops is disconnected.
+	MessageReadTimeout *Timeout `toml:"message_read_timeout"`
+	// TCP keepalives on client sockets (PostgreSQL's tcp_keepalives_*):
+	// idle time before the first probe, time between probes, probes lost
+	// before the connection is dropped. 0: the system's value.
+	TCPKeepalivesIdle     Seconds `toml:"tcp_keepalives_idle"`
+	TCPKeepalivesInterval Seconds `toml:"tcp_keepalives_interval"`
+	TCPKeepalivesCount    int     `toml:"tcp_keepalives_count"`
+	// MessageMemory bounds the bytes of large messages (64 KiB and more)
+	// a node holds at once across sessions (0: a quarter of the memory,
+	// at most 1 GiB, at least max_message_bytes); a message past it waits
+	// up to MessageMemoryWait (default 5 s; 0: not at all), then gets
+	// ERROR 53200.
+	MessageMemory     int64    `toml:"message_memory"`
+	MessageMemoryWait *Timeout `toml:"message_memory_wait"`
+}
+
+// DefaultMessageMemoryWait is how long a message waits for room in
+// limits.message_memory by default.
+const DefaultMessageMemoryWait = 5 * time.Second
+
+// MemoryWait is the wait for room in limits.message_memory.
+func (l Limits) MemoryWait() time.Duration {
+	if l.MessageMemoryWait != nil {
+		return l.MessageMemoryWait.Duration
+	}
+	return DefaultMessageMemoryWait
+}
+
+// Timeout is a PostgreSQL time setting in the cluster file: an integer in
+// milliseconds, or a string with a unit ("100ms", "5s", "1min", "2h", or
+// Go's "1m30s"); 0 turns it off.
+type Timeout struct {
+	time.Duration
+	bad error // a value that is not a time; Validate names the field
+}
+
+// ErrBadTimeout is a value Timeout cannot read.
+var ErrBadTimeout = errors.New(`not a time (write milliseconds, or e.g. "100ms", "5s", "1min"; 0 turns it off)`)
+
+// UnmarshalTOML implements toml.Unmarshaler. A bad value is kept and
+// reported by Validate, which knows the field's name.
+func (t *Timeout) UnmarshalTOML(v any) error {
+	t.Duration, t.bad = 0, nil
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			t.bad = fmt.Errorf("%d: %w", x, ErrBadTimeout)
+			return nil
+		}
+		t.Duration = time.Duration(x) * time.Millisecond
+	case string:
+		t.Duration, t.bad = ParseTimeout(x)
+	default:
+		t.bad = fmt.Errorf("%v: %w", v, ErrBadTimeout)
+	}
+	return nil
+}
+
+// Seconds is a Timeout whose bare numbers count seconds (PostgreSQL's
+// tcp_keepalives_idle and _interval).
+type Seconds struct{ Timeout }
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (t *Seconds) UnmarshalTOML(v any) error {
+	if x, ok := v.(int64); ok && x >= 0 {
+		t.Duration, t.bad = time.Duration(x)*time.Second, nil
+		return nil
+	}
+	if x, ok := v.(string); ok {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && n >= 0 {
+			t.Duration, t.bad = time.Duration(n*float64(time.Second)), nil
+			return nil
+		}
+	}
+	return t.Timeout.UnmarshalTOML(v)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (t Timeout) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// ParseTimeout reads a time as PostgreSQL does ("250" is milliseconds;
+// units us, ms, s, min, h, d) or as Go does ("1m30s").
+func ParseTimeout(s string) (time.Duration, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	i := 0
+	for i < len(v) && (v[i] >= '0' && v[i] <= '9' || v[i] == '.') {
+		i++
+	}
+	units := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+		"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	if num, err := strconv.ParseFloat(v[:i], 64); err == nil && num >= 0 {
+		if u, ok := units[strings.TrimSpace(v[i:])]; ok {
+			return time.Duration(num * float64(u)), nil
+		}
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%q: %w", s, ErrBadTimeout)
+}
+
+// Default timeouts (see docs/operations.md, "Limits and timeouts").
+const (
+	DefaultIdleInTransactionSQLite = 60 * time.Second
+	DefaultMessageReadTimeout      = 60 * time.Second
+)
+
+// IdleInTransaction is the idle_in_transaction_session_timeout default for
+// a node with this back end.
+func (l Limits) IdleInTransaction(backend string) time.Duration {
+	if l.IdleInTransactionSessionTimeout != nil {
+		return l.IdleInTransactionSessionTimeout.Duration
+	}
+	if backend == "sqlite" {
+		return DefaultIdleInTransactionSQLite
+	}
+	return 0
+}
+
+// MessageRead is the message read deadline (0: none).
+func (l Limits) MessageRead() time.Duration {
+	if l.MessageReadTimeout != nil {
+		return l.MessageReadTimeout.Duration
+	}
+	return DefaultMessageReadTimeout
 }
 
 // Node is one back end plus tandem's agent beside it.
@@ -587,6 +725,40 @@ func (c *Cluster) Validate() error {
 	}
 	if c.Limits.StatementTimeout.Duration < 0 {
 		return bad("limits.statement_timeout", "%v is negative (0 turns it off)", c.Limits.StatementTimeout.Duration)
+	}
+	l := &c.Limits
+	for _, t := range []struct {
+		field string
+		t     *Timeout
+	}{
+		{"limits.idle_in_transaction_session_timeout", l.IdleInTransactionSessionTimeout},
+		{"limits.idle_session_timeout", &l.IdleSessionTimeout},
+		{"limits.message_read_timeout", l.MessageReadTimeout},
+		{"limits.tcp_keepalives_idle", &l.TCPKeepalivesIdle.Timeout},
+		{"limits.tcp_keepalives_interval", &l.TCPKeepalivesInterval.Timeout},
+	} {
+		if t.t != nil && t.t.bad != nil {
+			return bad(t.field, "%v", t.t.bad)
+		}
+	}
+	if m := c.Limits.MessageMemory; m != 0 && m < int64(c.Limits.MaxMessageBytes) {
+		return bad("limits.message_memory", "%d is below limits.max_message_bytes (%d): a message of the maximum size could never run (0 sizes it to the memory)", m, c.Limits.MaxMessageBytes)
+	}
+	if k := c.Limits.TCPKeepalivesCount; k < 0 || k > 127 {
+		return bad("limits.tcp_keepalives_count", "%d: use 0 (the system's) to 127", k)
+	}
+	for _, t := range []struct {
+		field string
+		d     time.Duration
+		min   time.Duration
+	}{
+		{"limits.tcp_keepalives_idle", c.Limits.TCPKeepalivesIdle.Duration, time.Second},
+		{"limits.tcp_keepalives_interval", c.Limits.TCPKeepalivesInterval.Duration, time.Second},
+		{"limits.message_read_timeout", c.Limits.MessageRead(), 100 * time.Millisecond},
+	} {
+		if t.d != 0 && t.d < t.min {
+			return bad(t.field, "%v is below %v (0 turns it off or takes the system's value)", t.d, t.min)
+		}
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

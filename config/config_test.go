@@ -211,3 +211,56 @@ func TestBadCoordinatorConfigs(t *testing.T) {
 		})
 	}
 }
+
+// Timeouts read PostgreSQL's forms (milliseconds, units) and Go's, and the
+// back end picks idle_in_transaction_session_timeout's default.
+func TestLimitsTimeouts(t *testing.T) {
+	cases := []struct {
+		name, limits       string
+		idleTx             time.Duration // on SQLite
+		idleTxPG, idle, rd time.Duration
+		kaIdle             time.Duration
+		kaCount            int
+	}{
+		{"defaults", "", 60 * time.Second, 0, 0, 60 * time.Second, 0, 0},
+		{"integers are ms", "idle_in_transaction_session_timeout = 1500\nidle_session_timeout = 250\n", 1500 * time.Millisecond, 1500 * time.Millisecond, 250 * time.Millisecond, 60 * time.Second, 0, 0},
+		{"units", "idle_in_transaction_session_timeout = \"5s\"\nidle_session_timeout = \"1min\"\nmessage_read_timeout = \"100ms\"\ntcp_keepalives_idle = 30\ntcp_keepalives_count = 4\n", 5 * time.Second, 5 * time.Second, time.Minute, 100 * time.Millisecond, 30 * time.Second, 4},
+		{"go form", "idle_session_timeout = \"1m30s\"\ntcp_keepalives_idle = \"2min\"\n", 60 * time.Second, 0, 90 * time.Second, 60 * time.Second, 2 * time.Minute, 0},
+		{"zero turns off", "idle_in_transaction_session_timeout = 0\nmessage_read_timeout = \"0\"\n", 0, 0, 0, 0, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := Parse("t.toml", []byte(good+"[limits]\n"+c.limits))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := cl.Limits
+			if got := l.IdleInTransaction("sqlite"); got != c.idleTx {
+				t.Errorf("idle in transaction (sqlite) %v, want %v", got, c.idleTx)
+			}
+			if got := l.IdleInTransaction("postgres"); got != c.idleTxPG {
+				t.Errorf("idle in transaction (postgres) %v, want %v", got, c.idleTxPG)
+			}
+			if l.IdleSessionTimeout.Duration != c.idle || l.MessageRead() != c.rd || l.TCPKeepalivesIdle.Duration != c.kaIdle || l.TCPKeepalivesCount != c.kaCount {
+				t.Errorf("idle %v read %v keepalive idle %v count %d", l.IdleSessionTimeout, l.MessageRead(), l.TCPKeepalivesIdle, l.TCPKeepalivesCount)
+			}
+		})
+	}
+	bad := []struct{ name, limits, want string }{
+		{"word", "idle_session_timeout = \"soon\"\n", "idle_session_timeout"},
+		{"negative", "idle_in_transaction_session_timeout = -5\n", "idle_in_transaction_session_timeout"},
+		{"bad unit", "idle_in_transaction_session_timeout = \"5 parsecs\"\n", "idle_in_transaction_session_timeout"},
+		{"tiny read deadline", "message_read_timeout = \"1ms\"\n", "field limits.message_read_timeout"},
+		{"sub-second keepalive", "tcp_keepalives_interval = \"10ms\"\n", "field limits.tcp_keepalives_interval"},
+		{"bad keepalive", "tcp_keepalives_idle = \"often\"\n", "field limits.tcp_keepalives_idle"},
+		{"keepalive count", "tcp_keepalives_count = 1000\n", "field limits.tcp_keepalives_count"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("bad.toml", []byte(good+"[limits]\n"+c.limits))
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want ErrInvalid naming %q", err, c.want)
+			}
+		})
+	}
+}

@@ -113,6 +113,16 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			return p == secure.RouterID || p == secure.AdminID || isNode
 		}
 	}
+	memLimit := c.Limits.MessageMemory
+	if memLimit == 0 {
+		memLimit = defaultMessageMemory(c.Limits.MaxMessageBytes)
+	}
+	budget := pgwire.NewMemoryBudget(memLimit, c.Limits.MemoryWait(), log)
+	go releaseIdleMemory(ctx, 2*time.Second)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_bytes", Help: "Bytes of large messages the node holds now (limits.message_memory)."}, func() float64 { return float64(budget.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_message_memory_limit_bytes", Help: "limits.message_memory."}, func() float64 { return float64(memLimit) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tandem_node_messages_refused_memory_total", Help: "Messages refused with 53200 for limits.message_memory."}, func() float64 { return float64(budget.Refused()) }))
+	keepalive := pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}
 	pwcfg := pgwire.Config{
 		TrustCert:       trustCert,
 		TLS:             tlsCfg,
@@ -125,6 +135,8 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 
 		MaxStartupConnections: c.Limits.MaxStartupConnections,
 		StartupTimeout:        c.Limits.StartupTimeout.Duration,
+		Keepalive:             keepalive,
+		Budget:                budget,
 	}
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
@@ -184,7 +196,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		replClose = append(replClose, func() { db.Close() })
 		st.Detail = db.Path()
-		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration}
+		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration,
+			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
+			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 		if c.Design == "hot-standby" {
 			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
 				return err
@@ -256,8 +270,24 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
-			handler = &pgwire.Executor{Backend: be}
+			handler = &pgwire.Executor{Backend: be,
+				IdleInTransactionTimeout: c.Limits.IdleInTransaction("postgres"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
+				MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 			break
+		}
+		// The relay hands each client a server session of its own: the
+		// server enforces the idle timeouts (its own SQLSTATEs, SET and
+		// SHOW), set at connect unless nodes.postgres.settings names them.
+		for name, d := range map[string]time.Duration{
+			"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
+			"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
+		} {
+			if _, set := n.Postgres.Settings[name]; !set && d > 0 {
+				if up.Settings == nil {
+					up.Settings = map[string]string{}
+				}
+				up.Settings[name] = strconv.FormatInt(d.Milliseconds(), 10)
+			}
 		}
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
 		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again

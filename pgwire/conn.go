@@ -11,11 +11,13 @@
 package pgwire
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -28,6 +30,12 @@ var ErrMalformed = errors.New("malformed protocol message")
 
 const minBuf = 16 << 10
 
+// OwnedFrameBytes: a frame at least this long is handed to the caller,
+// which may keep it (and strings made over it without a copy): the Framer
+// never writes that memory again, and reads the next frames into a new
+// small buffer, so a large message's memory goes with the message.
+const OwnedFrameBytes = 256 << 10
+
 // Framer reads length-prefixed protocol frames from a stream into one
 // reusable buffer and batches writes. It never allocates per message once its
 // buffers have grown to the working size.
@@ -38,6 +46,55 @@ type Framer struct {
 	out    []byte
 	wr     io.Writer
 	maxLen int
+	// budget, when set, counts large frames node-wide; held is what the
+	// frame last read holds of it (released at the next read or Release).
+	budget *MemoryBudget
+	held   int64
+	manual bool // frames hold the budget until ReleaseMemory
+}
+
+// SetBudget makes the Framer count its large frames against b. A frame
+// holds its share until the next frame is read, or with
+// HoldMemoryUntilRelease, until ReleaseMemory.
+func (f *Framer) SetBudget(b *MemoryBudget) { f.budget = b }
+
+// HoldMemoryUntilRelease makes frames hold their share of the budget
+// until ReleaseMemory (an executor whose pipelined messages are still in
+// use when the next one is read: a Bind's values until its Execute ran).
+func (f *Framer) HoldMemoryUntilRelease() { f.manual = true }
+
+// ReleaseMemory returns what the last frame held of the budget: its
+// message is done.
+func (f *Framer) ReleaseMemory() {
+	if f.held > 0 {
+		f.budget.release(f.held)
+		f.held = 0
+	}
+}
+
+// discard drops the next n bytes of the stream, reading through the
+// small buffer.
+func (f *Framer) discard(n int) error {
+	for n > 0 {
+		if f.r == f.w {
+			f.r, f.w = 0, 0
+			m, err := f.rd.Read(f.buf)
+			f.w = m
+			if m == 0 && err != nil {
+				if errors.Is(err, io.EOF) {
+					return io.ErrUnexpectedEOF
+				}
+				return err
+			}
+		}
+		k := min(n, f.w-f.r)
+		f.r += k
+		n -= k
+	}
+	if f.r == f.w {
+		f.r, f.w = 0, 0
+	}
+	return nil
 }
 
 // NewFramer wraps a stream; maxLen caps the body length of one frame.
@@ -91,16 +148,32 @@ func (f *Framer) ReadFrame() (byte, []byte, error) {
 	if l-4 > f.maxLen {
 		return 0, nil, fmt.Errorf("%w: message %q of %d bytes (limit %d)", ErrMessageTooLarge, typ, l-4, f.maxLen)
 	}
+	if !f.manual {
+		f.ReleaseMemory()
+	}
+	if f.budget != nil && l >= BudgetMinMessage {
+		if err := f.budget.acquire(int64(1 + l)); err != nil {
+			// Read the message past without holding it.
+			if derr := f.discard(1 + l); derr != nil {
+				return 0, nil, derr
+			}
+			return typ, nil, err
+		}
+		f.held += int64(1 + l)
+	}
 	if err := f.fill(1 + l); err != nil {
 		return 0, nil, err
 	}
 	frame := f.buf[f.r : f.r+1+l]
 	f.r += 1 + l
-	if f.r == f.w {
+	if len(f.buf) >= OwnedFrameBytes {
+		// Hand the large buffer over with the frame; keep what follows.
+		rest := f.buf[f.r:f.w]
+		f.buf = make([]byte, max(minBuf, len(rest)))
+		f.w = copy(f.buf, rest)
+		f.r = 0
+	} else if f.r == f.w {
 		f.r, f.w = 0, 0
-		if len(f.buf) > 4*minBuf && l < minBuf {
-			f.buf = make([]byte, minBuf) // shrink after a large message
-		}
 	}
 	return typ, frame, nil
 }
@@ -120,6 +193,19 @@ func (f *Framer) ReadUntyped() ([]byte, error) {
 	body := f.buf[f.r+4 : f.r+l]
 	f.r += l
 	return body, nil
+}
+
+// WaitInput blocks until at least one unread byte is in memory (the start
+// of the next message).
+func (f *Framer) WaitInput() error { return f.fill(1) }
+
+// FrameBuffered reports whether the next frame is whole in memory, so
+// reading it needs no read from the stream.
+func (f *Framer) FrameBuffered() bool {
+	if f.w-f.r < 5 {
+		return false
+	}
+	return f.w-f.r >= 1+int(binary.BigEndian.Uint32(f.buf[f.r+1:]))
 }
 
 // Buffered reports how many unread bytes are already in memory; a relay
@@ -171,6 +257,16 @@ func (f *Framer) Append(m pgproto3.BackendMessage) {
 // AppendRaw queues raw bytes (an already encoded frame).
 func (f *Framer) AppendRaw(b []byte) { f.out = append(f.out, b...) }
 
+// WriteDirect flushes queued output and writes b as it is (a large frame
+// a relay forwards, not copied into the output buffer).
+func (f *Framer) WriteDirect(b []byte) error {
+	if err := f.Flush(); err != nil {
+		return err
+	}
+	_, err := f.wr.Write(b)
+	return err
+}
+
 // Pending is the number of queued output bytes.
 func (f *Framer) Pending() int { return len(f.out) }
 
@@ -196,6 +292,20 @@ func (f *Framer) SetWriter(w io.Writer) { f.wr = w }
 
 // frameBody strips type and length.
 func frameBody(frame []byte) []byte { return frame[5:] }
+
+// cString reads a NUL-terminated string at the start of b. From a frame of
+// OwnedFrameBytes or more it is not copied (the frame's memory is the
+// string's: see OwnedFrameBytes), so a large Query costs its size once.
+func cString(b []byte) (string, bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", false
+	}
+	if len(b)+5 >= OwnedFrameBytes && i > 0 {
+		return unsafe.String(&b[0], i), true
+	}
+	return string(b[:i]), true
+}
 
 // Conn is an accepted client connection after startup.
 type Conn struct {

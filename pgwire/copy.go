@@ -46,6 +46,7 @@ func (cc copyClient) Flush() error { return cc.s.c.Flush() }
 
 func (cc copyClient) Receive() (pgproto3.FrontendMessage, error) {
 	for {
+		cc.s.c.ReleaseMemory() // the last CopyData is consumed
 		typ, frame, err := cc.s.c.ReadFrame()
 		if err != nil {
 			return nil, &fatalError{err}

@@ -44,7 +44,6 @@ const (
 	CodeQueryCanceled        = "57014"
 	CodeAdminShutdown        = "57P01"
 	CodeCannotConnectNow     = "57P03"
-	CodeProgramLimitExceeded = "54000"
 	CodeInFailedTx           = "25P02"
 	CodeDuplicatePStmt       = "42P05"
 	CodeUndefinedPStmt       = "26000"
@@ -52,6 +51,10 @@ const (
 	CodeSyntax               = "42601"
 	CodeInternal             = "XX000"
 	CodeTooManyConnections   = "53300"
+	CodeOutOfMemory          = "53200"
+	CodeIdleInTxTimeout      = "25P03"
+	CodeIdleSessionTimeout   = "57P05"
+	CodeProgramLimitExceeded = "54000"
 )
 
 // ToErrorResponse converts any error into the message a client sees. A

@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -23,6 +25,27 @@ type Executor struct {
 	// session changes it with SET. On back ends that speak the protocol
 	// (RawSession: PostgreSQL) the server enforces its own setting instead.
 	StatementTimeout time.Duration
+	// IdleInTransactionTimeout and IdleSessionTimeout are the defaults of
+	// idle_in_transaction_session_timeout (FATAL 25P03) and
+	// idle_session_timeout (FATAL 57P05); 0: off. Sessions change them
+	// with SET. tandem enforces them on every back end it executes for.
+	IdleInTransactionTimeout time.Duration
+	IdleSessionTimeout       time.Duration
+	// MessageReadTimeout bounds the time from a message's first byte to
+	// its last (0: none).
+	MessageReadTimeout time.Duration
+	// Keepalive is what the server set on client sockets (SHOW
+	// tcp_keepalives_*; SET changes the session's socket).
+	Keepalive Keepalive
+	// Logger logs sessions ended by a timeout (nil: slog.Default()).
+	Logger *slog.Logger
+}
+
+func (e *Executor) log() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.Default()
 }
 
 // Open starts a back-end session for an authenticated client.
@@ -35,8 +58,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if p, ok := bs.(interface{ ParameterStatus() [][2]string }); ok {
 		params = p.ParameterStatus() // the session's own (is_superuser of its role)
 	}
-	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout}
+	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
+	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	return s, nil
 }
 
@@ -77,6 +101,10 @@ type execSession struct {
 	// statement_timeout (defTimeout unless SET) passes.
 	watch      stmtWatch
 	defTimeout time.Duration
+	e          *Executor
+	// inBatch: an extended-protocol message came after the last
+	// ReadyForQuery; the idle timeouts wait for Sync, as in PostgreSQL.
+	inBatch bool
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -120,18 +148,33 @@ func (s *execSession) txStatus() byte {
 func (s *execSession) Serve(ctx context.Context) error {
 	c := s.c
 	for {
-		if c.Buffered() == 0 {
-			if err := c.Flush(); err != nil {
-				return err
+		typ, frame, err := s.readMessage()
+		if err != nil && errors.Is(err, ErrOutOfMemory) {
+			// The message was read past: refuse it, as PostgreSQL refuses
+			// a statement it has no memory for, and go on.
+			s.inBatch = typ != 'S' && typ != 'Q'
+			if !s.skip {
+				s.sendError(err)
+				if typ == 'Q' {
+					s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+				} else {
+					s.skip = true
+				}
 			}
+			continue
 		}
-		typ, frame, err := c.ReadFrame()
 		if err != nil {
+			var fe *fatalError
+			if errors.As(err, &fe) {
+				s.fatal(fe.err)
+				return fe.err
+			}
 			if errors.Is(err, ErrMessageTooLarge) || errors.Is(err, ErrMalformed) {
 				s.fatal(err)
 			}
 			return err
 		}
+		s.inBatch = typ != 'S' && typ != 'Q'
 		body := frameBody(frame)
 		if s.skip && typ != 'S' && typ != 'X' {
 			continue
@@ -230,12 +273,20 @@ func malformed(what string, err error) error {
 // ---- simple query protocol ----
 
 func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
-	var q pgproto3.Query
-	if err := q.Decode(body); err != nil {
-		return malformed("Query", err)
+	query, ok := cString(body)
+	if !ok || len(query)+1 != len(body) {
+		return malformed("Query", errors.New("invalid message format"))
 	}
 	s.dropUnnamed()
-	stmts := SplitStatements(q.String)
+	// As in PostgreSQL, a simple Query also destroys the unnamed
+	// statement (which may hold a large text).
+	if old := s.stmts[""]; old != nil {
+		if old.st != nil {
+			old.st.Close()
+		}
+		delete(s.stmts, "")
+	}
+	stmts := SplitStatements(query)
 	if len(stmts) == 0 {
 		s.c.Append(&pgproto3.EmptyQueryResponse{})
 		s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
@@ -487,9 +538,47 @@ func (s *execSession) dropUnnamed() {
 	}
 }
 
-func (s *execSession) parse(ctx context.Context, body []byte) error {
+// decodeParse decodes a Parse message; from a large (owned) frame the
+// query text is not copied (see OwnedFrameBytes).
+func decodeParse(body []byte) (pgproto3.Parse, error) {
 	var m pgproto3.Parse
-	if err := m.Decode(body); err != nil {
+	if len(body)+5 < OwnedFrameBytes {
+		err := m.Decode(body)
+		return m, err
+	}
+	bad := errors.New("invalid message format")
+	i := bytes.IndexByte(body, 0)
+	if i < 0 {
+		return m, bad
+	}
+	m.Name = string(body[:i]) // a map key: copied, or it would keep the frame
+	rest := body[i+1:]
+	q, ok := cString(rest)
+	if !ok {
+		return m, bad
+	}
+	m.Query = q
+	rest = rest[len(q)+1:]
+	if len(rest) < 2 {
+		return m, bad
+	}
+	n := int(binary.BigEndian.Uint16(rest))
+	rest = rest[2:]
+	if len(rest) != 4*n {
+		return m, bad
+	}
+	if n > 0 {
+		m.ParameterOIDs = make([]uint32, n)
+	}
+	for k := range n {
+		m.ParameterOIDs[k] = binary.BigEndian.Uint32(rest[4*k:])
+	}
+	return m, nil
+}
+
+func (s *execSession) parse(ctx context.Context, body []byte) error {
+	m, err := decodeParse(body)
+	if err != nil {
 		return malformed("Parse", err)
 	}
 	if m.Name != "" {
@@ -571,7 +660,15 @@ func (s *execSession) bind(body []byte) error {
 	} else {
 		args = make([]any, len(m.Parameters))
 		for i, rv := range m.Parameters {
-			v, err := decodeParam(p.paramOIDs[i], formatFor(m.ParameterFormatCodes, i), rv)
+			var v any
+			var err error
+			if f := formatFor(m.ParameterFormatCodes, i); f == 0 && len(rv) >= BudgetMinMessage && len(body)+5 >= OwnedFrameBytes {
+				// A large text value of an owned frame: read in place
+				// (see OwnedFrameBytes), not copied.
+				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)))
+			} else {
+				v, err = decodeParam(p.paramOIDs[i], f, rv)
+			}
 			if err != nil {
 				return err
 			}
@@ -590,7 +687,7 @@ func (s *execSession) bind(body []byte) error {
 
 func (s *execSession) stmtColumns(ctx context.Context, p *prepared) ([]Column, error) {
 	if p.st == nil && !p.described && FirstKeyword(p.sql) == "SHOW" {
-		if _, raw := s.bs.(RawSession); !raw {
+		if _, raw := s.bs.(RawSession); !raw || tandemSetting(showName(p.sql)) {
 			p.cols, p.described = []Column{{Name: showColumn(showName(p.sql)), OID: OIDText}}, true
 		}
 	}
@@ -716,6 +813,9 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 			return err
 		}
 		pt.res = res
+		// The back end has the values now: a large one must not stay
+		// with the portal while the session idles.
+		pt.args, pt.raw = nil, nil
 		if pt.cols == nil && res.Columns() != nil && !pt.stmt.described {
 			pt.cols = res.Columns()
 		}
@@ -818,9 +918,10 @@ func (s *execSession) isSpecial(sql string) bool {
 	case "SET", "RESET", "DISCARD", "DEALLOCATE":
 		return true
 	case "SHOW":
-		// A back end that speaks PostgreSQL answers SHOW itself.
+		// A back end that speaks PostgreSQL answers SHOW itself, but for
+		// the settings tandem enforces.
 		_, raw := s.bs.(RawSession)
-		return !raw
+		return !raw || tandemSetting(showName(sql))
 	}
 	return false
 }
@@ -849,7 +950,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	if _, raw := s.bs.(RawSession); raw {
 		switch kw[0] {
 		case "SHOW":
-			return false, nil
+			if !tandemSetting(showName(sql)) {
+				return false, nil
+			}
 		case "SET", "RESET", "DISCARD":
 			// PostgreSQL keeps the setting itself (time zone, isolation
 			// level...); tandem still tracks it for ParameterStatus.
@@ -888,17 +991,20 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		name := strings.ToLower(m[1])
 		val := strings.Trim(m[2], `'"`)
-		if name == "statement_timeout" && !strings.EqualFold(val, "default") {
-			d, err := ParseTimeout(name, val)
+		if !strings.EqualFold(val, "default") {
+			v, err := normalizeSetting(name, val)
 			if err != nil {
 				return true, err
 			}
-			val = FormatTimeout(d)
+			val = v
 		}
 		if strings.EqualFold(val, "default") {
 			delete(s.settings, name)
 		} else {
 			s.settings[name] = val
+		}
+		if strings.HasPrefix(name, "tcp_keepalives_") {
+			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
 		if name == "application_name" || name == "client_encoding" || name == "datestyle" || name == "timezone" {
@@ -912,11 +1018,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			} else {
 				delete(s.settings, strings.ToLower(kw[1]))
 			}
+			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
 		return true, nil
 	case "DISCARD":
 		s.settings = map[string]string{}
+		s.applyKeepalive()
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DISCARD ALL")})
 		return true, nil
 	case "SHOW":
@@ -924,7 +1032,10 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			return true, Errorf(CodeSyntax, "syntax error at end of input")
 		}
 		name := showName(sql)
-		val, ok := s.settings[name]
+		val, ok := s.showTandemSetting(name)
+		if !ok {
+			val, ok = s.settings[name]
+		}
 		if !ok && name == "statement_timeout" {
 			val, ok = FormatTimeout(s.defTimeout), true
 		}
@@ -1037,6 +1148,7 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	readErr := make(chan error, 1)
 	go func() {
 		for {
+			s.c.ReleaseMemory() // the last CopyData is consumed
 			typ, frame, err := s.c.ReadFrame()
 			if err != nil {
 				pw.CloseWithError(err)

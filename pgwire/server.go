@@ -74,7 +74,12 @@ type Config struct {
 	// StartupTimeout is how long a connection may take from accept to
 	// authenticated (PostgreSQL's authentication_timeout). 0: 10 s.
 	StartupTimeout time.Duration
-	Logger         *slog.Logger
+	// Keepalive is set on every client TCP socket (zero fields: defaults).
+	Keepalive Keepalive
+	// Budget, when set, bounds the memory of large messages node-wide
+	// (limits.message_memory).
+	Budget *MemoryBudget
+	Logger *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
 	// RequireTLS refuses clients that do not ask for TLS.
@@ -156,6 +161,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
+			if err := s.cfg.Keepalive.apply(tc); err != nil {
+				s.log.Debug("cannot set TCP keepalive", "remote", tc.RemoteAddr().String(), "err", err)
+			}
 		}
 		s.wg.Add(1)
 		go func() {
@@ -201,6 +209,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		s.mu.Unlock()
 	}()
 	fr := NewFramer(nc, nc, s.cfg.MaxMessageBytes)
+	if s.cfg.Budget != nil {
+		fr.SetBudget(s.cfg.Budget)
+		defer fr.ReleaseMemory()
+	}
 	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.StartupTimeout)) // startup must finish
 	ok, err := s.startup(c)

@@ -16,12 +16,18 @@ func SplitStatements(sql string) []string {
 	i := 0
 	n := len(sql)
 	wordStart := -1
+	words := 0 // words seen in the statement
 	flushWord := func(end int) {
 		if wordStart < 0 {
 			return
 		}
-		w := strings.ToUpper(sql[wordStart:end])
+		word := sql[wordStart:end]
 		wordStart = -1
+		words++
+		if !trigger && words > 4 {
+			return // CREATE [TEMP] TRIGGER is in a statement's first words
+		}
+		w := strings.ToUpper(word)
 		if !trigger {
 			head := strings.ToUpper(strings.Join(strings.Fields(sql[start:end]), " "))
 			if strings.HasPrefix(head, "CREATE TRIGGER") || strings.HasPrefix(head, "CREATE TEMP TRIGGER") || strings.HasPrefix(head, "CREATE TEMPORARY TRIGGER") {
@@ -97,7 +103,7 @@ func SplitStatements(sql string) []string {
 				out = append(out, s)
 			}
 			start = i + 1
-			trigger = false
+			trigger, words = false, 0
 			i++
 		default:
 			i++

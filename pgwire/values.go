@@ -186,7 +186,14 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 		return nil, nil
 	}
 	if format == 0 {
-		s := string(src)
+		return decodeText(oid, string(src))
+	}
+	return decodeBinary(oid, format, src)
+}
+
+// decodeText turns a text-format parameter into a back-end value.
+func decodeText(oid uint32, s string) (any, error) {
+	{
 		switch oid {
 		case OIDText, OIDVarchar, OIDBPChar:
 			return s, nil
@@ -232,6 +239,10 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 		}
 		return s, nil
 	}
+}
+
+// decodeBinary turns a binary-format parameter into a back-end value.
+func decodeBinary(oid uint32, format int16, src []byte) (any, error) {
 	if format != 1 {
 		return nil, Errorf(CodeProtocolViolation, "unsupported parameter format code %d", format)
 	}

@@ -135,6 +135,12 @@ func (it *Iterator) TryNext() (rec Record, ok bool, err error) {
 				continue
 			}
 			it.next++
+			if len(r.data) > largeRecord {
+				// Hand the read buffer over with a large record rather
+				// than copy it (the reader reads on into a new one).
+				it.r.buf, it.r.bufOff = nil, 0
+				return Record{GSN: r.gsn, Epoch: r.epoch, Data: r.data}, true, nil
+			}
 			return Record{GSN: r.gsn, Epoch: r.epoch, Data: bytes.Clone(r.data)}, true, nil
 		}
 		if !sealed {

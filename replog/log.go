@@ -374,11 +374,19 @@ func (l *Log) Append(rec Record) (uint64, error) {
 			return 0, err
 		}
 	}
-	buf := appendRecord(l.wbuf[:0], gsn, rec.Epoch, rec.Data)
-	if cap(buf) <= 1<<20 {
+	var err error
+	if len(rec.Data) > largeRecord {
+		// Header, then the data where it is: a large writeset is not
+		// copied once more.
+		if _, err = l.active.f.Write(recordHeader(gsn, rec.Epoch, rec.Data)); err == nil {
+			_, err = l.active.f.Write(rec.Data)
+		}
+	} else {
+		buf := appendRecord(l.wbuf[:0], gsn, rec.Epoch, rec.Data)
 		l.wbuf = buf
+		_, err = l.active.f.Write(buf)
 	}
-	if _, err := l.active.f.Write(buf); err != nil {
+	if err != nil {
 		// Part of the record may be in the file: nothing may follow it.
 		return 0, l.failLocked(fmt.Errorf("write %s: %w", l.active.path, err))
 	}

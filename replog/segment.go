@@ -30,6 +30,9 @@ const (
 	recordHeaderSize = 24
 	segmentSuffix    = ".log"
 	readChunk        = 64 << 10
+	// largeRecord: records with more data are written without copying it
+	// into the write buffer (which is kept only up to this size).
+	largeRecord = 256 << 10
 )
 
 var (
@@ -158,6 +161,20 @@ func readHeader(path string, wantBase uint64) (segmentHeader, int64, error) {
 		return h, fi.Size(), fmt.Errorf("%w: %s: header says base GSN %d", ErrCorrupt, path, h.base)
 	}
 	return h, fi.Size(), nil
+}
+
+// recordHeader is the header appendRecord would write before data (a
+// large record is written as header and data, without copying the data).
+func recordHeader(gsn, epoch uint64, data []byte) []byte {
+	h := make([]byte, recordHeaderSize)
+	binary.LittleEndian.PutUint32(h[0:], uint32(len(data)))
+	binary.LittleEndian.PutUint64(h[8:], gsn)
+	binary.LittleEndian.PutUint64(h[16:], epoch)
+	crc := crc32.Update(0, castagnoli, h[0:4])
+	crc = crc32.Update(crc, castagnoli, h[8:])
+	crc = crc32.Update(crc, castagnoli, data)
+	binary.LittleEndian.PutUint32(h[4:], crc)
+	return h
 }
 
 // appendRecord appends the encoding of one record to dst.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -41,6 +42,10 @@ type Upstream struct {
 	// the client configuration for it (nil: plain HTTP).
 	AdminURL string
 	AdminTLS *tls.Config
+	// Settings are run-time settings every session starts with (the
+	// client's startup parameters and SET override them): the cluster
+	// file's idle timeouts, which the server then enforces.
+	Settings map[string]string
 }
 
 // frontend message types a client may send after startup.
@@ -65,7 +70,9 @@ type relay struct {
 	txStatus atomic.Uint32
 	closing  atomic.Bool
 	maxMsg   int
-	polled   atomic.Bool // the session runs on an epoll loop
+	// readTimeout: see Config.MessageReadTimeout.
+	readTimeout time.Duration
+	polled      atomic.Bool // the session runs on an epoll loop
 	// onLost is told when the upstream connection ended without a
 	// Terminate. That is evidence about this session (the server may have
 	// ended just this connection: pg_terminate_backend, a protocol error it
@@ -94,6 +101,9 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 		cfg.TLSConfig = up.TLS.Clone()
 	}
 	cfg.ConnectTimeout = 5 * time.Second
+	for k, v := range up.Settings {
+		cfg.RuntimeParams[k] = v
+	}
 	for k, v := range client.Params {
 		if !notForwarded[k] {
 			cfg.RuntimeParams[k] = v
@@ -162,13 +172,44 @@ func (r *relay) Serve(ctx context.Context) error {
 	return err
 }
 
+// readClient reads the client's next message, with readTimeout from its
+// first byte to its last.
+func (r *relay) readClient() (byte, []byte, error) {
+	c := r.client
+	if r.readTimeout <= 0 {
+		return c.ReadFrame()
+	}
+	if c.Buffered() == 0 {
+		if err := c.WaitInput(); err != nil {
+			return 0, nil, err
+		}
+	}
+	if c.FrameBuffered() {
+		return c.ReadFrame()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(r.readTimeout))
+	typ, frame, err := c.ReadFrame()
+	_ = c.Conn.SetReadDeadline(time.Time{})
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation,
+			Message: fmt.Sprintf("terminating connection: a message was begun and not finished within message_read_timeout (%s)", pgwire.FormatTimeout(r.readTimeout))})
+		return 0, nil, fmt.Errorf("%w: %w", pgwire.ErrMessageTimeout, err)
+	}
+	return typ, frame, err
+}
+
 func (r *relay) clientToUpstream() error {
 	c := r.client
 	for {
-		typ, frame, err := c.ReadFrame()
+		typ, frame, err := r.readClient()
 		if err != nil {
 			if errors.Is(err, pgwire.ErrMessageTooLarge) || errors.Is(err, pgwire.ErrMalformed) {
 				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: "tandem: " + err.Error()})
+			}
+			if errors.Is(err, pgwire.ErrOutOfMemory) {
+				// The server is mid-conversation: the relay cannot answer
+				// for it, so the session ends (limits.message_memory).
+				r.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeOutOfMemory, Message: "tandem: " + err.Error()})
 			}
 			return err
 		}
@@ -183,6 +224,13 @@ func (r *relay) clientToUpstream() error {
 			r.upFr.AppendRaw(frame)
 			_ = r.upFr.Flush()
 			return nil
+		}
+		if len(frame) >= pgwire.OwnedFrameBytes {
+			// A large message goes on as it is, not copied.
+			if err := r.upFr.WriteDirect(frame); err != nil {
+				return nil // upstream gone: the other direction reports it
+			}
+			continue
 		}
 		r.upFr.AppendRaw(frame)
 		if c.Buffered() == 0 || r.upFr.Pending() > 64<<10 {

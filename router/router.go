@@ -35,6 +35,11 @@ type Config struct {
 	// Reads routes sessions to standbys (round robin over healthy ones),
 	// falling back to the primary: the router's read port.
 	Reads bool
+	// MessageReadTimeout bounds the time from a client message's first
+	// byte to its last where the relay reads whole messages (a TLS hop);
+	// 0: none. The byte-streaming relay passes partial messages on, and
+	// the node enforces its own.
+	MessageReadTimeout time.Duration
 }
 
 // NodeStatus is the router's view of one node.
@@ -157,6 +162,9 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
 	}
 	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect)
+	if rl != nil {
+		rl.readTimeout = r.cfg.MessageReadTimeout
+	}
 	if err != nil {
 		if errors.Is(err, ErrUpstreamDown) {
 			// A fresh connection failed: evidence about the node.

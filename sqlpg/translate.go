@@ -86,6 +86,9 @@ var cacheSize atomic.Int64
 
 const maxCache = 4096
 
+// maxCachedText: longer statements are translated each time, not cached.
+const maxCachedText = 64 << 10
+
 // Translate translates one statement (the caller has split a multi-statement
 // Query already). Translations are cached by text.
 func Translate(sql string, sch Schema) (*Translation, error) {
@@ -100,8 +103,8 @@ func Translate(sql string, sch Schema) (*Translation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if tr.DDL {
-		return tr, nil
+	if tr.DDL || len(sql) >= maxCachedText {
+		return tr, nil // a large text would stay in memory as the key
 	}
 	if cacheSize.Add(1) > maxCache {
 		cache.Range(func(k, _ any) bool { cache.Delete(k); return true })

@@ -466,6 +466,16 @@ func readWS(rr *pgconn.ResultReader) ([]writeset.Row, error) {
 	return out, derr
 }
 
+// rawRef is json.RawMessage without the copy: it refers to the input,
+// which outlives it here (a large value is decoded once, not copied first).
+type rawRef []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
 // decodeImage turns one captured key and its image into a writeset row.
 // The key's values come from the after-image's text form where there is
 // one (the key as the type prints it), else from the captured JSON.
@@ -474,7 +484,7 @@ func decodeImage(table, pkJSON string, img []byte) (writeset.Row, error) {
 		return decodeFullRow(table, pkJSON == `"+"`, img)
 	}
 	row := writeset.Row{Table: table, Op: writeset.OpDelete}
-	var parts [3]json.RawMessage
+	var parts [3]rawRef
 	if err := json.Unmarshal(img, &parts); err != nil {
 		return row, fmt.Errorf("postgres: bad after-image of %s: %v", table, err)
 	}

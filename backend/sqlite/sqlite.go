@@ -88,6 +88,57 @@ func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 	return st, nil
 }
 
+// prepareFor prepares a statement's SQL; closeStmt finalizes it when it
+// is not cached: large statements (SQLite's program holds its literals)
+// and those with hoisted values (SQLite keeps bound values until the next
+// binding) are prepared for one use so that nothing of them stays.
+func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func(), err error) {
+	if st.hoisted == nil && len(st.sql) < hoistMinStatement {
+		ps, err = c.prepare(st.sql)
+		return ps, func() {}, err
+	}
+	ds, err := c.c.Prepare(st.sql)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds.(*sqlite3.SQLiteStmt), func() { ds.Close() }, nil
+}
+
+// largeArgs reports whether a parameter value is large enough that
+// SQLite's copy of it should not outlive the statement.
+func largeArgs(args []any) bool {
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			if len(v) >= hoistMinLiteral {
+				return true
+			}
+		case []byte:
+			if len(v) >= hoistMinLiteral {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains of upper-case word in s, ignoring
+// case, without an upper-cased copy of s.
+func containsFold(s, word string) bool {
+	first := string([]byte{word[0], word[0] | 0x20})
+	for i := 0; i+len(word) <= len(s); i++ {
+		j := strings.IndexAny(s[i:], first)
+		if j < 0 {
+			return false
+		}
+		i += j
+		if i+len(word) <= len(s) && strings.EqualFold(s[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
+}
+
 func (c *conn) exec(sql string) error {
 	_, err := c.c.Exec(sql, nil)
 	return err
@@ -382,6 +433,13 @@ type Statement struct {
 	tag       string          // command tag verb when it is not the first keyword
 	types     []sqlpg.ColType // PostgreSQL result types the translator inferred
 	names     []string        // RETURNING column names, when the translator knows them
+	// hoisted: the values of a large statement's long literals, bound
+	// after the client's parameters (hoist.go); the statement runs on a
+	// prepared program of its own, finalized after it runs, so SQLite
+	// holds no copy of them afterwards.
+	hoisted []any
+	// chunked: a large multi-row INSERT run in chunks of rows (chunk.go).
+	chunked *chunkPlan
 }
 
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
@@ -469,13 +527,30 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			return st, nil
 		}
 	}
+	if st.kind == "INSERT" && !translateOff {
+		if p := planChunks(sql); p != nil {
+			// The first chunk answers for the statement at Prepare (an
+			// unknown table, a bad value).
+			first := p.chunk(0)
+			if _, err := s.Prepare(ctx, first); err != nil {
+				return nil, err
+			}
+			st.chunked = p
+			return st, nil
+		}
+	}
 	c, done, err := s.readConn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
 	if !translateOff && st.kind != "PRAGMA" {
-		tr, err := sqlpg.Translate(sql, schema{c})
+		text := sql
+		switch st.kind {
+		case "INSERT", "UPDATE", "DELETE", "SELECT", "WITH", "VALUES":
+			text, st.hoisted = hoistLiterals(sql)
+		}
+		tr, err := sqlpg.Translate(text, schema{c})
 		if err != nil {
 			var pe *pgwire.Error
 			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
@@ -484,7 +559,9 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			}
 			return nil, err
 		}
-		if !tr.Passthrough {
+		if tr.Passthrough {
+			st.hoisted = nil
+		} else {
 			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names
 		}
 		if st.noop {
@@ -497,20 +574,25 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			return st, nil
 		}
 	}
-	ps, err := c.prepare(st.sql)
+	ps, closePS, err := c.prepareFor(st)
 	if err != nil {
 		return nil, mapError(err)
 	}
-	st.nparams = ps.NumInput()
+	st.nparams = ps.NumInput() - len(st.hoisted)
 	st.readonly = ps.Readonly()
+	closePS()
 	if st.nparams > 0 {
-		st.paramOIDs = inferParams(st.orig, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
+		orig := st.orig
+		if st.hoisted != nil {
+			orig = st.sql // the short text: its first parameters are the client's
+		}
+		st.paramOIDs = inferParams(orig, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
 	}
 	switch st.kind {
 	case "SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN", "TABLE":
 		st.rows = true
 	}
-	if strings.Contains(strings.ToUpper(st.sql), "RETURNING") {
+	if len(st.sql) < hoistMinStatement && strings.Contains(strings.ToUpper(st.sql), "RETURNING") || len(st.sql) >= hoistMinStatement && containsFold(st.sql, "RETURNING") {
 		st.rows = true
 	}
 	if st.kind == "PRAGMA" || st.kind == "EXPLAIN" {
@@ -568,13 +650,17 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, err
 	}
 	defer done()
-	ps, err := c.prepare(st.sql)
+	ps, closePS, err := c.prepareFor(st)
 	if err != nil {
 		return nil, mapError(err)
 	}
-	args := make([]driver.NamedValue, st.nparams)
+	defer closePS()
+	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
+	}
+	for _, v := range st.hoisted {
+		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v})
 	}
 	rows, err := ps.QueryContext(ctx, args)
 	if err != nil {
@@ -714,6 +800,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.deferred != nil {
 		return nil, st.deferred
+	}
+	if st.chunked != nil {
+		return s.execChunked(ctx, st)
 	}
 	switch st.kind {
 	case "BEGIN", "START":
@@ -867,14 +956,35 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		release()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
-	sqlst, err := c.prepare(st.sql)
+	var sqlst *sqlite3.SQLiteStmt
+	var closeStmt func()
+	var err error
+	transient := st.hoisted != nil || len(st.sql) >= hoistMinStatement || largeArgs(args)
+	if transient && st.hoisted == nil && len(st.sql) < hoistMinStatement {
+		// Large parameter values: SQLite keeps a copy of what is bound
+		// to a statement until it is bound again, so the statement
+		// runs on a program of its own, finalized after it.
+		var ds driver.Stmt
+		if ds, err = c.c.Prepare(st.sql); err == nil {
+			sqlst, closeStmt = ds.(*sqlite3.SQLiteStmt), func() { ds.Close() }
+		}
+	} else {
+		sqlst, closeStmt, err = c.prepareFor(st)
+	}
 	if err != nil {
 		release()
 		return nil, mapError(err)
 	}
-	nargs := make([]driver.NamedValue, len(args))
+	if transient {
+		rel := release
+		release = func() { closeStmt(); rel() }
+	}
+	nargs := make([]driver.NamedValue, len(args), len(args)+len(st.hoisted))
 	for i, a := range args {
 		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	for _, v := range st.hoisted {
+		nargs = append(nargs, driver.NamedValue{Ordinal: len(nargs) + 1, Value: v})
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()

@@ -97,7 +97,7 @@ func newRouterCmd() *cobra.Command {
 				}
 				ups = append(ups, up)
 			}
-			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log})
+			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			tlsCfg, err := c.ServerTLS()
 			if err != nil {
@@ -118,7 +118,8 @@ func newRouterCmd() *cobra.Command {
 			}
 			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
-				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rt)
+				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
+				Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rt)
 			l, err := net.Listen("tcp", c.Router.Listen)
 			if err != nil {
 				return fmt.Errorf("router: listen on %s (field router.listen): %w", c.Router.Listen, err)
@@ -135,11 +136,12 @@ func newRouterCmd() *cobra.Command {
 				f.Close()
 			}
 			if c.Router.ReadListen != "" {
-				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log.With("port", "read"), Reads: true})
+				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
-					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration}, rr)
+					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
+					Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rr)
 				rl, err := net.Listen("tcp", c.Router.ReadListen)
 				if err != nil {
 					l.Close()

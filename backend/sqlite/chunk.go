@@ -1,0 +1,231 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// A large INSERT of many rows (INSERT INTO t VALUES (...), (...), ...)
+// has no long literal to hoist, and PostgreSQL's parser builds a tree
+// node for every value: about 30x the statement's size in memory. Such a
+// statement runs in chunks of rows, each translated on its own, inside
+// one transaction (the session's block, or one of its own), so it stays
+// all or nothing and answers one INSERT tag.
+const (
+	// chunkMinStatement: shorter INSERTs run whole.
+	chunkMinStatement = 512 << 10
+	// chunkBytes: the rows of one chunk add up to about this much text.
+	chunkBytes = 128 << 10
+)
+
+// chunkPlan is a large INSERT cut into chunks: head is the text up to and
+// including VALUES; each chunk is a run of rows, [first row's start, last
+// row's end) in the text, about chunkBytes long.
+type chunkPlan struct {
+	text   string
+	head   string
+	chunks [][2]int
+	rows   int
+}
+
+// planChunks returns the plan for a large plain multi-row INSERT, or nil
+// when sql is not one (a parameter, ON CONFLICT, RETURNING, a SELECT, a
+// single row: those run whole).
+func planChunks(sql string) *chunkPlan {
+	if len(sql) < chunkMinStatement {
+		return nil
+	}
+	n := len(sql)
+	depth := 0
+	values := -1
+	for i := 0; i < n && values < 0; {
+		c := sql[i]
+		switch {
+		case c == '\'' || c == '"':
+			i = skipQuotedIdent(sql, i)
+		case c == '-' && i+1 < n && sql[i+1] == '-', c == '/' && i+1 < n && sql[i+1] == '*', c == '$':
+			return nil // keep the cut simple: no comments or parameters in the head
+		case c == '(':
+			depth++
+			i++
+		case c == ')':
+			depth--
+			i++
+		case isIdentByte(c):
+			j := i
+			for j < n && isIdentByte(sql[j]) {
+				j++
+			}
+			w := strings.ToUpper(sql[i:j])
+			if depth == 0 && (w == "SELECT" || w == "WITH" || w == "DEFAULT") {
+				return nil
+			}
+			if depth == 0 && w == "VALUES" {
+				values = j
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+	if values < 0 {
+		return nil
+	}
+	p := &chunkPlan{text: sql, head: sql[:values]}
+	i := values
+	start := -1 // the current chunk's first row
+	for {
+		for i < n && isSpace(sql[i]) {
+			i++
+		}
+		if i >= n || sql[i] != '(' {
+			return nil
+		}
+		end := tupleEnd(sql, i)
+		if end < 0 {
+			return nil
+		}
+		if start < 0 {
+			start = i
+		}
+		p.rows++
+		if end-start >= chunkBytes {
+			p.chunks = append(p.chunks, [2]int{start, end})
+			start = -1
+		}
+		i = end
+		for i < n && isSpace(sql[i]) {
+			i++
+		}
+		if i < n && sql[i] == ',' {
+			i++
+			continue
+		}
+		if start >= 0 {
+			p.chunks = append(p.chunks, [2]int{start, end})
+		}
+		if i < n && sql[i] == ';' {
+			i++
+			for i < n && isSpace(sql[i]) {
+				i++
+			}
+		}
+		if i < n || p.rows < 2 {
+			return nil // something after the rows (ON CONFLICT, RETURNING ...)
+		}
+		return p
+	}
+}
+
+// tupleEnd returns the index after the parenthesis closing the one at i,
+// or -1 (parameters, comments and dollar quotes are refused).
+func tupleEnd(sql string, i int) int {
+	depth := 0
+	for n := len(sql); i < n; {
+		c := sql[i]
+		switch {
+		case c == '\'':
+			backslash := i > 0 && (sql[i-1] == 'E' || sql[i-1] == 'e')
+			i = skipQuoted(sql, i, backslash)
+		case c == '"':
+			i = skipQuotedIdent(sql, i)
+		case c == '$', c == '-' && i+1 < n && sql[i+1] == '-', c == '/' && i+1 < n && sql[i+1] == '*':
+			return -1
+		case c == '(':
+			depth++
+			i++
+		case c == ')':
+			depth--
+			i++
+			if depth == 0 {
+				return i
+			}
+		default:
+			i++
+		}
+	}
+	return -1
+}
+
+// skipQuotedIdent skips a quoted identifier or plain literal at i.
+func skipQuotedIdent(sql string, i int) int {
+	q := sql[i]
+	for j := i + 1; j < len(sql); j++ {
+		if sql[j] == q {
+			if j+1 < len(sql) && sql[j+1] == q {
+				j++
+				continue
+			}
+			return j + 1
+		}
+	}
+	return len(sql)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// chunk returns the statement text of chunk k.
+func (p *chunkPlan) chunk(k int) string {
+	c := p.chunks[k]
+	return p.head + " " + p.text[c[0]:c[1]]
+}
+
+// each calls f with each chunk's statement text.
+func (p *chunkPlan) each(f func(sql string) error) error {
+	for k := range p.chunks {
+		if err := f(p.chunk(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// execChunked runs a chunked INSERT in the session's transaction block, or
+// in one of its own.
+func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Result, err error) {
+	own := !s.inTx
+	if own {
+		if _, err := s.begin(ctx, &Statement{kind: "BEGIN", sql: "BEGIN"}); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				_, _ = s.finish(ctx, "ROLLBACK")
+			}
+		}()
+	}
+	var total int64
+	err = st.chunked.each(func(sql string) error {
+		cst, err := s.Prepare(ctx, sql)
+		if err != nil {
+			return err
+		}
+		r, err := s.Execute(ctx, cst, nil)
+		if err != nil {
+			return err
+		}
+		if err := r.Close(); err != nil {
+			return err
+		}
+		tag := r.Tag()
+		k, err := strconv.ParseInt(tag[strings.LastIndexByte(tag, ' ')+1:], 10, 64)
+		if err != nil {
+			return fmt.Errorf("sqlite: chunk tag %q: %w", tag, err)
+		}
+		total += k
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if own {
+		if _, err := s.finish(ctx, "COMMIT"); err != nil {
+			return nil, err
+		}
+	}
+	return &cmdResult{tag: fmt.Sprintf("INSERT 0 %d", total)}, nil
+}
