@@ -51,6 +51,7 @@ name = "u"
 password = "p"
 [replication]
 failover = "automatic"
+lease = "10s"
 [witness]
 id = "wit"
 raft_listen = %q
@@ -121,6 +122,8 @@ raft_listen = %q
 
 	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer rcancel()
+	// The lease is long (10 s) so that a slow election on a loaded machine
+	// cannot make the grant run out before it is checked.
 	g, err := n1.AcquireLease(rctx, 1, 0)
 	if err != nil || !g.Valid(time.Now()) {
 		t.Fatalf("lease: %+v %v", g, err)
