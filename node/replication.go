@@ -85,14 +85,14 @@ type Repl struct {
 	stateMu sync.Mutex
 	state   replState
 
-	safeness atomic.Value // string
-	degraded atomic.Bool
-	fenced   atomic.Bool // no new commits (switchover, demotion)
+	safeness    atomic.Value // string
+	degraded    atomic.Bool
+	fenced      atomic.Bool // no new commits (switchover, demotion)
 	// abandoned: this primary was fenced for a promote elsewhere (tandem
 	// promote --force, or a standby of a newer epoch said so): commits
 	// still waiting for an acknowledgement fail with 08007 instead of
 	// degrading to success, since the new primary may not have them.
-	abandoned   atomic.Bool
+	abandoned atomic.Bool
 	inflight    sync.WaitGroup
 	ackMu       sync.Mutex
 	ackCond     *sync.Cond
