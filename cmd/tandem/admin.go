@@ -236,7 +236,7 @@ func newSwitchoverCmd() *cobra.Command {
 				Epoch   uint64 `json:"epoch"`
 				LastGSN uint64 `json:"last_gsn"`
 			}
-			if err := adminPost(next, "/admin/promote", url.Values{"primary_last": {strconv.FormatUint(d.LastGSN, 10)}}, &res); err != nil {
+			if err := adminPost(next, "/admin/promote", nil, &res); err != nil {
 				return fmt.Errorf("promote %s: %w (the old primary %s is fenced; promote a node by hand)", to, err, primary.ID)
 			}
 			for i := range c.Nodes {
