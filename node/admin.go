@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/tandemdb/tandem/secure"
 )
@@ -28,7 +27,7 @@ func requireToken(token string, log *slog.Logger, mutating bool, h http.Handler)
 }
 
 // registerAdmin serves the operator actions on the node's admin address:
-// POST /admin/promote[?primary_last=GSN], /admin/fence, /admin/demote?to=ID, /admin/follow?primary=ID,
+// POST /admin/promote, /admin/demote?to=ID, /admin/follow?primary=ID,
 // /admin/set?safeness=...&durability=... Each needs the admin token.
 func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) {
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -50,13 +49,8 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 		}))
 	}
 	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
-		last, err := strconv.ParseUint(req.URL.Query().Get("primary_last"), 10, 64)
-		res, perr := r.Promote(req.Context(), last, err == nil)
-		reply(w, res, perr)
-	}))
-	mux.Handle("/admin/fence", post(func(w http.ResponseWriter, req *http.Request) {
-		last := r.Fence("an operator's promote of another node")
-		reply(w, map[string]uint64{"last_gsn": last}, nil)
+		res, err := r.Promote(req.Context())
+		reply(w, res, err)
 	}))
 	mux.Handle("/admin/demote", post(func(w http.ResponseWriter, req *http.Request) {
 		last, err := r.Demote(req.Context(), req.URL.Query().Get("to"))

@@ -88,11 +88,6 @@ type Repl struct {
 	safeness    atomic.Value // string
 	degraded    atomic.Bool
 	fenced      atomic.Bool // no new commits (switchover, demotion)
-	// abandoned: this primary was fenced for a promote elsewhere (tandem
-	// promote --force, or a standby of a newer epoch said so): commits
-	// still waiting for an acknowledgement fail with 08007 instead of
-	// degrading to success, since the new primary may not have them.
-	abandoned atomic.Bool
 	inflight    sync.WaitGroup
 	ackMu       sync.Mutex
 	ackCond     *sync.Cond
@@ -379,9 +374,6 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 			}
 			return nil
 		}
-		if r.abandoned.Load() {
-			return errUnknownOutcome(r.id, gsn)
-		}
 		if r.degraded.Load() {
 			return nil // running 1-safe until a standby catches up
 		}
@@ -402,32 +394,6 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 		}
 		r.ackCond.Wait()
 	}
-}
-
-// errUnknownOutcome is what a commit waiting for its acknowledgement gets
-// when its primary is fenced for a promote elsewhere: it is in this node's
-// log, but whether the new primary has it is not known here.
-func errUnknownOutcome(node string, gsn uint64) error {
-	return &pgwire.Error{Code: "08007", Message: fmt.Sprintf("tandem: node %s was fenced for a promote before a standby acknowledged this commit (GSN %d): it may or may not survive on the new primary", node, gsn),
-		Hint: "check whether the transaction's changes are there on the new primary before retrying it", Err: ErrNotPrimary}
-}
-
-// Fence stops this primary for a promote elsewhere: no new commits, and
-// commits waiting for an acknowledgement fail with 08007 rather than
-// degrade to success. It returns the last GSN in this node's log (every
-// commit this node could have acknowledged is at or below it).
-func (r *Repl) Fence(reason string) uint64 {
-	if r.role() != RolePrimary {
-		return r.rlog.LastGSN()
-	}
-	if !r.abandoned.Swap(true) {
-		r.fenced.Store(true)
-		r.log.Warn("fenced: this primary takes no more commits and fails the ones waiting for a standby (08007)", "reason", reason, "last_gsn", r.rlog.LastGSN())
-	}
-	r.ackMu.Lock()
-	r.ackCond.Broadcast()
-	r.ackMu.Unlock()
-	return r.rlog.LastGSN()
 }
 
 // acked reports whether enough standbys acknowledged gsn at level. Called
@@ -629,7 +595,6 @@ func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 	if h.Epoch > r.epoch() {
 		sendErr(fmt.Sprintf("standby %s is at epoch %d, this primary at %d: refusing to ship from an older epoch", h.Node, h.Epoch, r.epoch()))
 		r.log.Error("a standby has a newer epoch than this primary: this node must step down", "standby", h.Node, "standby_epoch", h.Epoch)
-		r.Fence(fmt.Sprintf("standby %s is at epoch %d", h.Node, h.Epoch))
 		return
 	}
 	log := r.log.With("standby", h.Node)
@@ -1180,20 +1145,11 @@ type PromoteResult struct {
 	LastGSN    uint64 `json:"last_gsn"`
 	PrimaryGSN uint64 `json:"primary_last_known_gsn"`
 	LostGSNs   uint64 `json:"lost_gsns"`
-	// LossKnown: the old primary was fenced and told its last GSN, so
-	// LostGSNs is exact; otherwise PrimaryGSN is only what this node last
-	// heard and the loss is unknown (at least LostGSNs).
-	LossKnown bool `json:"loss_known"`
 }
 
 // Promote makes this standby the primary of a new epoch, after applying
-// everything it received. primaryLast is the old primary's last GSN when
-// the caller fenced it and knows it (known), else the loss is reported as
-// unknown. With no standby attached yet and on_standby_loss = degrade, the
-// new primary starts degraded: its first commits do not wait ack_timeout
-// for a standby that is not there (a failover at 2-safe resumes writes as
-// fast as at 1-safe).
-func (r *Repl) Promote(ctx context.Context, primaryLast uint64, known bool) (PromoteResult, error) {
+// everything it received.
+func (r *Repl) Promote(ctx context.Context) (PromoteResult, error) {
 	if r.role() == RolePrimary {
 		return PromoteResult{}, fmt.Errorf("node %s is already the primary", r.id)
 	}
@@ -1205,10 +1161,7 @@ func (r *Repl) Promote(ctx context.Context, primaryLast uint64, known bool) (Pro
 		}
 		r.applied.Store(last)
 	}
-	res := PromoteResult{Node: r.id, LastGSN: r.rlog.LastGSN(), PrimaryGSN: r.primaryLast.Load(), LossKnown: known}
-	if known {
-		res.PrimaryGSN = primaryLast
-	}
+	res := PromoteResult{Node: r.id, LastGSN: r.rlog.LastGSN(), PrimaryGSN: r.primaryLast.Load()}
 	if res.PrimaryGSN > res.LastGSN {
 		res.LostGSNs = res.PrimaryGSN - res.LastGSN
 	}
@@ -1218,21 +1171,8 @@ func (r *Repl) Promote(ctx context.Context, primaryLast uint64, known bool) (Pro
 	}
 	res.Epoch = st.Epoch
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.Durability))
-	r.abandoned.Store(false)
-	r.fenced.Store(false)
-	r.ackMu.Lock()
-	attached := len(r.peers) > 0
-	r.ackMu.Unlock()
-	alone := !attached && r.cfg.Repl.OnStandbyLoss == "degrade" && r.safeness.Load().(string) != "1-safe"
-	r.degraded.Store(alone)
-	if alone {
-		r.mDegraded.Set(1)
-		r.rlog.SetStandbyAttached(false)
-		r.log.Warn("promoted with no standby attached: running 1-safe until one catches up (on_standby_loss = degrade)")
-	} else {
-		r.mDegraded.Set(0)
-	}
-	r.log.Warn("promoted to primary", "epoch", st.Epoch, "last_gsn", res.LastGSN, "old_primary_last_gsn", res.PrimaryGSN, "loss_known", known, "lost_gsns", res.LostGSNs)
+	r.degraded.Store(false)
+	r.log.Warn("promoted to primary", "epoch", st.Epoch, "last_gsn", res.LastGSN, "lost_gsns_at_1safe", res.LostGSNs)
 	return res, nil
 }
 
@@ -1273,7 +1213,6 @@ func (r *Repl) Follow(ctx context.Context, primary string) error {
 		return err
 	}
 	r.fenced.Store(false)
-	r.abandoned.Store(false)
 	r.degraded.Store(false)
 	r.mDegraded.Set(0)
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.StandbyDurability))

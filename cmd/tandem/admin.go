@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -103,23 +102,10 @@ func loadCluster(file string) (*config.Cluster, error) {
 
 func newPromoteCmd() *cobra.Command {
 	var file string
-	var force bool
-	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "promote NODE -c FILE [--force]",
-		Short: "Make a standby the primary (when the primary is gone); reports GSNs lost",
-		Long: `Makes a standby the primary of a new epoch.
-
-While the current primary answers, promote refuses: use switchover, which
-loses nothing. --force fences the running primary first (it takes no more
-commits, and commits waiting for a standby's acknowledgement fail with
-08007 instead of degrading to success), waits up to --wait for NODE to
-receive everything the old primary logged, then promotes NODE; the old
-primary follows it (re-seeded if it holds what NODE does not).
-
-When the primary does not answer, promote goes ahead; the GSNs the old
-primary may have logged beyond what NODE received are then unknown.`,
-		Args: cobra.ExactArgs(1),
+		Use:   "promote NODE -c FILE",
+		Short: "Make a standby the primary (when the primary is gone); reports GSNs lost at 1-safe",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadCluster(file)
 			if err != nil {
@@ -129,57 +115,23 @@ primary may have logged beyond what NODE received are then unknown.`,
 			if !ok {
 				return fmt.Errorf("no node %q in %s", args[0], c.File)
 			}
-			out := cmd.OutOrStdout()
-			q := url.Values{}
-			old, _, _ := roles(c)
-			if old != nil && old.ID != n.ID {
-				if !force {
-					return fmt.Errorf("%w: node %s is the primary and answers: use `tandem switchover -c %s --to %s` (nothing is lost), or `tandem promote %s --force` to fence %s first",
-						errPrimaryUp, old.ID, file, n.ID, n.ID, old.ID)
-				}
-				var f struct {
-					LastGSN uint64 `json:"last_gsn"`
-				}
-				if err := adminPost(old, "/admin/fence", nil, &f); err != nil {
-					return fmt.Errorf("fence %s: %w (nothing was promoted)", old.ID, err)
-				}
-				fmt.Fprintf(out, "fenced %s at GSN %d: it takes no more commits\n", old.ID, f.LastGSN)
-				q.Set("primary_last", strconv.FormatUint(f.LastGSN, 10))
-				// The old primary still ships: let NODE receive its tail.
-				for deadline := time.Now().Add(wait); ; time.Sleep(20 * time.Millisecond) {
-					var st nodeStatus
-					if getJSON(n, "/status", &st) == nil && st.Repl != nil && st.Repl.Received >= f.LastGSN {
-						break
-					}
-					if time.Now().After(deadline) {
-						fmt.Fprintf(cmd.ErrOrStderr(), "note: %s did not receive GSN %d within %v; promoting anyway\n", n.ID, f.LastGSN, wait)
-						break
-					}
-				}
-			}
 			var res struct {
 				Node       string `json:"node"`
 				Epoch      uint64 `json:"epoch"`
 				LastGSN    uint64 `json:"last_gsn"`
 				PrimaryGSN uint64 `json:"primary_last_known_gsn"`
 				LostGSNs   uint64 `json:"lost_gsns"`
-				LossKnown  bool   `json:"loss_known"`
 			}
-			if err := adminPost(n, "/admin/promote", q, &res); err != nil {
+			if err := adminPost(n, "/admin/promote", nil, &res); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
-			switch {
-			case res.LossKnown && res.LostGSNs == 0:
-				fmt.Fprintln(out, "lost: 0 GSNs (it holds everything the old primary logged)")
-			case res.LossKnown:
-				fmt.Fprintf(out, "lost: %d GSNs (the old primary had logged up to GSN %d; none of them was acknowledged at a 2-safe level)\n", res.LostGSNs, res.PrimaryGSN)
-			case res.LostGSNs > 0:
-				fmt.Fprintf(out, "lost: unknown, at least %d GSNs (the old primary did not answer; it was last heard at GSN %d)\n", res.LostGSNs, res.PrimaryGSN)
-			default:
-				fmt.Fprintf(out, "lost: unknown (the old primary did not answer; it was last heard at GSN %d, which this node holds; at a 2-safe level no acknowledged commit is lost unless the old primary ran degraded)\n", res.PrimaryGSN)
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
+			if res.LostGSNs > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "lost: %d GSNs (the old primary had reached GSN %d; they were not shipped: 1-safe)\n", res.LostGSNs, res.PrimaryGSN)
+			} else {
+				fmt.Fprintln(cmd.OutOrStdout(), "lost: 0 GSNs")
 			}
-			// Other standbys, and a fenced old primary, follow the new one.
+			// Other standbys follow the new primary.
 			for i := range c.Nodes {
 				o := &c.Nodes[i]
 				if o.ID == n.ID {
@@ -193,14 +145,9 @@ primary may have logged beyond what NODE received are then unknown.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
-	cmd.Flags().BoolVar(&force, "force", false, "fence a primary that still answers, then promote")
-	cmd.Flags().DurationVar(&wait, "wait", 10*time.Second, "with --force: how long NODE may take to receive the fenced primary's last GSN")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }
-
-// errPrimaryUp: promote refused because the primary answers.
-var errPrimaryUp = errors.New("refused")
 
 func newSwitchoverCmd() *cobra.Command {
 	var file, to string
