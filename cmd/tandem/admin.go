@@ -170,7 +170,7 @@ func lossReport(res node.PromoteResult) string {
 	case res.PrimaryKnown:
 		return fmt.Sprintf("lost: %d GSNs (the old primary was fenced at GSN %d)", res.LostGSNs, res.PrimaryGSN)
 	case res.PrimaryGSN == 0:
-		return "lost: unknown (this node never heard the old primary's last GSN; at 1-safe, what it committed and did not ship is lost)"
+		return "lost: unknown (this node never heard the old primary's last GSN; at 2-safe no acknowledged commit is among what it lacks, at 1-safe some may be)"
 	default:
 		return fmt.Sprintf("lost: unknown, at least %d GSNs (the old primary was last heard at GSN %d; it may have committed more before it stopped)", res.LostGSNs, res.PrimaryGSN)
 	}
