@@ -303,6 +303,21 @@ func TestFailoverSafeness(t *testing.T) {
 						}
 						cancel()
 						out := h.tandem("promote", "n2")
+						if strings.Contains(out, "lost: 0 GSNs") || !strings.Contains(out, "lost: unknown") {
+							t.Errorf("trial %d: after a kill the old primary's last GSN is not known, so the loss is unknown; promote said: %s", trial, out)
+						}
+						// The first commit on the new primary, which has no standby:
+						// degraded from the start, it does not wait ack_timeout (5 s).
+						first := connect(t, h.dsn(h.nodes["n2"]))
+						t0 := time.Now()
+						if _, err := first.Exec(context.Background(), "INSERT INTO t VALUES (-1, 'first')"); err != nil {
+							t.Fatalf("trial %d: first commit after the promote: %v", trial, err)
+						}
+						rto := time.Since(t0)
+						first.Close(context.Background())
+						if rto > time.Second {
+							t.Errorf("trial %d: the first commit after the promote took %v at %s (ack_timeout 5 s): want < 1 s", trial, rto, level)
+						}
 						have := ids(t, h.dsn(h.nodes["n2"]))
 						lost := 0
 						for _, id := range acked {
@@ -318,7 +333,7 @@ func TestFailoverSafeness(t *testing.T) {
 						if len(acked) == 0 {
 							t.Fatalf("trial %d: no commit was acknowledged before the kill", trial)
 						}
-						t.Logf("trial %d: %d acknowledged, %d lost; promote said: %s", trial, len(acked), lost, strings.TrimSpace(strings.ReplaceAll(out, "\n", "; ")))
+						t.Logf("trial %d: %d acknowledged, %d lost, first commit after the promote %v; promote said: %s", trial, len(acked), lost, rto.Round(time.Millisecond), strings.TrimSpace(strings.ReplaceAll(out, "\n", "; ")))
 						h.stopAll()
 					}
 					t.Logf("%s: %d trials, %d acknowledged commits, %d lost", level, trials, ackedTotal, lostTotal)

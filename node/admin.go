@@ -2,8 +2,11 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/tandemdb/tandem/secure"
 )
@@ -27,7 +30,8 @@ func requireToken(token string, log *slog.Logger, mutating bool, h http.Handler)
 }
 
 // registerAdmin serves the operator actions on the node's admin address:
-// POST /admin/promote, /admin/demote?to=ID, /admin/follow?primary=ID,
+// POST /admin/promote[?fenced_gsn=N&wait=DUR], /admin/fence, /admin/demote?to=ID,
+// /admin/follow?primary=ID[&upto=GSN],
 // /admin/set?safeness=...&durability=... Each needs the admin token.
 func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) {
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -49,15 +53,48 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 		}))
 	}
 	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
-		res, err := r.Promote(req.Context())
+		q := req.URL.Query()
+		var fencedGSN uint64
+		if v := q.Get("fenced_gsn"); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				reply(w, nil, fmt.Errorf("fenced_gsn: %w", err))
+				return
+			}
+			fencedGSN = n
+		}
+		wait := 10 * time.Second
+		if v := q.Get("wait"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				reply(w, nil, fmt.Errorf("wait: %w", err))
+				return
+			}
+			wait = d
+		}
+		res, err := r.Promote(req.Context(), fencedGSN, wait)
 		reply(w, res, err)
+	}))
+	mux.Handle("/admin/fence", post(func(w http.ResponseWriter, req *http.Request) {
+		last, err := r.Fence()
+		reply(w, map[string]uint64{"last_gsn": last}, err)
 	}))
 	mux.Handle("/admin/demote", post(func(w http.ResponseWriter, req *http.Request) {
 		last, err := r.Demote(req.Context(), req.URL.Query().Get("to"))
 		reply(w, map[string]uint64{"last_gsn": last}, err)
 	}))
 	mux.Handle("/admin/follow", post(func(w http.ResponseWriter, req *http.Request) {
-		err := r.Follow(req.Context(), req.URL.Query().Get("primary"))
+		q := req.URL.Query()
+		var upto uint64
+		if v := q.Get("upto"); v != "" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				reply(w, nil, fmt.Errorf("upto: %w", err))
+				return
+			}
+			upto = n
+		}
+		err := r.Follow(req.Context(), q.Get("primary"), upto)
 		reply(w, r.Status(), err)
 	}))
 	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {

@@ -32,6 +32,16 @@ var (
 	ErrNotPrimary  = errors.New("this node is not the primary")
 	ErrStaleEpoch  = errors.New("stream from an older epoch")
 	ErrNotCaughtUp = errors.New("standby has not caught up")
+	// ErrHandedOver: the commit waited for a standby's acknowledgement
+	// on a primary that another node replaced (forced promote, step-down);
+	// it is not known to survive on the new primary.
+	ErrHandedOver = errors.New("the primary role moved to another node while the commit waited for its acknowledgement")
+)
+
+// SQLSTATEs a commit gets when its primary is replaced while it waits.
+const (
+	codeSerialization     = "40001" // known not to survive on the new primary
+	codeResolutionUnknown = "08007" // transaction_resolution_unknown
 )
 
 // Roles.
@@ -85,9 +95,18 @@ type Repl struct {
 	stateMu sync.Mutex
 	state   replState
 
-	safeness    atomic.Value // string
-	degraded    atomic.Bool
-	fenced      atomic.Bool // no new commits (switchover, demotion)
+	safeness atomic.Value // string
+	degraded atomic.Bool
+	fenced   atomic.Bool // no new commits (switchover, demotion)
+	// takeover: fenced for a forced promote of another node; commits that
+	// wait for an ack keep waiting (no degrade) until acked or handed over.
+	takeover atomic.Bool
+	// prepMu: Prepare holds it shared from Writable to the log append, so
+	// Fence reads a last GSN no racing commit passes.
+	prepMu sync.RWMutex
+	// handover (under ackMu): set when this primary follows another node;
+	// commits still waiting resolve against it.
+	handover    *handover
 	inflight    sync.WaitGroup
 	ackMu       sync.Mutex
 	ackCond     *sync.Cond
@@ -303,6 +322,8 @@ func (r *Repl) Writable() error {
 // Prepare implements sqlite.Replicator: assign the GSN, log the writeset.
 // It runs under the SQLite writer lock, so GSN order is commit order.
 func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context.Context, bool) error, error) {
+	r.prepMu.RLock()
+	defer r.prepMu.RUnlock()
 	if err := r.Writable(); err != nil {
 		return nil, err
 	}
@@ -337,8 +358,36 @@ func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context
 	}, nil
 }
 
+// handover is how a replaced primary resolves the commits that still
+// wait for an acknowledgement: GSNs up to upto are in the new primary's
+// log (when known), later ones are not.
+type handover struct {
+	to    string
+	known bool
+	upto  uint64
+}
+
+// outcome is the answer of a commit at gsn that waited on a primary that
+// was handed over: success when the new primary holds it, 40001 when it is
+// known not to, 08007 when nobody can tell.
+func (h *handover) outcome(id string, gsn uint64) error {
+	switch {
+	case h.known && gsn <= h.upto:
+		return nil
+	case h.known:
+		return &pgwire.Error{Code: codeSerialization, Message: fmt.Sprintf("node %s lost its primary role to %s before the standby acknowledged GSN %d; the new primary does not have this transaction (it stops at GSN %d)", id, h.to, gsn, h.upto),
+			Hint: "the transaction did not survive the failover: retry it on the new primary", Err: ErrHandedOver}
+	default:
+		return &pgwire.Error{Code: codeResolutionUnknown, Message: fmt.Sprintf("node %s lost its primary role to %s before the standby acknowledged GSN %d; whether the new primary has this transaction is unknown", id, h.to, gsn),
+			Hint: "check on the new primary whether the transaction's changes are there before retrying it", Err: ErrHandedOver}
+	}
+}
+
 // waitSafe blocks until gsn is durable locally (per the log's mode) and
-// acknowledged per the safeness level.
+// acknowledged per the safeness level. A commit on a primary that is
+// replaced meanwhile never answers success unless the new primary holds
+// it: the handover is checked before every other way out, and a primary
+// fenced for a takeover does not degrade.
 func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 	start := time.Now()
 	level := r.safeness.Load().(string)
@@ -347,6 +396,12 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 		return &pgwire.Error{Code: "58030", Message: "tandem: replication log flush failed: " + err.Error(), Err: err}
 	}
 	if level == "1-safe" {
+		r.ackMu.Lock()
+		h := r.handover
+		r.ackMu.Unlock()
+		if h != nil {
+			return h.outcome(r.id, gsn)
+		}
 		return nil
 	}
 	deadline := time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
@@ -365,8 +420,11 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 	r.ackMu.Lock()
 	defer r.ackMu.Unlock()
 	for {
+		if h := r.handover; h != nil {
+			return h.outcome(r.id, gsn)
+		}
 		if r.acked(level, gsn) {
-			if r.degraded.Load() {
+			if r.degraded.Load() && !r.takeover.Load() {
 				r.degraded.Store(false)
 				r.mDegraded.Set(0)
 				r.log.Info("standby caught up: commits are 2-safe again", "safeness", level)
@@ -374,14 +432,15 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 			}
 			return nil
 		}
-		if r.degraded.Load() {
+		takeover := r.takeover.Load()
+		if r.degraded.Load() && !takeover {
 			return nil // running 1-safe until a standby catches up
 		}
 		if ctx.Err() != nil {
 			return &pgwire.Error{Code: "57014", Message: "canceled while waiting for the standby; the transaction is committed on the primary but its standby acknowledgement is unknown", Err: ctx.Err()}
 		}
 		if time.Now().After(deadline) {
-			if r.cfg.Repl.OnStandbyLoss == "degrade" {
+			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover {
 				r.degraded.Store(true)
 				r.mDegraded.Set(1)
 				r.rlog.SetStandbyAttached(false)
@@ -389,7 +448,11 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 				return nil
 			}
 			deadline = time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
-			r.log.Warn("no standby acknowledged within ack_timeout: commits wait (on_standby_loss = block)", "gsn", gsn)
+			if takeover {
+				r.log.Warn("fenced for a takeover: the commit waits for the standby's acknowledgement or the handover", "gsn", gsn)
+			} else {
+				r.log.Warn("no standby acknowledged within ack_timeout: commits wait (on_standby_loss = block)", "gsn", gsn)
+			}
 			timer.Reset(r.cfg.Repl.AckTimeout.Duration)
 		}
 		r.ackCond.Wait()
@@ -1130,7 +1193,7 @@ func (r *Repl) stepDownIfStale(ctx context.Context) {
 		}
 		if st.Repl.Role == RolePrimary && st.Repl.Epoch > r.epoch() {
 			r.log.Warn("another node is the primary of a newer epoch: stepping down to standby", "primary", n.ID, "its_epoch", st.Repl.Epoch, "my_epoch", r.epoch())
-			_ = r.Follow(ctx, n.ID)
+			_ = r.Follow(ctx, n.ID, 0)
 			return
 		}
 	}
@@ -1138,20 +1201,38 @@ func (r *Repl) stepDownIfStale(ctx context.Context) {
 
 // ---- operator actions ----
 
-// PromoteResult reports a promotion.
+// PromoteResult reports a promotion. PrimaryKnown says whether
+// PrimaryGSN is the old primary's last GSN (it was fenced and told us);
+// otherwise PrimaryGSN is only the last one heard (0: none) and more may
+// have been lost.
 type PromoteResult struct {
-	Node       string `json:"node"`
-	Epoch      uint64 `json:"epoch"`
-	LastGSN    uint64 `json:"last_gsn"`
-	PrimaryGSN uint64 `json:"primary_last_known_gsn"`
-	LostGSNs   uint64 `json:"lost_gsns"`
+	Node         string `json:"node"`
+	Epoch        uint64 `json:"epoch"`
+	LastGSN      uint64 `json:"last_gsn"`
+	PrimaryGSN   uint64 `json:"primary_last_known_gsn"`
+	PrimaryKnown bool   `json:"primary_gsn_exact"`
+	LostGSNs     uint64 `json:"lost_gsns"`
 }
 
 // Promote makes this standby the primary of a new epoch, after applying
-// everything it received.
-func (r *Repl) Promote(ctx context.Context) (PromoteResult, error) {
+// everything it received. fencedGSN > 0 is the last GSN of the old
+// primary, fenced first (promote --force): the standby waits up to
+// wait for it to arrive, so nothing it acknowledged, even at 1-safe, is
+// lost. With no standby attached the new primary starts degraded (under
+// on_standby_loss = degrade), so its first commit does not wait
+// ack_timeout.
+func (r *Repl) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration) (PromoteResult, error) {
 	if r.role() == RolePrimary {
 		return PromoteResult{}, fmt.Errorf("node %s is already the primary", r.id)
+	}
+	if fencedGSN > 0 {
+		deadline := time.Now().Add(wait)
+		for r.rlog.LastGSN() < fencedGSN && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if got := r.rlog.LastGSN(); got < fencedGSN {
+			r.log.Warn("the fenced primary's tail did not arrive in time: promoting without it", "have", got, "fenced_gsn", fencedGSN)
+		}
 	}
 	r.stopFollowing()
 	// Apply whatever was received but not yet applied (from the log).
@@ -1162,6 +1243,9 @@ func (r *Repl) Promote(ctx context.Context) (PromoteResult, error) {
 		r.applied.Store(last)
 	}
 	res := PromoteResult{Node: r.id, LastGSN: r.rlog.LastGSN(), PrimaryGSN: r.primaryLast.Load()}
+	if fencedGSN > 0 {
+		res.PrimaryGSN, res.PrimaryKnown = fencedGSN, true
+	}
 	if res.PrimaryGSN > res.LastGSN {
 		res.LostGSNs = res.PrimaryGSN - res.LastGSN
 	}
@@ -1171,9 +1255,44 @@ func (r *Repl) Promote(ctx context.Context) (PromoteResult, error) {
 	}
 	res.Epoch = st.Epoch
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.Durability))
-	r.degraded.Store(false)
-	r.log.Warn("promoted to primary", "epoch", st.Epoch, "last_gsn", res.LastGSN, "lost_gsns_at_1safe", res.LostGSNs)
+	r.ackMu.Lock()
+	r.handover = nil
+	alone := len(r.peers) == 0
+	r.ackMu.Unlock()
+	r.takeover.Store(false)
+	r.fenced.Store(false)
+	if alone && r.cfg.Repl.OnStandbyLoss == "degrade" && r.safeness.Load().(string) != "1-safe" {
+		r.degraded.Store(true)
+		r.mDegraded.Set(1)
+		r.rlog.SetStandbyAttached(false)
+		r.log.Warn("promoted with no standby attached: commits run 1-safe until one catches up (on_standby_loss = degrade)")
+	} else {
+		r.degraded.Store(false)
+		r.mDegraded.Set(0)
+	}
+	r.log.Warn("promoted to primary", "epoch", st.Epoch, "last_gsn", res.LastGSN, "old_primary_gsn", res.PrimaryGSN, "old_primary_gsn_exact", res.PrimaryKnown, "lost_gsns", res.LostGSNs)
 	return res, nil
+}
+
+// Fence stops this primary's commits for good because another node is
+// being promoted in its place (promote --force), and returns its last
+// GSN: no commit assigned a GSN after it. Commits that wait for an
+// acknowledgement keep waiting (they do not degrade) until the standby
+// acknowledges them or this node is told to follow the new primary.
+func (r *Repl) Fence() (uint64, error) {
+	if r.role() != RolePrimary {
+		return 0, fmt.Errorf("%w: node %s", ErrNotPrimary, r.id)
+	}
+	r.takeover.Store(true)
+	r.fenced.Store(true)
+	r.prepMu.Lock() // no Prepare between Writable and its append
+	last := r.rlog.LastGSN()
+	r.prepMu.Unlock()
+	r.ackMu.Lock()
+	r.ackCond.Broadcast()
+	r.ackMu.Unlock()
+	r.log.Warn("fenced: another node is being promoted; no new commits", "last_gsn", last)
+	return last, nil
 }
 
 // Demote stops new commits, waits until the standby has applied every
@@ -1207,12 +1326,25 @@ func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
 }
 
 // Follow makes this (demoted or restarted) node a standby of primary.
-func (r *Repl) Follow(ctx context.Context, primary string) error {
+//
+// upto, when known (> 0), is the new primary's last GSN at its promotion:
+// commits of this node still waiting for an acknowledgement answer success
+// up to it and 40001 past it; unknown (0), they answer 08007.
+func (r *Repl) Follow(ctx context.Context, primary string, upto uint64) error {
+	if r.role() == RolePrimary {
+		r.fenced.Store(true)
+		r.ackMu.Lock()
+		r.handover = &handover{to: primary, known: upto > 0, upto: upto}
+		r.ackCond.Broadcast()
+		r.ackMu.Unlock()
+		r.inflight.Wait() // every waiting commit has its answer before the re-seed
+	}
 	st := replState{Role: RoleStandby, Epoch: r.epoch(), Primary: primary}
 	if err := r.saveState(st); err != nil {
 		return err
 	}
 	r.fenced.Store(false)
+	r.takeover.Store(false)
 	r.degraded.Store(false)
 	r.mDegraded.Set(0)
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.StandbyDurability))

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,11 +101,15 @@ func loadCluster(file string) (*config.Cluster, error) {
 	return c, nil
 }
 
+// errPrimaryAnswers: promote without --force while the primary is up.
+var errPrimaryAnswers = errors.New("the current primary answers")
+
 func newPromoteCmd() *cobra.Command {
 	var file string
+	var force bool
 	cmd := &cobra.Command{
-		Use:   "promote NODE -c FILE",
-		Short: "Make a standby the primary (when the primary is gone); reports GSNs lost at 1-safe",
+		Use:   "promote NODE -c FILE [--force]",
+		Short: "Make a standby the primary when the primary is gone (--force: fence a primary that still answers first); reports GSNs lost",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadCluster(file)
@@ -115,29 +120,38 @@ func newPromoteCmd() *cobra.Command {
 			if !ok {
 				return fmt.Errorf("no node %q in %s", args[0], c.File)
 			}
-			var res struct {
-				Node       string `json:"node"`
-				Epoch      uint64 `json:"epoch"`
-				LastGSN    uint64 `json:"last_gsn"`
-				PrimaryGSN uint64 `json:"primary_last_known_gsn"`
-				LostGSNs   uint64 `json:"lost_gsns"`
+			q := url.Values{}
+			if old, _, err := roles(c); err == nil && old.ID != n.ID {
+				if !force {
+					return fmt.Errorf("%w: node %s is the primary; use `tandem switchover -c %s --to %s` (no transaction lost), or `tandem promote --force` to fence it and take over",
+						errPrimaryAnswers, old.ID, c.File, n.ID)
+				}
+				var f struct {
+					LastGSN uint64 `json:"last_gsn"`
+				}
+				if err := adminPost(old, "/admin/fence", nil, &f); err != nil {
+					// Gone between the two calls: as if it had not answered.
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: could not fence the primary %s (%v); promoting anyway\n", old.ID, err)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "fenced the primary %s at GSN %d\n", old.ID, f.LastGSN)
+					q.Set("fenced_gsn", strconv.FormatUint(f.LastGSN, 10))
+				}
 			}
-			if err := adminPost(n, "/admin/promote", nil, &res); err != nil {
+			var res node.PromoteResult
+			if err := adminPost(n, "/admin/promote", q, &res); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
-			if res.LostGSNs > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "lost: %d GSNs (the old primary had reached GSN %d; they were not shipped: 1-safe)\n", res.LostGSNs, res.PrimaryGSN)
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), "lost: 0 GSNs")
-			}
-			// Other standbys follow the new primary.
+			fmt.Fprintln(cmd.OutOrStdout(), lossReport(res))
+			// Other nodes (the fenced primary too) follow the new primary;
+			// upto lets the old primary answer the commits still waiting.
 			for i := range c.Nodes {
 				o := &c.Nodes[i]
 				if o.ID == n.ID {
 					continue
 				}
-				if err := adminPost(o, "/admin/follow", url.Values{"primary": {n.ID}}, nil); err != nil {
+				fq := url.Values{"primary": {n.ID}, "upto": {strconv.FormatUint(res.LastGSN, 10)}}
+				if err := adminPost(o, "/admin/follow", fq, nil); err != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "note: %v (it will follow %s when it comes back)\n", err, n.ID)
 				}
 			}
@@ -145,8 +159,23 @@ func newPromoteCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
+	cmd.Flags().BoolVar(&force, "force", false, "promote even though the primary answers: fence it first (use switchover for a planned role swap)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// lossReport says how many GSNs the promotion lost: exact when the old
+// primary was fenced and gave its last GSN, a lower bound when only its
+// last shipped GSN was heard, and "unknown" when nothing was heard.
+func lossReport(res node.PromoteResult) string {
+	switch {
+	case res.PrimaryKnown:
+		return fmt.Sprintf("lost: %d GSNs (the old primary was fenced at GSN %d)", res.LostGSNs, res.PrimaryGSN)
+	case res.PrimaryGSN == 0:
+		return "lost: unknown (this node never heard the old primary's last GSN; at 2-safe no acknowledged commit is among what it lacks, at 1-safe some may be)"
+	default:
+		return fmt.Sprintf("lost: unknown, at least %d GSNs (the old primary was last heard at GSN %d; it may have committed more before it stopped)", res.LostGSNs, res.PrimaryGSN)
+	}
 }
 
 func newSwitchoverCmd() *cobra.Command {
@@ -189,7 +218,7 @@ func newSwitchoverCmd() *cobra.Command {
 			for i := range c.Nodes {
 				o := &c.Nodes[i]
 				if o.ID != to {
-					if err := adminPost(o, "/admin/follow", url.Values{"primary": {to}}, nil); err != nil {
+					if err := adminPost(o, "/admin/follow", url.Values{"primary": {to}, "upto": {strconv.FormatUint(res.LastGSN, 10)}}, nil); err != nil {
 						fmt.Fprintf(cmd.ErrOrStderr(), "note: %v\n", err)
 					}
 				}
