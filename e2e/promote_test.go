@@ -117,7 +117,9 @@ func TestPromoteForced(t *testing.T) {
 							t.Fatalf("promote without --force while the primary answers: err=%v, want a refusal naming switchover\n%s", err, out)
 						}
 						before := count.Load()
-						time.Sleep(50 * time.Millisecond)
+						for wait := time.Now().Add(5 * time.Second); count.Load() == before && time.Now().Before(wait); {
+							time.Sleep(5 * time.Millisecond)
+						}
 						if count.Load() == before {
 							cancel()
 							t.Fatalf("writers stopped after a refused promote")
