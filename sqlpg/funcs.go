@@ -204,9 +204,53 @@ func toBool(v any) (any, error) {
 
 var uuidRe = regexp.MustCompile(`^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$`)
 
+// dateShapeRe: a date written as PostgreSQL reads it whose fields may be
+// out of range (2024-13-01 is 22008, not 22P02).
+var dateShapeRe = regexp.MustCompile(`^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{1,2}(:\d{1,2}(\.\d+)?)?)?\s*$`)
+
+// numericTypmod rounds a numeric to numeric(p,s)'s scale and fails with
+// 22003 when it needs more than p digits.
+func numericTypmod(v any, p, s int64) (any, error) {
+	var f float64
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return v, nil
+	}
+	if math.IsNaN(f) {
+		return f, nil
+	}
+	scale := math.Pow(10, float64(s))
+	r := math.Round(f*scale) / scale
+	if math.Abs(r) >= math.Pow(10, float64(p-s)) {
+		return nil, fmt.Errorf("[SQLSTATE 22003] numeric field overflow")
+	}
+	if s == 0 && math.Abs(r) < 1<<53 {
+		return int64(r), nil
+	}
+	return r, nil
+}
+
 func castFunc(t *Type) any {
 	switch t.Name {
-	case "int2", "int4", "int8", "oid", "regproc":
+	case "int2", "int4":
+		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+		if t.Name == "int2" {
+			lo, hi = math.MinInt16, math.MaxInt16
+		}
+		return func(v any) (any, error) {
+			r, err := toInt(t.SQL, v)
+			if i, ok := r.(int64); ok && (i < lo || i > hi) {
+				return nil, fmt.Errorf("[SQLSTATE 22003] %s out of range", t.SQL)
+			}
+			return r, err
+		}
+	case "int8", "oid", "regproc":
 		return func(v any) (any, error) { return toInt(t.SQL, v) }
 	case "float4", "float8":
 		return func(v any) (any, error) { return toFloat(t.SQL, v) }
@@ -222,6 +266,9 @@ func castFunc(t *Type) any {
 			}
 			tm, ok := toTime(v)
 			if !ok {
+				if s, isStr := v.(string); isStr && dateShapeRe.MatchString(s) {
+					return nil, fmt.Errorf("[SQLSTATE 22008] date/time field value out of range: %q", s)
+				}
 				return nil, invalid(t.SQL, v)
 			}
 			if t.Name == "timestamptz" {
@@ -622,6 +669,7 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		}, true},
 		{"_pg_now", now, false},
 		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
+		{"_pg_numeric_typmod", numericTypmod, true},
 		{"_pg_int4_range", intRangeFunc("integer", -2147483648, 2147483647), true},
 		{"_pg_int8_range", intRangeFunc("bigint", -9223372036854775808, 9223372036854775807), true},
 		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},

@@ -59,6 +59,9 @@ type Column struct {
 	Name   string
 	Type   *Type
 	Typmod int32
+	// Identity: "a" for GENERATED ALWAYS AS IDENTITY, "d" for BY
+	// DEFAULT, "" otherwise.
+	Identity string
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -152,9 +155,24 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if s.Override != pg_query.OverridingKind_OVERRIDING_NOT_SET && s.Override != pg_query.OverridingKind_OVERRIDING_KIND_UNDEFINED {
 			return nil, unsupported("INSERT ... OVERRIDING")
 		}
+		var always map[string]bool
+		if len(s.Cols) > 0 && s.Relation != nil {
+			for _, c := range t.sch.Columns(s.Relation.Relname) {
+				if c.Identity == "a" {
+					if always == nil {
+						always = map[string]bool{}
+					}
+					always[c.Name] = true
+				}
+			}
+		}
 		for _, c := range s.Cols {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
 				return nil, unsupported("INSERT into a subfield or array element (%s...)", rt.Name)
+			}
+			if rt := c.GetResTarget(); rt != nil && always[rt.Name] {
+				return nil, &pgwire.Error{Code: "428C9", Message: fmt.Sprintf("cannot insert a non-DEFAULT value into column %q", rt.Name),
+					Detail: fmt.Sprintf("Column %q is an identity column defined as GENERATED ALWAYS.", rt.Name)}
 			}
 		}
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
@@ -219,7 +237,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 	case *pg_query.Node_CreateSeqStmt:
 		return t.createSequence(n.CreateSeqStmt, tr)
 	case *pg_query.Node_AlterSeqStmt:
-		return nil, unsupported("ALTER SEQUENCE (use setval)")
+		return t.alterSequence(n.AlterSeqStmt, tr)
 	case *pg_query.Node_CommentStmt:
 		tr.Noop, tr.Tag = true, "COMMENT"
 		return tr, nil
@@ -454,6 +472,7 @@ type translator struct {
 	triggers []string
 	ctes     map[string][]Column
 	opTypes  map[*pg_query.A_Expr][2]ColType
+	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
 }
 
 func (t *translator) fail(err error) {
@@ -571,6 +590,15 @@ func (t *translator) node(n *pg_query.Node) {
 			default:
 				t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("missing FROM-clause entry for table %q", table)})
 			}
+		}
+	case *pg_query.Node_NullTest:
+		// (a, b) IS NULL: every field is NULL; IS NOT NULL: none is.
+		if r := x.NullTest.Arg.GetRowExpr(); r != nil && len(r.Args) > 0 {
+			var tests []*pg_query.Node
+			for _, a := range r.Args {
+				tests = append(tests, &pg_query.Node{Node: &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: a, Nulltesttype: x.NullTest.Nulltesttype}}})
+			}
+			n.Node = pg_query.MakeBoolExprNode(pg_query.BoolExprType_AND_EXPR, tests, -1).Node
 		}
 	case *pg_query.Node_BooleanTest:
 		switch x.BooleanTest.Booltesttype {
@@ -784,6 +812,10 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		return
 	}
 	cast := call("_cast_"+typ.Name, c.Arg)
+	if typ.Name == "numeric" && mod >= 4 {
+		p, s := int64((mod-4)>>16), int64((mod-4)&0xffff)
+		cast = call("_pg_numeric_typmod", cast, pg_query.MakeAConstIntNode(p, -1), pg_query.MakeAConstIntNode(s, -1))
+	}
 	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
 		cast = call("substr", cast, pg_query.MakeAConstIntNode(1, -1), pg_query.MakeAConstIntNode(int64(mod-4), -1))
 	}
@@ -880,6 +912,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		n.Node = call(fn, e.Rexpr, e.Lexpr).Node
 	case pg_query.A_Expr_Kind_AEXPR_OP:
 		e.Name = []*pg_query.Node{pg_query.MakeStrNode(op)}
+		switch op {
+		case "+", "-", "*", "/", "%":
+			t.unknownOperand(e)
+		}
 		switch op {
 		case "~", "~*", "!~", "!~*":
 			if e.Lexpr == nil {
@@ -978,6 +1014,19 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	if what, ok := unsupportedFuncs[name]; ok {
 		t.fail(unsupported("%s", what))
 		return
+	}
+	if a, ok := t.aggArg[f]; ok && a.Type != nil {
+		// PostgreSQL has no sum/avg of text or boolean, nor min/max of
+		// boolean (SQLite would answer with numbers).
+		bad := a.Type.Name == "bool" || a.Type.Name == "json" || a.Type.Name == "jsonb"
+		if name == "sum" || name == "avg" {
+			bad = bad || a.Type.Cat == 'S' || a.Type.Cat == 'D' || a.Type.Name == "uuid" || a.Type.Name == "bytea"
+		}
+		if bad {
+			t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s(%s) does not exist", name, a.Type.SQL),
+				Hint: "No function matches the given name and argument types. You might need to add explicit type casts."})
+			return
+		}
 	}
 	if f.AggDistinct && len(f.Args) > 1 {
 		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
@@ -1094,6 +1143,10 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		col = alias
 		if len(rf.Alias.Colnames) > 0 {
 			col = rf.Alias.Colnames[0].GetString_().GetSval()
+		}
+		if len(rf.Alias.Colnames) > 1 {
+			t.fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("table %q has 1 columns available but %d columns specified", alias, len(rf.Alias.Colnames))})
+			return
 		}
 	}
 	var parts [3]string
@@ -1508,6 +1561,25 @@ func (t *translator) concatOp(n *pg_query.Node, e *pg_query.A_Expr) {
 		n.Node = call("_pg_jsonb_concat", e.Lexpr, e.Rexpr).Node
 	case isArr(l) || isArr(r):
 		n.Node = call("_pg_array_cat", e.Lexpr, e.Rexpr, boolConst(isArr(l)), boolConst(isArr(r))).Node
+	}
+}
+
+// unknownOperand: an untyped string literal next to a number takes the
+// number's type, as in PostgreSQL (1 + 'a' is 22P02, 1 + '2' is 3).
+func (t *translator) unknownOperand(e *pg_query.A_Expr) {
+	if e.Lexpr == nil || e.Rexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	isLit := func(n *pg_query.Node) bool { c := n.GetAConst(); return c != nil && c.GetSval() != nil }
+	isNum := func(c ColType) bool {
+		return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8" || c.Type.Name == "numeric" || c.Type.Name == "float4" || c.Type.Name == "float8")
+	}
+	switch {
+	case isLit(e.Lexpr) && !isLit(e.Rexpr) && isNum(r):
+		e.Lexpr = call("_cast_"+r.Type.Name, e.Lexpr)
+	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isNum(l):
+		e.Rexpr = call("_cast_"+l.Type.Name, e.Rexpr)
 	}
 }
 

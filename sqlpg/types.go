@@ -903,12 +903,22 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && len(f.Funcname) == 1 {
+		switch lastName(f.Funcname) {
+		case "sum", "avg", "min", "max":
+			if t.aggArg == nil {
+				t.aggArg = map[*pg_query.FuncCall]ColType{}
+			}
+			t.aggArg[f] = t.exprType(f.Args[0], sc)
+		}
+		return
+	}
 	e := n.GetAExpr()
 	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || e.Lexpr == nil {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*":
+	case "+", "-", "*", "/", "%":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }
