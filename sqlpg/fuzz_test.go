@@ -239,6 +239,14 @@ func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 	return cols
 }
 
+func (s fuzzSchema) PrimaryKey(table string) []string {
+	var out []string
+	for _, r := range s.query("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", table) {
+		out = append(out, r[0].(string))
+	}
+	return out
+}
+
 func (s fuzzSchema) query(sql string, args ...driver.Value) [][]driver.Value {
 	rows, err := s.c.Query(sql, args)
 	if err != nil {

@@ -631,6 +631,8 @@ func (t *translator) node(n *pg_query.Node) {
 				t.fail(unsupported("%s ANY (subquery)", lastName(s.OperName)))
 			}
 			s.OperName = nil
+		case pg_query.SubLinkType_EXPR_SUBLINK:
+			t.scalarSubquery(n, s)
 		case pg_query.SubLinkType_ALL_SUBLINK:
 			t.fail(unsupported("ALL (subquery)"))
 		case pg_query.SubLinkType_ARRAY_SUBLINK:
@@ -1191,6 +1193,57 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	}
 	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 	n.Node = from.Node
+}
+
+// scalarSubquery: a scalar subquery that returns two rows fails with 21000
+// in PostgreSQL, where SQLite takes the first. Unless it cannot return
+// more than one row (LIMIT 1, no FROM, an aggregate without GROUP BY), it
+// reads at most two rows and raises on the second.
+func (t *translator) scalarSubquery(n *pg_query.Node, s *pg_query.SubLink) {
+	sel := s.Subselect.GetSelectStmt()
+	if sel == nil {
+		return
+	}
+	if c := sel.LimitCount.GetAConst(); c != nil && c.GetIval() != nil && c.GetIval().Ival <= 1 {
+		return
+	}
+	lm := leftmost(sel)
+	if len(lm.TargetList) != 1 {
+		return
+	}
+	rt := lm.TargetList[0].GetResTarget()
+	if rt == nil || rt.Val == nil {
+		return
+	}
+	if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+		return
+	}
+	if sel.Op == pg_query.SetOperation_SETOP_NONE {
+		if len(sel.FromClause) == 0 && len(sel.ValuesLists) == 0 {
+			return
+		}
+		if f := rt.Val.GetFuncCall(); f != nil && len(sel.GroupClause) == 0 && f.Over == nil {
+			switch lastName(f.Funcname) {
+			case "count", "sum", "avg", "min", "max", "total", "group_concat":
+				return
+			}
+		}
+	}
+	if rt.Name == "" {
+		rt.Name = "_tandem_s"
+	}
+	e := template("(SELECT CASE WHEN count(*) > 1 THEN _pg_raise('21000', 'more than one row returned by a subquery used as an expression') ELSE min(_tandem_s) END FROM (SELECT * FROM _tandem_placeholder LIMIT 2) AS _tandem_one)")
+	outer := e.GetSubLink().Subselect.GetSelectStmt()
+	visit(outer.ProtoReflect(), func(m *pg_query.Node) {
+		if cr := m.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_().GetSval() == "_tandem_s" {
+			cr.Fields = []*pg_query.Node{pg_query.MakeStrNode(rt.Name)}
+		}
+	})
+	inner := outer.FromClause[0].GetRangeSubselect().Subquery.GetSelectStmt()
+	t.subq++
+	inner.FromClause = []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+		Subquery: s.Subselect, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_sub%d", t.subq)}}}}}
+	n.Node = e.Node
 }
 
 func leftmost(s *pg_query.SelectStmt) *pg_query.SelectStmt {

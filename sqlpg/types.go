@@ -20,6 +20,7 @@ type scope struct {
 type scopeTable struct {
 	alias string
 	cols  []Column
+	table string // the table's name, for a table of the schema
 }
 
 func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
@@ -56,7 +57,11 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if r.Alias != nil {
 				alias = r.Alias.Aliasname
 			}
-			sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+			st := scopeTable{alias: strings.ToLower(alias), cols: cols}
+			if schema == "" || schema == "public" {
+				st.table = r.Relname
+			}
+			sc.tables = append(sc.tables, st)
 		case *pg_query.Node_JoinExpr:
 			add(x.JoinExpr.Larg)
 			add(x.JoinExpr.Rarg)
@@ -872,6 +877,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 		return
 	}
 	sc, _ := t.scopeOf(s.FromClause)
+	t.groupCheck(s)
 	var sels []*pg_query.SelectStmt
 	walk := func(nodes ...*pg_query.Node) {
 		for _, n := range nodes {
