@@ -92,13 +92,13 @@ func catalogSQL() []string {
 			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key'
 			     ELSE il.name END AS relname,
 			il."unique" AS isunique, il.origin = 'pk' AS isprimary, il.origin AS origin, il.partial AS partial,
-			(SELECT group_concat('"' || ii.name || '"', ', ') FROM pragma_index_info(il.name) ii) AS cols,
+			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
 		SELECT m.name, NULL, m.name || '_pkey', 1, 1, 'pk', 0,
-			(SELECT '"' || p.name || '"' FROM pragma_table_info(m.name) p WHERE p.pk = 1),
+			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
 			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1
 		FROM `+userTables+` AND m.type = 'table'
 			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1

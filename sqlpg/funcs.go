@@ -204,6 +204,32 @@ func toBool(v any) (any, error) {
 
 var uuidRe = regexp.MustCompile(`^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$`)
 
+var plainIdentRe = regexp.MustCompile(`^[a-z_][a-z0-9_$]*$`)
+
+// reservedWords are PostgreSQL's reserved key words (quote_ident quotes them).
+var reservedWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate
+		collation column concurrently constraint create cross current_catalog current_date current_role current_schema current_time
+		current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign freeze from full
+		grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit localtime
+		localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references returning right
+		select session_user similar some symmetric system_user table tablesample then to trailing true union unique user using
+		variadic verbose when where window with`) {
+		reservedWords[w] = true
+	}
+}
+
+// QuoteIdent quotes an identifier as PostgreSQL's quote_ident does: only
+// when it is not a plain lower-case name or is a reserved word.
+func QuoteIdent(s string) string {
+	if plainIdentRe.MatchString(s) && !reservedWords[s] {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
 // dateShapeRe: a date written as PostgreSQL reads it whose fields may be
 // out of range (2024-13-01 is 22008, not 22P02).
 var dateShapeRe = regexp.MustCompile(`^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{1,2}(:\d{1,2}(\.\d+)?)?)?\s*$`)
@@ -670,6 +696,18 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"_pg_now", now, false},
 		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
 		{"_pg_numeric_typmod", numericTypmod, true},
+		{"_pg_numeric_text", func(v any, scale int64) any {
+			switch x := v.(type) {
+			case int64:
+				if scale == 0 {
+					return strconv.FormatInt(x, 10)
+				}
+				return strconv.FormatInt(x, 10) + "." + strings.Repeat("0", int(scale))
+			case float64:
+				return strconv.FormatFloat(x, 'f', int(scale), 64)
+			}
+			return v
+		}, true},
 		{"_pg_int4_range", intRangeFunc("integer", -2147483648, 2147483647), true},
 		{"_pg_int8_range", intRangeFunc("bigint", -9223372036854775808, 9223372036854775807), true},
 		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},
@@ -1209,12 +1247,7 @@ func init() {
 			}
 			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
 		}},
-		namedFunc{"quote_ident", func(s string) string {
-			if s != "" && strings.ToLower(s) == s && !strings.ContainsAny(s, " \"-.") {
-				return s
-			}
-			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		}},
+		namedFunc{"quote_ident", QuoteIdent},
 		namedFunc{"string_to_array", func(s any, sep string) any {
 			if s == nil {
 				return nil

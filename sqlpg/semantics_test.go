@@ -113,6 +113,11 @@ func TestSemantics(t *testing.T) {
 		{"SELECT (SELECT id FROM se_t WHERE id = 1 UNION ALL SELECT 2)", "ERROR 21000"},
 		{"SELECT id, (SELECT s.name FROM se_t s WHERE s.id = t.id) FROM se_t t ORDER BY id", "1|a;2|b;3|b"},
 		{"SELECT * FROM generate_series(1, 3) AS g(a, b)", "ERROR 42P10"},
+		// numerics as text keep their scale
+		{"SELECT 12.50::text", "12.50"},
+		{"SELECT n::text FROM se_t WHERE id = 1", "1.50"},
+		{"SELECT n::varchar FROM se_t WHERE id = 2", "2.00"},
+		{"SELECT id::text FROM se_t WHERE id = 2", "2"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

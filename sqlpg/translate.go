@@ -473,6 +473,7 @@ type translator struct {
 	ctes     map[string][]Column
 	opTypes  map[*pg_query.A_Expr][2]ColType
 	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
+	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
 }
 
 func (t *translator) fail(err error) {
@@ -812,6 +813,20 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 	if err != nil {
 		t.fail(err)
 		return
+	}
+	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_oid" && len(f.Args) == 1 && (typ.Cat == 'S') {
+		// 'name'::regclass::text: the relation's name (it must exist).
+		if sv := f.Args[0].GetAConst().GetSval(); sv != nil {
+			n.Node = template("coalesce((SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__), _pg_raise('42P01', __arg1__))",
+				c.Arg, strConst(fmt.Sprintf("relation %q does not exist", sv.Sval))).Node
+			return
+		}
+	}
+	if a, ok := t.castArg[c]; ok && typ.Cat == 'S' {
+		// A numeric prints with its scale (12.50::text is 12.50).
+		if sc := scaleOf(a); sc >= 0 {
+			c.Arg = call("_pg_numeric_text", c.Arg, pg_query.MakeAConstIntNode(int64(sc), -1))
+		}
 	}
 	cast := call("_cast_"+typ.Name, c.Arg)
 	if typ.Name == "numeric" && mod >= 4 {

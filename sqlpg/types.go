@@ -456,11 +456,31 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			return ct(25)
 		case "date_trunc":
 			if len(x.FuncCall.Args) == 2 {
-				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && a.Type.Name == "timestamptz" {
+				// A date is truncated as a timestamptz (its implicit cast).
+				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && (a.Type.Name == "timestamptz" || a.Type.Name == "date") {
 					return ct(1184)
 				}
 			}
 			return ct(1114)
+		case "extract":
+			// numeric with the field's scale (PostgreSQL 14 and later).
+			if len(x.FuncCall.Args) == 2 {
+				field := strings.ToLower(x.FuncCall.Args[0].GetAConst().GetSval().GetSval())
+				a := t.exprType(x.FuncCall.Args[1], sc)
+				if a.Type != nil && a.Type.Name == "date" {
+					return numericScale(0)
+				}
+				switch field {
+				case "epoch", "second":
+					return numericScale(6)
+				case "milliseconds":
+					return numericScale(3)
+				case "":
+					return ct(1700)
+				}
+				return numericScale(0)
+			}
+			return ct(1700)
 		case "sign":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Name == "numeric" {
@@ -909,6 +929,15 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	if tc := n.GetTypeCast(); tc != nil {
+		if a := t.exprType(tc.Arg, sc); a.Type != nil && a.Type.Name == "numeric" {
+			if t.castArg == nil {
+				t.castArg = map[*pg_query.TypeCast]ColType{}
+			}
+			t.castArg[tc] = a
+		}
+		return
+	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && len(f.Funcname) == 1 {
 		switch lastName(f.Funcname) {
 		case "sum", "avg", "min", "max":
@@ -924,7 +953,7 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*", "/", "%":
+	case "+", "-", "*", "/", "%", "||":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }
