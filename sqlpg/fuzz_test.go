@@ -222,18 +222,22 @@ type fuzzSchema struct{ c *sqlite3.SQLiteConn }
 
 func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 	types := map[string]sqlpg.Column{}
-	for _, r := range s.query("SELECT column_name, type_oid, typmod FROM _tandem_columns WHERE table_name = ?", table) {
+	for _, r := range s.query("SELECT column_name, type_oid, typmod, identity, sequence IS NOT NULL FROM _tandem_columns WHERE table_name = ?", table) {
 		if t := sqlpg.Types[uint32(r[1].(int64))]; t != nil {
-			types[r[0].(string)] = sqlpg.Column{Name: r[0].(string), Type: t, Typmod: int32(r[2].(int64))}
+			c := sqlpg.Column{Name: r[0].(string), Type: t, Typmod: int32(r[2].(int64)), Serial: r[4] == int64(1)}
+			c.Identity, _ = r[3].(string)
+			types[r[0].(string)] = c
 		}
 	}
 	var cols []sqlpg.Column
-	for _, r := range s.query("SELECT name, type FROM pragma_table_info(?)", table) {
+	for _, r := range s.query("SELECT name, type, dflt_value IS NOT NULL, pk FROM pragma_table_info(?)", table) {
 		name, decl := r[0].(string), r[1].(string)
 		col, ok := types[name]
 		if !ok {
 			col = sqlpg.Column{Name: name, Type: sqlpg.DeclType(decl), Typmod: -1}
 		}
+		col.Default = r[2] == int64(1)
+		col.PK = r[3].(int64)
 		cols = append(cols, col)
 	}
 	return cols

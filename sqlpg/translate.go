@@ -62,6 +62,9 @@ type Column struct {
 	// Identity: "a" for GENERATED ALWAYS AS IDENTITY, "d" for BY
 	// DEFAULT, "" otherwise.
 	Identity string
+	Default  bool  // has a DEFAULT
+	Serial   bool  // serial or identity: numbered when left out
+	PK       int64 // position in the primary key (1-based), 0 if not in it
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -156,8 +159,12 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			return nil, unsupported("INSERT ... OVERRIDING")
 		}
 		var always map[string]bool
-		if len(s.Cols) > 0 && s.Relation != nil {
-			for _, c := range t.sch.Columns(s.Relation.Relname) {
+		var tcols []Column
+		if s.Relation != nil && t.sch != nil {
+			tcols = t.sch.Columns(s.Relation.Relname)
+		}
+		if len(s.Cols) > 0 {
+			for _, c := range tcols {
 				if c.Identity == "a" {
 					if always == nil {
 						always = map[string]bool{}
@@ -165,6 +172,9 @@ func translate(sql string, sch Schema) (*Translation, error) {
 					always[c.Name] = true
 				}
 			}
+		}
+		if err := t.insertChecks(s, tcols); err != nil {
+			return nil, err
 		}
 		for _, c := range s.Cols {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
@@ -180,13 +190,26 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		nameTargets(s.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_UpdateStmt:
+		t.updateDefaults(n.UpdateStmt)
 		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		nameTargets(n.UpdateStmt.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_DeleteStmt:
-		if len(n.DeleteStmt.UsingClause) > 0 {
-			return nil, unsupported("DELETE ... USING")
+		if d := n.DeleteStmt; len(d.UsingClause) > 0 {
+			// DELETE FROM t USING u WHERE c: DELETE FROM t WHERE EXISTS
+			// (SELECT 1 FROM u WHERE c), c correlated to t's row.
+			if len(d.ReturningList) > 0 {
+				return nil, unsupported("DELETE ... USING with RETURNING")
+			}
+			sub := &pg_query.SelectStmt{
+				TargetList:  []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeAConstIntNode(1, -1), -1)},
+				FromClause:  d.UsingClause,
+				WhereClause: d.WhereClause,
+			}
+			d.UsingClause = nil
+			d.WhereClause = &pg_query.Node{Node: &pg_query.Node_SubLink{SubLink: &pg_query.SubLink{SubLinkType: pg_query.SubLinkType_EXISTS_SUBLINK,
+				Subselect: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sub}}}}}
 		}
 		tr.Cols = t.returningTypes(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
 		tr.Names = t.returningNames(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)

@@ -1465,19 +1465,22 @@ func (r *bufResult) Close() error { return nil }
 // from _tandem_columns where the translator recorded them, else by the
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
-	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity FROM pragma_table_info(?) p
+	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk FROM pragma_table_info(?) p
 		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 5)
+	vals := make([]driver.Value, 8)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
 		decl, _ := vals[1].(string)
 		col := sqlpg.Column{Name: name, Typmod: -1}
 		col.Identity, _ = vals[4].(string)
+		col.Default = vals[5] == int64(1)
+		col.Serial = vals[6] == int64(1)
+		col.PK, _ = vals[7].(int64)
 		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
 			col.Type = sqlpg.Types[uint32(oid)]
 			if m, ok := vals[3].(int64); ok {
