@@ -262,6 +262,60 @@ func numericTypmod(v any, p, s int64) (any, error) {
 	return r, nil
 }
 
+// pgSubstring is PostgreSQL's substring(s, start [, count]) (a negative
+// count fails with 22011) and substring(s, pattern) (a POSIX regular
+// expression: the first parenthesised part, else the whole match).
+func pgSubstring(s any, args ...any) (any, error) {
+	if s == nil || len(args) == 0 || len(args) > 2 {
+		if len(args) == 0 || len(args) > 2 {
+			return nil, fmt.Errorf("[SQLSTATE 42883] function substring with %d arguments does not exist", len(args)+1)
+		}
+		return nil, nil
+	}
+	for _, a := range args {
+		if a == nil {
+			return nil, nil
+		}
+	}
+	text := fmt.Sprint(toText(s))
+	if p, ok := args[0].(string); ok && len(args) == 1 {
+		re, err := compile(p, "")
+		if err != nil {
+			return nil, fmt.Errorf("[SQLSTATE 2201B] %v", err)
+		}
+		m := re.FindStringSubmatch(text)
+		if m == nil {
+			return nil, nil
+		}
+		if len(m) > 1 {
+			return m[1], nil
+		}
+		return m[0], nil
+	}
+	start, err := toInt("integer", args[0])
+	if err != nil {
+		return nil, err
+	}
+	r := []rune(text)
+	from := start.(int64)
+	to := int64(len(r)) + 1
+	if len(args) == 2 {
+		n, err := toInt("integer", args[1])
+		if err != nil {
+			return nil, err
+		}
+		if n.(int64) < 0 {
+			return nil, fmt.Errorf("[SQLSTATE 22011] negative substring length not allowed")
+		}
+		to = min(to, from+n.(int64))
+	}
+	from = max(from, 1)
+	if to <= from {
+		return "", nil
+	}
+	return string(r[from-1 : to-1]), nil
+}
+
 func castFunc(t *Type) any {
 	switch t.Name {
 	case "int2", "int4":
@@ -1045,6 +1099,7 @@ func arrayHas(arr, x any) any {
 func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
+		namedFunc{"_pg_substring", pgSubstring},
 		namedFunc{"_pg_array_has", arrayHas},
 		namedFunc{"_pg_array_cat", func(a, b any, aArr, bArr bool) any {
 			// array || array, array || element, element || array

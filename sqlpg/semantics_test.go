@@ -138,6 +138,11 @@ func TestSemantics(t *testing.T) {
 		{"SELECT n::text FROM se_t WHERE id = 1", "1.50"},
 		{"SELECT n::varchar FROM se_t WHERE id = 2", "2.00"},
 		{"SELECT id::text FROM se_t WHERE id = 2", "2"},
+		// substring
+		{"SELECT substring('abc' FROM 0 FOR -1)", "ERROR 22011"},
+		{"SELECT substring('abcdef' FROM 0 FOR 3), substring('abcdef', 3), substr('héllo', 2, 3)", "ab|cdef|éll"},
+		{"SELECT substring('abcdef' FROM 5 FOR 10), substring('abc' FROM 10)", "ef|"},
+		{"SELECT substring('order 123 done' FROM '[0-9]+'), substring('k=v' FROM 'k=(.)')", "123|v"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

@@ -1029,7 +1029,7 @@ var funcRename = map[string]string{
 	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
 	"statement_timestamp": "_pg_statement_timestamp", "clock_timestamp": "_pg_clock_timestamp", "random": "_pg_random",
 	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
-	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10", "format": "_pg_format",
+	"ceiling": "ceil", "substring": "_pg_substring", "substr": "_pg_substring", "log10": "_pg_log10", "format": "_pg_format",
 }
 
 var unsupportedFuncs = map[string]string{
