@@ -886,11 +886,23 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	}
 	sqlpg.StatementStart(c.c)
 	if len(st.script) > 0 {
+		// All or nothing, as one PostgreSQL statement: a script that
+		// fails half-way (a view that does not compile) leaves nothing.
+		if err := c.exec("SAVEPOINT _tandem_script"); err != nil {
+			release()
+			return nil, mapError(err)
+		}
 		for _, q := range st.script {
 			if err := c.exec(q); err != nil {
+				_ = c.exec("ROLLBACK TO _tandem_script")
+				_ = c.exec("RELEASE _tandem_script")
 				release()
 				return nil, mapError(err)
 			}
+		}
+		if err := c.exec("RELEASE _tandem_script"); err != nil {
+			release()
+			return nil, mapError(err)
 		}
 		release()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
