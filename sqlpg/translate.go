@@ -497,6 +497,9 @@ type translator struct {
 	opTypes  map[*pg_query.A_Expr][2]ColType
 	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
 	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
+	// srfPending: set-returning functions not (yet) placed where SQLite
+	// can run them (FROM, or a select list's top level).
+	srfPending map[*pg_query.FuncCall]string
 }
 
 func (t *translator) fail(err error) {
@@ -513,7 +516,19 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	}
 	t.annotate(n)
 	visit(n.ProtoReflect(), t.node)
+	for _, name := range t.srfPending {
+		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
+		break
+	}
 	return t.err
+}
+
+// setReturning are the set-returning functions the translator places.
+var setReturning = map[string]bool{"generate_series": true, "unnest": true, "generate_subscripts": true}
+
+func isSetReturning(name string) bool {
+	_, j := jsonSRFs[name]
+	return j || setReturning[name]
 }
 
 func walkNode(n *pg_query.Node, fn func(*pg_query.Node)) {
@@ -1047,6 +1062,13 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
 	}
+	if isSetReturning(name) && len(names) == 1 {
+		if t.srfPending == nil {
+			t.srfPending = map[*pg_query.FuncCall]string{}
+		}
+		t.srfPending[f] = name
+		return
+	}
 	if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") && !strings.EqualFold(names[0], "public") {
 		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s does not exist", strings.Join(names, "."))})
 		return
@@ -1172,10 +1194,27 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		return
 	}
 	name := lastName(f.Funcname)
+	if _, ok := jsonSRFs[name]; ok && len(f.Args) == 1 {
+		alias := name
+		var colnames []string
+		if rf.Alias != nil {
+			alias = rf.Alias.Aliasname
+			colnames = strs(rf.Alias.Colnames)
+		}
+		from, err := t.jsonSRFFrom(name, f.Args[0], alias, colnames)
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		delete(t.srfPending, f)
+		n.Node = from.Node
+		return
+	}
 	if name != "generate_series" || len(f.Args) < 2 || len(f.Args) > 3 {
 		t.fail(unsupported("the set-returning function %s in FROM", name))
 		return
 	}
+	delete(t.srfPending, f)
 	alias := "generate_series"
 	col := "generate_series"
 	if rf.Alias != nil {
@@ -1557,9 +1596,13 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			continue
 		}
 		name := lastName(f.Funcname)
+		if t.jsonTargetSRF(s, rt, f, name, len(eaches)) || t.seriesTargetSRF(s, rt, f, name) {
+			continue
+		}
 		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
 			continue
 		}
+		delete(t.srfPending, f)
 		if name == "_pg_expandarray" {
 			// information_schema._pg_expandarray(arr): records (x, n),
 			// element and position (pgjdbc's metadata queries).

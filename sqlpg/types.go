@@ -76,6 +76,26 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 					f = items[0].GetFuncCall()
 				}
 			}
+			if f != nil && len(f.Args) == 1 {
+				if d, isJSON := jsonSRFs[lastName(f.Funcname)]; isJSON {
+					alias := lastName(f.Funcname)
+					names := d.cols
+					if rf.Alias != nil {
+						alias = rf.Alias.Aliasname
+						if cn := strs(rf.Alias.Colnames); len(cn) > 0 {
+							names = append(append([]string{}, cn...), d.cols[min(len(cn), len(d.cols)):]...)
+						}
+					}
+					var cols []Column
+					for i := range d.cols {
+						if i < len(names) {
+							cols = append(cols, Column{Name: names[i], Type: Types[d.types[i]], Typmod: -1})
+						}
+					}
+					sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+					return
+				}
+			}
 			if f == nil || lastName(f.Funcname) != "generate_series" || len(f.Args) < 2 {
 				ok = false
 				return
@@ -447,6 +467,12 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{a.Type, -1}
 			}
+		case "generate_series":
+			if typ := typeByName(t.seriesType(x.FuncCall.Args)); typ != nil && len(x.FuncCall.Args) >= 2 {
+				return ColType{typ, -1}
+			}
+		case "jsonb_object_keys", "json_object_keys", "jsonb_array_elements", "json_array_elements", "jsonb_array_elements_text", "json_array_elements_text":
+			return ct(jsonSRFs[name].types[0])
 		case "unnest":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Elem != 0 && Types[a.Type.Elem] != nil {
