@@ -81,7 +81,6 @@ func (t *translator) jsonSRFFrom(name string, arg *pg_query.Node, alias string, 
 	return tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0], nil
 }
 
-
 // srfCount counts the set-returning functions at the top of a select list.
 func srfCount(s *pg_query.SelectStmt) int {
 	n := 0
