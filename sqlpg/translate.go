@@ -1128,6 +1128,28 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	switch name {
+	case "timezone":
+		if len(f.Args) != 2 {
+			break
+		}
+		a := t.aggArg[f]
+		fn := "_pg_at_zone_tz"
+		if a.Type != nil {
+			switch a.Type.Name {
+			case "timestamp":
+				fn = "_pg_at_zone_ts"
+			case "timestamptz", "date", "text", "unknown":
+			default:
+				t.fail(unsupported("AT TIME ZONE of a %s", a.Type.SQL))
+				return
+			}
+		}
+		if f.Args[0].GetTypeCast() == nil && f.Args[0].GetAConst() == nil && f.Args[0].GetColumnRef() == nil && f.Args[0].GetParamRef() == nil && f.Args[0].GetFuncCall() == nil {
+			t.fail(unsupported("AT TIME ZONE with this zone"))
+			return
+		}
+		n.Node = call(fn, f.Args...).Node
+		return
 	case "position":
 		if sqlSyntax && len(f.Args) == 2 { // POSITION(a IN b) is position(b, a)
 			n.Node = call("instr", f.Args[0], f.Args[1]).Node

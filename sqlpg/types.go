@@ -467,6 +467,16 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{a.Type, -1}
 			}
+		case "timezone":
+			if len(x.FuncCall.Args) == 2 {
+				a := t.exprType(x.FuncCall.Args[1], sc)
+				if a.Type != nil && a.Type.Name == "timestamp" {
+					return ct(1184)
+				}
+				return ct(1114)
+			}
+		case "to_date":
+			return ct(1082)
 		case "generate_series":
 			if typ := typeByName(t.seriesType(x.FuncCall.Args)); typ != nil && len(x.FuncCall.Args) >= 2 {
 				return ColType{typ, -1}
@@ -972,6 +982,13 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			}
 			t.aggArg[f] = t.exprType(f.Args[0], sc)
 		}
+		return
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) == 2 && lastName(f.Funcname) == "timezone" {
+		if t.aggArg == nil {
+			t.aggArg = map[*pg_query.FuncCall]ColType{}
+		}
+		t.aggArg[f] = t.exprType(f.Args[1], sc) // AT TIME ZONE: the timestamp's type
 		return
 	}
 	e := n.GetAExpr()
