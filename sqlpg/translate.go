@@ -1053,6 +1053,7 @@ var unsupportedFuncs = map[string]string{
 	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
 	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
+	"row_to_json": "row_to_json (a whole-row reference)", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }
 

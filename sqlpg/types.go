@@ -364,6 +364,7 @@ var funcTypes = map[string]uint32{
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
+	"inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
