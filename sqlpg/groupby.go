@@ -262,3 +262,55 @@ func normExpr(n *pg_query.Node) string {
 	}
 	return s
 }
+
+// expandUsingStar writes SELECT * over one JOIN ... USING / NATURAL JOIN
+// of two tables as PostgreSQL orders it (the merged columns first, then
+// each table's others); SQLite keeps the left table's order.
+func (t *translator) expandUsingStar(s *pg_query.SelectStmt) {
+	if s.Op != pg_query.SetOperation_SETOP_NONE || len(s.FromClause) != 1 {
+		return
+	}
+	j := s.FromClause[0].GetJoinExpr()
+	if j == nil || (len(j.UsingClause) == 0 && !j.IsNatural) || j.Alias != nil {
+		return
+	}
+	sc, ok := t.scopeOf(s.FromClause)
+	if !ok || len(sc.using) == 0 || len(sc.tables) != 2 {
+		return
+	}
+	l, r := sc.tables[0], sc.tables[1]
+	ref := func(alias, col string) *pg_query.Node {
+		return pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode(col)}, -1)
+	}
+	var out []*pg_query.Node
+	for _, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		cr := rt.GetVal().GetColumnRef()
+		if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetAStar() == nil {
+			out = append(out, tn)
+			continue
+		}
+		merged := map[string]bool{}
+		for _, u := range sc.using {
+			merged[u] = true
+			var v *pg_query.Node
+			switch j.Jointype {
+			case pg_query.JoinType_JOIN_RIGHT:
+				v = ref(r.alias, u)
+			case pg_query.JoinType_JOIN_FULL:
+				v = call("coalesce", ref(l.alias, u), ref(r.alias, u))
+			default:
+				v = ref(l.alias, u)
+			}
+			out = append(out, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: u, Val: v}}})
+		}
+		for _, tb := range []scopeTable{l, r} {
+			for _, c := range tb.cols {
+				if !merged[c.Name] {
+					out = append(out, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: c.Name, Val: ref(tb.alias, c.Name)}}})
+				}
+			}
+		}
+	}
+	s.TargetList = out
+}

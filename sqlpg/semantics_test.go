@@ -170,6 +170,15 @@ func TestSemantics(t *testing.T) {
 		{"SELECT timestamptz '2024-03-15 12:00:00+00' AT TIME ZONE 'Europe/Paris'", "2024-03-15 13:00:00"},
 		{"SELECT timestamp '2024-07-15 12:00:00' AT TIME ZONE 'Europe/Paris'", "2024-07-15 10:00:00+00"},
 		{"SELECT timestamptz '2024-03-15 12:00:00+00' AT TIME ZONE '+02'", "ERROR 0A000"},
+		// JOIN ... USING: merged columns first
+		{"CREATE TABLE se_ua (va text, k int)", ""},
+		{"CREATE TABLE se_ub (k int, vb text)", ""},
+		{"INSERT INTO se_ua VALUES ('a1', 1), ('a2', 2)", ""},
+		{"INSERT INTO se_ub VALUES (2, 'b2'), (3, 'b3')", ""},
+		{"SELECT * FROM se_ua JOIN se_ub USING (k)", "2|a2|b2"},
+		{"SELECT * FROM se_ua NATURAL JOIN se_ub", "2|a2|b2"},
+		{"SELECT * FROM se_ua x LEFT JOIN se_ub y USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2"},
+		{"SELECT * FROM se_ua FULL JOIN se_ub USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2;3|NULL|b3"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

@@ -148,6 +148,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			return tr, nil
 		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
+		t.expandUsingStar(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_InsertStmt:

@@ -15,6 +15,9 @@ import (
 
 type scope struct {
 	tables []scopeTable
+	// using: the merged columns of a FROM that is one JOIN ... USING or
+	// NATURAL JOIN of two tables (SELECT * lists them once, first).
+	using []string
 }
 
 type scopeTable struct {
@@ -63,10 +66,27 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			}
 			sc.tables = append(sc.tables, st)
 		case *pg_query.Node_JoinExpr:
+			before := len(sc.tables)
 			add(x.JoinExpr.Larg)
 			add(x.JoinExpr.Rarg)
 			if len(x.JoinExpr.UsingClause) > 0 || x.JoinExpr.IsNatural {
-				ok = false // merged columns: leave star typing to values
+				// Merged columns: typed when the join is the whole FROM
+				// of two tables, else star typing is left to values.
+				if len(from) != 1 || before != 0 || len(sc.tables) != 2 || x.JoinExpr.Larg.GetRangeVar() == nil || x.JoinExpr.Rarg.GetRangeVar() == nil {
+					ok = false
+					return
+				}
+				if x.JoinExpr.IsNatural {
+					for _, l := range sc.tables[0].cols {
+						for _, r := range sc.tables[1].cols {
+							if l.Name == r.Name {
+								sc.using = append(sc.using, l.Name)
+							}
+						}
+					}
+				} else {
+					sc.using = strs(x.JoinExpr.UsingClause)
+				}
 			}
 		case *pg_query.Node_RangeFunction:
 			rf := x.RangeFunction
@@ -320,12 +340,25 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 			if len(cr.Fields) == 2 {
 				qual = strings.ToLower(cr.Fields[0].GetString_().GetSval())
 			}
+			merged := map[string]bool{}
+			if qual == "" && len(sc.using) > 0 {
+				for _, u := range sc.using {
+					for _, c := range sc.tables[0].cols {
+						if c.Name == u {
+							out = append(out, ColType{c.Type, c.Typmod})
+							merged[u] = true
+						}
+					}
+				}
+			}
 			for _, tb := range sc.tables {
 				if qual != "" && tb.alias != qual {
 					continue
 				}
 				for _, c := range tb.cols {
-					out = append(out, ColType{c.Type, c.Typmod})
+					if !merged[c.Name] {
+						out = append(out, ColType{c.Type, c.Typmod})
+					}
 				}
 			}
 			continue
