@@ -92,9 +92,43 @@ func jsonValue(v any) any {
 	case []byte:
 		return string(x)
 	case string:
+		switch x {
+		case jsonTrue:
+			return true
+		case jsonFalse:
+			return false
+		}
 		return x
 	}
 	return fmt.Sprint(v)
+}
+
+// jsonTrue and jsonFalse are how _pg_json_bool hands a boolean to the json
+// builders (SQLite's booleans are integers).
+const (
+	jsonTrue  = "\x00json:true"
+	jsonFalse = "\x00json:false"
+)
+
+func init() {
+	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_bool", func(v any) any {
+		switch x := v.(type) {
+		case nil:
+			return nil
+		case int64:
+			if x != 0 {
+				return jsonTrue
+			}
+			return jsonFalse
+		}
+		if b, err := toBool(v); err == nil {
+			if b == true {
+				return jsonTrue
+			}
+			return jsonFalse
+		}
+		return v
+	}})
 }
 
 func init() {
@@ -332,3 +366,84 @@ func toJSON(v any) any {
 	writeJSONB(&b, jsonValue(v))
 	return b.String()
 }
+
+// jsonbSet is jsonb_set(target, path, new [, create_missing]): new
+// replaces the value at path (a text array of keys and indexes); a last
+// step that is missing is added when create_missing (the default); a
+// missing step before it leaves target unchanged.
+func jsonbSet(args ...any) (any, error) {
+	if len(args) < 3 || len(args) > 4 {
+		return nil, fmt.Errorf("[SQLSTATE 42883] function jsonb_set with %d arguments does not exist", len(args))
+	}
+	if args[0] == nil || args[1] == nil || args[2] == nil {
+		return nil, nil
+	}
+	create := true
+	if len(args) == 4 {
+		if args[3] == nil {
+			return nil, nil
+		}
+		b, err := toBool(args[3])
+		if err != nil {
+			return nil, err
+		}
+		create, _ = b.(bool)
+	}
+	root, err := decodeJSON(args[0])
+	if err != nil {
+		return nil, err
+	}
+	val, err := decodeJSON(args[2])
+	if err != nil {
+		return nil, err
+	}
+	path := arrayElems(args[1])
+	var set func(cur any, i int) any
+	set = func(cur any, i int) any {
+		if i == len(path) {
+			return val
+		}
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			child, ok := c[path[i]]
+			if !ok && !(last && create) {
+				return cur
+			}
+			c[path[i]] = set(child, i+1)
+			return c
+		case []any:
+			n, err := strconv.Atoi(strings.TrimSpace(path[i]))
+			if err != nil {
+				return cur
+			}
+			if n < 0 {
+				n += len(c)
+			}
+			switch {
+			case n >= 0 && n < len(c):
+				c[n] = set(c[n], i+1)
+			case !last || !create:
+			case n < 0:
+				c = append([]any{val}, c...)
+			default:
+				c = append(c, val)
+			}
+			return c
+		}
+		return cur
+	}
+	if len(path) == 0 {
+		return args[0], nil
+	}
+	switch root.(type) {
+	case map[string]any, []any:
+	default:
+		return nil, fmt.Errorf("[SQLSTATE 22023] cannot set path in scalar")
+	}
+	var b strings.Builder
+	writeJSONB(&b, set(root, 0))
+	return b.String(), nil
+}
+
+func init() { extraFuncs = append(extraFuncs, namedFunc{"jsonb_set", jsonbSet}) }

@@ -179,6 +179,16 @@ func TestSemantics(t *testing.T) {
 		{"SELECT * FROM se_ua NATURAL JOIN se_ub", "2|a2|b2"},
 		{"SELECT * FROM se_ua x LEFT JOIN se_ub y USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2"},
 		{"SELECT * FROM se_ua FULL JOIN se_ub USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2;3|NULL|b3"},
+		// jsonb_set
+		{"SELECT jsonb_set('{\"a\": 1}', '{b}', '2')", "{\"a\": 1, \"b\": 2}"},
+		{"SELECT jsonb_set('{\"a\": {\"x\": 1}}', '{a,x}', '\"y\"')", "{\"a\": {\"x\": \"y\"}}"},
+		{"SELECT jsonb_set('{\"a\": 1}', '{c,d}', '2')", "{\"a\": 1}"},
+		{"SELECT jsonb_set('{\"a\": 1}', '{b}', '2', false)", "{\"a\": 1}"},
+		{"SELECT jsonb_set('[1, 2]', '{5}', '3'), jsonb_set('[1, 2]', '{-1}', '9')", "[1, 2, 3]|[1, 9]"},
+		// booleans in json builders
+		{"SELECT jsonb_build_object('a', 1, 'b', true)", "{\"a\": 1, \"b\": true}"},
+		{"SELECT json_build_array(ok, id) FROM se_t WHERE id = 2", "[false, 2]"},
+		{"SELECT to_jsonb(ok) FROM se_t WHERE id = 1", "true"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

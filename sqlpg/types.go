@@ -397,7 +397,7 @@ var funcTypes = map[string]uint32{
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
-	"inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
+	"jsonb_set": 3802, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
@@ -1015,8 +1015,20 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 				t.aggArg = map[*pg_query.FuncCall]ColType{}
 			}
 			t.aggArg[f] = t.exprType(f.Args[0], sc)
+			return
 		}
-		return
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
+		switch lastName(f.Funcname) {
+		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb":
+			// Booleans are integers in SQLite: mark them for the builder.
+			for i, a := range f.Args {
+				if c := t.exprType(a, sc); c.Type != nil && c.Type.Name == "bool" {
+					f.Args[i] = call("_pg_json_bool", a)
+				}
+			}
+			return
+		}
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 2 && lastName(f.Funcname) == "timezone" {
 		if t.aggArg == nil {
