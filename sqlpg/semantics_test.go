@@ -189,6 +189,10 @@ func TestSemantics(t *testing.T) {
 		{"SELECT jsonb_build_object('a', 1, 'b', true)", "{\"a\": 1, \"b\": true}"},
 		{"SELECT json_build_array(ok, id) FROM se_t WHERE id = 2", "[false, 2]"},
 		{"SELECT to_jsonb(ok) FROM se_t WHERE id = 1", "true"},
+		// set operations: literals take the other arm's type
+		{"SELECT 1 UNION SELECT 'a'", "ERROR 22P02"},
+		{"SELECT 1 AS x UNION ALL SELECT '2' ORDER BY 1", "1;2"},
+		{"SELECT 'a' UNION SELECT 'b' ORDER BY 1", "a;b"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

@@ -739,6 +739,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		}
 	}
 	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		t.setOpLiterals(s)
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
 	}
 	if len(s.ValuesLists) > 0 && (len(s.SortClause) > 0 || s.LimitCount != nil || s.LimitOffset != nil) {
@@ -771,6 +772,38 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
 	}
 	t.sortNulls(s)
+}
+
+// setOpLiterals: a string literal in a set operation's column takes the
+// type of the other arm's column when that is a number (SELECT 1 UNION
+// SELECT 'a' is 22P02 in PostgreSQL).
+func (t *translator) setOpLiterals(s *pg_query.SelectStmt) {
+	l, r := s.Larg, s.Rarg
+	if l == nil || r == nil || l.Op != pg_query.SetOperation_SETOP_NONE || r.Op != pg_query.SetOperation_SETOP_NONE ||
+		len(l.TargetList) != len(r.TargetList) {
+		return
+	}
+	lt, rt := t.selectTypes(l), t.selectTypes(r)
+	if len(lt) != len(l.TargetList) || len(rt) != len(r.TargetList) {
+		return
+	}
+	isNum := func(c ColType) bool {
+		return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8" || c.Type.Name == "numeric" || c.Type.Name == "float4" || c.Type.Name == "float8")
+	}
+	lit := func(n *pg_query.Node) *pg_query.ResTarget {
+		rt := n.GetResTarget()
+		if rt != nil && rt.Val.GetAConst() != nil && rt.Val.GetAConst().GetSval() != nil {
+			return rt
+		}
+		return nil
+	}
+	for i := range l.TargetList {
+		if x := lit(r.TargetList[i]); x != nil && lit(l.TargetList[i]) == nil && isNum(lt[i]) {
+			x.Val = call("_cast_"+lt[i].Type.Name, x.Val)
+		} else if x := lit(l.TargetList[i]); x != nil && lit(r.TargetList[i]) == nil && isNum(rt[i]) {
+			x.Val = call("_cast_"+rt[i].Type.Name, x.Val)
+		}
+	}
 }
 
 // sortNulls makes ORDER BY place NULLs where PostgreSQL does.
