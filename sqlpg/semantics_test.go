@@ -193,6 +193,12 @@ func TestSemantics(t *testing.T) {
 		{"SELECT 1 UNION SELECT 'a'", "ERROR 22P02"},
 		{"SELECT 1 AS x UNION ALL SELECT '2' ORDER BY 1", "1;2"},
 		{"SELECT 'a' UNION SELECT 'b' ORDER BY 1", "a;b"},
+		// jsonb operators
+		{"SELECT '{\"a\": 1, \"b\": 2}'::jsonb ? 'a', '[\"a\"]'::jsonb ? 'b'", "1|0"},
+		{"SELECT '{\"a\": 1, \"b\": {\"c\": [1, 2]}}'::jsonb @> '{\"b\": {\"c\": [2]}}'", "1"},
+		{"SELECT '{\"a\": 1}'::jsonb @> '{\"a\": 2}', '[1, 2]'::jsonb @> '1', '{\"a\": 1}'::jsonb <@ '{\"a\": 1, \"b\": 2}'", "0|1|1"},
+		{"SELECT '{\"a\": {\"b\": [1, 2]}}'::jsonb #> '{a,b}', '{\"a\": {\"b\": [1, 2]}}'::jsonb #>> '{a,b,1}', '{\"a\": 1}'::jsonb #> '{x}'", "[1, 2]|2|NULL"},
+		{"SELECT ARRAY[1, 2] @> ARRAY[1]", "ERROR 0A000"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

@@ -1049,7 +1049,29 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		case "~~*", "!~~*":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
-		case "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
+		case "#>", "#>>", "@>", "<@", "?":
+			if e.Lexpr != nil {
+				l, r := t.operandTypes(e)
+				isJSON := func(c ColType) bool { return c.Type != nil && (c.Type.Name == "jsonb" || c.Type.Name == "json") }
+				jsonOK := isJSON(l) || (op == "<@" && isJSON(r))
+				if op != "@>" && op != "<@" && l.Type != nil && l.Type.Name == "json" {
+					jsonOK = op == "#>" || op == "#>>" // ? exists for jsonb only
+				}
+				if (op == "@>" || op == "<@") && (l.Type == nil || l.Type.Name != "jsonb") && (r.Type == nil || r.Type.Name != "jsonb") {
+					jsonOK = false // containment is jsonb's (and arrays', not supported)
+				}
+				if jsonOK {
+					fn := map[string]string{"#>": "_pg_json_path", "#>>": "_pg_json_path_text", "@>": "_pg_jsonb_contains", "?": "_pg_jsonb_exists"}[op]
+					if op == "<@" {
+						n.Node = call("_pg_jsonb_contains", e.Rexpr, e.Lexpr).Node
+						return
+					}
+					n.Node = call(fn, e.Lexpr, e.Rexpr).Node
+					return
+				}
+			}
+			t.fail(unsupported("the operator %s", op))
+		case "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
 			if e.Lexpr == nil && op == "@" {
 				n.Node = call("abs", e.Rexpr).Node
 				return

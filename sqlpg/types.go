@@ -616,8 +616,14 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ColType{r.Type, -1}
 				}
 				return ct(25)
-			case "->>":
+			case "->>", "#>>":
 				return ct(25)
+			case "#>":
+				l := t.exprType(a.Lexpr, sc)
+				if l.Type != nil && l.Type.Name == "json" {
+					return ct(114)
+				}
+				return ct(3802)
 			case "->":
 				l := t.exprType(a.Lexpr, sc)
 				if l.Type != nil && l.Type.Name == "json" {
@@ -1042,7 +1048,7 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*", "/", "%", "||":
+	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }
