@@ -689,6 +689,9 @@ func intRangeFunc(name string, lo, hi int64) func(v any) (any, error) {
 
 // RegisterFunctions registers every function the translator emits.
 func RegisterFunctions(c *sqlite3.SQLiteConn) error {
+	if err := registerAggregates(c); err != nil {
+		return err
+	}
 	reg := func(name string, fn any, pure bool) error {
 		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)

@@ -199,6 +199,19 @@ func TestSemantics(t *testing.T) {
 		{"SELECT '{\"a\": 1}'::jsonb @> '{\"a\": 2}', '[1, 2]'::jsonb @> '1', '{\"a\": 1}'::jsonb <@ '{\"a\": 1, \"b\": 2}'", "0|1|1"},
 		{"SELECT '{\"a\": {\"b\": [1, 2]}}'::jsonb #> '{a,b}', '{\"a\": {\"b\": [1, 2]}}'::jsonb #>> '{a,b,1}', '{\"a\": 1}'::jsonb #> '{x}'", "[1, 2]|2|NULL"},
 		{"SELECT ARRAY[1, 2] @> ARRAY[1]", "ERROR 0A000"},
+		// regexp_replace, overlay, stddev
+		{"SELECT regexp_replace('a1b2c3', '[0-9]', 'X'), regexp_replace('a1b2c3', '[0-9]', 'X', 'g')", "aXb2c3|aXbXcX"},
+		{"SELECT regexp_replace('John Smith', '(\\w+) (\\w+)', '\\2, \\1'), regexp_replace('ABC', 'b', '[\\&]', 'gi')", "Smith, John|A[B]C"},
+		{"SELECT regexp_replace('a', 'a', 'b', 'x')", "ERROR 0A000"},
+		{"SELECT overlay('abcdef' PLACING 'XY' FROM 3 FOR 2), overlay('abcdef' PLACING 'XY' FROM 3)", "abXYef|abXYef"},
+		{"SELECT overlay('abc' PLACING 'XYZ' FROM 2 FOR 5)", "aXYZ"},
+		{"SELECT stddev(id), var_pop(id), stddev(n) IS NULL FROM se_t", "1|0.6666666666666666|0"},
+		{"SELECT stddev(id) FROM se_t WHERE id = 1", "NULL"},
+		// quantified subqueries
+		{"SELECT id FROM se_t WHERE id > ALL (SELECT id FROM se_t WHERE id < 3) ORDER BY id", "3"},
+		{"SELECT id FROM se_t WHERE id < SOME (SELECT id FROM se_t WHERE id > 1) ORDER BY id", "1;2"},
+		{"SELECT 5 > ALL (SELECT NULL::int), 5 > ALL (SELECT 1 WHERE false), 5 < ANY (SELECT 1 UNION SELECT NULL)", "NULL|1|NULL"},
+		{"SELECT id FROM se_t t WHERE t.id >= ALL (SELECT s.id FROM se_t s WHERE s.name = t.name) ORDER BY id", "1;3"},
 		// GROUP BY validation
 		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
 		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},

@@ -668,13 +668,14 @@ func (t *translator) node(n *pg_query.Node) {
 		switch s.SubLinkType {
 		case pg_query.SubLinkType_ANY_SUBLINK:
 			if len(s.OperName) > 0 && lastName(s.OperName) != "=" {
-				t.fail(unsupported("%s ANY (subquery)", lastName(s.OperName)))
+				t.quantified(n, s, false)
+				return
 			}
 			s.OperName = nil
 		case pg_query.SubLinkType_EXPR_SUBLINK:
 			t.scalarSubquery(n, s)
 		case pg_query.SubLinkType_ALL_SUBLINK:
-			t.fail(unsupported("ALL (subquery)"))
+			t.quantified(n, s, true)
 		case pg_query.SubLinkType_ARRAY_SUBLINK:
 			// ARRAY(SELECT x ...) as PostgreSQL's text form '{a,b}'.
 			sel := s.Subselect.GetSelectStmt()
@@ -1105,8 +1106,8 @@ var funcRename = map[string]string{
 
 var unsupportedFuncs = map[string]string{
 	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
-	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
-	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
+	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
+	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
 	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
 	"row_to_json": "row_to_json (a whole-row reference)", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
@@ -1214,7 +1215,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		}
 	case "trim", "btrim", "ltrim", "rtrim":
 	case "overlay":
-		t.fail(unsupported("OVERLAY"))
+		n.Node = call("_pg_overlay", f.Args...).Node
 		return
 	case "count":
 		if len(f.Args) == 0 && !f.AggStar {
@@ -1349,6 +1350,68 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	}
 	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 	n.Node = from.Node
+}
+
+// quantified: x op ANY / SOME / ALL (subquery) for a comparison op, with
+// SQL's three-valued answer: ALL is false when some comparison is false,
+// else NULL when some is NULL, else true; ANY the mirror image.
+func (t *translator) quantified(n *pg_query.Node, s *pg_query.SubLink, all bool) {
+	op := lastName(s.OperName)
+	kind := "ANY"
+	if all {
+		kind = "ALL"
+	}
+	switch op {
+	case "=", "<>", "!=", "<", ">", "<=", ">=":
+	default:
+		t.fail(unsupported("%s %s (subquery)", op, kind))
+		return
+	}
+	sel := s.Subselect.GetSelectStmt()
+	if sel == nil || s.Testexpr == nil || s.Testexpr.GetRowExpr() != nil {
+		t.fail(unsupported("%s %s (subquery) of a row", op, kind))
+		return
+	}
+	lm := leftmost(sel)
+	if len(lm.TargetList) != 1 {
+		t.fail(unsupported("%s %s (subquery) with more than one column", op, kind))
+		return
+	}
+	rt := lm.TargetList[0].GetResTarget()
+	if cr := rt.GetVal().GetColumnRef(); cr == nil || cr.Fields[len(cr.Fields)-1].GetAStar() == nil {
+		if rt.Name == "" {
+			rt.Name = "_tandem_q"
+		}
+	} else {
+		t.fail(unsupported("%s %s (SELECT * ...)", op, kind))
+		return
+	}
+	x, err := deparseExpr(s.Testexpr)
+	if err != nil {
+		t.fail(err)
+		return
+	}
+	sub, err := deparseStmt(s.Subselect)
+	if err != nil {
+		t.fail(err)
+		return
+	}
+	t.subq++
+	v := fmt.Sprintf("_tandem_qs%d.%s", t.subq, quoteIdent(rt.Name))
+	cmp := fmt.Sprintf("(%s) %s %s", x, op, v)
+	from := fmt.Sprintf("(%s) AS _tandem_qs%d", sub, t.subq)
+	var sql string
+	if all {
+		sql = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE NOT (%[2]s)) THEN 0 WHEN EXISTS (SELECT 1 FROM %[1]s WHERE (%[2]s) IS NULL) THEN NULL ELSE 1 END", from, cmp)
+	} else {
+		sql = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s) THEN 1 WHEN EXISTS (SELECT 1 FROM %[1]s WHERE (%[2]s) IS NULL) THEN NULL ELSE 0 END", from, cmp)
+	}
+	tree, err := pg_query.Parse("SELECT " + sql)
+	if err != nil {
+		t.fail(unsupported("%s %s (subquery) here", op, kind))
+		return
+	}
+	n.Node = tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val.Node
 }
 
 // scalarSubquery: a scalar subquery that returns two rows fails with 21000

@@ -397,7 +397,7 @@ var funcTypes = map[string]uint32{
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
-	"jsonb_set": 3802, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
+	"jsonb_set": 3802, "regexp_replace": 25, "overlay": 25, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
@@ -469,6 +469,13 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					case "float4", "float8":
 						return ct(701)
 					}
+				}
+			}
+			return ct(1700)
+		case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") {
+					return ct(701)
 				}
 			}
 			return ct(1700)
