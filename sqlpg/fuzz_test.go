@@ -101,7 +101,7 @@ func fuzzDB(tb testing.TB) *sqlite3.SQLiteConn {
 // "syntax error", "row value misused", a missing helper ...) is a
 // translator bug.
 var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|savepoint|collation|trigger)|` +
-	`has no column named|already exists|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
+	`has no column named|already exists|there is already an? \w+ named|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
 	`columns but \d+ values were supplied|values for \d+ columns|term out of range|` +
 	`do not have the same number of result columns|all VALUES must have the same number of terms|` +
 	`no such function: [^_]|wrong number of arguments to function [^_]`)

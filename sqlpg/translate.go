@@ -156,6 +156,13 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil && s.OnConflictClause.Infer.Conname != "" {
 			return nil, unsupported("ON CONFLICT ON CONSTRAINT")
 		}
+		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil {
+			for _, e := range s.OnConflictClause.Infer.IndexElems {
+				if ie := e.GetIndexElem(); ie != nil && (len(ie.Opclass) > 0 || len(ie.Collation) > 0) {
+					return nil, unsupported("ON CONFLICT with an operator class or collation")
+				}
+			}
+		}
 		if s.Override != pg_query.OverridingKind_OVERRIDING_NOT_SET && s.Override != pg_query.OverridingKind_OVERRIDING_KIND_UNDEFINED {
 			return nil, unsupported("INSERT ... OVERRIDING")
 		}
@@ -191,6 +198,11 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		nameTargets(s.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_UpdateStmt:
+		for _, c := range n.UpdateStmt.TargetList {
+			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
+				return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
+			}
+		}
 		t.updateDefaults(n.UpdateStmt)
 		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)

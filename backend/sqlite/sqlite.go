@@ -1363,7 +1363,7 @@ func mapError(err error) error {
 			code = "42703"
 		case strings.Contains(msg, "no such function"):
 			code = "42883"
-		case strings.Contains(msg, "already exists"):
+		case strings.Contains(msg, "already exists"), strings.Contains(msg, "there is already a"):
 			code = "42P07"
 		case strings.Contains(msg, "syntax error"), strings.Contains(msg, "incomplete input"), strings.Contains(msg, "unrecognized token"):
 			code = "42601"
