@@ -581,6 +581,16 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 	if err != nil {
 		return malformed("Parse", err)
 	}
+	if s.failed {
+		// As PostgreSQL: in a failed block only the statements that end
+		// it can be parsed.
+		switch kw := Keywords(m.Query, 1); {
+		case len(kw) == 0:
+		case kw[0] == "ROLLBACK", kw[0] == "ABORT", kw[0] == "COMMIT", kw[0] == "END":
+		default:
+			return Errorf(CodeInFailedTx, "current transaction is aborted, commands ignored until end of transaction block")
+		}
+	}
 	if m.Name != "" {
 		if _, dup := s.stmts[m.Name]; dup {
 			return Errorf(CodeDuplicatePStmt, "prepared statement %q already exists", m.Name)

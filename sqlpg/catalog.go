@@ -92,13 +92,13 @@ func catalogSQL() []string {
 			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key'
 			     ELSE il.name END AS relname,
 			il."unique" AS isunique, il.origin = 'pk' AS isprimary, il.origin AS origin, il.partial AS partial,
-			(SELECT group_concat('"' || ii.name || '"', ', ') FROM pragma_index_info(il.name) ii) AS cols,
+			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
 		SELECT m.name, NULL, m.name || '_pkey', 1, 1, 'pk', 0,
-			(SELECT '"' || p.name || '"' FROM pragma_table_info(m.name) p WHERE p.pk = 1),
+			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
 			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1
 		FROM `+userTables+` AND m.type = 'table'
 			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1
@@ -268,9 +268,11 @@ func catalogSQL() []string {
 			_tandem_type_sql(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS data_type,
 			CASE WHEN coalesce(tc.type_oid, 0) IN (1043, 1042) AND tc.typmod > 4 THEN tc.typmod - 4 END AS character_maximum_length,
 			NULL AS character_octet_length,
-			CASE WHEN coalesce(tc.type_oid, 0) = 1700 AND tc.typmod > 4 THEN (tc.typmod - 4) >> 16 END AS numeric_precision,
-			NULL AS numeric_precision_radix,
-			CASE WHEN coalesce(tc.type_oid, 0) = 1700 AND tc.typmod > 4 THEN (tc.typmod - 4) & 65535 END AS numeric_scale,
+			CASE coalesce(tc.type_oid, _tandem_decl_oid(p.type)) WHEN 21 THEN 16 WHEN 23 THEN 32 WHEN 20 THEN 64 WHEN 700 THEN 24 WHEN 701 THEN 53
+				WHEN 1700 THEN CASE WHEN tc.typmod > 4 THEN (tc.typmod - 4) >> 16 END END AS numeric_precision,
+			CASE coalesce(tc.type_oid, _tandem_decl_oid(p.type)) WHEN 21 THEN 2 WHEN 23 THEN 2 WHEN 20 THEN 2 WHEN 700 THEN 2 WHEN 701 THEN 2 WHEN 1700 THEN 10 END AS numeric_precision_radix,
+			CASE coalesce(tc.type_oid, _tandem_decl_oid(p.type)) WHEN 21 THEN 0 WHEN 23 THEN 0 WHEN 20 THEN 0
+				WHEN 1700 THEN CASE WHEN tc.typmod > 4 THEN (tc.typmod - 4) & 65535 END END AS numeric_scale,
 			NULL AS datetime_precision, NULL AS interval_type, NULL AS interval_precision, NULL AS character_set_catalog, NULL AS character_set_schema,
 			NULL AS character_set_name, NULL AS collation_catalog, NULL AS collation_schema, NULL AS collation_name, NULL AS domain_catalog,
 			NULL AS domain_schema, NULL AS domain_name, 'tandem' AS udt_catalog, 'pg_catalog' AS udt_schema,
@@ -347,6 +349,12 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		fn   any
 	}{
 		{"_tandem_oid", RelOID},
+		// The connection's addresses are not known to the back end:
+		// NULL, as PostgreSQL answers over a Unix socket.
+		{"inet_server_port", func() any { return nil }},
+		{"inet_client_port", func() any { return nil }},
+		{"inet_server_addr", func() any { return nil }},
+		{"inet_client_addr", func() any { return nil }},
 		{"_tandem_zeros", func(n int64) string { return strings.TrimSpace(strings.Repeat("0 ", int(max(n, 0)))) }},
 		{"_tandem_seq_exhausted", func(name string, limit int64, up bool) (int64, error) {
 			if up {

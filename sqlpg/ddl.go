@@ -418,6 +418,10 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	} else {
 		tr.Script = []string{out}
 	}
+	// SQLite resolves a view's names only when it is used: compile it
+	// now, so a view of a missing column or table fails as in
+	// PostgreSQL (42703, 42P01).
+	tr.Script = append(tr.Script, "SELECT * FROM "+quoteIdent(s.View.Relname)+" LIMIT 0")
 	tr.Script = append(tr.Script, meta...)
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	if len(tr.Script) == 1 {

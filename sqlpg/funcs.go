@@ -204,9 +204,133 @@ func toBool(v any) (any, error) {
 
 var uuidRe = regexp.MustCompile(`^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$`)
 
+var plainIdentRe = regexp.MustCompile(`^[a-z_][a-z0-9_$]*$`)
+
+// reservedWords are PostgreSQL's reserved key words (quote_ident quotes them).
+var reservedWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric authorization binary both case cast check collate
+		collation column concurrently constraint create cross current_catalog current_date current_role current_schema current_time
+		current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign freeze from full
+		grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit localtime
+		localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references returning right
+		select session_user similar some symmetric system_user table tablesample then to trailing true union unique user using
+		variadic verbose when where window with`) {
+		reservedWords[w] = true
+	}
+}
+
+// QuoteIdent quotes an identifier as PostgreSQL's quote_ident does: only
+// when it is not a plain lower-case name or is a reserved word.
+func QuoteIdent(s string) string {
+	if plainIdentRe.MatchString(s) && !reservedWords[s] {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// dateShapeRe: a date written as PostgreSQL reads it whose fields may be
+// out of range (2024-13-01 is 22008, not 22P02).
+var dateShapeRe = regexp.MustCompile(`^\s*\d{4}-\d{1,2}-\d{1,2}([ T]\d{1,2}:\d{1,2}(:\d{1,2}(\.\d+)?)?)?\s*$`)
+
+// numericTypmod rounds a numeric to numeric(p,s)'s scale and fails with
+// 22003 when it needs more than p digits.
+func numericTypmod(v any, p, s int64) (any, error) {
+	var f float64
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		return v, nil
+	}
+	if math.IsNaN(f) {
+		return f, nil
+	}
+	scale := math.Pow(10, float64(s))
+	r := math.Round(f*scale) / scale
+	if math.Abs(r) >= math.Pow(10, float64(p-s)) {
+		return nil, fmt.Errorf("[SQLSTATE 22003] numeric field overflow")
+	}
+	if s == 0 && math.Abs(r) < 1<<53 {
+		return int64(r), nil
+	}
+	return r, nil
+}
+
+// pgSubstring is PostgreSQL's substring(s, start [, count]) (a negative
+// count fails with 22011) and substring(s, pattern) (a POSIX regular
+// expression: the first parenthesised part, else the whole match).
+func pgSubstring(s any, args ...any) (any, error) {
+	if s == nil || len(args) == 0 || len(args) > 2 {
+		if len(args) == 0 || len(args) > 2 {
+			return nil, fmt.Errorf("[SQLSTATE 42883] function substring with %d arguments does not exist", len(args)+1)
+		}
+		return nil, nil
+	}
+	for _, a := range args {
+		if a == nil {
+			return nil, nil
+		}
+	}
+	text := fmt.Sprint(toText(s))
+	if p, ok := args[0].(string); ok && len(args) == 1 {
+		re, err := compile(p, "")
+		if err != nil {
+			return nil, fmt.Errorf("[SQLSTATE 2201B] %v", err)
+		}
+		m := re.FindStringSubmatch(text)
+		if m == nil {
+			return nil, nil
+		}
+		if len(m) > 1 {
+			return m[1], nil
+		}
+		return m[0], nil
+	}
+	start, err := toInt("integer", args[0])
+	if err != nil {
+		return nil, err
+	}
+	r := []rune(text)
+	from := start.(int64)
+	to := int64(len(r)) + 1
+	if len(args) == 2 {
+		n, err := toInt("integer", args[1])
+		if err != nil {
+			return nil, err
+		}
+		if n.(int64) < 0 {
+			return nil, fmt.Errorf("[SQLSTATE 22011] negative substring length not allowed")
+		}
+		to = min(to, from+n.(int64))
+	}
+	from = max(from, 1)
+	if to <= from {
+		return "", nil
+	}
+	return string(r[from-1 : to-1]), nil
+}
+
 func castFunc(t *Type) any {
 	switch t.Name {
-	case "int2", "int4", "int8", "oid", "regproc":
+	case "int2", "int4":
+		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
+		if t.Name == "int2" {
+			lo, hi = math.MinInt16, math.MaxInt16
+		}
+		return func(v any) (any, error) {
+			r, err := toInt(t.SQL, v)
+			if i, ok := r.(int64); ok && (i < lo || i > hi) {
+				return nil, fmt.Errorf("[SQLSTATE 22003] %s out of range", t.SQL)
+			}
+			return r, err
+		}
+	case "int8", "oid", "regproc":
 		return func(v any) (any, error) { return toInt(t.SQL, v) }
 	case "float4", "float8":
 		return func(v any) (any, error) { return toFloat(t.SQL, v) }
@@ -222,6 +346,9 @@ func castFunc(t *Type) any {
 			}
 			tm, ok := toTime(v)
 			if !ok {
+				if s, isStr := v.(string); isStr && dateShapeRe.MatchString(s) {
+					return nil, fmt.Errorf("[SQLSTATE 22008] date/time field value out of range: %q", s)
+				}
 				return nil, invalid(t.SQL, v)
 			}
 			if t.Name == "timestamptz" {
@@ -562,6 +689,9 @@ func intRangeFunc(name string, lo, hi int64) func(v any) (any, error) {
 
 // RegisterFunctions registers every function the translator emits.
 func RegisterFunctions(c *sqlite3.SQLiteConn) error {
+	if err := registerAggregates(c); err != nil {
+		return err
+	}
 	reg := func(name string, fn any, pure bool) error {
 		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)
@@ -622,6 +752,19 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		}, true},
 		{"_pg_now", now, false},
 		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
+		{"_pg_numeric_typmod", numericTypmod, true},
+		{"_pg_numeric_text", func(v any, scale int64) any {
+			switch x := v.(type) {
+			case int64:
+				if scale == 0 {
+					return strconv.FormatInt(x, 10)
+				}
+				return strconv.FormatInt(x, 10) + "." + strings.Repeat("0", int(scale))
+			case float64:
+				return strconv.FormatFloat(x, 'f', int(scale), 64)
+			}
+			return v
+		}, true},
 		{"_pg_int4_range", intRangeFunc("integer", -2147483648, 2147483647), true},
 		{"_pg_int8_range", intRangeFunc("bigint", -9223372036854775808, 9223372036854775807), true},
 		{"_pg_raise", func(code, msg string) (any, error) { return nil, fmt.Errorf("[SQLSTATE %s] %s", code, msg) }, false},
@@ -959,6 +1102,7 @@ func arrayHas(arr, x any) any {
 func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
+		namedFunc{"_pg_substring", pgSubstring},
 		namedFunc{"_pg_array_has", arrayHas},
 		namedFunc{"_pg_array_cat", func(a, b any, aArr, bArr bool) any {
 			// array || array, array || element, element || array
@@ -1161,12 +1305,7 @@ func init() {
 			}
 			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
 		}},
-		namedFunc{"quote_ident", func(s string) string {
-			if s != "" && strings.ToLower(s) == s && !strings.ContainsAny(s, " \"-.") {
-				return s
-			}
-			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		}},
+		namedFunc{"quote_ident", QuoteIdent},
 		namedFunc{"string_to_array", func(s any, sep string) any {
 			if s == nil {
 				return nil

@@ -101,7 +101,7 @@ func fuzzDB(tb testing.TB) *sqlite3.SQLiteConn {
 // "syntax error", "row value misused", a missing helper ...) is a
 // translator bug.
 var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|savepoint|collation|trigger)|` +
-	`has no column named|already exists|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
+	`has no column named|already exists|there is already an? \w+ named|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
 	`columns but \d+ values were supplied|values for \d+ columns|term out of range|` +
 	`do not have the same number of result columns|all VALUES must have the same number of terms|` +
 	`no such function: [^_]|wrong number of arguments to function [^_]`)
@@ -222,21 +222,33 @@ type fuzzSchema struct{ c *sqlite3.SQLiteConn }
 
 func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 	types := map[string]sqlpg.Column{}
-	for _, r := range s.query("SELECT column_name, type_oid, typmod FROM _tandem_columns WHERE table_name = ?", table) {
+	for _, r := range s.query("SELECT column_name, type_oid, typmod, identity, sequence IS NOT NULL FROM _tandem_columns WHERE table_name = ?", table) {
 		if t := sqlpg.Types[uint32(r[1].(int64))]; t != nil {
-			types[r[0].(string)] = sqlpg.Column{Name: r[0].(string), Type: t, Typmod: int32(r[2].(int64))}
+			c := sqlpg.Column{Name: r[0].(string), Type: t, Typmod: int32(r[2].(int64)), Serial: r[4] == int64(1)}
+			c.Identity, _ = r[3].(string)
+			types[r[0].(string)] = c
 		}
 	}
 	var cols []sqlpg.Column
-	for _, r := range s.query("SELECT name, type FROM pragma_table_info(?)", table) {
+	for _, r := range s.query("SELECT name, type, dflt_value IS NOT NULL, pk FROM pragma_table_info(?)", table) {
 		name, decl := r[0].(string), r[1].(string)
 		col, ok := types[name]
 		if !ok {
 			col = sqlpg.Column{Name: name, Type: sqlpg.DeclType(decl), Typmod: -1}
 		}
+		col.Default = r[2] == int64(1)
+		col.PK = r[3].(int64)
 		cols = append(cols, col)
 	}
 	return cols
+}
+
+func (s fuzzSchema) PrimaryKey(table string) []string {
+	var out []string
+	for _, r := range s.query("SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk", table) {
+		out = append(out, r[0].(string))
+	}
+	return out
 }
 
 func (s fuzzSchema) query(sql string, args ...driver.Value) [][]driver.Value {

@@ -92,9 +92,43 @@ func jsonValue(v any) any {
 	case []byte:
 		return string(x)
 	case string:
+		switch x {
+		case jsonTrue:
+			return true
+		case jsonFalse:
+			return false
+		}
 		return x
 	}
 	return fmt.Sprint(v)
+}
+
+// jsonTrue and jsonFalse are how _pg_json_bool hands a boolean to the json
+// builders (SQLite's booleans are integers).
+const (
+	jsonTrue  = "\x00json:true"
+	jsonFalse = "\x00json:false"
+)
+
+func init() {
+	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_bool", func(v any) any {
+		switch x := v.(type) {
+		case nil:
+			return nil
+		case int64:
+			if x != 0 {
+				return jsonTrue
+			}
+			return jsonFalse
+		}
+		if b, err := toBool(v); err == nil {
+			if b == true {
+				return jsonTrue
+			}
+			return jsonFalse
+		}
+		return v
+	}})
 }
 
 func init() {
@@ -331,4 +365,255 @@ func toJSON(v any) any {
 	var b strings.Builder
 	writeJSONB(&b, jsonValue(v))
 	return b.String()
+}
+
+// jsonbSet is jsonb_set(target, path, new [, create_missing]): new
+// replaces the value at path (a text array of keys and indexes); a last
+// step that is missing is added when create_missing (the default); a
+// missing step before it leaves target unchanged.
+func jsonbSet(args ...any) (any, error) {
+	if len(args) < 3 || len(args) > 4 {
+		return nil, fmt.Errorf("[SQLSTATE 42883] function jsonb_set with %d arguments does not exist", len(args))
+	}
+	if args[0] == nil || args[1] == nil || args[2] == nil {
+		return nil, nil
+	}
+	create := true
+	if len(args) == 4 {
+		if args[3] == nil {
+			return nil, nil
+		}
+		b, err := toBool(args[3])
+		if err != nil {
+			return nil, err
+		}
+		create, _ = b.(bool)
+	}
+	root, err := decodeJSON(args[0])
+	if err != nil {
+		return nil, err
+	}
+	val, err := decodeJSON(args[2])
+	if err != nil {
+		return nil, err
+	}
+	path := arrayElems(args[1])
+	var set func(cur any, i int) any
+	set = func(cur any, i int) any {
+		if i == len(path) {
+			return val
+		}
+		last := i == len(path)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			child, ok := c[path[i]]
+			if !ok && !(last && create) {
+				return cur
+			}
+			c[path[i]] = set(child, i+1)
+			return c
+		case []any:
+			n, err := strconv.Atoi(strings.TrimSpace(path[i]))
+			if err != nil {
+				return cur
+			}
+			if n < 0 {
+				n += len(c)
+			}
+			switch {
+			case n >= 0 && n < len(c):
+				c[n] = set(c[n], i+1)
+			case !last || !create:
+			case n < 0:
+				c = append([]any{val}, c...)
+			default:
+				c = append(c, val)
+			}
+			return c
+		}
+		return cur
+	}
+	if len(path) == 0 {
+		return args[0], nil
+	}
+	switch root.(type) {
+	case map[string]any, []any:
+	default:
+		return nil, fmt.Errorf("[SQLSTATE 22023] cannot set path in scalar")
+	}
+	var b strings.Builder
+	writeJSONB(&b, set(root, 0))
+	return b.String(), nil
+}
+
+func init() { extraFuncs = append(extraFuncs, namedFunc{"jsonb_set", jsonbSet}) }
+
+// jsonbContains is PostgreSQL's jsonb @>: every key of an object on the
+// right is in the left object with a containing value; every element of
+// an array on the right is contained in some element of the left array
+// (a scalar on the right is contained by an array holding it).
+func jsonbContains(a, b any) (any, error) {
+	if a == nil || b == nil {
+		return nil, nil
+	}
+	x, err := decodeJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	y, err := decodeJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return jsonContains(x, y, true), nil
+}
+
+func jsonContains(x, y any, top bool) bool {
+	switch yv := y.(type) {
+	case map[string]any:
+		xv, ok := x.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range yv {
+			xe, ok := xv[k]
+			if !ok || !jsonContains(xe, v, false) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		xv, ok := x.([]any)
+		if !ok {
+			return false
+		}
+		for _, v := range yv {
+			found := false
+			for _, xe := range xv {
+				if _, isArr := v.([]any); !isArr {
+					if _, xArr := xe.([]any); xArr {
+						continue
+					}
+				}
+				if jsonContains(xe, v, false) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	if xv, ok := x.([]any); ok && top {
+		for _, xe := range xv {
+			if scalarEqual(xe, y) {
+				return true
+			}
+		}
+		return false
+	}
+	return scalarEqual(x, y)
+}
+
+func scalarEqual(x, y any) bool {
+	switch xv := x.(type) {
+	case json.Number:
+		yv, ok := y.(json.Number)
+		if !ok {
+			return false
+		}
+		a, err1 := strconv.ParseFloat(string(xv), 64)
+		b, err2 := strconv.ParseFloat(string(yv), 64)
+		return err1 == nil && err2 == nil && a == b
+	case map[string]any, []any:
+		return false
+	}
+	return x == y
+}
+
+// jsonbExists is jsonb ? key: a key of an object, a string element of an
+// array, or the string itself.
+func jsonbExists(a, k any) (any, error) {
+	if a == nil || k == nil {
+		return nil, nil
+	}
+	x, err := decodeJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprint(toText(k))
+	switch xv := x.(type) {
+	case map[string]any:
+		_, ok := xv[key]
+		return ok, nil
+	case []any:
+		for _, e := range xv {
+			if s, ok := e.(string); ok && s == key {
+				return true, nil
+			}
+		}
+		return false, nil
+	case string:
+		return xv == key, nil
+	}
+	return false, nil
+}
+
+// jsonPath is json #> path (asText: #>>): the value at a path of keys and
+// array indexes (negative from the end), NULL when it is not there.
+func jsonPath(asText bool) func(a, p any) (any, error) {
+	return func(a, p any) (any, error) {
+		if a == nil || p == nil {
+			return nil, nil
+		}
+		x, err := decodeJSON(a)
+		if err != nil {
+			return nil, err
+		}
+		for _, step := range arrayElems(p) {
+			switch xv := x.(type) {
+			case map[string]any:
+				v, ok := xv[step]
+				if !ok {
+					return nil, nil
+				}
+				x = v
+			case []any:
+				i, err := strconv.Atoi(strings.TrimSpace(step))
+				if err != nil {
+					return nil, nil
+				}
+				if i < 0 {
+					i += len(xv)
+				}
+				if i < 0 || i >= len(xv) {
+					return nil, nil
+				}
+				x = xv[i]
+			default:
+				return nil, nil
+			}
+		}
+		if asText {
+			switch xv := x.(type) {
+			case nil:
+				return nil, nil
+			case string:
+				return xv, nil
+			}
+		}
+		var b strings.Builder
+		writeJSONB(&b, x)
+		return b.String(), nil
+	}
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_jsonb_contains", jsonbContains},
+		namedFunc{"_pg_jsonb_exists", jsonbExists},
+		namedFunc{"_pg_json_path", jsonPath(false)},
+		namedFunc{"_pg_json_path_text", jsonPath(true)},
+	)
 }

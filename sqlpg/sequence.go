@@ -72,6 +72,64 @@ func (t *translator) createSequence(s *pg_query.CreateSeqStmt, tr *Translation) 
 	return tr, nil
 }
 
+// alterSequence: ALTER SEQUENCE s RESTART [WITH n] | INCREMENT BY n |
+// MINVALUE n | MAXVALUE n | START WITH n | [NO] CYCLE becomes an UPDATE of
+// the sequence's row (the caller checks the sequence exists).
+func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*Translation, error) {
+	name, err := t.tableName(s.Sequence)
+	if err != nil {
+		return nil, err
+	}
+	var sets []string
+	for _, o := range s.Options {
+		d := o.GetDefElem()
+		if d == nil {
+			continue
+		}
+		num := ""
+		if c := d.Arg.GetInteger(); c != nil {
+			num = fmt.Sprint(c.Ival)
+		} else if c := d.Arg.GetFloat(); c != nil {
+			var v int64
+			if _, err := fmt.Sscan(c.Fval, &v); err != nil {
+				return nil, unsupported("ALTER SEQUENCE %s %s", strings.ToUpper(d.Defname), c.Fval)
+			}
+			num = fmt.Sprint(v)
+		}
+		switch {
+		case d.Defname == "restart":
+			if num == "" {
+				num = "start_value"
+			}
+			sets = append(sets, "last_value = "+num, "is_called = 0")
+		case d.Defname == "increment" && num != "":
+			sets = append(sets, "increment = "+num)
+		case d.Defname == "start" && num != "":
+			sets = append(sets, "start_value = "+num)
+		case d.Defname == "minvalue" && num != "":
+			sets = append(sets, "min_value = "+num)
+		case d.Defname == "maxvalue" && num != "":
+			sets = append(sets, "max_value = "+num)
+		case d.Defname == "cycle":
+			c := d.Arg.GetBoolean()
+			sets = append(sets, fmt.Sprintf("cycle = %d", map[bool]int{true: 1, false: 0}[c != nil && c.Boolval]))
+		case d.Defname == "cache":
+		default:
+			return nil, unsupported("ALTER SEQUENCE option %s", strings.ToUpper(d.Defname))
+		}
+	}
+	tr.Kind, tr.Tag = "ALTER", "ALTER SEQUENCE"
+	if len(sets) == 0 {
+		tr.Noop = true
+		return tr, nil
+	}
+	tr.SQL = fmt.Sprintf("UPDATE _tandem_sequences SET %s WHERE name = %s", strings.Join(sets, ", "), quoteLit(name))
+	if !s.MissingOk {
+		tr.SeqName = name
+	}
+	return tr, nil
+}
+
 // sequenceCall translates SELECT nextval('s') / currval / setval standing
 // alone; ok is false for any other statement.
 func (t *translator) sequenceCall(s *pg_query.SelectStmt, tr *Translation) (bool, error) {

@@ -59,6 +59,12 @@ type Column struct {
 	Name   string
 	Type   *Type
 	Typmod int32
+	// Identity: "a" for GENERATED ALWAYS AS IDENTITY, "d" for BY
+	// DEFAULT, "" otherwise.
+	Identity string
+	Default  bool  // has a DEFAULT
+	Serial   bool  // serial or identity: numbered when left out
+	PK       int64 // position in the primary key (1-based), 0 if not in it
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -145,6 +151,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 			return tr, nil
 		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
+		t.expandUsingStar(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_InsertStmt:
@@ -152,12 +159,41 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil && s.OnConflictClause.Infer.Conname != "" {
 			return nil, unsupported("ON CONFLICT ON CONSTRAINT")
 		}
+		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil {
+			for _, e := range s.OnConflictClause.Infer.IndexElems {
+				if ie := e.GetIndexElem(); ie != nil && (len(ie.Opclass) > 0 || len(ie.Collation) > 0) {
+					return nil, unsupported("ON CONFLICT with an operator class or collation")
+				}
+			}
+		}
 		if s.Override != pg_query.OverridingKind_OVERRIDING_NOT_SET && s.Override != pg_query.OverridingKind_OVERRIDING_KIND_UNDEFINED {
 			return nil, unsupported("INSERT ... OVERRIDING")
+		}
+		var always map[string]bool
+		var tcols []Column
+		if s.Relation != nil && t.sch != nil {
+			tcols = t.sch.Columns(s.Relation.Relname)
+		}
+		if len(s.Cols) > 0 {
+			for _, c := range tcols {
+				if c.Identity == "a" {
+					if always == nil {
+						always = map[string]bool{}
+					}
+					always[c.Name] = true
+				}
+			}
+		}
+		if err := t.insertChecks(s, tcols); err != nil {
+			return nil, err
 		}
 		for _, c := range s.Cols {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
 				return nil, unsupported("INSERT into a subfield or array element (%s...)", rt.Name)
+			}
+			if rt := c.GetResTarget(); rt != nil && always[rt.Name] {
+				return nil, &pgwire.Error{Code: "428C9", Message: fmt.Sprintf("cannot insert a non-DEFAULT value into column %q", rt.Name),
+					Detail: fmt.Sprintf("Column %q is an identity column defined as GENERATED ALWAYS.", rt.Name)}
 			}
 		}
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
@@ -165,13 +201,31 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		nameTargets(s.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_UpdateStmt:
+		for _, c := range n.UpdateStmt.TargetList {
+			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
+				return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
+			}
+		}
+		t.updateDefaults(n.UpdateStmt)
 		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		nameTargets(n.UpdateStmt.ReturningList)
 		err = t.rewrite(raw)
 	case *pg_query.Node_DeleteStmt:
-		if len(n.DeleteStmt.UsingClause) > 0 {
-			return nil, unsupported("DELETE ... USING")
+		if d := n.DeleteStmt; len(d.UsingClause) > 0 {
+			// DELETE FROM t USING u WHERE c: DELETE FROM t WHERE EXISTS
+			// (SELECT 1 FROM u WHERE c), c correlated to t's row.
+			if len(d.ReturningList) > 0 {
+				return nil, unsupported("DELETE ... USING with RETURNING")
+			}
+			sub := &pg_query.SelectStmt{
+				TargetList:  []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeAConstIntNode(1, -1), -1)},
+				FromClause:  d.UsingClause,
+				WhereClause: d.WhereClause,
+			}
+			d.UsingClause = nil
+			d.WhereClause = &pg_query.Node{Node: &pg_query.Node_SubLink{SubLink: &pg_query.SubLink{SubLinkType: pg_query.SubLinkType_EXISTS_SUBLINK,
+				Subselect: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sub}}}}}
 		}
 		tr.Cols = t.returningTypes(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
 		tr.Names = t.returningNames(n.DeleteStmt.Relation, n.DeleteStmt.ReturningList)
@@ -222,7 +276,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 	case *pg_query.Node_CreateSeqStmt:
 		return t.createSequence(n.CreateSeqStmt, tr)
 	case *pg_query.Node_AlterSeqStmt:
-		return nil, unsupported("ALTER SEQUENCE (use setval)")
+		return t.alterSequence(n.AlterSeqStmt, tr)
 	case *pg_query.Node_CommentStmt:
 		tr.Noop, tr.Tag = true, "COMMENT"
 		return tr, nil
@@ -457,6 +511,11 @@ type translator struct {
 	triggers []string
 	ctes     map[string][]Column
 	opTypes  map[*pg_query.A_Expr][2]ColType
+	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
+	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
+	// srfPending: set-returning functions not (yet) placed where SQLite
+	// can run them (FROM, or a select list's top level).
+	srfPending map[*pg_query.FuncCall]string
 }
 
 func (t *translator) fail(err error) {
@@ -473,7 +532,19 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	}
 	t.annotate(n)
 	visit(n.ProtoReflect(), t.node)
+	for _, name := range t.srfPending {
+		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
+		break
+	}
 	return t.err
+}
+
+// setReturning are the set-returning functions the translator places.
+var setReturning = map[string]bool{"generate_series": true, "unnest": true, "generate_subscripts": true}
+
+func isSetReturning(name string) bool {
+	_, j := jsonSRFs[name]
+	return j || setReturning[name]
 }
 
 func walkNode(n *pg_query.Node, fn func(*pg_query.Node)) {
@@ -575,6 +646,15 @@ func (t *translator) node(n *pg_query.Node) {
 				t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("missing FROM-clause entry for table %q", table)})
 			}
 		}
+	case *pg_query.Node_NullTest:
+		// (a, b) IS NULL: every field is NULL; IS NOT NULL: none is.
+		if r := x.NullTest.Arg.GetRowExpr(); r != nil && len(r.Args) > 0 {
+			var tests []*pg_query.Node
+			for _, a := range r.Args {
+				tests = append(tests, &pg_query.Node{Node: &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: a, Nulltesttype: x.NullTest.Nulltesttype}}})
+			}
+			n.Node = pg_query.MakeBoolExprNode(pg_query.BoolExprType_AND_EXPR, tests, -1).Node
+		}
 	case *pg_query.Node_BooleanTest:
 		switch x.BooleanTest.Booltesttype {
 		case pg_query.BoolTestType_IS_UNKNOWN:
@@ -603,11 +683,14 @@ func (t *translator) node(n *pg_query.Node) {
 		switch s.SubLinkType {
 		case pg_query.SubLinkType_ANY_SUBLINK:
 			if len(s.OperName) > 0 && lastName(s.OperName) != "=" {
-				t.fail(unsupported("%s ANY (subquery)", lastName(s.OperName)))
+				t.quantified(n, s, false)
+				return
 			}
 			s.OperName = nil
+		case pg_query.SubLinkType_EXPR_SUBLINK:
+			t.scalarSubquery(n, s)
 		case pg_query.SubLinkType_ALL_SUBLINK:
-			t.fail(unsupported("ALL (subquery)"))
+			t.quantified(n, s, true)
 		case pg_query.SubLinkType_ARRAY_SUBLINK:
 			// ARRAY(SELECT x ...) as PostgreSQL's text form '{a,b}'.
 			sel := s.Subselect.GetSelectStmt()
@@ -672,6 +755,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		}
 	}
 	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		t.setOpLiterals(s)
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
 	}
 	if len(s.ValuesLists) > 0 && (len(s.SortClause) > 0 || s.LimitCount != nil || s.LimitOffset != nil) {
@@ -704,6 +788,38 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
 	}
 	t.sortNulls(s)
+}
+
+// setOpLiterals: a string literal in a set operation's column takes the
+// type of the other arm's column when that is a number (SELECT 1 UNION
+// SELECT 'a' is 22P02 in PostgreSQL).
+func (t *translator) setOpLiterals(s *pg_query.SelectStmt) {
+	l, r := s.Larg, s.Rarg
+	if l == nil || r == nil || l.Op != pg_query.SetOperation_SETOP_NONE || r.Op != pg_query.SetOperation_SETOP_NONE ||
+		len(l.TargetList) != len(r.TargetList) {
+		return
+	}
+	lt, rt := t.selectTypes(l), t.selectTypes(r)
+	if len(lt) != len(l.TargetList) || len(rt) != len(r.TargetList) {
+		return
+	}
+	isNum := func(c ColType) bool {
+		return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8" || c.Type.Name == "numeric" || c.Type.Name == "float4" || c.Type.Name == "float8")
+	}
+	lit := func(n *pg_query.Node) *pg_query.ResTarget {
+		rt := n.GetResTarget()
+		if rt != nil && rt.Val.GetAConst() != nil && rt.Val.GetAConst().GetSval() != nil {
+			return rt
+		}
+		return nil
+	}
+	for i := range l.TargetList {
+		if x := lit(r.TargetList[i]); x != nil && lit(l.TargetList[i]) == nil && isNum(lt[i]) {
+			x.Val = call("_cast_"+lt[i].Type.Name, x.Val)
+		} else if x := lit(l.TargetList[i]); x != nil && lit(r.TargetList[i]) == nil && isNum(rt[i]) {
+			x.Val = call("_cast_"+rt[i].Type.Name, x.Val)
+		}
+	}
 }
 
 // sortNulls makes ORDER BY place NULLs where PostgreSQL does.
@@ -786,7 +902,25 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		t.fail(err)
 		return
 	}
+	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_oid" && len(f.Args) == 1 && (typ.Cat == 'S') {
+		// 'name'::regclass::text: the relation's name (it must exist).
+		if sv := f.Args[0].GetAConst().GetSval(); sv != nil {
+			n.Node = template("coalesce((SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__), _pg_raise('42P01', __arg1__))",
+				c.Arg, strConst(fmt.Sprintf("relation %q does not exist", sv.Sval))).Node
+			return
+		}
+	}
+	if a, ok := t.castArg[c]; ok && typ.Cat == 'S' {
+		// A numeric prints with its scale (12.50::text is 12.50).
+		if sc := scaleOf(a); sc >= 0 {
+			c.Arg = call("_pg_numeric_text", c.Arg, pg_query.MakeAConstIntNode(int64(sc), -1))
+		}
+	}
 	cast := call("_cast_"+typ.Name, c.Arg)
+	if typ.Name == "numeric" && mod >= 4 {
+		p, s := int64((mod-4)>>16), int64((mod-4)&0xffff)
+		cast = call("_pg_numeric_typmod", cast, pg_query.MakeAConstIntNode(p, -1), pg_query.MakeAConstIntNode(s, -1))
+	}
 	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
 		cast = call("substr", cast, pg_query.MakeAConstIntNode(1, -1), pg_query.MakeAConstIntNode(int64(mod-4), -1))
 	}
@@ -884,6 +1018,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 	case pg_query.A_Expr_Kind_AEXPR_OP:
 		e.Name = []*pg_query.Node{pg_query.MakeStrNode(op)}
 		switch op {
+		case "+", "-", "*", "/", "%":
+			t.unknownOperand(e)
+		}
+		switch op {
 		case "~", "~*", "!~", "!~*":
 			if e.Lexpr == nil {
 				if op != "~" {
@@ -927,7 +1065,29 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		case "~~*", "!~~*":
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
-		case "#>", "#>>", "@>", "<@", "?", "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
+		case "#>", "#>>", "@>", "<@", "?":
+			if e.Lexpr != nil {
+				l, r := t.operandTypes(e)
+				isJSON := func(c ColType) bool { return c.Type != nil && (c.Type.Name == "jsonb" || c.Type.Name == "json") }
+				jsonOK := isJSON(l) || (op == "<@" && isJSON(r))
+				if op != "@>" && op != "<@" && l.Type != nil && l.Type.Name == "json" {
+					jsonOK = op == "#>" || op == "#>>" // ? exists for jsonb only
+				}
+				if (op == "@>" || op == "<@") && (l.Type == nil || l.Type.Name != "jsonb") && (r.Type == nil || r.Type.Name != "jsonb") {
+					jsonOK = false // containment is jsonb's (and arrays', not supported)
+				}
+				if jsonOK {
+					fn := map[string]string{"#>": "_pg_json_path", "#>>": "_pg_json_path_text", "@>": "_pg_jsonb_contains", "?": "_pg_jsonb_exists"}[op]
+					if op == "<@" {
+						n.Node = call("_pg_jsonb_contains", e.Rexpr, e.Lexpr).Node
+						return
+					}
+					n.Node = call(fn, e.Lexpr, e.Rexpr).Node
+					return
+				}
+			}
+			t.fail(unsupported("the operator %s", op))
+		case "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
 			if e.Lexpr == nil && op == "@" {
 				n.Node = call("abs", e.Rexpr).Node
 				return
@@ -956,15 +1116,16 @@ var funcRename = map[string]string{
 	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
 	"statement_timestamp": "_pg_statement_timestamp", "clock_timestamp": "_pg_clock_timestamp", "random": "_pg_random",
 	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
-	"ceiling": "ceil", "substring": "substr", "log10": "_pg_log10", "format": "_pg_format",
+	"ceiling": "ceil", "substring": "_pg_substring", "substr": "_pg_substring", "log10": "_pg_log10", "format": "_pg_format",
 }
 
 var unsupportedFuncs = map[string]string{
 	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
-	"regexp_replace": "regexp_replace", "regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
-	"to_tsquery": "full-text search", "stddev": "stddev", "stddev_samp": "stddev_samp", "variance": "variance",
+	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
+	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
 	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
+	"row_to_json": "row_to_json (a whole-row reference)", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }
 
@@ -974,6 +1135,13 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
 	}
+	if isSetReturning(name) && len(names) == 1 {
+		if t.srfPending == nil {
+			t.srfPending = map[*pg_query.FuncCall]string{}
+		}
+		t.srfPending[f] = name
+		return
+	}
 	if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") && !strings.EqualFold(names[0], "public") {
 		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s does not exist", strings.Join(names, "."))})
 		return
@@ -981,6 +1149,19 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	if what, ok := unsupportedFuncs[name]; ok {
 		t.fail(unsupported("%s", what))
 		return
+	}
+	if a, ok := t.aggArg[f]; ok && a.Type != nil {
+		// PostgreSQL has no sum/avg of text or boolean, nor min/max of
+		// boolean (SQLite would answer with numbers).
+		bad := a.Type.Name == "bool" || a.Type.Name == "json" || a.Type.Name == "jsonb"
+		if name == "sum" || name == "avg" {
+			bad = bad || a.Type.Cat == 'S' || a.Type.Cat == 'D' || a.Type.Name == "uuid" || a.Type.Name == "bytea"
+		}
+		if bad {
+			t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s(%s) does not exist", name, a.Type.SQL),
+				Hint: "No function matches the given name and argument types. You might need to add explicit type casts."})
+			return
+		}
 	}
 	if f.AggDistinct && len(f.Args) > 1 {
 		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
@@ -1020,6 +1201,28 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	switch name {
+	case "timezone":
+		if len(f.Args) != 2 {
+			break
+		}
+		a := t.aggArg[f]
+		fn := "_pg_at_zone_tz"
+		if a.Type != nil {
+			switch a.Type.Name {
+			case "timestamp":
+				fn = "_pg_at_zone_ts"
+			case "timestamptz", "date", "text", "unknown":
+			default:
+				t.fail(unsupported("AT TIME ZONE of a %s", a.Type.SQL))
+				return
+			}
+		}
+		if f.Args[0].GetTypeCast() == nil && f.Args[0].GetAConst() == nil && f.Args[0].GetColumnRef() == nil && f.Args[0].GetParamRef() == nil && f.Args[0].GetFuncCall() == nil {
+			t.fail(unsupported("AT TIME ZONE with this zone"))
+			return
+		}
+		n.Node = call(fn, f.Args...).Node
+		return
 	case "position":
 		if sqlSyntax && len(f.Args) == 2 { // POSITION(a IN b) is position(b, a)
 			n.Node = call("instr", f.Args[0], f.Args[1]).Node
@@ -1027,7 +1230,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		}
 	case "trim", "btrim", "ltrim", "rtrim":
 	case "overlay":
-		t.fail(unsupported("OVERLAY"))
+		n.Node = call("_pg_overlay", f.Args...).Node
 		return
 	case "count":
 		if len(f.Args) == 0 && !f.AggStar {
@@ -1086,10 +1289,27 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		return
 	}
 	name := lastName(f.Funcname)
+	if _, ok := jsonSRFs[name]; ok && len(f.Args) == 1 {
+		alias := name
+		var colnames []string
+		if rf.Alias != nil {
+			alias = rf.Alias.Aliasname
+			colnames = strs(rf.Alias.Colnames)
+		}
+		from, err := t.jsonSRFFrom(name, f.Args[0], alias, colnames)
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		delete(t.srfPending, f)
+		n.Node = from.Node
+		return
+	}
 	if name != "generate_series" || len(f.Args) < 2 || len(f.Args) > 3 {
 		t.fail(unsupported("the set-returning function %s in FROM", name))
 		return
 	}
+	delete(t.srfPending, f)
 	alias := "generate_series"
 	col := "generate_series"
 	if rf.Alias != nil {
@@ -1097,6 +1317,10 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		col = alias
 		if len(rf.Alias.Colnames) > 0 {
 			col = rf.Alias.Colnames[0].GetString_().GetSval()
+		}
+		if len(rf.Alias.Colnames) > 1 {
+			t.fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("table %q has 1 columns available but %d columns specified", alias, len(rf.Alias.Colnames))})
+			return
 		}
 	}
 	var parts [3]string
@@ -1141,6 +1365,119 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	}
 	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 	n.Node = from.Node
+}
+
+// quantified: x op ANY / SOME / ALL (subquery) for a comparison op, with
+// SQL's three-valued answer: ALL is false when some comparison is false,
+// else NULL when some is NULL, else true; ANY the mirror image.
+func (t *translator) quantified(n *pg_query.Node, s *pg_query.SubLink, all bool) {
+	op := lastName(s.OperName)
+	kind := "ANY"
+	if all {
+		kind = "ALL"
+	}
+	switch op {
+	case "=", "<>", "!=", "<", ">", "<=", ">=":
+	default:
+		t.fail(unsupported("%s %s (subquery)", op, kind))
+		return
+	}
+	sel := s.Subselect.GetSelectStmt()
+	if sel == nil || s.Testexpr == nil || s.Testexpr.GetRowExpr() != nil {
+		t.fail(unsupported("%s %s (subquery) of a row", op, kind))
+		return
+	}
+	lm := leftmost(sel)
+	if len(lm.TargetList) != 1 {
+		t.fail(unsupported("%s %s (subquery) with more than one column", op, kind))
+		return
+	}
+	rt := lm.TargetList[0].GetResTarget()
+	if cr := rt.GetVal().GetColumnRef(); cr == nil || cr.Fields[len(cr.Fields)-1].GetAStar() == nil {
+		if rt.Name == "" {
+			rt.Name = "_tandem_q"
+		}
+	} else {
+		t.fail(unsupported("%s %s (SELECT * ...)", op, kind))
+		return
+	}
+	x, err := deparseExpr(s.Testexpr)
+	if err != nil {
+		t.fail(err)
+		return
+	}
+	sub, err := deparseStmt(s.Subselect)
+	if err != nil {
+		t.fail(err)
+		return
+	}
+	t.subq++
+	v := fmt.Sprintf("_tandem_qs%d.%s", t.subq, quoteIdent(rt.Name))
+	cmp := fmt.Sprintf("(%s) %s %s", x, op, v)
+	from := fmt.Sprintf("(%s) AS _tandem_qs%d", sub, t.subq)
+	var sql string
+	if all {
+		sql = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE NOT (%[2]s)) THEN 0 WHEN EXISTS (SELECT 1 FROM %[1]s WHERE (%[2]s) IS NULL) THEN NULL ELSE 1 END", from, cmp)
+	} else {
+		sql = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s) THEN 1 WHEN EXISTS (SELECT 1 FROM %[1]s WHERE (%[2]s) IS NULL) THEN NULL ELSE 0 END", from, cmp)
+	}
+	tree, err := pg_query.Parse("SELECT " + sql)
+	if err != nil {
+		t.fail(unsupported("%s %s (subquery) here", op, kind))
+		return
+	}
+	n.Node = tree.Stmts[0].Stmt.GetSelectStmt().TargetList[0].GetResTarget().Val.Node
+}
+
+// scalarSubquery: a scalar subquery that returns two rows fails with 21000
+// in PostgreSQL, where SQLite takes the first. Unless it cannot return
+// more than one row (LIMIT 1, no FROM, an aggregate without GROUP BY), it
+// reads at most two rows and raises on the second.
+func (t *translator) scalarSubquery(n *pg_query.Node, s *pg_query.SubLink) {
+	sel := s.Subselect.GetSelectStmt()
+	if sel == nil {
+		return
+	}
+	if c := sel.LimitCount.GetAConst(); c != nil && c.GetIval() != nil && c.GetIval().Ival <= 1 {
+		return
+	}
+	lm := leftmost(sel)
+	if len(lm.TargetList) != 1 {
+		return
+	}
+	rt := lm.TargetList[0].GetResTarget()
+	if rt == nil || rt.Val == nil {
+		return
+	}
+	if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+		return
+	}
+	if sel.Op == pg_query.SetOperation_SETOP_NONE {
+		if len(sel.FromClause) == 0 && len(sel.ValuesLists) == 0 {
+			return
+		}
+		if f := rt.Val.GetFuncCall(); f != nil && len(sel.GroupClause) == 0 && f.Over == nil {
+			switch lastName(f.Funcname) {
+			case "count", "sum", "avg", "min", "max", "total", "group_concat":
+				return
+			}
+		}
+	}
+	if rt.Name == "" {
+		rt.Name = "_tandem_s"
+	}
+	e := template("(SELECT CASE WHEN count(*) > 1 THEN _pg_raise('21000', 'more than one row returned by a subquery used as an expression') ELSE min(_tandem_s) END FROM (SELECT * FROM _tandem_placeholder LIMIT 2) AS _tandem_one)")
+	outer := e.GetSubLink().Subselect.GetSelectStmt()
+	visit(outer.ProtoReflect(), func(m *pg_query.Node) {
+		if cr := m.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_().GetSval() == "_tandem_s" {
+			cr.Fields = []*pg_query.Node{pg_query.MakeStrNode(rt.Name)}
+		}
+	})
+	inner := outer.FromClause[0].GetRangeSubselect().Subquery.GetSelectStmt()
+	t.subq++
+	inner.FromClause = []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+		Subquery: s.Subselect, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_sub%d", t.subq)}}}}}
+	n.Node = e.Node
 }
 
 func leftmost(s *pg_query.SelectStmt) *pg_query.SelectStmt {
@@ -1416,9 +1753,13 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			continue
 		}
 		name := lastName(f.Funcname)
+		if t.jsonTargetSRF(s, rt, f, name, len(eaches)) || t.seriesTargetSRF(s, rt, f, name) {
+			continue
+		}
 		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
 			continue
 		}
+		delete(t.srfPending, f)
 		if name == "_pg_expandarray" {
 			// information_schema._pg_expandarray(arr): records (x, n),
 			// element and position (pgjdbc's metadata queries).
@@ -1511,6 +1852,25 @@ func (t *translator) concatOp(n *pg_query.Node, e *pg_query.A_Expr) {
 		n.Node = call("_pg_jsonb_concat", e.Lexpr, e.Rexpr).Node
 	case isArr(l) || isArr(r):
 		n.Node = call("_pg_array_cat", e.Lexpr, e.Rexpr, boolConst(isArr(l)), boolConst(isArr(r))).Node
+	}
+}
+
+// unknownOperand: an untyped string literal next to a number takes the
+// number's type, as in PostgreSQL (1 + 'a' is 22P02, 1 + '2' is 3).
+func (t *translator) unknownOperand(e *pg_query.A_Expr) {
+	if e.Lexpr == nil || e.Rexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	isLit := func(n *pg_query.Node) bool { c := n.GetAConst(); return c != nil && c.GetSval() != nil }
+	isNum := func(c ColType) bool {
+		return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8" || c.Type.Name == "numeric" || c.Type.Name == "float4" || c.Type.Name == "float8")
+	}
+	switch {
+	case isLit(e.Lexpr) && !isLit(e.Rexpr) && isNum(r):
+		e.Lexpr = call("_cast_"+r.Type.Name, e.Lexpr)
+	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isNum(l):
+		e.Rexpr = call("_cast_"+l.Type.Name, e.Rexpr)
 	}
 }
 

@@ -15,11 +15,15 @@ import (
 
 type scope struct {
 	tables []scopeTable
+	// using: the merged columns of a FROM that is one JOIN ... USING or
+	// NATURAL JOIN of two tables (SELECT * lists them once, first).
+	using []string
 }
 
 type scopeTable struct {
 	alias string
 	cols  []Column
+	table string // the table's name, for a table of the schema
 }
 
 func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
@@ -56,12 +60,33 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if r.Alias != nil {
 				alias = r.Alias.Aliasname
 			}
-			sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+			st := scopeTable{alias: strings.ToLower(alias), cols: cols}
+			if schema == "" || schema == "public" {
+				st.table = r.Relname
+			}
+			sc.tables = append(sc.tables, st)
 		case *pg_query.Node_JoinExpr:
+			before := len(sc.tables)
 			add(x.JoinExpr.Larg)
 			add(x.JoinExpr.Rarg)
 			if len(x.JoinExpr.UsingClause) > 0 || x.JoinExpr.IsNatural {
-				ok = false // merged columns: leave star typing to values
+				// Merged columns: typed when the join is the whole FROM
+				// of two tables, else star typing is left to values.
+				if len(from) != 1 || before != 0 || len(sc.tables) != 2 || x.JoinExpr.Larg.GetRangeVar() == nil || x.JoinExpr.Rarg.GetRangeVar() == nil {
+					ok = false
+					return
+				}
+				if x.JoinExpr.IsNatural {
+					for _, l := range sc.tables[0].cols {
+						for _, r := range sc.tables[1].cols {
+							if l.Name == r.Name {
+								sc.using = append(sc.using, l.Name)
+							}
+						}
+					}
+				} else {
+					sc.using = strs(x.JoinExpr.UsingClause)
+				}
 			}
 		case *pg_query.Node_RangeFunction:
 			rf := x.RangeFunction
@@ -69,6 +94,26 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			if len(rf.Functions) == 1 && !rf.Ordinality {
 				if items := rf.Functions[0].GetList().GetItems(); len(items) > 0 {
 					f = items[0].GetFuncCall()
+				}
+			}
+			if f != nil && len(f.Args) == 1 {
+				if d, isJSON := jsonSRFs[lastName(f.Funcname)]; isJSON {
+					alias := lastName(f.Funcname)
+					names := d.cols
+					if rf.Alias != nil {
+						alias = rf.Alias.Aliasname
+						if cn := strs(rf.Alias.Colnames); len(cn) > 0 {
+							names = append(append([]string{}, cn...), d.cols[min(len(cn), len(d.cols)):]...)
+						}
+					}
+					var cols []Column
+					for i := range d.cols {
+						if i < len(names) {
+							cols = append(cols, Column{Name: names[i], Type: Types[d.types[i]], Typmod: -1})
+						}
+					}
+					sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+					return
 				}
 			}
 			if f == nil || lastName(f.Funcname) != "generate_series" || len(f.Args) < 2 {
@@ -295,12 +340,25 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 			if len(cr.Fields) == 2 {
 				qual = strings.ToLower(cr.Fields[0].GetString_().GetSval())
 			}
+			merged := map[string]bool{}
+			if qual == "" && len(sc.using) > 0 {
+				for _, u := range sc.using {
+					for _, c := range sc.tables[0].cols {
+						if c.Name == u {
+							out = append(out, ColType{c.Type, c.Typmod})
+							merged[u] = true
+						}
+					}
+				}
+			}
 			for _, tb := range sc.tables {
 				if qual != "" && tb.alias != qual {
 					continue
 				}
 				for _, c := range tb.cols {
-					out = append(out, ColType{c.Type, c.Typmod})
+					if !merged[c.Name] {
+						out = append(out, ColType{c.Type, c.Typmod})
+					}
 				}
 			}
 			continue
@@ -339,6 +397,7 @@ var funcTypes = map[string]uint32{
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
+	"jsonb_set": 3802, "regexp_replace": 25, "overlay": 25, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
@@ -413,6 +472,13 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 			return ct(1700)
+		case "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp", "var_pop":
+			if len(x.FuncCall.Args) == 1 {
+				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") {
+					return ct(701)
+				}
+			}
+			return ct(1700)
 		case "avg":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Cat == 'N' && a.Type.Name != "float8" && a.Type.Name != "float4" {
@@ -442,6 +508,22 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{a.Type, -1}
 			}
+		case "timezone":
+			if len(x.FuncCall.Args) == 2 {
+				a := t.exprType(x.FuncCall.Args[1], sc)
+				if a.Type != nil && a.Type.Name == "timestamp" {
+					return ct(1184)
+				}
+				return ct(1114)
+			}
+		case "to_date":
+			return ct(1082)
+		case "generate_series":
+			if typ := typeByName(t.seriesType(x.FuncCall.Args)); typ != nil && len(x.FuncCall.Args) >= 2 {
+				return ColType{typ, -1}
+			}
+		case "jsonb_object_keys", "json_object_keys", "jsonb_array_elements", "json_array_elements", "jsonb_array_elements_text", "json_array_elements_text":
+			return ct(jsonSRFs[name].types[0])
 		case "unnest":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Elem != 0 && Types[a.Type.Elem] != nil {
@@ -451,11 +533,31 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			return ct(25)
 		case "date_trunc":
 			if len(x.FuncCall.Args) == 2 {
-				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && a.Type.Name == "timestamptz" {
+				// A date is truncated as a timestamptz (its implicit cast).
+				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && (a.Type.Name == "timestamptz" || a.Type.Name == "date") {
 					return ct(1184)
 				}
 			}
 			return ct(1114)
+		case "extract":
+			// numeric with the field's scale (PostgreSQL 14 and later).
+			if len(x.FuncCall.Args) == 2 {
+				field := strings.ToLower(x.FuncCall.Args[0].GetAConst().GetSval().GetSval())
+				a := t.exprType(x.FuncCall.Args[1], sc)
+				if a.Type != nil && a.Type.Name == "date" {
+					return numericScale(0)
+				}
+				switch field {
+				case "epoch", "second":
+					return numericScale(6)
+				case "milliseconds":
+					return numericScale(3)
+				case "":
+					return ct(1700)
+				}
+				return numericScale(0)
+			}
+			return ct(1700)
 		case "sign":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Name == "numeric" {
@@ -521,8 +623,14 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ColType{r.Type, -1}
 				}
 				return ct(25)
-			case "->>":
+			case "->>", "#>>":
 				return ct(25)
+			case "#>":
+				l := t.exprType(a.Lexpr, sc)
+				if l.Type != nil && l.Type.Name == "json" {
+					return ct(114)
+				}
+				return ct(3802)
 			case "->":
 				l := t.exprType(a.Lexpr, sc)
 				if l.Type != nil && l.Type.Name == "json" {
@@ -872,6 +980,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 		return
 	}
 	sc, _ := t.scopeOf(s.FromClause)
+	t.groupCheck(s)
 	var sels []*pg_query.SelectStmt
 	walk := func(nodes ...*pg_query.Node) {
 		for _, n := range nodes {
@@ -903,12 +1012,50 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	if tc := n.GetTypeCast(); tc != nil {
+		if a := t.exprType(tc.Arg, sc); a.Type != nil && a.Type.Name == "numeric" {
+			if t.castArg == nil {
+				t.castArg = map[*pg_query.TypeCast]ColType{}
+			}
+			t.castArg[tc] = a
+		}
+		return
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && len(f.Funcname) == 1 {
+		switch lastName(f.Funcname) {
+		case "sum", "avg", "min", "max":
+			if t.aggArg == nil {
+				t.aggArg = map[*pg_query.FuncCall]ColType{}
+			}
+			t.aggArg[f] = t.exprType(f.Args[0], sc)
+			return
+		}
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
+		switch lastName(f.Funcname) {
+		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb":
+			// Booleans are integers in SQLite: mark them for the builder.
+			for i, a := range f.Args {
+				if c := t.exprType(a, sc); c.Type != nil && c.Type.Name == "bool" {
+					f.Args[i] = call("_pg_json_bool", a)
+				}
+			}
+			return
+		}
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) == 2 && lastName(f.Funcname) == "timezone" {
+		if t.aggArg == nil {
+			t.aggArg = map[*pg_query.FuncCall]ColType{}
+		}
+		t.aggArg[f] = t.exprType(f.Args[1], sc) // AT TIME ZONE: the timestamp's type
+		return
+	}
 	e := n.GetAExpr()
 	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || e.Lexpr == nil {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*":
+	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }

@@ -54,7 +54,9 @@ func TestAlterColumn(t *testing.T) {
 		{o, "SELECT 1/count(*) FROM information_schema.columns WHERE table_name = 'ty' AND column_name = 'n' AND data_type = 'integer'", ""},
 		{s, "ALTER TABLE ty ALTER COLUMN s TYPE int", "22P02"}, // 'hello world'
 		{s, "ALTER TABLE ty ALTER COLUMN id TYPE bigint", ""},
-		{o, "INSERT INTO ty (s, n) VALUES ('x', 1)", ""}, // the rowid still numbers rows
+		{o, "INSERT INTO ty (s, n) VALUES ('x', 1)", "23502"}, // not serial: as in PostgreSQL
+		{o, "INSERT INTO ty (id, s, n) VALUES (7, 'x', 1)", ""},
+		{o, "SELECT 1/count(*) FROM ty WHERE rowid = 7", ""}, // id is still the rowid
 		{s, "ALTER TABLE ty ALTER COLUMN id TYPE text", "0A000"},
 		{s, "SELECT 1/(1 - count(*)) FROM t WHERE id = 3", ""}, // the rolled-back row is not there
 		{s, "SELECT 1/count(*) FROM t WHERE id = 3", "22012"},  // (and the checks above can fail)

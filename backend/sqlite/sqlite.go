@@ -559,6 +559,13 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			}
 			return nil, err
 		}
+		if tr.SeqName != "" {
+			// nextval('s') resolves 's' when the statement is parsed,
+			// as PostgreSQL's regclass does.
+			if err := sequenceExists(c, tr.SeqName); err != nil {
+				return nil, err
+			}
+		}
 		if tr.Passthrough {
 			st.hoisted = nil
 		} else {
@@ -601,6 +608,27 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		st.readonly = st.readonly || st.kind == "EXPLAIN"
 	}
 	return st, nil
+}
+
+// sequenceExists fails with 42P01 when no sequence has that name, and
+// with 0A000 when it names the sequence PostgreSQL would create behind a
+// serial or identity column (here the column numbers its rows itself).
+func sequenceExists(c *conn, name string) error {
+	exists := func(q string) bool {
+		rows, err := c.c.Query(q, []driver.Value{name})
+		if err != nil {
+			return false
+		}
+		defer rows.Close()
+		return rows.Next(make([]driver.Value, 1)) == nil
+	}
+	if exists(`SELECT 1 FROM _tandem_sequences WHERE name = ?`) {
+		return nil
+	}
+	if exists(`SELECT 1 FROM _tandem_columns WHERE sequence = ?`) {
+		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("the sequence %q of a serial or identity column is not supported on the SQLite back end (the column numbers rows itself)", name), Hint: "use a sequence of its own (CREATE SEQUENCE) or a PostgreSQL back end", Err: sqlpg.ErrNotSupported}
+	}
+	return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
 }
 
 // readConn is the session's connection inside a transaction block (it
@@ -947,11 +975,23 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	}
 	sqlpg.StatementStart(c.c)
 	if len(st.script) > 0 {
+		// All or nothing, as one PostgreSQL statement: a script that
+		// fails half-way (a view that does not compile) leaves nothing.
+		if err := c.exec("SAVEPOINT _tandem_script"); err != nil {
+			release()
+			return nil, mapError(err)
+		}
 		for _, q := range st.script {
 			if err := c.exec(q); err != nil {
+				_ = c.exec("ROLLBACK TO _tandem_script")
+				_ = c.exec("RELEASE _tandem_script")
 				release()
 				return nil, mapError(err)
 			}
+		}
+		if err := c.exec("RELEASE _tandem_script"); err != nil {
+			release()
+			return nil, mapError(err)
 		}
 		release()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
@@ -1400,7 +1440,9 @@ func mapError(err error) error {
 	case sqlite3.ErrTooBig:
 		code = "54000"
 	case sqlite3.ErrMismatch:
-		code = "42804"
+		// SQLite's only type check: a non-integer into an INTEGER
+		// PRIMARY KEY, where PostgreSQL fails to read the integer.
+		code, msg = "22P02", "invalid input syntax for type integer"
 	case sqlite3.ErrRange:
 		code = "22023"
 	case sqlite3.ErrFull:
@@ -1431,7 +1473,7 @@ func mapError(err error) error {
 			code = "42703"
 		case strings.Contains(msg, "no such function"):
 			code = "42883"
-		case strings.Contains(msg, "already exists"):
+		case strings.Contains(msg, "already exists"), strings.Contains(msg, "there is already a"):
 			code = "42P07"
 		case strings.Contains(msg, "syntax error"), strings.Contains(msg, "incomplete input"), strings.Contains(msg, "unrecognized token"):
 			code = "42601"
@@ -1545,18 +1587,22 @@ func (r *bufResult) Close() error { return nil }
 // from _tandem_columns where the translator recorded them, else by the
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
-	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod FROM pragma_table_info(?) p
+	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk FROM pragma_table_info(?) p
 		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 4)
+	vals := make([]driver.Value, 8)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
 		decl, _ := vals[1].(string)
 		col := sqlpg.Column{Name: name, Typmod: -1}
+		col.Identity, _ = vals[4].(string)
+		col.Default = vals[5] == int64(1)
+		col.Serial = vals[6] == int64(1)
+		col.PK, _ = vals[7].(int64)
 		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
 			col.Type = sqlpg.Types[uint32(oid)]
 			if m, ok := vals[3].(int64); ok {

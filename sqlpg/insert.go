@@ -1,0 +1,168 @@
+package sqlpg
+
+import (
+	"errors"
+	"fmt"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// checkedLiteralTypes are the column types whose input a string literal
+// in VALUES is converted to when the statement is parsed, as PostgreSQL
+// does: a bad literal fails at Parse, before any row is written.
+// (Dates and timestamps are left out: PostgreSQL reads more spellings of
+// them, 'infinity' among them, than the cast functions do.)
+var checkedLiteralTypes = map[string]bool{"int2": true, "int4": true, "int8": true, "numeric": true, "float4": true,
+	"float8": true, "bool": true, "uuid": true}
+
+// insertChecks does what PostgreSQL checks of an INSERT before it runs:
+// string literals in VALUES must read as their column's type (22P02 ...),
+// and a primary key column that SQLite would number itself (its rowid)
+// but that is neither serial nor has a default cannot be left out or
+// NULL (23502). DEFAULT for a column without one becomes NULL.
+func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
+	if len(cols) == 0 {
+		return nil
+	}
+	byName := map[string]Column{}
+	for _, c := range cols {
+		byName[c.Name] = c
+	}
+	var target []Column
+	if len(s.Cols) > 0 {
+		for _, n := range s.Cols {
+			rt := n.GetResTarget()
+			if rt == nil {
+				return nil
+			}
+			c, ok := byName[rt.Name]
+			if !ok {
+				return nil // the back end reports the unknown column
+			}
+			target = append(target, c)
+		}
+	} else {
+		target = cols
+	}
+	// The integer primary key SQLite would number.
+	var pk *Column
+	npk := 0
+	for i, c := range cols {
+		if c.PK > 0 {
+			npk++
+			pk = &cols[i]
+		}
+	}
+	if npk != 1 || pk.Type == nil || (pk.Type.Name != "int2" && pk.Type.Name != "int4" && pk.Type.Name != "int8") || pk.Serial || pk.Default {
+		pk = nil
+	}
+	// The row fails when it is written (not when the statement is
+	// parsed): an INSERT ... SELECT of no rows succeeds.
+	notNull := func() *pg_query.Node {
+		return call("_pg_raise", strConst("23502"), strConst(fmt.Sprintf("null value in column %q of relation %q violates not-null constraint", pk.Name, s.Relation.Relname)))
+	}
+	sel := s.SelectStmt.GetSelectStmt()
+	if pk != nil && len(s.Cols) > 0 && sel != nil {
+		listed := false
+		for _, c := range target {
+			if c.Name == pk.Name {
+				listed = true
+			}
+		}
+		switch {
+		case listed:
+		case len(sel.ValuesLists) > 0 && sel.Op == pg_query.SetOperation_SETOP_NONE:
+			s.Cols = append(s.Cols, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: pk.Name}}})
+			target = append(target, *pk)
+			for _, row := range sel.ValuesLists {
+				if l := row.GetList(); l != nil {
+					l.Items = append(l.Items, notNull())
+				}
+			}
+		case sel.Op == pg_query.SetOperation_SETOP_NONE && len(sel.TargetList) == len(s.Cols):
+			s.Cols = append(s.Cols, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: pk.Name}}})
+			sel.TargetList = append(sel.TargetList, pg_query.MakeResTargetNodeWithVal(notNull(), -1))
+		}
+	}
+	if sel == nil || len(sel.ValuesLists) == 0 || sel.Op != pg_query.SetOperation_SETOP_NONE {
+		return nil
+	}
+	if len(s.Cols) == 0 {
+		// Fewer values than columns: the rest take their defaults, as
+		// in PostgreSQL (SQLite wants a column list for that).
+		k := len(sel.ValuesLists[0].GetList().GetItems())
+		if k < len(cols) {
+			for _, c := range cols[:k] {
+				s.Cols = append(s.Cols, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: c.Name}}})
+			}
+		}
+	}
+	for _, row := range sel.ValuesLists {
+		items := row.GetList().GetItems()
+		for i, v := range items {
+			if i >= len(target) {
+				break
+			}
+			c := target[i]
+			if v.GetSetToDefault() != nil && !c.Default && !c.Serial {
+				v.Node = (&pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}).Node
+			}
+			ac := v.GetAConst()
+			if ac == nil {
+				continue
+			}
+			if ac.Isnull && pk != nil && c.Name == pk.Name {
+				v.Node = notNull().Node
+				continue
+			}
+			sv := ac.GetSval()
+			if sv == nil || c.Type == nil || !checkedLiteralTypes[c.Type.Name] {
+				continue
+			}
+			fn, ok := castFunc(c.Type).(func(any) (any, error))
+			if !ok {
+				continue
+			}
+			if _, err := fn(sv.Sval); err != nil {
+				return literalError(err)
+			}
+		}
+	}
+	return nil
+}
+
+// updateDefaults: SET col = DEFAULT for a column without a default is
+// SET col = NULL.
+func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
+	if s.Relation == nil || t.sch == nil {
+		return
+	}
+	var cols []Column
+	for _, n := range s.TargetList {
+		rt := n.GetResTarget()
+		if rt == nil || rt.Val.GetSetToDefault() == nil {
+			continue
+		}
+		if cols == nil {
+			cols = t.sch.Columns(s.Relation.Relname)
+		}
+		for _, c := range cols {
+			if c.Name == rt.Name && !c.Default && !c.Serial {
+				rt.Val = &pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}
+			}
+		}
+	}
+}
+
+// literalError is a conversion function's error as PostgreSQL's.
+func literalError(err error) error {
+	if code, msg, ok := Raised(err.Error()); ok {
+		return &pgwire.Error{Code: code, Message: msg}
+	}
+	if errors.Is(err, ErrInvalidInput) {
+		return &pgwire.Error{Code: "22P02", Message: err.Error()}
+	}
+	return &pgwire.Error{Code: "22P02", Message: err.Error()}
+}

@@ -1,0 +1,235 @@
+package sqlpg_test
+
+import (
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/sqlpg"
+)
+
+// runPG translates one statement and runs it on c: the first row's
+// values as text joined by "|" (rows by ";"), or the error's SQLSTATE
+// as "ERROR <code>".
+func runPG(t *testing.T, c *sqlite3.SQLiteConn, sql string) string {
+	t.Helper()
+	stmts, err := translateForFuzz(c, sql)
+	if err != nil {
+		var pe *pgwire.Error
+		if errors.As(err, &pe) {
+			return "ERROR " + pe.Code
+		}
+		return "ERROR " + err.Error()
+	}
+	var out []string
+	for _, s := range stmts {
+		rows, err := c.Query(s, nil)
+		if err != nil {
+			return sqliteError(err)
+		}
+		for {
+			r := make([]driver.Value, len(rows.Columns()))
+			if err := rows.Next(r); err != nil {
+				if err.Error() != "EOF" {
+					rows.Close()
+					return sqliteError(err)
+				}
+				break
+			}
+			var f []string
+			for _, v := range r {
+				switch x := v.(type) {
+				case nil:
+					f = append(f, "NULL")
+				case []byte:
+					f = append(f, string(x))
+				default:
+					f = append(f, fmt.Sprint(x))
+				}
+			}
+			out = append(out, strings.Join(f, "|"))
+		}
+		rows.Close()
+	}
+	return strings.Join(out, ";")
+}
+
+func sqliteError(err error) string {
+	if code, _, ok := sqlpg.Raised(err.Error()); ok {
+		return "ERROR " + code
+	}
+	if errors.Is(err, sqlpg.ErrInvalidInput) || strings.Contains(err.Error(), sqlpg.ErrInvalidInput.Error()) {
+		return "ERROR 22P02"
+	}
+	return "ERROR " + err.Error()
+}
+
+// TestSemantics checks translated statements against what PostgreSQL 15
+// answers (values as SQLite returns them, before the back end formats
+// them; errors by SQLSTATE).
+func TestSemantics(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{
+		"CREATE TABLE se_t (id int PRIMARY KEY, name text NOT NULL, ok boolean, n numeric(10,2))",
+		"INSERT INTO se_t VALUES (1, 'a', true, 1.5), (2, 'b', false, 2), (3, 'b', NULL, NULL)",
+	} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	tests := []struct{ sql, want string }{
+		// unknown literals take the other operand's type
+		{"SELECT 1 + 'a'", "ERROR 22P02"},
+		{"SELECT 'a' + 1", "ERROR 22P02"},
+		{"SELECT 1 + '2'", "3"},
+		{"SELECT id * '2' FROM se_t WHERE id = 2", "4"},
+		// casts out of range
+		{"SELECT 99999999999::int", "ERROR 22003"},
+		{"SELECT 40000::int2", "ERROR 22003"},
+		{"SELECT 2147483647::int", "2147483647"},
+		{"SELECT 1000::numeric(3,0)", "ERROR 22003"},
+		{"SELECT 999.4::numeric(3,0)", "999"},
+		{"SELECT 1.005::numeric(5,1)", "1"},
+		{"SELECT '2024-13-01'::date", "ERROR 22008"},
+		{"SELECT 'xyz'::date", "ERROR 22P02"},
+		// aggregates PostgreSQL does not have
+		{"SELECT sum(name) FROM se_t", "ERROR 42883"},
+		{"SELECT max(ok) FROM se_t", "ERROR 42883"},
+		{"SELECT max(name) FROM se_t", "b"},
+		{"SELECT sum(id) FROM se_t", "6"},
+		// row IS [NOT] NULL
+		{"SELECT count(*) FROM se_t WHERE (ok, n) IS NULL", "1"},
+		{"SELECT count(*) FROM se_t WHERE (ok, n) IS NOT NULL", "2"},
+		// scalar subqueries
+		{"SELECT (SELECT name FROM se_t)", "ERROR 21000"},
+		{"SELECT (SELECT name FROM se_t WHERE id = 2)", "b"},
+		{"SELECT (SELECT name FROM se_t WHERE id = 9)", "NULL"},
+		{"SELECT (SELECT name AS k FROM se_t ORDER BY k DESC LIMIT 1)", "b"},
+		{"SELECT (SELECT id FROM se_t WHERE id = 1 UNION ALL SELECT 2)", "ERROR 21000"},
+		{"SELECT id, (SELECT s.name FROM se_t s WHERE s.id = t.id) FROM se_t t ORDER BY id", "1|a;2|b;3|b"},
+		{"SELECT * FROM generate_series(1, 3) AS g(a, b)", "ERROR 42P10"},
+		// INSERT checks made at parse
+		{"INSERT INTO se_t (name) VALUES ('x')", "ERROR 23502"},
+		{"INSERT INTO se_t (name) SELECT name FROM se_t WHERE false", ""},
+		{"INSERT INTO se_t (name) SELECT name FROM se_t", "ERROR 23502"},
+		{"INSERT INTO se_t VALUES (NULL, 'x')", "ERROR 23502"},
+		{"INSERT INTO se_t VALUES ('x', 'y')", "ERROR 22P02"},
+		{"INSERT INTO se_t VALUES (4, 'd', 'maybe')", "ERROR 22P02"},
+		{"INSERT INTO se_t VALUES (4, 'd', 'yes', '2.5')", ""},
+		{"INSERT INTO se_t VALUES (5, 'e', DEFAULT)", ""},
+		{"UPDATE se_t SET ok = DEFAULT WHERE id = 4", ""},
+		{"SELECT id, ok FROM se_t WHERE id >= 4 ORDER BY id", "4|NULL;5|NULL"},
+		{"DELETE FROM se_t WHERE id >= 4", ""},
+		{"CREATE TABLE se_s (id serial PRIMARY KEY, v text)", ""},
+		{"CREATE TABLE se_d (id int PRIMARY KEY, t_id int)", ""},
+		{"INSERT INTO se_d VALUES (1, 1), (2, 2), (3, 9)", ""},
+		{"DELETE FROM se_d USING se_t WHERE se_d.t_id = se_t.id AND se_t.name = 'b'", ""},
+		{"SELECT id FROM se_d ORDER BY id", "1;3"},
+		{"DELETE FROM se_d d USING se_t t WHERE d.t_id = t.id", ""},
+		{"SELECT id FROM se_d ORDER BY id", "3"},
+		{"INSERT INTO se_s (v) VALUES ('a') RETURNING id", "1"},
+		// numerics as text keep their scale
+		{"SELECT 12.50::text", "12.50"},
+		{"SELECT n::text FROM se_t WHERE id = 1", "1.50"},
+		{"SELECT n::varchar FROM se_t WHERE id = 2", "2.00"},
+		{"SELECT id::text FROM se_t WHERE id = 2", "2"},
+		// substring
+		{"SELECT substring('abc' FROM 0 FOR -1)", "ERROR 22011"},
+		{"SELECT substring('abcdef' FROM 0 FOR 3), substring('abcdef', 3), substr('héllo', 2, 3)", "ab|cdef|éll"},
+		{"SELECT substring('abcdef' FROM 5 FOR 10), substring('abc' FROM 10)", "ef|"},
+		{"SELECT substring('order 123 done' FROM '[0-9]+'), substring('k=v' FROM 'k=(.)')", "123|v"},
+		// set-returning functions
+		{"SELECT generate_series(1, 3)", "1;2;3"},
+		{"SELECT generate_series(1, 3) + 1", "ERROR 0A000"},
+		{"SELECT jsonb_object_keys('{\"a\": 1, \"b\": 2}')", "a;b"},
+		{"SELECT * FROM jsonb_object_keys('{\"b\": 1, \"aa\": 2, \"a\": 3}')", "a;b;aa"},
+		{"SELECT jsonb_array_elements_text('[\"a\", 1, true, null, {\"k\": 2}]')", "a;1;true;NULL;{\"k\":2}"},
+		{"SELECT * FROM jsonb_array_elements('[1, \"two\", false, null]')", "1;\"two\";false;null"},
+		{"SELECT key, value FROM jsonb_each('{\"a\": 1, \"b\": \"x\"}') ORDER BY key", "a|1;b|\"x\""},
+		{"SELECT k, v FROM jsonb_each_text('{\"a\": 1, \"b\": \"x\"}') AS e(k, v) ORDER BY k", "a|1;b|x"},
+		{"SELECT * FROM jsonb_array_elements('{\"a\": 1}')", "ERROR 22023"},
+		{"SELECT * FROM jsonb_each(NULL)", ""},
+		{"SELECT * FROM jsonb_each('{}') AS e(a, b, c)", "ERROR 42P10"},
+		{"SELECT jsonb_each('{\"a\": 1}')", "ERROR 0A000"},
+		// to_char, to_date, AT TIME ZONE
+		{"SELECT to_char(date '2024-03-05', 'YYYY-MM-DD')", "2024-03-05"},
+		{"SELECT to_char(timestamp '2024-03-05 14:07:09', 'DD/MM/YYYY HH24:MI:SS')", "05/03/2024 14:07:09"},
+		{"SELECT to_char(timestamp '2024-03-05 14:07:09', 'FMDD FMMonth YYYY, HH12:MI AM Dy')", "5 March 2024, 02:07 PM Tue"},
+		{"SELECT to_char(timestamp '2024-03-05 14:07:09', 'Month|MON|day')", "March    |MAR|tuesday  "},
+		{"SELECT to_char(timestamp '2024-03-05 14:07:09', 'YYYY\"T\"HH24')", "2024T14"},
+		{"SELECT to_char(timestamp '2024-03-05 14:07:09', 'WW')", "ERROR 0A000"},
+		{"SELECT to_char(12.5, '99D9')", "ERROR 0A000"},
+		{"SELECT to_date('05 Mar 2024', 'DD Mon YYYY')", "2024-03-05"},
+		{"SELECT to_date('2024-02-30', 'YYYY-MM-DD')", "ERROR 22008"},
+		{"SELECT timestamptz '2024-03-15 12:00:00+00' AT TIME ZONE 'UTC'", "2024-03-15 12:00:00"},
+		{"SELECT timestamptz '2024-03-15 12:00:00+00' AT TIME ZONE 'Europe/Paris'", "2024-03-15 13:00:00"},
+		{"SELECT timestamp '2024-07-15 12:00:00' AT TIME ZONE 'Europe/Paris'", "2024-07-15 10:00:00+00"},
+		{"SELECT timestamptz '2024-03-15 12:00:00+00' AT TIME ZONE '+02'", "ERROR 0A000"},
+		// JOIN ... USING: merged columns first
+		{"CREATE TABLE se_ua (va text, k int)", ""},
+		{"CREATE TABLE se_ub (k int, vb text)", ""},
+		{"INSERT INTO se_ua VALUES ('a1', 1), ('a2', 2)", ""},
+		{"INSERT INTO se_ub VALUES (2, 'b2'), (3, 'b3')", ""},
+		{"SELECT * FROM se_ua JOIN se_ub USING (k)", "2|a2|b2"},
+		{"SELECT * FROM se_ua NATURAL JOIN se_ub", "2|a2|b2"},
+		{"SELECT * FROM se_ua x LEFT JOIN se_ub y USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2"},
+		{"SELECT * FROM se_ua FULL JOIN se_ub USING (k) ORDER BY k", "1|a1|NULL;2|a2|b2;3|NULL|b3"},
+		// jsonb_set
+		{"SELECT jsonb_set('{\"a\": 1}', '{b}', '2')", "{\"a\": 1, \"b\": 2}"},
+		{"SELECT jsonb_set('{\"a\": {\"x\": 1}}', '{a,x}', '\"y\"')", "{\"a\": {\"x\": \"y\"}}"},
+		{"SELECT jsonb_set('{\"a\": 1}', '{c,d}', '2')", "{\"a\": 1}"},
+		{"SELECT jsonb_set('{\"a\": 1}', '{b}', '2', false)", "{\"a\": 1}"},
+		{"SELECT jsonb_set('[1, 2]', '{5}', '3'), jsonb_set('[1, 2]', '{-1}', '9')", "[1, 2, 3]|[1, 9]"},
+		// booleans in json builders
+		{"SELECT jsonb_build_object('a', 1, 'b', true)", "{\"a\": 1, \"b\": true}"},
+		{"SELECT json_build_array(ok, id) FROM se_t WHERE id = 2", "[false, 2]"},
+		{"SELECT to_jsonb(ok) FROM se_t WHERE id = 1", "true"},
+		// set operations: literals take the other arm's type
+		{"SELECT 1 UNION SELECT 'a'", "ERROR 22P02"},
+		{"SELECT 1 AS x UNION ALL SELECT '2' ORDER BY 1", "1;2"},
+		{"SELECT 'a' UNION SELECT 'b' ORDER BY 1", "a;b"},
+		// jsonb operators
+		{"SELECT '{\"a\": 1, \"b\": 2}'::jsonb ? 'a', '[\"a\"]'::jsonb ? 'b'", "1|0"},
+		{"SELECT '{\"a\": 1, \"b\": {\"c\": [1, 2]}}'::jsonb @> '{\"b\": {\"c\": [2]}}'", "1"},
+		{"SELECT '{\"a\": 1}'::jsonb @> '{\"a\": 2}', '[1, 2]'::jsonb @> '1', '{\"a\": 1}'::jsonb <@ '{\"a\": 1, \"b\": 2}'", "0|1|1"},
+		{"SELECT '{\"a\": {\"b\": [1, 2]}}'::jsonb #> '{a,b}', '{\"a\": {\"b\": [1, 2]}}'::jsonb #>> '{a,b,1}', '{\"a\": 1}'::jsonb #> '{x}'", "[1, 2]|2|NULL"},
+		{"SELECT ARRAY[1, 2] @> ARRAY[1]", "ERROR 0A000"},
+		// regexp_replace, overlay, stddev
+		{"SELECT regexp_replace('a1b2c3', '[0-9]', 'X'), regexp_replace('a1b2c3', '[0-9]', 'X', 'g')", "aXb2c3|aXbXcX"},
+		{"SELECT regexp_replace('John Smith', '(\\w+) (\\w+)', '\\2, \\1'), regexp_replace('ABC', 'b', '[\\&]', 'gi')", "Smith, John|A[B]C"},
+		{"SELECT regexp_replace('a', 'a', 'b', 'x')", "ERROR 0A000"},
+		{"SELECT overlay('abcdef' PLACING 'XY' FROM 3 FOR 2), overlay('abcdef' PLACING 'XY' FROM 3)", "abXYef|abXYef"},
+		{"SELECT overlay('abc' PLACING 'XYZ' FROM 2 FOR 5)", "aXYZ"},
+		{"SELECT stddev(id), var_pop(id), stddev(n) IS NULL FROM se_t", "1|0.6666666666666666|0"},
+		{"SELECT stddev(id) FROM se_t WHERE id = 1", "NULL"},
+		// quantified subqueries
+		{"SELECT id FROM se_t WHERE id > ALL (SELECT id FROM se_t WHERE id < 3) ORDER BY id", "3"},
+		{"SELECT id FROM se_t WHERE id < SOME (SELECT id FROM se_t WHERE id > 1) ORDER BY id", "1;2"},
+		{"SELECT 5 > ALL (SELECT NULL::int), 5 > ALL (SELECT 1 WHERE false), 5 < ANY (SELECT 1 UNION SELECT NULL)", "NULL|1|NULL"},
+		{"SELECT id FROM se_t t WHERE t.id >= ALL (SELECT s.id FROM se_t s WHERE s.name = t.name) ORDER BY id", "1;3"},
+		// GROUP BY validation
+		{"SELECT id FROM se_t GROUP BY name", "ERROR 42803"},
+		{"SELECT id, count(*) FROM se_t", "ERROR 42803"},
+		{"SELECT name, sum(id) OVER () FROM se_t GROUP BY name", "ERROR 42803"},
+		{"SELECT name FROM se_t GROUP BY name HAVING max(id) > 2 ORDER BY id", "ERROR 42803"},
+		{"SELECT name, count(*) FROM se_t GROUP BY name ORDER BY name", "a|1;b|2"},
+		{"SELECT id, name FROM se_t GROUP BY id ORDER BY id", "1|a;2|b;3|b"},
+		{"SELECT lower(t.name), count(*) FROM se_t t GROUP BY lower(name) ORDER BY 1", "a|1;b|2"},
+		{"SELECT name AS k, count(*) FROM se_t GROUP BY k ORDER BY k", "a|1;b|2"},
+		{"SELECT upper(name) AS k FROM se_t GROUP BY 1 ORDER BY k", "A;B"},
+		{"SELECT count(*) FROM se_t HAVING count(*) > 1", "3"},
+		{"SELECT id, (SELECT count(*) FROM se_t s2 WHERE s2.id = se_t.id) FROM se_t GROUP BY id ORDER BY id", "1|1;2|1;3|1"},
+		{"SELECT name, count(*) FILTER (WHERE id > 1) FROM se_t GROUP BY name ORDER BY name", "a|0;b|2"},
+		{"SELECT name || '!' , count(*) FROM se_t GROUP BY name ORDER BY 1", "a!|1;b!|2"},
+	}
+	for _, tt := range tests {
+		if got := runPG(t, c, tt.sql); got != tt.want {
+			t.Errorf("%s = %q, want %q", tt.sql, got, tt.want)
+		}
+	}
+}
