@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -466,6 +467,9 @@ func appendLiteral(b []byte, v any) ([]byte, error) {
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
 	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("non-finite value %v", x)
+		}
 		return strconv.AppendFloat(b, x, 'f', -1, 64), nil
 	case string:
 		b = append(b, '\'')

@@ -184,6 +184,21 @@ func SQLState(err error) string {
 	return ""
 }
 
+// Retryable reports whether err is a serialization failure (40001) or a
+// deadlock (40P01): the aborts a client retries (RunOptions.Retries).
+func Retryable(err error) bool {
+	s := SQLState(err)
+	return s == "40001" || s == "40P01"
+}
+
+// PerMinuteReporter is implemented by workloads that report one transaction
+// type's committed transactions per minute besides MQTh, e.g. TPC-C's tpmC
+// (NewOrders per minute).
+type PerMinuteReporter interface {
+	// PerMinute returns the transaction type and the figure's name ("tpmC").
+	PerMinute() (TxType, string)
+}
+
 // Classify maps an error to the generic outcome: class 40 (serialization
 // failure, deadlock) is Aborted, anything else Failed. Workloads apply their
 // own allowed-error rules before falling back to it.

@@ -178,6 +178,7 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
 	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
 	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction")
+	fs.IntVar(&f.opts.Retries, "retries", 3, "times a transaction aborted with 40001 or 40P01 is run again before it counts as aborted (0 = never)")
 	fs.BoolVar(&f.opts.Uniform, "uniform", false, "uniform s_id instead of NURand")
 	fs.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock; the seed used is in the result)")
 	fs.BoolVar(&f.opts.Simple, "simple", false, "simple query protocol instead of prepared statements")

@@ -121,6 +121,10 @@ func (*Workload) Mixes() []bench.Mix {
 	return out
 }
 
+// PerMinute implements bench.PerMinuteReporter: tpmC, committed NewOrders
+// per minute (the 1 % that roll back by rule are not counted).
+func (*Workload) PerMinute() (bench.TxType, string) { return NewOrder, "tpmC" }
+
 // Tables in creation order.
 var tables = []string{"warehouse", "item", "stock", "district", "customer", "history", "oorder", "new_order", "order_line"}
 
