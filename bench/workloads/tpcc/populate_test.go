@@ -52,55 +52,49 @@ func TestNURandAndLastName(t *testing.T) {
 	}
 }
 
-// Cardinalities checks clause 4.3.3.1's row counts of a freshly loaded
-// database of w warehouses with population c (shared with the e2e tests).
+// checkCardinalities adds the statistical rule (10 % BC customers) to
+// CheckPopulation's exact ones.
 func checkCardinalities(t *testing.T, conn *pgx.Conn, c tpcc.Config, w int) {
 	t.Helper()
 	ctx := context.Background()
-	d := w * tpcc.DistrictsPerWarehouse
-	cust := d * c.CustomersPerDistrict
-	want := map[string]int{
-		"warehouse": w, "district": d, "item": c.Items, "stock": w * c.Items,
-		"customer": cust, "history": cust, "oorder": cust,
-		"new_order": d * (c.CustomersPerDistrict - c.FirstNewOrder() + 1),
-	}
-	for table, n := range want {
-		var got int
-		if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != n {
-			t.Errorf("%s: %d rows, want %d", table, got, n)
-		}
-	}
-	var lines, olCnt, minCnt, maxCnt, badCarrier int
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM order_line").Scan(&lines); err != nil {
+	if err := tpcc.NewWithConfig(c).CheckPopulation(ctx, conn, w); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT sum(o_ol_cnt), min(o_ol_cnt), max(o_ol_cnt) FROM oorder").Scan(&olCnt, &minCnt, &maxCnt); err != nil {
-		t.Fatal(err)
-	}
-	if lines != olCnt || minCnt != 5 || maxCnt != 15 {
-		t.Errorf("order_line: %d rows, sum(o_ol_cnt) %d, o_ol_cnt %d..%d; want equal and 5..15", lines, olCnt, minCnt, maxCnt)
-	}
-	// Delivered orders (o_id < first new order) have a carrier, the others none.
-	q := "SELECT count(*) FROM oorder WHERE (o_id < $1 AND o_carrier_id IS NULL) OR (o_id >= $1 AND o_carrier_id IS NOT NULL)"
-	if err := conn.QueryRow(ctx, q, c.FirstNewOrder()).Scan(&badCarrier); err != nil {
-		t.Fatal(err)
-	}
-	if badCarrier != 0 {
-		t.Errorf("%d orders break the o_carrier_id rule", badCarrier)
-	}
-	// 10 % of customers have bad credit: binomial, 6 standard deviations.
+	cust := w * tpcc.DistrictsPerWarehouse * c.CustomersPerDistrict
 	var bc float64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM customer WHERE c_credit = 'BC'").Scan(&bc); err != nil {
 		t.Fatal(err)
 	}
 	if sd := sqrt(float64(cust) * 0.09); abs(bc-0.1*float64(cust)) > 6*sd {
-		t.Errorf("%v BC customers of %d, want 10 %%", bc, cust)
+		t.Errorf("%v BC customers of %d, want 10 %% ± %.0f", bc, cust, 6*sd)
 	}
-	if err := tpcc.CheckConsistency(ctx, conn); err != nil {
-		t.Error(err)
+}
+
+// TestCheckPopulationFails: a database one row short, or with a broken
+// consistency condition, is reported.
+func TestCheckPopulationFails(t *testing.T) {
+	dsn := newDB(t)
+	w := tpcc.NewWithConfig(testConfig)
+	load(t, dsn, w, 1)
+	c := connect(t, dsn)
+	ctx := context.Background()
+	for _, tc := range []struct{ name, sql string }{
+		{"missing stock row", "DELETE FROM stock WHERE s_i_id = 7"},
+		{"condition 1", "UPDATE warehouse SET w_ytd = w_ytd + 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, tc.sql); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.CheckPopulation(ctx, tx.Conn(), 1); err == nil {
+				t.Fatal("CheckPopulation accepted a broken database")
+			}
+		})
 	}
 }
 
