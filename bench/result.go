@@ -278,6 +278,9 @@ func (r *Result) PrintSummary(w io.Writer) error {
 	if r.ThinkMs > 0 {
 		fmt.Fprintf(&b, ", think %gms", r.ThinkMs)
 	}
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, ", up to %d retries on 40001/40P01", r.Retries)
+	}
 	fmt.Fprintf(&b, ", seed %d\n", r.Seed)
 	if r.Interrupted {
 		fmt.Fprintf(&b, "INTERRUPTED: measured %.1fs of %gs\n", r.MeasuredS, r.DurationS)
