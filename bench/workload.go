@@ -55,7 +55,9 @@ type Outcome uint8
 const (
 	// Counted: committed, and found or changed the rows it looked for.
 	Counted Outcome = iota
-	// CountedNoRows: a read that committed but found no row. It is a normal,
+	// CountedNoRows: a read that committed but found no row (or, where the
+	// workload's rules count it, e.g. Epinions as BenchBase runs it, an
+	// update that committed having changed no row). It is a normal,
 	// successful transaction and counts for throughput; only the hit rate
 	// tells it apart.
 	CountedNoRows

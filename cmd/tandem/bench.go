@@ -16,8 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
-	_ "github.com/tandemdb/tandem/bench/workloads/tm1"  // registers the tm1 workload
-	_ "github.com/tandemdb/tandem/bench/workloads/tpcc" // registers the tpcc workload
+	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
 )
 
 // errBenchErrors marks a run that finished but saw unexpected errors.
@@ -50,12 +51,12 @@ func benchWorkloadHelp() string {
 // benchScaleFlags binds --subscribers and its generic alias --scale to one value.
 func benchScaleFlags(cmd *cobra.Command, p *int, def int, help string) {
 	cmd.Flags().IntVar(p, "subscribers", def, help)
-	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses")
+	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items")
 	cmd.Flags().IntVar(p, "warehouses", def, "alias of --scale for tpcc: number of TPC-C warehouses")
 }
 
 // benchDefaultLoadScale is `bench load`'s scale when no scale flag is given.
-var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1}
+var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1}
 
 // benchScaleChanged tells whether a scale flag was given.
 func benchScaleChanged(cmd *cobra.Command) bool {
@@ -172,7 +173,7 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
-	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; or custom")
+	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; or custom")
 	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
 	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")

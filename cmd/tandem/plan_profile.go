@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
-	_ "github.com/tandemdb/tandem/bench/workloads/tm1"  // registers the tm1 workload
-	_ "github.com/tandemdb/tandem/bench/workloads/tpcc" // registers the tpcc workload
+	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
 	"github.com/tandemdb/tandem/planner"
 	"github.com/tandemdb/tandem/planner/profiler"
 )
