@@ -8,10 +8,12 @@
 # per round (tandem bench compare). Runs add orders, so later rounds run on a
 # slightly larger database; every target grows the same way.
 # Usage: scripts/bench-tpcc.sh [warehouses] [duration] [clients] [rounds]
+# WORKLOAD=epinions runs Epinions instead (the first argument is then its
+# scale: 2,000 users and 1,000 items each).
 set -euo pipefail
-WH=${1:-2}; DUR=${2:-20s}; C=${3:-8}; R=${4:-2}; RAMP=${RAMP:-3s}
+WH=${1:-2}; DUR=${2:-20s}; C=${3:-8}; R=${4:-2}; RAMP=${RAMP:-3s}; WL=${WORKLOAD:-tpcc}
 T=${TANDEM:-$(pwd)/bin/tandem}
-W=$(mktemp -d /tmp/tandem-bench-tpcc.XXXXXX); OUT=${OUT:-$(pwd)/out/bench-tpcc}
+W=$(mktemp -d /tmp/tandem-bench-$WL.XXXXXX); OUT=${OUT:-$(pwd)/out/bench-$WL}
 mkdir -p "$OUT"
 cleanup() { kill -TERM $(jobs -p) 2>/dev/null || true; wait || true; rm -rf "$W"; }
 trap cleanup EXIT
@@ -47,16 +49,16 @@ PGPORT=$(sed -n 's/^port = //p' "$W/pg/n1/pgdata/tandem.conf")
 DIRECT="postgres://postgres@/postgres?host=$W/pg/n1/pgdata&port=$PGPORT&sslmode=disable"
 TPG="postgres://postgres@127.0.0.1:$PGN/postgres?sslmode=disable"
 TSQ="postgres://tandem@127.0.0.1:$SQN/tandem?sslmode=disable"
-echo "== loading $WH warehouses (PostgreSQL, then SQLite through tandem)" >&2
-"$T" bench load --workload tpcc --warehouses "$WH" --dsn "$DIRECT" --drop
-"$T" bench load --workload tpcc --warehouses "$WH" --dsn "$TSQ" --drop
+echo "== loading $WL at scale $WH (PostgreSQL, then SQLite through tandem)" >&2
+"$T" bench load --workload "$WL" --scale "$WH" --dsn "$DIRECT" --drop
+"$T" bench load --workload "$WL" --scale "$WH" --dsn "$TSQ" --drop
 for r in $(seq 1 "$R"); do
   for target in direct tandem-pg tandem-sq; do
     case $target in direct) D=$DIRECT;; tandem-pg) D=$TPG;; tandem-sq) D=$TSQ;; esac
     echo "== round $r on $target" >&2
-    "$T" bench run --workload tpcc --dsn "$D" --clients "$C" --rampup "$RAMP" --duration "$DUR" --quiet --out "$OUT/r$r-$target" > "$OUT/r$r-$target.txt"
+    "$T" bench run --workload "$WL" --dsn "$D" --clients "$C" --rampup "$RAMP" --duration "$DUR" --quiet --out "$OUT/r$r-$target" > "$OUT/r$r-$target.txt"
   done
-  echo "### round $r ($WH warehouses, $C clients, $DUR measured after $RAMP ramp-up)"
+  echo "### round $r ($WL, scale $WH, $C clients, $DUR measured after $RAMP ramp-up)"
   "$T" bench compare "$OUT/r$r-direct/result.json" "$OUT/r$r-tandem-pg/result.json" "$OUT/r$r-tandem-sq/result.json"
-  grep -h "tpmC" "$OUT/r$r-direct.txt" "$OUT/r$r-tandem-pg.txt" "$OUT/r$r-tandem-sq.txt" | sed "s/^/round $r: /"
+  grep -h "tpmC" "$OUT/r$r-direct.txt" "$OUT/r$r-tandem-pg.txt" "$OUT/r$r-tandem-sq.txt" | sed "s/^/round $r: /" || true
 done
