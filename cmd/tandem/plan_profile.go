@@ -64,7 +64,7 @@ updates do. See docs/planner.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.workload, "workload", "tm1", "workload to profile ("+strings.Join(bench.Workloads(), ", ")+")")
-	fl.StringVar(&f.opts.Mix, "mix", "r80w20", "transaction mix: r80w20, r20w80, read-only or custom")
+	fl.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first, tm1 r80w20), or custom")
 	fl.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type, or NAME=weight,...")
 	fl.StringVar(&f.opts.DSN, "dsn", "", "DSN of the standalone database, loaded with the workload (required)")
 	fl.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients in each phase")
