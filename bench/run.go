@@ -45,7 +45,8 @@ type RunOptions struct {
 	// Retries bounds how many times a transaction that aborted with 40001
 	// (serialization failure) or 40P01 (deadlock) is run again, at once and
 	// with the same type, before it counts as aborted (--retries); 0 means
-	// never. The latency of a retried transaction includes its retries.
+	// never. No retry starts after the measured window has ended. The
+	// latency of a retried transaction includes its retries.
 	Retries int
 	// Uniform keys instead of the workload's skewed default (--uniform).
 	Uniform bool

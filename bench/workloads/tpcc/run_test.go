@@ -63,18 +63,26 @@ func checkRun(t *testing.T, res *bench.Result) {
 	}
 }
 
-// TestRunPostgres runs the standard mix directly on PostgreSQL: the shares,
-// and TPC-C's consistency conditions 1-4 afterwards.
+// TestRunPostgres runs the standard mix directly on PostgreSQL with prepared
+// statements and with the simple protocol: the shares, and TPC-C's
+// consistency conditions 1-4 afterwards.
 func TestRunPostgres(t *testing.T) {
-	dsn := newDB(t)
-	w := tpcc.NewWithConfig(testConfig)
-	load(t, dsn, w, 2)
-	res := run(t, dsn, w, bench.RunOptions{Clients: 4, Retries: 5})
-	checkRun(t, res)
-	if err := tpcc.CheckConsistency(context.Background(), connect(t, dsn)); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		simple bool
+	}{{"prepared", false}, {"simple", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := newDB(t)
+			w := tpcc.NewWithConfig(testConfig)
+			load(t, dsn, w, 2)
+			res := run(t, dsn, w, bench.RunOptions{Clients: 4, Retries: 5, Simple: tc.simple, Duration: 2 * time.Second})
+			checkRun(t, res)
+			if err := tpcc.CheckConsistency(context.Background(), connect(t, dsn)); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("PostgreSQL (%s): %.0f tps, tpmC %.0f, retries %d, final aborts %d", tc.name, res.TotalTPS, res.PerMinute.Value, res.Totals.Retries, res.Totals.Aborted)
+		})
 	}
-	t.Logf("PostgreSQL: %.0f tps, tpmC %.0f, retries %d, final aborts %d", res.TotalTPS, res.PerMinute.Value, res.Totals.Retries, res.Totals.Aborted)
 }
 
 // TestForcedConflictRetried makes every transaction serializable and runs
