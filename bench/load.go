@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -343,7 +344,7 @@ func (w *RowWriter) Table(name string, columns ...string) *TableRows {
 	return t
 }
 
-// Add appends one row. Values may be int, int16, int32, int64, string or nil.
+// Add appends one row. Values may be int, int16, int32, int64, float64, string or nil.
 func (t *TableRows) Add(values ...any) {
 	if len(values) != len(t.columns) {
 		panic(fmt.Sprintf("bench: table %s: row has %d values for %d columns", t.name, len(values), len(t.columns)))
@@ -465,6 +466,11 @@ func appendLiteral(b []byte, v any) ([]byte, error) {
 		return strconv.AppendInt(b, int64(x), 10), nil
 	case int64:
 		return strconv.AppendInt(b, x, 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return b, fmt.Errorf("non-finite value %v", x)
+		}
+		return strconv.AppendFloat(b, x, 'f', -1, 64), nil
 	case string:
 		b = append(b, '\'')
 		b = append(b, strings.ReplaceAll(x, "'", "''")...)

@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestLiteralEncodings(t *testing.T) {
 	tests := []struct {
@@ -12,6 +15,8 @@ func TestLiteralEncodings(t *testing.T) {
 		{int16(-3), "-3", "-3"},
 		{int32(2147483647), "2147483647", "2147483647"},
 		{int64(-9), "-9", "-9"},
+		{300000.0, "300000", "300000"},
+		{-12.34, "-12.34", "-12.34"},
 		{"ABC", "'ABC'", "ABC"},
 		{"it's", "'it''s'", "it's"},
 		{"a\tb\nc\\d\re", "'a\tb\nc\\d\re'", `a\tb\nc\\d\re`},
@@ -26,7 +31,9 @@ func TestLiteralEncodings(t *testing.T) {
 			t.Errorf("appendCopyText(%#v) = %q, %v; want %q", tc.v, cp, err, tc.copy)
 		}
 	}
-	if _, err := appendLiteral(nil, 1.5); err == nil {
-		t.Error("appendLiteral accepted a float")
+	for _, v := range []any{math.NaN(), math.Inf(1), float32(1.5)} {
+		if _, err := appendLiteral(nil, v); err == nil {
+			t.Errorf("appendLiteral accepted %v (%T)", v, v)
+		}
 	}
 }

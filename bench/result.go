@@ -28,6 +28,9 @@ type Result struct {
 	// when the run was interrupted).
 	MeasuredS float64 `json:"measured_s"`
 	ThinkMs   float64 `json:"think_ms"`
+	// Retries is the bound on re-runs of a transaction aborted with 40001
+	// or 40P01 (RunOptions.Retries).
+	Retries int `json:"retries"`
 	// Scale is the database size in ScaleName units; the JSON also carries
 	// it under the ScaleName key (e.g. "subscribers").
 	Scale     int    `json:"scale"`
@@ -45,12 +48,14 @@ type Result struct {
 	// TotalTPS counts every transaction started in the measured window,
 	// whatever its outcome.
 	TotalTPS float64 `json:"total_tps"`
+	// PerMinute is the workload's per-minute figure (TPC-C: tpmC), if any.
+	PerMinute *PerMinute `json:"per_minute,omitempty"`
 	// Transactions by type name; TransactionOrder gives the workload's order.
 	Transactions     map[string]*TxResult `json:"transactions"`
 	TransactionOrder []string             `json:"transaction_order"`
 	Totals           TxResult             `json:"totals"`
-	// ErrorsBySQLState counts every error a transaction ended with (allowed,
-	// aborted and unexpected), whole run including ramp-up; "none" is an
+	// ErrorsBySQLState counts every error an attempt ended with (allowed,
+	// aborted, retried and unexpected), whole run including ramp-up; "none" is an
 	// error without SQLSTATE (e.g. a broken connection).
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
 	// FirstErrors are the first unexpected errors, with their SQLSTATE.
@@ -63,10 +68,27 @@ type Result struct {
 	Timeline      []TimelinePoint `json:"timeline"`
 }
 
+// PerMinute is one transaction type's committed transactions per minute
+// over the measured window, e.g. TPC-C's tpmC (NewOrders per minute).
+type PerMinute struct {
+	Name        string  `json:"name"`
+	Transaction string  `json:"transaction"`
+	Value       float64 `json:"value"`
+}
+
 // TxResult is one transaction type's (or all types') statistics over the
 // measured window. Latencies are of counted transactions.
 type TxResult struct {
 	Started int64 `json:"started"`
+	// Attempts is Started plus Retries: every time the transaction ran.
+	Attempts int64 `json:"attempts"`
+	// Aborts counts aborted attempts (class 40), retried or final.
+	Aborts int64 `json:"aborts"`
+	// Retries counts attempts run again after a 40001 or 40P01 abort.
+	Retries int64 `json:"retries"`
+	// FinalFailures are transactions still aborted after the last retry
+	// (the same as Aborted).
+	FinalFailures int64 `json:"final_failures"`
 	// Counted transactions committed (reads that found no row included).
 	Counted int64 `json:"counted"`
 	// Hits found or changed the rows they looked for.
@@ -74,7 +96,8 @@ type TxResult struct {
 	// RolledBack: a write changed 0 rows, or an allowed error (included).
 	RolledBack    int64 `json:"rolled_back"`
 	AllowedErrors int64 `json:"allowed_errors"`
-	Aborted       int64 `json:"aborted"`
+	// Aborted: ended aborted (class 40) after its retries.
+	Aborted int64 `json:"aborted"`
 	// Errors are unexpected errors.
 	Errors int64 `json:"errors"`
 	// SuccessRate is Counted/Started; HitRate is Hits/Started.
@@ -255,21 +278,28 @@ func (r *Result) PrintSummary(w io.Writer) error {
 	if r.ThinkMs > 0 {
 		fmt.Fprintf(&b, ", think %gms", r.ThinkMs)
 	}
+	if r.Retries > 0 {
+		fmt.Fprintf(&b, ", up to %d retries on 40001/40P01", r.Retries)
+	}
 	fmt.Fprintf(&b, ", seed %d\n", r.Seed)
 	if r.Interrupted {
 		fmt.Fprintf(&b, "INTERRUPTED: measured %.1fs of %gs\n", r.MeasuredS, r.DurationS)
 	}
-	fmt.Fprintf(&b, "\nMQTh %.1f counted transactions/s (all outcomes %.1f/s)\n\n", r.MQTh, r.TotalTPS)
+	fmt.Fprintf(&b, "\nMQTh %.1f counted transactions/s (all outcomes %.1f/s)\n", r.MQTh, r.TotalTPS)
+	if r.PerMinute != nil {
+		fmt.Fprintf(&b, "%s %.1f (%s committed per minute)\n", r.PerMinute.Name, r.PerMinute.Value, r.PerMinute.Transaction)
+	}
+	b.WriteString("\n")
 
 	nameW := len("transaction")
 	for _, name := range r.Types() {
 		nameW = max(nameW, len(name))
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tshare\tstarted\tcounted\trolled back\taborted\terrors\tsuccess\thit\tp50 ms\tp90 ms\tp99 ms\tmax ms\t\n", nameW, "transaction")
+	fmt.Fprintf(tw, "%-*s\tshare\tstarted\tcounted\trolled back\taborted\tretries\terrors\tsuccess\thit\tp50 ms\tp90 ms\tp99 ms\tmax ms\t\n", nameW, "transaction")
 	row := func(name string, t *TxResult) {
-		fmt.Fprintf(tw, "%-*s\t%.1f%%\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, name, 100*t.Share,
-			t.Started, t.Counted, t.RolledBack, t.Aborted, t.Errors,
+		fmt.Fprintf(tw, "%-*s\t%.1f%%\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", nameW, name, 100*t.Share,
+			t.Started, t.Counted, t.RolledBack, t.Aborted, t.Retries, t.Errors,
 			pct(t.SuccessRate, t.Started), pct(t.HitRate, t.Started),
 			ms(t.P50Ms, t.Counted), ms(t.P90Ms, t.Counted), ms(t.P99Ms, t.Counted), ms(t.MaxMs, t.Counted))
 	}

@@ -42,6 +42,12 @@ type RunOptions struct {
 	Duration time.Duration
 	// Think is a pause after each transaction (--think).
 	Think time.Duration
+	// Retries bounds how many times a transaction that aborted with 40001
+	// (serialization failure) or 40P01 (deadlock) is run again, at once and
+	// with the same type, before it counts as aborted (--retries); 0 means
+	// never. No retry starts after the measured window has ended. The
+	// latency of a retried transaction includes its retries.
+	Retries int
 	// Uniform keys instead of the workload's skewed default (--uniform).
 	Uniform bool
 	// Seed of the clients' random sources (--seed); 0 picks one from the
@@ -105,6 +111,8 @@ func newRunner(opts RunOptions) (*runner, error) {
 		return nil, fmt.Errorf("%w: --duration must be > 0 (got %s)", ErrBadOption, opts.Duration)
 	case opts.Rampup < 0:
 		return nil, fmt.Errorf("%w: --rampup must be >= 0 (got %s)", ErrBadOption, opts.Rampup)
+	case opts.Retries < 0 || opts.Retries > 1000:
+		return nil, fmt.Errorf("%w: --retries must be 0..1000 (got %d)", ErrBadOption, opts.Retries)
 	case opts.Think < 0:
 		return nil, fmt.Errorf("%w: --think must be >= 0 (got %s)", ErrBadOption, opts.Think)
 	case opts.Scale < 0:
@@ -250,6 +258,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		RampupS:       opts.Rampup.Seconds(),
 		DurationS:     opts.Duration.Seconds(),
 		ThinkMs:       float64(opts.Think) / float64(time.Millisecond),
+		Retries:       opts.Retries,
 		Scale:         scale,
 		ScaleName:     r.w.ScaleName(),
 		Uniform:       opts.Uniform,
@@ -351,21 +360,32 @@ loop:
 // fill computes the result's statistics from the collector.
 func (r *runner) fill(res *Result, col *collector, measured float64) {
 	var all outcomeCounts
+	var allRetries int64
 	for i := range r.txs {
 		for o := range numOutcomes {
 			all[o] += col.counts[i][o]
 		}
+		allRetries += col.retries[i]
 	}
 	started := all.started()
 	res.Transactions = map[string]*TxResult{}
 	for i, t := range r.txs {
-		tr := txResult(col.counts[i], col.hist[i], started, measured)
+		tr := txResult(col.counts[i], col.retries[i], col.hist[i], started, measured)
 		res.Transactions[t.Name] = &tr
 	}
-	res.Totals = txResult(all, col.total, started, measured)
+	res.Totals = txResult(all, allRetries, col.total, started, measured)
 	if measured > 0 {
 		res.MQTh = round3(float64(all.counted()) / measured)
 		res.TotalTPS = round3(float64(started) / measured)
+	}
+	if pm, ok := r.w.(PerMinuteReporter); ok {
+		t, name := pm.PerMinute()
+		if int(t) >= 0 && int(t) < len(r.txs) {
+			res.PerMinute = &PerMinute{Name: name, Transaction: r.txs[t].Name}
+			if measured > 0 {
+				res.PerMinute.Value = round3(float64(col.counts[t].counted()) * 60 / measured)
+			}
+		}
 	}
 	res.Timeline = col.timeline
 	r.errs.mu.Lock()
@@ -390,11 +410,18 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 		}
 		t := r.picker.pick(cs.rng)
 		out, err := cs.cl.Run(context.Background(), t)
+		var retries uint16
+		for out == Aborted && int(retries) < r.opts.Retries && Retryable(err) &&
+			!cs.conn.IsClosed() && ctx.Err() == nil && time.Now().Before(r.end) {
+			r.errs.note(r.txs[t], out, err)
+			retries++
+			out, err = cs.cl.Run(context.Background(), t)
+		}
 		lat := time.Since(now)
 		if ctx.Err() != nil {
 			return // interrupted mid-transaction: its outcome means nothing
 		}
-		cs.rec.add(record{lat: lat, typ: t, out: out, measured: !now.Before(r.measureStart)})
+		cs.rec.add(record{lat: lat, typ: t, out: out, measured: !now.Before(r.measureStart), retries: retries})
 		if err != nil {
 			if msg := r.errs.note(r.txs[t], out, err); msg != "" {
 				r.reportError(cs.id, msg)

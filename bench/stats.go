@@ -37,6 +37,9 @@ type record struct {
 	typ      TxType
 	out      Outcome
 	measured bool // started inside the measured window (after ramp-up)
+	// retries is how many aborted attempts (40001, 40P01) were run again
+	// before this final one.
+	retries uint16
 }
 
 // recorder is a client's outbox: the client appends under a mutex that only
@@ -82,6 +85,7 @@ type collector struct {
 	spares   [][]record
 	rampup   time.Duration
 	counts   []outcomeCounts // measured window
+	retries  []int64         // measured window, per type
 	hist     []*hdrhistogram.Histogram
 	total    *hdrhistogram.Histogram
 	ivCounts []outcomeCounts // current interval, whole run
@@ -96,6 +100,7 @@ func newCollector(types []TxInfo, recs []*recorder, rampup time.Duration) *colle
 		spares:   make([][]record, len(recs)),
 		rampup:   rampup,
 		counts:   make([]outcomeCounts, len(types)),
+		retries:  make([]int64, len(types)),
 		ivCounts: make([]outcomeCounts, len(types)),
 		total:    newHist(),
 	}
@@ -121,6 +126,7 @@ func (c *collector) collect() {
 			}
 			if rec.measured {
 				c.counts[rec.typ][rec.out]++
+				c.retries[rec.typ] += int64(rec.retries)
 				if counted {
 					recordLatency(c.hist[rec.typ], rec.lat)
 					recordLatency(c.total, rec.lat)
@@ -201,8 +207,12 @@ func round3(f float64) float64 {
 
 // txResult summarises one type (or, with hist nil for all types merged by the
 // caller, the totals).
-func txResult(c outcomeCounts, h *hdrhistogram.Histogram, allStarted int64, measuredS float64) TxResult {
+func txResult(c outcomeCounts, retries int64, h *hdrhistogram.Histogram, allStarted int64, measuredS float64) TxResult {
 	r := TxResult{
+		Attempts:      c.started() + retries,
+		Aborts:        c[Aborted] + retries,
+		Retries:       retries,
+		FinalFailures: c[Aborted],
 		Started:       c.started(),
 		Counted:       c.counted(),
 		Hits:          c[Counted],

@@ -55,7 +55,9 @@ type Outcome uint8
 const (
 	// Counted: committed, and found or changed the rows it looked for.
 	Counted Outcome = iota
-	// CountedNoRows: a read that committed but found no row. It is a normal,
+	// CountedNoRows: a read that committed but found no row (or, where the
+	// workload's rules count it, e.g. Epinions as BenchBase runs it, an
+	// update that committed having changed no row). It is a normal,
 	// successful transaction and counts for throughput; only the hit rate
 	// tells it apart.
 	CountedNoRows
@@ -182,6 +184,21 @@ func SQLState(err error) string {
 		return pe.Code
 	}
 	return ""
+}
+
+// Retryable reports whether err is a serialization failure (40001) or a
+// deadlock (40P01): the aborts a client retries (RunOptions.Retries).
+func Retryable(err error) bool {
+	s := SQLState(err)
+	return s == "40001" || s == "40P01"
+}
+
+// PerMinuteReporter is implemented by workloads that report one transaction
+// type's committed transactions per minute besides MQTh, e.g. TPC-C's tpmC
+// (NewOrders per minute).
+type PerMinuteReporter interface {
+	// PerMinute returns the transaction type and the figure's name ("tpmC").
+	PerMinute() (TxType, string)
 }
 
 // Classify maps an error to the generic outcome: class 40 (serialization

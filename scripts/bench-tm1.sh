@@ -40,8 +40,9 @@ TOML
 "$T" up -c "$W/pg.toml" > "$W/pg.out" 2>&1 &
 "$T" up -c "$W/sq.toml" > "$W/sq.out" 2>&1 &
 for f in pg sq; do for i in $(seq 1 120); do grep -q "connect with" "$W/$f.out" 2>/dev/null && break; sleep 0.5; done; done
+# The managed PostgreSQL listens on its Unix socket only.
 PGPORT=$(sed -n 's/^port = //p' "$W/pg/n1/pgdata/tandem.conf")
-DIRECT="postgres://postgres@127.0.0.1:$PGPORT/postgres?sslmode=disable"
+DIRECT="postgres://postgres@/postgres?host=$W/pg/n1/pgdata&port=$PGPORT&sslmode=disable"
 TPG="postgres://postgres@127.0.0.1:$PGN/postgres?sslmode=disable"
 TSQ="postgres://tandem@127.0.0.1:$SQN/tandem?sslmode=disable"
 echo "== loading $P subscribers (PostgreSQL, then SQLite through tandem)" >&2

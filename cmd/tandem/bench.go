@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
-	_ "github.com/tandemdb/tandem/bench/workloads/tm1" // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
 )
 
 // errBenchErrors marks a run that finished but saw unexpected errors.
@@ -49,7 +51,17 @@ func benchWorkloadHelp() string {
 // benchScaleFlags binds --subscribers and its generic alias --scale to one value.
 func benchScaleFlags(cmd *cobra.Command, p *int, def int, help string) {
 	cmd.Flags().IntVar(p, "subscribers", def, help)
-	cmd.Flags().IntVar(p, "scale", def, "alias of --subscribers: the workload's scale factor")
+	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items")
+	cmd.Flags().IntVar(p, "warehouses", def, "alias of --scale for tpcc: number of TPC-C warehouses")
+}
+
+// benchDefaultLoadScale is `bench load`'s scale when no scale flag is given.
+var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1}
+
+// benchScaleChanged tells whether a scale flag was given.
+func benchScaleChanged(cmd *cobra.Command) bool {
+	f := cmd.Flags()
+	return f.Changed("subscribers") || f.Changed("scale") || f.Changed("warehouses")
 }
 
 func newBenchLoadCmd() *cobra.Command {
@@ -67,7 +79,8 @@ rules, in batched transactions on parallel connections, with COPY FROM STDIN
 where the endpoint supports it and multi-row INSERT otherwise. It refuses to
 touch tables that already hold rows unless --drop is given.`,
 		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
-  tandem bench load --subscribers 10000 --dsn postgres://127.0.0.1:5433/tandem --drop --method insert`,
+  tandem bench load --subscribers 10000 --dsn postgres://127.0.0.1:5433/tandem --drop --method insert
+  tandem bench load --workload tpcc --warehouses 2 --dsn postgres://127.0.0.1:5433/tandem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := bench.Lookup(workload)
@@ -75,6 +88,9 @@ touch tables that already hold rows unless --drop is given.`,
 				return err
 			}
 			opts.Workload = w
+			if def, ok := benchDefaultLoadScale[w.Name()]; ok && !benchScaleChanged(cmd) {
+				opts.Scale = def
+			}
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
 			}
@@ -95,10 +111,10 @@ touch tables that already hold rows unless --drop is given.`,
 	f := cmd.Flags()
 	f.StringVar(&workload, "workload", "tm1", benchWorkloadHelp())
 	f.StringVar(&opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
-	benchScaleFlags(cmd, &opts.Scale, 100000, "number of TM1 subscribers P")
+	benchScaleFlags(cmd, &opts.Scale, 100000, "number of TM1 subscribers P (tpcc: use --warehouses, default 1)")
 	f.BoolVar(&opts.Drop, "drop", false, "drop the workload's existing tables first")
 	f.IntVar(&opts.Workers, "workers", 0, "parallel loading connections (0 = number of CPUs)")
-	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers per committed transaction")
+	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers (tpcc: items or stock rows) per committed transaction")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the population's random values")
 	f.StringVar(&opts.Method, "method", bench.MethodAuto, "auto (COPY, falling back to INSERT on SQLSTATE 0A000), copy or insert")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
@@ -157,16 +173,17 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
-	fs.StringVar(&f.opts.Mix, "mix", "r80w20", "transaction mix: r80w20, r20w80, read-only or custom")
+	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; or custom")
 	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
 	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
 	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
 	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction")
+	fs.IntVar(&f.opts.Retries, "retries", -1, "times a transaction aborted with 40001 or 40P01 is run again before it counts as aborted (0 = never; default: 0 for tm1, whose specification counts aborts and whose reference client does not retry, 3 for the others, as seed 003's servlets and BenchBase do)")
 	fs.BoolVar(&f.opts.Uniform, "uniform", false, "uniform s_id instead of NURand")
 	fs.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock; the seed used is in the result)")
 	fs.BoolVar(&f.opts.Simple, "simple", false, "simple query protocol instead of prepared statements")
-	benchScaleFlags(cmd, &f.opts.Scale, 0, "number of TM1 subscribers P (0 = detect with SELECT count(*) FROM subscriber)")
+	benchScaleFlags(cmd, &f.opts.Scale, 0, "number of TM1 subscribers P (0 = detect: count of subscribers, or of TPC-C warehouses)")
 	fs.StringVar(&f.out, "out", "", "directory for result.json, timeline.csv and report.html")
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON instead of the summary table")
 	fs.StringVar(&f.label, "label", "", "name of this run in comparisons (default: the --out directory name)")
@@ -177,6 +194,12 @@ Ctrl-C stops early and still reports what was measured.`,
 }
 
 func (f *benchRunFlags) run(cmd *cobra.Command) error {
+	if f.opts.Retries == -1 {
+		f.opts.Retries = 3
+		if f.workload == "tm1" {
+			f.opts.Retries = 0
+		}
+	}
 	if f.procs < 0 {
 		return fmt.Errorf("--procs must be >= 0 (got %d)", f.procs)
 	}

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
-	_ "github.com/tandemdb/tandem/bench/workloads/tm1" // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
 	"github.com/tandemdb/tandem/planner"
 	"github.com/tandemdb/tandem/planner/profiler"
 )
@@ -62,7 +64,7 @@ updates do. See docs/planner.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.workload, "workload", "tm1", "workload to profile ("+strings.Join(bench.Workloads(), ", ")+")")
-	fl.StringVar(&f.opts.Mix, "mix", "r80w20", "transaction mix: r80w20, r20w80, read-only or custom")
+	fl.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first, tm1 r80w20), or custom")
 	fl.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type, or NAME=weight,...")
 	fl.StringVar(&f.opts.DSN, "dsn", "", "DSN of the standalone database, loaded with the workload (required)")
 	fl.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients in each phase")
