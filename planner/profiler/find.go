@@ -28,6 +28,10 @@ type Socket struct {
 
 const tcpListen = "0A" // TCP_LISTEN in /proc/net/tcp's st column
 
+// soAcceptCon is __SO_ACCEPTCON in /proc/net/unix's Flags column: a
+// listening socket.
+const soAcceptCon = 0x10000
+
 // ParseNetTCP returns the listening sockets of /proc/net/tcp or tcp6.
 func ParseNetTCP(r io.Reader) ([]Socket, error) {
 	var out []Socket
@@ -83,6 +87,15 @@ func ParseNetUnix(r io.Reader) ([]Socket, error) {
 		inode, err := strconv.ParseUint(f[6], 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%w: net/unix inode %q", ErrProc, f[6])
+		}
+		// Only listening sockets (__SO_ACCEPTCON in Flags): a connection
+		// the server accepted carries the same path, held by a backend.
+		flags, err := strconv.ParseUint(f[3], 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%w: net/unix flags %q", ErrProc, f[3])
+		}
+		if flags&soAcceptCon == 0 {
+			continue
 		}
 		out = append(out, Socket{Path: f[7], Inode: inode})
 	}
@@ -240,6 +253,9 @@ func RootsAmong(all map[int]ProcStat, candidates []int) []int {
 	}
 	var out []int
 	for _, c := range candidates {
+		if _, alive := all[c]; !alive {
+			continue // exited since it was seen holding the socket
+		}
 		root := true
 		seen := map[int]bool{}
 		for pid := all[c].PPID; pid > 0 && !seen[pid]; pid = all[pid].PPID {

@@ -62,6 +62,10 @@ func TestDescendants(t *testing.T) {
 	if got := RootsAmong(all, []int{101, 100, 201}); !reflect.DeepEqual(got, []int{100, 201}) {
 		t.Errorf("RootsAmong = %v, want [100 201]", got)
 	}
+	// A holder that exited before the process table was read is no root.
+	if got := RootsAmong(all, []int{100, 999}); !reflect.DeepEqual(got, []int{100}) {
+		t.Errorf("RootsAmong with a vanished pid = %v, want [100]", got)
+	}
 }
 
 const diskstatsFixture = `   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
@@ -145,6 +149,7 @@ func TestParseNetSockets(t *testing.T) {
 	unix := `Num       RefCount Protocol Flags    Type St Inode Path
 0000000000000000: 00000002 00000000 00010000 0001 01 105953 /tmp/.s.PGSQL.5432
 0000000000000000: 00000003 00000000 00000000 0001 03 105991
+0000000000000000: 00000003 00000000 00000000 0001 03 105995 /tmp/.s.PGSQL.5432
 `
 	us, err := ParseNetUnix(strings.NewReader(unix))
 	if err != nil || !reflect.DeepEqual(us, []Socket{{Path: "/tmp/.s.PGSQL.5432", Inode: 105953}}) {
