@@ -125,8 +125,14 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 			if !ok {
 				continue
 			}
-			if _, err := fn(sv.Sval); err != nil {
+			out, err := fn(sv.Sval)
+			if err != nil {
 				return literalError(err)
+			}
+			if b, ok := out.(bool); ok {
+				// Stored as SQLite keeps booleans, 1 / 0: a 't' or 'yes'
+				// left as text would read false in WHERE.
+				v.Node = boolConst(b).Node
 			}
 		}
 	}
@@ -142,15 +148,28 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 	var cols []Column
 	for _, n := range s.TargetList {
 		rt := n.GetResTarget()
-		if rt == nil || rt.Val.GetSetToDefault() == nil {
+		if rt == nil {
+			continue
+		}
+		ac := rt.Val.GetAConst()
+		if rt.Val.GetSetToDefault() == nil && (ac == nil || ac.GetSval() == nil) {
 			continue
 		}
 		if cols == nil {
 			cols = t.sch.Columns(s.Relation.Relname)
 		}
 		for _, c := range cols {
-			if c.Name == rt.Name && !c.Default && !c.Serial {
+			if c.Name != rt.Name {
+				continue
+			}
+			if rt.Val.GetSetToDefault() != nil && !c.Default && !c.Serial {
 				rt.Val = &pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}
+			}
+			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
+				// SET flag = 't': stored as 1 / 0, as INSERT does.
+				if b, err := toBool(ac.GetSval().Sval); err == nil && b != nil {
+					rt.Val = boolConst(b.(bool))
+				}
 			}
 		}
 	}

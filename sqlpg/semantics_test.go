@@ -88,6 +88,15 @@ func TestSemantics(t *testing.T) {
 		{"SELECT 'a' + 1", "ERROR 22P02"},
 		{"SELECT 1 + '2'", "3"},
 		{"SELECT id * '2' FROM se_t WHERE id = 2", "4"},
+		// string literals for booleans read as booleans (stored 1 / 0)
+		{"INSERT INTO se_t VALUES (4, 'c', 'yes', 1), (5, 'c', 'f', 1)", ""},
+		{"SELECT count(*) FROM se_t WHERE ok", "2"},
+		{"SELECT count(*) FROM se_t WHERE ok = 't'", "2"},
+		{"SELECT count(*) FROM se_t WHERE 'no' = ok", "2"},
+		{"SELECT count(*) FROM se_t WHERE ok = 'maybe'", "ERROR 22P02"},
+		{"UPDATE se_t SET ok = 'off' WHERE id = 4", ""},
+		{"SELECT count(*) FROM se_t WHERE ok", "1"},
+		{"DELETE FROM se_t WHERE id IN (4, 5)", ""},
 		// casts out of range
 		{"SELECT 99999999999::int", "ERROR 22003"},
 		{"SELECT 40000::int2", "ERROR 22003"},

@@ -1020,6 +1020,8 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		switch op {
 		case "+", "-", "*", "/", "%":
 			t.unknownOperand(e)
+		case "=", "<>", "!=", "<", ">", "<=", ">=":
+			t.boolLiteral(e)
 		}
 		switch op {
 		case "~", "~*", "!~", "!~*":
@@ -1871,6 +1873,24 @@ func (t *translator) unknownOperand(e *pg_query.A_Expr) {
 		e.Lexpr = call("_cast_"+r.Type.Name, e.Lexpr)
 	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isNum(l):
 		e.Rexpr = call("_cast_"+l.Type.Name, e.Rexpr)
+	}
+}
+
+// boolLiteral: a string literal compared with a boolean reads as a
+// boolean, as in PostgreSQL (flag = 't', flag <> 'no'; 'x' is 22P02):
+// SQLite stores booleans as 1 / 0 and would compare the text.
+func (t *translator) boolLiteral(e *pg_query.A_Expr) {
+	if e.Lexpr == nil || e.Rexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	isLit := func(n *pg_query.Node) bool { c := n.GetAConst(); return c != nil && c.GetSval() != nil }
+	isBool := func(c ColType) bool { return c.Type != nil && c.Type.Name == "bool" }
+	switch {
+	case isLit(e.Lexpr) && !isLit(e.Rexpr) && isBool(r):
+		e.Lexpr = call("_cast_bool", e.Lexpr)
+	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isBool(l):
+		e.Rexpr = call("_cast_bool", e.Rexpr)
 	}
 }
 
