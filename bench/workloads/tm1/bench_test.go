@@ -15,11 +15,8 @@ import (
 // against the package's PostgreSQL (go test -bench . -benchmem): ns/op is
 // dominated by the round trips, allocs/op is the driver's own garbage.
 func BenchmarkTransactions(b *testing.B) {
-	if pg == nil {
-		b.Skip("no PostgreSQL: " + pgSkip)
-	}
 	const p = 2000
-	dsn := newDBB(b)
+	dsn := pg.NewDB(b)
 	if _, err := bench.Load(context.Background(), bench.LoadOptions{Workload: tm1.New(), DSN: dsn, Scale: p}); err != nil {
 		b.Fatal(err)
 	}
@@ -51,23 +48,4 @@ func BenchmarkTransactions(b *testing.B) {
 		}
 		conn.Close(ctx)
 	}
-}
-
-// newDBB (re)creates the benchmark's database and returns its DSN.
-func newDBB(b *testing.B) string {
-	b.Helper()
-	name := "tm1_bench"
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, pg.DSN("postgres"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		b.Fatal(err)
-	}
-	return pg.DSN(name)
 }

@@ -162,15 +162,8 @@ func checkFiles(t *testing.T, dir string, res *bench.Result) {
 // where pgx's simple protocol works only because the driver asks for
 // client_encoding UTF8.
 func TestSimpleProtocolSQLASCII(t *testing.T) {
-	if pg == nil {
-		t.Skip("no PostgreSQL: " + pgSkip)
-	}
 	ctx := context.Background()
-	admin := connect(t, pg.DSN("postgres"))
-	if _, err := admin.Exec(ctx, "CREATE DATABASE tm1_ascii ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0"); err != nil {
-		t.Fatal(err)
-	}
-	dsn := pg.DSN("tm1_ascii")
+	dsn := pg.NewDB(t, "ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
 	load(t, dsn, 200, bench.LoadOptions{})
 	res, err := bench.Run(ctx, bench.RunOptions{Workload: tm1.New(), DSN: dsn, Clients: 2, Duration: 500 * time.Millisecond, Simple: true, Seed: 3})
 	if err != nil {
