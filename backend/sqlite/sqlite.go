@@ -1091,7 +1091,14 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 	ro := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
 	if !ro && s.db.repl != nil {
 		if err := s.db.repl.Writable(); err != nil {
-			return nil, err
+			var pe *pgwire.Error
+			if !errors.As(err, &pe) || pe.Code != "25006" {
+				return nil, err
+			}
+			// A standby's blocks are read-only, as on PostgreSQL's hot
+			// standby: drivers that always open one (psycopg, pgjdbc
+			// with autocommit off) read there; a write in it gets 25006.
+			ro = true
 		}
 	}
 	c, err := s.acquire(ctx, !ro)
