@@ -342,7 +342,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, cmd Command) (Map, error) 
 }
 
 // remoteOps may be asked of the leader by another member.
-var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true}
+var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true, OpSafeness: true}
 
 // submit has the leader apply cmd as this member's request: directly when
 // this voter leads, else over the TLS channel. It retries while there is
@@ -522,6 +522,14 @@ func (c *Coordinator) Promote(ctx context.Context, target string, epoch uint64) 
 // next renewal, stops acknowledging and releases the lease.
 func (c *Coordinator) Switchover(ctx context.Context, target string, epoch uint64) error {
 	_, err := c.submit(ctx, Command{Op: OpHandOver, Target: target, Epoch: epoch, Reason: "switchover"})
+	return err
+}
+
+// SetSafeness records the safeness level the failover rule judges
+// standbys by (tandem set). Raising it, the primary marks its standbys
+// degraded first: they may lack commits acknowledged at the lower level.
+func (c *Coordinator) SetSafeness(ctx context.Context, level string) error {
+	_, err := c.submit(ctx, Command{Op: OpSafeness, Safeness: level})
 	return err
 }
 

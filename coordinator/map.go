@@ -126,6 +126,7 @@ const (
 	OpDegrade    = "degrade"    // the primary stops (or resumes) waiting for a standby
 	OpHandOver   = "handover"   // promote/switchover request: wait for the lease to be free
 	OpTransition = "transition" // the leader's decision: a new primary and epoch
+	OpSafeness   = "safeness"   // tandem set: the level the failover rule judges standbys by
 )
 
 // Command is one entry of the Raft log. From is the identity that asked,
@@ -288,6 +289,16 @@ func apply(m *Map, c Command, idx uint64) error {
 		if len(m.History) > 32 {
 			m.History = m.History[len(m.History)-32:]
 		}
+	case OpSafeness:
+		if _, ok := m.Member(c.From); !ok {
+			return fmt.Errorf("%w: %q", ErrNotMember, c.From)
+		}
+		switch c.Safeness {
+		case "1-safe", "2-safe-received", "2-safe-visible", "2-safe-durable":
+		default:
+			return fmt.Errorf("%w: safeness %q", ErrBadCommand, c.Safeness)
+		}
+		m.Safeness = c.Safeness
 	default:
 		return fmt.Errorf("%w: op %q", ErrBadCommand, c.Op)
 	}

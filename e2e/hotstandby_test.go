@@ -31,6 +31,8 @@ type hsCluster struct {
 	reads  string
 	nodes  map[string]string // id -> listen
 	admin  map[string]string
+	// witness: the witness's raft address (coordinated clusters only).
+	witness string
 	procs  map[string]*exec.Cmd
 	exited map[string]chan struct{} // closed when the process was reaped
 	mu     sync.Mutex
@@ -53,6 +55,12 @@ func backendOf(t *testing.T) string {
 }
 
 func writeHSOn(t *testing.T, backend, safeness, durability, extra string) *hsCluster {
+	return writeHSFile(t, backend, safeness, durability, extra, false)
+}
+
+// writeHSFile writes the cluster file; coordinated adds a witness and
+// raft addresses (the coordinator; replication.failover comes in extra).
+func writeHSFile(t *testing.T, backend, safeness, durability, extra string, coordinated bool) *hsCluster {
 	if backend == "postgres" {
 		havePostgres(t)
 	}
@@ -68,10 +76,17 @@ func writeHSOn(t *testing.T, backend, safeness, durability, extra string) *hsClu
 	h.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
+	if coordinated {
+		h.witness = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		fmt.Fprintf(&b, "[witness]\nid = \"wit\"\nraft_listen = %q\n", h.witness)
+	}
 	for _, id := range []string{"n1", "n2"} {
 		h.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		h.admin[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nbackend = %q\n", id, h.nodes[id], h.admin[id], freePort(t), backend)
+		if coordinated {
+			fmt.Fprintf(&b, "raft_listen = \"127.0.0.1:%d\"\n", freePort(t))
+		}
 	}
 	h.file = filepath.Join(h.dir, "hs.toml")
 	if err := os.WriteFile(h.file, []byte(b.String()), 0o644); err != nil {
@@ -90,8 +105,11 @@ func (h *hsCluster) start(name string) {
 	h.t.Helper()
 	args := []string{"node", "-c", h.file, "--id", name}
 	addr := h.nodes[name]
-	if name == "router" {
+	switch name {
+	case "router":
 		args, addr = []string{"router", "-c", h.file}, h.router
+	case "witness":
+		args, addr = []string{"witness", "-c", h.file}, h.witness
 	}
 	logf, err := os.OpenFile(filepath.Join(h.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

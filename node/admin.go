@@ -34,6 +34,7 @@ func requireToken(token string, log *slog.Logger, mutating bool, h http.Handler)
 // /admin/follow?primary=ID[&upto=GSN],
 // /admin/set?safeness=...&durability=... Each needs the admin token.
 func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) {
+
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
@@ -72,6 +73,14 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 			}
 			wait = d
 		}
+		if r.automatic() {
+			// failover = "automatic": the coordinator decides; it hands
+			// the role over once the primary's lease is released (a
+			// switchover, a fenced primary) or has lapsed.
+			res, err := r.promoteCoordinated(req.Context(), q.Get("reason"))
+			reply(w, res, err)
+			return
+		}
 		res, err := r.Promote(req.Context(), fencedGSN, wait)
 		reply(w, res, err)
 	}))
@@ -94,6 +103,10 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 			}
 			upto = n
 		}
+		if r.automatic() {
+			reply(w, nil, fmt.Errorf("failover = \"automatic\": the coordinator's map decides whom node %s follows", r.id))
+			return
+		}
 		err := r.Follow(req.Context(), q.Get("primary"), upto)
 		reply(w, r.Status(), err)
 	}))
@@ -102,4 +115,35 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 		err := r.Set(q.Get("safeness"), q.Get("durability"))
 		reply(w, r.Status(), err)
 	}))
+}
+
+// watchHandler serves GET /watch: this node's role, epoch and primary as
+// JSON lines: one now, one at every change, and a repeat every second (so
+// a reader notices a stream that died). The router follows failovers by
+// it instead of polling.
+func watchHandler(r *Repl) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fl, ok := w.(http.Flusher)
+		if !ok {
+			http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			st, changed := r.stateNow()
+			if err := enc.Encode(map[string]any{"node": r.id, "role": st.Role, "epoch": st.Epoch, "primary": st.Primary, "fenced": r.fenced.Load()}); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-req.Context().Done():
+				return
+			case <-changed:
+			case <-tick.C:
+			}
+		}
+	})
 }

@@ -45,7 +45,8 @@ func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log
 // startCoordinator starts this node's voter when the cluster runs the
 // coordinator and the node is one of its voters (nil otherwise). With
 // failover = "manual" (the default) the group keeps the map and the
-// status; nothing acts on a lapsed lease.
+// status; nothing acts on a lapsed lease. With "automatic" the replication
+// agent holds the lease and follows the map (coordinate.go).
 func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log *slog.Logger, reg prometheus.Registerer) (*coordinator.Coordinator, error) {
 	if !c.Coordinated() {
 		return nil, nil
@@ -64,10 +65,6 @@ func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log 
 	co, err := coordinator.Start(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: coordinator (field nodes.raft_listen): %w", id, err)
-	}
-	if cfg.Automatic {
-		log.Warn("replication.failover = \"automatic\": the coordinator keeps the map, but this version's replication agent does not take the lease yet, so nothing fails over by itself; use tandem promote",
-			"see", "coordinator/DESIGN.md")
 	}
 	return co, nil
 }

@@ -178,6 +178,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		if coord != nil {
 			replClose = append(replClose, func() { _ = coord.Close() })
+			repl.attachCoordinator(ctx, coord)
 		}
 		return nil
 	}
@@ -322,6 +323,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		}
 		if repl != nil {
 			registerAdmin(mux, repl, token, log)
+			mux.Handle("/watch", read(watchHandler(repl)))
 		}
 		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			s := st

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/replog"
 	"github.com/tandemdb/tandem/secure"
@@ -94,6 +95,7 @@ type Repl struct {
 	dir     string
 	stateMu sync.Mutex
 	state   replState
+	changed chan struct{} // closed (and replaced) when state changes
 
 	safeness atomic.Value // string
 	degraded atomic.Bool
@@ -141,6 +143,19 @@ type Repl struct {
 	reseeding     atomic.Bool
 	mApplyReseeds prometheus.Counter
 	mPeersFailed  prometheus.Gauge
+
+	// Automatic failover (coordinate.go): the coordinator, the lease
+	// keeper (nil unless failover = "automatic"), the highest GSN answered
+	// success to a client, whether this primary released its lease, and
+	// the serialization of degraded marks.
+	coord         *coordinator.Coordinator
+	keeper        *coordinator.Keeper
+	ackedMax      atomic.Uint64
+	leaseReleased atomic.Bool
+	degradeMu     sync.Mutex
+	mFailovers    prometheus.Counter
+	// opMu serializes changes of role (the map watch, admin actions).
+	opMu sync.Mutex
 }
 
 // ApplyFailure is a writeset a standby cannot apply: its GSN, the
@@ -159,6 +174,17 @@ func (r *Repl) role() string {
 	return r.state.Role
 }
 
+// stateNow is the role, epoch and primary, and a channel closed at the
+// next change (the router's watch follows it).
+func (r *Repl) stateNow() (replState, <-chan struct{}) {
+	r.stateMu.Lock()
+	defer r.stateMu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.state, r.changed
+}
+
 func (r *Repl) epoch() uint64 {
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
@@ -168,6 +194,10 @@ func (r *Repl) epoch() uint64 {
 func (r *Repl) saveState(s replState) error {
 	r.stateMu.Lock()
 	r.state = s
+	if r.changed != nil {
+		close(r.changed)
+	}
+	r.changed = make(chan struct{})
 	r.stateMu.Unlock()
 	b, _ := json.MarshalIndent(s, "", "  ")
 	tmp := filepath.Join(r.dir, "role.json.tmp")
@@ -204,7 +234,8 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 	r.mApplyFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_apply_failed", Help: "1 while this standby holds a writeset it cannot apply and has stopped following (see /status replication.apply_failed)."})
 	r.mPeersFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_standbys_apply_failed", Help: "Standbys that reported a writeset they cannot apply (primary; see /status replication.failed_standbys)."})
 	r.mApplyReseeds = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_apply_failure_reseeds_total", Help: "Re-seeds this standby asked for after a writeset it could not apply (replication.on_apply_failure = reseed)."})
-	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed, r.mApplyReseeds)
+	r.mFailovers = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_coordinated_promotions_total", Help: "Times the coordinator made this node the primary (failover = automatic: failovers, promotes and switchovers)."})
+	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed, r.mApplyReseeds, r.mFailovers)
 
 	// Role: persisted, else the first node of the file is the primary.
 	st := replState{Role: RoleStandby, Primary: c.Nodes[0].ID}
@@ -347,6 +378,7 @@ func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context
 	r.ackMu.Lock()
 	r.ackCond.Broadcast() // wake shippers
 	r.ackMu.Unlock()
+	epoch := ws.Epoch
 	return func(ctx context.Context, ok bool) error {
 		defer r.inflight.Done()
 		if !ok {
@@ -354,7 +386,10 @@ func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context
 			return nil
 		}
 		r.applied.Store(gsn)
-		return r.waitSafe(ctx, gsn)
+		if err := r.waitSafe(ctx, gsn); err != nil {
+			return err
+		}
+		return r.leaseGate(ctx, gsn, epoch)
 	}, nil
 }
 
@@ -440,6 +475,20 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 			return &pgwire.Error{Code: "57014", Message: "canceled while waiting for the standby; the transaction is committed on the primary but its standby acknowledgement is unknown", Err: ctx.Err()}
 		}
 		if time.Now().After(deadline) {
+			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover && r.automatic() {
+				// The map must say the standby is degraded before any
+				// commit is answered without it; without a quorum that
+				// cannot be written, and the commit keeps waiting.
+				r.ackMu.Unlock()
+				err := r.markDegraded(ctx)
+				r.ackMu.Lock()
+				if err != nil {
+					r.log.Warn("no standby acknowledged within ack_timeout, but the coordinator cannot record the degrade: commits wait", "gsn", gsn, "err", err)
+					deadline = time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
+					timer.Reset(r.cfg.Repl.AckTimeout.Duration)
+					continue
+				}
+			}
 			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover {
 				r.degraded.Store(true)
 				r.mDegraded.Set(1)
@@ -1222,6 +1271,14 @@ type PromoteResult struct {
 // on_standby_loss = degrade), so its first commit does not wait
 // ack_timeout.
 func (r *Repl) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration) (PromoteResult, error) {
+	return r.promote(ctx, fencedGSN, wait, 0)
+}
+
+// promote is Promote into epoch (0: this node's epoch + 1; the
+// coordinator's map gives it otherwise).
+func (r *Repl) promote(ctx context.Context, fencedGSN uint64, wait time.Duration, epoch uint64) (PromoteResult, error) {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
 	if r.role() == RolePrimary {
 		return PromoteResult{}, fmt.Errorf("node %s is already the primary", r.id)
 	}
@@ -1249,10 +1306,14 @@ func (r *Repl) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration
 	if res.PrimaryGSN > res.LastGSN {
 		res.LostGSNs = res.PrimaryGSN - res.LastGSN
 	}
-	st := replState{Role: RolePrimary, Epoch: r.epoch() + 1, Primary: r.id}
+	if epoch == 0 {
+		epoch = r.epoch() + 1
+	}
+	st := replState{Role: RolePrimary, Epoch: epoch, Primary: r.id}
 	if err := r.saveState(st); err != nil {
 		return res, err
 	}
+	r.leaseReleased.Store(false)
 	res.Epoch = st.Epoch
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.Durability))
 	r.ackMu.Lock()
@@ -1261,6 +1322,13 @@ func (r *Repl) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration
 	r.ackMu.Unlock()
 	r.takeover.Store(false)
 	r.fenced.Store(false)
+	if alone && r.cfg.Repl.OnStandbyLoss == "degrade" && r.safeness.Load().(string) != "1-safe" {
+		if err := r.markDegraded(ctx); err != nil {
+			// Not recorded: the first commits wait ack_timeout and try again.
+			r.log.Warn("promoted with no standby attached, but the coordinator cannot record it as degraded", "err", err)
+			alone = false
+		}
+	}
 	if alone && r.cfg.Repl.OnStandbyLoss == "degrade" && r.safeness.Load().(string) != "1-safe" {
 		r.degraded.Store(true)
 		r.mDegraded.Set(1)
@@ -1292,6 +1360,7 @@ func (r *Repl) Fence() (uint64, error) {
 	r.ackCond.Broadcast()
 	r.ackMu.Unlock()
 	r.log.Warn("fenced: another node is being promoted; no new commits", "last_gsn", last)
+	r.releaseLease(context.Background())
 	return last, nil
 }
 
@@ -1314,6 +1383,7 @@ func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
 		caught := p != nil && p.applied.Load() >= last
 		r.ackMu.Unlock()
 		if caught {
+			r.releaseLease(ctx)
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -1331,15 +1401,32 @@ func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
 // commits of this node still waiting for an acknowledgement answer success
 // up to it and 40001 past it; unknown (0), they answer 08007.
 func (r *Repl) Follow(ctx context.Context, primary string, upto uint64) error {
+	return r.followAs(ctx, primary, upto, 0)
+}
+
+// followAs is Follow into epoch (0: keep this node's; the coordinator's map
+// gives it otherwise).
+func (r *Repl) followAs(ctx context.Context, primary string, upto, epoch uint64) error {
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	if _, ok := r.cfg.Node(primary); !ok || primary == r.id {
+		return fmt.Errorf("no other node %q to follow", primary)
+	}
 	if r.role() == RolePrimary {
+		r.prepMu.Lock() // no Prepare between Writable and inflight.Add
 		r.fenced.Store(true)
+		r.prepMu.Unlock()
 		r.ackMu.Lock()
 		r.handover = &handover{to: primary, known: upto > 0, upto: upto}
 		r.ackCond.Broadcast()
 		r.ackMu.Unlock()
 		r.inflight.Wait() // every waiting commit has its answer before the re-seed
 	}
-	st := replState{Role: RoleStandby, Epoch: r.epoch(), Primary: primary}
+	if epoch < r.epoch() {
+		epoch = r.epoch()
+	}
+	r.stopFollowing()
+	st := replState{Role: RoleStandby, Epoch: epoch, Primary: primary}
 	if err := r.saveState(st); err != nil {
 		return err
 	}
@@ -1357,6 +1444,9 @@ func (r *Repl) Follow(ctx context.Context, primary string, upto uint64) error {
 func (r *Repl) Set(safeness, durability string) error {
 	if safeness != "" {
 		if err := config.ValidateSafeness(safeness); err != nil {
+			return err
+		}
+		if err := r.setCoordinated(safeness); err != nil {
 			return err
 		}
 		r.safeness.Store(safeness)

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,7 @@ type NodeStatus struct {
 	ID        string    `json:"id"`
 	Addr      string    `json:"addr"`
 	Role      string    `json:"role"`
+	Epoch     uint64    `json:"epoch,omitempty"` // the epoch the node reports its role in
 	Healthy   bool      `json:"healthy"`
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
@@ -110,14 +112,20 @@ func New(cfg Config) *Router {
 }
 
 // primary picks the node sessions go to: the healthy node that reports
-// the primary role (first node when roles are not reported).
+// the primary role in the newest epoch (a deposed primary that has not
+// heard of its successor yet loses to it), else any node reporting the
+// primary role, else the first node (roles not reported).
 func (r *Router) primary() (Upstream, NodeStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	best := -1
 	for i, st := range r.st {
-		if st.Role == "primary" && st.Healthy {
-			return r.cfg.Nodes[i], st
+		if st.Role == "primary" && st.Healthy && (best < 0 || st.Epoch > r.st[best].Epoch) {
+			best = i
 		}
+	}
+	if best >= 0 {
+		return r.cfg.Nodes[best], r.st[best]
 	}
 	for i, st := range r.st {
 		if st.Role == "primary" {
@@ -245,13 +253,13 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
 }
 
-func (r *Router) setRole(node, role string) {
+func (r *Router) setRole(node, role string, epoch uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.st {
-		if r.st[i].ID == node && r.st[i].Role != role {
-			r.log.Info("node role", "node", node, "role", role)
-			r.st[i].Role = role
+		if r.st[i].ID == node && (r.st[i].Role != role || r.st[i].Epoch != epoch) {
+			r.log.Info("node role", "node", node, "role", role, "epoch", epoch)
+			r.st[i].Role, r.st[i].Epoch = role, epoch
 		}
 	}
 }
@@ -275,6 +283,9 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 			if n.Admin != "" {
 				var st struct {
 					Role string `json:"role"`
+					Repl *struct {
+						Epoch uint64 `json:"epoch"`
+					} `json:"replication"`
 				}
 				var resp *http.Response
 				url := n.AdminURL
@@ -295,7 +306,11 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 					resp.Body.Close()
 				}
 				if err == nil && st.Role != "" {
-					r.setRole(n.Node, st.Role)
+					var epoch uint64
+					if st.Repl != nil {
+						epoch = st.Repl.Epoch
+					}
+					r.setRole(n.Node, st.Role, epoch)
 				}
 			} else {
 				d := net.Dialer{Timeout: every}
@@ -321,6 +336,67 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		case <-r.probe:
 		case <-confirm:
+		}
+	}
+}
+
+// FollowRoles subscribes to every node's role stream (GET /watch on its
+// admin address) until ctx ends: a promotion or a demotion reaches the
+// router the moment the node makes it, not at the next health probe. A
+// stream that breaks (the node died) is retried; health still comes from
+// Watch's probes.
+func (r *Router) FollowRoles(ctx context.Context) {
+	for _, n := range r.cfg.Nodes {
+		if n.AdminURL == "" || !strings.HasSuffix(n.AdminURL, "/status") {
+			continue
+		}
+		go r.followRole(ctx, n)
+	}
+}
+
+func (r *Router) followRole(ctx context.Context, n Upstream) {
+	url := strings.TrimSuffix(n.AdminURL, "/status") + "/watch"
+	tr := &http.Transport{TLSClientConfig: n.AdminTLS}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr}
+	for ctx.Err() == nil {
+		func() {
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(sctx, http.MethodGet, url, nil)
+			if n.AdminToken != "" {
+				req.Header.Set("Authorization", "Bearer "+n.AdminToken)
+			}
+			resp, err := cl.Do(req)
+			if err != nil {
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return
+			}
+			// The node repeats its state every second: 3 s of silence
+			// means the stream (or the node) is gone.
+			alive := time.AfterFunc(3*time.Second, cancel)
+			defer alive.Stop()
+			dec := json.NewDecoder(resp.Body)
+			for {
+				var st struct {
+					Role  string `json:"role"`
+					Epoch uint64 `json:"epoch"`
+				}
+				if err := dec.Decode(&st); err != nil {
+					return
+				}
+				alive.Reset(3 * time.Second)
+				if st.Role != "" {
+					r.setRole(n.Node, st.Role, st.Epoch)
+				}
+			}
+		}()
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

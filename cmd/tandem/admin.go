@@ -142,6 +142,13 @@ func newPromoteCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
+			if c.Repl.Failover == "automatic" {
+				// The coordinator handed the role over (once the old
+				// primary's lease was released or had lapsed) and every
+				// node follows its map; its history counts what was lost.
+				fmt.Fprintf(cmd.OutOrStdout(), "the coordinator made the change; `tandem status -c %s` shows the map and its history\n", c.File)
+				return nil
+			}
 			fmt.Fprintln(cmd.OutOrStdout(), lossReport(res))
 			// Other nodes (the fenced primary too) follow the new primary;
 			// upto lets the old primary answer the commits still waiting.
@@ -212,10 +219,13 @@ func newSwitchoverCmd() *cobra.Command {
 				Epoch   uint64 `json:"epoch"`
 				LastGSN uint64 `json:"last_gsn"`
 			}
-			if err := adminPost(next, "/admin/promote", nil, &res); err != nil {
+			if err := adminPost(next, "/admin/promote", url.Values{"reason": {"switchover"}}, &res); err != nil {
 				return fmt.Errorf("promote %s: %w (the old primary %s is fenced; promote a node by hand)", to, err, primary.ID)
 			}
 			for i := range c.Nodes {
+				if c.Repl.Failover == "automatic" {
+					break // every node follows the coordinator's map
+				}
 				o := &c.Nodes[i]
 				if o.ID != to {
 					if err := adminPost(o, "/admin/follow", url.Values{"primary": {to}, "upto": {strconv.FormatUint(res.LastGSN, 10)}}, nil); err != nil {

@@ -99,6 +99,7 @@ func newRouterCmd() *cobra.Command {
 			}
 			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
+			rt.FollowRoles(cmd.Context())
 			tlsCfg, err := c.ServerTLS()
 			if err != nil {
 				return err
@@ -138,6 +139,7 @@ func newRouterCmd() *cobra.Command {
 			if c.Router.ReadListen != "" {
 				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
+				rr.FollowRoles(cmd.Context())
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
 					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// retryingWriters insert unique ids through dsn until ctx ends; a failed
+// statement (the primary died, a failover is under way) is not counted as
+// acknowledged, and the writer reconnects and goes on. It returns every
+// id whose COMMIT was answered success, and the time of each writer's
+// first success of a statement sent after killedAt was set.
+type retryingWriters struct {
+	mu        sync.Mutex
+	acked     []int64
+	count     atomic.Int64
+	errors    atomic.Int64
+	killedAt  atomic.Int64 // unix nanos; 0: not yet
+	firstBack atomic.Int64 // unix nanos of the first success after killedAt
+}
+
+func (rw *retryingWriters) run(ctx context.Context, dsn string, n int) {
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var c *pgx.Conn
+			defer func() {
+				if c != nil {
+					c.Close(context.Background())
+				}
+			}()
+			for i := 1; ctx.Err() == nil; i++ {
+				if c == nil {
+					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					var err error
+					c, err = pgx.Connect(cctx, dsn)
+					cancel()
+					if err != nil {
+						c = nil
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+				}
+				id := int64(w)*10_000_000 + int64(i)
+				started := time.Now().UnixNano()
+				qctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				_, err := c.Exec(qctx, "INSERT INTO t VALUES ($1, $2)", id, "w"+strconv.Itoa(w))
+				cancel()
+				if err != nil {
+					rw.errors.Add(1)
+					c.Close(context.Background())
+					c = nil
+					continue
+				}
+				now := time.Now().UnixNano()
+				if k := rw.killedAt.Load(); k != 0 && started > k {
+					rw.firstBack.CompareAndSwap(0, now)
+				}
+				rw.mu.Lock()
+				rw.acked = append(rw.acked, id)
+				rw.mu.Unlock()
+				rw.count.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
+// nodeRole reads a node's role and epoch from its /status.
+func nodeRole(t *testing.T, admin string) (string, uint64) {
+	var st struct {
+		Role string `json:"role"`
+		Repl struct {
+			Epoch uint64 `json:"epoch"`
+		} `json:"replication"`
+	}
+	getStatus(t, admin, &st)
+	return st.Role, st.Repl.Epoch
+}
+
+// TestAutomaticFailover: a hot-standby pair with a witness and
+// failover = "automatic". Writers go through the router and record every
+// acknowledged commit; the primary is SIGKILLed at a random moment; nobody
+// types promote. The coordinator promotes the standby, the router follows,
+// the writers go on; every acknowledged commit is on the new primary at
+// the 2-safe levels (1-safe: counted). The old primary is restarted and
+// rejoins as a standby of the new epoch, identical to the new primary.
+// TANDEM_FAULT_TRIALS sets the trials per level (default here: 1).
+func TestAutomaticFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	trials := 1
+	if n, err := strconv.Atoi(os.Getenv("TANDEM_FAULT_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			for _, level := range []string{"2-safe-visible", "1-safe", "2-safe-received", "2-safe-durable"} {
+				t.Run(level, func(t *testing.T) {
+					var rtos []time.Duration
+					lostTotal, ackedTotal := 0, 0
+					for trial := 0; trial < trials; trial++ {
+						h := writeHSFile(t, be, level, "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
+						h.start("witness")
+						h.start("n1")
+						h.start("n2")
+						h.start("router")
+						createTestTable(t, h.dsn(h.router))
+						rw := &retryingWriters{}
+						ctx, cancel := context.WithCancel(context.Background())
+						done := make(chan struct{})
+						go func() { rw.run(ctx, h.dsn(h.router), 4); close(done) }()
+						target := int64(20 + rand.Intn(300))
+						for wait := time.Now().Add(30 * time.Second); rw.count.Load() < target && time.Now().Before(wait); {
+							time.Sleep(2 * time.Millisecond)
+						}
+						if rw.count.Load() < target {
+							cancel()
+							<-done
+							t.Fatalf("trial %d: only %d commits acknowledged in 30 s before the kill", trial, rw.count.Load())
+						}
+						rw.killedAt.Store(time.Now().UnixNano())
+						h.kill("n1")
+						// No promote typed: wait for the writers to commit again.
+						for wait := time.Now().Add(30 * time.Second); rw.firstBack.Load() == 0 && time.Now().Before(wait); {
+							time.Sleep(5 * time.Millisecond)
+						}
+						if rw.firstBack.Load() == 0 {
+							cancel()
+							<-done
+							t.Fatalf("trial %d: no commit succeeded within 30 s of the primary's SIGKILL (no automatic failover)\n%s", trial, tailLog(h, "n2"))
+						}
+						rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
+						rtos = append(rtos, rto)
+						time.Sleep(500 * time.Millisecond) // some commits on the new primary
+						cancel()
+						<-done
+						if role, epoch := nodeRole(t, h.admin["n2"]); role != "primary" || epoch < 2 {
+							t.Fatalf("trial %d: n2 is %s of epoch %d after the failover", trial, role, epoch)
+						}
+						have := ids(t, h.dsn(h.nodes["n2"]))
+						lost := 0
+						for _, id := range rw.acked {
+							if !have[id] {
+								lost++
+							}
+						}
+						lostTotal += lost
+						ackedTotal += len(rw.acked)
+						if level != "1-safe" && lost > 0 {
+							t.Fatalf("trial %d: %d of %d acknowledged commits lost at %s after an automatic failover", trial, lost, len(rw.acked), level)
+						}
+						// The old primary comes back: a standby of the new epoch,
+						// its divergent tail (if any) discarded, identical to n2.
+						h.start("n1")
+						var role string
+						var epoch uint64
+						for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(50 * time.Millisecond) {
+							if role, epoch = nodeRole(t, h.admin["n1"]); role == "standby" && epoch >= 2 {
+								break
+							}
+						}
+						if role != "standby" || epoch < 2 {
+							t.Fatalf("trial %d: the restarted old primary is %s of epoch %d, want a standby of epoch >= 2\n%s", trial, role, epoch, tailLog(h, "n1"))
+						}
+						var got map[int64]bool
+						for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+							if got, _ = idsErr(h.dsn(h.nodes["n1"])); len(got) == len(have) {
+								break
+							}
+						}
+						if len(got) != len(have) {
+							t.Fatalf("trial %d: the rejoined old primary has %d rows, the new primary %d", trial, len(got), len(have))
+						}
+						for id := range have {
+							if !got[id] {
+								t.Fatalf("trial %d: row %d of the new primary is missing on the rejoined old primary", trial, id)
+							}
+						}
+						t.Logf("trial %d: %d acknowledged, %d lost, %d failed statements; first commit %v after the SIGKILL", trial, len(rw.acked), lost, rw.errors.Load(), rto.Round(time.Millisecond))
+						h.stopAll()
+					}
+					t.Logf("%s: %d trials, %d acknowledged commits, %d lost; time from SIGKILL to the first commit: %v", level, trials, ackedTotal, lostTotal, rtos)
+				})
+			}
+		})
+	}
+}
+
+func tailLog(h *hsCluster, name string) string {
+	b, _ := os.ReadFile(filepath.Join(h.dir, name+".log"))
+	return fmt.Sprintf("--- %s.log (tail) ---\n%s", name, tailStr(b, 4000))
+}
