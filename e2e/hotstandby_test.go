@@ -33,9 +33,9 @@ type hsCluster struct {
 	admin  map[string]string
 	// witness: the witness's raft address (coordinated clusters only).
 	witness string
-	procs  map[string]*exec.Cmd
-	exited map[string]chan struct{} // closed when the process was reaped
-	mu     sync.Mutex
+	procs   map[string]*exec.Cmd
+	exited  map[string]chan struct{} // closed when the process was reaped
+	mu      sync.Mutex
 }
 
 // hsBackend is the back end the hot-standby tests run on (set per subtest).
