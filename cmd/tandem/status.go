@@ -287,7 +287,15 @@ func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error
 func probeWitness(w *config.Witness, pid int) probe {
 	p := probe{Name: w.ID, Kind: "witness", Role: "witness", Addr: w.RaftListen, PID: pid}
 	if w.Metrics == "" {
-		p.Error = "no witness.metrics address to ask"
+		// Without an admin address, the Raft port accepting is all there
+		// is to know; the nodes' coordinator section shows its vote.
+		start := time.Now()
+		if ok, msg := tcpAnswers(context.Background(), w.RaftListen); !ok {
+			p.Error = msg
+			return p
+		}
+		p.Healthy = true
+		p.LatencyMS = float64(time.Since(start).Microseconds()) / 1000
 		return p
 	}
 	var s witnessStatus

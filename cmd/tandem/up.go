@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -112,7 +113,13 @@ func checkServing(ctx context.Context, c *config.Cluster, ident *secure.Identity
 		}
 		for {
 			pr := probe{Addr: p.Addr}
-			pingPG(ctx, &pr, user, pass, clientTLS(c, ident, server))
+			if p.Kind == "witness" {
+				// The witness speaks Raft (mutual TLS with voters only),
+				// not PostgreSQL: its listener accepting is what serving is.
+				pr.Healthy, pr.Error = tcpAnswers(ctx, p.Addr)
+			} else {
+				pingPG(ctx, &pr, user, pass, clientTLS(c, ident, server))
+			}
 			if pr.Healthy {
 				delete(failed, p.Name)
 				break
@@ -144,4 +151,15 @@ func reload(c *config.Cluster) (*config.Cluster, error) {
 		return nil, err
 	}
 	return nc, nil
+}
+
+// tcpAnswers reports whether addr accepts a TCP connection.
+func tcpAnswers(ctx context.Context, addr string) (bool, string) {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return false, err.Error()
+	}
+	conn.Close()
+	return true, ""
 }
