@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // retryingWriters insert unique ids through dsn until ctx ends; a failed
@@ -203,4 +205,84 @@ func TestAutomaticFailover(t *testing.T) {
 func tailLog(h *hsCluster, name string) string {
 	b, _ := os.ReadFile(filepath.Join(h.dir, name+".log"))
 	return fmt.Sprintf("--- %s.log (tail) ---\n%s", name, tailStr(b, 4000))
+}
+
+// TestSessionsSurviveFailover: sessions through the router keep their
+// client connection across an automatic failover. An idle session keeps
+// its named prepared statement and its SET and goes on on the new
+// primary; a session with a transaction open gets 40001 for it, rolls
+// back, and goes on too.
+func TestSessionsSurviveFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			h := writeHSFile(t, be, "2-safe-visible", "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
+			h.start("witness")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			createTestTable(t, h.dsn(h.router))
+			ctx := context.Background()
+			idle := connect(t, h.dsn(h.router))
+			defer idle.Close(ctx)
+			if _, err := idle.Exec(ctx, "SET statement_timeout = '7s'"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := idle.Prepare(ctx, "ins", "INSERT INTO t VALUES ($1, $2)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := idle.Exec(ctx, "ins", 1, "before"); err != nil {
+				t.Fatal(err)
+			}
+			inTx := connect(t, h.dsn(h.router))
+			defer inTx.Close(ctx)
+			tx, err := inTx.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (2, 'lost')"); err != nil {
+				t.Fatal(err)
+			}
+			h.kill("n1")
+			for wait := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if role, _ := nodeRole(t, h.admin["n2"]); role == "primary" {
+					break
+				}
+				if time.Now().After(wait) {
+					t.Fatalf("n2 not promoted within 30 s\n%s", tailLog(h, "n2"))
+				}
+			}
+			// The idle session: same connection, its prepared statement
+			// and its setting on the new primary.
+			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if _, err := idle.Exec(qctx, "ins", 3, "after"); err != nil {
+				t.Fatalf("the idle session's prepared statement after the failover: %v\n%s", err, tailLog(h, "router"))
+			}
+			var st string
+			if err := idle.QueryRow(qctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
+				t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed)", st, err)
+			}
+			// The session in a transaction: 40001, then it rolls back and goes on.
+			_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "40001" {
+				t.Fatalf("a statement of the transaction open at the failover: %v; want SQLSTATE 40001", err)
+			}
+			if err := tx.Rollback(qctx); err != nil {
+				t.Fatalf("rollback after the 40001: %v", err)
+			}
+			if _, err := inTx.Exec(qctx, "INSERT INTO t VALUES (5, 'after rollback')"); err != nil {
+				t.Fatalf("the session after its rollback: %v", err)
+			}
+			have := ids(t, h.dsn(h.nodes["n2"]))
+			for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true} {
+				if have[id] != want {
+					t.Errorf("row %d on the new primary: %v, want %v", id, have[id], want)
+				}
+			}
+		})
+	}
 }

@@ -78,6 +78,21 @@ type relay struct {
 	// ended just this connection: pg_terminate_backend, a protocol error it
 	// answered), not about the node: the router probes the node afresh.
 	onLost func(node string, err error)
+
+	// Surviving a failover (survive.go): the session's memory, how to find
+	// the primary now, and under upMu the upstream (conn, upFr, up, pid,
+	// secret may be replaced) with what is in flight on it.
+	survive       bool
+	pick          func() (Upstream, NodeStatus)
+	mem           *sessionMemory
+	ctx           context.Context
+	upMu          sync.Mutex // the upstream and lostTx, owe; held by the client side while it writes
+	trackMu       sync.Mutex // what is in flight; never held during I/O
+	pendingSyncs  int        // sync points (Query, Sync) sent and not yet answered
+	unsynced      bool // messages sent after the last sync point
+	commitPending bool // a COMMIT is among what is in flight
+	lostTx        bool // the open transaction was lost: 40001 until the client rolls back
+	owe           string
 }
 
 func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int) (*pgconn.HijackedConn, error) {
@@ -154,8 +169,11 @@ func (r *relay) ParameterStatus() [][2]string { return r.params }
 
 // Serve relays until either side leaves.
 func (r *relay) Serve(ctx context.Context) error {
-	if ok, err := r.servePoll(ctx); ok {
-		return err
+	r.ctx = ctx
+	if !r.survive {
+		if ok, err := r.servePoll(ctx); ok {
+			return err
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- r.upstreamToClient() }()
@@ -167,7 +185,9 @@ func (r *relay) Serve(ctx context.Context) error {
 		go r.Cancel()
 	}
 	r.closing.Store(true)
+	r.upMu.Lock()
 	r.conn.Close() // the back end rolls back an open transaction and frees its locks
+	r.upMu.Unlock()
 	<-done
 	return err
 }
@@ -221,24 +241,153 @@ func (r *relay) clientToUpstream() error {
 			// The server closes after Terminate: that EOF is the end of
 			// the session, not a failed node.
 			r.closing.Store(true)
+			r.upMu.Lock()
 			r.upFr.AppendRaw(frame)
 			_ = r.upFr.Flush()
+			r.upMu.Unlock()
 			return nil
 		}
+		if r.survive {
+			r.upMu.Lock()
+			if (r.lostTx || r.owe != "") && r.absorb(typ, frame) {
+				r.upMu.Unlock()
+				continue
+			}
+			r.track(typ, frame)
+		}
+		var werr error
 		if len(frame) >= pgwire.OwnedFrameBytes {
 			// A large message goes on as it is, not copied.
-			if err := r.upFr.WriteDirect(frame); err != nil {
-				return nil // upstream gone: the other direction reports it
+			werr = r.upFr.WriteDirect(frame)
+		} else {
+			r.upFr.AppendRaw(frame)
+			if c.Buffered() == 0 || r.upFr.Pending() > 64<<10 {
+				werr = r.upFr.Flush()
 			}
-			continue
 		}
-		r.upFr.AppendRaw(frame)
-		if c.Buffered() == 0 || r.upFr.Pending() > 64<<10 {
-			if err := r.upFr.Flush(); err != nil {
-				return nil // upstream gone: the other direction reports it
-			}
+		if r.survive {
+			r.upMu.Unlock()
+			continue // upstream gone: the other direction moves the session
+		}
+		if werr != nil {
+			return nil // upstream gone: the other direction reports it
 		}
 	}
+}
+
+// track notes what a client message sets up and what it leaves in flight
+// (survive; under upMu).
+func (r *relay) track(typ byte, frame []byte) {
+	r.mem.remember(typ, frame)
+	r.trackMu.Lock()
+	defer r.trackMu.Unlock()
+	switch typ {
+	case 'Q':
+		q, _ := cstring(frame[5:])
+		r.pendingSyncs++
+		r.unsynced = false
+		if isCommit(q) {
+			r.commitPending = true
+		}
+	case 'S':
+		r.pendingSyncs++
+		r.unsynced = false
+	case 'P':
+		_, rest := cstring(frame[5:])
+		if q, _ := cstring(rest); isCommit(q) {
+			r.commitPending = true
+		}
+		r.unsynced = true
+	case 'H':
+	default:
+		r.unsynced = true
+	}
+}
+
+// absorb answers, without the server, a client message that belongs to
+// work a failover took away (survive; under upMu): the lost transaction's
+// statements until the client rolls back, and messages after a lost
+// unsynced batch until its Sync. It reports false for a message to send
+// on (the client's ROLLBACK).
+func (r *relay) absorb(typ byte, frame []byte) bool {
+	answer := func() {
+		code := r.owe
+		if code == "" {
+			code = codeSerialization
+		}
+		r.owe = ""
+		status := byte('I')
+		if r.lostTx {
+			status = 'E'
+		}
+		r.wmu.Lock()
+		r.client.Append(pgwire.ToErrorResponse(failoverError(code, r.up.Node)))
+		r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
+		_ = r.client.Flush()
+		r.wmu.Unlock()
+	}
+	switch typ {
+	case 'Q':
+		if q, _ := cstring(frame[5:]); r.lostTx && isRollback(q) {
+			r.lostTx, r.owe = false, ""
+			return false
+		}
+		answer()
+		return true
+	case 'P':
+		_, rest := cstring(frame[5:])
+		if q, _ := cstring(rest); r.lostTx && isRollback(q) {
+			r.lostTx, r.owe = false, ""
+			return false
+		}
+		return true
+	case 'S':
+		answer()
+		return true
+	}
+	return true
+}
+
+// moveSession continues the session on the primary the router knows now
+// after its connection ended (survive). It answers what was in flight and
+// reports false when no primary took the session.
+func (r *relay) moveSession(cause error) bool {
+	r.conn.Close() // a client-side write blocked on the old connection fails now
+	r.upMu.Lock()
+	defer r.upMu.Unlock()
+	r.trackMu.Lock()
+	defer r.trackMu.Unlock()
+	old := r.up.Node
+	nr, err := r.reconnect(r.ctx, rerouteWait)
+	if err != nil {
+		r.log.Warn("a session's node is gone and no primary took the session over", "node", old, "err", err, "cause", cause)
+		return false
+	}
+	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
+	wasTx := r.txStatus.Load() != 'I'
+	r.txStatus.Store('I')
+	for i := 0; i < r.pendingSyncs; i++ {
+		code := codeResolutionUnknown // a statement outside a transaction, or a COMMIT: outcome unknown
+		status := byte('I')
+		if wasTx && !r.commitPending {
+			code, status = codeSerialization, 'E'
+		}
+		r.wmu.Lock()
+		r.client.Append(pgwire.ToErrorResponse(failoverError(code, old)))
+		r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
+		_ = r.client.Flush()
+		r.wmu.Unlock()
+	}
+	r.lostTx = wasTx && !r.commitPending
+	if r.unsynced {
+		r.owe = codeResolutionUnknown
+		if r.lostTx {
+			r.owe = codeSerialization
+		}
+	}
+	r.log.Info("session moved to the new primary", "from", old, "to", r.up.Node, "answered_in_flight", r.pendingSyncs, "transaction_lost", r.lostTx)
+	r.pendingSyncs, r.unsynced, r.commitPending = 0, false, false
+	return true
 }
 
 func (r *relay) upstreamToClient() error {
@@ -253,12 +402,25 @@ func (r *relay) upstreamToClient() error {
 			if r.onLost != nil {
 				r.onLost(r.up.Node, err)
 			}
+			if r.survive && !errors.Is(err, pgwire.ErrMessageTooLarge) && r.moveSession(err) {
+				continue
+			}
 			r.fatal(lostError(r.up.Node))
 			c.Conn.Close()
 			return err
 		}
 		if typ == 'Z' && len(frame) == 6 {
 			r.txStatus.Store(uint32(frame[5]))
+			if r.survive {
+				r.trackMu.Lock()
+				if r.pendingSyncs > 0 {
+					r.pendingSyncs--
+				}
+				if r.pendingSyncs == 0 {
+					r.commitPending = false
+				}
+				r.trackMu.Unlock()
+			}
 		}
 		c.AppendRaw(frame)
 		if r.upFr.Buffered() == 0 || c.Pending() > 64<<10 {

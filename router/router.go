@@ -41,6 +41,10 @@ type Config struct {
 	// 0: none. The byte-streaming relay passes partial messages on, and
 	// the node enforces its own.
 	MessageReadTimeout time.Duration
+	// Survive keeps a session whose node connection ends (a failover):
+	// the relay reconnects it to the primary known then, with its
+	// prepared statements and settings (survive.go). Write port only.
+	Survive bool
 }
 
 // NodeStatus is the router's view of one node.
@@ -172,6 +176,9 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect)
 	if rl != nil {
 		rl.readTimeout = r.cfg.MessageReadTimeout
+		if r.cfg.Survive && !r.cfg.Reads {
+			rl.survive, rl.pick, rl.mem = true, r.primary, &sessionMemory{}
+		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrUpstreamDown) {

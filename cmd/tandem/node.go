@@ -97,7 +97,8 @@ func newRouterCmd() *cobra.Command {
 				}
 				ups = append(ups, up)
 			}
-			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log})
+			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
+				Survive: c.Repl.Failover == "automatic"})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			rt.FollowRoles(cmd.Context())
 			tlsCfg, err := c.ServerTLS()

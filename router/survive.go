@@ -1,0 +1,248 @@
+package router
+
+import (
+	"bytes"
+	"encoding/binary"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// Sessions that survive a failover (issue 11, item 4; DESIGN.md "Sessions
+// survive a failover"). With Config.Survive the relay remembers what a
+// session set up on its server connection: its named prepared statements
+// (the Parse messages, until closed) and its session settings (SET, RESET,
+// DISCARD, as sent). When the connection to the node ends without a
+// Terminate, the relay connects to the primary the router knows now
+// (waiting up to Config.SurviveWait for one), replays the settings and
+// the prepared statements there, and goes on:
+//
+//   - a session idle between transactions notices nothing;
+//   - a transaction that was open is lost: its next statements get 40001
+//     ("aborted by a failover; retry it") until the client rolls back;
+//   - a request in flight is answered 40001 inside a transaction, and
+//     08007 (transaction_resolution_unknown) for a COMMIT or a statement
+//     outside a transaction, whose outcome the relay cannot know.
+
+// ErrFailover marks the errors a session gets for work lost in a failover.
+var ErrFailover = errors.New("aborted by a failover")
+
+const (
+	maxRememberedSettings = 256
+	codeResolutionUnknown = "08007"
+	codeSerialization     = "40001"
+)
+
+// sessionMemory is what the relay replays on a new server connection.
+type sessionMemory struct {
+	mu       sync.Mutex
+	settings []string          // simple-query texts, in order
+	names    []string          // prepared statement names, in creation order
+	parses   map[string][]byte // name -> the Parse frame
+}
+
+// isSetting reports whether a statement changes session state the relay
+// replays: SET (not SET LOCAL, which ends with the transaction, nor SET
+// TRANSACTION), RESET, DISCARD.
+func isSetting(q string) bool {
+	w := strings.Fields(strings.ToLower(strings.TrimSpace(q)))
+	if len(w) == 0 {
+		return false
+	}
+	switch w[0] {
+	case "reset", "discard":
+		return true
+	case "set":
+		return len(w) > 1 && w[1] != "local" && w[1] != "transaction" && !(w[1] == "session" && len(w) > 2 && w[2] == "characteristics")
+	}
+	return false
+}
+
+// isRollback reports whether a statement ends a transaction by rolling it
+// back (what a client sends after a 40001).
+func isRollback(q string) bool {
+	w := strings.Fields(strings.ToLower(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(q), ";"))))
+	return len(w) > 0 && (w[0] == "rollback" || w[0] == "abort") && !(len(w) > 1 && (w[1] == "prepared" || w[1] == "to"))
+}
+
+// isCommit reports whether a statement commits (its outcome is unknown
+// when the connection ends before the answer).
+func isCommit(q string) bool {
+	w := strings.Fields(strings.ToLower(strings.TrimSpace(q)))
+	return len(w) > 0 && (w[0] == "commit" || w[0] == "end") && !(len(w) > 1 && w[1] == "prepared")
+}
+
+// cstring splits a NUL-terminated string off b.
+func cstring(b []byte) (string, []byte) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return string(b), nil
+	}
+	return string(b[:i]), b[i+1:]
+}
+
+// remember records what a client message sets up (frame: type, length,
+// body).
+func (m *sessionMemory) remember(typ byte, frame []byte) {
+	if len(frame) < 5 {
+		return
+	}
+	body := frame[5:]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch typ {
+	case 'Q':
+		q, _ := cstring(body)
+		if isSetting(q) {
+			lq := strings.ToLower(q)
+			if strings.Contains(lq, "discard all") || strings.HasPrefix(strings.TrimSpace(lq), "deallocate all") {
+				m.names, m.parses = nil, nil
+			}
+			m.settings = append(m.settings, q)
+			if len(m.settings) > maxRememberedSettings {
+				m.settings = m.settings[len(m.settings)-maxRememberedSettings:]
+			}
+		}
+	case 'P':
+		name, rest := cstring(body)
+		q, _ := cstring(rest)
+		if name == "" {
+			if isSetting(q) {
+				m.settings = append(m.settings, q)
+			}
+			return
+		}
+		if m.parses == nil {
+			m.parses = map[string][]byte{}
+		}
+		if _, ok := m.parses[name]; !ok {
+			m.names = append(m.names, name)
+		}
+		m.parses[name] = bytes.Clone(frame)
+	case 'C':
+		if len(body) > 1 && body[0] == 'S' {
+			name, _ := cstring(body[1:])
+			if _, ok := m.parses[name]; ok {
+				delete(m.parses, name)
+				for i, n := range m.names {
+					if n == name {
+						m.names = append(m.names[:i], m.names[i+1:]...)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// replay sets a new server connection up as the old one was: settings
+// first, then the prepared statements. An error of one (a setting the new
+// server refuses) is logged and skipped.
+func (m *sessionMemory) replay(fr *pgwire.Framer) error {
+	m.mu.Lock()
+	settings := append([]string(nil), m.settings...)
+	var parses [][]byte
+	for _, n := range m.names {
+		parses = append(parses, m.parses[n])
+	}
+	m.mu.Unlock()
+	roundTrip := func() error {
+		fr.AppendRaw([]byte{'S', 0, 0, 0, 4})
+		if err := fr.Flush(); err != nil {
+			return err
+		}
+		for {
+			typ, _, err := fr.ReadFrame()
+			if err != nil {
+				return err
+			}
+			if typ == 'Z' {
+				return nil
+			}
+		}
+	}
+	for _, q := range settings {
+		fr.AppendRaw(queryFrame(q))
+		if err := fr.Flush(); err != nil {
+			return err
+		}
+		for {
+			typ, _, err := fr.ReadFrame()
+			if err != nil {
+				return err
+			}
+			if typ == 'Z' {
+				break
+			}
+		}
+	}
+	if len(parses) > 0 {
+		for _, p := range parses {
+			fr.AppendRaw(p)
+		}
+		if err := roundTrip(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failoverError is the answer to work a failover took away.
+func failoverError(code, node string) *pgwire.Error {
+	if code == codeResolutionUnknown {
+		return &pgwire.Error{Code: code,
+			Message: fmt.Sprintf("tandem: the connection to node %s ended (failover) before this statement's outcome was known; it may or may not have committed", node),
+			Hint:    "check whether its changes are there before retrying it; the session itself goes on, on the new primary", Err: ErrFailover}
+	}
+	return &pgwire.Error{Code: code,
+		Message: fmt.Sprintf("tandem: the transaction was aborted by a failover (node %s is gone); it did not commit and can be retried", node),
+		Hint:    "roll back and retry the transaction; the session goes on on the new primary with its prepared statements and settings", Err: ErrFailover}
+}
+
+// rerouteWait is how long a session waits for a new primary.
+const rerouteWait = 30 * time.Second
+
+// reconnect finds the primary the router knows now and connects the
+// session there, replaying its memory; it retries until wait passes.
+func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, error) {
+	deadline := time.Now().Add(wait)
+	var last error
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		up, st := r.pick()
+		if st.Healthy {
+			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost)
+			if err == nil {
+				if err = r.mem.replay(nr.upFr); err == nil {
+					return nr, nil
+				}
+				nr.conn.Close()
+			}
+			last = err
+		} else {
+			last = fmt.Errorf("node %s is down", up.Node)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if last == nil {
+		last = ctx.Err()
+	}
+	return nil, fmt.Errorf("no primary to continue the session on within %v: %w", wait, last)
+}
+
+// queryFrame is a simple Query message.
+func queryFrame(q string) []byte {
+	b := make([]byte, 5, 6+len(q))
+	b[0] = 'Q'
+	b = append(b, q...)
+	b = append(b, 0)
+	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
+	return b
+}
