@@ -89,9 +89,9 @@ type relay struct {
 	upMu          sync.Mutex // the upstream and lostTx, owe; held by the client side while it writes
 	trackMu       sync.Mutex // what is in flight; never held during I/O
 	pendingSyncs  int        // sync points (Query, Sync) sent and not yet answered
-	unsynced      bool // messages sent after the last sync point
-	commitPending bool // a COMMIT is among what is in flight
-	lostTx        bool // the open transaction was lost: 40001 until the client rolls back
+	unsynced      bool       // messages sent after the last sync point
+	commitPending bool       // a COMMIT is among what is in flight
+	lostTx        bool       // the open transaction was lost: 40001 until the client rolls back
 	owe           string
 }
 
