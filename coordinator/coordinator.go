@@ -105,6 +105,7 @@ type Coordinator struct {
 	leaderSince time.Time // zero while not leader
 	leaderTerm  uint64    // the term leaderSince belongs to
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
+	lastMove    time.Time // last leadership transfer away from the primary
 }
 
 // Start opens the stores, binds the raft address and joins the group;
@@ -270,6 +271,20 @@ func (c *Coordinator) step() {
 	}
 	if seen.Before(since) {
 		seen = since
+	}
+	// The Raft leader should not be the primary: when both die together
+	// a new leader must be elected before the lapse is even timed (the
+	// lease is timed from the takeover), which adds an election to the
+	// failover. So the primary hands the leadership on (a witness or a
+	// standby takes it), at most every few seconds.
+	if m.Primary == c.cfg.ID && len(c.cfg.Voters) > 1 && time.Since(c.lastMove) > 5*time.Second && time.Since(since) > c.cfg.ElectionTimeout {
+		c.lastMove = time.Now()
+		if err := c.raft.LeadershipTransfer().Error(); err != nil {
+			c.log.Debug("handing the Raft leadership away from the primary failed", "err", err)
+		} else {
+			c.log.Info("handed the Raft leadership away from the primary (a failover then needs no election)")
+		}
+		return
 	}
 	wait := time.Since(seen)
 	d, err := Decide(Situation{Map: m, SinceLease: wait, Grace: c.cfg.Grace})
