@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -285,4 +287,180 @@ func TestSessionsSurviveFailover(t *testing.T) {
 			}
 		})
 	}
+}
+
+// steadyWriters runs retrying writers through the router until stop is
+// called; stop returns every acknowledged id.
+func steadyWriters(h *hsCluster, n int) (rw *retryingWriters, stop func() []int64) {
+	rw = &retryingWriters{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rw.run(ctx, h.dsn(h.router), n); close(done) }()
+	return rw, func() []int64 {
+		cancel()
+		<-done
+		return rw.acked
+	}
+}
+
+// commitsGoOn waits until the writers acknowledged more commits.
+func commitsGoOn(t *testing.T, rw *retryingWriters, more int64, within time.Duration, what string) {
+	t.Helper()
+	from := rw.count.Load()
+	for wait := time.Now().Add(within); rw.count.Load() < from+more; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("%s: only %d commits in %v", what, rw.count.Load()-from, within)
+		}
+	}
+}
+
+// TestCoordinatorFaults: with automatic failover, faults that must not
+// fail over: the witness killed (it may be the Raft leader), the standby
+// killed (the primary degrades, recorded in the map, and recovers when it
+// returns), and every process killed at once and restarted (the same
+// primary, nothing acknowledged lost).
+func TestCoordinatorFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h := writeHSFile(t, "sqlite", "2-safe-visible", "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	createTestTable(t, h.dsn(h.router))
+	rw, stop := steadyWriters(h, 2)
+	commitsGoOn(t, rw, 50, 20*time.Second, "at start")
+
+	h.kill("witness")
+	commitsGoOn(t, rw, 200, 20*time.Second, "after the witness was killed")
+	if role, epoch := nodeRole(t, h.admin["n1"]); role != "primary" || epoch != 1 {
+		t.Fatalf("after the witness was killed n1 is %s of epoch %d: nothing should fail over", role, epoch)
+	}
+	h.start("witness")
+
+	h.kill("n2")
+	commitsGoOn(t, rw, 200, 20*time.Second, "after the standby was killed (degrade)")
+	var st struct {
+		Coord struct {
+			Members []struct {
+				ID  string `json:"id"`
+				Ack *struct {
+					Degraded bool `json:"degraded"`
+				} `json:"ack"`
+			} `json:"members"`
+		} `json:"coordinator"`
+		Repl struct {
+			Degraded bool `json:"degraded"`
+		} `json:"replication"`
+	}
+	marked := func() bool {
+		for _, m := range st.Coord.Members {
+			if m.ID == "n2" && m.Ack != nil {
+				return m.Ack.Degraded
+			}
+		}
+		return false
+	}
+	getStatus(t, h.admin["n1"], &st)
+	if !st.Repl.Degraded || !marked() {
+		t.Fatalf("the primary runs without its standby: degraded %v, marked degraded in the map %v; want both", st.Repl.Degraded, marked())
+	}
+	h.start("n2")
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st.Coord.Members = nil
+		getStatus(t, h.admin["n1"], &st)
+		if !st.Repl.Degraded && !marked() {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("the standby came back, but after 30 s the primary is degraded %v, n2 marked degraded %v", st.Repl.Degraded, marked())
+		}
+	}
+	commitsGoOn(t, rw, 50, 20*time.Second, "after the standby came back")
+	acked := stop()
+
+	// Everything at once, then everything again.
+	for _, p := range []string{"router", "n1", "n2", "witness"} {
+		h.kill(p)
+	}
+	for _, p := range []string{"witness", "n1", "n2", "router"} {
+		h.start(p)
+	}
+	rw2, stop2 := steadyWriters(h, 2)
+	commitsGoOn(t, rw2, 50, 30*time.Second, "after every process was restarted")
+	acked = append(acked, stop2()...)
+	r1, e1 := nodeRole(t, h.admin["n1"])
+	r2, e2 := nodeRole(t, h.admin["n2"])
+	if (r1 == "primary") == (r2 == "primary") {
+		t.Fatalf("after a restart of everything: n1 %s (epoch %d), n2 %s (epoch %d); want exactly one primary", r1, e1, r2, e2)
+	}
+	primary := "n1"
+	if r2 == "primary" {
+		primary = "n2"
+	}
+	have := ids(t, h.dsn(h.nodes[primary]))
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged commits missing on the primary %s", lost, len(acked), primary)
+	}
+	t.Logf("%d acknowledged commits through a witness kill, a standby kill and a restart of everything; primary %s; none lost", len(acked), primary)
+}
+
+// TestCoordinatedSwitchover: with automatic failover, `tandem switchover`
+// and `tandem promote` go through the coordinator: the switchover loses
+// nothing and sessions go on; promote is refused while the primary
+// answers, and --force fences it first.
+func TestCoordinatedSwitchover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h := writeHSFile(t, "sqlite", "2-safe-visible", "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	createTestTable(t, h.dsn(h.router))
+	rw, stop := steadyWriters(h, 2)
+	commitsGoOn(t, rw, 50, 20*time.Second, "at start")
+	out := h.tandem("switchover", "--to", "n2")
+	if role, epoch := nodeRole(t, h.admin["n2"]); role != "primary" || epoch != 2 {
+		t.Fatalf("after switchover n2 is %s of epoch %d\n%s", role, epoch, out)
+	}
+	commitsGoOn(t, rw, 50, 20*time.Second, "after the switchover")
+	for wait := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if role, epoch := nodeRole(t, h.admin["n1"]); role == "standby" && epoch == 2 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatal("the old primary does not follow the new one 20 s after the switchover")
+		}
+	}
+	// promote without --force while the primary answers: refused.
+	cmd := exec.Command(tandemBin, "promote", "n1", "-c", h.file)
+	if b, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(b), "switchover") {
+		t.Fatalf("promote while the primary answers: %v\n%s", err, b)
+	}
+	out = h.tandem("promote", "--force", "n1")
+	if role, epoch := nodeRole(t, h.admin["n1"]); role != "primary" || epoch != 3 {
+		t.Fatalf("after promote --force n1 is %s of epoch %d\n%s", role, epoch, out)
+	}
+	commitsGoOn(t, rw, 50, 20*time.Second, "after promote --force")
+	acked := stop()
+	have := ids(t, h.dsn(h.nodes["n1"]))
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged commits lost through a switchover and a forced promote at 2-safe-visible", lost, len(acked))
+	}
+	t.Logf("%d acknowledged, 0 lost, %d failed statements (sessions moved)", len(acked), rw.errors.Load())
 }
