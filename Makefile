@@ -34,8 +34,8 @@ test: deps vet ## everything CI runs: unit, end-to-end (real processes), race de
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
 
-test-faults: ## fault tests with many trials: SIGKILL the primary, and promote --force under writers, 20 times per safeness level
-	TANDEM_FAULT_TRIALS=20 $(GO) test -count=1 -timeout 30m -v -run 'TestFailoverSafeness|TestPromoteForced' ./e2e 2>&1 | tee test-faults.log | grep -E 'trials|--- |^ok|FAIL'
+test-faults: ## fault tests with many trials: SIGKILL the primary (automatic and manual failover), and promote --force under writers, 20 times per safeness level
+	TANDEM_FAULT_TRIALS=20 $(GO) test -count=1 -timeout 60m -v -run 'TestAutomaticFailover|TestFailoverSafeness|TestPromoteForced' ./e2e 2>&1 | tee test-faults.log | grep -E 'trials|--- |^ok|FAIL'
 
 fuzz: ## fuzz the wire protocol, the translator and the replication frame reader (5 minutes each); findings land in testdata/fuzz and run in every go test
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire
