@@ -27,9 +27,9 @@ vet:
 
 test: deps vet ## everything CI runs: unit, end-to-end (real processes), race detector on the concurrent packages, fuzz seed corpora
 	$(GO) test -count=1 -timeout 20m ./...
-	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite
+	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
-	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./node
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./replication
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...
@@ -40,7 +40,7 @@ test-faults: ## fault tests with many trials: SIGKILL the primary (automatic and
 fuzz: ## fuzz the wire protocol, the translator and the replication frame reader (5 minutes each); findings land in testdata/fuzz and run in every go test
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 5m ./sqlpg
-	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5m ./node
+	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5m ./replication
 
 bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternating)
 	./scripts/install-deps.sh --bench

@@ -5,7 +5,8 @@
 // It owns the node's life cycle: opening or starting the back end, serving
 // the PostgreSQL protocol, the admin HTTP endpoint (metrics, status), and
 // orderly shutdown. It must not decide cluster membership (coordinator)
-// nor implement the protocol (pgwire) or SQLite details (backend/sqlite).
+// nor implement the protocol (pgwire), SQLite details (backend/sqlite) or
+// the replication core (replication: node starts its agent and wires it).
 package node
 
 import (
@@ -34,6 +35,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/replication"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -43,15 +45,15 @@ var ErrBackendExited = errors.New("back end exited")
 
 // Status is what a node reports on /status.
 type Status struct {
-	ID       string      `json:"id"`
-	Backend  string      `json:"backend"`
-	Role     string      `json:"role"`
-	Listen   string      `json:"listen"`
-	Sessions int64       `json:"sessions"`
-	Started  time.Time   `json:"started"`
-	Detail   string      `json:"detail,omitempty"`
-	Repl     *ReplStatus `json:"replication,omitempty"`
-	Files    *FileLimit  `json:"open_files_limit,omitempty"`
+	ID       string              `json:"id"`
+	Backend  string              `json:"backend"`
+	Role     string              `json:"role"`
+	Listen   string              `json:"listen"`
+	Sessions int64               `json:"sessions"`
+	Started  time.Time           `json:"started"`
+	Detail   string              `json:"detail,omitempty"`
+	Repl     *replication.Status `json:"replication,omitempty"`
+	Files    *FileLimit          `json:"open_files_limit,omitempty"`
 	// Coordinator is this node's voter in the coordinator group (when the
 	// cluster file gives it a raft_listen address).
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
@@ -141,7 +143,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	st := Status{ID: id, Backend: n.Backend, Role: "primary", Listen: n.Listen, Started: time.Now()}
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
-	var repl *Repl
+	var repl *replication.Agent
 	var coord *coordinator.Coordinator
 	var replClose []func()
 	defer func() {
@@ -152,12 +154,12 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	// startRepl runs the replication agent of a replicated design over a
 	// back end: recovery, the stream listener, log retention, and the
 	// standby's follower.
-	startRepl := func(db store, enable func(*Repl) error) error {
+	startRepl := func(db replication.Store, enable func(*replication.Agent) error) error {
 		var err error
-		if repl, err = newRepl(ctx, c, id, n.DataDir, db, log, reg); err != nil {
+		if repl, err = replication.New(ctx, c, id, n.DataDir, db, log, reg); err != nil {
 			return err
 		}
-		repl.ident, repl.token = ident, token
+		repl.SetTrust(ident, token)
 		replClose = append(replClose, repl.Close)
 		if err := enable(repl); err != nil {
 			return err
@@ -166,19 +168,19 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if err != nil {
 			return fmt.Errorf("node %s: listen on %s (field nodes.repl_listen): %w", id, n.Repl, err)
 		}
-		go repl.serveStream(ctx, rl)
-		go repl.retain(ctx, time.Second)
-		repl.stepDownIfStale(ctx)
-		if repl.role() == RoleStandby && repl.follow == nil {
-			repl.startFollowing(ctx)
+		go repl.Serve(ctx, rl)
+		go repl.Retain(ctx, time.Second)
+		repl.StepDownIfStale(ctx)
+		if repl.Role() == replication.RoleStandby && !repl.Following() {
+			repl.StartFollowing(ctx)
 		}
-		st.Role = repl.role()
+		st.Role = repl.Role()
 		if coord, err = startCoordinator(c, id, ident, log, reg); err != nil {
 			return err
 		}
 		if coord != nil {
 			replClose = append(replClose, func() { _ = coord.Close() })
-			repl.attachCoordinator(ctx, coord)
+			repl.AttachCoordinator(ctx, coord)
 		}
 		return nil
 	}
@@ -201,7 +203,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
 			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
 		if c.Design == "hot-standby" {
-			if err := startRepl(db, func(r *Repl) error { return db.EnableReplication(r) }); err != nil {
+			if err := startRepl(db, func(r *replication.Agent) error { return db.EnableReplication(r) }); err != nil {
 				return err
 			}
 		}
@@ -268,7 +270,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 					return fmt.Errorf("node %s: %w", id, err)
 				}
 			}
-			if err := startRepl(be, func(r *Repl) error { return be.EnableReplication(ctx, r) }); err != nil {
+			if err := startRepl(be, func(r *replication.Agent) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
 			handler = &pgwire.Executor{Backend: be,
@@ -310,20 +312,20 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		// actions and pprof always need the admin token.
 		read := func(h http.Handler) http.Handler {
 			if c.Security.MetricsAuth {
-				return requireToken(token, log, false, h)
+				return secure.RequireToken(token, log, false, h)
 			}
 			return h
 		}
 		mux.Handle("/metrics", read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 		if c.Security.Pprof {
-			mux.Handle("/debug/pprof/", requireToken(token, log, false, http.HandlerFunc(pprof.Index)))
-			mux.Handle("/debug/pprof/profile", requireToken(token, log, false, http.HandlerFunc(pprof.Profile)))
-			mux.Handle("/debug/pprof/symbol", requireToken(token, log, false, http.HandlerFunc(pprof.Symbol)))
-			mux.Handle("/debug/pprof/trace", requireToken(token, log, false, http.HandlerFunc(pprof.Trace)))
+			mux.Handle("/debug/pprof/", secure.RequireToken(token, log, false, http.HandlerFunc(pprof.Index)))
+			mux.Handle("/debug/pprof/profile", secure.RequireToken(token, log, false, http.HandlerFunc(pprof.Profile)))
+			mux.Handle("/debug/pprof/symbol", secure.RequireToken(token, log, false, http.HandlerFunc(pprof.Symbol)))
+			mux.Handle("/debug/pprof/trace", secure.RequireToken(token, log, false, http.HandlerFunc(pprof.Trace)))
 		}
 		if repl != nil {
-			registerAdmin(mux, repl, token, log)
-			mux.Handle("/watch", read(watchHandler(repl)))
+			repl.RegisterAdmin(mux, token, log)
+			mux.Handle("/watch", read(repl.WatchHandler()))
 		}
 		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			s := st

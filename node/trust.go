@@ -74,15 +74,3 @@ func AdminToken(c *config.Cluster, create bool) (string, error) {
 	}
 	return t, nil
 }
-
-// isMember reports whether peer names a node of the cluster map other
-// than self.
-func isMember(c *config.Cluster, self string) func(string) bool {
-	return func(peer string) bool {
-		if peer == self {
-			return false
-		}
-		_, ok := c.Node(peer)
-		return ok
-	}
-}

@@ -21,6 +21,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -429,4 +430,22 @@ func Resolve(ref string) (secret string, literal bool, err error) {
 		return strings.TrimRight(string(b), "\r\n"), false, nil
 	}
 	return ref, true, nil
+}
+
+// RequireToken wraps h: a request without the admin token's bearer
+// credentials gets 401 and changes nothing. what names the endpoint in the
+// log; a mutating action is logged with who asked.
+func RequireToken(token string, log *slog.Logger, mutating bool, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !BearerOK(req, token) {
+			log.Warn("admin: refused a request without valid credentials", "path", req.URL.Path, "remote", req.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tandem admin"`)
+			http.Error(w, "401 unauthorized: send the admin token (Authorization: Bearer TOKEN; `tandem` commands read it from security.admin_token or TANDEM_ADMIN_TOKEN)", http.StatusUnauthorized)
+			return
+		}
+		if mutating {
+			log.Info("admin action", "path", req.URL.Path, "query", req.URL.RawQuery, "remote", req.RemoteAddr, "user_agent", req.UserAgent(), "credentials", "admin token")
+		}
+		h.ServeHTTP(w, req)
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/replication"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -53,7 +54,7 @@ func adminPost(n *config.Node, path string, q url.Values, out any) error {
 type nodeStatus struct {
 	ID          string              `json:"id"`
 	Role        string              `json:"role"`
-	Repl        *node.ReplStatus    `json:"replication"`
+	Repl        *replication.Status `json:"replication"`
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
 }
 
@@ -137,7 +138,7 @@ func newPromoteCmd() *cobra.Command {
 					q.Set("fenced_gsn", strconv.FormatUint(f.LastGSN, 10))
 				}
 			}
-			var res node.PromoteResult
+			var res replication.PromoteResult
 			if err := adminPost(n, "/admin/promote", q, &res); err != nil {
 				return err
 			}
@@ -174,7 +175,7 @@ func newPromoteCmd() *cobra.Command {
 // lossReport says how many GSNs the promotion lost: exact when the old
 // primary was fenced and gave its last GSN, a lower bound when only its
 // last shipped GSN was heard, and "unknown" when nothing was heard.
-func lossReport(res node.PromoteResult) string {
+func lossReport(res replication.PromoteResult) string {
 	switch {
 	case res.PrimaryKnown:
 		return fmt.Sprintf("lost: %d GSNs (the old primary was fenced at GSN %d)", res.LostGSNs, res.PrimaryGSN)

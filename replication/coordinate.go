@@ -1,4 +1,4 @@
-package node
+package replication
 
 import (
 	"context"
@@ -35,18 +35,18 @@ var ErrLeaseLost = errors.New("the primary lost its lease before the commit coul
 const reportEvery = 100 * time.Millisecond
 
 // automatic reports whether this node acts on the coordinator's map.
-func (r *Repl) automatic() bool { return r.coord != nil && r.cfg.Repl.Failover == "automatic" }
+func (r *Agent) Automatic() bool { return r.coord != nil && r.cfg.Repl.Failover == "automatic" }
 
 // attachCoordinator wires the agent to the coordinator: the lease keeper,
 // the standby's reports, the primary's degraded marks and the map watch.
 // Only with failover = "automatic"; with "manual" the group keeps the map
 // and nothing acts on it.
-func (r *Repl) attachCoordinator(ctx context.Context, co *coordinator.Coordinator) {
+func (r *Agent) AttachCoordinator(ctx context.Context, co *coordinator.Coordinator) {
 	if co == nil {
 		return
 	}
 	r.coord = co
-	if !r.automatic() {
+	if !r.Automatic() {
 		return
 	}
 	r.keeper = coordinator.NewKeeper(co, r.leaseEpoch, r.ackedMax.Load)
@@ -57,7 +57,7 @@ func (r *Repl) attachCoordinator(ctx context.Context, co *coordinator.Coordinato
 
 // leaseEpoch is the epoch the keeper renews the lease for: this node's
 // while it is the primary and has not released the lease (0: none).
-func (r *Repl) leaseEpoch() uint64 {
+func (r *Agent) leaseEpoch() uint64 {
 	if r.role() != RolePrimary || r.leaseReleased.Load() {
 		return 0
 	}
@@ -65,7 +65,7 @@ func (r *Repl) leaseEpoch() uint64 {
 }
 
 // noteAcked records gsn as acknowledged to a client.
-func (r *Repl) noteAcked(gsn uint64) {
+func (r *Agent) noteAcked(gsn uint64) {
 	for {
 		cur := r.ackedMax.Load()
 		if gsn <= cur || r.ackedMax.CompareAndSwap(cur, gsn) {
@@ -81,7 +81,7 @@ func (r *Repl) noteAcked(gsn uint64) {
 // told to follow a new primary (the hand-over answers it), the client
 // gives up, or lease + grace + ack_timeout pass (08007: whether it
 // survives depends on which node the coordinator promotes).
-func (r *Repl) leaseGate(ctx context.Context, gsn, epoch uint64) error {
+func (r *Agent) leaseGate(ctx context.Context, gsn, epoch uint64) error {
 	if r.keeper == nil {
 		r.noteAcked(gsn)
 		return nil
@@ -123,8 +123,8 @@ func (r *Repl) leaseGate(ctx context.Context, gsn, epoch uint64) error {
 // commit without them, that it no longer waits for the other nodes. It
 // fails (and the caller must not degrade) when the coordinator cannot
 // apply it: without a quorum the primary cannot acknowledge anyway.
-func (r *Repl) markDegraded(ctx context.Context) error {
-	if !r.automatic() {
+func (r *Agent) markDegraded(ctx context.Context) error {
+	if !r.Automatic() {
 		return nil
 	}
 	r.degradeMu.Lock()
@@ -148,7 +148,7 @@ func (r *Repl) markDegraded(ctx context.Context) error {
 // when this primary no longer runs degraded (read first) and the standby
 // acknowledged, at the configured level, the last GSN assigned after that
 // (so every commit answered while degraded is on it).
-func (r *Repl) clearDegraded(ctx context.Context, m coordinator.Map) {
+func (r *Agent) clearDegraded(ctx context.Context, m coordinator.Map) {
 	level := r.safeness.Load().(string)
 	if level == "1-safe" || r.degraded.Load() {
 		return
@@ -185,7 +185,7 @@ func (r *Repl) clearDegraded(ctx context.Context, m coordinator.Map) {
 
 // reportLoop: a standby reports what it holds; the primary clears
 // degraded marks of standbys that caught up.
-func (r *Repl) reportLoop(ctx context.Context) {
+func (r *Agent) reportLoop(ctx context.Context) {
 	t := time.NewTicker(reportEvery)
 	defer t.Stop()
 	for {
@@ -219,7 +219,7 @@ func (r *Repl) reportLoop(ctx context.Context) {
 }
 
 // watchMap follows the coordinator's map.
-func (r *Repl) watchMap(ctx context.Context) {
+func (r *Agent) watchMap(ctx context.Context) {
 	for m := range r.coord.Watch(ctx) {
 		if ctx.Err() != nil {
 			return
@@ -229,7 +229,7 @@ func (r *Repl) watchMap(ctx context.Context) {
 }
 
 // onMap makes this node what the map says it is.
-func (r *Repl) onMap(ctx context.Context, m coordinator.Map) {
+func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 	if !m.Initialized {
 		return
 	}
@@ -261,7 +261,7 @@ func (r *Repl) onMap(ctx context.Context, m coordinator.Map) {
 // promoteCoordinated asks the coordinator to hand the primary role to
 // this node (tandem promote, switchover) and waits until the map names it
 // and it has promoted itself.
-func (r *Repl) promoteCoordinated(ctx context.Context, reason string) (PromoteResult, error) {
+func (r *Agent) PromoteCoordinated(ctx context.Context, reason string) (PromoteResult, error) {
 	m := r.coord.Map()
 	if m.Primary != r.id {
 		var err error
@@ -289,8 +289,8 @@ func (r *Repl) promoteCoordinated(ctx context.Context, reason string) (PromoteRe
 // releaseLease gives the lease up once this primary stopped acknowledging
 // (switchover, forced promote of another node), so the hand-over does not
 // wait for the lease to lapse.
-func (r *Repl) releaseLease(ctx context.Context) {
-	if !r.automatic() {
+func (r *Agent) releaseLease(ctx context.Context) {
+	if !r.Automatic() {
 		return
 	}
 	ep := r.epoch()
@@ -306,8 +306,8 @@ func (r *Repl) releaseLease(ctx context.Context) {
 // Raising it from 1-safe, the primary first marks its standbys degraded:
 // they may lack commits answered at 1-safe, and the mark is cleared once
 // they hold everything.
-func (r *Repl) setCoordinated(level string) error {
-	if !r.automatic() {
+func (r *Agent) setCoordinated(level string) error {
+	if !r.Automatic() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,4 +1,4 @@
-package node
+package replication
 
 import (
 	"bufio"
@@ -65,9 +65,9 @@ type peer struct {
 	connected                  atomic.Bool
 }
 
-// store is what the agent needs from a back end (declared here, where it
+// Store is what the agent needs from a back end (declared here, where it
 // is used; backend/sqlite and backend/postgres implement it).
-type store interface {
+type Store interface {
 	// AppliedGSN and epoch recorded in the back end.
 	AppliedGSN() (gsn, epoch uint64, err error)
 	// Apply applies a writeset and records its GSN, exactly once.
@@ -83,14 +83,14 @@ type store interface {
 	Restore(ctx context.Context, data []byte) error
 }
 
-// Repl is the replication agent of one node: on the primary it assigns
+// Agent is the replication agent of one node: on the primary it assigns
 // GSNs, logs writesets, ships them and waits for acknowledgements per the
 // safeness level; on a standby it receives, logs, applies and acknowledges.
-type Repl struct {
+type Agent struct {
 	id      string
 	cfg     *config.Cluster
 	log     *slog.Logger
-	db      store
+	db      Store
 	rlog    *replog.Log
 	dir     string
 	stateMu sync.Mutex
@@ -168,7 +168,33 @@ type ApplyFailure struct {
 	At        time.Time `json:"at"`
 }
 
-func (r *Repl) role() string {
+// handshakeTimeout bounds a replication connection's TLS handshake and
+// the peer's hello.
+const handshakeTimeout = 10 * time.Second
+
+// isMember reports whether peer names a node of the cluster map other
+// than self.
+func isMember(c *config.Cluster, self string) func(string) bool {
+	return func(peer string) bool {
+		if peer == self {
+			return false
+		}
+		_, ok := c.Node(peer)
+		return ok
+	}
+}
+
+// SetTrust gives the agent the node's cluster certificate (nil:
+// inter_node = "none") and the admin token its peers' /status polls need.
+func (r *Agent) SetTrust(ident *secure.Identity, token string) { r.ident, r.token = ident, token }
+
+// Role is "primary" or "standby".
+func (r *Agent) Role() string { return r.role() }
+
+// Following reports whether the standby side is running.
+func (r *Agent) Following() bool { return r.follow != nil }
+
+func (r *Agent) role() string {
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
 	return r.state.Role
@@ -176,7 +202,7 @@ func (r *Repl) role() string {
 
 // stateNow is the role, epoch and primary, and a channel closed at the
 // next change (the router's watch follows it).
-func (r *Repl) stateNow() (replState, <-chan struct{}) {
+func (r *Agent) stateNow() (replState, <-chan struct{}) {
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
 	if r.changed == nil {
@@ -185,13 +211,13 @@ func (r *Repl) stateNow() (replState, <-chan struct{}) {
 	return r.state, r.changed
 }
 
-func (r *Repl) epoch() uint64 {
+func (r *Agent) epoch() uint64 {
 	r.stateMu.Lock()
 	defer r.stateMu.Unlock()
 	return r.state.Epoch
 }
 
-func (r *Repl) saveState(s replState) error {
+func (r *Agent) saveState(s replState) error {
 	r.stateMu.Lock()
 	r.state = s
 	if r.changed != nil {
@@ -224,8 +250,8 @@ func durabilityMode(s string) replog.Mode {
 
 // newRepl opens the node's replication log and recovers: the back end
 // re-applies whatever the log holds beyond its applied GSN.
-func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, log *slog.Logger, reg prometheus.Registerer) (*Repl, error) {
-	r := &Repl{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}, failedPeers: map[string]ApplyFailure{}}
+func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *slog.Logger, reg prometheus.Registerer) (*Agent, error) {
+	r := &Agent{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}, failedPeers: map[string]ApplyFailure{}}
 	r.ackCond = sync.NewCond(&r.ackMu)
 	r.safeness.Store(c.Repl.Safeness)
 	r.mDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_degraded", Help: "1 while the primary commits 1-safe because no standby answered within ack_timeout."})
@@ -308,7 +334,7 @@ func newRepl(ctx context.Context, c *config.Cluster, id, dir string, db store, l
 	return r, nil
 }
 
-func (r *Repl) replay(ctx context.Context, from, to uint64) (int, error) {
+func (r *Agent) replay(ctx context.Context, from, to uint64) (int, error) {
 	it, err := r.rlog.ReadFrom(from)
 	if err != nil {
 		return 0, err
@@ -336,7 +362,7 @@ func (r *Repl) replay(ctx context.Context, from, to uint64) (int, error) {
 // ---- primary side: sqlite.Replicator ----
 
 // Writable implements sqlite.Replicator.
-func (r *Repl) Writable() error {
+func (r *Agent) Writable() error {
 	if r.role() != RolePrimary {
 		r.stateMu.Lock()
 		p := r.state.Primary
@@ -352,7 +378,7 @@ func (r *Repl) Writable() error {
 
 // Prepare implements sqlite.Replicator: assign the GSN, log the writeset.
 // It runs under the SQLite writer lock, so GSN order is commit order.
-func (r *Repl) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context.Context, bool) error, error) {
+func (r *Agent) Prepare(ctx context.Context, ws *writeset.Writeset) (func(context.Context, bool) error, error) {
 	r.prepMu.RLock()
 	defer r.prepMu.RUnlock()
 	if err := r.Writable(); err != nil {
@@ -423,7 +449,7 @@ func (h *handover) outcome(id string, gsn uint64) error {
 // replaced meanwhile never answers success unless the new primary holds
 // it: the handover is checked before every other way out, and a primary
 // fenced for a takeover does not degrade.
-func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
+func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 	start := time.Now()
 	level := r.safeness.Load().(string)
 	defer func() { r.mWaits.WithLabelValues(level).Observe(time.Since(start).Seconds()) }()
@@ -475,7 +501,7 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 			return &pgwire.Error{Code: "57014", Message: "canceled while waiting for the standby; the transaction is committed on the primary but its standby acknowledgement is unknown", Err: ctx.Err()}
 		}
 		if time.Now().After(deadline) {
-			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover && r.automatic() {
+			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover && r.Automatic() {
 				// The map must say the standby is degraded before any
 				// commit is answered without it; without a quorum that
 				// cannot be written, and the commit keeps waiting.
@@ -510,7 +536,7 @@ func (r *Repl) waitSafe(ctx context.Context, gsn uint64) error {
 
 // acked reports whether enough standbys acknowledged gsn at level. Called
 // with ackMu held.
-func (r *Repl) acked(level string, gsn uint64) bool {
+func (r *Agent) acked(level string, gsn uint64) bool {
 	total, ok := 0, 0
 	for _, p := range r.peers {
 		total++
@@ -607,7 +633,7 @@ func u64s(vs ...uint64) []byte {
 }
 
 // serveStream accepts standby connections (only answered by a primary).
-func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
+func (r *Agent) Serve(ctx context.Context, l net.Listener) {
 	go func() { <-ctx.Done(); l.Close() }()
 	acc := &pgwire.Acceptor{L: l, Log: r.log, Name: "replication " + l.Addr().String()}
 	for {
@@ -634,7 +660,7 @@ func (r *Repl) serveStream(ctx context.Context, l net.Listener) {
 // peer must hold a certificate of this cluster's CA naming another node of
 // the cluster map. It returns that node id ("" with inter_node = "none":
 // the hello's claim is then checked against the map only).
-func (r *Repl) authenticatePeer(c net.Conn) (string, net.Conn, error) {
+func (r *Agent) authenticatePeer(c net.Conn) (string, net.Conn, error) {
 	if r.ident == nil {
 		return "", c, nil
 	}
@@ -648,7 +674,7 @@ func (r *Repl) authenticatePeer(c net.Conn) (string, net.Conn, error) {
 }
 
 // dialPeer opens a replication connection to node id at addr.
-func (r *Repl) dialPeer(ctx context.Context, id, addr string) (net.Conn, error) {
+func (r *Agent) dialPeer(ctx context.Context, id, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: 2 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil || r.ident == nil {
@@ -665,7 +691,7 @@ func (r *Repl) dialPeer(ctx context.Context, id, addr string) (net.Conn, error) 
 }
 
 // ship streams the log to one standby and reads its acknowledgements.
-func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
+func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 	defer c.Close()
 	rd, w := bufio.NewReader(c), bufio.NewWriterSize(c, 64<<10)
 	// A peer that connects and says nothing holds a descriptor: it gets
@@ -845,7 +871,7 @@ func (r *Repl) ship(ctx context.Context, c net.Conn, authPeer string) {
 // ---- standby side ----
 
 // startFollowing connects to the primary and keeps following it.
-func (r *Repl) startFollowing(ctx context.Context) {
+func (r *Agent) StartFollowing(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	r.follow = cancel
 	r.followDone = make(chan struct{})
@@ -896,7 +922,7 @@ func (r *Repl) startFollowing(ctx context.Context) {
 	}()
 }
 
-func (r *Repl) stopFollowing() {
+func (r *Agent) stopFollowing() {
 	if r.follow != nil {
 		r.follow()
 		<-r.followDone
@@ -904,7 +930,7 @@ func (r *Repl) stopFollowing() {
 	}
 }
 
-func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
+func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 	c, err := r.dialPeer(ctx, primary, addr)
 	if err != nil {
 		return err
@@ -1088,7 +1114,7 @@ func (r *Repl) followOnce(ctx context.Context, primary, addr string) error {
 }
 
 // setApplyFailed records a writeset this standby cannot apply.
-func (r *Repl) setApplyFailed(ae *writeset.ApplyError) {
+func (r *Agent) setApplyFailed(ae *writeset.ApplyError) {
 	f := &ApplyFailure{GSN: ae.GSN, Statement: ae.Statement, Error: ae.Err.Error(), At: time.Now().UTC()}
 	r.applyFail.Store(f)
 	r.mApplyFailed.Set(1)
@@ -1098,7 +1124,7 @@ func (r *Repl) setApplyFailed(ae *writeset.ApplyError) {
 
 // retryApply applies again, from the log, what was received but not
 // applied; it clears the failure when everything applies.
-func (r *Repl) retryApply(ctx context.Context) bool {
+func (r *Agent) retryApply(ctx context.Context) bool {
 	from, last := r.applied.Load()+1, r.rlog.LastGSN()
 	if from <= last {
 		n, err := r.replay(ctx, from, last)
@@ -1121,7 +1147,7 @@ func (r *Repl) retryApply(ctx context.Context) bool {
 
 // reportApplyFailure tells the primary that this standby stopped
 // following (a hello carrying the failure), retrying until it is sent.
-func (r *Repl) reportApplyFailure(ctx context.Context, primary, addr string) {
+func (r *Agent) reportApplyFailure(ctx context.Context, primary, addr string) {
 	f := r.applyFail.Load()
 	for ctx.Err() == nil {
 		err := func() error {
@@ -1156,7 +1182,7 @@ func (r *Repl) reportApplyFailure(ctx context.Context, primary, addr string) {
 
 // installSnapshot replaces the database with the primary's copy and
 // restarts the log after it.
-func (r *Repl) installSnapshot(ctx context.Context, gsn, epoch uint64, data []byte) error {
+func (r *Agent) installSnapshot(ctx context.Context, gsn, epoch uint64, data []byte) error {
 	if err := r.db.Restore(ctx, data); err != nil {
 		return err
 	}
@@ -1179,7 +1205,7 @@ func (r *Repl) installSnapshot(ctx context.Context, gsn, epoch uint64, data []by
 // retain trims the log on the primary: segments every attached standby
 // has applied go, keeping the configured window (retain_records) for
 // standbys that reconnect; a standby behind the window is re-seeded.
-func (r *Repl) retain(ctx context.Context, every time.Duration) {
+func (r *Agent) Retain(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -1212,7 +1238,7 @@ func (r *Repl) retain(ctx context.Context, every time.Duration) {
 // its standby (an old primary restarting after a failover). Two primaries
 // never commit in the same epoch; fencing by lease comes with the
 // coordinator.
-func (r *Repl) stepDownIfStale(ctx context.Context) {
+func (r *Agent) StepDownIfStale(ctx context.Context) {
 	if r.role() != RolePrimary {
 		return
 	}
@@ -1233,15 +1259,15 @@ func (r *Repl) stepDownIfStale(ctx context.Context) {
 			continue
 		}
 		var st struct {
-			Repl *ReplStatus `json:"replication"`
+			Agent *Status `json:"replication"`
 		}
 		err = json.NewDecoder(resp.Body).Decode(&st)
 		resp.Body.Close()
-		if err != nil || st.Repl == nil {
+		if err != nil || st.Agent == nil {
 			continue
 		}
-		if st.Repl.Role == RolePrimary && st.Repl.Epoch > r.epoch() {
-			r.log.Warn("another node is the primary of a newer epoch: stepping down to standby", "primary", n.ID, "its_epoch", st.Repl.Epoch, "my_epoch", r.epoch())
+		if st.Agent.Role == RolePrimary && st.Agent.Epoch > r.epoch() {
+			r.log.Warn("another node is the primary of a newer epoch: stepping down to standby", "primary", n.ID, "its_epoch", st.Agent.Epoch, "my_epoch", r.epoch())
 			_ = r.Follow(ctx, n.ID, 0)
 			return
 		}
@@ -1270,13 +1296,13 @@ type PromoteResult struct {
 // lost. With no standby attached the new primary starts degraded (under
 // on_standby_loss = degrade), so its first commit does not wait
 // ack_timeout.
-func (r *Repl) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration) (PromoteResult, error) {
+func (r *Agent) Promote(ctx context.Context, fencedGSN uint64, wait time.Duration) (PromoteResult, error) {
 	return r.promote(ctx, fencedGSN, wait, 0)
 }
 
 // promote is Promote into epoch (0: this node's epoch + 1; the
 // coordinator's map gives it otherwise).
-func (r *Repl) promote(ctx context.Context, fencedGSN uint64, wait time.Duration, epoch uint64) (PromoteResult, error) {
+func (r *Agent) promote(ctx context.Context, fencedGSN uint64, wait time.Duration, epoch uint64) (PromoteResult, error) {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	if r.role() == RolePrimary {
@@ -1347,7 +1373,7 @@ func (r *Repl) promote(ctx context.Context, fencedGSN uint64, wait time.Duration
 // GSN: no commit assigned a GSN after it. Commits that wait for an
 // acknowledgement keep waiting (they do not degrade) until the standby
 // acknowledges them or this node is told to follow the new primary.
-func (r *Repl) Fence() (uint64, error) {
+func (r *Agent) Fence() (uint64, error) {
 	if r.role() != RolePrimary {
 		return 0, fmt.Errorf("%w: node %s", ErrNotPrimary, r.id)
 	}
@@ -1366,7 +1392,7 @@ func (r *Repl) Fence() (uint64, error) {
 
 // Demote stops new commits, waits until the standby has applied every
 // GSN (switchover), and turns this node into a standby of next.
-func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
+func (r *Agent) Demote(ctx context.Context, next string) (uint64, error) {
 	if r.role() != RolePrimary {
 		return 0, fmt.Errorf("node %s is not the primary", r.id)
 	}
@@ -1400,13 +1426,13 @@ func (r *Repl) Demote(ctx context.Context, next string) (uint64, error) {
 // upto, when known (> 0), is the new primary's last GSN at its promotion:
 // commits of this node still waiting for an acknowledgement answer success
 // up to it and 40001 past it; unknown (0), they answer 08007.
-func (r *Repl) Follow(ctx context.Context, primary string, upto uint64) error {
+func (r *Agent) Follow(ctx context.Context, primary string, upto uint64) error {
 	return r.followAs(ctx, primary, upto, 0)
 }
 
 // followAs is Follow into epoch (0: keep this node's; the coordinator's map
 // gives it otherwise).
-func (r *Repl) followAs(ctx context.Context, primary string, upto, epoch uint64) error {
+func (r *Agent) followAs(ctx context.Context, primary string, upto, epoch uint64) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	if _, ok := r.cfg.Node(primary); !ok || primary == r.id {
@@ -1435,13 +1461,13 @@ func (r *Repl) followAs(ctx context.Context, primary string, upto, epoch uint64)
 	r.degraded.Store(false)
 	r.mDegraded.Set(0)
 	_ = r.rlog.SetMode(durabilityMode(r.cfg.Repl.StandbyDurability))
-	r.startFollowing(context.WithoutCancel(ctx))
+	r.StartFollowing(context.WithoutCancel(ctx))
 	r.log.Info("following a new primary", "primary", primary)
 	return nil
 }
 
 // Set changes safeness and durability at run time.
-func (r *Repl) Set(safeness, durability string) error {
+func (r *Agent) Set(safeness, durability string) error {
 	if safeness != "" {
 		if err := config.ValidateSafeness(safeness); err != nil {
 			return err
@@ -1467,8 +1493,8 @@ func (r *Repl) Set(safeness, durability string) error {
 	return nil
 }
 
-// ReplStatus is the replication part of /status.
-type ReplStatus struct {
+// Status is the replication part of /status.
+type Status struct {
 	Role        string               `json:"role"`
 	Epoch       uint64               `json:"epoch"`
 	Primary     string               `json:"primary"`
@@ -1492,12 +1518,12 @@ type ReplStatus struct {
 }
 
 // Status reports the replication state.
-func (r *Repl) Status() ReplStatus {
+func (r *Agent) Status() Status {
 	r.stateMu.Lock()
 	st := r.state
 	r.stateMu.Unlock()
 	stats := r.rlog.Stats()
-	s := ReplStatus{Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: r.safeness.Load().(string),
+	s := Status{Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: r.safeness.Load().(string),
 		Durability: stats.Mode.String(), Effective: stats.EffectiveMode.String(), Degraded: r.degraded.Load(),
 		Assigned: r.rlog.LastGSN(), Durable: r.rlog.DurableGSN(), Received: r.received.Load(), Applied: r.applied.Load(),
 		PrimaryLast: r.primaryLast.Load(), LogFirst: r.rlog.FirstGSN(), Fsyncs: stats.Fsyncs, PerFsync: stats.RecordsPerFsync(),
@@ -1521,7 +1547,7 @@ func (r *Repl) Status() ReplStatus {
 }
 
 // Close stops following and closes the log.
-func (r *Repl) Close() {
+func (r *Agent) Close() {
 	r.stopFollowing()
 	r.rlog.Close()
 }

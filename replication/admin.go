@@ -1,4 +1,4 @@
-package node
+package replication
 
 import (
 	"encoding/json"
@@ -11,29 +11,11 @@ import (
 	"github.com/tandemdb/tandem/secure"
 )
 
-// requireToken wraps h: a request without the admin token's bearer
-// credentials gets 401 and changes nothing. what names the endpoint in the
-// log; a mutating action is logged with who asked.
-func requireToken(token string, log *slog.Logger, mutating bool, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if !secure.BearerOK(req, token) {
-			log.Warn("admin: refused a request without valid credentials", "path", req.URL.Path, "remote", req.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tandem admin"`)
-			http.Error(w, "401 unauthorized: send the admin token (Authorization: Bearer TOKEN; `tandem` commands read it from security.admin_token or TANDEM_ADMIN_TOKEN)", http.StatusUnauthorized)
-			return
-		}
-		if mutating {
-			log.Info("admin action", "path", req.URL.Path, "query", req.URL.RawQuery, "remote", req.RemoteAddr, "user_agent", req.UserAgent(), "credentials", "admin token")
-		}
-		h.ServeHTTP(w, req)
-	})
-}
-
 // registerAdmin serves the operator actions on the node's admin address:
 // POST /admin/promote[?fenced_gsn=N&wait=DUR], /admin/fence, /admin/demote?to=ID,
 // /admin/follow?primary=ID[&upto=GSN],
 // /admin/set?safeness=...&durability=... Each needs the admin token.
-func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) {
+func (r *Agent) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger) {
 
 	reply := func(w http.ResponseWriter, v any, err error) {
 		w.Header().Set("Content-Type", "application/json")
@@ -45,7 +27,7 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	post := func(h func(w http.ResponseWriter, req *http.Request)) http.Handler {
-		return requireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		return secure.RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.Method != http.MethodPost {
 				http.Error(w, "use POST", http.StatusMethodNotAllowed)
 				return
@@ -73,11 +55,11 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 			}
 			wait = d
 		}
-		if r.automatic() {
+		if r.Automatic() {
 			// failover = "automatic": the coordinator decides; it hands
 			// the role over once the primary's lease is released (a
 			// switchover, a fenced primary) or has lapsed.
-			res, err := r.promoteCoordinated(req.Context(), q.Get("reason"))
+			res, err := r.PromoteCoordinated(req.Context(), q.Get("reason"))
 			reply(w, res, err)
 			return
 		}
@@ -103,7 +85,7 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 			}
 			upto = n
 		}
-		if r.automatic() {
+		if r.Automatic() {
 			reply(w, nil, fmt.Errorf("failover = \"automatic\": the coordinator's map decides whom node %s follows", r.id))
 			return
 		}
@@ -121,7 +103,7 @@ func registerAdmin(mux *http.ServeMux, r *Repl, token string, log *slog.Logger) 
 // JSON lines: one now, one at every change, and a repeat every second (so
 // a reader notices a stream that died). The router follows failovers by
 // it instead of polling.
-func watchHandler(r *Repl) http.Handler {
+func (r *Agent) WatchHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		fl, ok := w.(http.Flusher)
 		if !ok {
