@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -463,4 +464,130 @@ func TestCoordinatedSwitchover(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged commits lost through a switchover and a forced promote at 2-safe-visible", lost, len(acked))
 	}
 	t.Logf("%d acknowledged, 0 lost, %d failed statements (sessions moved)", len(acked), rw.errors.Load())
+}
+
+// signal sends sig to a process started by h.start; after SIGSTOP it
+// waits until every thread of the process is stopped (a signal is
+// delivered when each thread next runs, which on a loaded machine may be
+// milliseconds later).
+func (h *hsCluster) signal(name string, sig syscall.Signal) {
+	h.mu.Lock()
+	cmd := h.procs[name]
+	h.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	if sig != syscall.SIGSTOP {
+		return
+	}
+	for wait := time.Now().Add(5 * time.Second); time.Now().Before(wait); time.Sleep(2 * time.Millisecond) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", cmd.Process.Pid))
+		stopped := len(tasks) > 0
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if i := strings.LastIndexByte(string(b), ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+	}
+	h.t.Errorf("%s not stopped 5 s after SIGSTOP", name)
+}
+
+// TestCommitInFlightResolved: a COMMIT in flight when the primary dies is
+// answered from the new primary's history, not with 08007. The witness is
+// stopped (SIGSTOP), so the primary cannot record a degrade, and its
+// standby cannot acknowledge: the COMMIT waits, unanswered, until the
+// primary is SIGKILLed.
+//
+//   - applied: the standby is stopped (SIGSTOP) after the writeset reached
+//     its socket; continued, it is promoted with the transaction, and the
+//     router answers the COMMIT with success.
+//   - not applied: the standby was SIGKILLed before the COMMIT; restarted,
+//     it is promoted without the transaction, and the router answers 40001
+//     ("it did not commit").
+//
+// Either way the session goes on.
+func TestCommitInFlightResolved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	for _, applied := range []bool{true, false} {
+		name := map[bool]string{true: "applied", false: "not applied"}[applied]
+		t.Run(name, func(t *testing.T) {
+			h := writeHSFile(t, "sqlite", "2-safe-visible", "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
+			h.start("witness")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			createTestTable(t, h.dsn(h.router))
+			ctx := context.Background()
+			c := connect(t, h.dsn(h.router))
+			defer c.Close(ctx)
+			// A first commit, so the new primary knows the session.
+			if _, err := c.Exec(ctx, "INSERT INTO t VALUES (1, 'acknowledged')"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // the standby reports it
+			tx, err := c.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (2, 'in flight')"); err != nil {
+				t.Fatal(err)
+			}
+			h.signal("witness", syscall.SIGSTOP)
+			defer h.signal("witness", syscall.SIGCONT)
+			if applied {
+				h.signal("n2", syscall.SIGSTOP)
+				defer h.signal("n2", syscall.SIGCONT)
+			} else {
+				h.kill("n2")
+			}
+			commitErr := make(chan error, 1)
+			go func() {
+				cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+				defer cancel()
+				commitErr <- tx.Commit(cctx)
+			}()
+			select {
+			case err := <-commitErr:
+				t.Fatalf("the COMMIT was answered (%v) with its standby and the witness gone\n%s", err, tailLog(h, "n1"))
+			case <-time.After(2 * time.Second): // past ack_timeout: it waits, unanswered
+			}
+			h.kill("n1")
+			h.signal("witness", syscall.SIGCONT)
+			if applied {
+				h.signal("n2", syscall.SIGCONT)
+			} else {
+				h.start("n2")
+			}
+			var cerr error
+			select {
+			case cerr = <-commitErr:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("the COMMIT in flight got no answer 60 s after the failover\n%s", tailLog(h, "router"))
+			}
+			var pe *pgconn.PgError
+			if applied && cerr != nil {
+				t.Fatalf("the COMMIT in flight, applied on the new primary: %v; want success\n%s", cerr, tailLog(h, "router"))
+			}
+			if !applied && (!errors.As(cerr, &pe) || pe.Code != "40001" || !strings.Contains(pe.Message, "did not commit")) {
+				t.Fatalf("the COMMIT in flight, not on the new primary: %v; want 40001 saying it did not commit\n%s", cerr, tailLog(h, "router"))
+			}
+			have := ids(t, h.dsn(h.nodes["n2"]))
+			if !have[1] || have[2] != applied {
+				t.Fatalf("on the new primary: row 1 %v (want true), row 2 %v (want %v)", have[1], have[2], applied)
+			}
+			qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			if _, err := c.Exec(qctx, "INSERT INTO t VALUES (3, 'after')"); err != nil {
+				t.Fatalf("the session after its resolved COMMIT: %v", err)
+			}
+		})
+	}
 }

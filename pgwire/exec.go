@@ -60,6 +60,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	}
 	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
+	if tag := c.Params[SessionTagParam]; tag != "" {
+		s.note = &CommitNote{Tag: tag}
+	}
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	return s, nil
 }
@@ -105,6 +108,9 @@ type execSession struct {
 	// inBatch: an extended-protocol message came after the last
 	// ReadyForQuery; the idle timeouts wait for Sync, as in PostgreSQL.
 	inBatch bool
+	// note: a session tagged by the router (commitnote.go).
+	note        *CommitNote
+	reportedGSN uint64
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -147,6 +153,9 @@ func (s *execSession) txStatus() byte {
 // Serve runs the message loop.
 func (s *execSession) Serve(ctx context.Context) error {
 	c := s.c
+	if s.note != nil {
+		ctx = WithCommitNote(ctx, s.note)
+	}
 	for {
 		typ, frame, err := s.readMessage()
 		if err != nil && errors.Is(err, ErrOutOfMemory) {
@@ -196,6 +205,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 		case 'S':
 			s.skip = false
 			s.endImplicit(ctx)
+			s.reportCommit()
 			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 		case 'H':
 			if err := c.Flush(); err != nil {
@@ -323,6 +333,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 	if failed != nil {
 		s.sendError(failed)
 	}
+	s.reportCommit()
 	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 	return nil
 }
@@ -383,6 +394,7 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	if _, err := s.sendRows(res, cols, nil, 0); err != nil {
 		return err
 	}
+	s.reportCommit()
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag())})
 	s.afterStatement(sql)
 	return nil
@@ -850,6 +862,7 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 	if err != nil {
 		return err
 	}
+	s.reportCommit()
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 	s.afterStatement(pt.stmt.sql)
 	return nil

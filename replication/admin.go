@@ -92,6 +92,13 @@ func (r *Agent) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger
 		err := r.Follow(req.Context(), q.Get("primary"), upto)
 		reply(w, r.Status(), err)
 	}))
+	// GET /session?tag=T: the highest GSN this node committed or applied
+	// for a router session tag (the router resolves a COMMIT that was in
+	// flight at a failover with it).
+	mux.Handle("/session", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		g, found := r.sessions.get(req.URL.Query().Get("tag"))
+		reply(w, map[string]any{"gsn": g, "found": found, "role": r.role(), "epoch": r.epoch()}, nil)
+	})))
 	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()
 		err := r.Set(q.Get("safeness"), q.Get("durability"))

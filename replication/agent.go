@@ -156,6 +156,8 @@ type Agent struct {
 	mFailovers    prometheus.Counter
 	// opMu serializes changes of role (the map watch, admin actions).
 	opMu sync.Mutex
+	// sessions: the highest GSN per router session tag (sessions.go).
+	sessions sessionGSNs
 }
 
 // ApplyFailure is a writeset a standby cannot apply: its GSN, the
@@ -331,7 +333,35 @@ func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *
 	if err := r.saveState(st); err != nil {
 		return nil, err
 	}
+	r.indexSessions(sessionGen)
 	return r, nil
+}
+
+// indexSessions rebuilds the session tags' highest GSNs from the last max
+// records of the log, so a restarted node still answers for the sessions
+// whose commits it holds (sessions.go).
+func (r *Agent) indexSessions(max uint64) {
+	first, last := r.rlog.FirstGSN(), r.rlog.LastGSN()
+	if last < first {
+		return
+	}
+	if last-first+1 > max {
+		first = last - max + 1
+	}
+	it, err := r.rlog.ReadFrom(first)
+	if err != nil {
+		return
+	}
+	defer it.Close()
+	for {
+		rec, ok, err := it.TryNext()
+		if err != nil || !ok {
+			return
+		}
+		if ws, err := writeset.Decode(rec.Data); err == nil {
+			r.sessions.note(ws.Session, rec.GSN)
+		}
+	}
 }
 
 func (r *Agent) replay(ctx context.Context, from, to uint64) (int, error) {
@@ -354,6 +384,7 @@ func (r *Agent) replay(ctx context.Context, from, to uint64) (int, error) {
 		if err := r.db.Apply(ctx, ws); err != nil {
 			return n, err
 		}
+		r.sessions.note(ws.Session, ws.GSN)
 		n++
 	}
 	return n, nil
@@ -388,6 +419,10 @@ func (r *Agent) Prepare(ctx context.Context, ws *writeset.Writeset) (func(contex
 	ws.GSN = r.rlog.LastGSN() + 1
 	ws.Epoch = r.epoch()
 	ws.Origin = r.id
+	note := pgwire.CommitNoteFrom(ctx)
+	if note != nil {
+		ws.Session = note.Tag
+	}
 	data := writeset.Encode(ws)
 	gsn, err := r.rlog.Append(replog.Record{GSN: ws.GSN, Epoch: ws.Epoch, Data: data})
 	if errors.Is(err, replog.ErrTooLarge) {
@@ -412,10 +447,19 @@ func (r *Agent) Prepare(ctx context.Context, ws *writeset.Writeset) (func(contex
 			return nil
 		}
 		r.applied.Store(gsn)
+		if note != nil {
+			r.sessions.note(note.Tag, gsn)
+		}
 		if err := r.waitSafe(ctx, gsn); err != nil {
 			return err
 		}
-		return r.leaseGate(ctx, gsn, epoch)
+		if err := r.leaseGate(ctx, gsn, epoch); err != nil {
+			return err
+		}
+		if note != nil {
+			note.Committed(gsn)
+		}
+		return nil
 	}, nil
 }
 
@@ -980,6 +1024,9 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 					return
 				}
 				r.applied.Store(batch[len(batch)-1].GSN)
+				for _, ws := range batch {
+					r.sessions.note(ws.Session, ws.GSN)
+				}
 				if len(applyQ) == 0 {
 					if err := sendAck(); err != nil {
 						errc <- err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,9 +94,18 @@ type relay struct {
 	commitPending bool       // a COMMIT is among what is in flight
 	lostTx        bool       // the open transaction was lost: 40001 until the client rolls back
 	owe           string
+	// tag names the session to the nodes (pgwire.SessionTagParam);
+	// commitGSN is the GSN of its last acknowledged commit (the nodes
+	// report it, the relay keeps it from the client); ackSeen and ccSeen:
+	// a commit acknowledgement, a CommandComplete, since the only sync
+	// point in flight was sent (under trackMu).
+	tag       string
+	commitGSN uint64
+	ackSeen   bool
+	ccSeen    bool
 }
 
-func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int) (*pgconn.HijackedConn, error) {
+func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int, tag string) (*pgconn.HijackedConn, error) {
 	user, db := up.User, up.Database
 	if user == "" {
 		user = client.User
@@ -124,6 +134,9 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 			cfg.RuntimeParams[k] = v
 		}
 	}
+	if tag != "" {
+		cfg.RuntimeParams[pgwire.SessionTagParam] = tag
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	pc, err := pgconn.ConnectConfig(cctx, cfg)
@@ -143,15 +156,15 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 	return pc.Hijack()
 }
 
-func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire.Conn, maxMsg int, onLost func(string, error)) (*relay, error) {
-	hc, err := dialUpstream(ctx, up, client, maxMsg)
+func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire.Conn, maxMsg int, onLost func(string, error), tag string) (*relay, error) {
+	hc, err := dialUpstream(ctx, up, client, maxMsg, tag)
 	if err != nil {
 		return nil, err
 	}
 	if tc, ok := hc.Conn.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onLost: onLost, maxMsg: maxMsg}
+	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onLost: onLost, maxMsg: maxMsg, tag: tag}
 	r.upFr = pgwire.NewFramer(hc.Conn, hc.Conn, maxMsg)
 	names := make([]string, 0, len(hc.ParameterStatuses))
 	for k := range hc.ParameterStatuses {
@@ -281,6 +294,9 @@ func (r *relay) track(typ byte, frame []byte) {
 	r.mem.remember(typ, frame)
 	r.trackMu.Lock()
 	defer r.trackMu.Unlock()
+	if r.pendingSyncs == 0 && !r.unsynced {
+		r.ackSeen, r.ccSeen = false, false // a new request begins
+	}
 	switch typ {
 	case 'Q':
 		q, _ := cstring(frame[5:])
@@ -364,8 +380,16 @@ func (r *relay) moveSession(cause error) bool {
 		return false
 	}
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
-	wasTx := r.txStatus.Load() != 'I'
+	status := byte(r.txStatus.Load())
+	wasTx := status != 'I'
 	r.txStatus.Store('I')
+	if r.pendingSyncs == 1 && r.commitPending && wasTx && !r.unsynced {
+		// One COMMIT in flight: resolve it instead of answering 08007.
+		r.resolveCommit(old, status)
+		r.log.Info("session moved to the new primary; its COMMIT in flight was resolved", "from", old, "to", r.up.Node)
+		r.pendingSyncs, r.commitPending, r.lostTx, r.owe = 0, false, false, ""
+		return true
+	}
 	for i := 0; i < r.pendingSyncs; i++ {
 		code := codeResolutionUnknown // a statement outside a transaction, or a COMMIT: outcome unknown
 		status := byte('I')
@@ -390,6 +414,51 @@ func (r *relay) moveSession(cause error) bool {
 	return true
 }
 
+// resolveCommit answers the one COMMIT that was in flight when the
+// session's node died (under upMu and trackMu): what the client would
+// have been told had the node lived, wherever that is known.
+//
+//   - The CommandComplete was already relayed: it committed; only the
+//     ReadyForQuery is missing.
+//   - The node reported the commit's GSN (acknowledged): COMMIT.
+//   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
+//   - Otherwise the new primary is asked for the session's highest GSN:
+//     past the last one this session was told of, the COMMIT was applied
+//     (COMMIT); not past it, it was not (40001: retry); unknown, 08007.
+func (r *relay) resolveCommit(old string, status byte) {
+	var msgs []pgproto3.BackendMessage
+	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
+	switch {
+	case r.ccSeen:
+	case r.ackSeen:
+		msgs = append(msgs, cc("COMMIT"))
+	case status == 'E':
+		msgs = append(msgs, cc("ROLLBACK"))
+	default:
+		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+		applied, err := r.committedOn(ctx, r.up, r.commitGSN)
+		cancel()
+		switch {
+		case err != nil:
+			r.log.Info("a COMMIT in flight at a failover stays unresolved", "err", err)
+			msgs = append(msgs, pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old)))
+		case applied:
+			msgs = append(msgs, cc("COMMIT"))
+		default:
+			msgs = append(msgs, pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
+				Message: fmt.Sprintf("tandem: node %s failed before this COMMIT was acknowledged, and the new primary %s does not have the transaction: it did not commit", old, r.up.Node),
+				Hint:    "retry the transaction", Err: ErrFailover}))
+		}
+	}
+	r.wmu.Lock()
+	for _, m := range msgs {
+		r.client.Append(m)
+	}
+	r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
+	_ = r.client.Flush()
+	r.wmu.Unlock()
+}
+
 func (r *relay) upstreamToClient() error {
 	c := r.client
 	for {
@@ -408,6 +477,22 @@ func (r *relay) upstreamToClient() error {
 			r.fatal(lostError(r.up.Node))
 			c.Conn.Close()
 			return err
+		}
+		if r.survive && typ == 'S' && r.tag != "" {
+			if name, rest := cstring(frame[5:]); name == pgwire.CommitGSNParam {
+				v, _ := cstring(rest)
+				if g, err := strconv.ParseUint(v, 10, 64); err == nil {
+					r.trackMu.Lock()
+					r.commitGSN, r.ackSeen = g, true
+					r.trackMu.Unlock()
+				}
+				continue // tandem's own: not for the client
+			}
+		}
+		if r.survive && typ == 'C' {
+			r.trackMu.Lock()
+			r.ccSeen = true
+			r.trackMu.Unlock()
 		}
 		if typ == 'Z' && len(frame) == 6 {
 			r.txStatus.Store(uint32(frame[5]))

@@ -173,10 +173,15 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
 			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
 	}
-	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect)
+	survive := r.cfg.Survive && !r.cfg.Reads
+	tag := ""
+	if survive {
+		tag = newSessionTag()
+	}
+	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect, tag)
 	if rl != nil {
 		rl.readTimeout = r.cfg.MessageReadTimeout
-		if r.cfg.Survive && !r.cfg.Reads {
+		if survive {
 			rl.survive, rl.pick, rl.mem = true, r.primary, &sessionMemory{}
 		}
 	}

@@ -3,9 +3,13 @@ package router
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -215,7 +219,7 @@ func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, erro
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		up, st := r.pick()
 		if st.Healthy {
-			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost)
+			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost, r.tag)
 			if err == nil {
 				if err = r.mem.replay(nr.upFr); err == nil {
 					return nr, nil
@@ -245,4 +249,51 @@ func queryFrame(q string) []byte {
 	b = append(b, 0)
 	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
 	return b
+}
+
+// newSessionTag names a session to the nodes (random, 128 bits).
+func newSessionTag() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// committedOn asks node up whether it holds a commit of this session
+// after GSN after: true (applied), false (not), or an error (unknown).
+func (r *relay) committedOn(ctx context.Context, up Upstream, after uint64) (bool, error) {
+	if up.AdminURL == "" || !strings.HasSuffix(up.AdminURL, "/status") {
+		return false, errors.New("no admin address to ask")
+	}
+	url := strings.TrimSuffix(up.AdminURL, "/status") + "/session?tag=" + r.tag
+	cl := &http.Client{Timeout: 3 * time.Second}
+	if up.AdminTLS != nil {
+		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if up.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+up.AdminToken)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		GSN   uint64 `json:"gsn"`
+		Found bool   `json:"found"`
+		Role  string `json:"role"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return false, err
+	}
+	if v.Role != "primary" {
+		return false, fmt.Errorf("node %s is %s", up.Node, v.Role)
+	}
+	if !v.Found {
+		// Never seen: the session committed nothing there, or the node
+		// forgot (a restart). Only a session with no commit at all yet
+		// can tell; even then the node may have restarted.
+		return false, fmt.Errorf("node %s does not know this session", up.Node)
+	}
+	return v.GSN > after, nil
 }

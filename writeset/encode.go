@@ -7,8 +7,10 @@ import (
 	"math"
 )
 
-// Version is the encoding version AppendEncode writes (the first byte).
-const Version = 1
+// Version is the encoding version AppendEncode writes (the first byte) for
+// a writeset with a session tag; one without is written as version 1,
+// which has no session field.
+const Version = 2
 
 // Decoding errors. Decode wraps them with the offset and the field at fault.
 var (
@@ -27,7 +29,7 @@ var (
 // Layout (version 1; uvarint/varint as in encoding/binary, canonical):
 //
 //	writeset = version:u8 gsn:uvarint epoch:uvarint origin:str ddl:str
-//	           nrows:uvarint row*
+//	           nrows:uvarint row* [session:str]   (version 2 only; not empty)
 //	row      = table:str op:u8 nkeycols:uvarint str* nkey:uvarint value*
 //	           ncols:uvarint str* nafter:uvarint value*
 //	str      = len:uvarint bytes
@@ -40,7 +42,11 @@ var (
 // encoding is canonical: Decode(b) succeeds only if AppendEncode(nil, ws)
 // would reproduce b exactly.
 func AppendEncode(dst []byte, ws *Writeset) []byte {
-	dst = append(dst, Version)
+	if ws.Session == "" {
+		dst = append(dst, 1)
+	} else {
+		dst = append(dst, 2)
+	}
 	dst = binary.AppendUvarint(dst, ws.GSN)
 	dst = binary.AppendUvarint(dst, ws.Epoch)
 	dst = appendStr(dst, ws.Origin)
@@ -54,6 +60,9 @@ func AppendEncode(dst []byte, ws *Writeset) []byte {
 		dst = appendValues(dst, r.Key)
 		dst = appendStrs(dst, r.Cols)
 		dst = appendValues(dst, r.After)
+	}
+	if ws.Session != "" {
+		dst = appendStr(dst, ws.Session)
 	}
 	return dst
 }
@@ -105,8 +114,8 @@ func Decode(b []byte) (*Writeset, error) {
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: empty input", ErrCorrupt)
 	}
-	if b[0] != Version {
-		return nil, fmt.Errorf("%w: version %d (this build reads %d)", ErrVersion, b[0], Version)
+	if b[0] != 1 && b[0] != 2 {
+		return nil, fmt.Errorf("%w: version %d (this build reads 1 and %d)", ErrVersion, b[0], Version)
 	}
 	// One copy of the input backs every decoded string, so the result never
 	// aliases b and strings cost no allocation each.
@@ -128,6 +137,12 @@ func Decode(b []byte) (*Writeset, error) {
 		r.Key = d.values("key")
 		r.Cols = d.strs("columns")
 		r.After = d.values("after-image")
+	}
+	if b[0] == 2 {
+		ws.Session = d.str("session")
+		if d.err == nil && ws.Session == "" {
+			return nil, fmt.Errorf("%w: version 2 with an empty session", ErrCorrupt)
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

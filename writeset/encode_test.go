@@ -59,6 +59,24 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSessionRoundTrip: a writeset with a session tag is version 2 and
+// keeps its tag; one without stays version 1.
+func TestSessionRoundTrip(t *testing.T) {
+	ws := &Writeset{GSN: 7, Epoch: 1, Origin: "n1", Session: "a1b2c3", Rows: []Row{{Table: "t", Op: OpDelete, KeyCols: []string{"id"}, Key: []Value{Int(2)}}}}
+	b := Encode(ws)
+	if b[0] != 2 {
+		t.Fatalf("version %d, want 2", b[0])
+	}
+	got, err := Decode(b)
+	if err != nil || got.Session != "a1b2c3" || got.GSN != 7 {
+		t.Fatalf("Decode = %+v, %v", got, err)
+	}
+	ws.Session = ""
+	if b := Encode(ws); b[0] != 1 {
+		t.Fatalf("without a session: version %d, want 1", b[0])
+	}
+}
+
 // TestEncodeGolden pins the version-1 layout: changing it needs a new
 // Version, because logs written by older builds must stay readable.
 func TestEncodeGolden(t *testing.T) {
@@ -132,7 +150,7 @@ func uvarint(x uint64) []byte {
 
 // head is a valid writeset header (version, gsn 1, epoch 1, origin "o",
 // no DDL) up to the row count.
-func head() enc { return enc{Version}.u(1).u(1).s("o").s("") }
+func head() enc { return enc{1}.u(1).u(1).s("o").s("") }
 
 // goodRow is a valid delete row of table "t" keyed by id = 1.
 func goodRow(e enc) enc {
@@ -151,10 +169,12 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty", nil, ErrCorrupt, "empty"},
 		{"version 0", []byte{0}, ErrVersion, "version 0"},
-		{"version 2", append([]byte{2}, goodRow(head().u(1))[1:]...), ErrVersion, "version 2"},
-		{"gsn non-canonical", enc{Version}.raw(0x81, 0x00), ErrCorrupt, "non-canonical"},
-		{"gsn overflow", enc{Version}.raw(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), ErrCorrupt, "overflows"},
-		{"origin too long", enc{Version}.u(1).u(1).u(1000).raw('x'), ErrCorrupt, "length 1000 exceeds"},
+		{"version 3", append([]byte{3}, goodRow(head().u(1))[1:]...), ErrVersion, "version 3"},
+		{"version 2 without its session", append([]byte{2}, goodRow(head().u(1))[1:]...), ErrCorrupt, "session"},
+		{"version 2 with an empty session", append(append([]byte{2}, goodRow(head().u(1))[1:]...), 0), ErrCorrupt, "empty session"},
+		{"gsn non-canonical", enc{1}.raw(0x81, 0x00), ErrCorrupt, "non-canonical"},
+		{"gsn overflow", enc{1}.raw(0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f), ErrCorrupt, "overflows"},
+		{"origin too long", enc{1}.u(1).u(1).u(1000).raw('x'), ErrCorrupt, "length 1000 exceeds"},
 		{"huge row count", head().u(1 << 60), ErrCorrupt, "exceeds"},
 		{"huge key count", head().u(1).s("t").raw(byte(OpDelete)).u(1 << 40), ErrCorrupt, "exceeds"},
 		{"unknown kind", head().u(1).s("t").raw(byte(OpDelete)).u(1).s("id").u(1).raw(9), ErrCorrupt, "unknown value kind 9"},

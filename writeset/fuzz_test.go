@@ -24,7 +24,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{2, 1, 1, 0, 0, 0})
 	f.Add([]byte(goodRow(head().u(1))))
 	f.Add([]byte(head().u(1 << 60)))
-	f.Add([]byte{Version, 0x81, 0x00})
+	f.Add([]byte{1, 0x81, 0x00})
+	f.Add([]byte{2, 0x81, 0x00})
 	f.Add([]byte{Version, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
 
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -102,6 +102,11 @@ type Writeset struct {
 	// GSN order. A DDL writeset's Rows (possibly none) are OpDDL rows naming
 	// the tables it touches.
 	DDL string
+	// Session tags the client session that committed it (the router's
+	// tag, through which a session whose COMMIT was in flight at a
+	// failover learns from the new primary whether it was applied); empty
+	// for sessions that came without one.
+	Session string
 }
 
 // IsDDL reports whether ws is a DDL record.
