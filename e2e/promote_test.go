@@ -231,9 +231,16 @@ func TestWaitingCommitHandedOver(t *testing.T) {
 	}
 }
 
+// getStatus reads a node's /status. A process is started once its front
+// door answers; its admin address binds a moment later, so a refused
+// connection is retried for a few seconds.
 func getStatus(t *testing.T, admin string, out any) {
 	t.Helper()
 	resp, err := http.Get("http://" + admin + "/status")
+	for wait := time.Now().Add(5 * time.Second); err != nil && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+		resp, err = http.Get("http://" + admin + "/status")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
