@@ -154,6 +154,7 @@ type Agent struct {
 	leaseReleased atomic.Bool
 	degradeMu     sync.Mutex
 	mFailovers    prometheus.Counter
+	mPromoteSecs  prometheus.Gauge
 	// opMu serializes changes of role (the map watch, admin actions).
 	opMu sync.Mutex
 	// sessions: the highest GSN per router session tag (sessions.go).
@@ -263,7 +264,8 @@ func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *
 	r.mPeersFailed = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_standbys_apply_failed", Help: "Standbys that reported a writeset they cannot apply (primary; see /status replication.failed_standbys)."})
 	r.mApplyReseeds = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_apply_failure_reseeds_total", Help: "Re-seeds this standby asked for after a writeset it could not apply (replication.on_apply_failure = reseed)."})
 	r.mFailovers = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_repl_coordinated_promotions_total", Help: "Times the coordinator made this node the primary (failover = automatic: failovers, promotes and switchovers)."})
-	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed, r.mApplyReseeds, r.mFailovers)
+	r.mPromoteSecs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_last_promotion_seconds", Help: "How long this node took, the last time the coordinator named it primary, to apply what it had received and take writes (the failover's last step; tandem_coord_last_change_wait_seconds is the wait for the lease before it)."})
+	reg.MustRegister(r.mDegraded, r.mCommits, r.mWaits, r.mApplyFailed, r.mPeersFailed, r.mApplyReseeds, r.mFailovers, r.mPromoteSecs)
 
 	// Role: persisted, else the first node of the file is the primary.
 	st := replState{Role: RoleStandby, Primary: c.Nodes[0].ID}

@@ -238,7 +238,9 @@ func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 	r.stateMu.Unlock()
 	switch {
 	case m.Primary == r.id && st.Role == RoleStandby && m.Epoch > st.Epoch:
+		start := time.Now()
 		res, err := r.promote(ctx, 0, 0, m.Epoch)
+		r.mPromoteSecs.Set(time.Since(start).Seconds())
 		if err != nil {
 			r.log.Error("the coordinator named this node the primary, but promoting failed", "epoch", m.Epoch, "err", err)
 			return
