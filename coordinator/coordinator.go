@@ -357,7 +357,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, cmd Command) (Map, error) 
 }
 
 // remoteOps may be asked of the leader by another member.
-var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true, OpSafeness: true}
+var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true, OpSafeness: true, OpRefine: true}
 
 // submit has the leader apply cmd as this member's request: directly when
 // this voter leads, else over the TLS channel. It retries while there is
@@ -537,6 +537,14 @@ func (c *Coordinator) Promote(ctx context.Context, target string, epoch uint64) 
 // next renewal, stops acknowledging and releases the lease.
 func (c *Coordinator) Switchover(ctx context.Context, target string, epoch uint64) error {
 	_, err := c.submit(ctx, Command{Op: OpHandOver, Target: target, Epoch: epoch, Reason: "switchover"})
+	return err
+}
+
+// RefineLoss reports the last GSN the new primary of epoch holds, so the
+// change's loss count is commit_gsn - gsn rather than an estimate from the
+// standbys' reports.
+func (c *Coordinator) RefineLoss(ctx context.Context, epoch, gsn uint64) error {
+	_, err := c.submit(ctx, Command{Op: OpRefine, Epoch: epoch, GSN: gsn})
 	return err
 }
 

@@ -72,6 +72,10 @@ type Transition struct {
 	To     string `json:"to"`
 	Reason string `json:"reason"` // failover | promote | switchover
 	Lost   uint64 `json:"lost"`   // acknowledged commits the new primary may not hold (1-safe)
+	// CommitGSN is the old primary's commit_gsn at the change; Refined
+	// says Lost was recomputed from the new primary's real last GSN.
+	CommitGSN uint64 `json:"commit_gsn,omitempty"`
+	Refined   bool   `json:"refined,omitempty"`
 }
 
 // Map is the replicated cluster map.
@@ -127,6 +131,7 @@ const (
 	OpHandOver   = "handover"   // promote/switchover request: wait for the lease to be free
 	OpTransition = "transition" // the leader's decision: a new primary and epoch
 	OpSafeness   = "safeness"   // tandem set: the level the failover rule judges standbys by
+	OpRefine     = "refine"     // the new primary's real last GSN: the change's loss count, exactly
 )
 
 // Command is one entry of the Raft log. From is the identity that asked,
@@ -285,10 +290,28 @@ func apply(m *Map, c Command, idx uint64) error {
 		// Acks of the old epoch say nothing about the new one.
 		m.Acks = map[string]Ack{}
 		m.Lost += c.Lost
-		m.History = append(m.History, Transition{Epoch: m.Epoch, From: from, To: c.Target, Reason: c.Reason, Lost: c.Lost})
+		m.History = append(m.History, Transition{Epoch: m.Epoch, From: from, To: c.Target, Reason: c.Reason, Lost: c.Lost, CommitGSN: m.CommitGSN})
 		if len(m.History) > 32 {
 			m.History = m.History[len(m.History)-32:]
 		}
+	case OpRefine:
+		// The promoted node reports the last GSN it holds: the change
+		// lost commit_gsn - that (the old primary's last reported
+		// acknowledged GSN; acknowledgements after its last report are not
+		// known, so this is a lower bound), not the estimate from reports.
+		if c.From != m.Primary || c.Epoch != m.Epoch || len(m.History) == 0 {
+			return fmt.Errorf("%w: only the primary of epoch %d refines its change", ErrNotPrimary, m.Epoch)
+		}
+		t := &m.History[len(m.History)-1]
+		if t.Epoch != c.Epoch || t.To != c.From || t.Refined {
+			break
+		}
+		var lost uint64
+		if t.CommitGSN > c.GSN {
+			lost = t.CommitGSN - c.GSN
+		}
+		m.Lost = m.Lost - t.Lost + lost
+		t.Lost, t.Refined = lost, true
 	case OpSafeness:
 		if _, ok := m.Member(c.From); !ok {
 			return fmt.Errorf("%w: %q", ErrNotMember, c.From)

@@ -247,6 +247,13 @@ func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 		}
 		r.mFailovers.Inc()
 		r.log.Warn("the coordinator made this node the primary", "epoch", m.Epoch, "last_gsn", res.LastGSN)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := r.coord.RefineLoss(cctx, m.Epoch, res.LastGSN); err != nil {
+				r.log.Warn("reporting the promoted node's last GSN to the coordinator failed; the change's loss count stays an estimate", "err", err)
+			}
+		}()
 	case m.Primary != r.id && st.Role == RolePrimary && m.Epoch > st.Epoch:
 		r.log.Warn("the coordinator made another node the primary: this node stops acknowledging and follows it", "primary", m.Primary, "epoch", m.Epoch, "my_epoch", st.Epoch)
 		if err := r.followAs(ctx, m.Primary, 0, m.Epoch); err != nil {

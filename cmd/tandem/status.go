@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -360,6 +361,13 @@ func printCoordinator(w io.Writer, out []probe) {
 	}
 	_ = tw.Flush()
 	for _, t := range cs.Transitions {
-		fmt.Fprintf(w, "  epoch %d: %s -> %s (%s), lost %d\n", t.Epoch, t.From, t.To, t.Reason, t.Lost)
+		how := "estimated from reports"
+		if t.Refined {
+			how = "at least: acknowledged up to GSN " + strconv.FormatUint(t.CommitGSN, 10) + " as last reported"
+		}
+		if t.Lost == 0 && t.Refined {
+			how = "none of the acknowledged commits last reported"
+		}
+		fmt.Fprintf(w, "  epoch %d: %s -> %s (%s), lost %d (%s)\n", t.Epoch, t.From, t.To, t.Reason, t.Lost, how)
 	}
 }
