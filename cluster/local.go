@@ -249,7 +249,7 @@ func (l *Local) DSN() string {
 	if c.TLS.Require {
 		mode = "require" // the front doors refuse plain text
 	}
-	return fmt.Sprintf("postgres://%s@%s/tandem?sslmode=%s", cred, l.Entry(), mode)
+	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=%s", cred, l.Entry(), config.DefaultDatabase, mode)
 }
 
 // Stop terminates every process (SIGTERM, then SIGKILL after 30 s),

@@ -982,6 +982,10 @@ func (c *Cluster) Password(user string) (string, bool) {
 }
 
 // InternalUser is the user tandem's own hops (router -> node) log in as.
+// DefaultDatabase is the database tandem's DSNs name, and the one a
+// hot-standby pair on managed PostgreSQL replicates.
+const DefaultDatabase = "tandem"
+
 func (c *Cluster) InternalUser() (string, string) {
 	if len(c.Users) > 0 {
 		return c.Users[0].Name, c.Users[0].Password

@@ -197,6 +197,44 @@ func TestManagedPostgresRolesPair(t *testing.T) {
 	if _, err := bc.Exec(ctx, "COPY (SELECT 1) TO PROGRAM 'cat > /dev/null'"); err != nil {
 		t.Errorf("COPY TO PROGRAM as a superuser on the pair: %v", err)
 	}
+	// DDL only a superuser may run replicates: the standby (n1 since the
+	// switchover) applies CREATE EXTENSION as its bootstrap superuser.
+	if _, err := bc.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pgcrypto"); err != nil {
+		t.Fatalf("CREATE EXTENSION as a superuser on the pair: %v", err)
+	}
+	if _, err := bc.Exec(ctx, "INSERT INTO items (v) VALUES (encode(digest('x', 'sha256'), 'hex'))"); err != nil {
+		t.Fatalf("using the extension: %v", err)
+	}
+	std = strings.Replace(c.DSN, hostPort(c.DSN), h.nodes["n1"], 1)
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		n, err := countRows(ctx, std, "items WHERE v = encode(digest('x', 'sha256'), 'hex')")
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var st struct {
+				Repl struct {
+					ApplyFailed any `json:"apply_failed"`
+				} `json:"replication"`
+			}
+			getStatus(t, h.admin["n1"], &st)
+			t.Fatalf("the standby does not have the extension's row 20 s later (%d, %v); apply failure: %v", n, err, st.Repl.ApplyFailed)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// One replicated database: a session naming another gets 3D000.
+	other := strings.Replace(c.DSN, "/tandem?", "/postgres?", 1)
+	if oc, err := pgx.Connect(ctx, other); err == nil {
+		oc.Close(ctx)
+		t.Errorf("a session naming database postgres on the pair was let in")
+	} else if !errors.As(err, &pe) || pe.Code != "3D000" {
+		t.Errorf("a session naming database postgres on the pair: %v; want 3D000", err)
+	}
+	var db string
+	if err := bc.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil || db != "tandem" {
+		t.Errorf("current_database() = %q, %v; want tandem (the database the client named)", db, err)
+	}
 }
 
 func countRows(ctx context.Context, dsn, table string) (int, error) {

@@ -239,6 +239,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			// an ordinary one unless the cluster file grants superuser.
 			up.Addr = m.Socket()
 			backendDSN = m.SocketDSN("postgres")
+			if c.Design == "hot-standby" {
+				// The pair replicates one database: the one tandem's
+				// DSNs name. A session naming another gets 3D000.
+				if err := m.EnsureDatabase(ctx, config.DefaultDatabase); err != nil {
+					return fmt.Errorf("node %s: %w", id, err)
+				}
+				backendDSN = m.SocketDSN(config.DefaultDatabase)
+			}
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
 			if c.Design != "hot-standby" {
 				if err := m.EnsureRoles(ctx, pgRoles(c)); err != nil {
@@ -263,6 +271,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				return err
 			}
 			be.BinDir = n.Postgres.BinDir
+			be.StrictDatabase = n.DSN == ""
 			if n.DSN == "" {
 				// Sessions run as their client's role on the managed
 				// server, not as its superuser.

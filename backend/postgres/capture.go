@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -727,8 +728,25 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 	}
 	if ws.IsDDL() {
+		super := b.sessionRoles && extensionDDL(ws.DDL)
+		if super {
+			// CREATE / ALTER / DROP EXTENSION needs the rights the
+			// primary's session had (a superuser, or CREATE on the
+			// database); the owner role has neither. The statement was
+			// authorized on the primary; the applier runs it as the
+			// bootstrap superuser it logged in as, then acts as the owner
+			// role again (a rollback restores that too).
+			if _, err := c.Exec(ctx, "RESET ROLE").ReadAll(); err != nil {
+				return fail(err)
+			}
+		}
 		if _, err := c.Exec(ctx, ws.DDL).ReadAll(); err != nil {
 			return refused(ws.DDL, err)
+		}
+		if super {
+			if _, err := c.Exec(ctx, "SET ROLE "+OwnerRole).ReadAll(); err != nil {
+				return fail(err)
+			}
 		}
 		if err := installAll(ctx, c); err != nil {
 			return fail(err)
@@ -846,4 +864,16 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 		return b.ownAll(ctx, c)
 	}
 	return nil
+}
+
+// extensionDDL reports whether a DDL script has a CREATE, ALTER or DROP
+// EXTENSION statement.
+func extensionDDL(script string) bool {
+	for _, st := range pgwire.SplitStatements(script) {
+		w := strings.Fields(strings.ToUpper(st))
+		if len(w) > 1 && (w[0] == "CREATE" || w[0] == "ALTER" || w[0] == "DROP") && w[1] == "EXTENSION" {
+			return true
+		}
+	}
+	return false
 }

@@ -531,6 +531,27 @@ type Role struct {
 // PostgreSQL does not let go of it.
 var ErrBootstrapRole = errors.New(`the role "postgres" is the server's bootstrap superuser`)
 
+// EnsureDatabase creates database name (owned by the bootstrap superuser)
+// when it does not exist: the hot-standby pair replicates one database.
+func (m *Managed) EnsureDatabase(ctx context.Context, name string) error {
+	c, err := pgconn.Connect(ctx, m.SocketDSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("managed postgres: connect to create database %s: %w", name, err)
+	}
+	defer c.Close(context.Background())
+	res := c.ExecParams(ctx, "SELECT 1 FROM pg_database WHERE datname = $1", [][]byte{[]byte(name)}, nil, nil, nil).Read()
+	if res.Err != nil {
+		return fmt.Errorf("managed postgres: database %s: %w", name, res.Err)
+	}
+	if len(res.Rows) > 0 {
+		return nil
+	}
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+quoteIdent(name)).ReadAll(); err != nil {
+		return fmt.Errorf("managed postgres: create database %s: %w", name, err)
+	}
+	return nil
+}
+
 // EnsureRoles makes each tandem user a login role of the same name,
 // superuser only when granted (an existing role is altered to match), and
 // gives each a database of its own name (libpq's default database) that it

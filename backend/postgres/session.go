@@ -29,16 +29,20 @@ type Replicator interface {
 // bytes; statements, types and errors are PostgreSQL's own.
 type Backend struct {
 	// BinDir holds pg_dump and pg_restore (re-seeding); empty: search.
-	BinDir   string
-	dsn      string
-	cfg      *pgconn.Config
-	applyMu  sync.Mutex
-	apply    *pgconn.PgConn
-	repl     Replicator
-	commitMu sync.Mutex // GSN order = commit order
-	params   [][2]string
-	seq      atomic.Uint64
-	seqs     seqFence // sequences moved past the rows before writing as primary
+	BinDir string
+	// StrictDatabase: a session naming a database other than the one
+	// replicated gets 3D000 (the managed pair); otherwise any name reaches
+	// it (an external DSN names the database).
+	StrictDatabase bool
+	dsn            string
+	cfg            *pgconn.Config
+	applyMu        sync.Mutex
+	apply          *pgconn.PgConn
+	repl           Replicator
+	commitMu       sync.Mutex // GSN order = commit order
+	params         [][2]string
+	seq            atomic.Uint64
+	seqs           seqFence // sequences moved past the rows before writing as primary
 	// sessionRoles: sessions log in as their client's role (UseRoles).
 	sessionRoles bool
 }
@@ -66,6 +70,14 @@ func (b *Backend) ParameterStatus() [][2]string { return b.params }
 
 // NewSession implements pgwire.Backend.
 func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire.BackendSession, error) {
+	if b.StrictDatabase && database != "" && database != b.cfg.Database {
+		// The pair replicates one database; another name would silently
+		// reach it (or an unreplicated one): refuse, as PostgreSQL
+		// refuses a database it does not have.
+		return nil, &pgwire.Error{Severity: "FATAL", Code: "3D000",
+			Message: fmt.Sprintf("database %q does not exist: this hot-standby pair replicates database %q", database, b.cfg.Database),
+			Hint:    fmt.Sprintf("connect to database %q (CREATE DATABASE does not replicate)", b.cfg.Database)}
+	}
 	cfg := b.cfg
 	if b.sessionRoles {
 		cfg = b.cfg.Copy()
