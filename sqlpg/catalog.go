@@ -209,7 +209,7 @@ func catalogSQL() []string {
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
 		FROM (VALUES ('server_version', '15.0'), ('server_version_num', '150000'), ('server_encoding', 'UTF8'), ('client_encoding', 'UTF8'),
 			('DateStyle', 'ISO, MDY'), ('TimeZone', 'UTC'), ('standard_conforming_strings', 'on'), ('integer_datetimes', 'on'),
-			('max_connections', '100'), ('search_path', 'public'), ('default_transaction_isolation', 'serializable'), ('max_identifier_length', '63'))`)
+			('max_connections', '100'), ('search_path', '"$user", public'), ('default_transaction_isolation', 'read committed'), ('max_identifier_length', '63'))`)
 	usersMu.Lock()
 	var roles []string
 	for i, u := range users {

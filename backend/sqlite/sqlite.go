@@ -405,7 +405,12 @@ type Session struct {
 	mu       sync.Mutex
 	cancel   context.CancelFunc
 	canceled bool
+	// settings: the client session's settings (current_setting()).
+	settings pgwire.Settings
 }
+
+// UseSettings implements pgwire.SettingsUser.
+func (s *Session) UseSettings(st pgwire.Settings) { s.settings = st }
 
 // savepoint remembers how much DDL a transaction had run when it was set.
 type savepoint struct {
@@ -684,6 +689,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, mapError(err)
 	}
 	defer closePS()
+	sqlpg.UseSettings(c.c, st.s.settings)
 	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
@@ -714,7 +720,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		var pe *pgwire.Error
 		// Invalid literals (22P02, 22007, 22008) fail at Parse in
 		// PostgreSQL too: those are answered as they are.
-		if !errors.As(mapError(err), &pe) || !(strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "21") || pe.Code == "55000") ||
+		if !errors.As(mapError(err), &pe) || !(strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "21") || pe.Code == "55000" || pe.Code == "42704") ||
 			pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" {
 			return nil, mapError(err)
 		}
@@ -989,6 +995,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		defer sqlpg.SchemaChanged()
 	}
 	sqlpg.StatementStart(c.c)
+	sqlpg.UseSettings(c.c, s.settings)
 	if len(st.script) > 0 {
 		// All or nothing, as one PostgreSQL statement: a script that
 		// fails half-way (a view that does not compile) leaves nothing.
