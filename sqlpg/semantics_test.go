@@ -235,6 +235,9 @@ func TestSemantics(t *testing.T) {
 		{"SELECT id, (SELECT count(*) FROM se_t s2 WHERE s2.id = se_t.id) FROM se_t GROUP BY id ORDER BY id", "1|1;2|1;3|1"},
 		{"SELECT name, count(*) FILTER (WHERE id > 1) FROM se_t GROUP BY name ORDER BY name", "a|0;b|2"},
 		{"SELECT name || '!' , count(*) FROM se_t GROUP BY name ORDER BY 1", "a!|1;b!|2"},
+		// names that are keywords to SQLite only
+		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
+		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},
 		// serial and identity columns draw from real sequences
 		{"INSERT INTO se_s (id, v) VALUES (10, 'explicit')", ""},
 		{"INSERT INTO se_s (v) VALUES ('b'), ('c') RETURNING id", "2;3"},

@@ -352,7 +352,10 @@ func firstWord(sql string) string {
 // deparseStmt turns a rewritten statement back into text, with
 // PostgreSQL's $n parameters written as SQLite's ?n.
 func deparseStmt(stmt *pg_query.Node) (string, error) {
+	restore := markKeywords(stmt)
 	out, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: stmt}}})
+	restore()
+	out = unquoteMarks(out)
 	if err != nil {
 		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "tandem cannot translate this statement for the SQLite back end: " + err.Error(), Err: ErrNotSupported}
 	}
