@@ -187,6 +187,21 @@ func TestSQLiteCopy(t *testing.T) {
 			t.Errorf("binary COPY TO row %d: id %d name %q, want %v", i, id, r[1], rows[i])
 		}
 	}
+	// COPY into a serial table without its id: the ids come from the
+	// column's sequence (after a row with an explicit id), as in PostgreSQL.
+	if _, err := conn.Exec(ctx, "CREATE TABLE cps (id serial PRIMARY KEY, v text); INSERT INTO cps VALUES (10, 'explicit')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.CopyFrom(ctx, pgx.Identifier{"cps"}, []string{"v"}, pgx.CopyFromRows([][]any{{"a"}, {"b"}})); err != nil {
+		t.Fatalf("COPY FROM into a serial table: %v", err)
+	}
+	var ids string
+	if err := conn.QueryRow(ctx, "SELECT string_agg(id::text, ',' ORDER BY id) || ' ' || nextval('cps_id_seq') FROM cps").Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if ids != "1,2,10 3" {
+		t.Errorf("ids after COPY into a serial table, and the next value: %q, want %q", ids, "1,2,10 3")
+	}
 	// A COPY form SQLite cannot do names the SQLite back end and says 0A000.
 	_, err = conn.PgConn().CopyTo(ctx, &buf, "COPY cp TO '/tmp/x'")
 	if sqlState(err) != "0A000" || !strings.Contains(err.Error(), "SQLite") {

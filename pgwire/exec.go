@@ -63,6 +63,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if tag := c.Params[SessionTagParam]; tag != "" {
 		s.note = &CommitNote{Tag: tag}
 	}
+	if u, ok := bs.(SettingsUser); ok {
+		u.UseSettings(s)
+	}
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	return s, nil
 }
@@ -94,12 +97,14 @@ type execSession struct {
 	stmts    map[string]*prepared
 	portals  map[string]*portal
 	settings map[string]string
-	failed   bool // an error inside a transaction block: only ROLLBACK works
-	implicit bool // an extended-protocol batch's implicit transaction, committed at Sync
-	skip     bool // after an extended-protocol error: discard until Sync
-	mu       sync.Mutex
-	row      []any
-	buf      []byte
+	// txIsolation: the level the open transaction block asked for.
+	txIsolation string
+	failed      bool // an error inside a transaction block: only ROLLBACK works
+	implicit    bool // an extended-protocol batch's implicit transaction, committed at Sync
+	skip        bool // after an extended-protocol error: discard until Sync
+	mu          sync.Mutex
+	row         []any
+	buf         []byte
 	// watch stops the running statement when the client hangs up or
 	// statement_timeout (defTimeout unless SET) passes.
 	watch      stmtWatch
@@ -434,6 +439,7 @@ func (s *execSession) failedTx(ctx context.Context, sql string) (handled bool, e
 // afterStatement clears the failed state when the transaction ended or a
 // ROLLBACK TO SAVEPOINT undid the failed part.
 func (s *execSession) afterStatement(sql string) {
+	s.noteIsolation(sql)
 	if !s.failed {
 		return
 	}
@@ -899,9 +905,9 @@ func (s *execSession) closeMsg(body []byte) error {
 
 var defaultSettings = map[string]string{
 	"client_encoding": "UTF8", "datestyle": "ISO, MDY", "timezone": "UTC", "integer_datetimes": "on",
-	"standard_conforming_strings": "on", "server_encoding": "UTF8", "transaction_isolation": "serializable",
-	"application_name": "", "search_path": "public", "extra_float_digits": "1", "statement_timeout": "0",
-	"default_transaction_isolation": "serializable", "transaction_read_only": "off",
+	"standard_conforming_strings": "on", "server_encoding": "UTF8",
+	"application_name": "", "search_path": `"$user", public`, "extra_float_digits": "1", "statement_timeout": "0",
+	"default_transaction_isolation": "read committed", "transaction_read_only": "off",
 	"server_version_num": "150000", "max_identifier_length": "63", "default_transaction_read_only": "off",
 	"intervalstyle": "postgres", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8", "is_superuser": "on",
 	"max_connections": "100", "idle_in_transaction_session_timeout": "0", "lock_timeout": "0",
@@ -1005,6 +1011,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		return true, s.deallocate(ctx, sql)
 	case "SET":
 		if len(kw) > 1 && (kw[1] == "TRANSACTION" || (kw[1] == "SESSION" && len(kw) > 2 && kw[2] == "CHARACTERISTICS")) {
+			if l := isolationLevel(sql); l != "" {
+				if kw[1] == "SESSION" {
+					s.settings["default_transaction_isolation"] = l
+				} else if s.bs.TxStatus() != 'I' {
+					s.txIsolation = l
+				}
+			}
 			s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
 			return true, nil
 		}
@@ -1055,23 +1068,7 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			return true, Errorf(CodeSyntax, "syntax error at end of input")
 		}
 		name := showName(sql)
-		val, ok := s.showTandemSetting(name)
-		if !ok {
-			val, ok = s.settings[name]
-		}
-		if !ok && name == "statement_timeout" {
-			val, ok = FormatTimeout(s.defTimeout), true
-		}
-		if !ok {
-			val, ok = defaultSettings[name]
-		}
-		if !ok {
-			for _, kv := range s.params {
-				if strings.EqualFold(kv[0], name) {
-					val, ok = kv[1], true
-				}
-			}
-		}
+		val, ok := s.Setting(name)
 		if !ok {
 			return true, Errorf("42704", "unrecognized configuration parameter %q", name)
 		}

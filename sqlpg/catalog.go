@@ -133,7 +133,7 @@ func catalogSQL() []string {
 	add("pg_attribute", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS attrelid, p.name AS attname,
 			CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER) AS atttypid,
 			CAST(coalesce(tc.typmod, -1) AS INTEGER) AS atttypmod, CAST(p.cid + 1 AS INTEGER) AS attnum,
-			(p."notnull" OR p.pk > 0) AS attnotnull, (p.dflt_value IS NOT NULL OR tc.sequence IS NOT NULL) AS atthasdef,
+			(p."notnull" OR p.pk > 0) AS attnotnull, (`+colDefault+` IS NOT NULL) AS atthasdef,
 			0 AS atthasmissing, coalesce(tc.identity, '') AS attidentity, '' AS attgenerated, 0 AS attisdropped, 1 AS attislocal,
 			0 AS attinhcount, CAST(0 AS INTEGER) AS attcollation, -1 AS attstattarget, 0 AS attndims, -1 AS attlen, 0 AS attbyval,
 			'i' AS attalign, 'p' AS attstorage, '' AS attcompression, NULL AS attacl, NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
@@ -141,10 +141,10 @@ func catalogSQL() []string {
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
 	add("pg_attrdef", `SELECT CAST(_tandem_oid(m.name || '.' || p.name) AS INTEGER) AS oid, CAST(_tandem_oid(m.name) AS INTEGER) AS adrelid,
 			CAST(p.cid + 1 AS INTEGER) AS adnum,
-			CASE WHEN tc.sequence IS NOT NULL AND coalesce(tc.identity, '') = '' THEN 'nextval(''' || tc.sequence || '''::regclass)' ELSE p.dflt_value END AS adbin
+			`+colDefault+` AS adbin
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'
-			AND (p.dflt_value IS NOT NULL OR (tc.sequence IS NOT NULL AND coalesce(tc.identity, '') = ''))`)
+			AND `+colDefault+` IS NOT NULL`)
 	add("pg_constraint", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS oid, i.relname AS conname, CAST(2200 AS INTEGER) AS connamespace,
 			CASE WHEN i.isprimary THEN 'p' ELSE 'u' END AS contype, 0 AS condeferrable, 0 AS condeferred, 1 AS convalidated,
 			CAST(_tandem_oid(i.tbl) AS INTEGER) AS conrelid, CAST(0 AS INTEGER) AS contypid, CAST(_tandem_oid(i.relname) AS INTEGER) AS conindid,
@@ -209,7 +209,7 @@ func catalogSQL() []string {
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
 		FROM (VALUES ('server_version', '15.0'), ('server_version_num', '150000'), ('server_encoding', 'UTF8'), ('client_encoding', 'UTF8'),
 			('DateStyle', 'ISO, MDY'), ('TimeZone', 'UTC'), ('standard_conforming_strings', 'on'), ('integer_datetimes', 'on'),
-			('max_connections', '100'), ('search_path', 'public'), ('default_transaction_isolation', 'serializable'), ('max_identifier_length', '63'))`)
+			('max_connections', '100'), ('search_path', '"$user", public'), ('default_transaction_isolation', 'read committed'), ('max_identifier_length', '63'))`)
 	usersMu.Lock()
 	var roles []string
 	for i, u := range users {
@@ -264,7 +264,7 @@ func catalogSQL() []string {
 			CASE m.type WHEN 'table' THEN 'YES' ELSE 'NO' END AS is_insertable_into, 'NO' AS is_typed, NULL AS commit_action
 		FROM `+userTables+` AND m.type IN ('table', 'view')`)
 	add("information_schema.columns", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, m.name AS table_name, p.name AS column_name,
-			p.cid + 1 AS ordinal_position, p.dflt_value AS column_default, CASE WHEN p."notnull" OR p.pk > 0 THEN 'NO' ELSE 'YES' END AS is_nullable,
+			p.cid + 1 AS ordinal_position, `+colDefault+` AS column_default, CASE WHEN p."notnull" OR p.pk > 0 THEN 'NO' ELSE 'YES' END AS is_nullable,
 			_tandem_type_sql(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS data_type,
 			CASE WHEN coalesce(tc.type_oid, 0) IN (1043, 1042) AND tc.typmod > 4 THEN tc.typmod - 4 END AS character_maximum_length,
 			NULL AS character_octet_length,
@@ -341,6 +341,12 @@ func FormatType(oid int64, typmod int64) string {
 	}
 	return base + arr
 }
+
+// colDefault is a column's default as PostgreSQL shows it (pg_attrdef,
+// information_schema.columns): nextval('t_id_seq'::regclass) for a serial
+// column, none for an identity column, else SQLite's default expression
+// (p: its pragma_table_info row, tc: its _tandem_columns row).
+const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || tc.sequence || '''::regclass)' END ELSE p.dflt_value END)`
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {

@@ -153,13 +153,17 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		onlyPK = true
 	}
 	intPK := onlyPK && (typ.Name == "int2" || typ.Name == "int4" || typ.Name == "int8")
-	autoTrigger := (serial || identity != "") && !intPK
-	if autoTrigger && typ.Cat != 'N' {
-		return "", "", unsupported("identity columns of type %s", typ.SQL)
+	numbered := serial || identity != ""
+	if numbered && typ.Name != "int2" && typ.Name != "int4" && typ.Name != "int8" {
+		return "", "", &pgwire.Error{Code: "22023", Message: fmt.Sprintf("identity column type must be smallint, integer, or bigint")}
 	}
+	seqName := table + "_" + cd.Colname + "_seq"
 	if intPK {
-		// The rowid alias: SQLite assigns max(rowid)+1 when the value is
-		// NULL or left out, which is what serial and identity do here.
+		// The rowid alias. Left out, SQLite numbers it max(rowid)+1 and
+		// ignores its DEFAULT: for a serial or identity column the
+		// translator writes the sequence's nextval into each INSERT
+		// (serialFill); the DEFAULT below shows the catalog where the
+		// values come from.
 		parts = append(parts, "INTEGER PRIMARY KEY")
 		t.intPK = true
 	} else {
@@ -178,29 +182,22 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 			parts = append(parts, s)
 		}
 	}
-	if typ.Name == "bool" {
-		// keep booleans 0/1 as PostgreSQL keeps them true/false
-	}
-	if autoTrigger {
-		// Not the rowid: a trigger numbers rows inserted without a value
-		// (max + 1, as the rowid does). NOT NULL cannot hold while the
-		// trigger has not run yet, so it is left out.
-		kept := parts[:0]
-		for _, p := range parts {
-			if p != "NOT NULL" {
-				kept = append(kept, p)
-			}
+	if numbered && !temp {
+		// A sequence of the column's type numbers it, as in PostgreSQL
+		// (temporary tables keep SQLite's numbering: sequences are not
+		// session-local here).
+		maxv := map[string]int64{"int2": 32767, "int4": 2147483647, "int8": 9223372036854775807}[typ.Name]
+		parts = append(parts, "DEFAULT ("+"_tandem_nextval("+quoteLit(seqName)+"))")
+		if !intPK {
+			parts = append(parts, "NOT NULL")
 		}
-		parts = kept
-		if !temp {
-			t.triggers = append(t.triggers, fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s WHEN NEW.%s IS NULL BEGIN UPDATE %s SET %s = (SELECT coalesce(max(%s), 0) + 1 FROM %s) WHERE rowid = NEW.rowid; END",
-				quoteIdent("_tandem_serial_"+table+"_"+cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(table), quoteIdent(cd.Colname), quoteIdent(cd.Colname), quoteIdent(table)))
-		}
+		t.triggers = append(t.triggers, fmt.Sprintf("INSERT INTO _tandem_sequences (name, type_oid, max_value, owner_table, owner_column) VALUES (%s, %d, %d, %s, %s)",
+			quoteLit(seqName), typ.OID, maxv, quoteLit(table), quoteLit(cd.Colname)))
 	}
 	def = quoteIdent(cd.Colname) + " " + strings.Join(parts, " ")
 	seq := "NULL"
-	if serial || identity != "" {
-		seq = quoteLit(table + "_" + cd.Colname + "_seq")
+	if numbered {
+		seq = quoteLit(seqName)
 	}
 	meta = fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod, identity, sequence) VALUES (%s, %s, %d, %d, %s, %s)",
 		quoteLit(table), quoteLit(cd.Colname), typ.OID, mod, quoteLit(identity), seq)
@@ -481,6 +478,10 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			stmt += "IF EXISTS "
 		}
 		tr.Script = append(tr.Script, stmt+quoteIdent(name))
+		if what == "TABLE" {
+			// The sequences of its serial and identity columns go with it.
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE owner_table = "+quoteLit(name))
+		}
 		if what == "TABLE" || what == "VIEW" {
 			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name))
 		}
@@ -517,6 +518,10 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			def, meta, err := t.columnDef(name, cd, false, false)
 			if err != nil {
 				return nil, err
+			}
+			if strings.Contains(def, "_tandem_nextval(") {
+				// SQLite adds columns with constant defaults only.
+				return nil, unsupported("ALTER TABLE ADD COLUMN of a serial or identity column (or with a nextval default)")
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
 			tr.Script = append(tr.Script, t.triggers...)
@@ -721,14 +726,16 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			return nil, err
 		}
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
-			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name)}
+			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
+			"UPDATE _tandem_sequences SET owner_table = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name)}
 	case pg_query.ObjectType_OBJECT_COLUMN:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
 			return nil, err
 		}
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME COLUMN " + quoteIdent(s.Subname) + " TO " + quoteIdent(s.Newname),
-			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname)}
+			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname),
+			"UPDATE _tandem_sequences SET owner_column = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name) + " AND owner_column = " + quoteLit(s.Subname)}
 	default:
 		return nil, unsupported("ALTER %s ... RENAME", strings.TrimPrefix(s.RenameType.String(), "OBJECT_"))
 	}

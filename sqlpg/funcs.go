@@ -17,6 +17,8 @@ import (
 	"unicode"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // PostgreSQL functions SQLite lacks (or has with other semantics), as Go
@@ -568,6 +570,9 @@ func pad(s string, n int64, fill string, left bool) string {
 type clock struct {
 	mu       sync.Mutex
 	tx, stmt time.Time
+	// settings of the session whose statement runs on the connection
+	// (current_setting, set_config).
+	settings pgwire.Settings
 }
 
 var clocks sync.Map // *sqlite3.SQLiteConn -> *clock
@@ -588,6 +593,24 @@ func StatementStart(c *sqlite3.SQLiteConn) {
 		k.tx = t
 	}
 	k.mu.Unlock()
+}
+
+// UseSettings gives current_setting() and set_config() on c the settings
+// of the session whose statement runs next on it (the back end calls it
+// before each statement and Describe).
+func UseSettings(c *sqlite3.SQLiteConn, s pgwire.Settings) {
+	if v, ok := clocks.Load(c); ok {
+		k := v.(*clock)
+		k.mu.Lock()
+		k.settings = s
+		k.mu.Unlock()
+	}
+}
+
+func (k *clock) sessionSettings() pgwire.Settings {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.settings
 }
 
 // Forget drops c's clock (the connection is closed).
@@ -692,6 +715,9 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	if err := registerAggregates(c); err != nil {
 		return err
 	}
+	if err := registerSequenceFunctions(c); err != nil {
+		return err
+	}
 	reg := func(name string, fn any, pure bool) error {
 		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)
@@ -713,6 +739,57 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	now := func() string { t, _ := k.times(); return t.Format(TimestamptzLayout) }
 	stmtNow := func() string { _, t := k.times(); return t.Format(TimestamptzLayout) }
 	clockNow := func() string { return time.Now().UTC().Format(TimestamptzLayout) }
+	unknownSetting := func(name string) error {
+		return fmt.Errorf("[SQLSTATE 42704] unrecognized configuration parameter %q", name)
+	}
+	currentSetting := func(args ...any) (any, error) {
+		if len(args) < 1 || len(args) > 2 {
+			return nil, fmt.Errorf("[SQLSTATE 42883] function current_setting with %d arguments does not exist", len(args))
+		}
+		if args[0] == nil {
+			return nil, nil
+		}
+		name := strings.ToLower(fmt.Sprint(toText(args[0])))
+		missingOK := false
+		if len(args) == 2 {
+			b, err := toBool(args[1])
+			if err != nil {
+				return nil, err
+			}
+			missingOK = b == true
+		}
+		if st := k.sessionSettings(); st != nil {
+			if v, ok := st.Setting(name); ok {
+				return v, nil
+			}
+		}
+		if missingOK {
+			return nil, nil
+		}
+		return nil, unknownSetting(name)
+	}
+	setConfig := func(name, value, local any) (any, error) {
+		if name == nil {
+			return nil, fmt.Errorf("[SQLSTATE 22004] SET requires parameter name")
+		}
+		n, v := strings.ToLower(fmt.Sprint(toText(name))), ""
+		if value != nil {
+			v = fmt.Sprint(toText(value))
+		}
+		if b, _ := toBool(local); b == true {
+			return v, nil // until the transaction's end: not kept
+		}
+		if st := k.sessionSettings(); st != nil {
+			if err := st.SetSetting(n, v); err != nil {
+				var pe *pgwire.Error
+				if errors.As(err, &pe) {
+					return nil, fmt.Errorf("[SQLSTATE %s] %s", pe.Code, pe.Message)
+				}
+				return nil, err
+			}
+		}
+		return v, nil
+	}
 	fns := []struct {
 		name string
 		fn   any
@@ -751,6 +828,8 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return !re.MatchString(fmt.Sprint(toText(s))), nil
 		}, true},
 		{"_pg_now", now, false},
+		{"current_setting", currentSetting, false},
+		{"set_config", setConfig, false},
 		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
 		{"_pg_numeric_typmod", numericTypmod, true},
 		{"_pg_numeric_text", func(v any, scale int64) any {
@@ -1329,7 +1408,6 @@ func init() {
 		}},
 		namedFunc{"jsonb_typeof", jsonTypeof},
 		namedFunc{"json_typeof", jsonTypeof},
-		namedFunc{"set_config", func(name, value string, local any) string { return value }},
 	)
 }
 

@@ -222,7 +222,9 @@ type fuzzSchema struct{ c *sqlite3.SQLiteConn }
 
 func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 	types := map[string]sqlpg.Column{}
-	for _, r := range s.query("SELECT column_name, type_oid, typmod, identity, sequence IS NOT NULL FROM _tandem_columns WHERE table_name = ?", table) {
+	seqs := map[string]string{}
+	for _, r := range s.query("SELECT column_name, type_oid, typmod, identity, sequence IS NOT NULL, coalesce(sequence, '') FROM _tandem_columns WHERE table_name = ?", table) {
+		seqs[r[0].(string)] = r[5].(string)
 		if t := sqlpg.Types[uint32(r[1].(int64))]; t != nil {
 			c := sqlpg.Column{Name: r[0].(string), Type: t, Typmod: int32(r[2].(int64)), Serial: r[4] == int64(1)}
 			c.Identity, _ = r[3].(string)
@@ -230,7 +232,7 @@ func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 		}
 	}
 	var cols []sqlpg.Column
-	for _, r := range s.query("SELECT name, type, dflt_value IS NOT NULL, pk FROM pragma_table_info(?)", table) {
+	for _, r := range s.query("SELECT name, type, dflt_value IS NOT NULL, pk, dflt_value LIKE '\\_tandem\\_nextval(%' ESCAPE '\\' FROM pragma_table_info(?)", table) {
 		name, decl := r[0].(string), r[1].(string)
 		col, ok := types[name]
 		if !ok {
@@ -238,6 +240,9 @@ func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 		}
 		col.Default = r[2] == int64(1)
 		col.PK = r[3].(int64)
+		if r[4] == int64(1) {
+			col.Sequence = seqs[name]
+		}
 		cols = append(cols, col)
 	}
 	return cols

@@ -185,3 +185,98 @@ func literalError(err error) error {
 	}
 	return &pgwire.Error{Code: "22P02", Message: err.Error()}
 }
+
+// serialFill draws serial and identity values from their sequences where
+// SQLite would not: a left-out INTEGER PRIMARY KEY (the rowid alias) is
+// numbered max(rowid)+1 by SQLite, which ignores its DEFAULT, so the
+// INSERT lists the column with the sequence's nextval; DEFAULT in a VALUES
+// list becomes the nextval of a serial column. Other left-out serial
+// columns take their DEFAULT, which draws from the sequence.
+func (t *translator) serialFill(s *pg_query.InsertStmt, cols []Column) {
+	var pk *Column
+	npk := 0
+	bySeq := map[string]Column{}
+	for i, c := range cols {
+		if c.PK > 0 {
+			npk++
+			pk = &cols[i]
+		}
+		if c.Sequence != "" {
+			bySeq[c.Name] = c
+		}
+	}
+	if len(bySeq) == 0 {
+		return
+	}
+	if npk != 1 || pk.Sequence == "" {
+		pk = nil
+	}
+	next := func(c Column) *pg_query.Node { return call("nextval", strConst(c.Sequence)) }
+	sel := s.SelectStmt.GetSelectStmt()
+	if s.SelectStmt == nil {
+		// DEFAULT VALUES
+		if pk != nil {
+			s.Cols = []*pg_query.Node{{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: pk.Name}}}}
+			s.SelectStmt = &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+				ValuesLists: []*pg_query.Node{{Node: &pg_query.Node_List{List: &pg_query.List{Items: []*pg_query.Node{next(*pk)}}}}},
+				Op:          pg_query.SetOperation_SETOP_NONE}}}
+		}
+		return
+	}
+	values := sel != nil && len(sel.ValuesLists) > 0 && sel.Op == pg_query.SetOperation_SETOP_NONE
+	var target []string
+	if len(s.Cols) > 0 {
+		for _, n := range s.Cols {
+			target = append(target, n.GetResTarget().GetName())
+		}
+	} else if values {
+		for _, c := range cols {
+			target = append(target, c.Name)
+		}
+	} else {
+		return // INSERT INTO t SELECT ...: the select gives every column
+	}
+	listed := false
+	if values {
+		for _, row := range sel.ValuesLists {
+			for i, v := range row.GetList().GetItems() {
+				if i >= len(target) {
+					break
+				}
+				if c, ok := bySeq[target[i]]; ok && v.GetSetToDefault() != nil {
+					v.Node = next(c).Node
+				}
+			}
+		}
+	}
+	if pk == nil {
+		return
+	}
+	for _, n := range target {
+		if n == pk.Name {
+			listed = true
+		}
+	}
+	if listed || sel == nil {
+		return
+	}
+	s.Cols = append(s.Cols, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: pk.Name}}})
+	if values {
+		for _, row := range sel.ValuesLists {
+			if l := row.GetList(); l != nil {
+				l.Items = append(l.Items, next(*pk))
+			}
+		}
+		return
+	}
+	// INSERT ... SELECT: SELECT *, nextval(..) FROM (the select).
+	star := &pg_query.Node{Node: &pg_query.Node_ColumnRef{ColumnRef: &pg_query.ColumnRef{Fields: []*pg_query.Node{{Node: &pg_query.Node_AStar{AStar: &pg_query.A_Star{}}}}}}}
+	s.SelectStmt = &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+		TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(star, -1), pg_query.MakeResTargetNodeWithVal(next(*pk), -1)},
+		FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: s.SelectStmt, Alias: &pg_query.Alias{Aliasname: "_tandem_src"}}}}},
+		// WHERE true: SQLite would read an ON CONFLICT after the FROM as
+		// a join's ON.
+		WhereClause: boolConst(true),
+		Op:          pg_query.SetOperation_SETOP_NONE}}}
+}

@@ -1,8 +1,14 @@
 package sqlpg
 
 import (
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"strings"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/tandemdb/tandem/pgwire"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
@@ -125,70 +131,164 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 	}
 	tr.SQL = fmt.Sprintf("UPDATE _tandem_sequences SET %s WHERE name = %s", strings.Join(sets, ", "), quoteLit(name))
 	if !s.MissingOk {
-		tr.SeqName = name
+		t.seqNames = append(t.seqNames, name)
 	}
 	return tr, nil
 }
 
-// sequenceCall translates SELECT nextval('s') / currval / setval standing
-// alone; ok is false for any other statement.
-func (t *translator) sequenceCall(s *pg_query.SelectStmt, tr *Translation) (bool, error) {
-	if len(s.TargetList) != 1 || len(s.FromClause) > 0 || s.WhereClause != nil || s.Op != pg_query.SetOperation_SETOP_NONE {
-		return false, nil
-	}
-	rt := s.TargetList[0].GetResTarget()
-	f := rt.GetVal().GetFuncCall()
-	if f == nil {
-		return false, nil
-	}
-	name := lastName(f.Funcname)
-	if name != "nextval" && name != "currval" && name != "setval" {
-		return false, nil
-	}
-	if len(f.Args) == 0 {
-		return true, unsupported("%s without a sequence name", name)
-	}
-	arg := f.Args[0]
-	if tc := arg.GetTypeCast(); tc != nil {
-		arg = tc.Arg
-	}
-	seq := arg.GetAConst().GetSval()
-	if seq == nil {
-		return true, unsupported("%s with a computed sequence name", name)
-	}
-	seqName := strings.TrimPrefix(strings.Trim(seq.Sval, `"`), "public.")
-	col := rt.Name
-	if col == "" {
-		col = name
-	}
-	tr.Kind, tr.Tag = "SELECT", "SELECT"
-	tr.Cols = []ColType{ct(20)}
-	switch name {
-	case "nextval":
-		tr.SQL = fmt.Sprintf(`UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called THEN last_value
-			WHEN last_value + increment > max_value OR last_value + increment < min_value THEN
-				CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name, CASE WHEN increment > 0 THEN max_value ELSE min_value END, increment > 0) END
-			ELSE last_value + increment END, is_called = 1 WHERE name = %s RETURNING last_value AS %s`, quoteLit(seqName), quoteIdent(col))
-	case "currval":
-		tr.SQL = fmt.Sprintf(`SELECT CASE WHEN is_called THEN last_value ELSE _tandem_seq_not_called(name) END AS %s FROM _tandem_sequences WHERE name = %s`, quoteIdent(col), quoteLit(seqName))
-	case "setval":
-		if len(f.Args) < 2 {
-			return true, unsupported("setval without a value")
+// sequenceFuncs rewrites nextval, currval and setval calls anywhere in
+// the tree into the connection's functions (registerSequenceFunctions),
+// before the bottom-up rewrite would turn a 's'::regclass argument into
+// an OID. Literal names are kept for the check at Parse.
+func (t *translator) sequenceFuncs(n *pg_query.Node) {
+	visit(n.ProtoReflect(), func(m *pg_query.Node) {
+		f := m.GetFuncCall()
+		if f == nil {
+			return
 		}
-		v, err := deparseExpr(f.Args[1])
-		if err != nil {
-			return true, err
+		names := strs(f.Funcname)
+		if len(names) == 2 && !strings.EqualFold(names[0], "pg_catalog") {
+			return
 		}
-		called := "1"
-		if len(f.Args) == 3 {
-			c, err := deparseExpr(f.Args[2])
-			if err != nil {
-				return true, err
+		name := lastName(f.Funcname)
+		want := map[string][2]int{"nextval": {1, 1}, "currval": {1, 1}, "setval": {2, 3}}
+		n, ok := want[name]
+		if !ok {
+			return
+		}
+		if len(f.Args) < n[0] || len(f.Args) > n[1] || f.AggStar || f.Over != nil {
+			t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s with %d arguments does not exist", name, len(f.Args))})
+			return
+		}
+		if tc := f.Args[0].GetTypeCast(); tc != nil {
+			if tn := lastName(tc.TypeName.Names); tn == "regclass" || tn == "text" || tn == "varchar" {
+				f.Args[0] = tc.Arg
 			}
-			called = c
 		}
-		tr.SQL = fmt.Sprintf(`UPDATE _tandem_sequences SET last_value = %s, is_called = %s WHERE name = %s RETURNING last_value AS %s`, v, called, quoteLit(seqName), quoteIdent(col))
+		if sv := f.Args[0].GetAConst().GetSval(); sv != nil {
+			t.seqNames = append(t.seqNames, SeqRelName(sv.Sval))
+		}
+		if name == "setval" && len(f.Args) == 2 {
+			f.Args = append(f.Args, boolConst(true))
+		}
+		t.writes = t.writes || name != "currval"
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_tandem_" + name)}
+	})
+}
+
+// nextvalSQL advances one sequence and answers its new value (a
+// sequence past its bound cycles or fails with 2200H).
+const nextvalSQL = `UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called THEN last_value
+	WHEN last_value + increment > max_value OR last_value + increment < min_value THEN
+		CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name, CASE WHEN increment > 0 THEN max_value ELSE min_value END, increment > 0) END
+	ELSE last_value + increment END, is_called = 1 WHERE name = ? RETURNING last_value`
+
+// SeqRelName is the sequence a regclass text names, as PostgreSQL reads
+// it: an unquoted name folds to lower case, a quoted one is kept, the
+// schema public is dropped.
+func SeqRelName(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(strings.ToLower(s), "public.") {
+		s = s[len("public."):]
+	} else if strings.HasPrefix(s, `"public".`) {
+		s = s[len(`"public".`):]
 	}
-	tr.SeqName = seqName
-	return true, nil
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
+	}
+	return strings.ToLower(s)
+}
+
+// registerSequenceFunctions registers nextval, currval and setval as SQL
+// functions of the connection c (_tandem_nextval ...). Each runs one
+// statement on _tandem_sequences on c itself, inside the statement that
+// calls it and so in its transaction: a sequence can be drawn from
+// wherever PostgreSQL allows it (a column's DEFAULT, which is how serial
+// and identity columns number rows, INSERT ... SELECT, several calls in
+// one select list), and the row change is captured and replicated like
+// any other. Unlike PostgreSQL's, a rolled-back nextval is undone.
+func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
+	one := func(q string, args ...driver.Value) (any, bool, error) {
+		rows, err := c.Query(q, args)
+		if err != nil {
+			return nil, false, err
+		}
+		defer rows.Close()
+		v := make([]driver.Value, 1)
+		if err := rows.Next(v); err != nil {
+			if err == io.EOF {
+				return nil, false, nil
+			}
+			return nil, false, err
+		}
+		return v[0], true, nil
+	}
+	missing := func(name string) error {
+		return fmt.Errorf("[SQLSTATE 42P01] relation %q does not exist", name)
+	}
+	fns := []struct {
+		name string
+		fn   any
+	}{
+		{"_tandem_nextval", func(rel any) (any, error) {
+			if rel == nil {
+				return nil, nil
+			}
+			name := SeqRelName(fmt.Sprint(toText(rel)))
+			v, ok, err := one(nextvalSQL, name)
+			if err == nil && !ok {
+				err = missing(name)
+			}
+			return v, err
+		}},
+		{"_tandem_currval", func(rel any) (any, error) {
+			if rel == nil {
+				return nil, nil
+			}
+			name := SeqRelName(fmt.Sprint(toText(rel)))
+			v, ok, err := one(`SELECT CASE WHEN is_called THEN last_value ELSE _tandem_seq_not_called(name) END FROM _tandem_sequences WHERE name = ?`, name)
+			if err == nil && !ok {
+				err = missing(name)
+			}
+			return v, err
+		}},
+		{"_tandem_setval", func(rel, val, called any) (any, error) {
+			if rel == nil || val == nil || called == nil {
+				return nil, nil
+			}
+			name := SeqRelName(fmt.Sprint(toText(rel)))
+			n, ok := val.(int64)
+			if !ok {
+				f, isF := val.(float64)
+				if !isF || f != float64(int64(f)) {
+					return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type bigint: %q", fmt.Sprint(val))
+				}
+				n = int64(f)
+			}
+			isCalled := 0
+			if b, err := toBool(called); err == nil && b == true {
+				isCalled = 1
+			}
+			lim, ok, err := one(`SELECT min_value || ' ' || max_value FROM _tandem_sequences WHERE name = ?`, name)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, missing(name)
+			}
+			var lo, hi int64
+			fmt.Sscan(fmt.Sprint(toText(lim)), &lo, &hi)
+			if n < lo || n > hi {
+				return nil, fmt.Errorf("[SQLSTATE 22003] setval: value %d is out of bounds for sequence %q (%d..%d)", n, name, lo, hi)
+			}
+			v, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = ? WHERE name = ? RETURNING last_value`, n, int64(isCalled), name)
+			return v, err
+		}},
+	}
+	for _, f := range fns {
+		if err := c.RegisterFunc(f.name, nullsAsNil(f.fn), false); err != nil {
+			return fmt.Errorf("sqlpg: register %s: %w", f.name, err)
+		}
+	}
+	return nil
 }

@@ -35,9 +35,13 @@ type Translation struct {
 	Cols []ColType
 	// Names of a RETURNING list's columns (Describe of a write).
 	Names []string
-	// SeqName: a nextval/currval/setval statement on this sequence (it
-	// must exist: the caller checks the statement touched a row).
-	SeqName string
+	// SeqNames: the sequences nextval/currval/setval name with a
+	// literal; they must exist when the statement is parsed (PostgreSQL
+	// resolves 's'::regclass then), which the caller checks.
+	SeqNames []string
+	// Writes: a query that changes rows although SQLite sees a read
+	// (SELECT nextval(...) writes _tandem_sequences through a function).
+	Writes bool
 }
 
 // ColType is a result column's PostgreSQL type.
@@ -65,6 +69,9 @@ type Column struct {
 	Default  bool  // has a DEFAULT
 	Serial   bool  // serial or identity: numbered when left out
 	PK       int64 // position in the primary key (1-based), 0 if not in it
+	// Sequence: the sequence its DEFAULT draws from (serial and identity
+	// columns of tables created since sequences number them), else "".
+	Sequence string
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -120,7 +127,7 @@ func Translate(sql string, sch Schema) (*Translation, error) {
 	return tr, nil
 }
 
-func translate(sql string, sch Schema) (*Translation, error) {
+func translate(sql string, sch Schema) (tr *Translation, err error) {
 	tree, err := Parse(sql)
 	if err != nil {
 		return nil, err
@@ -134,7 +141,16 @@ func translate(sql string, sch Schema) (*Translation, error) {
 	raw := tree.Stmts[0].Stmt
 	kind := firstWord(sql)
 	t := &translator{sch: sch}
-	tr := &Translation{Kind: kind}
+	tr = &Translation{Kind: kind}
+	defer func() {
+		if tr != nil {
+			tr.SeqNames = t.seqNames
+			if _, ok := raw.Node.(*pg_query.Node_SelectStmt); ok && t.writes {
+				// SELECT nextval(...): a write (INSERT ... are anyway).
+				tr.Writes = true
+			}
+		}
+	}()
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
 		*pg_query.Node_DiscardStmt:
@@ -144,16 +160,16 @@ func translate(sql string, sch Schema) (*Translation, error) {
 		if n.SelectStmt.IntoClause != nil {
 			return nil, unsupported("SELECT INTO")
 		}
-		if ok, err := t.sequenceCall(n.SelectStmt, tr); ok || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			return tr, nil
-		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
 		t.expandUsingStar(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
+		names := targetNames(n.SelectStmt)
 		err = t.rewrite(raw)
+		if t.writes {
+			// Described from its select list: running it would draw a
+			// value.
+			tr.Names = names
+		}
 	case *pg_query.Node_InsertStmt:
 		s := n.InsertStmt
 		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil && s.OnConflictClause.Infer.Conname != "" {
@@ -196,6 +212,7 @@ func translate(sql string, sch Schema) (*Translation, error) {
 					Detail: fmt.Sprintf("Column %q is an identity column defined as GENERATED ALWAYS.", rt.Name)}
 			}
 		}
+		t.serialFill(s, tcols)
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
 		tr.Names = t.returningNames(s.Relation, s.ReturningList)
 		nameTargets(s.ReturningList)
@@ -335,7 +352,10 @@ func firstWord(sql string) string {
 // deparseStmt turns a rewritten statement back into text, with
 // PostgreSQL's $n parameters written as SQLite's ?n.
 func deparseStmt(stmt *pg_query.Node) (string, error) {
+	restore := markKeywords(stmt)
 	out, err := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: stmt}}})
+	restore()
+	out = unquoteMarks(out)
 	if err != nil {
 		return "", &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "tandem cannot translate this statement for the SQLite back end: " + err.Error(), Err: ErrNotSupported}
 	}
@@ -516,6 +536,10 @@ type translator struct {
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
+	// seqNames: sequences named by literals in nextval/currval/setval;
+	// writes: the statement calls nextval or setval.
+	seqNames []string
+	writes   bool
 }
 
 func (t *translator) fail(err error) {
@@ -531,6 +555,7 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 		return t.err
 	}
 	t.annotate(n)
+	t.sequenceFuncs(n)
 	visit(n.ProtoReflect(), t.node)
 	for _, name := range t.srfPending {
 		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
@@ -1126,7 +1151,7 @@ var unsupportedFuncs = map[string]string{
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
-	"pg_sleep": "pg_sleep", "setval": "setval inside an expression (call SELECT setval(...) on its own)", "nextval": "nextval inside an expression (call SELECT nextval(...) on its own, or use a serial column)", "currval": "currval inside an expression", "lastval": "lastval",
+	"pg_sleep": "pg_sleep", "lastval": "lastval",
 	"row_to_json": "row_to_json (a whole-row reference)", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }

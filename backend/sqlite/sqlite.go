@@ -405,7 +405,12 @@ type Session struct {
 	mu       sync.Mutex
 	cancel   context.CancelFunc
 	canceled bool
+	// settings: the client session's settings (current_setting()).
+	settings pgwire.Settings
 }
+
+// UseSettings implements pgwire.SettingsUser.
+func (s *Session) UseSettings(st pgwire.Settings) { s.settings = st }
 
 // savepoint remembers how much DDL a transaction had run when it was set.
 type savepoint struct {
@@ -421,6 +426,7 @@ type Statement struct {
 	sql       string
 	nparams   int
 	readonly  bool
+	writes    bool // a query that writes through a function (nextval)
 	rows      bool // returns rows
 	kind      string
 	words     []string
@@ -559,17 +565,17 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			}
 			return nil, err
 		}
-		if tr.SeqName != "" {
+		for _, name := range tr.SeqNames {
 			// nextval('s') resolves 's' when the statement is parsed,
 			// as PostgreSQL's regclass does.
-			if err := sequenceExists(c, tr.SeqName); err != nil {
+			if err := sequenceExists(c, name); err != nil {
 				return nil, err
 			}
 		}
 		if tr.Passthrough {
 			st.hoisted = nil
 		} else {
-			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names
+			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names, st.writes = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names, tr.Writes
 		}
 		if st.noop {
 			st.readonly = true
@@ -586,7 +592,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return nil, mapError(err)
 	}
 	st.nparams = ps.NumInput() - len(st.hoisted)
-	st.readonly = ps.Readonly()
+	st.readonly = ps.Readonly() && !st.writes
 	closePS()
 	if st.nparams > 0 {
 		orig := st.orig
@@ -652,7 +658,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	if !st.rows {
 		return nil, nil
 	}
-	if !st.readonly {
+	if !st.readonly && (!st.writes || len(st.names) > 0 && len(st.names) == len(st.types)) {
 		if len(st.names) > 0 && len(st.names) == len(st.types) {
 			cols := make([]pgwire.Column, len(st.names))
 			for i, n := range st.names {
@@ -683,6 +689,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, mapError(err)
 	}
 	defer closePS()
+	sqlpg.UseSettings(c.c, st.s.settings)
 	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
@@ -690,8 +697,22 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	for _, v := range st.hoisted {
 		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v})
 	}
-	rows, err := ps.QueryContext(ctx, args)
-	if err != nil {
+	var rows driver.Rows
+	if st.writes {
+		// SELECT nextval(...): described as a subquery that produces no
+		// row, so nothing is written (on a reader, too).
+		err = errors.New("writes")
+	} else {
+		rows, err = ps.QueryContext(ctx, args)
+	}
+	if err != nil && st.writes {
+		if ps, err = c.prepare("SELECT * FROM (" + st.sql + ") WHERE 0"); err != nil {
+			return nil, mapError(err)
+		}
+		if rows, err = ps.QueryContext(ctx, args); err != nil {
+			return nil, mapError(err)
+		}
+	} else if err != nil {
 		// SQLite steps once to describe; a statement that fails only
 		// when it runs (1/0, sqrt(-1), a cast of a bad value) still
 		// describes in PostgreSQL. Describe it as a subquery that
@@ -699,7 +720,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		var pe *pgwire.Error
 		// Invalid literals (22P02, 22007, 22008) fail at Parse in
 		// PostgreSQL too: those are answered as they are.
-		if !errors.As(mapError(err), &pe) || !(strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "21")) ||
+		if !errors.As(mapError(err), &pe) || !(strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "21") || pe.Code == "55000" || pe.Code == "42704") ||
 			pe.Code == "22P02" || pe.Code == "22007" || pe.Code == "22008" {
 			return nil, mapError(err)
 		}
@@ -974,6 +995,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		defer sqlpg.SchemaChanged()
 	}
 	sqlpg.StatementStart(c.c)
+	sqlpg.UseSettings(c.c, s.settings)
 	if len(st.script) > 0 {
 		// All or nothing, as one PostgreSQL statement: a script that
 		// fails half-way (a view that does not compile) leaves nothing.
@@ -1276,6 +1298,18 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 				q += " (" + strings.Join(qc, ", ") + ")"
 			}
 			q += " VALUES (" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+			if len(columns) > 0 && !translateOff {
+				// Left-out serial columns draw from their sequences, as
+				// in an INSERT (sqlpg numbers them).
+				ph := make([]string, width)
+				for i := range ph {
+					ph[i] = fmt.Sprintf("$%d", i+1)
+				}
+				pgq := strings.TrimSuffix(q, strings.Repeat("?, ", width-1)+"?)") + strings.Join(ph, ", ") + ")"
+				if tr, err := sqlpg.Translate(pgq, schema{c}); err == nil && len(tr.Script) == 0 && tr.SQL != "" {
+					q = tr.SQL
+				}
+			}
 			if stmt, err = c.prepare(q); err != nil {
 				return fail(mapError(err))
 			}
@@ -1594,13 +1628,14 @@ func (r *bufResult) Close() error { return nil }
 // from _tandem_columns where the translator recorded them, else by the
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
-	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk FROM pragma_table_info(?) p
+	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END FROM pragma_table_info(?) p
 		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 8)
+	vals := make([]driver.Value, 9)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
@@ -1610,6 +1645,7 @@ func tableColumnList(c *conn, table string) []sqlpg.Column {
 		col.Default = vals[5] == int64(1)
 		col.Serial = vals[6] == int64(1)
 		col.PK, _ = vals[7].(int64)
+		col.Sequence, _ = vals[8].(string)
 		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
 			col.Type = sqlpg.Types[uint32(oid)]
 			if m, ok := vals[3].(int64); ok {

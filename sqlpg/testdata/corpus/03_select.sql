@@ -58,4 +58,6 @@ SELECT name FROM se_emp WHERE dept IS DISTINCT FROM 'eng';
 SELECT name FROM se_emp WHERE dept IS NOT DISTINCT FROM NULL;
 SELECT name FROM se_emp LIMIT 0;
 SELECT name FROM se_emp ORDER BY id LIMIT ALL;
+SELECT 0 AS set, 1 AS plan, 2 AS key, 3 AS action, 4 AS query;
+SELECT s.set + 1 AS abort FROM (SELECT id AS set FROM se_emp) s ORDER BY s.set LIMIT 2;
 DROP TABLE se_emp;
