@@ -17,6 +17,12 @@ import (
 	"golang.org/x/term"
 )
 
+// Think time distributions (RunOptions.ThinkDist).
+const (
+	ThinkFixed       = "fixed"
+	ThinkExponential = "exponential"
+)
+
 // ErrInterrupted means the run's context was cancelled before the measured
 // window ended; Run still returns the partial result.
 var ErrInterrupted = errors.New("run interrupted")
@@ -40,8 +46,12 @@ type RunOptions struct {
 	Rampup time.Duration
 	// Duration of the measured window (--duration). Required.
 	Duration time.Duration
-	// Think is a pause after each transaction (--think).
+	// Think is a pause after each transaction (--think): fixed, or the mean
+	// of an exponential distribution (ThinkDist).
 	Think time.Duration
+	// ThinkDist is ThinkFixed or ThinkExponential (--think-dist); "" means
+	// exponential for workloads that implement ThinkTimer, fixed otherwise.
+	ThinkDist string
 	// Retries bounds how many times a transaction that aborted with 40001
 	// (serialization failure) or 40P01 (deadlock) is run again, at once and
 	// with the same type, before it counts as aborted (--retries); 0 means
@@ -115,11 +125,19 @@ func newRunner(opts RunOptions) (*runner, error) {
 		return nil, fmt.Errorf("%w: --retries must be 0..1000 (got %d)", ErrBadOption, opts.Retries)
 	case opts.Think < 0:
 		return nil, fmt.Errorf("%w: --think must be >= 0 (got %s)", ErrBadOption, opts.Think)
+	case opts.ThinkDist != "" && opts.ThinkDist != ThinkFixed && opts.ThinkDist != ThinkExponential:
+		return nil, fmt.Errorf("%w: --think-dist %q (want %s or %s)", ErrBadOption, opts.ThinkDist, ThinkFixed, ThinkExponential)
 	case opts.Scale < 0:
 		return nil, fmt.Errorf("%w: --%s must be >= 0 (got %d)", ErrBadOption, opts.Workload.ScaleName(), opts.Scale)
 	}
 	if len(opts.Workload.Transactions()) > 255 {
 		return nil, fmt.Errorf("workload %s: more than 255 transaction types", opts.Workload.Name())
+	}
+	if opts.ThinkDist == "" {
+		opts.ThinkDist = ThinkFixed
+		if _, ok := opts.Workload.(ThinkTimer); ok {
+			opts.ThinkDist = ThinkExponential
+		}
 	}
 	mix, err := ResolveMix(opts.Workload, opts.Mix, opts.Weights)
 	if err != nil {
@@ -258,6 +276,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		RampupS:       opts.Rampup.Seconds(),
 		DurationS:     opts.Duration.Seconds(),
 		ThinkMs:       float64(opts.Think) / float64(time.Millisecond),
+		ThinkDist:     opts.ThinkDist,
 		Retries:       opts.Retries,
 		Scale:         scale,
 		ScaleName:     r.w.ScaleName(),
@@ -431,7 +450,11 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 			return
 		}
 		if timer != nil {
-			d := min(r.opts.Think, time.Until(r.end))
+			d := r.opts.Think
+			if r.opts.ThinkDist == ThinkExponential {
+				d = time.Duration(cs.rng.ExpFloat64() * float64(d))
+			}
+			d = min(d, time.Until(r.end))
 			if d <= 0 {
 				return
 			}
