@@ -17,6 +17,7 @@ import (
 
 	"github.com/tandemdb/tandem/bench"
 	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/rubis"    // registers the rubis workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tpcw"     // registers the tpcw workload
@@ -52,12 +53,12 @@ func benchWorkloadHelp() string {
 // benchScaleFlags binds --subscribers and its generic alias --scale to one value.
 func benchScaleFlags(cmd *cobra.Command, p *int, def int, help string) {
 	cmd.Flags().IntVar(p, "subscribers", def, help)
-	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items, TPC-W emulated browsers (2,880 customers each)")
+	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items, TPC-W emulated browsers (2,880 customers each), RUBiS units of 1,000 users, 10 active and 500 old items")
 	cmd.Flags().IntVar(p, "warehouses", def, "alias of --scale for tpcc: number of TPC-C warehouses")
 }
 
 // benchDefaultLoadScale is `bench load`'s scale when no scale flag is given.
-var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1, "tpcw": 10}
+var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1, "tpcw": 10, "rubis": 10}
 
 // benchScaleChanged tells whether a scale flag was given.
 func benchScaleChanged(cmd *cobra.Command) bool {
@@ -174,13 +175,13 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
-	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; tpcw shopping, browsing, ordering; or custom")
+	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; tpcw shopping, browsing, ordering; rubis bidding, browsing; or custom")
 	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
 	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
 	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
-	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction (default: 0, tpcw 900ms as seed 003's clients; 0 = none)")
-	fs.StringVar(&f.opts.ThinkDist, "think-dist", "", "think time distribution: fixed, or exponential with --think as its mean (default: exponential for tpcw, fixed for the others)")
+	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction (default: 0; tpcw and rubis 900ms, as seed 003's clients; 0 = none)")
+	fs.StringVar(&f.opts.ThinkDist, "think-dist", "", "think time distribution: fixed, or exponential with --think as its mean (default: exponential for tpcw and rubis, fixed for the others)")
 	fs.IntVar(&f.opts.Retries, "retries", -1, "times a transaction aborted with 40001 or 40P01 is run again before it counts as aborted (0 = never; default: 0 for tm1, whose specification counts aborts and whose reference client does not retry, 3 for the others, as seed 003's servlets and BenchBase do)")
 	fs.BoolVar(&f.opts.Uniform, "uniform", false, "uniform s_id instead of NURand")
 	fs.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock; the seed used is in the result)")
