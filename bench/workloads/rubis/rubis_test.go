@@ -108,3 +108,39 @@ func TestRunPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestForcedConflictRetried makes every transaction serializable and runs
+// StoreBid only, on the 10 active items of scale 1: concurrent bids on one
+// item fail with 40001, are retried and are counted per type.
+func TestForcedConflictRetried(t *testing.T) {
+	dsn := newDB(t)
+	load(t, dsn, 1)
+	c := connect(t, dsn)
+	ctx := context.Background()
+	var db string
+	if err := c.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "ALTER DATABASE "+db+" SET default_transaction_isolation = 'serializable'"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := bench.Run(ctx, bench.RunOptions{Workload: rubis.New(), DSN: dsn, Mix: "custom", Weights: "StoreBid=1", Clients: 6,
+		Duration: 2 * time.Second, Seed: 5, Retries: 5, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Totals.Errors != 0 {
+		t.Fatalf("unexpected errors: %v", res.FirstErrors)
+	}
+	b := res.Transactions["StoreBid"]
+	if res.ErrorsBySQLState["40001"] == 0 || b.Retries == 0 {
+		t.Fatalf("no serialization failure was forced and retried: %+v, by SQLSTATE %v", b, res.ErrorsBySQLState)
+	}
+	if b.Attempts != b.Started+b.Retries || b.Aborts != b.Retries+b.Aborted {
+		t.Errorf("inconsistent counts %+v", b)
+	}
+	if err := rubis.CheckConsistency(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started %d attempts %d retries %d aborts %d final failures %d", b.Started, b.Attempts, b.Retries, b.Aborts, b.FinalFailures)
+}
