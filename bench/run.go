@@ -450,11 +450,7 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 			return
 		}
 		if timer != nil {
-			d := r.opts.Think
-			if r.opts.ThinkDist == ThinkExponential {
-				d = time.Duration(cs.rng.ExpFloat64() * float64(d))
-			}
-			d = min(d, time.Until(r.end))
+			d := min(thinkTime(r.opts.Think, r.opts.ThinkDist, cs.rng), time.Until(r.end))
 			if d <= 0 {
 				return
 			}
@@ -466,6 +462,15 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 			}
 		}
 	}
+}
+
+// thinkTime draws one think time: mean itself, or from the exponential
+// distribution of that mean.
+func thinkTime(mean time.Duration, dist string, rng *rand.Rand) time.Duration {
+	if dist == ThinkExponential {
+		return time.Duration(rng.ExpFloat64() * float64(mean))
+	}
+	return mean
 }
 
 // reconnect replaces a client's broken connection, retrying with backoff

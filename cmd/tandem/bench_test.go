@@ -42,6 +42,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"unknown mix", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "r50w50"}, "--mix"},
 		{"bad duration", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--duration", "0s"}, "--duration"},
 		{"bad clients", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--clients", "-2"}, "--clients"},
+		{"bad think distribution", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--think-dist", "normal"}, "--think-dist"},
 		{"compare needs files", []string{"compare"}, "arg"},
 		{"compare missing file", []string{"compare", "/nonexistent/result.json"}, "no such file"},
 	}
@@ -164,5 +165,29 @@ func TestBenchLoadRun(t *testing.T) {
 	var res bench.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.MQTh <= 0 || res.Mix != "read-only" || res.Protocol != "simple" {
 		t.Fatalf("run --json: %v %+v", err, res)
+	}
+
+	// RUBiS: its clients think 900 ms on average (exponential) unless --think says otherwise.
+	if out, stderr, err := runBenchCmd(t, "load", "--workload", "rubis", "--scale", "1", "--dsn", dsn, "--quiet"); err != nil || !strings.Contains(out, "loaded rubis: 1 scale") {
+		t.Fatalf("load rubis: %v\n%s\n%s", err, out, stderr)
+	}
+	for _, tc := range []struct {
+		args  []string
+		think float64
+		dist  string
+	}{
+		{nil, 900, bench.ThinkExponential},
+		{[]string{"--think", "0"}, 0, bench.ThinkExponential},
+		{[]string{"--think", "5ms", "--think-dist", "fixed"}, 5, bench.ThinkFixed},
+	} {
+		args := append([]string{"run", "--workload", "rubis", "--dsn", dsn, "--clients", "2", "--rampup", "0s", "--duration", "500ms", "--json", "--quiet"}, tc.args...)
+		out, stderr, err := runBenchCmd(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+		}
+		var res bench.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Workload != "rubis" || res.ThinkMs != tc.think || res.ThinkDist != tc.dist {
+			t.Errorf("run rubis %v: %v: workload %s, think %v ms %s; want %v ms %s", tc.args, err, res.Workload, res.ThinkMs, res.ThinkDist, tc.think, tc.dist)
+		}
 	}
 }
