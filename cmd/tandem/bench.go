@@ -20,7 +20,7 @@ import (
 	_ "github.com/tandemdb/tandem/bench/workloads/rubis"    // registers the rubis workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
-	_ "github.com/tandemdb/tandem/bench/workloads/tpcw"     // registers the tpcw workload
+	"github.com/tandemdb/tandem/bench/workloads/tpcw"       // registers the tpcw workload; --items
 )
 
 // errBenchErrors marks a run that finished but saw unexpected errors.
@@ -71,6 +71,7 @@ func newBenchLoadCmd() *cobra.Command {
 		workload string
 		opts     bench.LoadOptions
 		quiet    bool
+		items    int
 	)
 	cmd := &cobra.Command{
 		Use:   "load",
@@ -82,12 +83,23 @@ where the endpoint supports it and multi-row INSERT otherwise. It refuses to
 touch tables that already hold rows unless --drop is given.`,
 		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
   tandem bench load --subscribers 10000 --dsn postgres://127.0.0.1:5433/tandem --drop --method insert
-  tandem bench load --workload tpcc --warehouses 2 --dsn postgres://127.0.0.1:5433/tandem`,
+  tandem bench load --workload tpcc --warehouses 2 --dsn postgres://127.0.0.1:5433/tandem
+  tandem bench load --workload tpcw --scale 10 --items 10000 --dsn postgres://127.0.0.1:5433/tandem
+  tandem bench load --workload rubis --scale 10 --dsn postgres://127.0.0.1:5433/tandem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := bench.Lookup(workload)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("items") {
+				if w.Name() != tpcw.Name {
+					return fmt.Errorf("--items is for --workload tpcw only")
+				}
+				if items <= 0 {
+					return fmt.Errorf("--items must be > 0 (got %d)", items)
+				}
+				w = tpcw.NewWithConfig(tpcw.Config{Items: items})
 			}
 			opts.Workload = w
 			if def, ok := benchDefaultLoadScale[w.Name()]; ok && !benchScaleChanged(cmd) {
@@ -120,6 +132,7 @@ touch tables that already hold rows unless --drop is given.`,
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the population's random values")
 	f.StringVar(&opts.Method, "method", bench.MethodAuto, "auto (COPY, falling back to INSERT on SQLSTATE 0A000), copy or insert")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	f.IntVar(&items, "items", tpcw.DefaultItems, "tpcw: items in the catalogue (TPC-W: 1,000, 10,000, 100,000 ...; runs read the loaded count)")
 	_ = cmd.MarkFlagRequired("dsn")
 	return cmd
 }

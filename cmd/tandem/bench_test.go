@@ -37,6 +37,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"load needs subscribers > 0", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--subscribers", "0"}, "--subscribers"},
 		{"load bad method", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--method", "fast"}, "--method"},
 		{"unknown workload", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--workload", "tpcz"}, "--workload"},
+		{"items for tpcw only", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--items", "1000"}, "--items"},
+		{"items > 0", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--workload", "tpcw", "--items", "0"}, "--items"},
 		{"run needs dsn", []string{"run"}, "dsn"},
 		{"custom mix needs weights", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "custom"}, "--weights"},
 		{"unknown mix", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "r50w50"}, "--mix"},
