@@ -74,6 +74,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// TandemVersion is recorded in the result; "" means the build's module version.
 	TandemVersion string
+	// Tracer, when set, traces every statement of every client connection
+	// (`tandem bench record` sets a trace.Recorder).
+	Tracer pgx.QueryTracer
 }
 
 // Run drives the workload against opts.DSN: Clients closed-loop clients, each
@@ -150,6 +153,9 @@ func newRunner(opts RunOptions) (*runner, error) {
 	if opts.Simple {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	}
+	if opts.Tracer != nil {
+		cfg.Tracer = opts.Tracer
+	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "tandem-bench"
 	}
@@ -222,7 +228,9 @@ func (r *runner) connect(ctx context.Context, cs *clientState) error {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	opts := r.opts
-	setup, err := pgx.ConnectConfig(ctx, r.cfg.Copy())
+	setupCfg := r.cfg.Copy()
+	setupCfg.Tracer = nil // the driver's own queries are not the workload's
+	setup, err := pgx.ConnectConfig(ctx, setupCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", RedactDSN(opts.DSN), err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
+	"github.com/tandemdb/tandem/bench/trace"
 	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
 	_ "github.com/tandemdb/tandem/bench/workloads/rubis"    // registers the rubis workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
@@ -41,7 +42,7 @@ offline HTML report. See bench/README.md.`,
   tandem bench run --workload tm1 --mix r80w20 --clients 8 --rampup 5s --duration 30s --dsn ... --out results/pg
   tandem bench compare results/pg/result.json results/tandem/result.json`,
 	}
-	cmd.AddCommand(newBenchLoadCmd(), newBenchRunCmd(), newBenchCompareCmd(), newBenchReportCmd())
+	cmd.AddCommand(newBenchLoadCmd(), newBenchRunCmd(), newBenchCompareCmd(), newBenchReportCmd(), newBenchRecordCmd(), newBenchReplayCmd())
 	return cmd
 }
 
@@ -145,6 +146,7 @@ type benchRunFlags struct {
 	label    string
 	quiet    bool
 	procs    int
+	trace    string // bench record: the trace file
 }
 
 // clientsPerProc is how many closed-loop clients one Go P (GOMAXPROCS)
@@ -164,8 +166,9 @@ func benchProcs(flag, clients, cpus int) int {
 	return max(1, min(cpus, (clients+clientsPerProc-1)/clientsPerProc))
 }
 
-func newBenchRunCmd() *cobra.Command {
-	f := &benchRunFlags{}
+func newBenchRunCmd() *cobra.Command { return newBenchRunCmdWith(&benchRunFlags{}) }
+
+func newBenchRunCmdWith(f *benchRunFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a workload mix with closed-loop clients and report MQTh and latencies",
@@ -242,7 +245,31 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	var rec *trace.Recorder
+	if f.trace != "" {
+		file, err := os.Create(f.trace)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer file.Close()
+		mix := f.opts.Mix
+		if mix == "" {
+			mix = w.Mixes()[0].Name
+		}
+		rec, err = trace.NewRecorder(file, trace.Header{Workload: w.Name(), Mix: mix, Clients: f.opts.Clients,
+			Scale: f.opts.Scale, Target: bench.RedactDSN(f.opts.DSN)})
+		if err != nil {
+			return err
+		}
+		f.opts.Tracer = rec
+	}
 	res, runErr := bench.Run(ctx, f.opts)
+	if rec != nil {
+		if err := rec.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d statements in %s\n", rec.Statements(), f.trace)
+	}
 	if res == nil {
 		return runErr
 	}

@@ -192,4 +192,25 @@ func TestBenchLoadRun(t *testing.T) {
 			t.Errorf("run rubis %v: %v: workload %s, think %v ms %s; want %v ms %s", tc.args, err, res.Workload, res.ThinkMs, res.ThinkDist, tc.think, tc.dist)
 		}
 	}
+
+	// Record a RUBiS run and replay it on the same server.
+	tracePath := filepath.Join(t.TempDir(), "rubis.trace")
+	if out, stderr, err := runBenchCmd(t, "record", "--workload", "rubis", "--dsn", dsn, "--think", "0", "--clients", "2", "--rampup", "0s",
+		"--duration", "500ms", "--quiet", "--trace", tracePath); err != nil || !strings.Contains(stderr, "recorded") || !strings.Contains(out, "MQTh") {
+		t.Fatalf("record: %v\n%s\n%s", err, out, stderr)
+	}
+	out, stderr, err = runBenchCmd(t, "replay", "--trace", tracePath, "--dsn", dsn, "--clients", "3", "--json")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	var rr struct {
+		Transactions int64 `json:"transactions"`
+		Statements   int64 `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(out), &rr); err != nil || rr.Transactions < 10 || rr.Statements < rr.Transactions {
+		t.Fatalf("replay --json: %v %s", err, out)
+	}
+	if _, _, err := runBenchCmd(t, "replay", "--trace", filepath.Join(t.TempDir(), "none"), "--dsn", dsn); err == nil || !strings.Contains(err.Error(), "--trace") {
+		t.Fatalf("replay of a missing trace: %v", err)
+	}
 }
