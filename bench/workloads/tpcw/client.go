@@ -110,16 +110,13 @@ var errCommitRolledBack = errors.New("tpcw: COMMIT answered ROLLBACK")
 type session struct{ customer, cart int }
 
 type client struct {
-	conn                *pgx.Conn
-	rng                 *rand.Rand
-	items, customers    int
-	authors             int
-	s                   session
-	q                   [numStatements]string
-	noRows              bool // the interaction found nothing to show
-	readOnlyBegin       string
-	readWriteBegin      string
-	transactionReadOnly [numTx]bool
+	conn             *pgx.Conn
+	rng              *rand.Rand
+	items, customers int
+	authors          int
+	s                session
+	q                [numStatements]string
+	noRows           bool // the interaction found nothing to show
 }
 
 // NewClient implements bench.Workload. The catalogue size is read from the
@@ -128,7 +125,7 @@ func (w *Workload) NewClient(ctx context.Context, conn *pgx.Conn, rng *rand.Rand
 	if p.Scale <= 0 {
 		return nil, fmt.Errorf("tpcw: %w: ebs must be > 0 (got %d)", bench.ErrBadOption, p.Scale)
 	}
-	c := &client{conn: conn, rng: rng, customers: Customers(p.Scale), readOnlyBegin: "BEGIN READ ONLY", readWriteBegin: "BEGIN"}
+	c := &client{conn: conn, rng: rng, customers: Customers(p.Scale)}
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM item").Scan(&c.items); err != nil {
 		return nil, fmt.Errorf("tpcw: count items: %w", err)
 	}
@@ -136,9 +133,6 @@ func (w *Workload) NewClient(ctx context.Context, conn *pgx.Conn, rng *rand.Rand
 		return nil, fmt.Errorf("tpcw: %w: no items", bench.ErrNotLoaded)
 	}
 	c.authors = Authors(c.items)
-	for i, t := range transactions {
-		c.transactionReadOnly[i] = t.ReadOnly
-	}
 	c.s.customer = c.customer()
 	for i, sql := range statements {
 		if p.Simple {
@@ -169,9 +163,9 @@ func (c *client) Run(ctx context.Context, t bench.TxType) (bench.Outcome, error)
 	}
 	saved := c.s
 	c.noRows = false
-	begin := c.readWriteBegin
-	if c.transactionReadOnly[t] {
-		begin = c.readOnlyBegin
+	begin := "BEGIN"
+	if transactions[t].ReadOnly {
+		begin = "BEGIN READ ONLY"
 	}
 	var err error
 	if _, err = c.conn.Exec(ctx, begin); err == nil {
