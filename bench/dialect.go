@@ -68,3 +68,10 @@ type LoadFinisher interface {
 type ThinkTimer interface {
 	DefaultThink() time.Duration
 }
+
+// ClientsAdvisor is implemented by workloads whose source gives a number of
+// clients per mix (seed 003 tables 2 and 4: clients per replica); `tandem
+// bench run` uses it when --clients is not given.
+type ClientsAdvisor interface {
+	DefaultClients(mix string) int
+}

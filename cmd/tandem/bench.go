@@ -193,7 +193,7 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
 	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; tpcw shopping, browsing, ordering; rubis bidding, browsing; or custom")
 	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
-	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
+	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each (default 8; tpcw 30, 40, 50 for browsing, shopping, ordering and rubis 50: seed 003's clients per replica)")
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
 	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
 	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction (default: 0; tpcw and rubis 900ms, as seed 003's clients; 0 = none)")
@@ -222,16 +222,25 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 	if f.procs < 0 {
 		return fmt.Errorf("--procs must be >= 0 (got %d)", f.procs)
 	}
-	if f.opts.Clients > 0 {
-		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
-		defer runtime.GOMAXPROCS(prev)
-	}
 	w, err := bench.Lookup(f.workload)
 	if err != nil {
 		return err
 	}
 	if tt, ok := w.(bench.ThinkTimer); ok && !cmd.Flags().Changed("think") {
 		f.opts.Think = tt.DefaultThink()
+	}
+	if dc, ok := w.(bench.ClientsAdvisor); ok && !cmd.Flags().Changed("clients") {
+		mix := f.opts.Mix
+		if mix == "" {
+			mix = w.Mixes()[0].Name
+		}
+		if n := dc.DefaultClients(mix); n > 0 {
+			f.opts.Clients = n
+		}
+	}
+	if f.opts.Clients > 0 {
+		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
+		defer runtime.GOMAXPROCS(prev)
 	}
 	f.opts.Workload = w
 	f.opts.TandemVersion = version

@@ -193,6 +193,16 @@ func TestBenchLoadRun(t *testing.T) {
 		}
 	}
 
+	// Without --clients, RUBiS runs seed 003's 50 clients per replica.
+	out, stderr, err = runBenchCmd(t, "run", "--workload", "rubis", "--dsn", dsn, "--think", "0", "--rampup", "0s", "--duration", "300ms", "--json", "--quiet")
+	if err != nil {
+		t.Fatalf("run rubis: %v\n%s", err, stderr)
+	}
+	var def bench.Result
+	if err := json.Unmarshal([]byte(out), &def); err != nil || def.Clients != 50 {
+		t.Errorf("run rubis without --clients: %v, %d clients, want 50", err, def.Clients)
+	}
+
 	// Record a RUBiS run and replay it on the same server.
 	tracePath := filepath.Join(t.TempDir(), "rubis.trace")
 	if out, stderr, err := runBenchCmd(t, "record", "--workload", "rubis", "--dsn", dsn, "--think", "0", "--clients", "2", "--rampup", "0s",

@@ -128,6 +128,10 @@ func (*Workload) Mixes() []bench.Mix {
 	return out
 }
 
+// DefaultClients implements bench.ClientsAdvisor: seed 003 table 4's 50
+// clients per replica for both mixes.
+func (*Workload) DefaultClients(string) int { return 50 }
+
 // DefaultThink implements bench.ThinkTimer: seed 003's 900 ms mean.
 func (*Workload) DefaultThink() time.Duration { return 900 * time.Millisecond }
 

@@ -165,6 +165,18 @@ func (*Workload) Mixes() []bench.Mix {
 	return out
 }
 
+// DefaultClients implements bench.ClientsAdvisor: seed 003 table 2's
+// clients per replica (browsing 30, shopping 40, ordering 50).
+func (*Workload) DefaultClients(mix string) int {
+	switch mix {
+	case "browsing":
+		return 30
+	case "ordering":
+		return 50
+	}
+	return 40
+}
+
 // DefaultThink implements bench.ThinkTimer: seed 003's 900 ms mean.
 func (*Workload) DefaultThink() time.Duration { return 900 * time.Millisecond }
 

@@ -45,6 +45,10 @@ func TestMixes(t *testing.T) {
 		if math.Abs(sum-100) > 1e-9 || math.Abs(order-want[m.Name]) > 1e-9 {
 			t.Errorf("%s: weights sum to %v, order class %v; want 100 and %v", m.Name, sum, order, want[m.Name])
 		}
+		// Seed 003 table 2: 30, 40, 50 clients per replica.
+		if got, wantC := w.DefaultClients(m.Name), map[string]int{"browsing": 30, "shopping": 40, "ordering": 50}[m.Name]; got != wantC {
+			t.Errorf("%s: %d clients per replica, want %d", m.Name, got, wantC)
+		}
 	}
 }
 
