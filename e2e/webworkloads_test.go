@@ -20,7 +20,7 @@ func runMixes(t *testing.T, be, dsn string, w bench.Workload, mixes []string) ma
 	out := map[string]*bench.Result{}
 	for i, mix := range mixes {
 		res, err := bench.Run(context.Background(), bench.RunOptions{Workload: w, DSN: dsn, Mix: mix, Clients: 4,
-			Duration: 2 * time.Second, Seed: uint64(7 + i), Retries: 5})
+			Duration: 1500 * time.Millisecond, Seed: uint64(7 + i), Retries: 5})
 		if err != nil {
 			t.Fatalf("%s: run %s through tandem: %v", be, mix, err)
 		}
