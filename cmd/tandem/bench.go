@@ -129,7 +129,7 @@ touch tables that already hold rows unless --drop is given.`,
 	benchScaleFlags(cmd, &opts.Scale, 100000, "number of TM1 subscribers P (tpcc: use --warehouses, default 1)")
 	f.BoolVar(&opts.Drop, "drop", false, "drop the workload's existing tables first")
 	f.IntVar(&opts.Workers, "workers", 0, "parallel loading connections (0 = number of CPUs)")
-	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers (tpcc: items or stock rows) per committed transaction")
+	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers (tpcc: items or stock rows; epinions, tpcw, rubis: rows of the leading table) per committed transaction")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the population's random values")
 	f.StringVar(&opts.Method, "method", bench.MethodAuto, "auto (COPY, falling back to INSERT on SQLSTATE 0A000), copy or insert")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
