@@ -12,6 +12,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/bench"
 )
 
 // ErrBadOption means a replay option is out of range.
@@ -43,7 +45,10 @@ type ReplayResult struct {
 	// StatementsPerS counts the statements sent, including failed ones.
 	StatementsPerS float64 `json:"statements_per_s"`
 	// Transaction latency percentiles (ms), of the transactions that committed.
-	P50Ms, P90Ms, P99Ms, MaxMs float64
+	P50Ms float64 `json:"p50_ms"`
+	P90Ms float64 `json:"p90_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
 	// ErrorsBySQLState counts failed transactions by their first error.
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
 	// RecordedS is how long the recording took (first start to last end).
@@ -89,7 +94,7 @@ func Replay(ctx context.Context, t *Trace, opts ReplayOptions) (*ReplayResult, e
 			return nil, fmt.Errorf("replay client %d: connect: %w", i, err)
 		}
 	}
-	res := &ReplayResult{Target: cfg.Host, Clients: opts.Clients, ErrorsBySQLState: map[string]int64{}}
+	res := &ReplayResult{Target: bench.RedactDSN(opts.DSN), Clients: opts.Clients, ErrorsBySQLState: map[string]int64{}}
 	if n := len(t.Statements); n > 0 {
 		first, last := t.Statements[0].AtUs, int64(0)
 		for _, st := range t.Statements {
