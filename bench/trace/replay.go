@@ -61,7 +61,8 @@ func sortUnits(u []Unit) {
 
 // Replay runs the trace's transactions against opts.DSN on opts.Clients
 // connections, as fast as they go, in the order they started when recorded
-// (each client takes the next one when it is free).
+// (each client takes the next one when it is free); the transactions of one
+// recorded session run one after the other, in their recorded order.
 func Replay(ctx context.Context, t *Trace, opts ReplayOptions) (*ReplayResult, error) {
 	if opts.Clients == 0 {
 		opts.Clients = 8
@@ -103,6 +104,17 @@ func Replay(ctx context.Context, t *Trace, opts ReplayOptions) (*ReplayResult, e
 		}
 		res.RecordedS = float64(last-first) / 1e6
 	}
+	// A session's transactions replay in their recorded order: each waits
+	// for the one before it in its session (handed out earlier, so already
+	// running or done) to finish.
+	done := make([]chan struct{}, len(units))
+	prev := make([]chan struct{}, len(units))
+	last := map[int]chan struct{}{}
+	for i, u := range units {
+		done[i] = make(chan struct{})
+		prev[i] = last[u.Session]
+		last[u.Session] = done[i]
+	}
 	var next, statements, failed, retries atomic.Int64
 	var mu sync.Mutex
 	hist := hdrhistogram.New(1, 3_600_000_000, 3)
@@ -118,6 +130,13 @@ func Replay(ctx context.Context, t *Trace, opts ReplayOptions) (*ReplayResult, e
 					return
 				}
 				u := units[i]
+				if prev[i] != nil {
+					select {
+					case <-prev[i]:
+					case <-ctx.Done():
+						return
+					}
+				}
 				began := time.Now()
 				var state string
 				for attempt := 0; ; attempt++ {
@@ -129,6 +148,7 @@ func Replay(ctx context.Context, t *Trace, opts ReplayOptions) (*ReplayResult, e
 					}
 					retries.Add(1)
 				}
+				close(done[i])
 				mu.Lock()
 				if state != "" {
 					failed.Add(1)
