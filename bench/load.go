@@ -133,6 +133,11 @@ func Load(ctx context.Context, opts LoadOptions) (LoadStats, error) {
 	if err != nil {
 		return st, fmt.Errorf("populate %s: %w", w.Name(), err)
 	}
+	if f, ok := w.(LoadFinisher); ok {
+		if err := f.FinishLoad(ctx, conn, DialectOf(conn)); err != nil {
+			return st, fmt.Errorf("finish loading %s: %w", w.Name(), err)
+		}
+	}
 	// Fresh statistics help the planner; ANALYZE exists in PostgreSQL and
 	// SQLite, but an endpoint may refuse it, which only costs speed.
 	for _, t := range w.Tables() {

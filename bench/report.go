@@ -156,7 +156,7 @@ svg{display:block;margin:16px 0;border:1px solid #eee}
 <tr><td>target</td><td>{{.R.Target}}</td></tr>
 <tr><td>clients</td><td>{{.R.Clients}}</td></tr>
 <tr><td>{{.R.ScaleName}}</td><td>{{.R.Scale}}</td></tr>
-<tr><td>ramp-up / measured</td><td>{{g .R.RampupS}} s / {{g .R.MeasuredS}} s{{if gt .R.ThinkMs 0.0}}, think {{g .R.ThinkMs}} ms{{end}}</td></tr>
+<tr><td>ramp-up / measured</td><td>{{g .R.RampupS}} s / {{g .R.MeasuredS}} s{{if gt .R.ThinkMs 0.0}}, think {{g .R.ThinkMs}} ms{{if eq .R.ThinkDist "exponential"}} (exponential mean){{end}}{{end}}</td></tr>
 <tr><td>protocol</td><td>{{.R.Protocol}}</td></tr>
 <tr><td>keys</td><td>{{if .R.Uniform}}uniform{{else}}non-uniform (default){{end}}, seed {{.R.Seed}}</td></tr>
 <tr><td>server</td><td>{{.R.Environment.ServerVersion}}</td></tr>

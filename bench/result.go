@@ -28,6 +28,8 @@ type Result struct {
 	// when the run was interrupted).
 	MeasuredS float64 `json:"measured_s"`
 	ThinkMs   float64 `json:"think_ms"`
+	// ThinkDist is fixed or exponential (ThinkMs is then the mean).
+	ThinkDist string `json:"think_dist,omitempty"`
 	// Retries is the bound on re-runs of a transaction aborted with 40001
 	// or 40P01 (RunOptions.Retries).
 	Retries int `json:"retries"`
@@ -277,6 +279,9 @@ func (r *Result) PrintSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "target %s, ramp-up %gs, measured %gs", r.Target, r.RampupS, r.MeasuredS)
 	if r.ThinkMs > 0 {
 		fmt.Fprintf(&b, ", think %gms", r.ThinkMs)
+		if r.ThinkDist == ThinkExponential {
+			b.WriteString(" (exponential mean)")
+		}
 	}
 	if r.Retries > 0 {
 		fmt.Fprintf(&b, ", up to %d retries on 40001/40P01", r.Retries)

@@ -17,6 +17,12 @@ import (
 	"golang.org/x/term"
 )
 
+// Think time distributions (RunOptions.ThinkDist).
+const (
+	ThinkFixed       = "fixed"
+	ThinkExponential = "exponential"
+)
+
 // ErrInterrupted means the run's context was cancelled before the measured
 // window ended; Run still returns the partial result.
 var ErrInterrupted = errors.New("run interrupted")
@@ -40,8 +46,12 @@ type RunOptions struct {
 	Rampup time.Duration
 	// Duration of the measured window (--duration). Required.
 	Duration time.Duration
-	// Think is a pause after each transaction (--think).
+	// Think is a pause after each transaction (--think): fixed, or the mean
+	// of an exponential distribution (ThinkDist).
 	Think time.Duration
+	// ThinkDist is ThinkFixed or ThinkExponential (--think-dist); "" means
+	// exponential for workloads that implement ThinkTimer, fixed otherwise.
+	ThinkDist string
 	// Retries bounds how many times a transaction that aborted with 40001
 	// (serialization failure) or 40P01 (deadlock) is run again, at once and
 	// with the same type, before it counts as aborted (--retries); 0 means
@@ -64,6 +74,9 @@ type RunOptions struct {
 	Logger *slog.Logger
 	// TandemVersion is recorded in the result; "" means the build's module version.
 	TandemVersion string
+	// Tracer, when set, traces every statement of every client connection
+	// (`tandem bench record` sets a trace.Recorder).
+	Tracer pgx.QueryTracer
 }
 
 // Run drives the workload against opts.DSN: Clients closed-loop clients, each
@@ -115,11 +128,19 @@ func newRunner(opts RunOptions) (*runner, error) {
 		return nil, fmt.Errorf("%w: --retries must be 0..1000 (got %d)", ErrBadOption, opts.Retries)
 	case opts.Think < 0:
 		return nil, fmt.Errorf("%w: --think must be >= 0 (got %s)", ErrBadOption, opts.Think)
+	case opts.ThinkDist != "" && opts.ThinkDist != ThinkFixed && opts.ThinkDist != ThinkExponential:
+		return nil, fmt.Errorf("%w: --think-dist %q (want %s or %s)", ErrBadOption, opts.ThinkDist, ThinkFixed, ThinkExponential)
 	case opts.Scale < 0:
 		return nil, fmt.Errorf("%w: --%s must be >= 0 (got %d)", ErrBadOption, opts.Workload.ScaleName(), opts.Scale)
 	}
 	if len(opts.Workload.Transactions()) > 255 {
 		return nil, fmt.Errorf("workload %s: more than 255 transaction types", opts.Workload.Name())
+	}
+	if opts.ThinkDist == "" {
+		opts.ThinkDist = ThinkFixed
+		if _, ok := opts.Workload.(ThinkTimer); ok {
+			opts.ThinkDist = ThinkExponential
+		}
 	}
 	mix, err := ResolveMix(opts.Workload, opts.Mix, opts.Weights)
 	if err != nil {
@@ -131,6 +152,9 @@ func newRunner(opts RunOptions) (*runner, error) {
 	}
 	if opts.Simple {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	if opts.Tracer != nil {
+		cfg.Tracer = opts.Tracer
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = "tandem-bench"
@@ -204,7 +228,9 @@ func (r *runner) connect(ctx context.Context, cs *clientState) error {
 
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	opts := r.opts
-	setup, err := pgx.ConnectConfig(ctx, r.cfg.Copy())
+	setupCfg := r.cfg.Copy()
+	setupCfg.Tracer = nil // the driver's own queries are not the workload's
+	setup, err := pgx.ConnectConfig(ctx, setupCfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", RedactDSN(opts.DSN), err)
 	}
@@ -258,6 +284,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		RampupS:       opts.Rampup.Seconds(),
 		DurationS:     opts.Duration.Seconds(),
 		ThinkMs:       float64(opts.Think) / float64(time.Millisecond),
+		ThinkDist:     opts.ThinkDist,
 		Retries:       opts.Retries,
 		Scale:         scale,
 		ScaleName:     r.w.ScaleName(),
@@ -431,7 +458,7 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 			return
 		}
 		if timer != nil {
-			d := min(r.opts.Think, time.Until(r.end))
+			d := min(thinkTime(r.opts.Think, r.opts.ThinkDist, cs.rng), time.Until(r.end))
 			if d <= 0 {
 				return
 			}
@@ -443,6 +470,15 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 			}
 		}
 	}
+}
+
+// thinkTime draws one think time: mean itself, or from the exponential
+// distribution of that mean.
+func thinkTime(mean time.Duration, dist string, rng *rand.Rand) time.Duration {
+	if dist == ThinkExponential {
+		return time.Duration(rng.ExpFloat64() * float64(mean))
+	}
+	return mean
 }
 
 // reconnect replaces a client's broken connection, retrying with backoff

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -209,4 +210,27 @@ func Classify(err error) Outcome {
 		return Aborted
 	}
 	return Failed
+}
+
+// LoadFinisher is implemented by workloads that must run statements once
+// their population is loaded (e.g. move serial sequences past the loaded
+// ids). Load calls FinishLoad on its own connection after Populate.
+type LoadFinisher interface {
+	FinishLoad(ctx context.Context, conn *pgx.Conn, d Dialect) error
+}
+
+// ThinkTimer is implemented by workloads whose clients think between
+// interactions, as a web user does (TPC-W, RUBiS): unless RunOptions.ThinkDist
+// says otherwise, their think time is drawn from an exponential distribution
+// with mean RunOptions.Think, and DefaultThink is the mean `tandem bench run`
+// uses when --think is not given.
+type ThinkTimer interface {
+	DefaultThink() time.Duration
+}
+
+// ClientsAdvisor is implemented by workloads whose source gives a number of
+// clients per mix (seed 003 tables 2 and 4: clients per replica); `tandem
+// bench run` uses it when --clients is not given.
+type ClientsAdvisor interface {
+	DefaultClients(mix string) int
 }

@@ -9,7 +9,9 @@
 # slightly larger database; every target grows the same way.
 # Usage: scripts/bench-tpcc.sh [warehouses] [duration] [clients] [rounds]
 # WORKLOAD=epinions runs Epinions instead (the first argument is then its
-# scale: 2,000 users and 1,000 items each).
+# scale: 2,000 users and 1,000 items each); WORKLOAD=tpcw (EBs) and
+# WORKLOAD=rubis (units of 1,000 users) too. RUNARGS adds arguments to every
+# `bench run`, e.g. RUNARGS="--think 0 --mix ordering".
 set -euo pipefail
 WH=${1:-2}; DUR=${2:-20s}; C=${3:-8}; R=${4:-2}; RAMP=${RAMP:-3s}; WL=${WORKLOAD:-tpcc}
 T=${TANDEM:-$(pwd)/bin/tandem}
@@ -56,7 +58,7 @@ for r in $(seq 1 "$R"); do
   for target in direct tandem-pg tandem-sq; do
     case $target in direct) D=$DIRECT;; tandem-pg) D=$TPG;; tandem-sq) D=$TSQ;; esac
     echo "== round $r on $target" >&2
-    "$T" bench run --workload "$WL" --dsn "$D" --clients "$C" --rampup "$RAMP" --duration "$DUR" --quiet --out "$OUT/r$r-$target" > "$OUT/r$r-$target.txt"
+    "$T" bench run --workload "$WL" --dsn "$D" --clients "$C" --rampup "$RAMP" --duration "$DUR" --quiet --out "$OUT/r$r-$target" ${RUNARGS:-} > "$OUT/r$r-$target.txt"
   done
   echo "### round $r ($WL, scale $WH, $C clients, $DUR measured after $RAMP ramp-up)"
   "$T" bench compare "$OUT/r$r-direct/result.json" "$OUT/r$r-tandem-pg/result.json" "$OUT/r$r-tandem-sq/result.json"

@@ -16,9 +16,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/bench"
+	"github.com/tandemdb/tandem/bench/trace"
 	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/rubis"    // registers the rubis workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
+	"github.com/tandemdb/tandem/bench/workloads/tpcw"       // registers the tpcw workload; --items
 )
 
 // errBenchErrors marks a run that finished but saw unexpected errors.
@@ -39,7 +42,7 @@ offline HTML report. See bench/README.md.`,
   tandem bench run --workload tm1 --mix r80w20 --clients 8 --rampup 5s --duration 30s --dsn ... --out results/pg
   tandem bench compare results/pg/result.json results/tandem/result.json`,
 	}
-	cmd.AddCommand(newBenchLoadCmd(), newBenchRunCmd(), newBenchCompareCmd(), newBenchReportCmd())
+	cmd.AddCommand(newBenchLoadCmd(), newBenchRunCmd(), newBenchCompareCmd(), newBenchReportCmd(), newBenchRecordCmd(), newBenchReplayCmd())
 	return cmd
 }
 
@@ -51,12 +54,12 @@ func benchWorkloadHelp() string {
 // benchScaleFlags binds --subscribers and its generic alias --scale to one value.
 func benchScaleFlags(cmd *cobra.Command, p *int, def int, help string) {
 	cmd.Flags().IntVar(p, "subscribers", def, help)
-	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items")
+	cmd.Flags().IntVar(p, "scale", def, "the workload's scale factor: TM1 subscribers, TPC-C warehouses, Epinions units of 2,000 users and 1,000 items, TPC-W emulated browsers (2,880 customers each), RUBiS units of 1,000 users, 10 active and 500 old items")
 	cmd.Flags().IntVar(p, "warehouses", def, "alias of --scale for tpcc: number of TPC-C warehouses")
 }
 
 // benchDefaultLoadScale is `bench load`'s scale when no scale flag is given.
-var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1}
+var benchDefaultLoadScale = map[string]int{"tm1": 100000, "tpcc": 1, "epinions": 1, "tpcw": 10, "rubis": 10}
 
 // benchScaleChanged tells whether a scale flag was given.
 func benchScaleChanged(cmd *cobra.Command) bool {
@@ -69,6 +72,7 @@ func newBenchLoadCmd() *cobra.Command {
 		workload string
 		opts     bench.LoadOptions
 		quiet    bool
+		items    int
 	)
 	cmd := &cobra.Command{
 		Use:   "load",
@@ -80,12 +84,23 @@ where the endpoint supports it and multi-row INSERT otherwise. It refuses to
 touch tables that already hold rows unless --drop is given.`,
 		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
   tandem bench load --subscribers 10000 --dsn postgres://127.0.0.1:5433/tandem --drop --method insert
-  tandem bench load --workload tpcc --warehouses 2 --dsn postgres://127.0.0.1:5433/tandem`,
+  tandem bench load --workload tpcc --warehouses 2 --dsn postgres://127.0.0.1:5433/tandem
+  tandem bench load --workload tpcw --scale 10 --items 10000 --dsn postgres://127.0.0.1:5433/tandem
+  tandem bench load --workload rubis --scale 10 --dsn postgres://127.0.0.1:5433/tandem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			w, err := bench.Lookup(workload)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("items") {
+				if w.Name() != tpcw.Name {
+					return fmt.Errorf("--items is for --workload tpcw only")
+				}
+				if items <= 0 {
+					return fmt.Errorf("--items must be > 0 (got %d)", items)
+				}
+				w = tpcw.NewWithConfig(tpcw.Config{Items: items})
 			}
 			opts.Workload = w
 			if def, ok := benchDefaultLoadScale[w.Name()]; ok && !benchScaleChanged(cmd) {
@@ -114,10 +129,11 @@ touch tables that already hold rows unless --drop is given.`,
 	benchScaleFlags(cmd, &opts.Scale, 100000, "number of TM1 subscribers P (tpcc: use --warehouses, default 1)")
 	f.BoolVar(&opts.Drop, "drop", false, "drop the workload's existing tables first")
 	f.IntVar(&opts.Workers, "workers", 0, "parallel loading connections (0 = number of CPUs)")
-	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers (tpcc: items or stock rows) per committed transaction")
+	f.IntVar(&opts.BatchSize, "batch", 1000, "subscribers (tpcc: items or stock rows; epinions, tpcw, rubis: rows of the leading table) per committed transaction")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the population's random values")
 	f.StringVar(&opts.Method, "method", bench.MethodAuto, "auto (COPY, falling back to INSERT on SQLSTATE 0A000), copy or insert")
 	f.BoolVar(&quiet, "quiet", false, "no progress bar")
+	f.IntVar(&items, "items", tpcw.DefaultItems, "tpcw: items in the catalogue (TPC-W: 1,000, 10,000, 100,000 ...; runs read the loaded count)")
 	_ = cmd.MarkFlagRequired("dsn")
 	return cmd
 }
@@ -130,6 +146,7 @@ type benchRunFlags struct {
 	label    string
 	quiet    bool
 	procs    int
+	trace    string // bench record: the trace file
 }
 
 // clientsPerProc is how many closed-loop clients one Go P (GOMAXPROCS)
@@ -149,8 +166,9 @@ func benchProcs(flag, clients, cpus int) int {
 	return max(1, min(cpus, (clients+clientsPerProc-1)/clientsPerProc))
 }
 
-func newBenchRunCmd() *cobra.Command {
-	f := &benchRunFlags{}
+func newBenchRunCmd() *cobra.Command { return newBenchRunCmdWith(&benchRunFlags{}) }
+
+func newBenchRunCmdWith(f *benchRunFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a workload mix with closed-loop clients and report MQTh and latencies",
@@ -173,12 +191,13 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs := cmd.Flags()
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.opts.DSN, "dsn", "", "target DSN, e.g. postgres://user@127.0.0.1:5432/db (required)")
-	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; or custom")
+	fs.StringVar(&f.opts.Mix, "mix", "", "transaction mix (default: the workload's first): tm1 r80w20, r20w80, read-only; tpcc standard, read-only; epinions seed001, benchbase; tpcw shopping, browsing, ordering; rubis bidding, browsing; or custom")
 	fs.StringVar(&f.opts.Weights, "weights", "", "weights for --mix custom: one number per transaction type in order, or NAME=weight,...")
-	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each")
+	fs.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients, one connection each (default 8; tpcw 30, 40, 50 for browsing, shopping, ordering and rubis 50: seed 003's clients per replica)")
 	fs.DurationVar(&f.opts.Rampup, "rampup", 5*time.Second, "ramp-up before the measured window (not counted)")
 	fs.DurationVar(&f.opts.Duration, "duration", 30*time.Second, "measured window")
-	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction")
+	fs.DurationVar(&f.opts.Think, "think", 0, "think time after each transaction (default: 0; tpcw and rubis 900ms, as seed 003's clients; 0 = none)")
+	fs.StringVar(&f.opts.ThinkDist, "think-dist", "", "think time distribution: fixed, or exponential with --think as its mean (default: exponential for tpcw and rubis, fixed for the others)")
 	fs.IntVar(&f.opts.Retries, "retries", -1, "times a transaction aborted with 40001 or 40P01 is run again before it counts as aborted (0 = never; default: 0 for tm1, whose specification counts aborts and whose reference client does not retry, 3 for the others, as seed 003's servlets and BenchBase do)")
 	fs.BoolVar(&f.opts.Uniform, "uniform", false, "uniform s_id instead of NURand")
 	fs.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock; the seed used is in the result)")
@@ -203,13 +222,25 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 	if f.procs < 0 {
 		return fmt.Errorf("--procs must be >= 0 (got %d)", f.procs)
 	}
-	if f.opts.Clients > 0 {
-		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
-		defer runtime.GOMAXPROCS(prev)
-	}
 	w, err := bench.Lookup(f.workload)
 	if err != nil {
 		return err
+	}
+	if tt, ok := w.(bench.ThinkTimer); ok && !cmd.Flags().Changed("think") {
+		f.opts.Think = tt.DefaultThink()
+	}
+	if dc, ok := w.(bench.ClientsAdvisor); ok && !cmd.Flags().Changed("clients") {
+		mix := f.opts.Mix
+		if mix == "" {
+			mix = w.Mixes()[0].Name
+		}
+		if n := dc.DefaultClients(mix); n > 0 {
+			f.opts.Clients = n
+		}
+	}
+	if f.opts.Clients > 0 {
+		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
+		defer runtime.GOMAXPROCS(prev)
 	}
 	f.opts.Workload = w
 	f.opts.TandemVersion = version
@@ -223,7 +254,31 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	var rec *trace.Recorder
+	if f.trace != "" {
+		file, err := os.Create(f.trace)
+		if err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		defer file.Close()
+		mix := f.opts.Mix
+		if mix == "" {
+			mix = w.Mixes()[0].Name
+		}
+		rec, err = trace.NewRecorder(file, trace.Header{Workload: w.Name(), Mix: mix, Clients: f.opts.Clients,
+			Scale: f.opts.Scale, Target: bench.RedactDSN(f.opts.DSN)})
+		if err != nil {
+			return err
+		}
+		f.opts.Tracer = rec
+	}
 	res, runErr := bench.Run(ctx, f.opts)
+	if rec != nil {
+		if err := rec.Close(); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "recorded %d statements in %s\n", rec.Statements(), f.trace)
+	}
 	if res == nil {
 		return runErr
 	}

@@ -37,11 +37,14 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"load needs subscribers > 0", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--subscribers", "0"}, "--subscribers"},
 		{"load bad method", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--method", "fast"}, "--method"},
 		{"unknown workload", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--workload", "tpcz"}, "--workload"},
+		{"items for tpcw only", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--items", "1000"}, "--items"},
+		{"items > 0", []string{"load", "--dsn", "postgres://127.0.0.1:1/x", "--workload", "tpcw", "--items", "0"}, "--items"},
 		{"run needs dsn", []string{"run"}, "dsn"},
 		{"custom mix needs weights", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "custom"}, "--weights"},
 		{"unknown mix", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--mix", "r50w50"}, "--mix"},
 		{"bad duration", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--duration", "0s"}, "--duration"},
 		{"bad clients", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--clients", "-2"}, "--clients"},
+		{"bad think distribution", []string{"run", "--dsn", "postgres://127.0.0.1:1/x", "--think-dist", "normal"}, "--think-dist"},
 		{"compare needs files", []string{"compare"}, "arg"},
 		{"compare missing file", []string{"compare", "/nonexistent/result.json"}, "no such file"},
 	}
@@ -164,5 +167,60 @@ func TestBenchLoadRun(t *testing.T) {
 	var res bench.Result
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.MQTh <= 0 || res.Mix != "read-only" || res.Protocol != "simple" {
 		t.Fatalf("run --json: %v %+v", err, res)
+	}
+
+	// RUBiS: its clients think 900 ms on average (exponential) unless --think says otherwise.
+	if out, stderr, err := runBenchCmd(t, "load", "--workload", "rubis", "--scale", "1", "--dsn", dsn, "--quiet"); err != nil || !strings.Contains(out, "loaded rubis: 1 scale") {
+		t.Fatalf("load rubis: %v\n%s\n%s", err, out, stderr)
+	}
+	for _, tc := range []struct {
+		args  []string
+		think float64
+		dist  string
+	}{
+		{nil, 900, bench.ThinkExponential},
+		{[]string{"--think", "0"}, 0, bench.ThinkExponential},
+		{[]string{"--think", "5ms", "--think-dist", "fixed"}, 5, bench.ThinkFixed},
+	} {
+		args := append([]string{"run", "--workload", "rubis", "--dsn", dsn, "--clients", "2", "--rampup", "0s", "--duration", "500ms", "--json", "--quiet"}, tc.args...)
+		out, stderr, err := runBenchCmd(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, stderr)
+		}
+		var res bench.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Workload != "rubis" || res.ThinkMs != tc.think || res.ThinkDist != tc.dist {
+			t.Errorf("run rubis %v: %v: workload %s, think %v ms %s; want %v ms %s", tc.args, err, res.Workload, res.ThinkMs, res.ThinkDist, tc.think, tc.dist)
+		}
+	}
+
+	// Without --clients, RUBiS runs seed 003's 50 clients per replica.
+	out, stderr, err = runBenchCmd(t, "run", "--workload", "rubis", "--dsn", dsn, "--think", "0", "--rampup", "0s", "--duration", "300ms", "--json", "--quiet")
+	if err != nil {
+		t.Fatalf("run rubis: %v\n%s", err, stderr)
+	}
+	var def bench.Result
+	if err := json.Unmarshal([]byte(out), &def); err != nil || def.Clients != 50 {
+		t.Errorf("run rubis without --clients: %v, %d clients, want 50", err, def.Clients)
+	}
+
+	// Record a RUBiS run and replay it on the same server.
+	tracePath := filepath.Join(t.TempDir(), "rubis.trace")
+	if out, stderr, err := runBenchCmd(t, "record", "--workload", "rubis", "--dsn", dsn, "--think", "0", "--clients", "2", "--rampup", "0s",
+		"--duration", "500ms", "--quiet", "--trace", tracePath); err != nil || !strings.Contains(stderr, "recorded") || !strings.Contains(out, "MQTh") {
+		t.Fatalf("record: %v\n%s\n%s", err, out, stderr)
+	}
+	out, stderr, err = runBenchCmd(t, "replay", "--trace", tracePath, "--dsn", dsn, "--clients", "3", "--json")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr)
+	}
+	var rr struct {
+		Transactions int64 `json:"transactions"`
+		Statements   int64 `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(out), &rr); err != nil || rr.Transactions < 10 || rr.Statements < rr.Transactions {
+		t.Fatalf("replay --json: %v %s", err, out)
+	}
+	if _, _, err := runBenchCmd(t, "replay", "--trace", filepath.Join(t.TempDir(), "none"), "--dsn", dsn); err == nil || !strings.Contains(err.Error(), "--trace") {
+		t.Fatalf("replay of a missing trace: %v", err)
 	}
 }

@@ -14,8 +14,10 @@ import (
 
 	"github.com/tandemdb/tandem/bench"
 	_ "github.com/tandemdb/tandem/bench/workloads/epinions" // registers the epinions workload
+	_ "github.com/tandemdb/tandem/bench/workloads/rubis"    // registers the rubis workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1"      // registers the tm1 workload
 	_ "github.com/tandemdb/tandem/bench/workloads/tpcc"     // registers the tpcc workload
+	_ "github.com/tandemdb/tandem/bench/workloads/tpcw"     // registers the tpcw workload
 	"github.com/tandemdb/tandem/planner"
 	"github.com/tandemdb/tandem/planner/profiler"
 )
