@@ -81,6 +81,10 @@ func (c *lineChart) svg() string {
 		xmin = math.Min(xmin, t.v)
 		xmax = math.Max(xmax, t.v)
 	}
+	for _, m := range c.marks {
+		xmin = math.Min(xmin, m.x)
+		xmax = math.Max(xmax, m.x)
+	}
 	if math.IsInf(xmin, 0) {
 		xmin, xmax = 0, 1
 	}
@@ -153,9 +157,6 @@ func (c *lineChart) svg() string {
 	// Event marks: a dashed vertical line each, labels staggered so that
 	// close events stay readable.
 	for i, m := range c.marks {
-		if m.x < xmin || m.x > xmax {
-			continue
-		}
 		x := px(m.x)
 		color := m.color
 		if color == "" {
