@@ -78,7 +78,7 @@ The demo exits non-zero if an acknowledged commit is missing.
 }
 
 func (f *demoFlags) run(cmd *cobra.Command) error {
-	log := logger(cmd)
+	log := quietLogger(cmd)
 	ctx := cmd.Context()
 	switch f.design {
 	case "hot-standby", "standalone":
