@@ -27,6 +27,7 @@ type benchFailoverFlags struct {
 	backend       string
 	writers       int
 	lease, grace  time.Duration
+	ackTimeout    time.Duration
 	killMin       time.Duration
 	killMax       time.Duration
 	leaseRounds   int
@@ -75,6 +76,7 @@ if an acknowledged commit was lost at a 2-safe level or a trial failed.`,
 	fs.IntVar(&f.writers, "writers", 4, "writers through the router, one connection each")
 	fs.DurationVar(&f.lease, "lease", time.Second, "the primary's lease")
 	fs.DurationVar(&f.grace, "lease-grace", 500*time.Millisecond, "what the coordinator waits beyond the lease before it promotes")
+	fs.DurationVar(&f.ackTimeout, "ack-timeout", 0, "replication.ack_timeout: a 2-safe commit's longest wait for the standby (0: the default, 2s); the new primary's first commits wait it out for the dead node before it degrades")
 	fs.DurationVar(&f.killMin, "kill-min", 500*time.Millisecond, "earliest kill, after the writers' first commits")
 	fs.DurationVar(&f.killMax, "kill-max", 2500*time.Millisecond, "latest kill")
 	fs.IntVar(&f.leaseRounds, "lease-rounds", 2, "rounds of the steady-state lease cost (0: skip it)")
@@ -127,6 +129,10 @@ func (f *benchFailoverFlags) run(cmd *cobra.Command) error {
 	}
 	res := bench.NewFailoverBench(version)
 	res.Backend, res.Writers, res.Lease, res.LeaseGrace = f.backend, f.writers, f.lease.String(), f.grace.String()
+	res.AckTimeout = "2s (default)"
+	if f.ackTimeout > 0 {
+		res.AckTimeout = f.ackTimeout.String()
+	}
 	progress := cmd.ErrOrStderr()
 	for _, level := range levels {
 		for i := 1; i <= f.trials; i++ {
@@ -199,7 +205,7 @@ func (f *benchFailoverFlags) trial(ctx context.Context, log *slog.Logger, dir, l
 		t.Error = err.Error()
 		return t
 	}
-	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "failover", Backend: f.backend, Safeness: level, Failover: "automatic", Lease: f.lease, Grace: f.grace}, log)
+	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "failover", Backend: f.backend, Safeness: level, Failover: "automatic", Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -314,7 +320,7 @@ func (f *benchFailoverFlags) leaseCost(ctx context.Context, log *slog.Logger, ro
 }
 
 func (f *benchFailoverFlags) leaseRun(ctx context.Context, log *slog.Logger, w bench.Workload, dir, mode string) (float64, error) {
-	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "lease-" + mode, Backend: f.backend, Failover: mode, Lease: f.lease, Grace: f.grace}, log)
+	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "lease-" + mode, Backend: f.backend, Failover: mode, Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
 	if err != nil {
 		return 0, err
 	}

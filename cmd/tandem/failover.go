@@ -37,6 +37,10 @@ type pairSpec struct {
 	Failover string // automatic | manual
 	Lease    time.Duration
 	Grace    time.Duration
+	// AckTimeout bounds a 2-safe commit's wait for the standby (0: the
+	// default); after a failover the new primary's standby is the dead
+	// node, so its first 2-safe commits wait this long before it degrades.
+	AckTimeout time.Duration
 }
 
 // pairFile renders the spec's cluster file on free loopback ports.
@@ -60,6 +64,9 @@ func pairFile(s pairSpec) (string, error) {
 	}
 	if s.Grace > 0 {
 		fmt.Fprintf(&b, "lease_grace = %q\n", s.Grace.String())
+	}
+	if s.AckTimeout > 0 {
+		fmt.Fprintf(&b, "ack_timeout = %q\n", s.AckTimeout.String())
 	}
 	router, err := addr()
 	if err != nil {
