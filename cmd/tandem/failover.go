@@ -125,9 +125,22 @@ func startPair(ctx context.Context, s pairSpec, log *slog.Logger) (*pair, error)
 	p := &pair{spec: s, cfg: c, lc: lc}
 	if err := p.waitAttached(ctx, "n1", 60*time.Second); err != nil {
 		lc.Stop()
-		return nil, err
+		return nil, fmt.Errorf("%w; n2's log ends: %s", err, logTail(lc.Proc("n2").Log, 5))
 	}
 	return p, nil
+}
+
+// logTail is the last n lines of a log file, joined with " | ".
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
 }
 
 func (p *pair) stop() { p.lc.Stop() }
