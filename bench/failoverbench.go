@@ -70,6 +70,11 @@ type LeaseCostRound struct {
 	Automatic  float64 `json:"automatic_mqth"`
 	Ratio      float64 `json:"ratio"`
 	FirstGiven string  `json:"first"`
+	// CPU time of all the cluster's processes (nodes, router, witness)
+	// per counted transaction, in µs; CPURatio is automatic over manual.
+	ManualCPUUs    float64 `json:"manual_cpu_us_per_tx,omitempty"`
+	AutomaticCPUUs float64 `json:"automatic_cpu_us_per_tx,omitempty"`
+	CPURatio       float64 `json:"cpu_ratio,omitempty"`
 }
 
 // LeaseCost is the steady-state cost of the coordinator and the lease.
@@ -80,8 +85,38 @@ type LeaseCost struct {
 	Clients  int              `json:"clients"`
 	Duration float64          `json:"duration_s"`
 	Rounds   []LeaseCostRound `json:"rounds"`
-	// Ratio is mean automatic MQTh over mean manual MQTh.
-	Ratio float64 `json:"ratio"`
+	// Ratio is mean automatic MQTh over mean manual MQTh; MedianRatio
+	// and MedianCPURatio the medians of the rounds' ratios.
+	Ratio          float64 `json:"ratio"`
+	MedianRatio    float64 `json:"median_ratio"`
+	MedianCPURatio float64 `json:"median_cpu_ratio,omitempty"`
+}
+
+// Summarize computes the lease cost's ratios from its rounds.
+func (lc *LeaseCost) Summarize() {
+	var sumM, sumA float64
+	var ratios, cpu []float64
+	for _, r := range lc.Rounds {
+		sumM += r.Manual
+		sumA += r.Automatic
+		if r.Ratio > 0 {
+			ratios = append(ratios, r.Ratio)
+		}
+		if r.CPURatio > 0 {
+			cpu = append(cpu, r.CPURatio)
+		}
+	}
+	if sumM > 0 {
+		lc.Ratio = round3(sumA / sumM)
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		lc.MedianRatio = round3(median(ratios))
+	}
+	if len(cpu) > 0 {
+		slices.Sort(cpu)
+		lc.MedianCPURatio = round3(median(cpu))
+	}
 }
 
 // FailoverBench is the result of `tandem bench failover`.
@@ -192,9 +227,16 @@ func (b *FailoverBench) Print(w io.Writer) error {
 	if lc := b.LeaseCost; lc != nil {
 		fmt.Fprintf(&s, "\nsteady-state lease cost: %s %s, scale %d, %d clients, %gs per run, failover manual vs automatic, alternating:\n", lc.Workload, lc.Mix, lc.Scale, lc.Clients, lc.Duration)
 		for _, r := range lc.Rounds {
-			fmt.Fprintf(&s, "  round %d (%s first): manual %.1f, automatic %.1f MQTh, ratio %.3f\n", r.Round, r.FirstGiven, r.Manual, r.Automatic, r.Ratio)
+			fmt.Fprintf(&s, "  round %d (%s first): manual %.1f, automatic %.1f MQTh, ratio %.3f", r.Round, r.FirstGiven, r.Manual, r.Automatic, r.Ratio)
+			if r.CPURatio > 0 {
+				fmt.Fprintf(&s, "; CPU per transaction (all processes) manual %.0f µs, automatic %.0f µs, ratio %.3f", r.ManualCPUUs, r.AutomaticCPUUs, r.CPURatio)
+			}
+			s.WriteString("\n")
 		}
-		fmt.Fprintf(&s, "  automatic / manual MQTh: %.3f\n", lc.Ratio)
+		fmt.Fprintf(&s, "  automatic / manual MQTh: %.3f (mean of rounds' MQTh), median of the rounds' ratios %.3f\n", lc.Ratio, lc.MedianRatio)
+		if lc.MedianCPURatio > 0 {
+			fmt.Fprintf(&s, "  automatic / manual CPU per transaction: median of the rounds' ratios %.3f\n", lc.MedianCPURatio)
+		}
 	}
 	_, err := io.WriteString(w, s.String())
 	return err

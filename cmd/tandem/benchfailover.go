@@ -283,7 +283,6 @@ func (f *benchFailoverFlags) leaseCost(ctx context.Context, log *slog.Logger, ro
 		return nil, err
 	}
 	lc := &bench.LeaseCost{Workload: "tm1", Mix: f.leaseMix, Scale: f.leaseScale, Clients: f.leaseClients, Duration: f.leaseDuration.Seconds()}
-	var sumManual, sumAuto float64
 	for r := 1; r <= f.leaseRounds; r++ {
 		modes := []string{"manual", "automatic"}
 		if r%2 == 0 {
@@ -295,51 +294,64 @@ func (f *benchFailoverFlags) leaseCost(ctx context.Context, log *slog.Logger, ro
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
-			mqth, err := f.leaseRun(ctx, log, w, dir, mode)
+			mqth, cpu, err := f.leaseRun(ctx, log, w, dir, mode)
 			if err != nil {
 				return nil, fmt.Errorf("round %d, failover %s: %w", r, mode, err)
 			}
-			fmt.Fprintf(os.Stderr, "lease cost round %d: failover %s: MQTh %.1f\n", r, mode, mqth)
+			fmt.Fprintf(os.Stderr, "lease cost round %d: failover %s: MQTh %.1f, %.0f µs CPU per transaction\n", r, mode, mqth, cpu)
 			if mode == "manual" {
-				round.Manual = mqth
-				sumManual += mqth
+				round.Manual, round.ManualCPUUs = mqth, round3(cpu)
 			} else {
-				round.Automatic = mqth
-				sumAuto += mqth
+				round.Automatic, round.AutomaticCPUUs = mqth, round3(cpu)
 			}
 		}
 		if round.Manual > 0 {
 			round.Ratio = round3(round.Automatic / round.Manual)
 		}
+		if round.ManualCPUUs > 0 && round.AutomaticCPUUs > 0 {
+			round.CPURatio = round3(round.AutomaticCPUUs / round.ManualCPUUs)
+		}
 		lc.Rounds = append(lc.Rounds, round)
 	}
-	if sumManual > 0 {
-		lc.Ratio = round3(sumAuto / sumManual)
-	}
+	lc.Summarize()
 	return lc, nil
 }
 
-func (f *benchFailoverFlags) leaseRun(ctx context.Context, log *slog.Logger, w bench.Workload, dir, mode string) (float64, error) {
+// leaseRun loads TM1 on a fresh pair and runs it; it returns MQTh and the
+// CPU time all the cluster's processes spent per counted transaction.
+func (f *benchFailoverFlags) leaseRun(ctx context.Context, log *slog.Logger, w bench.Workload, dir, mode string) (float64, float64, error) {
 	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "lease-" + mode, Backend: f.backend, Failover: mode, Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer p.stop()
 	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: p.dsn(), Scale: f.leaseScale, Drop: true, Logger: log}); err != nil {
-		return 0, fmt.Errorf("load: %w", err)
+		return 0, 0, fmt.Errorf("load: %w", err)
 	}
 	if err := p.waitAttached(ctx, "n1", 60*time.Second); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	before := p.cpuTime()
 	res, err := bench.Run(ctx, bench.RunOptions{Workload: w, DSN: p.dsn(), Mix: f.leaseMix, Clients: f.leaseClients,
 		Rampup: 2 * time.Second, Duration: f.leaseDuration, Scale: f.leaseScale, Logger: log, TandemVersion: version})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	cpu := p.cpuTime() - before
 	if res.Totals.Errors > 0 {
-		return 0, fmt.Errorf("%d unexpected errors (first: %s)", res.Totals.Errors, firstOr(res.FirstErrors, "?"))
+		return 0, 0, fmt.Errorf("%d unexpected errors (first: %s)", res.Totals.Errors, firstOr(res.FirstErrors, "?"))
 	}
-	return res.MQTh, nil
+	// Counted transactions of the whole run (ramp-up included), as the
+	// CPU time covers it.
+	var counted float64
+	for _, pt := range res.Timeline {
+		counted += pt.TPS * pt.IntervalS
+	}
+	var perTx float64
+	if counted > 0 && cpu > 0 {
+		perTx = float64(cpu.Microseconds()) / counted
+	}
+	return res.MQTh, perTx, nil
 }
 
 func round3(f float64) float64 {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,6 +235,41 @@ func (p *pair) waitPrimary(ctx context.Context, killed string, epoch uint64, lim
 		}
 	}
 }
+
+// cpuTime is the user and system CPU time the pair's processes (nodes,
+// router, witness) have used so far, from /proc (0 where unreadable; a
+// managed PostgreSQL's own server processes are not counted).
+func (p *pair) cpuTime() time.Duration {
+	var total time.Duration
+	for _, pr := range p.lc.Procs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pr.PID))
+		if err != nil {
+			continue
+		}
+		// Fields after the command name (which may hold spaces, in
+		// parentheses): state is field 3, utime 14, stime 15.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, err1 := strconv.ParseInt(f[11], 10, 64)
+		st, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		total += time.Duration(ut+st) * time.Second / clockTicks
+	}
+	return total
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux
+// everywhere in practice).
+const clockTicks = 100
 
 // auditTable is where audit writers insert.
 const auditTable = "tandem_audit"
