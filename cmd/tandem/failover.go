@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 )
@@ -46,12 +46,21 @@ type pairSpec struct {
 
 // pairFile renders the spec's cluster file on free loopback ports.
 func pairFile(s pairSpec) (string, error) {
+	// Every address at once, each listener held until all are chosen: one
+	// port at a time, the kernel may hand the same port out twice.
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
 	addr := func() (string, error) {
-		p, err := postgres.FreePort()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", fmt.Errorf("find a free port: %w", err)
 		}
-		return fmt.Sprintf("127.0.0.1:%d", p), nil
+		held = append(held, l)
+		return l.Addr().String(), nil
 	}
 	var b strings.Builder
 	auto := s.Failover == "automatic"
