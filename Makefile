@@ -4,7 +4,7 @@ PREFIX  ?= /usr/local
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 bench-tls clean
+.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 bench-tls bench-failover clean
 
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -18,7 +18,7 @@ build: ## build ./bin/tandem
 install: build ## install tandem into $(PREFIX)/bin
 	install -m 0755 bin/tandem $(PREFIX)/bin/tandem
 
-demo: install ## the main job: start a SQLite cluster, load TM1, run it, report
+demo: install ## the main job: a SQLite hot-standby pair with automatic failover runs TM1; its primary is SIGKILLed mid-run; report
 	tandem demo
 
 vet:
@@ -56,6 +56,9 @@ bench-tls: build ## what mutual TLS between tandem's processes costs: TM1 R20W80
 bench-ddl: build ## what a schema change costs a running hot-standby pair (TM1 R20W80 through the router; both back ends)
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-ddl.sh sqlite
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-ddl.sh postgres
+
+bench-failover: build ## automatic failover: SIGKILL of the primary, 20 trials per safeness level on the SQLite pair (time to the first commit, lost acknowledged commits), and the lease's steady-state cost (TM1 R20W80, manual vs automatic, alternating); BACKEND=postgres for PostgreSQL
+	./bin/tandem bench failover --backend $(or $(BACKEND),sqlite) --trials 20 --lease-rounds 3 --out out/failover-$(or $(BACKEND),sqlite)
 
 bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~45 min with 3 rounds)
 	./scripts/install-deps.sh

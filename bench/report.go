@@ -58,6 +58,13 @@ func (r *Result) throughputChart(types []string) *lineChart {
 		total.y = append(total.y, p.TPS)
 	}
 	c.series = append(c.series, total)
+	for _, e := range r.Events {
+		color := "#b00"
+		if e.Kind == EventRecovery {
+			color = "#080"
+		}
+		c.marks = append(c.marks, mark{x: e.T, label: e.Label, color: color})
+	}
 	for i, name := range types {
 		if !r.typeRan(name) {
 			continue
@@ -168,7 +175,16 @@ svg{display:block;margin:16px 0;border:1px solid #eee}
 {{end}}<tr class="total"><td>TOTAL</td><td></td><td>{{.R.Totals.Started}}</td><td>{{.R.Totals.Counted}}</td><td>{{.R.Totals.RolledBack}}</td><td>{{.R.Totals.Aborted}}</td><td>{{.R.Totals.Retries}}</td><td>{{.R.Totals.Errors}}</td><td>{{pct .R.Totals.SuccessRate .R.Totals.Started}}</td><td>{{pct .R.Totals.HitRate .R.Totals.Started}}</td><td>{{ms .R.Totals.P50Ms .R.Totals.Counted}}</td><td>{{ms .R.Totals.P90Ms .R.Totals.Counted}}</td><td>{{ms .R.Totals.P99Ms .R.Totals.Counted}}</td><td>{{ms .R.Totals.MaxMs .R.Totals.Counted}}</td></tr>
 </table>
 <p style="font-size:12px">Counted: committed (reads that found no row included). Rolled back: a write changed no row, or an allowed error ({{.R.Totals.AllowedErrors}}). Aborted: SQLSTATE class 40 after the last retry. Retries: re-runs after 40001 or 40P01 (at most {{.R.Retries}} per transaction). Errors: unexpected. Hit: found or changed its rows. Latencies are of counted transactions started after the ramp-up.</p>
-{{if .R.FirstErrors}}<div class="err">{{.R.Totals.Errors}} unexpected errors in the measured window; first ones:</div><ul>{{range .R.FirstErrors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{with .R.Failover}}<h2 style="font-size:16px">Failover</h2>
+<table class="params">
+<tr><td>primary SIGKILLed</td><td>{{.Killed}} at {{f1 .KillT}} s ({{.KilledAt.Format "15:04:05.000"}})</td></tr>
+<tr><td>first successful commit after it</td><td>{{if .Recovered}}at {{f1 .RecoveredT}} s: the failover took <b>{{printf "%.0f" .DurationMs}} ms</b>{{else}}<span class="err">none</span>{{end}}</td></tr>
+<tr><td>new primary, epoch</td><td>{{if .NewPrimary}}{{.NewPrimary}}, epoch {{.Epoch}}{{else}}<span class="err">none found</span>{{end}}</td></tr>
+<tr><td>safeness, lease, grace</td><td>{{.Safeness}}, {{.Lease}}, {{.LeaseGrace}}</td></tr>
+<tr><td>acknowledged commits checked</td><td>{{if .CheckError}}<span class="err">not checked: {{.CheckError}}</span>{{else}}{{.AckedChecked}}, lost: <b{{if gt .Lost 0}} class="err"{{end}}>{{.Lost}}</b>{{end}}</td></tr>
+<tr><td>sessions that kept their connection</td><td>{{.SessionsSurvived}} of {{.Sessions}} (clients reconnect through the router)</td></tr>
+</table>
+{{end}}{{if .R.FirstErrors}}<div class="err">{{.R.Totals.Errors}} unexpected errors in the measured window; first ones:</div><ul>{{range .R.FirstErrors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{range .Charts}}{{.}}
 {{end}}
 </body></html>

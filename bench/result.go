@@ -60,6 +60,9 @@ type Result struct {
 	// aborted, retried and unexpected), whole run including ramp-up; "none" is an
 	// error without SQLSTATE (e.g. a broken connection).
 	ErrorsBySQLState map[string]int64 `json:"errors_by_sqlstate,omitempty"`
+	// ClientsDisconnected counts clients whose connection broke during the
+	// run (each reconnected and went on).
+	ClientsDisconnected int `json:"clients_disconnected,omitempty"`
 	// FirstErrors are the first unexpected errors, with their SQLSTATE.
 	FirstErrors   []string        `json:"first_errors,omitempty"`
 	Interrupted   bool            `json:"interrupted,omitempty"`
@@ -68,6 +71,10 @@ type Result struct {
 	TandemVersion string          `json:"tandem_version"`
 	Environment   Environment     `json:"environment"`
 	Timeline      []TimelinePoint `json:"timeline"`
+	// Events mark moments on the timeline (a node killed, service back).
+	Events []Event `json:"events,omitempty"`
+	// Failover is set when the run forced one (tandem demo).
+	Failover *Failover `json:"failover,omitempty"`
 }
 
 // PerMinute is one transaction type's committed transactions per minute
@@ -338,6 +345,19 @@ func (r *Result) PrintSummary(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s=%d", k, r.ErrorsBySQLState[k]))
 		}
 		fmt.Fprintf(&b, "errors by SQLSTATE (whole run): %s\n", strings.Join(parts, " "))
+	}
+	if r.ClientsDisconnected > 0 {
+		fmt.Fprintf(&b, "clients whose connection broke (they reconnected): %d of %d\n", r.ClientsDisconnected, r.Clients)
+	}
+	if r.Failover != nil {
+		if r.Totals.Errors > 0 {
+			b.WriteString("(errors include the statements in flight when the primary died: sessions do not survive a failover yet, clients reconnect)\n")
+		}
+		b.WriteString("\n")
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
+		return r.Failover.Print(w)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

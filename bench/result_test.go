@@ -267,3 +267,69 @@ func TestRunOptionErrors(t *testing.T) {
 		t.Errorf("load with bad method: %v", err)
 	}
 }
+
+// TestFailoverInResult: a run's failover and events reach result.json, the
+// summary, and the throughput chart's marks; a run without one shows none.
+func TestFailoverInResult(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fo    *Failover
+		wants []string
+	}{
+		{"none", nil, nil},
+		{"recovered", &Failover{Killed: "n1", KillT: 1.5, Recovered: true, RecoveredT: 2.7, DurationMs: 1200, NewPrimary: "n2", Epoch: 3,
+			Safeness: "2-safe-visible", Lease: "1s", LeaseGrace: "500ms", AckedChecked: 4321, Lost: 0, Sessions: 6},
+			[]string{"SIGKILL of the primary n1 at 1.5s", "failover took 1200 ms", "new primary n2, epoch 3", "acknowledged commits checked: 4321, lost: 0", "0 of 6"}},
+		{"not recovered", &Failover{Killed: "n1", KillT: 1.5, CheckError: "connection refused"},
+			[]string{"NO commit succeeded", "no new primary found", "acknowledged commits NOT checked: connection refused"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := syntheticResult(t)
+			res.Failover = tc.fo
+			if tc.fo != nil {
+				res.Events = []Event{{T: tc.fo.KillT, Label: "SIGKILL n1", Kind: EventFault}}
+				if tc.fo.Recovered {
+					res.Events = append(res.Events, Event{T: tc.fo.RecoveredT, Label: "first commit on n2", Kind: EventRecovery})
+				}
+			}
+			dir := t.TempDir()
+			if err := res.WriteFiles(dir); err != nil {
+				t.Fatal(err)
+			}
+			back, err := ReadResult(filepath.Join(dir, ResultJSON))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (back.Failover == nil) != (tc.fo == nil) || len(back.Events) != len(res.Events) {
+				t.Fatalf("round trip: failover %+v, events %v", back.Failover, back.Events)
+			}
+			if tc.fo != nil && (back.Failover.Lost != tc.fo.Lost || back.Failover.AckedChecked != tc.fo.AckedChecked || back.Failover.NewPrimary != tc.fo.NewPrimary) {
+				t.Errorf("round trip changed the failover: %+v", back.Failover)
+			}
+			var sum bytes.Buffer
+			if err := res.PrintSummary(&sum); err != nil {
+				t.Fatal(err)
+			}
+			if tc.fo == nil && strings.Contains(sum.String(), "failover") {
+				t.Errorf("summary of a run without failover mentions one:\n%s", sum.String())
+			}
+			for _, want := range tc.wants {
+				if !strings.Contains(sum.String(), want) {
+					t.Errorf("summary lacks %q:\n%s", want, sum.String())
+				}
+			}
+			html, err := os.ReadFile(filepath.Join(dir, ReportHTML))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range res.Events {
+				if !strings.Contains(string(html), ">"+e.Label+"</text>") {
+					t.Errorf("report.html does not mark %q", e.Label)
+				}
+			}
+			if got := strings.Contains(string(html), "<h2 style=\"font-size:16px\">Failover</h2>"); got != (tc.fo != nil) {
+				t.Errorf("report.html failover section present = %v", got)
+			}
+		})
+	}
+}

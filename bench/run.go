@@ -77,6 +77,10 @@ type RunOptions struct {
 	// Tracer, when set, traces every statement of every client connection
 	// (`tandem bench record` sets a trace.Recorder).
 	Tracer pgx.QueryTracer
+	// OnStart, if set, is called with the run's start (time 0 of the
+	// timeline) once every client is connected, e.g. to schedule a fault
+	// in the measured window.
+	OnStart func(start time.Time)
 }
 
 // Run drives the workload against opts.DSN: Clients closed-loop clients, each
@@ -196,6 +200,8 @@ type clientState struct {
 	// writer, reads it without the lock.
 	mu   sync.Mutex
 	conn *pgx.Conn
+	// lost: the client's connection broke at least once (it reconnected).
+	lost bool
 }
 
 // interrupt closes the client's socket under a running query: pgx then fails
@@ -311,6 +317,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.measureStart = r.start.Add(opts.Rampup)
 	r.end = r.measureStart.Add(opts.Duration)
 	res.StartedAt = r.start.UTC().Truncate(time.Second)
+	if opts.OnStart != nil {
+		opts.OnStart(r.start)
+	}
 	r.log.Debug("bench run starting", "workload", res.Workload, "mix", res.Mix, "clients", opts.Clients,
 		"rampup", opts.Rampup, "duration", opts.Duration, res.ScaleName, scale, "target", res.Target)
 
@@ -376,6 +385,11 @@ loop:
 	res.MeasuredS = round3(measured)
 	res.FinishedAt = finished.UTC().Truncate(time.Second)
 	res.Interrupted = interrupted
+	for _, cs := range clients {
+		if cs.lost {
+			res.ClientsDisconnected++
+		}
+	}
 	r.fill(res, col, measured)
 	if interrupted {
 		return res, fmt.Errorf("%w after %.1fs (measured %.1fs of %s): %w", ErrInterrupted,
@@ -454,8 +468,14 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 				r.reportError(cs.id, msg)
 			}
 		}
-		if cs.conn.IsClosed() && !r.reconnect(ctx, cs) {
-			return
+		if cs.conn.IsClosed() {
+			if ctx.Err() != nil {
+				return
+			}
+			cs.lost = true
+			if !r.reconnect(ctx, cs) {
+				return
+			}
 		}
 		if timer != nil {
 			d := min(thinkTime(r.opts.Think, r.opts.ThinkDist, cs.rng), time.Until(r.end))
@@ -494,7 +514,9 @@ func (r *runner) reconnect(ctx context.Context, cs *clientState) bool {
 			r.log.Info("bench client reconnected", "client", cs.id)
 			return true
 		}
-		r.log.Warn("bench client reconnect failed", "client", cs.id, "err", err)
+		// Debug: during a failover every client fails here a few times;
+		// the summary counts the clients that had to reconnect.
+		r.log.Debug("bench client reconnect failed", "client", cs.id, "err", err)
 		select {
 		case <-time.After(backoff):
 		case <-ctx.Done():

@@ -36,6 +36,15 @@ type lineChart struct {
 	shadeLabel         string
 	// logY plots y on a log10 scale with ticks at powers of ten.
 	logY bool
+	// marks are vertical lines at moments (events) with a label.
+	marks []mark
+}
+
+// mark is a vertical line at x with a label at the top.
+type mark struct {
+	x     float64
+	label string
+	color string
 }
 
 const (
@@ -71,6 +80,10 @@ func (c *lineChart) svg() string {
 	for _, t := range c.xTicks {
 		xmin = math.Min(xmin, t.v)
 		xmax = math.Max(xmax, t.v)
+	}
+	for _, m := range c.marks {
+		xmin = math.Min(xmin, m.x)
+		xmax = math.Max(xmax, m.x)
 	}
 	if math.IsInf(xmin, 0) {
 		xmin, xmax = 0, 1
@@ -141,6 +154,21 @@ func (c *lineChart) svg() string {
 	b.WriteString(`<rect x="` + fmtNum(chartLeft) + `" y="` + fmtNum(chartTop) + `" width="` + fmtNum(pw) + `" height="` + fmtNum(ph) + `" fill="none" stroke="#444"/>`)
 	b.WriteString(`<text x="` + fmtNum(chartLeft+pw/2) + `" y="` + strconv.Itoa(h-8) + `" text-anchor="middle">` + html.EscapeString(c.xLabel) + `</text>`)
 	b.WriteString(`<text transform="translate(14 ` + fmtNum(chartTop+ph/2) + `) rotate(-90)" text-anchor="middle">` + html.EscapeString(c.yLabel) + `</text>`)
+	// Event marks: a dashed vertical line each, labels staggered so that
+	// close events stay readable.
+	for i, m := range c.marks {
+		x := px(m.x)
+		color := m.color
+		if color == "" {
+			color = "#b00"
+		}
+		b.WriteString(`<line x1="` + fmtNum(x) + `" y1="` + fmtNum(chartTop) + `" x2="` + fmtNum(x) + `" y2="` + fmtNum(chartTop+ph) + `" stroke="` + color + `" stroke-width="1.5" stroke-dasharray="4 3"><title>` + html.EscapeString(m.label) + `</title></line>`)
+		anchor, dx := "start", 3.0
+		if x > chartLeft+pw*0.75 {
+			anchor, dx = "end", -3
+		}
+		b.WriteString(`<text x="` + fmtNum(x+dx) + `" y="` + fmtNum(chartTop+24+12*float64(i%3)) + `" text-anchor="` + anchor + `" fill="` + color + `">` + html.EscapeString(m.label) + `</text>`)
+	}
 	// Lines.
 	for i, s := range c.series {
 		if len(s.x) == 0 {

@@ -57,8 +57,12 @@ type Proc struct {
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
-// Kill sends SIGKILL (a crash) and waits for the exit.
+// Kill sends SIGKILL (a crash the caller wants: not logged as an
+// unexpected exit) and waits for the exit.
 func (p *Proc) Kill() {
+	p.mu.Lock()
+	p.expect = true
+	p.mu.Unlock()
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
