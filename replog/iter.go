@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"unsafe"
 )
 
 // Iterator streams records in GSN order from a starting GSN, across
@@ -118,6 +119,9 @@ func (it *Iterator) TryNext() (rec Record, ok bool, err error) {
 		sealed := it.seg.sealed.Load() // before size: once sealed, size is final
 		size := it.seg.size.Load()
 		if it.off < size {
+			if rec, ok := it.recent(size); ok {
+				return rec, true, nil
+			}
 			r, st, err := it.r.next(it.off, size)
 			if err == nil && st != recordOK {
 				err = fmt.Errorf("%w: %s: %s at offset %d", ErrCorrupt, it.seg.path, st, it.off)
@@ -155,6 +159,24 @@ func (it *Iterator) TryNext() (rec Record, ok bool, err error) {
 			return Record{}, false, err
 		}
 	}
+}
+
+// recent returns the record at the Iterator's position from the log's
+// recentRecord when that is the one and its data is still in memory.
+func (it *Iterator) recent(size int64) (Record, bool) {
+	rc := it.l.recent.Load()
+	if rc == nil || rc.seg != it.seg || rc.off != it.off || rc.gsn != it.expect || rc.gsn != it.next ||
+		it.off+recordHeaderSize+int64(rc.n) > size {
+		return Record{}, false
+	}
+	p := rc.data.Value()
+	if p == nil {
+		return Record{}, false
+	}
+	it.off += recordHeaderSize + int64(rc.n)
+	it.expect++
+	it.next++
+	return Record{GSN: rc.gsn, Epoch: rc.epoch, Data: unsafe.Slice(p, rc.n)}, true
 }
 
 // Close releases the Iterator's file.

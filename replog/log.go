@@ -11,13 +11,30 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // Record is one log record: a writeset's encoding at its GSN and epoch.
+// Data handed to Append or returned by an Iterator must not be modified:
+// a large record's data may be shared by the appender and every reader.
 type Record struct {
 	GSN   uint64
 	Epoch uint64
 	Data  []byte
+}
+
+// recentRecord is the last large record appended, with a weak reference
+// to the appender's data: an Iterator that reaches it (a primary's shipper,
+// right after the commit that appended it) hands out that data instead of
+// reading a second copy of it from the file, for as long as the appender
+// still holds it or the collector has not yet run. Once it is collected,
+// the record is read from the file as any other.
+type recentRecord struct {
+	seg        *segment
+	off        int64 // the record's offset in seg
+	gsn, epoch uint64
+	n          int // len(data)
+	data       weak.Pointer[byte]
 }
 
 // Recovery describes what Open found at the end of the log.
@@ -99,10 +116,11 @@ type Log struct {
 	durableCh chan struct{} // closed (and replaced) when durable advances or the log fails or closes
 	notify    chan struct{} // closed on append; nil when no reader waits
 	wbuf      []byte
-	err       error // sticky failure, wraps ErrFailed
-	effective Mode  // effective mode last reported
-	closing   bool  // Close has begun: no more appends
-	closed    bool  // Close has finished
+	recent    atomic.Pointer[recentRecord] // the last large record appended
+	err       error                        // sticky failure, wraps ErrFailed
+	effective Mode                         // effective mode last reported
+	closing   bool                         // Close has begun: no more appends
+	closed    bool                         // Close has finished
 	c         counters
 
 	// syncMu serialises data syncs with sealing and closing segment files,
@@ -346,7 +364,10 @@ func (l *Log) LastEpoch() uint64 {
 //
 // rec.GSN must be LastGSN()+1 (ErrGap otherwise), or 0 to have the log use
 // LastGSN()+1. rec.Epoch must be at least the last record's epoch
-// (ErrStaleEpoch). The log does not keep rec.Data.
+// (ErrStaleEpoch). The log does not keep rec.Data alive, but while the
+// caller does, an Iterator reading a large record hands out rec.Data
+// itself instead of reading it back (see recentRecord): the caller must
+// not modify it after Append.
 func (l *Log) Append(rec Record) (uint64, error) {
 	if len(rec.Data) > l.opts.MaxRecordSize {
 		return 0, fmt.Errorf("%w: %d bytes (max %d)", ErrTooLarge, len(rec.Data), l.opts.MaxRecordSize)
@@ -375,6 +396,7 @@ func (l *Log) Append(rec Record) (uint64, error) {
 		}
 	}
 	var err error
+	off := l.active.size.Load()
 	if len(rec.Data) > largeRecord {
 		// Header, then the data where it is: a large writeset is not
 		// copied once more.
@@ -389,6 +411,9 @@ func (l *Log) Append(rec Record) (uint64, error) {
 	if err != nil {
 		// Part of the record may be in the file: nothing may follow it.
 		return 0, l.failLocked(fmt.Errorf("write %s: %w", l.active.path, err))
+	}
+	if len(rec.Data) > largeRecord {
+		l.recent.Store(&recentRecord{seg: l.active, off: off, gsn: gsn, epoch: rec.Epoch, n: len(rec.Data), data: weak.Make(&rec.Data[0])})
 	}
 	l.active.size.Add(n)
 	l.last, l.lastEpoch = gsn, rec.Epoch
