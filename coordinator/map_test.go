@@ -57,7 +57,7 @@ func TestApply(t *testing.T) {
 		{Command{Op: OpLease, From: "n1", Epoch: 3}, ErrNotPrimary},
 		{Command{Op: OpRefine, From: "n1", Epoch: 4, GSN: 9}, ErrNotPrimary},
 		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 9}, nil}, // the old primary reported 10: lost 1, not the estimate 2
-		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 3}, nil},  // refined once only
+		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 3}, nil}, // refined once only
 		{Command{Op: OpLease, From: "n2", Epoch: 4}, nil},
 		{Command{Op: OpHandOver, From: "n2", Target: "n1", Reason: "switchover"}, nil},
 		{Command{Op: OpLease, From: "n2", Epoch: 4}, ErrHandingOver},
