@@ -509,7 +509,7 @@ func (h *hsCluster) signal(name string, sig syscall.Signal) {
 //     router answers the COMMIT with success.
 //   - not applied: the standby was SIGKILLed before the COMMIT; restarted,
 //     it is promoted without the transaction, and the router answers 40001
-//     ("it did not commit").
+//     ("it did not take effect").
 //
 // Either way the session goes on.
 func TestCommitInFlightResolved(t *testing.T) {
@@ -576,8 +576,8 @@ func TestCommitInFlightResolved(t *testing.T) {
 			if applied && cerr != nil {
 				t.Fatalf("the COMMIT in flight, applied on the new primary: %v; want success\n%s", cerr, tailLog(h, "router"))
 			}
-			if !applied && (!errors.As(cerr, &pe) || pe.Code != "40001" || !strings.Contains(pe.Message, "did not commit")) {
-				t.Fatalf("the COMMIT in flight, not on the new primary: %v; want 40001 saying it did not commit\n%s", cerr, tailLog(h, "router"))
+			if !applied && (!errors.As(cerr, &pe) || pe.Code != "40001" || !strings.Contains(pe.Message, "did not take effect")) {
+				t.Fatalf("the COMMIT in flight, not on the new primary: %v; want 40001 saying it did not take effect\n%s", cerr, tailLog(h, "router"))
 			}
 			have := ids(t, h.dsn(h.nodes["n2"]))
 			if !have[1] || have[2] != applied {

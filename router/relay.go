@@ -383,9 +383,10 @@ func (r *relay) moveSession(cause error) bool {
 	status := byte(r.txStatus.Load())
 	wasTx := status != 'I'
 	r.txStatus.Store('I')
-	if r.pendingSyncs == 1 && r.commitPending && wasTx && !r.unsynced {
-		// One COMMIT in flight: resolve it instead of answering 08007.
-		r.resolveCommit(old, status)
+	if r.pendingSyncs == 1 && !r.unsynced && (r.commitPending && wasTx || !wasTx) {
+		// One COMMIT, or one statement outside a transaction, in flight:
+		// resolve it instead of answering 08007.
+		r.resolveCommit(old, status, !wasTx)
 		r.log.Info("session moved to the new primary; its COMMIT in flight was resolved", "from", old, "to", r.up.Node)
 		r.pendingSyncs, r.commitPending, r.lostTx, r.owe = 0, false, false, ""
 		return true
@@ -425,11 +426,18 @@ func (r *relay) moveSession(cause error) bool {
 //   - Otherwise the new primary is asked for the session's highest GSN:
 //     past the last one this session was told of, the COMMIT was applied
 //     (COMMIT); not past it, it was not (40001: retry); unknown, 08007.
-func (r *relay) resolveCommit(old string, status byte) {
+func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 	var msgs []pgproto3.BackendMessage
 	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
+	committedUnknownTag := func() pgproto3.BackendMessage {
+		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
+			Message: fmt.Sprintf("tandem: node %s failed after this statement committed (the new primary %s has it) but before its result was sent; the result is lost", old, r.up.Node),
+			Hint:    "do not retry it: its changes are there", Err: ErrFailover})
+	}
 	switch {
 	case r.ccSeen:
+	case r.ackSeen && autocommit:
+		msgs = append(msgs, committedUnknownTag())
 	case r.ackSeen:
 		msgs = append(msgs, cc("COMMIT"))
 	case status == 'E':
@@ -438,16 +446,22 @@ func (r *relay) resolveCommit(old string, status byte) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		applied, err := r.committedOn(ctx, r.up, r.commitGSN)
 		cancel()
+		what := "COMMIT"
+		if autocommit {
+			what = "statement"
+		}
 		switch {
 		case err != nil:
-			r.log.Info("a COMMIT in flight at a failover stays unresolved", "err", err)
+			r.log.Info("a statement in flight at a failover stays unresolved", "err", err)
 			msgs = append(msgs, pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old)))
+		case applied && autocommit:
+			msgs = append(msgs, committedUnknownTag())
 		case applied:
 			msgs = append(msgs, cc("COMMIT"))
 		default:
 			msgs = append(msgs, pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
-				Message: fmt.Sprintf("tandem: node %s failed before this COMMIT was acknowledged, and the new primary %s does not have the transaction: it did not commit", old, r.up.Node),
-				Hint:    "retry the transaction", Err: ErrFailover}))
+				Message: fmt.Sprintf("tandem: node %s failed before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, r.up.Node),
+				Hint:    "retry it", Err: ErrFailover}))
 		}
 	}
 	r.wmu.Lock()

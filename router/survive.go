@@ -290,9 +290,15 @@ func (r *relay) committedOn(ctx context.Context, up Upstream, after uint64) (boo
 		return false, fmt.Errorf("node %s is %s", up.Node, v.Role)
 	}
 	if !v.Found {
-		// Never seen: the session committed nothing there, or the node
-		// forgot (a restart). Only a session with no commit at all yet
-		// can tell; even then the node may have restarted.
+		// Never seen. A session that had no commit acknowledged yet has
+		// none there: the one in flight did not take effect (the node
+		// rebuilds its session index from its log at a restart, and a
+		// commit that was in flight is among the log's last records).
+		// One that had commits acknowledged should be known: the node
+		// forgot (index generations, a trimmed log), so nobody can tell.
+		if after == 0 {
+			return false, nil
+		}
 		return false, fmt.Errorf("node %s does not know this session", up.Node)
 	}
 	return v.GSN > after, nil
