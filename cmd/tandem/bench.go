@@ -32,12 +32,14 @@ var errBenchErrors = errors.New("unexpected errors during the run")
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Load and run benchmark workloads (TM1/TATP) and compare results",
+		Short: "Load and run benchmark workloads (TM1/TATP, TPC-C, Epinions, TPC-W, RUBiS), record and replay traces, compare results",
 		Long: `Built-in workloads driven over the PostgreSQL wire protocol, against a tandem
-cluster or any PostgreSQL-compatible server. The TM1 (TATP) workload follows
-the reference kit (shared/specs/tm1.md): MQTh, per-transaction outcomes,
-success rates and latency percentiles, a per-second timeline, JSON/CSV and an
-offline HTML report. See bench/README.md.`,
+cluster or any PostgreSQL-compatible server: TM1 (TATP) after the reference
+kit (shared/specs/tm1.md), TPC-C and Epinions with BenchBase's semantics,
+TPC-W-like and RUBiS-like web workloads with seed 003's mixes and think time.
+MQTh, per-transaction outcomes, success rates and latency percentiles, a
+per-second timeline, JSON/CSV and an offline HTML report; statement traces
+recorded from a run and replayed on C clients. See bench/README.md.`,
 		Example: `  tandem bench load --workload tm1 --subscribers 100000 --dsn postgres://postgres@127.0.0.1:5432/postgres
   tandem bench run --workload tm1 --mix r80w20 --clients 8 --rampup 5s --duration 30s --dsn ... --out results/pg
   tandem bench compare results/pg/result.json results/tandem/result.json`,

@@ -14,7 +14,8 @@
 // EBs) by Items/4 authors. Shopping carts start empty.
 //
 // Writes: ShoppingCart (creates and fills the browser's cart), Customer
-// Registration (registers a new customer 20 % of the time), BuyRequest
+// Registration (registers a new customer 20 % of the time; the returning
+// customers' 80 % run as READ ONLY transactions), BuyRequest
 // (refreshes the customer's session), BuyConfirm (the order, its lines, the
 // card transaction, stock) and AdminConfirm (an item's price, image and
 // related items). Order Inquiry, Order Display and Admin Request only read,
