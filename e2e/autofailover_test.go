@@ -102,12 +102,12 @@ func nodeRole(t *testing.T, admin string) (string, uint64) {
 // the writers go on; every acknowledged commit is on the new primary at
 // the 2-safe levels (1-safe: counted). The old primary is restarted and
 // rejoins as a standby of the new epoch, identical to the new primary.
-// TANDEM_FAULT_TRIALS sets the trials per level (default here: 1).
+// TANDEM_FAULT_TRIALS sets the trials per level (default here: 2).
 func TestAutomaticFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	trials := 1
+	trials := 2
 	if n, err := strconv.Atoi(os.Getenv("TANDEM_FAULT_TRIALS")); err == nil && n > 0 {
 		trials = n
 	}
@@ -239,6 +239,24 @@ func TestSessionsSurviveFailover(t *testing.T) {
 			if _, err := idle.Exec(ctx, "ins", 1, "before"); err != nil {
 				t.Fatal(err)
 			}
+			// A psql session, fed statement by statement.
+			psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", h.dsn(h.router))
+			psqlIn, err := psql.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var psqlOut strings.Builder
+			psql.Stdout, psql.Stderr = &psqlOut, &psqlOut
+			if err := psql.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer psql.Process.Kill()
+			fmt.Fprintln(psqlIn, "SET application_name = 'psql-survivor'; INSERT INTO t VALUES (10, 'psql before');")
+			for wait := time.Now().Add(20 * time.Second); !ids(t, h.dsn(h.router))[10]; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(wait) {
+					t.Fatalf("psql's first statement did not arrive: %s", psqlOut.String())
+				}
+			}
 			inTx := connect(t, h.dsn(h.router))
 			defer inTx.Close(ctx)
 			tx, err := inTx.Begin(ctx)
@@ -280,8 +298,21 @@ func TestSessionsSurviveFailover(t *testing.T) {
 			if _, err := inTx.Exec(qctx, "INSERT INTO t VALUES (5, 'after rollback')"); err != nil {
 				t.Fatalf("the session after its rollback: %v", err)
 			}
+			fmt.Fprintln(psqlIn, "INSERT INTO t VALUES (11, 'psql after'); SELECT 'app=' || current_setting('application_name');")
+			psqlIn.Close()
+			psqlDone := make(chan error, 1)
+			go func() { psqlDone <- psql.Wait() }()
+			var psqlErr error
+			select {
+			case psqlErr = <-psqlDone:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("psql did not finish 30 s after the failover: %s", psqlOut.String())
+			}
+			if out := psqlOut.String(); !strings.Contains(out, "app=psql-survivor") || strings.Contains(out, "connection") {
+				t.Fatalf("the psql session across the failover (exit %v) printed:\n%s\nwant its setting kept and no lost connection\n%s", psqlErr, out, tailLog(h, "router"))
+			}
 			have := ids(t, h.dsn(h.nodes["n2"]))
-			for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true} {
+			for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true} {
 				if have[id] != want {
 					t.Errorf("row %d on the new primary: %v, want %v", id, have[id], want)
 				}

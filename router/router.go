@@ -156,11 +156,35 @@ func (r *Router) standby() (Upstream, NodeStatus, bool) {
 	return r.cfg.Nodes[i], r.st[i], true
 }
 
-// Open implements pgwire.Handler: route to the primary.
+// openWait is how long a new session waits for a primary during a
+// failover (Survive) before it is refused.
+const openWait = 15 * time.Second
+
+// Open implements pgwire.Handler: route to the primary. With Survive
+// (automatic failover) a session that finds the primary down waits for
+// the new one, up to openWait, instead of failing at once.
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
 	}
+	survive := r.cfg.Survive && !r.cfg.Reads
+	deadline := time.Now().Add(openWait)
+	for {
+		s, err := r.open(ctx, c, survive)
+		if err == nil || !survive || !errors.Is(err, ErrNoNode) && !errors.Is(err, ErrUpstreamDown) || time.Now().After(deadline) || ctx.Err() != nil {
+			if err != nil {
+				r.fail.Inc()
+			}
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire.Session, error) {
 	up, st := r.primary()
 	if r.cfg.Reads {
 		if sup, sst, ok := r.standby(); ok {
@@ -168,12 +192,14 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 		}
 	}
 	if !st.Healthy {
-		r.fail.Inc()
+		hint := "restart the node, or promote a standby (`tandem promote NODE`), and reconnect"
+		if survive {
+			hint = "no primary took over within " + openWait.String() + " (failover = automatic): `tandem status` shows the coordinator's view"
+		}
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
 			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
-			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
+			Hint:    hint, Err: ErrNoNode}
 	}
-	survive := r.cfg.Survive && !r.cfg.Reads
 	tag := ""
 	if survive {
 		tag = newSessionTag()
@@ -191,7 +217,6 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 			r.report(up.Node, err)
 			r.suspect(up.Node, err)
 		}
-		r.fail.Inc()
 		return nil, err
 	}
 	r.sess.Inc()
