@@ -106,6 +106,9 @@ type Coordinator struct {
 	leaderTerm  uint64    // the term leaderSince belongs to
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
 	lastMove    time.Time // last leadership transfer away from the primary
+
+	fwdMu   sync.Mutex
+	fwdIdle []*fwdConn // idle request connections to the leader
 }
 
 // Start opens the stores, binds the raft address and joins the group;
@@ -199,6 +202,7 @@ func (c *Coordinator) closeStores() {
 // and releases the port and the stores.
 func (c *Coordinator) Close() error {
 	c.cancel()
+	c.closeForwards()
 	c.wg.Wait()
 	var err error
 	if c.raft != nil {
@@ -269,13 +273,19 @@ func (c *Coordinator) step() {
 		}
 		return
 	}
-	if seen.Before(since) {
+	// The lapse is timed from when this voter applied the lease's last
+	// entry: after the Barrier that is the latest committed renewal, and
+	// it was applied here after it was committed, so after its holder's
+	// t0 (DESIGN.md). A new leader does not restart the timer at its
+	// takeover: an election then runs while the lease runs out, not
+	// before it.
+	if seen.IsZero() {
 		seen = since
 	}
 	// The Raft leader should not be the primary: when both die together
-	// a new leader must be elected before the lapse is even timed (the
-	// lease is timed from the takeover), which adds an election to the
-	// failover. So the primary hands the leadership on (a witness or a
+	// a new leader must be elected (and apply the log) before it can
+	// decide, which may add to the failover. So the primary hands the
+	// leadership on (a witness or a
 	// standby takes it), at most every few seconds.
 	if m.Primary == c.cfg.ID && len(c.cfg.Voters) > 1 && time.Since(c.lastMove) > 5*time.Second && time.Since(since) > c.cfg.ElectionTimeout {
 		c.lastMove = time.Now()
@@ -401,55 +411,125 @@ func (c *Coordinator) submit(ctx context.Context, cmd Command) (Map, error) {
 	}
 }
 
+// fwdConn is a connection to the leader that carries requests one after
+// another (a JSON command, a JSON result); idle ones are kept for the next
+// request, so a lease renewal or a standby's report does not pay a TLS
+// handshake each time.
+type fwdConn struct {
+	id   string
+	conn net.Conn
+	enc  *json.Encoder
+	dec  *json.Decoder
+}
+
+// maxIdleForward bounds the idle connections kept to the leader.
+const maxIdleForward = 4
+
+func (c *Coordinator) takeForward(ctx context.Context, id, addr string) (*fwdConn, error) {
+	c.fwdMu.Lock()
+	for len(c.fwdIdle) > 0 {
+		f := c.fwdIdle[len(c.fwdIdle)-1]
+		c.fwdIdle = c.fwdIdle[:len(c.fwdIdle)-1]
+		if f.id == id {
+			c.fwdMu.Unlock()
+			return f, nil
+		}
+		f.conn.Close() // to a former leader
+	}
+	c.fwdMu.Unlock()
+	conn, err := c.layer.dialID(ctx, id, addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Write([]byte{rpcForward}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &fwdConn{id: id, conn: conn, enc: json.NewEncoder(conn), dec: json.NewDecoder(conn)}, nil
+}
+
+func (c *Coordinator) putForward(f *fwdConn) {
+	c.fwdMu.Lock()
+	defer c.fwdMu.Unlock()
+	if len(c.fwdIdle) >= maxIdleForward || c.ctx.Err() != nil {
+		f.conn.Close()
+		return
+	}
+	c.fwdIdle = append(c.fwdIdle, f)
+}
+
+func (c *Coordinator) closeForwards() {
+	c.fwdMu.Lock()
+	defer c.fwdMu.Unlock()
+	for _, f := range c.fwdIdle {
+		f.conn.Close()
+	}
+	c.fwdIdle = nil
+}
+
 func (c *Coordinator) forward(ctx context.Context, cmd Command) (Map, error) {
 	addr, id := c.raft.LeaderWithID()
 	if id == "" {
 		return Map{}, ErrNoLeader
 	}
-	conn, err := c.layer.dialID(ctx, string(id), string(addr), 2*time.Second)
+	f, err := c.takeForward(ctx, string(id), string(addr))
 	if err != nil {
 		return Map{}, fmt.Errorf("%w: reaching %s: %v", ErrNoLeader, id, err)
 	}
-	defer conn.Close()
 	dl := time.Now().Add(10 * time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 		dl = d
 	}
-	_ = conn.SetDeadline(dl)
-	b, _ := json.Marshal(cmd)
-	if _, err := conn.Write(append([]byte{rpcForward}, b...)); err != nil {
+	_ = f.conn.SetDeadline(dl)
+	if err := f.enc.Encode(cmd); err != nil {
+		f.conn.Close()
 		return Map{}, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
 	var res Result
-	if err := json.NewDecoder(conn).Decode(&res); err != nil {
+	if err := f.dec.Decode(&res); err != nil {
+		f.conn.Close()
 		return Map{}, fmt.Errorf("%w: answer from %s: %v", ErrNoLeader, id, err)
 	}
+	_ = f.conn.SetDeadline(time.Time{})
+	c.putForward(f)
 	return res.Map, errorFrom(res.Err)
 }
 
-// serveForward answers one member's request on the leader. The request
-// counts as the certificate's identity, whatever its payload says.
+// forwardIdle is how long the leader keeps a member's idle request
+// connection open.
+const forwardIdle = time.Minute
+
+// serveForward answers a member's requests on the leader, one after
+// another on the connection. Each counts as the certificate's identity,
+// whatever its payload says.
 func (c *Coordinator) serveForward(conn net.Conn) {
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	var cmd Command
-	if err := json.NewDecoder(conn).Decode(&cmd); err != nil {
-		return
-	}
-	cmd.From = peerOf(conn)
-	var res Result
-	if !remoteOps[cmd.Op] || cmd.From == "" {
-		res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
-	} else if c.raft.State() != raft.Leader {
-		res.Err = ErrNotLeader.Error()
-	} else {
-		m, err := c.applyLocal(c.ctx, cmd)
-		res.Map = m
-		if err != nil {
-			res.Err = err.Error()
+	dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
+	from := peerOf(conn)
+	for c.ctx.Err() == nil {
+		_ = conn.SetDeadline(time.Now().Add(forwardIdle))
+		var cmd Command
+		if err := dec.Decode(&cmd); err != nil {
+			return
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		cmd.From = from
+		var res Result
+		if !remoteOps[cmd.Op] || cmd.From == "" {
+			res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
+		} else if c.raft.State() != raft.Leader {
+			res.Err = ErrNotLeader.Error()
+		} else {
+			m, err := c.applyLocal(c.ctx, cmd)
+			res.Map = m
+			if err != nil {
+				res.Err = err.Error()
+			}
+		}
+		if err := enc.Encode(res); err != nil {
+			return
 		}
 	}
-	_ = json.NewEncoder(conn).Encode(res)
 }
 
 // Map is this voter's copy of the map (a follower's may trail the

@@ -25,11 +25,13 @@ type Keeper struct {
 	mu    sync.Mutex
 	grant Grant
 	err   error // why the last renewal failed
+
+	kick chan struct{} // renew now (a node just became the primary)
 }
 
 // NewKeeper makes a keeper; Run starts it.
 func NewKeeper(co *Coordinator, epoch, gsn func() uint64) *Keeper {
-	return &Keeper{co: co, epoch: epoch, gsn: gsn, log: co.log.With("part", "lease")}
+	return &Keeper{co: co, epoch: epoch, gsn: gsn, log: co.log.With("part", "lease"), kick: make(chan struct{}, 1)}
 }
 
 // Run renews the lease until ctx ends. A renewal that fails keeps the
@@ -45,7 +47,18 @@ func (k *Keeper) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-k.kick:
 		}
+	}
+}
+
+// Kick asks for a renewal now instead of at the next tick: a node that has
+// just been made the primary acquires its lease at once, so its first
+// commits do not wait up to a third of the lease for it.
+func (k *Keeper) Kick() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -61,6 +74,9 @@ func (k *Keeper) renew(ctx context.Context, period time.Duration) {
 	g, err := k.co.AcquireLease(rctx, ep, k.gsn())
 	switch {
 	case err == nil:
+		if prev := k.Grant(); prev.Epoch != g.Epoch {
+			k.log.Info("holding the primary's lease", "epoch", g.Epoch, "duration", g.Duration)
+		}
 		k.set(g, nil)
 	case errors.Is(err, ErrNotPrimary), errors.Is(err, ErrStaleEpoch), errors.Is(err, ErrHandingOver):
 		k.log.Warn("lease refused: stop acknowledging", "epoch", ep, "err", err)

@@ -137,6 +137,12 @@ func TestAutomaticFailover(t *testing.T) {
 							<-done
 							t.Fatalf("trial %d: only %d commits acknowledged in 30 s before the kill", trial, rw.count.Load())
 						}
+						var cs struct {
+							Coord struct {
+								Leader string `json:"leader"`
+							} `json:"coordinator"`
+						}
+						getStatus(t, h.admin["n1"], &cs)
 						rw.killedAt.Store(time.Now().UnixNano())
 						h.kill("n1")
 						// No promote typed: wait for the writers to commit again.
@@ -150,6 +156,9 @@ func TestAutomaticFailover(t *testing.T) {
 						}
 						rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
 						rtos = append(rtos, rto)
+						if os.Getenv("TANDEM_FAILOVER_DEBUG") != "" && rto > 1500*time.Millisecond {
+							t.Logf("slow failover (%v):\n%s\n%s", rto, tailLog(h, "n2"), tailLog(h, "router"))
+						}
 						time.Sleep(500 * time.Millisecond) // some commits on the new primary
 						cancel()
 						<-done
@@ -195,7 +204,7 @@ func TestAutomaticFailover(t *testing.T) {
 								t.Fatalf("trial %d: row %d of the new primary is missing on the rejoined old primary", trial, id)
 							}
 						}
-						t.Logf("trial %d: %d acknowledged, %d lost, %d failed statements; first commit %v after the SIGKILL", trial, len(rw.acked), lost, rw.errors.Load(), rto.Round(time.Millisecond))
+						t.Logf("trial %d: %d acknowledged, %d lost, %d failed statements; first commit %v after the SIGKILL (Raft leader at the kill: %s)", trial, len(rw.acked), lost, rw.errors.Load(), rto.Round(time.Millisecond), cs.Coord.Leader)
 						h.stopAll()
 					}
 					t.Logf("%s: %d trials, %d acknowledged commits, %d lost; time from SIGKILL to the first commit: %v", level, trials, ackedTotal, lostTotal, rtos)

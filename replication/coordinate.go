@@ -31,8 +31,12 @@ import (
 // come back (the coordinator's quorum is unreachable from this node).
 var ErrLeaseLost = errors.New("the primary lost its lease before the commit could be acknowledged")
 
-// reportEvery is how often a standby tells the coordinator what it holds.
-const reportEvery = 100 * time.Millisecond
+// reportEvery is how often a standby tells the coordinator what it holds
+// (when that changed): each report is a Raft entry on every voter. The
+// failover rule needs one report per epoch (2-safe: "not degraded" is what
+// counts); the GSN ranks standbys, and a hand-over waits for the target to
+// report the primary's last acknowledged GSN, so this bounds that wait.
+const reportEvery = 250 * time.Millisecond
 
 // automatic reports whether this node acts on the coordinator's map.
 func (r *Agent) Automatic() bool { return r.coord != nil && r.cfg.Repl.Failover == "automatic" }
@@ -188,6 +192,11 @@ func (r *Agent) clearDegraded(ctx context.Context, m coordinator.Map) {
 func (r *Agent) reportLoop(ctx context.Context) {
 	t := time.NewTicker(reportEvery)
 	defer t.Stop()
+	type report struct {
+		epoch, gsn uint64
+		level      string
+	}
+	var last report
 	for {
 		select {
 		case <-ctx.Done():
@@ -203,10 +212,16 @@ func (r *Agent) reportLoop(ctx context.Context) {
 			if m.Primary == r.id || r.applyFail.Load() != nil {
 				continue
 			}
-			level := m.Safeness
+			now := report{r.epoch(), r.rlog.LastGSN(), m.Safeness}
+			if a, ok := m.Acks[r.id]; ok && now == last && a.Epoch == now.epoch {
+				continue // nothing new, and the map has it
+			}
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := r.coord.ReportAck(cctx, r.epoch(), r.rlog.LastGSN(), level)
+			err := r.coord.ReportAck(cctx, now.epoch, now.gsn, now.level)
 			cancel()
+			if err == nil {
+				last = now
+			}
 			if err != nil && !errors.Is(err, coordinator.ErrStaleEpoch) && ctx.Err() == nil {
 				r.log.Debug("reporting to the coordinator failed", "err", err)
 			}
@@ -241,6 +256,9 @@ func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 		start := time.Now()
 		res, err := r.promote(ctx, 0, 0, m.Epoch)
 		r.mPromoteSecs.Set(time.Since(start).Seconds())
+		if r.keeper != nil {
+			r.keeper.Kick()
+		}
 		if err != nil {
 			r.log.Error("the coordinator named this node the primary, but promoting failed", "epoch", m.Epoch, "err", err)
 			return
