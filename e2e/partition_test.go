@@ -1,0 +1,459 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
+	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/secure"
+)
+
+// Timers of the partition tests (as in TestAutomaticFailover).
+const (
+	ptLease      = 600 * time.Millisecond
+	ptGrace      = 300 * time.Millisecond
+	ptAckTimeout = time.Second
+)
+
+// ack is one acknowledged INSERT: when its statement was sent, and when
+// the success came back (the test's clock).
+type ack struct {
+	id       int64
+	sent, at time.Time
+}
+
+// timedWriters insert unique ids until ctx ends and record every
+// acknowledged one with its times; a failed statement is not counted, the
+// writer reconnects and goes on.
+type timedWriters struct {
+	mu      sync.Mutex
+	acks    []ack
+	count   atomic.Int64
+	errors  atomic.Int64
+	lastErr atomic.Value
+	// timeout bounds each statement (default 5 s).
+	timeout time.Duration
+	// busy: unix nanos each writer's statement in flight was sent (0: none).
+	busy []atomic.Int64
+}
+
+// stuck returns how many statements are in flight for longer than d.
+func (tw *timedWriters) stuck(d time.Duration) int {
+	n := 0
+	for i := range tw.busy {
+		if b := tw.busy[i].Load(); b != 0 && time.Since(time.Unix(0, b)) > d {
+			n++
+		}
+	}
+	return n
+}
+
+func (tw *timedWriters) run(ctx context.Context, cfg *pgx.ConnConfig, base int64, n int) {
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var c *pgx.Conn
+			defer func() {
+				if c != nil {
+					c.Close(context.Background())
+				}
+			}()
+			for i := int64(1); ctx.Err() == nil; i++ {
+				if c == nil {
+					cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+					var err error
+					c, err = pgx.ConnectConfig(cctx, cfg.Copy())
+					cancel()
+					if err != nil {
+						c = nil
+						tw.lastErr.Store(err.Error())
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+				}
+				id := base + int64(w)*10_000_000 + i
+				sent := time.Now()
+				timeout := tw.timeout
+				if timeout == 0 {
+					timeout = 5 * time.Second
+				}
+				qctx, cancel := context.WithTimeout(ctx, timeout)
+				tw.busy[w].Store(sent.UnixNano())
+				_, err := c.Exec(qctx, "INSERT INTO t VALUES ($1, 'x')", id)
+				tw.busy[w].Store(0)
+				cancel()
+				if err != nil {
+					tw.errors.Add(1)
+					tw.lastErr.Store(err.Error())
+					c.Close(context.Background())
+					c = nil
+					continue
+				}
+				at := time.Now()
+				tw.mu.Lock()
+				tw.acks = append(tw.acks, ack{id: id, sent: sent, at: at})
+				tw.mu.Unlock()
+				tw.count.Add(1)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
+// start runs the writers in the background; stop ends them and returns
+// every acknowledged commit.
+func (tw *timedWriters) start(t *testing.T, cfg *pgx.ConnConfig, base int64, n int) (stop func() []ack) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	tw.busy = make([]atomic.Int64, n)
+	go func() { tw.run(ctx, cfg, base, n); close(done) }()
+	var once sync.Once
+	stop = func() []ack {
+		once.Do(func() { cancel(); <-done })
+		tw.mu.Lock()
+		defer tw.mu.Unlock()
+		return append([]ack(nil), tw.acks...)
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// waitCount waits until the writers acknowledged more commits.
+func (tw *timedWriters) waitCount(t *testing.T, more int64, within time.Duration, what string) {
+	t.Helper()
+	if err := tw.waitMore(more, within); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (tw *timedWriters) waitMore(more int64, within time.Duration) error {
+	from := tw.count.Load()
+	for wait := time.Now().Add(within); tw.count.Load() < from+more; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			return fmt.Errorf("only %d commits in %v; %d of %d writers have a statement unanswered for more than 10 s (last error: %v)", tw.count.Load()-from, within, tw.stuck(10*time.Second), len(tw.busy), tw.lastErr.Load())
+		}
+	}
+	return nil
+}
+
+// nodeState is what the tests read of a node's /status.
+type nodeState struct {
+	Role string `json:"role"`
+	Repl struct {
+		Epoch    uint64 `json:"epoch"`
+		Degraded bool   `json:"degraded"`
+	} `json:"replication"`
+	Coord *coordinator.Status `json:"coordinator"`
+}
+
+// admins reads nodes' /status the way the command line does: HTTPS with
+// the admin certificate off loopback; from inside a namespace for a node
+// that lives there.
+type admins struct {
+	c       *config.Cluster
+	clients map[string]*http.Client
+}
+
+func newAdmins(t *testing.T, file string, ns *netNS, inside ...string) *admins {
+	t.Helper()
+	c, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &admins{c: c, clients: map[string]*http.Client{}}
+	for _, n := range c.Nodes {
+		tr := &http.Transport{DisableKeepAlives: true}
+		if c.AdminTLS(n.Metrics) {
+			ident, err := node.Identity(c, secure.AdminID, nil)
+			if err != nil || ident == nil {
+				t.Fatalf("admin identity: %v", err)
+			}
+			tr.TLSClientConfig = ident.ClientTLS(n.ID)
+		}
+		for _, id := range inside {
+			if id == n.ID {
+				tr.DialContext = ns.dial
+			}
+		}
+		a.clients[n.ID] = &http.Client{Transport: tr, Timeout: 2 * time.Second}
+	}
+	return a
+}
+
+func (a *admins) status(id string) (nodeState, error) {
+	var st nodeState
+	n, ok := a.c.Node(id)
+	if !ok {
+		return st, fmt.Errorf("no node %s", id)
+	}
+	resp, err := a.clients[id].Get(a.c.AdminURL(n.Metrics, "/status"))
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET /status of %s: %s", id, resp.Status)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// waitState polls a node until ok holds.
+func (a *admins) waitState(t *testing.T, id string, within time.Duration, what string, ok func(nodeState) bool) nodeState {
+	t.Helper()
+	var st nodeState
+	var err error
+	for wait := time.Now().Add(within); ; time.Sleep(20 * time.Millisecond) {
+		if st, err = a.status(id); err == nil && ok(st) {
+			return st
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("%s: not within %v (%s: role %q epoch %d, %v)", what, within, id, st.Role, st.Repl.Epoch, err)
+		}
+	}
+}
+
+// writePartitionFile writes a coordinated hot-standby cluster file with n1
+// inside ns (every listener of n1 on ns.nsIP) and the witness, n2 and the
+// router on the root end of the veth (ns.rootIP), so that n1 reaches them
+// and they reach n1 only over the pair. Inter-node traffic uses mutual TLS
+// (the default); the certificates are issued with `tandem certs`, as for a
+// cluster across hosts.
+func writePartitionFile(t *testing.T, ns *netNS, safeness string) *hsCluster {
+	t.Helper()
+	h := &hsCluster{t: t, dir: t.TempDir(), nodes: map[string]string{}, admin: map[string]string{}, procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{},
+		wrap: map[string][]string{"n1": ns.exec()}}
+	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, freePort(t)) }
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster = \"hs\"\ndesign = \"hot-standby\"\nrun_dir = %q\nlog_level = \"info\"\n", filepath.Join(h.dir, "run"))
+	fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = \"relaxed\"\nfailover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", safeness, ptLease, ptGrace, ptAckTimeout)
+	h.router, h.reads = addr(ns.rootIP), addr(ns.rootIP)
+	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
+	h.witness = addr(ns.rootIP)
+	fmt.Fprintf(&b, "[witness]\nid = \"wit\"\nraft_listen = %q\n", h.witness)
+	for _, n := range []struct{ id, ip string }{{"n1", ns.nsIP}, {"n2", ns.rootIP}} {
+		h.nodes[n.id], h.admin[n.id] = addr(n.ip), addr(n.ip)
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = %q\nraft_listen = %q\nbackend = \"sqlite\"\n",
+			n.id, h.nodes[n.id], h.admin[n.id], addr(n.ip), addr(n.ip))
+	}
+	h.file = filepath.Join(h.dir, "hs.toml")
+	if err := os.WriteFile(h.file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.stopAll)
+	h.tandem("certs")
+	return h
+}
+
+// pgConfig parses dsn; dial (optional) opens its connections.
+func pgConfig(t *testing.T, dsn string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dial != nil {
+		cfg.DialFunc = dial
+	}
+	return cfg
+}
+
+// TestPartitionPrimary: the primary n1 runs in its own network namespace,
+// joined to the others (witness, n2, router) by a veth pair. A client
+// inside the namespace writes to n1 directly, writers in the root
+// namespace write through the router; both record every acknowledged
+// commit with its time. The pair is cut (every packet dropped, both ways):
+//
+//   - n1 stops acknowledging within its lease: no commit acknowledged to
+//     the client next to it later than cut + lease + grace (the earliest a
+//     coordinator may elect), and none later than the first commit of the
+//     new epoch (the client-side history shows no overlap);
+//   - n2 becomes the primary of a new epoch and the router's writers go on;
+//   - healed, n1 rejoins as a standby of the new epoch, identical to n2;
+//   - at 2-safe every commit acknowledged anywhere is on n2 (1-safe: the
+//     loss is counted; the lease is then the only fence, the standby's ack
+//     is not awaited).
+func TestPartitionPrimary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	for _, level := range []string{"2-safe-visible", "1-safe"} {
+		t.Run(level, func(t *testing.T) {
+			ns := newNetNS(t)
+			h := writePartitionFile(t, ns, level)
+			t.Cleanup(func() {
+				if t.Failed() {
+					keepLogs(t, h)
+					for _, p := range []string{"n1", "n2", "witness", "router"} {
+						t.Log(tailLog(h, p))
+					}
+				}
+			})
+			h.start("witness")
+			h.start("n1")
+			h.start("n2")
+			h.start("router")
+			createTestTable(t, h.dsn(h.router))
+			adm := newAdmins(t, h.file, ns)         // from the root namespace
+			admIn := newAdmins(t, h.file, ns, "n1") // n1 from inside its namespace
+			before := adm.waitState(t, "n1", 20*time.Second, "n1 the primary of epoch 1 with the coordinator up", func(s nodeState) bool {
+				return s.Role == "primary" && s.Repl.Epoch == 1 && s.Coord != nil && s.Coord.Leader != "" && s.Coord.LeaseHolder == "n1"
+			})
+
+			local := &timedWriters{} // next to n1, inside its namespace
+			stopLocal := local.start(t, pgConfig(t, h.dsn(h.nodes["n1"]), ns.dial), 1_000_000_000, 2)
+			// Through the router: a statement in flight at the cut must be answered
+			// by the router (08007/40001, router/DESIGN.md) once it knows the new
+			// primary, not by the client's own timeout.
+			routed := &timedWriters{timeout: 60 * time.Second}
+			stopRouted := routed.start(t, pgConfig(t, h.dsn(h.router), nil), 0, 2)
+			local.waitCount(t, 30, 20*time.Second, "the client next to n1 before the cut")
+			routed.waitCount(t, 30, 20*time.Second, "the router's writers before the cut")
+
+			ns.partition()
+			cut := time.Now() // both directions dropped from here on
+			t.Logf("cut at %s; raft leader was %s", cut.Format("15:04:05.000"), before.Coord.Leader)
+
+			promoted := adm.waitState(t, "n2", 30*time.Second, "n2 promoted after n1 was cut off", func(s nodeState) bool {
+				return s.Role == "primary" && s.Repl.Epoch >= 2
+			})
+			seen := time.Now()
+			// A new session through the router reaches the new primary.
+			fresh := connect(t, h.dsn(h.router))
+			freshAck := ack{id: -1, sent: time.Now()}
+			if _, err := fresh.Exec(context.Background(), "INSERT INTO t VALUES (-1, 'fresh')"); err != nil {
+				t.Fatalf("a new session through the router after the failover: %v", err)
+			}
+			freshAck.at = time.Now()
+			t.Logf("a new session through the router committed %v after the cut", freshAck.at.Sub(cut).Round(time.Millisecond))
+			// The sessions that were open go on too, while the cut lasts: the
+			// router knows the new primary.
+			if err := routed.waitMore(30, 20*time.Second); err != nil {
+				t.Errorf("the router's sessions open at the cut, after the failover: %v. The router knows the new primary (a new session committed); "+
+					"sessions whose server connection is to the cut-off old primary are neither moved nor answered until that connection ends, which a partition does not do", err)
+			}
+			// Let n1's waiting commits be answered (08007 after lease + grace
+			// + ack_timeout) while the cut lasts.
+			if d := time.Until(cut.Add(ptLease + ptGrace + ptAckTimeout + time.Second)); d > 0 {
+				time.Sleep(d)
+			}
+			if st, err := admIn.status("n1"); err == nil {
+				t.Logf("n1 during the cut (seen from inside): %s of epoch %d, degraded %v", st.Role, st.Repl.Epoch, st.Repl.Degraded)
+			} else {
+				t.Logf("n1 during the cut (seen from inside): %v", err)
+			}
+
+			ns.heal()
+			healed := time.Now()
+			adm.waitState(t, "n1", 30*time.Second, "n1 a standby of the new epoch after the heal", func(s nodeState) bool {
+				return s.Role == "standby" && s.Repl.Epoch == promoted.Repl.Epoch
+			})
+			rejoined := time.Now()
+			routed.waitCount(t, 20, 20*time.Second, "the router's writers after the heal")
+			localAcks, routedAcks := stopLocal(), append(stopRouted(), freshAck)
+
+			// The client-side history: nothing acknowledged by n1 once it
+			// may have been replaced.
+			fence := cut.Add(ptLease + ptGrace)
+			var firstNew time.Time
+			for _, a := range routedAcks {
+				if a.sent.After(cut) && (firstNew.IsZero() || a.at.Before(firstNew)) {
+					firstNew = a.at // sent after the cut: only n2 of the new epoch could answer it
+				}
+			}
+			afterCut, lastLocal := 0, time.Time{}
+			for _, a := range localAcks {
+				if a.at.After(cut) {
+					afterCut++
+				}
+				if a.at.After(lastLocal) {
+					lastLocal = a.at
+				}
+				if a.at.After(fence) {
+					t.Errorf("id %d acknowledged by the partitioned old primary %v after the cut (sent %v after), later than lease + grace (%v)", a.id, a.at.Sub(cut), a.sent.Sub(cut), ptLease+ptGrace)
+				}
+				if !firstNew.IsZero() && !a.at.Before(firstNew) {
+					t.Errorf("id %d acknowledged by the old primary at %v after the cut, after the new epoch's first commit (%v after the cut): two primaries", a.id, a.at.Sub(cut), firstNew.Sub(cut))
+				}
+			}
+			if firstNew.IsZero() {
+				t.Fatal("no commit sent after the cut was acknowledged through the router")
+			}
+			t.Logf("client next to n1: %d acknowledged, %d of them after the cut, the last %v after it; first commit of epoch %d %v after the cut (promotion seen %v after); n1 a standby %v after the heal",
+				len(localAcks), afterCut, lastLocal.Sub(cut).Round(time.Millisecond), promoted.Repl.Epoch, firstNew.Sub(cut).Round(time.Millisecond), seen.Sub(cut).Round(time.Millisecond), rejoined.Sub(healed).Round(time.Millisecond))
+
+			have := ids(t, h.dsn(h.nodes["n2"]))
+			lost := map[string]int{}
+			for what, acks := range map[string][]ack{"next to n1": localAcks, "through the router": routedAcks} {
+				for _, a := range acks {
+					if !have[a.id] {
+						lost[what]++
+						if level != "1-safe" {
+							t.Errorf("id %d acknowledged %s (at %v from the cut) is missing on the new primary", a.id, what, a.at.Sub(cut).Round(time.Millisecond))
+						}
+					}
+				}
+			}
+			counted := "unknown"
+			if st, err := adm.status("n2"); err == nil && st.Coord != nil {
+				counted = fmt.Sprintf("%d (transitions %+v)", st.Coord.Lost, st.Coord.Transitions)
+			}
+			t.Logf("%s: %d + %d acknowledged, lost: %v; the coordinator counted %s", level, len(localAcks), len(routedAcks), lost, counted)
+
+			// The rejoined old primary holds what the new one holds.
+			var got map[int64]bool
+			for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
+				if got, _ = idsErr(h.dsn(h.nodes["n1"])); len(got) == len(have) {
+					break
+				}
+			}
+			diff := 0
+			for id := range have {
+				if !got[id] {
+					diff++
+				}
+			}
+			if diff > 0 || len(got) != len(have) {
+				t.Errorf("the rejoined n1 has %d rows, n2 %d; %d of n2's missing on n1", len(got), len(have), diff)
+			}
+		})
+	}
+}
+
+// keepLogs copies the processes' logs to $TANDEM_KEEP_LOGS/<test name>
+// when that is set (the temporary directory goes with the test).
+func keepLogs(t *testing.T, h *hsCluster) {
+	dir := os.Getenv("TANDEM_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Logf("keeping logs: %v", err)
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(h.dir, "*.log"))
+	for _, f := range logs {
+		if b, err := os.ReadFile(f); err == nil {
+			os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644)
+		}
+	}
+	t.Logf("logs kept in %s", dst)
+}
