@@ -457,3 +457,105 @@ func keepLogs(t *testing.T, h *hsCluster) {
 	}
 	t.Logf("logs kept in %s", dst)
 }
+
+// TestRaftLeaderKilled: the Raft leader of the coordinator is SIGKILLed
+// while it is not the primary (the witness or the standby, whichever
+// leads; twice, restarted in between). The remaining voters elect a new
+// leader, the primary keeps its lease (a new leader times the lease from
+// its takeover), nothing fails over, the writers through the router go on
+// and nothing acknowledged is lost.
+func TestRaftLeaderKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h := writeHSFile(t, "sqlite", "2-safe-visible", "relaxed", fmt.Sprintf("failover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", ptLease, ptGrace, ptAckTimeout), true)
+	t.Cleanup(func() {
+		if t.Failed() {
+			keepLogs(t, h)
+		}
+	})
+	proc := map[string]string{"wit": "witness", "n1": "n1", "n2": "n2"}
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	createTestTable(t, h.dsn(h.router))
+	rw, stop := steadyWriters(h, 2)
+	commitsGoOn(t, rw, 50, 20*time.Second, "at start")
+	status := func(id string) nodeState {
+		var st nodeState
+		getStatus(t, h.admin[id], &st)
+		return st
+	}
+	for round := 1; round <= 2; round++ {
+		// The primary hands the leadership away (at most every 5 s).
+		var leader string
+		for wait := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if st := status("n1"); st.Coord != nil && st.Coord.Leader != "" && st.Coord.Leader != "n1" {
+				leader = st.Coord.Leader
+				break
+			}
+			if time.Now().After(wait) {
+				t.Fatalf("round %d: no Raft leader other than the primary n1 within 20 s", round)
+			}
+		}
+		h.kill(proc[leader])
+		t.Logf("round %d: killed the Raft leader %s", round, leader)
+		var st nodeState
+		for wait := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if st = status("n1"); st.Coord != nil && st.Coord.Leader != "" && st.Coord.Leader != leader {
+				break
+			}
+			if time.Now().After(wait) {
+				t.Fatalf("round %d: no new Raft leader 20 s after %s was killed", round, leader)
+			}
+		}
+		commitsGoOn(t, rw, 100, 20*time.Second, fmt.Sprintf("round %d: after the Raft leader %s was killed", round, leader))
+		st = status("n1")
+		if st.Role != "primary" || st.Repl.Epoch != 1 || st.Coord == nil || len(st.Coord.Transitions) != 0 {
+			t.Fatalf("round %d: after the Raft leader %s was killed, n1 is %s of epoch %d (coordinator %+v): nothing should fail over", round, leader, st.Role, st.Repl.Epoch, st.Coord)
+		}
+		t.Logf("round %d: new leader %s (term %d), n1 primary of epoch 1, degraded %v", round, st.Coord.Leader, st.Coord.Term, st.Repl.Degraded)
+		// While it is down the primary hands the leadership to the other
+		// voter, which keeps it after the restart: the next round kills a
+		// leader of the other kind (witness or standby).
+		for wait := time.Now().Add(12 * time.Second); time.Now().Before(wait); time.Sleep(50 * time.Millisecond) {
+			if st := status("n1"); st.Coord != nil && st.Coord.Leader != "" && st.Coord.Leader != "n1" {
+				break
+			}
+		}
+		h.start(proc[leader])
+		// Back in the group (and, for the standby, caught up: no longer degraded).
+		for wait := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			st := status("n1")
+			back := st.Coord != nil && !st.Repl.Degraded
+			if back && leader == "n2" {
+				if s2 := status("n2"); s2.Role != "standby" || s2.Repl.Epoch != 1 {
+					back = false
+				}
+			}
+			if back {
+				break
+			}
+			if time.Now().After(wait) {
+				t.Fatalf("round %d: %s restarted, but after 30 s n1 is degraded %v", round, leader, st.Repl.Degraded)
+			}
+		}
+		commitsGoOn(t, rw, 50, 20*time.Second, fmt.Sprintf("round %d: after %s came back", round, leader))
+	}
+	acked := stop()
+	have := ids(t, h.dsn(h.nodes["n1"]))
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged commits missing on the primary n1", lost, len(acked))
+	}
+	if st := status("n1"); st.Role != "primary" || st.Repl.Epoch != 1 {
+		t.Fatalf("at the end n1 is %s of epoch %d", st.Role, st.Repl.Epoch)
+	}
+	t.Logf("%d acknowledged through two kills of the Raft leader, %d failed statements, none lost, no failover", len(acked), rw.errors.Load())
+}
