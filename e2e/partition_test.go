@@ -149,7 +149,7 @@ func (tw *timedWriters) waitMore(more int64, within time.Duration) error {
 	from := tw.count.Load()
 	for wait := time.Now().Add(within); tw.count.Load() < from+more; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(wait) {
-			return fmt.Errorf("only %d commits in %v; %d of %d writers have a statement unanswered for more than 10 s (last error: %v)", tw.count.Load()-from, within, tw.stuck(10*time.Second), len(tw.busy), tw.lastErr.Load())
+			return fmt.Errorf("only %d commits in %v; %d of %d writers have a statement unanswered for more than %v (last error: %v)", tw.count.Load()-from, within, tw.stuck(within/2), len(tw.busy), within/2, tw.lastErr.Load())
 		}
 	}
 	return nil
@@ -399,7 +399,7 @@ func partitionTrial(t *testing.T, level string, ps partitionSetup) {
 	t.Logf("a new session through the router committed %v after the cut", freshAck.at.Sub(cut).Round(time.Millisecond))
 	// The sessions that were open go on too, while the cut lasts: the
 	// router knows the new primary.
-	if err := routed.waitMore(30, 20*time.Second); err != nil {
+	if err := routed.waitMore(30, 10*time.Second); err != nil {
 		t.Errorf("the router's sessions open at the cut, after the failover: %v. The router knows the new primary (a new session committed); "+
 			"sessions whose server connection is to the cut-off old primary are neither moved nor answered until that connection ends, which a partition does not do", err)
 	}
