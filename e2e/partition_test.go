@@ -233,8 +233,9 @@ type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error
 // is started under (ip netns exec NS), by process name: n1, n2, witness,
 // router.
 type placement struct {
-	ip   map[string]string
-	wrap map[string][]string
+	ip      map[string]string
+	wrap    map[string][]string
+	backend string // default sqlite
 }
 
 // writePartitionFile writes a coordinated hot-standby cluster file with
@@ -244,6 +245,12 @@ type placement struct {
 // `tandem certs`, as for a cluster across hosts.
 func writePartitionFile(t *testing.T, pl placement, safeness string) *hsCluster {
 	t.Helper()
+	if pl.backend == "" {
+		pl.backend = "sqlite"
+	}
+	if pl.backend == "postgres" {
+		havePostgres(t)
+	}
 	h := &hsCluster{t: t, dir: t.TempDir(), nodes: map[string]string{}, admin: map[string]string{}, procs: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{},
 		wrap: pl.wrap}
 	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, freePort(t)) }
@@ -258,8 +265,8 @@ func writePartitionFile(t *testing.T, pl placement, safeness string) *hsCluster 
 	for _, id := range []string{"n1", "n2"} {
 		ip := pl.ip[id]
 		h.nodes[id], h.admin[id] = addr(ip), addr(ip)
-		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = %q\nraft_listen = %q\nbackend = \"sqlite\"\n",
-			id, h.nodes[id], h.admin[id], addr(ip), addr(ip))
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = %q\nraft_listen = %q\nbackend = %q\n",
+			id, h.nodes[id], h.admin[id], addr(ip), addr(ip), pl.backend)
 	}
 	h.file = filepath.Join(h.dir, "hs.toml")
 	if err := os.WriteFile(h.file, []byte(b.String()), 0o644); err != nil {
@@ -302,14 +309,15 @@ func TestPartitionPrimary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	for _, level := range []string{"2-safe-visible", "1-safe"} {
-		t.Run(level, func(t *testing.T) {
+	for _, c := range []struct{ backend, level string }{{"sqlite", "2-safe-visible"}, {"sqlite", "1-safe"}, {"postgres", "2-safe-visible"}} {
+		t.Run(c.backend+"/"+c.level, func(t *testing.T) {
 			ns := newNetNS(t)
 			h := writePartitionFile(t, placement{
-				ip:   map[string]string{"n1": ns.nsIP, "n2": ns.rootIP, "witness": ns.rootIP, "router": ns.rootIP},
-				wrap: map[string][]string{"n1": ns.exec()},
-			}, level)
-			partitionTrial(t, level, partitionSetup{h: h, n1Dial: ns.dial, cut: ns.partition, heal: ns.heal})
+				ip:      map[string]string{"n1": ns.nsIP, "n2": ns.rootIP, "witness": ns.rootIP, "router": ns.rootIP},
+				wrap:    map[string][]string{"n1": ns.exec()},
+				backend: c.backend,
+			}, c.level)
+			partitionTrial(t, c.level, partitionSetup{h: h, n1Dial: ns.dial, cut: ns.partition, heal: ns.heal})
 		})
 	}
 }
