@@ -397,11 +397,29 @@ func partitionTrial(t *testing.T, level string, ps partitionSetup) {
 		return s.Role == "primary" && s.Repl.Epoch >= 2
 	})
 	seen := time.Now()
-	// A new session through the router reaches the new primary.
-	fresh := connect(t, h.dsn(h.router))
-	freshAck := ack{id: -1, sent: time.Now()}
-	if _, err := fresh.Exec(context.Background(), "INSERT INTO t VALUES (-1, 'fresh')"); err != nil {
-		t.Fatalf("a new session through the router after the failover: %v", err)
+	// A new session through the router reaches the new primary (the
+	// router may hear of it a moment after the test: a few tries).
+	var freshAck ack
+	for try := 0; ; try++ {
+		freshAck = ack{id: -1 - int64(try), sent: time.Now()}
+		err := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, h.dsn(h.router))
+			if err != nil {
+				return err
+			}
+			defer c.Close(context.Background())
+			_, err = c.Exec(ctx, "INSERT INTO t VALUES ($1, 'fresh')", freshAck.id)
+			return err
+		}()
+		if err == nil {
+			break
+		}
+		if try == 4 {
+			t.Fatalf("a new session through the router after the failover: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	freshAck.at = time.Now()
 	t.Logf("a new session through the router committed %v after the cut", freshAck.at.Sub(cut).Round(time.Millisecond))
