@@ -35,7 +35,9 @@ type hsCluster struct {
 	witness string
 	procs   map[string]*exec.Cmd
 	exited  map[string]chan struct{} // closed when the process was reaped
-	mu      sync.Mutex
+	// wrap: a command a process is started under (e.g. ip netns exec NS).
+	wrap map[string][]string
+	mu   sync.Mutex
 }
 
 // hsBackend is the back end the hot-standby tests run on (set per subtest).
@@ -116,6 +118,9 @@ func (h *hsCluster) start(name string) {
 		h.t.Fatal(err)
 	}
 	cmd := exec.Command(tandemBin, args...)
+	if w := h.wrap[name]; len(w) > 0 {
+		cmd = exec.Command(w[0], append(append(w[1:len(w):len(w)], tandemBin), args...)...)
+	}
 	cmd.Dir = h.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
