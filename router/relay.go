@@ -103,6 +103,28 @@ type relay struct {
 	commitGSN uint64
 	ackSeen   bool
 	ccSeen    bool
+	// cur is the node and server connection the session is on now (for
+	// abandon, from the router's goroutines); untrack removes the session
+	// from the router's registry when it ends.
+	cur     atomic.Pointer[upstreamNow]
+	untrack func()
+}
+
+type upstreamNow struct {
+	node string
+	conn net.Conn
+}
+
+// abandon closes the session's server connection when it is on node: the
+// reader sees it end and moves the session (survive). It reports whether
+// it did.
+func (r *relay) abandon(node string) bool {
+	cur := r.cur.Load()
+	if cur == nil || cur.node != node || r.closing.Load() {
+		return false
+	}
+	cur.conn.Close()
+	return true
 }
 
 func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int, tag string) (*pgconn.HijackedConn, error) {
@@ -165,6 +187,7 @@ func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire
 		_ = tc.SetNoDelay(true)
 	}
 	r := &relay{log: log, up: up, client: client, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey, onLost: onLost, maxMsg: maxMsg, tag: tag}
+	r.cur.Store(&upstreamNow{node: up.Node, conn: hc.Conn})
 	r.upFr = pgwire.NewFramer(hc.Conn, hc.Conn, maxMsg)
 	names := make([]string, 0, len(hc.ParameterStatuses))
 	for k := range hc.ParameterStatuses {
@@ -183,6 +206,9 @@ func (r *relay) ParameterStatus() [][2]string { return r.params }
 // Serve relays until either side leaves.
 func (r *relay) Serve(ctx context.Context) error {
 	r.ctx = ctx
+	if r.untrack != nil {
+		defer r.untrack()
+	}
 	if !r.survive {
 		if ok, err := r.servePoll(ctx); ok {
 			return err
@@ -380,6 +406,7 @@ func (r *relay) moveSession(cause error) bool {
 		return false
 	}
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
+	r.cur.Store(&upstreamNow{node: nr.up.Node, conn: nr.conn})
 	status := byte(r.txStatus.Load())
 	wasTx := status != 'I'
 	r.txStatus.Store('I')

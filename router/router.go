@@ -81,6 +81,11 @@ type Router struct {
 	sess  prometheus.Counter
 	fail  prometheus.Counter
 	next  atomic.Uint64
+
+	// sessions that survive a failover, to move off a node that is down
+	// or no longer the primary (under smu).
+	smu      sync.Mutex
+	sessions map[*relay]struct{}
 }
 
 // New builds a router.
@@ -209,6 +214,8 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 		rl.readTimeout = r.cfg.MessageReadTimeout
 		if survive {
 			rl.survive, rl.pick, rl.mem = true, r.primary, &sessionMemory{}
+			rl.untrack = func() { r.track(rl, false) }
+			r.track(rl, true)
 		}
 	}
 	if err != nil {
@@ -288,6 +295,38 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 		s.LastError = err.Error()
 	}
 	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
+	go r.moveSessionsOff(s.ID, "the node is down")
+}
+
+// moveSessionsOff ends the server connections of the surviving sessions
+// bound to node (Survive): each moves to the primary the router knows now
+// as if its connection had broken. A silent partition or a deposed primary
+// that still answers its TCP would otherwise hold them.
+func (r *Router) moveSessionsOff(node, why string) {
+	r.smu.Lock()
+	var moved int
+	for rl := range r.sessions {
+		if rl.abandon(node) {
+			moved++
+		}
+	}
+	r.smu.Unlock()
+	if moved > 0 {
+		r.log.Info("moving sessions off a node", "node", node, "sessions", moved, "why", why)
+	}
+}
+
+func (r *Router) track(rl *relay, on bool) {
+	r.smu.Lock()
+	defer r.smu.Unlock()
+	if on {
+		if r.sessions == nil {
+			r.sessions = map[*relay]struct{}{}
+		}
+		r.sessions[rl] = struct{}{}
+	} else {
+		delete(r.sessions, rl)
+	}
 }
 
 func (r *Router) setRole(node, role string, epoch uint64) {
@@ -297,6 +336,15 @@ func (r *Router) setRole(node, role string, epoch uint64) {
 		if r.st[i].ID == node && (r.st[i].Role != role || r.st[i].Epoch != epoch) {
 			r.log.Info("node role", "node", node, "role", role, "epoch", epoch)
 			r.st[i].Role, r.st[i].Epoch = role, epoch
+			if role == "primary" {
+				// Any other node that was the primary of an older epoch
+				// is deposed: its sessions move here.
+				for j := range r.st {
+					if j != i && r.st[j].Role == "primary" && r.st[j].Epoch < epoch {
+						go r.moveSessionsOff(r.st[j].ID, "a newer primary: "+node)
+					}
+				}
+			}
 		}
 	}
 }
