@@ -74,7 +74,11 @@ func (f *Failover) Print(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "  no new primary found (safeness %s, lease %s, grace %s)\n", f.Safeness, f.Lease, f.LeaseGrace)
 	}
-	fmt.Fprintf(&b, "  sessions that kept their connection: %d of %d (clients reconnect through the router)\n", f.SessionsSurvived, f.Sessions)
+	fmt.Fprintf(&b, "  sessions that kept their connection: %d of %d", f.SessionsSurvived, f.Sessions)
+	if f.SessionsSurvived < f.Sessions {
+		b.WriteString(" (the others reconnected through the router)")
+	}
+	b.WriteString("\n")
 	if f.CheckError != "" {
 		fmt.Fprintf(&b, "acknowledged commits NOT checked: %s\n", f.CheckError)
 	} else {

@@ -223,7 +223,7 @@ func (b *FailoverBench) Print(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	s.WriteString("(p99 by nearest rank: with fewer than 100 trials it is the maximum; sessions do not survive a failover yet: clients reconnect)\n")
+	s.WriteString("(p99 by nearest rank: with fewer than 100 trials it is the maximum; sessions kept: connections opened before the kill that committed again after it)\n")
 	if lc := b.LeaseCost; lc != nil {
 		fmt.Fprintf(&s, "\nsteady-state lease cost: %s %s, scale %d, %d clients, %gs per run, failover manual vs automatic, alternating:\n", lc.Workload, lc.Mix, lc.Scale, lc.Clients, lc.Duration)
 		for _, r := range lc.Rounds {

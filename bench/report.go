@@ -182,7 +182,7 @@ svg{display:block;margin:16px 0;border:1px solid #eee}
 <tr><td>new primary, epoch</td><td>{{if .NewPrimary}}{{.NewPrimary}}, epoch {{.Epoch}}{{else}}<span class="err">none found</span>{{end}}</td></tr>
 <tr><td>safeness, lease, grace</td><td>{{.Safeness}}, {{.Lease}}, {{.LeaseGrace}}</td></tr>
 <tr><td>acknowledged commits checked</td><td>{{if .CheckError}}<span class="err">not checked: {{.CheckError}}</span>{{else}}{{.AckedChecked}}, lost: <b{{if gt .Lost 0}} class="err"{{end}}>{{.Lost}}</b>{{end}}</td></tr>
-<tr><td>sessions that kept their connection</td><td>{{.SessionsSurvived}} of {{.Sessions}} (clients reconnect through the router)</td></tr>
+<tr><td>sessions that kept their connection</td><td>{{.SessionsSurvived}} of {{.Sessions}}{{if lt .SessionsSurvived .Sessions}} (the others reconnected through the router){{end}}</td></tr>
 </table>
 {{end}}{{if .R.FirstErrors}}<div class="err">{{.R.Totals.Errors}} unexpected errors in the measured window; first ones:</div><ul>{{range .R.FirstErrors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{range .Charts}}{{.}}

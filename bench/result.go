@@ -351,7 +351,7 @@ func (r *Result) PrintSummary(w io.Writer) error {
 	}
 	if r.Failover != nil {
 		if r.Totals.Errors > 0 {
-			b.WriteString("(errors include the statements in flight when the primary died: sessions do not survive a failover yet, clients reconnect)\n")
+			b.WriteString("(errors include the statements in flight when the primary died)\n")
 		}
 		b.WriteString("\n")
 		if _, err := io.WriteString(w, b.String()); err != nil {

@@ -52,7 +52,8 @@ that insert unique ids and record every acknowledged commit, SIGKILLs the
 primary at a random moment, and measures the time from the kill to the
 first successful commit of a statement sent after it (RTO), the
 acknowledged commits missing on the new primary, and the sessions that
-kept their connection (none today: clients reconnect). It prints each
+kept their connection (opened before the kill, committed again after it
+on the same connection; a writer whose connection broke reconnects). It prints each
 trial and, per level, the median, p99 (nearest rank) and maximum RTO.
 
 Then, with --lease-rounds > 0, the steady-state cost of the coordinator

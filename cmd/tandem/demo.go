@@ -44,15 +44,16 @@ processes, a witness and the router, failover = "automatic"), loads a small
 TM1 (TATP) population through the router, runs the R80W20 mix with a live
 progress line and, in the middle of the measured window, SIGKILLs the
 primary. The coordinator promotes the standby, the router follows it, the
-TM1 clients reconnect through the router (sessions do not survive a
-failover yet) and the run finishes on the new primary.
+TM1 clients go on through the router (a client whose connection broke
+reconnects) and the run finishes on the new primary.
 
 Besides TM1, audit writers insert unique ids through the router and record
 every commit that was acknowledged; afterwards each one is looked up on the
 new primary. The summary prints the failover (time of the kill, the first
 successful commit after it, the new primary and its epoch) and
 "acknowledged commits checked: N, lost: 0"; report.html marks the kill and
-the recovery on the throughput timeline; result.json carries the failover.
+the recovery on the throughput timeline; result.json carries the failover,
+with the sessions that kept their connection.
 The demo exits non-zero if an acknowledged commit is missing.
 
 --design standalone runs the earlier demo: one SQLite node, no failover.`,

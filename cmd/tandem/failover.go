@@ -300,7 +300,7 @@ func createAuditTable(ctx context.Context, dsn string) error {
 
 // auditWriters insert unique ids through a DSN, each in its own autocommit
 // transaction, and record every id whose COMMIT was answered success. A
-// failed statement is not acknowledged: the writer drops its connection,
+// failed statement is not acknowledged; a writer whose connection broke
 // reconnects and goes on.
 type auditWriters struct {
 	mu     sync.Mutex
@@ -346,7 +346,9 @@ func (a *auditWriters) writer(ctx context.Context, dsn string, w int) {
 	}()
 	for i := int64(1); ctx.Err() == nil; i++ {
 		if c == nil {
-			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			// The router may hold a new session until a new primary
+			// serves: give it that long rather than retrying.
+			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			var err error
 			c, err = pgx.Connect(cctx, dsn)
 			cancel()
@@ -371,8 +373,12 @@ func (a *auditWriters) writer(ctx context.Context, dsn string, w int) {
 				return // stopped mid-statement: its outcome means nothing
 			}
 			a.errors.Add(1)
-			c.Close(context.Background())
-			c = nil
+			// A session that survives the failover keeps its connection
+			// (the router answers the statement in flight with an error);
+			// only a broken connection is replaced.
+			if c.IsClosed() {
+				c = nil
+			}
 			continue
 		}
 		now := time.Now().UnixNano()
