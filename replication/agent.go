@@ -555,6 +555,9 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 				err := r.markDegraded(ctx)
 				r.ackMu.Lock()
 				if err != nil {
+					if e := r.leaseGone(start); e != nil {
+						return e
+					}
 					r.log.Warn("no standby acknowledged within ack_timeout, but the coordinator cannot record the degrade: commits wait", "gsn", gsn, "err", err)
 					deadline = time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
 					timer.Reset(r.cfg.Repl.AckTimeout.Duration)
@@ -567,6 +570,9 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 				r.rlog.SetStandbyAttached(false)
 				r.log.Warn("no standby acknowledged within ack_timeout: degrading to 1-safe (on_standby_loss = degrade)", "gsn", gsn, "safeness", level, "ack_timeout", r.cfg.Repl.AckTimeout.Duration)
 				return nil
+			}
+			if e := r.leaseGone(start); e != nil {
+				return e // on_standby_loss = block, cut off from the coordinator
 			}
 			deadline = time.Now().Add(r.cfg.Repl.AckTimeout.Duration)
 			if takeover {

@@ -349,3 +349,23 @@ func (r *Agent) setCoordinated(level string) error {
 	}
 	return nil
 }
+
+// leaseGone is the answer for a commit that has waited, since start, for
+// its standby on a primary whose lease is gone: lease + grace + ack_timeout
+// after the wait began without a lease, the node is cut off from the
+// coordinator and another node may be the primary; nobody can say whether
+// the commit survives (08007). nil while the lease holds or that time has
+// not passed.
+func (r *Agent) leaseGone(start time.Time) error {
+	if r.keeper == nil {
+		return nil
+	}
+	err := r.keeper.Check(r.epoch())
+	if err == nil || time.Since(start) < r.cfg.Repl.Lease.Duration+r.cfg.Repl.LeaseGrace.Duration+r.cfg.Repl.AckTimeout.Duration {
+		return nil
+	}
+	r.log.Warn("a commit waited for its standby on a primary without a lease: answering 08007", "err", err)
+	return &pgwire.Error{Code: codeResolutionUnknown,
+		Message: fmt.Sprintf("node %s lost its primary lease (the coordinator is unreachable from it) while the commit waited for its standby; whether the transaction survives depends on the next primary", r.id),
+		Hint:    "check on the primary `tandem status` shows whether the transaction's changes are there before retrying it", Err: ErrLeaseLost}
+}
