@@ -371,7 +371,7 @@ func (c *Coordinator) applyLocal(ctx context.Context, cmd Command) (Map, error) 
 }
 
 // remoteOps may be asked of the leader by another member.
-var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true, OpSafeness: true, OpRefine: true}
+var remoteOps = map[string]bool{OpLease: true, OpRelease: true, OpAck: true, OpDegrade: true, OpHandOver: true, OpSafeness: true, OpRefine: true, OpTail: true}
 
 // submit has the leader apply cmd as this member's request: directly when
 // this voter leads, else over the TLS channel. It retries while there is
@@ -629,6 +629,14 @@ func (c *Coordinator) Switchover(ctx context.Context, target string, epoch uint6
 // standbys' reports.
 func (c *Coordinator) RefineLoss(ctx context.Context, epoch, gsn uint64) error {
 	_, err := c.submit(ctx, Command{Op: OpRefine, Epoch: epoch, GSN: gsn})
+	return err
+}
+
+// ReportTail is the old primary of the change into epoch, back: gsn is the
+// highest GSN it answered success to a client (exact), or the end of its
+// log when it does not know that (after a restart: an upper bound).
+func (c *Coordinator) ReportTail(ctx context.Context, epoch, gsn uint64, exact bool) error {
+	_, err := c.submit(ctx, Command{Op: OpTail, Epoch: epoch, GSN: gsn, Degraded: exact})
 	return err
 }
 

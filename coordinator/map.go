@@ -73,9 +73,30 @@ type Transition struct {
 	Reason string `json:"reason"` // failover | promote | switchover
 	Lost   uint64 `json:"lost"`   // acknowledged commits the new primary may not hold (1-safe)
 	// CommitGSN is the old primary's commit_gsn at the change; Refined
-	// says Lost was recomputed from the new primary's real last GSN.
+	// says Lost was recomputed from the new primary's real last GSN
+	// (ToGSN). OldAcked is what the old primary reported when it came
+	// back: the highest GSN it answered success (OldExact), or the end of
+	// its log after a restart (an upper bound).
 	CommitGSN uint64 `json:"commit_gsn,omitempty"`
 	Refined   bool   `json:"refined,omitempty"`
+	ToGSN     uint64 `json:"to_gsn,omitempty"`
+	OldAcked  uint64 `json:"old_acked,omitempty"`
+	OldExact  bool   `json:"old_exact,omitempty"`
+}
+
+// recount sets t.Lost from what is known (Refined: the new primary's
+// GSN; OldAcked: the old primary's) and returns the change.
+func (t *Transition) recount() (before, after uint64) {
+	before = t.Lost
+	if !t.Refined {
+		return before, before
+	}
+	top := max(t.CommitGSN, t.OldAcked)
+	t.Lost = 0
+	if top > t.ToGSN {
+		t.Lost = top - t.ToGSN
+	}
+	return before, t.Lost
 }
 
 // Map is the replicated cluster map.
@@ -132,6 +153,7 @@ const (
 	OpTransition = "transition" // the leader's decision: a new primary and epoch
 	OpSafeness   = "safeness"   // tandem set: the level the failover rule judges standbys by
 	OpRefine     = "refine"     // the new primary's real last GSN: the change's loss count, exactly
+	OpTail       = "tail"       // the old primary, back, reports how far it acknowledged
 )
 
 // Command is one entry of the Raft log. From is the identity that asked,
@@ -306,12 +328,26 @@ func apply(m *Map, c Command, idx uint64) error {
 		if t.Epoch != c.Epoch || t.To != c.From || t.Refined {
 			break
 		}
-		var lost uint64
-		if t.CommitGSN > c.GSN {
-			lost = t.CommitGSN - c.GSN
+		t.Refined, t.ToGSN = true, c.GSN
+		before, after := t.recount()
+		m.Lost = m.Lost - before + after
+	case OpTail:
+		// The old primary of a change, back (a healed partition, a
+		// restart), reports how far it acknowledged: the change's loss
+		// is counted from that (DESIGN.md).
+		for i := len(m.History) - 1; i >= 0; i-- {
+			t := &m.History[i]
+			if t.Epoch != c.Epoch || t.From != c.From {
+				continue
+			}
+			if t.OldAcked != 0 {
+				break // reported once
+			}
+			t.OldAcked, t.OldExact = c.GSN, c.Degraded
+			before, after := t.recount()
+			m.Lost = m.Lost - before + after
+			break
 		}
-		m.Lost = m.Lost - t.Lost + lost
-		t.Lost, t.Refined = lost, true
 	case OpSafeness:
 		if _, ok := m.Member(c.From); !ok {
 			return fmt.Errorf("%w: %q", ErrNotMember, c.From)

@@ -56,8 +56,10 @@ func TestApply(t *testing.T) {
 		{Command{Op: OpTransition, From: "n1", Target: "n2", Epoch: 3, ExpectSeq: 1, Reason: "failover", Lost: 2}, nil},
 		{Command{Op: OpLease, From: "n1", Epoch: 3}, ErrNotPrimary},
 		{Command{Op: OpRefine, From: "n1", Epoch: 4, GSN: 9}, ErrNotPrimary},
-		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 9}, nil}, // the old primary reported 10: lost 1, not the estimate 2
-		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 3}, nil}, // refined once only
+		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 9}, nil},                // the old primary reported 10: lost 1, not the estimate 2
+		{Command{Op: OpRefine, From: "n2", Epoch: 4, GSN: 3}, nil},                // refined once only
+		{Command{Op: OpTail, From: "n1", Epoch: 4, GSN: 14, Degraded: true}, nil}, // the old primary, back: it acknowledged up to 14
+		{Command{Op: OpTail, From: "n1", Epoch: 4, GSN: 99, Degraded: true}, nil}, // reported once
 		{Command{Op: OpLease, From: "n2", Epoch: 4}, nil},
 		{Command{Op: OpHandOver, From: "n2", Target: "n1", Reason: "switchover"}, nil},
 		{Command{Op: OpLease, From: "n2", Epoch: 4}, ErrHandingOver},
@@ -72,7 +74,7 @@ func TestApply(t *testing.T) {
 		}
 	}
 	m := f.Map()
-	if m.Primary != "n2" || m.Epoch != 4 || m.Lost != 1 || m.CommitGSN != 20 || !m.Released || m.HandOverTo != "n1" {
+	if m.Primary != "n2" || m.Epoch != 4 || m.Lost != 5 || m.CommitGSN != 20 || !m.Released || m.HandOverTo != "n1" {
 		t.Fatalf("map %+v", m)
 	}
 	if r, _ := m.Member("n1"); r.Role != RoleStandby {
@@ -84,11 +86,11 @@ func TestApply(t *testing.T) {
 	if len(m.Acks) != 0 {
 		t.Fatalf("acks of the old epoch survived the transition: %v", m.Acks)
 	}
-	if len(m.History) != 1 || m.History[0] != (Transition{Epoch: 4, From: "n1", To: "n2", Reason: "failover", Lost: 1, CommitGSN: 10, Refined: true}) {
+	if len(m.History) != 1 || m.History[0] != (Transition{Epoch: 4, From: "n1", To: "n2", Reason: "failover", Lost: 5, CommitGSN: 10, Refined: true, ToGSN: 9, OldAcked: 14, OldExact: true}) {
 		t.Fatalf("history %+v", m.History)
 	}
-	if m.Index != 27 {
-		t.Fatalf("index %d, want the last applied change (27)", m.Index)
+	if m.Index != 29 {
+		t.Fatalf("index %d, want the last applied change (29)", m.Index)
 	}
 }
 

@@ -274,6 +274,24 @@ func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 		}()
 	case m.Primary != r.id && st.Role == RolePrimary && m.Epoch > st.Epoch:
 		r.log.Warn("the coordinator made another node the primary: this node stops acknowledging and follows it", "primary", m.Primary, "epoch", m.Epoch, "my_epoch", st.Epoch)
+		// How far this node acknowledged: the change's 1-safe loss is
+		// counted from it (after a restart only the log's end is known).
+		acked, exact := r.ackedMax.Load(), true
+		if acked == 0 {
+			acked, exact = r.rlog.LastGSN(), false
+		}
+		for _, t := range m.History {
+			if t.From == r.id && t.Epoch == st.Epoch+1 {
+				go func(epoch uint64) {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					defer cancel()
+					if err := r.coord.ReportTail(cctx, epoch, acked, exact); err != nil {
+						r.log.Warn("reporting how far this node acknowledged failed", "err", err)
+					}
+				}(t.Epoch)
+			}
+		}
+		r.log.Warn("deposed: the last GSN this node answered success", "gsn", acked, "exact", exact)
 		if err := r.followAs(ctx, m.Primary, 0, m.Epoch); err != nil {
 			r.log.Error("following the new primary failed", "primary", m.Primary, "err", err)
 		}

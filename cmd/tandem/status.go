@@ -362,11 +362,15 @@ func printCoordinator(w io.Writer, out []probe) {
 	_ = tw.Flush()
 	for _, t := range cs.Transitions {
 		how := "estimated from reports"
-		if t.Refined {
-			how = "at least: acknowledged up to GSN " + strconv.FormatUint(t.CommitGSN, 10) + " as last reported"
-		}
-		if t.Lost == 0 && t.Refined {
-			how = "none of the acknowledged commits last reported"
+		switch {
+		case t.Refined && t.OldAcked != 0 && t.OldExact:
+			how = "exact: the old primary acknowledged up to GSN " + strconv.FormatUint(max(t.CommitGSN, t.OldAcked), 10) + ", the new one held " + strconv.FormatUint(t.ToGSN, 10)
+		case t.Refined && t.OldAcked != 0:
+			how = "at most: the old primary's log ended at GSN " + strconv.FormatUint(t.OldAcked, 10) + " (it restarted), the new one held " + strconv.FormatUint(t.ToGSN, 10)
+		case t.Refined && t.Lost == 0:
+			how = "none of the acknowledged commits last reported; the old primary has not reported back yet"
+		case t.Refined:
+			how = "at least: acknowledged up to GSN " + strconv.FormatUint(t.CommitGSN, 10) + " as last reported; the old primary has not reported back yet"
 		}
 		fmt.Fprintf(w, "  epoch %d: %s -> %s (%s), lost %d (%s)\n", t.Epoch, t.From, t.To, t.Reason, t.Lost, how)
 	}
