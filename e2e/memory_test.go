@@ -256,6 +256,15 @@ func TestLargeMessageMemory(t *testing.T) {
 		t.Errorf("a %d MiB multi-row INSERT raised heap in use by %.2fx its size (at most 3.5x: the message, and the chunks' garbage the collector is paced to leave, up to about as much again as is live)", len(multi)/mib, factor)
 	}
 	fallsBack(base)
+
+	// Past 4 MiB of text to translate a statement is refused with 54000;
+	// the session goes on.
+	if _, err := a.PgConn().Exec(ctx, inList(5*mib)).ReadAll(); sqlState(err) != "54000" {
+		t.Fatalf("a 5 MiB IN list: %v, want 54000", err)
+	}
+	if _, err := a.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("after the refused statement: %v", err)
+	}
 }
 
 // readUntilReady reads server messages from nc up to ReadyForQuery and
@@ -413,6 +422,31 @@ func TestMessageMemoryBudget(t *testing.T) {
 	if err := a.QueryRow(ctx, "SELECT count(*) FROM big").Scan(&n); err != nil || n != 3+ok {
 		t.Fatalf("%d rows (%v), want %d (ids 1, 3, 4 and the flood's)", n, err, 3+ok)
 	}
+
+	// A statement the translator takes whole reserves what translating it
+	// costs (about 50x its text): a 3 MiB IN list needs more than the
+	// 100 MiB budget and is refused with 53200; one of 1 MiB runs.
+	if _, err := b.Exec(ctx, inList(3*mib)).ReadAll(); sqlState(err) != "53200" || !strings.Contains(err.Error(), "translating a statement") {
+		t.Fatalf("a 3 MiB IN list with a 100 MiB budget: %v, want 53200", err)
+	}
+	if _, err := b.Exec(ctx, inList(mib)).ReadAll(); err != nil {
+		t.Fatalf("a 1 MiB IN list: %v", err)
+	}
+}
+
+// inList is a SELECT of about size bytes with a long IN list of integers
+// (no literal to bind, not an INSERT to cut in chunks).
+func inList(size int) string {
+	var b strings.Builder
+	b.WriteString("SELECT count(*) FROM big WHERE id IN (")
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(i))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // TestLargeStatementsReplicate: the SQLite back end's paths for large

@@ -550,7 +550,12 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		case "INSERT", "UPDATE", "DELETE", "SELECT", "WITH", "VALUES":
 			text, st.hoisted = hoistLiterals(sql)
 		}
+		release, err := reserveTranslation(ctx, text)
+		if err != nil {
+			return nil, err
+		}
 		tr, err := sqlpg.Translate(text, schema{c})
+		release()
 		if err != nil {
 			var pe *pgwire.Error
 			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
