@@ -28,13 +28,16 @@ const (
 type chunkPlan struct {
 	text   string
 	head   string
+	tail   string // " ON CONFLICT ...", repeated after each chunk's rows
 	chunks [][2]int
 	rows   int
 }
 
-// planChunks returns the plan for a large plain multi-row INSERT, or nil
-// when sql is not one (a parameter, ON CONFLICT, RETURNING, a SELECT, a
-// single row: those run whole).
+// planChunks returns the plan for a large plain multi-row INSERT, with or
+// without an ON CONFLICT clause (each chunk repeats it: the rows of one
+// statement are checked one after the other on SQLite, so cutting them
+// changes nothing), or nil when sql is not one (a parameter, RETURNING, a
+// SELECT, a single row: those run whole).
 func planChunks(sql string) *chunkPlan {
 	if len(sql) < chunkMinStatement {
 		return nil
@@ -108,6 +111,10 @@ func planChunks(sql string) *chunkPlan {
 		if start >= 0 {
 			p.chunks = append(p.chunks, [2]int{start, end})
 		}
+		if j := onConflictEnd(sql, i); j > i {
+			p.tail = " " + strings.TrimRight(sql[i:j], " \t\r\n")
+			i = j
+		}
 		if i < n && sql[i] == ';' {
 			i++
 			for i < n && isSpace(sql[i]) {
@@ -115,10 +122,55 @@ func planChunks(sql string) *chunkPlan {
 			}
 		}
 		if i < n || p.rows < 2 {
-			return nil // something after the rows (ON CONFLICT, RETURNING ...)
+			return nil // something else after the rows (RETURNING ...)
 		}
 		return p
 	}
+}
+
+// onConflictEnd returns the end of an ON CONFLICT clause starting at i
+// (up to a final semicolon or the end), or i when there is none or it
+// has a parameter, a comment or RETURNING.
+func onConflictEnd(sql string, i int) int {
+	n := len(sql)
+	word := func(j int) (string, int) {
+		k := j
+		for k < n && isIdentByte(sql[k]) {
+			k++
+		}
+		return strings.ToUpper(sql[j:k]), k
+	}
+	w, j := word(i)
+	if w != "ON" {
+		return i
+	}
+	for j < n && isSpace(sql[j]) {
+		j++
+	}
+	if w, _ = word(j); w != "CONFLICT" {
+		return i
+	}
+	for j < n && sql[j] != ';' {
+		c := sql[j]
+		switch {
+		case c == '\'':
+			backslash := j > 0 && (sql[j-1] == 'E' || sql[j-1] == 'e')
+			j = skipQuoted(sql, j, backslash)
+		case c == '"':
+			j = skipQuotedIdent(sql, j)
+		case c == '$', c == '-' && j+1 < n && sql[j+1] == '-', c == '/' && j+1 < n && sql[j+1] == '*':
+			return i
+		case isIdentByte(c):
+			if w, k := word(j); w == "RETURNING" {
+				return i
+			} else {
+				j = k
+			}
+		default:
+			j++
+		}
+	}
+	return j
 }
 
 // tupleEnd returns the index after the parenthesis closing the one at i,
@@ -171,7 +223,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // chunk returns the statement text of chunk k.
 func (p *chunkPlan) chunk(k int) string {
 	c := p.chunks[k]
-	return p.head + " " + p.text[c[0]:c[1]]
+	return p.head + " " + p.text[c[0]:c[1]] + p.tail
 }
 
 // each calls f with each chunk's statement text.

@@ -33,7 +33,11 @@ func TestPlanChunks(t *testing.T) {
 		{"plain", manyRows("INSERT INTO t (a, b, c) VALUES ", n, row), n},
 		{"semicolon", manyRows("INSERT INTO t VALUES ", n, row) + " ;\n", n},
 		{"returning", manyRows("INSERT INTO t VALUES ", n, row) + " RETURNING a", 0},
-		{"on conflict", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING", 0},
+		{"on conflict", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING", n},
+		{"on conflict do update", manyRows("INSERT INTO t VALUES ", n, row) + " on  conflict (a) DO UPDATE SET b = excluded.b || ';' WHERE t.c <> 'RETURNING' ;", n},
+		{"on conflict returning", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING RETURNING a", 0},
+		{"on conflict parameter", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT (a) DO UPDATE SET b = $1", 0},
+		{"on something else", manyRows("INSERT INTO t VALUES ", n, row) + " ON x", 0},
 		{"parameter", manyRows("INSERT INTO t VALUES ", n, row) + ", ($1, 'x', 'y')", 0},
 		{"select", manyRows("INSERT INTO t SELECT * FROM (VALUES ", n, row) + ") v", 0},
 		{"comment", "INSERT /* c */ INTO t " + manyRows("VALUES ", n, row), 0},
@@ -54,7 +58,7 @@ func TestPlanChunks(t *testing.T) {
 		total, chunks := 0, 0
 		_ = p.each(func(sql string) error {
 			chunks++
-			if !strings.HasPrefix(sql, p.head) || len(sql) > chunkBytes+200 {
+			if !strings.HasPrefix(sql, p.head) || !strings.HasSuffix(sql, p.tail) || len(sql) > chunkBytes+200 {
 				t.Errorf("%s: chunk of %d bytes: %.60q", c.name, len(sql), sql)
 			}
 			total += strings.Count(sql, "'a''b('")
@@ -114,6 +118,17 @@ func TestChunkedInsertAtomic(t *testing.T) {
 	}
 	if got := must(fmt.Sprintf("SELECT b FROM t WHERE id = %d", n-1)); got != "true" {
 		t.Fatalf("the last row's boolean reads %s, want true (each chunk translated)", got)
+	}
+	// An upsert of every row, in chunks each with the ON CONFLICT clause.
+	upsert := manyRows("INSERT INTO t VALUES ", n, func(i int) string { return fmt.Sprintf("(%d, 'new %d', 'f')", i, i) }) + " ON CONFLICT (id) DO UPDATE SET v = excluded.v"
+	if planChunks(upsert) == nil {
+		t.Fatal("the upsert is not cut in chunks")
+	}
+	if tag := must(upsert); tag != fmt.Sprintf("INSERT 0 %d", n) {
+		t.Fatalf("upsert tag %q", tag)
+	}
+	if got := must(fmt.Sprintf("SELECT count(*) FROM t WHERE v LIKE 'new %%' AND b")); got != fmt.Sprint(n) {
+		t.Fatalf("%s rows updated by the upsert (b kept), want %d", got, n)
 	}
 	// A duplicate key in the last row: nothing of the statement stays.
 	dup := manyRows("INSERT INTO t VALUES ", n, func(i int) string { return row(n + i) }) + ", (5, 'dup', 'f')"
