@@ -252,8 +252,8 @@ func TestLargeMessageMemory(t *testing.T) {
 	factor := (peak.heapInuse - base.heapInuse) / float64(len(multi))
 	t.Logf("%d MiB INSERT of %d rows in %v: heap in use %.0f -> peak %.0f MiB (+%.2fx), RSS %.0f -> %.0f MiB",
 		len(multi)/mib, nrows, took.Round(time.Millisecond), base.heapInuse/mib, peak.heapInuse/mib, factor, base.rss/mib, peak.rss/mib)
-	if factor > 3.5 {
-		t.Errorf("a %d MiB multi-row INSERT raised heap in use by %.2fx its size (at most 3.5x: the message, and the chunks' garbage the collector is paced to leave, up to about as much again as is live)", len(multi)/mib, factor)
+	if factor > 2 {
+		t.Errorf("a %d MiB multi-row INSERT raised heap in use by %.2fx its size, more than twice (the message, and one chunk's translation: garbage is collected between chunks)", len(multi)/mib, factor)
 	}
 	fallsBack(base)
 

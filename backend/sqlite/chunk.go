@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,10 @@ const (
 	chunkMinStatement = 512 << 10
 	// chunkBytes: the rows of one chunk add up to about this much text.
 	chunkBytes = 128 << 10
+	// chunkCollectMin: from this size on, garbage is collected between
+	// chunks, so the statement costs about its size and one chunk's
+	// translation (translateCost x chunkBytes) rather than twice its size.
+	chunkCollectMin = 4 << 20
 )
 
 // chunkPlan is a large INSERT cut into chunks: head is the text up to and
@@ -251,7 +256,15 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 		}()
 	}
 	var total int64
+	collect := len(st.chunked.text) >= chunkCollectMin
 	err = st.chunked.each(func(sql string) error {
+		if collect {
+			// The last chunk's translation is garbage now: collect it
+			// before the next one adds as much again (left to its pace,
+			// the collector lets garbage grow to about the live heap,
+			// the whole message, before it runs).
+			runtime.GC()
+		}
 		cst, err := s.Prepare(ctx, sql)
 		if err != nil {
 			return err
