@@ -463,9 +463,10 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}
-	// The primary's memory for a 12 MiB row: the message, the row's image
-	// read back from SQLite, its writeset (which the log writes as it is),
-	// and the stream's read of the record (handed over, not copied).
+	// The primary's memory for a 12 MiB row: the message until the INSERT
+	// ran (then released: a simple Query's statement is one-shot), the
+	// row's image read back from SQLite and its writeset (which the log
+	// writes as it is, and hands to the stream's reader: no second read).
 	time.Sleep(300 * time.Millisecond)
 	base, err := readMem(h.admin["n1"])
 	if err != nil {
@@ -480,8 +481,8 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	peak := <-peakc
 	factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
 	t.Logf("12 MiB row at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", base.heapInuse/mib, peak.heapInuse/mib, factor)
-	if factor > 5 {
-		t.Errorf("a 12 MiB row raised the primary's heap in use by %.2fx (at most 5x: message, row image, writeset, the stream's read of it from the log, and garbage)", factor)
+	if factor > 2.6 {
+		t.Errorf("a 12 MiB row raised the primary's heap in use by %.2fx (at most 2.6x: the row image and the writeset, and a little garbage)", factor)
 	}
 	rows := func(from, n int) string {
 		var b strings.Builder

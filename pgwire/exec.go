@@ -303,7 +303,11 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		}
 	}
 	var failed error
-	for _, sql := range stmts {
+	for i := range stmts {
+		// The statement's text is the message's: hold it only where it
+		// is used (a back end may release a large one early, OneShot).
+		sql := stmts[i]
+		stmts[i] = ""
 		if err := s.runSimple(ctx, sql); err != nil {
 			var fe *fatalError
 			if errors.As(err, &fe) || errors.Is(err, io.EOF) {
@@ -371,6 +375,14 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	if st.NumParams() > 0 {
 		return Errorf("42P02", "there is no parameter $1")
 	}
+	if one, ok := st.(OneShot); ok {
+		one.SetOneShot()
+	}
+	var kw []string
+	if s.failed {
+		kw = Keywords(sql, 3)
+	}
+	sql = "" // not held while the statement runs (see OneShot)
 	res, err := s.bs.Execute(ctx, st, nil)
 	if err != nil {
 		return err
@@ -384,7 +396,7 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 		return err
 	}
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag())})
-	s.afterStatement(sql)
+	s.afterStatementWords(kw)
 	return nil
 }
 
@@ -425,11 +437,20 @@ func (s *execSession) afterStatement(sql string) {
 	if !s.failed {
 		return
 	}
+	s.afterStatementWords(Keywords(sql, 3))
+}
+
+// afterStatementWords is afterStatement with the statement's first three
+// keywords (read only when the transaction had failed).
+func (s *execSession) afterStatementWords(kw []string) {
+	if !s.failed {
+		return
+	}
 	if s.bs.TxStatus() == 'I' {
 		s.failed = false
 		return
 	}
-	if kw := Keywords(sql, 3); len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
+	if len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
 		s.failed = false
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -438,6 +439,9 @@ type Statement struct {
 	// prepared program of its own, finalized after it runs, so SQLite
 	// holds no copy of them afterwards.
 	hoisted []any
+	// oneShot: the statement runs once (a simple Query's), so a large
+	// one may let go of its text after it ran (releaseText).
+	oneShot bool
 	// chunked: a large multi-row INSERT run in chunks of rows (chunk.go).
 	chunked *chunkPlan
 }
@@ -445,6 +449,32 @@ type Statement struct {
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
 // by semicolons): what a DDL writeset carries.
 func (st *Statement) execSQL() string { return st.sql }
+
+// SetOneShot implements pgwire.OneShot.
+func (st *Statement) SetOneShot() { st.oneShot = true }
+
+// releaseTextMin: a one-shot statement at least this large lets go of its
+// text once it has run, before its commit (releaseText).
+const releaseTextMin = 8 << 20
+
+// releaseText drops a one-shot statement's references to its text and
+// literals (the client's message: SQLite holds its own copy of what was
+// bound) and collects them, so the commit's copies of the row (its image,
+// its writeset) do not come on top of the message. It reports whether it
+// did.
+func (st *Statement) releaseText() bool {
+	if !st.oneShot || len(st.orig) < releaseTextMin {
+		return false
+	}
+	st.kind = strings.Clone(st.kind)
+	for i, w := range st.words {
+		st.words[i] = strings.Clone(w)
+	}
+	st.tag = strings.Clone(st.tag)
+	st.sql, st.orig, st.hoisted = "", "", nil
+	runtime.GC()
+	return true
+}
 
 // translateOff sends statements to SQLite untranslated (benchmark baseline:
 // TANDEM_SQLITE_TRANSLATE=off).
@@ -1551,6 +1581,8 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 	ddl := ""
 	if isDDL(st.kind) && !local {
 		ddl = st.sql
+	} else {
+		st.releaseText()
 	}
 	if err := s.db.replicatedCommit(ctx, c, ddl); err != nil {
 		return nil, err
