@@ -508,6 +508,43 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	}
 }
 
+// TestLargeRowReplicatesPostgres: on the PostgreSQL pair a 12 MiB row
+// costs the primary's executor its row image (pgx's read buffer of it, and
+// the values decoded from it) and its writeset; the message and pgx's copy
+// of it for the server are released before the statement runs. Two rows,
+// so the second runs with pgx's read buffer already in its pool.
+func TestLargeRowReplicatesPostgres(t *testing.T) {
+	h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
+	h.start("n1")
+	h.start("n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := connect(t, h.dsn(h.nodes["n1"]))
+	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	for id := 1; id <= 2; id++ {
+		time.Sleep(300 * time.Millisecond)
+		base, err := readMem(h.admin["n1"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		peakc := memPeak(t, h.admin["n1"], stop)
+		if _, err := a.PgConn().Exec(ctx, bigInsert("big", id, 12*mib)).ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		peak := <-peakc
+		factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
+		t.Logf("row %d, 12 MiB at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", id, base.heapInuse/mib, peak.heapInuse/mib, factor)
+		if factor > 5 {
+			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 5x: pgx's read buffer of the image, the decoded image, the writeset, and garbage)", factor)
+		}
+	}
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT sum(length(v)) FROM big", int64(2*(12*mib-len("INSERT INTO big VALUES (1, '')"))))
+}
+
 // TestLargeMessageMemoryRelay: on the standalone PostgreSQL relay a large
 // message is read once and written on as it is: two concurrent 60 MiB
 // Query messages raise the node's heap in use by at most twice their size,
