@@ -484,6 +484,24 @@ func TestLargeStatementsReplicate(t *testing.T) {
 	if factor > 2.6 {
 		t.Errorf("a 12 MiB row raised the primary's heap in use by %.2fx (at most 2.6x: the row image and the writeset, and a little garbage)", factor)
 	}
+	// The same as a parameter (extended protocol): the Bind message is
+	// released once SQLite has the value.
+	time.Sleep(300 * time.Millisecond)
+	if base, err = readMem(h.admin["n1"]); err != nil {
+		t.Fatal(err)
+	}
+	stop = make(chan struct{})
+	peakc = memPeak(t, h.admin["n1"], stop)
+	if _, err := a.Exec(ctx, "INSERT INTO big VALUES ($1, $2)", 2, strings.Repeat("p", 12*mib)); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	peak = <-peakc
+	factor = (peak.heapInuse - base.heapInuse) / (12 * mib)
+	t.Logf("12 MiB parameter at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", base.heapInuse/mib, peak.heapInuse/mib, factor)
+	if factor > 2.6 {
+		t.Errorf("a 12 MiB parameter raised the primary's heap in use by %.2fx (at most 2.6x: the row image and the writeset, and a little garbage)", factor)
+	}
 	rows := func(from, n int) string {
 		var b strings.Builder
 		b.WriteString("INSERT INTO big VALUES ")
@@ -503,7 +521,8 @@ func TestLargeStatementsReplicate(t *testing.T) {
 		t.Fatalf("a chunked INSERT with a duplicate in its last row: %v, want 23505", err)
 	}
 	for _, node := range []string{"n1", "n2"} {
-		waitRows(t, h.dsn(h.nodes[node]), "SELECT count(*) FROM big", 1+n)
+		waitRows(t, h.dsn(h.nodes[node]), "SELECT count(*) FROM big", 2+n)
+		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 2", 12*mib)
 		waitRows(t, h.dsn(h.nodes[node]), "SELECT length(v) FROM big WHERE id = 1", int64(12*mib-len("INSERT INTO big VALUES (1, '')")))
 	}
 }
@@ -511,8 +530,10 @@ func TestLargeStatementsReplicate(t *testing.T) {
 // TestLargeRowReplicatesPostgres: on the PostgreSQL pair a 12 MiB row
 // costs the primary's executor its row image (pgx's read buffer of it, and
 // the values decoded from it) and its writeset; the message and pgx's copy
-// of it for the server are released before the statement runs. Two rows,
-// so the second runs with pgx's read buffer already in its pool.
+// of it for the server are released before the statement runs (a
+// parameter's Bind message, once the server has it). Two literal rows,
+// so the second runs with pgx's read buffer already in its pool, and a
+// parameter.
 func TestLargeRowReplicatesPostgres(t *testing.T) {
 	h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
 	h.start("n1")
@@ -523,7 +544,7 @@ func TestLargeRowReplicatesPostgres(t *testing.T) {
 	if _, err := a.Exec(ctx, "CREATE TABLE big (id int PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}
-	for id := 1; id <= 2; id++ {
+	for id := 1; id <= 3; id++ {
 		time.Sleep(300 * time.Millisecond)
 		base, err := readMem(h.admin["n1"])
 		if err != nil {
@@ -531,18 +552,25 @@ func TestLargeRowReplicatesPostgres(t *testing.T) {
 		}
 		stop := make(chan struct{})
 		peakc := memPeak(t, h.admin["n1"], stop)
-		if _, err := a.PgConn().Exec(ctx, bigInsert("big", id, 12*mib)).ReadAll(); err != nil {
+		how := "literal"
+		if id < 3 {
+			_, err = a.PgConn().Exec(ctx, bigInsert("big", id, 12*mib)).ReadAll()
+		} else {
+			how = "parameter"
+			_, err = a.Exec(ctx, "INSERT INTO big VALUES ($1, $2)", id, strings.Repeat("x", 12*mib-len("INSERT INTO big VALUES (1, '')")))
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		close(stop)
 		peak := <-peakc
 		factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
-		t.Logf("row %d, 12 MiB at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", id, base.heapInuse/mib, peak.heapInuse/mib, factor)
+		t.Logf("row %d, 12 MiB %s at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", id, how, base.heapInuse/mib, peak.heapInuse/mib, factor)
 		if factor > 5 {
 			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 5x: pgx's read buffer of the image, the decoded image, the writeset, and garbage)", factor)
 		}
 	}
-	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT sum(length(v)) FROM big", int64(2*(12*mib-len("INSERT INTO big VALUES (1, '')"))))
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT sum(length(v)) FROM big", int64(3*(12*mib-len("INSERT INTO big VALUES (1, '')"))))
 }
 
 // TestLargeMessageMemoryRelay: on the standalone PostgreSQL relay a large

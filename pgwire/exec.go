@@ -833,20 +833,22 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		}
 		var res Result
 		var err error
+		// A portal's values are used once: the back end has them now, and
+		// the portal does not hold them while it runs (a back end may let
+		// a large one go before its commit) nor while the session idles.
+		args, raw := pt.args, pt.raw
+		pt.args, pt.raw = nil, nil
 		if pe, ok := s.bs.(PortalExecutor); ok && m.MaxRows > 0 {
-			res, err = pe.ExecutePortal(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats, int(m.MaxRows))
+			res, err = pe.ExecutePortal(ctx, pt.stmt.st, raw, pt.rawFmt, pt.formats, int(m.MaxRows))
 		} else if rs, ok := s.bs.(RawSession); ok {
-			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats)
+			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, raw, pt.rawFmt, pt.formats)
 		} else {
-			res, err = s.bs.Execute(ctx, pt.stmt.st, pt.args)
+			res, err = s.bs.Execute(ctx, pt.stmt.st, args)
 		}
 		if err != nil {
 			return err
 		}
 		pt.res = res
-		// The back end has the values now: a large one must not stay
-		// with the portal while the session idles.
-		pt.args, pt.raw = nil, nil
 		if pt.cols == nil && res.Columns() != nil && !pt.stmt.described {
 			pt.cols = res.Columns()
 		}

@@ -322,10 +322,23 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	// An autocommit write fetches its writeset in the statement's own
 	// batch (DDL is replicated as its statement, not as rows).
 	withWS := autocommit && !ddl
+	bigParams := false
 	if withWS {
 		st.releaseText()
+		n := 0
+		for _, p := range params {
+			n += len(p)
+		}
+		bigParams = n >= releaseTextMin
 	}
 	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats, withWS)
+	if bigParams {
+		// The server has the values: the client's Bind message (which
+		// pgwire no longer holds) and pgx's copy of it for the server
+		// are collected before the writeset's copies of the row come.
+		params = nil
+		runtime.GC()
+	}
 	if err != nil {
 		if autocommit {
 			s.inTx = false

@@ -107,6 +107,20 @@ func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func
 
 // largeArgs reports whether a parameter value is large enough that
 // SQLite's copy of it should not outlive the statement.
+// argsBytes is the size of the text and bytea values in args.
+func argsBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		}
+	}
+	return n
+}
+
 func largeArgs(args []any) bool {
 	for _, a := range args {
 		switch v := a.(type) {
@@ -1564,7 +1578,9 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 		return nil, mapError(err)
 	}
 	s.held, s.inTx = c, true
+	bigArgs := argsBytes(args) >= releaseTextMin
 	res, err := s.executeOn(ctx, c, st, args)
+	args = nil // SQLite has its own copy: see the collection below
 	s.held, s.inTx = nil, false
 	if err != nil {
 		_ = c.exec("ROLLBACK")
@@ -1581,8 +1597,11 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 	ddl := ""
 	if isDDL(st.kind) && !local {
 		ddl = st.sql
-	} else {
-		st.releaseText()
+	} else if !st.releaseText() && bigArgs {
+		// Large parameter values (the client's Bind message, which
+		// pgwire no longer holds once they are handed over): collected
+		// before the commit's copies of the row, as releaseText does.
+		runtime.GC()
 	}
 	if err := s.db.replicatedCommit(ctx, c, ddl); err != nil {
 		return nil, err
