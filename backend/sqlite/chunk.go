@@ -31,17 +31,21 @@ const (
 // including VALUES; each chunk is a run of rows, [first row's start, last
 // row's end) in the text, about chunkBytes long.
 type chunkPlan struct {
-	text   string
-	head   string
-	tail   string // " ON CONFLICT ...", repeated after each chunk's rows
-	chunks [][2]int
-	rows   int
+	text string
+	head string
+	tail string // " ON CONFLICT ...", " RETURNING ...": repeated after each chunk's rows
+	// returning: the tail has RETURNING; the chunks' rows are the
+	// statement's, in order.
+	returning bool
+	chunks    [][2]int
+	rows      int
 }
 
 // planChunks returns the plan for a large plain multi-row INSERT, with or
-// without an ON CONFLICT clause (each chunk repeats it: the rows of one
-// statement are checked one after the other on SQLite, so cutting them
-// changes nothing), or nil when sql is not one (a parameter, RETURNING, a
+// without ON CONFLICT and RETURNING clauses (each chunk repeats them: the
+// rows of one statement are checked one after the other on SQLite, so
+// cutting them changes nothing, and the chunks' returned rows are the
+// statement's, in order), or nil when sql is not one (a parameter, a
 // SELECT, a single row: those run whole).
 func planChunks(sql string) *chunkPlan {
 	if len(sql) < chunkMinStatement {
@@ -116,8 +120,9 @@ func planChunks(sql string) *chunkPlan {
 		if start >= 0 {
 			p.chunks = append(p.chunks, [2]int{start, end})
 		}
-		if j := onConflictEnd(sql, i); j > i {
+		if j, returning := tailEnd(sql, i); j > i {
 			p.tail = " " + strings.TrimRight(sql[i:j], " \t\r\n")
+			p.returning = returning
 			i = j
 		}
 		if i < n && sql[i] == ';' {
@@ -127,16 +132,17 @@ func planChunks(sql string) *chunkPlan {
 			}
 		}
 		if i < n || p.rows < 2 {
-			return nil // something else after the rows (RETURNING ...)
+			return nil // something else after the rows
 		}
 		return p
 	}
 }
 
-// onConflictEnd returns the end of an ON CONFLICT clause starting at i
-// (up to a final semicolon or the end), or i when there is none or it
-// has a parameter, a comment or RETURNING.
-func onConflictEnd(sql string, i int) int {
+// tailEnd returns the end of the clauses after an INSERT's rows starting
+// at i (ON CONFLICT ..., RETURNING ..., up to a final semicolon or the
+// end) and whether they have RETURNING, or i when there are none or they
+// have a parameter or a comment.
+func tailEnd(sql string, i int) (int, bool) {
 	n := len(sql)
 	word := func(j int) (string, int) {
 		k := j
@@ -146,14 +152,16 @@ func onConflictEnd(sql string, i int) int {
 		return strings.ToUpper(sql[j:k]), k
 	}
 	w, j := word(i)
-	if w != "ON" {
-		return i
-	}
-	for j < n && isSpace(sql[j]) {
-		j++
-	}
-	if w, _ = word(j); w != "CONFLICT" {
-		return i
+	returning := w == "RETURNING"
+	if w == "ON" {
+		for j < n && isSpace(sql[j]) {
+			j++
+		}
+		if w, _ = word(j); w != "CONFLICT" {
+			return i, false
+		}
+	} else if !returning {
+		return i, false
 	}
 	for j < n && sql[j] != ';' {
 		c := sql[j]
@@ -164,18 +172,16 @@ func onConflictEnd(sql string, i int) int {
 		case c == '"':
 			j = skipQuotedIdent(sql, j)
 		case c == '$', c == '-' && j+1 < n && sql[j+1] == '-', c == '/' && j+1 < n && sql[j+1] == '*':
-			return i
+			return i, false
 		case isIdentByte(c):
-			if w, k := word(j); w == "RETURNING" {
-				return i
-			} else {
-				j = k
-			}
+			w, k := word(j)
+			returning = returning || w == "RETURNING"
+			j = k
 		default:
 			j++
 		}
 	}
-	return j
+	return j, returning
 }
 
 // tupleEnd returns the index after the parenthesis closing the one at i,
@@ -256,6 +262,8 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 		}()
 	}
 	var total int64
+	var rows [][]any
+	var cols []pgwire.Column
 	collect := len(st.chunked.text) >= chunkCollectMin
 	err = st.chunked.each(func(sql string) error {
 		if collect {
@@ -273,10 +281,19 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 		if err != nil {
 			return err
 		}
-		if err := r.Close(); err != nil {
-			return err
+		var tag string
+		if st.chunked.returning {
+			var got [][]any
+			if got, tag, cols, err = drain(r); err != nil {
+				return err
+			}
+			rows = append(rows, got...)
+		} else {
+			if err := r.Close(); err != nil {
+				return err
+			}
+			tag = r.Tag()
 		}
-		tag := r.Tag()
 		k, err := strconv.ParseInt(tag[strings.LastIndexByte(tag, ' ')+1:], 10, 64)
 		if err != nil {
 			return fmt.Errorf("sqlite: chunk tag %q: %w", tag, err)
@@ -292,5 +309,9 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 			return nil, err
 		}
 	}
-	return &cmdResult{tag: fmt.Sprintf("INSERT 0 %d", total)}, nil
+	tag := fmt.Sprintf("INSERT 0 %d", total)
+	if st.chunked.returning {
+		return &bufResult{cols: cols, rows: rows, tag: tag}, nil
+	}
+	return &cmdResult{tag: tag}, nil
 }

@@ -576,8 +576,15 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			// The first chunk answers for the statement at Prepare (an
 			// unknown table, a bad value).
 			first := p.chunk(0)
-			if _, err := s.Prepare(ctx, first); err != nil {
+			fps, err := s.Prepare(ctx, first)
+			if err != nil {
 				return nil, err
+			}
+			if p.returning {
+				// Rows as the first chunk describes them.
+				f := fps.(*Statement)
+				st.rows, st.names, st.types = true, f.names, f.types
+				st.sql = first
 			}
 			st.chunked = p
 			return st, nil
