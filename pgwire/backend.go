@@ -42,6 +42,15 @@ type Statement interface {
 	Close() error
 }
 
+// OneShot is implemented by statements that can let go of their text
+// once executed: a simple Query's statement runs once, and is told so
+// before it runs (SetOneShot), so a back end may release a large
+// statement's text (and the message it is read from) before its commit,
+// rather than hold it through the commit's own copies of the data.
+type OneShot interface {
+	SetOneShot()
+}
+
 // Result is a running statement's output.
 type Result interface {
 	// Columns of the rows; nil for a command without rows.

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,6 +101,40 @@ func (b *MemoryBudget) refuse(n, used int64) error {
 	e.Hint = "retry when other large statements have finished, or raise limits.message_memory"
 	e.Err = ErrOutOfMemory
 	return e
+}
+
+// Reserve takes n bytes of the budget for work that costs memory beyond
+// the message it came in (translating a large statement), waiting up to
+// Wait for room as a message does; what names the work in the 53200
+// error. release returns them (once; later calls do nothing). A nil budget
+// reserves nothing.
+func (b *MemoryBudget) Reserve(n int64, what string) (release func(), err error) {
+	if b == nil || n <= 0 {
+		return func() {}, nil
+	}
+	if err := b.acquire(n); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Message = fmt.Sprintf("out of memory: %s needs about %d bytes, which do not fit in limits.message_memory (%d bytes) now", what, n, b.Limit)
+		}
+		return nil, err
+	}
+	var once sync.Once
+	return func() { once.Do(func() { b.release(n) }) }, nil
+}
+
+type budgetKey struct{}
+
+// WithMemoryBudget returns ctx carrying b: a session's statements run with
+// it, so a back end can Reserve what a statement costs beyond its message.
+func WithMemoryBudget(ctx context.Context, b *MemoryBudget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
+}
+
+// MemoryBudgetFrom returns the budget ctx carries, or nil.
+func MemoryBudgetFrom(ctx context.Context) *MemoryBudget {
+	b, _ := ctx.Value(budgetKey{}).(*MemoryBudget)
+	return b
 }
 
 // release returns n bytes.

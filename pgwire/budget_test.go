@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -114,5 +115,36 @@ func TestDecodeParse(t *testing.T) {
 		if _, err := decodeParse(frame[5 : len(frame)-1]); err == nil {
 			t.Errorf("%q: a truncated Parse decoded", m.Name)
 		}
+	}
+}
+
+// Reserve counts work beyond a message against the budget: a nil budget
+// reserves nothing, a release returns the bytes once, and a reservation
+// that cannot fit is refused with 53200 naming the work; the budget rides
+// on a session's context.
+func TestMemoryBudgetReserve(t *testing.T) {
+	var none *MemoryBudget
+	if rel, err := none.Reserve(1<<30, "x"); err != nil || rel == nil {
+		t.Fatalf("nil budget: %v", err)
+	}
+	b := NewMemoryBudget(100, 0, nil)
+	rel, err := b.Reserve(70, "translating a statement")
+	if err != nil || b.InUse() != 70 {
+		t.Fatalf("reserve 70: %v, in use %d", err, b.InUse())
+	}
+	_, err = b.Reserve(40, "translating a statement")
+	if e := ToErrorResponse(err); !errors.Is(err, ErrOutOfMemory) || e.Code != CodeOutOfMemory || !strings.Contains(e.Message, "translating a statement needs about 40 bytes") {
+		t.Fatalf("reserve past the limit: %v", err)
+	}
+	rel()
+	rel()
+	if b.InUse() != 0 {
+		t.Fatalf("in use %d after release (twice), want 0", b.InUse())
+	}
+	if got := MemoryBudgetFrom(WithMemoryBudget(context.Background(), b)); got != b {
+		t.Fatalf("budget from context: %p, want %p", got, b)
+	}
+	if got := MemoryBudgetFrom(context.Background()); got != nil {
+		t.Fatalf("budget from a bare context: %p, want nil", got)
 	}
 }

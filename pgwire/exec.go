@@ -318,7 +318,11 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		}
 	}
 	var failed error
-	for _, sql := range stmts {
+	for i := range stmts {
+		// The statement's text is the message's: hold it only where it
+		// is used (a back end may release a large one early, OneShot).
+		sql := stmts[i]
+		stmts[i] = ""
 		if err := s.runSimple(ctx, sql); err != nil {
 			var fe *fatalError
 			if errors.As(err, &fe) || errors.Is(err, io.EOF) {
@@ -387,6 +391,14 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	if st.NumParams() > 0 {
 		return Errorf("42P02", "there is no parameter $1")
 	}
+	if one, ok := st.(OneShot); ok {
+		one.SetOneShot()
+	}
+	var kw []string
+	if s.failed {
+		kw = Keywords(sql, 3)
+	}
+	sql = "" // not held while the statement runs (see OneShot)
 	res, err := s.bs.Execute(ctx, st, nil)
 	if err != nil {
 		return err
@@ -401,7 +413,7 @@ func (s *execSession) runSimple(ctx context.Context, sql string) error {
 	}
 	s.reportCommit()
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(res.Tag())})
-	s.afterStatement(sql)
+	s.afterStatementWords(kw)
 	return nil
 }
 
@@ -443,11 +455,20 @@ func (s *execSession) afterStatement(sql string) {
 	if !s.failed {
 		return
 	}
+	s.afterStatementWords(Keywords(sql, 3))
+}
+
+// afterStatementWords is afterStatement with the statement's first three
+// keywords (read only when the transaction had failed).
+func (s *execSession) afterStatementWords(kw []string) {
+	if !s.failed {
+		return
+	}
 	if s.bs.TxStatus() == 'I' {
 		s.failed = false
 		return
 	}
-	if kw := Keywords(sql, 3); len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
+	if len(kw) > 1 && kw[0] == "ROLLBACK" && (kw[1] == "TO" || (len(kw) > 2 && kw[2] == "TO")) {
 		s.failed = false
 	}
 }
@@ -830,20 +851,22 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 		}
 		var res Result
 		var err error
+		// A portal's values are used once: the back end has them now, and
+		// the portal does not hold them while it runs (a back end may let
+		// a large one go before its commit) nor while the session idles.
+		args, raw := pt.args, pt.raw
+		pt.args, pt.raw = nil, nil
 		if pe, ok := s.bs.(PortalExecutor); ok && m.MaxRows > 0 {
-			res, err = pe.ExecutePortal(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats, int(m.MaxRows))
+			res, err = pe.ExecutePortal(ctx, pt.stmt.st, raw, pt.rawFmt, pt.formats, int(m.MaxRows))
 		} else if rs, ok := s.bs.(RawSession); ok {
-			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, pt.raw, pt.rawFmt, pt.formats)
+			res, err = rs.ExecuteRaw(ctx, pt.stmt.st, raw, pt.rawFmt, pt.formats)
 		} else {
-			res, err = s.bs.Execute(ctx, pt.stmt.st, pt.args)
+			res, err = s.bs.Execute(ctx, pt.stmt.st, args)
 		}
 		if err != nil {
 			return err
 		}
 		pt.res = res
-		// The back end has the values now: a large one must not stay
-		// with the portal while the session idles.
-		pt.args, pt.raw = nil, nil
 		if pt.cols == nil && res.Columns() != nil && !pt.stmt.described {
 			pt.cols = res.Columns()
 		}

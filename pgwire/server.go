@@ -212,6 +212,7 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	if s.cfg.Budget != nil {
 		fr.SetBudget(s.cfg.Budget)
 		defer fr.ReleaseMemory()
+		ctx = WithMemoryBudget(ctx, s.cfg.Budget)
 	}
 	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.StartupTimeout)) // startup must finish

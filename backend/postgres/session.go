@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,6 +131,38 @@ type Statement struct {
 	kind  string
 	words []string
 	s     *Session
+	// oneShot: the statement runs once (a simple Query's): a large one
+	// lets go of its text before it runs (releaseText).
+	oneShot bool
+}
+
+// SetOneShot implements pgwire.OneShot.
+func (st *Statement) SetOneShot() { st.oneShot = true }
+
+// releaseTextMin: a one-shot statement at least this large lets go of its
+// text before it runs (releaseText).
+const releaseTextMin = 8 << 20
+
+// releaseText drops a one-shot statement's reference to its text (the
+// client's message; the server has had it since Prepare) and collects it,
+// with the copy pgx encoded for the server, so that the writeset's copies
+// of the row (the image read back, the encoding) do not come on top of
+// them.
+func (st *Statement) releaseText() {
+	if !st.oneShot || len(st.sql) < releaseTextMin {
+		return
+	}
+	st.kind = strings.Clone(st.kind)
+	for i, w := range st.words {
+		st.words[i] = strings.Clone(w)
+	}
+	st.sql = ""
+	if st.desc != nil {
+		d := *st.desc
+		d.SQL = ""
+		st.desc = &d
+	}
+	runtime.GC()
 }
 
 func (st *Statement) SQL() string         { return st.sql }
@@ -301,7 +334,23 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	// An autocommit write fetches its writeset in the statement's own
 	// batch (DDL is replicated as its statement, not as rows).
 	withWS := autocommit && !ddl
+	bigParams := false
+	if withWS {
+		st.releaseText()
+		n := 0
+		for _, p := range params {
+			n += len(p)
+		}
+		bigParams = n >= releaseTextMin
+	}
 	rr, mrr, err := s.run(ctx, st, params, paramFormats, resultFormats, withWS)
+	if bigParams {
+		// The server has the values: the client's Bind message (which
+		// pgwire no longer holds) and pgx's copy of it for the server
+		// are collected before the writeset's copies of the row come.
+		params = nil
+		runtime.GC()
+	}
 	if err != nil {
 		if autocommit {
 			s.inTx = false

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -20,21 +21,32 @@ const (
 	chunkMinStatement = 512 << 10
 	// chunkBytes: the rows of one chunk add up to about this much text.
 	chunkBytes = 128 << 10
+	// chunkCollectMin: from this size on, garbage is collected between
+	// chunks, so the statement costs about its size and one chunk's
+	// translation (translateCost x chunkBytes) rather than twice its size.
+	chunkCollectMin = 4 << 20
 )
 
 // chunkPlan is a large INSERT cut into chunks: head is the text up to and
 // including VALUES; each chunk is a run of rows, [first row's start, last
 // row's end) in the text, about chunkBytes long.
 type chunkPlan struct {
-	text   string
-	head   string
-	chunks [][2]int
-	rows   int
+	text string
+	head string
+	tail string // " ON CONFLICT ...", " RETURNING ...": repeated after each chunk's rows
+	// returning: the tail has RETURNING; the chunks' rows are the
+	// statement's, in order.
+	returning bool
+	chunks    [][2]int
+	rows      int
 }
 
-// planChunks returns the plan for a large plain multi-row INSERT, or nil
-// when sql is not one (a parameter, ON CONFLICT, RETURNING, a SELECT, a
-// single row: those run whole).
+// planChunks returns the plan for a large plain multi-row INSERT, with or
+// without ON CONFLICT and RETURNING clauses (each chunk repeats them: the
+// rows of one statement are checked one after the other on SQLite, so
+// cutting them changes nothing, and the chunks' returned rows are the
+// statement's, in order), or nil when sql is not one (a parameter, a
+// SELECT, a single row: those run whole).
 func planChunks(sql string) *chunkPlan {
 	if len(sql) < chunkMinStatement {
 		return nil
@@ -108,6 +120,11 @@ func planChunks(sql string) *chunkPlan {
 		if start >= 0 {
 			p.chunks = append(p.chunks, [2]int{start, end})
 		}
+		if j, returning := tailEnd(sql, i); j > i {
+			p.tail = " " + strings.TrimRight(sql[i:j], " \t\r\n")
+			p.returning = returning
+			i = j
+		}
 		if i < n && sql[i] == ';' {
 			i++
 			for i < n && isSpace(sql[i]) {
@@ -115,10 +132,56 @@ func planChunks(sql string) *chunkPlan {
 			}
 		}
 		if i < n || p.rows < 2 {
-			return nil // something after the rows (ON CONFLICT, RETURNING ...)
+			return nil // something else after the rows
 		}
 		return p
 	}
+}
+
+// tailEnd returns the end of the clauses after an INSERT's rows starting
+// at i (ON CONFLICT ..., RETURNING ..., up to a final semicolon or the
+// end) and whether they have RETURNING, or i when there are none or they
+// have a parameter or a comment.
+func tailEnd(sql string, i int) (int, bool) {
+	n := len(sql)
+	word := func(j int) (string, int) {
+		k := j
+		for k < n && isIdentByte(sql[k]) {
+			k++
+		}
+		return strings.ToUpper(sql[j:k]), k
+	}
+	w, j := word(i)
+	returning := w == "RETURNING"
+	if w == "ON" {
+		for j < n && isSpace(sql[j]) {
+			j++
+		}
+		if w, _ = word(j); w != "CONFLICT" {
+			return i, false
+		}
+	} else if !returning {
+		return i, false
+	}
+	for j < n && sql[j] != ';' {
+		c := sql[j]
+		switch {
+		case c == '\'':
+			backslash := j > 0 && (sql[j-1] == 'E' || sql[j-1] == 'e')
+			j = skipQuoted(sql, j, backslash)
+		case c == '"':
+			j = skipQuotedIdent(sql, j)
+		case c == '$', c == '-' && j+1 < n && sql[j+1] == '-', c == '/' && j+1 < n && sql[j+1] == '*':
+			return i, false
+		case isIdentByte(c):
+			w, k := word(j)
+			returning = returning || w == "RETURNING"
+			j = k
+		default:
+			j++
+		}
+	}
+	return j, returning
 }
 
 // tupleEnd returns the index after the parenthesis closing the one at i,
@@ -171,7 +234,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // chunk returns the statement text of chunk k.
 func (p *chunkPlan) chunk(k int) string {
 	c := p.chunks[k]
-	return p.head + " " + p.text[c[0]:c[1]]
+	return p.head + " " + p.text[c[0]:c[1]] + p.tail
 }
 
 // each calls f with each chunk's statement text.
@@ -199,7 +262,17 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 		}()
 	}
 	var total int64
+	var rows [][]any
+	var cols []pgwire.Column
+	collect := len(st.chunked.text) >= chunkCollectMin
 	err = st.chunked.each(func(sql string) error {
+		if collect {
+			// The last chunk's translation is garbage now: collect it
+			// before the next one adds as much again (left to its pace,
+			// the collector lets garbage grow to about the live heap,
+			// the whole message, before it runs).
+			runtime.GC()
+		}
 		cst, err := s.Prepare(ctx, sql)
 		if err != nil {
 			return err
@@ -208,10 +281,19 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 		if err != nil {
 			return err
 		}
-		if err := r.Close(); err != nil {
-			return err
+		var tag string
+		if st.chunked.returning {
+			var got [][]any
+			if got, tag, cols, err = drain(r); err != nil {
+				return err
+			}
+			rows = append(rows, got...)
+		} else {
+			if err := r.Close(); err != nil {
+				return err
+			}
+			tag = r.Tag()
 		}
-		tag := r.Tag()
 		k, err := strconv.ParseInt(tag[strings.LastIndexByte(tag, ' ')+1:], 10, 64)
 		if err != nil {
 			return fmt.Errorf("sqlite: chunk tag %q: %w", tag, err)
@@ -227,5 +309,9 @@ func (s *Session) execChunked(ctx context.Context, st *Statement) (res pgwire.Re
 			return nil, err
 		}
 	}
-	return &cmdResult{tag: fmt.Sprintf("INSERT 0 %d", total)}, nil
+	tag := fmt.Sprintf("INSERT 0 %d", total)
+	if st.chunked.returning {
+		return &bufResult{cols: cols, rows: rows, tag: tag}, nil
+	}
+	return &cmdResult{tag: tag}, nil
 }

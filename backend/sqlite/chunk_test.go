@@ -32,8 +32,14 @@ func TestPlanChunks(t *testing.T) {
 		{"small", "INSERT INTO t VALUES (1), (2)", 0},
 		{"plain", manyRows("INSERT INTO t (a, b, c) VALUES ", n, row), n},
 		{"semicolon", manyRows("INSERT INTO t VALUES ", n, row) + " ;\n", n},
-		{"returning", manyRows("INSERT INTO t VALUES ", n, row) + " RETURNING a", 0},
-		{"on conflict", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING", 0},
+		{"returning", manyRows("INSERT INTO t VALUES ", n, row) + " RETURNING a", n},
+		{"on conflict", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING", n},
+		{"on conflict do update", manyRows("INSERT INTO t VALUES ", n, row) + " on  conflict (a) DO UPDATE SET b = excluded.b || ';' WHERE t.c <> 'RETURNING' ;", n},
+		{"on conflict returning", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT DO NOTHING RETURNING a", n},
+		{"returning parameter", manyRows("INSERT INTO t VALUES ", n, row) + " RETURNING a + $1", 0},
+		{"something else", manyRows("INSERT INTO t VALUES ", n, row) + " WHERE", 0},
+		{"on conflict parameter", manyRows("INSERT INTO t VALUES ", n, row) + " ON CONFLICT (a) DO UPDATE SET b = $1", 0},
+		{"on something else", manyRows("INSERT INTO t VALUES ", n, row) + " ON x", 0},
 		{"parameter", manyRows("INSERT INTO t VALUES ", n, row) + ", ($1, 'x', 'y')", 0},
 		{"select", manyRows("INSERT INTO t SELECT * FROM (VALUES ", n, row) + ") v", 0},
 		{"comment", "INSERT /* c */ INTO t " + manyRows("VALUES ", n, row), 0},
@@ -54,7 +60,7 @@ func TestPlanChunks(t *testing.T) {
 		total, chunks := 0, 0
 		_ = p.each(func(sql string) error {
 			chunks++
-			if !strings.HasPrefix(sql, p.head) || len(sql) > chunkBytes+200 {
+			if !strings.HasPrefix(sql, p.head) || !strings.HasSuffix(sql, p.tail) || len(sql) > chunkBytes+200 {
 				t.Errorf("%s: chunk of %d bytes: %.60q", c.name, len(sql), sql)
 			}
 			total += strings.Count(sql, "'a''b('")
@@ -115,6 +121,41 @@ func TestChunkedInsertAtomic(t *testing.T) {
 	if got := must(fmt.Sprintf("SELECT b FROM t WHERE id = %d", n-1)); got != "true" {
 		t.Fatalf("the last row's boolean reads %s, want true (each chunk translated)", got)
 	}
+	// An upsert of every row, in chunks each with the ON CONFLICT clause.
+	upsert := manyRows("INSERT INTO t VALUES ", n, func(i int) string { return fmt.Sprintf("(%d, 'new %d', 'f')", i, i) }) + " ON CONFLICT (id) DO UPDATE SET v = excluded.v"
+	if planChunks(upsert) == nil {
+		t.Fatal("the upsert is not cut in chunks")
+	}
+	if tag := must(upsert); tag != fmt.Sprintf("INSERT 0 %d", n) {
+		t.Fatalf("upsert tag %q", tag)
+	}
+	if got := must(fmt.Sprintf("SELECT count(*) FROM t WHERE v LIKE 'new %%' AND b")); got != fmt.Sprint(n) {
+		t.Fatalf("%s rows updated by the upsert (b kept), want %d", got, n)
+	}
+	// RETURNING: every chunk's rows, in order, under the first chunk's
+	// description.
+	ret := manyRows("INSERT INTO t VALUES ", n, func(i int) string { return fmt.Sprintf("(%d, 'r', 'f')", 2*n+i) }) + " RETURNING id, v"
+	rst, err := s.Prepare(ctx, ret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cols, err := rst.Describe(ctx); err != nil || len(cols) != 2 || cols[0].Name != "id" {
+		t.Fatalf("RETURNING described as %v (%v)", cols, err)
+	}
+	res, err := s.Execute(ctx, rst, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, tag, cols, err := drain(res)
+	if err != nil || len(cols) != 2 || len(got) != n || tag != fmt.Sprintf("INSERT 0 %d", n) {
+		t.Fatalf("RETURNING: %d rows, tag %q, %d columns, %v", len(got), tag, len(cols), err)
+	}
+	for i, r := range got {
+		if fmt.Sprint(r[0]) != fmt.Sprint(2*n+i) {
+			t.Fatalf("returned row %d has id %v, want %d", i, r[0], 2*n+i)
+		}
+	}
+	must(fmt.Sprintf("DELETE FROM t WHERE id >= %d", 2*n))
 	// A duplicate key in the last row: nothing of the statement stays.
 	dup := manyRows("INSERT INTO t VALUES ", n, func(i int) string { return row(n + i) }) + ", (5, 'dup', 'f')"
 	if _, err := exec(dup); err == nil || pgwire.ToErrorResponse(err).Code != "23505" {

@@ -1,8 +1,12 @@
 package sqlite
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // Large statements: PostgreSQL's parser (libpg_query) copies a statement's
@@ -19,6 +23,37 @@ const (
 	// hoistMinLiteral: shorter literals stay in the text.
 	hoistMinLiteral = 4 << 10
 )
+
+// A statement that still is large after hoisting (a huge IN list, a
+// multi-row INSERT with ON CONFLICT or RETURNING) goes whole through the
+// translator, which allocates about 50x its text (measured: a 1 MiB IN
+// list of integers). That memory is reserved in the node's message budget
+// (limits.message_memory) for the translation, so the budget bounds it as
+// it bounds messages; past maxTranslateBytes the statement is refused
+// with 54000 rather than cost several hundred MiB.
+const (
+	// translateReserveMin: shorter texts are not counted (as messages
+	// under pgwire.BudgetMinMessage are not).
+	translateReserveMin = 64 << 10
+	// translateCost: the translator's allocation per byte of text.
+	translateCost = 50
+	// maxTranslateBytes: longer texts are refused.
+	maxTranslateBytes = 4 << 20
+)
+
+// reserveTranslation reserves the memory translating text costs in the
+// session's message budget (see translateCost); release returns it.
+func reserveTranslation(ctx context.Context, text string) (release func(), err error) {
+	if len(text) < translateReserveMin {
+		return func() {}, nil
+	}
+	if len(text) > maxTranslateBytes {
+		return nil, &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
+			Message: fmt.Sprintf("statement too large to translate: %d bytes after its long string literals are bound (at most %d on the SQLite back end)", len(text), maxTranslateBytes),
+			Hint:    "pass long lists and many rows as parameters (WHERE id = ANY($1) with an array; INSERT ... SELECT FROM unnest($1, $2)), split the statement, or use COPY"}
+	}
+	return pgwire.MemoryBudgetFrom(ctx).Reserve(int64(len(text))*translateCost, fmt.Sprintf("translating a statement of %d bytes", len(text)))
+}
 
 // hoistAfter: keywords a hoisted literal may follow (after any other word
 // a literal may be a typed constant, DATE '...', which a parameter cannot

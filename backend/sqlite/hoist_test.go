@@ -145,3 +145,49 @@ func TestHoistedLikeWritten(t *testing.T) {
 		}
 	}
 }
+
+// A large text to translate reserves translateCost times its size in the
+// session's budget (refused with 53200 when that does not fit), and past
+// maxTranslateBytes it is refused with 54000.
+func TestReserveTranslation(t *testing.T) {
+	cases := []struct {
+		name     string
+		size     int
+		limit    int64 // 0: no budget
+		wantCode string
+		reserved int64
+	}{
+		{"short: not counted", translateReserveMin - 1, 1 << 30, "", 0},
+		{"counted", 1 << 20, 1 << 30, "", translateCost << 20},
+		{"no budget", 1 << 20, 0, "", 0},
+		{"does not fit the budget", 1 << 20, 10 << 20, pgwire.CodeOutOfMemory, 0},
+		{"too large", maxTranslateBytes + 1, 1 << 40, pgwire.CodeProgramLimitExceeded, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			var b *pgwire.MemoryBudget
+			if c.limit > 0 {
+				b = pgwire.NewMemoryBudget(c.limit, 0, nil)
+				ctx = pgwire.WithMemoryBudget(ctx, b)
+			}
+			release, err := reserveTranslation(ctx, strings.Repeat("x", c.size))
+			if err != nil {
+				if code := pgwire.ToErrorResponse(err).Code; code != c.wantCode {
+					t.Fatalf("err %v (%s), want SQLSTATE %q", err, code, c.wantCode)
+				}
+				return
+			}
+			if c.wantCode != "" {
+				t.Fatalf("no error, want SQLSTATE %s", c.wantCode)
+			}
+			if b != nil && b.InUse() != c.reserved {
+				t.Fatalf("reserved %d, want %d", b.InUse(), c.reserved)
+			}
+			release()
+			if b != nil && b.InUse() != 0 {
+				t.Fatalf("%d in use after release", b.InUse())
+			}
+		})
+	}
+}

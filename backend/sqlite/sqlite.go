@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,6 +107,20 @@ func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func
 
 // largeArgs reports whether a parameter value is large enough that
 // SQLite's copy of it should not outlive the statement.
+// argsBytes is the size of the text and bytea values in args.
+func argsBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		}
+	}
+	return n
+}
+
 func largeArgs(args []any) bool {
 	for _, a := range args {
 		switch v := a.(type) {
@@ -444,6 +459,9 @@ type Statement struct {
 	// prepared program of its own, finalized after it runs, so SQLite
 	// holds no copy of them afterwards.
 	hoisted []any
+	// oneShot: the statement runs once (a simple Query's), so a large
+	// one may let go of its text after it ran (releaseText).
+	oneShot bool
 	// chunked: a large multi-row INSERT run in chunks of rows (chunk.go).
 	chunked *chunkPlan
 }
@@ -451,6 +469,32 @@ type Statement struct {
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
 // by semicolons): what a DDL writeset carries.
 func (st *Statement) execSQL() string { return st.sql }
+
+// SetOneShot implements pgwire.OneShot.
+func (st *Statement) SetOneShot() { st.oneShot = true }
+
+// releaseTextMin: a one-shot statement at least this large lets go of its
+// text once it has run, before its commit (releaseText).
+const releaseTextMin = 8 << 20
+
+// releaseText drops a one-shot statement's references to its text and
+// literals (the client's message: SQLite holds its own copy of what was
+// bound) and collects them, so the commit's copies of the row (its image,
+// its writeset) do not come on top of the message. It reports whether it
+// did.
+func (st *Statement) releaseText() bool {
+	if !st.oneShot || len(st.orig) < releaseTextMin {
+		return false
+	}
+	st.kind = strings.Clone(st.kind)
+	for i, w := range st.words {
+		st.words[i] = strings.Clone(w)
+	}
+	st.tag = strings.Clone(st.tag)
+	st.sql, st.orig, st.hoisted = "", "", nil
+	runtime.GC()
+	return true
+}
 
 // translateOff sends statements to SQLite untranslated (benchmark baseline:
 // TANDEM_SQLITE_TRANSLATE=off).
@@ -538,8 +582,15 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			// The first chunk answers for the statement at Prepare (an
 			// unknown table, a bad value).
 			first := p.chunk(0)
-			if _, err := s.Prepare(ctx, first); err != nil {
+			fps, err := s.Prepare(ctx, first)
+			if err != nil {
 				return nil, err
+			}
+			if p.returning {
+				// Rows as the first chunk describes them.
+				f := fps.(*Statement)
+				st.rows, st.names, st.types = true, f.names, f.types
+				st.sql = first
 			}
 			st.chunked = p
 			return st, nil
@@ -556,7 +607,12 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		case "INSERT", "UPDATE", "DELETE", "SELECT", "WITH", "VALUES":
 			text, st.hoisted = hoistLiterals(sql)
 		}
+		release, err := reserveTranslation(ctx, text)
+		if err != nil {
+			return nil, err
+		}
 		tr, err := sqlpg.Translate(text, schema{c})
+		release()
 		if err != nil {
 			var pe *pgwire.Error
 			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
@@ -1563,7 +1619,9 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 		return nil, mapError(err)
 	}
 	s.held, s.inTx = c, true
+	bigArgs := argsBytes(args) >= releaseTextMin
 	res, err := s.executeOn(ctx, c, st, args)
+	args = nil // SQLite has its own copy: see the collection below
 	s.held, s.inTx = nil, false
 	if err != nil {
 		_ = c.exec("ROLLBACK")
@@ -1580,6 +1638,11 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 	ddl := ""
 	if isDDL(st.kind) && !local {
 		ddl = st.sql
+	} else if !st.releaseText() && bigArgs {
+		// Large parameter values (the client's Bind message, which
+		// pgwire no longer holds once they are handed over): collected
+		// before the commit's copies of the row, as releaseText does.
+		runtime.GC()
 	}
 	if err := s.db.replicatedCommit(ctx, c, ddl); err != nil {
 		return nil, err
