@@ -998,19 +998,48 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	var wmu sync.Mutex
+	// Acknowledgements: one writer sends the three positions (received,
+	// durable, applied) whenever any moved, one frame and one flush (one
+	// TLS record) per wake-up, however many moved meanwhile: receiving,
+	// applying and syncing a commit wake it up to three times, and the
+	// ones that arrive while it writes are coalesced.
+	ackKick := make(chan struct{}, 1)
 	sendAck := func() error {
-		wmu.Lock()
-		defer wmu.Unlock()
-		if err := writeFrame(w, 'A', u64s(r.received.Load(), r.rlog.DurableGSN(), r.applied.Load())); err != nil {
-			return err
+		select {
+		case ackKick <- struct{}{}:
+		default:
 		}
-		return w.Flush()
+		return nil
 	}
 	applyQ := make(chan *writeset.Writeset, 4096)
 	errc := make(chan error, 3)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() {
+		var last [3]uint64
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ackKick:
+			}
+			now := [3]uint64{r.received.Load(), r.rlog.DurableGSN(), r.applied.Load()}
+			if now == last {
+				continue
+			}
+			if err := writeFrame(w, 'A', u64s(now[0], now[1], now[2])); err == nil {
+				err = w.Flush()
+				if err != nil {
+					errc <- err
+					return
+				}
+			} else {
+				errc <- err
+				return
+			}
+			last = now
+		}
+	}()
 	// Applier: in GSN order, exactly once (the GSN is recorded with it).
 	go func() {
 		for {
