@@ -1443,6 +1443,11 @@ func (r *Agent) promote(ctx context.Context, fencedGSN uint64, wait time.Duratio
 		r.degraded.Store(true)
 		r.mDegraded.Set(1)
 		r.rlog.SetStandbyAttached(false)
+		// Commits that arrived while the degrade was being recorded (the
+		// role was already primary) wait for a standby: wake them.
+		r.ackMu.Lock()
+		r.ackCond.Broadcast()
+		r.ackMu.Unlock()
 		r.log.Warn("promoted with no standby attached: commits run 1-safe until one catches up (on_standby_loss = degrade)")
 	} else {
 		r.degraded.Store(false)
