@@ -124,6 +124,14 @@ func catalogSQL() []string {
 		SELECT CAST(_tandem_oid(s.name) AS INTEGER), s.name, 2200, 0, 0, 10, 0, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'S', 3,
 			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
 		FROM main._tandem_sequences s`)
+	// pg_depend: a serial or identity column's sequence depends on the
+	// column ('a' auto, 'i' internal for identity), which is how ORMs find
+	// it (Django's get_sequences).
+	add("pg_depend", `SELECT CAST(_tandem_oid('pg_class') AS INTEGER) AS classid, CAST(_tandem_oid(s.name) AS INTEGER) AS objid, 0 AS objsubid,
+			CAST(_tandem_oid('pg_class') AS INTEGER) AS refclassid, CAST(_tandem_oid(s.owner_table) AS INTEGER) AS refobjid,
+			(SELECT p.cid + 1 FROM pragma_table_info(s.owner_table) p WHERE p.name = s.owner_column) AS refobjsubid,
+			CASE WHEN coalesce((SELECT c.identity FROM main._tandem_columns c WHERE c.table_name = s.owner_table AND c.column_name = s.owner_column), '') = '' THEN 'a' ELSE 'i' END AS deptype
+		FROM main._tandem_sequences s WHERE s.owner_table IS NOT NULL`)
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
@@ -244,7 +252,6 @@ func catalogSQL() []string {
 		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname"},
 		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype"},
 		{"pg_operator", "CAST(0 AS INTEGER) AS oid, '' AS oprname, CAST(11 AS INTEGER) AS oprnamespace"},
-		{"pg_depend", "CAST(0 AS INTEGER) AS classid, CAST(0 AS INTEGER) AS objid, 0 AS objsubid, CAST(0 AS INTEGER) AS refclassid, CAST(0 AS INTEGER) AS refobjid, 0 AS refobjsubid, 'n' AS deptype"},
 		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
 		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},

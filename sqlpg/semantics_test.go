@@ -235,6 +235,13 @@ func TestSemantics(t *testing.T) {
 		{"SELECT id, (SELECT count(*) FROM se_t s2 WHERE s2.id = se_t.id) FROM se_t GROUP BY id ORDER BY id", "1|1;2|1;3|1"},
 		{"SELECT name, count(*) FILTER (WHERE id > 1) FROM se_t GROUP BY name ORDER BY name", "a|0;b|2"},
 		{"SELECT name || '!' , count(*) FROM se_t GROUP BY name ORDER BY 1", "a!|1;b!|2"},
+		// unnest in FROM: zipped arrays, WITH ORDINALITY, arrays of the
+		// FROM items before it, SELECT * over it
+		{"SELECT * FROM unnest(ARRAY[1, 2], ARRAY['x', 'y']) WITH ORDINALITY AS u(n, s, i)", "1|x|1;2|y|2"},
+		{"SELECT t.id, u.v FROM se_t t, unnest(ARRAY[t.id, t.id * 10]) u(v) WHERE t.id = 2 ORDER BY u.v", "2|2;2|20"},
+		{"SELECT v FROM unnest(ARRAY['a']) AS v", "a"},
+		{"SELECT count(*) FROM unnest(ARRAY[1, 2, 3]) x JOIN se_t ON se_t.id = x", "3"},
+		{"SELECT * FROM unnest(ARRAY[1]) AS u(a, b)", "ERROR 42P10"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

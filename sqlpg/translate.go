@@ -536,6 +536,9 @@ type translator struct {
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
+	// unnestPending: unnest(...) FROM items not (yet) placed by their
+	// select.
+	unnestPending map[*pg_query.RangeFunction]bool
 	// seqNames: sequences named by literals in nextval/currval/setval;
 	// writes: the statement calls nextval or setval.
 	seqNames []string
@@ -560,6 +563,9 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	for _, name := range t.srfPending {
 		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
 		break
+	}
+	if len(t.unnestPending) > 0 {
+		t.fail(unsupported("unnest(...) in this FROM position (only directly in a select's FROM list)"))
 	}
 	return t.err
 }
@@ -765,6 +771,7 @@ func (t *translator) node(n *pg_query.Node) {
 
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	s.LockingClause = nil
+	t.unnestFrom(s)
 	// SQLite has no parenthesised compound selects: a nested set
 	// operation becomes a subquery.
 	wrap := func(arm *pg_query.SelectStmt) *pg_query.SelectStmt {
@@ -1301,6 +1308,14 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
+	if isUnnestFrom(rf) {
+		// Placed by its select (unnestFrom), which knows the FROM list.
+		if t.unnestPending == nil {
+			t.unnestPending = map[*pg_query.RangeFunction]bool{}
+		}
+		t.unnestPending[rf] = true
+		return
+	}
 	if len(rf.Functions) != 1 || rf.Ordinality || rf.IsRowsfrom {
 		t.fail(unsupported("this function in FROM"))
 		return

@@ -116,6 +116,38 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 					return
 				}
 			}
+			if isUnnestFrom(rf) {
+				// unnest(a, ...) [WITH ORDINALITY]: the arrays' element types.
+				args := rf.Functions[0].GetList().GetItems()[0].GetFuncCall().Args
+				alias := "unnest"
+				var names []string
+				if rf.Alias != nil {
+					alias, names = rf.Alias.Aliasname, strs(rf.Alias.Colnames)
+				}
+				var cols []Column
+				for i, a := range args {
+					c := Column{Name: alias, Typmod: -1}
+					if len(args) > 1 && rf.Alias == nil {
+						c.Name = "unnest"
+					}
+					if i < len(names) {
+						c.Name = names[i]
+					}
+					if at := t.exprType(a, sc); at.Type != nil && at.Type.Elem != 0 {
+						c.Type = Types[at.Type.Elem]
+					}
+					cols = append(cols, c)
+				}
+				if rf.Ordinality {
+					c := Column{Name: "ordinality", Type: Types[20], Typmod: -1}
+					if len(args) < len(names) {
+						c.Name = names[len(args)]
+					}
+					cols = append(cols, c)
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+				return
+			}
 			if f == nil || lastName(f.Funcname) != "generate_series" || len(f.Args) < 2 {
 				ok = false
 				return
@@ -141,14 +173,10 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			}
 			var cols []Column
 			if sel := x.RangeSubselect.Subquery.GetSelectStmt(); sel != nil {
-				types := t.selectTypes(sel)
-				names := targetNames(sel)
-				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(types) {
-					names = strs(x.RangeSubselect.Alias.Colnames)
-				}
-				if types != nil && len(names) == len(types) {
-					for i, ct := range types {
-						cols = append(cols, Column{Name: names[i], Type: ct.Type, Typmod: ct.Typmod})
+				cols = t.selectCols(sel)
+				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(cols) {
+					for i, n := range strs(x.RangeSubselect.Alias.Colnames) {
+						cols[i].Name = n
 					}
 				}
 			}
@@ -325,8 +353,33 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 		}
 		return out
 	}
+	cols := t.selectCols(s)
+	if cols == nil {
+		return nil
+	}
+	out := make([]ColType, len(cols))
+	for i, c := range cols {
+		out[i] = ColType{c.Type, c.Typmod}
+	}
+	return out
+}
+
+// selectCols are a plain select's result columns, names and types, with
+// * expanded; nil when a * covers a FROM item of unknown columns.
+func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
+	if s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil && s.Rarg != nil || len(s.ValuesLists) > 0 {
+		types, names := t.selectTypes(s), targetNames(s)
+		if types == nil || len(types) != len(names) {
+			return nil
+		}
+		out := make([]Column, len(types))
+		for i, ty := range types {
+			out[i] = Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod}
+		}
+		return out
+	}
 	sc, complete := t.scopeOf(s.FromClause)
-	var out []ColType
+	var out []Column
 	for _, n := range s.TargetList {
 		rt := n.GetResTarget()
 		if rt == nil {
@@ -345,7 +398,7 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 				for _, u := range sc.using {
 					for _, c := range sc.tables[0].cols {
 						if c.Name == u {
-							out = append(out, ColType{c.Type, c.Typmod})
+							out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
 							merged[u] = true
 						}
 					}
@@ -357,13 +410,22 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 				}
 				for _, c := range tb.cols {
 					if !merged[c.Name] {
-						out = append(out, ColType{c.Type, c.Typmod})
+						out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
 					}
 				}
 			}
 			continue
 		}
-		out = append(out, t.exprType(rt.Val, sc))
+		name := rt.Name
+		if name == "" {
+			if cr := rt.Val.GetColumnRef(); cr != nil {
+				name = cr.Fields[len(cr.Fields)-1].GetString_().GetSval()
+			} else {
+				name = "?column?"
+			}
+		}
+		ty := t.exprType(rt.Val, sc)
+		out = append(out, Column{Name: name, Type: ty.Type, Typmod: ty.Typmod})
 	}
 	return out
 }
@@ -696,6 +758,15 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ts[0]
 				}
 			}
+		case pg_query.SubLinkType_ARRAY_SUBLINK:
+			// array(SELECT x ...): an array of x's type (text[] when
+			// unknown), so drivers read it as a list.
+			if sel := x.SubLink.Subselect.GetSelectStmt(); sel != nil {
+				if ts := t.selectTypes(sel); len(ts) == 1 && ts[0].Type != nil && ts[0].Type.Array != 0 && Types[ts[0].Type.Array] != nil {
+					return ColType{Types[ts[0].Type.Array], -1}
+				}
+			}
+			return ct(1009)
 		}
 	case *pg_query.Node_CaseExpr:
 		for _, w := range x.CaseExpr.Args {

@@ -36,6 +36,12 @@ SELECT d::date FROM generate_series('2024-01-01'::date, '2024-01-03'::date, inte
 SELECT a.x, g FROM so_a a, generate_series(1, 2) g WHERE a.x = 1 ORDER BY g;
 SELECT unnest(ARRAY[1, 2, 3]);
 SELECT * FROM unnest(ARRAY['a', 'b']) WITH ORDINALITY AS t(v, i);
+SELECT * FROM unnest(ARRAY[1, 2], ARRAY['x', 'y']) AS u(n, s) ORDER BY n;
+SELECT u FROM unnest(ARRAY[3, 4]) u ORDER BY u;
+SELECT x.v * 2 AS twice, x.i FROM unnest(ARRAY[10, 20, 30]) WITH ORDINALITY x(v, i) WHERE x.i > 1 ORDER BY x.i;
+SELECT so_a.x, u.k FROM so_a, unnest(ARRAY[so_a.x, so_a.x + 10]) WITH ORDINALITY u(v, k) WHERE so_a.x = 1 ORDER BY u.k;
+SELECT array(SELECT v FROM unnest(ARRAY[3, 1, 2]) v ORDER BY v);
+SELECT array(SELECT x FROM so_a WHERE x > 100);
 SELECT ARRAY[1, 2, 3];
 SELECT ARRAY['a', 'b'];
 SELECT (ARRAY[10, 20, 30])[2];

@@ -49,6 +49,10 @@ SELECT sequence_name FROM information_schema.sequences WHERE sequence_name LIKE 
 SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public' AND c.relname LIKE 'ca\_%' ORDER BY 1;
 SELECT pg_get_serial_sequence('ca_child', 'id');
 SELECT t.typname FROM pg_type t WHERE t.oid = 'ca_parent'::regclass::oid;
+CREATE INDEX ca_parent_name_price ON ca_parent (name, price);
+SELECT c.conname, array(SELECT attname FROM unnest(c.conkey) WITH ORDINALITY cols(colid, arridx) JOIN pg_attribute AS ca ON cols.colid = ca.attnum WHERE ca.attrelid = c.conrelid ORDER BY cols.arridx), c.contype FROM pg_constraint AS c JOIN pg_class AS cl ON c.conrelid = cl.oid WHERE cl.relname = 'ca_parent' ORDER BY c.conname;
+SELECT indexname, array_agg(attname ORDER BY arridx), indisunique, indisprimary FROM (SELECT c2.relname AS indexname, idx.*, attr.attname FROM (SELECT * FROM pg_index i, unnest(i.indkey, i.indoption) WITH ORDINALITY koi(key, option, arridx)) idx LEFT JOIN pg_class c ON idx.indrelid = c.oid LEFT JOIN pg_class c2 ON idx.indexrelid = c2.oid LEFT JOIN pg_attribute attr ON attr.attrelid = c.oid AND attr.attnum = idx.key WHERE c.relname = 'ca_parent') s2 GROUP BY indexname, indisunique, indisprimary ORDER BY indexname;
+SELECT s.relname, a.attname FROM pg_class s JOIN pg_depend d ON d.objid = s.oid AND d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass JOIN pg_attribute a ON d.refobjid = a.attrelid AND d.refobjsubid = a.attnum JOIN pg_class tbl ON tbl.oid = d.refobjid AND tbl.relname = 'ca_child' WHERE s.relkind = 'S';
 DROP VIEW ca_view;
 DROP TABLE ca_child;
 DROP TABLE ca_parent;
