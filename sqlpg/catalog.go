@@ -289,11 +289,18 @@ func catalogSQL() []string {
 			'NEVER' AS is_generated, NULL AS generation_expression, 'YES' AS is_updatable
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
+	// As PostgreSQL 15, table_constraints lists each NOT NULL column as a
+	// CHECK constraint named <namespace oid>_<table oid>_<column>_not_null.
 	add("information_schema.table_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
 			'tandem' AS table_catalog, 'public' AS table_schema, (SELECT relname FROM pg_class WHERE oid = c.conrelid) AS table_name,
 			CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'f' THEN 'FOREIGN KEY' ELSE 'CHECK' END AS constraint_type,
 			'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, NULL AS nulls_distinct
-		FROM pg_constraint c`)
+		FROM pg_constraint c
+		UNION ALL
+		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
+			'CHECK', 'NO', 'NO', 'YES', NULL
+		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	return v
 }
 

@@ -43,7 +43,9 @@ SELECT name, setting FROM pg_settings WHERE name = 'standard_conforming_strings'
 SELECT table_schema, table_name, table_type FROM information_schema.tables WHERE table_name LIKE 'ca\_%' ORDER BY table_name;
 SELECT column_name, data_type, is_nullable, character_maximum_length, numeric_precision, numeric_scale FROM information_schema.columns WHERE table_name = 'ca_parent' ORDER BY ordinal_position;
 SELECT column_name, column_default IS NOT NULL FROM information_schema.columns WHERE table_name = 'ca_child' ORDER BY ordinal_position;
-SELECT constraint_name, constraint_type FROM information_schema.table_constraints WHERE table_name = 'ca_child' ORDER BY constraint_type, constraint_name;
+SELECT constraint_name, constraint_type FROM information_schema.table_constraints WHERE table_name = 'ca_child' AND constraint_name NOT LIKE '%\_not\_null' ORDER BY constraint_type, constraint_name;
+SELECT constraint_type, count(*) FROM information_schema.table_constraints WHERE table_name = 'ca_child' GROUP BY constraint_type ORDER BY constraint_type;
+SELECT count(*) FROM information_schema.table_constraints WHERE table_name = 'ca_child' AND constraint_name LIKE '2200\_%\_2\_not\_null';
 SELECT schema_name FROM information_schema.schemata WHERE schema_name = 'public';
 SELECT sequence_name FROM information_schema.sequences WHERE sequence_name LIKE 'ca\_%';
 SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public' AND c.relname LIKE 'ca\_%' ORDER BY 1;
