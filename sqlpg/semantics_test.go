@@ -242,6 +242,12 @@ func TestSemantics(t *testing.T) {
 		{"SELECT v FROM unnest(ARRAY['a']) AS v", "a"},
 		{"SELECT count(*) FROM unnest(ARRAY[1, 2, 3]) x JOIN se_t ON se_t.id = x", "3"},
 		{"SELECT * FROM unnest(ARRAY[1]) AS u(a, b)", "ERROR 42P10"},
+		// comparisons with ANY / ALL of an array, three-valued
+		{"SELECT 2 > ANY (ARRAY[1, 2, 3]), 5 < ALL (ARRAY[5, 6]), 1 = ANY (ARRAY[NULL, 2]), 1 = ALL (NULL::int[]), 3 >= ALL (ARRAY[]::int[])", "1|0|NULL|NULL|1"},
+		{"SELECT 5 = ALL (ARRAY[5, 5]), 1 <> ALL (ARRAY[2, NULL])", "1|NULL"},
+		// integer bit operators
+		{"SELECT 10 # 6, -7 # 3, 1 << 4, 256 >> 2", "12|-6|16|64"},
+		{"SELECT 'a' # 'b'", "ERROR 0A000"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

@@ -1031,7 +1031,22 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		anyEq := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ANY && op == "="
 		allNe := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL && (op == "<>" || op == "!=")
 		if !anyEq && !allNe {
-			t.fail(unsupported("%s ANY/ALL (array)", op))
+			cmp := map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", ">": ">", "<=": "<=", ">=": ">="}[op]
+			if cmp == "" {
+				t.fail(unsupported("%s ANY/ALL (array)", op))
+				return
+			}
+			// Three-valued, as PostgreSQL: ANY is true when one element
+			// compares true, else NULL when one compares NULL; ALL is false
+			// when one compares false, else NULL when one compares NULL.
+			yes, no, want := "1", "0", "1"
+			if e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL {
+				yes, no, want = "0", "1", "0"
+			}
+			cmpv := "coalesce(__arg0__ " + cmp + " _e.value, -1)"
+			n.Node = template("CASE WHEN __arg1__ IS NULL THEN NULL ELSE (SELECT CASE WHEN count(*) FILTER (WHERE "+cmpv+" = "+want+") > 0 THEN "+yes+
+				" WHEN count(*) FILTER (WHERE "+cmpv+" = -1) > 0 THEN NULL ELSE "+no+" END FROM json_each(_pg_array_json(__arg1__)) AS _e) END",
+				e.Lexpr, e.Rexpr).Node
 			return
 		}
 		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "_pg_array" && len(f.Args) > 0 {
@@ -1074,6 +1089,20 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
 		case "^":
 			n.Node = call("power", e.Lexpr, e.Rexpr).Node
+		case "#", "<<", ">>":
+			// On integers: exclusive or, shifts (on other types they are
+			// geometric, network or range operators).
+			l, r := t.operandTypes(e)
+			isInt := func(c ColType) bool {
+				return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8")
+			}
+			if e.Lexpr == nil || !isInt(l) || !isInt(r) {
+				t.fail(unsupported("the operator %s", op))
+				return
+			}
+			if op == "#" {
+				n.Node = template("((__arg0__) | (__arg1__)) - ((__arg0__) & (__arg1__))", e.Lexpr, e.Rexpr).Node
+			}
 		case "||":
 			t.concatOp(n, e)
 		case "/", "%":
@@ -1121,7 +1150,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				}
 			}
 			t.fail(unsupported("the operator %s", op))
-		case "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
+		case "?|", "?&", "#-", "@@", "&&", "|/", "||/", "@":
 			if e.Lexpr == nil && op == "@" {
 				n.Node = call("abs", e.Rexpr).Node
 				return
@@ -1142,7 +1171,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 // sqliteOps are the binary and unary operators SQLite shares with
 // PostgreSQL (the others are rewritten above or refused).
 var sqliteOps = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "||": true, "=": true, "<>": true, "!=": true,
-	"<": true, ">": true, "<=": true, ">=": true, "&": true, "|": true, "~": true, "->": true, "->>": true}
+	"<": true, ">": true, "<=": true, ">=": true, "&": true, "|": true, "~": true, "->": true, "->>": true, "<<": true, ">>": true}
 
 // funcRename maps PostgreSQL functions to SQLite's or tandem's own (funcs.go).
 var funcRename = map[string]string{

@@ -673,7 +673,26 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		case pg_query.A_Expr_Kind_AEXPR_OP:
 			op := lastName(a.Name)
 			switch op {
-			case "=", "<>", "!=", "<", ">", "<=", ">=", "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
+			case "~":
+				if a.Lexpr == nil {
+					return t.exprType(a.Rexpr, sc) // bitwise NOT
+				}
+				return ct(16)
+			case "<<", ">>":
+				return t.exprType(a.Lexpr, sc)
+			case "&", "|", "#":
+				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				if l.Type != nil && r.Type != nil && (l.Type.Name == "int8" || r.Type.Name == "int8") {
+					return ct(20)
+				}
+				if l.Type != nil && r.Type != nil && l.Type.Name == "int2" && r.Type.Name == "int2" {
+					return ct(21)
+				}
+				if l.Type != nil {
+					return ColType{l.Type, -1}
+				}
+				return r
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
 				return ct(16)
 			case "||":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)

@@ -48,6 +48,8 @@ SELECT (ARRAY[10, 20, 30])[2];
 SELECT array_length(ARRAY[1, 2, 3], 1);
 SELECT cardinality(ARRAY[1, 2]);
 SELECT 2 = ANY (ARRAY[1, 2, 3]), 5 = ALL (ARRAY[5, 5]);
+SELECT 2 > ANY (ARRAY[1, 2, 3]), 5 < ALL (ARRAY[5, 6]), 1 = ANY (ARRAY[NULL, 2]), 3 >= ALL (ARRAY[]::int[]), 1 <> ALL (ARRAY[2, NULL]);
+SELECT x FROM so_a WHERE x >= ALL (ARRAY[1, 2]) ORDER BY x;
 SELECT ARRAY[1, 2] || 3;
 SELECT array_position(ARRAY['a', 'b', 'c'], 'b');
 INSERT INTO so_a SELECT g FROM generate_series(10, 12) g;
