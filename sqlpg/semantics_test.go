@@ -248,6 +248,11 @@ func TestSemantics(t *testing.T) {
 		// integer bit operators
 		{"SELECT 10 # 6, -7 # 3, 1 << 4, 256 >> 2", "12|-6|16|64"},
 		{"SELECT 'a' # 'b'", "ERROR 0A000"},
+		// SIMILAR TO
+		{"SELECT 'abc' SIMILAR TO 'a(b|c)c', 'abd' SIMILAR TO 'a(b|c)c', 'abc' SIMILAR TO 'a.c', 'x%' SIMILAR TO 'x#%' ESCAPE '#', 'abcd' NOT SIMILAR TO 'ab%', 'ab' SIMILAR TO '_b'", "1|0|0|1|0|1"},
+		// json_agg / jsonb_agg: PostgreSQL's layout, NULL elements, no rows
+		{"SELECT json_agg(id ORDER BY id DESC), jsonb_agg(ok ORDER BY id) FROM se_t", "[3, 2, 1]|[true, false, null]"},
+		{"SELECT json_agg(id) FROM se_t WHERE false", "NULL"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

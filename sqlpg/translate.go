@@ -533,6 +533,7 @@ type translator struct {
 	opTypes  map[*pg_query.A_Expr][2]ColType
 	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
 	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
+	jsonArg  map[*pg_query.FuncCall]bool    // json_agg of a json or jsonb value
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
@@ -1024,7 +1025,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 	case pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT:
 		n.Node = call("_pg_not_distinct", e.Lexpr, e.Rexpr).Node
 	case pg_query.A_Expr_Kind_AEXPR_SIMILAR:
-		t.fail(unsupported("SIMILAR TO"))
+		// x SIMILAR TO p: the regex match of similar_to_escape(p).
+		fn := "_pg_regex"
+		if op == "!~" {
+			fn = "_pg_not_regex"
+		}
+		n.Node = call(fn, e.Lexpr, e.Rexpr, strConst("")).Node
 	case pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
 		t.fail(unsupported("BETWEEN SYMMETRIC"))
 	case pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL:
@@ -1183,7 +1189,6 @@ var funcRename = map[string]string{
 }
 
 var unsupportedFuncs = map[string]string{
-	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
@@ -1249,6 +1254,27 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if tpl, ok := catalogTemplates[name]; ok {
 		n.Node = template(tpl, f.Args...).Node
+		return
+	}
+	if (name == "json_agg" || name == "jsonb_agg") && len(f.Args) == 1 && f.Over == nil {
+		// '[' || group_concat(each value's json, ', ') || ']', PostgreSQL's
+		// layout for both (NULL for no rows, as PostgreSQL).
+		if f.AggDistinct {
+			t.fail(unsupported("%s(DISTINCT ...)", name))
+			return
+		}
+		elem := f.Args[0]
+		if !t.jsonArg[f] {
+			elem = call("to_json", elem)
+		}
+		elem = call("coalesce", elem, strConst("null")) // NULL is a json null in the array
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
+		f.Args = []*pg_query.Node{elem, strConst(", ")}
+		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
+		cat := func(l, r *pg_query.Node) *pg_query.Node {
+			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)
+		}
+		n.Node = cat(cat(strConst("["), agg), strConst("]")).Node
 		return
 	}
 	if name == "array_agg" && len(f.Args) == 1 {

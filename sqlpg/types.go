@@ -455,7 +455,7 @@ var funcTypes = map[string]uint32{
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
-	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20,
+	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20,
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
@@ -1124,11 +1124,18 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
 		switch lastName(f.Funcname) {
-		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb":
+		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb", "json_agg", "jsonb_agg":
 			// Booleans are integers in SQLite: mark them for the builder.
 			for i, a := range f.Args {
-				if c := t.exprType(a, sc); c.Type != nil && c.Type.Name == "bool" {
+				c := t.exprType(a, sc)
+				if c.Type != nil && c.Type.Name == "bool" {
 					f.Args[i] = call("_pg_json_bool", a)
+				}
+				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.HasSuffix(lastName(f.Funcname), "_agg") {
+					if t.jsonArg == nil {
+						t.jsonArg = map[*pg_query.FuncCall]bool{}
+					}
+					t.jsonArg[f] = true // already json: aggregated as it is
 				}
 			}
 			return

@@ -51,6 +51,8 @@ SELECT count(*) AS n FROM (SELECT DISTINCT region FROM ag_sale) d;
 SELECT region, product, count(*) FROM ag_sale GROUP BY ROLLUP (region, product) ORDER BY region, product;
 SELECT region, count(*) FROM ag_sale GROUP BY GROUPING SETS ((region), ()) ORDER BY region;
 SELECT json_agg(id ORDER BY id) FROM ag_sale WHERE ok;
+SELECT region, json_agg(product ORDER BY id), jsonb_agg(ok ORDER BY id) FROM ag_sale GROUP BY region ORDER BY region;
+SELECT json_agg(id) FROM ag_sale WHERE id < 0;
 SELECT sum(id) FROM ag_sale;
 SELECT avg(id) FROM ag_sale;
 SELECT avg(ratio) FROM (VALUES (1.0::float8), (2.0::float8)) v(ratio);
