@@ -265,6 +265,12 @@ func catalogSQL() []string {
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
 		FROM (VALUES ('public'), ('pg_catalog'), ('information_schema'))`)
+	add("information_schema.sequences", `SELECT 'tandem' AS sequence_catalog, 'public' AS sequence_schema, name AS sequence_name,
+			CASE type_oid WHEN 21 THEN 'smallint' WHEN 23 THEN 'integer' ELSE 'bigint' END AS data_type,
+			CASE type_oid WHEN 21 THEN 16 WHEN 23 THEN 32 ELSE 64 END AS numeric_precision, 2 AS numeric_precision_radix, 0 AS numeric_scale,
+			CAST(start_value AS TEXT) AS start_value, CAST(min_value AS TEXT) AS minimum_value, CAST(max_value AS TEXT) AS maximum_value,
+			CAST(increment AS TEXT) AS increment, CASE WHEN cycle THEN 'YES' ELSE 'NO' END AS cycle_option
+		FROM main._tandem_sequences`)
 	add("information_schema.tables", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, m.name AS table_name,
 			CASE m.type WHEN 'table' THEN 'BASE TABLE' ELSE 'VIEW' END AS table_type, NULL AS self_referencing_column_name,
 			NULL AS reference_generation, NULL AS user_defined_type_catalog, NULL AS user_defined_type_schema, NULL AS user_defined_type_name,

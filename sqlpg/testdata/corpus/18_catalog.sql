@@ -48,6 +48,7 @@ SELECT constraint_type, count(*) FROM information_schema.table_constraints WHERE
 SELECT count(*) FROM information_schema.table_constraints WHERE table_name = 'ca_child' AND constraint_name LIKE '2200\_%\_2\_not\_null';
 SELECT schema_name FROM information_schema.schemata WHERE schema_name = 'public';
 SELECT sequence_name FROM information_schema.sequences WHERE sequence_name LIKE 'ca\_%';
+SELECT sequence_name, data_type, numeric_precision, start_value, minimum_value, maximum_value, increment, cycle_option FROM information_schema.sequences WHERE sequence_name LIKE 'ca\_%';
 SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public' AND c.relname LIKE 'ca\_%' ORDER BY 1;
 SELECT pg_get_serial_sequence('ca_child', 'id');
 SELECT t.typname FROM pg_type t WHERE t.oid = 'ca_parent'::regclass::oid;
