@@ -253,6 +253,9 @@ func TestSemantics(t *testing.T) {
 		// json_agg / jsonb_agg: PostgreSQL's layout, NULL elements, no rows
 		{"SELECT json_agg(id ORDER BY id DESC), jsonb_agg(ok ORDER BY id) FROM se_t", "[3, 2, 1]|[true, false, null]"},
 		{"SELECT json_agg(id) FROM se_t WHERE false", "NULL"},
+		// INTERSECT ALL / EXCEPT ALL keep min(m, n) / m - n copies
+		{"SELECT x FROM (VALUES (1), (2), (2), (2), (NULL)) a(x) INTERSECT ALL SELECT y FROM (VALUES (2), (2), (NULL), (3)) b(y) ORDER BY x", "2;2;NULL"},
+		{"SELECT x FROM (VALUES (1), (2), (2), (2)) a(x) EXCEPT ALL SELECT y FROM (VALUES (2), (3)) b(y) ORDER BY x", "1;2;2"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

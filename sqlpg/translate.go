@@ -791,6 +791,10 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		t.setOpLiterals(s)
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
 	}
+	if t.setOpAll(s) {
+		t.sortNulls(s)
+		return
+	}
 	if len(s.ValuesLists) > 0 && (len(s.SortClause) > 0 || s.LimitCount != nil || s.LimitOffset != nil) {
 		// SQLite has no ORDER BY or LIMIT on a bare VALUES: select from
 		// it (its columns are column1, column2 ... in both dialects).
@@ -808,12 +812,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if s.LimitOption == pg_query.LimitOption_LIMIT_OPTION_WITH_TIES {
 		t.fail(unsupported("FETCH ... WITH TIES"))
 	}
-	if s.Op == pg_query.SetOperation_SETOP_INTERSECT && s.All {
-		t.fail(unsupported("INTERSECT ALL"))
-	}
-	if s.Op == pg_query.SetOperation_SETOP_EXCEPT && s.All {
-		t.fail(unsupported("EXCEPT ALL"))
-	}
+
 	if c := s.LimitCount.GetAConst(); c != nil && c.Isnull {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1) // LIMIT ALL
 	}

@@ -309,3 +309,72 @@ func fromItemName(n *pg_query.Node) string {
 	}
 	return ""
 }
+
+// setOpAll rewrites INTERSECT ALL and EXCEPT ALL, which SQLite lacks: each
+// arm's rows are numbered within their group of equal rows
+// (row_number() OVER (PARTITION BY every column)), so the plain INTERSECT
+// or EXCEPT of the numbered rows keeps min(m, n) or max(m - n, 0) copies
+// of a row, as PostgreSQL does:
+//
+//	WITH _l(c1, ...) AS (left), _r(c1, ...) AS (right)
+//	SELECT c1 AS name1, ... FROM (SELECT c1, ..., row_number() OVER (PARTITION BY c1, ...) FROM _l
+//	                             INTERSECT SELECT ... FROM _r) ORDER BY / LIMIT as written
+func (t *translator) setOpAll(s *pg_query.SelectStmt) bool {
+	if !s.All || (s.Op != pg_query.SetOperation_SETOP_INTERSECT && s.Op != pg_query.SetOperation_SETOP_EXCEPT) || s.Larg == nil || s.Rarg == nil {
+		return false
+	}
+	names := targetNames(s.Larg)
+	if names == nil {
+		t.fail(unsupported("%s ALL of a select with *", map[bool]string{true: "INTERSECT", false: "EXCEPT"}[s.Op == pg_query.SetOperation_SETOP_INTERSECT]))
+		return true
+	}
+	t.subq++
+	l, r := fmt.Sprintf("_tandem_l%d", t.subq), fmt.Sprintf("_tandem_r%d", t.subq)
+	var cols []string
+	for i := range names {
+		cols = append(cols, fmt.Sprintf("c%d", i+1))
+	}
+	strNodes := func() []*pg_query.Node {
+		var out []*pg_query.Node
+		for _, c := range cols {
+			out = append(out, pg_query.MakeStrNode(c))
+		}
+		return out
+	}
+	arm := func(from string) *pg_query.SelectStmt {
+		var targets, part []*pg_query.Node
+		for _, c := range cols {
+			targets = append(targets, pg_query.MakeResTargetNodeWithVal(colRef(c), -1))
+			part = append(part, colRef(c))
+		}
+		rn := pg_query.MakeFuncCallNode([]*pg_query.Node{pg_query.MakeStrNode("row_number")}, nil, -1)
+		rn.GetFuncCall().Over = &pg_query.WindowDef{PartitionClause: part, FrameOptions: 1058}
+		targets = append(targets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: "_tandem_rn", Val: rn}}})
+		return &pg_query.SelectStmt{TargetList: targets, FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: &pg_query.RangeVar{Relname: from, Inh: true, Relpersistence: "p"}}}}}
+	}
+	cte := func(name string, q *pg_query.SelectStmt) *pg_query.Node {
+		return &pg_query.Node{Node: &pg_query.Node_CommonTableExpr{CommonTableExpr: &pg_query.CommonTableExpr{
+			Ctename: name, Aliascolnames: strNodes(), Ctequery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: q}}}}}
+	}
+	inner := &pg_query.SelectStmt{Op: s.Op, Larg: arm(l), Rarg: arm(r)}
+	var outTargets []*pg_query.Node
+	for i, c := range cols {
+		outTargets = append(outTargets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: names[i], Val: colRef(c)}}})
+	}
+	with := s.WithClause
+	if with == nil {
+		with = &pg_query.WithClause{}
+	}
+	with.Ctes = append(with.Ctes, cte(l, s.Larg), cte(r, s.Rarg))
+	*s = pg_query.SelectStmt{
+		TargetList:  outTargets,
+		FromClause:  []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_all%d", t.subq)}}}}},
+		WithClause:  with,
+		SortClause:  s.SortClause,
+		LimitCount:  s.LimitCount,
+		LimitOffset: s.LimitOffset,
+		LimitOption: s.LimitOption,
+		Op:          pg_query.SetOperation_SETOP_NONE,
+	}
+	return true
+}
