@@ -256,6 +256,9 @@ func TestSemantics(t *testing.T) {
 		// INTERSECT ALL / EXCEPT ALL keep min(m, n) / m - n copies
 		{"SELECT x FROM (VALUES (1), (2), (2), (2), (NULL)) a(x) INTERSECT ALL SELECT y FROM (VALUES (2), (2), (NULL), (3)) b(y) ORDER BY x", "2;2;NULL"},
 		{"SELECT x FROM (VALUES (1), (2), (2), (2)) a(x) EXCEPT ALL SELECT y FROM (VALUES (2), (3)) b(y) ORDER BY x", "1;2;2"},
+		// DISTINCT ON: the first row of each group in ORDER BY's order
+		{"SELECT DISTINCT ON (name) name, id FROM se_t ORDER BY name, id DESC", "a|1;b|3"},
+		{"SELECT DISTINCT ON (1) name AS k FROM se_t ORDER BY 1 DESC LIMIT 1", "b"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

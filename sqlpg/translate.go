@@ -806,9 +806,7 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 			Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_values%d", t.subq)}}}}}
 	}
 	t.targetSRFs(s)
-	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
-		t.fail(unsupported("SELECT DISTINCT ON"))
-	}
+	t.distinctOn(s)
 	if s.LimitOption == pg_query.LimitOption_LIMIT_OPTION_WITH_TIES {
 		t.fail(unsupported("FETCH ... WITH TIES"))
 	}

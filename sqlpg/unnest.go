@@ -378,3 +378,81 @@ func (t *translator) setOpAll(s *pg_query.SelectStmt) bool {
 	}
 	return true
 }
+
+// distinctOn rewrites SELECT DISTINCT ON (d...) list ... ORDER BY s...:
+// the first row of each group in the ORDER BY's order, numbered by a
+// window function, with the sort keys carried out of the subquery:
+//
+//	SELECT name1, ... FROM (SELECT list, row_number() OVER (PARTITION BY d... ORDER BY s...) AS _rn,
+//	                        s1 AS _o1, ... FROM ...) WHERE _rn = 1 ORDER BY _o1, ... LIMIT ...
+func (t *translator) distinctOn(s *pg_query.SelectStmt) bool {
+	if len(s.DistinctClause) == 0 || s.DistinctClause[0] == nil || s.DistinctClause[0].Node == nil {
+		return false
+	}
+	names := targetNames(s)
+	if names == nil || s.Op != pg_query.SetOperation_SETOP_NONE {
+		t.fail(unsupported("SELECT DISTINCT ON with *"))
+		return true
+	}
+	// A position or an output name in DISTINCT ON / ORDER BY means that
+	// select-list entry.
+	resolve := func(e *pg_query.Node) *pg_query.Node {
+		if c := e.GetAConst(); c != nil && c.GetIval() != nil {
+			if i := int(c.GetIval().Ival); i >= 1 && i <= len(s.TargetList) {
+				return s.TargetList[i-1].GetResTarget().Val
+			}
+		}
+		if cr := e.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			for _, tn := range s.TargetList {
+				if rt := tn.GetResTarget(); rt.Name != "" && rt.Name == cr.Fields[0].GetString_().Sval {
+					return rt.Val
+				}
+			}
+		}
+		return e
+	}
+	t.sortNulls(s)
+	t.subq++
+	var part []*pg_query.Node
+	for _, d := range s.DistinctClause {
+		part = append(part, resolve(d))
+	}
+	var inner []*pg_query.Node
+	for i, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: fmt.Sprintf("_tandem_c%d", i+1), Val: rt.Val}}})
+	}
+	var winOrder, outerOrder []*pg_query.Node
+	for i, sn := range s.SortClause {
+		sb := sn.GetSortBy()
+		e := resolve(sb.Node)
+		o := fmt.Sprintf("_tandem_o%d", i+1)
+		inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: o, Val: e}}})
+		winOrder = append(winOrder, &pg_query.Node{Node: &pg_query.Node_SortBy{SortBy: &pg_query.SortBy{Node: e, SortbyDir: sb.SortbyDir, SortbyNulls: sb.SortbyNulls}}})
+		outerOrder = append(outerOrder, &pg_query.Node{Node: &pg_query.Node_SortBy{SortBy: &pg_query.SortBy{Node: colRef(o), SortbyDir: sb.SortbyDir, SortbyNulls: sb.SortbyNulls}}})
+	}
+	rn := pg_query.MakeFuncCallNode([]*pg_query.Node{pg_query.MakeStrNode("row_number")}, nil, -1)
+	rn.GetFuncCall().Over = &pg_query.WindowDef{PartitionClause: part, OrderClause: winOrder, FrameOptions: 1058}
+	inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: "_tandem_rn", Val: rn}}})
+	sub := &pg_query.SelectStmt{
+		TargetList: inner, FromClause: s.FromClause, WhereClause: s.WhereClause, GroupClause: s.GroupClause,
+		HavingClause: s.HavingClause, WindowClause: s.WindowClause, Op: pg_query.SetOperation_SETOP_NONE,
+	}
+	var outer []*pg_query.Node
+	for i, n := range names {
+		outer = append(outer, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: n, Val: colRef(fmt.Sprintf("_tandem_c%d", i+1))}}})
+	}
+	*s = pg_query.SelectStmt{
+		TargetList: outer,
+		FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sub}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_don%d", t.subq)}}}}},
+		WhereClause: pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("=")}, colRef("_tandem_rn"), pg_query.MakeAConstIntNode(1, -1), -1),
+		SortClause:  outerOrder,
+		WithClause:  s.WithClause,
+		LimitCount:  s.LimitCount,
+		LimitOffset: s.LimitOffset,
+		LimitOption: s.LimitOption,
+		Op:          pg_query.SetOperation_SETOP_NONE,
+	}
+	return true
+}
