@@ -160,6 +160,9 @@ func registerAggregates(c *sqlite3.SQLiteConn) error {
 			return fmt.Errorf("sqlpg: register %s: %w", a.name, err)
 		}
 	}
+	if err := c.RegisterAggregator("_pg_string_agg_distinct", func() *stringAggDistinct { return &stringAggDistinct{} }, true); err != nil {
+		return fmt.Errorf("sqlpg: register _pg_string_agg_distinct: %w", err)
+	}
 	return nil
 }
 
@@ -231,4 +234,39 @@ func init() {
 		}
 		return similarToRegex(fmt.Sprint(toText(args[0])), esc)
 	}})
+}
+
+// stringAggDistinct is string_agg(DISTINCT x, sep [ORDER BY x]): SQLite's
+// group_concat takes DISTINCT with one argument only. Values are kept in
+// the order they arrive (ORDER BY sorts them) without repeats.
+type stringAggDistinct struct {
+	seen map[string]bool
+	b    strings.Builder
+	any  bool
+}
+
+func (a *stringAggDistinct) Step(x, sep any) {
+	if x == nil {
+		return
+	}
+	v := fmt.Sprint(toText(x))
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	if a.seen[v] {
+		return
+	}
+	a.seen[v] = true
+	if a.any && sep != nil {
+		a.b.WriteString(fmt.Sprint(toText(sep)))
+	}
+	a.any = true
+	a.b.WriteString(v)
+}
+
+func (a *stringAggDistinct) Done() any {
+	if !a.any {
+		return nil
+	}
+	return a.b.String()
 }

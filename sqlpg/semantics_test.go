@@ -259,6 +259,9 @@ func TestSemantics(t *testing.T) {
 		// DISTINCT ON: the first row of each group in ORDER BY's order
 		{"SELECT DISTINCT ON (name) name, id FROM se_t ORDER BY name, id DESC", "a|1;b|3"},
 		{"SELECT DISTINCT ON (1) name AS k FROM se_t ORDER BY 1 DESC LIMIT 1", "b"},
+		// string_agg(DISTINCT ...)
+		{"SELECT string_agg(DISTINCT name, '|' ORDER BY name) FROM se_t", "a|b"},
+		{"SELECT string_agg(DISTINCT name, ',' ORDER BY name DESC) FROM se_t WHERE id > 1", "b"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

@@ -1228,6 +1228,12 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			return
 		}
 	}
+	if f.AggDistinct && name == "string_agg" && len(f.Args) == 2 && f.Over == nil {
+		// SQLite's group_concat takes DISTINCT with one argument only.
+		f.AggDistinct = false
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_pg_string_agg_distinct")}
+		return
+	}
 	if f.AggDistinct && len(f.Args) > 1 {
 		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
 		return

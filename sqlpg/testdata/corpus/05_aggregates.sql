@@ -31,6 +31,8 @@ SELECT every(qty > 0) FROM ag_sale;
 SELECT string_agg(product, ',') FROM (SELECT product FROM ag_sale ORDER BY id) s;
 SELECT string_agg(product, ',' ORDER BY id) FROM ag_sale;
 SELECT region, string_agg(DISTINCT product, '|' ORDER BY product) FROM ag_sale GROUP BY region ORDER BY region;
+SELECT string_agg(DISTINCT region, ', ' ORDER BY region DESC) FROM ag_sale;
+SELECT string_agg(DISTINCT product, '') FILTER (WHERE qty > 1) FROM ag_sale WHERE false;
 SELECT array_agg(id ORDER BY id) FROM ag_sale WHERE region = 'north';
 SELECT count(*) FROM ag_sale WHERE false;
 SELECT sum(qty) FROM ag_sale WHERE false;
