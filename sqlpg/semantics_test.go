@@ -262,6 +262,12 @@ func TestSemantics(t *testing.T) {
 		// string_agg(DISTINCT ...)
 		{"SELECT string_agg(DISTINCT name, '|' ORDER BY name) FROM se_t", "a|b"},
 		{"SELECT string_agg(DISTINCT name, ',' ORDER BY name DESC) FROM se_t WHERE id > 1", "b"},
+		// data-modifying statements in WITH
+		{"WITH ins AS (INSERT INTO se_d VALUES (7, 1), (8, 2) RETURNING id, t_id) SELECT sum(id), count(*) FROM ins", "15|2"},
+		{"WITH del(k) AS (DELETE FROM se_d WHERE id > 6 RETURNING id) SELECT k FROM del ORDER BY k DESC", "8;7"},
+		{"WITH u AS (UPDATE se_d SET t_id = 5 WHERE id = 3 RETURNING t_id) SELECT t_id + 1 FROM u", "6"},
+		{"SELECT t_id FROM se_d WHERE id = 3", "5"},
+		{"WITH u AS (UPDATE se_d SET t_id = 5) SELECT 1", "ERROR 0A000"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

@@ -160,11 +160,15 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		if n.SelectStmt.IntoClause != nil {
 			return nil, unsupported("SELECT INTO")
 		}
+		if err := t.dmlCTEs(n.SelectStmt); err != nil {
+			return nil, err
+		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
 		t.expandUsingStar(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
 		names := targetNames(n.SelectStmt)
 		err = t.rewrite(raw)
+		t.finishDMLCTEs()
 		if t.writes {
 			// Described from its select list: running it would draw a
 			// value.
@@ -544,6 +548,11 @@ type translator struct {
 	// writes: the statement calls nextval or setval.
 	seqNames []string
 	writes   bool
+	// dmlCTE, dmlCols: data-modifying CTEs made readable (dmlCTEs) and
+	// their RETURNING columns.
+	dmlCTE   []string
+	dmlCols  [][]Column
+	dmlFinal []func()
 }
 
 func (t *translator) fail(err error) {

@@ -330,6 +330,11 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 					}
 				}
 			}
+			for i, name := range t.dmlCTE {
+				if name == cte.Ctename && t.dmlCols[i] != nil {
+					cols = t.dmlCols[i] // a data-modifying CTE: its RETURNING types
+				}
+			}
 			t.ctes[strings.ToLower(cte.Ctename)] = cols
 		}
 	}
