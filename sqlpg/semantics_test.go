@@ -268,6 +268,9 @@ func TestSemantics(t *testing.T) {
 		{"WITH u AS (UPDATE se_d SET t_id = 5 WHERE id = 3 RETURNING t_id) SELECT t_id + 1 FROM u", "6"},
 		{"SELECT t_id FROM se_d WHERE id = 3", "5"},
 		{"WITH u AS (UPDATE se_d SET t_id = 5) SELECT 1", "ERROR 0A000"},
+		// LATERAL subqueries
+		{"SELECT t.id, x.m FROM se_t t JOIN LATERAL (SELECT max(d.id) AS m FROM se_d d WHERE d.t_id >= t.id) x ON true ORDER BY t.id", "1|3;2|3;3|3"},
+		{"SELECT t.id, x.k FROM se_t t LEFT JOIN LATERAL (SELECT id AS k FROM se_d WHERE t_id = t.id + 10) x ON true ORDER BY t.id", "1|NULL;2|NULL;3|NULL"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

@@ -544,6 +544,8 @@ type translator struct {
 	// unnestPending: unnest(...) FROM items not (yet) placed by their
 	// select.
 	unnestPending map[*pg_query.RangeFunction]bool
+	// lateralPending: LATERAL subqueries not (yet) placed.
+	lateralPending map[*pg_query.RangeSubselect]bool
 	// seqNames: sequences named by literals in nextval/currval/setval;
 	// writes: the statement calls nextval or setval.
 	seqNames []string
@@ -573,6 +575,9 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	for _, name := range t.srfPending {
 		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
 		break
+	}
+	if len(t.lateralPending) > 0 {
+		t.fail(unsupported("LATERAL subqueries in this position"))
 	}
 	if len(t.unnestPending) > 0 {
 		t.fail(unsupported("unnest(...) in this FROM position (only directly in a select's FROM list)"))
@@ -715,7 +720,11 @@ func (t *translator) node(n *pg_query.Node) {
 		t.rangeFunction(n, x.RangeFunction)
 	case *pg_query.Node_RangeSubselect:
 		if x.RangeSubselect.Lateral {
-			t.fail(unsupported("LATERAL subqueries"))
+			// Placed by its select (unnestFrom), which knows the FROM list.
+			if t.lateralPending == nil {
+				t.lateralPending = map[*pg_query.RangeSubselect]bool{}
+			}
+			t.lateralPending[x.RangeSubselect] = true
 			return
 		}
 		t.subselectAliases(x.RangeSubselect)

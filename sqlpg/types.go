@@ -425,7 +425,7 @@ func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
 		if name == "" {
 			if cr := rt.Val.GetColumnRef(); cr != nil {
 				name = cr.Fields[len(cr.Fields)-1].GetString_().GetSval()
-			} else {
+			} else if name, _ = figureColname(rt.Val); name == "" {
 				name = "?column?"
 			}
 		}

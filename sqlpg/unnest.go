@@ -110,6 +110,70 @@ func (t *translator) placeUnnest(n *pg_query.Node, rf *pg_query.RangeFunction) *
 	return it
 }
 
+// placeLateral replaces a LATERAL (subquery) FROM item, which SQLite
+// lacks, with json_each over its rows gathered as json by a correlated
+// scalar subquery: a table-valued function may use the FROM items before
+// it, as LATERAL allows.
+//
+//	JOIN LATERAL (sub) o ON c  ->  JOIN json_each((SELECT json_group_array(json_array(_l.a, ...)) FROM (sub) _l)) _tandem_latN ON c
+//
+// and o.a reads json_extract(_tandem_latN.value, '$[0]').
+func (t *translator) placeLateral(n *pg_query.Node, rs *pg_query.RangeSubselect) *unnestItem {
+	delete(t.lateralPending, rs)
+	sub := rs.Subquery.GetSelectStmt()
+	if sub == nil || rs.Alias == nil {
+		t.fail(unsupported("this LATERAL subquery"))
+		return nil
+	}
+	nameTargets(leftmost(sub).TargetList) // max(x) is named max, as PostgreSQL names it
+	names := targetNames(sub)
+	if names == nil {
+		t.fail(unsupported("a LATERAL subquery with *"))
+		return nil
+	}
+	cols := append([]string{}, names...)
+	for i, c := range strs(rs.Alias.Colnames) {
+		if i < len(cols) {
+			cols[i] = c
+		}
+	}
+	t.subq++
+	each := fmt.Sprintf("_tandem_lat%d", t.subq)
+	inner := fmt.Sprintf("_tandem_latrows%d", t.subq)
+	// json_array reads the subquery's columns by their names.
+	var elems []*pg_query.Node
+	seen := map[string]bool{}
+	for _, nm := range names {
+		if seen[nm] || nm == "?column?" {
+			t.fail(unsupported("a LATERAL subquery with unnamed or repeated columns"))
+			return nil
+		}
+		seen[nm] = true
+		elems = append(elems, colRef(inner, nm))
+	}
+	gather := &pg_query.SelectStmt{
+		TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(call("json_group_array", call("json_array", elems...)), -1)},
+		FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: rs.Subquery, Alias: &pg_query.Alias{Aliasname: inner}}}}},
+		Op: pg_query.SetOperation_SETOP_NONE,
+	}
+	scalar := &pg_query.Node{Node: &pg_query.Node_SubLink{SubLink: &pg_query.SubLink{SubLinkType: pg_query.SubLinkType_EXPR_SUBLINK,
+		Subselect: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: gather}}}}}
+	n.Node = &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
+		Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", scalar), {}})},
+		Alias:     &pg_query.Alias{Aliasname: each},
+	}}
+	it := &unnestItem{alias: rs.Alias.Aliasname}
+	for i, c := range cols {
+		i := i
+		it.cols = append(it.cols, c)
+		it.exprs = append(it.exprs, func() *pg_query.Node {
+			return call("json_extract", colRef(each, "value"), strConst(fmt.Sprintf("$[%d]", i)))
+		})
+	}
+	return it
+}
+
 // fromLeaf is one FROM item in order: an unnest (item) or another (name).
 type fromLeaf struct {
 	item *unnestItem
@@ -124,6 +188,14 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 	var place func(n *pg_query.Node, usingJoin bool)
 	place = func(n *pg_query.Node, usingJoin bool) {
 		switch x := n.Node.(type) {
+		case *pg_query.Node_RangeSubselect:
+			if x.RangeSubselect.Lateral {
+				if it := t.placeLateral(n, x.RangeSubselect); it != nil {
+					items = append(items, it)
+					leaves = append(leaves, fromLeaf{item: it})
+				}
+				return
+			}
 		case *pg_query.Node_RangeFunction:
 			if isUnnestFrom(x.RangeFunction) {
 				if it := t.placeUnnest(n, x.RangeFunction); it != nil {
