@@ -774,6 +774,9 @@ func (t *translator) node(n *pg_query.Node) {
 			if i.GetAIndices() != nil {
 				t.fail(unsupported("array slices and multi-dimensional subscripts"))
 			}
+			if i.GetString_() != nil && lastName(x.AIndirection.Arg.GetFuncCall().GetFuncname()) != "_pg_expandarray" {
+				t.fail(unsupported("selecting a field of a composite value ((x).field)"))
+			}
 		}
 	case *pg_query.Node_GroupingSet:
 		t.fail(unsupported("GROUPING SETS, ROLLUP and CUBE"))
@@ -790,6 +793,10 @@ func (t *translator) node(n *pg_query.Node) {
 
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	s.LockingClause = nil
+	if s.Op == pg_query.SetOperation_SETOP_NONE && len(s.TargetList) == 0 && len(s.ValuesLists) == 0 {
+		t.fail(unsupported("a SELECT without columns"))
+		return
+	}
 	t.unnestFrom(s)
 	// SQLite has no parenthesised compound selects: a nested set
 	// operation becomes a subquery.
