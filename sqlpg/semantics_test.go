@@ -271,6 +271,9 @@ func TestSemantics(t *testing.T) {
 		// LATERAL subqueries
 		{"SELECT t.id, x.m FROM se_t t JOIN LATERAL (SELECT max(d.id) AS m FROM se_d d WHERE d.t_id >= t.id) x ON true ORDER BY t.id", "1|3;2|3;3|3"},
 		{"SELECT t.id, x.k FROM se_t t LEFT JOIN LATERAL (SELECT id AS k FROM se_d WHERE t_id = t.id + 10) x ON true ORDER BY t.id", "1|NULL;2|NULL;3|NULL"},
+		// ROLLUP, CUBE, GROUPING SETS
+		{"SELECT name, count(*) FROM se_t GROUP BY ROLLUP (name) ORDER BY name", "a|1;b|2;NULL|3"},
+		{"SELECT name, ok, grouping(name, ok) FROM se_t GROUP BY GROUPING SETS ((name, ok), (name), ()) ORDER BY 3, 1, 2", "a|1|0;b|0|0;b|NULL|0;a|NULL|1;b|NULL|1;NULL|NULL|3"},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

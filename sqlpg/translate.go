@@ -778,8 +778,7 @@ func (t *translator) node(n *pg_query.Node) {
 				t.fail(unsupported("selecting a field of a composite value ((x).field)"))
 			}
 		}
-	case *pg_query.Node_GroupingSet:
-		t.fail(unsupported("GROUPING SETS, ROLLUP and CUBE"))
+
 	case *pg_query.Node_SetToDefault:
 		t.fail(unsupported("DEFAULT in a VALUES list (leave the column out of the column list instead)"))
 	case *pg_query.Node_XmlExpr, *pg_query.Node_XmlSerialize:
@@ -798,6 +797,10 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		return
 	}
 	t.unnestFrom(s)
+	if t.groupingSets(s) {
+		t.sortNulls(s)
+		return
+	}
 	// SQLite has no parenthesised compound selects: a nested set
 	// operation becomes a subquery.
 	wrap := func(arm *pg_query.SelectStmt) *pg_query.SelectStmt {
@@ -1640,6 +1643,8 @@ func figureColname(n *pg_query.Node) (string, int) {
 		}
 	case *pg_query.Node_FuncCall:
 		return lastName(x.FuncCall.Funcname), 2
+	case *pg_query.Node_GroupingFunc:
+		return "grouping", 2
 	case *pg_query.Node_TypeCast:
 		name, strength := figureColname(x.TypeCast.Arg)
 		if strength <= 1 {

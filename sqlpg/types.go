@@ -772,6 +772,8 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		return ct(1009)
 	case *pg_query.Node_BoolExpr, *pg_query.Node_NullTest, *pg_query.Node_BooleanTest:
 		return ct(16)
+	case *pg_query.Node_GroupingFunc:
+		return ct(23)
 	case *pg_query.Node_SubLink:
 		switch x.SubLink.SubLinkType {
 		case pg_query.SubLinkType_EXISTS_SUBLINK, pg_query.SubLinkType_ANY_SUBLINK, pg_query.SubLinkType_ALL_SUBLINK:

@@ -52,6 +52,8 @@ SELECT region, min(id), max(id) FROM ag_sale GROUP BY region ORDER BY min(id);
 SELECT count(*) AS n FROM (SELECT DISTINCT region FROM ag_sale) d;
 SELECT region, product, count(*) FROM ag_sale GROUP BY ROLLUP (region, product) ORDER BY region, product;
 SELECT region, count(*) FROM ag_sale GROUP BY GROUPING SETS ((region), ()) ORDER BY region;
+SELECT region, product, sum(qty), grouping(region, product) FROM ag_sale GROUP BY CUBE (region, product) ORDER BY 4, 1, 2;
+SELECT region, ok, count(*) FROM ag_sale GROUP BY region, ROLLUP (ok) HAVING count(*) > 1 ORDER BY region, ok;
 SELECT json_agg(id ORDER BY id) FROM ag_sale WHERE ok;
 SELECT region, json_agg(product ORDER BY id), jsonb_agg(ok ORDER BY id) FROM ag_sale GROUP BY region ORDER BY region;
 SELECT json_agg(id) FROM ag_sale WHERE id < 0;
