@@ -460,7 +460,7 @@ var funcTypes = map[string]uint32{
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
-	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802,
+	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20,
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
@@ -1127,6 +1127,31 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			}
 			t.aggArg[f] = t.exprType(f.Args[0], sc)
 			return
+		}
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 && lastName(f.Funcname) == "row_to_json" && len(f.Args) == 1 && sc != nil {
+		// row_to_json(r) of a FROM item: json_object of its columns
+		// (SQLite's layout is PostgreSQL's, compact).
+		if cr := f.Args[0].GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			alias := strings.ToLower(cr.Fields[0].GetString_().Sval)
+			for _, tb := range sc.tables {
+				if tb.alias != alias || len(tb.cols) == 0 {
+					continue
+				}
+				var args []*pg_query.Node
+				for _, c := range tb.cols {
+					v := colRef(cr.Fields[0].GetString_().Sval, c.Name)
+					if c.Type != nil && c.Type.Name == "bool" {
+						v = template("json(CASE WHEN __arg0__ THEN 'true' WHEN NOT __arg0__ THEN 'false' END)", v)
+					} else if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") {
+						v = call("json", v)
+					}
+					args = append(args, strConst(c.Name), v)
+				}
+				f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("json_object")}
+				f.Args = args
+				return
+			}
 		}
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
