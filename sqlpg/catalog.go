@@ -124,6 +124,14 @@ func catalogSQL() []string {
 		SELECT CAST(_tandem_oid(s.name) AS INTEGER), s.name, 2200, 0, 0, 10, 0, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'S', 3,
 			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
 		FROM main._tandem_sequences s`)
+	// pg_depend: a serial or identity column's sequence depends on the
+	// column ('a' auto, 'i' internal for identity), which is how ORMs find
+	// it (Django's get_sequences).
+	add("pg_depend", `SELECT CAST(_tandem_oid('pg_class') AS INTEGER) AS classid, CAST(_tandem_oid(s.name) AS INTEGER) AS objid, 0 AS objsubid,
+			CAST(_tandem_oid('pg_class') AS INTEGER) AS refclassid, CAST(_tandem_oid(s.owner_table) AS INTEGER) AS refobjid,
+			(SELECT p.cid + 1 FROM pragma_table_info(s.owner_table) p WHERE p.name = s.owner_column) AS refobjsubid,
+			CASE WHEN coalesce((SELECT c.identity FROM main._tandem_columns c WHERE c.table_name = s.owner_table AND c.column_name = s.owner_column), '') = '' THEN 'a' ELSE 'i' END AS deptype
+		FROM main._tandem_sequences s WHERE s.owner_table IS NOT NULL`)
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
@@ -244,7 +252,6 @@ func catalogSQL() []string {
 		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname"},
 		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype"},
 		{"pg_operator", "CAST(0 AS INTEGER) AS oid, '' AS oprname, CAST(11 AS INTEGER) AS oprnamespace"},
-		{"pg_depend", "CAST(0 AS INTEGER) AS classid, CAST(0 AS INTEGER) AS objid, 0 AS objsubid, CAST(0 AS INTEGER) AS refclassid, CAST(0 AS INTEGER) AS refobjid, 0 AS refobjsubid, 'n' AS deptype"},
 		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
 		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
@@ -258,6 +265,12 @@ func catalogSQL() []string {
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
 		FROM (VALUES ('public'), ('pg_catalog'), ('information_schema'))`)
+	add("information_schema.sequences", `SELECT 'tandem' AS sequence_catalog, 'public' AS sequence_schema, name AS sequence_name,
+			CASE type_oid WHEN 21 THEN 'smallint' WHEN 23 THEN 'integer' ELSE 'bigint' END AS data_type,
+			CASE type_oid WHEN 21 THEN 16 WHEN 23 THEN 32 ELSE 64 END AS numeric_precision, 2 AS numeric_precision_radix, 0 AS numeric_scale,
+			CAST(start_value AS TEXT) AS start_value, CAST(min_value AS TEXT) AS minimum_value, CAST(max_value AS TEXT) AS maximum_value,
+			CAST(increment AS TEXT) AS increment, CASE WHEN cycle THEN 'YES' ELSE 'NO' END AS cycle_option
+		FROM main._tandem_sequences`)
 	add("information_schema.tables", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, m.name AS table_name,
 			CASE m.type WHEN 'table' THEN 'BASE TABLE' ELSE 'VIEW' END AS table_type, NULL AS self_referencing_column_name,
 			NULL AS reference_generation, NULL AS user_defined_type_catalog, NULL AS user_defined_type_schema, NULL AS user_defined_type_name,
@@ -282,11 +295,18 @@ func catalogSQL() []string {
 			'NEVER' AS is_generated, NULL AS generation_expression, 'YES' AS is_updatable
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
+	// As PostgreSQL 15, table_constraints lists each NOT NULL column as a
+	// CHECK constraint named <namespace oid>_<table oid>_<column>_not_null.
 	add("information_schema.table_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
 			'tandem' AS table_catalog, 'public' AS table_schema, (SELECT relname FROM pg_class WHERE oid = c.conrelid) AS table_name,
 			CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'f' THEN 'FOREIGN KEY' ELSE 'CHECK' END AS constraint_type,
 			'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, NULL AS nulls_distinct
-		FROM pg_constraint c`)
+		FROM pg_constraint c
+		UNION ALL
+		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
+			'CHECK', 'NO', 'NO', 'YES', NULL
+		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	return v
 }
 

@@ -718,6 +718,9 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	if err := registerSequenceFunctions(c); err != nil {
 		return err
 	}
+	if err := registerDMLFunction(c); err != nil {
+		return err
+	}
 	reg := func(name string, fn any, pure bool) error {
 		if err := c.RegisterFunc(name, nullsAsNil(fn), pure); err != nil {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)

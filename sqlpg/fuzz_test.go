@@ -104,7 +104,9 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`has no column named|already exists|there is already an? \w+ named|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
 	`columns but \d+ values were supplied|values for \d+ columns|term out of range|` +
 	`do not have the same number of result columns|all VALUES must have the same number of terms|` +
-	`no such function: [^_]|wrong number of arguments to function [^_]`)
+	`no such function: [^_]|wrong number of arguments to function [^_]|ON CONFLICT clause does not match any`)
+
+var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 
 // sqliteSyntaxMessage is SQLite's parser talking: never for the client.
 var sqliteSyntaxMessage = regexp.MustCompile(`near ".*": syntax error|unrecognized token:`)
@@ -159,6 +161,9 @@ func checkTranslate(t *testing.T, c *sqlite3.SQLiteConn, sql string) {
 		if err != nil {
 			if why := knownBug(s + " -> " + err.Error()); why != "" {
 				t.Skipf("known translator bug (%s): %q -> %s: %v", why, sql, s, err)
+			}
+			if m := noSuchFunction.FindStringSubmatch(err.Error()); m != nil && !strings.HasPrefix(m[1], "_pg_") && !strings.HasPrefix(m[1], "_cast_") && !strings.HasPrefix(m[1], "_tandem_") {
+				continue // a function the input named (_x is no helper of the translator's)
 			}
 			if !sqliteInputErrors.MatchString(err.Error()) {
 				t.Fatalf("%q translated into SQLite SQL that SQLite refuses:\n  %s\n  %v", sql, s, err)

@@ -31,6 +31,18 @@ func (t *translator) groupCheck(s *pg_query.SelectStmt) {
 		return
 	}
 	grouped := len(s.GroupClause) > 0 || s.HavingClause != nil
+	if len(s.GroupClause) == 0 && s.HavingClause != nil && !hasAggregate(s.HavingClause) {
+		agg := false
+		for _, n := range s.TargetList {
+			agg = agg || hasAggregate(n)
+		}
+		if !agg {
+			// One group of all rows in PostgreSQL; SQLite refuses HAVING
+			// in a query without an aggregate.
+			t.fail(unsupported("HAVING without GROUP BY or an aggregate"))
+			return
+		}
+	}
 	if !grouped {
 		for _, n := range s.TargetList {
 			if hasAggregate(n) {

@@ -3,6 +3,7 @@ package sqlpg
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -159,6 +160,9 @@ func registerAggregates(c *sqlite3.SQLiteConn) error {
 			return fmt.Errorf("sqlpg: register %s: %w", a.name, err)
 		}
 	}
+	if err := c.RegisterAggregator("_pg_string_agg_distinct", func() *stringAggDistinct { return &stringAggDistinct{} }, true); err != nil {
+		return fmt.Errorf("sqlpg: register _pg_string_agg_distinct: %w", err)
+	}
 	return nil
 }
 
@@ -167,4 +171,102 @@ func init() {
 		namedFunc{"regexp_replace", regexpReplace},
 		namedFunc{"_pg_overlay", overlay},
 	)
+}
+
+// similarToRegex is PostgreSQL's similar_to_escape: a SIMILAR TO pattern
+// as a regular expression matching the whole string (% any text, _ any
+// character, the escape character, by default \, makes the next one
+// literal; | * + ? {} () [] keep their regex meaning).
+func similarToRegex(pat, esc string) (string, error) {
+	var escR rune = -1
+	if r := []rune(esc); len(r) == 1 {
+		escR = r[0]
+	} else if len(r) > 1 {
+		return "", fmt.Errorf("[SQLSTATE 22025] invalid escape string")
+	}
+	var b strings.Builder
+	b.WriteString("^(?:")
+	rs := []rune(pat)
+	inBracket := false
+	for i := 0; i < len(rs); i++ {
+		c := rs[i]
+		switch {
+		case c == escR:
+			if i+1 < len(rs) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(rs[i])))
+			} else {
+				return "", fmt.Errorf("[SQLSTATE 2201B] invalid regular expression: invalid escape sequence at end of pattern")
+			}
+		case inBracket:
+			b.WriteRune(c)
+			if c == ']' {
+				inBracket = false
+			}
+		case c == '[':
+			inBracket = true
+			b.WriteRune(c)
+		case c == '%':
+			b.WriteString(".*")
+		case c == '_':
+			b.WriteString(".")
+		case c == '.' || c == '^' || c == '$' || c == '\\':
+			b.WriteString(`\` + string(c))
+		default:
+			b.WriteRune(c)
+		}
+	}
+	b.WriteString(")$")
+	return b.String(), nil
+}
+
+func init() {
+	extraFuncs = append(extraFuncs, namedFunc{"similar_to_escape", func(args ...any) (any, error) {
+		if len(args) == 0 || len(args) > 2 || args[0] == nil {
+			return nil, nil
+		}
+		esc := `\`
+		if len(args) == 2 {
+			if args[1] == nil {
+				return nil, nil
+			}
+			esc = fmt.Sprint(toText(args[1]))
+		}
+		return similarToRegex(fmt.Sprint(toText(args[0])), esc)
+	}})
+}
+
+// stringAggDistinct is string_agg(DISTINCT x, sep [ORDER BY x]): SQLite's
+// group_concat takes DISTINCT with one argument only. Values are kept in
+// the order they arrive (ORDER BY sorts them) without repeats.
+type stringAggDistinct struct {
+	seen map[string]bool
+	b    strings.Builder
+	any  bool
+}
+
+func (a *stringAggDistinct) Step(x, sep any) {
+	if x == nil {
+		return
+	}
+	v := fmt.Sprint(toText(x))
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	if a.seen[v] {
+		return
+	}
+	a.seen[v] = true
+	if a.any && sep != nil {
+		a.b.WriteString(fmt.Sprint(toText(sep)))
+	}
+	a.any = true
+	a.b.WriteString(v)
+}
+
+func (a *stringAggDistinct) Done() any {
+	if !a.any {
+		return nil
+	}
+	return a.b.String()
 }

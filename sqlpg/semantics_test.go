@@ -235,6 +235,48 @@ func TestSemantics(t *testing.T) {
 		{"SELECT id, (SELECT count(*) FROM se_t s2 WHERE s2.id = se_t.id) FROM se_t GROUP BY id ORDER BY id", "1|1;2|1;3|1"},
 		{"SELECT name, count(*) FILTER (WHERE id > 1) FROM se_t GROUP BY name ORDER BY name", "a|0;b|2"},
 		{"SELECT name || '!' , count(*) FROM se_t GROUP BY name ORDER BY 1", "a!|1;b!|2"},
+		// unnest in FROM: zipped arrays, WITH ORDINALITY, arrays of the
+		// FROM items before it, SELECT * over it
+		{"SELECT * FROM unnest(ARRAY[1, 2], ARRAY['x', 'y']) WITH ORDINALITY AS u(n, s, i)", "1|x|1;2|y|2"},
+		{"SELECT t.id, u.v FROM se_t t, unnest(ARRAY[t.id, t.id * 10]) u(v) WHERE t.id = 2 ORDER BY u.v", "2|2;2|20"},
+		{"SELECT v FROM unnest(ARRAY['a']) AS v", "a"},
+		{"SELECT count(*) FROM unnest(ARRAY[1, 2, 3]) x JOIN se_t ON se_t.id = x", "3"},
+		{"SELECT * FROM unnest(ARRAY[1]) AS u(a, b)", "ERROR 42P10"},
+		// comparisons with ANY / ALL of an array, three-valued
+		{"SELECT 2 > ANY (ARRAY[1, 2, 3]), 5 < ALL (ARRAY[5, 6]), 1 = ANY (ARRAY[NULL, 2]), 1 = ALL (NULL::int[]), 3 >= ALL (ARRAY[]::int[])", "1|0|NULL|NULL|1"},
+		{"SELECT 5 = ALL (ARRAY[5, 5]), 1 <> ALL (ARRAY[2, NULL])", "1|NULL"},
+		// integer bit operators
+		{"SELECT 10 # 6, -7 # 3, 1 << 4, 256 >> 2", "12|-6|16|64"},
+		{"SELECT 'a' # 'b'", "ERROR 0A000"},
+		// SIMILAR TO
+		{"SELECT 'abc' SIMILAR TO 'a(b|c)c', 'abd' SIMILAR TO 'a(b|c)c', 'abc' SIMILAR TO 'a.c', 'x%' SIMILAR TO 'x#%' ESCAPE '#', 'abcd' NOT SIMILAR TO 'ab%', 'ab' SIMILAR TO '_b'", "1|0|0|1|0|1"},
+		// json_agg / jsonb_agg: PostgreSQL's layout, NULL elements, no rows
+		{"SELECT json_agg(id ORDER BY id DESC), jsonb_agg(ok ORDER BY id) FROM se_t", "[3, 2, 1]|[true, false, null]"},
+		{"SELECT json_agg(id) FROM se_t WHERE false", "NULL"},
+		// INTERSECT ALL / EXCEPT ALL keep min(m, n) / m - n copies
+		{"SELECT x FROM (VALUES (1), (2), (2), (2), (NULL)) a(x) INTERSECT ALL SELECT y FROM (VALUES (2), (2), (NULL), (3)) b(y) ORDER BY x", "2;2;NULL"},
+		{"SELECT x FROM (VALUES (1), (2), (2), (2)) a(x) EXCEPT ALL SELECT y FROM (VALUES (2), (3)) b(y) ORDER BY x", "1;2;2"},
+		// DISTINCT ON: the first row of each group in ORDER BY's order
+		{"SELECT DISTINCT ON (name) name, id FROM se_t ORDER BY name, id DESC", "a|1;b|3"},
+		{"SELECT DISTINCT ON (1) name AS k FROM se_t ORDER BY 1 DESC LIMIT 1", "b"},
+		// string_agg(DISTINCT ...)
+		{"SELECT string_agg(DISTINCT name, '|' ORDER BY name) FROM se_t", "a|b"},
+		{"SELECT string_agg(DISTINCT name, ',' ORDER BY name DESC) FROM se_t WHERE id > 1", "b"},
+		// data-modifying statements in WITH
+		{"WITH ins AS (INSERT INTO se_d VALUES (7, 1), (8, 2) RETURNING id, t_id) SELECT sum(id), count(*) FROM ins", "15|2"},
+		{"WITH del(k) AS (DELETE FROM se_d WHERE id > 6 RETURNING id) SELECT k FROM del ORDER BY k DESC", "8;7"},
+		{"WITH u AS (UPDATE se_d SET t_id = 5 WHERE id = 3 RETURNING t_id) SELECT t_id + 1 FROM u", "6"},
+		{"SELECT t_id FROM se_d WHERE id = 3", "5"},
+		{"WITH u AS (UPDATE se_d SET t_id = 5) SELECT 1", "ERROR 0A000"},
+		// LATERAL subqueries
+		{"SELECT t.id, x.m FROM se_t t JOIN LATERAL (SELECT max(d.id) AS m FROM se_d d WHERE d.t_id >= t.id) x ON true ORDER BY t.id", "1|3;2|3;3|3"},
+		{"SELECT t.id, x.k FROM se_t t LEFT JOIN LATERAL (SELECT id AS k FROM se_d WHERE t_id = t.id + 10) x ON true ORDER BY t.id", "1|NULL;2|NULL;3|NULL"},
+		// ROLLUP, CUBE, GROUPING SETS
+		{"SELECT name, count(*) FROM se_t GROUP BY ROLLUP (name) ORDER BY name", "a|1;b|2;NULL|3"},
+		{"SELECT name, ok, grouping(name, ok) FROM se_t GROUP BY GROUPING SETS ((name, ok), (name), ()) ORDER BY 3, 1, 2", "a|1|0;b|0|0;b|NULL|0;a|NULL|1;b|NULL|1;NULL|NULL|3"},
+		// row_to_json of a FROM item
+		{"SELECT row_to_json(t) FROM se_t t WHERE id = 2", `{"id":2,"name":"b","ok":false,"n":2}`},
+		{"SELECT row_to_json(r) FROM (SELECT 1 AS a, 'b' AS b) r", `{"a":1,"b":"b"}`},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
 		{"SELECT x.set FROM (SELECT 1 AS set) x", "1"},

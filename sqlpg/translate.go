@@ -160,11 +160,15 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		if n.SelectStmt.IntoClause != nil {
 			return nil, unsupported("SELECT INTO")
 		}
+		if err := t.dmlCTEs(n.SelectStmt); err != nil {
+			return nil, err
+		}
 		tr.Cols = t.selectTypes(n.SelectStmt)
 		t.expandUsingStar(n.SelectStmt)
 		nameTargets(leftmost(n.SelectStmt).TargetList)
 		names := targetNames(n.SelectStmt)
 		err = t.rewrite(raw)
+		t.finishDMLCTEs()
 		if t.writes {
 			// Described from its select list: running it would draw a
 			// value.
@@ -533,13 +537,24 @@ type translator struct {
 	opTypes  map[*pg_query.A_Expr][2]ColType
 	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
 	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
+	jsonArg  map[*pg_query.FuncCall]bool    // json_agg of a json or jsonb value
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
+	// unnestPending: unnest(...) FROM items not (yet) placed by their
+	// select.
+	unnestPending map[*pg_query.RangeFunction]bool
+	// lateralPending: LATERAL subqueries not (yet) placed.
+	lateralPending map[*pg_query.RangeSubselect]bool
 	// seqNames: sequences named by literals in nextval/currval/setval;
 	// writes: the statement calls nextval or setval.
 	seqNames []string
 	writes   bool
+	// dmlCTE, dmlCols: data-modifying CTEs made readable (dmlCTEs) and
+	// their RETURNING columns.
+	dmlCTE   []string
+	dmlCols  [][]Column
+	dmlFinal []func()
 }
 
 func (t *translator) fail(err error) {
@@ -560,6 +575,12 @@ func (t *translator) rewrite(n *pg_query.Node) error {
 	for _, name := range t.srfPending {
 		t.fail(unsupported("the set-returning function %s in this position (only in FROM or at the top of a select list)", name))
 		break
+	}
+	if len(t.lateralPending) > 0 {
+		t.fail(unsupported("LATERAL subqueries in this position"))
+	}
+	if len(t.unnestPending) > 0 {
+		t.fail(unsupported("unnest(...) in this FROM position (only directly in a select's FROM list)"))
 	}
 	return t.err
 }
@@ -699,7 +720,11 @@ func (t *translator) node(n *pg_query.Node) {
 		t.rangeFunction(n, x.RangeFunction)
 	case *pg_query.Node_RangeSubselect:
 		if x.RangeSubselect.Lateral {
-			t.fail(unsupported("LATERAL subqueries"))
+			// Placed by its select (unnestFrom), which knows the FROM list.
+			if t.lateralPending == nil {
+				t.lateralPending = map[*pg_query.RangeSubselect]bool{}
+			}
+			t.lateralPending[x.RangeSubselect] = true
 			return
 		}
 		t.subselectAliases(x.RangeSubselect)
@@ -749,9 +774,11 @@ func (t *translator) node(n *pg_query.Node) {
 			if i.GetAIndices() != nil {
 				t.fail(unsupported("array slices and multi-dimensional subscripts"))
 			}
+			if i.GetString_() != nil && lastName(x.AIndirection.Arg.GetFuncCall().GetFuncname()) != "_pg_expandarray" {
+				t.fail(unsupported("selecting a field of a composite value ((x).field)"))
+			}
 		}
-	case *pg_query.Node_GroupingSet:
-		t.fail(unsupported("GROUPING SETS, ROLLUP and CUBE"))
+
 	case *pg_query.Node_SetToDefault:
 		t.fail(unsupported("DEFAULT in a VALUES list (leave the column out of the column list instead)"))
 	case *pg_query.Node_XmlExpr, *pg_query.Node_XmlSerialize:
@@ -765,6 +792,15 @@ func (t *translator) node(n *pg_query.Node) {
 
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	s.LockingClause = nil
+	if s.Op == pg_query.SetOperation_SETOP_NONE && len(s.TargetList) == 0 && len(s.ValuesLists) == 0 {
+		t.fail(unsupported("a SELECT without columns"))
+		return
+	}
+	t.unnestFrom(s)
+	if t.groupingSets(s) {
+		t.sortNulls(s)
+		return
+	}
 	// SQLite has no parenthesised compound selects: a nested set
 	// operation becomes a subquery.
 	wrap := func(arm *pg_query.SelectStmt) *pg_query.SelectStmt {
@@ -783,6 +819,10 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		t.setOpLiterals(s)
 		s.Larg, s.Rarg = wrap(s.Larg), wrap(s.Rarg)
 	}
+	if t.setOpAll(s) {
+		t.sortNulls(s)
+		return
+	}
 	if len(s.ValuesLists) > 0 && (len(s.SortClause) > 0 || s.LimitCount != nil || s.LimitOffset != nil) {
 		// SQLite has no ORDER BY or LIMIT on a bare VALUES: select from
 		// it (its columns are column1, column2 ... in both dialects).
@@ -794,18 +834,11 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 			Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_values%d", t.subq)}}}}}
 	}
 	t.targetSRFs(s)
-	if len(s.DistinctClause) > 0 && s.DistinctClause[0] != nil && s.DistinctClause[0].Node != nil {
-		t.fail(unsupported("SELECT DISTINCT ON"))
-	}
+	t.distinctOn(s)
 	if s.LimitOption == pg_query.LimitOption_LIMIT_OPTION_WITH_TIES {
 		t.fail(unsupported("FETCH ... WITH TIES"))
 	}
-	if s.Op == pg_query.SetOperation_SETOP_INTERSECT && s.All {
-		t.fail(unsupported("INTERSECT ALL"))
-	}
-	if s.Op == pg_query.SetOperation_SETOP_EXCEPT && s.All {
-		t.fail(unsupported("EXCEPT ALL"))
-	}
+
 	if c := s.LimitCount.GetAConst(); c != nil && c.Isnull {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1) // LIMIT ALL
 	}
@@ -1017,14 +1050,34 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 	case pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT:
 		n.Node = call("_pg_not_distinct", e.Lexpr, e.Rexpr).Node
 	case pg_query.A_Expr_Kind_AEXPR_SIMILAR:
-		t.fail(unsupported("SIMILAR TO"))
+		// x SIMILAR TO p: the regex match of similar_to_escape(p).
+		fn := "_pg_regex"
+		if op == "!~" {
+			fn = "_pg_not_regex"
+		}
+		n.Node = call(fn, e.Lexpr, e.Rexpr, strConst("")).Node
 	case pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
 		t.fail(unsupported("BETWEEN SYMMETRIC"))
 	case pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL:
 		anyEq := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ANY && op == "="
 		allNe := e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL && (op == "<>" || op == "!=")
 		if !anyEq && !allNe {
-			t.fail(unsupported("%s ANY/ALL (array)", op))
+			cmp := map[string]string{"=": "=", "<>": "<>", "!=": "<>", "<": "<", ">": ">", "<=": "<=", ">=": ">="}[op]
+			if cmp == "" {
+				t.fail(unsupported("%s ANY/ALL (array)", op))
+				return
+			}
+			// Three-valued, as PostgreSQL: ANY is true when one element
+			// compares true, else NULL when one compares NULL; ALL is false
+			// when one compares false, else NULL when one compares NULL.
+			yes, no, want := "1", "0", "1"
+			if e.Kind == pg_query.A_Expr_Kind_AEXPR_OP_ALL {
+				yes, no, want = "0", "1", "0"
+			}
+			cmpv := "coalesce(__arg0__ " + cmp + " _e.value, -1)"
+			n.Node = template("CASE WHEN __arg1__ IS NULL THEN NULL ELSE (SELECT CASE WHEN count(*) FILTER (WHERE "+cmpv+" = "+want+") > 0 THEN "+yes+
+				" WHEN count(*) FILTER (WHERE "+cmpv+" = -1) > 0 THEN NULL ELSE "+no+" END FROM json_each(_pg_array_json(__arg1__)) AS _e) END",
+				e.Lexpr, e.Rexpr).Node
 			return
 		}
 		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "_pg_array" && len(f.Args) > 0 {
@@ -1067,6 +1120,20 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			n.Node = call(fn, e.Lexpr, e.Rexpr, strConst(flags)).Node
 		case "^":
 			n.Node = call("power", e.Lexpr, e.Rexpr).Node
+		case "#", "<<", ">>":
+			// On integers: exclusive or, shifts (on other types they are
+			// geometric, network or range operators).
+			l, r := t.operandTypes(e)
+			isInt := func(c ColType) bool {
+				return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8")
+			}
+			if e.Lexpr == nil || !isInt(l) || !isInt(r) {
+				t.fail(unsupported("the operator %s", op))
+				return
+			}
+			if op == "#" {
+				n.Node = template("((__arg0__) | (__arg1__)) - ((__arg0__) & (__arg1__))", e.Lexpr, e.Rexpr).Node
+			}
 		case "||":
 			t.concatOp(n, e)
 		case "/", "%":
@@ -1114,7 +1181,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				}
 			}
 			t.fail(unsupported("the operator %s", op))
-		case "?|", "?&", "#-", "@@", "&&", "<<", ">>", "|/", "||/", "@", "#":
+		case "?|", "?&", "#-", "@@", "&&", "|/", "||/", "@":
 			if e.Lexpr == nil && op == "@" {
 				n.Node = call("abs", e.Rexpr).Node
 				return
@@ -1135,7 +1202,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 // sqliteOps are the binary and unary operators SQLite shares with
 // PostgreSQL (the others are rewritten above or refused).
 var sqliteOps = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%": true, "||": true, "=": true, "<>": true, "!=": true,
-	"<": true, ">": true, "<=": true, ">=": true, "&": true, "|": true, "~": true, "->": true, "->>": true}
+	"<": true, ">": true, "<=": true, ">=": true, "&": true, "|": true, "~": true, "->": true, "->>": true, "<<": true, ">>": true}
 
 // funcRename maps PostgreSQL functions to SQLite's or tandem's own (funcs.go).
 var funcRename = map[string]string{
@@ -1147,12 +1214,11 @@ var funcRename = map[string]string{
 }
 
 var unsupportedFuncs = map[string]string{
-	"json_agg": "json_agg", "jsonb_agg": "jsonb_agg",
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
 	"pg_sleep": "pg_sleep", "lastval": "lastval",
-	"row_to_json": "row_to_json (a whole-row reference)", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
+	"row_to_json": "row_to_json of anything but a FROM item of known columns", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }
 
@@ -1190,6 +1256,12 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			return
 		}
 	}
+	if f.AggDistinct && name == "string_agg" && len(f.Args) == 2 && f.Over == nil {
+		// SQLite's group_concat takes DISTINCT with one argument only.
+		f.AggDistinct = false
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_pg_string_agg_distinct")}
+		return
+	}
 	if f.AggDistinct && len(f.Args) > 1 {
 		t.fail(unsupported("DISTINCT in an aggregate with more than one argument"))
 		return
@@ -1213,6 +1285,27 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if tpl, ok := catalogTemplates[name]; ok {
 		n.Node = template(tpl, f.Args...).Node
+		return
+	}
+	if (name == "json_agg" || name == "jsonb_agg") && len(f.Args) == 1 && f.Over == nil {
+		// '[' || group_concat(each value's json, ', ') || ']', PostgreSQL's
+		// layout for both (NULL for no rows, as PostgreSQL).
+		if f.AggDistinct {
+			t.fail(unsupported("%s(DISTINCT ...)", name))
+			return
+		}
+		elem := f.Args[0]
+		if !t.jsonArg[f] {
+			elem = call("to_json", elem)
+		}
+		elem = call("coalesce", elem, strConst("null")) // NULL is a json null in the array
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
+		f.Args = []*pg_query.Node{elem, strConst(", ")}
+		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
+		cat := func(l, r *pg_query.Node) *pg_query.Node {
+			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)
+		}
+		n.Node = cat(cat(strConst("["), agg), strConst("]")).Node
 		return
 	}
 	if name == "array_agg" && len(f.Args) == 1 {
@@ -1301,6 +1394,14 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
+	if isUnnestFrom(rf) {
+		// Placed by its select (unnestFrom), which knows the FROM list.
+		if t.unnestPending == nil {
+			t.unnestPending = map[*pg_query.RangeFunction]bool{}
+		}
+		t.unnestPending[rf] = true
+		return
+	}
 	if len(rf.Functions) != 1 || rf.Ordinality || rf.IsRowsfrom {
 		t.fail(unsupported("this function in FROM"))
 		return
@@ -1542,6 +1643,8 @@ func figureColname(n *pg_query.Node) (string, int) {
 		}
 	case *pg_query.Node_FuncCall:
 		return lastName(x.FuncCall.Funcname), 2
+	case *pg_query.Node_GroupingFunc:
+		return "grouping", 2
 	case *pg_query.Node_TypeCast:
 		name, strength := figureColname(x.TypeCast.Arg)
 		if strength <= 1 {

@@ -116,6 +116,38 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 					return
 				}
 			}
+			if isUnnestFrom(rf) {
+				// unnest(a, ...) [WITH ORDINALITY]: the arrays' element types.
+				args := rf.Functions[0].GetList().GetItems()[0].GetFuncCall().Args
+				alias := "unnest"
+				var names []string
+				if rf.Alias != nil {
+					alias, names = rf.Alias.Aliasname, strs(rf.Alias.Colnames)
+				}
+				var cols []Column
+				for i, a := range args {
+					c := Column{Name: alias, Typmod: -1}
+					if len(args) > 1 && rf.Alias == nil {
+						c.Name = "unnest"
+					}
+					if i < len(names) {
+						c.Name = names[i]
+					}
+					if at := t.exprType(a, sc); at.Type != nil && at.Type.Elem != 0 {
+						c.Type = Types[at.Type.Elem]
+					}
+					cols = append(cols, c)
+				}
+				if rf.Ordinality {
+					c := Column{Name: "ordinality", Type: Types[20], Typmod: -1}
+					if len(args) < len(names) {
+						c.Name = names[len(args)]
+					}
+					cols = append(cols, c)
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: cols})
+				return
+			}
 			if f == nil || lastName(f.Funcname) != "generate_series" || len(f.Args) < 2 {
 				ok = false
 				return
@@ -141,14 +173,10 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 			}
 			var cols []Column
 			if sel := x.RangeSubselect.Subquery.GetSelectStmt(); sel != nil {
-				types := t.selectTypes(sel)
-				names := targetNames(sel)
-				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(types) {
-					names = strs(x.RangeSubselect.Alias.Colnames)
-				}
-				if types != nil && len(names) == len(types) {
-					for i, ct := range types {
-						cols = append(cols, Column{Name: names[i], Type: ct.Type, Typmod: ct.Typmod})
+				cols = t.selectCols(sel)
+				if x.RangeSubselect.Alias != nil && len(x.RangeSubselect.Alias.Colnames) == len(cols) {
+					for i, n := range strs(x.RangeSubselect.Alias.Colnames) {
+						cols[i].Name = n
 					}
 				}
 			}
@@ -302,6 +330,11 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 					}
 				}
 			}
+			for i, name := range t.dmlCTE {
+				if name == cte.Ctename && t.dmlCols[i] != nil {
+					cols = t.dmlCols[i] // a data-modifying CTE: its RETURNING types
+				}
+			}
 			t.ctes[strings.ToLower(cte.Ctename)] = cols
 		}
 	}
@@ -325,8 +358,33 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 		}
 		return out
 	}
+	cols := t.selectCols(s)
+	if cols == nil {
+		return nil
+	}
+	out := make([]ColType, len(cols))
+	for i, c := range cols {
+		out[i] = ColType{c.Type, c.Typmod}
+	}
+	return out
+}
+
+// selectCols are a plain select's result columns, names and types, with
+// * expanded; nil when a * covers a FROM item of unknown columns.
+func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
+	if s.Op != pg_query.SetOperation_SETOP_NONE && s.Larg != nil && s.Rarg != nil || len(s.ValuesLists) > 0 {
+		types, names := t.selectTypes(s), targetNames(s)
+		if types == nil || len(types) != len(names) {
+			return nil
+		}
+		out := make([]Column, len(types))
+		for i, ty := range types {
+			out[i] = Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod}
+		}
+		return out
+	}
 	sc, complete := t.scopeOf(s.FromClause)
-	var out []ColType
+	var out []Column
 	for _, n := range s.TargetList {
 		rt := n.GetResTarget()
 		if rt == nil {
@@ -345,7 +403,7 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 				for _, u := range sc.using {
 					for _, c := range sc.tables[0].cols {
 						if c.Name == u {
-							out = append(out, ColType{c.Type, c.Typmod})
+							out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
 							merged[u] = true
 						}
 					}
@@ -357,13 +415,22 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 				}
 				for _, c := range tb.cols {
 					if !merged[c.Name] {
-						out = append(out, ColType{c.Type, c.Typmod})
+						out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
 					}
 				}
 			}
 			continue
 		}
-		out = append(out, t.exprType(rt.Val, sc))
+		name := rt.Name
+		if name == "" {
+			if cr := rt.Val.GetColumnRef(); cr != nil {
+				name = cr.Fields[len(cr.Fields)-1].GetString_().GetSval()
+			} else if name, _ = figureColname(rt.Val); name == "" {
+				name = "?column?"
+			}
+		}
+		ty := t.exprType(rt.Val, sc)
+		out = append(out, Column{Name: name, Type: ty.Type, Typmod: ty.Typmod})
 	}
 	return out
 }
@@ -393,7 +460,7 @@ var funcTypes = map[string]uint32{
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
-	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20,
+	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20,
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
@@ -611,7 +678,26 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		case pg_query.A_Expr_Kind_AEXPR_OP:
 			op := lastName(a.Name)
 			switch op {
-			case "=", "<>", "!=", "<", ">", "<=", ">=", "~", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
+			case "~":
+				if a.Lexpr == nil {
+					return t.exprType(a.Rexpr, sc) // bitwise NOT
+				}
+				return ct(16)
+			case "<<", ">>":
+				return t.exprType(a.Lexpr, sc)
+			case "&", "|", "#":
+				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				if l.Type != nil && r.Type != nil && (l.Type.Name == "int8" || r.Type.Name == "int8") {
+					return ct(20)
+				}
+				if l.Type != nil && r.Type != nil && l.Type.Name == "int2" && r.Type.Name == "int2" {
+					return ct(21)
+				}
+				if l.Type != nil {
+					return ColType{l.Type, -1}
+				}
+				return r
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
 				return ct(16)
 			case "||":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
@@ -686,6 +772,8 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		return ct(1009)
 	case *pg_query.Node_BoolExpr, *pg_query.Node_NullTest, *pg_query.Node_BooleanTest:
 		return ct(16)
+	case *pg_query.Node_GroupingFunc:
+		return ct(23)
 	case *pg_query.Node_SubLink:
 		switch x.SubLink.SubLinkType {
 		case pg_query.SubLinkType_EXISTS_SUBLINK, pg_query.SubLinkType_ANY_SUBLINK, pg_query.SubLinkType_ALL_SUBLINK:
@@ -696,6 +784,15 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ts[0]
 				}
 			}
+		case pg_query.SubLinkType_ARRAY_SUBLINK:
+			// array(SELECT x ...): an array of x's type (text[] when
+			// unknown), so drivers read it as a list.
+			if sel := x.SubLink.Subselect.GetSelectStmt(); sel != nil {
+				if ts := t.selectTypes(sel); len(ts) == 1 && ts[0].Type != nil && ts[0].Type.Array != 0 && Types[ts[0].Type.Array] != nil {
+					return ColType{Types[ts[0].Type.Array], -1}
+				}
+			}
+			return ct(1009)
 		}
 	case *pg_query.Node_CaseExpr:
 		for _, w := range x.CaseExpr.Args {
@@ -1032,13 +1129,45 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			return
 		}
 	}
+	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 && lastName(f.Funcname) == "row_to_json" && len(f.Args) == 1 && sc != nil {
+		// row_to_json(r) of a FROM item: json_object of its columns
+		// (SQLite's layout is PostgreSQL's, compact).
+		if cr := f.Args[0].GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			alias := strings.ToLower(cr.Fields[0].GetString_().Sval)
+			for _, tb := range sc.tables {
+				if tb.alias != alias || len(tb.cols) == 0 {
+					continue
+				}
+				var args []*pg_query.Node
+				for _, c := range tb.cols {
+					v := colRef(cr.Fields[0].GetString_().Sval, c.Name)
+					if c.Type != nil && c.Type.Name == "bool" {
+						v = template("json(CASE WHEN __arg0__ THEN 'true' WHEN NOT __arg0__ THEN 'false' END)", v)
+					} else if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") {
+						v = call("json", v)
+					}
+					args = append(args, strConst(c.Name), v)
+				}
+				f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("json_object")}
+				f.Args = args
+				return
+			}
+		}
+	}
 	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
 		switch lastName(f.Funcname) {
-		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb":
+		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb", "json_agg", "jsonb_agg":
 			// Booleans are integers in SQLite: mark them for the builder.
 			for i, a := range f.Args {
-				if c := t.exprType(a, sc); c.Type != nil && c.Type.Name == "bool" {
+				c := t.exprType(a, sc)
+				if c.Type != nil && c.Type.Name == "bool" {
 					f.Args[i] = call("_pg_json_bool", a)
+				}
+				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.HasSuffix(lastName(f.Funcname), "_agg") {
+					if t.jsonArg == nil {
+						t.jsonArg = map[*pg_query.FuncCall]bool{}
+					}
+					t.jsonArg[f] = true // already json: aggregated as it is
 				}
 			}
 			return

@@ -1558,6 +1558,8 @@ func mapError(err error) error {
 			code = "42601"
 		case strings.Contains(msg, "ORDER BY term out of range"), strings.Contains(msg, "GROUP BY term out of range"):
 			code = "42P10"
+		case strings.Contains(msg, "ON CONFLICT clause does not match"):
+			code, msg = "42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification"
 		case strings.Contains(msg, "ambiguous column name"):
 			code = "42702"
 		case strings.Contains(msg, "wrong number of arguments to function"):

@@ -22,6 +22,8 @@ SELECT name FROM se_emp ORDER BY id FETCH FIRST 2 ROWS ONLY;
 SELECT DISTINCT dept FROM se_emp;
 SELECT DISTINCT dept FROM se_emp ORDER BY dept;
 SELECT DISTINCT ON (dept) dept, name FROM se_emp ORDER BY dept, salary DESC;
+SELECT DISTINCT ON (1) dept AS d, name FROM se_emp ORDER BY 1 DESC, name LIMIT 2;
+SELECT DISTINCT ON (dept, salary > 50) dept, salary > 50 AS rich, count(*) OVER () FROM se_emp ORDER BY dept, salary > 50, name;
 SELECT name FROM se_emp WHERE salary BETWEEN 85 AND 100;
 SELECT name FROM se_emp WHERE salary NOT BETWEEN 85 AND 100;
 SELECT name FROM se_emp WHERE id IN (1, 3, 5);

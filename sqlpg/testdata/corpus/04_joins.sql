@@ -35,6 +35,8 @@ SELECT c.name, i.sku FROM jo_cust c LEFT JOIN jo_ord o ON o.cust_id = c.id LEFT 
 SELECT o.id, (SELECT name FROM jo_cust WHERE id = o.cust_id) FROM jo_ord o ORDER BY o.id;
 SELECT x.name FROM (SELECT name, city FROM jo_cust WHERE city IS NOT NULL) AS x JOIN jo_ord o ON true WHERE o.id = 10;
 SELECT c.name, o.id FROM jo_cust c JOIN LATERAL (SELECT id FROM jo_ord WHERE cust_id = c.id ORDER BY amount DESC LIMIT 1) o ON true;
+SELECT c.name, o.id, o.amt FROM jo_cust c LEFT JOIN LATERAL (SELECT id, amount AS amt FROM jo_ord WHERE cust_id = c.id ORDER BY amt) o ON true ORDER BY c.id, o.amt;
+SELECT c.name, x.max, x.n FROM jo_cust c, LATERAL (SELECT max(amount), count(*) AS n FROM jo_ord WHERE cust_id = c.id) x ORDER BY c.id;
 INSERT INTO jo_ord VALUES (15, 99, 1.00, 'open');
 DELETE FROM jo_cust WHERE id = 1;
 SELECT count(*) FROM jo_ord;

@@ -26,6 +26,10 @@ WITH ins AS (INSERT INTO ct_node VALUES (7, 3, 'b1') RETURNING id) SELECT id FRO
 WITH del AS (DELETE FROM ct_node WHERE id = 7 RETURNING label) SELECT label FROM del;
 WITH upd AS (UPDATE ct_node SET label = upper(label) WHERE parent = 2 RETURNING id) SELECT count(*) FROM upd;
 SELECT label FROM ct_node ORDER BY id;
+WITH moved(k, l) AS (UPDATE ct_node SET parent = 3 WHERE parent = 4 RETURNING id, label) SELECT m.k, m.l, c.label FROM moved m JOIN ct_node c ON c.id = 3;
+WITH gone AS (DELETE FROM ct_node WHERE id > 100 RETURNING id) SELECT count(*) FROM gone;
+WITH ins AS (INSERT INTO ct_node VALUES (8, 1, 'c'), (9, 1, 'd') RETURNING id, parent IS NOT NULL AS has_parent) SELECT * FROM ins ORDER BY id;
+WITH d AS (DELETE FROM ct_node WHERE id IN (8, 9) RETURNING *) SELECT sum(id), max(label) FROM d;
 WITH RECURSIVE t(n) AS (SELECT 1 UNION SELECT n FROM t) SELECT n FROM t;
 WITH x AS (SELECT 1 AS a), y AS (SELECT a + 1 AS b FROM x) SELECT a, b FROM x, y;
 WITH RECURSIVE d(n, f) AS (SELECT 1, 1 UNION ALL SELECT n + 1, f * (n + 1) FROM d WHERE n < 6) SELECT n, f FROM d ORDER BY n;

@@ -45,6 +45,7 @@ SELECT sign(-3), sign(0.0);
 SELECT greatest(1, 5, 3), least(4, 2, 8);
 SELECT greatest('a', 'c', 'b');
 SELECT 10 & 6, 10 | 6, 10 # 6, ~1, 1 << 4, 256 >> 2;
+SELECT -7 # 3, 5::bigint << 40, (-16) >> 2;
 SELECT pi()::numeric(10,8);
 SELECT exp(0), ln(1);
 SELECT log(100);

@@ -23,6 +23,7 @@ SELECT 'a' || NULL;
 SELECT 'abc' LIKE 'a%', 'abc' LIKE 'A%', 'abc' ILIKE 'A%';
 SELECT 'a_c' LIKE 'a\_c', 'abc' LIKE 'a\_c';
 SELECT 'abc' SIMILAR TO 'a(b|c)c';
+SELECT 'abd' SIMILAR TO 'a(b|c)c', 'a.c' SIMILAR TO 'a.c', 'abc' SIMILAR TO 'a.c', 'x%' SIMILAR TO 'x#%' ESCAPE '#', 'abcd' NOT SIMILAR TO 'ab%', 'ab' SIMILAR TO '_b', 'aaa' SIMILAR TO 'a{2,3}';
 SELECT 'abc' ~ '^a.c$', 'abc' ~* '^A', 'abc' !~ 'z';
 SELECT regexp_replace('a1b2c3', '[0-9]', 'X');
 SELECT regexp_replace('a1b2c3', '[0-9]', 'X', 'g');

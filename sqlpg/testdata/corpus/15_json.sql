@@ -21,6 +21,8 @@ SELECT jsonb_build_object('a', 1, 'b', true);
 SELECT json_build_array(1, 'two', NULL);
 SELECT to_json('text'::text), to_jsonb(42);
 SELECT row_to_json(r) FROM (SELECT 1 AS a, 'b' AS b) r;
+SELECT row_to_json(r) FROM (SELECT 1 AS a, NULL AS b, true AS c, 'x"y' AS d) r;
+SELECT row_to_json(t) FROM (SELECT id, body ->> 'name' AS name FROM js_doc WHERE id = 1) t;
 SELECT jsonb_pretty('{"a": 1}');
 SELECT '{"a": 1}'::jsonb = '{ "a" : 1 }'::jsonb;
 SELECT '{"a": 1}'::json::text;

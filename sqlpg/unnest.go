@@ -1,0 +1,530 @@
+package sqlpg
+
+import (
+	"fmt"
+
+	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// unnest in FROM: unnest(a [, b ...]) [WITH ORDINALITY] [AS] x(c1 [, c2 ...] [, ord])
+// becomes one json_each table-valued function per array in the same FROM
+// list, zipped by position (their keys are equal). SQLite lets a
+// table-valued function use the columns of the FROM items before it, so
+// an array from an earlier table works as PostgreSQL's implicit LATERAL
+// does (FROM pg_index i, unnest(i.indkey)). References to x.c1 ... (and
+// unqualified c1 ... in the same select) read the json_each columns, and
+// a * in the select list lists them by name.
+
+// unnestItem is one unnest FROM item, rewritten.
+type unnestItem struct {
+	alias string
+	cols  []string
+	exprs []func() *pg_query.Node // each column's value over the json_each aliases
+}
+
+// isUnnestFrom: a FROM item unnest(...) the select handles (unnestFrom).
+func isUnnestFrom(rf *pg_query.RangeFunction) bool {
+	if len(rf.Functions) != 1 || rf.IsRowsfrom {
+		return false
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 {
+		return false
+	}
+	f := items[0].GetFuncCall()
+	return f != nil && lastName(f.Funcname) == "unnest" && len(f.Args) > 0 && len(strs(f.Funcname)) == 1
+}
+
+func colRef(names ...string) *pg_query.Node {
+	var f []*pg_query.Node
+	for _, n := range names {
+		f = append(f, pg_query.MakeStrNode(n))
+	}
+	return pg_query.MakeColumnRefNode(f, -1)
+}
+
+// placeUnnest replaces the FROM item n, an unnest(...), with its json_each
+// items (a join of them, zipped by position, for several arrays).
+func (t *translator) placeUnnest(n *pg_query.Node, rf *pg_query.RangeFunction) *unnestItem {
+	delete(t.unnestPending, rf)
+	f := rf.Functions[0].GetList().GetItems()[0].GetFuncCall()
+	delete(t.srfPending, f)
+	alias := "unnest"
+	var colnames []string
+	if rf.Alias != nil {
+		alias = rf.Alias.Aliasname
+		colnames = strs(rf.Alias.Colnames)
+	}
+	want := len(f.Args)
+	if rf.Ordinality {
+		want++
+	}
+	if len(colnames) > want {
+		t.fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("table %q has %d columns available but %d columns specified", alias, want, len(colnames))})
+		return nil
+	}
+	it := &unnestItem{alias: alias}
+	t.subq++
+	base := fmt.Sprintf("_tandem_un%d", t.subq)
+	first := ""
+	var joined *pg_query.Node
+	for i, a := range f.Args {
+		each := fmt.Sprintf("%s_%d", base, i+1)
+		item := &pg_query.Node{Node: &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
+			Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", call("_pg_array_json", a)), nil})},
+			Alias:     &pg_query.Alias{Aliasname: each},
+		}}}
+		if first == "" {
+			first, joined = each, item
+		} else {
+			same := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("=")},
+				colRef(each, "key"), colRef(first, "key"), -1)
+			joined = &pg_query.Node{Node: &pg_query.Node_JoinExpr{JoinExpr: &pg_query.JoinExpr{
+				Jointype: pg_query.JoinType_JOIN_INNER, Larg: joined, Rarg: item, Quals: same}}}
+		}
+		name := alias
+		if len(f.Args) > 1 && rf.Alias == nil {
+			name = "unnest"
+		}
+		if i < len(colnames) {
+			name = colnames[i]
+		}
+		it.cols = append(it.cols, name)
+		it.exprs = append(it.exprs, func() *pg_query.Node { return colRef(each, "value") })
+	}
+	if rf.Ordinality {
+		name := "ordinality"
+		if len(f.Args) < len(colnames) {
+			name = colnames[len(f.Args)]
+		}
+		it.cols = append(it.cols, name)
+		it.exprs = append(it.exprs, func() *pg_query.Node {
+			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
+				colRef(first, "key"), pg_query.MakeAConstIntNode(1, -1), -1)
+		})
+	}
+	n.Node = joined.Node
+	return it
+}
+
+// placeLateral replaces a LATERAL (subquery) FROM item, which SQLite
+// lacks, with json_each over its rows gathered as json by a correlated
+// scalar subquery: a table-valued function may use the FROM items before
+// it, as LATERAL allows.
+//
+//	JOIN LATERAL (sub) o ON c  ->  JOIN json_each((SELECT json_group_array(json_array(_l.a, ...)) FROM (sub) _l)) _tandem_latN ON c
+//
+// and o.a reads json_extract(_tandem_latN.value, '$[0]').
+func (t *translator) placeLateral(n *pg_query.Node, rs *pg_query.RangeSubselect) *unnestItem {
+	delete(t.lateralPending, rs)
+	sub := rs.Subquery.GetSelectStmt()
+	if sub == nil || rs.Alias == nil {
+		t.fail(unsupported("this LATERAL subquery"))
+		return nil
+	}
+	nameTargets(leftmost(sub).TargetList) // max(x) is named max, as PostgreSQL names it
+	names := targetNames(sub)
+	if names == nil {
+		t.fail(unsupported("a LATERAL subquery with *"))
+		return nil
+	}
+	cols := append([]string{}, names...)
+	for i, c := range strs(rs.Alias.Colnames) {
+		if i < len(cols) {
+			cols[i] = c
+		}
+	}
+	t.subq++
+	each := fmt.Sprintf("_tandem_lat%d", t.subq)
+	inner := fmt.Sprintf("_tandem_latrows%d", t.subq)
+	// json_array reads the subquery's columns by their names.
+	var elems []*pg_query.Node
+	seen := map[string]bool{}
+	for _, nm := range names {
+		if seen[nm] || nm == "?column?" {
+			t.fail(unsupported("a LATERAL subquery with unnamed or repeated columns"))
+			return nil
+		}
+		seen[nm] = true
+		elems = append(elems, colRef(inner, nm))
+	}
+	gather := &pg_query.SelectStmt{
+		TargetList: []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(call("json_group_array", call("json_array", elems...)), -1)},
+		FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: rs.Subquery, Alias: &pg_query.Alias{Aliasname: inner}}}}},
+		Op: pg_query.SetOperation_SETOP_NONE,
+	}
+	scalar := &pg_query.Node{Node: &pg_query.Node_SubLink{SubLink: &pg_query.SubLink{SubLinkType: pg_query.SubLinkType_EXPR_SUBLINK,
+		Subselect: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: gather}}}}}
+	n.Node = &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
+		Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", scalar), {}})},
+		Alias:     &pg_query.Alias{Aliasname: each},
+	}}
+	it := &unnestItem{alias: rs.Alias.Aliasname}
+	for i, c := range cols {
+		i := i
+		it.cols = append(it.cols, c)
+		it.exprs = append(it.exprs, func() *pg_query.Node {
+			return call("json_extract", colRef(each, "value"), strConst(fmt.Sprintf("$[%d]", i)))
+		})
+	}
+	return it
+}
+
+// fromLeaf is one FROM item in order: an unnest (item) or another (name).
+type fromLeaf struct {
+	item *unnestItem
+	name string
+}
+
+// unnestFrom rewrites the unnest items of s's FROM list (also inside
+// joins).
+func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
+	var items []*unnestItem
+	var leaves []fromLeaf
+	var place func(n *pg_query.Node, usingJoin bool)
+	place = func(n *pg_query.Node, usingJoin bool) {
+		switch x := n.Node.(type) {
+		case *pg_query.Node_RangeSubselect:
+			if x.RangeSubselect.Lateral {
+				if it := t.placeLateral(n, x.RangeSubselect); it != nil {
+					items = append(items, it)
+					leaves = append(leaves, fromLeaf{item: it})
+				}
+				return
+			}
+		case *pg_query.Node_RangeFunction:
+			if isUnnestFrom(x.RangeFunction) {
+				if it := t.placeUnnest(n, x.RangeFunction); it != nil {
+					items = append(items, it)
+					leaves = append(leaves, fromLeaf{item: it})
+				}
+				return
+			}
+		case *pg_query.Node_JoinExpr:
+			j := x.JoinExpr
+			u := usingJoin || len(j.UsingClause) > 0 || j.IsNatural
+			place(j.Larg, u)
+			place(j.Rarg, u)
+			if j.Alias != nil {
+				leaves = append(leaves, fromLeaf{name: ""})
+			}
+			return
+		}
+		name := fromItemName(n)
+		if usingJoin {
+			name = ""
+		}
+		leaves = append(leaves, fromLeaf{name: name})
+	}
+	for _, n := range s.FromClause {
+		place(n, false)
+	}
+	if len(items) == 0 {
+		return
+	}
+	// * in the select list: every FROM item's columns in order.
+	var targets []*pg_query.Node
+	for _, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		cr := rt.GetVal().GetColumnRef()
+		if cr == nil || cr.Fields[len(cr.Fields)-1].GetAStar() == nil {
+			targets = append(targets, tn)
+			continue
+		}
+		qual := ""
+		if len(cr.Fields) == 2 {
+			qual = cr.Fields[0].GetString_().GetSval()
+		}
+		mine := false
+		for _, it := range items {
+			mine = mine || it.alias == qual
+		}
+		if qual != "" && !mine {
+			targets = append(targets, tn)
+			continue
+		}
+		for _, l := range leaves {
+			if it := l.item; it != nil {
+				if qual != "" && qual != it.alias {
+					continue
+				}
+				for i, c := range it.cols {
+					targets = append(targets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: c, Val: it.exprs[i]()}}})
+				}
+				continue
+			}
+			if qual != "" {
+				continue
+			}
+			if l.name == "" {
+				t.fail(unsupported("SELECT * over unnest(...) and this FROM item"))
+				return
+			}
+			targets = append(targets, pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(l.name), pg_query.MakeAStarNode()}, -1), -1))
+		}
+	}
+	s.TargetList = targets
+	// Column references.
+	find := func(qual, col string) func() *pg_query.Node {
+		for _, it := range items {
+			if qual != "" && qual != it.alias {
+				continue
+			}
+			for i, c := range it.cols {
+				if c == col {
+					return it.exprs[i]
+				}
+			}
+		}
+		return nil
+	}
+	var walk func(m protoreflect.Message, top bool)
+	walk = func(m protoreflect.Message, top bool) {
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			if fd.Message() == nil || fd.IsMap() {
+				return true
+			}
+			one := func(x protoreflect.Message) {
+				n, ok := x.Interface().(*pg_query.Node)
+				if ok && n != nil && n.Node != nil {
+					if cr := n.GetColumnRef(); cr != nil {
+						f := strs(cr.Fields)
+						var e func() *pg_query.Node
+						switch {
+						case len(f) == 2 && cr.Fields[1].GetString_() != nil:
+							e = find(f[0], f[1])
+						case len(f) == 1 && top && cr.Fields[0].GetString_() != nil:
+							e = find("", f[0])
+						}
+						if e != nil {
+							n.Node = e().Node
+						}
+						return
+					}
+					if sel := n.GetSelectStmt(); sel != nil {
+						walk(x, false)
+						return
+					}
+				}
+				walk(x, top)
+			}
+			if fd.IsList() {
+				l := v.List()
+				for i := 0; i < l.Len(); i++ {
+					one(l.Get(i).Message())
+				}
+				return true
+			}
+			one(v.Message())
+			return true
+		})
+	}
+	// Bare column names in the select list keep their names.
+	for _, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		if cr := rt.GetVal().GetColumnRef(); rt != nil && rt.Name == "" && cr != nil {
+			if f := cr.Fields[len(cr.Fields)-1].GetString_(); f != nil {
+				q := ""
+				if len(cr.Fields) == 2 {
+					q = cr.Fields[0].GetString_().GetSval()
+				}
+				if find(q, f.Sval) != nil {
+					rt.Name = f.Sval
+				}
+			}
+		}
+	}
+	// Every clause, join conditions included.
+	s.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd.Message() == nil {
+			return true
+		}
+		if fd.IsList() {
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				x := l.Get(i).Message()
+				if n, ok := x.Interface().(*pg_query.Node); ok {
+					wrapper := &pg_query.List{Items: []*pg_query.Node{n}}
+					walk(wrapper.ProtoReflect(), true)
+				}
+			}
+			return true
+		}
+		if n, ok := v.Message().Interface().(*pg_query.Node); ok {
+			wrapper := &pg_query.List{Items: []*pg_query.Node{n}}
+			walk(wrapper.ProtoReflect(), true)
+		}
+		return true
+	})
+}
+
+// fromItemName is the name a FROM item's columns are qualified with.
+func fromItemName(n *pg_query.Node) string {
+	switch x := n.Node.(type) {
+	case *pg_query.Node_RangeVar:
+		if x.RangeVar.Alias != nil {
+			return x.RangeVar.Alias.Aliasname
+		}
+		return x.RangeVar.Relname
+	case *pg_query.Node_RangeSubselect:
+		if x.RangeSubselect.Alias != nil {
+			return x.RangeSubselect.Alias.Aliasname
+		}
+	case *pg_query.Node_RangeFunction:
+		if x.RangeFunction.Alias != nil {
+			return x.RangeFunction.Alias.Aliasname
+		}
+	}
+	return ""
+}
+
+// setOpAll rewrites INTERSECT ALL and EXCEPT ALL, which SQLite lacks: each
+// arm's rows are numbered within their group of equal rows
+// (row_number() OVER (PARTITION BY every column)), so the plain INTERSECT
+// or EXCEPT of the numbered rows keeps min(m, n) or max(m - n, 0) copies
+// of a row, as PostgreSQL does:
+//
+//	WITH _l(c1, ...) AS (left), _r(c1, ...) AS (right)
+//	SELECT c1 AS name1, ... FROM (SELECT c1, ..., row_number() OVER (PARTITION BY c1, ...) FROM _l
+//	                             INTERSECT SELECT ... FROM _r) ORDER BY / LIMIT as written
+func (t *translator) setOpAll(s *pg_query.SelectStmt) bool {
+	if !s.All || (s.Op != pg_query.SetOperation_SETOP_INTERSECT && s.Op != pg_query.SetOperation_SETOP_EXCEPT) || s.Larg == nil || s.Rarg == nil {
+		return false
+	}
+	names := targetNames(s.Larg)
+	if names == nil {
+		t.fail(unsupported("%s ALL of a select with *", map[bool]string{true: "INTERSECT", false: "EXCEPT"}[s.Op == pg_query.SetOperation_SETOP_INTERSECT]))
+		return true
+	}
+	t.subq++
+	l, r := fmt.Sprintf("_tandem_l%d", t.subq), fmt.Sprintf("_tandem_r%d", t.subq)
+	var cols []string
+	for i := range names {
+		cols = append(cols, fmt.Sprintf("c%d", i+1))
+	}
+	strNodes := func() []*pg_query.Node {
+		var out []*pg_query.Node
+		for _, c := range cols {
+			out = append(out, pg_query.MakeStrNode(c))
+		}
+		return out
+	}
+	arm := func(from string) *pg_query.SelectStmt {
+		var targets, part []*pg_query.Node
+		for _, c := range cols {
+			targets = append(targets, pg_query.MakeResTargetNodeWithVal(colRef(c), -1))
+			part = append(part, colRef(c))
+		}
+		rn := pg_query.MakeFuncCallNode([]*pg_query.Node{pg_query.MakeStrNode("row_number")}, nil, -1)
+		rn.GetFuncCall().Over = &pg_query.WindowDef{PartitionClause: part, FrameOptions: 1058}
+		targets = append(targets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: "_tandem_rn", Val: rn}}})
+		return &pg_query.SelectStmt{TargetList: targets, FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: &pg_query.RangeVar{Relname: from, Inh: true, Relpersistence: "p"}}}}}
+	}
+	cte := func(name string, q *pg_query.SelectStmt) *pg_query.Node {
+		return &pg_query.Node{Node: &pg_query.Node_CommonTableExpr{CommonTableExpr: &pg_query.CommonTableExpr{
+			Ctename: name, Aliascolnames: strNodes(), Ctequery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: q}}}}}
+	}
+	inner := &pg_query.SelectStmt{Op: s.Op, Larg: arm(l), Rarg: arm(r)}
+	var outTargets []*pg_query.Node
+	for i, c := range cols {
+		outTargets = append(outTargets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: names[i], Val: colRef(c)}}})
+	}
+	with := s.WithClause
+	if with == nil {
+		with = &pg_query.WithClause{}
+	}
+	with.Ctes = append(with.Ctes, cte(l, s.Larg), cte(r, s.Rarg))
+	*s = pg_query.SelectStmt{
+		TargetList:  outTargets,
+		FromClause:  []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: inner}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_all%d", t.subq)}}}}},
+		WithClause:  with,
+		SortClause:  s.SortClause,
+		LimitCount:  s.LimitCount,
+		LimitOffset: s.LimitOffset,
+		LimitOption: s.LimitOption,
+		Op:          pg_query.SetOperation_SETOP_NONE,
+	}
+	return true
+}
+
+// distinctOn rewrites SELECT DISTINCT ON (d...) list ... ORDER BY s...:
+// the first row of each group in the ORDER BY's order, numbered by a
+// window function, with the sort keys carried out of the subquery:
+//
+//	SELECT name1, ... FROM (SELECT list, row_number() OVER (PARTITION BY d... ORDER BY s...) AS _rn,
+//	                        s1 AS _o1, ... FROM ...) WHERE _rn = 1 ORDER BY _o1, ... LIMIT ...
+func (t *translator) distinctOn(s *pg_query.SelectStmt) bool {
+	if len(s.DistinctClause) == 0 || s.DistinctClause[0] == nil || s.DistinctClause[0].Node == nil {
+		return false
+	}
+	names := targetNames(s)
+	if names == nil || s.Op != pg_query.SetOperation_SETOP_NONE {
+		t.fail(unsupported("SELECT DISTINCT ON with *"))
+		return true
+	}
+	// A position or an output name in DISTINCT ON / ORDER BY means that
+	// select-list entry.
+	resolve := func(e *pg_query.Node) *pg_query.Node {
+		if c := e.GetAConst(); c != nil && c.GetIval() != nil {
+			if i := int(c.GetIval().Ival); i >= 1 && i <= len(s.TargetList) {
+				return s.TargetList[i-1].GetResTarget().Val
+			}
+		}
+		if cr := e.GetColumnRef(); cr != nil && len(cr.Fields) == 1 && cr.Fields[0].GetString_() != nil {
+			for _, tn := range s.TargetList {
+				if rt := tn.GetResTarget(); rt.Name != "" && rt.Name == cr.Fields[0].GetString_().Sval {
+					return rt.Val
+				}
+			}
+		}
+		return e
+	}
+	t.sortNulls(s)
+	t.subq++
+	var part []*pg_query.Node
+	for _, d := range s.DistinctClause {
+		part = append(part, resolve(d))
+	}
+	var inner []*pg_query.Node
+	for i, tn := range s.TargetList {
+		rt := tn.GetResTarget()
+		inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: fmt.Sprintf("_tandem_c%d", i+1), Val: rt.Val}}})
+	}
+	var winOrder, outerOrder []*pg_query.Node
+	for i, sn := range s.SortClause {
+		sb := sn.GetSortBy()
+		e := resolve(sb.Node)
+		o := fmt.Sprintf("_tandem_o%d", i+1)
+		inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: o, Val: e}}})
+		winOrder = append(winOrder, &pg_query.Node{Node: &pg_query.Node_SortBy{SortBy: &pg_query.SortBy{Node: e, SortbyDir: sb.SortbyDir, SortbyNulls: sb.SortbyNulls}}})
+		outerOrder = append(outerOrder, &pg_query.Node{Node: &pg_query.Node_SortBy{SortBy: &pg_query.SortBy{Node: colRef(o), SortbyDir: sb.SortbyDir, SortbyNulls: sb.SortbyNulls}}})
+	}
+	rn := pg_query.MakeFuncCallNode([]*pg_query.Node{pg_query.MakeStrNode("row_number")}, nil, -1)
+	rn.GetFuncCall().Over = &pg_query.WindowDef{PartitionClause: part, OrderClause: winOrder, FrameOptions: 1058}
+	inner = append(inner, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: "_tandem_rn", Val: rn}}})
+	sub := &pg_query.SelectStmt{
+		TargetList: inner, FromClause: s.FromClause, WhereClause: s.WhereClause, GroupClause: s.GroupClause,
+		HavingClause: s.HavingClause, WindowClause: s.WindowClause, Op: pg_query.SetOperation_SETOP_NONE,
+	}
+	var outer []*pg_query.Node
+	for i, n := range names {
+		outer = append(outer, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: n, Val: colRef(fmt.Sprintf("_tandem_c%d", i+1))}}})
+	}
+	*s = pg_query.SelectStmt{
+		TargetList: outer,
+		FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+			Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: sub}}, Alias: &pg_query.Alias{Aliasname: fmt.Sprintf("_tandem_don%d", t.subq)}}}}},
+		WhereClause: pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("=")}, colRef("_tandem_rn"), pg_query.MakeAConstIntNode(1, -1), -1),
+		SortClause:  outerOrder,
+		WithClause:  s.WithClause,
+		LimitCount:  s.LimitCount,
+		LimitOffset: s.LimitOffset,
+		LimitOption: s.LimitOption,
+		Op:          pg_query.SetOperation_SETOP_NONE,
+	}
+	return true
+}
