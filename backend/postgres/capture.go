@@ -408,7 +408,16 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]write
 	bt.ExecParams("INSERT INTO _tandem_gsns (gsn, epoch) VALUES ($1, $2)",
 		[][]byte{strconv.AppendUint(nil, ws.GSN, 10), strconv.AppendUint(nil, ws.Epoch, 10)}, nil, nil, nil)
 	bt.ExecParams("COMMIT", nil, nil, nil, nil)
-	_, err = c.ExecBatch(ctx, &bt).ReadAll()
+	// The writeset is logged (and may be on its way to the standby): the
+	// commit must not be given up now. A client's cancel or hang-up, or
+	// statement_timeout, would otherwise stop it after the standby got
+	// the writeset, leaving the primary without a transaction its standby
+	// applies. Neither the context nor a CancelRequest reaches it.
+	s.cancelMu.Lock()
+	s.committing.Store(true)
+	s.cancelMu.Unlock()
+	_, err = c.ExecBatch(context.WithoutCancel(ctx), &bt).ReadAll()
+	s.committing.Store(false)
 	s.b.commitMu.Unlock()
 	if err != nil {
 		_ = after(ctx, false)

@@ -110,10 +110,15 @@ func (s *Session) ParameterStatus() [][2]string {
 
 // Session is one client session on its own server connection.
 type Session struct {
-	b      *Backend
-	c      *pgconn.PgConn
-	inTx   bool
-	failed bool
+	b *Backend
+	c *pgconn.PgConn
+	// committing: the COMMIT of a transaction whose writeset is logged is
+	// running; Cancel leaves it alone (cancelMu: a cancel already sent has
+	// landed before the COMMIT starts).
+	committing atomic.Bool
+	cancelMu   sync.Mutex
+	inTx       bool
+	failed     bool
 	// pending is a BEGIN not yet sent: it goes in one round trip with
 	// the transaction's first statement (nothing at all for an empty one).
 	pending string
@@ -529,7 +534,14 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 }
 
 // Cancel implements pgwire.BackendSession.
-func (s *Session) Cancel() { _ = s.c.CancelRequest(context.Background()) }
+func (s *Session) Cancel() {
+	s.cancelMu.Lock()
+	defer s.cancelMu.Unlock()
+	if s.committing.Load() {
+		return // a logged writeset's COMMIT is not cancelled (capture.go)
+	}
+	_ = s.c.CancelRequest(context.Background())
+}
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
 func (s *Session) Close() error {
