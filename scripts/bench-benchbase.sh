@@ -17,7 +17,11 @@
 # WORKLOADS="tpcc epinions" (default), EP_SCALE=1 (Epinions: 2,000 users and
 # 1,000 items per unit), RAMP=5 (seconds, warm-up not counted by either),
 # ISOLATION=TRANSACTION_READ_COMMITTED (BenchBase's; tandem's drivers use the
-# server's default, READ COMMITTED on PostgreSQL).
+# server's default, READ COMMITTED on PostgreSQL). PGSS=1 loads
+# pg_stat_statements and writes, per run, what the server executed for that
+# driver (calls, time per statement) next to its results (*.pgss).
+# Each driver's CPU time (GNU time, when installed) goes to *.cpu and into
+# the summary as CPU per transaction.
 # BENCHBASE=/opt/benchbase/benchbase-postgres: an unpacked
 # benchbase-postgres.tgz (see docs/benchmarks.md for the build). Without it the
 # script says how to build it and exits 0: CI does not build BenchBase.
@@ -62,9 +66,17 @@ PGP=$(port); TNB=$(port); TND=$(port)
 mkdir -p "$W/pg"; [ "$(id -u)" = 0 ] && chown postgres "$W/pg"
 asuser "$PGBIN/initdb" -D "$W/pg/data" -U postgres -A trust >/dev/null
 asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/log" -w -o \
-  "-c port=$PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$W/pg -c max_connections=100 -c shared_buffers=256MB -c synchronous_commit=off" start >/dev/null
+  "-c port=$PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$W/pg -c max_connections=100 -c shared_buffers=256MB -c synchronous_commit=off${PGSS:+ -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all}" start >/dev/null
 PSQL=("$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v ON_ERROR_STOP=1)
 for db in bb td; do "${PSQL[@]}" -c "CREATE DATABASE $db"; done
+[ -n "${PGSS:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
+# pgss FILE DB: with PGSS=1, the server's statement counts for the run that
+# just ended (calls, time) into FILE, then a reset: what each driver sends.
+pgss() {
+  [ -n "${PGSS:-}" ] || return 0
+  "${PSQL[@]}" -P pager=off -c "SELECT calls, round(total_exec_time)::bigint AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$2') ORDER BY total_exec_time DESC LIMIT 40" > "$1"
+  "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
 
 # A tandem node relays to one database (its DSN's): one node per driver's
 # database, both on the same PostgreSQL server.
@@ -90,6 +102,9 @@ TOML
 fi
 # hostport TARGET DB
 hostport() { case $1 in direct) echo "127.0.0.1:$PGP";; tandem-pg) [ "$2" = bb ] && echo "127.0.0.1:$TNB" || echo "127.0.0.1:$TND";; esac; }
+
+# cputime FILE CMD...: CMD, its CPU time (user, sys) in FILE when GNU time is there.
+cputime() { local f=$1; shift; if [ -x /usr/bin/time ]; then /usr/bin/time -o "$f" -f "%U %S" "$@"; else "$@"; fi; }
 
 # bbconfig WORKLOAD TARGET FILE: BenchBase's sample configuration for
 # PostgreSQL with this run's scale, terminals, times, isolation and mix.
@@ -121,7 +136,7 @@ bb() {
   local wl=$1 target=$2 dir=$3; shift 3
   bbconfig "$wl" "$target" "$W/$wl-$target.xml"
   mkdir -p "$dir"
-  ( cd "$BB" && java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
+  ( cd "$BB" && cputime "$dir.cpu" java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
       --json-histograms "$dir/histograms.json" "$@" ) > "$dir.log" 2>&1 \
     || { echo "BenchBase $wl on $target FAILED (exit $?); the end of $dir.log:" >&2; tail -30 "$dir.log" >&2; return 1; }
 }
@@ -154,18 +169,28 @@ def bb(d):
         with open(raw) as f:
             next(f)
             no = sum(1 for line in f if line.split(",")[1] == "NewOrder")
-    return tput, tput * share(), no * share("NewOrder") / secs * 60
+    return tput, tput * share(), no * share("NewOrder") / secs * 60, cpu(d)
+def cpu(d):
+    try:
+        u, s = open(d + ".cpu").read().split()[-2:]
+        return float(u) + float(s)
+    except Exception:
+        return 0
 def td(d):
     r = json.load(open(os.path.join(d, "result.json")))
     no = r["transactions"].get("NewOrder", {}).get("counted", 0)
-    return r["total_tps"], r["mqth"], no / r["measured_s"] * 60
+    return r["total_tps"], r["mqth"], no / r["measured_s"] * 60, cpu(d)
 try:
     a, b = bb(bbdir), td(tddir)
 except Exception as e:
     print(f"{label}: no result ({e})"); sys.exit(0)
 tpmc = lambda x: f"  tpmC {x:8.0f}" if x else ""
-print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}")
-print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}")
+# The driver's CPU (user + sys, the whole process: start, warm-up, window,
+# and BenchBase's JVM start and JIT) per transaction of the warm-up and window.
+span = float(os.environ.get("SPAN", "0"))
+cpt = lambda x: f"  driver CPU {x[3]:6.1f} s = {x[3] / (x[0] * span) * 1e6:5.0f} us/txn" if x[3] and x[0] and span else ""
+print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}")
+print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}")
 r = lambda x, y: f"{x / y:5.3f}" if y else "  n/a"
 print(f"{label}  ratio td/bb    tps {r(b[0], a[0])}     goodput {r(b[1], a[1])}    " + (f"  tpmC {r(b[2], a[2])}" if a[2] else ""))
 PY
@@ -185,17 +210,21 @@ for wl in $WORKLOADS; do
       echo "== $wl round $r on $target: $order" >&2
       for drv in $order; do
         if [ $drv = bb ]; then
+          pgss /dev/null bb
           bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
+          pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
         else
-          "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
+          pgss /dev/null td
+          cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
             --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet --out "$OUT/$wl-r$r-$target-td" \
             > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
+          pgss "$OUT/$wl-r$r-$target-td.pgss" td
         fi
       done
     done
   done
   echo "### $wl, scale $scale, $TERM_N terminals, ${DUR}s measured after ${RAMP}s warm-up, $ISOLATION"
   for r in $(seq 1 "$R"); do for target in $TARGETS; do
-    summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td"
+    SPAN=$((RAMP + DUR)) summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td"
   done; done
 done
