@@ -22,13 +22,14 @@
 # driver (calls, time per statement) next to its results (*.pgss).
 # Each driver's CPU time (GNU time, when installed) goes to *.cpu and into
 # the summary as CPU per transaction.
+# LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
 # BENCHBASE=/opt/benchbase/benchbase-postgres: an unpacked
 # benchbase-postgres.tgz (see docs/benchmarks.md for the build). Without it the
 # script says how to build it and exits 0: CI does not build BenchBase.
 set -euo pipefail
 WH=${1:-2}; DUR=${2:-30}; TERM_N=${3:-4}; R=${4:-2}; RAMP=${RAMP:-5}
 WORKLOADS=${WORKLOADS:-tpcc epinions}; EP_SCALE=${EP_SCALE:-1}
-TARGETS=${TARGETS:-direct tandem-pg}
+TARGETS=${TARGETS:-direct tandem-pg}; LOAD_TARGET=${LOAD_TARGET:-direct}
 ISOLATION=${ISOLATION:-TRANSACTION_READ_COMMITTED}
 BB=${BENCHBASE:-/opt/benchbase/benchbase-postgres}
 T=${TANDEM:-$(pwd)/bin/tandem}
@@ -80,7 +81,7 @@ pgss() {
 
 # A tandem node relays to one database (its DSN's): one node per driver's
 # database, both on the same PostgreSQL server.
-if [[ " $TARGETS " == *" tandem-pg "* ]]; then
+if [[ " $TARGETS $LOAD_TARGET " == *" tandem-pg "* ]]; then
   for db in bb td; do
     cat > "$W/tandem-$db.toml" <<TOML
 cluster = "bench-$db"
@@ -198,9 +199,9 @@ PY
 
 for wl in $WORKLOADS; do
   case $wl in tpcc) scale=$WH;; epinions) scale=$EP_SCALE;; *) echo "bench-benchbase: workload $wl: only tpcc and epinions" >&2; exit 1;; esac
-  echo "== loading $wl at scale $scale: BenchBase into database bb, tandem into td (PostgreSQL directly)" >&2
-  bb "$wl" direct "$OUT/load-$wl" --create=true --load=true --execute=false
-  "$T" bench load --workload "$wl" --scale "$scale" --dsn "postgres://postgres@127.0.0.1:$PGP/td?sslmode=disable" --drop --quiet
+  echo "== loading $wl at scale $scale ($LOAD_TARGET): BenchBase into database bb, tandem into td" >&2
+  bb "$wl" "$LOAD_TARGET" "$OUT/load-$wl" --create=true --load=true --execute=false
+  "$T" bench load --workload "$wl" --scale "$scale" --dsn "postgres://postgres@$(hostport "$LOAD_TARGET" td)/td?sslmode=disable" --drop --quiet
   "${PSQL[@]}" -d bb -c "VACUUM ANALYZE"; "${PSQL[@]}" -d td -c "VACUUM ANALYZE"
   "${PSQL[@]}" -c "CHECKPOINT"
   for r in $(seq 1 "$R"); do
