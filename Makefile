@@ -4,7 +4,7 @@ PREFIX  ?= /usr/local
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 bench-tls bench-failover clean
+.PHONY: help build install deps demo test test-short test-faults fuzz vet bench-overhead bench-tm1 bench-tls bench-failover bench-benchbase clean
 
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -49,6 +49,9 @@ bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternatin
 bench-tm1: build ## TM1 R80W20/R20W80 at 100,000 subscribers: PostgreSQL direct vs through tandem vs tandem on SQLite
 	./scripts/install-deps.sh
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tm1.sh 100000 30s 8
+
+bench-benchbase: build ## tandem's TPC-C and Epinions drivers next to BenchBase (2 warehouses, 4 terminals, 30 s, 3 rounds) on PostgreSQL directly and through tandem; skips with the build command when BenchBase is not built
+	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-benchbase.sh 2 30 4 3
 
 bench-tls: build ## what mutual TLS between tandem's processes costs: TM1 R20W80 through a hot-standby pair's router, TLS vs clear text (alternating)
 	TANDEM=$(CURDIR)/bin/tandem ./scripts/bench-tls.sh 20000 15s 8 3 r20w80

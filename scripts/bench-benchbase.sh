@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# tandem's TPC-C and Epinions drivers next to BenchBase (seed 001's
+# OLTPBenchmark), same scale, terminals, mix and isolation, in the same run:
+#   bb     BenchBase (JDBC, pgjdbc)       on a target
+#   td     tandem bench run (pgx)         on the same target
+# Targets (TARGETS, default "direct tandem-pg"):
+#   direct     a PostgreSQL server started here (TCP on 127.0.0.1; BenchBase's
+#              JDBC cannot reach the managed server's Unix socket)
+#   tandem-pg  the same server through a tandem node (relay, external DSN)
+# Per workload: each driver loads its own database once (bb: BenchBase's
+# loader, td: tandem bench load), then R rounds run bb and td back to back on
+# every target (odd rounds bb first, even rounds td first). Reported per
+# round: throughput (all finished transactions / s),
+# goodput (committed / s), tpmC for TPC-C, and the ratio td / bb.
+#
+# Usage: scripts/bench-benchbase.sh [warehouses] [seconds] [terminals] [rounds]
+# WORKLOADS="tpcc epinions" (default), EP_SCALE=1 (Epinions: 2,000 users and
+# 1,000 items per unit), RAMP=5 (seconds, warm-up not counted by either),
+# ISOLATION=TRANSACTION_READ_COMMITTED (BenchBase's; tandem's drivers use the
+# server's default, READ COMMITTED on PostgreSQL). PGSS=1 loads
+# pg_stat_statements and writes, per run, what the server executed for that
+# driver (calls, time per statement) next to its results (*.pgss).
+# Each driver's CPU time (GNU time, when installed) goes to *.cpu and into
+# the summary as CPU per transaction.
+# LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
+# BENCHBASE=/opt/benchbase/benchbase-postgres: an unpacked
+# benchbase-postgres.tgz (see docs/benchmarks.md for the build). Without it the
+# script says how to build it and exits 0: CI does not build BenchBase.
+set -euo pipefail
+WH=${1:-2}; DUR=${2:-30}; TERM_N=${3:-4}; R=${4:-2}; RAMP=${RAMP:-5}
+WORKLOADS=${WORKLOADS:-tpcc epinions}; EP_SCALE=${EP_SCALE:-1}
+TARGETS=${TARGETS:-direct tandem-pg}; LOAD_TARGET=${LOAD_TARGET:-direct}
+ISOLATION=${ISOLATION:-TRANSACTION_READ_COMMITTED}
+BB=${BENCHBASE:-/opt/benchbase/benchbase-postgres}
+T=${TANDEM:-$(pwd)/bin/tandem}
+OUT=${OUT:-$(pwd)/out/bench-benchbase}
+
+if [ ! -f "$BB/benchbase.jar" ] || ! command -v java >/dev/null; then
+  cat >&2 <<EOF
+bench-benchbase: SKIPPED: BenchBase is not built (no $BB/benchbase.jar) or java is missing.
+Build it (JDK 17+ and Maven; BenchBase's pom asks for Java 23, see docs/benchmarks.md for the one-line patch on 17):
+  git clone https://github.com/cmu-db/benchbase /tmp/benchbase && cd /tmp/benchbase
+  ./mvnw clean package -P postgres -DskipTests
+  mkdir -p /opt/benchbase && tar xzf target/benchbase-postgres.tgz -C /opt/benchbase
+or point BENCHBASE at an unpacked benchbase-postgres directory.
+EOF
+  exit 0
+fi
+PGBIN=${PGBIN:-$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)}
+[ -x "$T" ] || { echo "bench-benchbase: no tandem binary at $T (make build)" >&2; exit 1; }
+
+W=$(mktemp -d /tmp/tandem-bench-bb.XXXXXX); chmod 755 "$W"
+mkdir -p "$OUT"
+asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  kill -TERM $(jobs -p) 2>/dev/null || true; wait || true
+  [ -f "$W/pg/data/postmaster.pid" ] && asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -rf "$W"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PGP=$(port); TNB=$(port); TND=$(port)
+
+# PostgreSQL on TCP, as the postgres OS user (same settings as the managed one
+# in scripts/bench-tpcc.sh, and commits not waiting for the disk: the machine's
+# disk is shared and this compares drivers, not durability).
+mkdir -p "$W/pg"; [ "$(id -u)" = 0 ] && chown postgres "$W/pg"
+asuser "$PGBIN/initdb" -D "$W/pg/data" -U postgres -A trust >/dev/null
+asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/log" -w -o \
+  "-c port=$PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$W/pg -c max_connections=100 -c shared_buffers=256MB -c synchronous_commit=off${PGSS:+ -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all}" start >/dev/null
+PSQL=("$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v ON_ERROR_STOP=1)
+for db in bb td; do "${PSQL[@]}" -c "CREATE DATABASE $db"; done
+[ -n "${PGSS:-}" ] && "${PSQL[@]}" -c "CREATE EXTENSION pg_stat_statements"
+# pgss FILE DB: with PGSS=1, the server's statement counts for the run that
+# just ended (calls, time) into FILE, then a reset: what each driver sends.
+pgss() {
+  [ -n "${PGSS:-}" ] || return 0
+  "${PSQL[@]}" -P pager=off -c "SELECT calls, round(total_exec_time)::bigint AS total_ms, round(mean_exec_time::numeric, 3) AS mean_ms, left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS query FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$2') ORDER BY total_exec_time DESC LIMIT 40" > "$1"
+  "${PSQL[@]}" -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
+
+# A tandem node relays to one database (its DSN's): one node per driver's
+# database, both on the same PostgreSQL server.
+if [[ " $TARGETS $LOAD_TARGET " == *" tandem-pg "* ]]; then
+  for db in bb td; do
+    cat > "$W/tandem-$db.toml" <<TOML
+cluster = "bench-$db"
+auth = "trust"
+run_dir = "$W/tandem-$db"
+log_level = "warn"
+[[nodes]]
+id = "n1"
+listen = "127.0.0.1:$([ $db = bb ] && echo "$TNB" || echo "$TND")"
+backend = "postgres"
+dsn = "postgres://postgres@127.0.0.1:$PGP/$db?sslmode=disable"
+TOML
+    "$T" up -c "$W/tandem-$db.toml" > "$W/tandem-$db.out" 2>&1 &
+  done
+  for db in bb td; do
+    for i in $(seq 1 120); do grep -q "connect with" "$W/tandem-$db.out" 2>/dev/null && break; sleep 0.5; done
+    grep -q "connect with" "$W/tandem-$db.out" || { cat "$W/tandem-$db.out" >&2; exit 1; }
+  done
+fi
+# hostport TARGET DB
+hostport() { case $1 in direct) echo "127.0.0.1:$PGP";; tandem-pg) [ "$2" = bb ] && echo "127.0.0.1:$TNB" || echo "127.0.0.1:$TND";; esac; }
+
+# cputime FILE CMD...: CMD, its CPU time (user, sys) in FILE when GNU time is there.
+cputime() { local f=$1; shift; if [ -x /usr/bin/time ]; then /usr/bin/time -o "$f" -f "%U %S" "$@"; else "$@"; fi; }
+
+# bbconfig WORKLOAD TARGET FILE: BenchBase's sample configuration for
+# PostgreSQL with this run's scale, terminals, times, isolation and mix.
+bbconfig() {
+  local wl=$1 url="jdbc:postgresql://$(hostport "$2" bb)/bb?sslmode=disable&amp;ApplicationName=$1&amp;reWriteBatchedInserts=true"
+  local scale weights types
+  case $wl in
+    tpcc) scale=$WH; weights=45,43,4,4,4
+      types="NewOrder Payment OrderStatus Delivery StockLevel";;
+    epinions) scale=$EP_SCALE; weights=16,16,16,16,16,5,5,5,5   # seed 001 table 3.1 = tandem's default mix seed001
+      types="GetReviewItemById GetReviewsByUser GetAverageRatingByTrustedUser GetItemAverageRating GetItemReviewsByTrustedUser UpdateUserName UpdateItemTitle UpdateReviewRating UpdateTrustRating";;
+  esac
+  {
+    echo "<?xml version=\"1.0\"?><parameters>"
+    echo "<type>POSTGRES</type><driver>org.postgresql.Driver</driver><url>$url</url>"
+    echo "<username>postgres</username><password></password>"
+    echo "<reconnectOnConnectionFailure>true</reconnectOnConnectionFailure>"
+    echo "<isolation>$ISOLATION</isolation><batchsize>128</batchsize>"
+    echo "<scalefactor>$scale</scalefactor><terminals>$TERM_N</terminals>"
+    echo "<works><work><warmup>$RAMP</warmup><time>$DUR</time><rate>unlimited</rate><weights>$weights</weights></work></works>"
+    echo "<transactiontypes>"
+    for t in $types; do echo "<transactiontype><name>$t</name></transactiontype>"; done
+    echo "</transactiontypes></parameters>"
+  } > "$3"
+}
+
+# bb WORKLOAD TARGET DIR ARGS...: runs BenchBase, its log in DIR.log.
+bb() {
+  local wl=$1 target=$2 dir=$3; shift 3
+  bbconfig "$wl" "$target" "$W/$wl-$target.xml"
+  mkdir -p "$dir"
+  ( cd "$BB" && cputime "$dir.cpu" java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
+      --json-histograms "$dir/histograms.json" "$@" ) > "$dir.log" 2>&1 \
+    || { echo "BenchBase $wl on $target FAILED (exit $?); the end of $dir.log:" >&2; tail -30 "$dir.log" >&2; return 1; }
+}
+
+# summary LABEL FILE...: one line per run: throughput, goodput, tpmC; then
+# the ratio of the second to the first (td / bb).
+summary() {
+  python3 - "$@" <<'PY'
+import json, sys, glob, os
+label, bbdir, tddir = sys.argv[1:4]
+def bb(d):
+    # Throughput: BenchBase's own figure (transactions that started and ended
+    # in the measured window, whatever their outcome, per second). Its
+    # "Goodput" counts successes of the warm-up too, so goodput here is the
+    # throughput times the success share of BenchBase's histograms, and
+    # tpmC the measured NewOrders (raw.csv) times NewOrder's success share.
+    s = json.load(open(glob.glob(os.path.join(d, "*.summary.json"))[0]))
+    secs = s["Elapsed Time (nanoseconds)"] / 1e9
+    h = json.load(open(os.path.join(d, "histograms.json")))
+    def hist(kind, name=None):
+        v = h.get(kind, {}).get("HISTOGRAM", {})
+        return sum(n for k, n in v.items() if isinstance(n, (int, float)) and (name is None or k.split("/")[0].endswith("." + name)))
+    def share(name=None):
+        ok = hist("completed", name)
+        tot = ok + sum(hist(k, name) for k in ("aborted", "rejected", "unexpected"))
+        return ok / tot if tot else 0
+    tput = s["Throughput (requests/second)"]
+    no = 0
+    for raw in glob.glob(os.path.join(d, "*.raw.csv")):
+        with open(raw) as f:
+            next(f)
+            no = sum(1 for line in f if line.split(",")[1] == "NewOrder")
+    return tput, tput * share(), no * share("NewOrder") / secs * 60, cpu(d)
+def cpu(d):
+    try:
+        u, s = open(d + ".cpu").read().split()[-2:]
+        return float(u) + float(s)
+    except Exception:
+        return 0
+def td(d):
+    r = json.load(open(os.path.join(d, "result.json")))
+    no = r["transactions"].get("NewOrder", {}).get("counted", 0)
+    return r["total_tps"], r["mqth"], no / r["measured_s"] * 60, cpu(d)
+try:
+    a, b = bb(bbdir), td(tddir)
+except Exception as e:
+    print(f"{label}: no result ({e})"); sys.exit(0)
+tpmc = lambda x: f"  tpmC {x:8.0f}" if x else ""
+# The driver's CPU (user + sys, the whole process: start, warm-up, window,
+# and BenchBase's JVM start and JIT) per transaction of the warm-up and window.
+span = float(os.environ.get("SPAN", "0"))
+cpt = lambda x: f"  driver CPU {x[3]:6.1f} s = {x[3] / (x[0] * span) * 1e6:5.0f} us/txn" if x[3] and x[0] and span else ""
+print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}")
+print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}")
+r = lambda x, y: f"{x / y:5.3f}" if y else "  n/a"
+print(f"{label}  ratio td/bb    tps {r(b[0], a[0])}     goodput {r(b[1], a[1])}    " + (f"  tpmC {r(b[2], a[2])}" if a[2] else ""))
+PY
+}
+
+for wl in $WORKLOADS; do
+  case $wl in tpcc) scale=$WH;; epinions) scale=$EP_SCALE;; *) echo "bench-benchbase: workload $wl: only tpcc and epinions" >&2; exit 1;; esac
+  echo "== loading $wl at scale $scale ($LOAD_TARGET): BenchBase into database bb, tandem into td" >&2
+  bb "$wl" "$LOAD_TARGET" "$OUT/load-$wl" --create=true --load=true --execute=false
+  "$T" bench load --workload "$wl" --scale "$scale" --dsn "postgres://postgres@$(hostport "$LOAD_TARGET" td)/td?sslmode=disable" --drop --quiet
+  "${PSQL[@]}" -d bb -c "VACUUM ANALYZE"; "${PSQL[@]}" -d td -c "VACUUM ANALYZE"
+  "${PSQL[@]}" -c "CHECKPOINT"
+  for r in $(seq 1 "$R"); do
+    for target in $TARGETS; do
+      # Odd rounds BenchBase first, even rounds tandem's driver first.
+      order="bb td"; [ $((r % 2)) = 0 ] && order="td bb"
+      echo "== $wl round $r on $target: $order" >&2
+      for drv in $order; do
+        if [ $drv = bb ]; then
+          pgss /dev/null bb
+          bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
+          pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
+        else
+          pgss /dev/null td
+          cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
+            --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet --out "$OUT/$wl-r$r-$target-td" \
+            > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
+          pgss "$OUT/$wl-r$r-$target-td.pgss" td
+        fi
+      done
+    done
+  done
+  echo "### $wl, scale $scale, $TERM_N terminals, ${DUR}s measured after ${RAMP}s warm-up, $ISOLATION"
+  for r in $(seq 1 "$R"); do for target in $TARGETS; do
+    SPAN=$((RAMP + DUR)) summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td"
+  done; done
+done
