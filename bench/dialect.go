@@ -39,14 +39,10 @@ func DialectOf(conn *pgx.Conn) Dialect {
 }
 
 // SyncSerial returns the statement that moves the sequence of serial column
-// table.column past the largest value loaded with explicit ids, or "" when
-// the back end needs none: a serial integer primary key on SQLite takes the
-// largest rowid plus one by itself, and tandem answers setval with a
-// computed sequence name with 0A000.
+// table.column past the largest value loaded with explicit ids. Both back
+// ends need it: tandem's SQLite back end keeps real sequences, as
+// PostgreSQL does, and a row loaded with an explicit id does not move them.
 func (d Dialect) SyncSerial(table, column string) string {
-	if d == DialectSQLite {
-		return ""
-	}
 	return fmt.Sprintf("SELECT setval(pg_get_serial_sequence('%s', '%s'), coalesce(max(%s), 0) + 1, false) FROM %s",
 		table, column, column, table)
 }

@@ -13,7 +13,7 @@ func TestDialectSyncSerial(t *testing.T) {
 		want string
 	}{
 		{DialectPostgres, "SELECT setval(pg_get_serial_sequence('orders', 'o_id'), coalesce(max(o_id), 0) + 1, false) FROM orders"},
-		{DialectSQLite, ""},
+		{DialectSQLite, "SELECT setval(pg_get_serial_sequence('orders', 'o_id'), coalesce(max(o_id), 0) + 1, false) FROM orders"},
 	}
 	for _, tc := range tests {
 		if got := tc.d.SyncSerial("orders", "o_id"); got != tc.want {

@@ -244,7 +244,7 @@ func (*Workload) Schema() []string { return append([]string(nil), schema...) }
 var serials = [][2]string{{"address", "addr_id"}, {"customer", "c_id"}, {"orders", "o_id"}, {"shopping_cart", "sc_id"}}
 
 // FinishLoad implements bench.LoadFinisher: the serial sequences continue
-// after the loaded ids (PostgreSQL; SQLite needs nothing).
+// after the loaded ids (both back ends keep real sequences).
 func (*Workload) FinishLoad(ctx context.Context, conn *pgx.Conn, d bench.Dialect) error {
 	for _, s := range serials {
 		if sql := d.SyncSerial(s[0], s[1]); sql != "" {
