@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/big"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -368,6 +370,68 @@ func TestPgPathSequencesAfterPromote(t *testing.T) {
 			if id <= maxOf[tbl] {
 				t.Fatalf("%s: the new primary drew id %d, at or below the replicated maximum %d", tbl, id, maxOf[tbl])
 			}
+		}
+	}
+}
+
+// TestPgPairDeferredConstraint: on the PostgreSQL pair a deferred
+// constraint is checked before the writeset is logged, so a transaction
+// that violates it fails at COMMIT with the constraint's SQLSTATE and
+// reaches neither node (it used to fail on the primary after its
+// writeset had gone to the standby, which then held a row the primary
+// lacked).
+func TestPgPairDeferredConstraint(t *testing.T) {
+	h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
+	h.start("n1")
+	h.start("n2")
+	ctx := context.Background()
+	p := connect(t, h.dsn(h.nodes["n1"]))
+	defer p.Close(ctx)
+	for _, q := range []string{
+		"CREATE TABLE dc_parent (id int PRIMARY KEY)",
+		"CREATE TABLE dc_child (id int PRIMARY KEY, parent int REFERENCES dc_parent DEFERRABLE INITIALLY DEFERRED)",
+		"INSERT INTO dc_parent VALUES (1)",
+	} {
+		if _, err := p.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// Violating: the child's parent never exists.
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO dc_child VALUES (10, 99)"); err != nil {
+		t.Fatalf("a deferred violation must not fail at the INSERT: %v", err)
+	}
+	err = tx.Commit(ctx)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23503" {
+		t.Fatalf("COMMIT of a deferred foreign-key violation: %v, want SQLSTATE 23503", err)
+	}
+	// Satisfied at COMMIT: the parent arrives after the child.
+	tx, err = p.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"INSERT INTO dc_child VALUES (11, 2)", "INSERT INTO dc_parent VALUES (2)"} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("COMMIT of a transaction that satisfies its deferred constraint: %v", err)
+	}
+	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM dc_child", 1)
+	for _, node := range []string{"n1", "n2"} {
+		c := connect(t, h.dsn(h.nodes[node]))
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM dc_child WHERE id = 10").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		c.Close(ctx)
+		if n != 0 {
+			t.Fatalf("%s holds the child row whose COMMIT failed", node)
 		}
 	}
 }

@@ -53,6 +53,11 @@ CREATE OR REPLACE FUNCTION _tandem_ws() RETURNS TABLE (tbl text, pk text, img te
 DECLARE x bigint := txid_current_if_assigned();
 BEGIN
   IF x IS NULL THEN RETURN; END IF;
+  -- Deferred constraints are checked (and deferred constraint triggers
+  -- fire, their writes captured) now, before the writeset is logged: a
+  -- COMMIT that fails after the log would leave the standby with a
+  -- transaction the primary lacks.
+  SET CONSTRAINTS ALL IMMEDIATE;
   RETURN QUERY SELECT w.tbl, w.pk, w.img FROM (
       SELECT c.tbl, c.pk::text AS pk, _tandem_img(c.tbl, c.pk) AS img, min(c.seq) AS s
         FROM _tandem_capture c WHERE c.txid = x AND c.ev IS NULL GROUP BY c.tbl, c.pk
