@@ -105,7 +105,7 @@ type Coordinator struct {
 	leaderSince time.Time // zero while not leader
 	leaderTerm  uint64    // the term leaderSince belongs to
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
-	lastMove    time.Time // last leadership transfer away from the primary
+	lastMove    time.Time // last leadership transfer (placeLeadership)
 
 	fwdMu   sync.Mutex
 	fwdIdle []*fwdConn // idle request connections to the leader
@@ -217,12 +217,56 @@ func (c *Coordinator) Close() error {
 	return err
 }
 
+// placeLeadership hands the Raft leadership to the node the failover rule
+// would promote now (the standby to be), or away from the primary when no
+// standby qualifies. It reports whether it moved the leadership.
+func (c *Coordinator) placeLeadership(m Map, since time.Time) bool {
+	if len(c.cfg.Voters) < 2 || time.Since(c.lastMove) < 5*time.Second || time.Since(since) < c.cfg.ElectionTimeout {
+		return false
+	}
+	want := ""
+	if d, err := Decide(Situation{Map: m, SinceLease: 1 << 62, Grace: c.cfg.Grace}); err == nil && d.Target != m.Primary {
+		want = d.Target
+	}
+	if want == c.cfg.ID || want == "" && m.Primary != c.cfg.ID {
+		return false
+	}
+	// A standby that leads stays: replicas' reports move all the time, and
+	// chasing the best of them would move the leadership every few
+	// seconds. The primary and the witness hand it on.
+	if self, _ := m.Member(c.cfg.ID); m.Primary != c.cfg.ID && self.Role != RoleWitness {
+		return false
+	}
+	var addr string
+	for _, v := range c.cfg.Voters {
+		if v.ID == want {
+			addr = v.RaftAddr
+		}
+	}
+	if want != "" && addr == "" {
+		return false // not a voter (a non-voting replica)
+	}
+	c.lastMove = time.Now()
+	var err error
+	if want == "" {
+		err = c.raft.LeadershipTransfer().Error()
+	} else {
+		err = c.raft.LeadershipTransferToServer(raft.ServerID(want), raft.ServerAddress(addr)).Error()
+	}
+	if err != nil {
+		c.log.Debug("moving the Raft leadership failed", "to", want, "err", err)
+		return false
+	}
+	c.log.Info("moved the Raft leadership to the node a failover would promote (a failover then needs no Raft round trip)", "to", want)
+	return true
+}
+
 // run is the leader's duty: initialize the map, and change the primary
 // when the rule in Decide says so. It reads local state only; followers
 // idle.
 func (c *Coordinator) run() {
 	defer c.wg.Done()
-	step := c.cfg.Lease / 8
+	step := c.cfg.Lease / 16
 	if step < 10*time.Millisecond {
 		step = 10 * time.Millisecond
 	}
@@ -286,18 +330,14 @@ func (c *Coordinator) step() {
 	if seen.IsZero() {
 		seen = since
 	}
-	// The Raft leader should not be the primary: when both die together
-	// a new leader must be elected (and apply the log) before it can
-	// decide, which may add to the failover. So the primary hands the
-	// leadership on (a witness or a
-	// standby takes it), at most every few seconds.
-	if m.Primary == c.cfg.ID && len(c.cfg.Voters) > 1 && time.Since(c.lastMove) > 5*time.Second && time.Since(since) > c.cfg.ElectionTimeout {
-		c.lastMove = time.Now()
-		if err := c.raft.LeadershipTransfer().Error(); err != nil {
-			c.log.Debug("handing the Raft leadership away from the primary failed", "err", err)
-		} else {
-			c.log.Info("handed the Raft leadership away from the primary (a failover then needs no election)")
-		}
+	// Where the Raft leadership should sit: on the standby the failover
+	// rule would promote. When the primary dies, that node then decides,
+	// applies the change and promotes itself with no Raft round trip in
+	// between (a follower learns of a commit only at the leader's next
+	// append, up to twice CommitTimeout later). Never on the primary: when
+	// both die together a new leader must be elected (and apply the log)
+	// before it can decide. At most one move every few seconds.
+	if c.placeLeadership(m, since) {
 		return
 	}
 	wait := time.Since(seen)

@@ -38,7 +38,7 @@ func NewKeeper(co *Coordinator, epoch, gsn func() uint64) *Keeper {
 // current grant, which runs out on its own; a refusal (not the primary,
 // an older epoch, a hand-over) drops it at once.
 func (k *Keeper) Run(ctx context.Context) {
-	period := k.co.cfg.Lease / 3
+	period := k.co.cfg.Lease / 4
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {

@@ -85,6 +85,7 @@ type relay struct {
 	// secret may be replaced) with what is in flight on it.
 	survive       bool
 	pick          func() (Upstream, NodeStatus)
+	changes       func() <-chan struct{} // closed at the next change of a node role or health
 	mem           *sessionMemory
 	ctx           context.Context
 	upMu          sync.Mutex // the upstream and lostTx, owe; held by the client side while it writes

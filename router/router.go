@@ -82,6 +82,10 @@ type Router struct {
 	fail  prometheus.Counter
 	next  atomic.Uint64
 
+	// changed is closed at the next change of a node's role or health
+	// (under mu): sessions waiting for a new primary wake at once.
+	changed chan struct{}
+
 	// sessions that survive a failover, to move off a node that is down
 	// or no longer the primary (under smu).
 	smu      sync.Mutex
@@ -175,6 +179,7 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 	survive := r.cfg.Survive && !r.cfg.Reads
 	deadline := time.Now().Add(openWait)
 	for {
+		changed := r.changes()
 		s, err := r.open(ctx, c, survive)
 		if err == nil || !survive || !errors.Is(err, ErrNoNode) && !errors.Is(err, ErrUpstreamDown) || time.Now().After(deadline) || ctx.Err() != nil {
 			if err != nil {
@@ -184,6 +189,7 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 		}
 		select {
 		case <-ctx.Done():
+		case <-changed:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -213,7 +219,7 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 	if rl != nil {
 		rl.readTimeout = r.cfg.MessageReadTimeout
 		if survive {
-			rl.survive, rl.pick, rl.mem = true, r.primary, &sessionMemory{}
+			rl.survive, rl.pick, rl.changes, rl.mem = true, r.primary, r.changes, &sessionMemory{}
 			rl.untrack = func() { r.track(rl, false) }
 			r.track(rl, true)
 		}
@@ -286,6 +292,7 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 		return
 	}
 	s.Healthy, s.Since = healthy, time.Now()
+	r.notifyLocked()
 	if healthy {
 		s.LastError = ""
 		r.log.Info("node is up", "node", s.ID)
@@ -336,6 +343,7 @@ func (r *Router) setRole(node, role string, epoch uint64) {
 		if r.st[i].ID == node && (r.st[i].Role != role || r.st[i].Epoch != epoch) {
 			r.log.Info("node role", "node", node, "role", role, "epoch", epoch)
 			r.st[i].Role, r.st[i].Epoch = role, epoch
+			r.notifyLocked()
 			if role == "primary" {
 				// Any other node that was the primary of an older epoch
 				// is deposed: its sessions move here.
@@ -346,6 +354,24 @@ func (r *Router) setRole(node, role string, epoch uint64) {
 				}
 			}
 		}
+	}
+}
+
+// changes returns a channel closed at the next change of a node's role or
+// health. Take it before reading the state it should wake a wait for.
+func (r *Router) changes() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+func (r *Router) notifyLocked() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
 	}
 }
 

@@ -217,6 +217,7 @@ func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, erro
 	deadline := time.Now().Add(wait)
 	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		changed := r.changes()
 		up, st := r.pick()
 		if st.Healthy {
 			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost, r.tag)
@@ -232,6 +233,7 @@ func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, erro
 		}
 		select {
 		case <-ctx.Done():
+		case <-changed:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
