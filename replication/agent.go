@@ -99,7 +99,14 @@ type Agent struct {
 
 	safeness atomic.Value // string
 	degraded atomic.Bool
-	fenced   atomic.Bool // no new commits (switchover, demotion)
+	// degradePending: a degrade is being recorded in the cluster map (the
+	// flag above not yet set); cleanFrom: the log's last GSN when the
+	// primary last stopped running degraded (or started, or was
+	// promoted). Every commit answered 1-safe has a GSN at most that, so a
+	// standby holding cleanFrom holds them all (clearDegraded).
+	degradePending atomic.Bool
+	cleanFrom      atomic.Uint64
+	fenced         atomic.Bool // no new commits (switchover, demotion)
 	// takeover: fenced for a forced promote of another node; commits that
 	// wait for an ack keep waiting (no degrade) until acked or handed over.
 	takeover atomic.Bool
@@ -331,6 +338,7 @@ func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *
 		r.rlog = rl
 	}
 	r.applied.Store(applied)
+	r.cleanFrom.Store(r.rlog.LastGSN()) // what it answered before a restart may have been 1-safe
 	r.received.Store(rl.LastGSN())
 	if err := r.saveState(st); err != nil {
 		return nil, err
@@ -533,6 +541,7 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 		if r.acked(level, gsn) {
 			if r.degraded.Load() && !r.takeover.Load() {
 				r.degraded.Store(false)
+				r.cleanFrom.Store(r.rlog.LastGSN())
 				r.mDegraded.Set(0)
 				r.log.Info("standby caught up: commits are 2-safe again", "safeness", level)
 				r.rlog.SetStandbyAttached(true)
@@ -551,10 +560,12 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 				// The map must say the standby is degraded before any
 				// commit is answered without it; without a quorum that
 				// cannot be written, and the commit keeps waiting.
+				r.degradePending.Store(true)
 				r.ackMu.Unlock()
 				err := r.markDegraded(ctx)
 				r.ackMu.Lock()
 				if err != nil {
+					r.degradePending.Store(false)
 					if e := r.leaseGone(start); e != nil {
 						return e
 					}
@@ -566,6 +577,7 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 			}
 			if r.cfg.Repl.OnStandbyLoss == "degrade" && !takeover {
 				r.degraded.Store(true)
+				r.degradePending.Store(false)
 				r.mDegraded.Set(1)
 				r.rlog.SetStandbyAttached(false)
 				r.log.Warn("no standby acknowledged within ack_timeout: degrading to 1-safe (on_standby_loss = degrade)", "gsn", gsn, "safeness", level, "ack_timeout", r.cfg.Repl.AckTimeout.Duration)
@@ -856,6 +868,7 @@ func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 			if p.applied.Load() >= r.rlog.LastGSN() && r.safeness.Load().(string) != "1-safe" {
 				r.rlog.SetStandbyAttached(true)
 				if r.degraded.CompareAndSwap(true, false) {
+					r.cleanFrom.Store(r.rlog.LastGSN())
 					r.mDegraded.Set(0)
 					r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
 				}
@@ -1432,7 +1445,10 @@ func (r *Agent) promote(ctx context.Context, fencedGSN uint64, wait time.Duratio
 	r.ackMu.Unlock()
 	r.takeover.Store(false)
 	r.fenced.Store(false)
+	r.cleanFrom.Store(r.rlog.LastGSN())
 	if alone && r.cfg.Repl.OnStandbyLoss == "degrade" && r.safeness.Load().(string) != "1-safe" {
+		r.degradePending.Store(true)
+		defer r.degradePending.Store(false)
 		if err := r.markDegraded(ctx); err != nil {
 			// Not recorded: the first commits wait ack_timeout and try again.
 			r.log.Warn("promoted with no standby attached, but the coordinator cannot record it as degraded", "err", err)

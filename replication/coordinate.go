@@ -154,10 +154,19 @@ func (r *Agent) markDegraded(ctx context.Context) error {
 // (so every commit answered while degraded is on it).
 func (r *Agent) clearDegraded(ctx context.Context, m coordinator.Map) {
 	level := r.safeness.Load().(string)
-	if level == "1-safe" || r.degraded.Load() {
+	// Under degradeMu, so that a degrade recorded meanwhile comes after
+	// this clear in the map, and with degradePending, so that a degrade
+	// recorded just before is not undone before its flag is set.
+	r.degradeMu.Lock()
+	defer r.degradeMu.Unlock()
+	if level == "1-safe" || r.degraded.Load() || r.degradePending.Load() {
 		return
 	}
-	last := r.rlog.LastGSN()
+	// Not the log's end: under steady writes a standby is always a few
+	// commits behind it, and the mark would never be cleared (a failover
+	// then finds no candidate). Every commit since cleanFrom waited for
+	// the standby.
+	last := r.cleanFrom.Load()
 	for id, a := range m.Acks {
 		if !a.Degraded {
 			continue
