@@ -837,9 +837,13 @@ func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 		p.connected.Store(false)
 		r.ackMu.Lock()
 		delete(r.peers, h.Node)
+		others := len(r.peers)
 		r.ackCond.Broadcast()
 		r.ackMu.Unlock()
-		r.rlog.SetStandbyAttached(false)
+		if others == 0 {
+			// adaptive durability: strict while no standby is attached
+			r.rlog.SetStandbyAttached(false)
+		}
 		log.Warn("standby detached")
 	}()
 	// Acknowledgements.
@@ -853,14 +857,20 @@ func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 			p.received.Store(binary.BigEndian.Uint64(body))
 			p.durable.Store(binary.BigEndian.Uint64(body[8:]))
 			p.applied.Store(binary.BigEndian.Uint64(body[16:]))
-			if p.applied.Load() >= r.rlog.LastGSN() && r.safeness.Load().(string) != "1-safe" {
+			last := r.rlog.LastGSN()
+			caughtUp := p.applied.Load() >= last && r.safeness.Load().(string) != "1-safe"
+			if caughtUp {
 				r.rlog.SetStandbyAttached(true)
-				if r.degraded.CompareAndSwap(true, false) {
-					r.mDegraded.Set(0)
-					r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
-				}
 			}
 			r.ackMu.Lock()
+			// With several standbys (single-master), one caught up is
+			// not enough under ack = majority or all: 2-safe resumes
+			// once as many as ack asks for hold everything, or commits
+			// would wait ack_timeout for a dead one again and again.
+			if caughtUp && r.acked("2-safe-visible", last) && r.degraded.CompareAndSwap(true, false) {
+				r.mDegraded.Set(0)
+				r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
+			}
 			r.ackCond.Broadcast()
 			r.ackMu.Unlock()
 		}
