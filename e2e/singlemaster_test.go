@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/router"
+)
+
+// smCluster is a single-master cluster started with `tandem up`.
+type smCluster struct {
+	*Cluster
+	t      *testing.T
+	dir    string
+	nodes  map[string]string // id -> client address
+	admin  map[string]string // id -> admin address
+	ids    []string
+	reads  string // the router's read port
+	radmin string // the router's admin address
+}
+
+// upSingleMaster writes a single-master cluster file of n nodes (a
+// primary and n-1 replicas, ack = one, automatic failover; the first 3
+// nodes vote) and starts it with `tandem up`.
+func upSingleMaster(t *testing.T, backend string, n int, extra string) *smCluster {
+	t.Helper()
+	if backend == "postgres" {
+		havePostgres(t)
+	}
+	dir := t.TempDir()
+	s := &smCluster{t: t, dir: dir, nodes: map[string]string{}, admin: map[string]string{}}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster = \"sm\"\ndesign = \"single-master\"\nrun_dir = %q\n", filepath.Join(dir, "run"))
+	fmt.Fprintf(&b, "[replication]\nack = \"one\"\nfailover = \"automatic\"\nack_timeout = \"5s\"\n%s\n", extra)
+	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nread_listen = %q\nmetrics = %q\nhealth_interval = \"100ms\"\n", freePort(t), s.reads, s.radmin)
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("n%d", i)
+		s.ids = append(s.ids, id)
+		s.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		s.admin[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nraft_listen = \"127.0.0.1:%d\"\nbackend = %q\n",
+			id, s.nodes[id], s.admin[id], freePort(t), freePort(t), backend)
+		if i > 1 {
+			b.WriteString("weight = 2\n")
+		}
+		if backend == "postgres" {
+			b.WriteString("[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"50\" }\n")
+		}
+	}
+	file := filepath.Join(dir, "sm.toml")
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Cluster = upFile(t, dir, file, filepath.Join(dir, "run"))
+	return s
+}
+
+func (s *smCluster) dsn(addr string) string {
+	return "postgres://tandem:secret@" + addr + "/tandem?sslmode=disable"
+}
+
+func (s *smCluster) tandem(args ...string) (string, error) {
+	cmd := exec.Command(tandemBin, append(args, "-c", s.File)...)
+	cmd.Dir = s.dir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// routerStatus is the router's view of the nodes (its admin /status).
+func (s *smCluster) routerStatus() map[string]router.NodeStatus {
+	s.t.Helper()
+	resp, err := http.Get("http://" + s.radmin + "/status")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ns []router.NodeStatus
+	if err := json.NewDecoder(resp.Body).Decode(&ns); err != nil {
+		s.t.Fatal(err)
+	}
+	out := map[string]router.NodeStatus{}
+	for _, n := range ns {
+		out[n.ID] = n
+	}
+	return out
+}
+
+// waitRows waits until table t on node id holds want rows.
+func (s *smCluster) waitRows(id string, want int, within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	got, last := -1, error(nil)
+	for time.Now().Before(deadline) {
+		m, err := idsErr(s.dsn(s.nodes[id]))
+		if err == nil {
+			got = len(m)
+			if got == want {
+				return
+			}
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("node %s holds %d rows of t, want %d (last error %v)", id, got, want, last)
+}
+
+func insertRows(t *testing.T, dsn string, from, to int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for i := from; i < to; i++ {
+		if _, err := c.Exec(ctx, "INSERT INTO t (id, v) VALUES ($1, $2)", i, fmt.Sprint("row ", i)); err != nil {
+			t.Fatalf("insert %d: %v", i, err)
+		}
+	}
+}
+
+// TestSingleMasterSQLite: a primary and two replicas on SQLite through
+// `tandem up`: writes through the router reach both replicas, `tandem
+// status` lists the three nodes and the router's view, drain and undrain
+// go through the authenticated router admin API, and a replica killed
+// with SIGKILL neither stops the primary (ack = one) nor stays behind once
+// restarted.
+func TestSingleMasterSQLite(t *testing.T) {
+	s := upSingleMaster(t, "sqlite", 3, "")
+	ctx := context.Background()
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(ctx, "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 0, 100)
+	for _, id := range s.ids {
+		s.waitRows(id, 100, 30*time.Second)
+	}
+
+	// tandem status: three nodes with their roles, and the router's view
+	// with applied GSNs, weights and drain.
+	var out string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		out, err = s.tandem("status")
+		if err != nil {
+			t.Fatalf("tandem status: %v\n%s", err, out)
+		}
+		rs := s.routerStatus()
+		if rs["n2"].AppliedGSN == rs["n1"].AppliedGSN && rs["n3"].AppliedGSN == rs["n1"].AppliedGSN && rs["n1"].AppliedGSN > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, want := range []string{"design single-master", "router (as it routes):"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("tandem status lacks %q:\n%s", want, out)
+		}
+	}
+	for _, id := range s.ids {
+		if !regexp(`(?m)^` + id + `\s+node\s+(primary|standby)\s`).MatchString(out) {
+			t.Fatalf("tandem status does not list node %s:\n%s", id, out)
+		}
+		if !regexp(`(?m)^\s+` + id + `\s+(primary|standby)\s+up\s+\d+`).MatchString(out) {
+			t.Fatalf("the router's view lacks node %s:\n%s", id, out)
+		}
+	}
+	rs := s.routerStatus()
+	if rs["n1"].Role != "primary" || rs["n2"].Role != "standby" || rs["n2"].Weight != 2 || rs["n1"].Weight != 1 || rs["n3"].Lag != 0 {
+		t.Fatalf("router status %+v", rs)
+	}
+
+	// Drain needs credentials: without the admin token the router says 401.
+	for _, path := range []string{"/admin/drain?node=n3", "/admin/undrain?node=n3"} {
+		resp, err := http.Post("http://"+s.radmin+path, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("unauthenticated POST %s: %s", path, resp.Status)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.radmin+"/admin/drain?node=n3", nil)
+	req.Header.Set("Authorization", "Bearer not-the-token")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("POST with a wrong token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if s.routerStatus()["n3"].Draining {
+		t.Fatal("n3 drained by an unauthenticated request")
+	}
+
+	// tandem drain n3: no new read-port session goes there.
+	if out, err := s.tandem("drain", "n3"); err != nil || !strings.Contains(out, "node n3: draining") {
+		t.Fatalf("tandem drain n3: %v\n%s", err, out)
+	}
+	if out, err := s.tandem("drain", "n9"); err == nil {
+		t.Fatalf("drain of an unknown node succeeded:\n%s", out)
+	}
+	before := s.routerStatus()
+	if !before["n3"].Draining {
+		t.Fatalf("n3 not draining: %+v", before["n3"])
+	}
+	for i := 0; i < 12; i++ {
+		rc := connect(t, s.dsn(s.reads))
+		var n int
+		if err := rc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 100 {
+			t.Fatalf("read port: %d rows, %v", n, err)
+		}
+		rc.Close(ctx)
+	}
+	after := s.routerStatus()
+	if after["n3"].Sessions != before["n3"].Sessions {
+		t.Fatalf("the drained n3 got %d new sessions", after["n3"].Sessions-before["n3"].Sessions)
+	}
+	if after["n2"].Sessions < before["n2"].Sessions+12 {
+		t.Fatalf("the read port's sessions did not go to n2: %d -> %d", before["n2"].Sessions, after["n2"].Sessions)
+	}
+	if out, err := s.tandem("status"); err != nil || !regexp(`(?m)^\s+n3\s+standby\s+up\s+\d+\s+\d+(?: \([^)]*\))?\s+2\s+2\s+true\s+no \(draining\)`).MatchString(out) {
+		t.Fatalf("tandem status does not show n3 draining: %v\n%s", err, out)
+	}
+	// Undrained: new read sessions reach n3 again.
+	if out, err := s.tandem("undrain", "n3"); err != nil || !strings.Contains(out, "node n3: in rotation") {
+		t.Fatalf("tandem undrain n3: %v\n%s", err, out)
+	}
+	for i := 0; i < 8; i++ {
+		rc := connect(t, s.dsn(s.reads))
+		if _, err := rc.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close(ctx)
+	}
+	if got := s.routerStatus()["n3"]; got.Draining || got.Sessions <= after["n3"].Sessions {
+		t.Fatalf("n3 after undrain: %+v", got)
+	}
+
+	// SIGKILL a replica: the primary goes on with the other (ack = one),
+	// not degraded; commits do not wait for ack_timeout (5 s) each.
+	var pid int
+	for _, p := range s.Procs() {
+		if p.Name == "n3" {
+			pid = p.PID
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no pid for n3")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(pid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	insertRows(t, s.DSN, 100, 200)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Fatalf("100 commits with one replica dead took %v: the primary waited for it", d)
+	}
+	var st nodeStatusDoc
+	getStatus(t, s.admin["n1"], &st)
+	if st.Repl.Degraded || st.Role != "primary" {
+		t.Fatalf("primary after losing one of two replicas: %+v", st.Repl)
+	}
+	s.waitRows("n2", 200, 30*time.Second)
+	// The router sees n3 down within a few health intervals.
+	deadline = time.Now().Add(10 * time.Second)
+	for s.routerStatus()["n3"].Healthy && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s.routerStatus()["n3"].Healthy {
+		t.Fatal("the router still sees the killed n3 up")
+	}
+
+	// Restarted, n3 rejoins and catches up; the router takes it back.
+	logf, _ := os.Create(filepath.Join(s.dir, "n3-restart.log"))
+	n3 := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
+	n3.Dir, n3.Stdout, n3.Stderr = s.dir, logf, logf
+	n3.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := n3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n3.Process.Kill(); _ = n3.Wait(); logf.Close() })
+	s.waitRows("n3", 200, 60*time.Second)
+	deadline = time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := s.routerStatus()["n3"]; n.Healthy && n.Lag == 0 && n.AppliedGSN > 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the router does not see n3 back and caught up: %+v", s.routerStatus()["n3"])
+}
+
+type nodeStatusDoc struct {
+	Role string `json:"role"`
+	Repl struct {
+		Degraded bool   `json:"degraded"`
+		Applied  uint64 `json:"applied_gsn"`
+	} `json:"replication"`
+}
+
+// TestSingleMasterPostgres: the same cluster on managed PostgreSQL comes
+// up and replicates to both replicas.
+func TestSingleMasterPostgres(t *testing.T) {
+	s := upSingleMaster(t, "postgres", 3, "")
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(context.Background(), "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 0, 50)
+	for _, id := range s.ids {
+		s.waitRows(id, 50, 60*time.Second)
+	}
+	out, err := s.tandem("status")
+	if err != nil {
+		t.Fatalf("tandem status: %v\n%s", err, out)
+	}
+	for _, id := range s.ids {
+		if !regexp(`(?m)^` + id + `\s+node\s+(primary|standby)\s+\S+\s+postgres\s+up`).MatchString(out) {
+			t.Fatalf("tandem status does not list node %s up:\n%s", id, out)
+		}
+	}
+}
