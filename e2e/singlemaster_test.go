@@ -339,3 +339,101 @@ func TestSingleMasterPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleMasterFailover: four nodes on SQLite (the first three vote,
+// n4 is a Raft non-voter) at 2-safe-received with ack = one. Writers go
+// through the router; the primary is SIGKILLed; the coordinator promotes
+// a replica holding every acknowledged commit (nobody types promote), the
+// other replicas follow it, and every acknowledged commit is on all of
+// them.
+func TestSingleMasterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	s := upSingleMaster(t, "sqlite", 4, "")
+	var out string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err = s.tandem("status")
+		if err != nil {
+			t.Fatalf("tandem status: %v\n%s", err, out)
+		}
+		// n4 reports to the coordinator only once the leader added it.
+		if regexp(`(?m)^\s+n4\s+standby\s+false\s+\S+\s+GSN`).MatchString(out) && regexp(`(?m)^\s+n3\s+standby\s+true\s`).MatchString(out) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator should list n1-n3 as voters and n4 as a reporting non-voter:\n%s", out)
+		}
+	}
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(context.Background(), "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	rw := &retryingWriters{}
+	done := make(chan struct{})
+	go func() { rw.run(ctx, s.DSN, 4); close(done) }()
+	defer func() { cancel(); <-done }()
+	for rw.count.Load() < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var pid int
+	for _, p := range s.Procs() {
+		if p.Name == "n1" {
+			pid = p.PID
+		}
+	}
+	rw.killedAt.Store(time.Now().UnixNano())
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var primary string
+	deadline := time.Now().Add(30 * time.Second)
+	for primary == "" && time.Now().Before(deadline) {
+		for _, id := range s.ids[1:] {
+			if role, epoch := nodeRole(t, s.admin[id]); role == "primary" && epoch > 1 {
+				primary = id
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if primary == "" {
+		t.Fatal("no replica became the primary within 30 s")
+	}
+	// Writers go on through the router on the new primary.
+	back := rw.count.Load()
+	for rw.count.Load() < back+200 && time.Now().Before(deadline.Add(30*time.Second)) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if rw.firstBack.Load() == 0 {
+		t.Fatal("no commit succeeded after the kill")
+	}
+	rw.mu.Lock()
+	acked := append([]int64(nil), rw.acked...)
+	rw.mu.Unlock()
+	t.Logf("new primary %s; %d acknowledged commits, %d failed statements", primary, len(acked), rw.errors.Load())
+	for _, id := range s.ids[1:] {
+		var have map[int64]bool
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			have, err = idsErr(s.dsn(s.nodes[id]))
+			missing := 0
+			for _, a := range acked {
+				if !have[a] {
+					missing++
+				}
+			}
+			if err == nil && missing == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s (primary %s) lacks %d of %d acknowledged commits (err %v)", id, primary, missing, len(acked), err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
