@@ -437,3 +437,63 @@ func TestSingleMasterFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleMasterReseedOne: with a short log window, a replica down
+// while the primary trims past it is re-seeded when it returns; the other
+// replica, attached all along, is not, and commits go on meanwhile
+// (ack = one).
+func TestSingleMasterReseedOne(t *testing.T) {
+	s := upSingleMaster(t, "sqlite", 3, "retain_records = 20\nsegment_bytes = 4096\n")
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(context.Background(), "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 0, 10)
+	for _, id := range s.ids {
+		s.waitRows(id, 10, 30*time.Second)
+	}
+	var pid int
+	for _, p := range s.Procs() {
+		if p.Name == "n3" {
+			pid = p.PID
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(pid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	insertRows(t, s.DSN, 10, 410)
+	time.Sleep(1500 * time.Millisecond) // a trim pass
+	logf, _ := os.Create(filepath.Join(s.dir, "n3-restart.log"))
+	n3 := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
+	n3.Dir, n3.Stdout, n3.Stderr = s.dir, logf, logf
+	n3.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := n3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n3.Process.Kill(); _ = n3.Wait(); logf.Close() })
+	s.waitRows("n3", 410, 60*time.Second)
+	insertRows(t, s.DSN, 410, 420)
+	for _, id := range s.ids {
+		s.waitRows(id, 420, 30*time.Second)
+	}
+	b, err := os.ReadFile(filepath.Join(s.RunDir, "logs", "n1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reseeded []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "re-seeding the standby") {
+			m := regexp(`standby=(\S+)`).FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("re-seed line without the standby: %s", line)
+			}
+			reseeded = append(reseeded, m[1])
+		}
+	}
+	if len(reseeded) != 1 || reseeded[0] != "n3" {
+		t.Fatalf("re-seeded %v, want only n3\n%s", reseeded, tailStr(b, 30))
+	}
+}
