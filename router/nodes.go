@@ -134,7 +134,9 @@ func (r *Router) ReadCandidates() []Candidate {
 		if !st.Healthy || st.Draining || r.nodes[i].lagging || st.ReadWeight <= 0 {
 			continue
 		}
-		if st.Role != "primary" && st.Role != "standby" && st.Role != "replica" {
+		// Only roles a node reported: before its first probe a node's
+		// role is a guess ("replica").
+		if st.Role != "primary" && st.Role != "standby" {
 			continue
 		}
 		cs = append(cs, Candidate{Index: i, ID: st.ID, Weight: st.ReadWeight, Active: r.nodes[i].active})

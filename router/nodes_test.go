@@ -30,6 +30,9 @@ func candIDs(cs []Candidate) []string {
 // within half of it.
 func TestReadCandidates(t *testing.T) {
 	r := testRouter(Config{Weights: []int{1, 2, 3}, ReadWeights: []int{0, -1, -1}, MaxLagGSNs: 100})
+	if got := r.ReadCandidates(); len(got) != 0 {
+		t.Fatalf("before any probe (roles unknown, the primary at read weight 0): %v", candIDs(got))
+	}
 	r.setRole("n2", "standby", 1)
 	r.setRole("n3", "standby", 1)
 	steps := []struct {
@@ -70,6 +73,7 @@ func TestReadCandidates(t *testing.T) {
 func TestBeginEnd(t *testing.T) {
 	r := testRouter(Config{})
 	r.setRole("n2", "standby", 1)
+	r.setRole("n3", "standby", 1)
 	r.Begin(1)
 	r.Begin(1)
 	r.Begin(2)
