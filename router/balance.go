@@ -73,37 +73,49 @@ func weight(c Candidate) int {
 // candidate that (re)joins starts at 0, so it is not flooded to catch up.
 type smoothRR struct {
 	mu  sync.Mutex
-	cur map[string]int
+	cur []int    // by Candidate.Index
+	ids []string // the node each slot of cur belongs to
 }
 
-func newSmoothRR() *smoothRR { return &smoothRR{cur: map[string]int{}} }
+func newSmoothRR() *smoothRR { return &smoothRR{} }
 
-// pick chooses among the positions in idx (into cands).
+// slot is the index in cur of candidate c's score, reset when the slot
+// held another node.
+func (s *smoothRR) slot(c Candidate) int {
+	i := max(c.Index, 0)
+	for len(s.cur) <= i {
+		s.cur, s.ids = append(s.cur, 0), append(s.ids, "")
+	}
+	if s.ids[i] != c.ID {
+		s.ids[i], s.cur[i] = c.ID, 0
+	}
+	return i
+}
+
+// pick chooses among the positions in idx (into cands; nil: all).
 func (s *smoothRR) pick(cands []Candidate, idx []int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.cur) > 4*len(cands)+16 {
-		// Forget nodes long gone (the map only grows with node ids).
-		live := map[string]bool{}
-		for _, c := range cands {
-			live[c.ID] = true
-		}
-		for id := range s.cur {
-			if !live[id] {
-				delete(s.cur, id)
-			}
-		}
-	}
-	total, best := 0, -1
-	for _, i := range idx {
+	total, best, bestSlot := 0, -1, 0
+	step := func(i int) {
 		w := weight(cands[i])
 		total += w
-		s.cur[cands[i].ID] += w
-		if best < 0 || s.cur[cands[i].ID] > s.cur[cands[best].ID] {
-			best = i
+		k := s.slot(cands[i])
+		s.cur[k] += w
+		if best < 0 || s.cur[k] > s.cur[bestSlot] {
+			best, bestSlot = i, k
 		}
 	}
-	s.cur[cands[best].ID] -= total
+	if idx == nil {
+		for i := range cands {
+			step(i)
+		}
+	} else {
+		for _, i := range idx {
+			step(i)
+		}
+	}
+	s.cur[bestSlot] -= total
 	return best
 }
 
@@ -112,7 +124,8 @@ func (s *smoothRR) pick(cands []Candidate, idx []int) int {
 type leastConnected struct{ rr *smoothRR }
 
 func (b *leastConnected) Pick(cands []Candidate, _ netip.Addr) int {
-	var tied []int
+	var buf [16]int
+	tied := buf[:0]
 	for i, c := range cands {
 		if len(tied) == 0 {
 			tied = append(tied, i)
@@ -138,11 +151,7 @@ func (b *leastConnected) Pick(cands []Candidate, _ netip.Addr) int {
 type roundRobin struct{ rr *smoothRR }
 
 func (b *roundRobin) Pick(cands []Candidate, _ netip.Addr) int {
-	idx := make([]int, len(cands))
-	for i := range idx {
-		idx[i] = i
-	}
-	return b.rr.pick(cands, idx)
+	return b.rr.pick(cands, nil)
 }
 
 // single: everything to the highest-weight candidate, which stays chosen

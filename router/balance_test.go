@@ -184,3 +184,24 @@ func TestBadPolicy(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPick is one pick per policy over 3 and 16 candidates.
+func BenchmarkPick(b *testing.B) {
+	for _, p := range Policies {
+		for _, n := range []int{3, 16} {
+			b.Run(fmt.Sprintf("%s/%d", p, n), func(b *testing.B) {
+				bal, _ := NewBalancerSeed(p, 1)
+				ws := make([]int, n)
+				for i := range ws {
+					ws[i] = 1 + i%3
+				}
+				cs := cands(ws...)
+				addr := netip.AddrFrom4([4]byte{127, 0, 0, 9})
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					cs[bal.Pick(cs, addr)].Active ^= 1
+				}
+			})
+		}
+	}
+}
