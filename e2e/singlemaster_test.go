@@ -344,10 +344,11 @@ func TestSingleMasterPostgres(t *testing.T) {
 
 // TestSingleMasterFailover: four nodes on SQLite (the first three vote,
 // n4 is a Raft non-voter) at 2-safe-received with ack = one. Writers go
-// through the router; the primary is SIGKILLed; the coordinator promotes
-// a replica holding every acknowledged commit (nobody types promote), the
-// other replicas follow it, and every acknowledged commit is on all of
-// them.
+// through the router; n4 is frozen (SIGSTOP) so it falls behind with a
+// stale report; the primary is SIGKILLed; the coordinator promotes a
+// replica holding every acknowledged commit (nobody types promote), not
+// n4; n4 is thawed and follows the new primary, and every acknowledged
+// commit is on all three survivors.
 func TestSingleMasterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
@@ -381,12 +382,28 @@ func TestSingleMasterFailover(t *testing.T) {
 	for rw.count.Load() < 200 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	var pid int
+	// n4 freezes (SIGSTOP): it stops receiving and reporting, so its last
+	// report is stale; commits go on with n2 and n3 (ack = one). It must
+	// not be promoted, and once thawed it follows the new primary.
+	pids := map[string]int{}
 	for _, p := range s.Procs() {
-		if p.Name == "n1" {
-			pid = p.PID
+		pids[p.Name] = p.PID
+	}
+	if err := syscall.Kill(pids["n4"], syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = syscall.Kill(pids["n4"], syscall.SIGCONT)
 		}
 	}
+	defer thaw()
+	for n := rw.count.Load(); rw.count.Load() < n+200; {
+		time.Sleep(20 * time.Millisecond)
+	}
+	pid := pids["n1"]
 	rw.killedAt.Store(time.Now().UnixNano())
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -394,7 +411,7 @@ func TestSingleMasterFailover(t *testing.T) {
 	var primary string
 	deadline := time.Now().Add(30 * time.Second)
 	for primary == "" && time.Now().Before(deadline) {
-		for _, id := range s.ids[1:] {
+		for _, id := range s.ids[1:3] {
 			if role, epoch := nodeRole(t, s.admin[id]); role == "primary" && epoch > 1 {
 				primary = id
 			}
@@ -404,6 +421,10 @@ func TestSingleMasterFailover(t *testing.T) {
 	if primary == "" {
 		t.Fatal("no replica became the primary within 30 s")
 	}
+	if primary == "n4" {
+		t.Fatal("the frozen n4, whose report was stale, was promoted")
+	}
+	thaw()
 	// Writers go on through the router on the new primary.
 	back := rw.count.Load()
 	for rw.count.Load() < back+200 && time.Now().Before(deadline.Add(30*time.Second)) {
