@@ -36,6 +36,11 @@ type smCluster struct {
 // primary and n-1 replicas, ack = one, automatic failover; the first 3
 // nodes vote) and starts it with `tandem up`.
 func upSingleMaster(t *testing.T, backend string, n int, extra string) *smCluster {
+	return upSingleMasterRouter(t, backend, n, extra, "")
+}
+
+// upSingleMasterRouter is upSingleMaster with more [router] settings.
+func upSingleMasterRouter(t *testing.T, backend string, n int, extra, routerExtra string) *smCluster {
 	t.Helper()
 	if backend == "postgres" {
 		havePostgres(t)
@@ -47,7 +52,7 @@ func upSingleMaster(t *testing.T, backend string, n int, extra string) *smCluste
 	fmt.Fprintf(&b, "[replication]\nack = \"one\"\nfailover = \"automatic\"\nack_timeout = \"5s\"\n%s\n", extra)
 	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nread_listen = %q\nmetrics = %q\nhealth_interval = \"100ms\"\n", freePort(t), s.reads, s.radmin)
+	fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nread_listen = %q\nmetrics = %q\nhealth_interval = \"100ms\"\n%s", freePort(t), s.reads, s.radmin, routerExtra)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("n%d", i)
@@ -558,4 +563,103 @@ func TestSingleMasterDrainHTTPS(t *testing.T) {
 	if out, err := s.tandem("undrain", "n2"); err != nil || !strings.Contains(out, "node n2: in rotation") {
 		t.Fatalf("tandem undrain n2 over HTTPS: %v\n%s", err, out)
 	}
+}
+
+// TestSingleMasterLagRotation: a replica that stops applying (a writeset
+// it cannot apply: a clashing table made on its own file) stays up but
+// falls behind; past router.max_lag (20 GSNs) the router takes it out of
+// read rotation within a few health intervals and the read port sends it
+// nothing; fixed and restarted, it catches up and is back in rotation.
+func TestSingleMasterLagRotation(t *testing.T) {
+	s := upSingleMasterRouter(t, "sqlite", 3, "", "max_lag = 20\n")
+	ctx := context.Background()
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(ctx, "CREATE TABLE t (id bigint PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 0, 5)
+	s.waitRows("n3", 5, 30*time.Second)
+	n3db := filepath.Join(s.RunDir, "n3", "tandem.db")
+	// n3 as `tandem up` started it stops; it comes back with a clash.
+	for _, p := range s.Procs() {
+		if p.Name == "n3" {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			for alive(p.PID) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	sqliteFile(t, n3db, "CREATE TABLE clash (x text)")
+	start := func(name string) *exec.Cmd {
+		logf, _ := os.Create(filepath.Join(s.dir, name))
+		cmd := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
+		cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
+		return cmd
+	}
+	n3 := start("n3-clash.log")
+	s.waitRows("n3", 5, 30*time.Second)
+	if _, err := c.Exec(ctx, "CREATE TABLE clash (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 5, 60)
+	var n3st router.NodeStatus
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n3st = s.routerStatus()["n3"]
+		if n3st.Lagging || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !n3st.Healthy || !n3st.Lagging || n3st.Lag <= 20 {
+		t.Fatalf("n3 stopped applying, up but 55 GSNs behind: router sees %+v", n3st)
+	}
+	out, err := s.tandem("status")
+	if err != nil || !regexp(`(?m)^\s+n3\s+standby\s+up\s.*no \(lagging\)`).MatchString(out) {
+		t.Fatalf("tandem status does not show n3 lagging: %v\n%s", err, out)
+	}
+	before := s.routerStatus()
+	for i := 0; i < 6; i++ {
+		rc := connect(t, s.dsn(s.reads))
+		var n int
+		if err := rc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 60 {
+			t.Fatalf("a read-port session saw %d rows (%v): sent to the lagging n3?", n, err)
+		}
+		rc.Close(ctx)
+	}
+	if after := s.routerStatus(); after["n3"].Sessions != before["n3"].Sessions {
+		t.Fatalf("the lagging n3 got %d read sessions", after["n3"].Sessions-before["n3"].Sessions)
+	}
+	// The operator's fix: the clashing table goes; n3 applies and catches up.
+	_ = n3.Process.Kill()
+	_ = n3.Wait()
+	sqliteFile(t, n3db, "DROP TABLE clash")
+	start("n3-fixed.log")
+	s.waitRows("n3", 60, 30*time.Second)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n3st = s.routerStatus()["n3"]
+		if !n3st.Lagging && n3st.Healthy || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n3st.Lagging || !n3st.Healthy || n3st.Lag > 10 {
+		t.Fatalf("n3 caught up but the router sees %+v", n3st)
+	}
+	if got := candIDs(s.routerStatus()); !strings.Contains(got, "n3") {
+		t.Fatalf("n3 not in read rotation: %s", got)
+	}
+}
+
+// candIDs lists the nodes in read rotation as the router reports them.
+func candIDs(st map[string]router.NodeStatus) string {
+	var ids []string
+	for id, n := range st {
+		if n.Healthy && !n.Draining && !n.Lagging && n.ReadWeight > 0 {
+			ids = append(ids, id)
+		}
+	}
+	return strings.Join(ids, ",")
 }
