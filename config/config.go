@@ -621,7 +621,7 @@ func (c *Cluster) Validate() error {
 		return bad("design", "%q is not a design; use one of %s", c.Design, strings.Join(Designs, ", "))
 	}
 	if !Implemented[c.Design] {
-		return bad("design", "%q is not available in this version of tandem yet; use standalone", c.Design)
+		return bad("design", "%q is not available in this version of tandem yet; use standalone, hot-standby or single-master", c.Design)
 	}
 	switch c.Auth {
 	case "scram-sha-256", "md5", "trust":
