@@ -459,7 +459,8 @@ func TestSingleMasterFailover(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node %s (primary %s) lacks %d of %d acknowledged commits (err %v)", id, primary, missing, len(acked), err)
+				b, _ := os.ReadFile(filepath.Join(s.RunDir, "logs", id+".log"))
+				t.Fatalf("node %s (primary %s) lacks %d of %d acknowledged commits (err %v); its log ends:\n%s", id, primary, missing, len(acked), err, tailStr(b, 40))
 			}
 			time.Sleep(200 * time.Millisecond)
 		}

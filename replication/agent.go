@@ -992,7 +992,46 @@ func (r *Agent) stopFollowing() {
 	}
 }
 
+// catchUpLocal applies what this standby's log holds beyond its back end:
+// records an earlier stream received and logged but whose apply had not
+// run when that stream ended (a change of primary, a reconnect). The next
+// stream starts after the log's end, so without this they would never be
+// applied and every later writeset would meet a gap. Applying is exactly
+// once (the back end skips GSNs it holds), so an apply of the old stream
+// still finishing does no harm.
+func (r *Agent) catchUpLocal(ctx context.Context) error {
+	applied, _, err := r.db.AppliedGSN()
+	if err != nil {
+		return fmt.Errorf("read the applied GSN: %w", err)
+	}
+	last := r.rlog.LastGSN()
+	if last <= applied {
+		return nil
+	}
+	if applied+1 < r.rlog.FirstGSN() {
+		r.log.Warn("the back end is behind what this standby's log still holds: asking the primary for a snapshot", "applied", applied, "log_first", r.rlog.FirstGSN())
+		r.reseeding.Store(true)
+		return nil
+	}
+	n, err := r.replay(ctx, applied+1, last)
+	r.applied.Store(applied + uint64(n))
+	if err != nil {
+		var ae *writeset.ApplyError
+		if errors.As(err, &ae) {
+			r.setApplyFailed(ae)
+		}
+		return fmt.Errorf("apply the log's tail (GSN %d to %d): %w", applied+1, last, err)
+	}
+	r.log.Info("applied the tail of this standby's log received on an earlier stream", "from", applied+1, "to", last)
+	return nil
+}
+
 func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
+	if !r.reseeding.Load() {
+		if err := r.catchUpLocal(ctx); err != nil {
+			return err
+		}
+	}
 	c, err := r.dialPeer(ctx, primary, addr)
 	if err != nil {
 		return err
@@ -1051,7 +1090,11 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 		}
 	}()
 	// Applier: in GSN order, exactly once (the GSN is recorded with it).
+	// The stream waits for it to stop before the next one starts.
+	applierDone := make(chan struct{})
+	defer func() { cancel(); <-applierDone }()
 	go func() {
+		defer close(applierDone)
 		for {
 			select {
 			case <-ctx.Done():
