@@ -28,7 +28,19 @@ var ErrInvalid = errors.New("invalid configuration")
 var Designs = []string{"standalone", "hot-standby", "single-master", "multi-master", "raidb-0", "raidb-1", "raidb-2"}
 
 // Implemented designs (the others are refused with a clear message).
-var Implemented = map[string]bool{"standalone": true, "hot-standby": true}
+var Implemented = map[string]bool{"standalone": true, "hot-standby": true, "single-master": true}
+
+// MaxSingleMasterNodes bounds a single-master cluster (a primary and up to
+// 15 replicas).
+const MaxSingleMasterNodes = 16
+
+// Replicated reports whether the design runs on the replication core (a
+// primary whose writesets the other nodes apply in GSN order): hot-standby
+// and single-master. Everything that holds for a hot-standby standby holds
+// for a single-master replica.
+func (c *Cluster) Replicated() bool {
+	return c.Design == "hot-standby" || c.Design == "single-master"
+}
 
 // Cluster is one cluster file.
 type Cluster struct {
@@ -61,7 +73,63 @@ type Router struct {
 	ReadListen     string   `toml:"read_listen"` // sessions here go to a standby
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
+	// Policy balances transactions over the nodes that may take them:
+	// least-connected (default), round-robin, single, random or source
+	// (router/DESIGN.md, "Balancing policies").
+	Policy string `toml:"policy"`
+	// MaxLag takes a node out of read rotation while it is further behind
+	// the primary than this: a number of GSNs (max_lag = 1000) or a time
+	// (max_lag = "2s": how long its oldest unapplied commit has waited).
+	// Unset: 10000 GSNs.
+	MaxLag Lag `toml:"max_lag"`
 }
+
+// DefaultMaxLagGSNs is router.max_lag when unset.
+const DefaultMaxLagGSNs = 10000
+
+// Lag is router.max_lag: a number of GSNs or a duration.
+type Lag struct {
+	GSNs uint64
+	Time time.Duration
+	bad  error
+}
+
+// ErrBadLag is a max_lag value that is neither.
+var ErrBadLag = errors.New(`not a lag (write a number of GSNs, e.g. 1000, or a time, e.g. "2s")`)
+
+// UnmarshalTOML implements toml.Unmarshaler; Validate reports a bad value.
+func (l *Lag) UnmarshalTOML(v any) error {
+	*l = Lag{}
+	switch x := v.(type) {
+	case int64:
+		if x <= 0 {
+			l.bad = fmt.Errorf("%d: %w", x, ErrBadLag)
+			return nil
+		}
+		l.GSNs = uint64(x)
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(x))
+		if err != nil || d <= 0 {
+			l.bad = fmt.Errorf("%q: %w", x, ErrBadLag)
+			return nil
+		}
+		l.Time = d
+	default:
+		l.bad = fmt.Errorf("%v: %w", v, ErrBadLag)
+	}
+	return nil
+}
+
+// String is the lag as written in the cluster file.
+func (l Lag) String() string {
+	if l.Time > 0 {
+		return l.Time.String()
+	}
+	return strconv.FormatUint(l.GSNs, 10) + " GSNs"
+}
+
+// Policies are the router's balancing policies (router.policy).
+var Policies = []string{"least-connected", "round-robin", "single", "random", "source"}
 
 // DefaultMaxWritesetBytes is replication.max_writeset_bytes when unset: a
 // migration that rewrites a few hundred thousand rows in one transaction
@@ -319,16 +387,38 @@ func (l Limits) MessageRead() time.Duration {
 
 // Node is one back end plus tandem's agent beside it.
 type Node struct {
-	ID       string        `toml:"id"`
-	Listen   string        `toml:"listen"`
-	Metrics  string        `toml:"metrics"`
-	Repl     string        `toml:"repl_listen"` // replication stream (replicated designs)
-	Raft     string        `toml:"raft_listen"` // coordinator (Raft) address
-	Backend  string        `toml:"backend"`     // sqlite | postgres
-	DataDir  string        `toml:"data_dir"`
-	DSN      string        `toml:"dsn"` // postgres: external server; empty means managed
-	Postgres PGOptions     `toml:"postgres"`
-	SQLite   SQLiteOptions `toml:"sqlite"`
+	ID      string `toml:"id"`
+	Listen  string `toml:"listen"`
+	Metrics string `toml:"metrics"`
+	Repl    string `toml:"repl_listen"` // replication stream (replicated designs)
+	Raft    string `toml:"raft_listen"` // coordinator (Raft) address
+	Backend string `toml:"backend"`     // sqlite | postgres
+	DataDir string `toml:"data_dir"`
+	DSN     string `toml:"dsn"` // postgres: external server; empty means managed
+	// Weight is the node's share of the transactions the router balances
+	// (default 1); ReadWeight its share of read-only transactions
+	// (default: Weight; 0 on the primary keeps reads off it).
+	Weight     *int          `toml:"weight"`
+	ReadWeight *int          `toml:"read_weight"`
+	Postgres   PGOptions     `toml:"postgres"`
+	SQLite     SQLiteOptions `toml:"sqlite"`
+}
+
+// BalanceWeight is the node's weight for the router (default 1).
+func (n Node) BalanceWeight() int {
+	if n.Weight == nil {
+		return 1
+	}
+	return *n.Weight
+}
+
+// ReadBalanceWeight is the node's weight for read-only transactions
+// (default: its weight).
+func (n Node) ReadBalanceWeight() int {
+	if n.ReadWeight == nil {
+		return n.BalanceWeight()
+	}
+	return *n.ReadWeight
 }
 
 // PGOptions configure a managed PostgreSQL.
@@ -487,6 +577,12 @@ func (c *Cluster) applyDefaults() {
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
 	}
+	if c.Router != nil && c.Router.Policy == "" {
+		c.Router.Policy = "least-connected"
+	}
+	if c.Router != nil && c.Router.MaxLag == (Lag{}) {
+		c.Router.MaxLag.GSNs = DefaultMaxLagGSNs
+	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		if n.Backend == "" {
@@ -525,7 +621,7 @@ func (c *Cluster) Validate() error {
 		return bad("design", "%q is not a design; use one of %s", c.Design, strings.Join(Designs, ", "))
 	}
 	if !Implemented[c.Design] {
-		return bad("design", "%q is not available in this version of tandem yet; use standalone", c.Design)
+		return bad("design", "%q is not available in this version of tandem yet; use standalone, hot-standby or single-master", c.Design)
 	}
 	switch c.Auth {
 	case "scram-sha-256", "md5", "trust":
@@ -587,10 +683,13 @@ func (c *Cluster) Validate() error {
 	if c.Design == "standalone" && len(c.Nodes) != 1 {
 		return bad("nodes", "design standalone takes exactly 1 node, found %d", len(c.Nodes))
 	}
-	if c.Design == "hot-standby" {
-		if len(c.Nodes) < 2 {
-			return bad("nodes", "design hot-standby needs a primary and at least one standby, found %d node(s)", len(c.Nodes))
-		}
+	if c.Design == "hot-standby" && len(c.Nodes) < 2 {
+		return bad("nodes", "design hot-standby needs a primary and at least one standby, found %d node(s)", len(c.Nodes))
+	}
+	if c.Design == "single-master" && (len(c.Nodes) < 2 || len(c.Nodes) > MaxSingleMasterNodes) {
+		return bad("nodes", "design single-master takes a primary and 1 to %d replicas (2 to %d nodes), found %d node(s)", MaxSingleMasterNodes-1, MaxSingleMasterNodes, len(c.Nodes))
+	}
+	if c.Replicated() {
 		if err := ValidateSafeness(c.Repl.Safeness); err != nil {
 			return bad("replication.safeness", "%v", err)
 		}
@@ -620,10 +719,10 @@ func (c *Cluster) Validate() error {
 		}
 		for i, n := range c.Nodes {
 			if n.Repl == "" {
-				return bad(fmt.Sprintf("nodes[%d].repl_listen", i), "missing: every node of a hot-standby cluster needs a replication address")
+				return bad(fmt.Sprintf("nodes[%d].repl_listen", i), "missing: every node of a %s cluster needs a replication address", c.Design)
 			}
 			if n.Metrics == "" {
-				return bad(fmt.Sprintf("nodes[%d].metrics", i), "missing: hot-standby nodes are administered through their metrics (admin) address")
+				return bad(fmt.Sprintf("nodes[%d].metrics", i), "missing: %s nodes are administered through their metrics (admin) address", c.Design)
 			}
 		}
 	}
@@ -656,6 +755,16 @@ func (c *Cluster) Validate() error {
 		if err := checkAddr("router.read_listen", c.Router.ReadListen, false); err != nil {
 			return err
 		}
+		known := false
+		for _, p := range Policies {
+			known = known || p == c.Router.Policy
+		}
+		if !known {
+			return bad("router.policy", "%q is not a balancing policy; use one of %s", c.Router.Policy, strings.Join(Policies, ", "))
+		}
+		if err := c.Router.MaxLag.bad; err != nil {
+			return bad("router.max_lag", "%v", err)
+		}
 	}
 	seen := map[string]bool{}
 	for i, n := range c.Nodes {
@@ -667,6 +776,12 @@ func (c *Cluster) Validate() error {
 			return bad(f+".id", "node id %q is used twice", n.ID)
 		}
 		seen[n.ID] = true
+		if n.Weight != nil && (*n.Weight < 1 || *n.Weight > 1000) {
+			return bad(f+".weight", "%d: use 1 to 1000 (a node's share of the transactions the router balances; drain it with `tandem drain` instead of 0)", *n.Weight)
+		}
+		if n.ReadWeight != nil && (*n.ReadWeight < 0 || *n.ReadWeight > 1000) {
+			return bad(f+".read_weight", "%d: use 0 (no reads) to 1000", *n.ReadWeight)
+		}
 		if err := checkAddr(f+".listen", n.Listen, true); err != nil {
 			return err
 		}
@@ -795,8 +910,8 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		}
 		return nil
 	}
-	if c.Design != "hot-standby" {
-		return bad("nodes[0].raft_listen", "the coordinator runs in replicated designs (hot-standby); remove raft_listen and [witness] for %s", c.Design)
+	if !c.Replicated() {
+		return bad("nodes[0].raft_listen", "the coordinator runs in replicated designs (hot-standby, single-master); remove raft_listen and [witness] for %s", c.Design)
 	}
 	for i, n := range c.Nodes {
 		if n.Raft == "" {
@@ -864,7 +979,8 @@ type Voter struct {
 }
 
 // Voters are the coordinator's voters, an odd number: the first 3 or 5
-// nodes, or with a witness the first 2 or 4 and the witness.
+// nodes, or with a witness the first 2 or 4 and the witness. The other
+// nodes are the coordinator's non-voters (NonVoters).
 func (c *Cluster) Voters() []Voter {
 	k := min(len(c.Nodes), 5)
 	if c.Witness != nil {
@@ -879,6 +995,26 @@ func (c *Cluster) Voters() []Voter {
 	}
 	if w := c.Witness; w != nil {
 		vs = append(vs, Voter{ID: w.ID, RaftListen: w.RaftListen, Witness: true})
+	}
+	return vs
+}
+
+// NonVoters are the nodes past the voters (single-master with more than 3
+// or 5 nodes): they hold a copy of the coordinator's log, as Raft
+// non-voters, and follow its map, but do not vote.
+func (c *Cluster) NonVoters() []Voter {
+	if !c.Coordinated() {
+		return nil
+	}
+	voter := map[string]bool{}
+	for _, v := range c.Voters() {
+		voter[v.ID] = true
+	}
+	var vs []Voter
+	for _, n := range c.Nodes {
+		if !voter[n.ID] {
+			vs = append(vs, Voter{ID: n.ID, RaftListen: n.Raft})
+		}
 	}
 	return vs
 }

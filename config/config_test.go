@@ -264,3 +264,63 @@ func TestLimitsTimeouts(t *testing.T) {
 		})
 	}
 }
+
+// single-master: N from 2 to 16 nodes on the replication core, the router's
+// policy and max_lag, and per-node weights, each mistake named by field.
+func TestSingleMasterConfig(t *testing.T) {
+	nodes := func(n int) string {
+		s := "cluster = \"c\"\ndesign = \"single-master\"\n[[users]]\nname = \"u\"\npassword = \"p\"\n"
+		for i := 1; i <= n; i++ {
+			s += fmt.Sprintf("[[nodes]]\nid = \"n%d\"\nlisten = \"127.0.0.1:70%02d\"\nrepl_listen = \"127.0.0.1:71%02d\"\nmetrics = \"127.0.0.1:72%02d\"\nraft_listen = \"127.0.0.1:73%02d\"\n", i, i, i, i, i)
+		}
+		return s
+	}
+	router := "[router]\nlisten = \"127.0.0.1:6000\"\n"
+	c, err := Parse("sm.toml", []byte(nodes(3)+router))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Replicated() || c.Router.Policy != "least-connected" || c.Router.MaxLag.GSNs != DefaultMaxLagGSNs || c.Nodes[0].BalanceWeight() != 1 || c.Nodes[0].ReadBalanceWeight() != 1 {
+		t.Fatalf("defaults: replicated %v router %+v", c.Replicated(), c.Router)
+	}
+	if len(c.Voters()) != 3 || len(c.NonVoters()) != 0 {
+		t.Fatalf("3 nodes: voters %v non-voters %v", c.Voters(), c.NonVoters())
+	}
+	c, err = Parse("sm.toml", []byte(nodes(7)+router+"policy = \"source\"\nmax_lag = \"2s\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Voters()) != 5 || len(c.NonVoters()) != 2 || c.NonVoters()[0].ID != "n6" || c.Router.MaxLag.Time != 2*time.Second || c.Router.Policy != "source" {
+		t.Fatalf("7 nodes: voters %v non-voters %v router %+v", c.Voters(), c.NonVoters(), c.Router)
+	}
+	c, err = Parse("sm.toml", []byte(nodes(2)+"weight = 3\nread_weight = 0\n"+witness+router))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Nodes[1].BalanceWeight() != 3 || c.Nodes[1].ReadBalanceWeight() != 0 || c.Nodes[0].ReadBalanceWeight() != 1 {
+		t.Fatalf("weights %+v", c.Nodes)
+	}
+	if c, err = Parse("sm.toml", []byte(nodes(16)+router)); err != nil || len(c.Nodes) != 16 {
+		t.Fatalf("16 nodes: %v", err)
+	}
+	cases := []struct{ name, text, want string }{
+		{"one node", nodes(1), "field nodes: design single-master takes a primary and 1 to 15 replicas"},
+		{"seventeen nodes", nodes(17), "found 17 node(s)"},
+		{"pair without witness", nodes(2), "field witness: missing"},
+		{"zero weight", nodes(3) + "weight = 0\n", "field nodes[2].weight: 0"},
+		{"negative read weight", nodes(3) + "read_weight = -1\n", "field nodes[2].read_weight: -1"},
+		{"bad policy", nodes(3) + router + "policy = \"fastest\"\n", `field router.policy: "fastest" is not a balancing policy`},
+		{"bad max_lag", nodes(3) + router + "max_lag = \"soon\"\n", `field router.max_lag: "soon": not a lag`},
+		{"zero max_lag", nodes(3) + router + "max_lag = 0\n", `field router.max_lag: 0`},
+		{"no repl_listen", strings.Replace(nodes(3), "repl_listen = \"127.0.0.1:7102\"", "", 1), "field nodes[1].repl_listen: missing: every node of a single-master cluster"},
+		{"bad ack", nodes(3) + "[replication]\nack = \"some\"\n", `field replication.ack: "some"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("sm.toml", []byte(tc.text))
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,10 +25,15 @@ import (
 // Config is one voter's part of the group. Every voter must be given the
 // same Voters, InitialPrimary, Safeness, Automatic and Lease.
 type Config struct {
-	ID       string           // this voter's member id (its certificate's CN)
-	Dir      string           // Raft log, stable store and snapshots
-	Voters   []Member         // every voter, with its raft address; Role "witness" marks the witness
-	Identity *secure.Identity // the cluster certificate of ID (mutual TLS is required)
+	ID     string   // this voter's member id (its certificate's CN)
+	Dir    string   // Raft log, stable store and snapshots
+	Voters []Member // every voter, with its raft address; Role "witness" marks the witness
+	// NonVoters are members that hold the log and follow the map but do
+	// not vote (single-master nodes past the first 3 or 5): the leader
+	// adds them to the Raft configuration with AddNonvoter. Every member
+	// must be given the same list.
+	NonVoters []Member
+	Identity  *secure.Identity // the cluster certificate of ID (mutual TLS is required)
 
 	// The map the group starts from when it has none.
 	InitialPrimary string
@@ -57,7 +63,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("%w: the coordinator's Raft traffic needs the cluster certificates (security.inter_node = \"mtls\")", secure.ErrNoCerts)
 	}
 	if _, ok := c.self(); !ok {
-		return fmt.Errorf("%w: %q is not among the voters", ErrNotMember, c.ID)
+		return fmt.Errorf("%w: %q is not among the voters or non-voters", ErrNotMember, c.ID)
 	}
 	if c.Lease <= 0 {
 		c.Lease = time.Second
@@ -78,12 +84,27 @@ func (c *Config) defaults() error {
 }
 
 func (c *Config) self() (Member, bool) {
-	for _, v := range c.Voters {
+	for _, v := range c.members() {
 		if v.ID == c.ID {
 			return v, true
 		}
 	}
 	return Member{}, false
+}
+
+// members are the voters and the non-voters.
+func (c *Config) members() []Member {
+	return append(slices.Clone(c.Voters), c.NonVoters...)
+}
+
+// nonVoter reports whether this member is a non-voter.
+func (c *Config) nonVoter() bool {
+	for _, v := range c.NonVoters {
+		if v.ID == c.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // Coordinator is one running voter.
@@ -106,6 +127,7 @@ type Coordinator struct {
 	leaderTerm  uint64    // the term leaderSince belongs to
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
 	lastMove    time.Time // last leadership transfer (placeLeadership)
+	lastJoin    time.Time // last check that the non-voters are in the Raft configuration
 
 	fwdMu   sync.Mutex
 	fwdIdle []*fwdConn // idle request connections to the leader
@@ -138,7 +160,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		store.Close()
 		return nil, fmt.Errorf("coordinator: snapshots in %s: %w", cfg.Dir, err)
 	}
-	layer, err := newTLSLayer(self.RaftAddr, cfg.Identity, cfg.Voters, c.serveForward, c.met.rejected, c.log)
+	layer, err := newTLSLayer(self.RaftAddr, cfg.Identity, cfg.members(), c.serveForward, c.met.rejected, c.log)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -172,7 +194,8 @@ func Start(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: starting raft: %w", err)
 	}
 	c.raft = r
-	if !has {
+	// A non-voter never bootstraps: the leader adds it (step).
+	if !has && !cfg.nonVoter() {
 		var servers []raft.Server
 		for _, v := range cfg.Voters {
 			servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(v.ID), Address: raft.ServerAddress(v.RaftAddr)})
@@ -184,7 +207,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	}
 	c.wg.Add(1)
 	go c.run()
-	c.log.Info("coordinator started", "raft", layer.Addr().String(), "voters", len(cfg.Voters), "automatic", cfg.Automatic,
+	c.log.Info("coordinator started", "raft", layer.Addr().String(), "voters", len(cfg.Voters), "non_voters", len(cfg.NonVoters), "non_voter", cfg.nonVoter(), "automatic", cfg.Automatic,
 		"lease", cfg.Lease, "grace", cfg.Grace)
 	return c, nil
 }
@@ -311,7 +334,7 @@ func (c *Coordinator) step() {
 	m, seen := c.fsm.state()
 	if !m.Initialized {
 		var members []Member
-		for _, v := range c.cfg.Voters {
+		for _, v := range c.cfg.members() {
 			members = append(members, Member{ID: v.ID, RaftAddr: v.RaftAddr, Role: v.Role})
 		}
 		_, err := c.applyLocal(c.ctx, Command{Op: OpInit, From: c.cfg.ID, Members: members, Primary: c.cfg.InitialPrimary,
@@ -321,6 +344,7 @@ func (c *Coordinator) step() {
 		}
 		return
 	}
+	c.addNonVoters()
 	// The lapse is timed from when this voter applied the lease's last
 	// entry: after the Barrier that is the latest committed renewal, and
 	// it was applied here after it was committed, so after its holder's
@@ -368,6 +392,34 @@ func (c *Coordinator) step() {
 	c.met.lastWait.Set(wait.Seconds())
 	if d.Lost > 0 {
 		c.log.Error("failover may have lost acknowledged commits (1-safe)", "lost", d.Lost, "new_primary", d.Target, "epoch", res.Epoch)
+	}
+}
+
+// addNonVoters has the leader add the configured non-voters that the Raft
+// configuration lacks (at most every 2 s; AddNonvoter is a no-op for a
+// member already there).
+func (c *Coordinator) addNonVoters() {
+	if len(c.cfg.NonVoters) == 0 || time.Since(c.lastJoin) < 2*time.Second {
+		return
+	}
+	c.lastJoin = time.Now()
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return
+	}
+	have := map[raft.ServerID]bool{}
+	for _, s := range f.Configuration().Servers {
+		have[s.ID] = true
+	}
+	for _, v := range c.cfg.NonVoters {
+		if have[raft.ServerID(v.ID)] {
+			continue
+		}
+		if err := c.raft.AddNonvoter(raft.ServerID(v.ID), raft.ServerAddress(v.RaftAddr), 0, 2*time.Second).Error(); err != nil {
+			c.log.Warn("adding a non-voter to the coordinator group failed; retrying", "member", v.ID, "err", err)
+			continue
+		}
+		c.log.Info("added a non-voter to the coordinator group", "member", v.ID, "raft", v.RaftAddr)
 	}
 }
 

@@ -38,6 +38,15 @@ func levelRank(l string) int {
 	return 0
 }
 
+// ReportWait is how long past the lapse the rule waits, at a 2-safe level,
+// for a standby to report the primary's last acknowledged GSN
+// (commit_gsn) before it takes the best it has: standbys report every
+// 250 ms (replication's reportEvery), so with a short lease the report of
+// the standby that acknowledged last may not be in yet. With several
+// standbys and ack = one or majority only some hold the last commits;
+// the highest report then names one that does.
+const ReportWait = 400 * time.Millisecond
+
 // Lapsed reports whether a lease last seen since ago has lapsed for the
 // coordinator: the holder stopped trusting it after d on its own clock,
 // and the coordinator waits grace more.
@@ -56,6 +65,10 @@ func Lapsed(since, d, grace time.Duration) bool { return since > d+grace }
 //     epoch at a level at least the configured one and that the primary has
 //     not marked degraded (so it held every commit the primary
 //     acknowledged); the highest GSN wins, then the member order;
+//   - with several standbys (single-master, ack = one or majority) only
+//     some acknowledged the last commits: the highest report names one of
+//     them, and for up to ReportWait past the lapse the rule waits while
+//     no eligible standby reported commit_gsn;
 //   - at 1-safe the standby with the highest reported GSN wins, and the
 //     commits the primary reported beyond it are counted as lost.
 func Decide(s Situation) (Decision, error) {
@@ -112,6 +125,9 @@ func Decide(s Situation) (Decision, error) {
 	}
 	if best == "" {
 		return Decision{}, ErrNoCandidate
+	}
+	if twoSafe && bestGSN < m.CommitGSN && !m.Released && !Lapsed(s.SinceLease, m.Lease.Duration+ReportWait, s.Grace) {
+		return Decision{}, fmt.Errorf("%w: the best standby %s reported GSN %d, the primary acknowledged %d", ErrAwaitReports, best, bestGSN, m.CommitGSN)
 	}
 	d.Target, d.Reason = best, "failover"
 	if !twoSafe && m.CommitGSN > bestGSN {

@@ -50,6 +50,18 @@ func TestDecide(t *testing.T) {
 			m.Acks["n2"] = ack(5, 95, "2-safe-received", false)
 			m.Acks["n3"] = ack(5, 99, "2-safe-received", false)
 		}, since: lapsed, target: "n3", reason: "failover"},
+		{name: "2-safe, ack one: wait past the lapse for the standby that acknowledged", safe: "2-safe-received", edit: func(m *Map) {
+			m.Acks["n2"] = ack(5, 95, "2-safe-received", false)
+			m.Acks["n3"] = ack(5, 90, "2-safe-received", false)
+		}, since: 1600 * time.Millisecond, err: ErrAwaitReports},
+		{name: "2-safe, ack one: the one that acknowledged wins once it reported", safe: "2-safe-received", edit: func(m *Map) {
+			m.Acks["n2"] = ack(5, 90, "2-safe-received", false)
+			m.Acks["n3"] = ack(5, 100, "2-safe-received", false)
+		}, since: 1600 * time.Millisecond, target: "n3", reason: "failover"},
+		{name: "2-safe, ack one: after ReportWait the highest report", safe: "2-safe-received", edit: func(m *Map) {
+			m.Acks["n2"] = ack(5, 95, "2-safe-received", false)
+			m.Acks["n3"] = ack(5, 90, "2-safe-received", false)
+		}, since: 1950 * time.Millisecond, target: "n2", reason: "failover"},
 		{name: "2-safe: tie goes to member order", safe: "2-safe-received", edit: func(m *Map) {
 			m.Acks["n3"] = ack(5, 99, "2-safe-received", false)
 			m.Acks["n2"] = ack(5, 99, "2-safe-received", false)

@@ -67,6 +67,7 @@ type group struct {
 	t      *testing.T
 	certs  string
 	voters []Member
+	nonv   []Member
 	dirs   map[string]string
 	regs   map[string]*prometheus.Registry
 	cs     map[string]*Coordinator
@@ -86,7 +87,7 @@ func (g *group) start(id string) *Coordinator {
 		g.t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	c, err := Start(Config{ID: id, Dir: g.dirs[id], Voters: g.voters, Identity: ident,
+	c, err := Start(Config{ID: id, Dir: g.dirs[id], Voters: g.voters, NonVoters: g.nonv, Identity: ident,
 		InitialPrimary: "n1", InitialEpoch: 1, Safeness: "2-safe-received", Automatic: true,
 		Lease: 400 * time.Millisecond, Grace: 300 * time.Millisecond,
 		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
@@ -308,5 +309,67 @@ func TestGroup(t *testing.T) {
 	back := until(t, g.cs[old], 10*time.Second, "rejoined map", func(m Map) bool { return m.Index >= want.Index && m.Epoch == 3 })
 	if lead := g.cs[newLeader].Map(); !reflect.DeepEqual(back, lead) {
 		t.Fatalf("restarted voter's map %+v\nleader's %+v", back, lead)
+	}
+}
+
+// TestNonVoter: a single-master node past the first 3 voters joins as a
+// Raft non-voter: it gets the map, its reports reach the leader, it can
+// be chosen as the new primary, and it does not count toward the quorum.
+func TestNonVoter(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() { noLeaks(t, base) })
+	root := t.TempDir()
+	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
+	issue(t, g.certs, "n1", "n2", "n3", "n4")
+	addrs := freeAddrs(t, 4)
+	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "n3", RaftAddr: addrs[2]}}
+	g.nonv = []Member{{ID: "n4", RaftAddr: addrs[3]}}
+	for _, v := range append(g.voters, g.nonv...) {
+		g.dirs[v.ID] = filepath.Join(root, v.ID)
+	}
+	defer func() {
+		for id := range g.cs {
+			g.stop(id)
+		}
+	}()
+	for _, v := range append(g.voters, g.nonv...) {
+		g.start(v.ID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g.leader(10*time.Second, "")
+	n4 := g.cs["n4"]
+	until(t, n4, 15*time.Second, "map on the non-voter", func(m Map) bool {
+		return m.Initialized && m.Primary == "n1" && len(m.Members) == 4 && m.Members[3].Role == RoleStandby
+	})
+	if _, err := g.cs["n1"].AcquireLease(ctx, 1, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := n4.ReportAck(ctx, 1, 7, "2-safe-received"); err != nil {
+		t.Fatalf("report from the non-voter: %v", err)
+	}
+	st := g.cs["n1"].Status()
+	voters := 0
+	for _, m := range st.Members {
+		if m.Voter {
+			voters++
+		}
+		if m.ID == "n4" && m.Voter {
+			t.Fatalf("n4 votes: %+v", st.Members)
+		}
+	}
+	if voters != 3 {
+		t.Fatalf("%d voters, want 3: %+v", voters, st.Members)
+	}
+	// The primary stops renewing: n4, the only standby that reported,
+	// becomes the primary; the voters n2 and n3 are the quorum.
+	g.stop("n1")
+	m := until(t, n4, 15*time.Second, "failover to the non-voter", func(m Map) bool { return m.Primary == "n4" })
+	if m.Epoch != 2 {
+		t.Fatalf("map %+v", m)
+	}
+	if _, err := n4.AcquireLease(ctx, 2, 7); err != nil {
+		t.Fatalf("lease for the non-voter primary: %v", err)
 	}
 }

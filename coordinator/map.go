@@ -27,6 +27,7 @@ var (
 	ErrStale         = errors.New("coordinator: the map changed since the decision was taken")
 	ErrNoCandidate   = errors.New("coordinator: no standby holds every acknowledged commit")
 	ErrLeaseValid    = errors.New("coordinator: the primary's lease has not lapsed")
+	ErrAwaitReports  = errors.New("coordinator: waiting for the standbys' last reports")
 	ErrNoLease       = errors.New("coordinator: no lease was granted in this epoch")
 	ErrManual        = errors.New("coordinator: failover is manual")
 	ErrUninitialized = errors.New("coordinator: the cluster map is not initialized")

@@ -26,15 +26,20 @@ func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log
 		voters = append(voters, m)
 		self = self || v.ID == id
 	}
+	var nonVoters []coordinator.Member
+	for _, v := range c.NonVoters() {
+		nonVoters = append(nonVoters, coordinator.Member{ID: v.ID, RaftAddr: v.RaftListen})
+		self = self || v.ID == id
+	}
 	if !self {
-		return coordinator.Config{}, fmt.Errorf("%w: %s: %q is not a voter of the coordinator (raft_listen, witness)", config.ErrInvalid, c.File, id)
+		return coordinator.Config{}, fmt.Errorf("%w: %s: %q is not a member of the coordinator (raft_listen, witness)", config.ErrInvalid, c.File, id)
 	}
 	dir := filepath.Join(c.RunDir, "raft", id)
 	if w := c.Witness; w != nil && w.ID == id {
 		dir = w.DataDir
 	}
 	return coordinator.Config{
-		ID: id, Dir: dir, Voters: voters, Identity: ident,
+		ID: id, Dir: dir, Voters: voters, NonVoters: nonVoters, Identity: ident,
 		InitialPrimary: c.Nodes[0].ID, InitialEpoch: 1,
 		Safeness: c.Repl.Safeness, Automatic: c.Repl.Failover == "automatic",
 		Lease: c.Repl.Lease.Duration, Grace: c.Repl.LeaseGrace.Duration,
@@ -42,20 +47,15 @@ func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log
 	}, nil
 }
 
-// startCoordinator starts this node's voter when the cluster runs the
-// coordinator and the node is one of its voters (nil otherwise). With
+// startCoordinator starts this node's member of the coordinator when the
+// cluster runs it: a voter (the first 3 or 5 nodes, or 2 or 4 with a
+// witness) or a non-voter (the other nodes of a single-master cluster,
+// which hold the map and follow it without voting). With
 // failover = "manual" (the default) the group keeps the map and the
 // status; nothing acts on a lapsed lease. With "automatic" the replication
 // agent holds the lease and follows the map (coordinate.go).
 func startCoordinator(c *config.Cluster, id string, ident *secure.Identity, log *slog.Logger, reg prometheus.Registerer) (*coordinator.Coordinator, error) {
 	if !c.Coordinated() {
-		return nil, nil
-	}
-	voter := false
-	for _, v := range c.Voters() {
-		voter = voter || v.ID == id
-	}
-	if !voter {
 		return nil, nil
 	}
 	cfg, err := CoordinatorConfig(c, id, ident, log, reg)

@@ -202,7 +202,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration,
 			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
 			MessageReadTimeout: c.Limits.MessageRead(), Keepalive: keepalive, Logger: log}
-		if c.Design == "hot-standby" {
+		if c.Replicated() {
 			if err := startRepl(db, func(r *replication.Agent) error { return db.EnableReplication(r) }); err != nil {
 				return err
 			}
@@ -215,7 +215,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			for k, v := range n.Postgres.Settings {
 				settings[k] = v
 			}
-			if _, set := settings["synchronous_commit"]; !set && c.Design == "hot-standby" {
+			if _, set := settings["synchronous_commit"]; !set && c.Replicated() {
 				// tandem's replication log carries durability; the back end
 				// stays crash-consistent and re-applies from the log.
 				settings["synchronous_commit"] = "off"
@@ -239,7 +239,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			// an ordinary one unless the cluster file grants superuser.
 			up.Addr = m.Socket()
 			backendDSN = m.SocketDSN("postgres")
-			if c.Design == "hot-standby" {
+			if c.Replicated() {
 				// The pair replicates one database: the one tandem's
 				// DSNs name. A session naming another gets 3D000.
 				if err := m.EnsureDatabase(ctx, config.DefaultDatabase); err != nil {
@@ -248,7 +248,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				backendDSN = m.SocketDSN(config.DefaultDatabase)
 			}
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
-			if c.Design != "hot-standby" {
+			if !c.Replicated() {
 				if err := m.EnsureRoles(ctx, pgRoles(c)); err != nil {
 					return fmt.Errorf("node %s: %w", id, err)
 				}
@@ -265,7 +265,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
 			st.Detail = "external PostgreSQL at " + up.Addr
 		}
-		if c.Design == "hot-standby" {
+		if c.Replicated() {
 			be, err := postgres.NewBackend(ctx, backendDSN)
 			if err != nil {
 				return err

@@ -849,9 +849,13 @@ func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 		p.connected.Store(false)
 		r.ackMu.Lock()
 		delete(r.peers, h.Node)
+		others := len(r.peers)
 		r.ackCond.Broadcast()
 		r.ackMu.Unlock()
-		r.rlog.SetStandbyAttached(false)
+		if others == 0 {
+			// adaptive durability: strict while no standby is attached
+			r.rlog.SetStandbyAttached(false)
+		}
 		log.Warn("standby detached")
 	}()
 	// Acknowledgements.
@@ -865,15 +869,21 @@ func (r *Agent) ship(ctx context.Context, c net.Conn, authPeer string) {
 			p.received.Store(binary.BigEndian.Uint64(body))
 			p.durable.Store(binary.BigEndian.Uint64(body[8:]))
 			p.applied.Store(binary.BigEndian.Uint64(body[16:]))
-			if p.applied.Load() >= r.rlog.LastGSN() && r.safeness.Load().(string) != "1-safe" {
+			last := r.rlog.LastGSN()
+			caughtUp := p.applied.Load() >= last && r.safeness.Load().(string) != "1-safe"
+			if caughtUp {
 				r.rlog.SetStandbyAttached(true)
-				if r.degraded.CompareAndSwap(true, false) {
-					r.cleanFrom.Store(r.rlog.LastGSN())
-					r.mDegraded.Set(0)
-					r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
-				}
 			}
 			r.ackMu.Lock()
+			// With several standbys (single-master), one caught up is
+			// not enough under ack = majority or all: 2-safe resumes
+			// once as many as ack asks for hold everything, or commits
+			// would wait ack_timeout for a dead one again and again.
+			if caughtUp && r.acked("2-safe-visible", last) && r.degraded.CompareAndSwap(true, false) {
+				r.cleanFrom.Store(r.rlog.LastGSN())
+				r.mDegraded.Set(0)
+				r.log.Info("standby caught up: commits are 2-safe again", "standby", h.Node)
+			}
 			r.ackCond.Broadcast()
 			r.ackMu.Unlock()
 		}
@@ -995,7 +1005,46 @@ func (r *Agent) stopFollowing() {
 	}
 }
 
+// catchUpLocal applies what this standby's log holds beyond its back end:
+// records an earlier stream received and logged but whose apply had not
+// run when that stream ended (a change of primary, a reconnect). The next
+// stream starts after the log's end, so without this they would never be
+// applied and every later writeset would meet a gap. Applying is exactly
+// once (the back end skips GSNs it holds), so an apply of the old stream
+// still finishing does no harm.
+func (r *Agent) catchUpLocal(ctx context.Context) error {
+	applied, _, err := r.db.AppliedGSN()
+	if err != nil {
+		return fmt.Errorf("read the applied GSN: %w", err)
+	}
+	last := r.rlog.LastGSN()
+	if last <= applied {
+		return nil
+	}
+	if applied+1 < r.rlog.FirstGSN() {
+		r.log.Warn("the back end is behind what this standby's log still holds: asking the primary for a snapshot", "applied", applied, "log_first", r.rlog.FirstGSN())
+		r.reseeding.Store(true)
+		return nil
+	}
+	n, err := r.replay(ctx, applied+1, last)
+	r.applied.Store(applied + uint64(n))
+	if err != nil {
+		var ae *writeset.ApplyError
+		if errors.As(err, &ae) {
+			r.setApplyFailed(ae)
+		}
+		return fmt.Errorf("apply the log's tail (GSN %d to %d): %w", applied+1, last, err)
+	}
+	r.log.Info("applied the tail of this standby's log received on an earlier stream", "from", applied+1, "to", last)
+	return nil
+}
+
 func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
+	if !r.reseeding.Load() {
+		if err := r.catchUpLocal(ctx); err != nil {
+			return err
+		}
+	}
 	c, err := r.dialPeer(ctx, primary, addr)
 	if err != nil {
 		return err
@@ -1054,7 +1103,11 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 		}
 	}()
 	// Applier: in GSN order, exactly once (the GSN is recorded with it).
+	// The stream waits for it to stop before the next one starts.
+	applierDone := make(chan struct{})
+	defer func() { cancel(); <-applierDone }()
 	go func() {
+		defer close(applierDone)
 		for {
 			select {
 			case <-ctx.Done():

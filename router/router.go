@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,6 +44,17 @@ type Config struct {
 	// the relay reconnects it to the primary known then, with its
 	// prepared statements and settings (survive.go). Write port only.
 	Survive bool
+	// Weights and ReadWeights are the nodes' weights (by position in
+	// Nodes; missing or 0: 1) and weights for reads (missing: the weight;
+	// 0: no reads). Policy balances reads over them (balance.go).
+	Weights     []int
+	ReadWeights []int
+	Policy      string
+	// MaxLagGSNs and MaxLagTime take a node out of read rotation while it
+	// is further behind the primary (router.max_lag; neither set: 10000
+	// GSNs).
+	MaxLagGSNs uint64
+	MaxLagTime time.Duration
 }
 
 // NodeStatus is the router's view of one node.
@@ -56,6 +66,22 @@ type NodeStatus struct {
 	Healthy   bool      `json:"healthy"`
 	LastError string    `json:"last_error,omitempty"`
 	Since     time.Time `json:"since"`
+	// Weight and ReadWeight are the node's (nodes.weight, read_weight);
+	// Draining: tandem drain; AppliedGSN and Lag (GSNs behind the
+	// primary; LagTime: since the primary had the oldest GSN the node
+	// lacks) from its /status at the last probe; Lagging: out of read
+	// rotation for max_lag. Sessions and Transactions were routed there
+	// by this router; Active transactions are open there now.
+	Weight       int           `json:"weight"`
+	ReadWeight   int           `json:"read_weight"`
+	Draining     bool          `json:"draining"`
+	AppliedGSN   uint64        `json:"applied_gsn"`
+	Lag          uint64        `json:"lag"`
+	LagTime      time.Duration `json:"lag_time"`
+	Lagging      bool          `json:"lagging"`
+	Sessions     uint64        `json:"sessions"`
+	Transactions uint64        `json:"transactions"`
+	Active       int           `json:"active"`
 }
 
 // DownAfter is how many consecutive failures of fresh connections to a
@@ -80,7 +106,6 @@ type Router struct {
 	ups   prometheus.Gauge
 	sess  prometheus.Counter
 	fail  prometheus.Counter
-	next  atomic.Uint64
 
 	// changed is closed at the next change of a node's role or health
 	// (under mu): sessions waiting for a new primary wake at once.
@@ -90,6 +115,11 @@ type Router struct {
 	// or no longer the primary (under smu).
 	smu      sync.Mutex
 	sessions map[*relay]struct{}
+
+	// per-node counters, lag and drain (nodes.go; under mu)
+	nodes    []nodeState
+	samples  []gsnSample
+	balancer Balancer
 }
 
 // New builds a router.
@@ -109,6 +139,7 @@ func New(cfg Config) *Router {
 		}
 		r.st = append(r.st, NodeStatus{ID: n.Node, Addr: n.Addr, Role: role, Healthy: true, Since: now})
 	}
+	r.initNodes()
 	port := "write"
 	if cfg.Reads {
 		port = "read"
@@ -148,20 +179,15 @@ func (r *Router) primary() (Upstream, NodeStatus) {
 	return r.cfg.Nodes[0], r.st[0]
 }
 
-// standby picks a healthy standby round robin.
-func (r *Router) standby() (Upstream, NodeStatus, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var idx []int
-	for i, st := range r.st {
-		if st.Healthy && st.Role == "standby" {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
+// standby picks a healthy standby that is neither draining nor lagging,
+// by the balancing policy (the read port).
+func (r *Router) standby(client string) (Upstream, NodeStatus, bool) {
+	i, ok := r.readNode(client)
+	if !ok {
 		return Upstream{}, NodeStatus{}, false
 	}
-	i := idx[int(r.next.Add(1)%uint64(len(idx)))]
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.cfg.Nodes[i], r.st[i], true
 }
 
@@ -198,7 +224,7 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire.Session, error) {
 	up, st := r.primary()
 	if r.cfg.Reads {
-		if sup, sst, ok := r.standby(); ok {
+		if sup, sst, ok := r.standby(c.RemoteAddr); ok {
 			up, st = sup, sst
 		}
 	}
@@ -233,6 +259,7 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 		return nil, err
 	}
 	r.sess.Inc()
+	r.countSession(r.index(up.Node))
 	return rl, nil
 }
 
@@ -379,7 +406,9 @@ func (r *Router) notifyLocked() {
 func (r *Router) Status() []NodeStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]NodeStatus(nil), r.st...)
+	out := append([]NodeStatus(nil), r.st...)
+	r.fillCountsLocked(out)
+	return out
 }
 
 // Watch probes every node until ctx ends: its admin /status when it has
@@ -395,7 +424,9 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 				var st struct {
 					Role string `json:"role"`
 					Repl *struct {
-						Epoch uint64 `json:"epoch"`
+						Epoch    uint64 `json:"epoch"`
+						Assigned uint64 `json:"assigned_gsn"`
+						Applied  uint64 `json:"applied_gsn"`
 					} `json:"replication"`
 				}
 				var resp *http.Response
@@ -422,6 +453,9 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 						epoch = st.Repl.Epoch
 					}
 					r.setRole(n.Node, st.Role, epoch)
+					if st.Repl != nil {
+						r.setProgress(n.Node, st.Role, st.Repl.Applied, st.Repl.Assigned)
+					}
 				}
 			} else {
 				d := net.Dialer{Timeout: every}

@@ -45,6 +45,8 @@ func main() {
 		newPromoteCmd(),
 		newSwitchoverCmd(),
 		newSetCmd(),
+		newDrainCmd(true),
+		newDrainCmd(false),
 		newCertsCmd(),
 		newPasswdCmd(),
 		benchCmd,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/config"
@@ -97,8 +98,18 @@ func newRouterCmd() *cobra.Command {
 				}
 				ups = append(ups, up)
 			}
-			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
-				Survive: c.Repl.Failover == "automatic"})
+			var weights, readWeights []int
+			for _, n := range c.Nodes {
+				weights, readWeights = append(weights, n.BalanceWeight()), append(readWeights, n.ReadBalanceWeight())
+			}
+			balance := func(rc router.Config) router.Config {
+				rc.Weights, rc.ReadWeights, rc.Policy = weights, readWeights, c.Router.Policy
+				rc.MaxLagGSNs, rc.MaxLagTime = c.Router.MaxLag.GSNs, c.Router.MaxLag.Time
+				return rc
+			}
+			reg := prometheus.NewRegistry()
+			rt := router.New(balance(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
+				Survive: c.Repl.Failover == "automatic", Registerer: reg}))
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			rt.FollowRoles(cmd.Context())
 			tlsCfg, err := c.ServerTLS()
@@ -126,8 +137,14 @@ func newRouterCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("router: listen on %s (field router.listen): %w", c.Router.Listen, err)
 			}
+			routers := map[string]*router.Router{"write": rt}
+			var rr *router.Router
+			if c.Router.ReadListen != "" {
+				rr = router.New(balance(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log.With("port", "read"), Reads: true, Registerer: reg}))
+				routers["read"] = rr
+			}
 			if c.Router.Metrics != "" {
-				if err := serveRouterAdmin(cmd.Context(), c.Router.Metrics, rt); err != nil {
+				if err := serveRouterAdmin(cmd.Context(), c, ident, token, log, reg, routers); err != nil {
 					return err
 				}
 			}
@@ -138,7 +155,6 @@ func newRouterCmd() *cobra.Command {
 				f.Close()
 			}
 			if c.Router.ReadListen != "" {
-				rr := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log.With("port", "read"), Reads: true})
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rr.FollowRoles(cmd.Context())
 				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,

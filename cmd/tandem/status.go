@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/tandemdb/tandem/cluster"
@@ -41,7 +44,9 @@ type probe struct {
 	Sessions  *int64  `json:"sessions,omitempty"`
 	Repl      any     `json:"replication,omitempty"`
 	Files     any     `json:"open_files_limit,omitempty"`
-	repl      *nodeStatus
+	// Nodes: the router's view of every node (its admin /status).
+	Nodes []router.NodeStatus `json:"nodes,omitempty"`
+	repl  *nodeStatus
 }
 
 func newStatusCmd() *cobra.Command {
@@ -90,6 +95,12 @@ func newStatusCmd() *cobra.Command {
 			if c.Router != nil {
 				p := probe{Name: "router", Kind: "router", Role: "router", Addr: c.Router.Listen, PID: pids["router"]}
 				pingPG(cmd.Context(), &p, user, pass, clientTLS(c, ident, secure.RouterID))
+				if c.Router.Metrics != "" {
+					var ns []router.NodeStatus
+					if err := getJSON(routerAdmin(c), "/status", &ns); err == nil {
+						p.Nodes = ns
+					}
+				}
 				out = append(out, p)
 			}
 			if w := c.Witness; w != nil {
@@ -123,6 +134,9 @@ func newStatusCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Kind, p.Role, p.Addr, dash(p.Backend), health, lat, pid, detail)
 			}
 			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if err := printRouterView(cmd.OutOrStdout(), out); err != nil {
 				return err
 			}
 			if c.Design != "standalone" {
@@ -266,18 +280,111 @@ func getJSON(n *config.Node, path string, v any) error {
 	return json.NewDecoder(resp.Body).Decode(v)
 }
 
-// serveRouterAdmin serves the router's /status and /metrics.
-func serveRouterAdmin(ctx context.Context, addr string, rt *router.Router) error {
+// routerAdmin is the router's admin address as a node entry (adminPost,
+// getJSON: the server certificate names "router").
+func routerAdmin(c *config.Cluster) *config.Node {
+	return &config.Node{ID: secure.RouterID, Metrics: c.Router.Metrics}
+}
+
+// printRouterView prints the router's view of the nodes: role, applied
+// GSN, lag, weights, drain, and the sessions and transactions it routed.
+func printRouterView(w io.Writer, out []probe) error {
+	for _, p := range out {
+		if p.Kind != "router" || len(p.Nodes) == 0 {
+			continue
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "router (as it routes):")
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NODE\tROLE\tHEALTH\tAPPLIED\tLAG\tWEIGHT\tREAD_WEIGHT\tDRAINING\tREADS\tSESSIONS\tTRANSACTIONS\tOPEN")
+		for _, n := range p.Nodes {
+			health := "up"
+			if !n.Healthy {
+				health = "down"
+			}
+			reads := "yes"
+			switch {
+			case !n.Healthy:
+				reads = "no (down)"
+			case n.Draining:
+				reads = "no (draining)"
+			case n.Lagging:
+				reads = "no (lagging)"
+			case n.ReadWeight == 0:
+				reads = "no (read_weight 0)"
+			}
+			lag := fmt.Sprint(n.Lag)
+			if n.LagTime > 0 {
+				lag += fmt.Sprintf(" (%v)", n.LagTime.Round(time.Millisecond))
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%d\t%d\t%v\t%s\t%d\t%d\t%d\n", n.ID, n.Role, health, n.AppliedGSN, lag, n.Weight, n.ReadWeight, n.Draining, reads, n.Sessions, n.Transactions, n.Active)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveRouterAdmin serves the router's admin address: /status (every
+// node as the router sees it, with the read port's counts added) and
+// /metrics (per-node labels), open unless security.metrics_auth; POST
+// /admin/drain?node=ID and /admin/undrain?node=ID with the admin token.
+// Off loopback (security.admin_https) it serves HTTPS with the router's
+// cluster certificate, as the nodes do.
+func serveRouterAdmin(ctx context.Context, c *config.Cluster, ident *secure.Identity, token string, log *slog.Logger, reg *prometheus.Registry, routers map[string]*router.Router) error {
+	addr := c.Router.Metrics
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("router: listen on %s (field router.metrics): %w", addr, err)
 	}
+	reg.MustRegister(router.NodeCollector{Routers: routers})
+	read := func(h http.Handler) http.Handler {
+		if c.Security.MetricsAuth {
+			return secure.RequireToken(token, log, false, h)
+		}
+		return h
+	}
+	status := func() []router.NodeStatus {
+		var others [][]router.NodeStatus
+		if rr := routers["read"]; rr != nil {
+			others = append(others, rr.Status())
+		}
+		return router.MergeStatus(routers["write"].Status(), others...)
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(rt.Status())
-	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		_ = json.NewEncoder(w).Encode(status())
+	})))
+	mux.Handle("/metrics", read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	for path, on := range map[string]bool{"/admin/drain": true, "/admin/undrain": false} {
+		mux.Handle(path, secure.RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if req.Method != http.MethodPost {
+				http.Error(w, "use POST", http.StatusMethodNotAllowed)
+				return
+			}
+			id := req.URL.Query().Get("node")
+			for _, rt := range routers {
+				if err := rt.SetDraining(id, on); err != nil {
+					w.WriteHeader(http.StatusNotFound)
+					_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+					return
+				}
+			}
+			log.Info("drain changed by the admin API", "node", id, "draining", on)
+			_ = json.NewEncoder(w).Encode(status())
+		})))
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	if ident != nil && c.AdminTLS(addr) {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ident.Cert}}
+		l = tls.NewListener(l, hs.TLSConfig)
+	} else if !config.IsLoopback(addr) {
+		log.Warn("the router's admin address is not on loopback and serves HTTP: the admin token crosses the network in clear text",
+			"metrics", addr, "hint", "keep router.metrics on 127.0.0.1, or use inter_node = \"mtls\" (then it serves HTTPS)")
+	}
 	go func() { _ = hs.Serve(l) }()
 	go func() { <-ctx.Done(); hs.Close() }()
 	return nil

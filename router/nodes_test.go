@@ -1,0 +1,124 @@
+package router
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+)
+
+func testRouter(cfg Config) *Router {
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, id := range []string{"n1", "n2", "n3"} {
+		cfg.Nodes = append(cfg.Nodes, Upstream{Node: id, Addr: "127.0.0.1:1"})
+	}
+	return New(cfg)
+}
+
+func candIDs(cs []Candidate) []string {
+	var ids []string
+	for _, c := range cs {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// TestReadCandidates: who may take a read, step by step: weights, read
+// weight 0 on the primary, drain, a down node, lag beyond max_lag and back
+// within half of it.
+func TestReadCandidates(t *testing.T) {
+	r := testRouter(Config{Weights: []int{1, 2, 3}, ReadWeights: []int{0, -1, -1}, MaxLagGSNs: 100})
+	if got := r.ReadCandidates(); len(got) != 0 {
+		t.Fatalf("before any probe (roles unknown, the primary at read weight 0): %v", candIDs(got))
+	}
+	r.setRole("n2", "standby", 1)
+	r.setRole("n3", "standby", 1)
+	steps := []struct {
+		what string
+		do   func()
+		want []string
+	}{
+		{"the primary takes no reads (read_weight 0)", func() {}, []string{"n2", "n3"}},
+		{"drained", func() { _ = r.SetDraining("n3", true) }, []string{"n2"}},
+		{"undrained", func() { _ = r.SetDraining("n3", false) }, []string{"n2", "n3"}},
+		{"down", func() { r.report("n2", errors.New("refused")); r.report("n2", errors.New("refused")) }, []string{"n3"}},
+		{"up", func() { r.report("n2", nil) }, []string{"n2", "n3"}},
+		{"n3 lags 150 GSNs (max 100)", func() {
+			r.setProgress("n1", "primary", 1000, 1000)
+			r.setProgress("n2", "standby", 990, 0)
+			r.setProgress("n3", "standby", 850, 0)
+		}, []string{"n2"}},
+		{"n3 at 70 behind: still out (back within half of max_lag)", func() { r.setProgress("n3", "standby", 930, 0) }, []string{"n2"}},
+		{"n3 at 40 behind: back", func() { r.setProgress("n3", "standby", 960, 0) }, []string{"n2", "n3"}},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := candIDs(r.ReadCandidates()); !slices.Equal(got, s.want) {
+			t.Fatalf("%s: candidates %v, want %v", s.what, got, s.want)
+		}
+	}
+	st := r.Status()
+	if st[2].AppliedGSN != 960 || st[2].Lag != 40 || st[2].Lagging || st[1].Weight != 2 || st[1].ReadWeight != 2 || st[0].ReadWeight != 0 || st[0].Lag != 0 {
+		t.Fatalf("status %+v", st)
+	}
+	if err := r.SetDraining("n9", true); !errors.Is(err, ErrUnknownNode) {
+		t.Fatalf("drain of an unknown node: %v", err)
+	}
+}
+
+// Begin/End keep the open transactions Candidate.Active shows, and count
+// transactions routed per node.
+func TestBeginEnd(t *testing.T) {
+	r := testRouter(Config{})
+	r.setRole("n2", "standby", 1)
+	r.setRole("n3", "standby", 1)
+	r.Begin(1)
+	r.Begin(1)
+	r.Begin(2)
+	r.End(1)
+	r.End(0) // nothing open there: stays 0
+	cs := r.ReadCandidates()
+	active := map[string]int{}
+	for _, c := range cs {
+		active[c.ID] = c.Active
+	}
+	if active["n1"] != 0 || active["n2"] != 1 || active["n3"] != 1 {
+		t.Fatalf("active %v", active)
+	}
+	st := r.Status()
+	if st[1].Transactions != 2 || st[2].Transactions != 1 || st[0].Transactions != 0 {
+		t.Fatalf("transactions %+v", st)
+	}
+	merged := MergeStatus(st, st)
+	if merged[1].Transactions != 4 || merged[1].Active != 2 {
+		t.Fatalf("merged %+v", merged[1])
+	}
+}
+
+// A time-based max_lag: a node whose oldest missing GSN the primary had
+// longer ago than max_lag is out of read rotation.
+func TestMaxLagTime(t *testing.T) {
+	r := testRouter(Config{MaxLagTime: 50 * time.Millisecond})
+	r.setRole("n2", "standby", 1)
+	r.setRole("n3", "standby", 1)
+	r.setProgress("n1", "primary", 10, 10)
+	r.setProgress("n2", "standby", 10, 0)
+	r.setProgress("n3", "standby", 9, 0)
+	if got := candIDs(r.ReadCandidates()); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("fresh lag: %v", got)
+	}
+	time.Sleep(80 * time.Millisecond)
+	r.setProgress("n3", "standby", 9, 0)
+	if got := candIDs(r.ReadCandidates()); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Fatalf("n3 lags GSN 10 by more than 50ms: %v", got)
+	}
+	if st := r.Status()[2]; st.LagTime < 50*time.Millisecond || !st.Lagging {
+		t.Fatalf("n3 %+v", st)
+	}
+	r.setProgress("n3", "standby", 10, 0)
+	if got := candIDs(r.ReadCandidates()); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("n3 caught up: %v", got)
+	}
+}
