@@ -47,6 +47,12 @@ func tcpPair(t testing.TB) (a, b net.Conn) {
 // pre is written by the client and framed by the front door before the
 // relay starts (bytes pipelined behind the startup).
 func pollRelay(t testing.TB, ctx context.Context, maxMsg int, pre []byte) (client, upstream net.Conn, r *relay, done chan error) {
+	return pollRelayLost(t, ctx, maxMsg, pre, nil)
+}
+
+// pollRelayLost is pollRelay with the router's loss callback set before
+// the relay starts (setting it later races with the loop).
+func pollRelayLost(t testing.TB, ctx context.Context, maxMsg int, pre []byte, onLost func(string, error)) (client, upstream net.Conn, r *relay, done chan error) {
 	cl, relayClientSide := tcpPair(t)
 	relayUpSide, up := tcpPair(t)
 	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, maxMsg)}
@@ -60,7 +66,7 @@ func pollRelay(t testing.TB, ctx context.Context, maxMsg int, pre []byte) (clien
 		}
 	}
 	r = &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
-		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, maxMsg), maxMsg: maxMsg}
+		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, maxMsg), maxMsg: maxMsg, onLost: onLost}
 	r.txStatus.Store('I')
 	done = make(chan error, 1)
 	go func() { done <- r.Serve(ctx) }()
@@ -224,9 +230,8 @@ func TestPollRelayProtocolViolations(t *testing.T) {
 // with FATAL 57P01 and asks the router to probe the node (once).
 func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 	t.Run("terminate", func(t *testing.T) {
-		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
 		var downs atomic.Int32
-		r.onLost = func(string, error) { downs.Add(1) }
+		cl, up, _, done := pollRelayLost(t, context.Background(), 1<<20, nil, func(string, error) { downs.Add(1) })
 		if _, err := cl.Write([]byte{'X', 0, 0, 0, 4}); err != nil {
 			t.Fatal(err)
 		}
@@ -243,9 +248,8 @@ func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 		}
 	})
 	t.Run("upstream lost", func(t *testing.T) {
-		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil)
 		var downs atomic.Int32
-		r.onLost = func(string, error) { downs.Add(1) }
+		cl, up, _, done := pollRelayLost(t, context.Background(), 1<<20, nil, func(string, error) { downs.Add(1) })
 		if _, err := cl.Write(encode(t, &pgproto3.Query{String: "select 1"})); err != nil {
 			t.Fatal(err)
 		}

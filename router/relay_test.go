@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgproto3"
@@ -14,11 +15,17 @@ import (
 
 // A relay between two in-memory connections: client <-> relay <-> upstream.
 func relayPair(t testing.TB) (client net.Conn, upstream net.Conn, r *relay, done chan error) {
+	return relayPairLost(t, nil)
+}
+
+// relayPairLost is relayPair with the loss callback set before the relay
+// starts.
+func relayPairLost(t testing.TB, onLost func(string, error)) (client net.Conn, upstream net.Conn, r *relay, done chan error) {
 	cl, relayClientSide := net.Pipe()
 	relayUpSide, up := net.Pipe()
 	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, 1<<20)}
 	r = &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
-		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20)}
+		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20), onLost: onLost}
 	r.txStatus.Store('I')
 	done = make(chan error, 1)
 	go func() { done <- r.Serve(context.Background()) }()
@@ -105,9 +112,8 @@ func TestRelayRejectsBadFrontendMessage(t *testing.T) {
 // TestRelayTerminateIsNotNodeFailure: the server closing after a client's
 // Terminate must not mark the node down.
 func TestRelayTerminateIsNotNodeFailure(t *testing.T) {
-	cl, up, r, done := relayPair(t)
-	downs := 0
-	r.onLost = func(string, error) { downs++ }
+	var downs atomic.Int32
+	cl, up, _, done := relayPairLost(t, func(string, error) { downs.Add(1) })
 	go func() {
 		// the "server": read the Terminate, then close at once
 		b := make([]byte, 5)
@@ -117,7 +123,7 @@ func TestRelayTerminateIsNotNodeFailure(t *testing.T) {
 	_, _ = cl.Write([]byte{'X', 0, 0, 0, 4})
 	<-done
 	cl.Close()
-	if downs != 0 {
-		t.Fatalf("a clean Terminate marked the node down %d time(s)", downs)
+	if downs.Load() != 0 {
+		t.Fatalf("a clean Terminate marked the node down %d time(s)", downs.Load())
 	}
 }
