@@ -15,7 +15,8 @@ import (
 )
 
 // recorder is the Replicator of these tests: it gives each commit the next
-// GSN and keeps its writeset.
+// GSN and keeps its writeset as a standby gets it (encoded, as the log
+// writes it, and decoded).
 type recorder struct {
 	mu  sync.Mutex
 	got []*writeset.Writeset
@@ -27,7 +28,11 @@ func (r *recorder) Prepare(_ context.Context, ws *writeset.Writeset) (func(conte
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ws.GSN, ws.Epoch = uint64(len(r.got)+1), 1
-	r.got = append(r.got, ws)
+	dec, err := writeset.Decode(writeset.Encode(ws))
+	if err != nil {
+		return nil, err
+	}
+	r.got = append(r.got, dec)
 	return func(context.Context, bool) error { return nil }, nil
 }
 
@@ -113,6 +118,26 @@ func TestCaptureRoundTrip(t *testing.T) {
 		{"autocommit update of the key", []string{"UPDATE " + oddTable + " SET n = 3 WHERE k = 'second'"}, [][]string{nil}, 1},
 		{"autocommit delete", []string{"DELETE FROM plain WHERE id = 2"}, [][]string{nil}, 1},
 		{"update that changes nothing", []string{"UPDATE plain SET v = 'x' WHERE id = 42"}, [][]string{nil}, 0},
+		// Large rows: their large values are read in pieces (large.go),
+		// in autocommit and in a block, mixed with small rows and small
+		// values, and harvested into a block's DDL script.
+		{"autocommit large row", []string{"INSERT INTO plain VALUES (10, $1)"}, [][]string{{bigText(600 << 10)}}, 1},
+		{"large rows in a block", []string{
+			"BEGIN",
+			"UPDATE plain SET v = 'small' WHERE id = 1",
+			ins,
+			"INSERT INTO plain VALUES (11, $1)",
+			"UPDATE plain SET v = v || 'tail' WHERE id = 10",
+			"COMMIT",
+		}, [][]string{nil, nil, {"big", "9", "2026-11-27 10:00:00", `\x` + strings.Repeat("00ff5c27", 40000), "1", `{"k": "` + strings.Repeat("j", 5000) + `"}`, "{1}", bigText(300 << 10)},
+			{strings.Repeat("m", 250<<10)}, nil, nil}, 1},
+		{"large row harvested by DDL in a block", []string{
+			"BEGIN",
+			"UPDATE plain SET v = $1 WHERE id = 11",
+			"ALTER TABLE plain ADD COLUMN extra int",
+			"UPDATE plain SET extra = 1 WHERE id = 10",
+			"COMMIT",
+		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil}, 1},
 	}
 	for _, step := range steps {
 		before := len(rec.got)
@@ -126,6 +151,11 @@ func TestCaptureRoundTrip(t *testing.T) {
 		if err := admin.QueryRow(ctx, "SELECT count(*) FROM _tandem_capture").Scan(&left); err != nil || left != 0 {
 			t.Fatalf("%s: %d capture rows left (%v)", step.name, left, err)
 		}
+	}
+	// A large row's image leaves its large values out.
+	var img string
+	if err := admin.QueryRow(ctx, `SELECT _tandem_img('plain', '[10]')`).Scan(&img); err != nil || len(img) > 1000 || !strings.Contains(img, `"(`) {
+		t.Fatalf("the image of a large row is %d bytes (%v), want its large value left out", len(img), err)
 	}
 	// The explicit transaction: four changed keys (each once), with the
 	// deleted-and-reinserted row as an update of its final image.
@@ -155,7 +185,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}
 	for _, q := range []string{
 		"SELECT k, n, ts::text, b::text, x::text, j::text, arr::text, note FROM " + oddTable + " ORDER BY k, n",
-		"SELECT id, v FROM plain ORDER BY id",
+		"SELECT id, v, extra FROM plain ORDER BY id",
 	} {
 		want, have := dump(t, m.DSN("postgres"), q), dump(t, m.DSN("replica"), q)
 		if want != have {
@@ -165,6 +195,13 @@ func TestCaptureRoundTrip(t *testing.T) {
 			t.Fatalf("%s: no rows on the primary", q)
 		}
 	}
+}
+
+// bigText is about n bytes of text that JSON and SQL must both get right:
+// multibyte characters, quotes, backslashes, tabs and newlines.
+func bigText(n int) string {
+	const unit = "é✓ 'quote' \"dq\" back\\slash\ttab\nline "
+	return strings.Repeat(unit, n/len(unit)+1)
 }
 
 func dump(t *testing.T, dsn, q string) string {
