@@ -257,9 +257,11 @@ func imageBranch(table string, cols [][]string, pk []string) string {
 	}
 	hdr, _ := json.Marshal([2][]string{names, pk})
 	head := string(hdr[:len(hdr)-1]) + "," // [[cols],[key cols],
-	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT CASE WHEN pg_column_size(tandem_s.a) <= %d THEN to_jsonb(tandem_s.a)::text ELSE _tandem_big(tandem_s.a, tandem_s.c) END INTO tandem_v\n"+
-		"      FROM (SELECT ARRAY[%s]::text[] AS a, tandem_r.ctid AS c FROM %s tandem_r WHERE %s OFFSET 0) tandem_s;\n    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
-		pgLiteral(table), bigRowBytes, strings.Join(vals, ", "), pgQuote(table), strings.Join(where, " AND "), pgLiteral(head))
+	arr, from := "ARRAY["+strings.Join(vals, ", ")+"]::text[]", pgQuote(table)+" tandem_r WHERE "+strings.Join(where, " AND ")
+	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT to_jsonb(%s)::text INTO tandem_v FROM %s;\n"+
+		"    IF octet_length(tandem_v) > %d THEN\n      SELECT _tandem_big(%s, tandem_r.ctid) INTO tandem_v FROM %s;\n    END IF;\n"+
+		"    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
+		pgLiteral(table), arr, from, bigRowBytes, arr, from, pgLiteral(head))
 }
 
 // installTriggers installs capture triggers on tables that lack them.
