@@ -207,8 +207,11 @@ func installCapture(ctx context.Context, c *pgconn.PgConn, table string, trigger
 // plpgsql function of static statements, whose plans PostgreSQL caches per
 // session. An image describes itself, [[columns], [key columns], values],
 // values being every column's text form (the type's own output, as a text
-// result would carry it), or null when the row is gone (a delete). It is
-// regenerated at start-up and by every DDL, inside the DDL's transaction.
+// result would carry it), or null when the row is gone (a delete). The
+// image of a row larger than bigRowBytes has a fourth element, the row's
+// ctid, and its values over 4 KiB are their sizes (_tandem_big), read
+// afterwards in pieces (large.go). It is regenerated at start-up and by
+// every DDL, inside the DDL's transaction.
 func installImages(ctx context.Context, c *pgconn.PgConn) error {
 	tables, err := query(ctx, c, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind = 'r'
@@ -463,7 +466,7 @@ func (b *Backend) compactGSNs() {
 const wsQuery = "SELECT tbl, pk, img FROM _tandem_ws()"
 
 // capRow is a changed row as _tandem_ws() gave it. The image of a large
-// row leaves its large values out (see installImages): big lists their
+// row leaves its large values out (see imageBranch): big lists their
 // indexes in After (Null there until read), and ctid says where the row
 // is, for readBig.
 type capRow struct {
@@ -474,7 +477,7 @@ type capRow struct {
 }
 
 // captureRows reads the transaction's writeset as _tandem_ws() gives it
-// (one round trip); large values are still to be read (rowsOf, encodeRows).
+// (one round trip); large values are still to be read (rowsOf, setRows).
 func (s *Session) captureRows(ctx context.Context) ([]capRow, error) {
 	return readWS(s.c.ExecParams(ctx, wsQuery, nil, nil, nil, nil))
 }
@@ -531,8 +534,11 @@ func decodeImage(table, pkJSON string, img []byte) (capRow, error) {
 	out := capRow{Row: writeset.Row{Table: table, Op: writeset.OpDelete}}
 	row := &out.Row
 	var parts []rawRef
-	if err := json.Unmarshal(img, &parts); err != nil || (len(parts) != 3 && len(parts) != 4) {
+	if err := json.Unmarshal(img, &parts); err != nil {
 		return out, fmt.Errorf("postgres: bad after-image of %s: %v", table, err)
+	}
+	if len(parts) != 3 && len(parts) != 4 {
+		return out, fmt.Errorf("postgres: bad after-image of %s: %d parts", table, len(parts))
 	}
 	var cols []string
 	if err := json.Unmarshal(parts[0], &cols); err != nil {

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -236,13 +237,18 @@ func TestDecodeImage(t *testing.T) {
 		wantOp        writeset.Op
 		wantKey       []string
 		wantErr       string
+		wantBig       []int // a large row's values left out
 	}{
-		{"update", `[1, "a"]`, `[["id","k","v"],["id","k"],["1","a",null]]`, writeset.OpUpdate, []string{"1", "a"}, ""},
-		{"delete keeps the captured key", `[7, "x'y"]`, `[["id","k","v"],["id","k"],null]`, writeset.OpDelete, []string{"7", "x'y"}, ""},
-		{"key from the after-image's text", `["2026-01-02T03:04:05"]`, `[["ts"],["ts"],["2026-01-02 03:04:05"]]`, writeset.OpUpdate, []string{"2026-01-02 03:04:05"}, ""},
-		{"value count mismatch", `[1]`, `[["id","v"],["id"],["1"]]`, 0, nil, "2 columns"},
-		{"key arity mismatch", `[1, 2]`, `[["id"],["id"],["1"]]`, 0, nil, "key"},
-		{"not JSON", `[1]`, `nope`, 0, nil, "bad after-image"},
+		{"large row", `[1]`, `[["id","v","w"],["id"],["1", 12582912, "small"],"(0,5)"]`, writeset.OpUpdate, []string{"1"}, "", []int{1}},
+		{"large row, key left out", `["k"]`, `[["id","v"],["id"],[5000, null],"(3,1)"]`, writeset.OpUpdate, []string{"k"}, "", []int{0}},
+		{"large row, not a size", `[1]`, `[["id","v"],["id"],["1", true],"(0,5)"]`, 0, nil, "neither text nor a size", nil},
+		{"too many parts", `[1]`, `[["id"],["id"],["1"],"(0,1)",5]`, 0, nil, "5 parts", nil},
+		{"update", `[1, "a"]`, `[["id","k","v"],["id","k"],["1","a",null]]`, writeset.OpUpdate, []string{"1", "a"}, "", nil},
+		{"delete keeps the captured key", `[7, "x'y"]`, `[["id","k","v"],["id","k"],null]`, writeset.OpDelete, []string{"7", "x'y"}, "", nil},
+		{"key from the after-image's text", `["2026-01-02T03:04:05"]`, `[["ts"],["ts"],["2026-01-02 03:04:05"]]`, writeset.OpUpdate, []string{"2026-01-02 03:04:05"}, "", nil},
+		{"value count mismatch", `[1]`, `[["id","v"],["id"],["1"]]`, 0, nil, "2 columns", nil},
+		{"key arity mismatch", `[1, 2]`, `[["id"],["id"],["1"]]`, 0, nil, "key", nil},
+		{"not JSON", `[1]`, `nope`, 0, nil, "bad after-image", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -262,6 +268,14 @@ func TestDecodeImage(t *testing.T) {
 			for i, k := range c.wantKey {
 				if got, _ := row.Key[i].AsText(); got != k {
 					t.Fatalf("key[%d] = %q, want %q", i, got, k)
+				}
+			}
+			if !slices.Equal(row.big, c.wantBig) || (len(c.wantBig) > 0) != (row.ctid != "") {
+				t.Fatalf("left out %v at ctid %q, want %v", row.big, row.ctid, c.wantBig)
+			}
+			for _, i := range row.big {
+				if !row.After[i].IsNull() {
+					t.Fatalf("value %d left out but set", i)
 				}
 			}
 		})
