@@ -538,11 +538,15 @@ func TestLargeStatementsReplicate(t *testing.T) {
 }
 
 // TestLargeRowReplicatesPostgres: on the PostgreSQL pair a 12 MiB row
-// costs the primary's executor at most about twice its size: the message
-// and pgx's copy of it for the server while the statement is sent, then
-// (both released) the writeset's encoding, into which the row's large
-// value is read in pieces (no image of the whole row in pgx's read buffer,
-// no values decoded from JSON). Two literal rows and a parameter.
+// costs the primary's executor about twice its size: the message and pgx's
+// copy of it for the server while the statement is sent, then (both
+// released) the writeset's encoding, into which the row's large value is
+// read in pieces (no image of the whole row in pgx's read buffer, no values
+// decoded from JSON). Two literal rows and a parameter. Measured 2.0x-2.2x;
+// the bound is 2.5x because heap in use also counts garbage, which Go's
+// collector lets grow to the size of what was live at its last cycle (the
+// row's one copy, while the commit waits for its standby, plus this test's
+// own scrapes every 20 ms): a copy of the row coming back makes it 3x.
 func TestLargeRowReplicatesPostgres(t *testing.T) {
 	h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
 	h.start("n1")
@@ -575,8 +579,8 @@ func TestLargeRowReplicatesPostgres(t *testing.T) {
 		peak := <-peakc
 		factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
 		t.Logf("row %d, 12 MiB %s at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", id, how, base.heapInuse/mib, peak.heapInuse/mib, factor)
-		if factor > 2.2 {
-			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 2.2x: the message and pgx's copy of it for the server, then the writeset's encoding, and a little garbage)", factor)
+		if factor > 2.5 {
+			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 2.5x: the message and pgx's copy of it for the server, then the writeset's encoding, and garbage the collector has not reached yet)", factor)
 		}
 	}
 	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT sum(length(v)) FROM big", int64(3*(12*mib-len("INSERT INTO big VALUES (1, '')"))))
