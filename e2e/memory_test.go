@@ -542,7 +542,7 @@ func TestLargeStatementsReplicate(t *testing.T) {
 // copy of it for the server while the statement is sent, then (both
 // released) the writeset's encoding, into which the row's large value is
 // read in pieces (no image of the whole row in pgx's read buffer, no values
-// decoded from JSON). Two literal rows and a parameter. Measured 2.0x-2.2x;
+// decoded from JSON). Two literal rows and a parameter. Measured 2.0x-2.3x;
 // the bound is 2.5x because heap in use also counts garbage, which Go's
 // collector lets grow to the size of what was live at its last cycle (the
 // row's one copy, while the commit waits for its standby, plus this test's
