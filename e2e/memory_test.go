@@ -24,10 +24,14 @@ type memSample struct {
 	heapInuse, rss float64
 }
 
+// metricsClient asks for /metrics uncompressed: compressing each sample
+// would cost the node a few MiB of garbage, which heap in use counts.
+var metricsClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
 // readMem scrapes go_memstats_heap_inuse_bytes and
 // process_resident_memory_bytes from a node's /metrics.
 func readMem(admin string) (memSample, error) {
-	resp, err := http.Get("http://" + admin + "/metrics")
+	resp, err := metricsClient.Get("http://" + admin + "/metrics")
 	if err != nil {
 		return memSample{}, err
 	}
@@ -534,12 +538,15 @@ func TestLargeStatementsReplicate(t *testing.T) {
 }
 
 // TestLargeRowReplicatesPostgres: on the PostgreSQL pair a 12 MiB row
-// costs the primary's executor its row image (pgx's read buffer of it, and
-// the values decoded from it) and its writeset; the message and pgx's copy
-// of it for the server are released before the statement runs (a
-// parameter's Bind message, once the server has it). Two literal rows,
-// so the second runs with pgx's read buffer already in its pool, and a
-// parameter.
+// costs the primary's executor about twice its size: the message and pgx's
+// copy of it for the server while the statement is sent, then (both
+// released) the writeset's encoding, into which the row's large value is
+// read in pieces (no image of the whole row in pgx's read buffer, no values
+// decoded from JSON). Two literal rows and a parameter. Measured 2.0x-2.3x;
+// the bound is 2.5x because heap in use also counts garbage, which Go's
+// collector lets grow to the size of what was live at its last cycle (the
+// row's one copy, while the commit waits for its standby, plus this test's
+// own scrapes every 20 ms): a copy of the row coming back makes it 3x.
 func TestLargeRowReplicatesPostgres(t *testing.T) {
 	h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
 	h.start("n1")
@@ -572,8 +579,8 @@ func TestLargeRowReplicatesPostgres(t *testing.T) {
 		peak := <-peakc
 		factor := (peak.heapInuse - base.heapInuse) / (12 * mib)
 		t.Logf("row %d, 12 MiB %s at 2-safe-visible: primary heap in use %.0f -> peak %.0f MiB (+%.2fx)", id, how, base.heapInuse/mib, peak.heapInuse/mib, factor)
-		if factor > 5 {
-			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 5x: pgx's read buffer of the image, the decoded image, the writeset, and garbage)", factor)
+		if factor > 2.5 {
+			t.Errorf("a 12 MiB row raised the PostgreSQL primary's heap in use by %.2fx (at most 2.5x: the message and pgx's copy of it for the server, then the writeset's encoding, and garbage the collector has not reached yet)", factor)
 		}
 	}
 	waitRows(t, h.dsn(h.nodes["n2"]), "SELECT sum(length(v)) FROM big", int64(3*(12*mib-len("INSERT INTO big VALUES (1, '')"))))

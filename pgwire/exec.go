@@ -700,8 +700,15 @@ func (s *execSession) bind(body []byte) error {
 	var rawFmt []int16
 	if _, ok := s.bs.(RawSession); ok && p.st != nil {
 		raw = make([][]byte, len(m.Parameters))
+		owned := len(body)+5 >= OwnedFrameBytes
 		for i, b := range m.Parameters {
-			if b != nil {
+			switch {
+			case b == nil:
+			case owned:
+				// The frame is the message's own (see OwnedFrameBytes):
+				// its values are used where they are, not copied.
+				raw[i] = b
+			default:
 				raw[i] = append([]byte{}, b...)
 			}
 		}

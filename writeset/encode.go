@@ -41,7 +41,28 @@ var (
 // that pass Validate, so producers should Validate before encoding. The
 // encoding is canonical: Decode(b) succeeds only if AppendEncode(nil, ws)
 // would reproduce b exactly.
+//
+// A writeset whose rows are in Encoded (an Encoder) takes them from there,
+// as they are; see Encode for the memory that result shares.
 func AppendEncode(dst []byte, ws *Writeset) []byte {
+	if e := ws.Encoded; e != nil {
+		dst = appendHeader(dst, ws, e.rows)
+		dst = append(dst, e.buf[e.head:]...)
+	} else {
+		dst = appendHeader(dst, ws, len(ws.Rows))
+		for i := range ws.Rows {
+			dst = appendRow(dst, &ws.Rows[i])
+		}
+	}
+	if ws.Session != "" {
+		dst = appendStr(dst, ws.Session)
+	}
+	return dst
+}
+
+// appendHeader appends what precedes the rows: version, GSN, epoch,
+// origin, DDL and the number of rows.
+func appendHeader(dst []byte, ws *Writeset, nrows int) []byte {
 	if ws.Session == "" {
 		dst = append(dst, 1)
 	} else {
@@ -51,24 +72,93 @@ func AppendEncode(dst []byte, ws *Writeset) []byte {
 	dst = binary.AppendUvarint(dst, ws.Epoch)
 	dst = appendStr(dst, ws.Origin)
 	dst = appendStr(dst, ws.DDL)
-	dst = binary.AppendUvarint(dst, uint64(len(ws.Rows)))
-	for i := range ws.Rows {
-		r := &ws.Rows[i]
-		dst = appendStr(dst, r.Table)
-		dst = append(dst, byte(r.Op))
-		dst = appendStrs(dst, r.KeyCols)
-		dst = appendValues(dst, r.Key)
-		dst = appendStrs(dst, r.Cols)
-		dst = appendValues(dst, r.After)
-	}
-	if ws.Session != "" {
-		dst = appendStr(dst, ws.Session)
-	}
-	return dst
+	return binary.AppendUvarint(dst, uint64(nrows))
 }
 
-// Encode returns the encoding of ws in a new slice.
-func Encode(ws *Writeset) []byte { return AppendEncode(nil, ws) }
+func appendRow(dst []byte, r *Row) []byte {
+	dst = appendRowHead(dst, r)
+	return appendValues(dst, r.After)
+}
+
+// appendRowHead appends a row up to its after-image's values (their
+// count is not written: appendValues or Encoder.StartRow writes it).
+func appendRowHead(dst []byte, r *Row) []byte {
+	dst = appendStr(dst, r.Table)
+	dst = append(dst, byte(r.Op))
+	dst = appendStrs(dst, r.KeyCols)
+	dst = appendValues(dst, r.Key)
+	return appendStrs(dst, r.Cols)
+}
+
+// Encode returns the encoding of ws in a new slice of exactly its size (a
+// large value is copied once, never again by a growing buffer).
+//
+// A writeset whose rows are in Encoded is encoded in the Encoder's own
+// buffer, in front of its rows, where it keeps room for the header: the
+// rows are not copied, and the result shares the Encoder's memory. Encode
+// such a writeset once (a second call rewrites the header in place).
+func Encode(ws *Writeset) []byte {
+	if e := ws.Encoded; e != nil {
+		var scratch [64]byte
+		hdr := appendHeader(scratch[:0], ws, e.rows)
+		if len(hdr) <= e.head {
+			start := e.head - len(hdr)
+			copy(e.buf[start:], hdr)
+			out := e.buf[start:]
+			if ws.Session != "" {
+				out = appendStr(out, ws.Session)
+			}
+			return out
+		}
+	}
+	return AppendEncode(make([]byte, 0, Size(ws)), ws)
+}
+
+// Size is the length of ws's encoding.
+func Size(ws *Writeset) int {
+	n := 1 + uvarintLen(ws.GSN) + uvarintLen(ws.Epoch) + strLen(ws.Origin) + strLen(ws.DDL)
+	if e := ws.Encoded; e != nil {
+		n += uvarintLen(uint64(e.rows)) + len(e.buf) - e.head
+	} else {
+		n += uvarintLen(uint64(len(ws.Rows)))
+		for i := range ws.Rows {
+			r := &ws.Rows[i]
+			n += strLen(r.Table) + 1 + strsLen(r.KeyCols) + valuesLen(r.Key) + strsLen(r.Cols) + valuesLen(r.After)
+		}
+	}
+	if ws.Session != "" {
+		n += strLen(ws.Session)
+	}
+	return n
+}
+
+func strLen(s string) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+func strsLen(ss []string) int {
+	n := uvarintLen(uint64(len(ss)))
+	for _, s := range ss {
+		n += strLen(s)
+	}
+	return n
+}
+
+func valuesLen(vs []Value) int {
+	n := uvarintLen(uint64(len(vs)))
+	for _, v := range vs {
+		n++
+		switch v.kind {
+		case KindInt:
+			n += uvarintLen(uint64(v.num<<1) ^ uint64(int64(v.num)>>63))
+		case KindFloat:
+			n += 8
+		case KindText, KindBytes:
+			n += strLen(v.str)
+		case KindBool:
+			n++
+		}
+	}
+	return n
+}
 
 func appendStr(dst []byte, s string) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(s)))

@@ -45,6 +45,9 @@ func FuzzDecode(f *testing.F) {
 		if again := Encode(ws); !bytes.Equal(again, b) {
 			t.Fatalf("accepted a non-canonical encoding:\n in %x\nout %x", b, again)
 		}
+		if n := Size(ws); n != len(b) {
+			t.Fatalf("Size %d, encoding %d bytes", n, len(b))
+		}
 		// Everything downstream must cope with any decodable writeset.
 		_ = ConflictKeys(ws)
 		for _, d := range []Dialect{Postgres, SQLite} {

@@ -107,6 +107,11 @@ type Writeset struct {
 	// failover learns from the new primary whether it was applied); empty
 	// for sessions that came without one.
 	Session string
+	// Encoded, when set, holds the rows already encoded (in place of
+	// Rows, which is then empty): a producer that writes a large value
+	// straight into its encoding sets it (see Encoder). Decode never sets
+	// it.
+	Encoded *Encoder
 }
 
 // IsDDL reports whether ws is a DDL record.

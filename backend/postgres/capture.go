@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,10 @@ BEGIN
     ) w ORDER BY w.s;
   DELETE FROM _tandem_capture c WHERE c.txid = x;
 END $f$;
+CREATE OR REPLACE FUNCTION _tandem_big(a text[], c tid) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+  SELECT jsonb_agg(CASE WHEN octet_length(x) > 4096 THEN to_jsonb(octet_length(x)) ELSE to_jsonb(x) END ORDER BY i)::text || ',' || to_jsonb(c::text)::text
+    FROM unnest(a) WITH ORDINALITY AS u(x, i)
+$f$;
 CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE o jsonb; n jsonb;
 BEGIN
@@ -207,8 +212,11 @@ func installCapture(ctx context.Context, c *pgconn.PgConn, table string, trigger
 // plpgsql function of static statements, whose plans PostgreSQL caches per
 // session. An image describes itself, [[columns], [key columns], values],
 // values being every column's text form (the type's own output, as a text
-// result would carry it), or null when the row is gone (a delete). It is
-// regenerated at start-up and by every DDL, inside the DDL's transaction.
+// result would carry it), or null when the row is gone (a delete). The
+// image of a row larger than bigRowBytes has a fourth element, the row's
+// ctid, and its values over 4 KiB are their sizes (_tandem_big), read
+// afterwards in pieces (large.go). It is regenerated at start-up and by
+// every DDL, inside the DDL's transaction.
 func installImages(ctx context.Context, c *pgconn.PgConn) error {
 	tables, err := query(ctx, c, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = 'public' AND c.relkind = 'r'
@@ -257,8 +265,11 @@ func imageBranch(table string, cols [][]string, pk []string) string {
 	}
 	hdr, _ := json.Marshal([2][]string{names, pk})
 	head := string(hdr[:len(hdr)-1]) + "," // [[cols],[key cols],
-	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT to_jsonb(ARRAY[%s]::text[])::text INTO tandem_v FROM %s tandem_r WHERE %s;\n    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
-		pgLiteral(table), strings.Join(vals, ", "), pgQuote(table), strings.Join(where, " AND "), pgLiteral(head))
+	arr, from := "ARRAY["+strings.Join(vals, ", ")+"]::text[]", pgQuote(table)+" tandem_r WHERE "+strings.Join(where, " AND ")
+	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT to_jsonb(%s)::text INTO tandem_v FROM %s;\n"+
+		"    IF octet_length(tandem_v) > %d THEN\n      SELECT _tandem_big(%s, tandem_r.ctid) INTO tandem_v FROM %s;\n    END IF;\n"+
+		"    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
+		pgLiteral(table), arr, from, bigRowBytes, arr, from, pgLiteral(head))
 }
 
 // installTriggers installs capture triggers on tables that lack them.
@@ -367,7 +378,7 @@ func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, 
 // and commits, in GSN order; then waits for the safeness level. Two round
 // trips: the writeset (_tandem_ws, skipped when an autocommit statement's
 // batch already fetched it: pre), then the GSN record plus COMMIT.
-func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]writeset.Row) error {
+func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]capRow) error {
 	c := s.c
 	rollback := func(err error) error {
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
@@ -386,18 +397,21 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]write
 		}
 		ws.Rows = rows
 	} else {
-		var rows []writeset.Row
+		var rows []capRow
 		var err error
 		if pre != nil {
 			rows = *pre
-		} else if rows, err = s.capture(ctx); err != nil {
+			*pre = nil
+		} else if rows, err = s.captureRows(ctx); err != nil {
 			return rollback(err)
 		}
 		if len(rows) == 0 {
 			_, err := c.Exec(ctx, "COMMIT").ReadAll()
 			return err
 		}
-		ws.Rows = rows
+		if err := s.setRows(ctx, ws, rows); err != nil {
+			return rollback(err)
+		}
 	}
 	s.b.commitMu.Lock()
 	after, err := s.b.repl.Prepare(ctx, ws)
@@ -456,22 +470,43 @@ func (b *Backend) compactGSNs() {
 // one statement, so it can ride in the batch of the statement that wrote.
 const wsQuery = "SELECT tbl, pk, img FROM _tandem_ws()"
 
-// capture reads the transaction's writeset (one round trip).
-func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
+// capRow is a changed row as _tandem_ws() gave it. The image of a large
+// row leaves its large values out (see imageBranch): big lists their
+// indexes in After (Null there until read), and ctid says where the row
+// is, for readBig.
+type capRow struct {
+	writeset.Row
+	ctid string
+	big  []int
+	size int // the left-out values' sizes, summed (the server's count)
+}
+
+// captureRows reads the transaction's writeset as _tandem_ws() gives it
+// (one round trip); large values are still to be read (rowsOf, setRows).
+func (s *Session) captureRows(ctx context.Context) ([]capRow, error) {
 	return readWS(s.c.ExecParams(ctx, wsQuery, nil, nil, nil, nil))
+}
+
+// capture reads the transaction's writeset, large values included.
+func (s *Session) capture(ctx context.Context) ([]writeset.Row, error) {
+	rows, err := s.captureRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.rowsOf(ctx, rows)
 }
 
 // readWS decodes the rows of wsQuery: a changed key in capture order, with
 // its after-image (see installImages) or null for a deleted row.
-func readWS(rr *pgconn.ResultReader) ([]writeset.Row, error) {
-	var out []writeset.Row
+func readWS(rr *pgconn.ResultReader) ([]capRow, error) {
+	var out []capRow
 	var derr error
 	for rr.NextRow() {
 		v := rr.Values()
 		if derr != nil || len(v) != 3 {
 			continue
 		}
-		var row writeset.Row
+		var row capRow
 		row, derr = decodeImage(string(v[0]), string(v[1]), v[2])
 		out = append(out, row)
 	}
@@ -493,55 +528,111 @@ func (r *rawRef) UnmarshalJSON(b []byte) error {
 
 // decodeImage turns one captured key and its image into a writeset row.
 // The key's values come from the after-image's text form where there is
-// one (the key as the type prints it), else from the captured JSON.
-func decodeImage(table, pkJSON string, img []byte) (writeset.Row, error) {
+// one (the key as the type prints it), else from the captured JSON. The
+// image of a large row has a fourth element, the row's ctid, and each of
+// its large values is a number (its size) in place of the text.
+func decodeImage(table, pkJSON string, img []byte) (capRow, error) {
 	if pkJSON == `"-"` || pkJSON == `"+"` {
-		return decodeFullRow(table, pkJSON == `"+"`, img)
+		row, err := decodeFullRow(table, pkJSON == `"+"`, img)
+		return capRow{Row: row}, err
 	}
-	row := writeset.Row{Table: table, Op: writeset.OpDelete}
-	var parts [3]rawRef
+	out := capRow{Row: writeset.Row{Table: table, Op: writeset.OpDelete}}
+	row := &out.Row
+	var parts []rawRef
 	if err := json.Unmarshal(img, &parts); err != nil {
-		return row, fmt.Errorf("postgres: bad after-image of %s: %v", table, err)
+		return out, fmt.Errorf("postgres: bad after-image of %s: %v", table, err)
+	}
+	if len(parts) != 3 && len(parts) != 4 {
+		return out, fmt.Errorf("postgres: bad after-image of %s: %d parts", table, len(parts))
 	}
 	var cols []string
 	if err := json.Unmarshal(parts[0], &cols); err != nil {
-		return row, fmt.Errorf("postgres: bad after-image columns of %s: %v", table, err)
+		return out, fmt.Errorf("postgres: bad after-image columns of %s: %v", table, err)
 	}
 	if err := json.Unmarshal(parts[1], &row.KeyCols); err != nil {
-		return row, fmt.Errorf("postgres: bad after-image key of %s: %v", table, err)
+		return out, fmt.Errorf("postgres: bad after-image key of %s: %v", table, err)
 	}
 	key, err := keyValues(pkJSON, len(row.KeyCols))
 	if err != nil {
-		return row, fmt.Errorf("postgres: bad captured key %s of %s: %v", pkJSON, table, err)
+		return out, fmt.Errorf("postgres: bad captured key %s of %s: %v", pkJSON, table, err)
 	}
 	row.Key = key
-	var vals []*string
-	if err := json.Unmarshal(parts[2], &vals); err != nil {
-		return row, fmt.Errorf("postgres: bad after-image values of %s: %v", table, err)
+	var after []writeset.Value
+	if len(parts) == 4 {
+		after, err = bigValues(&out, parts[2], parts[3])
+	} else {
+		after, err = textValues(parts[2])
 	}
-	if vals == nil {
-		return row, nil // the row is gone: a delete
+	if err != nil {
+		return out, fmt.Errorf("postgres: bad after-image values of %s: %v", table, err)
 	}
-	if len(vals) != len(cols) {
-		return row, fmt.Errorf("postgres: after-image of %s has %d values for %d columns", table, len(vals), len(cols))
+	if after == nil {
+		return out, nil // the row is gone: a delete
 	}
-	row.Op, row.Cols = writeset.OpUpdate, cols
-	row.After = make([]writeset.Value, len(vals))
-	for j, v := range vals {
-		if v == nil {
-			row.After[j] = writeset.Null()
-		} else {
-			row.After[j] = writeset.Text(*v)
-		}
+	if len(after) != len(cols) {
+		return out, fmt.Errorf("postgres: after-image of %s has %d values for %d columns", table, len(after), len(cols))
 	}
+	row.Op, row.Cols, row.After = writeset.OpUpdate, cols, after
 	for ki, kc := range row.KeyCols {
 		for j, col := range cols {
-			if col == kc {
+			if col == kc && !slices.Contains(out.big, j) {
 				row.Key[ki] = row.After[j]
 			}
 		}
 	}
-	return row, nil
+	return out, nil
+}
+
+// textValues decodes an image's values: text or null each; nil for a
+// row that is gone.
+func textValues(raw []byte) ([]writeset.Value, error) {
+	var vals []*string
+	if err := json.Unmarshal(raw, &vals); err != nil || vals == nil {
+		return nil, err
+	}
+	after := make([]writeset.Value, len(vals))
+	for j, v := range vals {
+		if v == nil {
+			after[j] = writeset.Null()
+		} else {
+			after[j] = writeset.Text(*v)
+		}
+	}
+	return after, nil
+}
+
+// bigValues decodes a large row's values: text, null, or the size of a
+// value left out (noted in row.big).
+func bigValues(row *capRow, raw, ctid []byte) ([]writeset.Value, error) {
+	if err := json.Unmarshal(ctid, &row.ctid); err != nil {
+		return nil, fmt.Errorf("ctid: %v", err)
+	}
+	var vals []rawRef
+	if err := json.Unmarshal(raw, &vals); err != nil {
+		return nil, err
+	}
+	after := make([]writeset.Value, len(vals))
+	for j, v := range vals {
+		switch {
+		case string(v) == "null":
+			after[j] = writeset.Null()
+		case len(v) > 0 && v[0] == '"':
+			var t string
+			if err := json.Unmarshal(v, &t); err != nil {
+				return nil, err
+			}
+			after[j] = writeset.Text(t)
+		default:
+			n, err := strconv.Atoi(string(v))
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("value %d: %q is neither text nor a size", j, v)
+			}
+			after[j] = writeset.Null()
+			row.big = append(row.big, j)
+			row.size += n
+		}
+	}
+	return after, nil
 }
 
 // decodeFullRow turns a full-row capture event of a table without a

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +16,8 @@ import (
 )
 
 // recorder is the Replicator of these tests: it gives each commit the next
-// GSN and keeps its writeset.
+// GSN and keeps its writeset as a standby gets it (encoded, as the log
+// writes it, and decoded).
 type recorder struct {
 	mu  sync.Mutex
 	got []*writeset.Writeset
@@ -27,7 +29,11 @@ func (r *recorder) Prepare(_ context.Context, ws *writeset.Writeset) (func(conte
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ws.GSN, ws.Epoch = uint64(len(r.got)+1), 1
-	r.got = append(r.got, ws)
+	dec, err := writeset.Decode(writeset.Encode(ws))
+	if err != nil {
+		return nil, err
+	}
+	r.got = append(r.got, dec)
 	return func(context.Context, bool) error { return nil }, nil
 }
 
@@ -113,6 +119,26 @@ func TestCaptureRoundTrip(t *testing.T) {
 		{"autocommit update of the key", []string{"UPDATE " + oddTable + " SET n = 3 WHERE k = 'second'"}, [][]string{nil}, 1},
 		{"autocommit delete", []string{"DELETE FROM plain WHERE id = 2"}, [][]string{nil}, 1},
 		{"update that changes nothing", []string{"UPDATE plain SET v = 'x' WHERE id = 42"}, [][]string{nil}, 0},
+		// Large rows: their large values are read in pieces (large.go),
+		// in autocommit and in a block, mixed with small rows and small
+		// values, and harvested into a block's DDL script.
+		{"autocommit large row", []string{"INSERT INTO plain VALUES (10, $1)"}, [][]string{{bigText(600 << 10)}}, 1},
+		{"large rows in a block", []string{
+			"BEGIN",
+			"UPDATE plain SET v = 'small' WHERE id = 1",
+			ins,
+			"INSERT INTO plain VALUES (11, $1)",
+			"UPDATE plain SET v = v || 'tail' WHERE id = 10",
+			"COMMIT",
+		}, [][]string{nil, nil, {"big", "9", "2026-11-27 10:00:00", `\x` + strings.Repeat("00ff5c27", 40000), "1", `{"k": "` + strings.Repeat("j", 5000) + `"}`, "{1}", bigText(300 << 10)},
+			{strings.Repeat("m", 250<<10)}, nil, nil}, 1},
+		{"large row harvested by DDL in a block", []string{
+			"BEGIN",
+			"UPDATE plain SET v = $1 WHERE id = 11",
+			"ALTER TABLE plain ADD COLUMN extra int",
+			"UPDATE plain SET extra = 1 WHERE id = 10",
+			"COMMIT",
+		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil}, 1},
 	}
 	for _, step := range steps {
 		before := len(rec.got)
@@ -126,6 +152,11 @@ func TestCaptureRoundTrip(t *testing.T) {
 		if err := admin.QueryRow(ctx, "SELECT count(*) FROM _tandem_capture").Scan(&left); err != nil || left != 0 {
 			t.Fatalf("%s: %d capture rows left (%v)", step.name, left, err)
 		}
+	}
+	// A large row's image leaves its large values out.
+	var img string
+	if err := admin.QueryRow(ctx, `SELECT _tandem_img('plain', '[10]')`).Scan(&img); err != nil || len(img) > 1000 || !strings.Contains(img, `"(`) {
+		t.Fatalf("the image of a large row is %d bytes (%v), want its large value left out", len(img), err)
 	}
 	// The explicit transaction: four changed keys (each once), with the
 	// deleted-and-reinserted row as an update of its final image.
@@ -155,7 +186,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}
 	for _, q := range []string{
 		"SELECT k, n, ts::text, b::text, x::text, j::text, arr::text, note FROM " + oddTable + " ORDER BY k, n",
-		"SELECT id, v FROM plain ORDER BY id",
+		"SELECT id, v, extra FROM plain ORDER BY id",
 	} {
 		want, have := dump(t, m.DSN("postgres"), q), dump(t, m.DSN("replica"), q)
 		if want != have {
@@ -165,6 +196,13 @@ func TestCaptureRoundTrip(t *testing.T) {
 			t.Fatalf("%s: no rows on the primary", q)
 		}
 	}
+}
+
+// bigText is about n bytes of text that JSON and SQL must both get right:
+// multibyte characters, quotes, backslashes, tabs and newlines.
+func bigText(n int) string {
+	const unit = "é✓ 'quote' \"dq\" back\\slash\ttab\nline "
+	return strings.Repeat(unit, n/len(unit)+1)
 }
 
 func dump(t *testing.T, dsn, q string) string {
@@ -199,13 +237,18 @@ func TestDecodeImage(t *testing.T) {
 		wantOp        writeset.Op
 		wantKey       []string
 		wantErr       string
+		wantBig       []int // a large row's values left out
 	}{
-		{"update", `[1, "a"]`, `[["id","k","v"],["id","k"],["1","a",null]]`, writeset.OpUpdate, []string{"1", "a"}, ""},
-		{"delete keeps the captured key", `[7, "x'y"]`, `[["id","k","v"],["id","k"],null]`, writeset.OpDelete, []string{"7", "x'y"}, ""},
-		{"key from the after-image's text", `["2026-01-02T03:04:05"]`, `[["ts"],["ts"],["2026-01-02 03:04:05"]]`, writeset.OpUpdate, []string{"2026-01-02 03:04:05"}, ""},
-		{"value count mismatch", `[1]`, `[["id","v"],["id"],["1"]]`, 0, nil, "2 columns"},
-		{"key arity mismatch", `[1, 2]`, `[["id"],["id"],["1"]]`, 0, nil, "key"},
-		{"not JSON", `[1]`, `nope`, 0, nil, "bad after-image"},
+		{"large row", `[1]`, `[["id","v","w"],["id"],["1", 12582912, "small"],"(0,5)"]`, writeset.OpUpdate, []string{"1"}, "", []int{1}},
+		{"large row, key left out", `["k"]`, `[["id","v"],["id"],[5000, null],"(3,1)"]`, writeset.OpUpdate, []string{"k"}, "", []int{0}},
+		{"large row, not a size", `[1]`, `[["id","v"],["id"],["1", true],"(0,5)"]`, 0, nil, "neither text nor a size", nil},
+		{"too many parts", `[1]`, `[["id"],["id"],["1"],"(0,1)",5]`, 0, nil, "5 parts", nil},
+		{"update", `[1, "a"]`, `[["id","k","v"],["id","k"],["1","a",null]]`, writeset.OpUpdate, []string{"1", "a"}, "", nil},
+		{"delete keeps the captured key", `[7, "x'y"]`, `[["id","k","v"],["id","k"],null]`, writeset.OpDelete, []string{"7", "x'y"}, "", nil},
+		{"key from the after-image's text", `["2026-01-02T03:04:05"]`, `[["ts"],["ts"],["2026-01-02 03:04:05"]]`, writeset.OpUpdate, []string{"2026-01-02 03:04:05"}, "", nil},
+		{"value count mismatch", `[1]`, `[["id","v"],["id"],["1"]]`, 0, nil, "2 columns", nil},
+		{"key arity mismatch", `[1, 2]`, `[["id"],["id"],["1"]]`, 0, nil, "key", nil},
+		{"not JSON", `[1]`, `nope`, 0, nil, "bad after-image", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -225,6 +268,14 @@ func TestDecodeImage(t *testing.T) {
 			for i, k := range c.wantKey {
 				if got, _ := row.Key[i].AsText(); got != k {
 					t.Fatalf("key[%d] = %q, want %q", i, got, k)
+				}
+			}
+			if !slices.Equal(row.big, c.wantBig) || (len(c.wantBig) > 0) != (row.ctid != "") {
+				t.Fatalf("left out %v at ctid %q, want %v", row.big, row.ctid, c.wantBig)
+			}
+			for _, i := range row.big {
+				if !row.After[i].IsNull() {
+					t.Fatalf("value %d left out but set", i)
 				}
 			}
 		})

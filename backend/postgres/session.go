@@ -378,7 +378,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 	// writeset's result (pgconn reuses it).
 	cols := colsOf(st, rr.FieldDescriptions())
 	tag, err := rr.Close()
-	var ws []writeset.Row
+	var ws []capRow
 	if mrr != nil {
 		if err == nil && withWS {
 			if !mrr.NextResult() {
@@ -408,7 +408,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		if ddl {
 			ddlText = st.sql
 		}
-		var pre *[]writeset.Row // nil: replicatedCommit reads the writeset
+		var pre *[]capRow // nil: replicatedCommit reads the writeset
 		if withWS {
 			pre = &ws
 		}
