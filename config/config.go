@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +62,28 @@ type Router struct {
 	ReadListen     string   `toml:"read_listen"` // sessions here go to a standby
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
+	// Split routes each transaction on the listen port: read-only ones to
+	// a replica, the rest to the primary (router/txroute.go). The
+	// single-master design always does; a hot-standby cluster opts in
+	// (its standby then serves reads).
+	Split bool `toml:"split"`
+	// ReadConsistency of routed reads: session (default: read your writes,
+	// monotonic reads) | strong | bounded | eventual; a session changes it
+	// with SET tandem.read_consistency.
+	ReadConsistency string `toml:"read_consistency"`
+	// MaxLag: bounded reads go to a replica at most this far behind the
+	// primary (default 1s).
+	MaxLag Duration `toml:"max_lag"`
+	// ReadWait: how long a replica waits to catch up with what a read
+	// needs before the read runs on the primary instead (default 1s).
+	ReadWait Duration `toml:"read_wait"`
+	// ReadOnlyFunctions: user functions that change nothing, so that an
+	// autocommit SELECT calling them may run on a replica.
+	ReadOnlyFunctions []string `toml:"read_only_functions"`
 }
+
+// ReadConsistencies are router.read_consistency's values.
+var ReadConsistencies = []string{"session", "strong", "bounded", "eventual"}
 
 // DefaultMaxWritesetBytes is replication.max_writeset_bytes when unset: a
 // migration that rewrites a few hundred thousand rows in one transaction
@@ -487,6 +509,17 @@ func (c *Cluster) applyDefaults() {
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
 	}
+	if c.Router != nil {
+		if c.Router.ReadConsistency == "" {
+			c.Router.ReadConsistency = "session"
+		}
+		if c.Router.MaxLag.Duration == 0 {
+			c.Router.MaxLag.Duration = time.Second
+		}
+		if c.Router.ReadWait.Duration == 0 {
+			c.Router.ReadWait.Duration = time.Second
+		}
+	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
 		if n.Backend == "" {
@@ -655,6 +688,20 @@ func (c *Cluster) Validate() error {
 		}
 		if err := checkAddr("router.read_listen", c.Router.ReadListen, false); err != nil {
 			return err
+		}
+		if !slices.Contains(ReadConsistencies, c.Router.ReadConsistency) {
+			return bad("router.read_consistency", "%q is not one of %s", c.Router.ReadConsistency, strings.Join(ReadConsistencies, ", "))
+		}
+		if c.Router.Split && c.Design != "hot-standby" && c.Design != "single-master" {
+			return bad("router.split", "routes reads to replicas, which design %q has none of; use design = \"single-master\" (or \"hot-standby\")", c.Design)
+		}
+		if c.Router.MaxLag.Duration < 0 || c.Router.ReadWait.Duration < 0 {
+			return bad("router.max_lag", "max_lag and read_wait must not be negative")
+		}
+		for i, f := range c.Router.ReadOnlyFunctions {
+			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, " ();") {
+				return bad(fmt.Sprintf("router.read_only_functions[%d]", i), "%q is not a function name (write name or schema.name)", f)
+			}
 		}
 	}
 	seen := map[string]bool{}

@@ -39,6 +39,13 @@ type Executor struct {
 	Keepalive Keepalive
 	// Logger logs sessions ended by a timeout (nil: slog.Default()).
 	Logger *slog.Logger
+	// NodeID is the node's id (SHOW tandem.node); Positions its
+	// replication positions for the router's read consistency (nil:
+	// unreplicated), ReadWait how long SET tandem.min_applied_gsn waits
+	// (router.read_wait; 0: 1 s). See readgsn.go.
+	NodeID    string
+	Positions Positions
+	ReadWait  time.Duration
 }
 
 func (e *Executor) log() *slog.Logger {
@@ -114,8 +121,9 @@ type execSession struct {
 	// ReadyForQuery; the idle timeouts wait for Sync, as in PostgreSQL.
 	inBatch bool
 	// note: a session tagged by the router (commitnote.go).
-	note        *CommitNote
-	reportedGSN uint64
+	note         *CommitNote
+	reportedGSN  uint64
+	reportedRead uint64
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -211,6 +219,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			s.skip = false
 			s.endImplicit(ctx)
 			s.reportCommit()
+			s.reportRead()
 			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 		case 'H':
 			if err := c.Flush(); err != nil {
@@ -343,6 +352,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		s.sendError(failed)
 	}
 	s.reportCommit()
+	s.reportRead()
 	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 	return nil
 }
@@ -998,6 +1008,12 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	kw := Keywords(sql, 3)
 	if len(kw) == 0 {
 		return false, nil
+	}
+	if g, ok, err := isMinApplied(kw, sql); ok {
+		if err != nil {
+			return true, err
+		}
+		return true, s.waitApplied(ctx, g)
 	}
 	if _, raw := s.bs.(RawSession); raw {
 		switch kw[0] {
