@@ -124,6 +124,8 @@ type execSession struct {
 	note         *CommitNote
 	reportedGSN  uint64
 	reportedRead uint64
+	// reportedApplied: readgsn.go
+	reportedApplied uint64
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back

@@ -25,7 +25,9 @@ import (
 //     ReadyForQuery, the GSN its reads may have seen (ParameterStatus
 //     ReadGSNParam, when it changed): an upper bound of the node's state
 //     at the end of the request, so a later read that waits for it is
-//     never older (monotonic reads). The router keeps it from the client.
+//     never older (monotonic reads); and the node's applied GSN
+//     (AppliedGSNSetting, a lower bound), so the router knows when it
+//     need not ask for a wait. The router keeps both from the client.
 //   - `SHOW tandem.node` names the node, `SHOW tandem.applied_gsn` is
 //     its applied GSN.
 const (
@@ -111,6 +113,12 @@ func (s *execSession) showPosition(name string) (string, bool) {
 func (s *execSession) reportRead() {
 	if s.note == nil || s.e.Positions == nil {
 		return
+	}
+	// The applied GSN first (a lower bound: the router need not ask this
+	// node to wait for it), then the read's upper bound.
+	if a := s.e.Positions.AppliedGSN(); a != s.reportedApplied {
+		s.reportedApplied = a
+		s.c.Append(&pgproto3.ParameterStatus{Name: AppliedGSNSetting, Value: strconv.FormatUint(a, 10)})
 	}
 	if g := s.e.Positions.ReadGSN(); g != s.reportedRead {
 		s.reportedRead = g

@@ -45,6 +45,18 @@ type Config struct {
 	// the relay reconnects it to the primary known then, with its
 	// prepared statements and settings (survive.go). Write port only.
 	Survive bool
+	// Split routes each transaction (txroute.go): read-only ones to a
+	// replica, with ReadConsistency (session, strong, bounded, eventual)
+	// and ReadWait (how long a replica may take to catch up before the
+	// primary runs the read); MaxLag bounds bounded reads;
+	// ReadOnlyFunctions are user functions a routed read may call;
+	// Policy names the balancing policy for reads.
+	Split             bool
+	ReadConsistency   string
+	ReadWait          time.Duration
+	MaxLag            time.Duration
+	ReadOnlyFunctions []string
+	Policy            string
 }
 
 // NodeStatus is the router's view of one node.
@@ -86,6 +98,15 @@ type Router struct {
 	// or no longer the primary (under smu).
 	smu      sync.Mutex
 	sessions map[*relay]struct{}
+
+	// transaction routing (txroute.go, consistency.go)
+	cls   *classifier
+	bal   Balancer
+	cons  consistency
+	known []atomic.Uint64 // per node: a GSN it is known to have applied
+	pmu   sync.Mutex
+	pcur  *gsnFetch
+	hc    map[string]*http.Client // by node: admin clients (under pmu)
 }
 
 // New builds a router.
@@ -97,6 +118,17 @@ func New(cfg Config) *Router {
 		cfg.MaxMessageBytes = 64 << 20
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fails: make([]int, len(cfg.Nodes)), probe: make(chan struct{}, 1)}
+	r.known = make([]atomic.Uint64, len(cfg.Nodes))
+	if cfg.Split {
+		r.cls = newClassifier(cfg.ReadOnlyFunctions)
+		r.cons, _ = parseConsistency(cfg.ReadConsistency)
+		bal, err := NewBalancer(cfg.Policy)
+		if err != nil {
+			r.log.Warn("unknown balancing policy; using least-connected", "err", err)
+			bal, _ = NewBalancer("")
+		}
+		r.bal = bal
+	}
 	now := time.Now()
 	for i, n := range cfg.Nodes {
 		role := "replica"
@@ -171,6 +203,13 @@ const openWait = 15 * time.Second
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
+	}
+	if r.cfg.Split && !r.cfg.Reads {
+		s, err := r.openSplit(ctx, c)
+		if err != nil {
+			r.fail.Inc()
+		}
+		return s, err
 	}
 	survive := r.cfg.Survive && !r.cfg.Reads
 	deadline := time.Now().Add(openWait)
@@ -294,6 +333,7 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 	if err != nil {
 		s.LastError = err.Error()
 	}
+	r.known[i].Store(0)
 	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
 	go r.moveSessionsOff(s.ID, "the node is down")
 }

@@ -98,7 +98,9 @@ func newRouterCmd() *cobra.Command {
 				ups = append(ups, up)
 			}
 			rt := router.New(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
-				Survive: c.Repl.Failover == "automatic"})
+				Survive: c.Repl.Failover == "automatic",
+				Split:   c.Router.Split || c.Design == "single-master", ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
+				MaxLag: c.Router.MaxLag.Duration, ReadOnlyFunctions: c.Router.ReadOnlyFunctions})
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			rt.FollowRoles(cmd.Context())
 			tlsCfg, err := c.ServerTLS()
