@@ -316,7 +316,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			ex.Positions = repl
 		}
 		if c.Router != nil {
-			ex.ReadWait = c.Router.ReadWait.Duration
+			ex.ReadWait, ex.ReadConsistency = c.Router.ReadWait.Duration, c.Router.ReadConsistency
 		}
 	}
 	srv := pgwire.NewServer(pwcfg, handler)

@@ -46,6 +46,9 @@ type Executor struct {
 	NodeID    string
 	Positions Positions
 	ReadWait  time.Duration
+	// ReadConsistency is router.read_consistency (SHOW
+	// tandem.read_consistency before a SET).
+	ReadConsistency string
 }
 
 func (e *Executor) log() *slog.Logger {

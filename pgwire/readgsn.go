@@ -99,6 +99,19 @@ func (s *execSession) showPosition(name string) (string, bool) {
 	switch name {
 	case NodeSetting:
 		return s.e.NodeID, true
+	case "tandem.route":
+		if v, ok := s.settings[name]; ok {
+			return v, true
+		}
+		return "auto", true
+	case "tandem.read_consistency":
+		if v, ok := s.settings[name]; ok {
+			return v, true
+		}
+		if s.e.ReadConsistency != "" {
+			return s.e.ReadConsistency, true
+		}
+		return "session", true
 	case AppliedGSNSetting:
 		if s.e.Positions == nil {
 			return "0", true

@@ -74,7 +74,8 @@ var timeoutSetting = map[string]time.Duration{
 // back end that answers SHOW itself.
 func tandemSetting(name string) bool {
 	_, ok := timeoutSetting[name]
-	return ok || name == "tcp_keepalives_count" || name == NodeSetting || name == AppliedGSNSetting
+	return ok || name == "tcp_keepalives_count" || name == NodeSetting || name == AppliedGSNSetting ||
+		name == "tandem.route" || name == "tandem.read_consistency"
 }
 
 // normalizeSetting checks a SET of one of tandem's time settings and

@@ -85,12 +85,15 @@ type nodeConn struct {
 	setDone    int               // settings[:setDone] ran here
 	stmts      map[string]uint64 // prepared statement -> version here
 	unnamedVer uint64            // the unnamed statement's version here
-	// under splitSession.mu
-	swallow int        // answers to swallow: ReadyForQuery count of replayed setup
-	waiter  chan error // told the outcome of the last swallowed request (a wait)
-	werr    error      // an error among the swallowed answers
-	dead    bool
-	done    chan struct{} // the reader ended
+	// under splitSession.mu: the answers to replayed setup, in order, to
+	// keep from the client: 'Z' everything through the next
+	// ReadyForQuery (a replayed setting, a wait), '1' a ParseComplete,
+	// '3' a CloseComplete.
+	expect []byte
+	waiter chan error // told the outcome of the wait (the last 'Z')
+	werr   error      // an error among the swallowed answers
+	dead   bool
+	done   chan struct{} // the reader ended
 }
 
 // splitSession is a client session under transaction routing.
@@ -282,24 +285,7 @@ func (s *splitSession) read(nc *nodeConn) {
 			}
 		}
 		s.mu.Lock()
-		if nc.swallow > 0 {
-			// The answers to replayed setup (or a wait): not the client's.
-			if typ == 'E' && nc.werr == nil {
-				nc.werr = errorFrom(frame)
-			}
-			if typ == 'Z' {
-				nc.swallow--
-				if nc.swallow == 0 && nc.waiter != nil {
-					nc.waiter <- nc.werr
-					nc.waiter = nil
-				}
-				if nc.swallow == 0 && nc.werr != nil {
-					s.rt.log.Info("replaying a session's setup on a node failed", "node", nc.up.Node, "err", nc.werr)
-				}
-				if nc.swallow == 0 {
-					nc.werr = nil
-				}
-			}
+		if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
 			s.mu.Unlock()
 			continue
 		}
@@ -326,6 +312,41 @@ func (s *splitSession) read(nc *nodeConn) {
 		}
 		s.rl.wmu.Unlock()
 	}
+}
+
+// swallowed reports whether an answer belongs to replayed setup (under
+// mu). A replayed Parse that fails (the statement's table is not on this
+// node yet) is the client's error: the node skips the client's messages
+// up to its Sync, and the client is told why.
+func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
+	switch nc.expect[0] {
+	case 'Z':
+		if typ == 'E' && nc.werr == nil {
+			nc.werr = errorFrom(frame)
+		}
+		if typ == 'Z' {
+			nc.expect = nc.expect[1:]
+			if nc.waiter != nil && len(nc.expect) == 0 {
+				nc.waiter <- nc.werr
+				nc.waiter = nil
+			} else if nc.werr != nil {
+				s.rt.log.Info("replaying a session's setting on a node failed", "node", nc.up.Node, "err", nc.werr)
+			}
+			nc.werr = nil
+		}
+		return true
+	case '1', '3':
+		if typ == nc.expect[0] {
+			nc.expect = nc.expect[1:]
+			return true
+		}
+		if typ == 'E' {
+			nc.expect = nc.expect[:0]
+		}
+		return false
+	}
+	nc.expect = nc.expect[1:]
+	return false
 }
 
 // errorFrom reads an ErrorResponse frame.
@@ -488,6 +509,9 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 	}
 	s.track(typ)
 	s.mu.Unlock()
+	if typ == 'B' || typ == 'D' {
+		s.replayFor(nc, typ, frame[5:])
+	}
 	if len(frame) >= pgwire.OwnedFrameBytes {
 		_ = nc.fr.WriteDirect(frame)
 		return nil
@@ -730,8 +754,10 @@ func (s *splitSession) dispatch(complete bool) error {
 		s.batch, s.batchFrames = nil, 0
 	}()
 	if s.batchFrames == 1 && s.batch[0] == 'Q' {
-		if done, err := s.tandemSetting(transient(s.batch[5:])); done {
-			return err
+		if name, val, ok := tandemSet(transient(s.batch[5:])); ok {
+			if err := s.applyTandemSet(name, val); err != nil {
+				return s.refuseSetting(err)
+			}
 		}
 	}
 	rq := s.classifyBatch()
@@ -924,7 +950,7 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 		s.mu.Unlock()
 		return errors.New("connection ended")
 	}
-	nc.swallow++
+	nc.expect = append(nc.expect, 'Z')
 	nc.waiter = ch
 	s.mu.Unlock()
 	nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
@@ -943,39 +969,74 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 }
 
 // prepare replays onto nc what the request needs and nc lacks: session
-// settings, prepared statements, the unnamed statement. The answers are
-// swallowed; nothing waits for them.
+// settings, prepared statements, the unnamed statement. Their answers are
+// swallowed (nodeConn.expect); nothing waits for them.
 func (s *splitSession) prepare(nc *nodeConn, rq request) {
-	n := 0
+	var exp []byte
 	for ; nc.setDone < len(s.settings); nc.setDone++ {
 		nc.fr.AppendRaw(queryFrame(s.settings[nc.setDone]))
-		n++
+		exp = append(exp, 'Z')
 	}
-	ext := false
-	for _, name := range rq.needs {
+	exp = s.replayStatements(nc, rq.needs, rq.unnamed, exp)
+	if len(exp) > 0 {
+		s.mu.Lock()
+		nc.expect = append(nc.expect, exp...)
+		s.mu.Unlock()
+	}
+}
+
+// replayStatements appends to nc the Parse of each named statement in
+// names it lacks (closing a stale one first), and of the unnamed one if
+// unnamed; it returns exp with the answers to swallow.
+func (s *splitSession) replayStatements(nc *nodeConn, names []string, unnamed bool, exp []byte) []byte {
+	for _, name := range names {
 		v, ok := s.stmtVer[name]
 		if !ok || nc.stmts[name] == v {
 			continue
 		}
 		if _, had := nc.stmts[name]; had {
 			nc.fr.AppendRaw(closeFrame(name))
+			exp = append(exp, '3')
 		}
 		nc.fr.AppendRaw(s.parses[name])
+		exp = append(exp, '1')
 		nc.stmts[name] = v
-		ext = true
 	}
-	if rq.unnamed && s.unnamed != nil && nc.unnamedVer != s.unnamedVer {
+	if unnamed && s.unnamed != nil && nc.unnamedVer != s.unnamedVer {
 		nc.fr.AppendRaw(s.unnamed)
+		exp = append(exp, '1')
 		nc.unnamedVer = s.unnamedVer
-		ext = true
 	}
-	if ext {
-		nc.fr.AppendRaw([]byte{'S', 0, 0, 0, 4})
-		n++
+	return exp
+}
+
+// replayFor makes sure the statement a message inside a request or a
+// transaction uses (Bind, Describe) is on nc.
+func (s *splitSession) replayFor(nc *nodeConn, typ byte, body []byte) {
+	var name string
+	switch typ {
+	case 'B':
+		_, rest := cstringT(body)
+		name, _ = cstringT(rest)
+	case 'D':
+		if len(body) < 2 || body[0] != 'S' {
+			return
+		}
+		name, _ = cstringT(body[1:])
+	default:
+		return
 	}
-	if n > 0 {
+	if name == "" {
+		if s.unnamed == nil || nc.unnamedVer == s.unnamedVer {
+			return
+		}
+	} else if v, ok := s.stmtVer[name]; !ok || nc.stmts[name] == v {
+		return
+	}
+	exp := s.replayStatements(nc, []string{strings.Clone(name)}, name == "", nil)
+	if len(exp) > 0 {
 		s.mu.Lock()
-		nc.swallow += n
+		nc.expect = append(nc.expect, exp...)
 		s.mu.Unlock()
 	}
 }
@@ -1003,7 +1064,8 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 			nc.unnamedVer = 0 // a simple Query destroys the unnamed statement
 		}
 		q := transient(body)
-		switch w := firstWord(q); {
+		w := firstWord(q)
+		switch {
 		case w == "SET" || w == "RESET" || w == "DISCARD":
 			if isSetting(q) {
 				s.settings = append(s.settings, strings.Clone(q))
@@ -1017,9 +1079,17 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		case w == "DEALLOCATE":
 			s.forgetAll(q)
 		}
+		if w == "DISCARD" {
+			_ = s.applyTandemSet("all", "")
+		} else if n, v, ok := tandemSet(q); ok {
+			_ = s.applyTandemSet(n, v)
+		}
 	case 'P':
 		name, rest := cstringT(body)
 		q, _ := cstringT(rest)
+		if n, v, ok := tandemSet(q); ok {
+			_ = s.applyTandemSet(n, v) // the node refuses nothing here: best effort
+		}
 		cl := s.rt.cls.classify(q)
 		s.ver++
 		if name == "" {
@@ -1093,68 +1163,77 @@ func firstWord(q string) string {
 	return ""
 }
 
-// tandemSetting answers SET/SHOW/RESET of tandem.route and
-// tandem.read_consistency, which are the router's.
-func (s *splitSession) tandemSetting(q string) (bool, error) {
+// tandemSet reads SET / RESET of the router's own settings,
+// tandem.route and tandem.read_consistency: the name, the value ("" for
+// RESET: the default), and false for any other statement.
+func tandemSet(q string) (name, val string, ok bool) {
 	w := firstWord(q)
-	if w != "SET" && w != "SHOW" && w != "RESET" {
-		return false, nil
+	if w != "SET" && w != "RESET" {
+		return "", "", false
 	}
 	f := strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")))
 	if len(f) < 2 {
-		return false, nil
+		return "", "", false
 	}
-	name := f[1]
-	if name == "session" && len(f) > 2 {
-		name = f[2]
+	if f[1] == "session" && len(f) > 2 {
 		f = f[1:]
 	}
+	name = f[1]
+	if w == "RESET" && name == "all" {
+		return "all", "", true
+	}
 	if name != "tandem.route" && name != "tandem.read_consistency" {
-		return false, nil
-	}
-	var msgs []pgproto3.BackendMessage
-	switch w {
-	case "SHOW":
-		v := s.route.String()
-		if name == "tandem.read_consistency" {
-			v = s.cons.String()
+		if n, v, found := strings.Cut(name, "="); found && (n == "tandem.route" || n == "tandem.read_consistency") {
+			return n, strings.Trim(v+strings.Join(f[2:], " "), `'"`), true
 		}
-		msgs = append(msgs, &pgproto3.RowDescription{Fields: []pgproto3.FieldDescription{{Name: []byte(name), DataTypeOID: pgwire.OIDText, DataTypeSize: -1, TypeModifier: -1}}},
-			&pgproto3.DataRow{Values: [][]byte{[]byte(v)}}, &pgproto3.CommandComplete{CommandTag: []byte("SHOW")})
-	case "RESET":
-		if name == "tandem.route" {
+		return "", "", false
+	}
+	if w == "RESET" {
+		return name, "", true
+	}
+	rest := f[2:]
+	if len(rest) > 0 && (rest[0] == "=" || rest[0] == "to") {
+		rest = rest[1:]
+	} else if len(rest) > 0 && strings.HasPrefix(rest[0], "=") {
+		rest[0] = strings.TrimPrefix(rest[0], "=")
+	}
+	return name, strings.Trim(strings.Join(rest, " "), `'"`), true
+}
+
+// applyTandemSet takes a SET / RESET of tandem.route or
+// tandem.read_consistency into the session's routing (the node keeps the
+// setting too, for SHOW); an invalid value is an error.
+func (s *splitSession) applyTandemSet(name, val string) error {
+	switch name {
+	case "all":
+		s.route, s.cons = routeAuto, s.rt.cons
+	case "tandem.route":
+		if val == "" || val == "default" {
 			s.route = routeAuto
-		} else {
+			return nil
+		}
+		rt, ok := parseRoute(val)
+		if !ok {
+			return pgwire.Errorf("22023", "invalid value for parameter \"tandem.route\": %q (auto, primary or replica)", val)
+		}
+		s.route = rt
+	case "tandem.read_consistency":
+		if val == "" || val == "default" {
 			s.cons = s.rt.cons
+			return nil
 		}
-		msgs = append(msgs, &pgproto3.CommandComplete{CommandTag: []byte("RESET")})
-	case "SET":
-		val := ""
-		if len(f) >= 4 && (f[2] == "=" || f[2] == "to") {
-			val = strings.Join(f[3:], " ")
-		} else if len(f) == 3 && strings.HasPrefix(f[2], "=") {
-			val = strings.TrimPrefix(f[2], "=")
+		c, ok := parseConsistency(val)
+		if !ok {
+			return pgwire.Errorf("22023", "invalid value for parameter \"tandem.read_consistency\": %q (session, strong, bounded or eventual)", val)
 		}
-		var bad error
-		if name == "tandem.route" {
-			if rt, ok := parseRoute(val); ok {
-				s.route = rt
-			} else {
-				bad = pgwire.Errorf("22023", "invalid value for parameter \"tandem.route\": %q (auto, primary or replica)", val)
-			}
-		} else {
-			if c, ok := parseConsistency(val); ok && val != "" {
-				s.cons = c
-			} else {
-				bad = pgwire.Errorf("22023", "invalid value for parameter \"tandem.read_consistency\": %q (session, strong, bounded or eventual)", val)
-			}
-		}
-		if bad != nil {
-			msgs = append(msgs, pgwire.ToErrorResponse(bad))
-		} else {
-			msgs = append(msgs, &pgproto3.CommandComplete{CommandTag: []byte("SET")})
-		}
+		s.cons = c
 	}
+	return nil
+}
+
+// refuseSetting answers a simple-protocol SET of a router setting with an
+// invalid value, without a node.
+func (s *splitSession) refuseSetting(err error) error {
 	s.mu.Lock()
 	for !s.closed && s.pending > 0 {
 		s.cond.Wait() // answers stay in order
@@ -1162,13 +1241,10 @@ func (s *splitSession) tandemSetting(q string) (bool, error) {
 	status := s.txStatus
 	s.mu.Unlock()
 	s.rl.wmu.Lock()
-	for _, m := range msgs {
-		s.client.Append(m)
-	}
+	defer s.rl.wmu.Unlock()
+	s.client.Append(pgwire.ToErrorResponse(err))
 	s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
-	err := s.client.Flush()
-	s.rl.wmu.Unlock()
-	return true, err
+	return s.client.Flush()
 }
 
 // readWait is the configured bound on a replica's wait.
