@@ -249,7 +249,7 @@ func pairs() int {
 func TestReadConsistency(t *testing.T) {
 	for _, level := range []string{"session", "strong", "eventual"} {
 		t.Run(level, func(t *testing.T) {
-			_, c := splitCluster(t, "sqlite", fmt.Sprintf("read_consistency = %q\nread_wait = \"2s\"\n", level), "n2=15ms")
+			h, c := splitCluster(t, "sqlite", fmt.Sprintf("read_consistency = %q\nread_wait = \"2s\"\n", level), "n2=15ms")
 			ctx := context.Background()
 			setup := connect(t, c.DSN)
 			if _, err := setup.Exec(ctx, "CREATE TABLE cell (id int PRIMARY KEY, v int)"); err != nil {
@@ -261,6 +261,10 @@ func TestReadConsistency(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The sessions below read rows another session wrote: wait
+			// until the replica has them (session consistency covers a
+			// session's own writes).
+			waitStandby(t, h.dsn(h.nodes["n2"]), fmt.Sprintf("SELECT count(*) FROM cell HAVING count(*) = %d", workers+1))
 			total := pairs()
 			var stale, onReplica, done atomic.Int64
 			var wg sync.WaitGroup

@@ -1030,6 +1030,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			// PostgreSQL keeps the setting itself (time zone, isolation
 			// level...); tandem still tracks it for ParameterStatus.
 			m := setRe.FindStringSubmatch(sql)
+			if len(kw) > 1 && kw[1] == "TANDEM" {
+				break // the router's settings (tandem.route ...): tandem keeps them
+			}
 			if kw[0] == "SET" && keptByTandem(kw, m) {
 				if m == nil {
 					s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
