@@ -786,56 +786,86 @@ func (s *splitSession) dispatch(complete bool) error {
 	inTx := (s.txStatus != 'I' || s.pending > 0) && s.cur >= 0 && s.conns[s.cur] != nil
 	cur := s.cur
 	s.mu.Unlock()
-	target := -1
-	switch {
-	case inTx:
-		target = cur
-	case want == routeAuto:
-		target = cur
-		if target < 0 || s.conns[target] == nil {
+	for attempt := 0; ; attempt++ {
+		target := -1
+		switch {
+		case inTx:
+			target = cur
+		case want == routeAuto:
+			target = cur
+			if target < 0 || s.conns[target] == nil {
+				target = s.rt.primaryIndex()
+			}
+		case want == routePrimary:
 			target = s.rt.primaryIndex()
+		default:
+			target = s.pickReplica()
 		}
-	case want == routePrimary:
-		target = s.rt.primaryIndex()
-	default:
-		target = s.pickReplica()
-	}
-	nc, err := s.ensure(target)
-	if err != nil {
-		return s.refuse(err, complete)
-	}
-	if want == routeReplica && !inTx && s.isReplica(target) {
-		if err := s.awaitConsistency(nc); err != nil {
-			s.rt.log.Debug("a replica is behind what the read needs: the primary runs it", "node", nc.up.Node, "err", err)
-			target = s.rt.primaryIndex()
-			if nc, err = s.ensure(target); err != nil {
-				return s.refuse(err, complete)
+		nc, err := s.ensure(target)
+		if err != nil {
+			return s.refuse(err, complete)
+		}
+		target = nc.idx // a replica that cannot be reached: the primary
+		if want == routeReplica && !inTx && s.isReplica(target) {
+			if err := s.awaitConsistency(nc); err != nil {
+				s.rt.log.Debug("a replica is behind what the read needs: the primary runs it", "node", nc.up.Node, "err", err)
+				target = s.rt.primaryIndex()
+				if nc, err = s.ensure(target); err != nil {
+					return s.refuse(err, complete)
+				}
+				target = nc.idx
 			}
 		}
-	}
-	s.prepare(nc, rq)
-	s.mu.Lock()
-	if !inTx && s.cur != target {
-		s.cur = target
-	}
-	if !s.inTx && !inTx {
-		s.rt.Begin(target)
-		s.inTx = true
-	}
-	s.mu.Unlock()
-	// Send the request.
-	for b := s.batch; len(b) >= 5; {
-		n := int(binary.BigEndian.Uint32(b[1:5])) + 1
-		frame := b[:n]
-		b = b[n:]
-		s.remember(frame[0], frame, target)
+		s.prepare(nc, rq)
 		s.mu.Lock()
-		s.track(frame[0])
+		if nc.dead {
+			// The connection ended since it was chosen (its reader saw
+			// it): a transaction there is lost (lost() said so), a new
+			// one chooses again.
+			s.mu.Unlock()
+			if inTx || attempt >= 3 {
+				for b := s.batch; len(b) >= 5; {
+					n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+					s.mu.Lock()
+					if !s.lostTx && s.owe == "" {
+						s.owe = codeSerialization
+					}
+					s.mu.Unlock()
+					s.absorb(b[0], b[:n])
+					b = b[n:]
+				}
+				return nil
+			}
+			continue
+		}
+		if !inTx && s.cur != target {
+			s.cur = target
+		}
+		if !s.inTx && !inTx {
+			s.rt.Begin(target)
+			s.inTx = true
+		}
+		// Count the request in flight before sending it: if the
+		// connection ends now, lost() answers it.
+		for b := s.batch; len(b) >= 5; {
+			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+			s.track(b[0])
+			b = b[n:]
+		}
 		s.mu.Unlock()
-		nc.fr.AppendRaw(frame)
+		for b := s.batch; len(b) >= 5; {
+			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+			frame := b[:n]
+			b = b[n:]
+			s.remember(frame[0], frame, target)
+			if frame[0] == 'B' || frame[0] == 'D' {
+				s.replayFor(nc, frame[0], frame[5:])
+			}
+			nc.fr.AppendRaw(frame)
+		}
+		_ = nc.fr.Flush()
+		return nil
 	}
-	_ = nc.fr.Flush()
-	return nil
 }
 
 // fits reports whether a request that wants w may go to node idx while
