@@ -139,7 +139,7 @@ func fastRead(sql string) bool {
 			ch = s[i]
 		}
 		switch ch {
-		case '(', ';', '"', '$', '\\':
+		case '(', ';':
 			return false
 		case '-':
 			if i+1 < len(s) && s[i+1] == '-' {
