@@ -125,6 +125,7 @@ type splitSession struct {
 	// write lock (rl.wmu)
 	rl          relay
 	batchSpare  []byte
+	needs       []string // request.needs, reused (transient names)
 	route       route
 	cons        consistency
 	readOnly    bool // default_transaction_read_only
@@ -268,8 +269,8 @@ func (s *splitSession) read(nc *nodeConn) {
 			return
 		}
 		if typ == 'S' {
-			if name, rest := cstring(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
-				v, _ := cstring(rest)
+			if name, rest := cstringT(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
+				v, _ := cstringT(rest)
 				g, _ := strconv.ParseUint(v, 10, 64)
 				s.mu.Lock()
 				switch name {
@@ -599,15 +600,15 @@ func (s *splitSession) fatal(e *pgwire.Error) {
 type request struct {
 	class    stmtClass // the most demanding statement's
 	force    route
-	absorbed bool // answered by the router (SET/SHOW tandem.*)
-	setting  bool // a session setting to replay elsewhere
-	needs    []string
-	unnamed  bool // uses the unnamed statement without parsing it
+	absorbed bool     // answered by the router (SET/SHOW tandem.*)
+	setting  bool     // a session setting to replay elsewhere
+	needs    []string // named statements it uses and does not parse (views of the request: not kept)
+	unnamed  bool     // uses the unnamed statement without parsing it
 }
 
 // classifyBatch reads the gathered request and records what it sets up.
 func (s *splitSession) classifyBatch() request {
-	rq := request{class: classNeutral}
+	rq := request{class: classNeutral, needs: s.needs[:0]}
 	parsedUnnamed := false
 	parsed := map[string]bool(nil)
 	merge := func(cl classification) {
@@ -658,7 +659,7 @@ func (s *splitSession) classifyBatch() request {
 				merge(s.unnamedClassIn(s.batch))
 			} else {
 				if !parsed[stmt] {
-					rq.needs = append(rq.needs, strings.Clone(stmt))
+					rq.needs = append(rq.needs, stmt)
 				}
 				merge(s.classOf(stmt))
 			}
@@ -670,7 +671,7 @@ func (s *splitSession) classifyBatch() request {
 						rq.unnamed = true
 					}
 				} else if !parsed[stmt] {
-					rq.needs = append(rq.needs, strings.Clone(stmt))
+					rq.needs = append(rq.needs, stmt)
 				}
 			}
 		}
@@ -761,6 +762,7 @@ func (s *splitSession) dispatch(complete bool) error {
 		}
 	}
 	rq := s.classifyBatch()
+	defer func() { s.needs = rq.needs[:0] }()
 	// Decide: the primary, a replica, or home (the last node).
 	want := routePrimary
 	switch {
@@ -1030,7 +1032,7 @@ func (s *splitSession) replayStatements(nc *nodeConn, names []string, unnamed bo
 		}
 		nc.fr.AppendRaw(s.parses[name])
 		exp = append(exp, '1')
-		nc.stmts[name] = v
+		nc.stmts[strings.Clone(name)] = v
 	}
 	if unnamed && s.unnamed != nil && nc.unnamedVer != s.unnamedVer {
 		nc.fr.AppendRaw(s.unnamed)
@@ -1063,7 +1065,7 @@ func (s *splitSession) replayFor(nc *nodeConn, typ byte, body []byte) {
 	} else if v, ok := s.stmtVer[name]; !ok || nc.stmts[name] == v {
 		return
 	}
-	exp := s.replayStatements(nc, []string{strings.Clone(name)}, name == "", nil)
+	exp := s.replayStatements(nc, []string{name}, name == "", nil)
 	if len(exp) > 0 {
 		s.mu.Lock()
 		nc.expect = append(nc.expect, exp...)
