@@ -169,6 +169,35 @@ func TestTxRouting(t *testing.T) {
 				t.Logf("write in READ ONLY: %s", pe.Message)
 			}
 			_ = tx.Rollback(ctx)
+			// BEGIN; SET TRANSACTION READ ONLY: the block runs on the
+			// replica (the router answers BEGIN and sends it along with
+			// the block's first request).
+			for _, q := range []string{"BEGIN", "SET TRANSACTION READ ONLY"} {
+				if _, err := conn.PgConn().Exec(ctx, q).ReadAll(); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if st := conn.PgConn().TxStatus(); st != 'T' {
+				t.Errorf("after BEGIN: transaction status %c", st)
+			}
+			res, err := conn.PgConn().Exec(ctx, "SHOW tandem.node").ReadAll()
+			if err != nil || string(res[0].Rows[0][0]) != "n2" {
+				t.Errorf("BEGIN; SET TRANSACTION READ ONLY: ran on %v (%v); want n2", res, err)
+			}
+			if _, err := conn.PgConn().Exec(ctx, "COMMIT").ReadAll(); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []string{"BEGIN", "SAVEPOINT a"} {
+				if _, err := conn.PgConn().Exec(ctx, q).ReadAll(); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if n, err := nodeOf(t, conn, "SELECT 1"); err != nil || n != "n1" {
+				t.Errorf("BEGIN; SAVEPOINT: the block ran on %s (%v); want the primary", n, err)
+			}
+			if _, err := conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
+				t.Fatal(err)
+			}
 			// Forcing with the session setting.
 			if _, err := conn.Exec(ctx, "SET tandem.route = primary"); err != nil {
 				t.Fatal(err)

@@ -28,6 +28,9 @@ type classification struct {
 	// readOnlyDefault: the text sets default_transaction_read_only (or
 	// the session's characteristics): +1 on, -1 off (RESET, DISCARD).
 	readOnlyDefault int8
+	// plainBegin: the text is one BEGIN / START TRANSACTION without READ
+	// ONLY; setTxRO: it starts with SET TRANSACTION ... READ ONLY.
+	plainBegin, setTxRO bool
 }
 
 // route is where a session's transactions go (SET tandem.route).
@@ -195,7 +198,7 @@ func (c *classifier) parse(sql string) classification {
 			switch ts.Kind {
 			case pg_query.TransactionStmtKind_TRANS_STMT_BEGIN, pg_query.TransactionStmtKind_TRANS_STMT_START:
 				if !readOnlyOption(ts.Options) {
-					return classification{class: classWrite}
+					return classification{class: classWrite, plainBegin: len(tree.Stmts) == 1 && !hasOption(ts.Options, "transaction_read_only")}
 				}
 				begins = true
 			case pg_query.TransactionStmtKind_TRANS_STMT_PREPARE, pg_query.TransactionStmtKind_TRANS_STMT_COMMIT_PREPARED, pg_query.TransactionStmtKind_TRANS_STMT_ROLLBACK_PREPARED:
@@ -209,6 +212,10 @@ func (c *classifier) parse(sql string) classification {
 					out.readOnlyDefault = boolSetting(vs.Args[0])
 				} else {
 					out.readOnlyDefault = -1 // DEFAULT, RESET
+				}
+			case "transaction":
+				if readOnlyOption(vs.Args) && raw == tree.Stmts[0] {
+					out.setTxRO = true
 				}
 			case "session characteristics":
 				if readOnlyOption(vs.Args) {

@@ -123,9 +123,13 @@ type splitSession struct {
 
 	// client goroutine only; rl reads the client and holds the client
 	// write lock (rl.wmu)
-	rl          relay
-	batchSpare  []byte
-	needs       []string // request.needs, reused (transient names)
+	rl         relay
+	batchSpare []byte
+	needs      []string // request.needs, reused (transient names)
+	// deferred: a plain BEGIN the router answered without a node; the
+	// transaction's first request decides where it runs (SET TRANSACTION
+	// READ ONLY: a replica), and the BEGIN goes there ahead of it.
+	deferred    string
 	route       route
 	cons        consistency
 	readOnly    bool // default_transaction_read_only
@@ -603,6 +607,7 @@ type request struct {
 	absorbed bool     // answered by the router (SET/SHOW tandem.*)
 	setting  bool     // a session setting to replay elsewhere
 	needs    []string // named statements it uses and does not parse (views of the request: not kept)
+	setTxRO  bool     // it starts with SET TRANSACTION READ ONLY
 	unnamed  bool     // uses the unnamed statement without parsing it
 }
 
@@ -636,6 +641,9 @@ func (s *splitSession) classifyBatch() request {
 		case 'Q':
 			q := transient(body)
 			cl := s.rt.cls.classify(q)
+			if len(b)+len(frame) == len(s.batch) && cl.setTxRO {
+				rq.setTxRO = true
+			}
 			merge(cl)
 		case 'P':
 			name, rest := cstringT(body)
@@ -761,8 +769,31 @@ func (s *splitSession) dispatch(complete bool) error {
 			}
 		}
 	}
+	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly {
+		q := transient(s.batch[5:])
+		if cl := s.rt.cls.classify(q); cl.plainBegin && cl.force == routeAuto {
+			s.mu.Lock()
+			for !s.closed && s.pending > 0 {
+				s.cond.Wait()
+			}
+			idle := s.txStatus == 'I' && !s.lostTx && s.owe == ""
+			s.mu.Unlock()
+			if idle {
+				// Answer BEGIN now; send it with the first request.
+				s.deferred = strings.Clone(q)
+				s.rl.wmu.Lock()
+				s.client.Append(&pgproto3.CommandComplete{CommandTag: []byte("BEGIN")})
+				s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'T'})
+				err := s.client.Flush()
+				s.rl.wmu.Unlock()
+				return err
+			}
+		}
+	}
 	rq := s.classifyBatch()
 	defer func() { s.needs = rq.needs[:0] }()
+	begin := s.deferred
+	s.deferred = ""
 	// Decide: the primary, a replica, or home (the last node).
 	want := routePrimary
 	switch {
@@ -770,6 +801,12 @@ func (s *splitSession) dispatch(complete bool) error {
 		want = rq.force
 	case s.route != routeAuto:
 		want = s.route
+	case begin != "":
+		// The first request of a deferred BEGIN's block: a replica if it
+		// is SET TRANSACTION READ ONLY, else the primary.
+		if rq.setTxRO {
+			want = routeReplica
+		}
 	case rq.class == classNeutral:
 		want = routeAuto // home
 	case rq.class == classRead || rq.class == classBeginRO || s.readOnly:
@@ -819,6 +856,12 @@ func (s *splitSession) dispatch(complete bool) error {
 			}
 		}
 		s.prepare(nc, rq)
+		if begin != "" {
+			nc.fr.AppendRaw(queryFrame(begin))
+			s.mu.Lock()
+			nc.expect = append(nc.expect, 'Z')
+			s.mu.Unlock()
+		}
 		s.mu.Lock()
 		if nc.dead {
 			// The connection ended since it was chosen (its reader saw
