@@ -695,8 +695,11 @@ func (c *Cluster) Validate() error {
 		if c.Router.Split && c.Design != "hot-standby" && c.Design != "single-master" {
 			return bad("router.split", "routes reads to replicas, which design %q has none of; use design = \"single-master\" (or \"hot-standby\")", c.Design)
 		}
-		if c.Router.MaxLag.Duration < 0 || c.Router.ReadWait.Duration < 0 {
-			return bad("router.max_lag", "max_lag and read_wait must not be negative")
+		if c.Router.MaxLag.Duration < 0 {
+			return bad("router.max_lag", "must not be negative")
+		}
+		if c.Router.ReadWait.Duration < 0 {
+			return bad("router.read_wait", "must not be negative")
 		}
 		for i, f := range c.Router.ReadOnlyFunctions {
 			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, " ();") {
