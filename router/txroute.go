@@ -228,7 +228,10 @@ func (s *splitSession) Cancel() {
 	(&relay{up: nc.up, pid: nc.pid, secret: nc.secret}).Cancel()
 }
 
-func (s *splitSession) Close() {
+func (s *splitSession) Close() { s.closeAll() }
+
+// closeAll closes every node connection and returns them.
+func (s *splitSession) closeAll() []*nodeConn {
 	s.mu.Lock()
 	s.closed = true
 	conns := append([]*nodeConn(nil), s.conns...)
@@ -238,6 +241,7 @@ func (s *splitSession) Close() {
 			nc.conn.Close()
 		}
 	}
+	return conns
 }
 
 // Serve relays until the client leaves.
@@ -253,8 +257,7 @@ func (s *splitSession) Serve(ctx context.Context) error {
 		s.inTx = false
 	}
 	s.mu.Unlock()
-	s.Close()
-	for _, nc := range s.conns {
+	for _, nc := range s.closeAll() {
 		if nc != nil {
 			<-nc.done
 		}
@@ -772,6 +775,7 @@ func (s *splitSession) dispatch(complete bool) error {
 	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly {
 		q := transient(s.batch[5:])
 		if cl := s.rt.cls.classify(q); cl.plainBegin && cl.force == routeAuto {
+			s.flushCur()
 			s.mu.Lock()
 			for !s.closed && s.pending > 0 {
 				s.cond.Wait()
@@ -816,6 +820,7 @@ func (s *splitSession) dispatch(complete bool) error {
 		want = routePrimary
 	}
 	// Wait for what is in flight unless the request goes where it is.
+	s.flushCur()
 	s.mu.Lock()
 	for !s.closed && s.pending > 0 && !(s.cur >= 0 && s.fits(s.cur, want)) {
 		s.cond.Wait()
@@ -910,6 +915,20 @@ func (s *splitSession) dispatch(complete bool) error {
 		}
 		_ = nc.fr.Flush()
 		return nil
+	}
+}
+
+// flushCur sends what the client goroutine has buffered for the current
+// node (it is about to wait for that node's answers).
+func (s *splitSession) flushCur() {
+	s.mu.Lock()
+	var nc *nodeConn
+	if s.cur >= 0 {
+		nc = s.conns[s.cur]
+	}
+	s.mu.Unlock()
+	if nc != nil && nc.fr.Pending() > 0 {
+		_ = nc.fr.Flush()
 	}
 }
 
@@ -1309,6 +1328,7 @@ func (s *splitSession) applyTandemSet(name, val string) error {
 // refuseSetting answers a simple-protocol SET of a router setting with an
 // invalid value, without a node.
 func (s *splitSession) refuseSetting(err error) error {
+	s.flushCur()
 	s.mu.Lock()
 	for !s.closed && s.pending > 0 {
 		s.cond.Wait() // answers stay in order
