@@ -5,6 +5,7 @@
 # connected to that standby node directly, alternating, same run.
 #
 # usage: bench/split_reads.sh [BACKEND=sqlite|postgres] [SECONDS=10] [ROUNDS=3] [CLIENTS=8] [SCALE=10]
+# INTER_NODE=none runs the router -> node hop in clear text (loopback).
 # needs ./bin/tandem (make build) and pgbench.
 set -eu
 BACKEND=${1:-postgres}
@@ -30,6 +31,8 @@ split = true
 [[users]]
 name = "tandem"
 password = "secret"
+[security]
+inter_node = "${INTER_NODE:-mtls}"
 EOT
 for n in n1 n2; do
   eval "P_$n=$(port)"
@@ -59,7 +62,7 @@ DIRECT="host=127.0.0.1 port=$P_n2 user=tandem dbname=tandem sslmode=disable"
 pgbench -i -s "$SCALE" -I dtgp -q "$ROUTER" > "$dir/init.log" 2>&1 || { cat "$dir/init.log"; exit 1; }
 want=$((SCALE * 100000))
 until [ "$(psql -Atc 'select count(*) from pgbench_accounts' "$DIRECT" 2>/dev/null)" = "$want" ]; do sleep 0.5; done
-echo "backend $BACKEND, pgbench -S -M prepared, $CLIENTS clients, scale $SCALE, $SECS s per run, $ROUNDS rounds"
+echo "backend $BACKEND, inter_node ${INTER_NODE:-mtls}, pgbench -S -M prepared, $CLIENTS clients, scale $SCALE, $SECS s per run, $ROUNDS rounds"
 echo "round path tps"
 for r in $(seq "$ROUNDS"); do
   for path in router direct; do
