@@ -278,7 +278,7 @@ func pairs() int {
 func TestReadConsistency(t *testing.T) {
 	for _, run := range []struct{ backend, level string }{
 		{"sqlite", "session"}, {"sqlite", "strong"}, {"sqlite", "bounded"}, {"sqlite", "eventual"},
-		{"postgres", "session"}, {"postgres", "eventual"},
+		{"postgres", "session"}, {"postgres", "strong"}, {"postgres", "eventual"},
 	} {
 		level := run.level
 		t.Run(run.backend+"/"+level, func(t *testing.T) {
@@ -420,7 +420,13 @@ func TestReadConsistency(t *testing.T) {
 // session sees at most its in-flight transaction fail, with a retryable
 // SQLSTATE, and goes on reading (on the primary).
 func TestReplicaKillUnderReads(t *testing.T) {
-	h, c := splitCluster(t, "sqlite", "", "")
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) { replicaKillUnderReads(t, backend) })
+	}
+}
+
+func replicaKillUnderReads(t *testing.T, backend string) {
+	h, c := splitCluster(t, backend, "", "")
 	ctx := context.Background()
 	setup := connect(t, c.DSN)
 	if _, err := setup.Exec(ctx, "CREATE TABLE r (id int PRIMARY KEY, v int)"); err != nil {
