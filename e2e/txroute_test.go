@@ -514,4 +514,26 @@ func replicaKillUnderReads(t *testing.T, backend string) {
 		t.Errorf("no read succeeded after the replica was killed")
 	}
 	t.Logf("%d reads; %d after the kill; failures per session %v", reads.Load(), okAfter.Load(), failures)
+	// The replica comes back, catches up and is used again (the session
+	// read on the primary meanwhile: its reads need the replica caught up).
+	h.start("n2")
+	conn := connect(t, c.DSN)
+	if _, err := conn.Exec(ctx, "UPDATE r SET v = v + 1 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := nodeOf(t, conn, "SELECT v FROM r WHERE id = 1")
+		if err == nil && n == "n2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted replica is not used again within 30 s (last read on %s, %v)", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM r WHERE id = 1").Scan(&v); err != nil || v != 2 {
+		t.Errorf("after the replica rejoined: v = %d (%v); want 2 (the session's own write)", v, err)
+	}
 }
