@@ -453,8 +453,9 @@ func (s *splitSession) clientLoop() error {
 		if typ == 'X' {
 			s.mu.Lock()
 			s.closed = true
+			conns := append([]*nodeConn(nil), s.conns...)
 			s.mu.Unlock()
-			for _, nc := range s.conns {
+			for _, nc := range conns {
 				if nc != nil {
 					nc.fr.AppendRaw(frame)
 					_ = nc.fr.Flush()
