@@ -198,6 +198,33 @@ func TestTxRouting(t *testing.T) {
 			if _, err := conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
 				t.Fatal(err)
 			}
+			// A CancelRequest (with the key the router gave the client)
+			// reaches the node running the transaction: the replica here.
+			tx, err = conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+			if err != nil {
+				t.Fatal(err)
+			}
+			long := "SELECT pg_sleep(20)"
+			if backend == "sqlite" {
+				long = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000000000) SELECT count(*) FROM c"
+			}
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				_ = conn.PgConn().CancelRequest(context.Background())
+			}()
+			start := time.Now()
+			lctx, lcancel := context.WithTimeout(ctx, 15*time.Second)
+			_, err = tx.Exec(lctx, long)
+			lcancel()
+			// 57014 comes from the node that ran it; a cancel sent
+			// elsewhere would leave the query running.
+			if !errors.As(err, &pe) || pe.Code != "57014" || time.Since(start) > 10*time.Second {
+				t.Errorf("cancelled a long query on the replica: %v after %v; want 57014 within seconds", err, time.Since(start))
+			}
+			_ = tx.Rollback(ctx)
+			if conn.IsClosed() {
+				t.Fatalf("the session ended after a cancel")
+			}
 			// Forcing with the session setting.
 			if _, err := conn.Exec(ctx, "SET tandem.route = primary"); err != nil {
 				t.Fatal(err)
