@@ -23,7 +23,11 @@ import (
 // starts the cluster with `tandem up` and talks to the router with pgx.
 
 // splitCluster writes a hot-standby cluster with split routing (extra goes
-// into [router]) and runs `tandem up`; delay, if set, is
+// into [router]) and runs `tandem up`. Several checks expect a read-only
+// transaction to land on the replica n2: the balancer must not give reads
+// to the primary while the replica is healthy (the stand-in in
+// router/balance_stub.go does not; with the real policies, give the
+// primary a read weight of 0 here); delay, if set, is
 // TANDEM_TEST_APPLY_DELAY for the tandem processes (e.g. "n2=20ms").
 func splitCluster(t *testing.T, backend, routerExtra, delay string) (*hsCluster, *Cluster) {
 	t.Helper()
