@@ -995,7 +995,7 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 		return err
 	}
 	defer c.Close()
-	go func() { <-ctx.Done(); c.Close() }()
+	go func(ctx context.Context) { <-ctx.Done(); c.Close() }(ctx) // ctx is reassigned below: pass it (data race)
 	rd, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
 	h := hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch(), Reseed: r.reseeding.Load()}
 	b, _ := json.Marshal(h)
