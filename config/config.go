@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,8 +81,25 @@ type Router struct {
 	// MaxLag takes a node out of read rotation while it is further behind
 	// the primary than this: a number of GSNs (max_lag = 1000) or a time
 	// (max_lag = "2s": how long its oldest unapplied commit has waited).
-	// Unset: 10000 GSNs.
+	// Unset: 10000 GSNs. It is also the bound of read_consistency =
+	// "bounded": a read sees the primary's state of at most that long (or
+	// that many GSNs) ago.
 	MaxLag Lag `toml:"max_lag"`
+	// Split routes each transaction on the listen port: read-only ones to
+	// a replica, the rest to the primary (router/txroute.go). The
+	// single-master design always does; a hot-standby cluster opts in
+	// (its standby then serves reads).
+	Split bool `toml:"split"`
+	// ReadConsistency of routed reads: session (default: read your writes,
+	// monotonic reads) | strong | bounded | eventual; a session changes it
+	// with SET tandem.read_consistency.
+	ReadConsistency string `toml:"read_consistency"`
+	// ReadWait: how long a replica waits to catch up with what a read
+	// needs before the read runs on the primary instead (default 1s).
+	ReadWait Duration `toml:"read_wait"`
+	// ReadOnlyFunctions: user functions that change nothing, so that an
+	// autocommit SELECT calling them may run on a replica.
+	ReadOnlyFunctions []string `toml:"read_only_functions"`
 }
 
 // DefaultMaxLagGSNs is router.max_lag when unset.
@@ -130,6 +148,9 @@ func (l Lag) String() string {
 
 // Policies are the router's balancing policies (router.policy).
 var Policies = []string{"least-connected", "round-robin", "single", "random", "source"}
+
+// ReadConsistencies are router.read_consistency's values.
+var ReadConsistencies = []string{"session", "strong", "bounded", "eventual"}
 
 // DefaultMaxWritesetBytes is replication.max_writeset_bytes when unset: a
 // migration that rewrites a few hundred thousand rows in one transaction
@@ -577,11 +598,19 @@ func (c *Cluster) applyDefaults() {
 	if c.Router != nil && c.Router.HealthInterval.Duration == 0 {
 		c.Router.HealthInterval.Duration = 500 * time.Millisecond
 	}
-	if c.Router != nil && c.Router.Policy == "" {
-		c.Router.Policy = "least-connected"
-	}
-	if c.Router != nil && c.Router.MaxLag == (Lag{}) {
-		c.Router.MaxLag.GSNs = DefaultMaxLagGSNs
+	if c.Router != nil {
+		if c.Router.Policy == "" {
+			c.Router.Policy = "least-connected"
+		}
+		if c.Router.MaxLag == (Lag{}) {
+			c.Router.MaxLag.GSNs = DefaultMaxLagGSNs
+		}
+		if c.Router.ReadConsistency == "" {
+			c.Router.ReadConsistency = "session"
+		}
+		if c.Router.ReadWait.Duration == 0 {
+			c.Router.ReadWait.Duration = time.Second
+		}
 	}
 	for i := range c.Nodes {
 		n := &c.Nodes[i]
@@ -764,6 +793,20 @@ func (c *Cluster) Validate() error {
 		}
 		if err := c.Router.MaxLag.bad; err != nil {
 			return bad("router.max_lag", "%v", err)
+		}
+		if !slices.Contains(ReadConsistencies, c.Router.ReadConsistency) {
+			return bad("router.read_consistency", "%q is not one of %s", c.Router.ReadConsistency, strings.Join(ReadConsistencies, ", "))
+		}
+		if c.Router.Split && c.Design != "hot-standby" && c.Design != "single-master" {
+			return bad("router.split", "routes reads to replicas, which design %q has none of; use design = \"single-master\" (or \"hot-standby\")", c.Design)
+		}
+		if c.Router.ReadWait.Duration < 0 {
+			return bad("router.read_wait", "must not be negative")
+		}
+		for i, f := range c.Router.ReadOnlyFunctions {
+			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, " ();") {
+				return bad(fmt.Sprintf("router.read_only_functions[%d]", i), "%q is not a function name (write name or schema.name)", f)
+			}
 		}
 	}
 	seen := map[string]bool{}

@@ -94,6 +94,10 @@ func TestBadConfigs(t *testing.T) {
 		{"admin_https without TLS", good + "[security]\nadmin_https = \"on\"\ninter_node = \"none\"\n", "field security.admin_https"},
 		{"postgres user not superuser", strings.Replace(good, `name = "u"`, `name = "postgres"`, 1) + "backend = \"postgres\"\n", "field users[0].superuser: the user \"postgres\" is the managed PostgreSQL's bootstrap superuser"},
 		{"tiny message cap", good + "[limits]\nmax_message_bytes = 10\n", "field limits.max_message_bytes"},
+		{"bad read_consistency", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_consistency = \"psychic\"\n", `field router.read_consistency: "psychic" is not one of session, strong, bounded, eventual`},
+		{"split without replicas", good + "[router]\nlisten = \"127.0.0.1:7100\"\nsplit = true\n", `field router.split: routes reads to replicas, which design "standalone" has none of`},
+		{"bad read_only_functions", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_only_functions = [\"f()\"]\n", "field router.read_only_functions[0]"},
+		{"negative read_wait", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_wait = \"-1s\"\n", "field router.read_wait: must not be negative"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

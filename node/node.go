@@ -308,6 +308,17 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		return fmt.Errorf("%w: node %s: backend %q", config.ErrInvalid, id, n.Backend)
 	}
 
+	if ex, ok := handler.(*pgwire.Executor); ok {
+		// SHOW tandem.node, and the router's read consistency
+		// (pgwire/readgsn.go).
+		ex.NodeID = id
+		if repl != nil {
+			ex.Positions = repl
+		}
+		if c.Router != nil {
+			ex.ReadWait, ex.ReadConsistency = c.Router.ReadWait.Duration, c.Router.ReadConsistency
+		}
+	}
 	srv := pgwire.NewServer(pwcfg, handler)
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_node_sessions", Help: "Open client sessions on this node."}, func() float64 { return float64(srv.Active()) })
 	reg.MustRegister(sessions)

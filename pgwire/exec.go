@@ -39,6 +39,16 @@ type Executor struct {
 	Keepalive Keepalive
 	// Logger logs sessions ended by a timeout (nil: slog.Default()).
 	Logger *slog.Logger
+	// NodeID is the node's id (SHOW tandem.node); Positions its
+	// replication positions for the router's read consistency (nil:
+	// unreplicated), ReadWait how long SET tandem.min_applied_gsn waits
+	// (router.read_wait; 0: 1 s). See readgsn.go.
+	NodeID    string
+	Positions Positions
+	ReadWait  time.Duration
+	// ReadConsistency is router.read_consistency (SHOW
+	// tandem.read_consistency before a SET).
+	ReadConsistency string
 }
 
 func (e *Executor) log() *slog.Logger {
@@ -114,8 +124,11 @@ type execSession struct {
 	// ReadyForQuery; the idle timeouts wait for Sync, as in PostgreSQL.
 	inBatch bool
 	// note: a session tagged by the router (commitnote.go).
-	note        *CommitNote
-	reportedGSN uint64
+	note         *CommitNote
+	reportedGSN  uint64
+	reportedRead uint64
+	// reportedApplied: readgsn.go
+	reportedApplied uint64
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -211,6 +224,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			s.skip = false
 			s.endImplicit(ctx)
 			s.reportCommit()
+			s.reportRead()
 			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 		case 'H':
 			if err := c.Flush(); err != nil {
@@ -343,6 +357,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		s.sendError(failed)
 	}
 	s.reportCommit()
+	s.reportRead()
 	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
 	return nil
 }
@@ -1006,6 +1021,12 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 	if len(kw) == 0 {
 		return false, nil
 	}
+	if g, ok, err := isMinApplied(kw, sql); ok {
+		if err != nil {
+			return true, err
+		}
+		return true, s.waitApplied(ctx, g)
+	}
 	if _, raw := s.bs.(RawSession); raw {
 		switch kw[0] {
 		case "SHOW":
@@ -1016,6 +1037,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			// PostgreSQL keeps the setting itself (time zone, isolation
 			// level...); tandem still tracks it for ParameterStatus.
 			m := setRe.FindStringSubmatch(sql)
+			if len(kw) > 1 && kw[1] == "TANDEM" {
+				break // the router's settings (tandem.route ...): tandem keeps them
+			}
 			if kw[0] == "SET" && keptByTandem(kw, m) {
 				if m == nil {
 					s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})

@@ -74,7 +74,8 @@ var timeoutSetting = map[string]time.Duration{
 // back end that answers SHOW itself.
 func tandemSetting(name string) bool {
 	_, ok := timeoutSetting[name]
-	return ok || name == "tcp_keepalives_count"
+	return ok || name == "tcp_keepalives_count" || name == NodeSetting || name == AppliedGSNSetting ||
+		name == "tandem.route" || name == "tandem.read_consistency"
 }
 
 // normalizeSetting checks a SET of one of tandem's time settings and
@@ -138,6 +139,9 @@ func (s *execSession) keepalive() Keepalive {
 
 // showTandemSetting answers SHOW for tandem's own settings.
 func (s *execSession) showTandemSetting(name string) (string, bool) {
+	if v, ok := s.showPosition(name); ok {
+		return v, true
+	}
 	switch name {
 	case "idle_in_transaction_session_timeout":
 		return FormatTimeout(s.sessionTime(name, s.e.IdleInTransactionTimeout)), true

@@ -99,6 +99,16 @@ func (r *Agent) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger
 		g, found := r.sessions.get(req.URL.Query().Get("tag"))
 		reply(w, map[string]any{"gsn": g, "found": found, "role": r.role(), "epoch": r.epoch()}, nil)
 	})))
+	// GET /position: this node's role, epoch and applied GSN (on the
+	// primary: every commit acknowledged so far is at or below it). The
+	// router's strong and bounded reads wait for it on a replica.
+	mux.Handle("/position", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		g := r.applied.Load()
+		if r.role() == RolePrimary {
+			g = max(g, r.rlog.LastGSN()) // every acknowledged commit is at or below it
+		}
+		reply(w, map[string]any{"role": r.role(), "epoch": r.epoch(), "applied_gsn": g}, nil)
+	})))
 	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()
 		err := r.Set(q.Get("safeness"), q.Get("durability"))

@@ -166,6 +166,12 @@ type Agent struct {
 	opMu sync.Mutex
 	// sessions: the highest GSN per router session tag (sessions.go).
 	sessions sessionGSNs
+	// Read consistency (positions.go): the GSN being applied, waiters
+	// for the applied GSN, and the test-only apply delay.
+	applying   atomic.Uint64
+	appliedMu  sync.Mutex
+	appliedCh  chan struct{}
+	applyDelay time.Duration
 }
 
 // ApplyFailure is a writeset a standby cannot apply: its GSN, the
@@ -262,6 +268,7 @@ func durabilityMode(s string) replog.Mode {
 // re-applies whatever the log holds beyond its applied GSN.
 func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *slog.Logger, reg prometheus.Registerer) (*Agent, error) {
 	r := &Agent{id: id, cfg: c, log: log.With("component", "replication"), db: db, dir: dir, peers: map[string]*peer{}, failedPeers: map[string]ApplyFailure{}}
+	r.applyDelay = testApplyDelay(id, r.log)
 	r.ackCond = sync.NewCond(&r.ackMu)
 	r.safeness.Store(c.Repl.Safeness)
 	r.mDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_repl_degraded", Help: "1 while the primary commits 1-safe because no standby answered within ack_timeout."})
@@ -337,7 +344,7 @@ func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *
 		}
 		r.rlog = rl
 	}
-	r.applied.Store(applied)
+	r.setApplied(applied)
 	r.cleanFrom.Store(r.rlog.LastGSN()) // what it answered before a restart may have been 1-safe
 	r.received.Store(rl.LastGSN())
 	if err := r.saveState(st); err != nil {
@@ -456,7 +463,7 @@ func (r *Agent) Prepare(ctx context.Context, ws *writeset.Writeset) (func(contex
 			r.log.Error("back-end commit failed after the writeset was logged; the node re-applies it from the log at restart", "gsn", gsn)
 			return nil
 		}
-		r.applied.Store(gsn)
+		r.setApplied(gsn)
 		if note != nil {
 			r.sessions.note(note.Tag, gsn)
 		}
@@ -1027,7 +1034,7 @@ func (r *Agent) catchUpLocal(ctx context.Context) error {
 		return nil
 	}
 	n, err := r.replay(ctx, applied+1, last)
-	r.applied.Store(applied + uint64(n))
+	r.setApplied(applied + uint64(n))
 	if err != nil {
 		var ae *writeset.ApplyError
 		if errors.As(err, &ae) {
@@ -1050,7 +1057,7 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 		return err
 	}
 	defer c.Close()
-	go func() { <-ctx.Done(); c.Close() }()
+	go func(ctx context.Context) { <-ctx.Done(); c.Close() }(ctx) // ctx is reassigned below: pass it (data race)
 	rd, w := bufio.NewReaderSize(c, 64<<10), bufio.NewWriter(c)
 	h := hello{Node: r.id, Epoch: r.epoch(), LastGSN: r.rlog.LastGSN(), LastEpoch: r.rlog.LastEpoch(), Reseed: r.reseeding.Load()}
 	b, _ := json.Marshal(h)
@@ -1118,6 +1125,15 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 				for len(batch) < 256 && len(applyQ) > 0 {
 					batch = append(batch, <-applyQ)
 				}
+				if r.applyDelay > 0 {
+					// TANDEM_TEST_APPLY_DELAY (tests only): a slow replica.
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(r.applyDelay):
+					}
+				}
+				r.applying.Store(batch[len(batch)-1].GSN)
 				if err := r.db.ApplyBatch(ctx, batch); err != nil {
 					var ae *writeset.ApplyError
 					if errors.As(err, &ae) {
@@ -1126,7 +1142,7 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 					errc <- fmt.Errorf("apply: %w", err)
 					return
 				}
-				r.applied.Store(batch[len(batch)-1].GSN)
+				r.setApplied(batch[len(batch)-1].GSN)
 				for _, ws := range batch {
 					r.sessions.note(ws.Session, ws.GSN)
 				}
@@ -1277,8 +1293,9 @@ func (r *Agent) setApplyFailed(ae *writeset.ApplyError) {
 func (r *Agent) retryApply(ctx context.Context) bool {
 	from, last := r.applied.Load()+1, r.rlog.LastGSN()
 	if from <= last {
+		r.applying.Store(last)
 		n, err := r.replay(ctx, from, last)
-		r.applied.Store(from - 1 + uint64(n))
+		r.setApplied(from - 1 + uint64(n))
 		if err != nil {
 			var ae *writeset.ApplyError
 			if errors.As(err, &ae) {
@@ -1347,7 +1364,7 @@ func (r *Agent) installSnapshot(ctx context.Context, gsn, epoch uint64, data []b
 	}
 	r.rlog = rl
 	r.received.Store(gsn)
-	r.applied.Store(gsn)
+	r.setApplied(gsn)
 	r.log.Info("re-seeded from the primary's snapshot", "gsn", gsn, "bytes", len(data))
 	return nil
 }
@@ -1473,7 +1490,7 @@ func (r *Agent) promote(ctx context.Context, fencedGSN uint64, wait time.Duratio
 		if _, err := r.replay(ctx, r.applied.Load()+1, last); err != nil {
 			return PromoteResult{}, err
 		}
-		r.applied.Store(last)
+		r.setApplied(last)
 	}
 	res := PromoteResult{Node: r.id, LastGSN: r.rlog.LastGSN(), PrimaryGSN: r.primaryLast.Load()}
 	if fencedGSN > 0 {

@@ -521,14 +521,18 @@ func (r *relay) upstreamToClient() error {
 			return err
 		}
 		if r.survive && typ == 'S' && r.tag != "" {
-			if name, rest := cstring(frame[5:]); name == pgwire.CommitGSNParam {
-				v, _ := cstring(rest)
+			name, rest := cstringT(frame[5:])
+			if name == pgwire.CommitGSNParam {
+				v, _ := cstringT(rest)
 				if g, err := strconv.ParseUint(v, 10, 64); err == nil {
 					r.trackMu.Lock()
 					r.commitGSN, r.ackSeen = g, true
 					r.trackMu.Unlock()
 				}
 				continue // tandem's own: not for the client
+			}
+			if name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
+				continue // read consistency's (txroute.go): not for the client
 			}
 		}
 		if r.survive && typ == 'C' {

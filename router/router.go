@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,15 @@ type Config struct {
 	// GSNs).
 	MaxLagGSNs uint64
 	MaxLagTime time.Duration
+	// Split routes each transaction (txroute.go): read-only ones to a
+	// replica, with ReadConsistency (session, strong, bounded, eventual;
+	// bounded by MaxLagGSNs / MaxLagTime) and ReadWait (how long a replica
+	// may take to catch up before the primary runs the read);
+	// ReadOnlyFunctions are user functions a routed read may call.
+	Split             bool
+	ReadConsistency   string
+	ReadWait          time.Duration
+	ReadOnlyFunctions []string
 }
 
 // NodeStatus is the router's view of one node.
@@ -120,6 +130,14 @@ type Router struct {
 	nodes    []nodeState
 	samples  []gsnSample
 	balancer Balancer
+
+	// transaction routing (txroute.go, consistency.go)
+	cls   *classifier
+	cons  consistency
+	known []atomic.Uint64 // per node: a GSN it is known to have applied
+	pmu   sync.Mutex
+	pcur  *gsnFetch
+	hc    map[string]*http.Client // by node: admin clients (under pmu)
 }
 
 // New builds a router.
@@ -131,6 +149,11 @@ func New(cfg Config) *Router {
 		cfg.MaxMessageBytes = 64 << 20
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fails: make([]int, len(cfg.Nodes)), probe: make(chan struct{}, 1)}
+	r.known = make([]atomic.Uint64, len(cfg.Nodes))
+	if cfg.Split {
+		r.cls = newClassifier(cfg.ReadOnlyFunctions)
+		r.cons, _ = parseConsistency(cfg.ReadConsistency)
+	}
 	now := time.Now()
 	for i, n := range cfg.Nodes {
 		role := "replica"
@@ -201,6 +224,13 @@ const openWait = 15 * time.Second
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
+	}
+	if r.cfg.Split && !r.cfg.Reads {
+		s, err := r.openSplit(ctx, c)
+		if err != nil {
+			r.fail.Inc()
+		}
+		return s, err
 	}
 	survive := r.cfg.Survive && !r.cfg.Reads
 	deadline := time.Now().Add(openWait)
@@ -328,6 +358,7 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 	if err != nil {
 		s.LastError = err.Error()
 	}
+	r.known[i].Store(0)
 	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
 	go r.moveSessionsOff(s.ID, "the node is down")
 }

@@ -109,7 +109,9 @@ func newRouterCmd() *cobra.Command {
 			}
 			reg := prometheus.NewRegistry()
 			rt := router.New(balance(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
-				Survive: c.Repl.Failover == "automatic", Registerer: reg}))
+				Survive: c.Repl.Failover == "automatic", Registerer: reg,
+				Split: c.Router.Split || c.Design == "single-master", ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
+				ReadOnlyFunctions: c.Router.ReadOnlyFunctions}))
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			rt.FollowRoles(cmd.Context())
 			tlsCfg, err := c.ServerTLS()

@@ -1,0 +1,75 @@
+#!/bin/sh
+# The router's cost for routed reads (issue 12): pgbench -S through the
+# router with transaction routing (the standby of a hot-standby pair with
+# [router] split = true serves the reads) against the same pgbench
+# connected to that standby node directly, alternating, same run.
+#
+# usage: bench/split_reads.sh [BACKEND=sqlite|postgres] [SECONDS=10] [ROUNDS=3] [CLIENTS=8] [SCALE=10]
+# INTER_NODE=none runs the router -> node hop in clear text (loopback).
+# needs ./bin/tandem (make build) and pgbench.
+set -eu
+BACKEND=${1:-postgres}
+SECS=${2:-10}
+ROUNDS=${3:-3}
+CLIENTS=${4:-8}
+SCALE=${5:-10}
+BIN=${TANDEM:-./bin/tandem}
+dir=$(mktemp -d /tmp/tandem-split-XXXXXX)
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+R=$(port); RR=$(port)
+cat > "$dir/c.toml" <<EOT
+cluster = "split"
+design = "hot-standby"
+run_dir = "$dir/run"
+[replication]
+safeness = "2-safe-received"
+durability = "relaxed"
+[router]
+listen = "127.0.0.1:$R"
+read_listen = "127.0.0.1:$RR"
+split = true
+[[users]]
+name = "tandem"
+password = "secret"
+[security]
+inter_node = "${INTER_NODE:-mtls}"
+EOT
+for n in n1 n2; do
+  eval "P_$n=$(port)"
+  cat >> "$dir/c.toml" <<EOT
+[[nodes]]
+id = "$n"
+listen = "127.0.0.1:$(eval echo \$P_$n)"
+metrics = "127.0.0.1:$(port)"
+repl_listen = "127.0.0.1:$(port)"
+backend = "$BACKEND"
+EOT
+  if [ "$BACKEND" = postgres ]; then
+    printf '[nodes.postgres]\nsettings = { fsync = "off", max_connections = "100" }\n' >> "$dir/c.toml"
+  fi
+done
+"$BIN" up -c "$dir/c.toml" > "$dir/up.log" 2>&1 &
+UP=$!
+trap 'kill $UP 2>/dev/null; wait $UP 2>/dev/null; rm -rf "$dir"' EXIT
+i=0
+until grep -q 'psql "' "$dir/up.log"; do
+  i=$((i+1)); [ $i -gt 600 ] && { cat "$dir/up.log"; exit 1; }
+  sleep 0.2
+done
+export PGPASSWORD=secret
+ROUTER="host=127.0.0.1 port=$R user=tandem dbname=tandem sslmode=disable"
+DIRECT="host=127.0.0.1 port=$P_n2 user=tandem dbname=tandem sslmode=disable"
+pgbench -i -s "$SCALE" -I dtgp -q "$ROUTER" > "$dir/init.log" 2>&1 || { cat "$dir/init.log"; exit 1; }
+want=$((SCALE * 100000))
+until [ "$(psql -Atc 'select count(*) from pgbench_accounts' "$DIRECT" 2>/dev/null)" = "$want" ]; do sleep 0.5; done
+echo "backend $BACKEND, inter_node ${INTER_NODE:-mtls}, pgbench -S -M prepared, $CLIENTS clients, scale $SCALE, $SECS s per run, $ROUNDS rounds"
+echo "round path tps"
+for r in $(seq "$ROUNDS"); do
+  for path in router direct; do
+    dsn=$ROUTER; [ $path = direct ] && dsn=$DIRECT
+    tps=$(pgbench -S -M prepared -n -c "$CLIENTS" -j 2 -T "$SECS" "$dsn" 2>/dev/null | awk '/^tps/ {print int($3)}')
+    echo "$r $path $tps"
+  done
+done
+# Where the router's reads went (the standby answers SHOW tandem.node).
+echo "a routed read ran on: $(psql -Atc 'show tandem.node' "$ROUTER")"

@@ -1,0 +1,151 @@
+package router
+
+import "testing"
+
+func TestClassify(t *testing.T) {
+	c := newClassifier([]string{"app.safe_lookup", "pure_fn"})
+	for _, tc := range []struct {
+		sql   string
+		class stmtClass
+		force route
+	}{
+		{"SELECT 1", classRead, routeAuto},
+		{"select abalance from pgbench_accounts where aid = $1", classRead, routeAuto},
+		{"SELECT a, b FROM t WHERE x = 'for'", classRead, routeAuto}, // parser path: FOR in a literal
+		{"SELECT count(*) FROM t", classRead, routeAuto},
+		{"SELECT lower(name), now() FROM t", classRead, routeAuto},
+		{"SELECT pg_catalog.upper('a')", classRead, routeAuto},
+		{"SELECT * FROM generate_series(1, 3)", classRead, routeAuto},
+		{"WITH x AS (SELECT 1) SELECT * FROM x", classRead, routeAuto},
+		{"SELECT * FROM t WHERE id IN (SELECT id FROM u)", classRead, routeAuto},
+		{"SHOW tandem.node", classRead, routeAuto},
+		{"EXPLAIN SELECT 1", classRead, routeAuto},
+		{"SELECT pure_fn(1)", classRead, routeAuto},
+		{"SELECT app.safe_lookup(1)", classRead, routeAuto},
+		{"BEGIN READ ONLY", classBeginRO, routeAuto},
+		{"START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", classBeginRO, routeAuto},
+		{"BEGIN READ ONLY; SELECT 1; COMMIT", classBeginRO, routeAuto},
+		{"COMMIT", classNeutral, routeAuto},
+		{"ROLLBACK", classNeutral, routeAuto},
+		{"SET application_name = 'x'", classNeutral, routeAuto},
+		{"DISCARD ALL", classNeutral, routeAuto},
+		// the primary
+		{"BEGIN", classWrite, routeAuto},
+		{"BEGIN READ WRITE", classWrite, routeAuto},
+		{"SELECT nextval('s')", classWrite, routeAuto},
+		{"SELECT currval('s')", classWrite, routeAuto},
+		{"SELECT setval('s', 5)", classWrite, routeAuto},
+		{"SELECT pg_advisory_lock(1)", classWrite, routeAuto},
+		{"SELECT lo_create(0)", classWrite, routeAuto},
+		{"SELECT txid_current()", classWrite, routeAuto},
+		{"SELECT set_config('a.b', 'c', false)", classWrite, routeAuto},
+		{"SELECT my_func()", classWrite, routeAuto},
+		{"SELECT other.pure_fn()", classWrite, routeAuto},
+		{"SELECT * FROM t FOR UPDATE", classWrite, routeAuto},
+		{"SELECT * FROM t FOR SHARE", classWrite, routeAuto},
+		{"SELECT * FROM t FOR NO KEY UPDATE SKIP LOCKED", classWrite, routeAuto},
+		{"SELECT * INTO newt FROM t", classWrite, routeAuto},
+		{"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", classWrite, routeAuto},
+		{"WITH u AS (UPDATE t SET v = 1 RETURNING *) SELECT 1", classWrite, routeAuto},
+		{"SELECT 1; UPDATE t SET v = 1", classWrite, routeAuto},
+		{"INSERT INTO t VALUES (1)", classWrite, routeAuto},
+		{"UPDATE t SET v = 1", classWrite, routeAuto},
+		{"DELETE FROM t", classWrite, routeAuto},
+		{"CREATE TABLE t (id int)", classWrite, routeAuto},
+		{"LOCK TABLE t", classWrite, routeAuto},
+		{"COPY t FROM STDIN", classWrite, routeAuto},
+		{"PREPARE TRANSACTION 'x'", classWrite, routeAuto},
+		{"EXPLAIN ANALYZE DELETE FROM t", classWrite, routeAuto},
+		{"SELECT (", classWrite, routeAuto}, // a syntax error: the primary says so
+		{"", classWrite, routeAuto},
+		// forcing
+		{"/* tandem:primary */ SELECT 1", classRead, routePrimary},
+		{"/* tandem:replica */ UPDATE t SET v = 1", classWrite, routeReplica},
+		{"  /*tandem:replica*/ SELECT 1", classRead, routeReplica},
+		{"/* other */ SELECT 1", classRead, routeAuto},
+	} {
+		got := c.classify(tc.sql)
+		if got.class != tc.class || got.force != tc.force {
+			t.Errorf("%q: class %d force %v; want class %d force %v", tc.sql, got.class, got.force, tc.class, tc.force)
+		}
+		// Twice: the cached answer is the same.
+		if again := c.classify(tc.sql); again != got {
+			t.Errorf("%q: cached %v, first %v", tc.sql, again, got)
+		}
+	}
+}
+
+func TestReadOnlyDefault(t *testing.T) {
+	c := newClassifier(nil)
+	for _, tc := range []struct {
+		sql  string
+		want int8
+	}{
+		{"SET default_transaction_read_only = on", 1},
+		{"SET default_transaction_read_only TO true", 1},
+		{"SET SESSION default_transaction_read_only = 1", 1},
+		{"SET default_transaction_read_only = off", -1},
+		{"SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY", 1},
+		{"SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE", -1},
+		{"RESET default_transaction_read_only", -1},
+		{"RESET ALL", -1},
+		{"DISCARD ALL", -1},
+		{"SET application_name = 'x'", 0},
+	} {
+		if got := c.classify(tc.sql).readOnlyDefault; got != tc.want {
+			t.Errorf("%q: readOnlyDefault %d; want %d", tc.sql, got, tc.want)
+		}
+	}
+}
+
+func TestFastRead(t *testing.T) {
+	for _, tc := range []struct {
+		sql  string
+		want bool
+	}{
+		{"SELECT abalance FROM pgbench_accounts WHERE aid = 42;", true},
+		{"select * from t where a = $1", true},
+		{"SELECT * FROM t FOR UPDATE", false},
+		{"SELECT * INTO x FROM t", false},
+		{"SELECT f(1)", false},
+		{"SELECT 1; DELETE FROM t", false},
+		{"SELECT 1 -- c", false},
+		{"SELECT /* c */ 1", false},
+		{"SELECTX 1", false},
+		{"WITH x AS (SELECT 1) SELECT 1", false},
+		{"SELECT forward FROM t", true}, // a word that starts with "for"
+	} {
+		if got := fastRead(tc.sql); got != tc.want {
+			t.Errorf("fastRead(%q) = %v; want %v", tc.sql, got, tc.want)
+		}
+	}
+}
+
+func TestTandemSet(t *testing.T) {
+	for _, tc := range []struct {
+		sql, name, val string
+		ok             bool
+	}{
+		{"SET tandem.route = primary", "tandem.route", "primary", true},
+		{"SET tandem.route TO 'replica';", "tandem.route", "replica", true},
+		{"set session tandem.read_consistency = strong", "tandem.read_consistency", "strong", true},
+		{"SET tandem.route=auto", "tandem.route", "auto", true},
+		{"RESET tandem.route", "tandem.route", "", true},
+		{"RESET ALL", "all", "", true},
+		{"SET application_name = 'x'", "", "", false},
+		{"SHOW tandem.route", "", "", false},
+	} {
+		name, val, ok := tandemSet(tc.sql)
+		if name != tc.name || val != tc.val || ok != tc.ok {
+			t.Errorf("tandemSet(%q) = %q %q %v; want %q %q %v", tc.sql, name, val, ok, tc.name, tc.val, tc.ok)
+		}
+	}
+}
+
+func BenchmarkClassifyFast(b *testing.B) {
+	c := newClassifier(nil)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c.classify("SELECT abalance FROM pgbench_accounts WHERE aid = 12345;")
+	}
+}

@@ -1,0 +1,1360 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tandemdb/tandem/pgwire"
+)
+
+// Transaction routing (Config.Split; DESIGN.md "Transaction routing").
+// A client session holds one server connection per node it has used,
+// opened on first use and kept. At each transaction boundary the router
+// reads the client's next request (a Query, or extended-protocol
+// messages up to Sync) and sends it to:
+//
+//   - a replica, if it is read-only: BEGIN/START TRANSACTION READ ONLY, an
+//     autocommit SELECT the parser shows changes nothing, or anything in a
+//     session whose default_transaction_read_only is on; the replica must
+//     have applied what the session's read consistency needs;
+//   - the node the session last used, for what goes anywhere (SET,
+//     COMMIT, a Parse without an Execute);
+//   - the primary, for everything else.
+//
+// Inside a transaction everything goes to the transaction's node. A
+// statement comment /* tandem:primary */ or /* tandem:replica */ and SET
+// tandem.route force the choice; SET tandem.read_consistency changes the
+// session's level. Session settings and prepared statements follow the
+// session: what a connection lacks is replayed on it, ahead of the
+// request and without a round trip (its answers are swallowed).
+
+// consistency levels (router.read_consistency).
+type consistency uint8
+
+const (
+	consSession consistency = iota
+	consStrong
+	consBounded
+	consEventual
+)
+
+func parseConsistency(v string) (consistency, bool) {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(v), `'"`)) {
+	case "session", "default", "":
+		return consSession, true
+	case "strong":
+		return consStrong, true
+	case "bounded":
+		return consBounded, true
+	case "eventual":
+		return consEventual, true
+	}
+	return 0, false
+}
+
+func (c consistency) String() string {
+	return [...]string{"session", "strong", "bounded", "eventual"}[c]
+}
+
+// maxBatchBytes: a request this large before its Sync is not held to be
+// classified: it goes to the primary.
+const maxBatchBytes = 256 << 10
+
+// nodeConn is a session's connection to one node.
+type nodeConn struct {
+	idx    int
+	up     Upstream
+	conn   net.Conn
+	fr     *pgwire.Framer
+	pid    uint32
+	secret []byte
+	params [][2]string
+	// what of the session's memory this connection has (client goroutine)
+	setDone    int               // settings[:setDone] ran here
+	stmts      map[string]uint64 // prepared statement -> version here
+	unnamedVer uint64            // the unnamed statement's version here
+	// under splitSession.mu: the answers to replayed setup, in order, to
+	// keep from the client: 'Z' everything through the next
+	// ReadyForQuery (a replayed setting, a wait), '1' a ParseComplete,
+	// '3' a CloseComplete.
+	expect []byte
+	waiter chan error // told the outcome of the wait (the last 'Z')
+	werr   error      // an error among the swallowed answers
+	dead   bool
+	done   chan struct{} // the reader ended
+}
+
+// splitSession is a client session under transaction routing.
+type splitSession struct {
+	rt       *Router
+	client   *pgwire.Conn
+	clientIP netip.Addr
+	tag      string
+	ctx      context.Context
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	conns    []*nodeConn // by node index; nil: not open
+	cur      int         // the node of the current transaction or last request; -1 none
+	pending  int         // sync points sent to cur, not yet answered
+	unsynced bool        // messages sent to cur after its last sync point
+	txStatus byte
+	inTx     bool // counted by Begin on cur
+	// lost work: lostTx (the transaction's node died: 40001 until
+	// ROLLBACK), owe (answer this code at the client's Sync).
+	lostTx bool
+	owe    string
+	closed bool
+
+	// GSNs (under mu): the session's last commit and read.
+	lastCommit, lastRead uint64
+
+	// client goroutine only; rl reads the client and holds the client
+	// write lock (rl.wmu)
+	rl         relay
+	batchSpare []byte
+	needs      []string // request.needs, reused (transient names)
+	// deferred: a plain BEGIN the router answered without a node; the
+	// transaction's first request decides where it runs (SET TRANSACTION
+	// READ ONLY: a replica), and the BEGIN goes there ahead of it.
+	deferred    string
+	route       route
+	cons        consistency
+	readOnly    bool // default_transaction_read_only
+	settings    []string
+	stmtVer     map[string]uint64
+	parses      map[string][]byte
+	stmtClass   map[string]classification
+	unnamed     []byte
+	unnamedVer  uint64
+	unnamedCl   classification
+	ver         uint64
+	batch       []byte
+	batchFrames int
+}
+
+func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
+	s := &splitSession{rt: r, client: c, tag: newSessionTag(), ctx: ctx, cur: -1, txStatus: 'I',
+		conns: make([]*nodeConn, len(r.cfg.Nodes)), cons: r.cons,
+		stmtVer: map[string]uint64{}, parses: map[string][]byte{}, stmtClass: map[string]classification{}}
+	s.cond = sync.NewCond(&s.mu)
+	s.rl.client, s.rl.readTimeout = c, r.cfg.MessageReadTimeout
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr); err == nil {
+		s.clientIP = ap.Addr()
+	}
+	if v, ok := c.Params["default_transaction_read_only"]; ok {
+		s.readOnly = boolWord(v)
+	}
+	// The session starts on the primary: its parameters are the
+	// session's, and a failed login is the primary's to report.
+	pi := r.primaryIndex()
+	if _, st := r.primary(); !st.Healthy {
+		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
+			Message: fmt.Sprintf("tandem: the primary %s is down (%s)", st.ID, st.LastError), Err: ErrNoNode}
+	}
+	nc, err := s.dial(pi)
+	if err != nil {
+		if errors.Is(err, ErrUpstreamDown) {
+			r.report(r.cfg.Nodes[pi].Node, err)
+			r.suspect(r.cfg.Nodes[pi].Node, err)
+		}
+		return nil, err
+	}
+	s.conns[pi] = nc
+	s.cur = pi
+	r.sess.Inc()
+	return s, nil
+}
+
+func boolWord(v string) bool {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(v), `'"`)) {
+	case "on", "true", "yes", "1", "t", "y":
+		return true
+	}
+	return false
+}
+
+// dial opens a connection to node idx (same user, TLS and tag as the
+// relay's) and starts its reader.
+func (s *splitSession) dial(idx int) (*nodeConn, error) {
+	up := s.rt.cfg.Nodes[idx]
+	hc, err := dialUpstream(s.ctx, up, s.client, s.rt.cfg.MaxMessageBytes, s.tag)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := hc.Conn.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	nc := &nodeConn{idx: idx, up: up, conn: hc.Conn, pid: hc.PID, secret: hc.SecretKey,
+		fr: pgwire.NewFramer(hc.Conn, hc.Conn, s.rt.cfg.MaxMessageBytes), stmts: map[string]uint64{}, done: make(chan struct{})}
+	for k, v := range hc.ParameterStatuses {
+		nc.params = append(nc.params, [2]string{k, v})
+	}
+	go s.read(nc)
+	return nc, nil
+}
+
+func (s *splitSession) ParameterStatus() [][2]string {
+	if nc := s.conns[s.cur]; nc != nil {
+		return nc.params
+	}
+	return nil
+}
+
+// Cancel re-issues a CancelRequest to the node running the current
+// transaction.
+func (s *splitSession) Cancel() {
+	s.mu.Lock()
+	var nc *nodeConn
+	if s.cur >= 0 {
+		nc = s.conns[s.cur]
+	}
+	s.mu.Unlock()
+	if nc == nil {
+		return
+	}
+	(&relay{up: nc.up, pid: nc.pid, secret: nc.secret}).Cancel()
+}
+
+func (s *splitSession) Close() { s.closeAll() }
+
+// closeAll closes every node connection and returns them.
+func (s *splitSession) closeAll() []*nodeConn {
+	s.mu.Lock()
+	s.closed = true
+	conns := append([]*nodeConn(nil), s.conns...)
+	s.mu.Unlock()
+	for _, nc := range conns {
+		if nc != nil {
+			nc.conn.Close()
+		}
+	}
+	return conns
+}
+
+// Serve relays until the client leaves.
+func (s *splitSession) Serve(ctx context.Context) error {
+	s.ctx = ctx
+	err := s.clientLoop()
+	if err != nil {
+		go s.Cancel()
+	}
+	s.mu.Lock()
+	if s.inTx && s.cur >= 0 {
+		s.rt.End(s.cur)
+		s.inTx = false
+	}
+	s.mu.Unlock()
+	for _, nc := range s.closeAll() {
+		if nc != nil {
+			<-nc.done
+		}
+	}
+	return err
+}
+
+// read relays one node connection's answers to the client.
+func (s *splitSession) read(nc *nodeConn) {
+	defer close(nc.done)
+	c := s.client
+	for {
+		typ, frame, err := nc.fr.ReadFrame()
+		if err != nil {
+			s.lost(nc, err)
+			return
+		}
+		if typ == 'S' {
+			if name, rest := cstringT(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
+				v, _ := cstringT(rest)
+				g, _ := strconv.ParseUint(v, 10, 64)
+				s.mu.Lock()
+				switch name {
+				case pgwire.CommitGSNParam:
+					s.lastCommit = max(s.lastCommit, g)
+				case pgwire.ReadGSNParam:
+					s.lastRead = max(s.lastRead, g)
+				default:
+					s.rt.noteApplied(nc.idx, g)
+				}
+				s.mu.Unlock()
+				continue // tandem's own: not for the client
+			}
+		}
+		s.mu.Lock()
+		if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
+			s.mu.Unlock()
+			continue
+		}
+		if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
+			if s.pending > 0 {
+				s.pending--
+			}
+			s.txStatus = frame[5]
+			if s.txStatus == 'I' && s.pending == 0 && !s.unsynced && s.inTx {
+				s.rt.End(nc.idx)
+				s.inTx = false
+			}
+			s.cond.Broadcast()
+		}
+		s.mu.Unlock()
+		s.rl.wmu.Lock()
+		c.AppendRaw(frame)
+		if nc.fr.Buffered() == 0 || c.Pending() > 64<<10 {
+			if err := c.Flush(); err != nil {
+				s.rl.wmu.Unlock()
+				nc.conn.Close()
+				continue
+			}
+		}
+		s.rl.wmu.Unlock()
+	}
+}
+
+// swallowed reports whether an answer belongs to replayed setup (under
+// mu). A replayed Parse that fails (the statement's table is not on this
+// node yet) is the client's error: the node skips the client's messages
+// up to its Sync, and the client is told why.
+func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
+	switch nc.expect[0] {
+	case 'Z':
+		if typ == 'E' && nc.werr == nil {
+			nc.werr = errorFrom(frame)
+		}
+		if typ == 'Z' {
+			nc.expect = nc.expect[1:]
+			if nc.waiter != nil && len(nc.expect) == 0 {
+				nc.waiter <- nc.werr
+				nc.waiter = nil
+			} else if nc.werr != nil {
+				s.rt.log.Info("replaying a session's setting on a node failed", "node", nc.up.Node, "err", nc.werr)
+			}
+			nc.werr = nil
+		}
+		return true
+	case '1', '3':
+		if typ == nc.expect[0] {
+			nc.expect = nc.expect[1:]
+			return true
+		}
+		if typ == 'E' {
+			nc.expect = nc.expect[:0]
+		}
+		return false
+	}
+	nc.expect = nc.expect[1:]
+	return false
+}
+
+// errorFrom reads an ErrorResponse frame.
+func errorFrom(frame []byte) error {
+	var e pgproto3.ErrorResponse
+	if err := e.Decode(frame[5:]); err != nil {
+		return err
+	}
+	return &pgwire.Error{Code: e.Code, Message: e.Message}
+}
+
+// lost handles the end of a node connection: work in flight there is
+// answered (40001: retry; 08007 for a write whose outcome is unknown),
+// a transaction open there is lost, and the session goes on elsewhere.
+func (s *splitSession) lost(nc *nodeConn, cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	nc.dead = true
+	if s.conns[nc.idx] == nc {
+		s.conns[nc.idx] = nil
+	}
+	if nc.waiter != nil {
+		nc.waiter <- fmt.Errorf("node %s: connection ended: %w", nc.up.Node, cause)
+		nc.waiter = nil
+	}
+	defer s.cond.Broadcast()
+	if s.closed || s.cur != nc.idx {
+		return
+	}
+	s.rt.log.Info("a session's connection to a node ended", "node", nc.up.Node, "err", cause)
+	s.rt.suspect(nc.up.Node, cause)
+	if s.pending == 0 && !s.unsynced && s.txStatus == 'I' {
+		s.cur = -1
+		return
+	}
+	wasTx := s.txStatus != 'I'
+	code := codeSerialization
+	if !s.isReplica(nc.idx) && !wasTx {
+		code = codeResolutionUnknown // an autocommit write may have committed
+	}
+	status := byte('I')
+	if wasTx {
+		status = 'E'
+	}
+	s.rl.wmu.Lock()
+	for i := 0; i < s.pending; i++ {
+		s.client.Append(pgwire.ToErrorResponse(lostWork(code, nc.up.Node)))
+		s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
+	}
+	_ = s.client.Flush()
+	s.rl.wmu.Unlock()
+	if s.unsynced {
+		s.owe = code
+	}
+	s.lostTx = wasTx
+	if s.inTx {
+		s.rt.End(nc.idx)
+		s.inTx = false
+	}
+	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
+}
+
+func lostWork(code, node string) *pgwire.Error {
+	if code == codeResolutionUnknown {
+		return &pgwire.Error{Code: code,
+			Message: fmt.Sprintf("tandem: the connection to node %s ended before this statement's outcome was known; it may or may not have committed", node),
+			Hint:    "check whether its changes are there before retrying it; the session goes on"}
+	}
+	return &pgwire.Error{Code: code,
+		Message: fmt.Sprintf("tandem: node %s went away while running this transaction; it did not commit and can be retried", node),
+		Hint:    "roll back and retry; the session goes on on another node"}
+}
+
+// isReplica reports whether node idx is not the primary now.
+func (s *splitSession) isReplica(idx int) bool { return idx != s.rt.primaryIndex() }
+
+// readClient reads the client's next message.
+func (s *splitSession) readClient() (byte, []byte, error) { return s.rl.readClient() }
+
+// clientLoop reads the client's messages, gathers each request that
+// starts a transaction, routes it and sends the rest where it belongs.
+func (s *splitSession) clientLoop() error {
+	c := s.client
+	for {
+		typ, frame, err := s.readClient()
+		if err != nil {
+			if errors.Is(err, pgwire.ErrMessageTooLarge) || errors.Is(err, pgwire.ErrMalformed) {
+				s.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: "tandem: " + err.Error()})
+			}
+			return err
+		}
+		if !frontendTypes[typ] {
+			s.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: fmt.Sprintf("tandem: invalid frontend message type %d", typ)})
+			return fmt.Errorf("%w: message type %d", pgwire.ErrMalformed, typ)
+		}
+		if typ == 'X' {
+			s.mu.Lock()
+			s.closed = true
+			conns := append([]*nodeConn(nil), s.conns...)
+			s.mu.Unlock()
+			for _, nc := range conns {
+				if nc != nil {
+					nc.fr.AppendRaw(frame)
+					_ = nc.fr.Flush()
+				}
+			}
+			return nil
+		}
+		if s.absorb(typ, frame) {
+			continue
+		}
+		s.mu.Lock()
+		direct := typ == 'd' || typ == 'c' || typ == 'f' || s.unsynced || s.txStatus != 'I' && s.pending == 0 && s.cur >= 0
+		cur := s.cur
+		s.mu.Unlock()
+		if direct && s.batch == nil {
+			// Inside a request or a transaction: where it runs.
+			s.remember(typ, frame, cur)
+			if err := s.send(cur, typ, frame); err != nil {
+				return err
+			}
+			continue
+		}
+		// A new request: gather it up to its sync point.
+		if s.batch == nil {
+			s.batch = s.batchBuf()
+		}
+		s.batch = append(s.batch, frame...)
+		s.batchFrames++
+		end := typ == 'Q' || typ == 'S'
+		if !end && typ != 'H' && c.Buffered() > 0 && len(s.batch) < maxBatchBytes {
+			continue
+		}
+		if err := s.dispatch(end); err != nil {
+			return err
+		}
+	}
+}
+
+// batchBuf returns the reused request buffer.
+func (s *splitSession) batchBuf() []byte {
+	return s.batchSpare[:0]
+}
+
+// send forwards one message to node idx.
+func (s *splitSession) send(idx int, typ byte, frame []byte) error {
+	s.mu.Lock()
+	nc := (*nodeConn)(nil)
+	if idx >= 0 {
+		nc = s.conns[idx]
+	}
+	if nc == nil {
+		// The node went away mid-request: lost() answered what was in
+		// flight; what follows up to the sync point is owed.
+		if s.owe == "" {
+			s.owe = codeSerialization
+		}
+		s.mu.Unlock()
+		s.absorb(typ, frame)
+		return nil
+	}
+	s.track(typ)
+	s.mu.Unlock()
+	if typ == 'B' || typ == 'D' {
+		s.replayFor(nc, typ, frame[5:])
+	}
+	if len(frame) >= pgwire.OwnedFrameBytes {
+		_ = nc.fr.WriteDirect(frame)
+		return nil
+	}
+	nc.fr.AppendRaw(frame)
+	if s.client.Buffered() == 0 || nc.fr.Pending() > 64<<10 {
+		_ = nc.fr.Flush() // a dead node: its reader answers
+	}
+	return nil
+}
+
+// track counts what is in flight on cur (under mu).
+func (s *splitSession) track(typ byte) {
+	switch typ {
+	case 'Q', 'S':
+		s.pending++
+		s.unsynced = false
+	case 'H', 'd', 'c', 'f':
+		if typ != 'H' {
+			s.unsynced = s.unsynced || s.pending == 0
+		}
+	default:
+		s.unsynced = true
+	}
+}
+
+// absorb answers, without a node, messages that belong to lost work: a
+// lost transaction's statements until ROLLBACK, and a request whose node
+// went away until its Sync. It reports whether it took the message.
+func (s *splitSession) absorb(typ byte, frame []byte) bool {
+	s.mu.Lock()
+	lostTx, owe := s.lostTx, s.owe
+	s.mu.Unlock()
+	if !lostTx && owe == "" {
+		return false
+	}
+	answer := func(code string, status byte) {
+		if code == "" {
+			code = codeSerialization
+		}
+		s.rl.wmu.Lock()
+		s.client.Append(pgwire.ToErrorResponse(lostWork(code, "(gone)")))
+		s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
+		_ = s.client.Flush()
+		s.rl.wmu.Unlock()
+	}
+	status := byte('I')
+	if lostTx {
+		status = 'E'
+	}
+	switch typ {
+	case 'Q':
+		if q, _ := cstring(frame[5:]); lostTx && isRollback(q) {
+			s.mu.Lock()
+			s.lostTx, s.owe = false, ""
+			s.mu.Unlock()
+			s.rl.wmu.Lock()
+			s.client.Append(&pgproto3.CommandComplete{CommandTag: []byte("ROLLBACK")})
+			s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
+			_ = s.client.Flush()
+			s.rl.wmu.Unlock()
+			return true
+		}
+		s.mu.Lock()
+		s.owe = ""
+		s.mu.Unlock()
+		answer(owe, status)
+	case 'S':
+		s.mu.Lock()
+		s.owe = ""
+		s.mu.Unlock()
+		answer(owe, status)
+	}
+	return true
+}
+
+func (s *splitSession) fatal(e *pgwire.Error) {
+	s.rl.wmu.Lock()
+	defer s.rl.wmu.Unlock()
+	s.client.Append(pgwire.ToErrorResponse(e))
+	_ = s.client.Flush()
+}
+
+// request is what the router learned of a gathered request.
+type request struct {
+	class    stmtClass // the most demanding statement's
+	force    route
+	absorbed bool     // answered by the router (SET/SHOW tandem.*)
+	setting  bool     // a session setting to replay elsewhere
+	needs    []string // named statements it uses and does not parse (views of the request: not kept)
+	setTxRO  bool     // it starts with SET TRANSACTION READ ONLY
+	unnamed  bool     // uses the unnamed statement without parsing it
+}
+
+// classifyBatch reads the gathered request and records what it sets up.
+func (s *splitSession) classifyBatch() request {
+	rq := request{class: classNeutral, needs: s.needs[:0]}
+	parsedUnnamed := false
+	parsed := map[string]bool(nil)
+	merge := func(cl classification) {
+		if cl.force != routeAuto && rq.force == routeAuto {
+			rq.force = cl.force
+		}
+		if cl.class == classWrite || rq.class == classWrite {
+			rq.class = classWrite
+			return
+		}
+		if cl.class == classBeginRO || rq.class == classBeginRO {
+			rq.class = classBeginRO
+			return
+		}
+		if cl.class == classRead {
+			rq.class = classRead
+		}
+	}
+	for b := s.batch; len(b) >= 5; {
+		n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+		frame := b[:n]
+		b = b[n:]
+		body := frame[5:]
+		switch frame[0] {
+		case 'Q':
+			q := transient(body)
+			cl := s.rt.cls.classify(q)
+			if len(b)+len(frame) == len(s.batch) && cl.setTxRO {
+				rq.setTxRO = true
+			}
+			merge(cl)
+		case 'P':
+			name, rest := cstringT(body)
+			q, _ := cstringT(rest)
+			_ = q
+			if name == "" {
+				parsedUnnamed = true
+			} else {
+				if parsed == nil {
+					parsed = map[string]bool{}
+				}
+				parsed[name] = true
+			}
+		case 'B':
+			_, rest := cstringT(body)
+			stmt, _ := cstringT(rest)
+			if stmt == "" {
+				if !parsedUnnamed {
+					rq.unnamed = true
+				}
+				merge(s.unnamedClassIn(s.batch))
+			} else {
+				if !parsed[stmt] {
+					rq.needs = append(rq.needs, stmt)
+				}
+				merge(s.classOf(stmt))
+			}
+		case 'D':
+			if len(body) > 1 && body[0] == 'S' {
+				stmt, _ := cstringT(body[1:])
+				if stmt == "" {
+					if !parsedUnnamed {
+						rq.unnamed = true
+					}
+				} else if !parsed[stmt] {
+					rq.needs = append(rq.needs, stmt)
+				}
+			}
+		}
+	}
+	return rq
+}
+
+// classOf is a named statement's class: from its Parse in this request
+// (not yet recorded) or as recorded.
+func (s *splitSession) classOf(name string) classification {
+	for b := s.batch; len(b) >= 5; {
+		n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+		frame := b[:n]
+		b = b[n:]
+		if frame[0] == 'P' {
+			nm, rest := cstringT(frame[5:])
+			if nm == name {
+				q, _ := cstringT(rest)
+				return s.rt.cls.classify(q)
+			}
+		}
+	}
+	if cl, ok := s.stmtClass[name]; ok {
+		return cl
+	}
+	return classification{class: classWrite}
+}
+
+// unnamedClassIn is the class of the unnamed statement a Bind uses: the
+// last Parse of it in the request, else the one recorded.
+func (s *splitSession) unnamedClassIn(b []byte) classification {
+	cl, found := s.unnamedCl, s.unnamed != nil
+	for len(b) >= 5 {
+		n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+		frame := b[:n]
+		b = b[n:]
+		if frame[0] == 'P' {
+			nm, rest := cstringT(frame[5:])
+			if nm == "" {
+				q, _ := cstringT(rest)
+				cl, found = s.rt.cls.classify(q), true
+			}
+		}
+	}
+	if !found {
+		return classification{class: classWrite}
+	}
+	return cl
+}
+
+// transient views a NUL-terminated body as a string without copying; it
+// must not be kept.
+func transient(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// cstringT is cstring without copying (see transient).
+func cstringT(b []byte) (string, []byte) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return transient(b), nil
+	}
+	return transient(b[:i]), b[i+1:]
+}
+
+// dispatch routes the gathered request. complete: it ends with its sync
+// point (else the client waits for answers before sending the rest, and
+// an unfinished request goes to the primary unless it is a plain write).
+func (s *splitSession) dispatch(complete bool) error {
+	defer func() {
+		s.batchSpare = s.batch[:0]
+		if cap(s.batchSpare) > 1<<20 {
+			s.batchSpare = nil
+		}
+		s.batch, s.batchFrames = nil, 0
+	}()
+	if s.batchFrames == 1 && s.batch[0] == 'Q' {
+		if name, val, ok := tandemSet(transient(s.batch[5:])); ok {
+			if err := s.applyTandemSet(name, val); err != nil {
+				return s.refuseSetting(err)
+			}
+		}
+	}
+	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly {
+		q := transient(s.batch[5:])
+		if cl := s.rt.cls.classify(q); cl.plainBegin && cl.force == routeAuto {
+			s.flushCur()
+			s.mu.Lock()
+			for !s.closed && s.pending > 0 {
+				s.cond.Wait()
+			}
+			idle := s.txStatus == 'I' && !s.lostTx && s.owe == ""
+			s.mu.Unlock()
+			if idle {
+				// Answer BEGIN now; send it with the first request.
+				s.deferred = strings.Clone(q)
+				s.rl.wmu.Lock()
+				s.client.Append(&pgproto3.CommandComplete{CommandTag: []byte("BEGIN")})
+				s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'T'})
+				err := s.client.Flush()
+				s.rl.wmu.Unlock()
+				return err
+			}
+		}
+	}
+	rq := s.classifyBatch()
+	defer func() { s.needs = rq.needs[:0] }()
+	begin := s.deferred
+	s.deferred = ""
+	// Decide: the primary, a replica, or home (the last node).
+	want := routePrimary
+	switch {
+	case rq.force != routeAuto:
+		want = rq.force
+	case s.route != routeAuto:
+		want = s.route
+	case begin != "":
+		// The first request of a deferred BEGIN's block: a replica if it
+		// is SET TRANSACTION READ ONLY, else the primary.
+		if rq.setTxRO {
+			want = routeReplica
+		}
+	case rq.class == classNeutral:
+		want = routeAuto // home
+	case rq.class == classRead || rq.class == classBeginRO || s.readOnly:
+		want = routeReplica
+	}
+	if !complete && want == routeReplica {
+		want = routePrimary
+	}
+	// Wait for what is in flight unless the request goes where it is.
+	s.flushCur()
+	s.mu.Lock()
+	for !s.closed && s.pending > 0 && !(s.cur >= 0 && s.fits(s.cur, want)) {
+		s.cond.Wait()
+	}
+	// Pipelined behind requests still in flight there (fits), or in a
+	// transaction: the request goes where the session is.
+	inTx := (s.txStatus != 'I' || s.pending > 0) && s.cur >= 0 && s.conns[s.cur] != nil
+	cur := s.cur
+	s.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		target := -1
+		switch {
+		case inTx:
+			target = cur
+		case want == routeAuto:
+			target = cur
+			if target < 0 || s.conns[target] == nil {
+				target = s.rt.primaryIndex()
+			}
+		case want == routePrimary:
+			target = s.rt.primaryIndex()
+		default:
+			target = s.pickReplica()
+		}
+		nc, err := s.ensure(target)
+		if err != nil {
+			return s.refuse(err, complete)
+		}
+		target = nc.idx // a replica that cannot be reached: the primary
+		if want == routeReplica && !inTx && s.isReplica(target) {
+			if err := s.awaitConsistency(nc); err != nil {
+				s.rt.log.Debug("a replica is behind what the read needs: the primary runs it", "node", nc.up.Node, "err", err)
+				target = s.rt.primaryIndex()
+				if nc, err = s.ensure(target); err != nil {
+					return s.refuse(err, complete)
+				}
+				target = nc.idx
+			}
+		}
+		s.prepare(nc, rq)
+		if begin != "" {
+			nc.fr.AppendRaw(queryFrame(begin))
+			s.mu.Lock()
+			nc.expect = append(nc.expect, 'Z')
+			s.mu.Unlock()
+		}
+		s.mu.Lock()
+		if nc.dead {
+			// The connection ended since it was chosen (its reader saw
+			// it): a transaction there is lost (lost() said so), a new
+			// one chooses again.
+			s.mu.Unlock()
+			if inTx || attempt >= 3 {
+				for b := s.batch; len(b) >= 5; {
+					n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+					s.mu.Lock()
+					if !s.lostTx && s.owe == "" {
+						s.owe = codeSerialization
+					}
+					s.mu.Unlock()
+					s.absorb(b[0], b[:n])
+					b = b[n:]
+				}
+				return nil
+			}
+			continue
+		}
+		if !inTx && s.cur != target {
+			s.cur = target
+		}
+		if !s.inTx && !inTx {
+			s.rt.Begin(target)
+			s.inTx = true
+		}
+		// Count the request in flight before sending it: if the
+		// connection ends now, lost() answers it.
+		for b := s.batch; len(b) >= 5; {
+			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+			s.track(b[0])
+			b = b[n:]
+		}
+		s.mu.Unlock()
+		for b := s.batch; len(b) >= 5; {
+			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+			frame := b[:n]
+			b = b[n:]
+			s.remember(frame[0], frame, target)
+			if frame[0] == 'B' || frame[0] == 'D' {
+				s.replayFor(nc, frame[0], frame[5:])
+			}
+			nc.fr.AppendRaw(frame)
+		}
+		_ = nc.fr.Flush()
+		return nil
+	}
+}
+
+// flushCur sends what the client goroutine has buffered for the current
+// node (it is about to wait for that node's answers).
+func (s *splitSession) flushCur() {
+	s.mu.Lock()
+	var nc *nodeConn
+	if s.cur >= 0 {
+		nc = s.conns[s.cur]
+	}
+	s.mu.Unlock()
+	if nc != nil && nc.fr.Pending() > 0 {
+		_ = nc.fr.Flush()
+	}
+}
+
+// fits reports whether a request that wants w may go to node idx while
+// earlier requests are still in flight there.
+func (s *splitSession) fits(idx int, w route) bool {
+	if s.cons == consStrong && w == routeReplica {
+		return false
+	}
+	switch w {
+	case routeAuto:
+		return true
+	case routePrimary:
+		return idx == s.rt.primaryIndex()
+	}
+	return s.isReplica(idx)
+}
+
+// pickReplica chooses a replica for a read (the balancer over the
+// healthy, caught-up candidates), the primary when there is none.
+func (s *splitSession) pickReplica() int {
+	cands := s.rt.ReadCandidates()
+	if len(cands) == 0 {
+		return s.rt.primaryIndex()
+	}
+	i := s.rt.balancer.Pick(cands, s.clientIP)
+	if i < 0 || i >= len(cands) {
+		return s.rt.primaryIndex()
+	}
+	return cands[i].Index
+}
+
+// ensure returns the session's connection to node idx, opening it.
+func (s *splitSession) ensure(idx int) (*nodeConn, error) {
+	s.mu.Lock()
+	nc := s.conns[idx]
+	s.mu.Unlock()
+	if nc != nil {
+		return nc, nil
+	}
+	nc, err := s.dial(idx)
+	if err != nil {
+		if errors.Is(err, ErrUpstreamDown) {
+			s.rt.report(s.rt.cfg.Nodes[idx].Node, err)
+			s.rt.suspect(s.rt.cfg.Nodes[idx].Node, err)
+			if idx != s.rt.primaryIndex() {
+				// A read goes to the primary instead.
+				return s.ensure(s.rt.primaryIndex())
+			}
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	s.conns[idx] = nc
+	s.mu.Unlock()
+	return nc, nil
+}
+
+// refuse answers a request no node could take.
+func (s *splitSession) refuse(err error, complete bool) error {
+	var pe *pgwire.Error
+	if !errors.As(err, &pe) {
+		pe = &pgwire.Error{Code: pgwire.CodeCannotConnectNow, Message: "tandem: " + err.Error()}
+	}
+	e := *pe
+	e.Severity = "ERROR"
+	s.rl.wmu.Lock()
+	s.client.Append(pgwire.ToErrorResponse(&e))
+	if complete {
+		s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
+	}
+	_ = s.client.Flush()
+	s.rl.wmu.Unlock()
+	if !complete {
+		s.mu.Lock()
+		s.owe = pe.Code
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// awaitConsistency makes sure replica nc has applied what the session's
+// read consistency needs, asking it to wait (SET tandem.min_applied_gsn)
+// unless the router already knows it has.
+func (s *splitSession) awaitConsistency(nc *nodeConn) error {
+	var need uint64
+	switch s.cons {
+	case consEventual:
+		return nil
+	case consSession:
+		s.mu.Lock()
+		need = max(s.lastCommit, s.lastRead)
+		s.mu.Unlock()
+	case consStrong, consBounded:
+		// bounded: the primary's position of max_lag ago (a time), or
+		// max_lag GSNs behind its position now.
+		notBefore := time.Now()
+		if s.cons == consBounded && s.rt.cfg.MaxLagTime > 0 {
+			notBefore = notBefore.Add(-s.rt.cfg.MaxLagTime)
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.rt.readWait()+2*time.Second)
+		g, err := s.rt.primaryGSN(ctx, notBefore)
+		cancel()
+		if err != nil {
+			return err
+		}
+		need = g
+		if s.cons == consBounded && s.rt.cfg.MaxLagTime == 0 {
+			need = 0
+			if g > s.rt.cfg.MaxLagGSNs {
+				need = g - s.rt.cfg.MaxLagGSNs
+			}
+		}
+	}
+	if need == 0 || s.rt.applied(nc.idx) >= need {
+		return nil
+	}
+	ch := make(chan error, 1)
+	s.mu.Lock()
+	if nc.dead {
+		s.mu.Unlock()
+		return errors.New("connection ended")
+	}
+	nc.expect = append(nc.expect, 'Z')
+	nc.waiter = ch
+	s.mu.Unlock()
+	nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
+	if err := nc.fr.Flush(); err != nil {
+		return err
+	}
+	select {
+	case err := <-ch:
+		if err == nil {
+			s.rt.noteApplied(nc.idx, need)
+		}
+		return err
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	}
+}
+
+// prepare replays onto nc what the request needs and nc lacks: session
+// settings, prepared statements, the unnamed statement. Their answers are
+// swallowed (nodeConn.expect); nothing waits for them.
+func (s *splitSession) prepare(nc *nodeConn, rq request) {
+	var exp []byte
+	for ; nc.setDone < len(s.settings); nc.setDone++ {
+		nc.fr.AppendRaw(queryFrame(s.settings[nc.setDone]))
+		exp = append(exp, 'Z')
+	}
+	exp = s.replayStatements(nc, rq.needs, rq.unnamed, exp)
+	if len(exp) > 0 {
+		s.mu.Lock()
+		nc.expect = append(nc.expect, exp...)
+		s.mu.Unlock()
+	}
+}
+
+// replayStatements appends to nc the Parse of each named statement in
+// names it lacks (closing a stale one first), and of the unnamed one if
+// unnamed; it returns exp with the answers to swallow.
+func (s *splitSession) replayStatements(nc *nodeConn, names []string, unnamed bool, exp []byte) []byte {
+	for _, name := range names {
+		v, ok := s.stmtVer[name]
+		if !ok || nc.stmts[name] == v {
+			continue
+		}
+		if _, had := nc.stmts[name]; had {
+			nc.fr.AppendRaw(closeFrame(name))
+			exp = append(exp, '3')
+		}
+		nc.fr.AppendRaw(s.parses[name])
+		exp = append(exp, '1')
+		nc.stmts[strings.Clone(name)] = v
+	}
+	if unnamed && s.unnamed != nil && nc.unnamedVer != s.unnamedVer {
+		nc.fr.AppendRaw(s.unnamed)
+		exp = append(exp, '1')
+		nc.unnamedVer = s.unnamedVer
+	}
+	return exp
+}
+
+// replayFor makes sure the statement a message inside a request or a
+// transaction uses (Bind, Describe) is on nc.
+func (s *splitSession) replayFor(nc *nodeConn, typ byte, body []byte) {
+	var name string
+	switch typ {
+	case 'B':
+		_, rest := cstringT(body)
+		name, _ = cstringT(rest)
+	case 'D':
+		if len(body) < 2 || body[0] != 'S' {
+			return
+		}
+		name, _ = cstringT(body[1:])
+	default:
+		return
+	}
+	if name == "" {
+		if s.unnamed == nil || nc.unnamedVer == s.unnamedVer {
+			return
+		}
+	} else if v, ok := s.stmtVer[name]; !ok || nc.stmts[name] == v {
+		return
+	}
+	exp := s.replayStatements(nc, []string{name}, name == "", nil)
+	if len(exp) > 0 {
+		s.mu.Lock()
+		nc.expect = append(nc.expect, exp...)
+		s.mu.Unlock()
+	}
+}
+
+func closeFrame(name string) []byte {
+	b := make([]byte, 5, 7+len(name))
+	b[0] = 'C'
+	b = append(b, 'S')
+	b = append(b, name...)
+	b = append(b, 0)
+	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
+	return b
+}
+
+// remember records what a message sent to node idx sets up.
+func (s *splitSession) remember(typ byte, frame []byte, idx int) {
+	var nc *nodeConn
+	if idx >= 0 {
+		nc = s.conns[idx]
+	}
+	body := frame[5:]
+	switch typ {
+	case 'Q':
+		if nc != nil {
+			nc.unnamedVer = 0 // a simple Query destroys the unnamed statement
+		}
+		q := transient(body)
+		w := firstWord(q)
+		switch {
+		case w == "SET" || w == "RESET" || w == "DISCARD":
+			if isSetting(q) {
+				s.settings = append(s.settings, strings.Clone(q))
+				if nc != nil && nc.setDone == len(s.settings)-1 {
+					nc.setDone = len(s.settings)
+				}
+				if cl := s.rt.cls.classify(q); cl.readOnlyDefault != 0 {
+					s.readOnly = cl.readOnlyDefault > 0
+				}
+			}
+		case w == "DEALLOCATE":
+			s.forgetAll(q)
+		}
+		if w == "DISCARD" {
+			_ = s.applyTandemSet("all", "")
+		} else if n, v, ok := tandemSet(q); ok {
+			_ = s.applyTandemSet(n, v)
+		}
+	case 'P':
+		name, rest := cstringT(body)
+		q, _ := cstringT(rest)
+		if n, v, ok := tandemSet(q); ok {
+			_ = s.applyTandemSet(n, v) // the node refuses nothing here: best effort
+		}
+		cl := s.rt.cls.classify(q)
+		s.ver++
+		if name == "" {
+			s.unnamed = append(s.unnamed[:0], frame...)
+			s.unnamedVer, s.unnamedCl = s.ver, cl
+			if nc != nil {
+				nc.unnamedVer = s.ver
+			}
+			return
+		}
+		name = strings.Clone(name)
+		s.stmtVer[name] = s.ver
+		s.parses[name] = bytes.Clone(frame)
+		s.stmtClass[name] = cl
+		if nc != nil {
+			nc.stmts[name] = s.ver
+		}
+	case 'C':
+		if len(body) > 1 && body[0] == 'S' {
+			name, _ := cstringT(body[1:])
+			if _, ok := s.stmtVer[name]; ok {
+				delete(s.stmtVer, name)
+				delete(s.parses, name)
+				delete(s.stmtClass, name)
+			}
+			if nc != nil {
+				delete(nc.stmts, name)
+			}
+		}
+	}
+}
+
+// forgetAll handles DEALLOCATE [PREPARE] name | ALL sent as a query.
+func (s *splitSession) forgetAll(q string) {
+	w := strings.Fields(strings.TrimRight(strings.TrimSpace(q), ";"))
+	if len(w) < 2 {
+		return
+	}
+	name := w[len(w)-1]
+	if strings.EqualFold(name, "all") {
+		clear(s.stmtVer)
+		clear(s.parses)
+		clear(s.stmtClass)
+		return
+	}
+	delete(s.stmtVer, name)
+	delete(s.parses, name)
+	delete(s.stmtClass, name)
+}
+
+// firstWord is a statement's first keyword, upper case, for the few the
+// router looks for (no allocation for the rest).
+func firstWord(q string) string {
+	q = strings.TrimLeft(q, " \t\r\n")
+	i := 0
+	for i < len(q) && (q[i] >= 'a' && q[i] <= 'z' || q[i] >= 'A' && q[i] <= 'Z') {
+		i++
+	}
+	switch w := q[:i]; {
+	case strings.EqualFold(w, "set"):
+		return "SET"
+	case strings.EqualFold(w, "reset"):
+		return "RESET"
+	case strings.EqualFold(w, "discard"):
+		return "DISCARD"
+	case strings.EqualFold(w, "deallocate"):
+		return "DEALLOCATE"
+	case strings.EqualFold(w, "show"):
+		return "SHOW"
+	}
+	return ""
+}
+
+// tandemSet reads SET / RESET of the router's own settings,
+// tandem.route and tandem.read_consistency: the name, the value ("" for
+// RESET: the default), and false for any other statement.
+func tandemSet(q string) (name, val string, ok bool) {
+	w := firstWord(q)
+	if w != "SET" && w != "RESET" {
+		return "", "", false
+	}
+	f := strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")))
+	if len(f) < 2 {
+		return "", "", false
+	}
+	if f[1] == "session" && len(f) > 2 {
+		f = f[1:]
+	}
+	name = f[1]
+	if w == "RESET" && name == "all" {
+		return "all", "", true
+	}
+	if name != "tandem.route" && name != "tandem.read_consistency" {
+		if n, v, found := strings.Cut(name, "="); found && (n == "tandem.route" || n == "tandem.read_consistency") {
+			return n, strings.Trim(v+strings.Join(f[2:], " "), `'"`), true
+		}
+		return "", "", false
+	}
+	if w == "RESET" {
+		return name, "", true
+	}
+	rest := f[2:]
+	if len(rest) > 0 && (rest[0] == "=" || rest[0] == "to") {
+		rest = rest[1:]
+	} else if len(rest) > 0 && strings.HasPrefix(rest[0], "=") {
+		rest[0] = strings.TrimPrefix(rest[0], "=")
+	}
+	return name, strings.Trim(strings.Join(rest, " "), `'"`), true
+}
+
+// applyTandemSet takes a SET / RESET of tandem.route or
+// tandem.read_consistency into the session's routing (the node keeps the
+// setting too, for SHOW); an invalid value is an error.
+func (s *splitSession) applyTandemSet(name, val string) error {
+	switch name {
+	case "all":
+		s.route, s.cons = routeAuto, s.rt.cons
+	case "tandem.route":
+		if val == "" || val == "default" {
+			s.route = routeAuto
+			return nil
+		}
+		rt, ok := parseRoute(val)
+		if !ok {
+			return pgwire.Errorf("22023", "invalid value for parameter \"tandem.route\": %q (auto, primary or replica)", val)
+		}
+		s.route = rt
+	case "tandem.read_consistency":
+		if val == "" || val == "default" {
+			s.cons = s.rt.cons
+			return nil
+		}
+		c, ok := parseConsistency(val)
+		if !ok {
+			return pgwire.Errorf("22023", "invalid value for parameter \"tandem.read_consistency\": %q (session, strong, bounded or eventual)", val)
+		}
+		s.cons = c
+	}
+	return nil
+}
+
+// refuseSetting answers a simple-protocol SET of a router setting with an
+// invalid value, without a node.
+func (s *splitSession) refuseSetting(err error) error {
+	s.flushCur()
+	s.mu.Lock()
+	for !s.closed && s.pending > 0 {
+		s.cond.Wait() // answers stay in order
+	}
+	status := s.txStatus
+	s.mu.Unlock()
+	s.rl.wmu.Lock()
+	defer s.rl.wmu.Unlock()
+	s.client.Append(pgwire.ToErrorResponse(err))
+	s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
+	return s.client.Flush()
+}
+
+// readWait is the configured bound on a replica's wait.
+func (r *Router) readWait() time.Duration {
+	if r.cfg.ReadWait > 0 {
+		return r.cfg.ReadWait
+	}
+	return time.Second
+}
