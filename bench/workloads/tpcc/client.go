@@ -102,6 +102,7 @@ type client struct {
 	cfg        Config
 	warehouses int
 	home       int // the terminal's home warehouse
+	dLo, dHi   int // the terminal's districts (BenchBase's binding)
 	q          [numStatements]string
 }
 
@@ -111,7 +112,13 @@ func (w *Workload) NewClient(ctx context.Context, conn *pgx.Conn, rng *rand.Rand
 	if p.Scale <= 0 {
 		return nil, fmt.Errorf("tpcc: %w: warehouses must be > 0 (got %d)", bench.ErrBadOption, p.Scale)
 	}
-	c := &client{conn: conn, rng: rng, cfg: w.cfg, warehouses: p.Scale, home: 1 + rng.IntN(p.Scale)}
+	c := &client{conn: conn, rng: rng, cfg: w.cfg, warehouses: p.Scale}
+	if p.Clients > 0 {
+		t := TerminalOf(p.Client, p.Clients, p.Scale)
+		c.home, c.dLo, c.dHi = t.Warehouse, t.DistrictLo, t.DistrictHi
+	} else { // a client outside a run: no binding
+		c.home, c.dLo, c.dHi = 1+rng.IntN(p.Scale), 1, DistrictsPerWarehouse
+	}
 	for i, sql := range statements {
 		if p.Simple {
 			c.q[i] = sql
@@ -168,7 +175,11 @@ func (c *client) Run(ctx context.Context, t bench.TxType) (bench.Outcome, error)
 	return out, nil
 }
 
-func (c *client) district() int { return 1 + c.rng.IntN(DistrictsPerWarehouse) }
+// district draws a district of the terminal's range.
+func (c *client) district() int { return randInt(c.rng, c.dLo, c.dHi) }
+
+// anyDistrict draws one of the ten (a remote Payment's customer).
+func (c *client) anyDistrict() int { return 1 + c.rng.IntN(DistrictsPerWarehouse) }
 
 func (c *client) customerID() int {
 	return NURand(c.rng, ACustomerID, cCustomerID, 1, c.cfg.CustomersPerDistrict)
@@ -323,7 +334,7 @@ func (c *client) payment(ctx context.Context) error {
 	w, d := c.home, c.district()
 	cw, cd := w, d
 	if c.warehouses > 1 && c.rng.IntN(100) < 15 {
-		cw, cd = c.otherWarehouse(), c.district()
+		cw, cd = c.otherWarehouse(), c.anyDistrict()
 	}
 	amount := money(c.rng, 1, 5000)
 	if _, err := c.conn.Exec(ctx, c.q[stPayUpdateWarehouse], amount, w); err != nil {
