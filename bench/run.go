@@ -221,7 +221,9 @@ func (r *runner) connect(ctx context.Context, cs *clientState) error {
 	if err != nil {
 		return fmt.Errorf("client %d: connect to %s: %w", cs.id, RedactDSN(r.opts.DSN), err)
 	}
-	cl, err := r.w.NewClient(ctx, conn, cs.rng, r.params)
+	p := r.params
+	p.Client, p.Clients = cs.id, r.opts.Clients
+	cl, err := r.w.NewClient(ctx, conn, cs.rng, p)
 	if err != nil {
 		conn.Close(context.Background())
 		return fmt.Errorf("client %d: %w", cs.id, err)

@@ -125,6 +125,14 @@ type ClientParams struct {
 	// Simple is true when the connection uses the simple query protocol
 	// (no server-side prepared statements).
 	Simple bool
+	// Client is this client's index, 0..Clients-1: a workload may bind a
+	// client to a part of the data by it (TPC-C's terminals to a home
+	// warehouse and districts, as BenchBase does). It stays the same when the
+	// driver reconnects the client.
+	Client int
+	// Clients is the run's number of clients; 0 when the caller does not
+	// say (a client made outside a run), and then Client means nothing.
+	Clients int
 }
 
 // Client runs one transaction at a time on its own connection.

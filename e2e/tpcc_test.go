@@ -16,6 +16,9 @@ import (
 // ends, checks the population's cardinalities and consistency, runs the
 // standard mix for a few seconds with retries, and checks the shares, the
 // expected 1 % NewOrder rollbacks, tpmC and consistency conditions 1-4.
+// The run is repeated with the simple protocol, where the driver's batches
+// (BEGIN with the first statement, NewOrder's stock updates) are one
+// multi-statement Query each.
 func TestTPCCThroughTandem(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -33,38 +36,47 @@ func TestTPCCThroughTandem(t *testing.T) {
 			if err := w.CheckPopulation(ctx, conn, warehouses); err != nil {
 				t.Fatalf("%s: %v", be, err)
 			}
-			res, err := bench.Run(ctx, bench.RunOptions{Workload: w, DSN: c.DSN, Clients: 4, Rampup: 500 * time.Millisecond,
-				Duration: 4 * time.Second, Seed: 5, Retries: 5})
-			if err != nil {
-				t.Fatalf("run through tandem (%s): %v", be, err)
-			}
-			if res.Totals.Errors != 0 {
-				t.Fatalf("%s: %d unexpected errors: %v", be, res.Totals.Errors, res.FirstErrors)
-			}
-			n := float64(res.Totals.Started)
-			if n < 100 {
-				t.Fatalf("%s: only %v transactions", be, n)
-			}
-			for name, wt := range map[string]float64{"NewOrder": 45, "Payment": 43, "OrderStatus": 4, "Delivery": 4, "StockLevel": 4} {
-				tx := res.Transactions[name]
-				if tx == nil || tx.Started == 0 {
-					t.Fatalf("%s: %s never ran", be, name)
+			for _, simple := range []bool{false, true} {
+				res, err := bench.Run(ctx, bench.RunOptions{Workload: w, DSN: c.DSN, Clients: 4, Rampup: 500 * time.Millisecond,
+					Duration: 4 * time.Second, Seed: 5, Retries: 5, Simple: simple})
+				if err != nil {
+					t.Fatalf("run through tandem (%s, simple protocol %v): %v", be, simple, err)
 				}
-				p := wt / 100
-				if tol := 5 * math.Sqrt(p*(1-p)/n); math.Abs(tx.Share-p) > tol {
-					t.Errorf("%s: %s share %.4f, want %.2f ± %.4f", be, name, tx.Share, p, tol)
+				checkTPCCRun(t, be, res)
+				if err := tpcc.CheckConsistency(ctx, conn); err != nil {
+					t.Fatalf("%s after the run (simple protocol %v): %v", be, simple, err)
 				}
+				if err := res.WriteFiles(filepath.Join(t.TempDir(), "out")); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s (simple protocol %v): %.0f tps, tpmC %.0f, retries %d, final aborts %d", be, simple, res.TotalTPS, res.PerMinute.Value, res.Totals.Retries, res.Totals.Aborted)
 			}
-			if res.PerMinute == nil || res.PerMinute.Value <= 0 {
-				t.Fatalf("%s: no tpmC: %+v", be, res.PerMinute)
-			}
-			if err := tpcc.CheckConsistency(ctx, conn); err != nil {
-				t.Fatalf("%s after the run: %v", be, err)
-			}
-			if err := res.WriteFiles(filepath.Join(t.TempDir(), "out")); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: %.0f tps, tpmC %.0f, retries %d, final aborts %d", be, res.TotalTPS, res.PerMinute.Value, res.Totals.Retries, res.Totals.Aborted)
 		})
+	}
+}
+
+// checkTPCCRun checks a standard-mix run: no unexpected error, every type
+// ran with its share, tpmC reported.
+func checkTPCCRun(t *testing.T, be string, res *bench.Result) {
+	t.Helper()
+	if res.Totals.Errors != 0 {
+		t.Fatalf("%s: %d unexpected errors: %v", be, res.Totals.Errors, res.FirstErrors)
+	}
+	n := float64(res.Totals.Started)
+	if n < 100 {
+		t.Fatalf("%s: only %v transactions", be, n)
+	}
+	for name, wt := range map[string]float64{"NewOrder": 45, "Payment": 43, "OrderStatus": 4, "Delivery": 4, "StockLevel": 4} {
+		tx := res.Transactions[name]
+		if tx == nil || tx.Started == 0 {
+			t.Fatalf("%s: %s never ran", be, name)
+		}
+		p := wt / 100
+		if tol := 5 * math.Sqrt(p*(1-p)/n); math.Abs(tx.Share-p) > tol {
+			t.Errorf("%s: %s share %.4f, want %.2f ± %.4f", be, name, tx.Share, p, tol)
+		}
+	}
+	if res.PerMinute == nil || res.PerMinute.Value <= 0 {
+		t.Fatalf("%s: no tpmC: %+v", be, res.PerMinute)
 	}
 }

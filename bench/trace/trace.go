@@ -66,8 +66,8 @@ type Statement struct {
 	SQLState string `json:"err,omitempty"`
 }
 
-// Recorder writes a trace. It implements pgx.QueryTracer and
-// pgx.PrepareTracer: set it as the Tracer of every connection to record.
+// Recorder writes a trace. It implements pgx.QueryTracer, pgx.BatchTracer
+// and pgx.PrepareTracer: set it as the Tracer of every connection to record.
 // It is safe for concurrent use.
 type Recorder struct {
 	mu       sync.Mutex
@@ -128,20 +128,52 @@ func (r *Recorder) TraceQueryEnd(ctx context.Context, c *pgx.Conn, d pgx.TraceQu
 	if !ok {
 		return
 	}
-	end := time.Now()
+	r.record(c, p.sql, p.args, p.start, time.Now(), d.Err)
+}
+
+// record writes one statement of session c that ran from start to end.
+func (r *Recorder) record(c *pgx.Conn, sql string, args []any, start, end time.Time, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.sessionOf(c)
-	sql := p.sql
 	if text, ok := s.prepared[sql]; ok {
 		sql = text
 	}
-	st := Statement{Session: s.id, AtUs: p.start.Sub(r.start).Microseconds(), DurUs: end.Sub(p.start).Microseconds(), SQL: sql, Args: p.args}
-	if d.Err != nil {
-		st.SQLState = sqlState(d.Err)
+	st := Statement{Session: s.id, AtUs: start.Sub(r.start).Microseconds(), DurUs: end.Sub(start).Microseconds(), SQL: sql, Args: args}
+	if err != nil {
+		st.SQLState = sqlState(err)
 	}
 	r.write(st)
 }
+
+type batchCtxKey struct{}
+
+// batchPending is a batch being read: when its previous result was read.
+type batchPending struct{ last time.Time }
+
+// TraceBatchStart implements pgx.BatchTracer.
+func (r *Recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return context.WithValue(ctx, batchCtxKey{}, &batchPending{last: time.Now()})
+}
+
+// TraceBatchQuery implements pgx.BatchTracer: it writes each statement of a
+// batch as its result is read, as if it had started when the previous one's
+// result was read (the first: when the batch was sent). A batch's
+// statements all went to the server at once; the trace keeps them in order
+// and a replay sends them one by one.
+func (r *Recorder) TraceBatchQuery(ctx context.Context, c *pgx.Conn, d pgx.TraceBatchQueryData) {
+	p, ok := ctx.Value(batchCtxKey{}).(*batchPending)
+	if !ok {
+		return
+	}
+	end := time.Now()
+	start := p.last
+	p.last = end
+	r.record(c, d.SQL, d.Args, start, end, d.Err)
+}
+
+// TraceBatchEnd implements pgx.BatchTracer.
+func (r *Recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // TracePrepareStart implements pgx.PrepareTracer: it learns the SQL of a
 // statement prepared by name, so that executions of the name record the SQL.

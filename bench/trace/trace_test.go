@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func stmts(spec ...string) []Statement {
@@ -85,6 +87,57 @@ func TestRecordRead(t *testing.T) {
 	}
 	if s1.Session != 1 || s1.SQL != "q1" || s1.AtUs < s0.AtUs {
 		t.Errorf("second statement %+v", s1)
+	}
+}
+
+// TestRecordBatch writes a batch through the pgx.BatchTracer interface:
+// every statement is recorded in order, prepared names as their SQL, with
+// its error's SQLSTATE, one after the other in time.
+func TestRecordBatch(t *testing.T) {
+	var _ pgx.BatchTracer = (*Recorder)(nil)
+	var buf bytes.Buffer
+	r, err := NewRecorder(&buf, Header{Workload: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var c pgx.Conn
+	r.TracePrepareStart(ctx, &c, pgx.TracePrepareStartData{Name: "upd", SQL: "UPDATE t SET v = $1 WHERE k = $2"})
+	bctx := r.TraceBatchStart(ctx, &c, pgx.TraceBatchStartData{Batch: &pgx.Batch{}})
+	r.TraceBatchQuery(bctx, &c, pgx.TraceBatchQueryData{SQL: "BEGIN"})
+	time.Sleep(time.Millisecond)
+	r.TraceBatchQuery(bctx, &c, pgx.TraceBatchQueryData{SQL: "upd", Args: []any{1, 2}})
+	r.TraceBatchQuery(bctx, &c, pgx.TraceBatchQueryData{SQL: "upd", Args: []any{3, 4}, Err: &pgconn.PgError{Code: "40P01"}})
+	r.TraceBatchEnd(bctx, &c, pgx.TraceBatchEndData{})
+	r.TraceBatchQuery(ctx, &c, pgx.TraceBatchQueryData{SQL: "not in a batch"}) // no TraceBatchStart: ignored
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Statement{
+		{SQL: "BEGIN"},
+		{SQL: "UPDATE t SET v = $1 WHERE k = $2", Args: []any{int64(1), int64(2)}},
+		{SQL: "UPDATE t SET v = $1 WHERE k = $2", Args: []any{int64(3), int64(4)}, SQLState: "40P01"},
+	}
+	if len(tr.Statements) != len(want) {
+		t.Fatalf("recorded %d statements, want %d: %+v", len(tr.Statements), len(want), tr.Statements)
+	}
+	for i, st := range tr.Statements {
+		if st.SQL != want[i].SQL || !reflect.DeepEqual(st.Args, want[i].Args) || st.SQLState != want[i].SQLState || st.Session != 0 {
+			t.Errorf("statement %d: %+v, want %+v", i, st, want[i])
+		}
+		if i > 0 && st.AtUs < tr.Statements[i-1].AtUs+tr.Statements[i-1].DurUs {
+			t.Errorf("statement %d starts at %d µs, before the previous one ended (%+v)", i, st.AtUs, tr.Statements[i-1])
+		}
+	}
+	if tr.Statements[1].DurUs < 1000 {
+		t.Errorf("the second statement's result came 1 ms after the first's, recorded %d µs", tr.Statements[1].DurUs)
+	}
+	if u := tr.Units(); len(u) != 1 || len(u[0].Statements) != 3 {
+		t.Errorf("units %+v, want one open block of 3 statements", u)
 	}
 }
 

@@ -13,9 +13,16 @@
 // both back ends and directly on PostgreSQL. Table and column names are
 // BenchBase's (the orders table is oorder), so its queries compare.
 //
+// Each client is a terminal bound as BenchBase binds them (TerminalOf): a
+// home warehouse (client index mod warehouses) and a range of its districts
+// from which its transactions draw, so the terminals of a warehouse do not
+// queue on one district's row.
+//
 // Differences from BenchBase: no foreign keys (the loader fills tables on
-// parallel connections in any order), and every terminal draws its home
-// warehouse at random instead of being assigned one round-robin.
+// parallel connections in any order); warehouses go to terminals
+// round-robin rather than in blocks (the same count per warehouse); and
+// Delivery serves all ten districts as TPC-C's clause 2.7 says (BenchBase's
+// serves districts 1 up to the top of the terminal's range).
 package tpcc
 
 import (
