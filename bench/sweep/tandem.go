@@ -41,7 +41,7 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	nodes := []string{"n1"}
 	if c.Design == "hot-standby" {
 		nodes = append(nodes, "n2")
-		fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", c.Safeness, c.Durability, c.StandbyDurability)
+		fmt.Fprintf(&b, "[replication]\nengine = \"writeset\"\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", c.Safeness, c.Durability, c.StandbyDurability)
 		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
 	}
 	if c.InterNode != "" {
