@@ -733,7 +733,20 @@ func (e *Engine) startStandby(ctx context.Context) error {
 		}
 		st.Rewind = false
 	}
-	return e.startServer(ctx, st)
+	if err := e.startServer(ctx, st); err != nil {
+		return err
+	}
+	// Slots this data directory held as a primary (or copied from one)
+	// would keep WAL on the standby for nobody; the next promote makes
+	// the ones it needs.
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		_, err := query(ctx, c, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'tandem\_%' AND NOT active`)
+		return err
+	})
+	if err != nil {
+		e.log.Warn("could not drop stale replication slots on this standby", "err", err)
+	}
+	return nil
 }
 
 // waitPrimary waits until the primary's server accepts the replication

@@ -50,15 +50,16 @@ type Status struct {
 	// LSN: the primary's current WAL position (pg_current_wal_lsn).
 	LSN string `json:"lsn,omitempty"`
 	// A standby's received and replayed positions, the bytes between them,
-	// the time since the last replayed transaction's commit, and its WAL
+	// the age of the last replayed commit (seconds; it grows while the
+	// primary is idle, as PostgreSQL's own measure does), and its WAL
 	// receiver's state ("streaming" when connected).
-	Received       string     `json:"receive_lsn,omitempty"`
-	Replayed       string     `json:"replay_lsn,omitempty"`
-	ReplayLagBytes int64      `json:"replay_lag_bytes,omitempty"`
-	LastReplayed   *time.Time `json:"last_replayed_commit,omitempty"`
-	Receiver       string     `json:"receiver,omitempty"`
-	Replicas       []Replica  `json:"replicas,omitempty"`
-	Slots          []Slot     `json:"slots,omitempty"`
+	Received       string    `json:"receive_lsn,omitempty"`
+	Replayed       string    `json:"replay_lsn,omitempty"`
+	ReplayLagBytes int64     `json:"replay_lag_bytes,omitempty"`
+	ReplayDelay    *float64  `json:"last_replayed_commit_age_seconds,omitempty"`
+	Receiver       string    `json:"receiver,omitempty"`
+	Replicas       []Replica `json:"replicas,omitempty"`
+	Slots          []Slot    `json:"slots,omitempty"`
 	// Error: the server could not be asked (stopped, starting).
 	Error string `json:"error,omitempty"`
 }
@@ -125,7 +126,7 @@ func (e *Engine) slotStatus(ctx context.Context, c *pgconn.PgConn, s *Status) er
 func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
 	rows, err := query(ctx, c, `SELECT coalesce(pg_last_wal_receive_lsn()::text, ''), coalesce(pg_last_wal_replay_lsn()::text, ''),
 		coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint, 0)::text,
-		coalesce(to_char(pg_last_xact_replay_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), ''),
+		coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8::text, ''),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), 'stopped')`)
 	if err != nil {
 		return err
@@ -133,8 +134,8 @@ func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status)
 	r := rows[0]
 	s.Received, s.Replayed, s.ReplayLagBytes, s.Receiver = r[0], r[1], atoi64(r[2]), r[4]
 	if r[3] != "" {
-		if t, err := time.Parse(time.RFC3339Nano, r[3]); err == nil {
-			s.LastReplayed = &t
+		if f, err := strconv.ParseFloat(r[3], 64); err == nil {
+			s.ReplayDelay = &f
 		}
 	}
 	return e.slotStatus(ctx, c, s)
