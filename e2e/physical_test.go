@@ -1,0 +1,407 @@
+package e2e
+
+// The physical-replication engine (replication.engine = "physical"): a pair
+// of managed PostgreSQL servers under `tandem up`, PostgreSQL's streaming
+// replication between them, sessions relayed through the router.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+)
+
+// physPair is a physical-engine pair started with `tandem up`.
+type physPair struct {
+	t             *testing.T
+	c             *Cluster
+	file          string
+	router, reads string
+	nodes         map[string]string // id -> listen
+	admin         map[string]string // id -> metrics
+}
+
+func startPhysPair(t *testing.T, safeness string) *physPair {
+	t.Helper()
+	havePostgres(t)
+	dir := t.TempDir()
+	p := &physPair{t: t, nodes: map[string]string{}, admin: map[string]string{}}
+	p.router = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	p.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	var b strings.Builder
+	fmt.Fprintf(&b, "cluster = \"phys\"\ndesign = \"hot-standby\"\nrun_dir = %q\n", filepath.Join(dir, "run"))
+	// No engine line: physical is the default for managed PostgreSQL.
+	fmt.Fprintf(&b, "[replication]\nsafeness = %q\n", safeness)
+	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", p.router, p.reads)
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
+	for _, id := range []string{"n1", "n2"} {
+		p.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		p.admin[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nbackend = \"postgres\"\n", id, p.nodes[id], p.admin[id], freePort(t))
+		b.WriteString("[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"100\" }\n")
+	}
+	p.file = filepath.Join(dir, "phys.toml")
+	if err := os.WriteFile(p.file, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.c = upFile(t, dir, p.file, filepath.Join(dir, "run"))
+	return p
+}
+
+// logTail is the last n lines of a node's log.
+func (p *physPair) logTail(id string, n int) string {
+	b, _ := os.ReadFile(filepath.Join(p.c.RunDir, "logs", id+".log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (p *physPair) dsn(addr string) string {
+	return "postgres://tandem:secret@" + addr + "/tandem?sslmode=disable"
+}
+
+func (p *physPair) tandem(args ...string) string {
+	p.t.Helper()
+	out, err := exec.Command(tandemBin, append(args, "-c", p.file)...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tandem %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// physStatus is the part of a node's /status the tests read.
+type physStatus struct {
+	Role     string `json:"role"`
+	Physical *struct {
+		Role              string `json:"role"`
+		Epoch             uint64 `json:"epoch"`
+		SynchronousCommit string `json:"synchronous_commit"`
+		LSN               string `json:"lsn"`
+		Received          string `json:"receive_lsn"`
+		Replayed          string `json:"replay_lsn"`
+		Receiver          string `json:"receiver"`
+		Replicas          []struct {
+			Node      string `json:"node"`
+			State     string `json:"state"`
+			SyncState string `json:"sync_state"`
+			Sent      string `json:"sent_lsn"`
+			Flushed   string `json:"flush_lsn"`
+			Replayed  string `json:"replay_lsn"`
+		} `json:"replicas"`
+		Slots []struct {
+			Name   string `json:"name"`
+			Active bool   `json:"active"`
+		} `json:"slots"`
+	} `json:"physical"`
+}
+
+func (p *physPair) status(id string) physStatus {
+	p.t.Helper()
+	var s physStatus
+	if err := getStatusJSON("http://"+p.admin[id]+"/status", &s); err != nil {
+		p.t.Fatalf("status of %s: %v", id, err)
+	}
+	if s.Physical == nil {
+		p.t.Fatalf("status of %s has no physical section", id)
+	}
+	return s
+}
+
+// waitStreaming waits until primary reports standby streaming (and, with
+// sync, synchronous).
+func (p *physPair) waitStreaming(primary, standby string) physStatus {
+	p.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s := p.status(primary)
+		for _, r := range s.Physical.Replicas {
+			if r.Node == standby && r.State == "streaming" && r.SyncState == "sync" {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s never reported %s streaming synchronously: %+v\n%s log:\n%s", primary, standby, s.Physical, primary, p.logTail(primary, 30))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestPhysicalPair(t *testing.T) {
+	p := startPhysPair(t, "2-safe-visible")
+	ctx := context.Background()
+	p.waitStreaming("n1", "n2")
+
+	w := connect(t, p.dsn(p.router))
+	defer w.Close(ctx)
+	if _, err := w.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	var sc string
+	if err := w.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil || sc != "remote_apply" {
+		t.Fatalf("2-safe-visible: synchronous_commit %q (%v), want remote_apply", sc, err)
+	}
+
+	// 2-safe-visible: a commit acknowledged on the primary is visible at
+	// once on the standby (through the router's read port).
+	r := connect(t, p.dsn(p.reads))
+	defer r.Close(ctx)
+	var where string
+	if err := r.QueryRow(ctx, "SELECT pg_is_in_recovery()::text").Scan(&where); err != nil || where != "true" {
+		t.Fatalf("the read port's session is not on the standby: %q %v", where, err)
+	}
+	stale := 0
+	for i := 1; i <= 100; i++ {
+		if _, err := w.Exec(ctx, "INSERT INTO acct VALUES ($1, 'x')", i); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := r.QueryRow(ctx, "SELECT count(*) FROM acct WHERE id = $1", i).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			stale++
+		}
+	}
+	if stale != 0 {
+		t.Fatalf("2-safe-visible: %d of 100 acknowledged commits were not visible on the standby at once", stale)
+	}
+	// The standby's sessions are read-only: PostgreSQL's own 25006.
+	_, err := r.Exec(ctx, "INSERT INTO acct VALUES (1000, 'no')")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "25006" {
+		t.Fatalf("write on the standby: %v, want SQLSTATE 25006", err)
+	}
+
+	// tandem set changes synchronous_commit at run time.
+	for level, want := range map[string]string{"2-safe-received": "remote_write", "2-safe-durable": "on", "1-safe": "local", "2-safe-visible": "remote_apply"} {
+		p.tandem("set", "safeness="+level)
+		c := connect(t, p.dsn(p.router))
+		if err := c.QueryRow(ctx, "SHOW synchronous_commit").Scan(&sc); err != nil || sc != want {
+			t.Fatalf("after set safeness=%s: synchronous_commit %q (%v), want %s", level, sc, err, want)
+		}
+		c.Close(ctx)
+		if s := p.status("n1"); s.Physical.SynchronousCommit != want {
+			t.Fatalf("after set safeness=%s: /status says %q", level, s.Physical.SynchronousCommit)
+		}
+	}
+	out, err := exec.Command(tandemBin, "set", "-c", p.file, "durability=relaxed").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "writeset") {
+		t.Fatalf("set durability=relaxed on the physical engine: %v %s", err, out)
+	}
+
+	// Status: LSNs of the primary and of the standby's stream, its slot.
+	s := p.waitStreaming("n1", "n2")
+	if s.Physical.LSN == "" || len(s.Physical.Replicas) != 1 || s.Physical.Replicas[0].Replayed == "" || s.Physical.Replicas[0].Flushed == "" {
+		t.Fatalf("primary status without LSNs: %+v", s.Physical)
+	}
+	if len(s.Physical.Slots) != 1 || s.Physical.Slots[0].Name != "tandem_n2" || !s.Physical.Slots[0].Active {
+		t.Fatalf("primary slots: %+v", s.Physical.Slots)
+	}
+	if s2 := p.status("n2"); s2.Physical.Receiver != "streaming" || s2.Physical.Replayed == "" {
+		t.Fatalf("standby status: %+v", s2.Physical)
+	}
+	text := p.tandem("status")
+	for _, want := range []string{"REPLICA", "streaming", "sync", "tandem_n2", "SYNCHRONOUS_COMMIT"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("tandem status lacks %q:\n%s", want, text)
+		}
+	}
+
+	// pgbench through the router, as against PostgreSQL itself.
+	pgbench, err := postgres.FindTool("", "pgbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(p.router)
+	bench := func(args ...string) string {
+		cmd := exec.Command(pgbench, append([]string{"-h", host, "-p", port, "-U", "tandem"}, append(args, "tandem")...)...)
+		cmd.Env = append(os.Environ(), "PGPASSWORD=secret", "PGSSLMODE=disable")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("pgbench %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	bench("-i", "-s", "1", "-q")
+	out2 := bench("-T", "5", "-c", "4", "-j", "2")
+	if !strings.Contains(out2, "number of failed transactions: 0") && !strings.Contains(out2, "tps =") {
+		t.Fatalf("pgbench run:\n%s", out2)
+	}
+	var n int
+	if err := r.QueryRow(ctx, "SELECT count(*) FROM pgbench_accounts").Scan(&n); err != nil || n != 100000 {
+		t.Fatalf("pgbench_accounts on the standby: %d (%v), want 100000", n, err)
+	}
+
+	// Switchover under writes: nothing acknowledged is lost, and the old
+	// primary rejoins as a standby (pg_rewind).
+	acked := switchoverUnderLoad(t, p, "n2")
+	checkAcked(t, p.dsn(p.router), acked)
+	waitRejoined(t, p, "n2", "n1")
+	// And back: n1 rewound and streaming can take over again.
+	acked2 := switchoverUnderLoad(t, p, "n1")
+	checkAcked(t, p.dsn(p.router), acked)
+	checkAcked(t, p.dsn(p.router), acked2)
+	waitRejoined(t, p, "n1", "n2")
+	logs, _ := os.ReadFile(filepath.Join(p.c.RunDir, "logs", "n1.log"))
+	if !strings.Contains(string(logs), "pg_rewind") {
+		t.Fatalf("n1's log shows no pg_rewind")
+	}
+}
+
+// switchoverUnderLoad runs 4 writers through the router, switches over to
+// to, and returns the ids whose commit was acknowledged.
+func switchoverUnderLoad(t *testing.T, p *physPair, to string) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := connect(t, p.dsn(p.router))
+	_, _ = c.Exec(ctx, "CREATE TABLE IF NOT EXISTS audit (id bigint PRIMARY KEY)")
+	c.Close(ctx)
+	var mu sync.Mutex
+	var acked []int64
+	var next atomic.Int64
+	next.Store(time.Now().UnixNano() / 1000)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var conn *pgx.Conn
+			for ctx.Err() == nil {
+				if conn == nil {
+					cctx, cc := context.WithTimeout(ctx, 3*time.Second)
+					conn, _ = pgx.Connect(cctx, p.dsn(p.router))
+					cc()
+					if conn == nil {
+						time.Sleep(50 * time.Millisecond)
+						continue
+					}
+				}
+				id := next.Add(1)
+				if _, err := conn.Exec(ctx, "INSERT INTO audit VALUES ($1)", id); err != nil {
+					conn.Close(context.Background())
+					conn = nil
+					continue
+				}
+				mu.Lock()
+				acked = append(acked, id)
+				mu.Unlock()
+			}
+			if conn != nil {
+				conn.Close(context.Background())
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	out := p.tandem("switchover", "--to", to)
+	if !strings.Contains(out, "switchover done: "+to+" is the primary") {
+		t.Fatalf("switchover: %s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	// Writes go on against the new primary.
+	mu.Lock()
+	before := len(acked)
+	mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		time.Sleep(500 * time.Millisecond)
+		mu.Lock()
+		after := len(acked)
+		mu.Unlock()
+		if after > before+20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			wg.Wait()
+			t.Fatalf("no writes succeeded through the router after the switchover to %s", to)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if s := p.status(to); s.Role != "primary" {
+		t.Fatalf("%s is %s after the switchover", to, s.Role)
+	}
+	return acked
+}
+
+// checkAcked looks every acknowledged id up through dsn.
+func checkAcked(t *testing.T, dsn string, acked []int64) {
+	t.Helper()
+	c := connect(t, dsn)
+	defer c.Close(context.Background())
+	rows, err := c.Query(context.Background(), "SELECT id FROM audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		have[id] = true
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("acknowledged commits: %d, lost: %d", len(acked), lost)
+	}
+	t.Logf("acknowledged commits checked: %d, lost: 0", len(acked))
+}
+
+// waitRejoined waits until standby streams from primary again, and a
+// write on the primary is visible on the standby's own listener.
+func waitRejoined(t *testing.T, p *physPair, primary, standby string) {
+	t.Helper()
+	p.waitStreaming(primary, standby)
+	if s := p.status(standby); s.Physical.Role != "standby" || s.Physical.Receiver != "streaming" {
+		t.Fatalf("%s after rejoining: %+v", standby, s.Physical)
+	}
+	ctx := context.Background()
+	w := connect(t, p.dsn(p.nodes[primary]))
+	defer w.Close(ctx)
+	id := time.Now().UnixNano()
+	if _, err := w.Exec(ctx, "INSERT INTO audit VALUES ($1)", id); err != nil {
+		t.Fatal(err)
+	}
+	r := connect(t, p.dsn(p.nodes[standby]))
+	defer r.Close(ctx)
+	var n int
+	if err := r.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = $1", id).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("a 2-safe-visible write on %s is not on the rejoined %s: %d %v", primary, standby, n, err)
+	}
+}
+
+func getStatusJSON(url string, v any) error {
+	cl := http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
