@@ -93,6 +93,7 @@ type physStatus struct {
 		Role              string `json:"role"`
 		Epoch             uint64 `json:"epoch"`
 		SynchronousCommit string `json:"synchronous_commit"`
+		Degraded          bool   `json:"degraded"`
 		LSN               string `json:"lsn"`
 		Received          string `json:"receive_lsn"`
 		Replayed          string `json:"replay_lsn"`
@@ -404,4 +405,131 @@ func getStatusJSON(url string, v any) error {
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// TestPhysicalPromoteAfterCrash: the primary's node and server are
+// SIGKILLed under writes at 2-safe-received (remote_write); `tandem
+// promote` makes the standby the primary with every acknowledged commit;
+// writes go on there (degraded to 1-safe once no standby streams), and the
+// old primary, restarted, finds the newer primary, rewinds with pg_rewind
+// and streams from it.
+func TestPhysicalPromoteAfterCrash(t *testing.T) {
+	h := writeHSOn(t, "postgres", "2-safe-received", "strict", "")
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writeset tests' file, on the physical engine.
+	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
+	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range []string{"n1", "n2"} {
+				b, _ := os.ReadFile(filepath.Join(h.dir, "run", id, "postgres.log"))
+				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
+				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 25), id, tailText(string(b), 25))
+			}
+		}
+	})
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin}
+	p.waitStreaming("n1", "n2")
+	ctx := context.Background()
+	c := connect(t, h.dsn(h.router))
+	if _, err := c.Exec(ctx, "CREATE TABLE audit (id bigint PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(ctx)
+
+	wctx, stop := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var acked []int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pgx.Connect(wctx, h.dsn(h.nodes["n1"]))
+			if err != nil {
+				return
+			}
+			defer conn.Close(context.Background())
+			for wctx.Err() == nil {
+				id := next.Add(1)
+				if _, err := conn.Exec(wctx, "INSERT INTO audit VALUES ($1)", id); err != nil {
+					return // the primary is gone
+				}
+				mu.Lock()
+				acked = append(acked, id)
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(2 * time.Second)
+	h.kill("n1")
+	stop()
+	wg.Wait()
+	out := h.tandem("promote", "n2")
+	if !strings.Contains(out, "node n2 is the primary of epoch 2") {
+		t.Fatalf("promote: %s", out)
+	}
+	t.Logf("%s", strings.TrimSpace(out))
+	checkAcked(t, h.dsn(h.nodes["n2"]), acked)
+
+	// Writes go on on the new primary once it stops waiting for n1
+	// (on_standby_loss = "degrade", ack_timeout 5 s in these files).
+	w := connect(t, h.dsn(h.router))
+	defer w.Close(ctx)
+	wc, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := w.Exec(wc, "INSERT INTO audit VALUES (-1)"); err != nil {
+		t.Fatalf("write on the new primary with its standby down: %v", err)
+	}
+	if s := p.status("n2"); !s.Physical.Degraded {
+		t.Fatalf("n2 commits without its standby but does not say degraded: %+v", s.Physical)
+	}
+
+	// The old primary comes back as a standby of n2, rewound.
+	h.start("n1")
+	p.waitStreaming("n2", "n1")
+	if s := p.status("n1"); s.Role != "standby" || s.Physical.Epoch != 2 {
+		t.Fatalf("n1 after restart: %+v", s.Physical)
+	}
+	if s := p.status("n2"); s.Physical.Degraded {
+		t.Fatalf("n2 still degraded with n1 streaming")
+	}
+	logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
+	if !strings.Contains(string(logs), "pg_rewind") {
+		t.Fatalf("n1 did not rewind:\n%s", logs)
+	}
+	// A write on n2 reaches n1.
+	if _, err := w.Exec(ctx, "INSERT INTO audit VALUES (-2)"); err != nil {
+		t.Fatal(err)
+	}
+	r := connect(t, h.dsn(h.nodes["n1"]))
+	defer r.Close(ctx)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var n int
+		if err := r.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = -2").Scan(&n); err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a write on the new primary never reached the rejoined n1")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tailText(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -228,7 +228,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			phys = eng
 			backendDone = eng.Failed()
-			go eng.Watch(ctx, 2*time.Second)
+			go eng.Watch(ctx, 250*time.Millisecond)
 			up.Addr = eng.Socket()
 			st.Detail = "managed PostgreSQL (physical replication), socket " + eng.Socket()
 		} else if n.DSN == "" {
@@ -373,7 +373,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				ps := phys.Status(req.Context())
 				// The role, epoch and primary where the router and the
 				// command line read them for either engine.
-				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict"}
+				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict", Degraded: ps.Degraded}
 				s.Role, s.Physical = ps.Role, &ps
 			}
 			if coord != nil {

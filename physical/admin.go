@@ -78,6 +78,7 @@ func (e *Engine) Promote(ctx context.Context, fencedLSN string, wait time.Durati
 	if err != nil {
 		return PromoteResult{}, fmt.Errorf("node %s: promote: %w", e.cfg.ID, err)
 	}
+	e.degraded.Store(false)
 	if err := e.setState(func(s *state) { s.Role, s.Primary, s.Epoch, s.Rewind = RolePrimary, e.cfg.ID, s.Epoch+1, false }); err != nil {
 		return PromoteResult{}, err
 	}
@@ -212,6 +213,7 @@ func (e *Engine) Set(ctx context.Context, safeness, durability string) error {
 		if err := e.withConn(ctx, func(c *pgconn.PgConn) error { return e.applySafeness(ctx, c, safeness) }); err != nil {
 			return err
 		}
+		e.degraded.Store(false) // Watch degrades again if no standby streams
 	}
 	return e.setState(func(s *state) { s.Safeness = safeness })
 }

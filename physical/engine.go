@@ -99,6 +99,10 @@ type Engine struct {
 	failed   chan struct{} // closed when the server exits unbidden
 	failOnce sync.Once
 
+	// degraded: synchronous_standby_names is empty because no standby
+	// streamed for ack_timeout (Watch).
+	degraded atomic.Bool
+
 	connMu sync.Mutex
 	conn   *pgconn.PgConn // status queries over the socket
 }
@@ -356,12 +360,16 @@ func (e *Engine) settings(st state) map[string]string {
 		"wal_log_hints":                "on", // pg_rewind needs it
 		"max_slot_wal_keep_size":       "'" + e.c.Repl.MaxSlotWALKeepSize + "'",
 		"wal_receiver_status_interval": "'1s'",
-		// The engine's own connections write with synchronous_commit =
-		// local; the level applies with ALTER SYSTEM once the server is
-		// up (applySafeness), so set-up never waits for a standby.
-		"synchronous_commit":        "local",
-		"synchronous_standby_names": "''",
-		"recovery_target_timeline":  "'latest'",
+		"recovery_target_timeline":     "'latest'",
+	}
+	// The level as the state has it (ALTER SYSTEM writes the same at set
+	// and promote); the engine's own sessions commit with
+	// synchronous_commit = local, so set-up never waits for a standby.
+	if sc, err := SynchronousCommit(st.Safeness); err == nil {
+		s["synchronous_commit"] = sc
+	}
+	if names, err := StandbyNames(e.c.Repl.Ack, e.standbys()); err == nil {
+		s["synchronous_standby_names"] = quoteLiteral(names)
 	}
 	if e.cfg.Ident != nil {
 		s["ssl"] = "on"

@@ -53,13 +53,16 @@ type Status struct {
 	// the age of the last replayed commit (seconds; it grows while the
 	// primary is idle, as PostgreSQL's own measure does), and its WAL
 	// receiver's state ("streaming" when connected).
-	Received       string    `json:"receive_lsn,omitempty"`
-	Replayed       string    `json:"replay_lsn,omitempty"`
-	ReplayLagBytes int64     `json:"replay_lag_bytes,omitempty"`
-	ReplayDelay    *float64  `json:"last_replayed_commit_age_seconds,omitempty"`
-	Receiver       string    `json:"receiver,omitempty"`
-	Replicas       []Replica `json:"replicas,omitempty"`
-	Slots          []Slot    `json:"slots,omitempty"`
+	Received       string   `json:"receive_lsn,omitempty"`
+	Replayed       string   `json:"replay_lsn,omitempty"`
+	ReplayLagBytes int64    `json:"replay_lag_bytes,omitempty"`
+	ReplayDelay    *float64 `json:"last_replayed_commit_age_seconds,omitempty"`
+	Receiver       string   `json:"receiver,omitempty"`
+	// Degraded: no standby streamed for ack_timeout and this primary
+	// commits 1-safe (replication.on_standby_loss = "degrade").
+	Degraded bool      `json:"degraded,omitempty"`
+	Replicas []Replica `json:"replicas,omitempty"`
+	Slots    []Slot    `json:"slots,omitempty"`
 	// Error: the server could not be asked (stopped, starting).
 	Error string `json:"error,omitempty"`
 }
@@ -67,7 +70,7 @@ type Status struct {
 // Status reads the engine's state and the server's replication views.
 func (e *Engine) Status(ctx context.Context) Status {
 	st, _ := e.state()
-	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness}
+	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness, Degraded: e.degraded.Load()}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
@@ -141,13 +144,18 @@ func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status)
 	return e.slotStatus(ctx, c, s)
 }
 
-// Watch re-seeds this standby when its slot on the primary was lost
+// Watch keeps the pair working through a lost standby, until ctx ends.
+// On a primary with replication.on_standby_loss = "degrade" (the default)
+// and a 2-safe level, when no standby has streamed for ack_timeout it
+// empties synchronous_standby_names (commits go on 1-safe; /status says
+// degraded), and restores it once a standby streams again. On a standby
+// it re-seeds when its slot on the primary was lost
 // (max_slot_wal_keep_size passed while it was down or slow): its WAL
 // receiver cannot stream any more, so it checks the slot whenever the
 // receiver has not been streaming for a while, and a lost slot brings a
-// fresh base backup. It runs until ctx ends.
+// fresh base backup.
 func (e *Engine) Watch(ctx context.Context, every time.Duration) {
-	notStreaming := 0
+	var lostSince time.Time // when no standby streamed (primary) / the receiver stopped (standby)
 	for {
 		select {
 		case <-ctx.Done():
@@ -155,18 +163,40 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 		case <-time.After(every):
 		}
 		st, _ := e.state()
-		if st.Role != RoleStandby || e.srv.Load() == nil {
-			notStreaming = 0
+		if e.srv.Load() == nil {
+			lostSince = time.Time{}
 			continue
 		}
 		s := e.Status(ctx)
-		if s.Error != "" || s.Receiver == "streaming" {
-			notStreaming = 0
+		if s.Error != "" {
 			continue
 		}
-		if notStreaming++; notStreaming < 3 {
+		streaming := s.Receiver == "streaming"
+		if st.Role == RolePrimary {
+			for _, r := range s.Replicas {
+				streaming = streaming || r.State == "streaming"
+			}
+		}
+		if streaming {
+			lostSince = time.Time{}
+			if st.Role == RolePrimary && e.degraded.Load() {
+				e.setDegraded(ctx, false)
+			}
 			continue
 		}
+		if lostSince.IsZero() {
+			lostSince = time.Now()
+		}
+		if st.Role == RolePrimary {
+			if !e.degraded.Load() && st.Safeness != "1-safe" && e.c.Repl.OnStandbyLoss == "degrade" && time.Since(lostSince) >= e.c.Repl.AckTimeout.Duration {
+				e.setDegraded(ctx, true)
+			}
+			continue
+		}
+		if time.Since(lostSince) < 3*time.Second {
+			continue
+		}
+		lostSince = time.Now() // next check of the slot in 3 s
 		p, ok := e.c.Node(st.Primary)
 		if !ok {
 			continue
@@ -177,7 +207,34 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 		}
 		e.log.Warn("this standby's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
 		e.reseed(ctx, p)
-		notStreaming = 0
+		lostSince = time.Time{}
+	}
+}
+
+// setDegraded empties synchronous_standby_names (on) or restores the
+// safeness level's (off).
+func (e *Engine) setDegraded(ctx context.Context, on bool) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role != RolePrimary {
+		return
+	}
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		if !on {
+			return e.applySafeness(ctx, c, st.Safeness)
+		}
+		return execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
+	})
+	if err != nil {
+		e.log.Error("could not change synchronous_standby_names", "degrade", on, "err", err)
+		return
+	}
+	e.degraded.Store(on)
+	if on {
+		e.log.Warn("no standby streams: commits go on 1-safe (replication.on_standby_loss = \"degrade\")", "after", e.c.Repl.AckTimeout.Duration)
+	} else {
+		e.log.Info("a standby streams again: commits wait for it as the safeness level says", "safeness", st.Safeness)
 	}
 }
 
