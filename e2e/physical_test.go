@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/config"
 )
 
 // physPair is a physical-engine pair started with `tandem up`.
@@ -532,4 +533,78 @@ func tailText(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestPhysicalReseedLostSlot: a replica down while the primary writes more
+// WAL than max_slot_wal_keep_size loses its slot; when it starts again it
+// is re-seeded with a fresh base backup by itself and streams.
+func TestPhysicalReseedLostSlot(t *testing.T) {
+	h := writeHSOn(t, "postgres", "1-safe", "strict", "max_slot_wal_keep_size = \"32MB\"\n")
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.file, []byte(strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start("n1")
+	h.start("n2")
+	p := &physPair{t: t, file: h.file, nodes: h.nodes, admin: h.admin}
+	p.waitStreaming("n1", "n2")
+	h.kill("n2")
+
+	ctx := context.Background()
+	w := connect(t, h.dsn(h.nodes["n1"]))
+	defer w.Close(ctx)
+	if _, err := w.Exec(ctx, "CREATE TABLE big AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 400000) g"); err != nil {
+		t.Fatal(err)
+	}
+	// The primary's superuser over its socket (root may use it) makes
+	// checkpoints until the slot is lost.
+	n1, _ := cfg.Node("n1")
+	_, port, _ := net.SplitHostPort(n1.Repl)
+	su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n1.DataDir, "pgdata"), port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(ctx)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := su.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := su.Exec(ctx, "CHECKPOINT"); err != nil {
+			t.Fatal(err)
+		}
+		var status string
+		if err := su.QueryRow(ctx, "SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = 'tandem_n2'").Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "lost" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot of the stopped replica is %q, never lost", status)
+		}
+		if _, err := w.Exec(ctx, "UPDATE big SET pad = pad WHERE id % 4 = 0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h.start("n2")
+	p.waitStreaming("n1", "n2")
+	logs, _ := os.ReadFile(filepath.Join(h.dir, "n2.log"))
+	if !strings.Contains(string(logs), "re-seeding with a base backup") {
+		t.Fatalf("n2 streams but was not re-seeded:\n%s", tailText(string(logs), 20))
+	}
+	r := connect(t, h.dsn(h.nodes["n2"]))
+	defer r.Close(ctx)
+	var n int
+	if err := r.QueryRow(ctx, "SELECT count(*) FROM big").Scan(&n); err != nil || n != 400000 {
+		t.Fatalf("the re-seeded replica has %d rows (%v), want 400000", n, err)
+	}
 }

@@ -718,12 +718,19 @@ func (e *Engine) startStandby(ctx context.Context) error {
 	if err := e.waitPrimary(ctx, p); err != nil {
 		return err
 	}
-	if err := e.ensureOwnSlot(ctx, p); err != nil {
+	slot, err := e.slotOnPrimary(ctx, p, true)
+	if err != nil {
 		return err
 	}
 	_, statErr := os.Stat(filepath.Join(e.pgdata, "PG_VERSION"))
 	switch {
 	case errors.Is(statErr, os.ErrNotExist):
+		if err := e.baseBackup(ctx, p); err != nil {
+			return err
+		}
+	case slot == "lost":
+		// Down past max_slot_wal_keep_size: the WAL it needs is gone.
+		e.log.Warn("this node's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
 		if err := e.baseBackup(ctx, p); err != nil {
 			return err
 		}
@@ -747,7 +754,7 @@ func (e *Engine) startStandby(ctx context.Context) error {
 	// Slots this data directory held as a primary (or copied from one)
 	// would keep WAL on the standby for nobody; the next promote makes
 	// the ones it needs.
-	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+	err = e.withConn(ctx, func(c *pgconn.PgConn) error {
 		_, err := query(ctx, c, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'tandem\_%' AND NOT active`)
 		return err
 	})
@@ -779,14 +786,6 @@ func (e *Engine) waitPrimary(ctx context.Context, p *config.Node) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// ensureOwnSlot makes sure the primary holds this node's slot, and that
-// it is usable: a slot whose WAL was removed (wal_status lost) is dropped
-// and made again, and the caller must re-seed.
-func (e *Engine) ensureOwnSlot(ctx context.Context, p *config.Node) error {
-	_, err := e.slotOnPrimary(ctx, p, true)
-	return err
 }
 
 // slotOnPrimary returns this node's slot's wal_status on the primary
