@@ -484,13 +484,28 @@ func TestPhysicalPromoteAfterCrash(t *testing.T) {
 
 	// Writes go on on the new primary once it stops waiting for n1
 	// (on_standby_loss = "degrade", ack_timeout 5 s in these files).
-	w := connect(t, h.dsn(h.router))
-	defer w.Close(ctx)
-	wc, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := w.Exec(wc, "INSERT INTO audit VALUES (-1)"); err != nil {
-		t.Fatalf("write on the new primary with its standby down: %v", err)
+	// The router follows the new primary (its role stream) within moments.
+	var w *pgx.Conn
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		wc, cancel := context.WithTimeout(ctx, 20*time.Second)
+		w, err = pgx.Connect(wc, h.dsn(h.router))
+		if err == nil {
+			_, err = w.Exec(wc, "INSERT INTO audit VALUES (-1)")
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		if w != nil {
+			w.Close(ctx)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("write through the router on the new primary with its standby down: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
+	defer w.Close(ctx)
 	if s := p.status("n2"); !s.Physical.Degraded {
 		t.Fatalf("n2 commits without its standby but does not say degraded: %+v", s.Physical)
 	}
@@ -514,7 +529,7 @@ func TestPhysicalPromoteAfterCrash(t *testing.T) {
 	}
 	r := connect(t, h.dsn(h.nodes["n1"]))
 	defer r.Close(ctx)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline = time.Now().Add(15 * time.Second)
 	for {
 		var n int
 		if err := r.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = -2").Scan(&n); err == nil && n == 1 {
