@@ -186,9 +186,38 @@ func TestPhysicalPair(t *testing.T) {
 	}
 	// The standby's sessions are read-only: PostgreSQL's own 25006.
 	_, err := r.Exec(ctx, "INSERT INTO acct VALUES (1000, 'no')")
+	var out []byte
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "25006" {
 		t.Fatalf("write on the standby: %v, want SQLSTATE 25006", err)
+	}
+
+	// The server's TCP listener (repl_listen) admits the replication role
+	// only, only over TLS: a user's role, or the replication role in
+	// clear text or with a wrong password, is refused.
+	cfg, err := config.Load(p.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n1, _ := cfg.Node("n1")
+	rh, rp, _ := net.SplitHostPort(n1.Repl)
+	for _, dsn := range []string{
+		fmt.Sprintf("host=%s port=%s user=tandem password=secret dbname=tandem sslmode=require", rh, rp),
+		fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=require", rh, rp),
+		fmt.Sprintf("host=%s port=%s user=tandem_repl password=guess dbname=postgres sslmode=require", rh, rp),
+		fmt.Sprintf("host=%s port=%s user=tandem_repl password=guess dbname=postgres sslmode=disable", rh, rp),
+	} {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := pgx.Connect(cctx, dsn)
+		cancel()
+		if err == nil {
+			c.Close(ctx)
+			t.Fatalf("the replication listener let %q in", dsn)
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || (pe.Code != "28000" && pe.Code != "28P01") {
+			t.Fatalf("%q: %v, want 28000 or 28P01", dsn, err)
+		}
 	}
 
 	// tandem set changes synchronous_commit at run time.
@@ -203,7 +232,7 @@ func TestPhysicalPair(t *testing.T) {
 			t.Fatalf("after set safeness=%s: /status says %q", level, s.Physical.SynchronousCommit)
 		}
 	}
-	out, err := exec.Command(tandemBin, "set", "-c", p.file, "durability=relaxed").CombinedOutput()
+	out, err = exec.Command(tandemBin, "set", "-c", p.file, "durability=relaxed").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "writeset") {
 		t.Fatalf("set durability=relaxed on the physical engine: %v %s", err, out)
 	}
