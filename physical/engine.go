@@ -281,6 +281,19 @@ func (e *Engine) conninfo(target *config.Node, db string) string {
 	return e.conninfoFor(target, db, true)
 }
 
+// connectTo opens a SQL connection to p's server as the replication role,
+// the password set here: a PGPASSWORD in the node's environment would
+// take precedence over the passfile, and a parse error would print a
+// conninfo holding it.
+func (e *Engine) connectTo(ctx context.Context, p *config.Node) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(e.goConninfo(p, "postgres"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Password = e.password()
+	return pgconn.ConnectConfig(ctx, cfg)
+}
+
 // goConninfo is conninfo for the engine's own (pgx) connections, which
 // read sslcert strictly and never look in a home directory.
 func (e *Engine) goConninfo(target *config.Node, db string) string {
@@ -770,7 +783,7 @@ func (e *Engine) waitPrimary(ctx context.Context, p *config.Node) error {
 	var last error
 	for i := 0; ; i++ {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := pgconn.Connect(cctx, e.goConninfo(p, "postgres"))
+		c, err := e.connectTo(cctx, p)
 		cancel()
 		if err == nil {
 			c.Close(context.Background())
@@ -793,7 +806,7 @@ func (e *Engine) waitPrimary(ctx context.Context, p *config.Node) error {
 func (e *Engine) slotOnPrimary(ctx context.Context, p *config.Node, create bool) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := pgconn.Connect(cctx, e.goConninfo(p, "postgres"))
+	c, err := e.connectTo(cctx, p)
 	if err != nil {
 		return "", fmt.Errorf("physical: connect to the primary %s: %w", p.ID, err)
 	}
@@ -820,7 +833,7 @@ func (e *Engine) slotOnPrimary(ctx context.Context, p *config.Node, create bool)
 func (e *Engine) dropOwnSlot(ctx context.Context, p *config.Node) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := pgconn.Connect(cctx, e.goConninfo(p, "postgres"))
+	c, err := e.connectTo(cctx, p)
 	if err != nil {
 		return fmt.Errorf("physical: connect to the primary %s: %w", p.ID, err)
 	}

@@ -210,6 +210,10 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 		return nil, fmt.Errorf("open postgres log: %w", err)
 	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", dataDir)
+	// The server's own libpq clients (a standby's WAL receiver) must not
+	// take the node's PG* client variables (PGPASSWORD would override
+	// the passfile primary_conninfo names).
+	cmd.Env = serverEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -641,4 +645,16 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 // physical engine's, which commits with synchronous_commit = local).
 func EnsureRolesConn(ctx context.Context, c *pgconn.PgConn, roles []Role) error {
 	return ensureRoles(ctx, c, roles, true)
+}
+
+// serverEnv is env without libpq's client variables (PGPASSWORD, PGHOST,
+// PGSSLMODE, ...).
+func serverEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PG") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
