@@ -208,6 +208,8 @@ func printPhysical(w io.Writer, out []probe) error {
 			state = "server not answering: " + ph.Error
 		} else if ph.Role == "standby" {
 			state = "wal receiver " + ph.Receiver
+		} else if ph.Degraded {
+			state = "degraded (1-safe: no standby streaming)"
 		}
 		lag := "-"
 		if ph.Role == "standby" && ph.Replayed != "" {
