@@ -275,6 +275,17 @@ func TestPhysicalPair(t *testing.T) {
 	if !strings.Contains(out2, "number of failed transactions: 0") && !strings.Contains(out2, "tps =") {
 		t.Fatalf("pgbench run:\n%s", out2)
 	}
+	// psql through the router, and through the read port.
+	psql, err := postgres.FindTool("", "psql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for addr, want := range map[string]string{p.router: "100|f", p.reads: "100|t"} {
+		out, err := exec.Command(psql, p.dsn(addr), "-Atc", "SELECT count(*), pg_is_in_recovery() FROM acct").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != want {
+			t.Fatalf("psql through %s: %q %v, want %q", addr, out, err, want)
+		}
+	}
 	var n int
 	if err := r.QueryRow(ctx, "SELECT count(*) FROM pgbench_accounts").Scan(&n); err != nil || n != 100000 {
 		t.Fatalf("pgbench_accounts on the standby: %d (%v), want 100000", n, err)
@@ -438,13 +449,19 @@ func getStatusJSON(url string, v any) error {
 }
 
 // TestPhysicalPromoteAfterCrash: the primary's node and server are
-// SIGKILLed under writes at 2-safe-received (remote_write); `tandem
+// SIGKILLed under writes at each 2-safe level; `tandem
 // promote` makes the standby the primary with every acknowledged commit;
 // writes go on there (degraded to 1-safe once no standby streams), and the
 // old primary, restarted, finds the newer primary, rewinds with pg_rewind
 // and streams from it.
 func TestPhysicalPromoteAfterCrash(t *testing.T) {
-	h := writeHSOn(t, "postgres", "2-safe-received", "strict", "")
+	for _, level := range []string{"2-safe-received", "2-safe-visible", "2-safe-durable"} {
+		t.Run(level, func(t *testing.T) { testPhysicalPromoteAfterCrash(t, level) })
+	}
+}
+
+func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
+	h := writeHSOn(t, "postgres", safeness, "strict", "")
 	b, err := os.ReadFile(h.file)
 	if err != nil {
 		t.Fatal(err)
