@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -667,5 +668,47 @@ func TestPhysicalReseedLostSlot(t *testing.T) {
 	var n int
 	if err := r.QueryRow(ctx, "SELECT count(*) FROM big").Scan(&n); err != nil || n != 400000 {
 		t.Fatalf("the re-seeded replica has %d rows (%v), want 400000", n, err)
+	}
+}
+
+// TestPhysicalDeposedPrimaryStepsDown: a standby promoted while its
+// primary still runs (as after a promote the old primary did not hear of)
+// makes the old primary step down: it hears of the newer epoch from the
+// other node, stops, rewinds and streams from the new primary.
+func TestPhysicalDeposedPrimaryStepsDown(t *testing.T) {
+	h := writeHSOn(t, "postgres", "2-safe-received", "strict", "")
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.file, []byte(strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.start("n1")
+	h.start("n2")
+	p := &physPair{t: t, file: h.file, nodes: h.nodes, admin: h.admin}
+	p.waitStreaming("n1", "n2")
+	token, err := os.ReadFile(filepath.Join(h.dir, "run", "certs", "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+h.admin["n2"]+"/admin/promote", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"epoch":2`) {
+		t.Fatalf("promote n2 behind n1's back: %s %s", resp.Status, body)
+	}
+	p.waitStreaming("n2", "n1")
+	if s := p.status("n1"); s.Role != "standby" || s.Physical.Epoch != 2 {
+		t.Fatalf("n1 did not step down: %+v", s.Physical)
+	}
+	logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
+	if !strings.Contains(string(logs), "steps down") || !strings.Contains(string(logs), "pg_rewind") {
+		t.Fatalf("n1's log:\n%s", tailText(string(logs), 20))
 	}
 }

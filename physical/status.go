@@ -145,6 +145,8 @@ func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status)
 }
 
 // Watch keeps the pair working through a lost standby, until ctx ends.
+// A primary asks the other nodes every 2 s whether one is the primary of a
+// newer epoch, and steps down to follow it if so.
 // On a primary with replication.on_standby_loss = "degrade" (the default)
 // and a 2-safe level, when no standby has streamed for ack_timeout it
 // empties synchronous_standby_names (commits go on 1-safe; /status says
@@ -156,6 +158,7 @@ func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status)
 // fresh base backup.
 func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 	var lostSince time.Time // when no standby streamed (primary) / the receiver stopped (standby)
+	go e.stepDownLoop(ctx, 2*time.Second)
 	for {
 		select {
 		case <-ctx.Done():
@@ -208,6 +211,30 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 		e.log.Warn("this standby's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
 		e.reseed(ctx, p)
 		lostSince = time.Time{}
+	}
+}
+
+// stepDownLoop: a primary that another node replaced (a promote it did
+// not hear of: it was unreachable) steps down as soon as it hears of the
+// newer epoch: its server stops, its data is rewound to the new primary's
+// timeline, and it streams from it.
+func (e *Engine) stepDownLoop(ctx context.Context, every time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		st, _ := e.state()
+		if st.Role != RolePrimary {
+			continue
+		}
+		if newer, epoch := e.newerPrimary(ctx, st.Epoch); newer != "" {
+			e.log.Warn("another node is the primary of a newer epoch: this primary steps down and follows it", "primary", newer, "epoch", epoch)
+			if err := e.Follow(ctx, newer); err != nil {
+				e.log.Error("stepping down failed", "err", err)
+			}
+		}
 	}
 }
 
