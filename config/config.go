@@ -160,8 +160,26 @@ const (
 	MaxWritesetLimit        = 1 << 30
 )
 
+// Replication engines (replication.engine).
+const (
+	// EnginePhysical: PostgreSQL's own streaming replication of its WAL,
+	// run by tandem (package physical); managed PostgreSQL back ends only.
+	EnginePhysical = "physical"
+	// EngineWriteset: tandem's writeset log (package replication); every
+	// back end.
+	EngineWriteset = "writeset"
+)
+
 // Replication configures the replicated designs (hot-standby).
 type Replication struct {
+	// Engine: "physical" (PostgreSQL's streaming replication; the default
+	// when every node is a managed PostgreSQL) or "writeset" (tandem's
+	// log; the default otherwise, and the only engine on SQLite).
+	Engine string `toml:"engine"`
+	// MaxSlotWALKeepSize bounds the WAL a physical replication slot keeps
+	// for a replica that is down (PostgreSQL's max_slot_wal_keep_size;
+	// default "1GB"); past it the replica is re-seeded by a base backup.
+	MaxSlotWALKeepSize string `toml:"max_slot_wal_keep_size"`
 	// Safeness: when COMMIT returns relative to the standbys.
 	Safeness string `toml:"safeness"` // 1-safe | 2-safe-received | 2-safe-visible | 2-safe-durable
 	// Ack: how many standbys must answer (one | majority | all).
@@ -551,6 +569,18 @@ func (c *Cluster) applyDefaults() {
 		c.Security.AdminToken = "file:" + filepath.Join(c.Security.CertDir, "admin.token")
 	}
 	r := &c.Repl
+	if r.Engine == "" {
+		r.Engine = EngineWriteset
+		// Physical where it can run: a pair of managed servers without
+		// the coordinator (it does not fail over by itself yet), so a
+		// cluster file written for automatic failover keeps working.
+		if c.Design == "hot-standby" && c.allManagedPostgres() && !c.Coordinated() && r.Failover != "automatic" {
+			r.Engine = EnginePhysical
+		}
+	}
+	if r.MaxSlotWALKeepSize == "" {
+		r.MaxSlotWALKeepSize = "1GB"
+	}
 	if r.Safeness == "" {
 		r.Safeness = "2-safe-received"
 	}
@@ -746,6 +776,9 @@ func (c *Cluster) Validate() error {
 		default:
 			return bad("replication.on_apply_failure", "%q: use stop or reseed", c.Repl.OnApplyFailure)
 		}
+		if err := c.validateEngine(bad); err != nil {
+			return err
+		}
 		for i, n := range c.Nodes {
 			if n.Repl == "" {
 				return bad(fmt.Sprintf("nodes[%d].repl_listen", i), "missing: every node of a %s cluster needs a replication address", c.Design)
@@ -924,6 +957,59 @@ func (c *Cluster) Validate() error {
 		return bad("log_level", "%q: use debug, info, warn or error", c.LogLevel)
 	}
 	return nil
+}
+
+// validateEngine checks replication.engine against the back ends: the
+// physical engine runs PostgreSQL's streaming replication between managed
+// servers, whose data directories and configuration tandem owns.
+func (c *Cluster) validateEngine(bad func(field, format string, args ...any) error) error {
+	switch c.Repl.Engine {
+	case EngineWriteset:
+		return nil
+	case EnginePhysical:
+		if c.Design != "hot-standby" {
+			return bad("replication.engine", "\"physical\" runs hot-standby pairs so far, not design %q; use engine = \"writeset\"", c.Design)
+		}
+	default:
+		return bad("replication.engine", "%q: use physical (PostgreSQL's streaming replication) or writeset (tandem's log)", c.Repl.Engine)
+	}
+	for i, n := range c.Nodes {
+		f := fmt.Sprintf("nodes[%d]", i)
+		if n.Backend != "postgres" {
+			return bad("replication.engine", "\"physical\" ships PostgreSQL's WAL, and %s (%s) has backend = %q; use engine = \"writeset\" for SQLite", f, n.ID, n.Backend)
+		}
+		if n.DSN != "" {
+			return bad("replication.engine", "\"physical\" needs managed PostgreSQL servers (tandem runs initdb, pg_basebackup, pg_promote and pg_rewind), and %s.dsn names an external server; remove the dsn or use engine = \"writeset\"", f)
+		}
+		if n.Repl != "" && unspecifiedHost(n.Repl) {
+			return bad(f+".repl_listen", "%q: with engine = \"physical\" PostgreSQL listens here for the other nodes' WAL streams, which dial it; give a host they can reach, not a wildcard", n.Repl)
+		}
+	}
+	if c.Coordinated() || c.Repl.Failover == "automatic" {
+		return bad("replication.engine", "\"physical\" does not run the coordinator yet (failover is manual: tandem promote / switchover); remove raft_listen, [witness] and failover = \"automatic\", or use engine = \"writeset\"")
+	}
+	if _, err := parseSize(c.Repl.MaxSlotWALKeepSize); err != nil {
+		return bad("replication.max_slot_wal_keep_size", "%v", err)
+	}
+	return nil
+}
+
+// parseSize checks a PostgreSQL memory size ("512MB", "1GB", "-1").
+func parseSize(s string) (int64, error) {
+	v := strings.TrimSpace(s)
+	if v == "-1" {
+		return -1, nil
+	}
+	i := 0
+	for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	mult := map[string]int64{"kB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "TB": 1 << 40}[strings.TrimSpace(v[i:])]
+	if err != nil || mult == 0 || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size: write e.g. \"512MB\" or \"4GB\" (kB, MB, GB, TB)", s)
+	}
+	return n * mult, nil
 }
 
 // validateCoordinator checks the coordinator's fields: raft_listen on
@@ -1170,6 +1256,22 @@ func (c *Cluster) InternalUser() (string, string) {
 		return c.Users[0].Name, c.Users[0].Password
 	}
 	return "tandem", ""
+}
+
+// allManagedPostgres reports whether every node runs a managed PostgreSQL.
+func (c *Cluster) allManagedPostgres() bool {
+	for _, n := range c.Nodes {
+		if n.Backend != "postgres" || n.DSN != "" {
+			return false
+		}
+	}
+	return len(c.Nodes) > 0
+}
+
+// Physical reports whether the cluster replicates with the physical
+// engine (a hot-standby pair of managed PostgreSQL servers).
+func (c *Cluster) Physical() bool {
+	return c.Design == "hot-standby" && c.Repl.Engine == EnginePhysical
 }
 
 // hasManagedPostgres reports whether a node runs a managed PostgreSQL.

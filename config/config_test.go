@@ -328,3 +328,80 @@ func TestSingleMasterConfig(t *testing.T) {
 		})
 	}
 }
+
+const pgPair = `
+cluster = "c"
+design = "hot-standby"
+[[users]]
+name = "u"
+password = "p"
+[[nodes]]
+id = "n1"
+listen = "127.0.0.1:7001"
+repl_listen = "127.0.0.1:7101"
+metrics = "127.0.0.1:7201"
+backend = "postgres"
+[[nodes]]
+id = "n2"
+listen = "127.0.0.1:7002"
+repl_listen = "127.0.0.1:7102"
+metrics = "127.0.0.1:7202"
+backend = "%s"
+%s
+`
+
+// TestEngineDefaultWithCoordinator: a managed pair written for automatic
+// failover (the coordinator, a witness) keeps the writeset engine by
+// default: the physical engine cannot fail over by itself yet.
+func TestEngineDefaultWithCoordinator(t *testing.T) {
+	text := strings.Replace(fmt.Sprintf(pgPair, "postgres", "raft_listen = \"127.0.0.1:7302\"\n[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:7300\"\n[replication]\nfailover = \"automatic\""),
+		"metrics = \"127.0.0.1:7201\"\n", "metrics = \"127.0.0.1:7201\"\nraft_listen = \"127.0.0.1:7301\"\n", 1)
+	c, err := Parse("e.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Repl.Engine != EngineWriteset {
+		t.Fatalf("engine %q, want writeset for a coordinated pair", c.Repl.Engine)
+	}
+}
+
+// TestEngine: replication.engine's default follows the back ends, and
+// combinations the physical engine cannot run name the field.
+func TestEngine(t *testing.T) {
+	for _, tc := range []struct {
+		name, backend2, extra string
+		engine, want          string // engine expected, or a message fragment
+	}{
+		{"managed pair defaults to physical", "postgres", "", EnginePhysical, ""},
+		{"explicit writeset on managed", "postgres", "[replication]\nengine = \"writeset\"", EngineWriteset, ""},
+		{"mixed pair defaults to writeset", "sqlite", "", EngineWriteset, ""},
+		{"external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"", EngineWriteset, ""},
+		{"physical with external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "nodes[1].dsn names an external server"},
+		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite"},
+		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\""},
+		{"physical with automatic failover", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "does not run the coordinator yet"},
+		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fmt.Sprintf(pgPair, tc.backend2, tc.extra)
+			c, err := Parse("e.toml", []byte(text))
+			if tc.want != "" {
+				if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("err %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Repl.Engine != tc.engine || c.Physical() != (tc.engine == EnginePhysical) {
+				t.Fatalf("engine %q, want %q", c.Repl.Engine, tc.engine)
+			}
+		})
+	}
+	sq := strings.ReplaceAll(fmt.Sprintf(pgPair, "sqlite", ""), "backend = \"postgres\"", "backend = \"sqlite\"")
+	c, err := Parse("s.toml", []byte(sq))
+	if err != nil || c.Repl.Engine != EngineWriteset {
+		t.Fatalf("sqlite pair: %v %+v", err, c)
+	}
+}

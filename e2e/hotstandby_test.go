@@ -73,7 +73,9 @@ func writeHSFile(t *testing.T, backend, safeness, durability, extra string, coor
 	if !strings.Contains(extra, "ack_timeout") {
 		extra += "ack_timeout = \"5s\"\n"
 	}
-	fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\n%s\n", safeness, durability, extra)
+	// These tests exercise the writeset engine (trigger capture, GSNs);
+	// the physical engine has its own (physical_test.go).
+	fmt.Fprintf(&b, "[replication]\nengine = \"writeset\"\nsafeness = %q\ndurability = %q\n%s\n", safeness, durability, extra)
 	h.router = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	h.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)

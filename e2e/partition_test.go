@@ -256,7 +256,7 @@ func writePartitionFile(t *testing.T, pl placement, safeness string) *hsCluster 
 	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, freePort(t)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"hs\"\ndesign = \"hot-standby\"\nrun_dir = %q\nlog_level = \"info\"\n", filepath.Join(h.dir, "run"))
-	fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = \"relaxed\"\nfailover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", safeness, ptLease, ptGrace, ptAckTimeout)
+	fmt.Fprintf(&b, "[replication]\nengine = \"writeset\"\nsafeness = %q\ndurability = \"relaxed\"\nfailover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", safeness, ptLease, ptGrace, ptAckTimeout)
 	h.router, h.reads = addr(pl.ip["router"]), addr(pl.ip["router"])
 	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")

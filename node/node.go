@@ -35,6 +35,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/replication"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
@@ -53,7 +54,9 @@ type Status struct {
 	Started  time.Time           `json:"started"`
 	Detail   string              `json:"detail,omitempty"`
 	Repl     *replication.Status `json:"replication,omitempty"`
-	Files    *FileLimit          `json:"open_files_limit,omitempty"`
+	// Physical: the physical engine's LSNs, replicas and slots.
+	Physical *physical.Status `json:"physical,omitempty"`
+	Files    *FileLimit       `json:"open_files_limit,omitempty"`
 	// Coordinator is this node's voter in the coordinator group (when the
 	// cluster file gives it a raft_listen address).
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
@@ -144,6 +147,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
 	var repl *replication.Agent
+	var phys *physical.Engine
 	var coord *coordinator.Coordinator
 	var replClose []func()
 	defer func() {
@@ -210,7 +214,24 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	case "postgres":
 		up := router.Upstream{Node: id}
 		backendDSN := n.DSN
-		if n.DSN == "" {
+		if c.Physical() {
+			// The physical engine: PostgreSQL's streaming replication;
+			// sessions ride the relay as in the standalone design (a
+			// standby's server answers writes with 25006 itself).
+			eng, err := physical.New(physical.Config{Cluster: c, ID: id, Ident: ident, Token: token, Logger: log})
+			if err != nil {
+				return fmt.Errorf("node %s: %w", id, err)
+			}
+			replClose = append(replClose, eng.Close)
+			if err := eng.Start(ctx); err != nil {
+				return fmt.Errorf("node %s: %w", id, err)
+			}
+			phys = eng
+			backendDone = eng.Failed()
+			go eng.Watch(ctx, 250*time.Millisecond)
+			up.Addr = eng.Socket()
+			st.Detail = "managed PostgreSQL (physical replication), socket " + eng.Socket()
+		} else if n.DSN == "" {
 			settings := map[string]string{}
 			for k, v := range n.Postgres.Settings {
 				settings[k] = v
@@ -265,7 +286,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
 			st.Detail = "external PostgreSQL at " + up.Addr
 		}
-		if c.Replicated() {
+		if c.Replicated() && !c.Physical() {
 			be, err := postgres.NewBackend(ctx, backendDSN)
 			if err != nil {
 				return err
@@ -347,13 +368,24 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			repl.RegisterAdmin(mux, token, log)
 			mux.Handle("/watch", read(repl.WatchHandler()))
 		}
-		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if phys != nil {
+			phys.RegisterAdmin(mux, token, log)
+			mux.Handle("/watch", read(phys.WatchHandler()))
+		}
+		mux.Handle("/status", read(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			s := st
 			s.Sessions = srv.Active()
 			s.Files = CurrentFileLimit()
 			if repl != nil {
 				rs := repl.Status()
 				s.Repl, s.Role = &rs, rs.Role
+			}
+			if phys != nil {
+				ps := phys.Status(req.Context())
+				// The role, epoch and primary where the router and the
+				// command line read them for either engine.
+				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict", Degraded: ps.Degraded}
+				s.Role, s.Physical = ps.Role, &ps
 			}
 			if coord != nil {
 				cs := coord.Status()

@@ -35,6 +35,9 @@ import (
 // ErrBinariesNotFound means initdb/postgres could not be located.
 var ErrBinariesNotFound = errors.New("postgres binaries not found")
 
+// ErrNoCluster means a data directory that should hold a cluster does not.
+var ErrNoCluster = errors.New("no PostgreSQL cluster")
+
 // ErrNotReady means the server did not accept connections in time.
 var ErrNotReady = errors.New("postgres server did not become ready")
 
@@ -62,6 +65,16 @@ type ManagedConfig struct {
 	// Settings are extra postgresql.conf lines (name -> value), e.g.
 	// synchronous_commit=off.
 	Settings map[string]string
+	// Listen is a TCP address list (PostgreSQL's listen_addresses) the
+	// server opens beside its socket, on Port, for the physical engine's
+	// WAL streams; HBA is then appended to pg_hba.conf and must admit only
+	// what should come in over it (the replication role from the
+	// cluster's hosts). Empty: the socket alone (or TCP above).
+	Listen string
+	HBA    string
+	// NoInitdb: the data directory must already hold a cluster (a base
+	// backup); a missing one is an error, never a fresh initdb.
+	NoInitdb bool
 	// LogFile receives the server's output; empty means DataDir/../postgres.log.
 	LogFile string
 	// Logger for life-cycle events; nil means slog.Default().
@@ -158,7 +171,9 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 			return nil, err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); errors.Is(err, os.ErrNotExist) && cfg.NoInitdb {
+		return nil, fmt.Errorf("%w: %s holds no PostgreSQL cluster (expected a base backup)", ErrNoCluster, dataDir)
+	} else if errors.Is(err, os.ErrNotExist) {
 		log.Info("initdb", "data_dir", dataDir)
 		cmd := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", dataDir, "-U", "postgres",
 			"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
@@ -179,7 +194,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	if sock := socketPath(dataDir, port); len(sock) > maxSocketPath {
 		return nil, fmt.Errorf("%w: the server's Unix socket %s would be %d bytes, over the system's %d: use a shorter data_dir", ErrSocketPath, sock, len(sock), maxSocketPath)
 	}
-	if err := writeConf(dataDir, port, cfg.TCP, cfg.Settings, cred); err != nil {
+	if err := writeConf(dataDir, port, cfg, cred); err != nil {
 		return nil, err
 	}
 	if err := clearStaleLock(ctx, dataDir, log); err != nil {
@@ -195,6 +210,10 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 		return nil, fmt.Errorf("open postgres log: %w", err)
 	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", dataDir)
+	// The server's own libpq clients (a standby's WAL receiver) must not
+	// take the node's PG* client variables (PGPASSWORD would override
+	// the passfile primary_conninfo names).
+	cmd.Env = serverEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -321,6 +340,15 @@ func ServerCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
+// PrepareForUser is prepareForUser for other packages (the physical
+// engine's base backups): nothing to do when cred is nil.
+func PrepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
+	if cred == nil {
+		return nil
+	}
+	return prepareForUser(dataDir, logFile, cred)
+}
+
 // prepareForUser gives the postgres user the data directory and log file and
 // makes sure it can traverse every ancestor directory.
 func prepareForUser(dataDir, logFile string, cred *syscall.Credential) error {
@@ -359,10 +387,13 @@ const hbaSocket = "# written by tandem at every start: the Unix socket only (its
 // hbaTCP adds 127.0.0.1 (ManagedConfig.TCP: benchmarks and tests).
 const hbaTCP = hbaSocket + "host all all 127.0.0.1/32 trust\nhost replication all 127.0.0.1/32 trust\nlocal replication all trust\n"
 
-func writeConf(dataDir string, port int, tcp bool, settings map[string]string, cred *syscall.Credential) error {
+func writeConf(dataDir string, port int, cfg ManagedConfig, cred *syscall.Credential) error {
+	settings := cfg.Settings
 	listen, hba := "''", hbaSocket
-	if tcp {
+	if cfg.TCP {
 		listen, hba = "'127.0.0.1'", hbaTCP
+	} else if cfg.Listen != "" {
+		listen, hba = "'"+cfg.Listen+"'", hbaSocket+cfg.HBA
 	}
 	hbaPath := filepath.Join(dataDir, "pg_hba.conf")
 	if err := os.WriteFile(hbaPath, []byte(hba), 0o600); err != nil {
@@ -609,3 +640,21 @@ func ensureRoles(ctx context.Context, c *pgconn.PgConn, roles []Role, databases 
 }
 
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// EnsureRolesConn is EnsureRoles on a connection the caller holds (the
+// physical engine's, which commits with synchronous_commit = local).
+func EnsureRolesConn(ctx context.Context, c *pgconn.PgConn, roles []Role) error {
+	return ensureRoles(ctx, c, roles, true)
+}
+
+// serverEnv is env without libpq's client variables (PGPASSWORD, PGHOST,
+// PGSSLMODE, ...).
+func serverEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PG") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

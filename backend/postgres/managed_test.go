@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -42,5 +43,12 @@ func TestManagedStartQueryStop(t *testing.T) {
 	case <-m.Done():
 	default:
 		t.Fatal("server still running after Stop")
+	}
+}
+
+func TestServerEnv(t *testing.T) {
+	got := serverEnv([]string{"PATH=/bin", "PGPASSWORD=x", "PGSSLMODE=disable", "LANG=C", "XPG=1"})
+	if strings.Join(got, " ") != "PATH=/bin LANG=C XPG=1" {
+		t.Fatalf("serverEnv: %v", got)
 	}
 }

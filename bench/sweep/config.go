@@ -55,6 +55,9 @@ type Config struct {
 	// InterNode is security.inter_node: "" (mutual TLS, the default) or
 	// "none" (clear text: what TLS costs).
 	InterNode string `json:"inter_node,omitempty"`
+	// Engine is replication.engine of a tandem pair: "" (writeset) or
+	// "physical" (PostgreSQL's streaming replication run by tandem).
+	Engine string `json:"engine,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 }
@@ -89,6 +92,16 @@ func hsPG(name, level, durability, standbyDurability string) Config {
 		Design: "hot-standby", Safeness: level, Durability: durability, StandbyDurability: standbyDurability,
 		Setting: fmt.Sprintf("tandem hot-standby on PostgreSQL back ends, %s, primary log %s, standby log %s",
 			level, durability, standbyDurability),
+	}
+}
+
+// hsPhys is tandem's hot-standby pair of managed PostgreSQL servers on
+// the physical engine (safeness = synchronous_commit, sessions relayed).
+func hsPhys(name, level string) Config {
+	return Config{
+		Name: name, Family: FamilyTandemPG, Level: level, kind: kindTandem, Backend: "postgres", Engine: "physical",
+		Design: "hot-standby", Safeness: level, Durability: "strict", StandbyDurability: "strict",
+		Setting: fmt.Sprintf("tandem hot-standby on PostgreSQL back ends, physical engine (streaming replication), %s", level),
 	}
 }
 
@@ -127,6 +140,10 @@ func Configs() []Config {
 		hsPG("hs-pg-received-relaxed", "2-safe-received", "relaxed", "relaxed"),
 		hsPG("hs-pg-visible-relaxed", "2-safe-visible", "relaxed", "relaxed"),
 		hsPG("hs-pg-durable-relaxed-standby-strict", "2-safe-durable", "relaxed", "strict"),
+		hsPhys("hs-pgphys-1safe", "1-safe"),
+		hsPhys("hs-pgphys-received", "2-safe-received"),
+		hsPhys("hs-pgphys-visible", "2-safe-visible"),
+		hsPhys("hs-pgphys-durable", "2-safe-durable"),
 	}
 }
 
@@ -209,6 +226,10 @@ var levelPairs = []struct{ Level, Tandem, Postgres string }{
 	{"2-safe-received", "hs-pg-received-relaxed", "pg-pair-remote_write"},
 	{"2-safe-visible", "hs-pg-visible-relaxed", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pg-durable-relaxed-standby-strict", "pg-pair-on"},
+	{"1-safe", "hs-pgphys-1safe", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-received", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-visible", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-durable", "pg-pair-on"},
 }
 
 func configByName(name string) (Config, bool) {

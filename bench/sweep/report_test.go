@@ -323,8 +323,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 19 {
-		t.Errorf("all: %d configurations, want 19", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 23 {
+		t.Errorf("all: %d configurations, want 23", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},

@@ -41,7 +41,11 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	nodes := []string{"n1"}
 	if c.Design == "hot-standby" {
 		nodes = append(nodes, "n2")
-		fmt.Fprintf(&b, "[replication]\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", c.Safeness, c.Durability, c.StandbyDurability)
+		engine := c.Engine
+		if engine == "" {
+			engine = "writeset"
+		}
+		fmt.Fprintf(&b, "[replication]\nengine = %q\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", engine, c.Safeness, c.Durability, c.StandbyDurability)
 		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
 	}
 	if c.InterNode != "" {
@@ -150,6 +154,15 @@ type nodeStatus struct {
 		Assigned uint64               `json:"assigned_gsn"`
 		Standbys map[string][3]uint64 `json:"standbys"` // received, durable, applied
 	} `json:"replication"`
+	// Physical: the physical engine's view (its WAL streams).
+	Physical *struct {
+		LSN      string `json:"lsn"`
+		Replicas []struct {
+			Node     string `json:"node"`
+			State    string `json:"state"`
+			Replayed string `json:"replay_lsn"`
+		} `json:"replicas"`
+	} `json:"physical"`
 }
 
 // waitStandby polls the primary's /status until a standby is attached
@@ -167,6 +180,18 @@ func (s *tandemSystem) waitStandby(ctx context.Context, limit time.Duration, cau
 			last = "no replication section in /status"
 		case st.Repl.Role != "primary":
 			last = "n1 is " + st.Repl.Role + ", not primary"
+		case st.Physical != nil:
+			// The physical engine: a standby streams; caught up when it
+			// replayed the primary's WAL position.
+			last = "no standby streaming"
+			for _, r := range st.Physical.Replicas {
+				if r.State == "streaming" {
+					if !caughtUp || r.Replayed == st.Physical.LSN {
+						return nil
+					}
+					last = fmt.Sprintf("standby %s replayed %s of %s", r.Node, r.Replayed, st.Physical.LSN)
+				}
+			}
 		case len(st.Repl.Standbys) == 0:
 			last = "no standby attached"
 		default:

@@ -17,6 +17,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/replication"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -55,6 +56,7 @@ type nodeStatus struct {
 	ID          string              `json:"id"`
 	Role        string              `json:"role"`
 	Repl        *replication.Status `json:"replication"`
+	Physical    *physical.Status    `json:"physical,omitempty"`
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
 }
 
@@ -129,20 +131,38 @@ func newPromoteCmd() *cobra.Command {
 				}
 				var f struct {
 					LastGSN uint64 `json:"last_gsn"`
+					LastLSN string `json:"last_lsn"`
 				}
 				if err := adminPost(old, "/admin/fence", nil, &f); err != nil {
 					// Gone between the two calls: as if it had not answered.
 					fmt.Fprintf(cmd.ErrOrStderr(), "note: could not fence the primary %s (%v); promoting anyway\n", old.ID, err)
+				} else if f.LastLSN != "" {
+					// The physical engine: the old primary's server is
+					// stopped; the standby replays up to its last WAL.
+					fmt.Fprintf(cmd.OutOrStdout(), "fenced the primary %s (its server stopped) at LSN %s\n", old.ID, f.LastLSN)
+					q.Set("fenced_lsn", f.LastLSN)
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "fenced the primary %s at GSN %d\n", old.ID, f.LastGSN)
 					q.Set("fenced_gsn", strconv.FormatUint(f.LastGSN, 10))
 				}
 			}
-			var res replication.PromoteResult
+			var res struct {
+				replication.PromoteResult
+				LastLSN string `json:"last_lsn"`
+			}
 			if err := adminPost(n, "/admin/promote", q, &res); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
+			if res.LastLSN != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at LSN %s\n", res.Node, res.Epoch, res.LastLSN)
+				if q.Get("fenced_lsn") != "" {
+					fmt.Fprintln(cmd.OutOrStdout(), "lost: nothing (the new primary replayed the fenced primary's WAL to its end)")
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "lost: unknown (the old primary did not answer; at 2-safe no acknowledged commit is missing, at 1-safe some may be)")
+				}
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "node %s is the primary of epoch %d at GSN %d\n", res.Node, res.Epoch, res.LastGSN)
+			}
 			if c.Repl.Failover == "automatic" {
 				// The coordinator handed the role over (once the old
 				// primary's lease was released or had lapsed) and every
@@ -150,7 +170,9 @@ func newPromoteCmd() *cobra.Command {
 				fmt.Fprintf(cmd.OutOrStdout(), "the coordinator made the change; `tandem status -c %s` shows the map and its history\n", c.File)
 				return nil
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), lossReport(res))
+			if res.LastLSN == "" {
+				fmt.Fprintln(cmd.OutOrStdout(), lossReport(res.PromoteResult))
+			}
 			// Other nodes (the fenced primary too) follow the new primary;
 			// upto lets the old primary answer the commits still waiting.
 			for i := range c.Nodes {
@@ -212,6 +234,7 @@ func newSwitchoverCmd() *cobra.Command {
 			}
 			var d struct {
 				LastGSN uint64 `json:"last_gsn"`
+				LastLSN string `json:"last_lsn"`
 			}
 			if err := adminPost(primary, "/admin/demote", url.Values{"to": {to}}, &d); err != nil {
 				return err
@@ -219,8 +242,15 @@ func newSwitchoverCmd() *cobra.Command {
 			var res struct {
 				Epoch   uint64 `json:"epoch"`
 				LastGSN uint64 `json:"last_gsn"`
+				LastLSN string `json:"last_lsn"`
 			}
-			if err := adminPost(next, "/admin/promote", url.Values{"reason": {"switchover"}}, &res); err != nil {
+			pq := url.Values{"reason": {"switchover"}}
+			if d.LastLSN != "" {
+				// The physical engine: promote once the standby has
+				// replayed the old primary's shutdown checkpoint.
+				pq.Set("fenced_lsn", d.LastLSN)
+			}
+			if err := adminPost(next, "/admin/promote", pq, &res); err != nil {
 				return fmt.Errorf("promote %s: %w (the old primary %s is fenced; promote a node by hand)", to, err, primary.ID)
 			}
 			for i := range c.Nodes {
@@ -233,6 +263,10 @@ func newSwitchoverCmd() *cobra.Command {
 						fmt.Fprintf(cmd.ErrOrStderr(), "note: %v\n", err)
 					}
 				}
+			}
+			if d.LastLSN != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "switchover done: %s is the primary of epoch %d at LSN %s (the old primary %s stopped at LSN %s and follows it)\n", to, res.Epoch, res.LastLSN, primary.ID, d.LastLSN)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "switchover done: %s is the primary of epoch %d at GSN %d (the old primary %s stopped at GSN %d and follows it)\n", to, res.Epoch, res.LastGSN, primary.ID, d.LastGSN)
 			return nil
@@ -296,12 +330,21 @@ func newSetCmd() *cobra.Command {
 				}
 				q.Set(k, v)
 			}
-			primary, _, err := roles(c)
+			primary, standbys, err := roles(c)
 			if err != nil {
 				return err
 			}
 			if err := adminPost(primary, "/admin/set", q, nil); err != nil {
 				return err
+			}
+			if c.Physical() {
+				// The physical engine: each standby keeps the level for
+				// when it is promoted.
+				for _, s := range standbys {
+					if err := adminPost(s, "/admin/set", q, nil); err != nil {
+						fmt.Fprintf(cmd.ErrOrStderr(), "note: %v (it takes the level at its next promote only if set again)\n", err)
+					}
+				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s (primary): %s\n", primary.ID, strings.Join(args, " "))
 			return nil

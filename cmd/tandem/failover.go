@@ -64,7 +64,7 @@ func pairFile(s pairSpec) (string, error) {
 	}
 	var b strings.Builder
 	auto := s.Failover == "automatic"
-	fmt.Fprintf(&b, "cluster = %q\ndesign = \"hot-standby\"\nrun_dir = %q\n\n[replication]\n", s.Name, filepath.Join(s.Dir, "run"))
+	fmt.Fprintf(&b, "cluster = %q\ndesign = \"hot-standby\"\nrun_dir = %q\n\n[replication]\nengine = \"writeset\"\n", s.Name, filepath.Join(s.Dir, "run"))
 	if s.Safeness != "" {
 		fmt.Fprintf(&b, "safeness = %q\n", s.Safeness)
 	}

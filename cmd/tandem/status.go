@@ -26,6 +26,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -139,6 +140,9 @@ func newStatusCmd() *cobra.Command {
 			if err := printRouterView(cmd.OutOrStdout(), out); err != nil {
 				return err
 			}
+			if c.Physical() {
+				return printPhysical(cmd.OutOrStdout(), out)
+			}
 			if c.Design != "standalone" {
 				fmt.Fprintln(cmd.OutOrStdout())
 				tw = tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
@@ -193,6 +197,77 @@ func newStatusCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// printPhysical prints the physical engine's view: each node's role and
+// WAL positions, the primary's WAL streams (pg_stat_replication) and the
+// replication slots.
+func printPhysical(w io.Writer, out []probe) error {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tROLE\tEPOCH\tLSN\tRECEIVED\tREPLAYED\tREPLAY LAG\tSAFENESS\tSYNCHRONOUS_COMMIT\tSTATE")
+	var streams []physical.Replica
+	var slots []string
+	for _, p := range out {
+		if p.Kind != "node" {
+			continue
+		}
+		if p.repl == nil || p.repl.Physical == nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\tdown\n", p.Name)
+			continue
+		}
+		ph := p.repl.Physical
+		state := "ok"
+		if ph.Error != "" {
+			state = "server not answering: " + ph.Error
+		} else if ph.Role == "standby" {
+			state = "wal receiver " + ph.Receiver
+		} else if ph.Degraded {
+			state = "degraded (1-safe: no standby streaming)"
+		}
+		lag := "-"
+		if ph.Role == "standby" && ph.Replayed != "" {
+			lag = fmt.Sprintf("%d bytes", ph.ReplayLagBytes)
+			if ph.ReplayDelay != nil {
+				lag += fmt.Sprintf(", last replayed commit %s old", time.Duration(*ph.ReplayDelay*float64(time.Second)).Round(time.Millisecond))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, ph.Role, ph.Epoch, dash(ph.LSN), dash(ph.Received), dash(ph.Replayed), lag, ph.Safeness, dash(ph.SynchronousCommit), state)
+		if ph.Role == "primary" {
+			streams = append(streams, ph.Replicas...)
+		}
+		for _, sl := range ph.Slots {
+			safe := "unbounded"
+			if sl.SafeWALBytes >= 0 {
+				safe = fmt.Sprintf("%d bytes", sl.SafeWALBytes)
+			}
+			slots = append(slots, fmt.Sprintf("%s\t%s\t%v\t%s\t%s\t%s", p.Name, sl.Name, sl.Active, dash(sl.RestartLSN), dash(sl.WALStatus), safe))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(streams) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REPLICA\tSTATE\tSYNC\tSENT\tWRITTEN\tFLUSHED\tREPLAYED\tLAG BYTES\tWRITE LAG\tFLUSH LAG\tREPLAY LAG")
+		for _, r := range streams {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Node, r.State, r.SyncState, dash(r.Sent), dash(r.Written), dash(r.Flushed), dash(r.Replayed), r.LagBytes, dash(r.WriteLag), dash(r.FlushLag), dash(r.ReplayLag))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(slots) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ON\tSLOT\tACTIVE\tRESTART LSN\tWAL STATUS\tSAFE WAL")
+		for _, l := range slots {
+			fmt.Fprintln(tw, l)
+		}
+		return tw.Flush()
+	}
+	return nil
 }
 
 func dash(s string) string {

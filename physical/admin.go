@@ -1,0 +1,320 @@
+package physical
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/secure"
+)
+
+// PromoteResult is what /admin/promote answers (the writeset engine's
+// fields, GSNs zero, and the WAL position).
+type PromoteResult struct {
+	Node    string `json:"node"`
+	Epoch   uint64 `json:"epoch"`
+	LastGSN uint64 `json:"last_gsn"`
+	// LastLSN is the new primary's WAL position when it took over.
+	LastLSN string `json:"last_lsn"`
+	Engine  string `json:"engine"`
+}
+
+// Promote makes this standby the primary of the next epoch with
+// pg_promote. With fencedLSN (the old primary's last WAL position, from a
+// demote or fence) it first waits up to wait until it has replayed that
+// far, so nothing the old primary committed is lost.
+func (e *Engine) Promote(ctx context.Context, fencedLSN string, wait time.Duration) (PromoteResult, error) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role != RoleStandby {
+		return PromoteResult{}, fmt.Errorf("%w: node %s is already the primary of epoch %d", ErrNotStandby, e.cfg.ID, st.Epoch)
+	}
+	if e.srv.Load() == nil {
+		return PromoteResult{}, fmt.Errorf("node %s: its server is stopped (it is being re-seeded or rewound); try again", e.cfg.ID)
+	}
+	if fencedLSN != "" {
+		deadline := time.Now().Add(wait)
+		for {
+			var caught bool
+			err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+				rows, err := query(ctx, c, "SELECT pg_wal_lsn_diff(coalesce(pg_last_wal_replay_lsn(), '0/0'), $1::pg_lsn) >= 0", fencedLSN)
+				if err == nil && len(rows) == 1 {
+					caught = rows[0][0] == "t"
+				}
+				return err
+			})
+			if err != nil {
+				return PromoteResult{}, fmt.Errorf("node %s: replay position: %w", e.cfg.ID, err)
+			}
+			if caught {
+				break
+			}
+			if time.Now().After(deadline) {
+				return PromoteResult{}, fmt.Errorf("%w: node %s did not replay up to %s within %v", ErrNotCaught, e.cfg.ID, fencedLSN, wait)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		rows, err := query(ctx, c, "SELECT pg_promote(true, 60)")
+		if err == nil && (len(rows) != 1 || rows[0][0] != "t") {
+			err = fmt.Errorf("pg_promote did not finish within 60 s")
+		}
+		return err
+	})
+	if err != nil {
+		return PromoteResult{}, fmt.Errorf("node %s: promote: %w", e.cfg.ID, err)
+	}
+	e.degraded.Store(false)
+	if err := e.setState(func(s *state) { s.Role, s.Primary, s.Epoch, s.Rewind = RolePrimary, e.cfg.ID, s.Epoch+1, false }); err != nil {
+		return PromoteResult{}, err
+	}
+	st, _ = e.state()
+	res := PromoteResult{Node: e.cfg.ID, Epoch: st.Epoch, Engine: config.EnginePhysical}
+	err = e.withConn(ctx, func(c *pgconn.PgConn) error {
+		if err := e.ensureSlots(ctx, c); err != nil {
+			return err
+		}
+		if err := e.applySafeness(ctx, c, st.Safeness); err != nil {
+			return err
+		}
+		rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
+		if err == nil && len(rows) == 1 {
+			res.LastLSN = rows[0][0]
+		}
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("node %s: promoted, but setting up as primary failed: %w", e.cfg.ID, err)
+	}
+	e.log.Info("promoted", "epoch", st.Epoch, "lsn", res.LastLSN, "took", time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+// Demote stops this primary (fencing it: from now on it accepts no
+// write) so that node to can take over: to must be streaming from it, and
+// the fast shutdown sends it everything up to the shutdown checkpoint.
+// It answers the last WAL position (the shutdown checkpoint); the node
+// stays stopped until told to follow (/admin/follow). With to empty it
+// fences (promote --force).
+func (e *Engine) Demote(ctx context.Context, to string) (string, error) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role != RolePrimary {
+		return "", fmt.Errorf("%w: node %s is a standby of %s", ErrNotPrimary, e.cfg.ID, st.Primary)
+	}
+	if to != "" {
+		if _, ok := e.c.Node(to); !ok || to == e.cfg.ID {
+			return "", fmt.Errorf("no other node %q in the cluster file", to)
+		}
+		var streaming bool
+		err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+			rows, err := query(ctx, c, "SELECT 1 FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'", to)
+			streaming = len(rows) > 0
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("node %s: %w", e.cfg.ID, err)
+		}
+		if !streaming {
+			return "", fmt.Errorf("%w: %s (see tandem status)", ErrNoTarget, to)
+		}
+	}
+	e.stopServer()
+	lsn, err := e.checkpointLSN(ctx)
+	if err != nil {
+		return "", err
+	}
+	if err := e.setState(func(s *state) { s.Role, s.Primary, s.Rewind = RoleStandby, to, true }); err != nil {
+		return "", err
+	}
+	e.log.Info("demoted: the server is stopped until this node follows the new primary", "to", to, "last_lsn", lsn)
+	return lsn, nil
+}
+
+// checkpointLSN reads the stopped server's last checkpoint (pg_controldata).
+func (e *Engine) checkpointLSN(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.bin, "pg_controldata"), "-D", e.pgdata)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	cmd.Env = []string{"LANG=C", "LC_ALL=C"}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("pg_controldata: %w", err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "Latest checkpoint location" {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("pg_controldata: no latest checkpoint location")
+}
+
+// Follow makes this node a hot standby of primary: a primary that still
+// runs is stopped first (fenced); a data directory that was a primary's
+// is rewound (pg_rewind, a base backup when that fails); a standby of
+// another primary restarts with the new primary_conninfo.
+func (e *Engine) Follow(ctx context.Context, primary string) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	if primary == e.cfg.ID {
+		return fmt.Errorf("node %s cannot follow itself", primary)
+	}
+	if _, ok := e.c.Node(primary); !ok {
+		return fmt.Errorf("no node %q in the cluster file", primary)
+	}
+	st, _ := e.state()
+	if st.Role == RoleStandby && st.Primary == primary && !st.Rewind && e.srv.Load() != nil {
+		return nil
+	}
+	_, epoch := e.newerPrimary(ctx, st.Epoch)
+	wasPrimary := st.Role == RolePrimary
+	e.stopServer()
+	if err := e.setState(func(s *state) {
+		s.Role, s.Primary, s.Epoch = RoleStandby, primary, max(s.Epoch, epoch)
+		s.Rewind = s.Rewind || wasPrimary
+	}); err != nil {
+		return err
+	}
+	return e.startStandby(ctx)
+}
+
+// Set changes the safeness level (synchronous_commit and the standby
+// names, by ALTER SYSTEM and a reload, on a primary; a standby keeps it
+// for when it is promoted). Durability other than strict is refused.
+func (e *Engine) Set(ctx context.Context, safeness, durability string) error {
+	if err := CheckDurability(durability); err != nil {
+		return err
+	}
+	if safeness == "" {
+		return nil
+	}
+	if _, err := SynchronousCommit(safeness); err != nil {
+		return err
+	}
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role == RolePrimary {
+		if err := e.withConn(ctx, func(c *pgconn.PgConn) error { return e.applySafeness(ctx, c, safeness) }); err != nil {
+			return err
+		}
+		e.degraded.Store(false) // Watch degrades again if no standby streams
+	}
+	return e.setState(func(s *state) { s.Safeness = safeness })
+}
+
+// RegisterAdmin serves the operator actions on the node's admin address,
+// as the writeset engine does (the command line is the same): POST
+// /admin/promote[?fenced_lsn=LSN&wait=DUR], /admin/fence,
+// /admin/demote?to=ID, /admin/follow?primary=ID,
+// /admin/set?safeness=...&durability=...; each needs the admin token.
+func (e *Engine) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger) {
+	reply := func(w http.ResponseWriter, v any, err error) {
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			w.WriteHeader(http.StatusConflict)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	post := func(h func(w http.ResponseWriter, req *http.Request)) http.Handler {
+		return secure.RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.Method != http.MethodPost {
+				http.Error(w, "use POST", http.StatusMethodNotAllowed)
+				return
+			}
+			h(w, req)
+		}))
+	}
+	// Role changes outlive a client that gives up waiting (a base backup
+	// must not be killed half way).
+	opCtx := func(req *http.Request) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(req.Context()), 10*time.Minute)
+	}
+	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
+		q := req.URL.Query()
+		wait := 30 * time.Second
+		if v := q.Get("wait"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				reply(w, nil, fmt.Errorf("wait: %w", err))
+				return
+			}
+			wait = d
+		}
+		ctx, cancel := opCtx(req)
+		defer cancel()
+		res, err := e.Promote(ctx, q.Get("fenced_lsn"), wait)
+		reply(w, res, err)
+	}))
+	mux.Handle("/admin/fence", post(func(w http.ResponseWriter, req *http.Request) {
+		ctx, cancel := opCtx(req)
+		defer cancel()
+		lsn, err := e.Demote(ctx, "")
+		reply(w, map[string]any{"last_gsn": 0, "last_lsn": lsn}, err)
+	}))
+	mux.Handle("/admin/demote", post(func(w http.ResponseWriter, req *http.Request) {
+		ctx, cancel := opCtx(req)
+		defer cancel()
+		lsn, err := e.Demote(ctx, req.URL.Query().Get("to"))
+		reply(w, map[string]any{"last_gsn": 0, "last_lsn": lsn}, err)
+	}))
+	mux.Handle("/admin/follow", post(func(w http.ResponseWriter, req *http.Request) {
+		ctx, cancel := opCtx(req)
+		defer cancel()
+		err := e.Follow(ctx, req.URL.Query().Get("primary"))
+		reply(w, e.Status(req.Context()), err)
+	}))
+	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
+		q := req.URL.Query()
+		err := e.Set(req.Context(), q.Get("safeness"), q.Get("durability"))
+		reply(w, e.Status(req.Context()), err)
+	}))
+}
+
+// WatchHandler serves GET /watch as the writeset engine does: the role,
+// epoch and primary as JSON lines, one now, one at every change, and a
+// repeat every second.
+func (e *Engine) WatchHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fl, ok := w.(http.Flusher)
+		if !ok {
+			http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			st, changed := e.state()
+			fenced := st.Role == RoleStandby && st.Rewind
+			if err := enc.Encode(map[string]any{"node": e.cfg.ID, "role": st.Role, "epoch": st.Epoch, "primary": st.Primary, "fenced": fenced}); err != nil {
+				return
+			}
+			fl.Flush()
+			select {
+			case <-req.Context().Done():
+				return
+			case <-changed:
+			case <-tick.C:
+			}
+		}
+	})
+}

@@ -1,0 +1,925 @@
+package physical
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/secure"
+)
+
+// Errors of the engine.
+var (
+	ErrNotPrimary = errors.New("this node is not the primary")
+	ErrNotStandby = errors.New("this node is not a standby")
+	ErrNotCaught  = errors.New("the standby has not replayed the old primary's last WAL")
+	ErrNoTarget   = errors.New("the switchover target is not streaming from this primary")
+)
+
+// Roles, as the writeset engine names them (the router and the command
+// line read them from /status and /watch).
+const (
+	RolePrimary = "primary"
+	RoleStandby = "standby"
+)
+
+// ReplicationRole is the PostgreSQL role the WAL streams, base backups and
+// pg_rewind log in as (REPLICATION LOGIN, no superuser).
+const ReplicationRole = "tandem_repl"
+
+// state is what a node persists about its role (physical/state.json).
+type state struct {
+	Role    string `json:"role"`
+	Epoch   uint64 `json:"epoch"`
+	Primary string `json:"primary"`
+	// Safeness is the level `tandem set` chose last (the cluster file's
+	// until then).
+	Safeness string `json:"safeness"`
+	// Rewind: this data directory was a primary's and must be rewound
+	// (pg_rewind) to the new primary's timeline before it follows.
+	Rewind bool `json:"rewind,omitempty"`
+}
+
+// Config is what the engine needs from the node.
+type Config struct {
+	Cluster *config.Cluster
+	ID      string
+	// Ident is the node's cluster certificate (nil: inter_node = "none",
+	// loopback only): PostgreSQL serves it to the replicas' WAL streams,
+	// which verify it with the cluster CA.
+	Ident *secure.Identity
+	// Token is the admin token: the replication role's password derives
+	// from it, so every node holding the cluster's secrets knows it and
+	// nothing else has to be copied between hosts.
+	Token  string
+	Logger *slog.Logger
+}
+
+// Engine runs one node's managed PostgreSQL as a primary or a hot standby.
+type Engine struct {
+	cfg    Config
+	c      *config.Cluster
+	node   *config.Node
+	log    *slog.Logger
+	dir    string // NODE_DATA/physical: state, TLS files, pgpass
+	pgdata string // NODE_DATA/pgdata
+	bin    string
+	cred   *syscall.Credential
+	port   int
+	host   string
+
+	opMu    sync.Mutex // serializes changes of role and server restarts
+	stMu    sync.Mutex
+	st      state
+	changed chan struct{}
+
+	srv      atomic.Pointer[postgres.Managed]
+	stopping atomic.Bool   // the engine stops the server on purpose
+	failed   chan struct{} // closed when the server exits unbidden
+	failOnce sync.Once
+
+	// degraded: synchronous_standby_names is empty because no standby
+	// streamed for ack_timeout (Watch).
+	degraded atomic.Bool
+
+	connMu sync.Mutex
+	conn   *pgconn.PgConn // status queries over the socket
+}
+
+// New prepares the engine of node cfg.ID (nothing starts yet).
+func New(cfg Config) (*Engine, error) {
+	n, ok := cfg.Cluster.Node(cfg.ID)
+	if !ok {
+		return nil, fmt.Errorf("%w: no node %q", config.ErrInvalid, cfg.ID)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	host, p, err := net.SplitHostPort(n.Repl)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: field nodes.repl_listen: %v", config.ErrInvalid, cfg.Cluster.File, err)
+	}
+	port, _ := strconv.Atoi(p)
+	bin, err := postgres.FindBinDir(n.Postgres.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := postgres.ServerCredential()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, c: cfg.Cluster, node: n, log: log.With("engine", "physical"), bin: bin, cred: cred, port: port, host: host,
+		dir: filepath.Join(n.DataDir, "physical"), pgdata: filepath.Join(n.DataDir, "pgdata"),
+		changed: make(chan struct{}), failed: make(chan struct{})}
+	return e, nil
+}
+
+// Failed is closed when the server exits without the engine asking.
+func (e *Engine) Failed() <-chan struct{} { return e.failed }
+
+// Socket is the server's Unix socket, where the node relays sessions.
+func (e *Engine) Socket() string {
+	return filepath.Join(e.pgdata, ".s.PGSQL."+strconv.Itoa(e.port))
+}
+
+// socketDSN reaches the local server as its bootstrap superuser.
+func (e *Engine) socketDSN(db string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", e.pgdata, e.port, db)
+}
+
+// password is the replication role's password: an HMAC of the admin
+// token, the same on every node, never written to a log.
+func (e *Engine) password() string {
+	m := hmac.New(sha256.New, []byte(e.cfg.Token))
+	m.Write([]byte("tandem physical replication role " + e.c.Name))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// slotName is the physical replication slot the primary keeps for node id.
+func slotName(id string) string {
+	var b strings.Builder
+	b.WriteString("tandem_")
+	for _, r := range strings.ToLower(id) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// ---- state ----
+
+func (e *Engine) statePath() string { return filepath.Join(e.dir, "state.json") }
+
+func (e *Engine) loadState() error {
+	b, err := os.ReadFile(e.statePath())
+	if errors.Is(err, os.ErrNotExist) {
+		// First start: the first node is the primary of epoch 1.
+		first := e.c.Nodes[0].ID
+		e.st = state{Role: RoleStandby, Epoch: 1, Primary: first, Safeness: e.c.Repl.Safeness}
+		if first == e.cfg.ID {
+			e.st.Role = RolePrimary
+		}
+		return e.saveLocked()
+	}
+	if err != nil {
+		return fmt.Errorf("physical: read %s: %w", e.statePath(), err)
+	}
+	if err := json.Unmarshal(b, &e.st); err != nil {
+		return fmt.Errorf("physical: %s: %w", e.statePath(), err)
+	}
+	if e.st.Safeness == "" {
+		e.st.Safeness = e.c.Repl.Safeness
+	}
+	return nil
+}
+
+// saveLocked writes the state (stMu held, or before anything runs) and
+// wakes /watch readers.
+func (e *Engine) saveLocked() error {
+	b, _ := json.Marshal(e.st)
+	tmp := e.statePath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("physical: write state: %w", err)
+	}
+	if err := os.Rename(tmp, e.statePath()); err != nil {
+		return fmt.Errorf("physical: write state: %w", err)
+	}
+	close(e.changed)
+	e.changed = make(chan struct{})
+	return nil
+}
+
+func (e *Engine) setState(f func(*state)) error {
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
+	f(&e.st)
+	return e.saveLocked()
+}
+
+func (e *Engine) state() (state, <-chan struct{}) {
+	e.stMu.Lock()
+	defer e.stMu.Unlock()
+	return e.st, e.changed
+}
+
+// Role is the node's role now.
+func (e *Engine) Role() string { s, _ := e.state(); return s.Role }
+
+// ---- files the server reads ----
+
+// writeFiles puts the server's TLS certificate, the CA and the pgpass
+// file in the engine's directory, owned by the server's OS user (0600).
+func (e *Engine) writeFiles() error {
+	if err := os.MkdirAll(e.dir, 0o700); err != nil {
+		return fmt.Errorf("physical: %w", err)
+	}
+	files := map[string][]byte{"pgpass": []byte("*:*:*:" + ReplicationRole + ":" + e.password() + "\n")}
+	if e.cfg.Ident != nil {
+		dir := e.c.Security.CertDir
+		for name, src := range map[string]string{"ca.crt": secure.CACertFile(dir), "server.crt": secure.CertFile(dir, e.cfg.ID), "server.key": secure.KeyFile(dir, e.cfg.ID)} {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				return fmt.Errorf("physical: the server's TLS files (field security.cert_dir): %w", err)
+			}
+			files[name] = b
+		}
+	}
+	for name, b := range files {
+		p := filepath.Join(e.dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			return fmt.Errorf("physical: write %s: %w", p, err)
+		}
+		if err := os.Chmod(p, 0o600); err != nil {
+			return err
+		}
+		if e.cred != nil {
+			if err := os.Chown(p, int(e.cred.Uid), int(e.cred.Gid)); err != nil {
+				return fmt.Errorf("physical: %w", err)
+			}
+		}
+	}
+	if e.cred != nil {
+		return os.Chown(e.dir, int(e.cred.Uid), int(e.cred.Gid))
+	}
+	return nil
+}
+
+// quoteConn quotes a libpq connection-string value.
+func quoteConn(v string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(v, `\`, `\\`), `'`, `\'`) + "'"
+}
+
+// conninfo reaches node target's server over TCP as the replication role:
+// TLS verified with the cluster CA (verify-full: the certificate names
+// the repl_listen host), SCRAM with the password from the pgpass file.
+func (e *Engine) conninfo(target *config.Node, db string) string {
+	return e.conninfoFor(target, db, true)
+}
+
+// connectTo opens a SQL connection to p's server as the replication role,
+// the password set here: a PGPASSWORD in the node's environment would
+// take precedence over the passfile, and a parse error would print a
+// conninfo holding it.
+func (e *Engine) connectTo(ctx context.Context, p *config.Node) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(e.goConninfo(p, "postgres"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Password = e.password()
+	return pgconn.ConnectConfig(ctx, cfg)
+}
+
+// goConninfo is conninfo for the engine's own (pgx) connections, which
+// read sslcert strictly and never look in a home directory.
+func (e *Engine) goConninfo(target *config.Node, db string) string {
+	return e.conninfoFor(target, db, false)
+}
+
+func (e *Engine) conninfoFor(target *config.Node, db string, libpq bool) string {
+	host, port, _ := net.SplitHostPort(target.Repl)
+	parts := []string{"host=" + quoteConn(host), "port=" + port, "user=" + ReplicationRole,
+		"passfile=" + quoteConn(filepath.Join(e.dir, "pgpass")), "application_name=" + quoteConn(e.cfg.ID), "connect_timeout=5"}
+	if e.cfg.Ident != nil {
+		// No client certificate: files that do not exist, so libpq
+		// does not look in the server's OS user's home, which the
+		// postmaster's environment may point at /root.
+		parts = append(parts, "sslmode=verify-full", "sslrootcert="+quoteConn(filepath.Join(e.dir, "ca.crt")))
+		if libpq {
+			parts = append(parts, "sslcert="+quoteConn(filepath.Join(e.dir, "no-client.crt")), "sslkey="+quoteConn(filepath.Join(e.dir, "no-client.key")))
+		}
+	} else {
+		parts = append(parts, "sslmode=disable")
+	}
+	if db != "" {
+		parts = append(parts, "dbname="+quoteConn(db))
+	}
+	return strings.Join(parts, " ")
+}
+
+// hba admits the replication role from the cluster's nodes only (their
+// repl_listen hosts): WAL streams, and the postgres database for
+// pg_rewind and slot management. Over TLS unless inter_node = "none".
+func (e *Engine) hba() string {
+	kind := "hostssl"
+	if e.cfg.Ident == nil {
+		kind = "host"
+	}
+	var b strings.Builder
+	b.WriteString("# the physical engine: the replication role from the cluster's nodes\n")
+	seen := map[string]bool{}
+	for _, n := range e.c.Nodes {
+		h, _, err := net.SplitHostPort(n.Repl)
+		if err != nil {
+			continue
+		}
+		var addrs []string
+		if ip := net.ParseIP(h); ip != nil {
+			addrs = []string{ip.String()}
+		} else if ips, err := net.LookupIP(h); err == nil {
+			for _, ip := range ips {
+				addrs = append(addrs, ip.String())
+			}
+		}
+		for _, a := range addrs {
+			if seen[a] {
+				continue
+			}
+			seen[a] = true
+			mask := "/32"
+			if strings.Contains(a, ":") {
+				mask = "/128"
+			}
+			fmt.Fprintf(&b, "%s replication %s %s%s scram-sha-256\n", kind, ReplicationRole, a, mask)
+			fmt.Fprintf(&b, "%s postgres %s %s%s scram-sha-256\n", kind, ReplicationRole, a, mask)
+		}
+	}
+	return b.String()
+}
+
+// settings are the server's replication settings for role; the cluster
+// file's nodes.postgres.settings override them.
+func (e *Engine) settings(st state) map[string]string {
+	s := map[string]string{
+		"wal_level":                    "replica",
+		"max_wal_senders":              strconv.Itoa(len(e.c.Nodes) + 4),
+		"max_replication_slots":        strconv.Itoa(len(e.c.Nodes) + 4),
+		"hot_standby":                  "on",
+		"hot_standby_feedback":         "on",
+		"wal_log_hints":                "on", // pg_rewind needs it
+		"max_slot_wal_keep_size":       "'" + e.c.Repl.MaxSlotWALKeepSize + "'",
+		"wal_receiver_status_interval": "'1s'",
+		"recovery_target_timeline":     "'latest'",
+	}
+	// The level as the state has it (ALTER SYSTEM writes the same at set
+	// and promote); the engine's own sessions commit with
+	// synchronous_commit = local, so set-up never waits for a standby.
+	if sc, err := SynchronousCommit(st.Safeness); err == nil {
+		s["synchronous_commit"] = sc
+	}
+	if names, err := StandbyNames(e.c.Repl.Ack, e.standbys()); err == nil {
+		s["synchronous_standby_names"] = quoteLiteral(names)
+	}
+	if e.cfg.Ident != nil {
+		s["ssl"] = "on"
+		s["ssl_cert_file"] = "'" + filepath.Join(e.dir, "server.crt") + "'"
+		s["ssl_key_file"] = "'" + filepath.Join(e.dir, "server.key") + "'"
+		s["ssl_min_protocol_version"] = "'TLSv1.2'"
+	}
+	if st.Role == RoleStandby {
+		if p, ok := e.c.Node(st.Primary); ok {
+			s["primary_conninfo"] = "'" + strings.ReplaceAll(e.conninfo(p, ""), "'", "''") + "'"
+			s["primary_slot_name"] = "'" + slotName(e.cfg.ID) + "'"
+		}
+	} else {
+		s["primary_conninfo"] = "''"
+		s["primary_slot_name"] = "''"
+	}
+	for k, v := range e.node.Postgres.Settings {
+		s[k] = v
+	}
+	return s
+}
+
+// ---- running the server ----
+
+// startServer starts the server in the role st says (standby.signal
+// present for a standby).
+func (e *Engine) startServer(ctx context.Context, st state) error {
+	signal := filepath.Join(e.pgdata, "standby.signal")
+	if st.Role == RoleStandby {
+		if err := e.writeOwned(signal, nil); err != nil {
+			return err
+		}
+	} else if err := os.Remove(signal); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("physical: %w", err)
+	}
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
+		DataDir:  e.pgdata,
+		BinDir:   e.bin,
+		Port:     e.port,
+		Listen:   e.host,
+		HBA:      e.hba(),
+		NoInitdb: st.Role == RoleStandby,
+		Settings: e.settings(st),
+		Logger:   e.log,
+	})
+	if err != nil {
+		return err
+	}
+	e.stopping.Store(false)
+	e.srv.Store(m)
+	go func() {
+		<-m.Done()
+		if !e.stopping.Load() && e.srv.Load() == m {
+			e.log.Error("the managed PostgreSQL server exited", "data_dir", e.pgdata)
+			e.failOnce.Do(func() { close(e.failed) })
+		}
+	}()
+	return nil
+}
+
+// stopServer stops the server (fast shutdown: a primary's WAL senders
+// send everything up to the shutdown checkpoint to connected standbys
+// first).
+func (e *Engine) stopServer() {
+	m := e.srv.Load()
+	if m == nil {
+		return
+	}
+	e.stopping.Store(true)
+	e.closeConn()
+	_ = m.Stop()
+	e.srv.Store(nil)
+}
+
+// writeOwned writes a file owned by the server's OS user.
+func (e *Engine) writeOwned(p string, b []byte) error {
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return fmt.Errorf("physical: write %s: %w", p, err)
+	}
+	if e.cred != nil {
+		if err := os.Chown(p, int(e.cred.Uid), int(e.cred.Gid)); err != nil {
+			return fmt.Errorf("physical: %w", err)
+		}
+	}
+	return nil
+}
+
+// tool runs a PostgreSQL program as the server's OS user.
+func (e *Engine) tool(ctx context.Context, name string, args ...string) error {
+	p := filepath.Join(e.bin, name)
+	cmd := exec.CommandContext(ctx, p, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: e.cred}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	cmd.Dir = "/"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", name, err, lastLines(string(out), 6))
+	}
+	e.log.Debug("ran "+name, "output", lastLines(string(out), 3))
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Start brings the node's server up in its role: a primary as it stands
+// (initdb'ed on first start), a standby from a base backup of the
+// primary when it has no data yet, rewound first when it was a primary.
+// A primary whose peers report a newer primary steps down first.
+func (e *Engine) Start(ctx context.Context) error {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	if err := os.MkdirAll(e.dir, 0o700); err != nil {
+		return fmt.Errorf("physical: %w", err)
+	}
+	if err := e.loadState(); err != nil {
+		return err
+	}
+	if err := e.writeFiles(); err != nil {
+		return err
+	}
+	st, _ := e.state()
+	if st.Role == RolePrimary {
+		if newer, epoch := e.newerPrimary(ctx, st.Epoch); newer != "" {
+			e.log.Warn("another node is the primary of a newer epoch: this node follows it", "primary", newer, "epoch", epoch)
+			if err := e.setState(func(s *state) { s.Role, s.Primary, s.Epoch, s.Rewind = RoleStandby, newer, epoch, true }); err != nil {
+				return err
+			}
+			st, _ = e.state()
+		}
+	}
+	if st.Role == RolePrimary {
+		if err := e.startServer(ctx, st); err != nil {
+			return err
+		}
+		return e.setUpPrimary(ctx)
+	}
+	return e.startStandby(ctx)
+}
+
+// newerPrimary asks the other nodes' admin addresses whether one is the
+// primary of an epoch after epoch.
+func (e *Engine) newerPrimary(ctx context.Context, epoch uint64) (string, uint64) {
+	best, bestEpoch := "", epoch
+	for i := range e.c.Nodes {
+		n := &e.c.Nodes[i]
+		if n.ID == e.cfg.ID || n.Metrics == "" {
+			continue
+		}
+		cl := http.Client{Timeout: 2 * time.Second}
+		if e.cfg.Ident != nil && e.c.AdminTLS(n.Metrics) {
+			cl.Transport = &http.Transport{TLSClientConfig: e.cfg.Ident.ClientTLS(n.ID)}
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.c.AdminURL(n.Metrics, "/status"), nil)
+		req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
+		resp, err := cl.Do(req)
+		if err != nil {
+			continue
+		}
+		var s struct {
+			Role string `json:"role"`
+			Repl *struct {
+				Epoch uint64 `json:"epoch"`
+			} `json:"replication"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&s)
+		resp.Body.Close()
+		if err == nil && s.Role == RolePrimary && s.Repl != nil && s.Repl.Epoch > bestEpoch {
+			best, bestEpoch = n.ID, s.Repl.Epoch
+		}
+	}
+	return best, bestEpoch
+}
+
+// exec runs statements on one connection, stopping at the first error.
+func execAll(ctx context.Context, c *pgconn.PgConn, stmts ...string) error {
+	for _, s := range stmts {
+		if _, err := c.Exec(ctx, s).ReadAll(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// query runs sql and returns its rows as text.
+func query(ctx context.Context, c *pgconn.PgConn, sql string, args ...string) ([][]string, error) {
+	params := make([][]byte, len(args))
+	for i, a := range args {
+		params[i] = []byte(a)
+	}
+	res := c.ExecParams(ctx, sql, params, nil, nil, nil).Read()
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	rows := make([][]string, len(res.Rows))
+	for i, r := range res.Rows {
+		rows[i] = make([]string, len(r))
+		for j, v := range r {
+			rows[i][j] = string(v)
+		}
+	}
+	return rows, nil
+}
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// setUpPrimary makes the replication role (its SCRAM verifier, computed
+// here, so the password never reaches the server's log), lets it run
+// pg_rewind's functions, creates the replicas' slots, the database and
+// the users' roles, then applies the safeness level. Its own session
+// commits with synchronous_commit = local: nothing waits for a standby
+// that may not exist yet.
+func (e *Engine) setUpPrimary(ctx context.Context) error {
+	c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
+	if err != nil {
+		return fmt.Errorf("physical: connect to the primary's server: %w", err)
+	}
+	defer c.Close(context.Background())
+	verifier, err := pgwire.SCRAMVerifier(e.password())
+	if err != nil {
+		return err
+	}
+	rows, err := query(ctx, c, "SELECT 1 FROM pg_roles WHERE rolname = $1", ReplicationRole)
+	if err != nil {
+		return fmt.Errorf("physical: %w", err)
+	}
+	verb := "CREATE"
+	if len(rows) > 0 {
+		verb = "ALTER"
+	}
+	stmts := []string{
+		"SET synchronous_commit = local",
+		verb + " ROLE " + ReplicationRole + " WITH REPLICATION LOGIN NOSUPERUSER PASSWORD " + quoteLiteral(verifier),
+		// pg_rewind's source connection (PostgreSQL's documented grants).
+		"GRANT EXECUTE ON function pg_catalog.pg_ls_dir(text, boolean, boolean) TO " + ReplicationRole,
+		"GRANT EXECUTE ON function pg_catalog.pg_stat_file(text, boolean) TO " + ReplicationRole,
+		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text) TO " + ReplicationRole,
+		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean) TO " + ReplicationRole,
+	}
+	if err := execAll(ctx, c, stmts...); err != nil {
+		return fmt.Errorf("physical: the replication role: %w", err)
+	}
+	if err := e.ensureSlots(ctx, c); err != nil {
+		return err
+	}
+	// Each user gets a role and a database of its name (as on a
+	// standalone managed server); the database tandem's DSNs name
+	// belongs to the first user, who may create tables in it.
+	if err := postgres.EnsureRolesConn(ctx, c, e.roles()); err != nil {
+		return err
+	}
+	rows, err = query(ctx, c, "SELECT 1 FROM pg_database WHERE datname = $1", config.DefaultDatabase)
+	if err != nil {
+		return fmt.Errorf("physical: %w", err)
+	}
+	if len(rows) == 0 {
+		owner, _ := e.c.InternalUser()
+		if err := execAll(ctx, c, "CREATE DATABASE "+quoteIdent(config.DefaultDatabase)+" OWNER "+quoteIdent(owner)); err != nil {
+			return fmt.Errorf("physical: create database %s: %w", config.DefaultDatabase, err)
+		}
+	}
+	st, _ := e.state()
+	return e.applySafeness(ctx, c, st.Safeness)
+}
+
+// roles are the cluster file's users as roles of the server.
+func (e *Engine) roles() []postgres.Role {
+	if len(e.c.Users) == 0 {
+		name, _ := e.c.InternalUser()
+		return []postgres.Role{{Name: name}}
+	}
+	var rs []postgres.Role
+	for _, u := range e.c.Users {
+		rs = append(rs, postgres.Role{Name: u.Name, Superuser: u.Superuser})
+	}
+	return rs
+}
+
+// ensureSlots gives every other node a physical slot on this primary
+// (reserving WAL from now on), and drops a slot in this node's own name
+// (left from when it was a replica's primary's copy).
+func (e *Engine) ensureSlots(ctx context.Context, c *pgconn.PgConn) error {
+	for _, n := range e.c.Nodes {
+		slot := slotName(n.ID)
+		if n.ID == e.cfg.ID {
+			if _, err := query(ctx, c, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", slot); err != nil {
+				return fmt.Errorf("physical: drop slot %s: %w", slot, err)
+			}
+			continue
+		}
+		if _, err := query(ctx, c, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", slot); err != nil {
+			return fmt.Errorf("physical: create slot %s: %w", slot, err)
+		}
+	}
+	return nil
+}
+
+// standbys are the other nodes' ids (their application_name).
+func (e *Engine) standbys() []string {
+	var ids []string
+	for _, n := range e.c.Nodes {
+		if n.ID != e.cfg.ID {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
+}
+
+// applySafeness sets synchronous_commit and synchronous_standby_names
+// with ALTER SYSTEM and reloads the configuration.
+func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness string) error {
+	sc, err := SynchronousCommit(safeness)
+	if err != nil {
+		return err
+	}
+	names, err := StandbyNames(e.c.Repl.Ack, e.standbys())
+	if err != nil {
+		return err
+	}
+	if err := execAll(ctx, c,
+		"ALTER SYSTEM SET synchronous_commit = "+quoteLiteral(sc),
+		"ALTER SYSTEM SET synchronous_standby_names = "+quoteLiteral(names),
+		"SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("physical: apply safeness %s: %w", safeness, err)
+	}
+	e.log.Info("safeness applied", "safeness", safeness, "synchronous_commit", sc, "synchronous_standby_names", names)
+	return nil
+}
+
+// startStandby starts this node as a hot standby of its primary: a base
+// backup first when it has no data, pg_rewind first when the data was a
+// primary's (a base backup when rewinding fails), its slot made sure of.
+func (e *Engine) startStandby(ctx context.Context) error {
+	st, _ := e.state()
+	p, ok := e.c.Node(st.Primary)
+	if !ok {
+		return fmt.Errorf("physical: this node follows %q, which the cluster file does not list", st.Primary)
+	}
+	if err := e.waitPrimary(ctx, p); err != nil {
+		return err
+	}
+	slot, err := e.slotOnPrimary(ctx, p, true)
+	if err != nil {
+		return err
+	}
+	_, statErr := os.Stat(filepath.Join(e.pgdata, "PG_VERSION"))
+	switch {
+	case errors.Is(statErr, os.ErrNotExist):
+		if err := e.baseBackup(ctx, p); err != nil {
+			return err
+		}
+	case slot == "lost":
+		// Down past max_slot_wal_keep_size: the WAL it needs is gone.
+		e.log.Warn("this node's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
+		if err := e.baseBackup(ctx, p); err != nil {
+			return err
+		}
+	case st.Rewind:
+		if err := e.rewind(ctx, p); err != nil {
+			e.log.Warn("pg_rewind failed: re-seeding with a base backup", "err", err)
+			if err := e.baseBackup(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	if st.Rewind {
+		if err := e.setState(func(s *state) { s.Rewind = false }); err != nil {
+			return err
+		}
+		st.Rewind = false
+	}
+	if err := e.startServer(ctx, st); err != nil {
+		return err
+	}
+	// Slots this data directory held as a primary (or copied from one)
+	// would keep WAL on the standby for nobody; the next promote makes
+	// the ones it needs.
+	err = e.withConn(ctx, func(c *pgconn.PgConn) error {
+		_, err := query(ctx, c, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE 'tandem\_%' AND NOT active`)
+		return err
+	})
+	if err != nil {
+		e.log.Warn("could not drop stale replication slots on this standby", "err", err)
+	}
+	return nil
+}
+
+// waitPrimary waits until the primary's server accepts the replication
+// role (it may be starting too).
+func (e *Engine) waitPrimary(ctx context.Context, p *config.Node) error {
+	var last error
+	for i := 0; ; i++ {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := e.connectTo(cctx, p)
+		cancel()
+		if err == nil {
+			c.Close(context.Background())
+			return nil
+		}
+		last = err
+		if i%20 == 0 {
+			e.log.Info("waiting for the primary's server", "primary", p.ID, "addr", p.Repl, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("physical: the primary %s (%s) never answered: %w", p.ID, p.Repl, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// slotOnPrimary returns this node's slot's wal_status on the primary
+// ("" when missing); with create it makes a missing slot.
+func (e *Engine) slotOnPrimary(ctx context.Context, p *config.Node, create bool) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := e.connectTo(cctx, p)
+	if err != nil {
+		return "", fmt.Errorf("physical: connect to the primary %s: %w", p.ID, err)
+	}
+	defer c.Close(context.Background())
+	slot := slotName(e.cfg.ID)
+	rows, err := query(cctx, c, "SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = $1", slot)
+	if err != nil {
+		return "", fmt.Errorf("physical: slot %s on %s: %w", slot, p.ID, err)
+	}
+	if len(rows) > 0 || !create {
+		if len(rows) == 0 {
+			return "", nil
+		}
+		return rows[0][0], nil
+	}
+	if _, err := query(cctx, c, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil {
+		return "", fmt.Errorf("physical: create slot %s on %s: %w", slot, p.ID, err)
+	}
+	return "reserved", nil
+}
+
+// dropOwnSlot drops this node's slot on the primary (before a re-seed of
+// a lost one).
+func (e *Engine) dropOwnSlot(ctx context.Context, p *config.Node) error {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := e.connectTo(cctx, p)
+	if err != nil {
+		return fmt.Errorf("physical: connect to the primary %s: %w", p.ID, err)
+	}
+	defer c.Close(context.Background())
+	_, err = query(cctx, c, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slotName(e.cfg.ID))
+	return err
+}
+
+// baseBackup replaces the data directory with a base backup of p's
+// server, taken as the server's OS user through this node's slot.
+func (e *Engine) baseBackup(ctx context.Context, p *config.Node) error {
+	e.log.Info("seeding with pg_basebackup", "primary", p.ID, "addr", p.Repl, "slot", slotName(e.cfg.ID))
+	if err := os.RemoveAll(e.pgdata); err != nil {
+		return fmt.Errorf("physical: clear %s: %w", e.pgdata, err)
+	}
+	if err := os.MkdirAll(e.pgdata, 0o700); err != nil {
+		return fmt.Errorf("physical: %w", err)
+	}
+	if err := postgres.PrepareForUser(e.pgdata, filepath.Join(filepath.Dir(e.pgdata), "postgres.log"), e.cred); err != nil {
+		return err
+	}
+	status, err := e.slotOnPrimary(ctx, p, true)
+	if err != nil {
+		return err
+	}
+	if status == "lost" {
+		if err := e.dropOwnSlot(ctx, p); err != nil {
+			return fmt.Errorf("physical: drop the lost slot: %w", err)
+		}
+		if _, err := e.slotOnPrimary(ctx, p, true); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	if err := e.tool(ctx, "pg_basebackup", "-D", e.pgdata, "-d", e.conninfo(p, ""), "-X", "stream", "-S", slotName(e.cfg.ID), "-c", "fast", "--no-sync"); err != nil {
+		return fmt.Errorf("physical: base backup from %s: %w", p.ID, err)
+	}
+	e.log.Info("base backup done", "primary", p.ID, "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// rewind runs pg_rewind on the (cleanly stopped, or crashed: pg_rewind
+// recovers it first) data directory against p's server.
+func (e *Engine) rewind(ctx context.Context, p *config.Node) error {
+	e.log.Info("pg_rewind to the new primary's timeline", "primary", p.ID)
+	return e.tool(ctx, "pg_rewind", "--target-pgdata", e.pgdata, "--source-server", e.conninfo(p, "postgres"))
+}
+
+// Close stops the server.
+func (e *Engine) Close() {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	e.stopServer()
+}
+
+// ---- the status connection ----
+
+func (e *Engine) withConn(ctx context.Context, f func(*pgconn.PgConn) error) error {
+	e.connMu.Lock()
+	defer e.connMu.Unlock()
+	if e.srv.Load() == nil {
+		return errors.New("the server is stopped")
+	}
+	if e.conn == nil || e.conn.IsClosed() {
+		c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
+		if err != nil {
+			return err
+		}
+		if err := execAll(ctx, c, "SET synchronous_commit = local", "SET application_name = 'tandem physical engine'"); err != nil {
+			c.Close(context.Background())
+			return err
+		}
+		e.conn = c
+	}
+	err := f(e.conn)
+	if err != nil && e.conn.IsClosed() {
+		e.conn = nil
+	}
+	return err
+}
+
+func (e *Engine) closeConn() {
+	e.connMu.Lock()
+	defer e.connMu.Unlock()
+	if e.conn != nil {
+		e.conn.Close(context.Background())
+		e.conn = nil
+	}
+}

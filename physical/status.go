@@ -1,0 +1,287 @@
+package physical
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+// Replica is one WAL stream as the primary sees it (pg_stat_replication).
+type Replica struct {
+	Node      string `json:"node"` // its application_name
+	State     string `json:"state"`
+	SyncState string `json:"sync_state"`
+	Sent      string `json:"sent_lsn"`
+	Written   string `json:"write_lsn"`
+	Flushed   string `json:"flush_lsn"`
+	Replayed  string `json:"replay_lsn"`
+	// LagBytes is the primary's position less the replica's replay.
+	LagBytes  int64  `json:"lag_bytes"`
+	WriteLag  string `json:"write_lag,omitempty"`
+	FlushLag  string `json:"flush_lag,omitempty"`
+	ReplayLag string `json:"replay_lag,omitempty"`
+}
+
+// Slot is one replication slot on this server.
+type Slot struct {
+	Name       string `json:"name"`
+	Active     bool   `json:"active"`
+	RestartLSN string `json:"restart_lsn"`
+	WALStatus  string `json:"wal_status"`
+	// SafeWALBytes is how much more WAL may be written before the slot
+	// is lost (max_slot_wal_keep_size); -1 when unbounded.
+	SafeWALBytes int64 `json:"safe_wal_bytes"`
+}
+
+// Status is the physical engine's part of a node's /status.
+type Status struct {
+	Engine   string `json:"engine"`
+	Role     string `json:"role"`
+	Epoch    uint64 `json:"epoch"`
+	Primary  string `json:"primary"`
+	Safeness string `json:"safeness"`
+	// The server's settings as it runs them.
+	SynchronousCommit       string `json:"synchronous_commit,omitempty"`
+	SynchronousStandbyNames string `json:"synchronous_standby_names,omitempty"`
+	// LSN: the primary's current WAL position (pg_current_wal_lsn).
+	LSN string `json:"lsn,omitempty"`
+	// A standby's received and replayed positions, the bytes between them,
+	// the age of the last replayed commit (seconds; it grows while the
+	// primary is idle, as PostgreSQL's own measure does), and its WAL
+	// receiver's state ("streaming" when connected).
+	Received       string   `json:"receive_lsn,omitempty"`
+	Replayed       string   `json:"replay_lsn,omitempty"`
+	ReplayLagBytes int64    `json:"replay_lag_bytes,omitempty"`
+	ReplayDelay    *float64 `json:"last_replayed_commit_age_seconds,omitempty"`
+	Receiver       string   `json:"receiver,omitempty"`
+	// Degraded: no standby streamed for ack_timeout and this primary
+	// commits 1-safe (replication.on_standby_loss = "degrade").
+	Degraded bool      `json:"degraded,omitempty"`
+	Replicas []Replica `json:"replicas,omitempty"`
+	Slots    []Slot    `json:"slots,omitempty"`
+	// Error: the server could not be asked (stopped, starting).
+	Error string `json:"error,omitempty"`
+}
+
+// Status reads the engine's state and the server's replication views.
+func (e *Engine) Status(ctx context.Context) Status {
+	st, _ := e.state()
+	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness, Degraded: e.degraded.Load()}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		rows, err := query(ctx, c, `SELECT (SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'),
+			(SELECT reset_val FROM pg_settings WHERE name = 'synchronous_standby_names'), pg_is_in_recovery()::text`)
+		if err != nil {
+			return err
+		}
+		s.SynchronousCommit, s.SynchronousStandbyNames = rows[0][0], rows[0][1]
+		if rows[0][2] == "false" {
+			return e.primaryStatus(ctx, c, &s)
+		}
+		return e.standbyStatus(ctx, c, &s)
+	})
+	if err != nil {
+		s.Error = err.Error()
+	}
+	return s
+}
+
+func atoi64(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+
+func (e *Engine) primaryStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
+	rows, err := query(ctx, c, `SELECT pg_current_wal_lsn()::text`)
+	if err != nil {
+		return err
+	}
+	s.LSN = rows[0][0]
+	rows, err = query(ctx, c, `SELECT application_name, state, sync_state,
+		coalesce(sent_lsn::text, ''), coalesce(write_lsn::text, ''), coalesce(flush_lsn::text, ''), coalesce(replay_lsn::text, ''),
+		coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint, -1)::text,
+		coalesce(write_lag::text, ''), coalesce(flush_lag::text, ''), coalesce(replay_lag::text, '')
+		FROM pg_stat_replication ORDER BY application_name`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		s.Replicas = append(s.Replicas, Replica{Node: r[0], State: r[1], SyncState: r[2], Sent: r[3], Written: r[4], Flushed: r[5], Replayed: r[6],
+			LagBytes: atoi64(r[7]), WriteLag: r[8], FlushLag: r[9], ReplayLag: r[10]})
+	}
+	return e.slotStatus(ctx, c, s)
+}
+
+func (e *Engine) slotStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
+	rows, err := query(ctx, c, `SELECT slot_name, active::text, coalesce(restart_lsn::text, ''), coalesce(wal_status, ''), coalesce(safe_wal_size, -1)::text
+		FROM pg_replication_slots WHERE slot_type = 'physical' ORDER BY slot_name`)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		s.Slots = append(s.Slots, Slot{Name: r[0], Active: r[1] == "true", RestartLSN: r[2], WALStatus: r[3], SafeWALBytes: atoi64(r[4])})
+	}
+	return nil
+}
+
+func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
+	rows, err := query(ctx, c, `SELECT coalesce(pg_last_wal_receive_lsn()::text, ''), coalesce(pg_last_wal_replay_lsn()::text, ''),
+		coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint, 0)::text,
+		coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8::text, ''),
+		coalesce((SELECT status FROM pg_stat_wal_receiver), 'stopped')`)
+	if err != nil {
+		return err
+	}
+	r := rows[0]
+	s.Received, s.Replayed, s.ReplayLagBytes, s.Receiver = r[0], r[1], atoi64(r[2]), r[4]
+	if r[3] != "" {
+		if f, err := strconv.ParseFloat(r[3], 64); err == nil {
+			s.ReplayDelay = &f
+		}
+	}
+	return e.slotStatus(ctx, c, s)
+}
+
+// Watch keeps the pair working through a lost standby, until ctx ends.
+// A primary asks the other nodes every 2 s whether one is the primary of a
+// newer epoch, and steps down to follow it if so.
+// On a primary with replication.on_standby_loss = "degrade" (the default)
+// and a 2-safe level, when no standby has streamed for ack_timeout it
+// empties synchronous_standby_names (commits go on 1-safe; /status says
+// degraded), and restores it once a standby streams again. On a standby
+// it re-seeds when its slot on the primary was lost
+// (max_slot_wal_keep_size passed while it was down or slow): its WAL
+// receiver cannot stream any more, so it checks the slot whenever the
+// receiver has not been streaming for a while, and a lost slot brings a
+// fresh base backup.
+func (e *Engine) Watch(ctx context.Context, every time.Duration) {
+	var lostSince time.Time // when no standby streamed (primary) / the receiver stopped (standby)
+	go e.stepDownLoop(ctx, 2*time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		st, _ := e.state()
+		if e.srv.Load() == nil {
+			lostSince = time.Time{}
+			continue
+		}
+		s := e.Status(ctx)
+		if s.Error != "" {
+			continue
+		}
+		streaming := s.Receiver == "streaming"
+		if st.Role == RolePrimary {
+			for _, r := range s.Replicas {
+				streaming = streaming || r.State == "streaming"
+			}
+		}
+		if streaming {
+			lostSince = time.Time{}
+			if st.Role == RolePrimary && e.degraded.Load() {
+				e.setDegraded(ctx, false)
+			}
+			continue
+		}
+		if lostSince.IsZero() {
+			lostSince = time.Now()
+		}
+		if st.Role == RolePrimary {
+			if !e.degraded.Load() && st.Safeness != "1-safe" && e.c.Repl.OnStandbyLoss == "degrade" && time.Since(lostSince) >= e.c.Repl.AckTimeout.Duration {
+				e.setDegraded(ctx, true)
+			}
+			continue
+		}
+		if time.Since(lostSince) < 3*time.Second {
+			continue
+		}
+		lostSince = time.Now() // next check of the slot in 3 s
+		p, ok := e.c.Node(st.Primary)
+		if !ok {
+			continue
+		}
+		status, err := e.slotOnPrimary(ctx, p, false)
+		if err != nil || status != "lost" {
+			continue
+		}
+		e.log.Warn("this standby's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
+		e.reseed(ctx, p)
+		lostSince = time.Time{}
+	}
+}
+
+// stepDownLoop: a primary that another node replaced (a promote it did
+// not hear of: it was unreachable) steps down as soon as it hears of the
+// newer epoch: its server stops, its data is rewound to the new primary's
+// timeline, and it streams from it.
+func (e *Engine) stepDownLoop(ctx context.Context, every time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		st, _ := e.state()
+		if st.Role != RolePrimary {
+			continue
+		}
+		if newer, epoch := e.newerPrimary(ctx, st.Epoch); newer != "" {
+			e.log.Warn("another node is the primary of a newer epoch: this primary steps down and follows it", "primary", newer, "epoch", epoch)
+			if err := e.Follow(ctx, newer); err != nil {
+				e.log.Error("stepping down failed", "err", err)
+			}
+		}
+	}
+}
+
+// setDegraded empties synchronous_standby_names (on) or restores the
+// safeness level's (off).
+func (e *Engine) setDegraded(ctx context.Context, on bool) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role != RolePrimary {
+		return
+	}
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		if !on {
+			return e.applySafeness(ctx, c, st.Safeness)
+		}
+		return execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
+	})
+	if err != nil {
+		e.log.Error("could not change synchronous_standby_names", "degrade", on, "err", err)
+		return
+	}
+	e.degraded.Store(on)
+	if on {
+		e.log.Warn("no standby streams: commits go on 1-safe (replication.on_standby_loss = \"degrade\")", "after", e.c.Repl.AckTimeout.Duration)
+	} else {
+		e.log.Info("a standby streams again: commits wait for it as the safeness level says", "safeness", st.Safeness)
+	}
+}
+
+// reseed replaces a standby's data with a fresh base backup.
+func (e *Engine) reseed(ctx context.Context, p *config.Node) {
+	e.opMu.Lock()
+	defer e.opMu.Unlock()
+	st, _ := e.state()
+	if st.Role != RoleStandby || st.Primary != p.ID {
+		return
+	}
+	e.stopServer()
+	if err := e.dropOwnSlot(ctx, p); err != nil {
+		e.log.Error("re-seed: drop the lost slot", "err", err)
+	}
+	if err := e.baseBackup(ctx, p); err != nil {
+		e.log.Error("re-seed failed; the node stays down until restarted", "err", err)
+		return
+	}
+	if err := e.startServer(ctx, st); err != nil {
+		e.log.Error("re-seed: start", "err", err)
+	}
+}
