@@ -567,9 +567,19 @@ func (r *Agent) waitSafe(ctx context.Context, gsn uint64) error {
 				// The map must say the standby is degraded before any
 				// commit is answered without it; without a quorum that
 				// cannot be written, and the commit keeps waiting.
+				if e := r.leaseGone(start); e != nil {
+					return e
+				}
+				// Without a lease the coordinator is likely out of reach:
+				// the attempt must not outlast the moment the commit is
+				// due its 08007 (leaseGone).
+				var due time.Time
+				if r.keeper != nil && r.keeper.Check(r.epoch()) != nil {
+					due = start.Add(r.cfg.Repl.Lease.Duration + r.cfg.Repl.LeaseGrace.Duration + r.cfg.Repl.AckTimeout.Duration + 50*time.Millisecond)
+				}
 				r.degradePending.Store(true)
 				r.ackMu.Unlock()
-				err := r.markDegraded(ctx)
+				err := r.markDegradedBy(ctx, due)
 				r.ackMu.Lock()
 				if err != nil {
 					r.degradePending.Store(false)

@@ -127,7 +127,10 @@ func (r *Agent) leaseGate(ctx context.Context, gsn, epoch uint64) error {
 // commit without them, that it no longer waits for the other nodes. It
 // fails (and the caller must not degrade) when the coordinator cannot
 // apply it: without a quorum the primary cannot acknowledge anyway.
-func (r *Agent) markDegraded(ctx context.Context) error {
+func (r *Agent) markDegraded(ctx context.Context) error { return r.markDegradedBy(ctx, time.Time{}) }
+
+// markDegradedBy is markDegraded giving up at due (zero: 2 s per standby).
+func (r *Agent) markDegradedBy(ctx context.Context, due time.Time) error {
 	if !r.Automatic() {
 		return nil
 	}
@@ -138,7 +141,11 @@ func (r *Agent) markDegraded(ctx context.Context) error {
 		if n.ID == r.id {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		wait := 2 * time.Second
+		if !due.IsZero() {
+			wait = min(wait, max(time.Until(due), 50*time.Millisecond))
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait)
 		err := r.coord.SetDegraded(cctx, ep, n.ID, true)
 		cancel()
 		if err != nil {
@@ -157,6 +164,14 @@ func (r *Agent) clearDegraded(ctx context.Context, m coordinator.Map) {
 	// Under degradeMu, so that a degrade recorded meanwhile comes after
 	// this clear in the map, and with degradePending, so that a degrade
 	// recorded just before is not undone before its flag is set.
+	// Only while this primary holds its lease (the coordinator answered
+	// within it), with a short timeout: the lock is held across the call,
+	// and a commit recording a degrade must not wait long for it (a
+	// primary cut off from the coordinator must answer its commits 08007
+	// on time).
+	if r.keeper != nil && r.keeper.Check(r.epoch()) != nil {
+		return
+	}
 	r.degradeMu.Lock()
 	defer r.degradeMu.Unlock()
 	if level == "1-safe" || r.degraded.Load() || r.degradePending.Load() {
@@ -188,7 +203,11 @@ func (r *Agent) clearDegraded(ctx context.Context, m coordinator.Map) {
 		if p == nil || pos < last {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		wait := r.cfg.Repl.Lease.Duration / 2
+		if wait <= 0 || wait > 2*time.Second {
+			wait = 2 * time.Second
+		}
+		cctx, cancel := context.WithTimeout(ctx, wait)
 		if err := r.coord.SetDegraded(cctx, m.Epoch, id, false); err == nil {
 			r.log.Info("standby holds every commit again: no longer marked degraded in the cluster map", "standby", id, "gsn", pos)
 		}
