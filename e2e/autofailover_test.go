@@ -597,7 +597,9 @@ func TestCommitInFlightResolved(t *testing.T) {
 			select {
 			case err := <-commitErr:
 				t.Fatalf("the COMMIT was answered (%v) with its standby and the witness gone\n%s", err, tailLog(h, "n1"))
-			case <-time.After(2 * time.Second): // past ack_timeout: it waits, unanswered
+			case <-time.After(1300 * time.Millisecond):
+				// Past ack_timeout (1 s): it waits, unanswered, until
+				// lease + grace + ack_timeout (1.9 s) would answer 08007.
 			}
 			h.kill("n1")
 			h.signal("witness", syscall.SIGCONT)
