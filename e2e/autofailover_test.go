@@ -235,98 +235,125 @@ func TestSessionsSurviveFailover(t *testing.T) {
 			h.start("n1")
 			h.start("n2")
 			h.start("router")
-			createTestTable(t, h.dsn(h.router))
-			ctx := context.Background()
-			idle := connect(t, h.dsn(h.router))
-			defer idle.Close(ctx)
-			if _, err := idle.Exec(ctx, "SET statement_timeout = '7s'"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := idle.Prepare(ctx, "ins", "INSERT INTO t VALUES ($1, $2)"); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := idle.Exec(ctx, "ins", 1, "before"); err != nil {
-				t.Fatal(err)
-			}
-			// A psql session, fed statement by statement.
-			psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", h.dsn(h.router))
-			psqlIn, err := psql.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var psqlOut strings.Builder
-			psql.Stdout, psql.Stderr = &psqlOut, &psqlOut
-			if err := psql.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer psql.Process.Kill()
-			fmt.Fprintln(psqlIn, "SET application_name = 'psql-survivor'; INSERT INTO t VALUES (10, 'psql before');")
-			for wait := time.Now().Add(20 * time.Second); !ids(t, h.dsn(h.router))[10]; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(wait) {
-					t.Fatalf("psql's first statement did not arrive: %s", psqlOut.String())
-				}
-			}
-			inTx := connect(t, h.dsn(h.router))
-			defer inTx.Close(ctx)
-			tx, err := inTx.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (2, 'lost')"); err != nil {
-				t.Fatal(err)
-			}
-			h.kill("n1")
-			for wait := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if role, _ := nodeRole(t, h.admin["n2"]); role == "primary" {
-					break
-				}
-				if time.Now().After(wait) {
-					t.Fatalf("n2 not promoted within 30 s\n%s", tailLog(h, "n2"))
-				}
-			}
-			// The idle session: same connection, its prepared statement
-			// and its setting on the new primary.
-			qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			if _, err := idle.Exec(qctx, "ins", 3, "after"); err != nil {
-				t.Fatalf("the idle session's prepared statement after the failover: %v\n%s", err, tailLog(h, "router"))
-			}
-			var st string
-			if err := idle.QueryRow(qctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
-				t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed)", st, err)
-			}
-			// The session in a transaction: 40001, then it rolls back and goes on.
-			_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")
-			var pe *pgconn.PgError
-			if !errors.As(err, &pe) || pe.Code != "40001" {
-				t.Fatalf("a statement of the transaction open at the failover: %v; want SQLSTATE 40001", err)
-			}
-			if err := tx.Rollback(qctx); err != nil {
-				t.Fatalf("rollback after the 40001: %v", err)
-			}
-			if _, err := inTx.Exec(qctx, "INSERT INTO t VALUES (5, 'after rollback')"); err != nil {
-				t.Fatalf("the session after its rollback: %v", err)
-			}
-			fmt.Fprintln(psqlIn, "INSERT INTO t VALUES (11, 'psql after'); SELECT 'app=' || current_setting('application_name');")
-			psqlIn.Close()
-			psqlDone := make(chan error, 1)
-			go func() { psqlDone <- psql.Wait() }()
-			var psqlErr error
-			select {
-			case psqlErr = <-psqlDone:
-			case <-time.After(30 * time.Second):
-				t.Fatalf("psql did not finish 30 s after the failover: %s", psqlOut.String())
-			}
-			if out := psqlOut.String(); !strings.Contains(out, "app=psql-survivor") || strings.Contains(out, "connection") {
-				t.Fatalf("the psql session across the failover (exit %v) printed:\n%s\nwant its setting kept and no lost connection\n%s", psqlErr, out, tailLog(h, "router"))
-			}
-			have := ids(t, h.dsn(h.nodes["n2"]))
-			for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true} {
-				if have[id] != want {
-					t.Errorf("row %d on the new primary: %v, want %v", id, have[id], want)
-				}
-			}
+			sessionsSurvive(t, survivalTarget{
+				router: h.dsn(h.router),
+				kill:   func() { h.kill("n1") },
+				promoted: func() string {
+					if role, _ := nodeRole(t, h.admin["n2"]); role == "primary" {
+						return "n2"
+					}
+					return ""
+				},
+				nodeDSN: func(id string) string { return h.dsn(h.nodes[id]) },
+				logs:    func() string { return tailLog(h, "router") + tailLog(h, "n2") },
+			})
 		})
+	}
+}
+
+// survivalTarget is a cluster whose primary sessionsSurvive kills.
+type survivalTarget struct {
+	router   string        // the router's client DSN
+	kill     func()        // SIGKILL the primary
+	promoted func() string // the node that took over, "" until one did
+	nodeDSN  func(id string) string
+	logs     func() string // for failure messages
+}
+
+// sessionsSurvive: sessions through the router keep their client
+// connection across an automatic failover. An idle session keeps its
+// named prepared statement and its SET and goes on on the new primary; a
+// session with a transaction open gets 40001 for it, rolls back, and goes
+// on too; a psql session fed statement by statement goes on.
+func sessionsSurvive(t *testing.T, c survivalTarget) {
+	createTestTable(t, c.router)
+	ctx := context.Background()
+	idle := connect(t, c.router)
+	defer idle.Close(ctx)
+	if _, err := idle.Exec(ctx, "SET statement_timeout = '7s'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idle.Prepare(ctx, "ins", "INSERT INTO t VALUES ($1, $2)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idle.Exec(ctx, "ins", 1, "before"); err != nil {
+		t.Fatal(err)
+	}
+	// A psql session, fed statement by statement.
+	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
+	psqlIn, err := psql.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var psqlOut strings.Builder
+	psql.Stdout, psql.Stderr = &psqlOut, &psqlOut
+	if err := psql.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer psql.Process.Kill()
+	fmt.Fprintln(psqlIn, "SET application_name = 'psql-survivor'; INSERT INTO t VALUES (10, 'psql before');")
+	for wait := time.Now().Add(20 * time.Second); !ids(t, c.router)[10]; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("psql's first statement did not arrive: %s", psqlOut.String())
+		}
+	}
+	inTx := connect(t, c.router)
+	defer inTx.Close(ctx)
+	tx, err := inTx.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (2, 'lost')"); err != nil {
+		t.Fatal(err)
+	}
+	c.kill()
+	var primary string
+	for wait := time.Now().Add(30 * time.Second); primary == ""; time.Sleep(20 * time.Millisecond) {
+		if primary = c.promoted(); primary == "" && time.Now().After(wait) {
+			t.Fatalf("no node promoted within 30 s\n%s", c.logs())
+		}
+	}
+	// The idle session: same connection, its prepared statement and its
+	// setting on the new primary.
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := idle.Exec(qctx, "ins", 3, "after"); err != nil {
+		t.Fatalf("the idle session's prepared statement after the failover: %v\n%s", err, c.logs())
+	}
+	var st string
+	if err := idle.QueryRow(qctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
+		t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed)", st, err)
+	}
+	// The session in a transaction: 40001, then it rolls back and goes on.
+	_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("a statement of the transaction open at the failover: %v; want SQLSTATE 40001", err)
+	}
+	if err := tx.Rollback(qctx); err != nil {
+		t.Fatalf("rollback after the 40001: %v", err)
+	}
+	if _, err := inTx.Exec(qctx, "INSERT INTO t VALUES (5, 'after rollback')"); err != nil {
+		t.Fatalf("the session after its rollback: %v", err)
+	}
+	fmt.Fprintln(psqlIn, "INSERT INTO t VALUES (11, 'psql after'); SELECT 'app=' || current_setting('application_name');")
+	psqlIn.Close()
+	psqlDone := make(chan error, 1)
+	go func() { psqlDone <- psql.Wait() }()
+	var psqlErr error
+	select {
+	case psqlErr = <-psqlDone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("psql did not finish 30 s after the failover: %s", psqlOut.String())
+	}
+	if out := psqlOut.String(); !strings.Contains(out, "app=psql-survivor") || strings.Contains(out, "connection") {
+		t.Fatalf("the psql session across the failover (exit %v) printed:\n%s\nwant its setting kept and no lost connection\n%s", psqlErr, out, c.logs())
+	}
+	have := ids(t, c.nodeDSN(primary))
+	for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true} {
+		if have[id] != want {
+			t.Errorf("row %d on the new primary: %v, want %v", id, have[id], want)
+		}
 	}
 }
 

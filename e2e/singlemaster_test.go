@@ -5,17 +5,21 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tandemdb/tandem/router"
 )
@@ -663,4 +667,195 @@ func candIDs(st map[string]router.NodeStatus) string {
 		}
 	}
 	return strings.Join(ids, ",")
+}
+
+// TestSingleMasterSessionsSurvive: routed sessions (one client port,
+// routing per transaction) keep their client connection across an
+// automatic failover of a single-master cluster, as the pair's write port
+// does: steady writers and readers on their own connections see at most
+// the request in flight fail (40001, or 08007 for an autocommit write
+// whose outcome the router could not learn) and go on; every acknowledged
+// write is on the new primary; and the checks of sessionsSurvive (an idle
+// session's prepared statement and setting, a transaction lost with
+// 40001, a psql session) hold.
+func TestSingleMasterSessionsSurvive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			s := upSingleMaster(t, be, 3, "lease = \"600ms\"\nlease_grace = \"300ms\"\n")
+			ctx := context.Background()
+			c := connect(t, s.DSN)
+			if _, err := c.Exec(ctx, "CREATE TABLE w (id bigint PRIMARY KEY, v text)"); err != nil {
+				t.Fatal(err)
+			}
+			c.Close(ctx)
+			st := steadySessions(t, s.DSN, 3, 3)
+			for st.writes.Load() < 100 || st.reads.Load() < 100 {
+				time.Sleep(20 * time.Millisecond)
+			}
+			pids := map[string]int{}
+			for _, p := range s.Procs() {
+				pids[p.Name] = p.PID
+			}
+			logs := func() string {
+				b, _ := os.ReadFile(filepath.Join(s.RunDir, "logs", "router.log"))
+				return "--- router.log (tail) ---\n" + tailStr(b, 4000)
+			}
+			sessionsSurvive(t, survivalTarget{
+				router: s.DSN,
+				kill: func() {
+					if err := syscall.Kill(pids["n1"], syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+				},
+				promoted: func() string {
+					for _, id := range s.ids[1:] {
+						if role, epoch := nodeRole(t, s.admin[id]); role == "primary" && epoch > 1 {
+							return id
+						}
+					}
+					return ""
+				},
+				nodeDSN: func(id string) string { return s.dsn(s.nodes[id]) },
+				logs:    logs,
+			})
+			w, r := st.writes.Load(), st.reads.Load()
+			for st.writes.Load() < w+100 || st.reads.Load() < r+100 {
+				if err := st.failed(); err != nil {
+					t.Fatalf("%v\n%s", err, logs())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			acked := st.stop()
+			if err := st.failed(); err != nil {
+				t.Fatalf("%v\n%s", err, logs())
+			}
+			var primary string
+			for _, id := range s.ids[1:] {
+				if role, _ := nodeRole(t, s.admin[id]); role == "primary" {
+					primary = id
+				}
+			}
+			have := map[int64]bool{}
+			rows, err := connect(t, s.dsn(s.nodes[primary])).Query(ctx, "SELECT id FROM w")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var id int64
+				_ = rows.Scan(&id)
+				have[id] = true
+			}
+			rows.Close()
+			lost := 0
+			for _, id := range acked {
+				if !have[id] {
+					lost++
+				}
+			}
+			t.Logf("new primary %s: %d acknowledged writes, %d lost; per-session failures %v", primary, len(acked), lost, st.errCodes())
+			if b, err := os.ReadFile(filepath.Join(s.RunDir, "logs", "router.log")); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.Contains(l, "unresolved") || strings.Contains(l, "was resolved") {
+						t.Log(l)
+					}
+				}
+			}
+			if lost > 0 {
+				t.Fatalf("%d of %d acknowledged writes are not on the new primary %s", lost, len(acked), primary)
+			}
+		})
+	}
+}
+
+// steady is a set of client sessions that write and read through one
+// connection each and never reconnect: a session whose connection ends,
+// or that fails more than twice, is a failure.
+type steady struct {
+	writes, reads atomic.Int64
+	mu            sync.Mutex
+	acked         []int64
+	codes         map[int][]string // session -> SQLSTATEs it saw
+	err           error
+	cancel        func()
+	done          sync.WaitGroup
+}
+
+func steadySessions(t *testing.T, dsn string, writers, readers int) *steady {
+	st := &steady{codes: map[int][]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	st.cancel = cancel
+	for i := 0; i < writers+readers; i++ {
+		c := connect(t, dsn)
+		st.done.Add(1)
+		go func(i int, c *pgx.Conn) {
+			defer st.done.Done()
+			defer c.Close(context.Background())
+			for n := int64(1); ctx.Err() == nil; n++ {
+				qctx, qcancel := context.WithTimeout(context.Background(), 40*time.Second)
+				var err error
+				id := int64(i)*10_000_000 + n
+				if i < writers {
+					_, err = c.Exec(qctx, "INSERT INTO w VALUES ($1, $2)", id, "steady")
+				} else {
+					var k int64
+					err = c.QueryRow(qctx, "SELECT count(*) FROM w").Scan(&k)
+				}
+				qcancel()
+				if err == nil {
+					if i < writers {
+						st.mu.Lock()
+						st.acked = append(st.acked, id)
+						st.mu.Unlock()
+						st.writes.Add(1)
+					} else {
+						st.reads.Add(1)
+					}
+					continue
+				}
+				var pe *pgconn.PgError
+				st.mu.Lock()
+				switch {
+				case c.IsClosed() || !errors.As(err, &pe):
+					st.err = fmt.Errorf("session %d lost its connection: %v", i, err)
+				case pe.Code != "40001" && pe.Code != "08007":
+					st.err = fmt.Errorf("session %d: %v (SQLSTATE %s)", i, err, pe.Code)
+				default:
+					st.codes[i] = append(st.codes[i], pe.Code)
+					if len(st.codes[i]) > 2 {
+						st.err = fmt.Errorf("session %d failed %d times: %v", i, len(st.codes[i]), st.codes[i])
+					}
+				}
+				failed := st.err != nil
+				st.mu.Unlock()
+				if failed {
+					return
+				}
+			}
+		}(i, c)
+	}
+	return st
+}
+
+func (st *steady) failed() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.err
+}
+
+func (st *steady) errCodes() map[int][]string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.codes
+}
+
+// stop ends the sessions and returns the acknowledged write ids.
+func (st *steady) stop() []int64 {
+	st.cancel()
+	st.done.Wait()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.acked
 }

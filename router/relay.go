@@ -444,54 +444,14 @@ func (r *relay) moveSession(cause error) bool {
 }
 
 // resolveCommit answers the one COMMIT that was in flight when the
-// session's node died (under upMu and trackMu): what the client would
-// have been told had the node lived, wherever that is known.
-//
-//   - The CommandComplete was already relayed: it committed; only the
-//     ReadyForQuery is missing.
-//   - The node reported the commit's GSN (acknowledged): COMMIT.
-//   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
-//   - Otherwise the new primary is asked for the session's highest GSN:
-//     past the last one this session was told of, the COMMIT was applied
-//     (COMMIT); not past it, it was not (40001: retry); unknown, 08007.
+// session's node died (under upMu and trackMu): see inFlightAnswer.
 func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
-	var msgs []pgproto3.BackendMessage
-	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
-	committedUnknownTag := func() pgproto3.BackendMessage {
-		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
-			Message: fmt.Sprintf("tandem: node %s failed after this statement committed (the new primary %s has it) but before its result was sent; the result is lost", old, r.up.Node),
-			Hint:    "do not retry it: its changes are there", Err: ErrFailover})
-	}
-	switch {
-	case r.ccSeen:
-	case r.ackSeen && autocommit:
-		msgs = append(msgs, committedUnknownTag())
-	case r.ackSeen:
-		msgs = append(msgs, cc("COMMIT"))
-	case status == 'E':
-		msgs = append(msgs, cc("ROLLBACK"))
-	default:
+	msgs := inFlightAnswer(old, status, autocommit, r.ccSeen, r.ackSeen, func() (string, bool, error) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
-		applied, err := r.committedOn(ctx, r.up, r.commitGSN)
-		cancel()
-		what := "COMMIT"
-		if autocommit {
-			what = "statement"
-		}
-		switch {
-		case err != nil:
-			r.log.Info("a statement in flight at a failover stays unresolved", "err", err)
-			msgs = append(msgs, pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old)))
-		case applied && autocommit:
-			msgs = append(msgs, committedUnknownTag())
-		case applied:
-			msgs = append(msgs, cc("COMMIT"))
-		default:
-			msgs = append(msgs, pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
-				Message: fmt.Sprintf("tandem: node %s failed before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, r.up.Node),
-				Hint:    "retry it", Err: ErrFailover}))
-		}
-	}
+		defer cancel()
+		applied, err := committedOn(ctx, r.up, r.tag, r.commitGSN)
+		return r.up.Node, applied, err
+	}, r.log)
 	r.wmu.Lock()
 	for _, m := range msgs {
 		r.client.Append(m)
@@ -499,6 +459,58 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 	r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
 	_ = r.client.Flush()
 	r.wmu.Unlock()
+}
+
+// inFlightAnswer is what a client is told of the one COMMIT (or statement
+// outside a transaction) that was in flight when node old died, wherever
+// that is known; the ReadyForQuery follows it.
+//
+//   - The CommandComplete was already relayed (ccSeen): it committed;
+//     only the ReadyForQuery is missing.
+//   - The node reported the commit's GSN (ackSeen): COMMIT.
+//   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
+//   - Otherwise ask (the primary now, for the session's highest GSN;
+//     ask names the node it asked):
+//     past the last one the session was told of, it was applied (COMMIT);
+//     not past it, it was not (40001: retry), unless the primary is the
+//     node whose connection ended (it lives: the commit may still be
+//     finishing there, 08007); unknown, 08007.
+func inFlightAnswer(old string, status byte, autocommit, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
+	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
+	committedUnknownTag := func() pgproto3.BackendMessage {
+		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
+			Message: fmt.Sprintf("tandem: node %s failed after this statement committed but before its result was sent; the result is lost", old),
+			Hint:    "do not retry it: its changes are there", Err: ErrFailover})
+	}
+	switch {
+	case ccSeen:
+		return nil
+	case ackSeen && autocommit:
+		return []pgproto3.BackendMessage{committedUnknownTag()}
+	case ackSeen:
+		return []pgproto3.BackendMessage{cc("COMMIT")}
+	case status == 'E':
+		return []pgproto3.BackendMessage{cc("ROLLBACK")}
+	}
+	now, applied, err := ask()
+	what := "COMMIT"
+	if autocommit {
+		what = "statement"
+	}
+	switch {
+	case err != nil:
+		log.Info("a statement in flight at a failover stays unresolved", "err", err)
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old))}
+	case applied && autocommit:
+		return []pgproto3.BackendMessage{committedUnknownTag()}
+	case applied:
+		return []pgproto3.BackendMessage{cc("COMMIT")}
+	case now == old:
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old))}
+	}
+	return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
+		Message: fmt.Sprintf("tandem: node %s failed before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, now),
+		Hint:    "retry it", Err: ErrFailover})}
 }
 
 func (r *relay) upstreamToClient() error {

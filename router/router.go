@@ -226,11 +226,22 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 		return nil, ErrNoNode
 	}
 	if r.cfg.Split && !r.cfg.Reads {
-		s, err := r.openSplit(ctx, c)
-		if err != nil {
-			r.fail.Inc()
+		deadline := time.Now().Add(openWait)
+		for {
+			changed := r.changes()
+			s, err := r.openSplit(ctx, c)
+			if err == nil || !r.cfg.Survive || !errors.Is(err, ErrNoNode) && !errors.Is(err, ErrUpstreamDown) || time.Now().After(deadline) || ctx.Err() != nil {
+				if err != nil {
+					r.fail.Inc()
+				}
+				return s, err
+			}
+			select {
+			case <-ctx.Done():
+			case <-changed:
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
-		return s, err
 	}
 	survive := r.cfg.Survive && !r.cfg.Reads
 	deadline := time.Now().Add(openWait)

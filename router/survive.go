@@ -76,9 +76,27 @@ func isRollback(q string) bool {
 
 // isCommit reports whether a statement commits (its outcome is unknown
 // when the connection ends before the answer).
+// It allocates nothing: every request of a session passes here.
 func isCommit(q string) bool {
-	w := strings.Fields(strings.ToLower(strings.TrimSpace(q)))
-	return len(w) > 0 && (w[0] == "commit" || w[0] == "end") && !(len(w) > 1 && w[1] == "prepared")
+	q = strings.TrimLeft(q, " \t\r\n")
+	word := func(w string) (string, bool) {
+		if len(q) < len(w) || !strings.EqualFold(q[:len(w)], w) {
+			return "", false
+		}
+		rest := q[len(w):]
+		if rest != "" && !strings.ContainsRune(" \t\r\n;", rune(rest[0])) {
+			return "", false
+		}
+		return strings.TrimLeft(rest, " \t\r\n"), true
+	}
+	rest, ok := word("commit")
+	if !ok {
+		rest, ok = word("end")
+	}
+	if !ok {
+		return false
+	}
+	return len(rest) < 8 || !strings.EqualFold(rest[:8], "prepared")
 }
 
 // cstring splits a NUL-terminated string off b.
@@ -260,13 +278,13 @@ func newSessionTag() string {
 	return hex.EncodeToString(b[:])
 }
 
-// committedOn asks node up whether it holds a commit of this session
-// after GSN after: true (applied), false (not), or an error (unknown).
-func (r *relay) committedOn(ctx context.Context, up Upstream, after uint64) (bool, error) {
+// committedOn asks node up whether it holds a commit of the session
+// tagged tag after GSN after: true (applied), false (not), or an error (unknown).
+func committedOn(ctx context.Context, up Upstream, tag string, after uint64) (bool, error) {
 	if up.AdminURL == "" || !strings.HasSuffix(up.AdminURL, "/status") {
 		return false, errors.New("no admin address to ask")
 	}
-	url := strings.TrimSuffix(up.AdminURL, "/status") + "/session?tag=" + r.tag
+	url := strings.TrimSuffix(up.AdminURL, "/status") + "/session?tag=" + tag
 	cl := &http.Client{Timeout: 3 * time.Second}
 	if up.AdminTLS != nil {
 		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS}

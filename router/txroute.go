@@ -120,6 +120,14 @@ type splitSession struct {
 
 	// GSNs (under mu): the session's last commit and read.
 	lastCommit, lastRead uint64
+	// A request in flight that may commit (under mu; Survive): a COMMIT
+	// or a statement outside a transaction. ackSeen: the primary reported
+	// a commit GSN past commitBase (the session's last before it); ccSeen:
+	// its CommandComplete reached the client. resolving: the primary died
+	// with it in flight and the reader is finding out whether it committed.
+	commitPending, ackSeen, ccSeen, resolving bool
+	commitBase                                uint64
+	toPrimary                                 bool // the request went to the primary
 
 	// client goroutine only; rl reads the client and holds the client
 	// write lock (rl.wmu)
@@ -272,7 +280,9 @@ func (s *splitSession) read(nc *nodeConn) {
 	for {
 		typ, frame, err := nc.fr.ReadFrame()
 		if err != nil {
-			s.lost(nc, err)
+			if status, ok := s.lost(nc, err); ok {
+				s.resolveInFlight(nc, status)
+			}
 			return
 		}
 		if typ == 'S' {
@@ -283,6 +293,9 @@ func (s *splitSession) read(nc *nodeConn) {
 				switch name {
 				case pgwire.CommitGSNParam:
 					s.lastCommit = max(s.lastCommit, g)
+					if s.cur == nc.idx && g > s.commitBase {
+						s.ackSeen = true
+					}
 				case pgwire.ReadGSNParam:
 					s.lastRead = max(s.lastRead, g)
 				default:
@@ -297,9 +310,15 @@ func (s *splitSession) read(nc *nodeConn) {
 			s.mu.Unlock()
 			continue
 		}
+		if typ == 'C' && s.cur == nc.idx {
+			s.ccSeen = true
+		}
 		if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
 			if s.pending > 0 {
 				s.pending--
+			}
+			if s.pending == 0 {
+				s.commitPending = false
 			}
 			s.txStatus = frame[5]
 			if s.txStatus == 'I' && s.pending == 0 && !s.unsynced && s.inTx {
@@ -369,7 +388,11 @@ func errorFrom(frame []byte) error {
 // lost handles the end of a node connection: work in flight there is
 // answered (40001: retry; 08007 for a write whose outcome is unknown),
 // a transaction open there is lost, and the session goes on elsewhere.
-func (s *splitSession) lost(nc *nodeConn, cause error) {
+// With automatic failover (Survive), one COMMIT or statement outside a
+// transaction in flight on the primary is resolved instead, as the write
+// port does (relay.go, moveSession): lost reports true and the node's
+// transaction status, and the caller calls resolveInFlight.
+func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	nc.dead = true
@@ -382,15 +405,23 @@ func (s *splitSession) lost(nc *nodeConn, cause error) {
 	}
 	defer s.cond.Broadcast()
 	if s.closed || s.cur != nc.idx {
-		return
+		return 0, false
 	}
 	s.rt.log.Info("a session's connection to a node ended", "node", nc.up.Node, "err", cause)
 	s.rt.suspect(nc.up.Node, cause)
 	if s.pending == 0 && !s.unsynced && s.txStatus == 'I' {
 		s.cur = -1
-		return
+		return 0, false
 	}
 	wasTx := s.txStatus != 'I'
+	if s.rt.cfg.Survive && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending {
+		s.resolving = true
+		if s.inTx {
+			s.rt.End(nc.idx)
+			s.inTx = false
+		}
+		return s.txStatus, true
+	}
 	code := codeSerialization
 	if !s.isReplica(nc.idx) && !wasTx {
 		code = codeResolutionUnknown // an autocommit write may have committed
@@ -415,6 +446,64 @@ func (s *splitSession) lost(nc *nodeConn, cause error) {
 		s.inTx = false
 	}
 	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
+	return 0, false
+}
+
+// resolveInFlight answers the COMMIT (or statement outside a transaction)
+// that was in flight when the primary's connection ended: what the client
+// would have been told had the node lived, wherever that is known, asking
+// the primary that took over (waiting up to rerouteWait for one).
+func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
+	s.mu.Lock()
+	ccSeen, ackSeen, base := s.ccSeen, s.ackSeen, s.commitBase
+	s.mu.Unlock()
+	now := ""
+	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', ccSeen, ackSeen, func() (string, bool, error) {
+		deadline := time.Now().Add(rerouteWait)
+		var last error
+		for time.Now().Before(deadline) && s.ctx.Err() == nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return "", false, errors.New("the client left")
+			}
+			changed := s.rt.changes()
+			up, st := s.rt.primary()
+			if st.Healthy {
+				ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
+				applied, err := committedOn(ctx, up, s.tag, base)
+				cancel()
+				if err == nil {
+					now = up.Node
+					return now, applied, nil
+				}
+				last = err
+			}
+			select {
+			case <-s.ctx.Done():
+			case <-changed:
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if last == nil {
+			last = errors.New("no primary")
+		}
+		return "", false, fmt.Errorf("no primary to ask within %v: %w", rerouteWait, last)
+	}, s.rt.log)
+	s.rl.wmu.Lock()
+	for _, m := range msgs {
+		s.client.Append(m)
+	}
+	s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
+	_ = s.client.Flush()
+	s.rl.wmu.Unlock()
+	s.rt.log.Info("a routed session's COMMIT in flight at a failover was resolved", "from", dead.up.Node, "to", now)
+	s.mu.Lock()
+	s.resolving, s.commitPending = false, false
+	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
 func lostWork(code, node string) *pgwire.Error {
@@ -516,7 +605,7 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 		s.absorb(typ, frame)
 		return nil
 	}
-	s.track(typ)
+	s.track(typ, frame)
 	s.mu.Unlock()
 	if typ == 'B' || typ == 'D' {
 		s.replayFor(nc, typ, frame[5:])
@@ -532,8 +621,27 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 	return nil
 }
 
-// track counts what is in flight on cur (under mu).
-func (s *splitSession) track(typ byte) {
+// track counts what is in flight on cur (under mu), and notes a request
+// that may commit there (a COMMIT, or anything outside a transaction): if
+// the primary dies with it in flight, lost() finds out what became of it.
+func (s *splitSession) track(typ byte, frame []byte) {
+	if s.pending == 0 && !s.unsynced {
+		// A new request begins.
+		s.ackSeen, s.ccSeen, s.commitBase = false, false, s.lastCommit
+		s.commitPending = s.txStatus == 'I'
+		s.toPrimary = s.cur >= 0 && s.cur == s.rt.primaryIndex()
+	}
+	switch typ {
+	case 'Q':
+		if q, _ := cstringT(frame[5:]); isCommit(q) {
+			s.commitPending = true
+		}
+	case 'P':
+		_, rest := cstringT(frame[5:])
+		if q, _ := cstringT(rest); isCommit(q) {
+			s.commitPending = true
+		}
+	}
 	switch typ {
 	case 'Q', 'S':
 		s.pending++
@@ -823,7 +931,7 @@ func (s *splitSession) dispatch(complete bool) error {
 	// Wait for what is in flight unless the request goes where it is.
 	s.flushCur()
 	s.mu.Lock()
-	for !s.closed && s.pending > 0 && !(s.cur >= 0 && s.fits(s.cur, want)) {
+	for !s.closed && (s.resolving || s.pending > 0 && !(s.cur >= 0 && s.fits(s.cur, want))) {
 		s.cond.Wait()
 	}
 	// Pipelined behind requests still in flight there (fits), or in a
@@ -831,6 +939,7 @@ func (s *splitSession) dispatch(complete bool) error {
 	inTx := (s.txStatus != 'I' || s.pending > 0) && s.cur >= 0 && s.conns[s.cur] != nil
 	cur := s.cur
 	s.mu.Unlock()
+	var waitUntil time.Time // for a primary during a failover (Survive)
 	for attempt := 0; ; attempt++ {
 		target := -1
 		switch {
@@ -846,8 +955,12 @@ func (s *splitSession) dispatch(complete bool) error {
 		default:
 			target = s.pickReplica()
 		}
+		changed := s.rt.changes()
 		nc, err := s.ensure(target)
 		if err != nil {
+			if s.awaitPrimary(err, inTx, &waitUntil, changed) {
+				continue
+			}
 			return s.refuse(err, complete)
 		}
 		target = nc.idx // a replica that cannot be reached: the primary
@@ -892,6 +1005,11 @@ func (s *splitSession) dispatch(complete bool) error {
 		if !inTx && s.cur != target {
 			s.cur = target
 		}
+		if begin != "" {
+			// In a transaction from here (its BEGIN's answer is the
+			// router's): a failure of this request loses a transaction.
+			s.txStatus = 'T'
+		}
 		if !s.inTx && !inTx {
 			s.rt.Begin(target)
 			s.inTx = true
@@ -900,7 +1018,7 @@ func (s *splitSession) dispatch(complete bool) error {
 		// connection ends now, lost() answers it.
 		for b := s.batch; len(b) >= 5; {
 			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
-			s.track(b[0])
+			s.track(b[0], b[:n])
 			b = b[n:]
 		}
 		s.mu.Unlock()
@@ -917,6 +1035,29 @@ func (s *splitSession) dispatch(complete bool) error {
 		_ = nc.fr.Flush()
 		return nil
 	}
+}
+
+// awaitPrimary reports whether a request that found no primary waits for
+// one and tries again: with automatic failover (Survive) a request outside
+// a transaction waits up to rerouteWait for the primary that takes over,
+// as the write port's sessions do, instead of failing during a failover.
+func (s *splitSession) awaitPrimary(err error, inTx bool, until *time.Time, changed <-chan struct{}) bool {
+	if !s.rt.cfg.Survive || inTx || !errors.Is(err, ErrUpstreamDown) && !errors.Is(err, ErrNoNode) {
+		return false
+	}
+	if until.IsZero() {
+		*until = time.Now().Add(rerouteWait)
+		s.rt.log.Info("a routed session waits for a primary", "err", err)
+	}
+	if time.Now().After(*until) || s.ctx.Err() != nil {
+		return false
+	}
+	select {
+	case <-s.ctx.Done():
+	case <-changed:
+	case <-time.After(50 * time.Millisecond):
+	}
+	return true
 }
 
 // flushCur sends what the client goroutine has buffered for the current
