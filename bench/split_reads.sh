@@ -2,7 +2,9 @@
 # The router's cost for routed reads (issue 12): pgbench -S through the
 # router with transaction routing (the standby of a hot-standby pair with
 # [router] split = true serves the reads) against the same pgbench
-# connected to that standby node directly, alternating, same run.
+# through the router's plain relay hop to that standby (its read port: the
+# issue-2 hop, client -> router -> node, no routing), and connected to the
+# standby node directly (no hop at all), alternating, same run.
 #
 # usage: bench/split_reads.sh [BACKEND=sqlite|postgres] [SECONDS=10] [ROUNDS=3] [CLIENTS=8] [SCALE=10]
 # INTER_NODE=none runs the router -> node hop in clear text (loopback).
@@ -59,17 +61,28 @@ done
 export PGPASSWORD=secret
 ROUTER="host=127.0.0.1 port=$R user=tandem dbname=tandem sslmode=disable"
 DIRECT="host=127.0.0.1 port=$P_n2 user=tandem dbname=tandem sslmode=disable"
+HOP="host=127.0.0.1 port=$RR user=tandem dbname=tandem sslmode=disable"
 pgbench -i -s "$SCALE" -I dtgp -q "$ROUTER" > "$dir/init.log" 2>&1 || { cat "$dir/init.log"; exit 1; }
 want=$((SCALE * 100000))
 until [ "$(psql -Atc 'select count(*) from pgbench_accounts' "$DIRECT" 2>/dev/null)" = "$want" ]; do sleep 0.5; done
 echo "backend $BACKEND, inter_node ${INTER_NODE:-mtls}, pgbench -S -M prepared, $CLIENTS clients, scale $SCALE, $SECS s per run, $ROUNDS rounds"
-echo "round path tps"
+# CPU time (µs) the router process and the replica's node process spent
+# per transaction: on a shared machine it moves far less than tps does.
+RPID=$(pgrep -f "tandem router -c $dir/c.toml" | head -1)
+NPID=$(pgrep -f "tandem node -c $dir/c.toml --id n2" | head -1)
+HZ=$(getconf CLK_TCK)
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+echo "round path tps router_us_per_tx node_us_per_tx"
 for r in $(seq "$ROUNDS"); do
-  for path in router direct; do
-    dsn=$ROUTER; [ $path = direct ] && dsn=$DIRECT
-    tps=$(pgbench -S -M prepared -n -c "$CLIENTS" -j 2 -T "$SECS" "$dsn" 2>/dev/null | awk '/^tps/ {print int($3)}')
-    echo "$r $path $tps"
+  for path in router hop direct; do
+    dsn=$ROUTER; [ $path = direct ] && dsn=$DIRECT; [ $path = hop ] && dsn=$HOP
+    r0=$(ticks "$RPID"); n0=$(ticks "$NPID")
+    out=$(pgbench -S -M prepared -n -c "$CLIENTS" -j 2 -T "$SECS" "$dsn" 2>/dev/null)
+    r1=$(ticks "$RPID"); n1=$(ticks "$NPID")
+    tps=$(echo "$out" | awk '/^tps/ {print int($3)}')
+    txs=$(echo "$out" | awk '/actually processed/ {split($NF, a, "/"); print a[1]}')
+    echo "$r $path $tps $(( (r1 - r0) * 1000000 / HZ / txs )) $(( (n1 - n0) * 1000000 / HZ / txs ))"
   done
 done
 # Where the router's reads went (the standby answers SHOW tandem.node).
-echo "a routed read ran on: $(psql -Atc 'show tandem.node' "$ROUTER")"
+echo "a routed read ran on: $(psql -Atc 'show tandem.node' "$ROUTER"); the read port's session on: $(psql -Atc 'show tandem.node' "$HOP")"

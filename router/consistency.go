@@ -16,11 +16,8 @@ import (
 
 // primaryIndex is the index of the node primary() picks.
 func (r *Router) primaryIndex() int {
-	up, _ := r.primary()
-	for i, n := range r.cfg.Nodes {
-		if n.Node == up.Node {
-			return i
-		}
+	if v := r.view.Load(); v != nil {
+		return v.primary
 	}
 	return 0
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +26,11 @@ var ErrUnknownNode = errors.New("no such node")
 const DefaultMaxLagGSNs = 10000
 
 // nodeState is the per-node part of Router beyond NodeStatus (under mu).
+// The counters each transaction moves are atomics in Router (active,
+// routed): no lock per transaction.
 type nodeState struct {
-	active       int
-	sessions     uint64
-	transactions uint64
-	hasProgress  bool
+	sessions    uint64
+	hasProgress bool
 	applied      uint64 // the node's applied GSN at the last probe
 	lagging      bool   // out of read rotation for lag
 }
@@ -44,8 +45,39 @@ type gsnSample struct {
 // max_lag (at the default 500 ms health_interval, 8 minutes).
 const maxSamples = 1024
 
+// routeView is what routing a transaction reads, without the router's
+// mutex: the primary's index and the read candidates (their open
+// transactions come from Router.active at the pick). It is rebuilt under
+// mu at every change of a node's role, epoch, health, drain or lag
+// (refreshLocked), and swapped atomically: with many sessions on few
+// cores, taking one mutex several times per transaction made sessions
+// queue for it.
+type routeView struct {
+	primary int
+	reads   []Candidate
+}
+
+// refreshLocked rebuilds the routing view (under mu).
+func (r *Router) refreshLocked() {
+	v := &routeView{primary: r.primaryIndexLocked()}
+	for i, st := range r.st {
+		if !st.Healthy || st.Draining || r.nodes[i].lagging || st.ReadWeight <= 0 {
+			continue
+		}
+		// Only roles a node reported: before its first probe a node's
+		// role is a guess ("replica").
+		if st.Role != "primary" && st.Role != "standby" {
+			continue
+		}
+		v.reads = append(v.reads, Candidate{Index: i, ID: st.ID, Weight: st.ReadWeight})
+	}
+	r.view.Store(v)
+}
+
 func (r *Router) initNodes() {
 	r.nodes = make([]nodeState, len(r.cfg.Nodes))
+	r.active = make([]atomic.Int64, len(r.cfg.Nodes))
+	r.routed = make([]atomic.Uint64, len(r.cfg.Nodes))
 	for i := range r.st {
 		r.st[i].Weight = 1
 		if i < len(r.cfg.Weights) && r.cfg.Weights[i] > 0 {
@@ -87,6 +119,7 @@ func (r *Router) SetDraining(id string, on bool) error {
 	r.mu.Lock()
 	changed := r.st[i].Draining != on
 	r.st[i].Draining = on
+	r.refreshLocked()
 	r.mu.Unlock()
 	if changed {
 		r.log.Info("node draining", "node", id, "draining", on)
@@ -96,20 +129,18 @@ func (r *Router) SetDraining(id string, on bool) error {
 
 // Begin counts a transaction routed to node index (Config.Nodes) until End.
 func (r *Router) Begin(index int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if index >= 0 && index < len(r.nodes) {
-		r.nodes[index].active++
-		r.nodes[index].transactions++
+	if index >= 0 && index < len(r.active) {
+		r.active[index].Add(1)
+		r.routed[index].Add(1)
 	}
 }
 
 // End is the end of a transaction Begin counted.
 func (r *Router) End(index int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if index >= 0 && index < len(r.nodes) && r.nodes[index].active > 0 {
-		r.nodes[index].active--
+	if index >= 0 && index < len(r.active) {
+		if r.active[index].Add(-1) < 0 {
+			r.active[index].Add(1) // an End without its Begin
+		}
 	}
 }
 
@@ -126,22 +157,21 @@ func (r *Router) countSession(index int) {
 // healthy, not draining, not lagging beyond max_lag, read weight > 0; the
 // primary among them unless its read weight is 0. Each carries its read
 // weight and its open transactions (Begin/End).
-func (r *Router) ReadCandidates() []Candidate {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var cs []Candidate
-	for i, st := range r.st {
-		if !st.Healthy || st.Draining || r.nodes[i].lagging || st.ReadWeight <= 0 {
-			continue
-		}
-		// Only roles a node reported: before its first probe a node's
-		// role is a guess ("replica").
-		if st.Role != "primary" && st.Role != "standby" {
-			continue
-		}
-		cs = append(cs, Candidate{Index: i, ID: st.ID, Weight: st.ReadWeight, Active: r.nodes[i].active})
+func (r *Router) ReadCandidates() []Candidate { return r.readCandidates(nil) }
+
+// readCandidates is ReadCandidates appended to buf[:0] (a session reuses
+// its buffer: no allocation per transaction).
+func (r *Router) readCandidates(buf []Candidate) []Candidate {
+	buf = buf[:0]
+	v := r.view.Load()
+	if v == nil {
+		return buf
 	}
-	return cs
+	for _, c := range v.reads {
+		c.Active = int(r.active[c.Index].Load())
+		buf = append(buf, c)
+	}
+	return buf
 }
 
 // Balancer is the router's balancing policy (Config.Policy).
@@ -242,15 +272,16 @@ func (r *Router) updateLagLocked(now time.Time) {
 		}
 		st.Lagging = ns.lagging
 	}
+	r.refreshLocked()
 }
 
 // fillCounts copies the counters into a status snapshot (under mu).
 func (r *Router) fillCountsLocked(out []NodeStatus) {
 	for i := range out {
 		if i < len(r.nodes) {
-			out[i].Active = r.nodes[i].active
+			out[i].Active = int(r.active[i].Load())
 			out[i].Sessions = r.nodes[i].sessions
-			out[i].Transactions = r.nodes[i].transactions
+			out[i].Transactions = r.routed[i].Load()
 		}
 	}
 }

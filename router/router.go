@@ -126,7 +126,11 @@ type Router struct {
 	smu      sync.Mutex
 	sessions map[*relay]struct{}
 
-	// per-node counters, lag and drain (nodes.go; under mu)
+	// per-node counters, lag and drain (nodes.go; under mu, but for the
+	// atomics and the view)
+	view     atomic.Pointer[routeView]
+	active   []atomic.Int64  // open transactions routed to each node
+	routed   []atomic.Uint64 // transactions routed to each node
 	nodes    []nodeState
 	samples  []gsnSample
 	balancer Balancer
@@ -163,6 +167,7 @@ func New(cfg Config) *Router {
 		r.st = append(r.st, NodeStatus{ID: n.Node, Addr: n.Addr, Role: role, Healthy: true, Since: now})
 	}
 	r.initNodes()
+	r.refreshLocked()
 	port := "write"
 	if cfg.Reads {
 		port = "read"
@@ -185,6 +190,12 @@ func New(cfg Config) *Router {
 func (r *Router) primary() (Upstream, NodeStatus) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	i := r.primaryIndexLocked()
+	return r.cfg.Nodes[i], r.st[i]
+}
+
+// primaryIndexLocked is primary's choice (under mu).
+func (r *Router) primaryIndexLocked() int {
 	best := -1
 	for i, st := range r.st {
 		if st.Role == "primary" && st.Healthy && (best < 0 || st.Epoch > r.st[best].Epoch) {
@@ -192,14 +203,14 @@ func (r *Router) primary() (Upstream, NodeStatus) {
 		}
 	}
 	if best >= 0 {
-		return r.cfg.Nodes[best], r.st[best]
+		return best
 	}
 	for i, st := range r.st {
 		if st.Role == "primary" {
-			return r.cfg.Nodes[i], st
+			return i
 		}
 	}
-	return r.cfg.Nodes[0], r.st[0]
+	return 0
 }
 
 // standby picks a healthy standby that is neither draining nor lagging,
@@ -438,6 +449,7 @@ func (r *Router) changes() <-chan struct{} {
 }
 
 func (r *Router) notifyLocked() {
+	r.refreshLocked()
 	if r.changed != nil {
 		close(r.changed)
 		r.changed = nil

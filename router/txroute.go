@@ -133,7 +133,8 @@ type splitSession struct {
 	// write lock (rl.wmu)
 	rl         relay
 	batchSpare []byte
-	needs      []string // request.needs, reused (transient names)
+	needs      []string    // request.needs, reused (transient names)
+	cands      []Candidate // pickReplica's, reused
 	// deferred: a plain BEGIN the router answered without a node; the
 	// transaction's first request decides where it runs (SET TRANSACTION
 	// READ ONLY: a replica), and the BEGIN goes there ahead of it.
@@ -1092,7 +1093,8 @@ func (s *splitSession) fits(idx int, w route) bool {
 // pickReplica chooses a replica for a read (the balancer over the
 // healthy, caught-up candidates), the primary when there is none.
 func (s *splitSession) pickReplica() int {
-	cands := s.rt.ReadCandidates()
+	cands := s.rt.readCandidates(s.cands)
+	s.cands = cands
 	if len(cands) == 0 {
 		return s.rt.primaryIndex()
 	}
