@@ -31,8 +31,8 @@ const DefaultMaxLagGSNs = 10000
 type nodeState struct {
 	sessions    uint64
 	hasProgress bool
-	applied      uint64 // the node's applied GSN at the last probe
-	lagging      bool   // out of read rotation for lag
+	applied     uint64 // the node's applied GSN at the last probe
+	lagging     bool   // out of read rotation for lag
 }
 
 // gsnSample is the primary's last GSN as one probe saw it.
