@@ -340,10 +340,12 @@ func captureName(table string) string {
 // IDENTITY FULL. Its capture rows have ev set (the image, in
 // _tandem_img's self-describing form with no key columns) and pk "-" or
 // "+"; _tandem_ws never merges them. The row may be gone by COMMIT, so the
-// image is taken here; a row larger than bigRowBytes keeps its values in
-// _tandem_capture_big, and its image has that row's id as a fourth
-// element and, for each value over 4 KiB, its size in place of its text
-// (_tandem_big), read at COMMIT in pieces (large.go).
+// image is taken here; a row larger than bigRowBytes with a value over
+// bigValueBytes keeps its values in _tandem_capture_big, and its image
+// has that row's id as a fourth element and, for each value over
+// bigValueBytes, its size in place of its text (_tandem_big), read at
+// COMMIT in pieces (large.go), which deletes the side row (so one that
+// leaves nothing out would outlive the transaction: none is made).
 func fullRowCaptureFunction(table string, cols []string) (string, string) {
 	name := captureName(table)
 	hdr, _ := json.Marshal([2][]string{cols, {}})
@@ -354,12 +356,17 @@ func fullRowCaptureFunction(table string, cols []string) (string, string) {
 			vals[i] = rec + "." + pgQuote(c) + "::text"
 		}
 		return fmt.Sprintf(`tandem_a := ARRAY[%s]::text[];
-    IF pg_column_size(tandem_a) <= %d THEN
+    tandem_r := NULL;
+    IF pg_column_size(tandem_a) > %d THEN
+      IF EXISTS (SELECT FROM unnest(tandem_a) tandem_x WHERE octet_length(tandem_x) > %d) THEN
+        INSERT INTO _tandem_capture_big (vals) VALUES (tandem_a) RETURNING _tandem_capture_big.id INTO tandem_r;
+      END IF;
+    END IF;
+    IF tandem_r IS NULL THEN
       INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || to_jsonb(tandem_a)::text || ']');
     ELSE
-      INSERT INTO _tandem_capture_big (vals) VALUES (tandem_a) RETURNING _tandem_capture_big.id INTO tandem_r;
       INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || _tandem_big(tandem_a, tandem_r) || ']');
-    END IF;`, strings.Join(vals, ", "), bigRowBytes, op, head, op, head)
+    END IF;`, strings.Join(vals, ", "), bigRowBytes, bigValueBytes, op, head, op, head)
 	}
 	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
 DECLARE tandem_a text[]; tandem_r bigint;
@@ -678,6 +685,9 @@ func decodeFullRow(table string, insert bool, img []byte) (capRow, error) {
 	if len(parts) == 4 {
 		out.side = true
 		row.After, err = bigValues(&out, parts[2], parts[3])
+		if err == nil && len(out.big) == 0 {
+			err = errors.New("values kept aside, none left out")
+		}
 	} else {
 		row.After, err = textValues(parts[2])
 	}

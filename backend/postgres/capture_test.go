@@ -47,6 +47,18 @@ CREATE TABLE plain (id bigint PRIMARY KEY, v text);
 CREATE TABLE bag (id int, v text, b bytea, arr text[], note text)`
 )
 
+// wideSchema is a table without a primary key whose row can exceed
+// bigRowBytes with no value over bigValueBytes (70 values of 4,000 bytes):
+// its image stays whole, nothing is kept aside.
+var wideSchema, wideRow = func() (string, string) {
+	cols, vals := make([]string, 70), make([]string, 70)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d text", i)
+		vals[i] = fmt.Sprintf("repeat('%c', 4000)", 'a'+i%26)
+	}
+	return "CREATE TABLE wide (" + strings.Join(cols, ", ") + ")", "INSERT INTO wide SELECT " + strings.Join(vals, ", ")
+}()
+
 // TestCaptureRoundTrip: writes through the back end's sessions (autocommit
 // statements, whose writeset rides in the statement's own batch, and an
 // explicit transaction) are captured with every column's text form; applied
@@ -63,7 +75,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Exec(ctx, oddSchema); err != nil {
+		if _, err := c.Exec(ctx, oddSchema+";"+wideSchema); err != nil {
 			t.Fatal(err)
 		}
 		c.Close(ctx)
@@ -166,6 +178,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			"DELETE FROM bag WHERE id = 2",
 			"COMMIT",
 		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil, nil}, 1},
+		{"no key: a large row of small values", []string{wideRow, "UPDATE wide SET c3 = 'short'"}, [][]string{nil, nil}, 2},
 	}
 	for _, step := range steps {
 		before := len(rec.got)
@@ -226,6 +239,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 		"SELECT k, n, ts::text, b::text, x::text, j::text, arr::text, note FROM " + oddTable + " ORDER BY k, n",
 		"SELECT id, v, extra FROM plain ORDER BY id",
 		"SELECT id, v, b::text, arr::text, note, extra FROM bag ORDER BY id, md5(v), note",
+		"SELECT md5(wide::text), c3 FROM wide",
 	} {
 		want, have := dump(t, m.DSN("postgres"), q), dump(t, m.DSN("replica"), q)
 		if want != have {
@@ -296,6 +310,7 @@ func TestDecodeImage(t *testing.T) {
 		{"no key: no values", `"+"`, `[["id"],[],null]`, 0, nil, "0 values for 1 columns", nil},
 		{"no key: not a size", `"-"`, `[["id","v"],[],["1",[2]],"3"]`, 0, nil, "neither text nor a size", nil},
 		{"no key: too many parts", `"+"`, `[["id"],[],["1"],"3",4]`, 0, nil, "5 parts", nil},
+		{"no key: aside, none left out", `"+"`, `[["id"],[],["1"],"3"]`, 0, nil, "none left out", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 // path they always took.
 const (
 	bigRowBytes   = 256 << 10
+	bigValueBytes = 4096          // _tandem_big's threshold: a value left out
 	bigPieceBytes = 256<<10 - 256 // a DataRow within pgx's 256 KiB buffer
 )
 
