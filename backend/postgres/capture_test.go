@@ -179,6 +179,15 @@ func TestCaptureRoundTrip(t *testing.T) {
 			"COMMIT",
 		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil, nil}, 1},
 		{"no key: a large row of small values", []string{wideRow, "UPDATE wide SET c3 = 'short'"}, [][]string{nil, nil}, 2},
+		{"no key: large rows rolled back to a savepoint", []string{
+			"BEGIN",
+			"INSERT INTO bag VALUES (5, $1, NULL, NULL, 'kept')",
+			"SAVEPOINT s",
+			"INSERT INTO bag VALUES (6, $1, NULL, NULL, 'undone')",
+			"UPDATE bag SET note = 'undone' WHERE id = 5",
+			"ROLLBACK TO SAVEPOINT s",
+			"COMMIT",
+		}, [][]string{nil, {bigText(300 << 10)}, nil, {bigText(500 << 10)}, nil, nil, nil}, 1},
 	}
 	for _, step := range steps {
 		before := len(rec.got)
