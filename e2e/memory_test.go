@@ -662,8 +662,8 @@ func TestLargeMessageMemoryRelay(t *testing.T) {
 // beside a NULL, a bytea and an array) each at most 2.5x the message or
 // row (measured 2.0x-2.3x, as with a key). An UPDATE of such a row ships
 // two images of it (the old row's delete, the new row's insert) and a
-// DELETE one: at most 2.5x and 1.5x (measured 2.08x-2.10x and
-// 1.04x-1.05x). Their statements are small, so their peak is the
+// DELETE one: at most 2.5x and 1.5x (measured 2.1x-2.3x and
+// 1.04x-1.14x). Their statements are small, so their peak is the
 // writeset, which lives until the standby has applied it: they are
 // sampled every 100 ms, not 20, because each sample leaves the node some
 // garbage that heap in use counts (sampled every 20 ms they measured up
