@@ -71,6 +71,11 @@ CREATE OR REPLACE FUNCTION _tandem_big(a text[], c tid) RETURNS text LANGUAGE sq
   SELECT jsonb_agg(CASE WHEN octet_length(x) > 4096 THEN to_jsonb(octet_length(x)) ELSE to_jsonb(x) END ORDER BY i)::text || ',' || to_jsonb(c::text)::text
     FROM unnest(a) WITH ORDINALITY AS u(x, i)
 $f$;
+CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture_big (id bigserial PRIMARY KEY, vals text[] NOT NULL);
+CREATE OR REPLACE FUNCTION _tandem_big(a text[], c bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+  SELECT jsonb_agg(CASE WHEN octet_length(x) > 4096 THEN to_jsonb(octet_length(x)) ELSE to_jsonb(x) END ORDER BY i)::text || ',' || to_jsonb(c::text)::text
+    FROM unnest(a) WITH ORDINALITY AS u(x, i)
+$f$;
 CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
 DECLARE o jsonb; n jsonb;
 BEGIN
@@ -334,30 +339,48 @@ func captureName(table string) string {
 // row's insert), as PostgreSQL's logical replication does with REPLICA
 // IDENTITY FULL. Its capture rows have ev set (the image, in
 // _tandem_img's self-describing form with no key columns) and pk "-" or
-// "+"; _tandem_ws never merges them.
+// "+"; _tandem_ws never merges them. The row may be gone by COMMIT, so the
+// image is taken here; a row larger than bigRowBytes with a value over
+// bigValueBytes keeps its values in _tandem_capture_big, and its image
+// has that row's id as a fourth element and, for each value over
+// bigValueBytes, its size in place of its text (_tandem_big), read at
+// COMMIT in pieces (large.go), which deletes the side row (so one that
+// leaves nothing out would outlive the transaction: none is made).
 func fullRowCaptureFunction(table string, cols []string) (string, string) {
 	name := captureName(table)
-	img := func(rec string) string {
+	hdr, _ := json.Marshal([2][]string{cols, {}})
+	head := pgLiteral(string(hdr[:len(hdr)-1]) + ",")
+	event := func(rec, op string) string {
 		vals := make([]string, len(cols))
 		for i, c := range cols {
 			vals[i] = rec + "." + pgQuote(c) + "::text"
 		}
-		hdr, _ := json.Marshal([2][]string{cols, {}})
-		head := string(hdr[:len(hdr)-1]) + ","
-		return fmt.Sprintf("%s || to_jsonb(ARRAY[%s]::text[])::text || ']'", pgLiteral(head), strings.Join(vals, ", "))
+		return fmt.Sprintf(`tandem_a := ARRAY[%s]::text[];
+    tandem_r := NULL;
+    IF pg_column_size(tandem_a) > %d THEN
+      IF EXISTS (SELECT FROM unnest(tandem_a) tandem_x WHERE octet_length(tandem_x) > %d) THEN
+        INSERT INTO _tandem_capture_big (vals) VALUES (tandem_a) RETURNING _tandem_capture_big.id INTO tandem_r;
+      END IF;
+    END IF;
+    IF tandem_r IS NULL THEN
+      INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || to_jsonb(tandem_a)::text || ']');
+    ELSE
+      INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || _tandem_big(tandem_a, tandem_r) || ']');
+    END IF;`, strings.Join(vals, ", "), bigRowBytes, bigValueBytes, op, head, op, head)
 	}
 	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
+DECLARE tandem_a text[]; tandem_r bigint;
 BEGIN
   %s
   IF current_setting('tandem.applying', true) = 'on' THEN RETURN NULL; END IF;
   IF TG_OP <> 'INSERT' THEN
-    INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"-"', %s);
+    %s
   END IF;
   IF TG_OP <> 'DELETE' THEN
-    INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"+"', %s);
+    %s
   END IF;
   RETURN NULL;
-END $tandem$`, pgQuote(name), fullRowMark, img("OLD"), img("NEW"))
+END $tandem$`, pgQuote(name), fullRowMark, event("OLD", "-"), event("NEW", "+"))
 	return name, body
 }
 
@@ -471,12 +494,15 @@ func (b *Backend) compactGSNs() {
 const wsQuery = "SELECT tbl, pk, img FROM _tandem_ws()"
 
 // capRow is a changed row as _tandem_ws() gave it. The image of a large
-// row leaves its large values out (see imageBranch): big lists their
-// indexes in After (Null there until read), and ctid says where the row
-// is, for readBig.
+// row leaves its large values out (see imageBranch and
+// fullRowCaptureFunction): big lists their indexes in After (Null there
+// until read), and ctid says where the row is, for readBig: the row's
+// ctid in its table, or (side) the id of its values in
+// _tandem_capture_big.
 type capRow struct {
 	writeset.Row
 	ctid string
+	side bool
 	big  []int
 	size int // the left-out values' sizes, summed (the server's count)
 }
@@ -533,8 +559,7 @@ func (r *rawRef) UnmarshalJSON(b []byte) error {
 // its large values is a number (its size) in place of the text.
 func decodeImage(table, pkJSON string, img []byte) (capRow, error) {
 	if pkJSON == `"-"` || pkJSON == `"+"` {
-		row, err := decodeFullRow(table, pkJSON == `"+"`, img)
-		return capRow{Row: row}, err
+		return decodeFullRow(table, pkJSON == `"+"`, img)
 	}
 	out := capRow{Row: writeset.Row{Table: table, Op: writeset.OpDelete}}
 	row := &out.Row
@@ -636,32 +661,43 @@ func bigValues(row *capRow, raw, ctid []byte) ([]writeset.Value, error) {
 }
 
 // decodeFullRow turns a full-row capture event of a table without a
-// primary key into an OpInsertRow or OpDeleteRow.
-func decodeFullRow(table string, insert bool, img []byte) (writeset.Row, error) {
-	row := writeset.Row{Table: table, Op: writeset.OpDeleteRow}
+// primary key into an OpInsertRow or OpDeleteRow. The event of a large
+// row has a fourth element, the id of its values in _tandem_capture_big,
+// and each of its large values is a number (its size) in place of the
+// text.
+func decodeFullRow(table string, insert bool, img []byte) (capRow, error) {
+	out := capRow{Row: writeset.Row{Table: table, Op: writeset.OpDeleteRow}}
+	row := &out.Row
 	if insert {
 		row.Op = writeset.OpInsertRow
 	}
-	var parts [3]json.RawMessage
+	var parts []rawRef
 	if err := json.Unmarshal(img, &parts); err != nil {
-		return row, fmt.Errorf("postgres: bad row image of %s: %v", table, err)
+		return out, fmt.Errorf("postgres: bad row image of %s: %v", table, err)
 	}
-	var vals []*string
+	if len(parts) != 3 && len(parts) != 4 {
+		return out, fmt.Errorf("postgres: bad row image of %s: %d parts", table, len(parts))
+	}
 	if err := json.Unmarshal(parts[0], &row.Cols); err != nil {
-		return row, fmt.Errorf("postgres: bad row image columns of %s: %v", table, err)
+		return out, fmt.Errorf("postgres: bad row image columns of %s: %v", table, err)
 	}
-	if err := json.Unmarshal(parts[2], &vals); err != nil || len(vals) != len(row.Cols) {
-		return row, fmt.Errorf("postgres: bad row image values of %s: %v", table, err)
-	}
-	row.After = make([]writeset.Value, len(vals))
-	for j, v := range vals {
-		if v == nil {
-			row.After[j] = writeset.Null()
-		} else {
-			row.After[j] = writeset.Text(*v)
+	var err error
+	if len(parts) == 4 {
+		out.side = true
+		row.After, err = bigValues(&out, parts[2], parts[3])
+		if err == nil && len(out.big) == 0 {
+			err = errors.New("values kept aside, none left out")
 		}
+	} else {
+		row.After, err = textValues(parts[2])
 	}
-	return row, nil
+	if err != nil {
+		return out, fmt.Errorf("postgres: bad row image values of %s: %v", table, err)
+	}
+	if len(row.After) != len(row.Cols) {
+		return out, fmt.Errorf("postgres: row image of %s has %d values for %d columns", table, len(row.After), len(row.Cols))
+	}
+	return out, nil
 }
 
 // keyValues decodes a captured key (a JSON array, as the capture trigger

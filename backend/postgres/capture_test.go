@@ -43,8 +43,21 @@ func (r *recorder) Prepare(_ context.Context, ws *writeset.Writeset) (func(conte
 const (
 	oddTable  = `"we'ird ""t"""`
 	oddSchema = `CREATE TABLE ` + oddTable + ` (k text, n int, ts timestamp, b bytea, x numeric(12,4), j jsonb, arr int[], note text, PRIMARY KEY (k, n));
-CREATE TABLE plain (id bigint PRIMARY KEY, v text)`
+CREATE TABLE plain (id bigint PRIMARY KEY, v text);
+CREATE TABLE bag (id int, v text, b bytea, arr text[], note text)`
 )
+
+// wideSchema is a table without a primary key whose row can exceed
+// bigRowBytes with no value over bigValueBytes (70 values of 4,000 bytes):
+// its image stays whole, nothing is kept aside.
+var wideSchema, wideRow = func() (string, string) {
+	cols, vals := make([]string, 70), make([]string, 70)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("c%d text", i)
+		vals[i] = fmt.Sprintf("repeat('%c', 4000)", 'a'+i%26)
+	}
+	return "CREATE TABLE wide (" + strings.Join(cols, ", ") + ")", "INSERT INTO wide SELECT " + strings.Join(vals, ", ")
+}()
 
 // TestCaptureRoundTrip: writes through the back end's sessions (autocommit
 // statements, whose writeset rides in the statement's own batch, and an
@@ -62,7 +75,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Exec(ctx, oddSchema); err != nil {
+		if _, err := c.Exec(ctx, oddSchema+";"+wideSchema); err != nil {
 			t.Fatal(err)
 		}
 		c.Close(ctx)
@@ -139,6 +152,42 @@ func TestCaptureRoundTrip(t *testing.T) {
 			"UPDATE plain SET extra = 1 WHERE id = 10",
 			"COMMIT",
 		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil}, 1},
+		// A table without a primary key: full-row events, whose large
+		// values wait in _tandem_capture_big (fullRowCaptureFunction):
+		// duplicates, NULLs, bytea, arrays; rows updated and deleted
+		// before COMMIT (their images were taken by the trigger), and
+		// events harvested by DDL in a block.
+		{"no key: autocommit large row", []string{"INSERT INTO bag VALUES ($1, $2, $3, $4, $5)"},
+			[][]string{{"1", bigText(600 << 10), `\x00ff`, `{a,"b c",NULL}`, "\x00"}}, 1},
+		{"no key: a duplicate", []string{"INSERT INTO bag VALUES ($1, $2, $3, $4, $5)"},
+			[][]string{{"1", bigText(600 << 10), `\x00ff`, `{a,"b c",NULL}`, "\x00"}}, 1},
+		{"no key: large rows in a block", []string{
+			"BEGIN",
+			"UPDATE bag SET note = 'both' WHERE id = 1",
+			"INSERT INTO bag VALUES (2, 'small', NULL, NULL, NULL)",
+			"DELETE FROM bag WHERE ctid = (SELECT ctid FROM bag WHERE id = 1 LIMIT 1)",
+			"INSERT INTO bag VALUES (3, $1, $2, $3, NULL)",
+			"UPDATE bag SET arr = NULL, v = v || 'tail' WHERE id = 3",
+			"COMMIT",
+		}, [][]string{nil, nil, nil, nil, {bigText(300 << 10), `\x` + strings.Repeat("00ff5c27", 40000), "{" + strings.Repeat(`"q\\\"",`, 2000) + "x}"}, nil, nil}, 1},
+		{"no key: large rows harvested by DDL in a block", []string{
+			"BEGIN",
+			"UPDATE bag SET v = $1 WHERE id = 3",
+			"ALTER TABLE bag ADD COLUMN extra int",
+			"UPDATE bag SET extra = 5 WHERE id = 3",
+			"DELETE FROM bag WHERE id = 2",
+			"COMMIT",
+		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil, nil}, 1},
+		{"no key: a large row of small values", []string{wideRow, "UPDATE wide SET c3 = 'short'"}, [][]string{nil, nil}, 2},
+		{"no key: large rows rolled back to a savepoint", []string{
+			"BEGIN",
+			"INSERT INTO bag VALUES (5, $1, NULL, NULL, 'kept')",
+			"SAVEPOINT s",
+			"INSERT INTO bag VALUES (6, $1, NULL, NULL, 'undone')",
+			"UPDATE bag SET note = 'undone' WHERE id = 5",
+			"ROLLBACK TO SAVEPOINT s",
+			"COMMIT",
+		}, [][]string{nil, {bigText(300 << 10)}, nil, {bigText(500 << 10)}, nil, nil, nil}, 1},
 	}
 	for _, step := range steps {
 		before := len(rec.got)
@@ -149,7 +198,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d writesets, want %d", step.name, got, step.wantWS)
 		}
 		var left int
-		if err := admin.QueryRow(ctx, "SELECT count(*) FROM _tandem_capture").Scan(&left); err != nil || left != 0 {
+		if err := admin.QueryRow(ctx, "SELECT (SELECT count(*) FROM _tandem_capture) + (SELECT count(*) FROM _tandem_capture_big)").Scan(&left); err != nil || left != 0 {
 			t.Fatalf("%s: %d capture rows left (%v)", step.name, left, err)
 		}
 	}
@@ -173,6 +222,17 @@ func TestCaptureRoundTrip(t *testing.T) {
 		t.Fatalf("key update captured %+v", kr)
 	}
 
+	// The block on the table without a key: every event in order, none
+	// merged (the update of two duplicates is four).
+	var evs []writeset.Op
+	for _, r := range rec.got[10].Rows {
+		evs = append(evs, r.Op)
+	}
+	dr, ir := writeset.OpDeleteRow, writeset.OpInsertRow
+	if want := []writeset.Op{dr, ir, dr, ir, ir, dr, ir, dr, ir}; !slices.Equal(evs, want) {
+		t.Fatalf("the block on a table without a key captured %v, want %v", evs, want)
+	}
+
 	r, err := NewBackend(ctx, m.DSN("replica"))
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +247,8 @@ func TestCaptureRoundTrip(t *testing.T) {
 	for _, q := range []string{
 		"SELECT k, n, ts::text, b::text, x::text, j::text, arr::text, note FROM " + oddTable + " ORDER BY k, n",
 		"SELECT id, v, extra FROM plain ORDER BY id",
+		"SELECT id, v, b::text, arr::text, note, extra FROM bag ORDER BY id, md5(v), note",
+		"SELECT md5(wide::text), c3 FROM wide",
 	} {
 		want, have := dump(t, m.DSN("postgres"), q), dump(t, m.DSN("replica"), q)
 		if want != have {
@@ -249,6 +311,15 @@ func TestDecodeImage(t *testing.T) {
 		{"value count mismatch", `[1]`, `[["id","v"],["id"],["1"]]`, 0, nil, "2 columns", nil},
 		{"key arity mismatch", `[1, 2]`, `[["id"],["id"],["1"]]`, 0, nil, "key", nil},
 		{"not JSON", `[1]`, `nope`, 0, nil, "bad after-image", nil},
+		{"no key: insert", `"+"`, `[["id","v"],[],["1",null]]`, writeset.OpInsertRow, nil, "", nil},
+		{"no key: delete", `"-"`, `[["id","v"],[],["1","x"]]`, writeset.OpDeleteRow, nil, "", nil},
+		{"no key: large row", `"+"`, `[["id","v","w"],[],["1",12582912,null],"42"]`, writeset.OpInsertRow, nil, "", []int{1}},
+		{"no key: large row deleted", `"-"`, `[["id","v","w"],[],[5000,"a",6000],"7"]`, writeset.OpDeleteRow, nil, "", []int{0, 2}},
+		{"no key: value count mismatch", `"+"`, `[["id","v"],[],["1"]]`, 0, nil, "1 values for 2 columns", nil},
+		{"no key: no values", `"+"`, `[["id"],[],null]`, 0, nil, "0 values for 1 columns", nil},
+		{"no key: not a size", `"-"`, `[["id","v"],[],["1",[2]],"3"]`, 0, nil, "neither text nor a size", nil},
+		{"no key: too many parts", `"+"`, `[["id"],[],["1"],"3",4]`, 0, nil, "5 parts", nil},
+		{"no key: aside, none left out", `"+"`, `[["id"],[],["1"],"3"]`, 0, nil, "none left out", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -272,6 +343,10 @@ func TestDecodeImage(t *testing.T) {
 			}
 			if !slices.Equal(row.big, c.wantBig) || (len(c.wantBig) > 0) != (row.ctid != "") {
 				t.Fatalf("left out %v at ctid %q, want %v", row.big, row.ctid, c.wantBig)
+			}
+			// A row without a key keeps its large values aside, by id.
+			if noKey := row.Op == writeset.OpInsertRow || row.Op == writeset.OpDeleteRow; row.side != (noKey && len(c.wantBig) > 0) {
+				t.Fatalf("side = %v for op %v with %v left out", row.side, row.Op, row.big)
 			}
 			for _, i := range row.big {
 				if !row.After[i].IsNull() {

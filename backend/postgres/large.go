@@ -15,13 +15,16 @@ import (
 // buffer from its pool of powers of two (a 12 MiB image takes 16 MiB), and
 // whose JSON is then decoded into values that the writeset's encoding
 // copies once more. So the image of a row larger than bigRowBytes leaves
-// out its values larger than 4 KiB (the SQL is in imageBranch and
-// setupSQL's _tandem_big), and readBig reads each of them in pieces
-// of bigPieceBytes, in binary (the bytes a text result would carry, with
-// no JSON), straight into the writeset's encoding (encodeRows) or into one
-// string (rowsOf). Small rows take the path they always took.
+// out its values larger than 4 KiB (the SQL is in imageBranch, in
+// fullRowCaptureFunction for tables without a primary key, whose values
+// wait in _tandem_capture_big, and in setupSQL's _tandem_big), and readBig
+// reads each of them in pieces of bigPieceBytes, in binary (the bytes a
+// text result would carry, with no JSON), straight into the writeset's
+// encoding (setRows) or into one string (rowsOf). Small rows take the
+// path they always took.
 const (
 	bigRowBytes   = 256 << 10
+	bigValueBytes = 4096          // _tandem_big's threshold: a value left out
 	bigPieceBytes = 256<<10 - 256 // a DataRow within pgx's 256 KiB buffer
 )
 
@@ -43,11 +46,31 @@ func bigQuery(table string, cols []string, idx []int) string {
   generate_series(1, octet_length(tandem_s.b), %d) tandem_o`, bigPieceBytes, pgQuote(table), strings.Join(vals, ", "), bigPieceBytes)
 }
 
+// sideQuery is bigQuery for the values a full-row capture event of a
+// table without a primary key left in _tandem_capture_big (row $1): the
+// same pieces, and the row is deleted as it is read (the transaction's
+// capture rows must not outlive it; _tandem_ws deleted the event).
+func sideQuery(idx []int) string {
+	in := make([]string, len(idx))
+	for k, i := range idx {
+		in[k] = strconv.Itoa(i + 1)
+	}
+	return fmt.Sprintf(`WITH tandem_d AS (DELETE FROM _tandem_capture_big WHERE id = $1::bigint RETURNING vals)
+SELECT tandem_s.i, octet_length(tandem_s.b), tandem_o, substr(tandem_s.b, tandem_o, %d)
+  FROM (SELECT tandem_u.i - 1 AS i, textsend(tandem_u.x) AS b FROM tandem_d, unnest(tandem_d.vals) WITH ORDINALITY tandem_u(x, i)
+    WHERE tandem_u.i IN (%s) OFFSET 0) tandem_s,
+  generate_series(1, octet_length(tandem_s.b), %d) tandem_o`, bigPieceBytes, strings.Join(in, ", "), bigPieceBytes)
+}
+
 // readBig reads the left-out values of r in pieces, in order: start is
 // called once per value with its index in r.After and its size, and
 // returns where its bytes go; every piece is copied there.
 func (s *Session) readBig(ctx context.Context, r *capRow, start func(i, size int) []byte) error {
-	rr := s.c.ExecParams(ctx, bigQuery(r.Table, r.Cols, r.big), [][]byte{[]byte(r.ctid)}, nil, nil, []int16{0, 0, 0, 1})
+	q := bigQuery(r.Table, r.Cols, r.big)
+	if r.side {
+		q = sideQuery(r.big)
+	}
+	rr := s.c.ExecParams(ctx, q, [][]byte{[]byte(r.ctid)}, nil, nil, []int16{0, 0, 0, 1})
 	var dst []byte
 	var err error
 	k, at := -1, 0

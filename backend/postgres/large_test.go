@@ -64,3 +64,57 @@ func BenchmarkCaptureImage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCaptureNoKey: what small rows of a table without a primary key
+// cost, from their capture trigger to the writeset's rows (the path whose
+// trigger tests each image's size, fullRowCaptureFunction): a transaction
+// that updates one row of a 12-column table (two events) and inserts one,
+// reads its writeset and rolls back.
+//
+//	go test -run '^$' -bench CaptureNoKey ./backend/postgres
+func BenchmarkCaptureNoKey(b *testing.B) {
+	if _, err := FindBinDir(""); err != nil {
+		b.Skip(err)
+	}
+	ctx := context.Background()
+	m, err := StartManaged(ctx, ManagedConfig{DataDir: b.TempDir() + "/pg", Settings: map[string]string{"fsync": "off"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Stop()
+	c, err := pgconn.Connect(ctx, m.DSN("postgres"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(ctx)
+	setup := `CREATE TABLE log (id int, a text, b bigint, c varchar(20), d timestamptz, e numeric, f text, g int[], h bytea, i bool, j text, k int);
+		CREATE INDEX ON log (id);
+		INSERT INTO log SELECT n, 'text ' || n, n * 1000, 'v' || n, '2026-11-27 12:00:00+00', n / 7.0, NULL, ARRAY[n, n + 1], '\x0102', n % 2 = 0, repeat('z', 40), n FROM generate_series(1, 1000) n`
+	if _, err := c.Exec(ctx, setup).ReadAll(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
+		b.Fatal(err)
+	}
+	if err := installAll(ctx, c); err != nil {
+		b.Fatal(err)
+	}
+	s := &Session{c: c}
+	const tx = `BEGIN; UPDATE log SET a = a || 'x' WHERE id = 7;
+		INSERT INTO log VALUES (2000, 'new', 1, 'c', now(), 1.5, NULL, '{1}', '\x00', true, 'j', 3)`
+	for b.Loop() {
+		if _, err := c.Exec(ctx, tx).ReadAll(); err != nil {
+			b.Fatal(err)
+		}
+		rows, err := s.captureRows(ctx)
+		if err != nil || len(rows) != 3 {
+			b.Fatalf("%v: %d rows", err, len(rows))
+		}
+		if err := s.setRows(ctx, &writeset.Writeset{}, rows); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
