@@ -46,6 +46,8 @@ metrics = "127.0.0.1:$(port)"
 repl_listen = "127.0.0.1:$(port)"
 backend = "$BACKEND"
 EOT
+  # The primary takes no reads: every routed read goes to the replica.
+  [ "$n" = n1 ] && echo 'read_weight = 0' >> "$dir/c.toml"
   if [ "$BACKEND" = postgres ]; then
     printf '[nodes.postgres]\nsettings = { fsync = "off", max_connections = "100" }\n' >> "$dir/c.toml"
   fi
@@ -71,18 +73,19 @@ echo "backend $BACKEND, inter_node ${INTER_NODE:-mtls}, pgbench -S -M prepared, 
 RPID=$(pgrep -f "tandem router -c $dir/c.toml" | head -1)
 NPID=$(pgrep -f "tandem node -c $dir/c.toml --id n2" | head -1)
 HZ=$(getconf CLK_TCK)
+P1PID=$(pgrep -f "tandem node -c $dir/c.toml --id n1" | head -1)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-echo "round path tps router_us_per_tx node_us_per_tx"
+echo "round path tps router_us_per_tx replica_us_per_tx primary_us_per_tx"
 for r in $(seq "$ROUNDS"); do
   for path in router hop direct; do
     dsn=$ROUTER; [ $path = direct ] && dsn=$DIRECT; [ $path = hop ] && dsn=$HOP
-    r0=$(ticks "$RPID"); n0=$(ticks "$NPID")
+    r0=$(ticks "$RPID"); n0=$(ticks "$NPID"); p0=$(ticks "$P1PID")
     out=$(pgbench -S -M prepared -n -c "$CLIENTS" -j 2 -T "$SECS" "$dsn" 2>/dev/null)
-    r1=$(ticks "$RPID"); n1=$(ticks "$NPID")
+    r1=$(ticks "$RPID"); n1=$(ticks "$NPID"); p1=$(ticks "$P1PID")
     tps=$(echo "$out" | awk '/^tps/ {print int($3)}')
     txs=$(echo "$out" | awk '/actually processed/ {split($NF, a, "/"); print a[1]}')
-    echo "$r $path $tps $(( (r1 - r0) * 1000000 / HZ / txs )) $(( (n1 - n0) * 1000000 / HZ / txs ))"
+    echo "$r $path $tps $(( (r1 - r0) * 1000000 / HZ / txs )) $(( (n1 - n0) * 1000000 / HZ / txs )) $(( (p1 - p0) * 1000000 / HZ / txs ))"
   done
 done
 # Where the router's reads went (the standby answers SHOW tandem.node).
-echo "a routed read ran on: $(psql -Atc 'show tandem.node' "$ROUTER"); the read port's session on: $(psql -Atc 'show tandem.node' "$HOP")"
+echo "a routed read ran on: $(psql -Atc "select current_setting('tandem.node')" "$ROUTER"); the read port's session on: $(psql -Atc "select current_setting('tandem.node')" "$HOP")"

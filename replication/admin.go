@@ -17,23 +17,9 @@ import (
 // /admin/set?safeness=...&durability=... Each needs the admin token.
 func (r *Agent) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger) {
 
-	reply := func(w http.ResponseWriter, v any, err error) {
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			w.WriteHeader(http.StatusConflict)
-			_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(v)
-	}
+	reply := secure.ReplyJSON
 	post := func(h func(w http.ResponseWriter, req *http.Request)) http.Handler {
-		return secure.RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			if req.Method != http.MethodPost {
-				http.Error(w, "use POST", http.StatusMethodNotAllowed)
-				return
-			}
-			h(w, req)
-		}))
+		return secure.AdminAction(token, log, h)
 	}
 	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()

@@ -18,6 +18,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -430,6 +431,30 @@ func Resolve(ref string) (secret string, literal bool, err error) {
 		return strings.TrimRight(string(b), "\r\n"), false, nil
 	}
 	return ref, true, nil
+}
+
+// AdminAction wraps an admin action's handler: the admin token
+// (RequireToken, logged with who asked) and POST only.
+func AdminAction(token string, log *slog.Logger, h func(w http.ResponseWriter, req *http.Request)) http.Handler {
+	return RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			http.Error(w, "use POST", http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, req)
+	}))
+}
+
+// ReplyJSON answers an admin request: v as JSON, or {"error": ...} with
+// 409 Conflict (the action was refused; nothing changed).
+func ReplyJSON(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusConflict)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // RequireToken wraps h: a request without the admin token's bearer

@@ -434,12 +434,8 @@ func serveRouterAdmin(ctx context.Context, c *config.Cluster, ident *secure.Iden
 	})))
 	mux.Handle("/metrics", read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	for path, on := range map[string]bool{"/admin/drain": true, "/admin/undrain": false} {
-		mux.Handle(path, secure.RequireToken(token, log, true, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mux.Handle(path, secure.AdminAction(token, log, func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
-			if req.Method != http.MethodPost {
-				http.Error(w, "use POST", http.StatusMethodNotAllowed)
-				return
-			}
 			id := req.URL.Query().Get("node")
 			for _, rt := range routers {
 				if err := rt.SetDraining(id, on); err != nil {
@@ -450,7 +446,7 @@ func serveRouterAdmin(ctx context.Context, c *config.Cluster, ident *secure.Iden
 			}
 			log.Info("drain changed by the admin API", "node", id, "draining", on)
 			_ = json.NewEncoder(w).Encode(status())
-		})))
+		}))
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if ident != nil && c.AdminTLS(addr) {
