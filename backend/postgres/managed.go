@@ -487,6 +487,9 @@ func clearStaleLockFile(ctx context.Context, path string, log *slog.Logger) erro
 		first, _, _ := strings.Cut(string(b), "\n")
 		pid, err := strconv.Atoi(strings.TrimSpace(first))
 		if err != nil || !processAlive(pid) {
+			if filepath.Base(path) == "postmaster.pid" {
+				killOrphans(ctx, dataDir, log)
+			}
 			log.Info("removing a stale lock file", "file", filepath.Base(path), "pid", pid)
 			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("remove stale %s: %w", path, err)
@@ -502,6 +505,63 @@ func clearStaleLockFile(ctx context.Context, path string, log *slog.Logger) erro
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// killOrphans ends the backends a dead postmaster left behind in
+// dataDir. A postmaster killed with its node (Pdeathsig) leaves its
+// backends running until they notice; one blocked writing to a client
+// that stopped reading can outlive the node's restart, and a new
+// postmaster then refuses to start ("pre-existing shared memory block is
+// still in use"). Backends run in the data directory (their working
+// directory) and each in a session of its own, so they are found by that:
+// processes named postgres whose working directory is dataDir. It waits up
+// to 5 s for them.
+func killOrphans(ctx context.Context, dataDir string, log *slog.Logger) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := orphansIn(dataDir)
+		if len(left) == 0 {
+			return
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			log.Warn("backends of a dead postmaster are still running", "data_dir", dataDir, "pids", left)
+			return
+		}
+		log.Info("ending the backends a dead postmaster left behind", "data_dir", dataDir, "pids", left)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// orphansIn lists the live postgres processes working in dataDir.
+func orphansIn(dataDir string) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err != nil || cwd != dataDir {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		if processAlive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // processAlive is true for a running (not zombie) process.

@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -50,5 +53,43 @@ func TestServerEnv(t *testing.T) {
 	got := serverEnv([]string{"PATH=/bin", "PGPASSWORD=x", "PGSSLMODE=disable", "LANG=C", "XPG=1"})
 	if strings.Join(got, " ") != "PATH=/bin LANG=C XPG=1" {
 		t.Fatalf("serverEnv: %v", got)
+	}
+}
+
+// TestRestartAfterPostmasterKilled: a postmaster killed with its node
+// leaves its backends running until they notice; a node restarted at once
+// starts a new postmaster, which refuses to start while an old backend
+// holds the shared memory ("pre-existing shared memory block is still in
+// use"; seen in the double-SIGKILL test). The start must end such
+// backends instead of failing. The test stops a backend (SIGSTOP) so that
+// it cannot notice its postmaster's death: the slow orphan, made certain.
+func TestRestartAfterPostmasterKilled(t *testing.T) {
+	m, c := startTestServer(t)
+	ctx := context.Background()
+	var backend int
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(backend, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(backend, syscall.SIGKILL)
+	if err := syscall.Kill(m.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-m.Done()
+	time.Sleep(200 * time.Millisecond)
+	if left := orphansIn(m.DataDir()); len(left) != 1 || left[0] != backend {
+		t.Fatalf("orphans after the postmaster's death: %v, want the stopped backend %d", left, backend)
+	}
+	cfg := m.cfg
+	cfg.Port = m.Port()
+	m2, err := StartManaged(ctx, cfg)
+	if err != nil {
+		t.Fatalf("start after the postmaster was killed: %v", err)
+	}
+	defer m2.Stop()
+	if left := orphansIn(m.DataDir()); len(left) == 0 || slices.Contains(left, backend) {
+		t.Fatalf("postgres processes in the data directory after the restart: %v (the old backend %d must be gone, the new server's there)", left, backend)
 	}
 }
