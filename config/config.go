@@ -985,9 +985,6 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 			return bad(f+".repl_listen", "%q: with engine = \"physical\" PostgreSQL listens here for the other nodes' WAL streams, which dial it; give a host they can reach, not a wildcard", n.Repl)
 		}
 	}
-	if c.Coordinated() || c.Repl.Failover == "automatic" {
-		return bad("replication.engine", "\"physical\" does not run the coordinator yet (failover is manual: tandem promote / switchover); remove raft_listen, [witness] and failover = \"automatic\", or use engine = \"writeset\"")
-	}
 	if _, err := parseSize(c.Repl.MaxSlotWALKeepSize); err != nil {
 		return bad("replication.max_slot_wal_keep_size", "%v", err)
 	}

@@ -352,7 +352,8 @@ backend = "%s"
 
 // TestEngineDefaultWithCoordinator: a managed pair written for automatic
 // failover (the coordinator, a witness) keeps the writeset engine by
-// default: the physical engine cannot fail over by itself yet.
+// default (the physical engine's automatic failover is new: it is chosen
+// explicitly for now), and engine = "physical" is accepted with it.
 func TestEngineDefaultWithCoordinator(t *testing.T) {
 	text := strings.Replace(fmt.Sprintf(pgPair, "postgres", "raft_listen = \"127.0.0.1:7302\"\n[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:7300\"\n[replication]\nfailover = \"automatic\""),
 		"metrics = \"127.0.0.1:7201\"\n", "metrics = \"127.0.0.1:7201\"\nraft_listen = \"127.0.0.1:7301\"\n", 1)
@@ -362,6 +363,13 @@ func TestEngineDefaultWithCoordinator(t *testing.T) {
 	}
 	if c.Repl.Engine != EngineWriteset {
 		t.Fatalf("engine %q, want writeset for a coordinated pair", c.Repl.Engine)
+	}
+	c, err = Parse("e.toml", []byte(strings.Replace(text, "failover = \"automatic\"", "failover = \"automatic\"\nengine = \"physical\"", 1)))
+	if err != nil {
+		t.Fatalf("physical engine with automatic failover: %v", err)
+	}
+	if c.Repl.Engine != EnginePhysical {
+		t.Fatalf("engine %q, want physical as written", c.Repl.Engine)
 	}
 }
 
@@ -379,7 +387,7 @@ func TestEngine(t *testing.T) {
 		{"physical with external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "nodes[1].dsn names an external server"},
 		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite"},
 		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\""},
-		{"physical with automatic failover", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "does not run the coordinator yet"},
+		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator"},
 		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

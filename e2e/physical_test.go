@@ -712,3 +712,98 @@ func TestPhysicalDeposedPrimaryStepsDown(t *testing.T) {
 		t.Fatalf("n1's log:\n%s", tailText(string(logs), 20))
 	}
 }
+
+// TestPhysicalAutomaticFailover: the physical engine under the
+// coordinator (failover = "automatic", a witness). The primary's node and
+// server are SIGKILLed under writes through the router; nobody types
+// promote: the coordinator promotes the standby once the lease lapsed,
+// the router follows, writes go on (the new primary degrades to 1-safe
+// with the coordinator's consent once no standby streams), every
+// acknowledged commit is on the new primary, and the old primary,
+// restarted, follows the map: it rewinds and streams from the new one.
+func TestPhysicalAutomaticFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h := writeHSFile(t, "postgres", "2-safe-received", "strict", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
+	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range []string{"n1", "n2"} {
+				b, _ := os.ReadFile(filepath.Join(h.dir, "run", id, "postgres.log"))
+				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
+				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 40), id, tailText(string(b), 15))
+			}
+		}
+	})
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin}
+	p.waitStreaming("n1", "n2")
+	ctx := context.Background()
+	createTestTable(t, h.dsn(h.router))
+	rw := &retryingWriters{}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { rw.run(wctx, h.dsn(h.router), 4); close(done) }()
+	for rw.count.Load() < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	rw.killedAt.Store(time.Now().UnixNano())
+	h.kill("n1")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if s := p.status("n2"); s.Physical.Role == "primary" && s.Physical.Epoch == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator did not promote n2 within 30 s: %+v", p.status("n2").Physical)
+		}
+	}
+	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
+		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
+			t.Fatal("writes did not go on through the router on the new primary")
+		}
+	}
+	stop()
+	<-done
+	rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
+	rw.mu.Lock()
+	acked := append([]int64(nil), rw.acked...)
+	rw.mu.Unlock()
+	t.Logf("first commit %v after the SIGKILL; %d failed statements", rto.Round(time.Millisecond), rw.errors.Load())
+	have := ids(t, h.dsn(h.nodes["n2"]))
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
+	}
+	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+	// The old primary comes back as a standby of the new one.
+	h.start("n1")
+	p.waitStreaming("n2", "n1")
+	if s := p.status("n1"); s.Physical.Role != "standby" || s.Physical.Epoch != 2 {
+		t.Fatalf("the restarted old primary: %+v", s.Physical)
+	}
+	// A switchover back goes through the coordinator (the old primary
+	// stops, releases its lease; the map hands over once n1 reported its
+	// last WAL record): nothing lost under writes.
+	acked = switchoverUnderLoad(t, p, "n1")
+	checkAcked(t, h.dsn(h.nodes["n1"]), acked)
+	p.waitStreaming("n1", "n2")
+	if s := p.status("n1"); s.Physical.Epoch != 3 {
+		t.Fatalf("after the switchover n1 is in epoch %d, want 3", s.Physical.Epoch)
+	}
+}

@@ -228,6 +228,13 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 			phys = eng
 			backendDone = eng.Failed()
+			if coord, err = startCoordinator(c, id, ident, log, reg); err != nil {
+				return err
+			}
+			if coord != nil {
+				replClose = append(replClose, func() { _ = coord.Close() })
+				eng.AttachCoordinator(ctx, coord)
+			}
 			go eng.Watch(ctx, 250*time.Millisecond)
 			up.Addr = eng.Socket()
 			st.Detail = "managed PostgreSQL (physical replication), socket " + eng.Socket()

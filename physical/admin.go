@@ -35,6 +35,11 @@ type PromoteResult struct {
 // demote or fence) it first waits up to wait until it has replayed that
 // far, so nothing the old primary committed is lost.
 func (e *Engine) Promote(ctx context.Context, fencedLSN string, wait time.Duration) (PromoteResult, error) {
+	return e.promote(ctx, fencedLSN, wait, 0)
+}
+
+// promote is Promote into epoch (0: the next one).
+func (e *Engine) promote(ctx context.Context, fencedLSN string, wait time.Duration, epoch uint64) (PromoteResult, error) {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
 	st, _ := e.state()
@@ -79,7 +84,14 @@ func (e *Engine) Promote(ctx context.Context, fencedLSN string, wait time.Durati
 		return PromoteResult{}, fmt.Errorf("node %s: promote: %w", e.cfg.ID, err)
 	}
 	e.degraded.Store(false)
-	if err := e.setState(func(s *state) { s.Role, s.Primary, s.Epoch, s.Rewind = RolePrimary, e.cfg.ID, s.Epoch+1, false }); err != nil {
+	if epoch == 0 {
+		st, _ := e.state()
+		epoch = st.Epoch + 1
+	}
+	e.fenced.Store(false)
+	e.released.Store(false)
+	e.confirmed.Store(0)
+	if err := e.setState(func(s *state) { s.Role, s.Primary, s.Epoch, s.Rewind = RolePrimary, e.cfg.ID, epoch, false }); err != nil {
 		return PromoteResult{}, err
 	}
 	st, _ = e.state()
@@ -169,6 +181,11 @@ func (e *Engine) checkpointLSN(ctx context.Context) (string, error) {
 // is rewound (pg_rewind, a base backup when that fails); a standby of
 // another primary restarts with the new primary_conninfo.
 func (e *Engine) Follow(ctx context.Context, primary string) error {
+	return e.follow(ctx, primary, 0)
+}
+
+// follow is Follow in epoch (0: the newest a peer reports).
+func (e *Engine) follow(ctx context.Context, primary string, epoch uint64) error {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
 	if primary == e.cfg.ID {
@@ -179,10 +196,16 @@ func (e *Engine) Follow(ctx context.Context, primary string) error {
 	}
 	st, _ := e.state()
 	if st.Role == RoleStandby && st.Primary == primary && !st.Rewind && e.srv.Load() != nil {
+		if epoch > st.Epoch {
+			return e.setState(func(s *state) { s.Epoch = epoch })
+		}
 		return nil
 	}
-	_, epoch := e.newerPrimary(ctx, st.Epoch)
+	if epoch == 0 {
+		_, epoch = e.newerPrimary(ctx, st.Epoch)
+	}
 	wasPrimary := st.Role == RolePrimary
+	e.fenced.Store(false)
 	e.stopServer()
 	if err := e.setState(func(s *state) {
 		s.Role, s.Primary, s.Epoch = RoleStandby, primary, max(s.Epoch, epoch)
@@ -209,8 +232,36 @@ func (e *Engine) Set(ctx context.Context, safeness, durability string) error {
 	e.opMu.Lock()
 	defer e.opMu.Unlock()
 	st, _ := e.state()
+	if e.Automatic() && st.Role == RolePrimary {
+		// The map carries the level the failover rule applies. Raised
+		// from 1-safe, the standbys may lack what was committed at
+		// 1-safe: marked degraded first, cleared once they hold it.
+		if st.Safeness == "1-safe" && safeness != "1-safe" {
+			if err := e.markDegraded(ctx, st.Epoch); err != nil {
+				return fmt.Errorf("safeness %s: %w", safeness, err)
+			}
+			e.cleanFrom.Store(0)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := e.coord.SetSafeness(cctx, safeness)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("record safeness %s in the cluster map: %w", safeness, err)
+		}
+	}
 	if st.Role == RolePrimary {
-		if err := e.withConn(ctx, func(c *pgconn.PgConn) error { return e.applySafeness(ctx, c, safeness) }); err != nil {
+		if err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+			if err := e.applySafeness(ctx, c, safeness); err != nil {
+				return err
+			}
+			rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
+			if err == nil && len(rows) == 1 {
+				if n, perr := parseLSN(rows[0][0]); perr == nil {
+					e.cleanFrom.Store(n)
+				}
+			}
+			return err
+		}); err != nil {
 			return err
 		}
 		e.degraded.Store(false) // Watch degrades again if no standby streams
@@ -246,6 +297,14 @@ func (e *Engine) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logge
 		}
 		ctx, cancel := opCtx(req)
 		defer cancel()
+		if e.Automatic() {
+			// failover = "automatic": the coordinator decides; it hands
+			// the role over once the primary released its lease (a
+			// switchover) or the lease lapsed.
+			res, err := e.promoteCoordinated(ctx, q.Get("reason"))
+			reply(w, res, err)
+			return
+		}
 		res, err := e.Promote(ctx, q.Get("fenced_lsn"), wait)
 		reply(w, res, err)
 	}))
@@ -259,11 +318,20 @@ func (e *Engine) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logge
 		ctx, cancel := opCtx(req)
 		defer cancel()
 		lsn, err := e.Demote(ctx, req.URL.Query().Get("to"))
+		if err == nil && e.Automatic() {
+			// The hand-over waits for the lease: give it up now that
+			// this node takes no write.
+			e.releaseLease(ctx, lsn)
+		}
 		reply(w, map[string]any{"last_gsn": 0, "last_lsn": lsn}, err)
 	}))
 	mux.Handle("/admin/follow", post(func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := opCtx(req)
 		defer cancel()
+		if e.Automatic() {
+			reply(w, nil, fmt.Errorf("failover = \"automatic\": the coordinator's map decides whom node %s follows", e.cfg.ID))
+			return
+		}
 		err := e.Follow(ctx, req.URL.Query().Get("primary"))
 		reply(w, e.Status(req.Context()), err)
 	}))

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/coordinator"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -103,6 +104,15 @@ type Engine struct {
 	// streamed for ack_timeout (Watch).
 	degraded atomic.Bool
 
+	// automatic failover (coordinate.go)
+	coord     *coordinator.Coordinator
+	keeper    *coordinator.Keeper
+	confirmed atomic.Uint64 // the WAL position the synchronous standby confirmed
+	cleanFrom atomic.Uint64 // where commits waited for the standby again after a degrade
+	fenced    atomic.Bool   // the server was stopped for a lost lease
+	heldEpoch atomic.Uint64 // the epoch whose lease this primary held
+	released  atomic.Bool   // the lease was given up for a hand-over
+
 	connMu sync.Mutex
 	conn   *pgconn.PgConn // status queries over the socket
 }
@@ -130,8 +140,15 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Absolute: the server runs in its data directory and reads the
+	// certificate and key paths written into its configuration from there
+	// (a relative run_dir, as in the examples, made them unreadable).
+	dataDir, err := filepath.Abs(n.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("physical: %w", err)
+	}
 	e := &Engine{cfg: cfg, c: cfg.Cluster, node: n, log: log.With("engine", "physical"), bin: bin, cred: cred, port: port, host: host,
-		dir: filepath.Join(n.DataDir, "physical"), pgdata: filepath.Join(n.DataDir, "pgdata"),
+		dir: filepath.Join(dataDir, "physical"), pgdata: filepath.Join(dataDir, "pgdata"),
 		changed: make(chan struct{}), failed: make(chan struct{})}
 	return e, nil
 }

@@ -61,3 +61,44 @@ func TestSlotName(t *testing.T) {
 		}
 	}
 }
+
+func TestParseLSN(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0/0", 0, true},
+		{"0/30289E8", 0x30289E8, true},
+		{"16/B374D848", 0x16<<32 | 0xB374D848, true},
+		{" 1/0 ", 1 << 32, true},
+		{"", 0, false},
+		{"30289E8", 0, false},
+		{"x/1", 0, false},
+		{"1/100000000", 0, false},
+	} {
+		got, err := parseLSN(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseLSN(%q) = %x, %v; want %x, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestConfirmedAt: the lease renewals carry what the synchronous standby
+// confirmed at the level's column; asynchronous and potential standbys
+// count for nothing.
+func TestConfirmedAt(t *testing.T) {
+	reps := []Replica{
+		{Node: "n2", SyncState: "sync", Written: "0/300", Flushed: "0/200", Replayed: "0/100"},
+		{Node: "n3", SyncState: "async", Written: "0/900", Flushed: "0/900", Replayed: "0/900"},
+		{Node: "n4", SyncState: "potential", Written: "0/800", Flushed: "0/800", Replayed: "0/800"},
+	}
+	for level, want := range map[string]uint64{"2-safe-received": 0x300, "2-safe-durable": 0x200, "2-safe-visible": 0x100, "1-safe": 0x300} {
+		if got := confirmedAt(level, reps); got != want {
+			t.Errorf("%s: %x, want %x", level, got, want)
+		}
+	}
+	if got := confirmedAt("2-safe-received", reps[1:]); got != 0 {
+		t.Errorf("no synchronous standby: %x, want 0", got)
+	}
+}

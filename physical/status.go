@@ -247,9 +247,28 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 	if st.Role != RolePrimary {
 		return
 	}
+	if on {
+		// Automatic failover: the map learns first that the standbys may
+		// lack what is committed from now on; without it, no degrade.
+		if err := e.markDegraded(ctx, st.Epoch); err != nil {
+			e.log.Error("no standby streams, but the coordinator could not record it: commits keep waiting", "err", err)
+			return
+		}
+	}
 	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
 		if !on {
-			return e.applySafeness(ctx, c, st.Safeness)
+			if err := e.applySafeness(ctx, c, st.Safeness); err != nil {
+				return err
+			}
+			// Every commit from here waits for the standby: once it
+			// confirmed this position it holds everything.
+			rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
+			if err == nil && len(rows) == 1 {
+				if n, perr := parseLSN(rows[0][0]); perr == nil {
+					e.cleanFrom.Store(n)
+				}
+			}
+			return err
 		}
 		return execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
 	})

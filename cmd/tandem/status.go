@@ -141,7 +141,11 @@ func newStatusCmd() *cobra.Command {
 				return err
 			}
 			if c.Physical() {
-				return printPhysical(cmd.OutOrStdout(), out)
+				if err := printPhysical(cmd.OutOrStdout(), out); err != nil {
+					return err
+				}
+				printCoordinator(cmd.OutOrStdout(), out, true)
+				return nil
 			}
 			if c.Design != "standalone" {
 				fmt.Fprintln(cmd.OutOrStdout())
@@ -187,7 +191,7 @@ func newStatusCmd() *cobra.Command {
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				printCoordinator(cmd.OutOrStdout(), out)
+				printCoordinator(cmd.OutOrStdout(), out, false)
 				return nil
 			}
 			return nil
@@ -506,7 +510,9 @@ func leaderView(out []probe) *coordinator.Status {
 
 // printCoordinator prints the coordinator group as its leader sees it (or
 // the first voter that answered).
-func printCoordinator(w io.Writer, out []probe) {
+// printCoordinator prints the coordinator's map; with lsn (the physical
+// engine) positions are WAL positions, printed as PostgreSQL does.
+func printCoordinator(w io.Writer, out []probe, lsn bool) {
 	cs := leaderView(out)
 	if cs == nil {
 		return
@@ -531,6 +537,9 @@ func printCoordinator(w io.Writer, out []probe) {
 		ack := "-"
 		if m.Ack != nil {
 			ack = fmt.Sprintf("GSN %d at %s (epoch %d)", m.Ack.GSN, m.Ack.Level, m.Ack.Epoch)
+			if lsn {
+				ack = fmt.Sprintf("LSN %X/%X at %s (epoch %d)", m.Ack.GSN>>32, uint32(m.Ack.GSN), m.Ack.Level, m.Ack.Epoch)
+			}
 			if m.Ack.Degraded {
 				ack += ", degraded"
 			}

@@ -168,7 +168,7 @@ func TestPrintCoordinator(t *testing.T) {
 	follower := *cs
 	follower.ID, follower.State = "n1", "Follower"
 	var b strings.Builder
-	printCoordinator(&b, []probe{{repl: &nodeStatus{Coordinator: &follower}}, {repl: &nodeStatus{Coordinator: cs}}, {}})
+	printCoordinator(&b, []probe{{repl: &nodeStatus{Coordinator: &follower}}, {repl: &nodeStatus{Coordinator: cs}}, {}}, false)
 	for _, want := range []string{"coordinator (as n2 sees it): leader n2, term 4, failover automatic, epoch 2, primary n2",
 		"lease: held by n2, 812ms remaining", "possibly lost by 1-safe failovers: 3", "GSN 7 at 1-safe (epoch 2)", "epoch 2: n1 -> n2 (failover), lost 3"} {
 		if !strings.Contains(b.String(), want) {
