@@ -19,6 +19,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tandemdb/tandem/certifier"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -50,6 +51,12 @@ type Config struct {
 	// Raft timers (defaults 500 ms each on loopback-friendly settings).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+
+	// CertWindow bounds the multi-master certifier's window of committed
+	// writesets (zero fields: the certifier package's defaults). The
+	// leader stamps its own into every certification entry, so members
+	// never diverge; give every member the same.
+	CertWindow certifier.Window
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: metrics are kept but not registered
@@ -518,8 +525,10 @@ type fwdConn struct {
 	dec  *json.Decoder
 }
 
-// maxIdleForward bounds the idle connections kept to the leader.
-const maxIdleForward = 4
+// maxIdleForward bounds the idle connections kept to the leader (a
+// multi-master node certifies from many sessions at once; each request
+// holds a connection until its answer).
+const maxIdleForward = 16
 
 func (c *Coordinator) takeForward(ctx context.Context, id, addr string) (*fwdConn, error) {
 	c.fwdMu.Lock()
@@ -611,7 +620,9 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 		cmd.From = from
 		var res Result
-		if !remoteOps[cmd.Op] || cmd.From == "" {
+		if cmd.Op == OpCertify && cmd.From != "" {
+			res = c.serveCertify(cmd.From, cmd.Cert)
+		} else if !remoteOps[cmd.Op] || cmd.From == "" {
 			res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
 		} else if c.raft.State() != raft.Leader {
 			res.Err = ErrNotLeader.Error()

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tandemdb/tandem/certifier"
 )
 
 // Roles a member can have in the map.
@@ -183,12 +185,17 @@ type Command struct {
 	Reason    string `json:"reason,omitempty"`
 	ExpectSeq uint64 `json:"expect_seq,omitempty"`
 	Lost      uint64 `json:"lost,omitempty"`
+
+	// certify (forwarded to the leader): an encoded certifier.Request
+	Cert []byte `json:"cert,omitempty"`
 }
 
 // Result is what applying a command answers.
 type Result struct {
 	Map Map    `json:"map"`
 	Err string `json:"err,omitempty"`
+	// Cert is the decision of a forwarded certification (OpCertify).
+	Cert *certifier.Decision `json:"cert,omitempty"`
 }
 
 // apply changes m by c at Raft index idx. It is deterministic: every
