@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/certifier"
 )
@@ -95,16 +96,16 @@ func (cs *certState) apply(l *raft.Log) certApplied {
 		return certApplied{err: err}
 	}
 	before := cs.s.Last()
-	if _, ok := cs.s.Lookup(r.ID); ok {
-		cs.retries++
-	}
+	_, known := cs.s.Lookup(r.ID)
 	d, err := cs.s.Certify(r, w)
 	switch {
+	case known:
+		cs.retries++
 	case errors.Is(err, certifier.ErrSnapshotTooOld):
 		cs.tooOld++
 	case err != nil:
 		cs.bad++
-	case d.Committed && d.GSN > before:
+	case d.Committed:
 		cs.commits++
 	case !d.Committed:
 		cs.conflicts++
@@ -341,4 +342,40 @@ func (c *Coordinator) certDecision(id string) (certifier.Decision, bool) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return cs.s.Lookup(id)
+}
+
+// registerCertMetrics exports the certifier as this member applied it.
+func registerCertMetrics(c *Coordinator, reg prometheus.Registerer) {
+	if reg == nil {
+		return
+	}
+	gauge := func(name, help string, f func(CertStatus) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 { return f(c.CertStatus()) })
+	}
+	decisions := prometheus.NewDesc("tandem_coord_cert_decisions_total",
+		"Certification decisions applied on this member since it started, by outcome (commit, conflict, too_old, bad, retry).", []string{"outcome"}, nil)
+	reg.MustRegister(
+		gauge("tandem_coord_cert_last_gsn", "The last GSN the multi-master certifier assigned, as applied on this member.", func(s CertStatus) float64 { return float64(s.Last) }),
+		gauge("tandem_coord_cert_window_base_gsn", "Certification needs a snapshot GSN at least this (the window starts after it).", func(s CertStatus) float64 { return float64(s.Base) }),
+		gauge("tandem_coord_cert_window_writesets", "Committed writesets in the certifier's window.", func(s CertStatus) float64 { return float64(s.Len) }),
+		gauge("tandem_coord_cert_window_bytes", "Bytes the certifier's window counts against its bound.", func(s CertStatus) float64 { return float64(s.Bytes) }),
+		certCounters{c: c, desc: decisions},
+	)
+}
+
+type certCounters struct {
+	c    *Coordinator
+	desc *prometheus.Desc
+}
+
+func (m certCounters) Describe(ch chan<- *prometheus.Desc) { ch <- m.desc }
+
+func (m certCounters) Collect(ch chan<- prometheus.Metric) {
+	s := m.c.CertStatus()
+	for _, o := range []struct {
+		name string
+		v    uint64
+	}{{"commit", s.Commits}, {"conflict", s.Conflicts}, {"too_old", s.TooOld}, {"bad", s.Bad}, {"retry", s.Retries}} {
+		ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(o.v), o.name)
+	}
 }

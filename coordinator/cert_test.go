@@ -175,6 +175,25 @@ func TestCertifyGroup(t *testing.T) {
 			t.Fatalf("%s's log differs from n1's:\n%v\n%v", id, got, ref)
 		}
 	}
+	// The metrics of a follower's copy count what it applied.
+	mfs, err := g.regs["n2"].Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if got["tandem_coord_cert_decisions_total/commit"] != float64(n) || got["tandem_coord_cert_decisions_total/conflict"] != 2*rounds ||
+		got["tandem_coord_cert_last_gsn"] != float64(n) || got["tandem_coord_cert_window_writesets"] != float64(n) {
+		t.Fatalf("metrics on n2: %v", got)
+	}
 	es, _ := g.cs["n2"].CommittedSince(0, 0)
 	for _, e := range es {
 		if want := e.ID[:2]; e.Origin != want {

@@ -154,6 +154,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.met = newMetrics(c, cfg.Registerer)
+	registerCertMetrics(c, cfg.Registerer)
 	c.fsm.onApply = c.applied
 
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
