@@ -1,6 +1,7 @@
 package certifier
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -23,8 +24,8 @@ var (
 
 // Request asks to commit one update transaction.
 type Request struct {
-	ID       string // unique per transaction attempt; a retry reuses it
-	Origin   string // the node that ran the transaction
+	ID       string // unique per transaction among its origin's; a retry reuses it
+	Origin   string // the node that ran the transaction (the coordinator sets it from the certificate)
 	Snapshot uint64 // the GSN its snapshot reflects: every writeset up to it was visible
 	Keys     []Key  // what it wrote, sorted and unique (SortKeys, KeysOf)
 	Writeset []byte // the encoded writeset, kept in the window and served by CommittedSince
@@ -40,6 +41,7 @@ type Conflict struct {
 // Decision is the certifier's answer to a request.
 type Decision struct {
 	ID        string    `json:"id"`
+	Origin    string    `json:"origin"` // the requesting node (ids are unique per origin)
 	Committed bool      `json:"committed"`
 	GSN       uint64    `json:"gsn,omitempty"`      // the commit's GSN
 	Snapshot  uint64    `json:"snapshot,omitempty"` // the request's snapshot GSN
@@ -126,8 +128,8 @@ type State struct {
 	tableLast map[string]uint64 // table -> last GSN in the window that wrote any key of it
 	tableWide map[string]uint64 // table -> last GSN in the window that wrote its whole-table key
 
-	ids    map[string]Decision // request id -> decision (commits in the window, remembered aborts)
-	aborts []string            // ids of remembered aborts, oldest first, from abortHead
+	ids    map[string]Decision // idKey(origin, id) -> decision (commits in the window, remembered aborts)
+	aborts []string            // idKeys of remembered aborts, oldest first, from abHead
 	abHead int
 }
 
@@ -182,7 +184,7 @@ func (r *Request) Validate() error {
 // same order give the same decisions and state on every replica.
 func (s *State) Certify(r Request, w Window) (Decision, error) {
 	w = w.WithDefaults()
-	if d, ok := s.ids[r.ID]; ok && r.ID != "" {
+	if d, ok := s.ids[idKey(r.Origin, r.ID)]; ok && r.ID != "" {
 		return d, nil
 	}
 	if err := r.Validate(); err != nil {
@@ -195,15 +197,15 @@ func (s *State) Certify(r Request, w Window) (Decision, error) {
 		return Decision{}, s.tooOld(r.Snapshot)
 	}
 	if c := s.conflict(r); c != nil {
-		d := Decision{ID: r.ID, Snapshot: r.Snapshot, Conflict: c}
+		d := Decision{ID: r.ID, Origin: r.Origin, Snapshot: r.Snapshot, Conflict: c}
 		s.rememberAbort(d, w.Aborts)
 		return d, nil
 	}
 	s.last++
 	e := &Committed{GSN: s.last, Snapshot: r.Snapshot, Origin: r.Origin, ID: r.ID, Keys: r.Keys, Writeset: r.Writeset}
 	s.add(e)
-	d := Decision{ID: r.ID, Committed: true, GSN: e.GSN, Snapshot: r.Snapshot}
-	s.ids[r.ID] = d
+	d := Decision{ID: r.ID, Origin: r.Origin, Committed: true, GSN: e.GSN, Snapshot: r.Snapshot}
+	s.ids[idKey(r.Origin, r.ID)] = d
 	s.evict(w)
 	return d, nil
 }
@@ -269,8 +271,8 @@ func (s *State) evict(w Window) {
 				delete(s.tableLast, k.Table)
 			}
 		}
-		if d, ok := s.ids[e.ID]; ok && d.Committed && d.GSN == e.GSN {
-			delete(s.ids, e.ID)
+		if ik := idKey(e.Origin, e.ID); s.ids[ik].GSN == e.GSN {
+			delete(s.ids, ik)
 		}
 	}
 	if s.head > 1024 && s.head > len(s.entries)/2 {
@@ -280,14 +282,15 @@ func (s *State) evict(w Window) {
 }
 
 func (s *State) rememberAbort(d Decision, max int) {
-	s.ids[d.ID] = d
-	s.aborts = append(s.aborts, d.ID)
+	ik := idKey(d.Origin, d.ID)
+	s.ids[ik] = d
+	s.aborts = append(s.aborts, ik)
 	for len(s.aborts)-s.abHead > max {
-		id := s.aborts[s.abHead]
+		ik := s.aborts[s.abHead]
 		s.aborts[s.abHead] = ""
 		s.abHead++
-		if old, ok := s.ids[id]; ok && !old.Committed {
-			delete(s.ids, id)
+		if old, ok := s.ids[ik]; ok && !old.Committed {
+			delete(s.ids, ik)
 		}
 	}
 	if s.abHead > 1024 && s.abHead > len(s.aborts)/2 {
@@ -317,8 +320,14 @@ func (s *State) CommittedSince(gsn uint64, limit int) ([]*Committed, error) {
 	return append([]*Committed(nil), s.entries[from:to]...), nil
 }
 
-// Lookup returns the remembered decision of request id, if any.
-func (s *State) Lookup(id string) (Decision, bool) {
-	d, ok := s.ids[id]
+// Lookup returns the remembered decision of origin's request id, if any.
+func (s *State) Lookup(origin, id string) (Decision, bool) {
+	d, ok := s.ids[idKey(origin, id)]
 	return d, ok
+}
+
+// idKey scopes a request id to its origin: a node cannot reach another
+// node's decisions by reusing its ids.
+func idKey(origin, id string) string {
+	return string(binary.AppendUvarint(nil, uint64(len(origin)))) + origin + id
 }

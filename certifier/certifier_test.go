@@ -52,6 +52,7 @@ func TestCertify(t *testing.T) {
 		{name: "same pk in another table does not conflict", r: req("3c", 0, o1), gsn: 4},
 		{name: "retry of a commit returns it", r: req("1a", 0, k1), gsn: 1},
 		{name: "retry of an abort returns it", r: req("2a", 3, k3), abortKey: &k1, conflictGSN: 1},
+		{name: "an id is scoped to its origin", r: Request{ID: "1a", Origin: "n9", Keys: []Key{k1}}, abortKey: &k1, conflictGSN: 3},
 		{name: "whole-table key conflicts with any row written after", r: req("4a", 3, tk("other")), abortKey: ptr(tk("other")), conflictGSN: 4},
 		{name: "whole-table key commits when no row was written after", r: req("4b", 4, tk("other")), gsn: 5},
 		{name: "row conflicts with a whole-table write after", r: req("4c", 4, o1), abortKey: &o1, conflictGSN: 5},

@@ -169,8 +169,8 @@ type Snapshot struct {
 // Snapshot copies the state for WriteTo.
 func (s *State) Snapshot() *Snapshot {
 	sn := &Snapshot{last: s.last, base: s.base, entries: append([]*Committed(nil), s.entries[s.head:]...)}
-	for _, id := range s.aborts[s.abHead:] {
-		if d, ok := s.ids[id]; ok && !d.Committed {
+	for _, ik := range s.aborts[s.abHead:] {
+		if d, ok := s.ids[ik]; ok && !d.Committed {
 			sn.aborts = append(sn.aborts, d)
 		}
 	}
@@ -181,7 +181,7 @@ func (s *State) Snapshot() *Snapshot {
 //
 //	state    = "TCS1" last:uvarint base:uvarint n:uvarint committed* m:uvarint abort*
 //	committed = snapshot:uvarint origin:str id:str nkeys:uvarint key* writeset:str   (GSNs base+1 ... in order)
-//	abort    = id:str snapshot:uvarint table:str pk:str gsn:uvarint origin:str
+//	abort    = origin:str id:str snapshot:uvarint table:str pk:str gsn:uvarint conflict-origin:str
 func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var n int64
@@ -216,6 +216,7 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(sn.aborts)))
 	for _, d := range sn.aborts {
+		buf = appendStr(buf, d.Origin)
 		buf = appendStr(buf, d.ID)
 		buf = binary.AppendUvarint(buf, d.Snapshot)
 		var c Conflict
@@ -266,19 +267,20 @@ func Restore(r io.Reader) (*State, error) {
 		}
 		if d.err == nil {
 			s.add(e)
-			s.ids[e.ID] = Decision{ID: e.ID, Committed: true, GSN: e.GSN, Snapshot: e.Snapshot}
+			s.ids[idKey(e.Origin, e.ID)] = Decision{ID: e.ID, Origin: e.Origin, Committed: true, GSN: e.GSN, Snapshot: e.Snapshot}
 		}
 	}
-	m := d.count("aborts", 5)
+	m := d.count("aborts", 6)
 	for i := 0; i < m && d.err == nil; i++ {
-		dec := Decision{ID: d.str("id"), Snapshot: d.uvarint("snapshot")}
+		dec := Decision{Origin: d.str("origin"), ID: d.str("id"), Snapshot: d.uvarint("snapshot")}
 		c := &Conflict{Key: Key{Table: d.str("table"), PK: d.str("pk")}}
 		c.GSN = d.uvarint("gsn")
 		c.Origin = d.str("origin")
 		dec.Conflict = c
 		if d.err == nil {
-			s.ids[dec.ID] = dec
-			s.aborts = append(s.aborts, dec.ID)
+			ik := idKey(dec.Origin, dec.ID)
+			s.ids[ik] = dec
+			s.aborts = append(s.aborts, ik)
 		}
 	}
 	if d.err == nil && d.off != len(b) {

@@ -62,7 +62,7 @@ func (m *model) certify(r Request, w Window) (Decision, error) {
 			}
 		}
 		if g > 0 {
-			d := Decision{ID: r.ID, Snapshot: r.Snapshot, Conflict: &Conflict{Key: k, GSN: g, Origin: m.commits[g-1].r.Origin}}
+			d := Decision{ID: r.ID, Origin: r.Origin, Snapshot: r.Snapshot, Conflict: &Conflict{Key: k, GSN: g, Origin: m.commits[g-1].r.Origin}}
 			m.decisions[r.ID] = d
 			m.aborts = append(m.aborts, r.ID)
 			m.remember = map[string]bool{}
@@ -74,7 +74,7 @@ func (m *model) certify(r Request, w Window) (Decision, error) {
 	}
 	e := Committed{Snapshot: r.Snapshot, Origin: r.Origin, ID: r.ID, Keys: r.Keys, Writeset: r.Writeset}
 	m.commits = append(m.commits, modelCommit{r: r, size: e.size()})
-	d := Decision{ID: r.ID, Committed: true, GSN: uint64(len(m.commits)), Snapshot: r.Snapshot}
+	d := Decision{ID: r.ID, Origin: r.Origin, Committed: true, GSN: uint64(len(m.commits)), Snapshot: r.Snapshot}
 	m.decisions[r.ID] = d
 	// The window: the longest suffix within the bounds (at least one).
 	var n int
@@ -91,7 +91,7 @@ func (m *model) certify(r Request, w Window) (Decision, error) {
 }
 
 func sameDecision(a, b Decision) bool {
-	if a.ID != b.ID || a.Committed != b.Committed || a.GSN != b.GSN || a.Snapshot != b.Snapshot || (a.Conflict == nil) != (b.Conflict == nil) {
+	if a.ID != b.ID || a.Origin != b.Origin || a.Committed != b.Committed || a.GSN != b.GSN || a.Snapshot != b.Snapshot || (a.Conflict == nil) != (b.Conflict == nil) {
 		return false
 	}
 	return a.Conflict == nil || *a.Conflict == *b.Conflict

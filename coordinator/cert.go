@@ -96,7 +96,7 @@ func (cs *certState) apply(l *raft.Log) certApplied {
 		return certApplied{err: err}
 	}
 	before := cs.s.Last()
-	_, known := cs.s.Lookup(r.ID)
+	_, known := cs.s.Lookup(r.Origin, r.ID)
 	d, err := cs.s.Certify(r, w)
 	switch {
 	case known:
@@ -335,13 +335,13 @@ func (c *Coordinator) CertStatus() CertStatus {
 		Commits: cs.commits, Conflicts: cs.conflicts, TooOld: cs.tooOld, Bad: cs.bad, Retries: cs.retries}
 }
 
-// certDecision finds the remembered decision of a request id on this
-// member (tests and diagnostics).
-func (c *Coordinator) certDecision(id string) (certifier.Decision, bool) {
+// certDecision finds the remembered decision of origin's request id on
+// this member (tests and diagnostics).
+func (c *Coordinator) certDecision(origin, id string) (certifier.Decision, bool) {
 	cs := &c.fsm.cert
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	return cs.s.Lookup(id)
+	return cs.s.Lookup(origin, id)
 }
 
 // registerCertMetrics exports the certifier as this member applied it.

@@ -200,9 +200,10 @@ func TestCertifyGroup(t *testing.T) {
 			t.Fatalf("GSN %d: origin %q, the requester was %s", e.GSN, e.Origin, want)
 		}
 	}
-	// A retry through another member gets the same decision.
+	// A retry from its origin gets the same decision (request ids are
+	// scoped to the origin, which the leader takes from the certificate).
 	for _, r := range results[:10] {
-		d, err := g.cs["n3"].Certify(ctx, certifier.Request{ID: r.id, Snapshot: 0, Keys: []certifier.Key{certKey("x", 1)}})
+		d, err := g.cs[r.id[:2]].Certify(ctx, certifier.Request{ID: r.id, Snapshot: 0, Keys: []certifier.Key{certKey("x", 1)}})
 		if err != nil || d.Committed != r.d.Committed || d.GSN != r.d.GSN {
 			t.Fatalf("retry of %s: %+v %v, first %+v", r.id, d, err, r.d)
 		}
@@ -330,7 +331,7 @@ func TestCertifyLeaderLoss(t *testing.T) {
 			case inLog[s.req.ID] != 0:
 				t.Fatalf("%s: %s was told abort (%v) but is in the log", c.cfg.ID, s.req.ID, s.d.Err())
 			}
-			if d, ok := c.certDecision(s.req.ID); !ok || d.Committed != s.d.Committed || d.GSN != s.d.GSN {
+			if d, ok := c.certDecision(s.d.Origin, s.req.ID); !ok || d.Committed != s.d.Committed || d.GSN != s.d.GSN {
 				t.Fatalf("%s: remembered decision of %s: %+v %v, told %+v", c.cfg.ID, s.req.ID, d, ok, s.d)
 			}
 		}
@@ -346,7 +347,7 @@ func TestCertifyLeaderLoss(t *testing.T) {
 	}
 	// Retries (as after a leader change) return the earlier decisions.
 	for _, s := range all[:60] {
-		d, err := g.cs[others[0]].Certify(ctx, s.req)
+		d, err := g.cs[s.req.ID[:2]].Certify(ctx, s.req)
 		if err != nil || d.Committed != s.d.Committed || d.GSN != s.d.GSN {
 			t.Fatalf("retry of %s: %+v %v, first %+v", s.req.ID, d, err, s.d)
 		}
@@ -418,7 +419,7 @@ func TestFSMSnapshotCertifier(t *testing.T) {
 	if g.cert.s.Last() != 5 || g.cert.s.Base() != 2 {
 		t.Fatalf("certifier last %d base %d", g.cert.s.Last(), g.cert.s.Base())
 	}
-	if d, ok := g.cert.s.Lookup("late"); !ok || d.Committed {
+	if d, ok := g.cert.s.Lookup("", "late"); !ok || d.Committed {
 		t.Fatalf("abort not remembered: %+v %v", d, ok)
 	}
 	es, err := g.cert.s.CommittedSince(2, 0)
