@@ -20,6 +20,10 @@ func BenchmarkCertify(b *testing.B) {
 				reqs[i] = Request{Origin: "n1", Keys: SortKeys([]Key{rk("subscriber", int64(rng.IntN(keyspace))), rk("call_forwarding", int64(rng.IntN(keyspace)), 1)}),
 					Writeset: make([]byte, 100)}
 			}
+			ids := make([]string, b.N)
+			for i := range ids {
+				ids[i] = fmt.Sprint(i)
+			}
 			s := New()
 			w := Window{}
 			var aborts int
@@ -27,7 +31,7 @@ func BenchmarkCertify(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				r := reqs[i%pool]
-				r.ID = fmt.Sprint(i)
+				r.ID = ids[i]
 				r.Snapshot = s.Last() - min(s.Last(), uint64(i%8))
 				d, err := s.Certify(r, w)
 				if err != nil {

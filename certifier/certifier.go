@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors; test them with errors.Is.
@@ -329,5 +330,12 @@ func (s *State) Lookup(origin, id string) (Decision, bool) {
 // idKey scopes a request id to its origin: a node cannot reach another
 // node's decisions by reusing its ids.
 func idKey(origin, id string) string {
-	return string(binary.AppendUvarint(nil, uint64(len(origin)))) + origin + id
+	var n [binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(n[:], uint64(len(origin)))
+	var sb strings.Builder
+	sb.Grow(l + len(origin) + len(id))
+	sb.Write(n[:l])
+	sb.WriteString(origin)
+	sb.WriteString(id)
+	return sb.String()
 }
