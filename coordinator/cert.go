@@ -17,20 +17,21 @@ import (
 	"github.com/tandemdb/tandem/certifier"
 )
 
-// OpCertify is a member's certification request forwarded to the leader
-// (Command.Cert holds the encoded certifier.Request). On the leader it
-// becomes a certifier entry of the Raft log, which is not JSON (below).
+// OpCertify is a batch of certification requests a member forwards to the
+// leader (Command.Certs holds the encoded certifier.Requests). On the
+// leader the batch becomes one certifier entry of the Raft log, which is
+// not JSON (below).
 const OpCertify = "certify"
 
 // certEntryTag starts a certifier entry of the Raft log; the map's entries
-// are JSON objects and start with '{'. An entry is
+// are JSON objects and start with '{'. An entry is a batch:
 //
-//	0xCE count:uvarint bytes:uvarint aborts:uvarint request
+//	0xCE count:uvarint bytes:uvarint aborts:uvarint n:uvarint (len:uvarint request)*
 //
 // with the window of the leader that proposed it (every member then
-// evicts the same writesets, whatever its own configuration says) and the
-// encoded certifier.Request, whose Origin the leader set from the
-// requester's certificate.
+// evicts the same writesets, whatever its own configuration says) and n
+// encoded certifier.Requests, whose Origin the leader set from the
+// requester's certificate, certified in order.
 const certEntryTag byte = 0xCE
 
 func init() {
@@ -49,72 +50,119 @@ type certState struct {
 
 	commits, conflicts, tooOld, bad uint64 // decisions applied here
 	retries                         uint64 // requests answered with an earlier decision
+	entries                         uint64 // certifier entries (batches) applied
 }
 
 func newCertState() certState {
 	return certState{s: certifier.New(), changed: make(chan struct{})}
 }
 
-// certApplied is what Raft hands back from applying a certifier entry.
+// certApplied is the outcome of one request of an entry.
 type certApplied struct {
 	d   certifier.Decision
 	err error
 }
 
-func encodeCertEntry(w certifier.Window, req []byte) []byte {
-	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(req))
+// certBatchApplied is what Raft hands back from applying a certifier
+// entry: one outcome per request, or err for a malformed entry.
+type certBatchApplied struct {
+	out []certApplied
+	err error
+}
+
+func encodeCertEntry(w certifier.Window, reqs [][]byte) []byte {
+	n := 1 + 4*binary.MaxVarintLen64
+	for _, r := range reqs {
+		n += binary.MaxVarintLen64 + len(r)
+	}
+	b := make([]byte, 0, n)
 	b = append(b, certEntryTag)
 	b = binary.AppendUvarint(b, uint64(max(w.Count, 0)))
 	b = binary.AppendUvarint(b, uint64(max(w.Bytes, 0)))
 	b = binary.AppendUvarint(b, uint64(max(w.Aborts, 0)))
-	return append(b, req...)
+	b = binary.AppendUvarint(b, uint64(len(reqs)))
+	for _, r := range reqs {
+		b = binary.AppendUvarint(b, uint64(len(r)))
+		b = append(b, r...)
+	}
+	return b
 }
 
-func decodeCertEntry(b []byte) (certifier.Window, certifier.Request, error) {
+// decodeCertEntry splits an entry into its window and raw requests.
+func decodeCertEntry(b []byte) (certifier.Window, [][]byte, error) {
 	var w certifier.Window
-	var v [3]uint64
+	bad := func(what string) (certifier.Window, [][]byte, error) {
+		return w, nil, fmt.Errorf("%w: certifier entry: bad %s", certifier.ErrBadRequest, what)
+	}
+	var v [4]uint64
 	off := 1
 	for i := range v {
 		x, n := binary.Uvarint(b[off:])
 		if n <= 0 || x > 1<<40 {
-			return w, certifier.Request{}, fmt.Errorf("%w: certifier entry: bad window", certifier.ErrBadRequest)
+			return bad("header")
 		}
 		v[i], off = x, off+n
 	}
 	w = certifier.Window{Count: int(v[0]), Bytes: int64(v[1]), Aborts: int(v[2])}
-	r, err := certifier.DecodeRequest(b[off:])
-	return w, r, err
+	if v[3] == 0 || v[3] > uint64(len(b)-off) {
+		return bad("request count")
+	}
+	reqs := make([][]byte, 0, v[3])
+	for range v[3] {
+		l, n := binary.Uvarint(b[off:])
+		if n <= 0 || l > uint64(len(b)-off-n) {
+			return bad("request length")
+		}
+		off += n
+		reqs = append(reqs, b[off:off+int(l)])
+		off += int(l)
+	}
+	if off != len(b) {
+		return bad("end")
+	}
+	return w, reqs, nil
 }
 
-func (cs *certState) apply(l *raft.Log) certApplied {
-	w, r, err := decodeCertEntry(l.Data)
+func (cs *certState) apply(l *raft.Log) certBatchApplied {
+	w, reqs, err := decodeCertEntry(l.Data)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	cs.index = l.Index
+	cs.entries++
 	if err != nil {
 		cs.bad++
-		return certApplied{err: err}
+		return certBatchApplied{err: err}
 	}
 	before := cs.s.Last()
-	_, known := cs.s.Lookup(r.Origin, r.ID)
-	d, err := cs.s.Certify(r, w)
-	switch {
-	case known:
-		cs.retries++
-	case errors.Is(err, certifier.ErrSnapshotTooOld):
-		cs.tooOld++
-	case err != nil:
-		cs.bad++
-	case d.Committed:
-		cs.commits++
-	case !d.Committed:
-		cs.conflicts++
+	out := make([]certApplied, len(reqs))
+	for i, raw := range reqs {
+		r, err := certifier.DecodeRequest(raw)
+		if err != nil {
+			cs.bad++
+			out[i].err = err
+			continue
+		}
+		_, known := cs.s.Lookup(r.Origin, r.ID)
+		d, err := cs.s.Certify(r, w)
+		switch {
+		case known:
+			cs.retries++
+		case errors.Is(err, certifier.ErrSnapshotTooOld):
+			cs.tooOld++
+		case err != nil:
+			cs.bad++
+		case d.Committed:
+			cs.commits++
+		default:
+			cs.conflicts++
+		}
+		out[i] = certApplied{d: d, err: err}
 	}
 	if cs.s.Last() != before {
 		close(cs.changed)
 		cs.changed = make(chan struct{})
 	}
-	return certApplied{d: d, err: err}
+	return certBatchApplied{out: out}
 }
 
 func (cs *certState) snapshot() *certifier.Snapshot {
@@ -169,13 +217,7 @@ func (c *Coordinator) Certify(ctx context.Context, req certifier.Request) (certi
 	enc := req.Encode()
 	backoff := 10 * time.Millisecond
 	for {
-		var d certifier.Decision
-		var err error
-		if c.raft.State() == raft.Leader {
-			d, err = c.certifyLocal(ctx, enc)
-		} else {
-			d, err = c.forwardCertify(ctx, enc)
-		}
+		d, err := c.queueCertify(ctx, enc)
 		retry := errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNoLeader)
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, net.ErrClosed) {
@@ -197,84 +239,214 @@ func (c *Coordinator) Certify(ctx context.Context, req certifier.Request) (certi
 	}
 }
 
-// certifyLocal proposes an encoded request on this member, which must
-// lead, with this member's window.
-func (c *Coordinator) certifyLocal(ctx context.Context, req []byte) (certifier.Decision, error) {
-	f := c.raft.Apply(encodeCertEntry(c.cfg.CertWindow, req), 5*time.Second)
-	errc := make(chan error, 1)
-	go func() { errc <- f.Error() }()
-	var err error
-	select {
-	case err = <-errc:
-	case <-ctx.Done():
-		return certifier.Decision{}, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
-	}
-	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout) {
-			return certifier.Decision{}, fmt.Errorf("%w: %v", ErrNotLeader, err)
-		}
-		if errors.Is(err, raft.ErrRaftShutdown) {
-			return certifier.Decision{}, ErrClosed
-		}
-		return certifier.Decision{}, err
-	}
-	a, _ := f.Response().(certApplied)
-	return a.d, a.err
+// certCall is one certification waiting to be forwarded to the leader.
+type certCall struct {
+	req  []byte
+	done chan certApplied // buffered: the dispatcher never waits on a caller
 }
 
-// forwardCertify sends an encoded request to the leader on a forwarding
-// connection (the leader answers with the decision and no map).
-func (c *Coordinator) forwardCertify(ctx context.Context, req []byte) (certifier.Decision, error) {
+// Certification batches: at most maxCertBatch requests (and about
+// maxCertBatchBytes) each, at most certInFlight batches in flight from one
+// member. Requests that arrive while the batches are in flight wait and
+// leave together in the next one: one Raft entry (one apply, one append,
+// one disk write) and, from a follower, one round trip for all of them.
+const (
+	maxCertBatch      = 256
+	maxCertBatchBytes = 1 << 20
+	certInFlight      = 4
+)
+
+// queueCertify hands an encoded request to the dispatcher and waits for
+// its outcome.
+func (c *Coordinator) queueCertify(ctx context.Context, req []byte) (certifier.Decision, error) {
+	call := &certCall{req: req, done: make(chan certApplied, 1)}
+	select {
+	case c.certQ <- call:
+	case <-ctx.Done():
+		return certifier.Decision{}, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
+	case <-c.ctx.Done():
+		return certifier.Decision{}, ErrClosed
+	}
+	select {
+	case a := <-call.done:
+		return a.d, a.err
+	case <-ctx.Done():
+		// It may still be decided; a retry with the same id learns how.
+		return certifier.Decision{}, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
+	case <-c.ctx.Done():
+		return certifier.Decision{}, ErrClosed
+	}
+}
+
+// certDispatch sends the waiting certifications to the leader in batches.
+func (c *Coordinator) certDispatch() {
+	defer c.wg.Done()
+	sem := make(chan struct{}, certInFlight)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		}
+		var batch []*certCall
+		select {
+		case call := <-c.certQ:
+			batch = append(batch, call)
+		case <-c.ctx.Done():
+			return
+		}
+		size := len(batch[0].req)
+	drain:
+		for len(batch) < maxCertBatch && size < maxCertBatchBytes {
+			select {
+			case call := <-c.certQ:
+				batch = append(batch, call)
+				size += len(call.req)
+			default:
+				break drain
+			}
+		}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-sem }()
+			var ans []certApplied
+			var err error
+			if c.raft.State() == raft.Leader {
+				reqs := make([][]byte, len(batch))
+				for i, call := range batch {
+					reqs[i] = call.req
+				}
+				ans, err = c.certifyLocal(reqs)
+			} else {
+				ans, err = c.sendCertBatch(batch)
+			}
+			for i, call := range batch {
+				if err != nil {
+					call.done <- certApplied{err: err}
+				} else {
+					call.done <- ans[i]
+				}
+			}
+		}()
+	}
+}
+
+// sendCertBatch forwards a batch to the leader on a forwarding connection.
+func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 	addr, id := c.raft.LeaderWithID()
 	if id == "" {
-		return certifier.Decision{}, ErrNoLeader
+		return nil, ErrNoLeader
 	}
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
 	f, err := c.takeForward(ctx, string(id), string(addr))
 	if err != nil {
-		return certifier.Decision{}, fmt.Errorf("%w: reaching %s: %v", ErrNoLeader, id, err)
+		return nil, fmt.Errorf("%w: reaching %s: %v", ErrNoLeader, id, err)
 	}
-	dl := time.Now().Add(10 * time.Second)
-	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
-		dl = d
+	_ = f.conn.SetDeadline(time.Now().Add(10 * time.Second))
+	stop := context.AfterFunc(c.ctx, func() { f.conn.Close() }) // Close does not wait for the answer
+	defer stop()
+	cmd := Command{Op: OpCertify, Certs: make([][]byte, len(batch))}
+	for i, call := range batch {
+		cmd.Certs[i] = call.req
 	}
-	_ = f.conn.SetDeadline(dl)
-	if err := f.enc.Encode(Command{Op: OpCertify, Cert: req}); err != nil {
+	if err := f.enc.Encode(cmd); err != nil {
 		f.conn.Close()
-		return certifier.Decision{}, fmt.Errorf("%w: %v", ErrNoLeader, err)
+		return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
 	var res Result
 	if err := f.dec.Decode(&res); err != nil {
 		f.conn.Close()
-		return certifier.Decision{}, fmt.Errorf("%w: answer from %s: %v", ErrNoLeader, id, err)
+		return nil, fmt.Errorf("%w: answer from %s: %v", ErrNoLeader, id, err)
 	}
 	_ = f.conn.SetDeadline(time.Time{})
 	c.putForward(f)
 	if err := errorFrom(res.Err); err != nil {
-		return certifier.Decision{}, err
+		return nil, err
 	}
-	if res.Cert == nil {
-		return certifier.Decision{}, fmt.Errorf("%w: the leader %s answered a certification without a decision", ErrBadCommand, id)
+	if len(res.Certs) != len(batch) {
+		return nil, fmt.Errorf("%w: the leader %s answered %d of %d certifications", ErrBadCommand, id, len(res.Certs), len(batch))
 	}
-	return *res.Cert, nil
+	out := make([]certApplied, len(batch))
+	for i, a := range res.Certs {
+		if err := errorFrom(a.Err); err != nil {
+			out[i].err = err
+		} else if a.Decision == nil {
+			out[i].err = fmt.Errorf("%w: the leader %s answered a certification without a decision", ErrBadCommand, id)
+		} else {
+			out[i].d = *a.Decision
+		}
+	}
+	return out, nil
 }
 
-// serveCertify is the leader's side of a forwarded certification: the
-// origin is the requester's certificate identity, whatever the payload
-// says.
-func (c *Coordinator) serveCertify(from string, raw []byte) Result {
-	req, err := certifier.DecodeRequest(raw)
-	if err != nil {
-		return Result{Err: err.Error()}
+// serveCertify is the leader's side of a forwarded batch: the valid
+// requests go into one entry, and each request is answered. The origin is
+// the requester's certificate identity, whatever the payload says.
+func (c *Coordinator) serveCertify(from string, reqs [][]byte) Result {
+	if len(reqs) == 0 || len(reqs) > maxCertBatch {
+		return Result{Err: fmt.Sprintf("%v: a certification batch of %d requests (1 to %d)", ErrBadCommand, len(reqs), maxCertBatch)}
 	}
-	req.Origin = from
 	if c.raft.State() != raft.Leader {
 		return Result{Err: ErrNotLeader.Error()}
 	}
-	d, err := c.certifyLocal(c.ctx, req.Encode())
+	res := Result{Certs: make([]CertAnswer, len(reqs))}
+	var valid [][]byte
+	var at []int
+	for i, raw := range reqs {
+		req, err := certifier.DecodeRequest(raw)
+		if err != nil {
+			res.Certs[i].Err = err.Error()
+			continue
+		}
+		req.Origin = from
+		valid = append(valid, req.Encode())
+		at = append(at, i)
+	}
+	if len(valid) == 0 {
+		return res
+	}
+	out, err := c.certifyLocal(valid)
 	if err != nil {
 		return Result{Err: err.Error()}
 	}
-	return Result{Cert: &d}
+	for j, a := range out {
+		i := at[j]
+		if a.err != nil {
+			res.Certs[i].Err = a.err.Error()
+			continue
+		}
+		d := a.d
+		res.Certs[i].Decision = &d
+	}
+	return res
+}
+
+// certifyLocal proposes encoded requests as one entry on this member,
+// which must lead, with this member's window, and waits for the entry to
+// be committed and applied here.
+func (c *Coordinator) certifyLocal(reqs [][]byte) ([]certApplied, error) {
+	f := c.raft.Apply(encodeCertEntry(c.cfg.CertWindow, reqs), 5*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrEnqueueTimeout) {
+			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, ErrClosed
+		}
+		return nil, err
+	}
+	a, _ := f.Response().(certBatchApplied)
+	if a.err != nil {
+		return nil, a.err
+	}
+	if len(a.out) != len(reqs) {
+		return nil, fmt.Errorf("%w: %d outcomes for %d requests", ErrBadCommand, len(a.out), len(reqs))
+	}
+	return a.out, nil
 }
 
 // CommittedSince returns the certified writesets with a GSN above gsn, in
@@ -324,6 +496,7 @@ type CertStatus struct {
 	TooOld     uint64 `json:"too_old"`
 	Bad        uint64 `json:"bad"`
 	Retries    uint64 `json:"retries"` // requests answered with their earlier decision
+	Entries    uint64 `json:"entries"` // certifier entries of the Raft log (batches) applied here
 }
 
 // CertStatus reports this member's certifier.
@@ -332,7 +505,7 @@ func (c *Coordinator) CertStatus() CertStatus {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return CertStatus{Last: cs.s.Last(), Base: cs.s.Base(), Len: cs.s.Len(), Bytes: cs.s.Bytes(), Remembered: cs.s.Remembered(),
-		Commits: cs.commits, Conflicts: cs.conflicts, TooOld: cs.tooOld, Bad: cs.bad, Retries: cs.retries}
+		Commits: cs.commits, Conflicts: cs.conflicts, TooOld: cs.tooOld, Bad: cs.bad, Retries: cs.retries, Entries: cs.entries}
 }
 
 // certDecision finds the remembered decision of origin's request id on

@@ -92,6 +92,7 @@ func BenchmarkCertifyRaft(b *testing.B) {
 				var aborts, next int
 				var mu sync.Mutex
 				var wg sync.WaitGroup
+				st0 := leader.CertStatus()
 				b.ResetTimer()
 				start := time.Now()
 				for w := 0; w < clients; w++ {
@@ -136,6 +137,9 @@ func BenchmarkCertifyRaft(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(aborts)/float64(b.N), "aborts/op")
+				if st := leader.CertStatus(); st.Entries > st0.Entries {
+					b.ReportMetric(float64(b.N)/float64(st.Entries-st0.Entries), "req/entry")
+				}
 			})
 		}
 	}

@@ -293,8 +293,11 @@ func TestCertifyLeaderLoss(t *testing.T) {
 	mu.Lock()
 	atClose := len(all)
 	mu.Unlock()
+	t0 := time.Now()
 	g.stop(leader)
+	t.Logf("closing the leader took %v", time.Since(t0))
 	wg.Wait()
+	t.Logf("the stream ended %v after the close", time.Since(t0))
 	close(errc)
 	for err := range errc {
 		t.Fatal(err)
@@ -388,7 +391,11 @@ func TestFSMSnapshotCertifier(t *testing.T) {
 	idx := uint64(0)
 	put := func(r certifier.Request) certApplied {
 		idx++
-		return f.Apply(&raft.Log{Index: idx, Data: encodeCertEntry(certifier.Window{Count: 3}, r.Encode())}).(certApplied)
+		a := f.Apply(&raft.Log{Index: idx, Data: encodeCertEntry(certifier.Window{Count: 3}, [][]byte{r.Encode()})}).(certBatchApplied)
+		if a.err != nil || len(a.out) != 1 {
+			t.Fatalf("entry %d: %+v", idx, a)
+		}
+		return a.out[0]
 	}
 	if err := apply(&f.m, Command{Op: OpInit, Members: []Member{{ID: "n1"}}, Primary: "n1", LeaseDur: time.Second}, 1); err != nil {
 		t.Fatal(err)
@@ -440,9 +447,23 @@ func TestFSMSnapshotCertifier(t *testing.T) {
 	if err := newFSM().Restore(io.NopCloser(bytes.NewReader(bad))); !errors.Is(err, certifier.ErrCorruptSnapshot) {
 		t.Fatalf("corrupt certifier: %v", err)
 	}
-	// A malformed entry is refused, and leaves the certifier as it was.
+	// Malformed entries are refused, and leave the certifier as it was.
+	good := encodeCertEntry(certifier.Window{}, [][]byte{(&certifier.Request{ID: "z", Snapshot: 5, Keys: []certifier.Key{certKey("z", 1)}}).Encode()})
+	for _, bad := range [][]byte{{certEntryTag, 0xff}, {certEntryTag, 0, 0, 0, 0}, good[:len(good)-1], append(append([]byte(nil), good...), 0)} {
+		idx++
+		if a := f.Apply(&raft.Log{Index: idx, Data: bad}).(certBatchApplied); !errors.Is(a.err, certifier.ErrBadRequest) || f.cert.s.Last() != 5 {
+			t.Fatalf("malformed entry %x: %+v", bad, a)
+		}
+	}
+	// A batch is certified in order: of two requests on one row from the
+	// same snapshot the first commits and the second aborts; a request that
+	// does not decode fails alone.
+	r1 := certifier.Request{ID: "b1", Snapshot: 5, Keys: []certifier.Key{certKey("t", 2)}}
+	r2 := certifier.Request{ID: "b2", Snapshot: 5, Keys: []certifier.Key{certKey("t", 2)}}
 	idx++
-	if a := f.Apply(&raft.Log{Index: idx, Data: []byte{certEntryTag, 0xff}}).(certApplied); !errors.Is(a.err, certifier.ErrBadRequest) || f.cert.s.Last() != 5 {
-		t.Fatalf("malformed entry: %+v", a)
+	a := f.Apply(&raft.Log{Index: idx, Data: encodeCertEntry(certifier.Window{}, [][]byte{r1.Encode(), {9}, r2.Encode()})}).(certBatchApplied)
+	if a.err != nil || len(a.out) != 3 || !a.out[0].d.Committed || a.out[0].d.GSN != 6 || !errors.Is(a.out[1].err, certifier.ErrBadRequest) ||
+		a.out[2].d.Committed || a.out[2].d.Conflict.GSN != 6 {
+		t.Fatalf("batch: %+v", a)
 	}
 }

@@ -138,6 +138,8 @@ type Coordinator struct {
 
 	fwdMu   sync.Mutex
 	fwdIdle []*fwdConn // idle request connections to the leader
+
+	certQ chan *certCall // certifications waiting to be forwarded (cert.go)
 }
 
 // Start opens the stores, binds the raft address and joins the group;
@@ -151,7 +153,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM()}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM(), certQ: make(chan *certCall, 1024)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.met = newMetrics(c, cfg.Registerer)
 	registerCertMetrics(c, cfg.Registerer)
@@ -213,8 +215,9 @@ func Start(cfg Config) (*Coordinator, error) {
 			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
 		}
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.run()
+	go c.certDispatch()
 	c.log.Info("coordinator started", "raft", layer.Addr().String(), "voters", len(cfg.Voters), "non_voters", len(cfg.NonVoters), "non_voter", cfg.nonVoter(), "automatic", cfg.Automatic,
 		"lease", cfg.Lease, "grace", cfg.Grace)
 	return c, nil
@@ -622,7 +625,7 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 		cmd.From = from
 		var res Result
 		if cmd.Op == OpCertify && cmd.From != "" {
-			res = c.serveCertify(cmd.From, cmd.Cert)
+			res = c.serveCertify(cmd.From, cmd.Certs)
 		} else if !remoteOps[cmd.Op] || cmd.From == "" {
 			res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
 		} else if c.raft.State() != raft.Leader {

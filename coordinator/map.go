@@ -186,16 +186,24 @@ type Command struct {
 	ExpectSeq uint64 `json:"expect_seq,omitempty"`
 	Lost      uint64 `json:"lost,omitempty"`
 
-	// certify (forwarded to the leader): an encoded certifier.Request
-	Cert []byte `json:"cert,omitempty"`
+	// certify (forwarded to the leader): encoded certifier.Requests, the
+	// ones waiting on the member when the batch left
+	Certs [][]byte `json:"certs,omitempty"`
+}
+
+// CertAnswer is the leader's answer to one request of a batch.
+type CertAnswer struct {
+	Decision *certifier.Decision `json:"d,omitempty"`
+	Err      string              `json:"err,omitempty"`
 }
 
 // Result is what applying a command answers.
 type Result struct {
 	Map Map    `json:"map"`
 	Err string `json:"err,omitempty"`
-	// Cert is the decision of a forwarded certification (OpCertify).
-	Cert *certifier.Decision `json:"cert,omitempty"`
+	// Certs answer a forwarded certification batch (OpCertify), one per
+	// request in order.
+	Certs []CertAnswer `json:"certs,omitempty"`
 }
 
 // apply changes m by c at Raft index idx. It is deterministic: every
