@@ -3,12 +3,16 @@ package coordinator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/certifier"
+	"github.com/tandemdb/tandem/secure"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -472,5 +477,166 @@ func TestFSMSnapshotCertifier(t *testing.T) {
 	if a.err != nil || len(a.out) != 3 || !a.out[0].d.Committed || a.out[0].d.GSN != 6 || !errors.Is(a.out[1].err, certifier.ErrBadRequest) ||
 		a.out[2].d.Committed || a.out[2].d.Conflict.GSN != 6 {
 		t.Fatalf("batch: %+v", a)
+	}
+}
+
+// TestCertifyKillLeaderProcess: the leader is a child process and is
+// SIGKILLed while four sessions of n1 certify through it; certification
+// goes on under the new leader, no decision is lost or duplicated (every
+// commit told is in n1's log once at its GSN, no abort is), and the killed
+// voter restarts from its directory with the same log.
+func TestCertifyKillLeaderProcess(t *testing.T) {
+	if os.Getenv(childEnv) != "" {
+		t.Skip("in a helper process")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("uses Pdeathsig")
+	}
+	root := t.TempDir()
+	certs := filepath.Join(root, "certs")
+	issue(t, certs, "n1", "n2", "n3")
+	addrs := freeAddrs(t, 3)
+	voters := []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "n3", RaftAddr: addrs[2]}}
+	children := map[string]*exec.Cmd{}
+	spawn := func(id string) {
+		b, _ := json.Marshal(childSpec{ID: id, Dir: filepath.Join(root, id), Certs: certs, Voters: voters})
+		cmd := exec.Command(os.Args[0], "-test.run=^TestVoterProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), childEnv+"="+string(b))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		children[id] = cmd
+	}
+	kill := func(id string) {
+		if cmd := children[id]; cmd != nil {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			delete(children, id)
+		}
+	}
+	defer func() {
+		for id := range children {
+			kill(id)
+		}
+	}()
+	spawn("n2")
+	spawn("n3")
+	ident, err := secure.Load(certs, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{ID: "n1", Dir: filepath.Join(root, "n1"), Voters: voters, Identity: ident, Logger: testLogger(t).With("voter", "n1")}
+	timing(&cfg)
+	n1, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	leaderOther := func(not string) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if id, _ := n1.Leader(); id != "" && id != not {
+				return id
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("no leader other than %q", not)
+		return ""
+	}
+	leader := leaderOther("")
+	if leader == "n1" {
+		if err := n1.raft.LeadershipTransfer().Error(); err != nil {
+			t.Fatal(err)
+		}
+		leader = leaderOther("n1")
+	}
+	type sent struct {
+		req certifier.Request
+		d   certifier.Decision
+	}
+	var mu sync.Mutex
+	var all []sent
+	const perSession = 150
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perSession; i++ {
+				r := certifier.Request{ID: fmt.Sprintf("%d/%d", w, i), Snapshot: n1.CertStatus().Last,
+					Keys: certifier.SortKeys([]certifier.Key{certKey("acct", int64((i*5+w)%13)), certKey("acct", int64((i+w*3)%7+13))})}
+				r.Writeset = []byte("ws:" + r.ID)
+				d, err := n1.Certify(ctx, r)
+				if err != nil {
+					errc <- fmt.Errorf("%s: %v", r.ID, err)
+					return
+				}
+				mu.Lock()
+				all = append(all, sent{req: r, d: d})
+				mu.Unlock()
+			}
+		}()
+	}
+	for {
+		mu.Lock()
+		n := len(all)
+		mu.Unlock()
+		if n >= perSession {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	kill(leader)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+	newLeader := leaderOther(leader)
+	var last uint64
+	commits := 0
+	for _, s := range all {
+		if s.d.Committed {
+			commits++
+			last = max(last, s.d.GSN)
+		}
+	}
+	log := logOf(t, n1, last)
+	inLog := map[string]int{}
+	for _, id := range log {
+		inLog[id]++
+	}
+	for _, s := range all {
+		if s.d.Committed && (log[s.d.GSN-1] != s.req.ID || inLog[s.req.ID] != 1) {
+			t.Fatalf("%s was told GSN %d; the log has %q there and the id %d times", s.req.ID, s.d.GSN, log[s.d.GSN-1], inLog[s.req.ID])
+		}
+		if !s.d.Committed && inLog[s.req.ID] != 0 {
+			t.Fatalf("%s was told abort but is in the log", s.req.ID)
+		}
+	}
+	if len(all) != 4*perSession || commits != len(log) {
+		t.Fatalf("%d decisions (%d commits), %d in the log", len(all), commits, len(log))
+	}
+	t.Logf("%d decisions, %d commits; leader %s SIGKILLed, %s leads; %d answered by an earlier decision", len(all), commits, leader, newLeader, n1.CertStatus().Retries)
+	// The killed voter restarts from its directory; with n1 and it alone
+	// (the other killed) the group certifies, and n1's log is intact.
+	spawn(leader)
+	other := "n2"
+	if leader == "n2" {
+		other = "n3"
+	}
+	time.Sleep(2 * time.Second) // let the restarted voter catch up
+	kill(other)
+	d, err := n1.Certify(ctx, certifier.Request{ID: "after", Snapshot: last, Keys: []certifier.Key{certKey("fresh", 1)}, Writeset: []byte("ws:after")})
+	if err != nil || !d.Committed || d.GSN != last+1 {
+		t.Fatalf("with the restarted voter: %+v %v", d, err)
+	}
+	if got := logOf(t, n1, last); fmt.Sprint(got[:last]) != fmt.Sprint(log) {
+		t.Fatal("n1's log changed")
 	}
 }
