@@ -640,3 +640,26 @@ func TestCertifyKillLeaderProcess(t *testing.T) {
 		t.Fatal("n1's log changed")
 	}
 }
+
+// FuzzCertEntry: whatever a certifier entry holds, applying it never
+// panics (a panic in apply would stop the member), and it either fails as
+// a whole with ErrBadRequest or answers every request it carries.
+func FuzzCertEntry(f *testing.F) {
+	r := certifier.Request{ID: "a", Snapshot: 0, Keys: []certifier.Key{certKey("t", 1)}, Writeset: []byte("w")}
+	f.Add(encodeCertEntry(certifier.Window{Count: 2}, [][]byte{r.Encode(), r.Encode()})[1:])
+	f.Add(encodeCertEntry(certifier.Window{}, [][]byte{{1, 0}})[1:])
+	f.Add([]byte{0, 0, 0, 1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fsm := newFSM()
+		a := fsm.Apply(&raft.Log{Index: 1, Data: append([]byte{certEntryTag}, b...)}).(certBatchApplied)
+		if a.err != nil {
+			if !errors.Is(a.err, certifier.ErrBadRequest) || len(a.out) != 0 {
+				t.Fatalf("entry error %v with %d outcomes", a.err, len(a.out))
+			}
+			return
+		}
+		if _, reqs, err := decodeCertEntry(append([]byte{certEntryTag}, b...)); err != nil || len(reqs) != len(a.out) {
+			t.Fatalf("%d outcomes for an entry that decodes to %d (%v)", len(a.out), len(reqs), err)
+		}
+	})
+}
