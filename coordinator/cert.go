@@ -190,11 +190,12 @@ func (cs *certState) restore(r io.Reader) error {
 	return nil
 }
 
-// Certify asks the certifier to commit req (multi-master): on the leader it
-// proposes the request to the Raft group, elsewhere it forwards it to the
-// leader over the cluster's mutual TLS, and it returns the decision once
-// the entry is committed and applied on the leader (the Raft commit is the
-// durability point of a certified writeset). req.Origin is set to this
+// Certify asks the certifier to commit req (multi-master). The request
+// joins the batch this member sends next: on the leader the batch is
+// proposed to the Raft group as one entry, elsewhere it is forwarded to the
+// leader over the cluster's mutual TLS, which proposes it. Certify returns
+// the decision once the entry is committed and applied on the leader (the
+// Raft commit is the durability point of a certified writeset). req.Origin is set to this
 // member (the leader takes it from the requester's certificate). A commit
 // or an abort (a write-write conflict: Decision.Err wraps
 // certifier.ErrConflict and names the table and key) is a Decision; errors
