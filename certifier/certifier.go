@@ -147,9 +147,10 @@ func (s *State) Last() uint64 { return s.last }
 // CommittedSince serves from GSN Base+1.
 func (s *State) Base() uint64 { return s.base }
 
-// Len is the number of writesets in the window, Bytes what they count
-// against Window.Bytes.
-func (s *State) Len() int     { return len(s.entries) - s.head }
+// Len is the number of writesets in the window.
+func (s *State) Len() int { return len(s.entries) - s.head }
+
+// Bytes is what the window's writesets count against Window.Bytes.
 func (s *State) Bytes() int64 { return s.bytes }
 
 // Remembered is the number of request ids whose decision is kept.
@@ -182,7 +183,9 @@ func (r *Request) Validate() error {
 // Errors (the state is unchanged): ErrSnapshotTooOld when r.Snapshot <
 // Base(), ErrBadRequest for a malformed request or a snapshot ahead of
 // Last(). Certify is deterministic: the same requests and windows in the
-// same order give the same decisions and state on every replica.
+// same order give the same decisions and state on every replica. A
+// committed request's Keys and Writeset are kept in the window as they are:
+// the caller must not modify them afterwards.
 func (s *State) Certify(r Request, w Window) (Decision, error) {
 	w = w.WithDefaults()
 	if d, ok := s.ids[idKey(r.Origin, r.ID)]; ok && r.ID != "" {
