@@ -485,6 +485,48 @@ func (c *Coordinator) WaitCertified(ctx context.Context, gsn uint64) error {
 	}
 }
 
+// FollowCertified delivers the certified writesets after GSN from, in GSN
+// order and without gaps, as this member applies them, until ctx ends or
+// the coordinator closes (the channel is then closed); errc receives the
+// reason it stopped early: certifier.ErrSnapshotTooOld when the reader
+// fell behind the window (the node must be re-seeded). It is how a node
+// will apply the multi-master log.
+func (c *Coordinator) FollowCertified(ctx context.Context, from uint64) (<-chan *certifier.Committed, <-chan error) {
+	out := make(chan *certifier.Committed, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(out)
+		next := from
+		for {
+			es, err := c.CommittedSince(next, 256)
+			if err != nil {
+				errc <- err
+				return
+			}
+			for _, e := range es {
+				select {
+				case out <- e:
+					next = e.GSN
+				case <-ctx.Done():
+					return
+				case <-c.ctx.Done():
+					return
+				}
+			}
+			if len(es) > 0 {
+				continue
+			}
+			if err := c.WaitCertified(ctx, next+1); err != nil {
+				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+					errc <- err
+				}
+				return
+			}
+		}
+	}()
+	return out, errc
+}
+
 // CertStatus is the certifier as this member applied it.
 type CertStatus struct {
 	Last       uint64 `json:"last_gsn"`    // the last GSN certified

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -199,6 +200,26 @@ func TestCertifyGroup(t *testing.T) {
 		got["tandem_coord_cert_last_gsn"] != float64(n) || got["tandem_coord_cert_window_writesets"] != float64(n) {
 		t.Fatalf("metrics on n2: %v", got)
 	}
+	// A follower of n3's log from GSN 5 gets 6..n in order, then waits; the
+	// next certification reaches it.
+	fctx, fcancel := context.WithCancel(ctx)
+	feed, ferr := g.cs["n3"].FollowCertified(fctx, 5)
+	for want := uint64(6); want <= n; want++ {
+		select {
+		case e := <-feed:
+			if e == nil || e.GSN != want || e.ID != ref[want-1] {
+				t.Fatalf("followed %+v, want GSN %d (%s)", e, want, ref[want-1])
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("GSN %d not followed", want)
+		}
+	}
+	// Nothing is too old with the default window: no error.
+	select {
+	case err := <-ferr:
+		t.Fatalf("follow stopped: %v", err)
+	default:
+	}
 	es, _ := g.cs["n2"].CommittedSince(0, 0)
 	for _, e := range es {
 		if want := e.ID[:2]; e.Origin != want {
@@ -212,6 +233,30 @@ func TestCertifyGroup(t *testing.T) {
 		if err != nil || d.Committed != r.d.Committed || d.GSN != r.d.GSN {
 			t.Fatalf("retry of %s: %+v %v, first %+v", r.id, d, err, r.d)
 		}
+	}
+	select {
+	case e := <-feed:
+		t.Fatalf("followed %+v before it was certified", e)
+	case <-time.After(50 * time.Millisecond):
+	}
+	nd, err := g.cs["n1"].Certify(ctx, certifier.Request{ID: "n1-followed", Snapshot: n, Keys: []certifier.Key{certKey("followed", 1)}, Writeset: []byte("ws:n1-followed")})
+	if err != nil || nd.GSN != n+1 {
+		t.Fatalf("%+v %v", nd, err)
+	}
+	select {
+	case e := <-feed:
+		if e == nil || e.GSN != n+1 || e.ID != "n1-followed" {
+			t.Fatalf("followed %+v, want GSN %d", e, n+1)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the new GSN was not followed")
+	}
+	fcancel()
+	for range feed {
+	}
+	n++
+	if err := g.cs["n1"].WaitCertified(ctx, n); err != nil {
+		t.Fatal(err)
 	}
 	st := g.cs["n1"].CertStatus()
 	if st.Last != n || st.Len != int(n) {
@@ -662,4 +707,32 @@ func FuzzCertEntry(f *testing.F) {
 			t.Fatalf("%d outcomes for an entry that decodes to %d (%v)", len(a.out), len(reqs), err)
 		}
 	})
+}
+
+// TestFollowCertifiedTooOld: a reader that starts before the window is told
+// it must be re-seeded; one inside it reads on from where it starts.
+func TestFollowCertifiedTooOld(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &Coordinator{fsm: newFSM(), ctx: ctx}
+	for i := 0; i < 6; i++ {
+		r := certifier.Request{ID: fmt.Sprint(i), Snapshot: uint64(i), Keys: []certifier.Key{certKey("t", int64(i))}}
+		c.fsm.Apply(&raft.Log{Index: uint64(i + 1), Data: encodeCertEntry(certifier.Window{Count: 3}, [][]byte{r.Encode()})})
+	}
+	feed, errc := c.FollowCertified(ctx, 2)
+	if _, ok := <-feed; ok {
+		t.Fatal("a reader before the window got a writeset")
+	}
+	if err := <-errc; !errors.Is(err, certifier.ErrSnapshotTooOld) || !strings.Contains(err.Error(), "re-seeded") {
+		t.Fatalf("reader before the window: %v", err)
+	}
+	feed, _ = c.FollowCertified(ctx, 3)
+	for want := uint64(4); want <= 6; want++ {
+		if e := <-feed; e == nil || e.GSN != want {
+			t.Fatalf("followed %+v, want GSN %d", e, want)
+		}
+	}
+	cancel()
+	for range feed {
+	}
 }
