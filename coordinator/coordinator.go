@@ -19,6 +19,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tandemdb/tandem/certifier"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -50,6 +51,12 @@ type Config struct {
 	// Raft timers (defaults 500 ms each on loopback-friendly settings).
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
+
+	// CertWindow bounds the multi-master certifier's window of committed
+	// writesets (zero fields: the certifier package's defaults). The
+	// leader stamps its own into every certification entry, so members
+	// never diverge; give every member the same.
+	CertWindow certifier.Window
 
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: metrics are kept but not registered
@@ -131,6 +138,8 @@ type Coordinator struct {
 
 	fwdMu   sync.Mutex
 	fwdIdle []*fwdConn // idle request connections to the leader
+
+	certQ chan *certCall // certifications waiting to be forwarded (cert.go)
 }
 
 // Start opens the stores, binds the raft address and joins the group;
@@ -144,9 +153,10 @@ func Start(cfg Config) (*Coordinator, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM()}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM(), certQ: make(chan *certCall, 1024)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.met = newMetrics(c, cfg.Registerer)
+	registerCertMetrics(c, cfg.Registerer)
 	c.fsm.onApply = c.applied
 
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
@@ -205,8 +215,9 @@ func Start(cfg Config) (*Coordinator, error) {
 			return nil, fmt.Errorf("coordinator: bootstrap: %w", err)
 		}
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.run()
+	go c.certDispatch()
 	c.log.Info("coordinator started", "raft", layer.Addr().String(), "voters", len(cfg.Voters), "non_voters", len(cfg.NonVoters), "non_voter", cfg.nonVoter(), "automatic", cfg.Automatic,
 		"lease", cfg.Lease, "grace", cfg.Grace)
 	return c, nil
@@ -518,8 +529,10 @@ type fwdConn struct {
 	dec  *json.Decoder
 }
 
-// maxIdleForward bounds the idle connections kept to the leader.
-const maxIdleForward = 4
+// maxIdleForward bounds the idle connections kept to the leader (a
+// multi-master node certifies from many sessions at once; each request
+// holds a connection until its answer).
+const maxIdleForward = 16
 
 func (c *Coordinator) takeForward(ctx context.Context, id, addr string) (*fwdConn, error) {
 	c.fwdMu.Lock()
@@ -611,7 +624,9 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 		cmd.From = from
 		var res Result
-		if !remoteOps[cmd.Op] || cmd.From == "" {
+		if cmd.Op == OpCertify && cmd.From != "" {
+			res = c.serveCertify(cmd.From, cmd.Certs)
+		} else if !remoteOps[cmd.Op] || cmd.From == "" {
 			res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
 		} else if c.raft.State() != raft.Leader {
 			res.Err = ErrNotLeader.Error()

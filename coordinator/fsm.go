@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/tandemdb/tandem/certifier"
 )
 
 // fsm is the Raft state machine: the map, plus what this process observed
@@ -21,9 +23,15 @@ type fsm struct {
 	watchers  map[chan Map]struct{}
 	changed   chan struct{}            // closed and replaced at every change
 	onApply   func(before, after *Map) // metrics and logs; called under mu
+
+	// The certifier (multi-master) lives beside the map, under its own
+	// lock: its entries never clone the map (cert.go).
+	cert certState
 }
 
-func newFSM() *fsm { return &fsm{watchers: map[chan Map]struct{}{}, changed: make(chan struct{})} }
+func newFSM() *fsm {
+	return &fsm{watchers: map[chan Map]struct{}{}, changed: make(chan struct{}), cert: newCertState()}
+}
 
 // waitIndex returns once the map holds the change at Raft index idx (or
 // a later one), or when ctx ends.
@@ -50,6 +58,9 @@ type applied struct {
 }
 
 func (f *fsm) Apply(l *raft.Log) any {
+	if len(l.Data) > 0 && l.Data[0] == certEntryTag {
+		return f.cert.apply(l)
+	}
 	var c Command
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		return applied{err: fmt.Errorf("%w: %v", ErrBadCommand, err)}
@@ -130,23 +141,33 @@ func (f *fsm) closeWatchers() {
 	f.mu.Unlock()
 }
 
+// Snapshot is the map as JSON followed by the certifier's state (its own
+// binary format, cert.go); raft calls it between applies, and the
+// certifier's copy is cheap (its window's entries are shared), so the
+// encoding happens in Persist, off the apply path.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	b, err := json.Marshal(f.m)
+	f.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	return snapshot(b), nil
+	return fullSnapshot{m: b, cert: f.cert.snapshot()}, nil
 }
 
-// Restore replaces the map. The lease is timed from now: whatever this
-// process saw before is older than the snapshot's last entry.
+// Restore replaces the map and the certifier. The lease is timed from now:
+// whatever this process saw before is older than the snapshot's last
+// entry. A snapshot written before the certifier existed (the map alone)
+// restores an empty certifier.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	var m Map
-	if err := json.NewDecoder(rc).Decode(&m); err != nil {
+	dec := json.NewDecoder(rc)
+	if err := dec.Decode(&m); err != nil {
 		return fmt.Errorf("coordinator: restoring the map: %w", err)
+	}
+	if err := f.cert.restore(io.MultiReader(dec.Buffered(), rc)); err != nil {
+		return err
 	}
 	if m.Acks == nil {
 		m.Acks = map[string]Ack{}
@@ -159,14 +180,21 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type snapshot []byte
+type fullSnapshot struct {
+	m    []byte
+	cert *certifier.Snapshot
+}
 
-func (s snapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s); err != nil {
+func (s fullSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.m); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	if _, err := s.cert.WriteTo(sink); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
 	return sink.Close()
 }
 
-func (s snapshot) Release() {}
+func (s fullSnapshot) Release() {}

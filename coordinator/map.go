@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/tandemdb/tandem/certifier"
 )
 
 // Roles a member can have in the map.
@@ -183,12 +185,25 @@ type Command struct {
 	Reason    string `json:"reason,omitempty"`
 	ExpectSeq uint64 `json:"expect_seq,omitempty"`
 	Lost      uint64 `json:"lost,omitempty"`
+
+	// certify (forwarded to the leader): encoded certifier.Requests, the
+	// ones waiting on the member when the batch left
+	Certs [][]byte `json:"certs,omitempty"`
+}
+
+// CertAnswer is the leader's answer to one request of a batch.
+type CertAnswer struct {
+	Decision *certifier.Decision `json:"d,omitempty"`
+	Err      string              `json:"err,omitempty"`
 }
 
 // Result is what applying a command answers.
 type Result struct {
 	Map Map    `json:"map"`
 	Err string `json:"err,omitempty"`
+	// Certs answer a forwarded certification batch (OpCertify), one per
+	// request in order.
+	Certs []CertAnswer `json:"certs,omitempty"`
 }
 
 // apply changes m by c at Raft index idx. It is deterministic: every

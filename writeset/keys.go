@@ -63,3 +63,31 @@ func appendRowKey(dst []byte, table string, key []Value) []byte {
 	}
 	return dst
 }
+
+// SplitKey splits a conflict key (from ConflictKeys, RowKey or TableKey)
+// into its table and the canonical encoding of its key values (empty for a
+// TableKey). It is the inverse of the concatenation RowKey performs; the
+// key bytes stay opaque (use KeyValues to render them).
+func SplitKey(key string) (table, pk string, err error) {
+	d := decoder{b: []byte(key), s: key}
+	table = d.str("table")
+	if d.err != nil {
+		return "", "", d.err
+	}
+	return table, key[d.off:], nil
+}
+
+// KeyValues decodes the key-value part of a conflict key (the pk that
+// SplitKey returns) into its values, so a conflict can name the row it is
+// about ("(42, 'x')"). Malformed bytes yield an error wrapping ErrCorrupt.
+func KeyValues(pk string) ([]Value, error) {
+	d := decoder{b: []byte(pk), s: pk}
+	var vs []Value
+	for d.err == nil && d.off < len(d.b) {
+		vs = append(vs, d.value("key"))
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return vs, nil
+}

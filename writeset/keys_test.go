@@ -1,6 +1,7 @@
 package writeset
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -100,5 +101,36 @@ func TestConflictKeysIntersect(t *testing.T) {
 	}
 	if !intersects(a, c) {
 		t.Error("a and c write the same subscriber row but do not conflict")
+	}
+}
+
+func TestSplitKeyAndKeyValues(t *testing.T) {
+	cases := []struct {
+		name  string
+		key   string
+		table string
+		vals  []Value
+	}{
+		{"int key", RowKey("subscriber", []Value{Int(42)}), "subscriber", []Value{Int(42)}},
+		{"composite", RowKey("public.cf", []Value{Int(-1), Text("it's"), Bytes([]byte{0, 255})}), "public.cf", []Value{Int(-1), Text("it's"), Bytes([]byte{0, 255})}},
+		{"table key", TableKey("t"), "t", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			table, pk, err := SplitKey(c.key)
+			if err != nil || table != c.table {
+				t.Fatalf("SplitKey = %q, %v", table, err)
+			}
+			vals, err := KeyValues(pk)
+			if err != nil || !slices.Equal(vals, c.vals) {
+				t.Fatalf("KeyValues = %v, %v; want %v", vals, err, c.vals)
+			}
+		})
+	}
+	if _, _, err := SplitKey("\x05ab"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("short table: %v", err)
+	}
+	if _, err := KeyValues("\x09"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown kind: %v", err)
 	}
 }
