@@ -60,6 +60,9 @@ type Cluster struct {
 	// Witness is the coordinator's vote-only member (no data) that lets a
 	// pair keep a Raft quorum when one node dies.
 	Witness *Witness `toml:"witness"`
+	// Lab, when present, runs the cluster as emulated hosts on this
+	// machine (CPU quotas per process; package lab).
+	Lab *Lab `toml:"lab"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -955,6 +958,11 @@ func (c *Cluster) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		return bad("log_level", "%q: use debug, info, warn or error", c.LogLevel)
+	}
+	if c.Lab != nil {
+		if err := c.Lab.check(bad); err != nil {
+			return err
+		}
 	}
 	return nil
 }
