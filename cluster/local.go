@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
 )
 
 // ErrNotReady means a process did not start serving in time.
@@ -37,6 +38,12 @@ type Options struct {
 	Logger   *slog.Logger
 	// ReadyTimeout bounds each process's start (default 120 s: initdb).
 	ReadyTimeout time.Duration
+	// Lab, when set, puts every process in its own emulated host (a
+	// cgroup with the lab's quota for its kind) as soon as it started,
+	// before it serves: what a node starts later (its managed
+	// PostgreSQL) stays in the node's cgroup. The caller closes the lab
+	// after Stop.
+	Lab *lab.Lab
 }
 
 // Proc is one child process.
@@ -46,6 +53,10 @@ type Proc struct {
 	Addr string `json:"addr"`
 	PID  int    `json:"pid"`
 	Log  string `json:"log"`
+	// Cgroup is the process's lab cgroup ("" without a lab).
+	Cgroup string `json:"cgroup,omitempty"`
+	// Host is the process's emulated host (nil without a lab).
+	Host *lab.Host `json:"-"`
 
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -176,6 +187,20 @@ func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*P
 	}
 	pw.Close()
 	p := &Proc{Name: name, Kind: kind, PID: cmd.Process.Pid, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	if lb := l.opts.Lab; lb != nil {
+		// At once: the child is still initialising its runtime and has
+		// started nothing of its own.
+		h, err := lb.Host(name, lb.QuotaFor(kind))
+		if err == nil {
+			err = h.Join(p.PID)
+		}
+		if err != nil {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("start %s %s in the lab: %w", kind, name, err)
+		}
+		p.Host, p.Cgroup = h, h.Cgroup
+	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
