@@ -299,3 +299,35 @@ func pidAlive(pid int) bool {
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
 }
+
+// ReadUsage reads the statistics of cgroup name (a Host's Cgroup, also
+// one of another process's lab, e.g. from cluster.json).
+func ReadUsage(name string) (Usage, error) {
+	ctl, err := findController()
+	if err != nil {
+		return Usage{}, err
+	}
+	return ctl.usage(name)
+}
+
+// Cgroups lists the lab cgroups of launcher owner (0: of every launcher).
+func Cgroups(owner int) []string {
+	ctl, err := findController()
+	if err != nil {
+		return nil
+	}
+	prefix := Prefix
+	if owner > 0 {
+		prefix = CgroupName(owner, "")
+	}
+	return ctl.list(prefix)
+}
+
+// CgroupProcs lists the processes in cgroup name.
+func CgroupProcs(name string) []int {
+	ctl, err := findController()
+	if err != nil {
+		return nil
+	}
+	return ctl.procs(name)
+}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,4 +58,53 @@ func cores(q float64) string {
 		return "no quota"
 	}
 	return strconv.FormatFloat(q, 'g', -1, 64) + " CPU"
+}
+
+// labClient is a bench client running in its own emulated host.
+type labClient struct {
+	lab   *lab.Lab
+	host  *lab.Host
+	start lab.Usage
+	t0    time.Time
+}
+
+// joinLab moves this process into the client's emulated host when --lab
+// is given (nil otherwise); the lab is closed by report.
+func (f *benchRunFlags) joinLab(cmd *cobra.Command) (*labClient, error) {
+	spec, err := labSpec(cmd, nil, f.lab)
+	if err != nil || spec == nil {
+		return nil, err
+	}
+	lb, err := lab.New(*spec, logger(cmd))
+	if err != nil {
+		return nil, err
+	}
+	h, err := lb.Host(lab.ClientHost, spec.CPUClient)
+	if err == nil {
+		err = h.Join(os.Getpid())
+	}
+	var u lab.Usage
+	if err == nil {
+		u, err = h.Usage()
+	}
+	if err != nil {
+		lb.Close()
+		return nil, err
+	}
+	return &labClient{lab: lb, host: h, start: u, t0: time.Now()}, nil
+}
+
+// report prints the client's CPU use over the run and closes the lab
+// (this process moves back to the root cgroup).
+func (c *labClient) report(w io.Writer) {
+	defer c.lab.Close()
+	u, err := c.host.Usage()
+	if err != nil {
+		fmt.Fprintln(w, "lab:", err)
+		return
+	}
+	d := u.Sub(c.start)
+	wall := time.Since(c.t0).Seconds()
+	fmt.Fprintf(w, "lab: the client (%s, cgroup %s) used %.2f CPU over %.1f s, throttled in %d of %d periods\n",
+		cores(c.host.CPU), c.host.Cgroup, d.CPU.Seconds()/wall, wall, d.Throttled, d.Periods)
 }
