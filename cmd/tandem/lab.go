@@ -22,6 +22,9 @@ const labFlagHelp = `emulated hosts on this machine (needs root): comma-separate
 // overridden by --lab, or nil for none.
 func labSpec(cmd *cobra.Command, c *config.Cluster, flag string) (*config.Lab, error) {
 	if !cmd.Flags().Changed("lab") {
+		if c == nil {
+			return nil, nil
+		}
 		return c.Lab, nil
 	}
 	if strings.TrimSpace(flag) == "off" {
