@@ -1180,11 +1180,25 @@ func (c *Cluster) AllLoopback() bool {
 		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)
 	}
 	for _, a := range addrs {
-		if a != "" && !IsLoopback(a) {
+		if a != "" && !IsLoopback(a) && !c.inLabNetwork(a) {
 			return false
 		}
 	}
 	return true
+}
+
+// inLabNetwork reports whether addr is on the network the lab makes on
+// this machine (lab.netns): private to the machine, like loopback.
+func (c *Cluster) inLabNetwork(addr string) bool {
+	if c.Lab == nil || !c.Lab.NetnsOn() {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && labNetwork.Contains(ip)
 }
 
 // AdminTLS reports whether an admin (metrics) address serves HTTPS: with

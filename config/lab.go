@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,12 @@ const (
 	MinLabCPU = 0.01
 	MaxLabCPU = 1024
 )
+
+// LabNetwork is the range the lab's network namespaces take their
+// addresses from (a /24 of it per lab); nothing outside the machine.
+const LabNetwork = "10.213.0.0/16"
+
+var _, labNetwork, _ = net.ParseCIDR(LabNetwork)
 
 // ErrLabSpec is a --lab value that does not parse.
 var ErrLabSpec = errors.New("bad --lab value")

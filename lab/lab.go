@@ -52,6 +52,7 @@ type Lab struct {
 
 	mu     sync.Mutex
 	hosts  []*Host
+	net    *Net // nil without network namespaces
 	closed bool
 }
 
@@ -61,7 +62,11 @@ type Host struct {
 	CPU  float64 `json:"cpu"` // cores; 0: no quota
 	// Cgroup is the cgroup's name under the controller's root.
 	Cgroup string `json:"cgroup"`
-	lab    *Lab
+	// Netns is the host's network namespace and Addr its address there
+	// ("" when the host stays in the root namespace).
+	Netns string `json:"netns,omitempty"`
+	Addr  string `json:"addr,omitempty"`
+	lab   *Lab
 }
 
 // Check reports why this machine cannot run a lab of spec (nil: it can).
@@ -76,10 +81,12 @@ func Check(spec config.Lab) error {
 		return err
 	}
 	if spec.NetnsOn() {
-		return fmt.Errorf("%w: lab.netns (network namespaces, net_delay, net_jitter, net_loss) is not in this version of the lab; drop them and use the CPU quotas (docs/operations.md, \"The emulated-host lab\")", ErrUnsupported)
+		return checkNet(spec.Network())
 	}
 	return nil
 }
+
+func selfPid() int { return os.Getpid() }
 
 // New checks the machine, removes what dead launchers left behind, and
 // returns an empty lab owned by this process.
@@ -98,22 +105,75 @@ func New(spec config.Lab, log *slog.Logger) (*Lab, error) {
 		return nil, err
 	}
 	l := &Lab{Spec: spec, owner: os.Getpid(), ctl: ctl, log: log}
-	if removed, err := sweep(ctl, l.owner); err != nil {
-		log.Warn("lab: could not remove every leftover of an earlier lab", "err", err)
-	} else if len(removed) > 0 {
-		log.Info("lab: removed leftovers of launchers that are gone", "cgroups", removed)
+	removed, err := sweep(ctl, l.owner)
+	if err != nil {
+		log.Warn("lab: could not remove every leftover cgroup of an earlier lab", "err", err)
+	}
+	nets, err := sweepNet(l.owner)
+	if err != nil {
+		log.Warn("lab: could not remove every leftover namespace or link of an earlier lab", "err", err)
+	}
+	if len(removed)+len(nets) > 0 {
+		log.Info("lab: removed leftovers of launchers that are gone", "cgroups", removed, "network", nets)
+	}
+	if spec.NetnsOn() {
+		if l.net, err = newNet(l.owner, netSpec{delay: spec.NetDelay.Duration, jitter: spec.NetJitter.Duration, loss: spec.NetLoss}); err != nil {
+			return nil, err
+		}
 	}
 	return l, nil
 }
 
-// Sweep removes the cgroups of labs whose launcher is gone (killing any
-// process still in them) and returns their names.
+// Net is the lab's network (nil without network namespaces).
+func (l *Lab) Net() *Net { return l.net }
+
+// Host numbers on the lab network (Net.Addr).
+const (
+	WitnessNum   = 10
+	firstNodeNum = 11
+)
+
+// NodeNum is the lab network's host number of the i-th node (0-based).
+func NodeNum(i int) int { return firstNodeNum + i }
+
+// Isolate gives the host its own network namespace with the lab
+// network's address number num (Net.Addr); without a lab network it does
+// nothing. Call it before the host's process starts (Command).
+func (h *Host) Isolate(num int) error {
+	l := h.lab
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.net == nil || h.Netns != "" {
+		return nil
+	}
+	ns, err := l.net.addHost(h.Name, num)
+	if err != nil {
+		return fmt.Errorf("lab host %s: %w", h.Name, err)
+	}
+	h.Netns, h.Addr = ns, l.net.Addr(num)
+	return nil
+}
+
+// Command is the argv that runs exe with args on the host: inside its
+// network namespace when it has one.
+func (h *Host) Command(exe string, args []string) (string, []string) {
+	if h.Netns == "" {
+		return exe, args
+	}
+	return "ip", append([]string{"netns", "exec", h.Netns, exe}, args...)
+}
+
+// Sweep removes the cgroups, network namespaces and root links of labs
+// whose launcher is gone (killing any process still in the cgroups) and
+// returns their names.
 func Sweep() ([]string, error) {
 	ctl, err := findController()
 	if err != nil {
 		return nil, err
 	}
-	return sweep(ctl, os.Getpid())
+	removed, err := sweep(ctl, os.Getpid())
+	nets, nerr := sweepNet(os.Getpid())
+	return append(removed, nets...), errors.Join(err, nerr)
 }
 
 // Owner is the launcher pid in the lab's names.
@@ -221,6 +281,11 @@ func (l *Lab) Close() error {
 	var errs []error
 	for _, h := range hosts {
 		if err := removeCgroup(l.ctl, h.Cgroup); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if l.net != nil {
+		if err := l.net.close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -111,3 +111,28 @@ func (c *labClient) report(w io.Writer) {
 	fmt.Fprintf(w, "lab: the client (%s, cgroup %s) used %.2f CPU over %.1f s, throttled in %d of %d periods\n",
 		cores(c.host.CPU), c.host.Cgroup, d.CPU.Seconds()/wall, wall, d.Throttled, d.Periods)
 }
+
+// mapLab moves the nodes' addresses into the lab's network namespaces
+// (when it has a network): the processes read the mapped cluster file.
+func mapLab(lb *lab.Lab, c *config.Cluster, out io.Writer) (*config.Cluster, error) {
+	n := lb.Net()
+	if n == nil {
+		return c, nil
+	}
+	path, err := lb.MapConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := config.ParseWithRunDir(path, data, c.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("the lab's mapped cluster file: %w", err)
+	}
+	s := lb.Spec
+	fmt.Fprintf(out, "lab: network %s: node i at %s+i in its own namespace, router and clients in this one (%s); round trip +%v (jitter %v), loss %g%%; cluster file with these addresses: %s\n",
+		n.Subnet(), n.Addr(lab.NodeNum(0)-1), n.Addr(1), s.NetDelay.Duration, s.NetJitter.Duration, s.NetLoss, path)
+	return mc, nil
+}

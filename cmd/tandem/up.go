@@ -56,6 +56,9 @@ func newUpCmd() *cobra.Command {
 			}
 			if lb != nil {
 				defer lb.Close() // after lc.Stop: kills what a node left behind
+				if c, err = mapLab(lb, c, out); err != nil {
+					return err
+				}
 			}
 			lvl, _ := cmd.Flags().GetString("log-level")
 			lc, err := cluster.Start(cmd.Context(), cluster.Options{Config: c, Logger: log, LogLevel: lvl, Lab: lb})
