@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,16 +91,23 @@ func TestLabQuotaUnderLoad(t *testing.T) {
 }
 
 // A SIGKILLed launcher leaves its cgroups (and, for a PostgreSQL node,
-// the postmaster its node started in the node's cgroup) behind; the next
-// lab to start removes both; a normal stop leaves nothing.
+// the postmaster its node started in the node's cgroup) behind, and its
+// network namespaces and root link where the machine has them; the next
+// lab to start removes all of it; a normal stop leaves nothing.
 func TestLabCleanupAfterSIGKILL(t *testing.T) {
 	needLab(t)
+	labArg := "cpu=0.5"
+	if err := lab.Check(config.Lab{Netns: ptr(true)}); err == nil {
+		labArg += ",netns=true"
+	} else {
+		t.Logf("network namespaces not tested: %v", err)
+	}
 	backend := "sqlite"
 	if _, err := exec.LookPath("pg_config"); err == nil {
 		backend = "postgres"
 	}
 	dir := t.TempDir()
-	first := startClusterArgs(t, dir, clusterSpec{backend: backend}, "--lab", "cpu=0.5")
+	first := startClusterArgs(t, dir, clusterSpec{backend: backend}, "--lab", labArg)
 	n1 := labProc(t, first, "n1")
 	procs := lab.CgroupProcs(n1.Cgroup)
 	if !slices.Contains(procs, n1.PID) {
@@ -115,9 +125,12 @@ func TestLabCleanupAfterSIGKILL(t *testing.T) {
 	<-first.done
 	t.Logf("after SIGKILL of launcher %d: cgroups %v hold %v", owner, lab.Cgroups(owner), lab.CgroupProcs(n1.Cgroup))
 
-	second := startClusterArgs(t, t.TempDir(), clusterSpec{backend: "sqlite"}, "--lab", "cpu=0.5")
+	second := startClusterArgs(t, t.TempDir(), clusterSpec{backend: "sqlite"}, "--lab", labArg)
 	if left := lab.Cgroups(owner); len(left) > 0 {
 		t.Errorf("the next lab left the dead launcher's cgroups %v", left)
+	}
+	if left := append(lab.Namespaces(owner), lab.RootLinks(owner)...); len(left) > 0 {
+		t.Errorf("the next lab left the dead launcher's namespaces and links %v", left)
 	}
 	for _, p := range procs {
 		if alive(p) {
@@ -130,7 +143,119 @@ func TestLabCleanupAfterSIGKILL(t *testing.T) {
 		t.Errorf("launcher %d: cgroups %v, want one (n1)", owner2, got)
 	}
 	second.Stop()
-	if left := lab.Cgroups(owner2); len(left) > 0 {
-		t.Errorf("after a normal stop, cgroups %v remain", left)
+	if left := append(append(lab.Cgroups(owner2), lab.Namespaces(owner2)...), lab.RootLinks(owner2)...); len(left) > 0 {
+		t.Errorf("after a normal stop, %v remain", left)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// needLabNet skips a test of the lab's network where this machine cannot
+// make it (no ip or tc, or, with delay, a kernel without netem).
+func needLabNet(t *testing.T, spec config.Lab) {
+	t.Helper()
+	needLab(t)
+	if err := lab.Check(spec); err != nil {
+		t.Skipf("lab network test skipped: %v", err)
+	}
+}
+
+// tcpFrom reports whether addr accepts a TCP connection from inside
+// network namespace ns ("" for this one).
+func tcpFrom(ns, addr string) bool {
+	host, port, _ := net.SplitHostPort(addr)
+	probe := fmt.Sprintf("exec 3<>/dev/tcp/%s/%s", host, port)
+	args := []string{"bash", "-c", probe}
+	if ns != "" {
+		args = append([]string{"ip", "netns", "exec", ns}, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return exec.CommandContext(ctx, args[0], args[1:]...).Run() == nil
+}
+
+// Nodes in their own namespaces reach each other only through the lab's
+// links: a node's address from the cluster file (loopback) answers
+// neither from this namespace nor from the other node's, its lab address
+// answers from both, and writes through the router replicate over them.
+func TestLabNetnsLinks(t *testing.T) {
+	needLabNet(t, config.Lab{Netns: ptr(true)})
+	s := upSingleMaster(t, "sqlite", 3, "[lab]\nnetns = true\n")
+	n1, n2, r := labProc(t, s.Cluster, "n1"), labProc(t, s.Cluster, "n2"), labProc(t, s.Cluster, "router")
+	if n1.Netns == "" || n2.Netns == "" || n1.Netns == n2.Netns || r.Netns != "" {
+		t.Fatalf("namespaces: n1 %q, n2 %q, router %q; want two of their own and the router in this one", n1.Netns, n2.Netns, r.Netns)
+	}
+	if n1.Addr == s.nodes["n1"] || !strings.HasPrefix(n1.Addr, "10.213.") {
+		t.Fatalf("n1 serves on %s, not on the lab network (file: %s)", n1.Addr, s.nodes["n1"])
+	}
+	for _, c := range []struct {
+		from, addr string
+		want       bool
+	}{
+		{"", s.nodes["n1"], false},
+		{n2.Netns, s.nodes["n1"], false},
+		{"", n1.Addr, true},
+		{n2.Netns, n1.Addr, true},
+		{n1.Netns, n2.Addr, true},
+	} {
+		if got := tcpFrom(c.from, c.addr); got != c.want {
+			t.Errorf("TCP to %s from namespace %q: connected %v, want %v", c.addr, c.from, got, c.want)
+		}
+	}
+	db := connect(t, s.DSN)
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, "CREATE TABLE t (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	insertRows(t, s.DSN, 0, 50)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m, err := idsErr(s.dsn(n2.Addr))
+		if err == nil && len(m) == 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n2 (%s, namespace %s) holds %d of 50 rows (err %v)", n2.Addr, n2.Netns, len(m), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A lab round trip of D adds about D to a replicated commit: the client
+// (this namespace) reaches the primary over one emulated link (D) and the
+// primary waits for its replica over another (D), so an autocommit INSERT
+// takes about 2D and a SELECT about D; the difference, generously
+// bounded, is the replication's round trip.
+func TestLabNetemDelay(t *testing.T) {
+	const d = 40 * time.Millisecond
+	needLabNet(t, config.Lab{NetDelay: config.Duration{Duration: d}})
+	s := upSingleMaster(t, "sqlite", 3, "safeness = \"2-safe-received\"\n[lab]\nnet_delay = \"40ms\"\n")
+	n1 := labProc(t, s.Cluster, "n1")
+	db := connect(t, s.dsn(n1.Addr))
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, "CREATE TABLE t (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	median := func(sql string, arg func(i int) []any) time.Duration {
+		var ds []time.Duration
+		for i := 0; i < 15; i++ {
+			t0 := time.Now()
+			if _, err := db.Exec(ctx, sql, arg(i)...); err != nil {
+				t.Fatal(err)
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	sel := median("SELECT $1::int", func(i int) []any { return []any{i} })
+	ins := median("INSERT INTO t (id, v) VALUES ($1, 'x')", func(i int) []any { return []any{i} })
+	repl := ins - sel
+	t.Logf("lab round trip %v: SELECT %v, replicated INSERT %v, difference %v", d, sel, ins, repl)
+	if sel < d/2 || sel > 3*d {
+		t.Errorf("a SELECT from this namespace took %v; a lab round trip of %v should make it about that", sel, d)
+	}
+	if repl < d/2 || repl > 3*d {
+		t.Errorf("a replicated commit took %v longer than a SELECT; a lab round trip of %v should make it about that", repl, d)
 	}
 }

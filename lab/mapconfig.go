@@ -87,7 +87,7 @@ func mapText(text string, c *config.Cluster, addr func(int) string, spec config.
 			return "", err
 		}
 	}
-	return stripSection(text, "lab") + "\n# written by the lab: the effective [lab] section\n" + labSection(spec), nil
+	return stripSection(text, "lab") + "\n# written by the lab: its effective settings\n" + labSection(spec), nil
 }
 
 // stripSection removes the table [name] (up to the next table header).
