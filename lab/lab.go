@@ -3,14 +3,17 @@
 // workload client) runs in its own cgroup, and a node's cgroup carries a
 // CPU quota (cgroup v1's cpu.cfs_quota_us, or cpu.max on cgroup v2), so N
 // nodes of 0.25 CPU each behave like N small hosts and scale-out becomes
-// measurable on two cores. Results are emulated, and say so.
+// measurable on two cores. Optionally each node also gets its own network
+// namespace, joined to the others by veth pairs on a bridge, with netem
+// delay, jitter and loss on every link. Results are emulated, and say so.
 //
 // Everything the lab creates is named tandem-lab-<launcher pid>-<host>, so
 // the next lab to start removes what a launcher killed with SIGKILL left
 // behind (when that pid is gone); Close removes the rest on a normal exit.
 //
-// It owns cgroups and their statistics. It must not start tandem processes
-// (package cluster does, and hands each pid to a Host).
+// It owns cgroups, network namespaces and their statistics. It must not
+// start tandem processes (package cluster does, and hands each pid to a
+// Host). See DESIGN.md.
 package lab
 
 import (
