@@ -12,9 +12,26 @@ import (
 	"time"
 )
 
-// CFSPeriod is the scheduler period the lab's quotas are written against:
-// a quota of q cores is q*100 ms of CPU time per 100 ms.
-const CFSPeriod = 100 * time.Millisecond
+// CFSPeriod is the scheduler period the lab's quotas are written against
+// (a quota of q cores is q*10 ms of CPU time per 10 ms), unless the quota
+// would fall below the kernel's 1 ms minimum: then the period grows to
+// 1 ms / q. Not the kernel's default 100 ms: a host of 0.25 CPU would run
+// at full speed for 25 ms and then stall for 75, so a replica's
+// acknowledgement or a read could wait 75 ms, which no small host does;
+// with 10 ms a stall is at most 7.5 ms.
+const CFSPeriod = 10 * time.Millisecond
+
+// minQuota is the kernel's smallest CFS quota.
+const minQuota = time.Millisecond
+
+// period is the CFS period for a quota of cpu cores.
+func period(cpu float64) time.Duration {
+	p := CFSPeriod
+	if need := time.Duration(float64(minQuota) / cpu); need > p {
+		p = need
+	}
+	return p
+}
 
 // controller is the machine's CPU controller: the cgroup v1 cpu hierarchy
 // (and cpuacct, co-mounted or not) or the cgroup v2 unified hierarchy.
@@ -128,13 +145,14 @@ func (c *controller) create(name string, cpu float64) error {
 	if cpu <= 0 {
 		return nil
 	}
-	period := CFSPeriod.Microseconds()
-	quota := int64(cpu * float64(period))
+	per := period(cpu).Microseconds()
+	quota := int64(cpu * float64(per))
 	d := filepath.Join(c.cpu, name)
 	if c.v2 {
-		return writeFile(filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, period))
+		return writeFile(filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, per))
 	}
-	if err := writeFile(filepath.Join(d, "cpu.cfs_period_us"), strconv.FormatInt(period, 10)); err != nil {
+	// A new cgroup has no quota (-1), so the period can go first.
+	if err := writeFile(filepath.Join(d, "cpu.cfs_period_us"), strconv.FormatInt(per, 10)); err != nil {
 		return err
 	}
 	return writeFile(filepath.Join(d, "cpu.cfs_quota_us"), strconv.FormatInt(quota, 10))

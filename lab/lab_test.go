@@ -236,3 +236,22 @@ func TestCleanup(t *testing.T) {
 		t.Errorf("the sweep removed %s, whose launcher (pid %s) is alive", live, strconv.Itoa(os.Getppid()))
 	}
 }
+
+// The CFS period: 10 ms, longer where the quota would fall below the
+// kernel's 1 ms.
+func TestPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		cpu  float64
+		want time.Duration
+	}{
+		{0.25, 10 * time.Millisecond},
+		{2, 10 * time.Millisecond},
+		{0.1, 10 * time.Millisecond},
+		{0.05, 20 * time.Millisecond},
+		{0.01, 100 * time.Millisecond},
+	} {
+		if got := period(tc.cpu); got != tc.want {
+			t.Errorf("period(%g) = %v, want %v", tc.cpu, got, tc.want)
+		}
+	}
+}
