@@ -24,6 +24,16 @@ const CFSPeriod = 10 * time.Millisecond
 // minQuota is the kernel's smallest CFS quota.
 const minQuota = time.Millisecond
 
+// Priority is the scheduler weight of a host with a quota, as a multiple
+// of an ordinary process's (cpu.shares 1024 on v1, cpu.weight 100 on v2).
+// A quota is a cap, not a guarantee: on a machine busy with other work a
+// host of 0.25 CPU would get its fair share of the cores, maybe less than
+// 0.25, and the lab would emulate slower hosts than it says. With 16 times
+// an ordinary process's weight the host gets its quota ahead of unrelated
+// processes (up to some 8 runnable competitors per core); the quota still
+// bounds what it takes.
+const Priority = 16
+
 // period is the CFS period for a quota of cpu cores.
 func period(cpu float64) time.Duration {
 	p := CFSPeriod
@@ -149,7 +159,13 @@ func (c *controller) create(name string, cpu float64) error {
 	quota := int64(cpu * float64(per))
 	d := filepath.Join(c.cpu, name)
 	if c.v2 {
+		if err := writeFile(filepath.Join(d, "cpu.weight"), strconv.Itoa(100*Priority)); err != nil {
+			return err
+		}
 		return writeFile(filepath.Join(d, "cpu.max"), fmt.Sprintf("%d %d", quota, per))
+	}
+	if err := writeFile(filepath.Join(d, "cpu.shares"), strconv.Itoa(1024*Priority)); err != nil {
+		return err
 	}
 	// A new cgroup has no quota (-1), so the period can go first.
 	if err := writeFile(filepath.Join(d, "cpu.cfs_period_us"), strconv.FormatInt(per, 10)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,6 +134,13 @@ func TestQuotaHolds(t *testing.T) {
 	h, err := l.Host("n1", 0.25)
 	if err != nil {
 		t.Fatal(err)
+	}
+	weight, want := "cpu.shares", strconv.Itoa(1024*Priority)
+	if l.ctl.v2 {
+		weight, want = "cpu.weight", strconv.Itoa(100*Priority)
+	}
+	if b, err := os.ReadFile(filepath.Join(l.ctl.cpu, h.Cgroup, weight)); err != nil || strings.TrimSpace(string(b)) != want {
+		t.Errorf("%s of a host with a quota: %q, %v; want %s", weight, b, err, want)
 	}
 	cmd := spin(t)
 	if err := h.Join(cmd.Process.Pid); err != nil {
