@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -257,5 +258,65 @@ func TestLabNetemDelay(t *testing.T) {
 	}
 	if repl < d/2 || repl > 3*d {
 		t.Errorf("a replicated commit took %v longer than a SELECT; a lab round trip of %v should make it about that", repl, d)
+	}
+}
+
+// `tandem bench scaleout` on a tiny configuration runs end to end: a
+// fresh cluster per N under the lab's quota, X(N) and the CPU of every
+// host from its cgroup, and no node above its quota.
+func TestLabScaleout(t *testing.T) {
+	needLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tandemBin, "bench", "scaleout", "--design", "single-master", "--nodes", "1..2",
+		"--mix", "r80w20", "--lab", "cpu=0.25", "--subscribers", "1000", "--rampup", "1s", "--duration", "3s", "--json")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench scaleout: %v\n%s", err, stderr.String())
+	}
+	out := []byte(stdout.String())
+	var rep struct {
+		Emulated bool `json:"emulated"`
+		Rows     []struct {
+			N          int     `json:"n"`
+			X          float64 `json:"x"`
+			Efficiency float64 `json:"efficiency"`
+		} `json:"rows"`
+		Points []struct {
+			N     int `json:"n"`
+			Hosts []struct {
+				Name string  `json:"name"`
+				Kind string  `json:"kind"`
+				CPU  float64 `json:"cpu_quota"`
+				Util float64 `json:"util"`
+			} `json:"hosts"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !rep.Emulated || len(rep.Rows) != 2 || rep.Rows[0].N != 1 || rep.Rows[1].N != 2 {
+		t.Fatalf("report: %s", out)
+	}
+	for _, r := range rep.Rows {
+		if r.X <= 0 || r.Efficiency <= 0 {
+			t.Errorf("N = %d: X %v, efficiency %v", r.N, r.X, r.Efficiency)
+		}
+	}
+	for _, p := range rep.Points {
+		kinds := map[string]int{}
+		for _, h := range p.Hosts {
+			kinds[h.Kind]++
+			if h.Kind == "node" && (h.CPU != 0.25 || h.Util > 0.25*1.15 || h.Util <= 0) {
+				t.Errorf("N = %d: node %s quota %v used %v", p.N, h.Name, h.CPU, h.Util)
+			}
+		}
+		if kinds["node"] != p.N || kinds["client"] != 1 || (p.N > 1) != (kinds["router"] == 1) {
+			t.Errorf("N = %d: hosts %v", p.N, kinds)
+		}
+	}
+	if left := append(lab.Cgroups(cmd.Process.Pid), lab.Namespaces(cmd.Process.Pid)...); len(left) > 0 {
+		t.Errorf("the sweep left %v behind", left)
 	}
 }
