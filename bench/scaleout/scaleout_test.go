@@ -97,3 +97,24 @@ func TestClusterFile(t *testing.T) {
 		}
 	}
 }
+
+// The chart draws one line per mix through each N's median and the
+// linear scale-out from X(1).
+func TestHTML(t *testing.T) {
+	rep := &Report{Design: "single-master", Rows: Summarise([]Point{
+		{N: 1, Mix: "r80w20", X: 1000}, {N: 2, Mix: "r80w20", X: 1500}, {N: 3, Mix: "r80w20", X: 1800},
+		{N: 1, Mix: "read-only", X: 900}, {N: 2, Mix: "read-only", X: 1800}, {N: 3, Mix: "read-only", X: 2700},
+	})}
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	if strings.Count(s, "<polyline") != 2 || strings.Count(s, "stroke-dasharray") != 2 || strings.Count(s, "<circle") != 6 {
+		t.Errorf("chart: %d lines, %d linear lines, %d points", strings.Count(s, "<polyline"), strings.Count(s, "stroke-dasharray"), strings.Count(s, "<circle"))
+	}
+	// read-only is linear: efficiency 1 at N = 3 in the point's title.
+	if !strings.Contains(s, "read-only N=3: 2700.0 tx/s, efficiency 1.00") || !strings.Contains(s, "r80w20 N=3: 1800.0 tx/s, efficiency 0.60") {
+		t.Errorf("point titles missing:\n%s", s)
+	}
+}

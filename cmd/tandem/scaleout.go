@@ -21,7 +21,7 @@ func newScaleoutCmd() *cobra.Command {
 	var (
 		o                           scaleout.Options
 		nodes, mixes, labFlag, work string
-		csvFile, dir                string
+		csvFile, htmlFile, dir      string
 		asJSON                      bool
 	)
 	cmd := &cobra.Command{
@@ -105,6 +105,16 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 					return fmt.Errorf("--csv: %w", err)
 				}
 			}
+			if htmlFile != "" {
+				f, err := os.Create(htmlFile)
+				if err != nil {
+					return fmt.Errorf("--html: %w", err)
+				}
+				defer f.Close()
+				if err := rep.WriteHTML(f); err != nil {
+					return fmt.Errorf("--html: %w", err)
+				}
+			}
 			return runErr
 		},
 	}
@@ -122,6 +132,7 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs.StringVar(&labFlag, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, client=CORES, router=CORES, netns=true (see tandem up --lab)")
 	fs.BoolVar(&asJSON, "json", false, "print the report (every round and host) as JSON")
 	fs.StringVar(&csvFile, "csv", "", "also write the medians as CSV to this file")
+	fs.StringVar(&htmlFile, "html", "", "also write an HTML page with the chart of X(N) per mix (dashed: N x X(1)) to this file")
 	fs.StringVar(&dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
 	return cmd
 }
