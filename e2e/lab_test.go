@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -55,9 +54,11 @@ func TestLabQuotaUnderLoad(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The client in its own emulated host too (bench run --lab).
 	run := exec.CommandContext(ctx, tandemBin, "bench", "run", "--workload", "tm1", "--mix", "read-only", "--clients", "8",
-		"--rampup", "1s", "--duration", "5s", "--dsn", c.DSN, "--quiet", "--json")
-	run.Stderr = os.Stderr
+		"--rampup", "1s", "--duration", "5s", "--dsn", c.DSN, "--quiet", "--json", "--lab", "client=1")
+	var runErr strings.Builder
+	run.Stderr = &runErr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,13 @@ func TestLabQuotaUnderLoad(t *testing.T) {
 		t.Errorf("node n1 was never throttled while 8 clients drove it under a quota of 0.25")
 	}
 	if err := run.Wait(); err != nil {
-		t.Errorf("bench run: %v", err)
+		t.Errorf("bench run: %v: %s", err, runErr.String())
+	}
+	if !regexp(`lab: the client \(1 CPU, cgroup tandem-lab-\d+-client\) used \d\.\d\d CPU`).MatchString(runErr.String()) {
+		t.Errorf("bench run --lab did not report the client's CPU: %s", runErr.String())
+	}
+	if left := lab.Cgroups(run.Process.Pid); len(left) > 0 {
+		t.Errorf("bench run --lab left %v", left)
 	}
 }
 
