@@ -73,9 +73,12 @@ type Host struct {
 	CPU  float64 `json:"cpu_quota"`
 	// Util is the CPU it used in cores (CPU seconds per second); Share is
 	// Util over its quota (0 without one).
-	Util      float64 `json:"util"`
-	Share     float64 `json:"share,omitempty"`
-	Throttled int64   `json:"throttled_periods"`
+	Util  float64 `json:"util"`
+	Share float64 `json:"share,omitempty"`
+	// Periods is how many 10 ms scheduler periods it ran in over the
+	// window, Throttled in how many of them it hit its quota.
+	Periods   int64 `json:"periods"`
+	Throttled int64 `json:"throttled_periods"`
 }
 
 // Point is one (N, mix, round) measurement.
@@ -340,7 +343,7 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 			continue
 		}
 		d := u1.Sub(u0)
-		hs := Host{Name: h.Name, Kind: kinds[h.Name], CPU: h.CPU, Util: round3(d.CPU.Seconds() / wall), Throttled: d.Throttled}
+		hs := Host{Name: h.Name, Kind: kinds[h.Name], CPU: h.CPU, Util: round3(d.CPU.Seconds() / wall), Periods: d.Periods, Throttled: d.Throttled}
 		if h.CPU > 0 {
 			hs.Share = round3(hs.Util / h.CPU)
 		}
