@@ -210,6 +210,12 @@ func TestLabNetnsLinks(t *testing.T) {
 			t.Errorf("TCP to %s from namespace %q: connected %v, want %v", c.addr, c.from, got, c.want)
 		}
 	}
+	// The command line, given the original file, finds the nodes where
+	// they run.
+	out, err := s.tandem("status")
+	if err != nil || !regexp(`n2\s+node\s+\S+\s+`+strings.ReplaceAll(n2.Addr, ".", `\.`)+`\s+sqlite\s+up`).MatchString(out) {
+		t.Errorf("tandem status -c %s: %v\n%s", s.File, err, out)
+	}
 	db := connect(t, s.DSN)
 	ctx := context.Background()
 	if _, err := db.Exec(ctx, "CREATE TABLE t (id int PRIMARY KEY, v text)"); err != nil {

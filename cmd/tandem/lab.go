@@ -5,12 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/lab"
 )
@@ -134,5 +137,26 @@ func mapLab(lb *lab.Lab, c *config.Cluster, out io.Writer) (*config.Cluster, err
 	s := lb.Spec
 	fmt.Fprintf(out, "lab: network %s: node i at %s+i in its own namespace, router and clients in this one (%s); round trip +%v (jitter %v), loss %g%%; cluster file with these addresses: %s\n",
 		n.Subnet(), n.Addr(lab.NodeNum(0)-1), n.Addr(1), s.NetDelay.Duration, s.NetJitter.Duration, s.NetLoss, path)
+	return mc, nil
+}
+
+// labMapped returns the cluster as its running processes see it: while
+// `tandem up` runs it with nodes in the lab's network namespaces (its
+// cluster.json lists a namespace), the mapped file in the run directory,
+// whose node addresses are the lab's; otherwise c.
+func labMapped(c *config.Cluster) (*config.Cluster, error) {
+	procs, err := cluster.ReadState(c.RunDir)
+	if err != nil || !slices.ContainsFunc(procs, func(p *cluster.Proc) bool { return p.Netns != "" }) {
+		return c, nil
+	}
+	path := filepath.Join(c.RunDir, lab.MappedFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, nil
+	}
+	mc, err := config.ParseWithRunDir(path, data, c.RunDir)
+	if err != nil {
+		return nil, fmt.Errorf("the lab's mapped cluster file: %w", err)
+	}
 	return mc, nil
 }
