@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
 )
 
 // ErrNotReady means a process did not start serving in time.
@@ -37,6 +38,12 @@ type Options struct {
 	Logger   *slog.Logger
 	// ReadyTimeout bounds each process's start (default 120 s: initdb).
 	ReadyTimeout time.Duration
+	// Lab, when set, puts every process in its own emulated host (a
+	// cgroup with the lab's quota for its kind) as soon as it started,
+	// before it serves: what a node starts later (its managed
+	// PostgreSQL) stays in the node's cgroup. The caller closes the lab
+	// after Stop.
+	Lab *lab.Lab
 }
 
 // Proc is one child process.
@@ -46,6 +53,12 @@ type Proc struct {
 	Addr string `json:"addr"`
 	PID  int    `json:"pid"`
 	Log  string `json:"log"`
+	// Cgroup is the process's lab cgroup ("" without a lab).
+	Cgroup string `json:"cgroup,omitempty"`
+	// Netns is its lab network namespace ("": the root namespace).
+	Netns string `json:"netns,omitempty"`
+	// Host is the process's emulated host (nil without a lab).
+	Host *lab.Host `json:"-"`
 
 	cmd    *exec.Cmd
 	done   chan struct{}
@@ -119,15 +132,15 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	if w := c.Witness; w != nil {
 		// The witness first: with it a pair's coordinator has a quorum as
 		// soon as one node is up.
-		p, err := l.spawn(ctx, w.ID, "witness", []string{"witness", "-c", cfgPath})
+		p, err := l.spawn(ctx, w.ID, "witness", lab.WitnessNum, []string{"witness", "-c", cfgPath})
 		if err != nil {
 			l.Stop()
 			return nil, err
 		}
 		l.Procs = append(l.Procs, p)
 	}
-	for _, n := range c.Nodes {
-		p, err := l.spawn(ctx, n.ID, "node", []string{"node", "-c", cfgPath, "--id", n.ID})
+	for i, n := range c.Nodes {
+		p, err := l.spawn(ctx, n.ID, "node", lab.NodeNum(i), []string{"node", "-c", cfgPath, "--id", n.ID})
 		if err != nil {
 			l.Stop()
 			return nil, err
@@ -135,7 +148,7 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 		l.Procs = append(l.Procs, p)
 	}
 	if c.Router != nil {
-		p, err := l.spawn(ctx, "router", "router", []string{"router", "-c", cfgPath})
+		p, err := l.spawn(ctx, "router", "router", 0, []string{"router", "-c", cfgPath})
 		if err != nil {
 			l.Stop()
 			return nil, err
@@ -149,7 +162,10 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	return l, nil
 }
 
-func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*Proc, error) {
+// spawn starts one process; with a lab, in its emulated host, whose
+// network namespace (when the lab has a network) has the lab address
+// number labNum (0: the root namespace, where the router stays).
+func (l *Local) spawn(ctx context.Context, name, kind string, labNum int, args []string) (*Proc, error) {
 	logPath := filepath.Join(l.RunDir, "logs", name+".log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -162,7 +178,22 @@ func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*P
 	}
 	defer pr.Close()
 	args = append(args, "--log-level", l.opts.LogLevel)
-	cmd := exec.Command(l.opts.Exe, args...)
+	exe := l.opts.Exe
+	var host *lab.Host
+	if lb := l.opts.Lab; lb != nil {
+		if host, err = lb.Host(name, lb.QuotaFor(kind)); err != nil {
+			pw.Close()
+			return nil, fmt.Errorf("start %s %s in the lab: %w", kind, name, err)
+		}
+		if labNum > 0 {
+			if err := host.Isolate(labNum); err != nil {
+				pw.Close()
+				return nil, fmt.Errorf("start %s %s in the lab: %w", kind, name, err)
+			}
+		}
+		exe, args = host.Command(exe, args)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Dir = mustWD()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{pw}
@@ -176,6 +207,17 @@ func (l *Local) spawn(ctx context.Context, name, kind string, args []string) (*P
 	}
 	pw.Close()
 	p := &Proc{Name: name, Kind: kind, PID: cmd.Process.Pid, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	if host != nil {
+		// At once: the child is still initialising (ip netns exec, then
+		// the Go runtime: the same pid) and has started nothing of its
+		// own.
+		if err := host.Join(p.PID); err != nil {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("start %s %s in the lab: %w", kind, name, err)
+		}
+		p.Host, p.Cgroup, p.Netns = host, host.Cgroup, host.Netns
+	}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)

@@ -60,6 +60,9 @@ type Cluster struct {
 	// Witness is the coordinator's vote-only member (no data) that lets a
 	// pair keep a Raft quorum when one node dies.
 	Witness *Witness `toml:"witness"`
+	// Lab, when present, runs the cluster as emulated hosts on this
+	// machine (CPU quotas per process; package lab).
+	Lab *Lab `toml:"lab"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -956,6 +959,11 @@ func (c *Cluster) Validate() error {
 	default:
 		return bad("log_level", "%q: use debug, info, warn or error", c.LogLevel)
 	}
+	if c.Lab != nil {
+		if err := c.Lab.check(bad); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -1169,11 +1177,25 @@ func (c *Cluster) AllLoopback() bool {
 		addrs = append(addrs, c.Router.Listen, c.Router.ReadListen, c.Router.Metrics)
 	}
 	for _, a := range addrs {
-		if a != "" && !IsLoopback(a) {
+		if a != "" && !IsLoopback(a) && !c.inLabNetwork(a) {
 			return false
 		}
 	}
 	return true
+}
+
+// inLabNetwork reports whether addr is on the network the lab makes on
+// this machine (lab.netns): private to the machine, like loopback.
+func (c *Cluster) inLabNetwork(addr string) bool {
+	if c.Lab == nil || !c.Lab.NetnsOn() {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && labNetwork.Contains(ip)
 }
 
 // AdminTLS reports whether an admin (metrics) address serves HTTPS: with

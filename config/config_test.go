@@ -413,3 +413,63 @@ func TestEngine(t *testing.T) {
 		t.Fatalf("sqlite pair: %v %+v", err, c)
 	}
 }
+
+// The [lab] section and --lab: values parse, bad ones name the field.
+func TestLab(t *testing.T) {
+	for _, tc := range []struct {
+		section string
+		err     string // "" = valid
+	}{
+		{"[lab]\ncpu_per_node = 0.25\ncpu_client = 1.0\n", ""},
+		{"[lab]\ncpu_per_node = 0.25\nnet_delay = \"0.2ms\"\nnet_jitter = \"0.05ms\"\nnet_loss = 0.1\n", ""},
+		{"[lab]\ncpu_per_node = 0.001\n", "field lab.cpu_per_node: 0.001"},
+		{"[lab]\ncpu_client = -1\n", "field lab.cpu_client"},
+		{"[lab]\ncpu_router = 5000\n", "field lab.cpu_router"},
+		{"[lab]\nnet_delay = \"-1ms\"\n", "field lab.net_delay"},
+		{"[lab]\nnet_delay = \"1ms\"\nnet_jitter = \"2ms\"\n", "field lab.net_jitter"},
+		{"[lab]\nnet_loss = 101\n", "field lab.net_loss"},
+		{"[lab]\nnetns = false\nnet_delay = \"1ms\"\n", "field lab.netns"},
+		{"[lab]\ncpu = 1\n", `unknown field "lab.cpu"`},
+	} {
+		c, err := Parse("lab.toml", []byte(good+tc.section))
+		if tc.err == "" {
+			if err != nil || c.Lab == nil {
+				t.Errorf("%q: %v", tc.section, err)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: got %v, want an error with %q", tc.section, err, tc.err)
+		}
+	}
+	base := Lab{CPUPerNode: 0.5, CPUClient: 1}
+	for _, tc := range []struct {
+		flag string
+		want string // String() of the result, or the error's text
+		ok   bool
+	}{
+		{"cpu=0.25", "cpu=0.25,client=1", true},
+		{"on", "cpu=0.5,client=1", true},
+		{"cpu=0.25,delay=0.2ms", "cpu=0.25,client=1,delay=200µs,netns=true", true},
+		{"client=2,router=0.5,netns=true", "cpu=0.5,client=2,router=0.5,netns=true", true},
+		{"cpu_per_node=0.3,loss=1", "cpu=0.3,client=1,loss=1,netns=true", true},
+		{"cpu=lots", "cpu=\"lots\" is not a number", false},
+		{"cpu", "is not key=value", false},
+		{"disk=1", `unknown key "disk"`, false},
+		{"cpu=0", "client=1", true}, // 0: no node quota
+		{"cpu=0.001", "field lab.cpu_per_node", false},
+		{"delay=1ms,netns=false", "field lab.netns", false},
+		{"delay=soon", "not a duration", false},
+	} {
+		got, err := ParseLabFlag(tc.flag, base)
+		if tc.ok {
+			if err != nil || got.String() != tc.want {
+				t.Errorf("--lab %s: got %q, %v; want %q", tc.flag, got.String(), err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--lab %s: got %v, want an error with %q", tc.flag, err, tc.want)
+		}
+	}
+}

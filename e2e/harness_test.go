@@ -95,13 +95,19 @@ type clusterSpec struct {
 // startCluster writes a cluster file with free ports and runs `tandem up`.
 func startCluster(t testing.TB, spec clusterSpec) *Cluster {
 	t.Helper()
+	return startClusterArgs(t, t.TempDir(), spec)
+}
+
+// startClusterArgs is startCluster in dir with more arguments for
+// `tandem up`.
+func startClusterArgs(t testing.TB, dir string, spec clusterSpec, args ...string) *Cluster {
+	t.Helper()
 	if spec.backend == "postgres" {
 		havePostgres(t)
 	}
 	if spec.auth == "" {
 		spec.auth = "scram-sha-256"
 	}
-	dir := t.TempDir()
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"e2e\"\ndesign = \"standalone\"\nauth = %q\nrun_dir = %q\n", spec.auth, filepath.Join(dir, "run"))
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
@@ -117,14 +123,20 @@ func startCluster(t testing.TB, spec clusterSpec) *Cluster {
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return upFile(t, dir, file, filepath.Join(dir, "run"))
+	return upFileArgs(t, dir, file, filepath.Join(dir, "run"), args...)
 }
 
 // upFile runs `tandem up -c file` in dir and waits for its DSN; runDir is
 // the cluster file's run_dir.
 func upFile(t testing.TB, dir, file, runDir string) *Cluster {
 	t.Helper()
-	cmd := exec.Command(tandemBin, "up", "-c", file)
+	return upFileArgs(t, dir, file, runDir)
+}
+
+// upFileArgs is upFile with more arguments for `tandem up`.
+func upFileArgs(t testing.TB, dir, file, runDir string, args ...string) *Cluster {
+	t.Helper()
+	cmd := exec.Command(tandemBin, append([]string{"up", "-c", file}, args...)...)
 	cmd.Dir = dir
 	stdout, _ := cmd.StdoutPipe()
 	logf, _ := os.Create(filepath.Join(dir, "up.log"))

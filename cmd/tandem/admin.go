@@ -93,6 +93,9 @@ func loadCluster(file string) (*config.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c, err = labMapped(c); err != nil {
+		return nil, err
+	}
 	cliCluster = c
 	if t := os.Getenv("TANDEM_ADMIN_TOKEN"); t != "" {
 		cliToken = t

@@ -149,6 +149,7 @@ type benchRunFlags struct {
 	quiet    bool
 	procs    int
 	trace    string // bench record: the trace file
+	lab      string // --lab: the client's emulated host
 }
 
 // clientsPerProc is how many closed-loop clients one Go P (GOMAXPROCS)
@@ -210,6 +211,7 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs.StringVar(&f.label, "label", "", "name of this run in comparisons (default: the --out directory name)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
 	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per 8 clients, at most the CPUs)")
+	fs.StringVar(&f.lab, "lab", "", "run the client in its own emulated host (cgroup; needs root): client=CORES sets its CPU quota, \"on\" none; the CPU it used is reported")
 	_ = cmd.MarkFlagRequired("dsn")
 	return cmd
 }
@@ -274,7 +276,14 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 		}
 		f.opts.Tracer = rec
 	}
+	client, err := f.joinLab(cmd)
+	if err != nil {
+		return err
+	}
 	res, runErr := bench.Run(ctx, f.opts)
+	if client != nil {
+		client.report(cmd.ErrOrStderr())
+	}
 	if rec != nil {
 		if err := rec.Close(); err != nil {
 			return err

@@ -34,7 +34,7 @@ func main() {
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
 
 	benchCmd := newBenchCmd()
-	benchCmd.AddCommand(newOverheadCmd(), newSweepCmd(), newBenchFailoverCmd())
+	benchCmd.AddCommand(newOverheadCmd(), newSweepCmd(), newBenchFailoverCmd(), newScaleoutCmd())
 
 	root.AddCommand(
 		newUpCmd(),

@@ -21,7 +21,7 @@ import (
 )
 
 func newUpCmd() *cobra.Command {
-	var file, runDir string
+	var file, runDir, labFlag string
 	var serveWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "up -c FILE",
@@ -45,13 +45,27 @@ func newUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			spec, err := labSpec(cmd, c, labFlag)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			lb, err := startLab(spec, log, out)
+			if err != nil {
+				return err
+			}
+			if lb != nil {
+				defer lb.Close() // after lc.Stop: kills what a node left behind
+				if c, err = mapLab(lb, c, out); err != nil {
+					return err
+				}
+			}
 			lvl, _ := cmd.Flags().GetString("log-level")
-			lc, err := cluster.Start(cmd.Context(), cluster.Options{Config: c, Logger: log, LogLevel: lvl})
+			lc, err := cluster.Start(cmd.Context(), cluster.Options{Config: c, Logger: log, LogLevel: lvl, Lab: lb})
 			if err != nil {
 				return err
 			}
 			defer lc.Stop()
-			out := cmd.OutOrStdout()
 			// A process that started is not yet one that serves: log in
 			// through each (as `tandem status` does) before saying "up".
 			failed := checkServing(cmd.Context(), c, ident, lc, serveWait)
@@ -61,13 +75,19 @@ func newUpCmd() *cobra.Command {
 				fmt.Fprintf(out, "tandem: cluster %q (%s) is up; run directory %s\n", c.Name, c.Design, lc.RunDir)
 			}
 			tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "  PROCESS\tKIND\tADDRESS\tPID\tLOG\tSTATE")
+			labCol := func(p *cluster.Proc) string { return "" }
+			head := "  PROCESS\tKIND\tADDRESS\tPID\tLOG\tSTATE"
+			if lb != nil {
+				head = "  PROCESS\tKIND\tADDRESS\tPID\tCPU\tCGROUP\tLOG\tSTATE"
+				labCol = func(p *cluster.Proc) string { return cores(p.Host.CPU) + "\t" + p.Cgroup + "\t" }
+			}
+			fmt.Fprintln(tw, head)
 			for _, p := range lc.Procs {
 				state := "serving"
 				if e, bad := failed[p.Name]; bad {
 					state = "FAILED: " + e
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", p.Name, p.Kind, p.Addr, p.PID, p.Log, state)
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s%s\t%s\n", p.Name, p.Kind, p.Addr, p.PID, labCol(p), p.Log, state)
 			}
 			tw.Flush()
 			if len(failed) > 0 {
@@ -91,6 +111,7 @@ func newUpCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
 	cmd.Flags().StringVar(&runDir, "run-dir", "", "override run_dir (logs and data)")
+	cmd.Flags().StringVar(&labFlag, "lab", "", labFlagHelp)
 	cmd.Flags().DurationVar(&serveWait, "serve-wait", 20*time.Second, "how long each process may take to serve a login after it started")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd

@@ -1,0 +1,571 @@
+// Package scaleout measures how a replicated design scales with the number
+// of nodes on emulated hosts (package lab): for each N it starts a fresh
+// cluster of N nodes under the lab's CPU quotas (N = 1: one standalone
+// node), loads the workload, runs each mix with the workload client in its
+// own cgroup, and records throughput X(N), response times and every host's
+// CPU utilisation from its cgroup; medians over rounds, and the efficiency
+// X(N) / (N * X(1)). Results are emulated.
+//
+// It owns the sweep's order and arithmetic. It reuses package bench for the
+// load and the run, package cluster to start processes and package lab for
+// the hosts; it must not implement a workload or a node.
+package scaleout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/bench"
+	"github.com/tandemdb/tandem/cluster"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
+	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/secure"
+)
+
+// ErrBadOption is an option the sweep cannot run with.
+var ErrBadOption = errors.New("bad scale-out option")
+
+// Designs the sweep knows.
+var Designs = []string{"single-master", "hot-standby"}
+
+// Options of a sweep.
+type Options struct {
+	Design   string // single-master | hot-standby
+	Backend  string // sqlite | postgres
+	Nodes    []int  // the Ns, e.g. 1, 2, 3, 4
+	Workload bench.Workload
+	Mixes    []string
+	Scale    int // e.g. TM1 subscribers
+	// ClientsPerNode: the run at N has N * ClientsPerNode closed-loop
+	// clients (seed 003: C clients per replica).
+	ClientsPerNode int
+	Rampup         time.Duration
+	Duration       time.Duration
+	Rounds         int
+	Lab            config.Lab
+	// Exe is the tandem binary the nodes run (default: this executable).
+	Exe string
+	// Dir holds the clusters' files and run directories (removed after
+	// each N unless KeepDir).
+	Dir      string
+	KeepDir  bool
+	Logger   *slog.Logger
+	Progress io.Writer
+}
+
+// Host is one emulated host's use over a measured window.
+type Host struct {
+	Name string  `json:"name"`
+	Kind string  `json:"kind"` // node | router | client
+	CPU  float64 `json:"cpu_quota"`
+	// Util is the CPU it used in cores (CPU seconds per second); Share is
+	// Util over its quota (0 without one).
+	Util  float64 `json:"util"`
+	Share float64 `json:"share,omitempty"`
+	// Periods is how many 10 ms scheduler periods it ran in over the
+	// window, Throttled in how many of them it hit its quota.
+	Periods   int64 `json:"periods"`
+	Throttled int64 `json:"throttled_periods"`
+}
+
+// Point is one (N, mix, round) measurement.
+type Point struct {
+	N       int     `json:"n"`
+	Mix     string  `json:"mix"`
+	Round   int     `json:"round"`
+	Clients int     `json:"clients"`
+	X       float64 `json:"x"` // MQTh, transactions/s
+	MeanMs  float64 `json:"mean_ms"`
+	P90Ms   float64 `json:"p90_ms"`
+	Errors  int64   `json:"errors"`
+	Hosts   []Host  `json:"hosts"`
+}
+
+// Row is the median over rounds of one (N, mix).
+type Row struct {
+	N          int     `json:"n"`
+	Mix        string  `json:"mix"`
+	Clients    int     `json:"clients"`
+	X          float64 `json:"x"`
+	Efficiency float64 `json:"efficiency"` // X(N) / (N * X(1)); 0 without X(1)
+	MeanMs     float64 `json:"mean_ms"`
+	P90Ms      float64 `json:"p90_ms"`
+	// NodeUtil is the median node's utilisation (cores), MaxNodeUtil the
+	// busiest node's; RouterUtil and ClientUtil those processes'.
+	NodeUtil    float64 `json:"node_util"`
+	MaxNodeUtil float64 `json:"max_node_util"`
+	RouterUtil  float64 `json:"router_util"`
+	ClientUtil  float64 `json:"client_util"`
+	Rounds      int     `json:"rounds"`
+}
+
+// Report is a whole sweep.
+type Report struct {
+	Design   string    `json:"design"`
+	Backend  string    `json:"backend"`
+	Workload string    `json:"workload"`
+	Scale    int       `json:"scale"`
+	Lab      string    `json:"lab"`
+	Emulated bool      `json:"emulated"`
+	Duration string    `json:"duration"`
+	Rampup   string    `json:"rampup"`
+	Started  time.Time `json:"started"`
+	Rows     []Row     `json:"rows"`
+	Points   []Point   `json:"points"`
+}
+
+func (o *Options) check() error {
+	if !slices.Contains(Designs, o.Design) {
+		return fmt.Errorf("%w: --design %q: use %s", ErrBadOption, o.Design, strings.Join(Designs, " or "))
+	}
+	if o.Backend != "sqlite" && o.Backend != "postgres" {
+		return fmt.Errorf("%w: --backend %q: use sqlite or postgres", ErrBadOption, o.Backend)
+	}
+	if len(o.Nodes) == 0 {
+		return fmt.Errorf("%w: --nodes: give N or a range, e.g. 1..4", ErrBadOption)
+	}
+	for _, n := range o.Nodes {
+		if n < 1 || n > config.MaxSingleMasterNodes {
+			return fmt.Errorf("%w: --nodes: %d is not 1 to %d", ErrBadOption, n, config.MaxSingleMasterNodes)
+		}
+	}
+	if o.Rounds < 1 || o.ClientsPerNode < 1 || o.Duration <= 0 || o.Scale < 1 || o.Workload == nil || len(o.Mixes) == 0 {
+		return fmt.Errorf("%w: rounds, clients, duration, scale, workload and mixes must be set (rounds %d, clients %d, duration %v, scale %d)", ErrBadOption, o.Rounds, o.ClientsPerNode, o.Duration, o.Scale)
+	}
+	return nil
+}
+
+// ParseNodes reads --nodes: "1..4", "1,2,4" or "3".
+func ParseNodes(s string) ([]int, error) {
+	var ns []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "..")
+		var a, b int
+		if _, err := fmt.Sscanf(lo, "%d", &a); err != nil {
+			return nil, fmt.Errorf("%w: --nodes %q: %q is not a number", ErrBadOption, s, lo)
+		}
+		b = a
+		if isRange {
+			if _, err := fmt.Sscanf(hi, "%d", &b); err != nil {
+				return nil, fmt.Errorf("%w: --nodes %q: %q is not a number", ErrBadOption, s, hi)
+			}
+		}
+		if a < 1 || b < a {
+			return nil, fmt.Errorf("%w: --nodes %q: write N, N..M with 1 <= N <= M, or a list", ErrBadOption, s)
+		}
+		for n := a; n <= b; n++ {
+			if !slices.Contains(ns, n) {
+				ns = append(ns, n)
+			}
+		}
+	}
+	sort.Ints(ns)
+	return ns, nil
+}
+
+// Run runs the sweep: rounds outermost, so a slow spell of the machine
+// spreads over every N rather than hitting one.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.check(); err != nil {
+		return nil, err
+	}
+	if err := lab.Check(o.Lab); err != nil {
+		return nil, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Exe = exe
+	}
+	rep := &Report{Design: o.Design, Backend: o.Backend, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
+		Emulated: true, Duration: o.Duration.String(), Rampup: o.Rampup.String(), Started: time.Now().UTC()}
+	for r := 1; r <= o.Rounds; r++ {
+		for _, n := range o.Nodes {
+			pts, err := o.one(ctx, n, r)
+			rep.Points = append(rep.Points, pts...)
+			if err != nil {
+				rep.Rows = Summarise(rep.Points)
+				return rep, fmt.Errorf("N = %d, round %d: %w", n, r, err)
+			}
+		}
+	}
+	rep.Rows = Summarise(rep.Points)
+	return rep, nil
+}
+
+// one measures N nodes in a fresh cluster and lab: every mix once.
+func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
+	dir := filepath.Join(o.Dir, fmt.Sprintf("n%d-r%d", n, round))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if !o.KeepDir {
+		defer os.RemoveAll(dir)
+	}
+	text, err := clusterFile(o.Design, o.Backend, n, filepath.Join(dir, "run"))
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "cluster.toml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		return nil, err
+	}
+	c, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := lab.New(o.Lab, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	defer lb.Close()
+	if lb.Net() != nil {
+		path, err := lb.MapConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(o.Progress, "round %d, N = %d: starting %s (%s) under lab %s\n", round, n, c.Design, o.Backend, o.Lab.String())
+	lc, err := cluster.Start(ctx, cluster.Options{Config: c, Exe: o.Exe, Logger: o.Logger, LogLevel: "warn", Lab: lb})
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Stop()
+	dsn := lc.DSN()
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: o.Workload, DSN: dsn, Scale: o.Scale, Drop: true}); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if n > 1 {
+		if err := waitApplied(ctx, c, n-1, 5*time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	client, err := lb.Host(lab.ClientHost, o.Lab.CPUClient)
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Join(os.Getpid()); err != nil {
+		return nil, err
+	}
+	var pts []Point
+	for _, mix := range o.Mixes {
+		p, err := o.measure(ctx, lb, lc, dsn, n, mix)
+		p.Round = round
+		if err != nil {
+			return pts, fmt.Errorf("mix %s: %w", mix, err)
+		}
+		fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts))
+		pts = append(pts, p)
+	}
+	return pts, nil
+}
+
+// measure runs one mix and reads every host's cgroup over the measured
+// window (from the end of the ramp-up to the end of the run).
+func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, dsn string, n int, mix string) (Point, error) {
+	p := Point{N: n, Mix: mix, Clients: n * o.ClientsPerNode}
+	type sample struct {
+		at time.Time
+		u  map[string]lab.Usage
+	}
+	read := func() sample {
+		s := sample{at: time.Now(), u: map[string]lab.Usage{}}
+		for _, h := range lb.Hosts() {
+			if u, err := h.Usage(); err == nil {
+				s.u[h.Name] = u
+			}
+		}
+		return s
+	}
+	first := make(chan sample, 1)
+	var timer *time.Timer
+	res, err := bench.Run(ctx, bench.RunOptions{Workload: o.Workload, DSN: dsn, Mix: mix, Clients: p.Clients,
+		Rampup: o.Rampup, Duration: o.Duration, Scale: o.Scale, Logger: o.Logger,
+		OnStart: func(time.Time) { timer = time.AfterFunc(o.Rampup, func() { first <- read() }) }})
+	last := read()
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil {
+		return p, err
+	}
+	if res.Totals.Errors > 0 {
+		return p, fmt.Errorf("%d unexpected errors (first: %s)", res.Totals.Errors, strings.Join(res.FirstErrors, "; "))
+	}
+	for _, pr := range lc.Procs {
+		select {
+		case <-pr.Done():
+			return p, fmt.Errorf("%s %s exited during the run; see %s", pr.Kind, pr.Name, pr.Log)
+		default:
+		}
+	}
+	var s0 sample
+	select {
+	case s0 = <-first:
+	default:
+		return p, errors.New("the measured window's start was never reached")
+	}
+	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
+	wall := last.at.Sub(s0.at).Seconds()
+	kinds := map[string]string{lab.ClientHost: "client"}
+	for _, pr := range lc.Procs {
+		kinds[pr.Name] = pr.Kind
+	}
+	for _, h := range lb.Hosts() {
+		u0, ok0 := s0.u[h.Name]
+		u1, ok1 := last.u[h.Name]
+		if !ok0 || !ok1 || wall <= 0 {
+			continue
+		}
+		d := u1.Sub(u0)
+		hs := Host{Name: h.Name, Kind: kinds[h.Name], CPU: h.CPU, Util: round3(d.CPU.Seconds() / wall), Periods: d.Periods, Throttled: d.Throttled}
+		if h.CPU > 0 {
+			hs.Share = round3(hs.Util / h.CPU)
+		}
+		p.Hosts = append(p.Hosts, hs)
+	}
+	return p, nil
+}
+
+func hostsLine(hs []Host) string {
+	var parts []string
+	for _, h := range hs {
+		parts = append(parts, fmt.Sprintf("%s %.2f", h.Name, h.Util))
+	}
+	return "CPU " + strings.Join(parts, ", ")
+}
+
+// Summarise takes the median over rounds of each (N, mix) and the
+// efficiency against N = 1 of the same mix.
+func Summarise(pts []Point) []Row {
+	type key struct {
+		n   int
+		mix string
+	}
+	groups := map[key][]Point{}
+	var keys []key
+	for _, p := range pts {
+		k := key{p.N, p.Mix}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], p)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		if keys[i].mix != keys[j].mix {
+			return firstIndex(pts, keys[i].mix) < firstIndex(pts, keys[j].mix)
+		}
+		return keys[i].n < keys[j].n
+	})
+	var rows []Row
+	x1 := map[string]float64{}
+	for _, k := range keys {
+		g := groups[k]
+		r := Row{N: k.n, Mix: k.mix, Clients: g[0].Clients, Rounds: len(g)}
+		r.X = median(g, func(p Point) float64 { return p.X })
+		r.MeanMs = median(g, func(p Point) float64 { return p.MeanMs })
+		r.P90Ms = median(g, func(p Point) float64 { return p.P90Ms })
+		r.NodeUtil = median(g, func(p Point) float64 { return medianNode(p.Hosts) })
+		r.MaxNodeUtil = median(g, func(p Point) float64 { return maxNode(p.Hosts) })
+		r.RouterUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "router") })
+		r.ClientUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "client") })
+		if k.n == 1 {
+			x1[k.mix] = r.X
+		}
+		if x := x1[k.mix]; x > 0 {
+			r.Efficiency = round3(r.X / (float64(k.n) * x))
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func firstIndex(pts []Point, mix string) int {
+	return slices.IndexFunc(pts, func(p Point) bool { return p.Mix == mix })
+}
+
+func median(g []Point, f func(Point) float64) float64 {
+	vs := make([]float64, len(g))
+	for i, p := range g {
+		vs[i] = f(p)
+	}
+	return round3(medianOf(vs))
+}
+
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	vs = slices.Clone(vs)
+	sort.Float64s(vs)
+	m := len(vs) / 2
+	if len(vs)%2 == 1 {
+		return vs[m]
+	}
+	return (vs[m-1] + vs[m]) / 2
+}
+
+func nodeUtils(hs []Host) []float64 {
+	var vs []float64
+	for _, h := range hs {
+		if h.Kind == "node" {
+			vs = append(vs, h.Util)
+		}
+	}
+	return vs
+}
+
+func medianNode(hs []Host) float64 { return medianOf(nodeUtils(hs)) }
+
+func maxNode(hs []Host) float64 {
+	vs := nodeUtils(hs)
+	if len(vs) == 0 {
+		return 0
+	}
+	return slices.Max(vs)
+}
+
+func kindUtil(hs []Host, kind string) float64 {
+	for _, h := range hs {
+		if h.Kind == kind {
+			return h.Util
+		}
+	}
+	return 0
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
+
+// clusterFile is the cluster of N nodes: N = 1 a standalone node (its own
+// front door, no router, no replication), else the design with a router
+// (single-master routes each transaction: reads to replicas, writes to the
+// primary; hot-standby sends everything to the primary), safeness
+// 2-safe-received with ack one and relaxed durability, manual failover (no
+// coordinator: its CPU would blur the figure).
+func clusterFile(design, backend string, n int, runDir string) (string, error) {
+	addr := func() (string, error) {
+		p, err := postgres.FreePort()
+		if err != nil {
+			return "", fmt.Errorf("find a free port: %w", err)
+		}
+		return fmt.Sprintf("127.0.0.1:%d", p), nil
+	}
+	var b strings.Builder
+	d := design
+	if n == 1 {
+		d = "standalone"
+	}
+	fmt.Fprintf(&b, "# written by tandem bench scaleout\ncluster = \"scaleout-%d\"\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n", n, d, runDir)
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n")
+	if n > 1 {
+		b.WriteString("[replication]\nsafeness = \"2-safe-received\"\nack = \"one\"\ndurability = \"relaxed\"\n")
+		r, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[router]\nlisten = %q\n", r)
+	}
+	for i := 1; i <= n; i++ {
+		var a [3]string
+		for j := range a {
+			v, err := addr()
+			if err != nil {
+				return "", err
+			}
+			a[j] = v
+		}
+		fmt.Fprintf(&b, "[[nodes]]\nid = \"n%d\"\nlisten = %q\nmetrics = %q\nbackend = %q\n", i, a[0], a[1], backend)
+		if n > 1 {
+			fmt.Fprintf(&b, "repl_listen = %q\n", a[2])
+		}
+		if backend == "postgres" {
+			b.WriteString("[nodes.postgres]\nsettings = { max_connections = \"200\" }\n")
+		}
+	}
+	return b.String(), nil
+}
+
+// waitApplied polls the primary's /status until want standbys are
+// attached and each applied the primary's last GSN (the load's backlog
+// must not be paid in the measured window).
+func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Duration) error {
+	primary := c.Nodes[0]
+	cl := http.Client{Timeout: 2 * time.Second}
+	if c.AdminTLS(primary.Metrics) {
+		// Off loopback (the lab's namespaces) the admin address is HTTPS
+		// with the cluster's certificates.
+		ident, err := node.Identity(c, secure.AdminID, nil)
+		if err != nil {
+			return err
+		}
+		cl.Transport = &http.Transport{TLSClientConfig: ident.ClientTLS(primary.ID)}
+	}
+	deadline := time.Now().Add(limit)
+	last := "no answer"
+	for {
+		var st struct {
+			Repl *struct {
+				Assigned uint64               `json:"assigned_gsn"`
+				Standbys map[string][3]uint64 `json:"standbys"`
+			} `json:"replication"`
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(primary.Metrics, "/status"), nil)
+		resp, err := cl.Do(req)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		switch {
+		case err != nil:
+			last = err.Error()
+		case st.Repl == nil:
+			last = "no replication section in /status"
+		case len(st.Repl.Standbys) < want:
+			last = fmt.Sprintf("%d of %d standbys attached", len(st.Repl.Standbys), want)
+		default:
+			done := true
+			for id, pos := range st.Repl.Standbys {
+				if pos[2] < st.Repl.Assigned {
+					done = false
+					last = fmt.Sprintf("%s applied GSN %d of %d", id, pos[2], st.Repl.Assigned)
+				}
+			}
+			if done {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replicas not caught up within %s (%s)", limit, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

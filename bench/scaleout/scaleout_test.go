@@ -1,0 +1,120 @@
+package scaleout
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+func TestParseNodes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"1..4", []int{1, 2, 3, 4}},
+		{"3", []int{3}},
+		{"4,1,2", []int{1, 2, 4}},
+		{"1..2,2..3", []int{1, 2, 3}},
+	} {
+		got, err := ParseNodes(tc.in)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseNodes(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "0..2", "3..1", "a", "1..x"} {
+		if _, err := ParseNodes(bad); !errors.Is(err, ErrBadOption) {
+			t.Errorf("ParseNodes(%q): %v, want ErrBadOption", bad, err)
+		}
+	}
+}
+
+// Medians over rounds and the efficiency, against hand-computed values.
+func TestSummarise(t *testing.T) {
+	node := func(name string, util float64) Host { return Host{Name: name, Kind: "node", Util: util} }
+	pts := []Point{
+		{N: 1, Mix: "r80w20", Round: 1, X: 1000, MeanMs: 8, Hosts: []Host{node("n1", 0.25)}},
+		{N: 1, Mix: "r80w20", Round: 2, X: 1200, MeanMs: 6, Hosts: []Host{node("n1", 0.24)}},
+		{N: 1, Mix: "r80w20", Round: 3, X: 1100, MeanMs: 7, Hosts: []Host{node("n1", 0.23)}},
+		{N: 2, Mix: "r80w20", Round: 1, X: 1900, Hosts: []Host{node("n1", 0.25), node("n2", 0.1), {Name: "router", Kind: "router", Util: 0.4}}},
+		{N: 2, Mix: "r80w20", Round: 2, X: 2000, Hosts: []Host{node("n1", 0.25), node("n2", 0.2), {Name: "router", Kind: "router", Util: 0.5}}},
+		{N: 2, Mix: "r80w20", Round: 3, X: 2300, Hosts: []Host{node("n1", 0.25), node("n2", 0.15), {Name: "router", Kind: "router", Util: 0.6}}},
+		{N: 2, Mix: "read-only", Round: 1, X: 500},
+	}
+	rows := Summarise(pts)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows: %+v", len(rows), rows)
+	}
+	r1, r2, ro := rows[0], rows[1], rows[2]
+	// N = 1: median X 1100, mean 7 ms, node 0.24; efficiency 1100/(1*1100).
+	if r1.N != 1 || r1.X != 1100 || r1.MeanMs != 7 || r1.NodeUtil != 0.24 || r1.Efficiency != 1 || r1.Rounds != 3 {
+		t.Errorf("N=1: %+v", r1)
+	}
+	// N = 2: median X 2000, efficiency 2000/(2*1100) = 0.909; node CPU:
+	// per round the median of (0.25, n2) = 0.175, 0.225, 0.2 -> 0.2; busiest 0.25; router 0.5.
+	if r2.N != 2 || r2.X != 2000 || r2.Efficiency != 0.909 || r2.NodeUtil != 0.2 || r2.MaxNodeUtil != 0.25 || r2.RouterUtil != 0.5 {
+		t.Errorf("N=2: %+v", r2)
+	}
+	// read-only has no N = 1: no efficiency.
+	if ro.Mix != "read-only" || ro.Efficiency != 0 {
+		t.Errorf("read-only: %+v", ro)
+	}
+	rep := &Report{Design: "single-master", Backend: "sqlite", Workload: "tm1", Lab: config.Lab{CPUPerNode: 0.25}.String(), Rows: rows}
+	var b bytes.Buffer
+	if err := rep.WriteCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "single-master,sqlite,tm1,cpu=0.25,r80w20,2,0,2000,0.909,") {
+		t.Errorf("CSV:\n%s", b.String())
+	}
+	b.Reset()
+	if err := rep.WriteTable(&b); err != nil || !strings.Contains(b.String(), "EMULATED") {
+		t.Errorf("table (%v):\n%s", err, b.String())
+	}
+}
+
+// The cluster files: N = 1 standalone without router, N > 1 the design
+// with a router; both parse.
+func TestClusterFile(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		text, err := clusterFile("single-master", "sqlite", n, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Parse("so.toml", []byte(text))
+		if err != nil {
+			t.Fatalf("N=%d: %v\n%s", n, err, text)
+		}
+		want := "single-master"
+		if n == 1 {
+			want = "standalone"
+		}
+		if c.Design != want || len(c.Nodes) != n || (c.Router != nil) != (n > 1) {
+			t.Errorf("N=%d: design %s, %d nodes, router %v", n, c.Design, len(c.Nodes), c.Router != nil)
+		}
+	}
+}
+
+// The chart draws one line per mix through each N's median and the
+// linear scale-out from X(1).
+func TestHTML(t *testing.T) {
+	rep := &Report{Design: "single-master", Rows: Summarise([]Point{
+		{N: 1, Mix: "r80w20", X: 1000}, {N: 2, Mix: "r80w20", X: 1500}, {N: 3, Mix: "r80w20", X: 1800},
+		{N: 1, Mix: "read-only", X: 900}, {N: 2, Mix: "read-only", X: 1800}, {N: 3, Mix: "read-only", X: 2700},
+	})}
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	if strings.Count(s, "<polyline") != 2 || strings.Count(s, "stroke-dasharray") != 2 || strings.Count(s, "<circle") != 6 {
+		t.Errorf("chart: %d lines, %d linear lines, %d points", strings.Count(s, "<polyline"), strings.Count(s, "stroke-dasharray"), strings.Count(s, "<circle"))
+	}
+	// read-only is linear: efficiency 1 at N = 3 in the point's title.
+	if !strings.Contains(s, "read-only N=3: 2700.0 tx/s, efficiency 1.00") || !strings.Contains(s, "r80w20 N=3: 1800.0 tx/s, efficiency 0.60") {
+		t.Errorf("point titles missing:\n%s", s)
+	}
+}

@@ -1,0 +1,265 @@
+package lab
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+// TestMain doubles as a CPU burner: with TANDEM_LAB_TEST_SPIN set the test
+// binary spins on every core until killed.
+func TestMain(m *testing.M) {
+	if os.Getenv("TANDEM_LAB_TEST_SPIN") != "" {
+		for i := 0; i < runtime.NumCPU(); i++ {
+			go func() {
+				for {
+				}
+			}()
+		}
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func TestOwnerOf(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pid  int
+		ok   bool
+	}{
+		{"tandem-lab-123-n1", 123, true},
+		{"tandem-lab-9-client", 9, true},
+		{"tandem-lab-x-n1", 0, false},
+		{"tandem-lab-123", 0, false},
+		{"other-123-n1", 0, false},
+		{"tandem-lab-0-n1", 0, false},
+	} {
+		pid, ok := ownerOf(tc.name)
+		if pid != tc.pid || ok != tc.ok {
+			t.Errorf("ownerOf(%q) = %d, %v; want %d, %v", tc.name, pid, ok, tc.pid, tc.ok)
+		}
+	}
+	if got := CgroupName(42, "n/1 x"); got != "tandem-lab-42-n_1_x" {
+		t.Errorf("CgroupName = %q", got)
+	}
+}
+
+// The mount table decides the hierarchy: v1's cpu wins over a v2 tree
+// without the cpu controller; cpuacct may sit in its own hierarchy.
+func TestFindController(t *testing.T) {
+	dir := t.TempDir()
+	v2 := filepath.Join(dir, "unified")
+	if err := os.MkdirAll(v2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(lines string) {
+		p := filepath.Join(dir, "mountinfo")
+		if err := os.WriteFile(p, []byte(lines), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mountinfo = p
+	}
+	t.Cleanup(func() { mountinfo = "/proc/self/mountinfo" })
+	v2line := "30 20 0:26 / " + v2 + " rw,relatime - cgroup2 cgroup2 rw\n"
+	for _, tc := range []struct {
+		name, table, controllers string
+		want                     *controller
+	}{
+		{"v1 separate", "25 20 0:21 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n26 20 0:22 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct\n" + v2line, "hugetlb",
+			&controller{cpu: "/sys/fs/cgroup/cpu", acct: "/sys/fs/cgroup/cpuacct"}},
+		{"v1 comounted", "25 20 0:21 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n", "",
+			&controller{cpu: "/sys/fs/cgroup/cpu,cpuacct", acct: "/sys/fs/cgroup/cpu,cpuacct"}},
+		{"v2 with cpu", v2line, "cpuset cpu io memory", &controller{v2: true, cpu: v2}},
+		{"v2 without cpu", v2line, "memory pids", nil},
+		{"escaped mount", `25 20 0:21 / /sys/fs/cgroup/my\040cpu rw - cgroup cgroup rw,cpu` + "\n", "", &controller{cpu: "/sys/fs/cgroup/my cpu"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte(tc.controllers), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			write(tc.table)
+			got, err := findController()
+			if tc.want == nil {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("got %+v, %v; want ErrUnsupported", got, err)
+				}
+				return
+			}
+			if err != nil || *got != *tc.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// needRoot skips a test that creates cgroups when this machine cannot.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if err := Check(config.Lab{}); err != nil {
+		t.Skipf("lab test skipped: %v", err)
+	}
+}
+
+// spin starts a process that burns every core until killed.
+func spin(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "TANDEM_LAB_TEST_SPIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// A process that would use every core gets no more than its quota: its
+// cgroup's CPU time over a busy interval stays at 0.25 CPU (with 15 %
+// slack for the period boundaries), and the kernel reports throttling.
+func TestQuotaHolds(t *testing.T) {
+	needRoot(t)
+	l, err := New(config.Lab{CPUPerNode: 0.25}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	h, err := l.Host("n1", 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weight, want := "cpu.shares", strconv.Itoa(1024*Priority)
+	if l.ctl.v2 {
+		weight, want = "cpu.weight", strconv.Itoa(100*Priority)
+	}
+	if b, err := os.ReadFile(filepath.Join(l.ctl.cpu, h.Cgroup, weight)); err != nil || strings.TrimSpace(string(b)) != want {
+		t.Errorf("%s of a host with a quota: %q, %v; want %s", weight, b, err, want)
+	}
+	cmd := spin(t)
+	if err := h.Join(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let it settle under the quota
+	u0, err := h.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	time.Sleep(2 * time.Second)
+	u1, err := h.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := u1.Sub(u0)
+	used := d.CPU.Seconds() / time.Since(t0).Seconds()
+	t.Logf("used %.3f CPU over %v; throttled in %d of %d periods (%v)", used, time.Since(t0).Round(time.Millisecond), d.Throttled, d.Periods, d.ThrottledTime)
+	if used > 0.25*1.15 {
+		t.Errorf("the process used %.3f CPU under a quota of 0.25", used)
+	}
+	if used < 0.05 {
+		t.Errorf("the process used %.3f CPU: it did not run (is the usage read from the right cgroup?)", used)
+	}
+	if d.Throttled == 0 {
+		t.Errorf("no throttled period while a process spins under a quota of 0.25")
+	}
+}
+
+// Close removes every cgroup and kills what is left in them; a lab whose
+// launcher died (SIGKILL: no Close) is swept by the next New.
+func TestCleanup(t *testing.T) {
+	needRoot(t)
+	l, err := New(config.Lab{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.Host("n1", 0.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := spin(t)
+	if err := h.Join(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	self, err := l.Host(ClientHost, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := self.Join(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := l.ctl.list(CgroupName(os.Getpid(), "")); len(left) > 0 {
+		t.Errorf("after Close: cgroups %v remain", left)
+	}
+	_ = cmd.Wait() // killed by Close
+	if cmd.ProcessState == nil || cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("the process left in the cgroup was not killed: %v", cmd.ProcessState)
+	}
+
+	// A launcher gone without Close: a process of its own (a short-lived
+	// child of ours stands in for it) left a cgroup with a process in it.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := CgroupName(dead.Process.Pid, "n1")
+	if err := l.ctl.create(stale, 0.25); err != nil {
+		t.Fatal(err)
+	}
+	orphan := spin(t)
+	if err := l.ctl.join(stale, orphan.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := New(config.Lab{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if left := l.ctl.list(stale); len(left) > 0 {
+		t.Errorf("the stale cgroup %s of dead launcher %d was not swept", stale, dead.Process.Pid)
+	}
+	_ = orphan.Wait()
+	if pidAlive(orphan.Process.Pid) {
+		t.Errorf("the process in the stale cgroup survived the sweep")
+	}
+	// A live launcher's cgroups are not touched.
+	live := CgroupName(os.Getppid(), "n1")
+	if err := l.ctl.create(live, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer l.ctl.remove(live)
+	if _, err := Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.ctl.list(live)) == 0 {
+		t.Errorf("the sweep removed %s, whose launcher (pid %s) is alive", live, strconv.Itoa(os.Getppid()))
+	}
+}
+
+// The CFS period: 10 ms, longer where the quota would fall below the
+// kernel's 1 ms.
+func TestPeriod(t *testing.T) {
+	for _, tc := range []struct {
+		cpu  float64
+		want time.Duration
+	}{
+		{0.25, 10 * time.Millisecond},
+		{2, 10 * time.Millisecond},
+		{0.1, 10 * time.Millisecond},
+		{0.05, 20 * time.Millisecond},
+		{0.01, 100 * time.Millisecond},
+	} {
+		if got := period(tc.cpu); got != tc.want {
+			t.Errorf("period(%g) = %v, want %v", tc.cpu, got, tc.want)
+		}
+	}
+}
