@@ -117,11 +117,8 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	// The run directory holds data, logs and state: owner only, whatever
 	// the umask (as PostgreSQL insists on for its data directory).
 	for _, d := range []string{runDir, filepath.Join(runDir, "logs")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create run directory %s: %w", d, err)
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
-			return nil, fmt.Errorf("run directory %s: %w", d, err)
+		if err := config.PrivateDir(d); err != nil {
+			return nil, fmt.Errorf("run directory: %w", err)
 		}
 	}
 	l := &Local{opts: opts, log: opts.Logger, RunDir: runDir}

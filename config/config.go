@@ -1333,3 +1333,24 @@ func ParseDurability(s string) (string, error) {
 	}
 	return "", fmt.Errorf("%q is not a durability level; use strict, relaxed or adaptive", s)
 }
+
+// PrivateDir creates directory d if needed and makes it owner-only: no
+// read or write for group and others, whatever the umask. Traverse bits
+// already there stay: a managed PostgreSQL server runs as its own OS user
+// and reaches its 0700 data directory through the run directory (the
+// server's start makes its ancestors traversable, backend/postgres); taking
+// that away at another node's start cut a running server off its own
+// files (it panicked at its next checkpoint) and made pg_rewind fail.
+func PrivateDir(d string) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", d, err)
+	}
+	st, err := os.Stat(d)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(d, 0o700|st.Mode().Perm()&0o011); err != nil {
+		return fmt.Errorf("make %s owner-only: %w", d, err)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -471,5 +472,39 @@ func TestLab(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--lab %s: got %v, want an error with %q", tc.flag, err, tc.want)
 		}
+	}
+}
+
+// TestPrivateDir: a run or data directory loses read and write for group
+// and others, and keeps the traverse bits a managed PostgreSQL (another OS
+// user) needs to reach its data directory below it.
+func TestPrivateDir(t *testing.T) {
+	for _, c := range []struct{ before, after os.FileMode }{
+		{0o700, 0o700}, {0o711, 0o711}, {0o755, 0o711}, {0o777, 0o711}, {0o750, 0o710}, {0o701, 0o701},
+	} {
+		d := filepath.Join(t.TempDir(), "run")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, c.before); err != nil {
+			t.Fatal(err)
+		}
+		if err := PrivateDir(d); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode().Perm() != c.after {
+			t.Errorf("%v: %v after PrivateDir, want %v", c.before, st.Mode().Perm(), c.after)
+		}
+	}
+	d := filepath.Join(t.TempDir(), "a", "b")
+	if err := PrivateDir(d); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("a new directory: %v %v, want 0700", st.Mode().Perm(), err)
 	}
 }

@@ -36,6 +36,7 @@ type physPair struct {
 	router, reads string
 	nodes         map[string]string // id -> listen
 	admin         map[string]string // id -> metrics
+	logDir        string            // without c: where the node logs are
 }
 
 func startPhysPair(t *testing.T, safeness string) *physPair {
@@ -67,7 +68,11 @@ func startPhysPair(t *testing.T, safeness string) *physPair {
 
 // logTail is the last n lines of a node's log.
 func (p *physPair) logTail(id string, n int) string {
-	b, _ := os.ReadFile(filepath.Join(p.c.RunDir, "logs", id+".log"))
+	path := filepath.Join(p.logDir, id+".log") // nodes started one by one (hsCluster)
+	if p.c != nil {
+		path = filepath.Join(p.c.RunDir, "logs", id+".log")
+	}
+	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -484,7 +489,7 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 	h.start("n1")
 	h.start("n2")
 	h.start("router")
-	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin}
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
 	p.waitStreaming("n1", "n2")
 	ctx := context.Background()
 	c := connect(t, h.dsn(h.router))
@@ -747,7 +752,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	h.start("n1")
 	h.start("n2")
 	h.start("router")
-	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin}
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
 	p.waitStreaming("n1", "n2")
 	ctx := context.Background()
 	createTestTable(t, h.dsn(h.router))

@@ -19,7 +19,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,10 +74,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if d == "" {
 			continue
 		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("node %s: create %s: %w", id, d, err)
-		}
-		if err := os.Chmod(d, 0o700); err != nil {
+		if err := config.PrivateDir(d); err != nil {
 			return fmt.Errorf("node %s: %w", id, err)
 		}
 	}

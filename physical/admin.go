@@ -78,7 +78,15 @@ func (e *Engine) promote(ctx context.Context, fencedLSN string, wait time.Durati
 		if err == nil && (len(rows) != 1 || rows[0][0] != "t") {
 			err = fmt.Errorf("pg_promote did not finish within 60 s")
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The new timeline reaches pg_control only with the end of
+		// recovery checkpoint, which a promotion spreads out. pg_rewind
+		// reads the source's pg_control: before that checkpoint it sees
+		// the old timeline, says "no rewind required", and the old
+		// primary then cannot follow (its WAL went past the fork).
+		return execAll(ctx, c, "CHECKPOINT")
 	})
 	if err != nil {
 		return PromoteResult{}, fmt.Errorf("node %s: promote: %w", e.cfg.ID, err)
