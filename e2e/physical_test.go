@@ -466,13 +466,16 @@ func TestPhysicalPromoteAfterCrash(t *testing.T) {
 	}
 }
 
-func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
-	h := writeHSOn(t, "postgres", safeness, "strict", "")
+// physicalHS is the writeset tests' hot-standby file (hsCluster: nodes
+// started one by one) on the physical engine, with the nodes' and servers'
+// logs printed when the test fails.
+func physicalHS(t *testing.T, safeness, extra string, coordinated bool) *hsCluster {
+	t.Helper()
+	h := writeHSFile(t, "postgres", safeness, "strict", extra, coordinated)
 	b, err := os.ReadFile(h.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The writeset tests' file, on the physical engine.
 	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
 	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -482,10 +485,15 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 			for _, id := range []string{"n1", "n2"} {
 				b, _ := os.ReadFile(filepath.Join(h.dir, "run", id, "postgres.log"))
 				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
-				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 25), id, tailText(string(b), 25))
+				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 40), id, tailText(string(b), 25))
 			}
 		}
 	})
+	return h
+}
+
+func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
+	h := physicalHS(t, safeness, "", false)
 	h.start("n1")
 	h.start("n2")
 	h.start("router")
@@ -538,6 +546,7 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 	// (on_standby_loss = "degrade", ack_timeout 5 s in these files).
 	// The router follows the new primary (its role stream) within moments.
 	var w *pgx.Conn
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		wc, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -730,24 +739,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	h := writeHSFile(t, "postgres", "2-safe-received", "strict", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
-	b, err := os.ReadFile(h.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
-	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, id := range []string{"n1", "n2"} {
-				b, _ := os.ReadFile(filepath.Join(h.dir, "run", id, "postgres.log"))
-				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
-				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 40), id, tailText(string(b), 15))
-			}
-		}
-	})
+	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
 	h.start("witness")
 	h.start("n1")
 	h.start("n2")
