@@ -72,6 +72,7 @@ type direction struct {
 	need     int  // body bytes left of the current frame
 	zNext    bool // the next body byte is a ReadyForQuery status
 	fromCli  bool
+	lastTyp  byte // type of the last frame begun
 }
 
 type psess struct {
@@ -349,6 +350,14 @@ func (l *loop) upstreamLost(s *psess, err error) {
 	if r.onLost != nil {
 		r.onLost(r.up.Node, err)
 	}
+	if d := &s.u2c; d.lastTyp == 'E' && d.need == 0 && d.hn == 0 {
+		// The server's last word was a whole ErrorResponse with no
+		// ReadyForQuery after it: a FATAL (message_read_timeout,
+		// pg_terminate_backend), which the client has. A second one
+		// from tandem would only blur why the session ended.
+		l.end(s, fmt.Errorf("%w: %v", ErrUpstreamDown, err))
+		return
+	}
 	l.fatal(s, lostError(r.up.Node))
 	l.end(s, fmt.Errorf("%w: %v", ErrUpstreamDown, err))
 }
@@ -452,6 +461,7 @@ func (d *direction) scan(b []byte, r *relay) (int, error) {
 		}
 		d.hn = 0
 		typ := d.hdr[0]
+		d.lastTyp = typ
 		l := int(binary.BigEndian.Uint32(d.hdr[1:]))
 		if l < 4 {
 			return max(start, 0), fmt.Errorf("%w: length %d of message %q", pgwire.ErrMalformed, l, typ)

@@ -351,6 +351,40 @@ func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 				t.Fatalf("the router was told of the loss %d times, want 1", downs.Load())
 			}
 		})
+		t.Run("server fatal", func(t *testing.T) {
+			// The server ends the session with its own FATAL and closes
+			// (message_read_timeout on the node): the client gets that
+			// error, and no second one from tandem.
+			var downs atomic.Int32
+			cl, up, _, done := pollRelayLost(t, context.Background(), 1<<20, nil, func(string, error) { downs.Add(1) }, tlsHop)
+			if _, err := up.Write(encode(t, &pgproto3.ErrorResponse{Severity: "FATAL", Code: "08P01", Message: "incomplete message"})); err != nil {
+				t.Fatal(err)
+			}
+			up.Close()
+			_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+			fr := pgwire.NewFramer(cl, nil, 1<<20)
+			var codes []string
+			for {
+				typ, frame, err := fr.ReadFrame()
+				if err != nil {
+					break
+				}
+				if typ == 'E' {
+					var er pgproto3.ErrorResponse
+					if err := er.Decode(frame[5:]); err != nil {
+						t.Fatal(err)
+					}
+					codes = append(codes, er.Code)
+				}
+			}
+			if len(codes) != 1 || codes[0] != "08P01" {
+				t.Fatalf("the client got errors %v, want only the server's 08P01", codes)
+			}
+			waitDone(t, done)
+			if downs.Load() != 1 {
+				t.Fatalf("the router was told of the loss %d times, want 1", downs.Load())
+			}
+		})
 	})
 }
 
