@@ -413,3 +413,56 @@ func TestPollRelayPipelinedAndShutdown(t *testing.T) {
 		}
 	})
 }
+
+// TestPollRelayTLSNothingHeldBack: over a TLS hop, what the node sends is
+// on its way to the client as soon as nothing more is readable: a message
+// alone in its record, and several records that arrive together (crypto/tls
+// reads them into its own buffer, which epoll does not see), each delivered
+// while the node sends nothing after it.
+func TestPollRelayTLSNothingHeldBack(t *testing.T) {
+	cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil, true)
+	expect := func(want []byte, what string) {
+		t.Helper()
+		got := make([]byte, len(want))
+		_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(cl, got); err != nil {
+			t.Fatalf("%s: %v (the relay held it back)", what, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s changed crossing the relay", what)
+		}
+	}
+	small := encode(t, &pgproto3.ReadyForQuery{TxStatus: 'I'})
+	if _, err := up.Write(small); err != nil {
+		t.Fatal(err)
+	}
+	expect(small, "a message alone in its record")
+	if !r.polled.Load() {
+		t.Fatal("the TLS session did not take the epoll path")
+	}
+	// One write of 100 KiB on the node's side: seven records (16 KiB of
+	// plaintext at most each) on the wire together.
+	row := make([]byte, 100<<10)
+	_, _ = rand.Read(row)
+	burst := append(encode(t, &pgproto3.DataRow{Values: [][]byte{row}}), encode(t, &pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, &pgproto3.ReadyForQuery{TxStatus: 'T'})...)
+	if _, err := up.Write(burst); err != nil {
+		t.Fatal(err)
+	}
+	expect(burst, "records that arrived together")
+	if r.txStatus.Load() != 'T' {
+		t.Fatalf("transaction status not tracked over TLS: %c", r.txStatus.Load())
+	}
+	// And the other way: a client message reaches the node with nothing
+	// after it.
+	q := encode(t, &pgproto3.Query{String: "select 1"})
+	if _, err := cl.Write(q); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(q))
+	_ = up.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(up, got); err != nil || !bytes.Equal(got, q) {
+		t.Fatalf("client message over TLS: %q, %v", got, err)
+	}
+	cl.Close()
+	waitDone(t, done)
+}
