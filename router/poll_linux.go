@@ -4,6 +4,7 @@ package router
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -71,6 +72,7 @@ type direction struct {
 	need     int  // body bytes left of the current frame
 	zNext    bool // the next body byte is a ReadyForQuery status
 	fromCli  bool
+	lastTyp  byte // type of the last frame begun
 }
 
 type psess struct {
@@ -85,6 +87,11 @@ type psess struct {
 	done     chan struct{}
 	err      error
 	ended    bool
+	// utls is the upstream's TLS connection, over ulc (looptls_linux.go);
+	// nil for a clear-text upstream. The client side is always clear
+	// text here.
+	utls *tls.Conn
+	ulc  *loopConn
 }
 
 func startLoops() {
@@ -138,10 +145,16 @@ func pollable(c net.Conn) bool {
 }
 
 // servePoll runs the session on an epoll loop; ok is false when the
-// session cannot (TLS, a non-socket connection), and the caller relays it
-// with goroutines instead.
+// session cannot (a TLS client, a non-socket connection), and the caller
+// relays it with goroutines instead. A TLS upstream made over a loopConn
+// (the router-to-node hop) runs on the loop.
 func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
-	if pollDisabled || r.client.TLS || !pollable(r.client.Conn) || !pollable(r.conn) || r.upFr.Buffered() > 0 {
+	upConn := r.conn
+	utls, ulc, isTLS := tlsUpstream(r.conn)
+	if isTLS {
+		upConn = ulc.Conn
+	}
+	if pollDisabled || r.client.TLS || !pollable(r.client.Conn) || !pollable(upConn) || r.upFr.Buffered() > 0 {
 		return false, nil
 	}
 	loopsOnce.Do(startLoops)
@@ -152,7 +165,7 @@ func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
 	if err != nil {
 		return false, nil
 	}
-	ufd, err := rawFD(r.conn)
+	ufd, err := rawFD(upConn)
 	if err != nil {
 		// The client descriptor already left Go; finish on it by hand.
 		unix.Close(cfd)
@@ -163,10 +176,18 @@ func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
 	s := &psess{id: int32(sessIDs.Add(1) & 0x7fffffff), r: r, cfd: cfd, ufd: ufd, done: make(chan struct{})}
 	s.c2u = direction{src: &s.cfd, dst: &s.ufd, fromCli: true}
 	s.u2c = direction{src: &s.ufd, dst: &s.cfd}
-	// Bytes the client sent right after startup are already buffered.
 	l.mu.Lock()
+	if isTLS {
+		ulc.attach(ufd, &s.c2u.pend)
+		s.utls, s.ulc = utls, ulc
+	}
+	// Bytes the client sent right after startup are already buffered.
 	if b := r.client.TakeBuffered(); len(b) > 0 {
 		l.forward(s, &s.c2u, b)
+	}
+	if isTLS && !s.ended {
+		// crypto/tls may hold bytes read during startup.
+		l.pumpUp(s)
 	}
 	if !s.ended {
 		l.sess[s.id] = s
@@ -217,6 +238,14 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 		if !l.flush(s, out) {
 			return
 		}
+		if !up && s.utls != nil && len(out.pend) == 0 {
+			// The client took what waited: pass on what crypto/tls
+			// still holds (epoll does not report it).
+			l.pumpUp(s)
+			if s.ended {
+				return
+			}
+		}
 	}
 	if ev&(unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) > 0 {
 		// It hung up while what it sent still waits: nothing more can
@@ -224,7 +253,10 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 		l.srcGone(s, in, nil)
 		return
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 {
+	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 && up && s.utls != nil {
+		s.ulc.readable = true
+		l.pumpUp(s)
+	} else if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 {
 		n, err := rawRead(*in.src, l.scratch)
 		switch {
 		case err == unix.EAGAIN || err == unix.EINTR:
@@ -243,7 +275,14 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 // forward scans b for frame boundaries and writes it on.
 func (l *loop) forward(s *psess, d *direction, b []byte) {
 	n, perr := d.scan(b, s.r)
-	if n > 0 {
+	if n > 0 && d.fromCli && s.utls != nil {
+		// Sealed into records; what the socket does not take waits in
+		// d.pend (loopConn.Write).
+		if _, err := s.utls.Write(b[:n]); err != nil {
+			l.dstGone(s, d, err)
+			return
+		}
+	} else if n > 0 {
 		w, err := writeAll(*d.dst, b[:n])
 		if err != nil {
 			l.dstGone(s, d, err)
@@ -311,6 +350,14 @@ func (l *loop) upstreamLost(s *psess, err error) {
 	if r.onLost != nil {
 		r.onLost(r.up.Node, err)
 	}
+	if d := &s.u2c; d.lastTyp == 'E' && d.need == 0 && d.hn == 0 {
+		// The server's last word was a whole ErrorResponse with no
+		// ReadyForQuery after it: a FATAL (message_read_timeout,
+		// pg_terminate_backend), which the client has. A second one
+		// from tandem would only blur why the session ended.
+		l.end(s, fmt.Errorf("%w: %v", ErrUpstreamDown, err))
+		return
+	}
 	l.fatal(s, lostError(r.up.Node))
 	l.end(s, fmt.Errorf("%w: %v", ErrUpstreamDown, err))
 }
@@ -338,6 +385,9 @@ func (l *loop) end(s *psess, err error) {
 	s.ended = true
 	s.err = err
 	delete(l.sess, s.id)
+	if s.ulc != nil {
+		s.ulc.closed = true // the descriptor's number may be reused once closed
+	}
 	unix.Close(s.ufd)
 	unix.Close(s.cfd)
 	s.c2u.pend, s.u2c.pend = nil, nil
@@ -411,6 +461,7 @@ func (d *direction) scan(b []byte, r *relay) (int, error) {
 		}
 		d.hn = 0
 		typ := d.hdr[0]
+		d.lastTyp = typ
 		l := int(binary.BigEndian.Uint32(d.hdr[1:]))
 		if l < 4 {
 			return max(start, 0), fmt.Errorf("%w: length %d of message %q", pgwire.ErrMalformed, l, typ)

@@ -147,6 +147,16 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 	cfg.User, cfg.Password, cfg.Database = user, up.Password, db
 	if up.TLS != nil {
 		cfg.TLSConfig = up.TLS.Clone()
+		// Over a connection the relay can later drive from an epoll
+		// loop (looptls_linux.go); the handshake is pgconn's as before.
+		dial := cfg.DialFunc
+		cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return loopable(c), nil
+		}
 	}
 	cfg.ConnectTimeout = 5 * time.Second
 	for k, v := range up.Settings {

@@ -37,9 +37,11 @@ type Config struct {
 	// falling back to the primary: the router's read port.
 	Reads bool
 	// MessageReadTimeout bounds the time from a client message's first
-	// byte to its last where the relay reads whole messages (a TLS hop);
-	// 0: none. The byte-streaming relay passes partial messages on, and
-	// the node enforces its own.
+	// byte to its last where the relay reads whole messages (the
+	// two-goroutine relay: a TLS client, sessions that survive a
+	// failover); 0: none. The byte-streaming relay (epoll loops, clear
+	// text or TLS to the node) passes partial messages on, and the node
+	// enforces its own and ends the session with FATAL 08P01.
 	MessageReadTimeout time.Duration
 	// Survive keeps a session whose node connection ends (a failover):
 	// the relay reconnects it to the primary known then, with its

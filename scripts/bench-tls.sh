@@ -7,6 +7,10 @@
 # the CPU time tandem's processes (router and both nodes) spent per
 # committed write transaction (the primary's tandem_repl_commits_total):
 # on a shared machine that figure moves far less than throughput does.
+# Each round also prints that figure per process (router, each node), which
+# shows where a difference lies.
+# PARALLEL=1 runs both clusters' loads at the same time instead of one
+# after the other.
 # Usage: scripts/bench-tls.sh [P] [duration] [clients] [rounds] [mix]
 set -euo pipefail
 P=${1:-20000}; DUR=${2:-15s}; C=${3:-8}; R=${4:-3}; MIX=${5:-r20w80}
@@ -52,6 +56,11 @@ start clear "$CLEAR" none "$CLEARM"
 # CPU ticks (utime + stime) of a cluster's processes, and its primary's
 # committed writesets.
 ticks() { local t=0 p; for p in $(pgrep -f "$W/$1.toml"); do t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0))); done; echo $t; }
+# Per process: "NAME=TICKS ..." (NAME router or the node id).
+pticks() { local p out="" n; for p in $(pgrep -f "$W/$1.toml"); do
+  n=$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | awk '{print ($2 == "node" ? $6 : $2)}')
+  [ "$n" = up ] && continue
+  out="$out $n=$(awk '{print $14 + $15}' /proc/$p/stat 2>/dev/null || echo 0)"; done; echo $out; }
 commits() { curl -s "http://127.0.0.1:$1/metrics" | awk '$1 == "tandem_repl_commits_total" {print $2}'; }
 declare -A metricsport=([tls]=$TLSM [clear]=$CLEARM)
 HZ=$(getconf CLK_TCK)
@@ -60,22 +69,45 @@ for t in tls:$TLS clear:$CLEAR; do
   "$T" bench load --workload tm1 --subscribers "$P" --dsn "$(dsn ${t#*:})" --quiet > /dev/null
 done
 ratios=(); cratios=()
+begin() { t0[$1]=$(ticks "$1"); p0[$1]=$(pticks "$1"); c0[$1]=$(commits "${metricsport[$1]}"); }
+run() { # name port round
+  "$T" bench run --workload tm1 --mix "$MIX" --clients "$C" --rampup 3s --duration "$DUR" \
+    --dsn "$(dsn $2)" --json > "$W/$1-$3.json" 2>/dev/null
+}
+finish() { # name round
+  local n=$1 t1 p1 c1
+  mqth[$n]=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("mqth") or d.get("MQTh") or d["summary"]["mqth"])' "$W/$n-$2.json")
+  t1=$(ticks "$n"); p1=$(pticks "$n"); c1=$(commits "${metricsport[$n]}")
+  cpu[$n]=$(python3 -c "print(round(($t1 - ${t0[$n]}) / $HZ * 1e6 / max(1, float('$c1') - float('${c0[$n]}')), 1))")
+  split[$n]=$(python3 -c "
+import sys
+a = dict(kv.split('=') for kv in sys.argv[1].split())
+b = dict(kv.split('=') for kv in sys.argv[2].split())
+c = max(1, float(sys.argv[3]) - float(sys.argv[4]))
+print(' '.join(f'{k} {round((int(b[k]) - int(a[k])) / $HZ * 1e6 / c, 1)}' for k in sorted(b) if k in a))" "${p0[$n]}" "$p1" "$c1" "${c0[$n]}")
+}
+declare -A mqth cpu split t0 p0 c0
 for r in $(seq "$R"); do
-  declare -A mqth cpu
-  order="tls:$TLS clear:$CLEAR"
-  [ $((r % 2)) -eq 0 ] && order="clear:$CLEAR tls:$TLS"
-  for t in $order; do
-    n=${t%%:*}; t0=$(ticks "$n"); c0=$(commits "${metricsport[$n]}")
-    "$T" bench run --workload tm1 --mix "$MIX" --clients "$C" --rampup 3s --duration "$DUR" \
-      --dsn "$(dsn ${t#*:})" --json > "$W/${t%%:*}-$r.json" 2>/dev/null
-    mqth[${t%%:*}]=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("mqth") or d.get("MQTh") or d["summary"]["mqth"])' "$W/${t%%:*}-$r.json")
-    t1=$(ticks "$n"); c1=$(commits "${metricsport[$n]}")
-    cpu[$n]=$(python3 -c "print(round(($t1 - $t0) / $HZ * 1e6 / max(1, float('$c1') - float('$c0')), 1))")
-  done
+  if [ "${PARALLEL:-0}" = 1 ]; then
+    # Both clusters under load at once: the same machine conditions for
+    # both (the throughput ratio then shows the CPU cost directly).
+    begin tls; begin clear
+    run tls "$TLS" "$r" & a=$!
+    run clear "$CLEAR" "$r" & b=$!
+    wait $a; wait $b
+    finish tls "$r"; finish clear "$r"
+  else
+    order="tls:$TLS clear:$CLEAR"
+    [ $((r % 2)) -eq 0 ] && order="clear:$CLEAR tls:$TLS"
+    for t in $order; do
+      begin "${t%%:*}"; run "${t%%:*}" "${t#*:}" "$r"; finish "${t%%:*}" "$r"
+    done
+  fi
   ratio=$(python3 -c "print(round(${mqth[tls]}/${mqth[clear]}, 3))")
   cratio=$(python3 -c "print(round(${cpu[tls]}/${cpu[clear]}, 3))")
   ratios+=("$ratio"); cratios+=("$cratio")
   echo "round $r: mutual TLS ${mqth[tls]} MQTh ${cpu[tls]} us CPU/commit, clear text ${mqth[clear]} MQTh ${cpu[clear]} us CPU/commit; throughput ratio $ratio, CPU ratio $cratio"
+  echo "  us CPU/commit per process: mutual TLS: ${split[tls]}; clear text: ${split[clear]}"
 done
 python3 -c "import statistics,sys; print('median throughput ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${ratios[@]}"
 python3 -c "import statistics,sys; print('median CPU-per-commit ratio (TLS / clear text):', statistics.median(map(float, sys.argv[1:])))" "${cratios[@]}"
