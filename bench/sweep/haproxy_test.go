@@ -191,8 +191,14 @@ func TestSweepHAProxy(t *testing.T) {
 		t.Skip("PostgreSQL is not installed:", err)
 	}
 	needHAProxy(t)
-	tmp := t.TempDir()
-	configs, err := SelectConfigs("pg-pair-haproxy-remote_write")
+	// A short directory: the servers' Unix sockets live under it (107 bytes at most).
+	tmp, err := os.MkdirTemp("", "hx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	var configs []Config
+	configs, err = SelectConfigs("pg-pair-haproxy-remote_write")
 	if err != nil {
 		t.Fatal(err)
 	}
