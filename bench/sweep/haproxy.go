@@ -48,13 +48,17 @@ const (
 	primaryCheckPath = "/primary"
 )
 
+// haproxyDirs are where FindHAProxy looks when haproxy is not on PATH.
+var haproxyDirs = []string{"/usr/sbin", "/usr/local/sbin"}
+
 // FindHAProxy returns the haproxy binary: on PATH, else where Debian puts
 // it (/usr/sbin, often not on a user's PATH).
 func FindHAProxy() (string, error) {
 	if p, err := exec.LookPath("haproxy"); err == nil {
 		return p, nil
 	}
-	for _, p := range []string{"/usr/sbin/haproxy", "/usr/local/sbin/haproxy"} {
+	for _, d := range haproxyDirs {
+		p := filepath.Join(d, "haproxy")
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}

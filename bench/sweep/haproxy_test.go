@@ -238,3 +238,26 @@ func TestSweepHAProxy(t *testing.T) {
 		t.Errorf("left behind in the temporary directory: %v", left)
 	}
 }
+
+// TestNoHAProxy: without the haproxy binary the sweep refuses the
+// pg-pair-haproxy-* configurations before starting anything, and says how
+// to install it.
+func TestNoHAProxy(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := haproxyDirs
+	haproxyDirs = []string{t.TempDir()}
+	defer func() { haproxyDirs = saved }()
+	if _, err := FindHAProxy(); !errors.Is(err, ErrNoHAProxy) {
+		t.Fatalf("FindHAProxy = %v, want ErrNoHAProxy", err)
+	}
+	configs, err := SelectConfigs("pg-standalone-on,pg-pair-haproxy-on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Subscribers: 10, Clients: 1, Duration: time.Second, Rounds: 1,
+		Mixes: []string{"r80w20"}, Configs: configs, Exe: "/bin/false", TempDir: t.TempDir()})
+	if !errors.Is(err, ErrBadOption) || !errors.Is(err, ErrNoHAProxy) ||
+		!strings.Contains(err.Error(), "apt-get install haproxy") || !strings.Contains(err.Error(), "pg-pair-haproxy-on") {
+		t.Fatalf("Run = %v, want ErrBadOption naming pg-pair-haproxy-on and apt-get install haproxy", err)
+	}
+}
