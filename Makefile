@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-deps: ## install PostgreSQL and the C compiler if missing
+deps: ## install PostgreSQL, HAProxy and the C compiler if missing
 	./scripts/install-deps.sh
 
 build: ## build ./bin/tandem
@@ -63,7 +63,7 @@ bench-ddl: build ## what a schema change costs a running hot-standby pair (TM1 R
 bench-failover: build ## automatic failover: SIGKILL of the primary, 20 trials per safeness level on the SQLite pair (time to the first commit, lost acknowledged commits), and the lease's steady-state cost (TM1 R20W80, manual vs automatic, alternating); BACKEND=postgres for PostgreSQL
 	./bin/tandem bench failover --backend $(or $(BACKEND),sqlite) --trials 20 --lease-rounds 3 --out out/failover-$(or $(BACKEND),sqlite)
 
-bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair (TM1, ~45 min with 3 rounds)
+bench-sweep: build ## seed 000: standalone / hot-standby safeness and durability vs PostgreSQL's streaming pair, direct and behind HAProxy (TM1, ~45 min with 3 rounds)
 	./scripts/install-deps.sh
 	./bin/tandem bench sweep --rounds 3 --out out/sweep
 

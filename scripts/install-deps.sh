@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what tandem's tests and benchmarks need on a fresh Debian machine:
-# PostgreSQL (server binaries, psql, pgbench) and, with --bench, HAProxy.
+# PostgreSQL (server binaries, psql, pgbench) and HAProxy (the reference
+# stack of the benchmarks: bench overhead, bench sweep's pg-pair-haproxy-*;
+# bench/sweep's HAProxy tests run against it and skip without it).
+# --bench is accepted for compatibility (HAProxy is always installed).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 need=()
@@ -8,14 +11,16 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postg
 command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
 command -v pgbench >/dev/null 2>&1 || need+=(postgresql-contrib)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
-if [[ "${1:-}" == "--bench" ]]; then command -v haproxy >/dev/null 2>&1 || need+=(haproxy); fi
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || need+=(haproxy)
 if ((${#need[@]})); then
   echo "install-deps: installing ${need[*]}" >&2
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
-  # Debian starts a cluster on install; tandem runs its own servers.
+  # Debian starts a cluster (and HAProxy) on install; tandem's tests and
+  # benchmarks run their own.
   $SUDO systemctl stop postgresql >/dev/null 2>&1 || $SUDO service postgresql stop >/dev/null 2>&1 || true
+  $SUDO systemctl stop haproxy >/dev/null 2>&1 || $SUDO service haproxy stop >/dev/null 2>&1 || true
 fi
 if ! command -v go >/dev/null 2>&1; then
   echo "install-deps: Go is missing; install the toolchain named in go.mod (https://go.dev/dl)" >&2

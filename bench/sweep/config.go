@@ -30,6 +30,10 @@ const (
 	kindTandem       = "tandem"        // a tandem cluster (cluster.Start)
 	kindPGStandalone = "pg-standalone" // one managed PostgreSQL server
 	kindPGPair       = "pg-pair"       // a PostgreSQL streaming-replication pair
+	// kindPGPairHAProxy is the same pair with HAProxy in front of it (the
+	// stack users assemble instead of tandem's pair); clients connect to
+	// HAProxy.
+	kindPGPairHAProxy = "pg-pair-haproxy"
 )
 
 // Config is one configuration of the sweep. Its Name is part of the user
@@ -136,6 +140,10 @@ func Configs() []Config {
 		pg(kindPGPair, "pg-pair-remote_write", "2-safe-received", "remote_write", "streaming pair, synchronous_commit=remote_write (2-safe received)"),
 		pg(kindPGPair, "pg-pair-on", "2-safe-durable", "on", "streaming pair, synchronous_commit=on (2-safe durable)"),
 		pg(kindPGPair, "pg-pair-remote_apply", "2-safe-visible", "remote_apply", "streaming pair, synchronous_commit=remote_apply (2-safe visible)"),
+		pg(kindPGPairHAProxy, "pg-pair-haproxy-local", "1-safe", "local", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=local (1-safe)"),
+		pg(kindPGPairHAProxy, "pg-pair-haproxy-remote_write", "2-safe-received", "remote_write", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=remote_write (2-safe received)"),
+		pg(kindPGPairHAProxy, "pg-pair-haproxy-on", "2-safe-durable", "on", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=on (2-safe durable)"),
+		pg(kindPGPairHAProxy, "pg-pair-haproxy-remote_apply", "2-safe-visible", "remote_apply", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=remote_apply (2-safe visible)"),
 		hsPG("hs-pg-1safe-relaxed", "1-safe", "relaxed", "relaxed"),
 		hsPG("hs-pg-received-relaxed", "2-safe-received", "relaxed", "relaxed"),
 		hsPG("hs-pg-visible-relaxed", "2-safe-visible", "relaxed", "relaxed"),
@@ -231,6 +239,21 @@ var levelPairs = []struct{ Level, Tandem, Postgres string }{
 	{"2-safe-visible", "hs-pgphys-visible", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pgphys-durable", "pg-pair-on"},
 }
+
+// physicalPairs are the comparison issue 13 asks for: at each safeness
+// level, tandem's physical pair against the stack users would assemble
+// instead (HAProxy in front of PostgreSQL's streaming pair) and against
+// PostgreSQL's pair with clients connected directly.
+var physicalPairs = []struct{ Level, Physical, HAProxy, Direct string }{
+	{"1-safe", "hs-pgphys-1safe", "pg-pair-haproxy-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+}
+
+// MinPhysicalVsDirect is issue 13's goal: tandem's physical pair keeps at
+// least this share of PostgreSQL's own pair with clients connected directly.
+const MinPhysicalVsDirect = 0.85
 
 func configByName(name string) (Config, bool) {
 	for _, c := range Configs() {

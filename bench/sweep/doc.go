@@ -3,7 +3,24 @@
 // figures 4-6): TM1's MQTh per configuration and mix, with ratios to a
 // baseline, for tandem's standalone and hot-standby designs at every safeness
 // and durability level, and for PostgreSQL's own streaming replication pair
-// at the matching synchronous_commit levels.
+// at the matching synchronous_commit levels, with clients connected
+// directly (pg-pair-*) and through HAProxy (pg-pair-haproxy-*), the stack
+// users assemble instead of tandem's physical pair (hs-pgphys-*).
+//
+// HAProxy runs as a child of the sweep (haproxy -db, its own process
+// group, Pdeathsig) with haproxy.cfg, haproxy.log and a read-only stats
+// socket in the setup's directory, configured as Patroni's example
+// haproxy.cfg: mode tcp, one listen section whose servers are both nodes,
+// timeout client/server 30m, connect 4s, an HTTP check (OPTIONS /primary,
+// expect 200; inter 3s fall 3 rise 2, on-marked-down shutdown-sessions).
+// Without Patroni the check is answered by a small endpoint per server in
+// the sweep process that does what Patroni's REST API does for /primary:
+// 200 when SELECT pg_is_in_recovery() is false on a kept connection, 503
+// otherwise (HAProxy's own pgsql-check only sees that a server accepts
+// connections, so it would send clients to the standby too). The sweep
+// waits until HAProxy marks the primary UP and the standby DOWN before it
+// loads, and records per run how many connections HAProxy sent to each
+// server (Measurement.Proxied).
 //
 // It owns the life cycle of what it measures: for each configuration it
 // writes a cluster file with free 127.0.0.1 ports and starts it with

@@ -218,20 +218,31 @@ func (p *PGPair) Stop() {
 type pgSystem struct {
 	server *postgres.Managed // the server clients use (the pair's primary)
 	pair   *PGPair
-	log    *slog.Logger
-	dir    string
+	// proxy is HAProxy in front of the pair (pg-pair-haproxy-*): clients
+	// connect to it; the sweep's own statements go to the primary.
+	proxy *HAProxy
+	log   *slog.Logger
+	dir   string
 	// version is the server_version.
 	version string
 }
 
 func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger) (*pgSystem, error) {
 	s := &pgSystem{log: log, dir: dir}
-	if c.kind == kindPGPair {
+	if c.kind == kindPGPair || c.kind == kindPGPairHAProxy {
 		p, err := StartPGPair(ctx, dir, binDir, log)
 		if err != nil {
 			return nil, err
 		}
 		s.pair, s.server = p, p.Primary
+		if c.kind == kindPGPairHAProxy {
+			h, err := StartHAProxy(ctx, dir, []*postgres.Managed{p.Primary, p.Standby}, log)
+			if err != nil {
+				p.Stop()
+				return nil, fmt.Errorf("configuration %s: %w", c.Name, err)
+			}
+			s.proxy = h
+		}
 	} else {
 		m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: clone(pgSettings), Logger: log, TCP: true,
@@ -250,9 +261,38 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 	return s, nil
 }
 
-func (s *pgSystem) dsn() string { return s.server.DSN("postgres") }
+// dsn is where the workload's clients connect: HAProxy when there is
+// one, else the (primary) server.
+func (s *pgSystem) dsn() string {
+	if s.proxy != nil {
+		return s.proxy.DSN("postgres")
+	}
+	return s.server.DSN("postgres")
+}
+
+// proxied reports how many connections HAProxy has sent to each server
+// so far (ok false without HAProxy).
+func (s *pgSystem) proxied() (map[string]int64, bool) {
+	if s.proxy == nil {
+		return nil, false
+	}
+	st, err := s.proxy.Stats()
+	if err != nil {
+		return nil, false
+	}
+	out := map[string]int64{}
+	for _, x := range st {
+		out[x.Name] = x.Sessions
+	}
+	return out, true
+}
 
 func (s *pgSystem) exited() error {
+	if s.proxy != nil {
+		if err := s.proxy.exited(); err != nil {
+			return err
+		}
+	}
 	for _, m := range []*postgres.Managed{s.server, s.standby()} {
 		if m == nil {
 			continue
@@ -276,8 +316,9 @@ func (s *pgSystem) standby() *postgres.Managed {
 // logDir holds the servers' logs (postgres.log beside each data directory).
 func (s *pgSystem) logDir() string { return s.dir }
 
+// exec runs the sweep's own statements on the (primary) server directly.
 func (s *pgSystem) exec(ctx context.Context, f func(*pgx.Conn) error) error {
-	c, err := pgx.Connect(ctx, s.dsn())
+	c, err := pgx.Connect(ctx, s.server.DSN("postgres"))
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
@@ -344,6 +385,9 @@ func (s *pgSystem) standbyLag(ctx context.Context) (int64, string, bool) {
 }
 
 func (s *pgSystem) stop() {
+	if s.proxy != nil {
+		s.proxy.Stop()
+	}
 	if s.pair != nil {
 		s.pair.Stop()
 		return

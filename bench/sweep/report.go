@@ -33,6 +33,11 @@ type Measurement struct {
 	// WAL bytes not yet replayed).
 	StandbyLag     int64  `json:"standby_lag,omitempty"`
 	StandbyLagUnit string `json:"standby_lag_unit,omitempty"`
+	// Proxied is, with HAProxy in front (pg-pair-haproxy-*), how many
+	// client connections HAProxy sent to each server during the run
+	// (ramp-up included), by HAProxy's server name (pg1 the primary, pg2
+	// the standby).
+	Proxied map[string]int64 `json:"proxied,omitempty"`
 	// LoadAvg is the 1-minute load average when the run started.
 	LoadAvg   float64   `json:"load_avg"`
 	StartedAt time.Time `json:"started_at"`
@@ -70,15 +75,18 @@ type Environment struct {
 
 // Report is the sweep's outcome: what sweep.json holds.
 type Report struct {
-	Params      Params        `json:"params"`
-	Environment Environment   `json:"environment"`
-	StartedAt   time.Time     `json:"started_at"`
-	FinishedAt  time.Time     `json:"finished_at"`
-	Interrupted bool          `json:"interrupted,omitempty"`
-	Configs     []Config      `json:"configs"`
-	Rows        []Row         `json:"rows"`
-	Checks      []Check       `json:"checks"`
-	Runs        []Measurement `json:"runs"`
+	Params      Params      `json:"params"`
+	Environment Environment `json:"environment"`
+	StartedAt   time.Time   `json:"started_at"`
+	FinishedAt  time.Time   `json:"finished_at"`
+	Interrupted bool        `json:"interrupted,omitempty"`
+	Configs     []Config    `json:"configs"`
+	Rows        []Row       `json:"rows"`
+	Checks      []Check     `json:"checks"`
+	// Physical compares tandem's physical pair with HAProxy + PostgreSQL's
+	// pair and PostgreSQL's pair direct, per level and mix (issue 13).
+	Physical []PhysicalRow `json:"physical"`
+	Runs     []Measurement `json:"runs"`
 }
 
 // Row is one configuration's line of the table.
@@ -123,6 +131,24 @@ type Check struct {
 	// Status is PASS, FAIL or SKIP (a side was not measured).
 	Status string `json:"status"`
 	Text   string `json:"text"`
+}
+
+// PhysicalRow is one level x mix of the physical-pair comparison: the
+// medians (0 when not measured) and the ratios of tandem's physical pair
+// to HAProxy + PostgreSQL's pair and to PostgreSQL's pair direct (nil when
+// either side is missing).
+type PhysicalRow struct {
+	Level           string   `json:"level"`
+	Mix             string   `json:"mix"`
+	Physical        string   `json:"physical"`
+	HAProxy         string   `json:"haproxy"`
+	Direct          string   `json:"direct"`
+	PhysicalV       float64  `json:"physical_mqth"`
+	HAProxyV        float64  `json:"haproxy_mqth"`
+	DirectV         float64  `json:"direct_mqth"`
+	VsHAProxy       *float64 `json:"physical_vs_haproxy"`
+	VsDirect        *float64 `json:"physical_vs_direct"`
+	HAProxyVsDirect *float64 `json:"haproxy_vs_direct"`
 }
 
 // Build computes the table, the ratios and the checks from the measurements.
@@ -210,6 +236,48 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 					strings.ToUpper(mix), lp.Level, lp.Tandem, lv, baselineOf(lc.Family), cmpSign(lv, rv), lp.Postgres, rv, PostgresBaseline)
 			}
 			r.Checks = append(r.Checks, ch)
+		}
+	}
+	// (c), (d): tandem's physical pair against HAProxy + PostgreSQL's pair
+	// (at least as fast) and PostgreSQL's pair direct (at least 0.85).
+	div := func(a, b float64, aok, bok bool) *float64 {
+		if !aok || !bok || b == 0 {
+			return nil
+		}
+		v := a / b
+		return &v
+	}
+	for _, mix := range p.Mixes {
+		for _, pp := range physicalPairs {
+			row := PhysicalRow{Level: pp.Level, Mix: mix, Physical: pp.Physical, HAProxy: pp.HAProxy, Direct: pp.Direct}
+			pv, pok := mqth(pp.Physical, mix)
+			hv, hok := mqth(pp.HAProxy, mix)
+			dv, dok := mqth(pp.Direct, mix)
+			row.PhysicalV, row.HAProxyV, row.DirectV = pv, hv, dv
+			row.VsHAProxy, row.VsDirect, row.HAProxyVsDirect = div(pv, hv, pok, hok), div(pv, dv, pok, dok), div(hv, dv, hok, dok)
+			if pok || hok {
+				r.Physical = append(r.Physical, row)
+			}
+			c := Check{ID: "c", Mix: mix, Level: pp.Level, Left: pp.Physical, Right: pp.HAProxy, LeftV: pv, RightV: hv}
+			if row.VsHAProxy == nil {
+				c.Status = "SKIP"
+				c.Text = fmt.Sprintf("%s %-15s tandem %s vs HAProxy + PostgreSQL %s: not measured", strings.ToUpper(mix), pp.Level, pp.Physical, pp.HAProxy)
+			} else {
+				c.Status = passFail(pv >= hv)
+				c.Text = fmt.Sprintf("%s %-15s tandem %s %.1f MQTh %s HAProxy + PostgreSQL %s %.1f MQTh (%.2fx)",
+					strings.ToUpper(mix), pp.Level, pp.Physical, pv, cmpSign(pv, hv), pp.HAProxy, hv, *row.VsHAProxy)
+			}
+			r.Checks = append(r.Checks, c)
+			d := Check{ID: "d", Mix: mix, Level: pp.Level, Left: pp.Physical, Right: pp.Direct, LeftV: pv, RightV: dv}
+			if row.VsDirect == nil {
+				d.Status = "SKIP"
+				d.Text = fmt.Sprintf("%s %-15s tandem %s vs PostgreSQL direct %s: not measured", strings.ToUpper(mix), pp.Level, pp.Physical, pp.Direct)
+			} else {
+				d.Status = passFail(*row.VsDirect >= MinPhysicalVsDirect)
+				d.Text = fmt.Sprintf("%s %-15s tandem %s %.1f MQTh = %.2fx of PostgreSQL direct %s %.1f MQTh (goal >= %.2fx)",
+					strings.ToUpper(mix), pp.Level, pp.Physical, pv, *row.VsDirect, pp.Direct, dv, MinPhysicalVsDirect)
+			}
+			r.Checks = append(r.Checks, d)
 		}
 	}
 	// (b) high availability for free: hs-received-relaxed >= standalone-strict on R20W80.
@@ -405,6 +473,9 @@ func (r *Report) Print(w io.Writer) error {
 			}
 		}
 	}
+	if len(r.Physical) > 0 {
+		r.printPhysical(&b)
+	}
 	b.WriteString("\nchecks (measured, informational):\n")
 	b.WriteString("(a) at each safeness level, tandem's pair ratio vs PostgreSQL's pair ratio (PASS: tandem's >= PostgreSQL's)\n")
 	for _, c := range r.Checks {
@@ -418,8 +489,70 @@ func (r *Report) Print(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s %s\n", c.Status, c.Text)
 		}
 	}
+	if len(r.Physical) > 0 {
+		b.WriteString("(c) tandem's physical pair >= HAProxy + PostgreSQL's streaming pair at the same level\n")
+		for _, c := range r.Checks {
+			if c.ID == "c" {
+				fmt.Fprintf(&b, "  %s %s\n", c.Status, c.Text)
+			}
+		}
+		fmt.Fprintf(&b, "(d) tandem's physical pair >= %.2fx PostgreSQL's streaming pair with clients connected directly\n", MinPhysicalVsDirect)
+		for _, c := range r.Checks {
+			if c.ID == "d" {
+				fmt.Fprintf(&b, "  %s %s\n", c.Status, c.Text)
+			}
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// printPhysical writes the physical-pair comparison: per level and mix,
+// tandem's physical pair, HAProxy + PostgreSQL's pair, PostgreSQL's pair
+// direct (medians) and the ratios.
+func (r *Report) printPhysical(b *strings.Builder) {
+	b.WriteString("\ntandem's physical pair vs HAProxy + PostgreSQL's streaming pair vs that pair direct (MQTh)\n")
+	head := []string{"level", "mix", "tandem physical", "HAProxy + PG pair", "PG pair direct", "physical/HAProxy", "physical/direct", "HAProxy/direct"}
+	lines := [][]string{head}
+	num := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	rat := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.2fx", *v)
+	}
+	for _, x := range r.Physical {
+		lines = append(lines, []string{x.Level, mixTitle(x.Mix), num(x.PhysicalV), num(x.HAProxyV), num(x.DirectV), rat(x.VsHAProxy), rat(x.VsDirect), rat(x.HAProxyVsDirect)})
+	}
+	widths := make([]int, len(head))
+	for _, l := range lines {
+		for i, cell := range l {
+			widths[i] = max(widths[i], len(cell))
+		}
+	}
+	for n, l := range lines {
+		var lb strings.Builder
+		for i, cell := range l {
+			if i < 2 {
+				fmt.Fprintf(&lb, "%-*s  ", widths[i], cell)
+			} else {
+				fmt.Fprintf(&lb, "  %*s", widths[i], cell)
+			}
+		}
+		b.WriteString(strings.TrimRight(lb.String(), " ") + "\n")
+		if n == 0 {
+			rule := 0
+			for _, w := range widths {
+				rule += w + 2
+			}
+			b.WriteString(strings.Repeat("-", rule) + "\n")
+		}
+	}
 }
 
 // WriteJSON writes the report as indented JSON.

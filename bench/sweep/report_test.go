@@ -209,8 +209,8 @@ func TestBuildChecks(t *testing.T) {
 			t.Errorf("no check (%s) %s %s", w.id, w.mix, w.left)
 		}
 	}
-	if n := len(r.Checks); n != 2*len(levelPairs)+1 {
-		t.Errorf("%d checks, want %d", n, 2*len(levelPairs)+1)
+	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*len(physicalPairs)+1; n != want {
+		t.Errorf("%d checks, want %d", n, want)
 	}
 
 	// (b) fails when the standby costs more than strict logging saved, and
@@ -323,8 +323,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 23 {
-		t.Errorf("all: %d configurations, want 23", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 27 {
+		t.Errorf("all: %d configurations, want 27", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},
@@ -400,5 +400,89 @@ func TestClusterFiles(t *testing.T) {
 	relaxed, _ := configByName("standalone-relaxed")
 	if strict.SQLiteSynchronous != "FULL" || relaxed.SQLiteSynchronous != "NORMAL" {
 		t.Error("standalone-strict must be SQLite FULL and standalone-relaxed NORMAL")
+	}
+}
+
+// TestBuildPhysical: the physical-pair comparison (issue 13) pairs each
+// tandem physical configuration with HAProxy + PostgreSQL's pair and the
+// pair direct at its level, computes the ratios and checks (c) and (d).
+func TestBuildPhysical(t *testing.T) {
+	v := map[string][2]float64{ // r80w20, r20w80
+		"pg-standalone-on":             {2000, 1000},
+		"pg-pair-local":                {2000, 1000},
+		"pg-pair-haproxy-local":        {1600, 900},
+		"hs-pgphys-1safe":              {1700, 850},
+		"pg-pair-remote_write":         {1800, 700},
+		"pg-pair-haproxy-remote_write": {1500, 650},
+		"hs-pgphys-received":           {1400, 660},
+		// visible: HAProxy not measured; durable: not measured at all
+		"pg-pair-remote_apply": {1700, 600},
+		"hs-pgphys-visible":    {1500, 500},
+	}
+	var runs []Measurement
+	var names []string
+	for name, x := range v {
+		runs = append(runs, ms(name, "r80w20", 1, x[0]), ms(name, "r20w80", 1, x[1]))
+		names = append(names, name)
+	}
+	r := Build(Params{Mixes: []string{"r80w20", "r20w80"}, Rounds: 1}, Environment{}, cfgs(t, names...), runs)
+	ptr := func(f float64) *float64 { return &f }
+	wantRows := []PhysicalRow{
+		{Level: "1-safe", Mix: "r80w20", PhysicalV: 1700, HAProxyV: 1600, DirectV: 2000, VsHAProxy: ptr(1700.0 / 1600), VsDirect: ptr(0.85)},
+		{Level: "2-safe-received", Mix: "r80w20", PhysicalV: 1400, HAProxyV: 1500, DirectV: 1800, VsHAProxy: ptr(1400.0 / 1500), VsDirect: ptr(1400.0 / 1800)},
+		{Level: "2-safe-visible", Mix: "r80w20", PhysicalV: 1500, DirectV: 1700, VsDirect: ptr(1500.0 / 1700)},
+		{Level: "1-safe", Mix: "r20w80", PhysicalV: 850, HAProxyV: 900, DirectV: 1000, VsHAProxy: ptr(850.0 / 900), VsDirect: ptr(0.85)},
+		{Level: "2-safe-received", Mix: "r20w80", PhysicalV: 660, HAProxyV: 650, DirectV: 700, VsHAProxy: ptr(660.0 / 650), VsDirect: ptr(660.0 / 700)},
+		{Level: "2-safe-visible", Mix: "r20w80", PhysicalV: 500, DirectV: 600, VsDirect: ptr(500.0 / 600)},
+	}
+	if len(r.Physical) != len(wantRows) {
+		t.Fatalf("%d physical rows, want %d (the durable level is not measured): %+v", len(r.Physical), len(wantRows), r.Physical)
+	}
+	same := func(a, b *float64) bool { return a == nil && b == nil || a != nil && b != nil && approx(*a, *b) }
+	for i, w := range wantRows {
+		g := r.Physical[i]
+		if g.Level != w.Level || g.Mix != w.Mix || g.PhysicalV != w.PhysicalV || g.HAProxyV != w.HAProxyV || g.DirectV != w.DirectV ||
+			!same(g.VsHAProxy, w.VsHAProxy) || !same(g.VsDirect, w.VsDirect) {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+	status := map[string]string{}
+	for _, c := range r.Checks {
+		if c.ID == "c" || c.ID == "d" {
+			status[c.ID+" "+c.Mix+" "+c.Level] = c.Status
+		}
+	}
+	for k, want := range map[string]string{
+		"c r80w20 1-safe": "PASS", "d r80w20 1-safe": "PASS", // 0.85 exactly meets the goal
+		"c r80w20 2-safe-received": "FAIL", "d r80w20 2-safe-received": "FAIL",
+		"c r80w20 2-safe-visible": "SKIP", "d r80w20 2-safe-visible": "PASS",
+		"c r80w20 2-safe-durable": "SKIP", "d r80w20 2-safe-durable": "SKIP",
+		"c r20w80 1-safe": "FAIL", "c r20w80 2-safe-received": "PASS", "d r20w80 2-safe-received": "PASS",
+	} {
+		if status[k] != want {
+			t.Errorf("check %s = %q, want %s", k, status[k], want)
+		}
+	}
+	var out bytes.Buffer
+	if err := r.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"tandem's physical pair vs HAProxy + PostgreSQL's streaming pair",
+		"(c) tandem's physical pair >= HAProxy",
+		"(d) tandem's physical pair >= 0.85x",
+		"1.06x", // 1700/1600
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Without any physical or HAProxy configuration the section is absent.
+	r = Build(Params{Mixes: []string{"r80w20"}, Rounds: 1}, Environment{}, cfgs(t, "pg-standalone-on", "pg-pair-local"),
+		[]Measurement{ms("pg-standalone-on", "r80w20", 1, 10), ms("pg-pair-local", "r80w20", 1, 9)})
+	out.Reset()
+	_ = r.Print(&out)
+	if len(r.Physical) != 0 || strings.Contains(out.String(), "(c)") {
+		t.Errorf("physical section without physical configurations: %+v\n%s", r.Physical, out.String())
 	}
 }

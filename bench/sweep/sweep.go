@@ -73,6 +73,14 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
 	}
 	for _, c := range o.Configs {
+		if c.kind == kindPGPairHAProxy {
+			if _, err := FindHAProxy(); err != nil {
+				return fmt.Errorf("%w: --configs %s needs HAProxy: %w; or leave the pg-pair-haproxy-* configurations out", ErrBadOption, c.Name, err)
+			}
+			break
+		}
+	}
+	for _, c := range o.Configs {
 		if c.Family == FamilyPostgres || c.Family == FamilyTandemPG {
 			if _, err := postgres.FindBinDir(o.PGBinDir); err != nil {
 				return fmt.Errorf("%w: --configs %s needs PostgreSQL (%w); leave the pg-* configurations out", ErrBadOption, c.Name, err)
@@ -324,6 +332,10 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = fmt.Sprintf("before %s: %v", mix, err)
 		return m
 	}
+	var proxiedBefore map[string]int64
+	if ps, ok := s.(*pgSystem); ok {
+		proxiedBefore, _ = ps.proxied()
+	}
 	m.LoadAvg, m.StartedAt = loadAvg(), time.Now().UTC().Truncate(time.Second)
 	// A process of the system that dies ends the run at once.
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -362,6 +374,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 	m.Aborted, m.Errors = res.Totals.Aborted, res.Totals.Errors
 	if len(res.FirstErrors) > 0 {
 		m.FirstError = res.FirstErrors[0]
+	}
+	if ps, ok := s.(*pgSystem); ok && proxiedBefore != nil {
+		if after, ok := ps.proxied(); ok {
+			m.Proxied = map[string]int64{}
+			for name, n := range after {
+				m.Proxied[name] = n - proxiedBefore[name]
+			}
+		}
 	}
 	if lag, unit, ok := s.standbyLag(ctx); ok {
 		m.StandbyLag, m.StandbyLagUnit = lag, unit
