@@ -30,11 +30,11 @@ import (
 var errNoDesign = errors.New("design not implemented by tandem")
 
 type planValidateFlags struct {
-	design, nodes, workload, mixes, lab, dir, htmlFile string
-	so                                                 scaleout.Options
-	profileDuration, profileRampup, lbDelay            time.Duration
-	tolerance                                          float64
-	json                                               bool
+	design, nodes, workload, mixes, lab, dir, htmlFile, outFile string
+	so                                                          scaleout.Options
+	profileDuration, profileRampup, lbDelay                     time.Duration
+	tolerance                                                   float64
+	json                                                        bool
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -99,6 +99,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
 	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
 	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
+	fs.StringVar(&f.outFile, "out", "", "also write the --json document to this file")
 	fs.StringVar(&f.htmlFile, "html", "", "also write an HTML page overlaying predicted and measured curves (seed 003 figures 6-9)")
 	fs.StringVar(&f.dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
 	return cmd
@@ -256,6 +257,15 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		}
 	} else if err := writeValidation(out, doc); err != nil {
 		return err
+	}
+	if f.outFile != "" {
+		if err := writeFile(f.outFile, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(doc)
+		}); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
 	}
 	if f.htmlFile != "" {
 		title := fmt.Sprintf("tandem plan validate: %s, %s, N = %s, lab %s", o.Design, o.Workload.Name(), f.nodes, o.Lab.String())
