@@ -32,6 +32,12 @@ type ValidationPoint struct {
 	MeasuredSpeedup  float64 `json:"measured_speedup,omitempty"`
 	// Within is |ThroughputError| <= the validation's tolerance.
 	Within bool `json:"within"`
+	// ModelCPUPerTxS and MeasuredCPUPerTxS are CPU-seconds per committed
+	// transaction summed over all nodes: what the model charges
+	// (SingleMasterSystemDemand, in raw CPU-seconds) and what the hosts
+	// used; set by the caller that has both (0: unknown).
+	ModelCPUPerTxS    float64 `json:"model_cpu_per_tx_s,omitempty"`
+	MeasuredCPUPerTxS float64 `json:"measured_cpu_per_tx_s,omitempty"`
 }
 
 // Validation compares one prediction with measurements of the same
@@ -185,8 +191,8 @@ p.note { font-size: 0.9em; color: #555; max-width: 60em; }
 {{range .Validations}}
 <h2>{{.Prediction.Workload}} / {{.Prediction.Mix}} &mdash; {{.Prediction.Design}}</h2>
 <table>
-<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
-{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
+<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th>CPU ms/tx model</th><th>CPU ms/tx measured</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
+{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td>{{ms3 .ModelCPUPerTxS}}</td><td>{{ms3 .MeasuredCPUPerTxS}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
 {{end}}</table>
 <p class="note">Throughput error: max {{apct .MaxAbsThroughputError}} % (N = {{.WorstReplicas}}), mean {{apct .MeanAbsThroughputError}} %.</p>
 <table>
@@ -222,4 +228,26 @@ func WriteValidationHTML(w io.Writer, title, note string, vs []Validation) error
 		return fmt.Errorf("write validation html: %w", err)
 	}
 	return nil
+}
+
+// SingleMasterSystemDemand is the demand per committed transaction at the
+// named resource summed over all N hosts of a single-master system, as the
+// model charges it: every read rc wherever it runs, every update attempt wc
+// on the master, and its writeset ws on each of the N − 1 slaves,
+//
+//	Pr·rc + Pw/(1 − a)·wc + Pw·(N − 1)·ws
+//
+// with a the master's abort rate. Compared with a measured system-wide
+// busy time per transaction it tells whether replication costs what the
+// standalone profile says. It reports false for an unknown resource.
+func (p Profile) SingleMasterSystemDemand(resource string, n int, a float64) (float64, bool) {
+	if n < 1 || a < 0 || a >= 1 {
+		return 0, false
+	}
+	for _, r := range p.Resources {
+		if r.Name == resource {
+			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*r.WS, true
+		}
+	}
+	return 0, false
 }

@@ -165,3 +165,28 @@ func TestValidationHTML(t *testing.T) {
 		}
 	}
 }
+
+func TestSingleMasterSystemDemand(t *testing.T) {
+	p := Profile{Pr: 0.8, Pw: 0.2, Resources: []Resource{{Name: "cpu", RC: 0.001, WC: 0.004, WS: 0.002}}}
+	cases := []struct {
+		n    int
+		a    float64
+		want float64
+		ok   bool
+	}{
+		{1, 0, 0.8*0.001 + 0.2*0.004, true},                   // 0.0016
+		{3, 0, 0.8*0.001 + 0.2*0.004 + 0.2*2*0.002, true},     // 0.0024
+		{2, 0.2, 0.8*0.001 + 0.2/0.8*0.004 + 0.2*0.002, true}, // 0.0022
+		{0, 0, 0, false},
+		{2, 1, 0, false},
+	}
+	for _, tc := range cases {
+		got, ok := p.SingleMasterSystemDemand("cpu", tc.n, tc.a)
+		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("N=%d a=%g: %g %v, want %g %v", tc.n, tc.a, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := p.SingleMasterSystemDemand("disk", 1, 0); ok {
+		t.Error("unknown resource reported ok")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -246,6 +247,16 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			return fmt.Errorf("compare %s: %w", m, err)
 		}
 		v.Inputs = validationInputs(doc.Profiles[i], o, f)
+		prof := doc.Profiles[i]
+		for j := range v.Points {
+			p := &v.Points[j]
+			if pt, ok := preds[i].At(p.Replicas); ok {
+				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok {
+					p.ModelCPUPerTxS = d * prof.CPUs
+				}
+			}
+			p.MeasuredCPUPerTxS = nodeCPUPerTx(so, m, p.Replicas)
+		}
 		doc.Validations = append(doc.Validations, v)
 	}
 	out := cmd.OutOrStdout()
@@ -279,6 +290,33 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		return fmt.Errorf("measure: %w", runErr)
 	}
 	return nil
+}
+
+// nodeCPUPerTx is the CPU-seconds all nodes used per committed
+// transaction of mix at n nodes (their cgroups over the measured window),
+// the median over rounds; 0 when not measured.
+func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
+	var vs []float64
+	for _, p := range so.Points {
+		if p.Mix != mix || p.N != n || p.X <= 0 {
+			continue
+		}
+		var cores float64
+		for _, h := range p.Hosts {
+			if h.Kind == "node" {
+				cores += h.Util
+			}
+		}
+		vs = append(vs, cores/p.X)
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	sort.Float64s(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
 // validationInputs lists the model's inputs: what the profile measured on
@@ -321,7 +359,7 @@ func validationInputs(rep *profiler.Report, o scaleout.Options, f *planValidateF
 func writeValidation(w io.Writer, doc validateDoc) error {
 	fmt.Fprintf(w, "%s (lab %s)\n\n", doc.Note, doc.Lab)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "MIX\tN\tPRED_TPS\tMEAS_TPS\tERR_%\tPRED_SPEEDUP\tMEAS_SPEEDUP\tPRED_MS\tMEAS_MS\tERR_%\tBOTTLENECK (model)\tWITHIN")
+	fmt.Fprintln(tw, "MIX\tN\tPRED_TPS\tMEAS_TPS\tERR_%\tPRED_SPEEDUP\tMEAS_SPEEDUP\tPRED_MS\tMEAS_MS\tERR_%\tCPU_MS/TX_MODEL\tCPU_MS/TX_MEAS\tBOTTLENECK (model)\tWITHIN")
 	for _, v := range doc.Validations {
 		for _, p := range v.Points {
 			rt := "-"
@@ -332,9 +370,9 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 			if p.Within {
 				within = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\n", v.Prediction.Mix, p.Replicas,
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%s\n", v.Prediction.Mix, p.Replicas,
 				p.PredictedTPS, p.MeasuredTPS, 100*p.ThroughputError, p.PredictedSpeedup, p.MeasuredSpeedup,
-				1000*p.PredictedResponseS, 1000*p.MeasuredResponseS, rt, p.PredictedBottleneck, within)
+				1000*p.PredictedResponseS, 1000*p.MeasuredResponseS, rt, 1000*p.ModelCPUPerTxS, 1000*p.MeasuredCPUPerTxS, p.PredictedBottleneck, within)
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -349,6 +387,7 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		fmt.Fprintf(w, "%s: throughput error max %.1f %% (N = %d), mean %.1f %%: %s %.0f %%\n", v.Prediction.Mix,
 			100*v.MaxAbsThroughputError, v.WorstReplicas, 100*v.MeanAbsThroughputError, verdict, 100*v.Tolerance)
 	}
+	fmt.Fprintln(w, "CPU_MS/TX: CPU milliseconds per committed transaction summed over all nodes (not the router): what the model charges (Pr·rc + Pw·wc + Pw·(N-1)·ws) and what the nodes' cgroups used")
 	for _, v := range doc.Validations {
 		fmt.Fprintf(w, "\ninputs (%s):\n", v.Prediction.Mix)
 		tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
