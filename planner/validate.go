@@ -152,6 +152,7 @@ func ValidationSVG(vs []Validation) (throughput, response string) {
 
 var validationFuncs = template.FuncMap{
 	"ms":   func(s float64) string { return fmt.Sprintf("%.2f", 1000*s) },
+	"ms3":  func(s float64) string { return fmt.Sprintf("%.3f", 1000*s) },
 	"f1":   func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"f2":   func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"pct":  func(v float64) string { return fmt.Sprintf("%+.1f", 100*v) },
