@@ -182,11 +182,8 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	defer stop()
 
 	// 1. Profile one emulated host: the standalone node under the quota.
-	doc := validateDoc{Command: "tandem plan validate " + strings.Join(os.Args[2:], " "), Emulated: true, Lab: o.Lab.String(),
+	doc := validateDoc{Command: "tandem " + strings.Join(os.Args[1:], " "), Emulated: true, Lab: o.Lab.String(),
 		Note: "EMULATED hosts: each node (and its PostgreSQL) in its own cgroup CPU quota on one machine; disk and memory are shared"}
-	if len(os.Args) < 2 {
-		doc.Command = "tandem plan validate"
-	}
 	fmt.Fprintf(progress, "profiling one emulated host (%s) for %s\n", o.Lab.String(), strings.Join(o.Mixes, ", "))
 	env, err := scaleout.Start(ctx, o, 1, "profile")
 	if err != nil {
