@@ -195,7 +195,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		return errors.New("profile: the standalone node n1 is not running")
 	}
 	for _, m := range o.Mixes {
-		fmt.Fprintf(progress, "  profiling %s (4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
+		fmt.Fprintf(progress, "  profiling %s (up to 4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
 		rep, err := profiler.Run(ctx, profiler.Options{Workload: o.Workload, DSN: env.DSN, Mix: m, Clients: o.ClientsPerNode,
 			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger})
 		if err != nil {
