@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -217,61 +216,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 // one measures N nodes in a fresh cluster and lab: every mix once.
 func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
-	dir := filepath.Join(o.Dir, fmt.Sprintf("n%d-r%d", n, round))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	if !o.KeepDir {
-		defer os.RemoveAll(dir)
-	}
-	text, err := clusterFile(o.Design, o.Backend, n, filepath.Join(dir, "run"))
+	env, err := Start(ctx, *o, n, fmt.Sprintf("n%d-r%d", n, round))
 	if err != nil {
 		return nil, err
 	}
-	file := filepath.Join(dir, "cluster.toml")
-	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
-		return nil, err
-	}
-	c, err := config.Load(file)
-	if err != nil {
-		return nil, err
-	}
-	lb, err := lab.New(o.Lab, o.Logger)
-	if err != nil {
-		return nil, err
-	}
-	defer lb.Close()
-	if lb.Net() != nil {
-		path, err := lb.MapConfig(c)
-		if err != nil {
-			return nil, err
-		}
-		if c, err = config.Load(path); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Fprintf(o.Progress, "round %d, N = %d: starting %s (%s) under lab %s\n", round, n, c.Design, o.Backend, o.Lab.String())
-	lc, err := cluster.Start(ctx, cluster.Options{Config: c, Exe: o.Exe, Logger: o.Logger, LogLevel: "warn", Lab: lb})
-	if err != nil {
-		return nil, err
-	}
-	defer lc.Stop()
-	dsn := lc.DSN()
-	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: o.Workload, DSN: dsn, Scale: o.Scale, Drop: true}); err != nil {
-		return nil, fmt.Errorf("load: %w", err)
-	}
-	if n > 1 {
-		if err := waitApplied(ctx, c, n-1, 5*time.Minute); err != nil {
-			return nil, err
-		}
-	}
-	client, err := lb.Host(lab.ClientHost, o.Lab.CPUClient)
-	if err != nil {
-		return nil, err
-	}
-	if err := client.Join(os.Getpid()); err != nil {
-		return nil, err
-	}
+	defer env.Close()
+	lb, lc, dsn := env.Lab, env.Cluster, env.DSN
 	var pts []Point
 	for _, mix := range o.Mixes {
 		p, err := o.measure(ctx, lb, lc, dsn, n, mix)

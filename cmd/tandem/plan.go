@@ -33,7 +33,7 @@ throughput, response time and aborts change with the number of replicas, and
 which resource saturates first. See docs/planner.md.`,
 	}
 	cmd.AddCommand(newPlanPredictCmd(), newPlanProfilesCmd())
-	cmd.AddCommand(newPlanProfileCmd())
+	cmd.AddCommand(newPlanProfileCmd(), newPlanValidateCmd())
 	return cmd
 }
 

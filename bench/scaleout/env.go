@@ -1,0 +1,126 @@
+package scaleout
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tandemdb/tandem/bench"
+	"github.com/tandemdb/tandem/cluster"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
+)
+
+// Env is one point's set-up: a fresh cluster of N nodes (N = 1: one
+// standalone node) on the lab's emulated hosts, loaded with the workload,
+// replicas caught up, and this process in the lab's client cgroup. Run
+// measures each N in one; `tandem plan validate` profiles the standalone
+// node in one, so that the profile and the sweep see the same hosts.
+type Env struct {
+	N       int
+	Lab     *lab.Lab
+	Cluster *cluster.Local
+	Config  *config.Cluster
+	// DSN is the cluster's front door (the router at N > 1).
+	DSN string
+
+	close []func()
+}
+
+// Close stops the cluster, removes the lab (this process leaves the client
+// cgroup) and, unless the options kept it, the directory.
+func (e *Env) Close() {
+	for i := len(e.close) - 1; i >= 0; i-- {
+		e.close[i]()
+	}
+	e.close = nil
+}
+
+// Start sets up N nodes for measuring under the options' design, back end,
+// lab and workload, in the directory o.Dir/name. The caller must Close it.
+func Start(ctx context.Context, o Options, n int, name string) (*Env, error) {
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Exe = exe
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	e := &Env{N: n}
+	ok := false
+	defer func() {
+		if !ok {
+			e.Close()
+		}
+	}()
+	dir := filepath.Join(o.Dir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	if !o.KeepDir {
+		e.close = append(e.close, func() { os.RemoveAll(dir) })
+	}
+	text, err := clusterFile(o.Design, o.Backend, n, filepath.Join(dir, "run"))
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "cluster.toml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		return nil, err
+	}
+	c, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	lb, err := lab.New(o.Lab, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	e.Lab = lb
+	e.close = append(e.close, func() { lb.Close() })
+	if lb.Net() != nil {
+		path, err := lb.MapConfig(c)
+		if err != nil {
+			return nil, err
+		}
+		if c, err = config.Load(path); err != nil {
+			return nil, err
+		}
+	}
+	e.Config = c
+	fmt.Fprintf(o.Progress, "%s: starting %d node(s), %s (%s), under lab %s\n", name, n, c.Design, o.Backend, o.Lab.String())
+	lc, err := cluster.Start(ctx, cluster.Options{Config: c, Exe: o.Exe, Logger: o.Logger, LogLevel: "warn", Lab: lb})
+	if err != nil {
+		return nil, err
+	}
+	e.Cluster = lc
+	e.close = append(e.close, lc.Stop)
+	e.DSN = lc.DSN()
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: o.Workload, DSN: e.DSN, Scale: o.Scale, Drop: true}); err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if n > 1 {
+		if err := waitApplied(ctx, c, n-1, 5*time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	client, err := lb.Host(lab.ClientHost, o.Lab.CPUClient)
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Join(os.Getpid()); err != nil {
+		return nil, err
+	}
+	ok = true
+	return e, nil
+}

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tandemdb/tandem/bench"
+	"github.com/tandemdb/tandem/bench/scaleout"
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
+	"github.com/tandemdb/tandem/planner"
+	"github.com/tandemdb/tandem/planner/profiler"
+)
+
+// errNoDesign is a design plan validate cannot run: the planner has a model
+// for it but tandem does not implement it yet.
+var errNoDesign = errors.New("design not implemented by tandem")
+
+type planValidateFlags struct {
+	design, nodes, workload, mixes, lab, dir, htmlFile, outFile string
+	so                                                          scaleout.Options
+	profileDuration, profileRampup, lbDelay                     time.Duration
+	tolerance                                                   float64
+	json                                                        bool
+}
+
+// validateDoc is what `tandem plan validate --json` prints.
+type validateDoc struct {
+	Command     string               `json:"command"`
+	Emulated    bool                 `json:"emulated"`
+	Lab         string               `json:"lab"`
+	Note        string               `json:"note"`
+	Profiles    []*profiler.Report   `json:"profiles"`
+	Validations []planner.Validation `json:"validations"`
+	Measured    *scaleout.Report     `json:"measured"`
+	Errors      []string             `json:"errors,omitempty"`
+}
+
+// newPlanValidateCmd builds `tandem plan validate`: profile a standalone
+// node in the lab, predict with the planner, measure with the scale-out
+// sweep, compare (seed 003 §6, figures 6-9).
+func newPlanValidateCmd() *cobra.Command {
+	f := &planValidateFlags{}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the planner against measurements: profile one emulated host, predict 1..N, measure 1..N, compare",
+		Long: `Validates the capacity planner on this machine's emulated hosts (the lab,
+needs root and a cgroup cpu controller), as seed 003 §6 does on real ones:
+
+  1. profile: one standalone node (managed PostgreSQL) in the lab, under the
+     same CPU quota as every emulated host, profiled with tandem plan profile's
+     profiler through the node's front door; the node's process tree (the node
+     and its PostgreSQL) is what is measured, so the demands are those of one
+     emulated host;
+  2. predict: X(N) and response time for each N with the planner's model of
+     --design from that profile (C = --clients-per-node, Z = 0 as the sweep);
+  3. measure: tandem bench scaleout's sweep over the same --nodes;
+  4. compare: predicted and measured side by side per N, relative error
+     (predicted - measured) / measured, and which model inputs were measured
+     and which assumed.
+
+Results are emulated hosts on one machine, not separate machines. Only
+single-master can be validated: tandem has no multi-master design yet.
+See docs/planner.md, "Validating the model".`,
+		Example: `  tandem plan validate --design sm --nodes 1..3 --workload tm1 --mix read-only,r80w20 --lab cpu=0.25,router=0.5,client=1
+  tandem plan validate --nodes 1..2 --mix r80w20 --duration 5s --json > validate.json --html validate.html`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SilenceUsage = true
+			return runPlanValidate(cmd, f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master); mm is refused until tandem has a multi-master design")
+	fs.StringVar(&f.nodes, "nodes", "1..3", "the Ns: N, N..M or a list (1,2,4)")
+	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
+	fs.StringVar(&f.mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80); each has its own profile")
+	fs.StringVar(&f.lab, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, router=CORES, client=CORES (see tandem bench scaleout)")
+	fs.IntVar(&f.so.Rounds, "rounds", 1, "rounds of the sweep (medians over them)")
+	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
+	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
+	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
+	fs.DurationVar(&f.profileRampup, "profile-rampup", 2*time.Second, "ramp-up before each profiling phase")
+	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
+	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
+	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
+	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
+	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
+	fs.StringVar(&f.outFile, "out", "", "also write the --json document to this file")
+	fs.StringVar(&f.htmlFile, "html", "", "also write an HTML page overlaying predicted and measured curves (seed 003 figures 6-9)")
+	fs.StringVar(&f.dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
+	return cmd
+}
+
+func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
+	designs, err := planner.ParseDesigns(f.design)
+	if err != nil {
+		return fmt.Errorf("--design: %w", err)
+	}
+	if len(designs) != 1 || designs[0] != planner.SingleMaster {
+		return fmt.Errorf("--design %s: %w: tandem has no multi-master design yet, so there is nothing to measure; validate --design sm", f.design, errNoDesign)
+	}
+	o := f.so
+	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
+	if o.Nodes, err = scaleout.ParseNodes(f.nodes); err != nil {
+		return err
+	}
+	if o.Workload, err = bench.Lookup(f.workload); err != nil {
+		return fmt.Errorf("--workload: %w", err)
+	}
+	for _, m := range strings.Split(f.mixes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			o.Mixes = append(o.Mixes, m)
+		}
+	}
+	if len(o.Mixes) == 0 {
+		return fmt.Errorf("--mix: %w: give at least one mix", errPlanFlag)
+	}
+	for _, m := range o.Mixes {
+		if _, err := bench.ResolveMix(o.Workload, m, ""); err != nil {
+			return fmt.Errorf("--mix %s: %w", m, err)
+		}
+	}
+	switch {
+	case f.profileDuration <= 0:
+		return fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
+	case f.profileRampup < 0:
+		return fmt.Errorf("--profile-rampup: %w: must be >= 0, got %s", errPlanFlag, f.profileRampup)
+	case f.lbDelay < 0:
+		return fmt.Errorf("--lb-delay: %w: must be >= 0, got %s", errPlanFlag, f.lbDelay)
+	case !(f.tolerance > 0 && f.tolerance < 10):
+		return fmt.Errorf("--tolerance: %w: want a fraction > 0 (0.15 = 15 %%), got %g", errPlanFlag, f.tolerance)
+	}
+	if o.Lab, err = config.ParseLabFlag(f.lab, config.Lab{}); err != nil {
+		return fmt.Errorf("--lab: %w", err)
+	}
+	if o.Lab.CPUPerNode == 0 {
+		return fmt.Errorf("--lab: %w: give the nodes a CPU quota (cpu=0.25): without one every node shares this machine's cores and the profile is not one host's", errPlanFlag)
+	}
+	if err := lab.Check(o.Lab); err != nil {
+		return fmt.Errorf("--lab: %w", err)
+	}
+	// Checked here rather than after the profiling minutes.
+	if err := planner.ValidateReplicas(o.Nodes, o.ClientsPerNode); err != nil {
+		return fmt.Errorf("--nodes/--clients-per-node: %w", err)
+	}
+	dir := f.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "tandem-validate-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else {
+		o.KeepDir = true
+	}
+	if o.Dir, err = filepath.Abs(dir); err != nil {
+		return err
+	}
+	prev := runtime.GOMAXPROCS(benchProcs(0, o.ClientsPerNode*o.Nodes[len(o.Nodes)-1], runtime.NumCPU()))
+	defer runtime.GOMAXPROCS(prev)
+	progress := cmd.ErrOrStderr()
+	o.Progress = progress
+	o.Logger = logger(cmd)
+	if !cmd.Flags().Changed("log-level") {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// 1. Profile one emulated host: the standalone node under the quota.
+	doc := validateDoc{Command: "tandem " + strings.Join(os.Args[1:], " "), Emulated: true, Lab: o.Lab.String(),
+		Note: "EMULATED hosts: each node (and its PostgreSQL) in its own cgroup CPU quota on one machine; disk and memory are shared"}
+	fmt.Fprintf(progress, "profiling one emulated host (%s) for %s\n", o.Lab.String(), strings.Join(o.Mixes, ", "))
+	env, err := scaleout.Start(ctx, o, 1, "profile")
+	if err != nil {
+		return fmt.Errorf("profile: start the standalone node: %w", err)
+	}
+	n1 := env.Cluster.Proc("n1")
+	if n1 == nil {
+		env.Close()
+		return errors.New("profile: the standalone node n1 is not running")
+	}
+	for _, m := range o.Mixes {
+		fmt.Fprintf(progress, "  profiling %s (up to 4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
+		rep, err := profiler.Run(ctx, profiler.Options{Workload: o.Workload, DSN: env.DSN, Mix: m, Clients: o.ClientsPerNode,
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger})
+		if err != nil {
+			env.Close()
+			return fmt.Errorf("profile %s: %w", m, err)
+		}
+		doc.Profiles = append(doc.Profiles, rep)
+	}
+	env.Close()
+
+	// 2. Predict.
+	preds := make([]planner.Prediction, len(o.Mixes))
+	for i, rep := range doc.Profiles {
+		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
+			CertifierDelay: 0, CWMode: planner.CWFixedPoint}
+		if preds[i], err = planner.Predict(rep.Profile, planner.SingleMaster, o.Nodes, par); err != nil {
+			return fmt.Errorf("predict %s: %w", o.Mixes[i], err)
+		}
+	}
+
+	// 3. Measure.
+	fmt.Fprintf(progress, "measuring N = %s\n", f.nodes)
+	so, runErr := scaleout.Run(ctx, o)
+	doc.Measured = so
+	if runErr != nil {
+		doc.Errors = append(doc.Errors, runErr.Error())
+	}
+	if so == nil {
+		return fmt.Errorf("measure: %w", runErr)
+	}
+
+	// 4. Compare.
+	for i, m := range o.Mixes {
+		var obs []planner.Observation
+		for _, r := range so.Rows {
+			if r.Mix == m && r.X > 0 {
+				obs = append(obs, planner.Observation{Replicas: r.N, ThroughputTPS: r.X, ResponseTimeS: r.MeanMs / 1000})
+			}
+		}
+		if len(obs) == 0 {
+			doc.Errors = append(doc.Errors, fmt.Sprintf("mix %s: nothing measured", m))
+			continue
+		}
+		v, err := planner.Validate(preds[i], obs, f.tolerance)
+		if err != nil {
+			return fmt.Errorf("compare %s: %w", m, err)
+		}
+		v.Inputs = validationInputs(doc.Profiles[i], o, f)
+		prof := doc.Profiles[i]
+		for j := range v.Points {
+			p := &v.Points[j]
+			if pt, ok := preds[i].At(p.Replicas); ok {
+				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok {
+					p.ModelCPUPerTxS = d * prof.CPUs
+				}
+			}
+			p.MeasuredCPUPerTxS = nodeCPUPerTx(so, m, p.Replicas)
+		}
+		doc.Validations = append(doc.Validations, v)
+	}
+	out := cmd.OutOrStdout()
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(doc); err != nil {
+			return err
+		}
+	} else if err := writeValidation(out, doc); err != nil {
+		return err
+	}
+	if f.outFile != "" {
+		if err := writeFile(f.outFile, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(doc)
+		}); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if f.htmlFile != "" {
+		title := fmt.Sprintf("tandem plan validate: %s, %s, N = %s, lab %s", o.Design, o.Workload.Name(), f.nodes, o.Lab.String())
+		if err := writeFile(f.htmlFile, func(w io.Writer) error {
+			return planner.WriteValidationHTML(w, title, doc.Note+".", doc.Validations)
+		}); err != nil {
+			return fmt.Errorf("--html: %w", err)
+		}
+	}
+	if runErr != nil {
+		return fmt.Errorf("measure: %w", runErr)
+	}
+	return nil
+}
+
+// nodeCPUPerTx is the CPU-seconds all nodes used per committed
+// transaction of mix at n nodes (their cgroups over the measured window),
+// the median over rounds; 0 when not measured.
+func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
+	var vs []float64
+	for _, p := range so.Points {
+		if p.Mix != mix || p.N != n || p.X <= 0 {
+			continue
+		}
+		var cores float64
+		for _, h := range p.Hosts {
+			if h.Kind == "node" {
+				cores += h.Util
+			}
+		}
+		vs = append(vs, cores/p.X)
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	sort.Float64s(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+}
+
+// validationInputs lists the model's inputs: what the profile measured on
+// the emulated host, what the sweep set, and what is assumed.
+func validationInputs(rep *profiler.Report, o scaleout.Options, f *planValidateFlags) []planner.Input {
+	p := rep.Profile
+	cpus := fmt.Sprintf("the node's process tree (pid %d: node + PostgreSQL) over %s phases, CPU time divided by %g (%s)",
+		rep.PID, f.profileDuration, rep.CPUs, rep.CPUsFrom)
+	in := []planner.Input{
+		{Name: "pr / pw", Value: fmt.Sprintf("%.3f / %.3f", p.Pr, p.Pw), Measured: false, Source: "exact: the mix's weights"},
+	}
+	for _, r := range p.Resources {
+		src := "measured on one emulated host: " + cpus
+		if r.Name != "cpu" {
+			src = "on one emulated host: busy time of " + strings.Join(rep.Disks, ",") + "; the lab emulates CPU only: every emulated host shares this disk, the model gives each its own"
+		}
+		in = append(in, planner.Input{Name: "rc / wc / ws " + r.Name,
+			Value:    fmt.Sprintf("%.4f / %.4f / %.4f ms", 1000*r.RC, 1000*r.WC, 1000*r.WS),
+			Measured: true, Source: src})
+	}
+	in = append(in,
+		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
+		planner.Input{Name: "l1", Value: fmt.Sprintf("%.3f ms", 1000*p.L1), Measured: true, Source: "the profile's mix phase: mean response time of committed updates"},
+		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the profile, the model and the sweep"},
+		planner.Input{Name: "Z (think time)", Value: "0", Measured: false, Source: "set: closed loop without think time, as the sweep runs"},
+		planner.Input{Name: "load-balancer delay (router + network)", Value: f.lbDelay.String(), Measured: false,
+			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; the model adds it at N = 1 too, where the sweep has no router", o.Lab.CPURouter)},
+		planner.Input{Name: "network delay", Value: o.Lab.NetDelay.String(), Measured: false, Source: "the lab's links (none unless --lab delay=...); not a model input"},
+		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
+		planner.Input{Name: "replication cost on the master", Value: "0", Measured: false,
+			Source: "the model charges the master no per-replica work for shipping writesets (tandem's primary does ship them, 2-safe-received)"},
+		planner.Input{Name: "ws (writeset apply)", Value: "as profiled", Measured: true,
+			Source: "the profiler applies captured writesets as SQL upserts through the node; tandem's replicas apply them through their own apply path"},
+		planner.Input{Name: "durability", Value: "standalone: synchronous_commit on; replicated: off", Measured: false,
+			Source: "the profile is of the standalone node; replicated nodes run with relaxed durability (the sweep's cluster file), so their update disk demand is lower than profiled"},
+	)
+	return in
+}
+
+func writeValidation(w io.Writer, doc validateDoc) error {
+	fmt.Fprintf(w, "%s (lab %s)\n\n", doc.Note, doc.Lab)
+	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "MIX\tN\tPRED_TPS\tMEAS_TPS\tERR_%\tPRED_SPEEDUP\tMEAS_SPEEDUP\tPRED_MS\tMEAS_MS\tERR_%\tCPU_MS/TX_MODEL\tCPU_MS/TX_MEAS\tBOTTLENECK (model)\tWITHIN")
+	for _, v := range doc.Validations {
+		for _, p := range v.Points {
+			rt := "-"
+			if p.ResponseTimeError != nil {
+				rt = fmt.Sprintf("%+.1f", 100**p.ResponseTimeError)
+			}
+			within := "no"
+			if p.Within {
+				within = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%s\n", v.Prediction.Mix, p.Replicas,
+				p.PredictedTPS, p.MeasuredTPS, 100*p.ThroughputError, p.PredictedSpeedup, p.MeasuredSpeedup,
+				1000*p.PredictedResponseS, 1000*p.MeasuredResponseS, rt, 1000*p.ModelCPUPerTxS, 1000*p.MeasuredCPUPerTxS, p.PredictedBottleneck, within)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, v := range doc.Validations {
+		verdict := "every N within"
+		if !v.AllWithin {
+			verdict = "NOT every N within"
+		}
+		fmt.Fprintf(w, "%s: throughput error max %.1f %% (N = %d), mean %.1f %%: %s %.0f %%\n", v.Prediction.Mix,
+			100*v.MaxAbsThroughputError, v.WorstReplicas, 100*v.MeanAbsThroughputError, verdict, 100*v.Tolerance)
+	}
+	fmt.Fprintln(w, "CPU_MS/TX: CPU milliseconds per committed transaction summed over all nodes (not the router): what the model charges (Pr·rc + Pw·wc + Pw·(N-1)·ws) and what the nodes' cgroups used")
+	for _, v := range doc.Validations {
+		fmt.Fprintf(w, "\ninputs (%s):\n", v.Prediction.Mix)
+		tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
+		for _, in := range v.Inputs {
+			how := "assumed"
+			if in.Measured {
+				how = "measured"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s: %s\n", in.Name, in.Value, how, in.Source)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintf(w, "\nerror: %s\n", e)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/lab"
+)
+
+// validateOut is the part of `tandem plan validate --json` the test reads.
+type validateOut struct {
+	Emulated bool `json:"emulated"`
+	Profiles []struct {
+		PID      int     `json:"pid"`
+		CPUs     float64 `json:"cpus"`
+		CPUsFrom string  `json:"cpus_from"`
+		Profile  struct {
+			Mix       string `json:"mix"`
+			Resources []struct {
+				Name string  `json:"name"`
+				RC   float64 `json:"rc_s"`
+				WC   float64 `json:"wc_s"`
+			} `json:"resources"`
+		} `json:"profile"`
+	} `json:"profiles"`
+	Validations []struct {
+		Prediction struct {
+			Mix    string `json:"mix"`
+			Design string `json:"design"`
+			Points []struct {
+				Replicas      int     `json:"replicas"`
+				ThroughputTPS float64 `json:"throughput_tps"`
+			} `json:"points"`
+		} `json:"prediction"`
+		Points []struct {
+			Replicas        int      `json:"replicas"`
+			PredictedTPS    float64  `json:"predicted_tps"`
+			MeasuredTPS     float64  `json:"measured_tps"`
+			ThroughputError float64  `json:"throughput_error"`
+			MeasuredRespS   float64  `json:"measured_response_time_s"`
+			RespError       *float64 `json:"response_time_error"`
+			Within          bool     `json:"within"`
+		} `json:"points"`
+		Inputs []struct {
+			Name     string `json:"name"`
+			Measured bool   `json:"measured"`
+		} `json:"inputs"`
+	} `json:"validations"`
+	Measured struct {
+		Rows []struct {
+			N      int     `json:"n"`
+			Mix    string  `json:"mix"`
+			X      float64 `json:"x"`
+			MeanMs float64 `json:"mean_ms"`
+		} `json:"rows"`
+	} `json:"measured"`
+	Errors []string `json:"errors"`
+}
+
+// `tandem plan validate` on a tiny configuration, end to end: it profiles
+// one emulated host, predicts 1..2, measures 1..2 with the scale-out sweep
+// and lines them up. The test checks the plumbing, not the accuracy: every
+// N has a prediction and a measurement, the error is computed from those
+// two, the profile is of the node's process tree under the lab's quota,
+// the inputs say what was assumed, the chart is written, and the lab
+// leaves nothing behind.
+func TestPlanValidateTiny(t *testing.T) {
+	needLab(t)
+	havePostgres(t)
+	dir := t.TempDir()
+	html := filepath.Join(dir, "v.html")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tandemBin, "plan", "validate", "--design", "sm", "--nodes", "1..2", "--workload", "tm1",
+		"--mix", "r80w20", "--lab", "cpu=0.25,router=0.5,client=0.5", "--subscribers", "1000", "--clients-per-node", "4",
+		"--rampup", "1s", "--duration", "3s", "--profile-rampup", "1s", "--profile-duration", "2s",
+		"--json", "--html", html, "--dir", filepath.Join(dir, "run"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("plan validate: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if left := lab.Cgroups(cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("plan validate left cgroups %v", left)
+	}
+	var doc validateOut
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if !doc.Emulated || len(doc.Errors) > 0 {
+		t.Errorf("emulated %v, errors %v", doc.Emulated, doc.Errors)
+	}
+	if len(doc.Profiles) != 1 || doc.Profiles[0].Profile.Mix != "r80w20" {
+		t.Fatalf("profiles: %+v", doc.Profiles)
+	}
+	prof := doc.Profiles[0]
+	if prof.CPUs != 0.25 || !strings.Contains(prof.CPUsFrom, "cgroup CPU quota") {
+		t.Errorf("the profile divided CPU by %g (%s), want the emulated host's quota 0.25", prof.CPUs, prof.CPUsFrom)
+	}
+	for _, r := range prof.Profile.Resources {
+		if r.Name == "cpu" && (r.RC <= 0 || r.WC <= 0) {
+			t.Errorf("profile cpu demands rc %g wc %g: nothing measured", r.RC, r.WC)
+		}
+	}
+	if len(doc.Validations) != 1 {
+		t.Fatalf("%d validations, want 1", len(doc.Validations))
+	}
+	v := doc.Validations[0]
+	if v.Prediction.Design != "single-master" || len(v.Points) != 2 {
+		t.Fatalf("validation: design %s, %d points, want single-master and N = 1, 2", v.Prediction.Design, len(v.Points))
+	}
+	for i, p := range v.Points {
+		if p.Replicas != i+1 {
+			t.Errorf("point %d is N = %d", i, p.Replicas)
+		}
+		var row *struct {
+			N      int     `json:"n"`
+			Mix    string  `json:"mix"`
+			X      float64 `json:"x"`
+			MeanMs float64 `json:"mean_ms"`
+		}
+		for j := range doc.Measured.Rows {
+			if r := &doc.Measured.Rows[j]; r.N == p.Replicas && r.Mix == "r80w20" {
+				row = r
+			}
+		}
+		if row == nil || row.X <= 0 {
+			t.Fatalf("N = %d: no measured row with throughput (%+v)", p.Replicas, doc.Measured.Rows)
+		}
+		if p.MeasuredTPS != row.X || math.Abs(p.MeasuredRespS-row.MeanMs/1000) > 1e-9 {
+			t.Errorf("N = %d: compared %g tps / %g s, the sweep measured %g tps / %g ms", p.Replicas, p.MeasuredTPS, p.MeasuredRespS, row.X, row.MeanMs)
+		}
+		var pred float64
+		for _, pp := range v.Prediction.Points {
+			if pp.Replicas == p.Replicas {
+				pred = pp.ThroughputTPS
+			}
+		}
+		if pred <= 0 || p.PredictedTPS != pred {
+			t.Errorf("N = %d: compared prediction %g, the model predicted %g", p.Replicas, p.PredictedTPS, pred)
+		}
+		if want := (pred - row.X) / row.X; math.Abs(p.ThroughputError-want) > 1e-9 {
+			t.Errorf("N = %d: throughput error %g, want (%g - %g) / %g = %g", p.Replicas, p.ThroughputError, pred, row.X, row.X, want)
+		}
+		if p.Within != (math.Abs(p.ThroughputError) <= 0.15) {
+			t.Errorf("N = %d: within %v with error %g", p.Replicas, p.Within, p.ThroughputError)
+		}
+		if p.RespError == nil {
+			t.Errorf("N = %d: no response-time error", p.Replicas)
+		}
+	}
+	var assumed, measured int
+	for _, in := range v.Inputs {
+		if in.Measured {
+			measured++
+		} else {
+			assumed++
+		}
+	}
+	if assumed == 0 || measured == 0 {
+		t.Errorf("inputs: %d measured, %d assumed: the report must say both (%+v)", measured, assumed, v.Inputs)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"r80w20 predicted", "r80w20 measured", "<svg", "assumed"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("--html page lacks %q", want)
+		}
+	}
+}
+
+// Multi-master has a model but no implementation: plan validate refuses it
+// before touching the machine, with a message that says what to do.
+func TestPlanValidateRefusesMultiMaster(t *testing.T) {
+	out, err := exec.Command(tandemBin, "plan", "validate", "--design", "mm").CombinedOutput()
+	if err == nil {
+		t.Fatalf("plan validate --design mm succeeded: %s", out)
+	}
+	if !strings.Contains(string(out), "no multi-master design") || !strings.Contains(string(out), "--design sm") {
+		t.Errorf("plan validate --design mm: %s", out)
+	}
+}
