@@ -122,6 +122,7 @@ func (lc *LeaseCost) Summarize() {
 // FailoverBench is the result of `tandem bench failover`.
 type FailoverBench struct {
 	Backend    string          `json:"backend"`
+	Engine     string          `json:"engine,omitempty"` // writeset | physical ("": writeset)
 	Writers    int             `json:"writers"`
 	Lease      string          `json:"lease"`
 	LeaseGrace string          `json:"lease_grace"`
@@ -196,7 +197,11 @@ func nearestRank(sorted []float64, q float64) float64 {
 // Print writes the per-trial lines and the summary table.
 func (b *FailoverBench) Print(w io.Writer) error {
 	var s strings.Builder
-	fmt.Fprintf(&s, "failover benchmark: %s pair, %d writers through the router, lease %s, grace %s, ack_timeout %s\n\n", b.Backend, b.Writers, b.Lease, b.LeaseGrace, b.AckTimeout)
+	engine := b.Engine
+	if engine == "" {
+		engine = "writeset"
+	}
+	fmt.Fprintf(&s, "failover benchmark: %s pair (engine %s), %d writers through the router, lease %s, grace %s, ack_timeout %s\n\n", b.Backend, engine, b.Writers, b.Lease, b.LeaseGrace, b.AckTimeout)
 	tw := tabwriter.NewWriter(&s, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "level\ttrial\tkilled after ms\tfirst commit ms\tnew primary seen ms\tnew primary\tepoch\tacked\tlost\tfailed stmts\tsessions kept\t")
 	for _, t := range b.Trials {
@@ -330,7 +335,7 @@ th:first-child,td:first-child{text-align:left}
 pre{font-size:12px;background:#f8f8f8;padding:8px}
 svg{display:block;margin:16px 0;border:1px solid #eee}
 </style></head><body>
-<h1>tandem bench failover — {{.B.Backend}} hot-standby pair, {{.B.Writers}} writers, lease {{.B.Lease}}, grace {{.B.LeaseGrace}}, ack_timeout {{.B.AckTimeout}}</h1>
+<h1>tandem bench failover — {{.B.Backend}} hot-standby pair{{with .B.Engine}} (engine {{.}}){{end}}, {{.B.Writers}} writers, lease {{.B.Lease}}, grace {{.B.LeaseGrace}}, ack_timeout {{.B.AckTimeout}}</h1>
 <div>{{.B.StartedAt.Format "2006-01-02 15:04:05 MST"}}, tandem {{.B.Version}}, {{.B.Env.Hostname}} ({{.B.Env.CPUs}} CPUs)</div>
 <table>
 <tr><th>level</th><th>trials</th><th>recovered</th><th>median ms</th><th>p99 ms</th><th>max ms</th><th>acked commits</th><th>lost</th><th>sessions kept</th></tr>

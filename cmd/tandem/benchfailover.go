@@ -25,6 +25,7 @@ type benchFailoverFlags struct {
 	trials        int
 	levels        string
 	backend       string
+	engine        string
 	writers       int
 	lease, grace  time.Duration
 	ackTimeout    time.Duration
@@ -46,7 +47,9 @@ func newBenchFailoverCmd() *cobra.Command {
 		Use:   "failover",
 		Short: "Automatic failover: time from SIGKILL of the primary to the first commit, lost acknowledged commits, per safeness level; and the lease's steady-state cost",
 		Long: `Runs --trials trials per safeness level (--levels) on a hot-standby pair
-with a witness and failover = "automatic" (--backend sqlite or postgres).
+with a witness and failover = "automatic" (--backend sqlite or postgres;
+--engine writeset, or physical: PostgreSQL's streaming replication under
+tandem's coordinator, --backend postgres only).
 Each trial starts the cluster, runs --writers writers through the router
 that insert unique ids and record every acknowledged commit, SIGKILLs the
 primary at a random moment, and measures the time from the kill to the
@@ -66,7 +69,8 @@ pair with failover = "manual" (no witness, no coordinator) and one with
 if an acknowledged commit was lost at a 2-safe level or a trial failed.`,
 		Example: `  tandem bench failover --trials 10 --out results/failover
   tandem bench failover --trials 1 --levels 2-safe-visible --lease-rounds 0
-  tandem bench failover --backend postgres --trials 5 --lease-rounds 2`,
+  tandem bench failover --backend postgres --trials 5 --lease-rounds 2
+  tandem bench failover --backend postgres --engine physical --trials 5 --lease-rounds 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -74,6 +78,7 @@ if an acknowledged commit was lost at a 2-safe level or a trial failed.`,
 	fs.IntVar(&f.trials, "trials", 5, "trials per safeness level")
 	fs.StringVar(&f.levels, "levels", strings.Join(config.SafenessLevels, ","), "safeness levels, comma-separated")
 	fs.StringVar(&f.backend, "backend", "sqlite", "sqlite or postgres (managed PostgreSQL servers)")
+	fs.StringVar(&f.engine, "engine", config.EngineWriteset, "replication.engine of the pairs: writeset, or physical (PostgreSQL's streaming replication; --backend postgres only)")
 	fs.IntVar(&f.writers, "writers", 4, "writers through the router, one connection each")
 	fs.DurationVar(&f.lease, "lease", time.Second, "the primary's lease")
 	fs.DurationVar(&f.grace, "lease-grace", 500*time.Millisecond, "what the coordinator waits beyond the lease before it promotes")
@@ -112,6 +117,10 @@ func (f *benchFailoverFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--trials must be >= 0 (got %d)", f.trials)
 	case f.backend != "sqlite" && f.backend != "postgres":
 		return fmt.Errorf("--backend %q: use sqlite or postgres", f.backend)
+	case f.engine != config.EngineWriteset && f.engine != config.EnginePhysical:
+		return fmt.Errorf("--engine %q: use %s or %s", f.engine, config.EngineWriteset, config.EnginePhysical)
+	case f.engine == config.EnginePhysical && f.backend != "postgres":
+		return fmt.Errorf("--engine physical ships PostgreSQL's WAL: it needs --backend postgres (got --backend %s)", f.backend)
 	case f.writers < 1:
 		return fmt.Errorf("--writers must be at least 1 (got %d)", f.writers)
 	case f.killMin < 0 || f.killMax < f.killMin:
@@ -129,7 +138,7 @@ func (f *benchFailoverFlags) run(cmd *cobra.Command) error {
 		defer os.RemoveAll(d)
 	}
 	res := bench.NewFailoverBench(version)
-	res.Backend, res.Writers, res.Lease, res.LeaseGrace = f.backend, f.writers, f.lease.String(), f.grace.String()
+	res.Backend, res.Engine, res.Writers, res.Lease, res.LeaseGrace = f.backend, f.engine, f.writers, f.lease.String(), f.grace.String()
 	res.AckTimeout = "2s (default)"
 	if f.ackTimeout > 0 {
 		res.AckTimeout = f.ackTimeout.String()
@@ -206,7 +215,7 @@ func (f *benchFailoverFlags) trial(ctx context.Context, log *slog.Logger, dir, l
 		t.Error = err.Error()
 		return t
 	}
-	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "failover", Backend: f.backend, Safeness: level, Failover: "automatic", Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
+	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "failover", Backend: f.backend, Engine: f.engine, Safeness: level, Failover: "automatic", Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -233,12 +242,13 @@ func (f *benchFailoverFlags) trial(ctx context.Context, log *slog.Logger, dir, l
 	if err != nil {
 		return fail(fmt.Errorf("the primary's status before the kill: %w", err))
 	}
-	t.Degraded = st.Repl.Degraded
+	_, epoch0, degraded := st.roleEpoch()
+	t.Degraded = degraded
 	killed := time.Now()
 	audit.markKill(killed)
 	p.kill("n1")
 	t.KillAfterMs = ms(killed.Sub(began))
-	id, epoch, perr := p.waitPrimary(ctx, "n1", st.Repl.Epoch, 30*time.Second)
+	id, epoch, perr := p.waitPrimary(ctx, "n1", epoch0, 30*time.Second)
 	if perr == nil {
 		t.NewPrimary, t.Epoch, t.PromotedMs = id, epoch, ms(time.Since(killed))
 	}
@@ -321,7 +331,7 @@ func (f *benchFailoverFlags) leaseCost(ctx context.Context, log *slog.Logger, ro
 // leaseRun loads TM1 on a fresh pair and runs it; it returns MQTh and the
 // CPU time all the cluster's processes spent per counted transaction.
 func (f *benchFailoverFlags) leaseRun(ctx context.Context, log *slog.Logger, w bench.Workload, dir, mode string) (float64, float64, error) {
-	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "lease-" + mode, Backend: f.backend, Failover: mode, Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
+	p, err := startPair(ctx, pairSpec{Dir: dir, Name: "lease-" + mode, Backend: f.backend, Engine: f.engine, Failover: mode, Lease: f.lease, Grace: f.grace, AckTimeout: f.ackTimeout}, log)
 	if err != nil {
 		return 0, 0, err
 	}

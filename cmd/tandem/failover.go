@@ -31,9 +31,12 @@ var errNoFailover = errors.New("no new primary")
 // pairSpec is a hot-standby pair to start: n1 (the first primary) and n2,
 // the router in front and, with automatic failover, a witness.
 type pairSpec struct {
-	Dir      string // cluster file and run directory go here
-	Name     string // cluster name
-	Backend  string // sqlite | postgres
+	Dir     string // cluster file and run directory go here
+	Name    string // cluster name
+	Backend string // sqlite | postgres
+	// Engine is replication.engine: writeset ("" too) or physical
+	// (PostgreSQL's streaming replication; postgres only).
+	Engine   string
 	Safeness string // "" = the default level
 	Failover string // automatic | manual
 	Lease    time.Duration
@@ -44,8 +47,26 @@ type pairSpec struct {
 	AckTimeout time.Duration
 }
 
+// errPairEngine: a pair's engine is unknown or cannot run its back end.
+var errPairEngine = errors.New("pair engine")
+
+// engine is the spec's replication.engine.
+func (s pairSpec) engine() string {
+	if s.Engine == "" {
+		return config.EngineWriteset
+	}
+	return s.Engine
+}
+
 // pairFile renders the spec's cluster file on free loopback ports.
 func pairFile(s pairSpec) (string, error) {
+	engine := s.engine()
+	switch {
+	case engine != config.EngineWriteset && engine != config.EnginePhysical:
+		return "", fmt.Errorf("%w %q: use %s or %s", errPairEngine, engine, config.EngineWriteset, config.EnginePhysical)
+	case engine == config.EnginePhysical && s.Backend != "postgres":
+		return "", fmt.Errorf("%w: %s replication ships PostgreSQL's WAL and needs backend postgres, not %q", errPairEngine, engine, s.Backend)
+	}
 	// Every address at once, each listener held until all are chosen: one
 	// port at a time, the kernel may hand the same port out twice.
 	var held []net.Listener
@@ -64,7 +85,12 @@ func pairFile(s pairSpec) (string, error) {
 	}
 	var b strings.Builder
 	auto := s.Failover == "automatic"
-	fmt.Fprintf(&b, "cluster = %q\ndesign = \"hot-standby\"\nrun_dir = %q\n\n[replication]\nengine = \"writeset\"\n", s.Name, filepath.Join(s.Dir, "run"))
+	fmt.Fprintf(&b, "cluster = %q\ndesign = \"hot-standby\"\nrun_dir = %q\n\n[replication]\nengine = %q\n", s.Name, filepath.Join(s.Dir, "run"), engine)
+	if engine == config.EnginePhysical {
+		// PostgreSQL flushes the primary's WAL at every commit: the
+		// physical engine runs strict durability only.
+		b.WriteString("durability = \"strict\"\n")
+	}
 	if s.Safeness != "" {
 		fmt.Fprintf(&b, "safeness = %q\n", s.Safeness)
 	}
@@ -180,7 +206,45 @@ func (p *pair) status(id string) (*nodeStatus, error) {
 	if st.Repl == nil {
 		return nil, fmt.Errorf("node %s: no replication section in /status", id)
 	}
+	if p.spec.engine() == config.EnginePhysical && st.Physical == nil {
+		return nil, fmt.Errorf("node %s: no physical section in /status", id)
+	}
 	return &st, nil
+}
+
+// roleEpoch is a node's role, epoch and whether it commits degraded, from
+// its engine's section of /status.
+func (st *nodeStatus) roleEpoch() (string, uint64, bool) {
+	if ps := st.Physical; ps != nil {
+		return ps.Role, ps.Epoch, ps.Degraded
+	}
+	return st.Repl.Role, st.Repl.Epoch, st.Repl.Degraded
+}
+
+// standbyReady says whether a primary's /status shows a standby that
+// replicates: attached (writeset), or streaming WAL and, at a 2-safe
+// level, synchronous (physical: pg_stat_replication's state and
+// sync_state); otherwise why not.
+func (p *pair) standbyReady(st *nodeStatus) (bool, string) {
+	ps := st.Physical
+	if ps == nil {
+		if len(st.Repl.Standbys) == 0 {
+			return false, "no standby attached"
+		}
+		return true, ""
+	}
+	if ps.Error != "" {
+		return false, "the primary's server: " + ps.Error
+	}
+	for _, r := range ps.Replicas {
+		if r.State != "streaming" {
+			continue
+		}
+		if r.SyncState == "sync" || r.SyncState == "quorum" || p.spec.Safeness == "1-safe" {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("no standby streams synchronously (replicas: %+v)", ps.Replicas)
 }
 
 // waitAttached waits until primary reports its standby attached and not
@@ -190,16 +254,15 @@ func (p *pair) waitAttached(ctx context.Context, primary string, limit time.Dura
 	last := "no answer"
 	for {
 		st, err := p.status(primary)
-		switch {
-		case err != nil:
+		if err != nil {
 			last = err.Error()
-		case st.Repl.Role != "primary":
-			last = primary + " is " + st.Repl.Role
-		case len(st.Repl.Standbys) == 0:
-			last = "no standby attached"
-		case st.Repl.Degraded:
+		} else if role, _, degraded := st.roleEpoch(); role != "primary" {
+			last = primary + " is " + role
+		} else if ok, why := p.standbyReady(st); !ok {
+			last = why
+		} else if degraded {
 			last = "the primary runs degraded (its standby fell behind)"
-		default:
+		} else {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -230,8 +293,10 @@ func (p *pair) waitPrimary(ctx context.Context, killed string, epoch uint64, lim
 			if n.ID == killed {
 				continue
 			}
-			if st, err := p.status(n.ID); err == nil && st.Repl.Role == "primary" && st.Repl.Epoch > epoch {
-				return n.ID, st.Repl.Epoch, nil
+			if st, err := p.status(n.ID); err == nil {
+				if role, e, _ := st.roleEpoch(); role == "primary" && e > epoch {
+					return n.ID, e, nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
