@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -25,7 +26,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/bench"
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
@@ -418,12 +418,22 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
 func clusterFile(design, backend string, n int, runDir string) (string, error) {
+	// Every address at once, each listener held until all are chosen:
+	// one port at a time, the kernel may hand the same port out twice
+	// (seen: "nodes[1].listen is already used by nodes[0].metrics").
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
 	addr := func() (string, error) {
-		p, err := postgres.FreePort()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", fmt.Errorf("find a free port: %w", err)
 		}
-		return fmt.Sprintf("127.0.0.1:%d", p), nil
+		held = append(held, l)
+		return l.Addr().String(), nil
 	}
 	var b strings.Builder
 	d := design
