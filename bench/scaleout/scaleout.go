@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -418,23 +417,11 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
 func clusterFile(design, backend string, n int, runDir string) (string, error) {
-	// Every address at once, each listener held until all are chosen:
-	// one port at a time, the kernel may hand the same port out twice
-	// (seen: "nodes[1].listen is already used by nodes[0].metrics").
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	addr := func() (string, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		return l.Addr().String(), nil
-	}
+	// Every address at once ("nodes[1].listen is already used by
+	// nodes[0].metrics" was seen when they were picked one at a time).
+	var ports cluster.Ports
+	defer ports.Release()
+	addr := ports.Addr
 	var b strings.Builder
 	d := design
 	if n == 1 {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,22 +66,10 @@ func pairFile(s pairSpec) (string, error) {
 	case engine == config.EnginePhysical && s.Backend != "postgres":
 		return "", fmt.Errorf("%w: %s replication ships PostgreSQL's WAL and needs backend postgres, not %q", errPairEngine, engine, s.Backend)
 	}
-	// Every address at once, each listener held until all are chosen: one
-	// port at a time, the kernel may hand the same port out twice.
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	addr := func() (string, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return "", fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		return l.Addr().String(), nil
-	}
+	// Every address at once, each held until all are chosen.
+	var ports cluster.Ports
+	defer ports.Release()
+	addr := ports.Addr
 	var b strings.Builder
 	auto := s.Failover == "automatic"
 	fmt.Fprintf(&b, "cluster = %q\ndesign = \"hot-standby\"\nrun_dir = %q\n\n[replication]\nengine = %q\n", s.Name, filepath.Join(s.Dir, "run"), engine)
