@@ -29,7 +29,7 @@ var ErrInvalid = errors.New("invalid configuration")
 var Designs = []string{"standalone", "hot-standby", "single-master", "multi-master", "raidb-0", "raidb-1", "raidb-2"}
 
 // Implemented designs (the others are refused with a clear message).
-var Implemented = map[string]bool{"standalone": true, "hot-standby": true, "single-master": true}
+var Implemented = map[string]bool{"standalone": true, "hot-standby": true, "single-master": true, "multi-master": true}
 
 // MaxSingleMasterNodes bounds a single-master cluster (a primary and up to
 // 15 replicas).
@@ -41,6 +41,33 @@ const MaxSingleMasterNodes = 16
 // for a single-master replica.
 func (c *Cluster) Replicated() bool {
 	return c.Design == "hot-standby" || c.Design == "single-master"
+}
+
+// MultiMaster reports the multi-master design: every node takes writes,
+// the coordinator's certifier orders them (package multimaster).
+func (c *Cluster) MultiMaster() bool { return c.Design == "multi-master" }
+
+// MaxMultiMasterNodes bounds a multi-master cluster.
+const MaxMultiMasterNodes = 16
+
+// MultiMasterConf configures the multi-master design ([multi_master]).
+type MultiMasterConf struct {
+	// WindowWritesets and WindowBytes bound the certifier's window of
+	// recent committed writesets (defaults 10,000 and 16 MiB): a
+	// transaction whose snapshot is older than the window is aborted
+	// (40001), and a node further behind is re-seeded.
+	WindowWritesets int   `toml:"window_writesets"`
+	WindowBytes     int64 `toml:"window_bytes"`
+	// ApplyConflictWait is how long certified writesets wait for the
+	// node's write lock held by a local transaction before that
+	// transaction is aborted with 40001 (PostgreSQL's
+	// max_standby_streaming_delay, for the same reason); default 1s. A
+	// local transaction that wrote a row a waiting writeset wrote is
+	// aborted at once (early certification).
+	ApplyConflictWait Duration `toml:"apply_conflict_wait"`
+	// CertifyTimeout bounds a COMMIT's wait for the certifier (no
+	// leader); past it the client gets 08007 (outcome unknown). Default 30s.
+	CertifyTimeout Duration `toml:"certify_timeout"`
 }
 
 // Cluster is one cluster file.
@@ -63,6 +90,8 @@ type Cluster struct {
 	// Lab, when present, runs the cluster as emulated hosts on this
 	// machine (CPU quotas per process; package lab).
 	Lab *Lab `toml:"lab"`
+	// MultiMaster configures design = "multi-master".
+	MM MultiMasterConf `toml:"multi_master"`
 
 	// File is the path this cluster was read from (not a TOML field).
 	File string `toml:"-"`
@@ -571,6 +600,14 @@ func (c *Cluster) applyDefaults() {
 	if c.Security.AdminToken == "" {
 		c.Security.AdminToken = "file:" + filepath.Join(c.Security.CertDir, "admin.token")
 	}
+	if mm := &c.MM; true {
+		if mm.ApplyConflictWait.Duration == 0 {
+			mm.ApplyConflictWait.Duration = time.Second
+		}
+		if mm.CertifyTimeout.Duration == 0 {
+			mm.CertifyTimeout.Duration = 30 * time.Second
+		}
+	}
 	r := &c.Repl
 	if r.Engine == "" {
 		r.Engine = EngineWriteset
@@ -683,7 +720,7 @@ func (c *Cluster) Validate() error {
 		return bad("design", "%q is not a design; use one of %s", c.Design, strings.Join(Designs, ", "))
 	}
 	if !Implemented[c.Design] {
-		return bad("design", "%q is not available in this version of tandem yet; use standalone, hot-standby or single-master", c.Design)
+		return bad("design", "%q is not available in this version of tandem yet; use standalone, hot-standby, single-master or multi-master", c.Design)
 	}
 	switch c.Auth {
 	case "scram-sha-256", "md5", "trust":
@@ -750,6 +787,11 @@ func (c *Cluster) Validate() error {
 	}
 	if c.Design == "single-master" && (len(c.Nodes) < 2 || len(c.Nodes) > MaxSingleMasterNodes) {
 		return bad("nodes", "design single-master takes a primary and 1 to %d replicas (2 to %d nodes), found %d node(s)", MaxSingleMasterNodes-1, MaxSingleMasterNodes, len(c.Nodes))
+	}
+	if c.MultiMaster() {
+		if err := c.validateMultiMaster(bad); err != nil {
+			return err
+		}
 	}
 	if c.Replicated() {
 		if err := ValidateSafeness(c.Repl.Safeness); err != nil {
@@ -999,6 +1041,41 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 	return nil
 }
 
+// validateMultiMaster checks a multi-master cluster: 2 to 16 nodes on
+// SQLite, each with a raft_listen address (the certifier runs on the
+// coordinator's Raft group) and an admin address.
+func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any) error) error {
+	if len(c.Nodes) < 2 || len(c.Nodes) > MaxMultiMasterNodes {
+		return bad("nodes", "design multi-master takes 2 to %d nodes, found %d", MaxMultiMasterNodes, len(c.Nodes))
+	}
+	for i, n := range c.Nodes {
+		f := fmt.Sprintf("nodes[%d]", i)
+		if n.Backend != "sqlite" {
+			return bad(f+".backend", "%q: multi-master runs on SQLite back ends in this version (PostgreSQL back ends are not done yet); use backend = \"sqlite\", or design single-master for PostgreSQL", n.Backend)
+		}
+		if n.Raft == "" {
+			return bad(f+".raft_listen", "missing: multi-master certifies every update transaction on the coordinator's Raft group, so every node needs a raft_listen address")
+		}
+		if n.Metrics == "" {
+			return bad(f+".metrics", "missing: multi-master nodes re-seed from each other and are administered through their metrics (admin) address")
+		}
+	}
+	if len(c.Nodes) == 2 && c.Witness == nil {
+		return bad("witness", "missing: two multi-master nodes keep the certifier's quorum only with a third vote; add [witness] with id and raft_listen")
+	}
+	mm := c.MM
+	if mm.WindowWritesets < 0 {
+		return bad("multi_master.window_writesets", "%d: must be positive (0: the default, 10000)", mm.WindowWritesets)
+	}
+	if mm.WindowBytes < 0 {
+		return bad("multi_master.window_bytes", "%d: must be positive (0: the default, 16 MiB)", mm.WindowBytes)
+	}
+	if mm.ApplyConflictWait.Duration < 0 || mm.CertifyTimeout.Duration < 0 {
+		return bad("multi_master", "apply_conflict_wait and certify_timeout must be positive")
+	}
+	return nil
+}
+
 // parseSize checks a PostgreSQL memory size ("512MB", "1GB", "-1").
 func parseSize(s string) (int64, error) {
 	v := strings.TrimSpace(s)
@@ -1044,8 +1121,8 @@ func (c *Cluster) validateCoordinator(bad func(field, format string, args ...any
 		}
 		return nil
 	}
-	if !c.Replicated() {
-		return bad("nodes[0].raft_listen", "the coordinator runs in replicated designs (hot-standby, single-master); remove raft_listen and [witness] for %s", c.Design)
+	if !c.Replicated() && !c.MultiMaster() {
+		return bad("nodes[0].raft_listen", "the coordinator runs in replicated designs (hot-standby, single-master, multi-master); remove raft_listen and [witness] for %s", c.Design)
 	}
 	for i, n := range c.Nodes {
 		if n.Raft == "" {

@@ -61,6 +61,41 @@ func TestGoodConfigDefaults(t *testing.T) {
 	}
 }
 
+// mm is a three-node multi-master cluster file (two nodes when pair is
+// not empty), with more settings of the first node.
+func mm(nodeExtra, pair string) string {
+	s := "cluster = \"c\"\ndesign = \"multi-master\"\nauth = \"trust\"\n"
+	n := 3
+	if pair != "" {
+		n = 2
+	}
+	for i := 1; i <= n; i++ {
+		s += fmt.Sprintf("[[nodes]]\nid = \"n%d\"\nlisten = \"127.0.0.1:710%d\"\nmetrics = \"127.0.0.1:720%d\"\nraft_listen = \"127.0.0.1:810%d\"\n", i, i, i, i)
+		if i == 1 {
+			s += nodeExtra + "\n"
+		}
+	}
+	return s
+}
+
+// TestMultiMasterConfig: a three-node multi-master file is accepted with
+// its defaults.
+func TestMultiMasterConfig(t *testing.T) {
+	c, err := Parse("mm.toml", []byte(mm("", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.MultiMaster() || c.Replicated() || !c.Coordinated() {
+		t.Fatalf("multi-master %v, replicated %v, coordinated %v", c.MultiMaster(), c.Replicated(), c.Coordinated())
+	}
+	if c.MM.ApplyConflictWait.Duration != time.Second || c.MM.CertifyTimeout.Duration != 30*time.Second {
+		t.Fatalf("defaults: %+v", c.MM)
+	}
+	if len(c.Voters()) != 3 {
+		t.Fatalf("voters %v", c.Voters())
+	}
+}
+
 // Each mistake produces one clear message naming the file and the field.
 func TestBadConfigs(t *testing.T) {
 	cases := []struct {
@@ -70,7 +105,12 @@ func TestBadConfigs(t *testing.T) {
 		{"unknown field", good + "\n[[nodes]]\nid = \"n2\"\nlisten=\"127.0.0.1:7002\"\nbakend = \"sqlite\"\n", `unknown field "nodes.bakend"`},
 		{"no name", strings.Replace(good, `cluster = "c"`, "", 1), "field cluster: missing"},
 		{"bad design", good + "design = \"triple\"\n", ""},
-		{"design not built", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"multi-master\"", 1), `field design: "multi-master" is not available`},
+		{"design not built", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"raidb-1\"", 1), `field design: "raidb-1" is not available`},
+		{"multi-master alone", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"multi-master\"", 1), `field nodes: design multi-master takes 2 to 16 nodes, found 1`},
+		{"multi-master on postgres", mm("backend = \"postgres\"", ""), `field nodes[0].backend: "postgres": multi-master runs on SQLite back ends`},
+		{"multi-master without raft", strings.Replace(mm("", ""), `raft_listen = "127.0.0.1:8102"`, "", 1), `field nodes[1].raft_listen: missing: multi-master certifies`},
+		{"multi-master pair without witness", mm("", "x"), `field witness: missing: two multi-master nodes`},
+		{"multi-master negative window", mm("", "") + "[multi_master]\nwindow_writesets = -1\n", `field multi_master.window_writesets`},
 		{"bad design name", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"triple\"", 1), `field design: "triple" is not a design`},
 		{"bad auth", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nauth = \"ldap\"", 1), `field auth: "ldap"`},
 		{"no users", "cluster = \"c\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:7001\"\n", "field users: no users"},

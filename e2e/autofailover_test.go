@@ -32,11 +32,13 @@ type retryingWriters struct {
 	errors    atomic.Int64
 	killedAt  atomic.Int64 // unix nanos; 0: not yet
 	firstBack atomic.Int64 // unix nanos of the first success after killedAt
+	base      atomic.Int64 // added to each run's writer numbers (several runs at once)
 }
 
 func (rw *retryingWriters) run(ctx context.Context, dsn string, n int) {
 	var wg sync.WaitGroup
-	for w := 0; w < n; w++ {
+	first := int(rw.base.Add(int64(n))) - n
+	for w := first; w < first+n; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()

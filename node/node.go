@@ -33,6 +33,7 @@ import (
 	"github.com/tandemdb/tandem/backend/sqlite"
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
+	"github.com/tandemdb/tandem/multimaster"
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/replication"
@@ -59,6 +60,8 @@ type Status struct {
 	// Coordinator is this node's voter in the coordinator group (when the
 	// cluster file gives it a raft_listen address).
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
+	// MultiMaster: the multi-master agent (certifications, applied GSN).
+	MultiMaster *multimaster.Status `json:"multi_master,omitempty"`
 }
 
 // Run serves node id of the cluster until ctx ends or the back end fails.
@@ -143,6 +146,8 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var handler pgwire.Handler
 	var backendDone <-chan struct{}
 	var repl *replication.Agent
+	var mm *multimaster.Agent
+	var db0 *sqlite.DB // the SQLite back end (multi-master's snapshots)
 	var phys *physical.Engine
 	var coord *coordinator.Coordinator
 	var replClose []func()
@@ -198,6 +203,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			return err
 		}
 		replClose = append(replClose, func() { db.Close() })
+		db0 = db
 		st.Detail = db.Path()
 		handler = &pgwire.Executor{Backend: db, StatementTimeout: c.Limits.StatementTimeout.Duration,
 			IdleInTransactionTimeout: c.Limits.IdleInTransaction("sqlite"), IdleSessionTimeout: c.Limits.IdleSessionTimeout.Duration,
@@ -206,6 +212,12 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			if err := startRepl(db, func(r *replication.Agent) error { return db.EnableReplication(r) }); err != nil {
 				return err
 			}
+		}
+		if c.MultiMaster() {
+			if mm, coord, err = startMultiMaster(ctx, c, id, db, ident, token, log, reg); err != nil {
+				return err
+			}
+			replClose = append(replClose, func() { _ = coord.Close() })
 		}
 	case "postgres":
 		up := router.Upstream{Node: id}
@@ -339,6 +351,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		if repl != nil {
 			ex.Positions = repl
 		}
+		if mm != nil {
+			ex.Positions = mm
+		}
 		if c.Router != nil {
 			ex.ReadWait, ex.ReadConsistency = c.Router.ReadWait.Duration, c.Router.ReadConsistency
 		}
@@ -371,6 +386,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			repl.RegisterAdmin(mux, token, log)
 			mux.Handle("/watch", read(repl.WatchHandler()))
 		}
+		if mm != nil {
+			registerMultiMasterAdmin(mux, mm, db0, token, log)
+		}
 		if phys != nil {
 			phys.RegisterAdmin(mux, token, log)
 			mux.Handle("/watch", read(phys.WatchHandler()))
@@ -389,6 +407,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				// command line read them for either engine.
 				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict", Degraded: ps.Degraded}
 				s.Role, s.Physical = ps.Role, &ps
+			}
+			if mm != nil {
+				ms := mm.Status()
+				s.MultiMaster = &ms
+				// Every node takes writes: each reports the primary role
+				// of epoch 1 where the router reads roles and GSNs.
+				s.Role = "primary"
+				s.Repl = &replication.Status{Role: "primary", Epoch: 1, Assigned: ms.Certifier.Last, Applied: ms.AppliedGSN, Safeness: "certified", Durability: "raft", Effective: "raft"}
 			}
 			if coord != nil {
 				cs := coord.Status()

@@ -82,7 +82,7 @@ func (r *Agent) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logger
 	// for a router session tag (the router resolves a COMMIT that was in
 	// flight at a failover with it).
 	mux.Handle("/session", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		g, found := r.sessions.get(req.URL.Query().Get("tag"))
+		g, found := r.sessions.Get(req.URL.Query().Get("tag"))
 		reply(w, map[string]any{"gsn": g, "found": found, "role": r.role(), "epoch": r.epoch()}, nil)
 	})))
 	// GET /position: this node's role, epoch and applied GSN (on the

@@ -165,7 +165,7 @@ type Agent struct {
 	// opMu serializes changes of role (the map watch, admin actions).
 	opMu sync.Mutex
 	// sessions: the highest GSN per router session tag (sessions.go).
-	sessions sessionGSNs
+	sessions pgwire.SessionGSNs
 	// Read consistency (positions.go): the GSN being applied, waiters
 	// for the applied GSN, and the test-only apply delay.
 	applying   atomic.Uint64
@@ -350,7 +350,7 @@ func New(ctx context.Context, c *config.Cluster, id, dir string, db Store, log *
 	if err := r.saveState(st); err != nil {
 		return nil, err
 	}
-	r.indexSessions(sessionGen)
+	r.indexSessions(100_000)
 	return r, nil
 }
 
@@ -376,7 +376,7 @@ func (r *Agent) indexSessions(max uint64) {
 			return
 		}
 		if ws, err := writeset.Decode(rec.Data); err == nil {
-			r.sessions.note(ws.Session, rec.GSN)
+			r.sessions.Note(ws.Session, rec.GSN)
 		}
 	}
 }
@@ -401,7 +401,7 @@ func (r *Agent) replay(ctx context.Context, from, to uint64) (int, error) {
 		if err := r.db.Apply(ctx, ws); err != nil {
 			return n, err
 		}
-		r.sessions.note(ws.Session, ws.GSN)
+		r.sessions.Note(ws.Session, ws.GSN)
 		n++
 	}
 	return n, nil
@@ -465,7 +465,7 @@ func (r *Agent) Prepare(ctx context.Context, ws *writeset.Writeset) (func(contex
 		}
 		r.setApplied(gsn)
 		if note != nil {
-			r.sessions.note(note.Tag, gsn)
+			r.sessions.Note(note.Tag, gsn)
 		}
 		if err := r.waitSafe(ctx, gsn); err != nil {
 			return err
@@ -1154,7 +1154,7 @@ func (r *Agent) followOnce(ctx context.Context, primary, addr string) error {
 				}
 				r.setApplied(batch[len(batch)-1].GSN)
 				for _, ws := range batch {
-					r.sessions.note(ws.Session, ws.GSN)
+					r.sessions.Note(ws.Session, ws.GSN)
 				}
 				if len(applyQ) == 0 {
 					if err := sendAck(); err != nil {

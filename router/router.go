@@ -63,7 +63,13 @@ type Config struct {
 	// bounded by MaxLagGSNs / MaxLagTime) and ReadWait (how long a replica
 	// may take to catch up before the primary runs the read);
 	// ReadOnlyFunctions are user functions a routed read may call.
-	Split             bool
+	Split bool
+	// MultiMaster (with Split): every node takes writes (design
+	// multi-master), so every transaction, read or write, is balanced
+	// over the healthy nodes by the policy, and the read consistency
+	// level holds for all of them (a node must have applied the session's
+	// last commit before it serves its next transaction).
+	MultiMaster       bool
 	ReadConsistency   string
 	ReadWait          time.Duration
 	ReadOnlyFunctions []string

@@ -519,7 +519,11 @@ func lostWork(code, node string) *pgwire.Error {
 }
 
 // isReplica reports whether node idx is not the primary now.
-func (s *splitSession) isReplica(idx int) bool { return idx != s.rt.primaryIndex() }
+// In a multi-master cluster every node is one (read consistency holds
+// for all of them).
+func (s *splitSession) isReplica(idx int) bool {
+	return s.rt.cfg.MultiMaster || idx != s.rt.primaryIndex()
+}
 
 // readClient reads the client's next message.
 func (s *splitSession) readClient() (byte, []byte, error) { return s.rl.readClient() }
@@ -926,7 +930,10 @@ func (s *splitSession) dispatch(complete bool) error {
 	case rq.class == classRead || rq.class == classBeginRO || s.readOnly:
 		want = routeReplica
 	}
-	if !complete && want == routeReplica {
+	if s.rt.cfg.MultiMaster && want == routePrimary {
+		want = routeReplica // any node takes it
+	}
+	if !complete && want == routeReplica && !s.rt.cfg.MultiMaster {
 		want = routePrimary
 	}
 	// Wait for what is in flight unless the request goes where it is.
@@ -967,6 +974,10 @@ func (s *splitSession) dispatch(complete bool) error {
 		target = nc.idx // a replica that cannot be reached: the primary
 		if want == routeReplica && !inTx && s.isReplica(target) {
 			if err := s.awaitConsistency(nc); err != nil {
+				if s.rt.cfg.MultiMaster {
+					// No node has everything by definition: say so.
+					return s.refuse(err, complete)
+				}
 				s.rt.log.Debug("a replica is behind what the read needs: the primary runs it", "node", nc.up.Node, "err", err)
 				target = s.rt.primaryIndex()
 				if nc, err = s.ensure(target); err != nil {

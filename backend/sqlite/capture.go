@@ -37,6 +37,18 @@ type Replicator interface {
 	Prepare(ctx context.Context, ws *writeset.Writeset) (after func(ctx context.Context, ok bool) error, err error)
 }
 
+// Certifier is the Replicator of the multi-master design: a transaction's
+// writes are not committed where they ran. At COMMIT its writeset is
+// captured and the transaction rolled back; Certify has the certifier
+// decide, and on a commit returns once the node applied the writeset from
+// the certified log (in GSN order, as every node does). snapshot is the
+// GSN the transaction's snapshot reflected; tables, for a transaction that
+// ran DDL, the tables that existed before or after it (whole-table
+// conflict keys).
+type Certifier interface {
+	Certify(ctx context.Context, ws *writeset.Writeset, snapshot uint64, tables []string) error
+}
+
 const metaDDL = `CREATE TABLE IF NOT EXISTS _tandem_meta (id INTEGER PRIMARY KEY CHECK (id = 1), applied_gsn INTEGER NOT NULL, epoch INTEGER NOT NULL);
 INSERT OR IGNORE INTO _tandem_meta VALUES (1, 0, 0);
 CREATE TABLE IF NOT EXISTS _tandem_capture (tbl TEXT NOT NULL, pk TEXT NOT NULL);`

@@ -1263,6 +1263,9 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 		}
 		ws.Rows = rows
 	}
+	if cr, ok := db.repl.(Certifier); ok {
+		return db.certifiedCommit(ctx, c, cr, ws)
+	}
 	after, err := db.repl.Prepare(ctx, ws)
 	if err != nil {
 		return fail(err)
@@ -1277,6 +1280,44 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	}
 	db.release(c)
 	return after(ctx, true)
+}
+
+// certifiedCommit is replicatedCommit in the multi-master design: the
+// writer holds the write lock since BEGIN IMMEDIATE, so the GSN recorded
+// in _tandem_meta is exactly what the transaction's snapshot reflects.
+// The transaction rolls back (the write lock is free during the
+// certifier's round trip) and its writeset comes back through the
+// certified log. It consumes c.
+func (db *DB) certifiedCommit(ctx context.Context, c *conn, cr Certifier, ws *writeset.Writeset) error {
+	snap, err := db.appliedCached(c)
+	if err != nil {
+		_ = c.exec("ROLLBACK")
+		db.release(c)
+		return mapError(err)
+	}
+	var tables []string
+	if ws.DDL != "" {
+		after, err := userTables(c)
+		if err != nil {
+			_ = c.exec("ROLLBACK")
+			db.release(c)
+			return mapError(err)
+		}
+		tables = after
+	}
+	_ = c.exec("ROLLBACK")
+	if ws.DDL != "" {
+		// And the tables as they were before it (a dropped or renamed
+		// table conflicts with its concurrent writers too).
+		before, err := userTables(c)
+		if err != nil {
+			db.release(c)
+			return mapError(err)
+		}
+		tables = append(tables, before...)
+	}
+	db.release(c)
+	return cr.Certify(ctx, ws, snap, tables)
 }
 
 // Cancel implements pgwire.BackendSession.

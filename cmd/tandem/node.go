@@ -110,10 +110,12 @@ func newRouterCmd() *cobra.Command {
 			reg := prometheus.NewRegistry()
 			rt := router.New(balance(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
 				Survive: c.Repl.Failover == "automatic", Registerer: reg,
-				Split: c.Router.Split || c.Design == "single-master", ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
+				Split: c.Router.Split || c.Design == "single-master" || c.MultiMaster(), MultiMaster: c.MultiMaster(), ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
 				ReadOnlyFunctions: c.Router.ReadOnlyFunctions}))
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
-			rt.FollowRoles(cmd.Context())
+			if !c.MultiMaster() {
+				rt.FollowRoles(cmd.Context()) // roles change at failovers; multi-master has none
+			}
 			tlsCfg, err := c.ServerTLS()
 			if err != nil {
 				return err

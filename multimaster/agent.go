@@ -1,0 +1,575 @@
+package multimaster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tandemdb/tandem/certifier"
+	"github.com/tandemdb/tandem/coordinator"
+	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/writeset"
+)
+
+// Sentinel errors; test them with errors.Is.
+var (
+	// ErrAborted: the certifier aborted the transaction (a concurrent
+	// committed transaction wrote one of its rows), or its snapshot was
+	// older than the certifier's window. The client sees 40001.
+	ErrAborted = errors.New("multi-master: transaction aborted by certification")
+	// ErrUnknown: the certifier did not answer in time; the transaction
+	// may or may not have committed (08007).
+	ErrUnknown = errors.New("multi-master: certification outcome unknown")
+	// ErrApplyFailed: the transaction was certified but its writeset
+	// failed to apply (e.g. a unique constraint against a concurrent
+	// commit of another node); every node skipped it alike.
+	ErrApplyFailed = errors.New("multi-master: certified writeset failed to apply")
+	// ErrReseeding: this node is being re-seeded and takes no writes.
+	ErrReseeding = errors.New("multi-master: node is re-seeding")
+)
+
+// DDLTable is the pseudo-table whose whole-table key every DDL writeset
+// carries, so two concurrent schema changes never both commit.
+const DDLTable = "_tandem_ddl"
+
+// Store is what the agent needs from a back end (backend/sqlite
+// implements it).
+type Store interface {
+	// AppliedGSN is the last GSN recorded in the back end.
+	AppliedGSN() (gsn, epoch uint64, err error)
+	// ApplyBatch applies consecutive writesets in one transaction,
+	// recording the last GSN with them, exactly once; a writeset the back
+	// end refuses is a *writeset.ApplyError.
+	ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error
+	// SnapshotBytes is a consistent copy and the GSN it holds; Restore
+	// replaces the database with one.
+	SnapshotBytes(ctx context.Context) ([]byte, uint64, error)
+	Restore(ctx context.Context, data []byte) error
+}
+
+// WriterHolder is an optional Store capability: abort the local
+// transaction that holds the node's write lock (SQLite has one writer), so
+// certified writesets are not held up behind it. keys says whether that
+// transaction wrote one of the given conflict keys (writeset.ConflictKeys
+// form); abort ends it with err (the client sees 40001).
+type WriterHolder interface {
+	// WriterConflicts reports whether a local transaction holds the write
+	// lock, and whether it wrote any of keys.
+	WriterConflicts(keys []string) (held, conflict bool)
+	// AbortWriter ends the local transaction holding the write lock with
+	// err; it reports whether there was one.
+	AbortWriter(err *pgwire.Error) bool
+}
+
+// Certifier is the coordinator's side the agent uses (coordinator
+// implements it).
+type Certifier interface {
+	Certify(ctx context.Context, req certifier.Request) (certifier.Decision, error)
+	FollowCertified(ctx context.Context, from uint64) (<-chan *certifier.Committed, <-chan error)
+	CertStatus() coordinator.CertStatus
+}
+
+// Config configures an Agent.
+type Config struct {
+	ID    string
+	Store Store
+	Cert  Certifier
+	// ApplyConflictWait: how long certified writesets wait for a local
+	// transaction holding the write lock before it is aborted.
+	ApplyConflictWait time.Duration
+	// CertifyTimeout bounds a COMMIT's wait for the certifier.
+	CertifyTimeout time.Duration
+	// MaxWritesetBytes bounds one transaction's writeset (54000 past it).
+	MaxWritesetBytes int64
+	// Reseed fetches a snapshot from a peer when this node fell behind
+	// the certifier's window (nil: the node stops applying and says so).
+	Reseed     func(ctx context.Context, minGSN uint64) ([]byte, error)
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+}
+
+// Agent is one node's multi-master agent.
+type Agent struct {
+	cfg  Config
+	log  *slog.Logger
+	boot string
+	seq  atomic.Uint64
+
+	applied   atomic.Uint64
+	applying  atomic.Uint64
+	appliedMu sync.Mutex
+	appliedCh chan struct{}
+	// failed: own writesets that were certified but failed to apply,
+	// by GSN, until their committer reads the outcome.
+	failedMu sync.Mutex
+	failed   map[uint64]error
+
+	sessions pgwire.SessionGSNs
+
+	reseeding atomic.Bool
+	stalled   atomic.Pointer[string] // why the apply loop stopped (nil: running)
+
+	commits, aborts, tooOld, unknown, skipped, earlyAborts atomic.Uint64
+	mWait                                                  prometheus.Histogram
+}
+
+// New returns an agent at the store's applied GSN; Run applies.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ApplyConflictWait <= 0 {
+		cfg.ApplyConflictWait = time.Second
+	}
+	if cfg.CertifyTimeout <= 0 {
+		cfg.CertifyTimeout = 30 * time.Second
+	}
+	g, _, err := cfg.Store.AppliedGSN()
+	if err != nil {
+		return nil, fmt.Errorf("multi-master: read the applied GSN: %w", err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("design", "multi-master"), boot: hex.EncodeToString(b[:]), failed: map[uint64]error{}}
+	a.applied.Store(g)
+	a.mWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_certify_seconds",
+		Help: "Time from an update transaction's COMMIT to its certification and local apply.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
+	if reg := cfg.Registerer; reg != nil {
+		counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+		}
+		reg.MustRegister(a.mWait,
+			counter("tandem_mm_commits_total", "Update transactions of this node the certifier committed.", &a.commits),
+			counter("tandem_mm_aborts_total", "Update transactions of this node the certifier aborted (write-write conflict, 40001).", &a.aborts),
+			counter("tandem_mm_too_old_total", "Update transactions refused because their snapshot was older than the certifier's window.", &a.tooOld),
+			counter("tandem_mm_early_aborts_total", "Local transactions aborted because they held the write lock a certified writeset needed.", &a.earlyAborts),
+			counter("tandem_mm_apply_skipped_total", "Certified writesets that failed to apply (on every node alike) and were skipped.", &a.skipped),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_mm_applied_gsn", Help: "The last certified GSN this node applied."}, func() float64 { return float64(a.applied.Load()) }),
+		)
+	}
+	return a, nil
+}
+
+// Writable implements sqlite.Replicator: every node takes writes, except
+// while it is re-seeded.
+func (a *Agent) Writable() error {
+	if a.reseeding.Load() {
+		return &pgwire.Error{Code: pgwire.CodeCannotConnectNow, Message: fmt.Sprintf("node %s is being re-seeded from another node; retry in a moment or on another node", a.cfg.ID), Err: ErrReseeding}
+	}
+	return nil
+}
+
+// Prepare implements sqlite.Replicator; multi-master commits go through
+// Certify instead (the back end checks for it first).
+func (a *Agent) Prepare(context.Context, *writeset.Writeset) (func(context.Context, bool) error, error) {
+	return nil, fmt.Errorf("multi-master: internal error: a commit bypassed certification")
+}
+
+// Certify certifies a local update transaction whose writes the back end
+// has captured into ws and rolled back: snapshot is the GSN its snapshot
+// reflected, tables the tables a DDL statement in it touched (each a
+// whole-table key). On a commit it returns once this node has applied the
+// writeset (in GSN order, like every other node), so the session reads its
+// own write; on an abort, a 40001 error naming the conflict.
+func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uint64, tables []string) error {
+	start := time.Now()
+	if err := a.Writable(); err != nil {
+		return err
+	}
+	ws.GSN, ws.Epoch, ws.Origin = 0, 0, a.cfg.ID
+	note := pgwire.CommitNoteFrom(ctx)
+	if note != nil {
+		ws.Session = note.Tag
+	}
+	keys := certifier.KeysOf(ws)
+	if ws.DDL != "" {
+		keys = append(keys, certifier.Key{Table: DDLTable})
+		for _, t := range tables {
+			keys = append(keys, certifier.Key{Table: t})
+		}
+		keys = certifier.SortKeys(keys)
+	}
+	data := writeset.Encode(ws)
+	if max := a.cfg.MaxWritesetBytes; max > 0 && int64(len(data)) > max {
+		return &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
+			Message: fmt.Sprintf("tandem: this transaction's writeset is %d bytes, more than replication.max_writeset_bytes (%d); it was rolled back", len(data), max),
+			Hint:    "split it into smaller transactions, or raise replication.max_writeset_bytes"}
+	}
+	id := a.boot + "-" + strconv.FormatUint(a.seq.Add(1), 36)
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.CertifyTimeout)
+	d, err := a.cfg.Cert.Certify(cctx, certifier.Request{ID: id, Snapshot: snapshot, Keys: keys, Writeset: data})
+	cancel()
+	switch {
+	case errors.Is(err, certifier.ErrSnapshotTooOld):
+		a.tooOld.Add(1)
+		return &pgwire.Error{Code: "40001", Message: "could not serialize access: " + err.Error(),
+			Hint: "retry the transaction; if this node is far behind, it catches up first", Err: fmt.Errorf("%w: %w", ErrAborted, err)}
+	case err != nil && ctx.Err() != nil:
+		return err // the client is gone or canceled
+	case err != nil:
+		a.unknown.Add(1)
+		return &pgwire.Error{Code: "08007", Message: fmt.Sprintf("tandem: the certifier did not answer within %s (multi_master.certify_timeout): whether this transaction committed is unknown (%v)", a.cfg.CertifyTimeout, err),
+			Hint: "check whether its changes are there before retrying it; `tandem status` shows the coordinator", Err: fmt.Errorf("%w: %w", ErrUnknown, err)}
+	}
+	if !d.Committed {
+		a.aborts.Add(1)
+		msg := "could not serialize access due to concurrent update"
+		if c := d.Conflict; c != nil {
+			msg += fmt.Sprintf(": %s was written by the transaction committed at GSN %d (on node %s) after this transaction's snapshot (GSN %d)", c.Key, c.GSN, c.Origin, d.Snapshot)
+		}
+		return &pgwire.Error{Code: "40001", Message: msg, Hint: "retry the transaction (multi-master: the first committer wins)", Err: fmt.Errorf("%w: %w", ErrAborted, d.Err())}
+	}
+	a.commits.Add(1)
+	if err := a.WaitApplied(ctx, d.GSN, 0); err != nil {
+		return err
+	}
+	a.mWait.Observe(time.Since(start).Seconds())
+	if err := a.takeFailed(d.GSN); err != nil {
+		return err
+	}
+	if note != nil {
+		note.Committed(d.GSN)
+	}
+	return nil
+}
+
+// takeFailed returns (and forgets) the apply failure of own GSN g.
+func (a *Agent) takeFailed(g uint64) error {
+	a.failedMu.Lock()
+	defer a.failedMu.Unlock()
+	err := a.failed[g]
+	delete(a.failed, g)
+	return err
+}
+
+// Run applies the certifier's log in GSN order until ctx ends.
+func (a *Agent) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		from := a.applied.Load()
+		fctx, cancel := context.WithCancel(ctx)
+		ch, errc := a.cfg.Cert.FollowCertified(fctx, from)
+		var batch []*writeset.Writeset
+		for e := range ch {
+			batch = append(batch[:0], a.decode(e))
+		more:
+			for len(batch) < 512 {
+				select {
+				case e, ok := <-ch:
+					if !ok {
+						break more
+					}
+					batch = append(batch, a.decode(e))
+				default:
+					break more
+				}
+			}
+			if !a.apply(ctx, batch) {
+				break
+			}
+		}
+		cancel()
+		for range ch { // let the follower end
+		}
+		var err error
+		select {
+		case err = <-errc:
+		default:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, certifier.ErrSnapshotTooOld) {
+			a.reseed(ctx, err)
+			continue
+		}
+		if err != nil {
+			a.log.Warn("following the certifier's log stopped; retrying", "applied_gsn", a.applied.Load(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// decode turns a certified entry into the writeset to apply. An entry
+// that does not decode (it cannot: the node encoded it) becomes an empty
+// writeset that records its GSN, as on every other node, and its
+// committer gets the error.
+func (a *Agent) decode(e *certifier.Committed) *writeset.Writeset {
+	ws, err := writeset.Decode(e.Writeset)
+	if err != nil {
+		a.log.Error("a certified writeset does not decode; it is skipped on every node", "gsn", e.GSN, "origin", e.Origin, "err", err)
+		if e.Origin == a.cfg.ID {
+			a.noteFailed(e.GSN, &pgwire.Error{Code: "XX000", Message: "tandem: the certified writeset does not decode: " + err.Error(), Err: ErrApplyFailed})
+		}
+		ws = &writeset.Writeset{}
+	}
+	ws.GSN, ws.Origin = e.GSN, e.Origin
+	return ws
+}
+
+func (a *Agent) noteFailed(g uint64, err error) {
+	a.failedMu.Lock()
+	defer a.failedMu.Unlock()
+	a.failed[g] = err
+	// Committers that left do not read theirs: keep a bounded map.
+	if len(a.failed) > 10_000 {
+		for k := range a.failed {
+			if k+10_000 < g {
+				delete(a.failed, k)
+			}
+		}
+	}
+}
+
+// apply applies a batch, waiting out a busy write lock (and aborting the
+// local transaction that holds it, see conflicts), and skipping a
+// writeset that fails to apply. It reports false when ctx ended.
+func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
+	last := batch[len(batch)-1].GSN
+	a.applying.Store(last)
+	var waitStart time.Time
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if waitStart.IsZero() {
+				waitStart = time.Now()
+			}
+			a.unblock(batch, time.Since(waitStart))
+		}
+		actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond+time.Duration(min(attempt, 20))*10*time.Millisecond)
+		err := a.cfg.Store.ApplyBatch(actx, batch)
+		cancel()
+		if err == nil {
+			a.done(batch)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		var ae *writeset.ApplyError
+		if errors.As(err, &ae) {
+			return a.applyEach(ctx, batch)
+		}
+		if attempt%100 == 99 {
+			a.log.Warn("cannot apply certified writesets yet; retrying", "from_gsn", batch[0].GSN, "to_gsn", last, "err", err)
+		}
+	}
+}
+
+// unblock is early certification: a local transaction holding the write
+// lock that wrote a row a waiting writeset wrote cannot commit (its
+// snapshot does not include the writeset), so it is aborted at once; any
+// other holder is aborted after ApplyConflictWait, as PostgreSQL's hot
+// standby cancels what holds up recovery past max_standby_streaming_delay.
+func (a *Agent) unblock(batch []*writeset.Writeset, waited time.Duration) {
+	wh, ok := a.cfg.Store.(WriterHolder)
+	if !ok {
+		return
+	}
+	var keys []string
+	for _, ws := range batch {
+		keys = append(keys, writeset.ConflictKeys(ws)...)
+	}
+	held, conflict := wh.WriterConflicts(keys)
+	if !held {
+		return
+	}
+	var e *pgwire.Error
+	switch {
+	case conflict:
+		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("could not serialize access due to concurrent update: a transaction committed on another node (GSN %d) wrote a row this transaction wrote", batch[0].GSN),
+			Hint: "retry the transaction (multi-master: the first committer wins)", Err: ErrAborted}
+	case waited >= a.cfg.ApplyConflictWait:
+		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("terminating transaction due to conflict with replication: it held this node's write lock for more than %s while certified writesets waited (multi_master.apply_conflict_wait)", a.cfg.ApplyConflictWait),
+			Hint: "retry the transaction; keep update transactions short", Err: ErrAborted}
+	default:
+		return
+	}
+	if wh.AbortWriter(e) {
+		a.earlyAborts.Add(1)
+		a.log.Info("aborted a local transaction that held up certified writesets", "gsn", batch[0].GSN, "conflict", conflict, "waited", waited)
+	}
+}
+
+// applyEach applies a batch one writeset at a time after the back end
+// refused one: a writeset that fails deterministically (it fails on every
+// node alike, from the same state) is skipped, recording its GSN, and its
+// committer gets the error.
+func (a *Agent) applyEach(ctx context.Context, batch []*writeset.Writeset) bool {
+	for _, ws := range batch {
+		for attempt := 0; ; attempt++ {
+			if attempt > 0 {
+				a.unblock([]*writeset.Writeset{ws}, 0)
+			}
+			actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			err := a.cfg.Store.ApplyBatch(actx, []*writeset.Writeset{ws})
+			cancel()
+			if err == nil {
+				a.done([]*writeset.Writeset{ws})
+				break
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			var ae *writeset.ApplyError
+			if !errors.As(err, &ae) {
+				continue
+			}
+			a.skipped.Add(1)
+			a.log.Warn("a certified writeset failed to apply; it is skipped on every node", "gsn", ws.GSN, "origin", ws.Origin, "statement", ae.Statement, "err", ae.Err)
+			if ws.Origin == a.cfg.ID {
+				e := &pgwire.Error{Code: "XX000", Message: "tandem: the transaction was certified but could not be applied: " + ae.Err.Error(), Err: ErrApplyFailed}
+				var pe *pgwire.Error
+				if errors.As(ae.Err, &pe) {
+					c := *pe
+					c.Message = pe.Message + " (the transaction conflicted with a concurrent transaction of another node; it was not committed)"
+					e = &c
+				}
+				a.noteFailed(ws.GSN, e)
+			}
+			ws = &writeset.Writeset{GSN: ws.GSN, Origin: ws.Origin, Session: ws.Session}
+		}
+	}
+	return true
+}
+
+// done records an applied batch.
+func (a *Agent) done(batch []*writeset.Writeset) {
+	for _, ws := range batch {
+		a.sessions.Note(ws.Session, ws.GSN)
+	}
+	a.setApplied(batch[len(batch)-1].GSN)
+}
+
+func (a *Agent) setApplied(g uint64) {
+	a.applied.Store(g)
+	a.appliedMu.Lock()
+	if a.appliedCh != nil {
+		close(a.appliedCh)
+		a.appliedCh = nil
+	}
+	a.appliedMu.Unlock()
+}
+
+// AppliedGSN implements pgwire.Positions.
+func (a *Agent) AppliedGSN() uint64 { return a.applied.Load() }
+
+// ReadGSN implements pgwire.Positions: an upper bound of the state a read
+// that ended now saw.
+func (a *Agent) ReadGSN() uint64 { return max(a.applied.Load(), a.applying.Load()) }
+
+// WaitApplied implements pgwire.Positions: it returns once this node has
+// applied gsn; wait <= 0 waits as long as ctx.
+func (a *Agent) WaitApplied(ctx context.Context, gsn uint64, wait time.Duration) error {
+	if a.applied.Load() >= gsn {
+		return nil
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		a.appliedMu.Lock()
+		if a.applied.Load() >= gsn {
+			a.appliedMu.Unlock()
+			return nil
+		}
+		if a.appliedCh == nil {
+			a.appliedCh = make(chan struct{})
+		}
+		ch := a.appliedCh
+		a.appliedMu.Unlock()
+		select {
+		case <-ch:
+		case <-timeout:
+			return fmt.Errorf("node %s: applied GSN %d, waited %v for %d", a.cfg.ID, a.applied.Load(), wait, gsn)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// SessionGSN is the highest GSN this node applied for a router session
+// tag (the router resolves a COMMIT that was in flight on a node that
+// died by asking another node).
+func (a *Agent) SessionGSN(tag string) (uint64, bool) { return a.sessions.Get(tag) }
+
+// reseed replaces a node that fell behind the certifier's window with a
+// snapshot of a peer's database.
+func (a *Agent) reseed(ctx context.Context, cause error) {
+	st := a.cfg.Cert.CertStatus()
+	if a.cfg.Reseed == nil {
+		msg := fmt.Sprintf("applied GSN %d is behind the certifier's window (starts after GSN %d): this node must be re-seeded", a.applied.Load(), st.Base)
+		a.stalled.Store(&msg)
+		a.log.Error("this node fell behind the certifier's window and cannot re-seed", "applied_gsn", a.applied.Load(), "window_base", st.Base, "err", cause)
+		<-ctx.Done()
+		return
+	}
+	a.reseeding.Store(true)
+	defer a.reseeding.Store(false)
+	for ctx.Err() == nil {
+		a.log.Warn("this node fell behind the certifier's window: re-seeding from a peer", "applied_gsn", a.applied.Load(), "window_base", st.Base)
+		data, err := a.cfg.Reseed(ctx, st.Base)
+		if err == nil {
+			err = a.cfg.Store.Restore(ctx, data)
+		}
+		if err == nil {
+			var g uint64
+			if g, _, err = a.cfg.Store.AppliedGSN(); err == nil {
+				a.setApplied(g)
+				a.log.Info("re-seeded from a peer", "applied_gsn", g)
+				a.stalled.Store(nil)
+				return
+			}
+		}
+		msg := "re-seeding failed: " + err.Error()
+		a.stalled.Store(&msg)
+		a.log.Error("re-seeding failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Status is the agent as /status shows it.
+type Status struct {
+	AppliedGSN   uint64                 `json:"applied_gsn"`
+	Lag          uint64                 `json:"lag_gsns"` // certified (as this node's certifier copy knows) but not applied here
+	Commits      uint64                 `json:"commits"`
+	Aborts       uint64                 `json:"aborts"`
+	TooOld       uint64                 `json:"too_old"`
+	Unknown      uint64                 `json:"unknown"`
+	EarlyAborts  uint64                 `json:"early_aborts"`
+	ApplySkipped uint64                 `json:"apply_skipped"`
+	Reseeding    bool                   `json:"reseeding,omitempty"`
+	Stalled      string                 `json:"stalled,omitempty"`
+	Certifier    coordinator.CertStatus `json:"certifier"`
+}
+
+// Status reports the agent.
+func (a *Agent) Status() Status {
+	cs := a.cfg.Cert.CertStatus()
+	s := Status{AppliedGSN: a.applied.Load(), Commits: a.commits.Load(), Aborts: a.aborts.Load(), TooOld: a.tooOld.Load(),
+		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs}
+	if cs.Last > s.AppliedGSN {
+		s.Lag = cs.Last - s.AppliedGSN
+	}
+	if p := a.stalled.Load(); p != nil {
+		s.Stalled = *p
+	}
+	return s
+}
