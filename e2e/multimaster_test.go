@@ -22,11 +22,24 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// mmBackends are the back ends the multi-master tests run on.
+var mmBackends = []string{"sqlite"}
+
+// eachMMBackend runs test once per back end of mmBackends.
+func eachMMBackend(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, be := range mmBackends {
+		t.Run(be, func(t *testing.T) { test(t, be) })
+	}
+}
+
 // upMultiMaster writes a multi-master cluster file of n SQLite nodes (all
 // vote in the coordinator, which certifies) with the router in front, and
 // starts it with `tandem up`.
-func upMultiMaster(t *testing.T, n int, extra string) *smCluster {
+func upMultiMaster(t *testing.T, backend string, n int, extra string) *smCluster {
 	t.Helper()
+	if backend == "postgres" {
+		havePostgres(t)
+	}
 	dir := t.TempDir()
 	s := &smCluster{t: t, dir: dir, nodes: map[string]string{}, admin: map[string]string{}}
 	var b strings.Builder
@@ -39,8 +52,11 @@ func upMultiMaster(t *testing.T, n int, extra string) *smCluster {
 		s.ids = append(s.ids, id)
 		s.nodes[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		s.admin[id] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nraft_listen = \"127.0.0.1:%d\"\nbackend = \"sqlite\"\n",
-			id, s.nodes[id], s.admin[id], freePort(t))
+		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nraft_listen = \"127.0.0.1:%d\"\nbackend = %q\n",
+			id, s.nodes[id], s.admin[id], freePort(t), backend)
+		if backend == "postgres" {
+			b.WriteString("[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"50\" }\n")
+		}
 	}
 	file := filepath.Join(dir, "mm.toml")
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
@@ -169,7 +185,11 @@ func sqlstate(err error) string {
 // table and the key. Transactions on different rows both commit, and every
 // node ends with the same rows.
 func TestMultiMasterFirstCommitterWins(t *testing.T) {
-	s := upMultiMaster(t, 3, "")
+	eachMMBackend(t, testMultiMasterFirstCommitterWins)
+}
+
+func testMultiMasterFirstCommitterWins(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c1 := connect(t, s.dsn(s.nodes["n1"]))
@@ -259,8 +279,10 @@ func TestMultiMasterFirstCommitterWins(t *testing.T) {
 // TestMultiMasterLostUpdate: clients on every node increment a few
 // counters by read-modify-write in transactions, retrying on 40001; every
 // node's counters end equal to the acknowledged increments.
-func TestMultiMasterLostUpdate(t *testing.T) {
-	s := upMultiMaster(t, 3, "")
+func TestMultiMasterLostUpdate(t *testing.T) { eachMMBackend(t, testMultiMasterLostUpdate) }
+
+func testMultiMasterLostUpdate(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := connect(t, s.DSN)
@@ -335,8 +357,10 @@ func TestMultiMasterLostUpdate(t *testing.T) {
 // call; two transactions on two nodes each check that the other is on
 // call and take themselves off: both commit (write skew). Writing a common
 // row in both (materializing the conflict) makes one of them abort.
-func TestMultiMasterWriteSkew(t *testing.T) {
-	s := upMultiMaster(t, 3, "")
+func TestMultiMasterWriteSkew(t *testing.T) { eachMMBackend(t, testMultiMasterWriteSkew) }
+
+func testMultiMasterWriteSkew(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c1 := connect(t, s.dsn(s.nodes["n1"]))
@@ -416,8 +440,10 @@ func (s *smCluster) bankTargets() []string {
 // snapshot's total is constant; a node is SIGKILLed and restarted midway.
 // Zero violations; every node ends identical, and the certifier's leader
 // can be anyone (the next test kills it on purpose).
-func TestMultiMasterBank(t *testing.T) {
-	s := upMultiMaster(t, 3, "")
+func TestMultiMasterBank(t *testing.T) { eachMMBackend(t, testMultiMasterBank) }
+
+func testMultiMasterBank(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const accounts, total = 20, 20 * 1000
@@ -573,7 +599,11 @@ func TestMultiMasterBank(t *testing.T) {
 // is on every node exactly once, and nothing else is), and every node
 // ends identical once the killed node is back.
 func TestMultiMasterCertifierLeaderKill(t *testing.T) {
-	s := upMultiMaster(t, 3, "")
+	eachMMBackend(t, testMultiMasterCertifierLeaderKill)
+}
+
+func testMultiMasterCertifierLeaderKill(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	c := connect(t, s.DSN)
