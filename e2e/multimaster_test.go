@@ -689,3 +689,57 @@ func testMultiMasterCertifierLeaderKill(t *testing.T, backend string) {
 	// apply would have failed the apply and stalled the nodes.
 	t.Logf("%d acknowledged inserts all on every node exactly once; %d rows in all; %d errors seen by writers", len(acked), len(have), rw.errors.Load())
 }
+
+// TestMultiMasterEarlyAbort: a session holds an uncommitted update on n2
+// and goes idle; n1 commits the same row. n2 must apply that certified
+// writeset without waiting for the idle session (no hidden stall behind a
+// local transaction): the session's transaction is aborted (40001) within
+// apply_conflict_wait and n2 converges at once, long before the idle
+// transaction timeout would have ended it.
+func TestMultiMasterEarlyAbort(t *testing.T) { eachMMBackend(t, testMultiMasterEarlyAbort) }
+
+func testMultiMasterEarlyAbort(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "[multi_master]\napply_conflict_wait = \"300ms\"\n[limits]\nidle_in_transaction_session_timeout = \"120s\"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c1 := connect(t, s.dsn(s.nodes["n1"]))
+	defer c1.Close(ctx)
+	if _, err := c1.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c1.Exec(ctx, "INSERT INTO acct SELECT g, 100 FROM generate_series(1, 10) g"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 20*time.Second)
+	c2 := connect(t, s.dsn(s.nodes["n2"]))
+	defer c2.Close(ctx)
+	tx, err := c2.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "UPDATE acct SET bal = 0 WHERE id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c1.Exec(ctx, "UPDATE acct SET bal = 500 WHERE id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 10*time.Second)
+	took := time.Since(start)
+	_, err = tx.Exec(ctx, "UPDATE acct SET bal = 1 WHERE id = 8")
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if sqlstate(err) != "40001" {
+		t.Fatalf("the idle session's transaction after n2 applied a conflicting commit: %v; want 40001", err)
+	}
+	t.Logf("n2 applied n1's commit %s after it, past the idle session; the session got: %v", took.Round(time.Millisecond), err)
+	got := s.sameEverywhere(s.ids, "SELECT id, bal FROM acct WHERE id IN (7, 8) ORDER BY id")
+	if got != "7 500\n8 100\n" {
+		t.Fatalf("rows 7 and 8:\n%s", got)
+	}
+	st, err := s.mmStatus("n2")
+	if err != nil || st.MM.EarlyAborts == 0 {
+		t.Fatalf("n2 reports no early abort: %+v %v", st.MM, err)
+	}
+}

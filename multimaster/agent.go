@@ -70,6 +70,14 @@ type WriterHolder interface {
 	AbortWriter(err *pgwire.Error) bool
 }
 
+// LockWaiter is an optional Store capability: ApplyBatch waiting at most
+// wait for the node's write lock (then an error), and without a deadline
+// once it has it. Without it, the apply waits as long as the back end's
+// own busy timeout before the agent can act on the holder.
+type LockWaiter interface {
+	ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, wait time.Duration) error
+}
+
 // Certifier is the coordinator's side the agent uses (coordinator
 // implements it).
 type Certifier interface {
@@ -347,9 +355,7 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 			}
 			a.unblock(batch, time.Since(waitStart))
 		}
-		actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond+time.Duration(min(attempt, 20))*10*time.Millisecond)
-		err := a.cfg.Store.ApplyBatch(actx, batch)
-		cancel()
+		err := a.applyBatch(ctx, batch)
 		if err == nil {
 			a.done(batch)
 			return true
@@ -365,6 +371,17 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 			a.log.Warn("cannot apply certified writesets yet; retrying", "from_gsn", batch[0].GSN, "to_gsn", last, "err", err)
 		}
 	}
+}
+
+// lockWait is how long one apply attempt waits for the write lock before
+// the agent looks at who holds it.
+const lockWait = 50 * time.Millisecond
+
+func (a *Agent) applyBatch(ctx context.Context, batch []*writeset.Writeset) error {
+	if lw, ok := a.cfg.Store.(LockWaiter); ok {
+		return lw.ApplyBatchWithin(ctx, batch, lockWait)
+	}
+	return a.cfg.Store.ApplyBatch(ctx, batch)
 }
 
 // unblock is early certification: a local transaction holding the write
@@ -388,11 +405,11 @@ func (a *Agent) unblock(batch []*writeset.Writeset, waited time.Duration) {
 	var e *pgwire.Error
 	switch {
 	case conflict:
-		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("could not serialize access due to concurrent update: a transaction committed on another node (GSN %d) wrote a row this transaction wrote", batch[0].GSN),
+		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("terminating connection due to conflict with replication: a transaction committed on another node (GSN %d) wrote a row this session's transaction wrote; it was rolled back", batch[0].GSN),
 			Hint: "retry the transaction (multi-master: the first committer wins)", Err: ErrAborted}
 	case waited >= a.cfg.ApplyConflictWait:
-		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("terminating transaction due to conflict with replication: it held this node's write lock for more than %s while certified writesets waited (multi_master.apply_conflict_wait)", a.cfg.ApplyConflictWait),
-			Hint: "retry the transaction; keep update transactions short", Err: ErrAborted}
+		e = &pgwire.Error{Code: "40001", Message: fmt.Sprintf("terminating connection due to conflict with replication: this session's transaction held node %s's write lock for more than %s while certified writesets waited (multi_master.apply_conflict_wait); it was rolled back", a.cfg.ID, a.cfg.ApplyConflictWait),
+			Hint: "reconnect and retry the transaction; keep update transactions short", Err: ErrAborted}
 	default:
 		return
 	}
@@ -412,9 +429,7 @@ func (a *Agent) applyEach(ctx context.Context, batch []*writeset.Writeset) bool 
 			if attempt > 0 {
 				a.unblock([]*writeset.Writeset{ws}, 0)
 			}
-			actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			err := a.cfg.Store.ApplyBatch(actx, []*writeset.Writeset{ws})
-			cancel()
+			err := a.applyBatch(ctx, []*writeset.Writeset{ws})
 			if err == nil {
 				a.done([]*writeset.Writeset{ws})
 				break

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -76,6 +77,9 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if u, ok := bs.(SettingsUser); ok {
 		u.UseSettings(s)
 	}
+	if u, ok := bs.(TerminateUser); ok {
+		u.UseTerminate(s.terminate)
+	}
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	return s, nil
 }
@@ -129,6 +133,8 @@ type execSession struct {
 	reportedRead uint64
 	// reportedApplied: readgsn.go
 	reportedApplied uint64
+	// killed: the session was terminated from outside (terminate.go).
+	killed atomic.Pointer[Error]
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -251,6 +257,12 @@ func (s *execSession) Serve(ctx context.Context) error {
 			if typ != 'Q' {
 				s.skip = true
 			}
+		}
+		if err := s.killedErr(); err != nil {
+			var fe *fatalError
+			errors.As(err, &fe)
+			s.fatal(fe.err)
+			return fe.err
 		}
 		if ls, ok := s.bs.(LostSession); ok && ls.Lost() {
 			// This session's back-end connection ended: end the session

@@ -204,7 +204,13 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 			_ = c.Conn.SetReadDeadline(time.Now().Add(idle))
 			deadline = true
 		}
+		if err := s.killedErr(); err != nil {
+			return 0, nil, err
+		}
 		if err := c.WaitInput(); err != nil {
+			if kerr := s.killedErr(); kerr != nil {
+				return 0, nil, kerr
+			}
 			if idle > 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 				s.e.log().Info("session ended", "reason", sentinel.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", idle)
 				e := Errorf(code, "%s", msg)
@@ -224,6 +230,11 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 		}
 	}
 	typ, frame, err := c.ReadFrame()
+	if err != nil {
+		if kerr := s.killedErr(); kerr != nil {
+			return 0, nil, kerr
+		}
+	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		s.e.log().Info("session ended", "reason", ErrMessageTimeout.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", s.e.MessageReadTimeout)
 		e := Errorf(CodeProtocolViolation, "terminating connection: a message was begun and not finished within message_read_timeout (%s)", FormatTimeout(s.e.MessageReadTimeout))

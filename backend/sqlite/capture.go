@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -355,10 +356,17 @@ func (db *DB) Apply(ctx context.Context, ws *writeset.Writeset) error {
 // on a standby), recording the last GSN with them: all or none, exactly
 // once, in order. Writesets already applied are skipped.
 func (db *DB) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) error {
+	return db.ApplyBatchWithin(ctx, batch, db.opts.BusyTimeout)
+}
+
+// ApplyBatchWithin is ApplyBatch waiting at most wait for the write lock
+// (then an error wrapping ErrWriteLockBusy); once it has the lock, the
+// apply runs to its end.
+func (db *DB) ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, wait time.Duration) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	c, err := db.acquire(ctx, true)
+	c, err := db.acquireWithin(ctx, true, wait)
 	if err != nil {
 		return err
 	}

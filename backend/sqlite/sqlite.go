@@ -34,6 +34,10 @@ import (
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("sqlite back end is closed")
 
+// ErrWriteLockBusy: another transaction held the write lock for longer
+// than the wait (the client sees 40001).
+var ErrWriteLockBusy = errors.New("sqlite write lock busy")
+
 // Options configure the back end.
 type Options struct {
 	Path        string // database file
@@ -54,6 +58,10 @@ type DB struct {
 	closed  bool
 	repl    Replicator // nil: standalone
 	pks     sync.Map   // table -> primary-key columns (replicated designs)
+	// holder: the session whose transaction block holds the write lock
+	// (multi-master aborts it when it holds up certified writesets).
+	holderMu sync.Mutex
+	holder   *Session
 }
 
 type conn struct {
@@ -361,6 +369,11 @@ func (db *DB) NewSession(ctx context.Context, user, database string) (pgwire.Bac
 
 // acquire takes the writer (rw) or a reader, waiting at most BusyTimeout.
 func (db *DB) acquire(ctx context.Context, rw bool) (*conn, error) {
+	return db.acquireWithin(ctx, rw, db.opts.BusyTimeout)
+}
+
+// acquireWithin is acquire waiting at most wait.
+func (db *DB) acquireWithin(ctx context.Context, rw bool, wait time.Duration) (*conn, error) {
 	pool := db.readers
 	if rw {
 		pool = db.writer
@@ -370,7 +383,7 @@ func (db *DB) acquire(ctx context.Context, rw bool) (*conn, error) {
 		return c, nil
 	default:
 	}
-	t := time.NewTimer(db.opts.BusyTimeout)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case c := <-pool:
@@ -379,7 +392,7 @@ func (db *DB) acquire(ctx context.Context, rw bool) (*conn, error) {
 		return nil, &pgwire.Error{Code: pgwire.CodeQueryCanceled, Message: "canceling statement due to user request", Err: ctx.Err()}
 	case <-t.C:
 		if rw {
-			return nil, &pgwire.Error{Code: "40001", Message: fmt.Sprintf("could not obtain the SQLite write lock within %s: another transaction holds it", db.opts.BusyTimeout), Hint: "retry the transaction"}
+			return nil, &pgwire.Error{Code: "40001", Message: fmt.Sprintf("could not obtain the SQLite write lock within %s: another transaction holds it", wait), Hint: "retry the transaction", Err: ErrWriteLockBusy}
 		}
 		return nil, &pgwire.Error{Code: "53300", Message: "no SQLite read connection free", Hint: "raise nodes.sqlite.read_pool"}
 	}
@@ -422,7 +435,14 @@ type Session struct {
 	canceled bool
 	// settings: the client session's settings (current_setting()).
 	settings pgwire.Settings
+	// terminate ends the client's session (pgwire.TerminateUser);
+	// aborting: it was asked to, for holding the write lock.
+	terminate func(*pgwire.Error)
+	aborting  bool
 }
+
+// UseTerminate implements pgwire.TerminateUser.
+func (s *Session) UseTerminate(f func(*pgwire.Error)) { s.terminate = f }
 
 // UseSettings implements pgwire.SettingsUser.
 func (s *Session) UseSettings(st pgwire.Settings) { s.settings = st }
@@ -1195,6 +1215,9 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 		return nil, mapError(err)
 	}
 	s.held, s.inTx = c, true
+	if !ro {
+		s.db.setHolder(s)
+	}
 	return &cmdResult{tag: tag}, nil
 }
 
@@ -1202,6 +1225,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 	if !s.inTx {
 		return &cmdResult{tag: verb}, nil
 	}
+	s.db.clearHolder(s)
 	c := s.held
 	ddl := strings.Join(s.txDDL, ";\n")
 	s.txDDL, s.marks = nil, nil
@@ -1320,6 +1344,48 @@ func (db *DB) certifiedCommit(ctx context.Context, c *conn, cr Certifier, ws *wr
 	return cr.Certify(ctx, ws, snap, tables)
 }
 
+func (db *DB) setHolder(s *Session) {
+	db.holderMu.Lock()
+	db.holder, s.aborting = s, false
+	db.holderMu.Unlock()
+}
+
+func (db *DB) clearHolder(s *Session) {
+	db.holderMu.Lock()
+	if db.holder == s {
+		db.holder = nil
+	}
+	db.holderMu.Unlock()
+}
+
+// WriterConflicts implements multimaster.WriterHolder: whether a
+// transaction block holds the write lock. Whether it wrote one of keys is
+// not known without reading its uncommitted capture rows on its own
+// connection, which only its session may use: conflict is always false,
+// and the holder is aborted after multi_master.apply_conflict_wait.
+func (db *DB) WriterConflicts(keys []string) (held, conflict bool) {
+	db.holderMu.Lock()
+	defer db.holderMu.Unlock()
+	return db.holder != nil && !db.holder.aborting, false
+}
+
+// AbortWriter implements multimaster.WriterHolder: the session whose
+// transaction block holds the write lock ends with e (FATAL; its
+// transaction rolls back when it closes, which frees the lock).
+func (db *DB) AbortWriter(e *pgwire.Error) bool {
+	db.holderMu.Lock()
+	h := db.holder
+	if h == nil || h.aborting || h.terminate == nil {
+		db.holderMu.Unlock()
+		return false
+	}
+	h.aborting = true
+	term := h.terminate
+	db.holderMu.Unlock()
+	term(e)
+	return true
+}
+
 // Cancel implements pgwire.BackendSession.
 func (s *Session) Cancel() {
 	s.mu.Lock()
@@ -1332,6 +1398,7 @@ func (s *Session) Cancel() {
 
 // Close rolls back an open transaction and returns the connection.
 func (s *Session) Close() error {
+	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
 	if s.inTx {
 		_ = s.held.exec("ROLLBACK")
