@@ -743,3 +743,58 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 		t.Fatalf("n2 reports no early abort: %+v %v", st.MM, err)
 	}
 }
+
+// TestMultiMasterUniqueConflict: two nodes insert different primary keys
+// with the same value of a UNIQUE column, both before either commits. The
+// certifier sees no common key and commits both; the second fails to
+// apply on every node alike (unique violation), so every node skips it
+// and its client gets 23505 instead of a success. Nodes stay identical.
+func TestMultiMasterUniqueConflict(t *testing.T) { eachMMBackend(t, testMultiMasterUniqueConflict) }
+
+func testMultiMasterUniqueConflict(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c1 := connect(t, s.dsn(s.nodes["n1"]))
+	defer c1.Close(ctx)
+	c2 := connect(t, s.dsn(s.nodes["n2"]))
+	defer c2.Close(ctx)
+	if _, err := c1.Exec(ctx, "CREATE TABLE users (id int PRIMARY KEY, email text UNIQUE NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 20*time.Second)
+	t1, _ := c1.Begin(ctx)
+	t2, _ := c2.Begin(ctx)
+	if _, err := t1.Exec(ctx, "INSERT INTO users VALUES (1, 'a@example.com')"); err != nil {
+		t.Fatal(err)
+	}
+	e1 := t1.Commit(ctx)
+	if e1 != nil {
+		t.Fatalf("the first insert: %v", e1)
+	}
+	// t2 is open on n2: SQLite holds n2's write lock for it, so n2 cannot
+	// apply t1 before t2 commits (or is aborted after apply_conflict_wait:
+	// then the insert below fails with 40001, which is also correct, but
+	// the test wants the apply path; it commits at once).
+	if _, err := t2.Exec(ctx, "INSERT INTO users VALUES (2, 'a@example.com')"); err != nil {
+		if sqlstate(err) == "40001" {
+			t.Skipf("n2 aborted the open transaction before it committed (loaded machine): %v", err)
+		}
+		t.Fatal(err)
+	}
+	e2 := t2.Commit(ctx)
+	if sqlstate(e2) != "23505" && sqlstate(e2) != "40001" {
+		t.Fatalf("the second insert of the same email: %v; want 23505 (unique violation at apply) or 40001", e2)
+	}
+	t.Logf("the second committer got: %v", e2)
+	s.waitConverged(s.ids, 20*time.Second)
+	if got := s.sameEverywhere(s.ids, "SELECT id, email FROM users ORDER BY id"); got != "1 a@example.com\n" {
+		t.Fatalf("users:\n%s", got)
+	}
+	// The cluster goes on: later writes apply everywhere.
+	if _, err := c2.Exec(ctx, "INSERT INTO users VALUES (3, 'b@example.com')"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 20*time.Second)
+	s.sameEverywhere(s.ids, "SELECT id, email FROM users ORDER BY id")
+}
