@@ -414,6 +414,7 @@ func (c *Coordinator) serveCertify(from string, reqs [][]byte) Result {
 	if err != nil {
 		return Result{Err: err.Error()}
 	}
+	c.nudgeFollowers()
 	for j, a := range out {
 		i := at[j]
 		if a.err != nil {
@@ -424,6 +425,38 @@ func (c *Coordinator) serveCertify(from string, reqs [][]byte) Result {
 		res.Certs[i].Decision = &d
 	}
 	return res
+}
+
+// nudgeFollowers makes the leader tell the followers its commit index now.
+// A follower that forwarded a certification learns the decision from the
+// leader's answer, but its own copy of the certifier, from which its node
+// applies the writeset before it answers the client, learns of the commit
+// only with the leader's next append: up to twice CommitTimeout later when
+// nothing else is proposed (measured: 84 ms per commit for one client on a
+// follower against 4.9 ms on the leader). A Raft barrier is such an append
+// (an entry no FSM sees). At most one is in flight; requests meanwhile
+// make one more follow it, so under load, when entries flow anyway, this
+// costs about one barrier per round trip.
+func (c *Coordinator) nudgeFollowers() {
+	if !c.nudging.CompareAndSwap(false, true) {
+		c.nudgeAgain.Store(true)
+		return
+	}
+	go func() {
+		for {
+			c.nudgeAgain.Store(false)
+			_ = c.raft.Barrier(2 * time.Second).Error()
+			if c.nudgeAgain.Load() && c.ctx.Err() == nil {
+				continue
+			}
+			c.nudging.Store(false)
+			// A request that saw nudging still set after the check above
+			// left its nudge to this loop: take it.
+			if !c.nudgeAgain.Load() || c.ctx.Err() != nil || !c.nudging.CompareAndSwap(false, true) {
+				return
+			}
+		}
+	}()
 }
 
 // certifyLocal proposes encoded requests as one entry on this member,

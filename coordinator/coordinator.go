@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -124,6 +125,10 @@ type Coordinator struct {
 	transport *raft.NetworkTransport
 	store     *raftboltdb.BoltStore
 	met       *metrics
+	// nudging / nudgeAgain: a barrier entry that carries the commit index
+	// of forwarded certifications to the followers is in flight, and
+	// another was asked for meanwhile (cert.go, nudgeFollowers).
+	nudging, nudgeAgain atomic.Bool
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
+	"github.com/tandemdb/tandem/multimaster"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/replication"
@@ -58,6 +59,7 @@ type nodeStatus struct {
 	Repl        *replication.Status `json:"replication"`
 	Physical    *physical.Status    `json:"physical,omitempty"`
 	Coordinator *coordinator.Status `json:"coordinator,omitempty"`
+	MultiMaster *multimaster.Status `json:"multi_master,omitempty"`
 }
 
 // cliToken is the admin token the command line sends (TANDEM_ADMIN_TOKEN,

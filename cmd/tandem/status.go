@@ -140,6 +140,9 @@ func newStatusCmd() *cobra.Command {
 			if err := printRouterView(cmd.OutOrStdout(), out); err != nil {
 				return err
 			}
+			if c.MultiMaster() {
+				return printMultiMaster(cmd.OutOrStdout(), out)
+			}
 			if c.Physical() {
 				if err := printPhysical(cmd.OutOrStdout(), out); err != nil {
 					return err
@@ -201,6 +204,48 @@ func newStatusCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// printMultiMaster prints each node's certifications and applied GSN,
+// and the certifier as the coordinator's leader holds it.
+func printMultiMaster(w io.Writer, out []probe) error {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE	APPLIED	LAG	COMMITS	ABORTS	TOO OLD	UNKNOWN	EARLY ABORTS	APPLY SKIPPED	STATE")
+	var cert *coordinator.CertStatus
+	for _, p := range out {
+		if p.Kind != "node" {
+			continue
+		}
+		if p.repl == nil || p.repl.MultiMaster == nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t-\tdown\n", p.Name)
+			continue
+		}
+		m := p.repl.MultiMaster
+		state := "ok"
+		switch {
+		case m.Stalled != "":
+			state = m.Stalled
+		case m.Reseeding:
+			state = "re-seeding from a peer"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", p.Name, m.AppliedGSN, m.Lag, m.Commits, m.Aborts, m.TooOld, m.Unknown, m.EarlyAborts, m.ApplySkipped, state)
+		if cert == nil || m.Certifier.Last > cert.Last {
+			c := m.Certifier
+			cert = &c
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if cert != nil {
+		fmt.Fprintf(w, "\ncertifier: last GSN %d, window %d writesets (%d bytes) after GSN %d; decisions on this member since it started: %d commits, %d conflicts, %d too old\n",
+			cert.Last, cert.Len, cert.Bytes, cert.Base, cert.Commits, cert.Conflicts, cert.TooOld)
+	}
+	if cs := leaderView(out); cs != nil {
+		fmt.Fprintf(w, "coordinator (as %s sees it): leader %s, term %d\n", cs.ID, dash(cs.Leader), cs.Term)
+	}
+	return nil
 }
 
 // printPhysical prints the physical engine's view: each node's role and
