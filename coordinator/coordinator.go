@@ -195,6 +195,14 @@ func Start(cfg Config) (*Coordinator, error) {
 	// pair a tenth of a core in heartbeats.
 	rc.CommitTimeout = 50 * time.Millisecond
 	rc.SnapshotThreshold = 1024
+	if v := os.Getenv("TANDEM_TEST_RAFT_SNAPSHOT_INTERVAL"); v != "" {
+		// Tests only: how often Raft checks whether to snapshot (and so
+		// compact its log); hashicorp/raft's default is 120 s.
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			rc.SnapshotInterval = d
+			cfg.Logger.Warn("TANDEM_TEST_RAFT_SNAPSHOT_INTERVAL: Raft snapshots are checked more often than in production (tests only)", "interval", d)
+		}
+	}
 	rc.TrailingLogs = 1024
 	rc.Logger = hlog
 

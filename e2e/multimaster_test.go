@@ -806,6 +806,9 @@ func testMultiMasterUniqueConflict(t *testing.T, backend string) {
 func TestMultiMasterReseed(t *testing.T) { eachMMBackend(t, testMultiMasterReseed) }
 
 func testMultiMasterReseed(t *testing.T, backend string) {
+	// Raft compacts its log soon after 1,024 entries (it checks every
+	// 120 s by default), so n3 cannot catch up by replaying it.
+	t.Setenv("TANDEM_TEST_RAFT_SNAPSHOT_INTERVAL", "300ms")
 	s := upMultiMaster(t, backend, 3, "[multi_master]\nwindow_writesets = 50\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -824,11 +827,30 @@ func testMultiMasterReseed(t *testing.T, backend string) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= 200; i++ {
-		if _, err := c.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i); err != nil {
-			t.Fatal(err)
-		}
+	// More commits than the coordinator keeps in its Raft log (1,024
+	// trailing entries past a snapshot every 1,024): n3 cannot replay
+	// them from the log either, only from a snapshot of the certifier,
+	// whose window (50) starts past n3's GSN.
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			cw := connect(t, s.dsn(s.nodes["n1"]))
+			defer cw.Close(ctx)
+			for i := w*700 + 1; i <= (w+1)*700; i++ {
+				if _, err := cw.Exec(ctx, "INSERT INTO t VALUES ($1, 'x')", i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
 	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	time.Sleep(2 * time.Second) // a Raft snapshot and compaction on n1 and n2
 	logf, _ := os.Create(filepath.Join(s.dir, "n3-restart.log"))
 	n3 := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
 	n3.Dir, n3.Stdout, n3.Stderr = s.dir, logf, logf
@@ -836,17 +858,25 @@ func testMultiMasterReseed(t *testing.T, backend string) {
 	if err := n3.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = n3.Process.Kill(); _ = n3.Wait(); logf.Close() })
+	t.Cleanup(func() {
+		_ = n3.Process.Kill()
+		_ = n3.Wait()
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("n3's log after its restart:\n%s", b)
+		}
+	})
 	s.waitConverged(s.ids, 60*time.Second)
 	// It takes writes again, and they reach everyone.
 	c3 := connect(t, s.dsn(s.nodes["n3"]))
 	defer c3.Close(ctx)
-	if _, err := c3.Exec(ctx, "INSERT INTO t VALUES (201, 'from n3')"); err != nil {
+	if _, err := c3.Exec(ctx, "INSERT INTO t VALUES (2801, 'from n3')"); err != nil {
 		t.Fatal(err)
 	}
 	s.waitConverged(s.ids, 20*time.Second)
 	got := s.sameEverywhere(s.ids, "SELECT count(*), max(id) FROM t")
-	if got != "201 201\n" {
+	if got != "2801 2801\n" {
 		t.Fatalf("after the re-seed: %s", got)
 	}
 	b, _ := os.ReadFile(filepath.Join(s.dir, "n3-restart.log"))

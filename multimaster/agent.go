@@ -112,8 +112,11 @@ type Agent struct {
 	boot string
 	seq  atomic.Uint64
 
-	applied   atomic.Uint64
-	applying  atomic.Uint64
+	applied  atomic.Uint64
+	applying atomic.Uint64
+	// applyMu serializes applies: the loop over the certifier's log, and
+	// a committer applying its own writeset when it is next (fastApply).
+	applyMu   sync.Mutex
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
 	// failed: own writesets that were certified but failed to apply,
@@ -127,7 +130,7 @@ type Agent struct {
 	stalled   atomic.Pointer[string] // why the apply loop stopped (nil: running)
 
 	commits, aborts, tooOld, unknown, skipped, earlyAborts atomic.Uint64
-	mWait                                                  prometheus.Histogram
+	mWait, mCert                                           prometheus.Histogram
 }
 
 // New returns an agent at the store's applied GSN; Run applies.
@@ -151,11 +154,13 @@ func New(cfg Config) (*Agent, error) {
 	a.applied.Store(g)
 	a.mWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_certify_seconds",
 		Help: "Time from an update transaction's COMMIT to its certification and local apply.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
+	a.mCert = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_certifier_round_trip_seconds",
+		Help: "Time an update transaction's certification request took (the certifier's round trip, Raft commit included).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
 	if reg := cfg.Registerer; reg != nil {
 		counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
 		}
-		reg.MustRegister(a.mWait,
+		reg.MustRegister(a.mWait, a.mCert,
 			counter("tandem_mm_commits_total", "Update transactions of this node the certifier committed.", &a.commits),
 			counter("tandem_mm_aborts_total", "Update transactions of this node the certifier aborted (write-write conflict, 40001).", &a.aborts),
 			counter("tandem_mm_too_old_total", "Update transactions refused because their snapshot was older than the certifier's window.", &a.tooOld),
@@ -214,8 +219,10 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 	}
 	id := a.boot + "-" + strconv.FormatUint(a.seq.Add(1), 36)
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CertifyTimeout)
+	certStart := time.Now()
 	d, err := a.cfg.Cert.Certify(cctx, certifier.Request{ID: id, Snapshot: snapshot, Keys: keys, Writeset: data})
 	cancel()
+	a.mCert.Observe(time.Since(certStart).Seconds())
 	switch {
 	case errors.Is(err, certifier.ErrSnapshotTooOld):
 		a.tooOld.Add(1)
@@ -237,6 +244,7 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 		return &pgwire.Error{Code: "40001", Message: msg, Hint: "retry the transaction (multi-master: the first committer wins)", Err: fmt.Errorf("%w: %w", ErrAborted, d.Err())}
 	}
 	a.commits.Add(1)
+	a.fastApply(ctx, ws, d.GSN)
 	if err := a.WaitApplied(ctx, d.GSN, 0); err != nil {
 		return err
 	}
@@ -248,6 +256,30 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 		note.Committed(d.GSN)
 	}
 	return nil
+}
+
+// fastApply applies the committer's own writeset at once when every GSN
+// before it is applied here: this node's copy of the certifier learns of
+// the commit only with the leader's next Raft append (a barrier, an extra
+// disk write and round trip later), and the writeset is at hand. The loop
+// over the log then finds the GSN applied and skips it (apply is exactly
+// once by GSN). When the node is further behind, the loop applies it in
+// its turn. A failure here is left to the loop, which handles it.
+func (a *Agent) fastApply(ctx context.Context, ws *writeset.Writeset, g uint64) {
+	if a.applied.Load() != g-1 {
+		return
+	}
+	a.applyMu.Lock()
+	defer a.applyMu.Unlock()
+	if a.applied.Load() != g-1 {
+		return
+	}
+	ws.GSN = g
+	a.applying.Store(g)
+	if err := a.applyBatch(ctx, []*writeset.Writeset{ws}); err != nil {
+		return
+	}
+	a.done([]*writeset.Writeset{ws})
 }
 
 // takeFailed returns (and forgets) the apply failure of own GSN g.
@@ -355,9 +387,13 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 			}
 			a.unblock(batch, time.Since(waitStart))
 		}
+		a.applyMu.Lock()
 		err := a.applyBatch(ctx, batch)
 		if err == nil {
 			a.done(batch)
+		}
+		a.applyMu.Unlock()
+		if err == nil {
 			return true
 		}
 		if ctx.Err() != nil {
@@ -429,9 +465,13 @@ func (a *Agent) applyEach(ctx context.Context, batch []*writeset.Writeset) bool 
 			if attempt > 0 {
 				a.unblock([]*writeset.Writeset{ws}, 0)
 			}
+			a.applyMu.Lock()
 			err := a.applyBatch(ctx, []*writeset.Writeset{ws})
 			if err == nil {
 				a.done([]*writeset.Writeset{ws})
+			}
+			a.applyMu.Unlock()
+			if err == nil {
 				break
 			}
 			if ctx.Err() != nil {
@@ -464,7 +504,9 @@ func (a *Agent) done(batch []*writeset.Writeset) {
 	for _, ws := range batch {
 		a.sessions.Note(ws.Session, ws.GSN)
 	}
-	a.setApplied(batch[len(batch)-1].GSN)
+	if g := batch[len(batch)-1].GSN; g > a.applied.Load() {
+		a.setApplied(g)
+	}
 }
 
 func (a *Agent) setApplied(g uint64) {

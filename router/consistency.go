@@ -33,6 +33,15 @@ func (r *Router) noteApplied(idx int, g uint64) {
 	}
 }
 
+// maxApplied is the highest GSN any node is known to have applied.
+func (r *Router) maxApplied() uint64 {
+	var g uint64
+	for i := range r.known {
+		g = max(g, r.known[i].Load())
+	}
+	return g
+}
+
 // applied is a GSN node idx is known to have applied.
 func (r *Router) applied(idx int) uint64 { return r.known[idx].Load() }
 

@@ -183,6 +183,13 @@ func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session,
 	}
 	s.conns[pi] = nc
 	s.cur = pi
+	if r.cfg.MultiMaster {
+		// A new session starts where the cluster is known to be: a node
+		// serves its first transaction once it applied every commit the
+		// router has seen acknowledged (a table another session just
+		// created is there, wherever this session lands).
+		s.lastRead = r.maxApplied()
+	}
 	r.sess.Inc()
 	return s, nil
 }
@@ -294,6 +301,11 @@ func (s *splitSession) read(nc *nodeConn) {
 				switch name {
 				case pgwire.CommitGSNParam:
 					s.lastCommit = max(s.lastCommit, g)
+					if s.rt.cfg.MultiMaster {
+						// A multi-master node answers a commit once it
+						// applied it itself.
+						s.rt.noteApplied(nc.idx, g)
+					}
 					if s.cur == nc.idx && g > s.commitBase {
 						s.ackSeen = true
 					}
@@ -1108,6 +1120,24 @@ func (s *splitSession) pickReplica() int {
 	s.cands = cands
 	if len(cands) == 0 {
 		return s.rt.primaryIndex()
+	}
+	if s.rt.cfg.MultiMaster && s.cons == consSession {
+		// Every node takes every transaction: balance over the nodes
+		// known to have applied what the session needs, so the node
+		// rarely has to be asked to wait (a round trip); all of them
+		// when none is known to have.
+		s.mu.Lock()
+		need := max(s.lastCommit, s.lastRead)
+		s.mu.Unlock()
+		ready := cands[:0:0]
+		for _, c := range cands {
+			if s.rt.applied(c.Index) >= need {
+				ready = append(ready, c)
+			}
+		}
+		if len(ready) > 0 {
+			cands = ready
+		}
 	}
 	i := s.rt.balancer.Pick(cands, s.clientIP)
 	if i < 0 || i >= len(cands) {

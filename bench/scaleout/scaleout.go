@@ -37,11 +37,11 @@ import (
 var ErrBadOption = errors.New("bad scale-out option")
 
 // Designs the sweep knows.
-var Designs = []string{"single-master", "hot-standby"}
+var Designs = []string{"single-master", "hot-standby", "multi-master"}
 
 // Options of a sweep.
 type Options struct {
-	Design   string // single-master | hot-standby
+	Design   string // single-master | hot-standby | multi-master
 	Backend  string // sqlite | postgres
 	Nodes    []int  // the Ns, e.g. 1, 2, 3, 4
 	Workload bench.Workload
@@ -413,7 +413,9 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // clusterFile is the cluster of N nodes: N = 1 a standalone node (its own
 // front door, no router, no replication), else the design with a router
 // (single-master routes each transaction: reads to replicas, writes to the
-// primary; hot-standby sends everything to the primary), safeness
+// primary; hot-standby sends everything to the primary; multi-master
+// balances every transaction over every node, each node a coordinator
+// voter since the certifier runs there, and a witness for two), safeness
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
 func clusterFile(design, backend string, n int, runDir string) (string, error) {
@@ -429,6 +431,13 @@ func clusterFile(design, backend string, n int, runDir string) (string, error) {
 	}
 	fmt.Fprintf(&b, "# written by tandem bench scaleout\ncluster = \"scaleout-%d\"\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n", n, d, runDir)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n")
+	if n > 1 && d == "multi-master" && n == 2 {
+		w, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[witness]\nid = \"w\"\nraft_listen = %q\n", w)
+	}
 	if n > 1 {
 		b.WriteString("[replication]\nsafeness = \"2-safe-received\"\nack = \"one\"\ndurability = \"relaxed\"\n")
 		r, err := addr()
@@ -447,7 +456,11 @@ func clusterFile(design, backend string, n int, runDir string) (string, error) {
 			a[j] = v
 		}
 		fmt.Fprintf(&b, "[[nodes]]\nid = \"n%d\"\nlisten = %q\nmetrics = %q\nbackend = %q\n", i, a[0], a[1], backend)
-		if n > 1 {
+		switch {
+		case n > 1 && d == "multi-master":
+			// The certifier runs on the coordinator: every node votes.
+			fmt.Fprintf(&b, "raft_listen = %q\n", a[2])
+		case n > 1:
 			fmt.Fprintf(&b, "repl_listen = %q\n", a[2])
 		}
 		if backend == "postgres" {
@@ -461,6 +474,9 @@ func clusterFile(design, backend string, n int, runDir string) (string, error) {
 // attached and each applied the primary's last GSN (the load's backlog
 // must not be paid in the measured window).
 func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Duration) error {
+	if c.MultiMaster() {
+		return waitConverged(ctx, c, limit)
+	}
 	primary := c.Nodes[0]
 	cl := http.Client{Timeout: 2 * time.Second}
 	if c.AdminTLS(primary.Metrics) {
@@ -508,6 +524,69 @@ func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Du
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("replicas not caught up within %s (%s)", limit, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// waitConverged polls every node of a multi-master cluster until each has
+// applied the certifier's last GSN.
+func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) error {
+	ident, err := node.Identity(c, secure.AdminID, nil)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(limit)
+	last := "no answer"
+	for {
+		var applied []uint64
+		var certified uint64
+		for _, n := range c.Nodes {
+			cl := http.Client{Timeout: 2 * time.Second}
+			if c.AdminTLS(n.Metrics) && ident != nil {
+				cl.Transport = &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
+			}
+			var st struct {
+				MM *struct {
+					Applied   uint64 `json:"applied_gsn"`
+					Certifier struct {
+						Last uint64 `json:"last_gsn"`
+					} `json:"certifier"`
+				} `json:"multi_master"`
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(n.Metrics, "/status"), nil)
+			resp, err := cl.Do(req)
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&st)
+				resp.Body.Close()
+			}
+			if err == nil && st.MM == nil {
+				err = errors.New("no multi_master section in /status")
+			}
+			if err != nil {
+				last = n.ID + ": " + err.Error()
+				applied = nil
+				break
+			}
+			applied = append(applied, st.MM.Applied)
+			certified = max(certified, st.MM.Certifier.Last)
+		}
+		if len(applied) == len(c.Nodes) {
+			done := true
+			for _, a := range applied {
+				done = done && a >= certified
+			}
+			if done {
+				return nil
+			}
+			last = fmt.Sprintf("applied %v of %d", applied, certified)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes not converged within %s (%s)", limit, last)
 		}
 		select {
 		case <-ctx.Done():
