@@ -99,6 +99,9 @@ func runClient(t *testing.T, name string, args ...string) {
 type clientTarget struct {
 	dsn   string // postgres://user:password@host:port/db?sslmode=disable
 	reads string // hot-standby: a DSN whose sessions run on the standby
+	// runArgs: more pgbench -T arguments (multi-master: retry the
+	// serialization failures every node writing the one branch row causes).
+	runArgs []string
 }
 
 func (c clientTarget) url(t *testing.T) *url.URL {
@@ -120,6 +123,9 @@ func startClientTarget(t *testing.T, kind string) clientTarget {
 		h.start("n2")
 		h.start("router")
 		return clientTarget{dsn: h.dsn(h.router), reads: h.dsn(h.reads)}
+	case "multi-master":
+		s := upMultiMaster(t, "sqlite", 3, "")
+		return clientTarget{dsn: s.DSN, runArgs: []string{"--max-tries=1000"}}
 	case "postgres":
 		return clientTarget{dsn: startReferencePostgres(t)}
 	}
@@ -128,7 +134,7 @@ func startClientTarget(t *testing.T, kind string) clientTarget {
 }
 
 func TestClientsSQLite(t *testing.T) {
-	kinds := []string{"standalone", "hot-standby"}
+	kinds := []string{"standalone", "hot-standby", "multi-master"}
 	if os.Getenv("TANDEM_CLIENTS_REFERENCE") != "" {
 		kinds = append(kinds, "postgres")
 	}
@@ -204,7 +210,7 @@ func testPgbenchClient(t *testing.T, tg clientTarget) {
 	}
 	run("-i", "-s", "1", "-q")
 	for _, mode := range []string{"simple", "prepared"} {
-		out := run("-T", "3", "-c", "2", "-M", mode)
+		out := run(append([]string{"-T", "3", "-c", "2", "-M", mode}, tg.runArgs...)...)
 		if !strings.Contains(out, "number of failed transactions: 0") || !strings.Contains(out, "tps = ") {
 			clientFailed(t, "pgbench -M %s:\n%s", mode, out)
 		}
