@@ -1048,11 +1048,11 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 	if len(c.Nodes) < 2 || len(c.Nodes) > MaxMultiMasterNodes {
 		return bad("nodes", "design multi-master takes 2 to %d nodes, found %d", MaxMultiMasterNodes, len(c.Nodes))
 	}
+	if field, err := c.CheckMultiMasterBackends(); err != nil {
+		return bad(field, "%v", err)
+	}
 	for i, n := range c.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
-		if n.Backend != "sqlite" {
-			return bad(f+".backend", "%q: multi-master runs on SQLite back ends in this version (PostgreSQL back ends are not done yet); use backend = \"sqlite\", or design single-master for PostgreSQL", n.Backend)
-		}
 		if n.Raft == "" {
 			return bad(f+".raft_listen", "missing: multi-master certifies every update transaction on the coordinator's Raft group, so every node needs a raft_listen address")
 		}
@@ -1074,6 +1074,18 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 		return bad("multi_master", "apply_conflict_wait and certify_timeout must be positive")
 	}
 	return nil
+}
+
+// CheckMultiMasterBackends names the first node whose back end the
+// multi-master design cannot run on in this version, and why ("" and nil:
+// all can).
+func (c *Cluster) CheckMultiMasterBackends() (field string, err error) {
+	for i, n := range c.Nodes {
+		if n.Backend != "sqlite" && n.Backend != "" {
+			return fmt.Sprintf("nodes[%d].backend", i), fmt.Errorf("%q: multi-master runs on SQLite back ends in this version (PostgreSQL back ends are not done yet); use backend = \"sqlite\", or design single-master for PostgreSQL", n.Backend)
+		}
+	}
+	return "", nil
 }
 
 // parseSize checks a PostgreSQL memory size ("512MB", "1GB", "-1").

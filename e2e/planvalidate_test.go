@@ -186,7 +186,7 @@ func TestPlanValidateRefusesMultiMaster(t *testing.T) {
 	if err == nil {
 		t.Fatalf("plan validate --design mm succeeded: %s", out)
 	}
-	if !strings.Contains(string(out), "no multi-master design") || !strings.Contains(string(out), "--design sm") {
+	if !strings.Contains(string(out), "--design mm") || !strings.Contains(string(out), "multi-master runs on SQLite back ends") {
 		t.Errorf("plan validate --design mm: %s", out)
 	}
 }

@@ -33,7 +33,7 @@ var errNoDesign = errors.New("design not implemented by tandem")
 type planValidateFlags struct {
 	design, nodes, workload, mixes, lab, dir, htmlFile, outFile string
 	so                                                          scaleout.Options
-	profileDuration, profileRampup, lbDelay                     time.Duration
+	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
 	tolerance                                                   float64
 	json                                                        bool
 }
@@ -73,9 +73,10 @@ needs root and a cgroup cpu controller), as seed 003 §6 does on real ones:
      (predicted - measured) / measured, and which model inputs were measured
      and which assumed.
 
-Results are emulated hosts on one machine, not separate machines. Only
-single-master can be validated: tandem has no multi-master design yet.
-See docs/planner.md, "Validating the model".`,
+Results are emulated hosts on one machine, not separate machines. The
+profiler measures a managed PostgreSQL (it captures writesets with
+PostgreSQL triggers), so --design mm needs multi-master on PostgreSQL back
+ends. See docs/planner.md, "Validating the model".`,
 		Example: `  tandem plan validate --design sm --nodes 1..3 --workload tm1 --mix read-only,r80w20 --lab cpu=0.25,router=0.5,client=1
   tandem plan validate --nodes 1..2 --mix r80w20 --duration 5s --json > validate.json --html validate.html`,
 		Args: cobra.NoArgs,
@@ -85,7 +86,8 @@ See docs/planner.md, "Validating the model".`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master); mm is refused until tandem has a multi-master design")
+	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master) or mm (multi-master)")
+	fs.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "mm: the certifier's delay per update attempt in the model (assumed; tandem_mm_certifier_round_trip_seconds measures it)")
 	fs.StringVar(&f.nodes, "nodes", "1..3", "the Ns: N, N..M or a list (1,2,4)")
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80); each has its own profile")
@@ -111,11 +113,22 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	if err != nil {
 		return fmt.Errorf("--design: %w", err)
 	}
-	if len(designs) != 1 || designs[0] != planner.SingleMaster {
-		return fmt.Errorf("--design %s: %w: tandem has no multi-master design yet, so there is nothing to measure; validate --design sm", f.design, errNoDesign)
+	if len(designs) != 1 {
+		return fmt.Errorf("--design %s: %w: validate one design at a time (sm or mm)", f.design, errPlanFlag)
 	}
+	design := designs[0]
 	o := f.so
 	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
+	if design == planner.MultiMaster {
+		o.Design = "multi-master"
+		c := config.Cluster{Name: "v", Design: "multi-master", Nodes: []config.Node{{ID: "n1", Backend: "postgres"}, {ID: "n2", Backend: "postgres"}}}
+		if _, err := c.CheckMultiMasterBackends(); err != nil {
+			return fmt.Errorf("--design mm: %w: %v", errNoDesign, err)
+		}
+	}
+	if f.certifierDelay < 0 {
+		return fmt.Errorf("--certifier-delay: %w: must be >= 0", errPlanFlag)
+	}
 	if o.Nodes, err = scaleout.ParseNodes(f.nodes); err != nil {
 		return err
 	}
@@ -211,7 +224,10 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	for i, rep := range doc.Profiles {
 		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
 			CertifierDelay: 0, CWMode: planner.CWFixedPoint}
-		if preds[i], err = planner.Predict(rep.Profile, planner.SingleMaster, o.Nodes, par); err != nil {
+		if design == planner.MultiMaster {
+			par.CertifierDelay = f.certifierDelay.Seconds()
+		}
+		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
 			return fmt.Errorf("predict %s: %w", o.Mixes[i], err)
 		}
 	}
@@ -248,7 +264,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		for j := range v.Points {
 			p := &v.Points[j]
 			if pt, ok := preds[i].At(p.Replicas); ok {
-				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok {
+				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok && design == planner.SingleMaster {
 					p.ModelCPUPerTxS = d * prof.CPUs
 				}
 			}
