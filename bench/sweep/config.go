@@ -62,8 +62,17 @@ type Config struct {
 	// Engine is replication.engine of a tandem pair: "" (writeset) or
 	// "physical" (PostgreSQL's streaming replication run by tandem).
 	Engine string `json:"engine,omitempty"`
+	// Policy is router.policy of a single-master cluster with the router
+	// in front ("": no router, clients on n1).
+	Policy string `json:"policy,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	// Suite, System and Shape place a configuration in a suite's table
+	// (see SuiteSeed001): its peer group and seed 001's mode (n1, n1+(n2),
+	// n1+n2+<balancer>).
+	Suite  string `json:"suite,omitempty"`
+	System string `json:"system,omitempty"`
+	Shape  string `json:"shape,omitempty"`
 }
 
 // Setup is the key of the running system a configuration needs: consecutive

@@ -60,6 +60,8 @@ type Params struct {
 	FlushInterval string `json:"flush_interval"`
 	// PostgreSQL is the server version the pg-* configurations ran on.
 	PostgreSQL string `json:"postgresql,omitempty"`
+	// Suite is the --suite that chose the configurations ("": --configs).
+	Suite string `json:"suite,omitempty"`
 }
 
 // Environment of the sweep.
@@ -86,7 +88,10 @@ type Report struct {
 	// Physical compares tandem's physical pair with HAProxy + PostgreSQL's
 	// pair and PostgreSQL's pair direct, per level and mix (issue 13).
 	Physical []PhysicalRow `json:"physical"`
-	Runs     []Measurement `json:"runs"`
+	// Seed001 holds seed 001's tables (--suite seed001): per workload and
+	// mix, throughput and gain or overhead against the best case.
+	Seed001 []Seed001Table `json:"seed001,omitempty"`
+	Runs    []Measurement  `json:"runs"`
 }
 
 // Row is one configuration's line of the table.
@@ -293,6 +298,11 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 		ch.Text = fmt.Sprintf("R20W80 %s %.1f MQTh %s %s %.1f MQTh (%.2fx)", ch.Left, lv, cmpSign(lv, rv), ch.Right, rv, lv/rv)
 	}
 	r.Checks = append(r.Checks, ch)
+	if p.Suite == SuiteSeed001 {
+		for _, w := range Seed001Workloads {
+			r.Seed001 = append(r.Seed001, seed001Tables(w, p.Mixes, configs, r.Rows)...)
+		}
+	}
 	return r
 }
 
@@ -405,6 +415,14 @@ func (c *Cell) ratioText() string {
 func (r *Report) Print(w io.Writer) error {
 	var b strings.Builder
 	p := r.Params
+	if p.Suite != "" {
+		// A suite's report is its own tables (the family ratios and the
+		// checks are the full sweep's).
+		r.printSeed001(&b)
+		r.printTrouble(&b, r.hasErrors())
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	roundsNote := "1 round"
 	if p.Rounds > 1 {
 		roundsNote = fmt.Sprintf("median of %d rounds", p.Rounds)
@@ -459,20 +477,7 @@ func (r *Report) Print(w io.Writer) error {
 			b.WriteString(strings.Repeat("-", rule) + "\n")
 		}
 	}
-	if errs {
-		b.WriteString("! unexpected errors in the measured window (see sweep.json runs[].first_error)\n")
-	}
-	if r.Interrupted {
-		b.WriteString("INTERRUPTED: the table holds what was measured before the sweep was stopped\n")
-	}
-	if n := r.Failed(); n > 0 {
-		fmt.Fprintf(&b, "%d run(s) failed:\n", n)
-		for _, m := range r.Runs {
-			if m.Err != "" {
-				fmt.Fprintf(&b, "  %s %s round %d: %s\n", m.Config, m.Mix, m.Round, m.Err)
-			}
-		}
-	}
+	r.printTrouble(&b, errs)
 	if len(r.Physical) > 0 {
 		r.printPhysical(&b)
 	}
@@ -505,6 +510,37 @@ func (r *Report) Print(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// hasErrors tells whether a cell saw unexpected errors.
+func (r *Report) hasErrors() bool {
+	for _, row := range r.Rows {
+		for _, c := range row.Cells {
+			if c.Errors > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// printTrouble writes what went wrong: unexpected errors, an interrupted
+// sweep, failed runs.
+func (r *Report) printTrouble(b *strings.Builder, errs bool) {
+	if errs {
+		b.WriteString("! unexpected errors in the measured window (see sweep.json runs[].first_error)\n")
+	}
+	if r.Interrupted {
+		b.WriteString("INTERRUPTED: the table holds what was measured before the sweep was stopped\n")
+	}
+	if n := r.Failed(); n > 0 {
+		fmt.Fprintf(b, "%d run(s) failed:\n", n)
+		for _, m := range r.Runs {
+			if m.Err != "" {
+				fmt.Fprintf(b, "  %s %s round %d: %s\n", m.Config, m.Mix, m.Round, m.Err)
+			}
+		}
+	}
 }
 
 // printPhysical writes the physical-pair comparison: per level and mix,

@@ -30,8 +30,12 @@ type Options struct {
 	Duration time.Duration
 	// Mixes to run on each configuration, in order (--mixes).
 	Mixes []string
-	// Configs to run (--configs), see SelectConfigs.
+	// Configs to run (--configs), see SelectConfigs; with Suite, the
+	// suite's (SelectSuite).
 	Configs []Config
+	// Suite (--suite) names the suite the configurations come from; the
+	// report then holds its tables (SuiteSeed001: Report.Seed001).
+	Suite string
 	// Rounds (--rounds): with more than one, every round runs every
 	// configuration (odd rounds in order, even rounds in reverse, so slow
 	// drift of the machine hits all alike) and the table shows medians.
@@ -170,7 +174,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	env := Environment{Hostname: host, CPUs: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
 	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
-		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval}
+		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite}
 	started := time.Now()
 	var runs []Measurement
 	steps := plan(o.Configs, o.Rounds)

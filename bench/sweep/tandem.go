@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 )
@@ -39,14 +38,32 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	fmt.Fprintf(&b, "# written by tandem bench sweep: configuration %s\n", c.Name)
 	fmt.Fprintf(&b, "cluster = %q\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n\n", "sweep-"+c.Name, c.Design, runDir)
 	nodes := []string{"n1"}
-	if c.Design == "hot-standby" {
+	replicated := c.Design == "hot-standby" || c.Design == "single-master"
+	if replicated {
 		nodes = append(nodes, "n2")
 		engine := c.Engine
 		if engine == "" {
 			engine = "writeset"
 		}
 		fmt.Fprintf(&b, "[replication]\nengine = %q\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", engine, c.Safeness, c.Durability, c.StandbyDurability)
-		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
+		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n", flushInterval, ackTimeout, onStandbyLoss)
+		if c.Design == "single-master" {
+			b.WriteString("ack = \"one\"\n")
+		}
+		b.WriteString("\n")
+	}
+	if c.Policy != "" {
+		// The router in front: single-master routes each transaction,
+		// writes to the primary and reads by the policy.
+		listen, err := addr()
+		if err != nil {
+			return "", err
+		}
+		metrics, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[router]\nlisten = %q\nmetrics = %q\npolicy = %q\n\n", listen, metrics, c.Policy)
 	}
 	if c.InterNode != "" {
 		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
@@ -62,7 +79,7 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 			return "", err
 		}
 		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\n", id, listen, metrics)
-		if c.Design == "hot-standby" {
+		if replicated {
 			repl, err := addr()
 			if err != nil {
 				return "", err
@@ -78,18 +95,15 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	return b.String(), nil
 }
 
-func freeAddr() (string, error) {
-	p, err := postgres.FreePort()
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", p), nil
-}
-
 // startTandem writes the cluster file into dir and starts the cluster; for
-// hot-standby it waits until the standby is attached to the primary.
+// hot-standby and single-master it waits until the standby (n2) is
+// attached to the primary.
 func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logger) (*tandemSystem, error) {
-	text, err := clusterFile(c, filepath.Join(dir, "run"), freeAddr)
+	// Every address held until the file is written (picked one at a
+	// time, the kernel may hand the same port out twice).
+	var ports cluster.Ports
+	text, err := clusterFile(c, filepath.Join(dir, "run"), ports.Addr)
+	ports.Release()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +120,7 @@ func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logge
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}
 	s := &tandemSystem{cfg: c, local: lc}
-	if c.Design == "hot-standby" {
+	if c.Design == "hot-standby" || c.Design == "single-master" {
 		s.primary = cc.Nodes[0].Metrics
 		if err := s.waitStandby(ctx, 60*time.Second, false); err != nil {
 			lc.Stop()

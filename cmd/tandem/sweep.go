@@ -22,6 +22,7 @@ func newSweepCmd() *cobra.Command {
 		configs string
 		out     string
 		asJSON  bool
+		backend string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -45,10 +46,22 @@ that dies ends its run at once) is reported as failed, its logs are kept in
 OUT/failed-logs, and the sweep goes on; the command then exits non-zero.
 
 Configurations: ` + strings.Join(sweep.ConfigNames(), ", ") + `.
-See docs/benchmarks.md for what each one is and for results on this machine.`,
+See docs/benchmarks.md for what each one is and for results on this machine.
+
+--suite seed001 runs seed 001's configuration table instead (Silvestrini,
+chapter 4): for tandem (--backend sqlite, postgres or sqlite,postgres) one
+node alone (n1), a single-master pair with every client on n1 (n1+(n2)), and
+the pair behind the router with each balancing policy (n1+n2+least-connected,
+round-robin, single, random, source: reads balanced, writes to n1); for
+PostgreSQL one server, its streaming pair with clients on the primary, and
+HAProxy in front of the pair. It prints, per mix, each configuration's MQTh
+with its gain or overhead against the best case and against its system's n1;
+the HTML report adds seed 001's gain/overhead matrices. --configs then picks
+among the suite's configurations.`,
 		Example: `  tandem bench sweep
   tandem bench sweep --configs standalone-strict,hs-received-relaxed --duration 30s --out results/sweep
-  tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json`,
+  tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json
+  tandem bench sweep --suite seed001 --backend sqlite,postgres --mixes r80w20 --out results/seed001`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd)
@@ -56,8 +69,18 @@ See docs/benchmarks.md for what each one is and for results on this machine.`,
 			if o.Mixes, err = sweep.SelectMixes(mixes); err != nil {
 				return err
 			}
-			if o.Configs, err = sweep.SelectConfigs(configs); err != nil {
-				return err
+			switch {
+			case o.Suite != "":
+				if o.Configs, err = sweep.SelectSuite(o.Suite, backend, configs); err != nil {
+					return err
+				}
+			case cmd.Flags().Changed("backend"):
+				return fmt.Errorf("%w: --backend chooses the back ends of a suite's tandem rows; use it with --suite %s (the full sweep names its configurations with --configs)",
+					sweep.ErrBadOption, sweep.SuiteSeed001)
+			default:
+				if o.Configs, err = sweep.SelectConfigs(configs); err != nil {
+					return err
+				}
 			}
 			if o.Rounds < 1 {
 				return fmt.Errorf("%w: --rounds must be >= 1 (got %d)", sweep.ErrBadOption, o.Rounds)
@@ -118,6 +141,8 @@ See docs/benchmarks.md for what each one is and for results on this machine.`,
 	f.IntVar(&o.Rounds, "rounds", 1, "rounds; with more than one every round runs every configuration (alternating order) and the table shows medians")
 	f.StringVar(&out, "out", "tandem-sweep", "directory for sweep.json, sweep.csv and sweep.html, and failed-logs/ with the logs of any configuration that failed (empty: write no files)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
+	f.StringVar(&o.Suite, "suite", "", "run a suite instead of --configs: seed001 (seed 001's n1 / n1+(n2) / n1+n2+balancer table, with PostgreSQL's peers)")
+	f.StringVar(&backend, "backend", "sqlite", "with --suite: back ends of tandem's rows, sqlite, postgres or sqlite,postgres")
 	f.StringVar(&o.PGBinDir, "pg-bin-dir", "", "directory of PostgreSQL's initdb, postgres and pg_basebackup (default: PATH, then /usr/lib/postgresql/*/bin)")
 	return cmd
 }
