@@ -222,7 +222,7 @@ func (r *Report) seed001HTML() string {
 		"<b>n1+(n2)+HAProxy</b> HAProxy in front of PostgreSQL's pair, its primary check sending every client to n1. " +
 		"Percentages are gain (+) or overhead (-): 100 &times; (MQTh / base &minus; 1).</p>\n")
 	for _, t := range r.Seed001 {
-		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th></tr>\n",
+		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>transactions routed</th></tr>\n",
 			esc(strings.ToUpper(t.Workload)), esc(mixTitle(t.Mix)))
 		for _, row := range t.Rows {
 			mq := "-"
@@ -233,8 +233,8 @@ func (r *Report) seed001HTML() string {
 			if row.Config == t.Best {
 				class = ` class="best"`
 			}
-			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td></tr>\n",
-				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)))
+			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td></tr>\n",
+				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(routedText(row.Routed)))
 		}
 		b.WriteString("</table>\n")
 		for _, m := range t.Matrices {

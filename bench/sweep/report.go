@@ -38,6 +38,10 @@ type Measurement struct {
 	// (ramp-up included), by HAProxy's server name (pg1 the primary, pg2
 	// the standby).
 	Proxied map[string]int64 `json:"proxied,omitempty"`
+	// Routed is, with tandem's router in front (seed001's
+	// n1+n2+<policy>), how many transactions the router sent to each node
+	// during the run (ramp-up included), by node id.
+	Routed map[string]int64 `json:"routed,omitempty"`
 	// LoadAvg is the 1-minute load average when the run started.
 	LoadAvg   float64   `json:"load_avg"`
 	StartedAt time.Time `json:"started_at"`
@@ -300,7 +304,7 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 	r.Checks = append(r.Checks, ch)
 	if p.Suite == SuiteSeed001 {
 		for _, w := range Seed001Workloads {
-			r.Seed001 = append(r.Seed001, seed001Tables(w, p.Mixes, configs, r.Rows)...)
+			r.Seed001 = append(r.Seed001, seed001Tables(w, p.Mixes, configs, r.Rows, runs)...)
 		}
 	}
 	return r

@@ -216,6 +216,9 @@ type Seed001Row struct {
 	// VsN1 is 100 * (MQTh / MQTh of the system's n1 - 1); nil when either
 	// was not measured.
 	VsN1 *float64 `json:"vs_n1_pct"`
+	// Routed sums, over the rounds that ran, the transactions the router
+	// sent to each node (n1+n2+<policy> rows only).
+	Routed map[string]int64 `json:"routed,omitempty"`
 }
 
 // Seed001Matrix is one system's gain/overhead table: Pct[i][j] is
@@ -249,7 +252,7 @@ func pctPtr(x, base float64) *float64 {
 // seed001Tables builds the suite's tables from the sweep's rows (medians
 // over rounds): one per workload and mix, rows in the configurations'
 // order.
-func seed001Tables(workload string, mixes []string, configs []Config, rows []Row) []Seed001Table {
+func seed001Tables(workload string, mixes []string, configs []Config, rows []Row, runs []Measurement) []Seed001Table {
 	mqth := map[string]float64{}
 	for _, row := range rows {
 		for _, c := range row.Cells {
@@ -283,6 +286,17 @@ func seed001Tables(workload string, mixes []string, configs []Config, rows []Row
 			r := &t.Rows[i]
 			r.VsBest = pctPtr(r.MQTh, t.BestMQTh)
 			r.VsN1 = pctPtr(r.MQTh, n1[r.System])
+			for _, m := range runs {
+				if m.Config != r.Config || m.Mix != mix || m.Err != "" || m.Routed == nil {
+					continue
+				}
+				if r.Routed == nil {
+					r.Routed = map[string]int64{}
+				}
+				for id, n := range m.Routed {
+					r.Routed[id] += n
+				}
+			}
 		}
 		for _, s := range systems {
 			m := Seed001Matrix{System: s}
@@ -304,6 +318,26 @@ func seed001Tables(workload string, mixes []string, configs []Config, rows []Row
 		out = append(out, t)
 	}
 	return out
+}
+
+// routedText is each node's share of the routed transactions, "n1 62% n2
+// 38%"; "" without a router.
+func routedText(routed map[string]int64) string {
+	var total int64
+	var ids []string
+	for id, n := range routed {
+		total += n
+		ids = append(ids, id)
+	}
+	if total <= 0 {
+		return ""
+	}
+	slices.Sort(ids)
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", id, 100*float64(routed[id])/float64(total)))
+	}
+	return strings.Join(parts, " ")
 }
 
 // pctText is a percentage as seed 001 prints it, signed: +09.04%, -46.72%.
@@ -331,14 +365,14 @@ func (r *Report) printSeed001(b *strings.Builder) {
 		fmt.Fprintf(b, "seed 001 table: %s %s, MQTh (counted transactions/s), P=%d, %d clients, ramp-up %gs, measured %gs, %s\n",
 			strings.ToUpper(t.Workload), mixTitle(t.Mix), p.Subscribers, p.Clients, p.RampupS, p.DurationS, roundsNote)
 		fmt.Fprintf(b, "gain (+) or overhead (-) against the best case and against the system's n1 (100 * (MQTh / base - 1))\n\n")
-		head := []string{"system", "configuration", "name", "MQTh", "vs best", "vs n1"}
+		head := []string{"system", "configuration", "name", "MQTh", "vs best", "vs n1", "transactions routed"}
 		lines := [][]string{head}
 		for _, row := range t.Rows {
 			mq := "-"
 			if c, ok := r.Cell(row.Config, t.Mix); ok {
 				mq = c.mqthText(p.Rounds)
 			}
-			lines = append(lines, []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1)})
+			lines = append(lines, []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1), routedText(row.Routed)})
 		}
 		widths := make([]int, len(head))
 		for _, l := range lines {
@@ -353,7 +387,7 @@ func (r *Report) printSeed001(b *strings.Builder) {
 		for n, l := range lines {
 			var lb strings.Builder
 			for i, cell := range l {
-				if i < 3 {
+				if i < 3 || i == 6 {
 					fmt.Fprintf(&lb, "%-*s  ", widths[i], cell)
 				} else {
 					fmt.Fprintf(&lb, "%*s  ", widths[i], cell)

@@ -345,3 +345,40 @@ func TestSeed001ClusterFiles(t *testing.T) {
 		t.Errorf("%d tandem configurations, want %d", len(seen), 2*(2+len(config.Policies)))
 	}
 }
+
+// The router's transactions per node are summed over the rounds that ran
+// and printed as shares.
+func TestSeed001Routed(t *testing.T) {
+	cs := suiteConfigs(t, []string{"sqlite"}, "standalone-relaxed", "sm-lb-round-robin")
+	runs := []Measurement{
+		ms("standalone-relaxed", "r80w20", 1, 100),
+		{Config: "sm-lb-round-robin", Mix: "r80w20", Round: 1, MQTh: 90, Routed: map[string]int64{"n1": 60, "n2": 40}},
+		{Config: "sm-lb-round-robin", Mix: "r80w20", Round: 2, MQTh: 80, Routed: map[string]int64{"n1": 90, "n2": 10}},
+		{Config: "sm-lb-round-robin", Mix: "r80w20", Round: 3, Err: "failed", Routed: map[string]int64{"n1": 1000}},
+	}
+	rep := Build(Params{Mixes: []string{"r80w20"}, Rounds: 3, Suite: SuiteSeed001}, Environment{}, cs, runs)
+	rows := rep.Seed001[0].Rows
+	if rows[0].Routed != nil || rows[1].Routed["n1"] != 150 || rows[1].Routed["n2"] != 50 {
+		t.Errorf("routed %v, %v; want none and n1 150, n2 50", rows[0].Routed, rows[1].Routed)
+	}
+	for _, tc := range []struct {
+		in   map[string]int64
+		want string
+	}{
+		{nil, ""},
+		{map[string]int64{"n1": 0, "n2": 0}, ""},
+		{map[string]int64{"n2": 50, "n1": 150}, "n1 75% n2 25%"},
+		{map[string]int64{"n1": 2, "n2": 1}, "n1 67% n2 33%"},
+	} {
+		if got := routedText(tc.in); got != tc.want {
+			t.Errorf("routedText(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	if err := rep.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "n1 75% n2 25%") {
+		t.Errorf("printed table lacks the routed shares:\n%s", out.String())
+	}
+}

@@ -336,9 +336,12 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = fmt.Sprintf("before %s: %v", mix, err)
 		return m
 	}
-	var proxiedBefore map[string]int64
+	var proxiedBefore, routedBefore map[string]int64
 	if ps, ok := s.(*pgSystem); ok {
 		proxiedBefore, _ = ps.proxied()
+	}
+	if ts, ok := s.(*tandemSystem); ok {
+		routedBefore, _ = ts.routed(ctx)
 	}
 	m.LoadAvg, m.StartedAt = loadAvg(), time.Now().UTC().Truncate(time.Second)
 	// A process of the system that dies ends the run at once.
@@ -384,6 +387,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 			m.Proxied = map[string]int64{}
 			for name, n := range after {
 				m.Proxied[name] = n - proxiedBefore[name]
+			}
+		}
+	}
+	if ts, ok := s.(*tandemSystem); ok && routedBefore != nil {
+		if after, ok := ts.routed(ctx); ok {
+			m.Routed = map[string]int64{}
+			for id, n := range after {
+				m.Routed[id] = n - routedBefore[id]
 			}
 		}
 	}

@@ -29,6 +29,7 @@ type tandemSystem struct {
 	cfg     Config
 	local   *cluster.Local
 	primary string // the primary's metrics (admin) address; "" for standalone
+	router  string // the router's metrics address; "" without a router
 }
 
 // clusterFile renders the configuration's cluster file; addr hands out free
@@ -120,6 +121,9 @@ func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logge
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}
 	s := &tandemSystem{cfg: c, local: lc}
+	if cc.Router != nil {
+		s.router = cc.Router.Metrics
+	}
 	if c.Design == "hot-standby" || c.Design == "single-master" {
 		s.primary = cc.Nodes[0].Metrics
 		if err := s.waitStandby(ctx, 60*time.Second, false); err != nil {
@@ -279,4 +283,34 @@ func (s *tandemSystem) degraded(ctx context.Context) bool {
 	cl := http.Client{Timeout: 2 * time.Second}
 	st, err := getStatus(ctx, &cl, s.primary)
 	return err == nil && st.Repl != nil && st.Repl.Degraded
+}
+
+// routed reads how many transactions the router has sent to each node so
+// far, from its public /status (ok false without a router).
+func (s *tandemSystem) routed(ctx context.Context) (map[string]int64, bool) {
+	if s.router == "" {
+		return nil, false
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.router+"/status", nil)
+	if err != nil {
+		return nil, false
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	var nodes []struct {
+		ID           string `json:"id"`
+		Transactions int64  `json:"transactions"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&nodes) != nil {
+		return nil, false
+	}
+	out := map[string]int64{}
+	for _, n := range nodes {
+		out[n.ID] += n.Transactions
+	}
+	return out, true
 }
