@@ -112,7 +112,7 @@ func (r *Report) barChart() string {
 	maxV = math.Ceil(maxV/step) * step
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`, width, height, width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">TM1 MQTh per configuration (ratio to the family baseline beside each bar)</text>`, left-200)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s MQTh per configuration (ratio to the family baseline beside each bar)</text>`, left-200, workloadTitle(r.Params.workload()))
 	bottom := height - 40
 	for v := 0.0; v <= maxV+step/2; v += step {
 		x := float64(left) + v/maxV*plotW
@@ -166,6 +166,8 @@ type htmlData struct {
 	Table   string
 	Chart   template.HTML
 	Seed001 template.HTML
+	// Workload and Scale: what ran, on what data.
+	Workload, Scale string
 }
 
 // WriteHTML writes a small self-contained report: parameters, the table and
@@ -175,7 +177,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if err := r.Print(&t); err != nil {
 		return err
 	}
-	d := htmlData{R: r, Table: t.String(), Chart: template.HTML(r.barChart()), Seed001: template.HTML(r.seed001HTML())}
+	d := htmlData{R: r, Table: t.String(), Chart: template.HTML(r.barChart()), Seed001: template.HTML(r.seed001HTML()),
+		Workload: workloadTitle(r.Params.workload()), Scale: r.Params.scaleText()}
 	if err := htmlTmpl.Execute(w, d); err != nil {
 		return fmt.Errorf("render %s: %w", FileHTML, err)
 	}
@@ -188,8 +191,8 @@ var htmlTmpl = template.Must(template.New("sweep").Parse(`<!doctype html>
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}td.n{text-align:right}
 tr.best td{font-weight:bold}</style></head>
 <body>
-<h1>tandem bench sweep: TM1 per configuration</h1>
-<p>P = {{.R.Params.Subscribers}} subscribers, {{.R.Params.Clients}} clients, ramp-up {{.R.Params.RampupS}} s,
+<h1>tandem bench sweep: {{.Workload}} per configuration</h1>
+<p>{{.Scale}}, {{.R.Params.Clients}} clients, ramp-up {{.R.Params.RampupS}} s,
 measured {{.R.Params.DurationS}} s per mix, {{.R.Params.Rounds}} round(s); {{.R.Environment.CPUs}} CPUs on {{.R.Environment.Hostname}},
 load average {{printf "%.2f" .R.Environment.LoadStart}} at the start and {{printf "%.2f" .R.Environment.LoadEnd}} at the end;
 started {{.R.StartedAt.Format "2006-01-02 15:04:05 MST"}}, finished {{.R.FinishedAt.Format "2006-01-02 15:04:05 MST"}}.
@@ -223,7 +226,7 @@ func (r *Report) seed001HTML() string {
 		"Percentages are gain (+) or overhead (-): 100 &times; (MQTh / base &minus; 1).</p>\n")
 	for _, t := range r.Seed001 {
 		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>transactions routed</th></tr>\n",
-			esc(strings.ToUpper(t.Workload)), esc(mixTitle(t.Mix)))
+			esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
 		for _, row := range t.Rows {
 			mq := "-"
 			if c, ok := r.Cell(row.Config, t.Mix); ok {
@@ -239,7 +242,7 @@ func (r *Report) seed001HTML() string {
 		b.WriteString("</table>\n")
 		for _, m := range t.Matrices {
 			fmt.Fprintf(&b, "<p>%s, %s %s: gain/overhead of each column over the row as base value</p>\n<table><tr><th>base value</th>",
-				esc(systemTitle(m.System)), esc(strings.ToUpper(t.Workload)), esc(mixTitle(t.Mix)))
+				esc(systemTitle(m.System)), esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
 			for _, s := range m.Shapes {
 				fmt.Fprintf(&b, "<th>%s</th>", esc(s))
 			}

@@ -66,6 +66,43 @@ type Params struct {
 	PostgreSQL string `json:"postgresql,omitempty"`
 	// Suite is the --suite that chose the configurations ("": --configs).
 	Suite string `json:"suite,omitempty"`
+	// Workload is the workload run when it is not TM1 ("": tm1), and
+	// ScaleName what Subscribers then counts (warehouses, scale).
+	Workload  string `json:"workload,omitempty"`
+	ScaleName string `json:"scale_name,omitempty"`
+}
+
+// workload is the workload's name ("" is tm1).
+func (p Params) workload() string {
+	if p.Workload == "" {
+		return "tm1"
+	}
+	return p.Workload
+}
+
+// scaleText says how big the loaded database was: "P=20000 subscribers",
+// "2 warehouses".
+func (p Params) scaleText() string {
+	if p.workload() == "tm1" {
+		return fmt.Sprintf("P=%d subscribers", p.Subscribers)
+	}
+	if p.ScaleName == "" || p.ScaleName == "scale" {
+		return fmt.Sprintf("scale %d", p.Subscribers)
+	}
+	return fmt.Sprintf("%d %s", p.Subscribers, p.ScaleName)
+}
+
+// workloadTitle is a workload's name as the papers write it.
+func workloadTitle(w string) string {
+	switch w {
+	case "", "tm1":
+		return "TM1"
+	case "tpcc":
+		return "TPC-C"
+	case "epinions":
+		return "Epinions"
+	}
+	return w
 }
 
 // Environment of the sweep.
@@ -303,9 +340,7 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 	}
 	r.Checks = append(r.Checks, ch)
 	if p.Suite == SuiteSeed001 {
-		for _, w := range Seed001Workloads {
-			r.Seed001 = append(r.Seed001, seed001Tables(w, p.Mixes, configs, r.Rows, runs)...)
-		}
+		r.Seed001 = seed001Tables(p.workload(), p.Mixes, configs, r.Rows, runs)
 	}
 	return r
 }
@@ -431,8 +466,8 @@ func (r *Report) Print(w io.Writer) error {
 	if p.Rounds > 1 {
 		roundsNote = fmt.Sprintf("median of %d rounds", p.Rounds)
 	}
-	fmt.Fprintf(&b, "TM1 MQTh (counted transactions/s), P=%d subscribers, %d clients, ramp-up %gs, measured %gs, %s\n",
-		p.Subscribers, p.Clients, p.RampupS, p.DurationS, roundsNote)
+	fmt.Fprintf(&b, "%s MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
+		workloadTitle(p.workload()), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
 	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n\n", TandemBaseline, PostgresBaseline)
 	// Columns: the configuration left-aligned, numbers right-aligned; per
 	// mix its MQTh, then the ratio column of each family (a row fills the

@@ -382,3 +382,60 @@ func TestSeed001Routed(t *testing.T) {
 		t.Errorf("printed table lacks the routed shares:\n%s", out.String())
 	}
 }
+
+// --workload: TM1's mixes as before; TPC-C's and Epinions' from their
+// registrations; the tables and the text say which workload ran.
+func TestSuiteWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		workload, mixes string
+		want            string // joined; "" means an error
+		err             string
+	}{
+		{"tm1", "r80w20,R20W80", "r80w20,r20w80", ""},
+		{"", "read-only", "read-only", ""},
+		{"tpcc", "standard,read-only,standard", "standard,read-only", ""},
+		{"epinions", "seed001", "seed001", ""},
+		{"epinions", "r80w20", "", `"r80w20" is not a mix of epinions; use a comma list of seed001, benchbase`},
+		{"tm1", "standard", "", `"standard" is not a TM1 mix`},
+		{"tpcc", " ", "", "empty list"},
+		{"ycsb", "a", "", "--workload"},
+	} {
+		got, err := SelectWorkloadMixes(tc.workload, tc.mixes)
+		if tc.err != "" {
+			if err == nil || !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("SelectWorkloadMixes(%q, %q) error %v, want ErrBadOption with %q", tc.workload, tc.mixes, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("SelectWorkloadMixes(%q, %q) = %v, %v; want %s", tc.workload, tc.mixes, got, err, tc.want)
+		}
+	}
+	for _, w := range Seed001Workloads {
+		if _, err := SelectWorkloadMixes(w, "r80w20"); err != nil && strings.Contains(err.Error(), "--workload") {
+			t.Errorf("suite workload %s is not registered: %v", w, err)
+		}
+	}
+	cs := suiteConfigs(t, []string{"sqlite"}, "standalone-relaxed", "sm-lb-random")
+	p := Params{Mixes: []string{"seed001"}, Rounds: 1, Suite: SuiteSeed001, Workload: "epinions", ScaleName: "scale", Subscribers: 2}
+	rep := Build(p, Environment{}, cs, []Measurement{ms("standalone-relaxed", "seed001", 1, 400), ms("sm-lb-random", "seed001", 1, 500)})
+	if len(rep.Seed001) != 1 || rep.Seed001[0].Workload != "epinions" || rep.Seed001[0].Best != "sm-lb-random" {
+		t.Fatalf("seed001 tables %+v", rep.Seed001)
+	}
+	if v := rep.Seed001[0].Rows[1].VsN1; v == nil || math.Abs(*v-25) > 1e-9 {
+		t.Errorf("sm-lb-random vs n1 = %s, want +25.00%%", pctText(v))
+	}
+	var out bytes.Buffer
+	if err := rep.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "seed 001 table: Epinions seed001") || !strings.Contains(out.String(), "scale 2,") {
+		t.Errorf("printed:\n%s", out.String())
+	}
+	if got := (Params{Subscribers: 1000}).scaleText(); got != "P=1000 subscribers" {
+		t.Errorf("TM1 scale text %q", got)
+	}
+	if got := (Params{Workload: "tpcc", ScaleName: "warehouses", Subscribers: 2}).scaleText(); got != "2 warehouses" {
+		t.Errorf("TPC-C scale text %q", got)
+	}
+}

@@ -22,8 +22,12 @@ import (
 
 // Options of a sweep. The field comments name the flag of `tandem bench sweep`.
 type Options struct {
-	// Subscribers is TM1's P (--subscribers).
+	// Subscribers is TM1's P (--subscribers), or with another Workload its
+	// scale (--scale: TPC-C's warehouses, Epinions' scale).
 	Subscribers int
+	// Workload (--workload) is the bench workload every configuration
+	// runs: tm1 ("" too), tpcc or epinions (the seed001 suite's).
+	Workload string
 	// Clients (--clients), Rampup (--rampup), Duration (--duration) of each run.
 	Clients  int
 	Rampup   time.Duration
@@ -61,8 +65,10 @@ type Options struct {
 
 func (o *Options) validate() error {
 	switch {
-	case o.Subscribers <= 0:
+	case o.Subscribers <= 0 && o.workload() == "tm1":
 		return fmt.Errorf("%w: --subscribers must be > 0 (got %d)", ErrBadOption, o.Subscribers)
+	case o.Subscribers <= 0:
+		return fmt.Errorf("%w: --scale must be > 0 (got %d)", ErrBadOption, o.Subscribers)
 	case o.Clients <= 0:
 		return fmt.Errorf("%w: --clients must be > 0 (got %d)", ErrBadOption, o.Clients)
 	case o.Rampup < 0:
@@ -160,9 +166,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Exe = exe
 	}
-	w, err := bench.Lookup("tm1")
+	w, err := bench.Lookup(o.workload())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: --workload: %w", ErrBadOption, err)
 	}
 	root, err := os.MkdirTemp(o.TempDir, "tandem-sweep-")
 	if err != nil {
@@ -175,6 +181,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
 	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
 		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite}
+	if o.workload() != "tm1" {
+		params.Workload, params.ScaleName = o.workload(), w.ScaleName()
+	}
 	started := time.Now()
 	var runs []Measurement
 	steps := plan(o.Configs, o.Rounds)
@@ -316,7 +325,7 @@ func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w benc
 	t0 := time.Now()
 	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: s.dsn(), Scale: o.Subscribers, Drop: true, Logger: log}); err != nil {
 		s.stop()
-		return nil, 0, fmt.Errorf("configuration %s: load TM1 (--subscribers %d): %w", c.Name, o.Subscribers, err)
+		return nil, 0, fmt.Errorf("configuration %s: load %s (scale %d): %w", c.Name, workloadTitle(w.Name()), o.Subscribers, err)
 	}
 	if err := s.settled(ctx); err != nil {
 		s.stop()
@@ -407,6 +416,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 	return m
 }
 
+// workload is the workload's name ("" is tm1).
+func (o *Options) workload() string {
+	if o.Workload == "" {
+		return "tm1"
+	}
+	return o.Workload
+}
+
 // progress writes the configuration's line.
 func (o *Options) progress(i, n int, st step, ms []Measurement, err error, load, took time.Duration) {
 	if o.Progress == nil {
@@ -443,7 +460,7 @@ func (o *Options) progress(i, n int, st step, ms []Measurement, err error, load,
 		la = max(la, m.LoadAvg)
 	}
 	if load > 0 {
-		fmt.Fprintf(&b, "; TM1 load %s", load.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "; %s load %s", workloadTitle(o.workload()), load.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "; took %s, loadavg %.1f\n", took.Round(time.Second), la)
 	_, _ = io.WriteString(o.Progress, b.String())
