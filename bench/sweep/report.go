@@ -81,15 +81,16 @@ func (p Params) workload() string {
 }
 
 // scaleText says how big the loaded database was: "P=20000 subscribers",
-// "2 warehouses".
+// "warehouses=2", "scale=1".
 func (p Params) scaleText() string {
 	if p.workload() == "tm1" {
 		return fmt.Sprintf("P=%d subscribers", p.Subscribers)
 	}
-	if p.ScaleName == "" || p.ScaleName == "scale" {
-		return fmt.Sprintf("scale %d", p.Subscribers)
+	name := p.ScaleName
+	if name == "" {
+		name = "scale"
 	}
-	return fmt.Sprintf("%d %s", p.Subscribers, p.ScaleName)
+	return fmt.Sprintf("%s=%d", name, p.Subscribers)
 }
 
 // workloadTitle is a workload's name as the papers write it.

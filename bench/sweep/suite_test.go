@@ -429,13 +429,13 @@ func TestSuiteWorkloads(t *testing.T) {
 	if err := rep.Print(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "seed 001 table: Epinions seed001") || !strings.Contains(out.String(), "scale 2,") {
+	if !strings.Contains(out.String(), "seed 001 table: Epinions seed001") || !strings.Contains(out.String(), "scale=2,") {
 		t.Errorf("printed:\n%s", out.String())
 	}
 	if got := (Params{Subscribers: 1000}).scaleText(); got != "P=1000 subscribers" {
 		t.Errorf("TM1 scale text %q", got)
 	}
-	if got := (Params{Workload: "tpcc", ScaleName: "warehouses", Subscribers: 2}).scaleText(); got != "2 warehouses" {
+	if got := (Params{Workload: "tpcc", ScaleName: "warehouses", Subscribers: 2}).scaleText(); got != "warehouses=2" {
 		t.Errorf("TPC-C scale text %q", got)
 	}
 }
