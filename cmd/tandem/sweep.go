@@ -128,8 +128,12 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 			} else {
 				o.Logger = log
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), P=%d, %d clients, %s ramp-up + %s each\n",
-				len(o.Configs), len(o.Mixes), o.Rounds, o.Subscribers, o.Clients, o.Rampup, o.Duration)
+			size := fmt.Sprintf("P=%d", o.Subscribers)
+			if o.Workload != "tm1" {
+				size = fmt.Sprintf("%s scale %d", o.Workload, o.Subscribers)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), %s, %d clients, %s ramp-up + %s each\n",
+				len(o.Configs), len(o.Mixes), o.Rounds, size, o.Clients, o.Rampup, o.Duration)
 			rep, runErr := sweep.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr
