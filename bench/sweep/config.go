@@ -241,7 +241,7 @@ func SelectWorkloadMixes(workload, list string) ([]string, error) {
 	}
 	w, err := bench.Lookup(workload)
 	if err != nil {
-		return nil, fmt.Errorf("%w: --workload: %w", ErrBadOption, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	var names []string
 	for _, m := range w.Mixes() {

@@ -168,7 +168,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	w, err := bench.Lookup(o.workload())
 	if err != nil {
-		return nil, fmt.Errorf("%w: --workload: %w", ErrBadOption, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	root, err := os.MkdirTemp(o.TempDir, "tandem-sweep-")
 	if err != nil {

@@ -75,7 +75,7 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 			if o.Workload != "tm1" {
 				w, err := bench.Lookup(o.Workload)
 				if err != nil {
-					return fmt.Errorf("%w: --workload: %w", sweep.ErrBadOption, err)
+					return fmt.Errorf("%w: %w", sweep.ErrBadOption, err)
 				}
 				if !cmd.Flags().Changed("mixes") {
 					mixes = w.Mixes()[0].Name // the workload's default mix
