@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tandemdb/tandem/bench"
 )
 
 // ErrBadOption marks an invalid sweep option; the message names the flag.
@@ -62,8 +64,17 @@ type Config struct {
 	// Engine is replication.engine of a tandem pair: "" (writeset) or
 	// "physical" (PostgreSQL's streaming replication run by tandem).
 	Engine string `json:"engine,omitempty"`
+	// Policy is router.policy of a single-master cluster with the router
+	// in front ("": no router, clients on n1).
+	Policy string `json:"policy,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	// Suite, System and Shape place a configuration in a suite's table
+	// (see SuiteSeed001): its peer group and seed 001's mode (n1, n1+(n2),
+	// n1+n2+<balancer>).
+	Suite  string `json:"suite,omitempty"`
+	System string `json:"system,omitempty"`
+	Shape  string `json:"shape,omitempty"`
 }
 
 // Setup is the key of the running system a configuration needs: consecutive
@@ -218,6 +229,39 @@ func SelectMixes(list string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: --mixes: empty list; use e.g. r80w20,r20w80", ErrBadOption)
+	}
+	return out, nil
+}
+
+// SelectWorkloadMixes resolves --mixes for --workload: TM1's as
+// SelectMixes, another workload's against the mixes it registers.
+func SelectWorkloadMixes(workload, list string) ([]string, error) {
+	if workload == "" || workload == "tm1" {
+		return SelectMixes(list)
+	}
+	w, err := bench.Lookup(workload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
+	}
+	var names []string
+	for _, m := range w.Mixes() {
+		names = append(names, m.Name)
+	}
+	var out []string
+	for _, m := range strings.Split(list, ",") {
+		m = strings.ToLower(strings.TrimSpace(m))
+		if m == "" {
+			continue
+		}
+		if !slices.Contains(names, m) {
+			return nil, fmt.Errorf("%w: --mixes: %q is not a mix of %s; use a comma list of %s", ErrBadOption, m, workload, strings.Join(names, ", "))
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: --mixes: empty list; use a comma list of %s", ErrBadOption, strings.Join(names, ", "))
 	}
 	return out, nil
 }

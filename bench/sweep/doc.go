@@ -30,9 +30,24 @@
 // removes everything it started, also when the sweep is cancelled.
 //
 // It must not reach into node, router or replication internals: a tandem
-// configuration is a cluster file, the only thing it reads from a running
-// node is the public /status document (to wait for the standby), and a
+// configuration is a cluster file, the only things it reads from a running
+// cluster are the public /status documents of its nodes (to wait for the
+// standby) and of its router (transactions routed per node), and a
 // PostgreSQL configuration is a DSN plus ALTER SYSTEM.
+//
+// A suite (--suite, Options.Suite) is another set of configurations run by
+// the same machinery. seed001 is seed 001's table (Silvestrini, chapter 4,
+// tables 5.1-5.4): per system, n1 (one node), n1+(n2) (a synchronised
+// second node, every client on n1) and n1+n2+<balancer>; for tandem the
+// pair is a single-master cluster with no router (n1+(n2)) or behind the
+// router with each of its balancing policies, for PostgreSQL the
+// streaming pair direct or behind HAProxy. Its tables give each
+// configuration's gain or overhead against the best case and its
+// system's n1 (GainOverhead), and seed 001's matrices; where the router
+// balanced, how many transactions it sent to each node (its public
+// /status, read before and after each run as HAProxy's statistics are).
+// Configurations are workload-independent: --workload runs them on TM1,
+// TPC-C or Epinions.
 //
 // The report (Build, Report) is a pure function of the measurements, so the
 // table, the ratios and the checks are unit-tested without running anything.

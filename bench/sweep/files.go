@@ -112,7 +112,7 @@ func (r *Report) barChart() string {
 	maxV = math.Ceil(maxV/step) * step
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`, width, height, width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">TM1 MQTh per configuration (ratio to the family baseline beside each bar)</text>`, left-200)
+	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="15" font-weight="bold">%s MQTh per configuration (ratio to the family baseline beside each bar)</text>`, left-200, workloadTitle(r.Params.workload()))
 	bottom := height - 40
 	for v := 0.0; v <= maxV+step/2; v += step {
 		x := float64(left) + v/maxV*plotW
@@ -162,9 +162,12 @@ func niceStep(raw float64) float64 {
 }
 
 type htmlData struct {
-	R     *Report
-	Table string
-	Chart template.HTML
+	R       *Report
+	Table   string
+	Chart   template.HTML
+	Seed001 template.HTML
+	// Workload and Scale: what ran, on what data.
+	Workload, Scale string
 }
 
 // WriteHTML writes a small self-contained report: parameters, the table and
@@ -174,7 +177,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	if err := r.Print(&t); err != nil {
 		return err
 	}
-	d := htmlData{R: r, Table: t.String(), Chart: template.HTML(r.barChart())}
+	d := htmlData{R: r, Table: t.String(), Chart: template.HTML(r.barChart()), Seed001: template.HTML(r.seed001HTML()),
+		Workload: workloadTitle(r.Params.workload()), Scale: r.Params.scaleText()}
 	if err := htmlTmpl.Execute(w, d); err != nil {
 		return fmt.Errorf("render %s: %w", FileHTML, err)
 	}
@@ -184,15 +188,17 @@ func (r *Report) WriteHTML(w io.Writer) error {
 var htmlTmpl = template.Must(template.New("sweep").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>tandem bench sweep</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:1100px}pre{background:#f6f6f6;padding:1em;overflow-x:auto}
-table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}</style></head>
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}td.n{text-align:right}
+tr.best td{font-weight:bold}</style></head>
 <body>
-<h1>tandem bench sweep: TM1 per configuration</h1>
-<p>P = {{.R.Params.Subscribers}} subscribers, {{.R.Params.Clients}} clients, ramp-up {{.R.Params.RampupS}} s,
+<h1>tandem bench sweep: {{.Workload}} per configuration</h1>
+<p>{{.Scale}}, {{.R.Params.Clients}} clients, ramp-up {{.R.Params.RampupS}} s,
 measured {{.R.Params.DurationS}} s per mix, {{.R.Params.Rounds}} round(s); {{.R.Environment.CPUs}} CPUs on {{.R.Environment.Hostname}},
 load average {{printf "%.2f" .R.Environment.LoadStart}} at the start and {{printf "%.2f" .R.Environment.LoadEnd}} at the end;
 started {{.R.StartedAt.Format "2006-01-02 15:04:05 MST"}}, finished {{.R.FinishedAt.Format "2006-01-02 15:04:05 MST"}}.
 All processes ran on this one machine (emulated pair, not separate hosts).</p>
 {{.Chart}}
+{{.Seed001}}
 <h2>Table and checks</h2>
 <pre>{{.Table}}</pre>
 <h2>Configurations</h2>
@@ -201,3 +207,55 @@ All processes ran on this one machine (emulated pair, not separate hosts).</p>
 {{end}}</table>
 </body></html>
 `))
+
+// seed001HTML is the report's section of seed 001's tables ("" without
+// them): per workload and mix the summary (throughput, gain or overhead
+// against the best and against the system's n1, the best in bold), then
+// per system seed 001's matrix (tables 5.1-5.4: each configuration as the
+// base value in turn).
+func (r *Report) seed001HTML() string {
+	if len(r.Seed001) == 0 {
+		return ""
+	}
+	esc := html.EscapeString
+	var b strings.Builder
+	b.WriteString("<h2>Seed 001's table: n1, n1+(n2), n1+n2+balancer</h2>\n")
+	b.WriteString("<p>As Silvestrini's chapter 4: <b>n1</b> one node alone; <b>n1+(n2)</b> a second node synchronised but taking no client " +
+		"(every client on n1); <b>n1+n2+policy</b> both nodes behind tandem's router, reads balanced by the policy, writes to n1; " +
+		"<b>n1+(n2)+HAProxy</b> HAProxy in front of PostgreSQL's pair, its primary check sending every client to n1. " +
+		"Percentages are gain (+) or overhead (-): 100 &times; (MQTh / base &minus; 1).</p>\n")
+	for _, t := range r.Seed001 {
+		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>transactions routed</th></tr>\n",
+			esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
+		for _, row := range t.Rows {
+			mq := "-"
+			if c, ok := r.Cell(row.Config, t.Mix); ok {
+				mq = c.mqthText(r.Params.Rounds)
+			}
+			class := ""
+			if row.Config == t.Best {
+				class = ` class="best"`
+			}
+			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td></tr>\n",
+				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(routedText(row.Routed)))
+		}
+		b.WriteString("</table>\n")
+		for _, m := range t.Matrices {
+			fmt.Fprintf(&b, "<p>%s, %s %s: gain/overhead of each column over the row as base value</p>\n<table><tr><th>base value</th>",
+				esc(systemTitle(m.System)), esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
+			for _, s := range m.Shapes {
+				fmt.Fprintf(&b, "<th>%s</th>", esc(s))
+			}
+			b.WriteString("</tr>\n")
+			for i, line := range m.Pct {
+				fmt.Fprintf(&b, "<tr><th>%s</th>", esc(m.Shapes[i]))
+				for _, v := range line {
+					fmt.Fprintf(&b, "<td class=\"n\">%s</td>", esc(pctText(v)))
+				}
+				b.WriteString("</tr>\n")
+			}
+			b.WriteString("</table>\n")
+		}
+	}
+	return b.String()
+}

@@ -38,6 +38,10 @@ type Measurement struct {
 	// (ramp-up included), by HAProxy's server name (pg1 the primary, pg2
 	// the standby).
 	Proxied map[string]int64 `json:"proxied,omitempty"`
+	// Routed is, with tandem's router in front (seed001's
+	// n1+n2+<policy>), how many transactions the router sent to each node
+	// during the run (ramp-up included), by node id.
+	Routed map[string]int64 `json:"routed,omitempty"`
 	// LoadAvg is the 1-minute load average when the run started.
 	LoadAvg   float64   `json:"load_avg"`
 	StartedAt time.Time `json:"started_at"`
@@ -60,6 +64,46 @@ type Params struct {
 	FlushInterval string `json:"flush_interval"`
 	// PostgreSQL is the server version the pg-* configurations ran on.
 	PostgreSQL string `json:"postgresql,omitempty"`
+	// Suite is the --suite that chose the configurations ("": --configs).
+	Suite string `json:"suite,omitempty"`
+	// Workload is the workload run when it is not TM1 ("": tm1), and
+	// ScaleName what Subscribers then counts (warehouses, scale).
+	Workload  string `json:"workload,omitempty"`
+	ScaleName string `json:"scale_name,omitempty"`
+}
+
+// workload is the workload's name ("" is tm1).
+func (p Params) workload() string {
+	if p.Workload == "" {
+		return "tm1"
+	}
+	return p.Workload
+}
+
+// scaleText says how big the loaded database was: "P=20000 subscribers",
+// "warehouses=2", "scale=1".
+func (p Params) scaleText() string {
+	if p.workload() == "tm1" {
+		return fmt.Sprintf("P=%d subscribers", p.Subscribers)
+	}
+	name := p.ScaleName
+	if name == "" {
+		name = "scale"
+	}
+	return fmt.Sprintf("%s=%d", name, p.Subscribers)
+}
+
+// workloadTitle is a workload's name as the papers write it.
+func workloadTitle(w string) string {
+	switch w {
+	case "", "tm1":
+		return "TM1"
+	case "tpcc":
+		return "TPC-C"
+	case "epinions":
+		return "Epinions"
+	}
+	return w
 }
 
 // Environment of the sweep.
@@ -86,7 +130,10 @@ type Report struct {
 	// Physical compares tandem's physical pair with HAProxy + PostgreSQL's
 	// pair and PostgreSQL's pair direct, per level and mix (issue 13).
 	Physical []PhysicalRow `json:"physical"`
-	Runs     []Measurement `json:"runs"`
+	// Seed001 holds seed 001's tables (--suite seed001): per workload and
+	// mix, throughput and gain or overhead against the best case.
+	Seed001 []Seed001Table `json:"seed001,omitempty"`
+	Runs    []Measurement  `json:"runs"`
 }
 
 // Row is one configuration's line of the table.
@@ -293,6 +340,9 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 		ch.Text = fmt.Sprintf("R20W80 %s %.1f MQTh %s %s %.1f MQTh (%.2fx)", ch.Left, lv, cmpSign(lv, rv), ch.Right, rv, lv/rv)
 	}
 	r.Checks = append(r.Checks, ch)
+	if p.Suite == SuiteSeed001 {
+		r.Seed001 = seed001Tables(p.workload(), p.Mixes, configs, r.Rows, runs)
+	}
 	return r
 }
 
@@ -405,12 +455,20 @@ func (c *Cell) ratioText() string {
 func (r *Report) Print(w io.Writer) error {
 	var b strings.Builder
 	p := r.Params
+	if p.Suite != "" {
+		// A suite's report is its own tables (the family ratios and the
+		// checks are the full sweep's).
+		r.printSeed001(&b)
+		r.printTrouble(&b, r.hasErrors())
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	roundsNote := "1 round"
 	if p.Rounds > 1 {
 		roundsNote = fmt.Sprintf("median of %d rounds", p.Rounds)
 	}
-	fmt.Fprintf(&b, "TM1 MQTh (counted transactions/s), P=%d subscribers, %d clients, ramp-up %gs, measured %gs, %s\n",
-		p.Subscribers, p.Clients, p.RampupS, p.DurationS, roundsNote)
+	fmt.Fprintf(&b, "%s MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
+		workloadTitle(p.workload()), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
 	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n\n", TandemBaseline, PostgresBaseline)
 	// Columns: the configuration left-aligned, numbers right-aligned; per
 	// mix its MQTh, then the ratio column of each family (a row fills the
@@ -459,20 +517,7 @@ func (r *Report) Print(w io.Writer) error {
 			b.WriteString(strings.Repeat("-", rule) + "\n")
 		}
 	}
-	if errs {
-		b.WriteString("! unexpected errors in the measured window (see sweep.json runs[].first_error)\n")
-	}
-	if r.Interrupted {
-		b.WriteString("INTERRUPTED: the table holds what was measured before the sweep was stopped\n")
-	}
-	if n := r.Failed(); n > 0 {
-		fmt.Fprintf(&b, "%d run(s) failed:\n", n)
-		for _, m := range r.Runs {
-			if m.Err != "" {
-				fmt.Fprintf(&b, "  %s %s round %d: %s\n", m.Config, m.Mix, m.Round, m.Err)
-			}
-		}
-	}
+	r.printTrouble(&b, errs)
 	if len(r.Physical) > 0 {
 		r.printPhysical(&b)
 	}
@@ -505,6 +550,37 @@ func (r *Report) Print(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// hasErrors tells whether a cell saw unexpected errors.
+func (r *Report) hasErrors() bool {
+	for _, row := range r.Rows {
+		for _, c := range row.Cells {
+			if c.Errors > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// printTrouble writes what went wrong: unexpected errors, an interrupted
+// sweep, failed runs.
+func (r *Report) printTrouble(b *strings.Builder, errs bool) {
+	if errs {
+		b.WriteString("! unexpected errors in the measured window (see sweep.json runs[].first_error)\n")
+	}
+	if r.Interrupted {
+		b.WriteString("INTERRUPTED: the table holds what was measured before the sweep was stopped\n")
+	}
+	if n := r.Failed(); n > 0 {
+		fmt.Fprintf(b, "%d run(s) failed:\n", n)
+		for _, m := range r.Runs {
+			if m.Err != "" {
+				fmt.Fprintf(b, "  %s %s round %d: %s\n", m.Config, m.Mix, m.Round, m.Err)
+			}
+		}
+	}
 }
 
 // printPhysical writes the physical-pair comparison: per level and mix,

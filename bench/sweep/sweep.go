@@ -22,16 +22,24 @@ import (
 
 // Options of a sweep. The field comments name the flag of `tandem bench sweep`.
 type Options struct {
-	// Subscribers is TM1's P (--subscribers).
+	// Subscribers is TM1's P (--subscribers), or with another Workload its
+	// scale (--scale: TPC-C's warehouses, Epinions' scale).
 	Subscribers int
+	// Workload (--workload) is the bench workload every configuration
+	// runs: tm1 ("" too), tpcc or epinions (the seed001 suite's).
+	Workload string
 	// Clients (--clients), Rampup (--rampup), Duration (--duration) of each run.
 	Clients  int
 	Rampup   time.Duration
 	Duration time.Duration
 	// Mixes to run on each configuration, in order (--mixes).
 	Mixes []string
-	// Configs to run (--configs), see SelectConfigs.
+	// Configs to run (--configs), see SelectConfigs; with Suite, the
+	// suite's (SelectSuite).
 	Configs []Config
+	// Suite (--suite) names the suite the configurations come from; the
+	// report then holds its tables (SuiteSeed001: Report.Seed001).
+	Suite string
 	// Rounds (--rounds): with more than one, every round runs every
 	// configuration (odd rounds in order, even rounds in reverse, so slow
 	// drift of the machine hits all alike) and the table shows medians.
@@ -57,8 +65,10 @@ type Options struct {
 
 func (o *Options) validate() error {
 	switch {
-	case o.Subscribers <= 0:
+	case o.Subscribers <= 0 && o.workload() == "tm1":
 		return fmt.Errorf("%w: --subscribers must be > 0 (got %d)", ErrBadOption, o.Subscribers)
+	case o.Subscribers <= 0:
+		return fmt.Errorf("%w: --scale must be > 0 (got %d)", ErrBadOption, o.Subscribers)
 	case o.Clients <= 0:
 		return fmt.Errorf("%w: --clients must be > 0 (got %d)", ErrBadOption, o.Clients)
 	case o.Rampup < 0:
@@ -156,9 +166,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Exe = exe
 	}
-	w, err := bench.Lookup("tm1")
+	w, err := bench.Lookup(o.workload())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrBadOption, err)
 	}
 	root, err := os.MkdirTemp(o.TempDir, "tandem-sweep-")
 	if err != nil {
@@ -170,7 +180,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	env := Environment{Hostname: host, CPUs: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
 	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
-		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval}
+		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite}
+	if o.workload() != "tm1" {
+		params.Workload, params.ScaleName = o.workload(), w.ScaleName()
+	}
 	started := time.Now()
 	var runs []Measurement
 	steps := plan(o.Configs, o.Rounds)
@@ -312,7 +325,7 @@ func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w benc
 	t0 := time.Now()
 	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: s.dsn(), Scale: o.Subscribers, Drop: true, Logger: log}); err != nil {
 		s.stop()
-		return nil, 0, fmt.Errorf("configuration %s: load TM1 (--subscribers %d): %w", c.Name, o.Subscribers, err)
+		return nil, 0, fmt.Errorf("configuration %s: load %s (scale %d): %w", c.Name, workloadTitle(w.Name()), o.Subscribers, err)
 	}
 	if err := s.settled(ctx); err != nil {
 		s.stop()
@@ -332,9 +345,12 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = fmt.Sprintf("before %s: %v", mix, err)
 		return m
 	}
-	var proxiedBefore map[string]int64
+	var proxiedBefore, routedBefore map[string]int64
 	if ps, ok := s.(*pgSystem); ok {
 		proxiedBefore, _ = ps.proxied()
+	}
+	if ts, ok := s.(*tandemSystem); ok {
+		routedBefore, _ = ts.routed(ctx)
 	}
 	m.LoadAvg, m.StartedAt = loadAvg(), time.Now().UTC().Truncate(time.Second)
 	// A process of the system that dies ends the run at once.
@@ -383,6 +399,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 			}
 		}
 	}
+	if ts, ok := s.(*tandemSystem); ok && routedBefore != nil {
+		if after, ok := ts.routed(ctx); ok {
+			m.Routed = map[string]int64{}
+			for id, n := range after {
+				m.Routed[id] = n - routedBefore[id]
+			}
+		}
+	}
 	if lag, unit, ok := s.standbyLag(ctx); ok {
 		m.StandbyLag, m.StandbyLagUnit = lag, unit
 	}
@@ -390,6 +414,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = "the primary degraded to 1-safe during the run (no standby acknowledgement within ack_timeout)"
 	}
 	return m
+}
+
+// workload is the workload's name ("" is tm1).
+func (o *Options) workload() string {
+	if o.Workload == "" {
+		return "tm1"
+	}
+	return o.Workload
 }
 
 // progress writes the configuration's line.
@@ -428,7 +460,7 @@ func (o *Options) progress(i, n int, st step, ms []Measurement, err error, load,
 		la = max(la, m.LoadAvg)
 	}
 	if load > 0 {
-		fmt.Fprintf(&b, "; TM1 load %s", load.Round(100*time.Millisecond))
+		fmt.Fprintf(&b, "; %s load %s", workloadTitle(o.workload()), load.Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(&b, "; took %s, loadavg %.1f\n", took.Round(time.Second), la)
 	_, _ = io.WriteString(o.Progress, b.String())

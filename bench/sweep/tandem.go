@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 )
@@ -30,6 +29,7 @@ type tandemSystem struct {
 	cfg     Config
 	local   *cluster.Local
 	primary string // the primary's metrics (admin) address; "" for standalone
+	router  string // the router's metrics address; "" without a router
 }
 
 // clusterFile renders the configuration's cluster file; addr hands out free
@@ -39,14 +39,32 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	fmt.Fprintf(&b, "# written by tandem bench sweep: configuration %s\n", c.Name)
 	fmt.Fprintf(&b, "cluster = %q\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n\n", "sweep-"+c.Name, c.Design, runDir)
 	nodes := []string{"n1"}
-	if c.Design == "hot-standby" {
+	replicated := c.Design == "hot-standby" || c.Design == "single-master"
+	if replicated {
 		nodes = append(nodes, "n2")
 		engine := c.Engine
 		if engine == "" {
 			engine = "writeset"
 		}
 		fmt.Fprintf(&b, "[replication]\nengine = %q\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", engine, c.Safeness, c.Durability, c.StandbyDurability)
-		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n\n", flushInterval, ackTimeout, onStandbyLoss)
+		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n", flushInterval, ackTimeout, onStandbyLoss)
+		if c.Design == "single-master" {
+			b.WriteString("ack = \"one\"\n")
+		}
+		b.WriteString("\n")
+	}
+	if c.Policy != "" {
+		// The router in front: single-master routes each transaction,
+		// writes to the primary and reads by the policy.
+		listen, err := addr()
+		if err != nil {
+			return "", err
+		}
+		metrics, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[router]\nlisten = %q\nmetrics = %q\npolicy = %q\n\n", listen, metrics, c.Policy)
 	}
 	if c.InterNode != "" {
 		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
@@ -62,7 +80,7 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 			return "", err
 		}
 		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\n", id, listen, metrics)
-		if c.Design == "hot-standby" {
+		if replicated {
 			repl, err := addr()
 			if err != nil {
 				return "", err
@@ -78,18 +96,15 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	return b.String(), nil
 }
 
-func freeAddr() (string, error) {
-	p, err := postgres.FreePort()
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", p), nil
-}
-
 // startTandem writes the cluster file into dir and starts the cluster; for
-// hot-standby it waits until the standby is attached to the primary.
+// hot-standby and single-master it waits until the standby (n2) is
+// attached to the primary.
 func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logger) (*tandemSystem, error) {
-	text, err := clusterFile(c, filepath.Join(dir, "run"), freeAddr)
+	// Every address held until the file is written (picked one at a
+	// time, the kernel may hand the same port out twice).
+	var ports cluster.Ports
+	text, err := clusterFile(c, filepath.Join(dir, "run"), ports.Addr)
+	ports.Release()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +121,10 @@ func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logge
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}
 	s := &tandemSystem{cfg: c, local: lc}
-	if c.Design == "hot-standby" {
+	if cc.Router != nil {
+		s.router = cc.Router.Metrics
+	}
+	if c.Design == "hot-standby" || c.Design == "single-master" {
 		s.primary = cc.Nodes[0].Metrics
 		if err := s.waitStandby(ctx, 60*time.Second, false); err != nil {
 			lc.Stop()
@@ -265,4 +283,34 @@ func (s *tandemSystem) degraded(ctx context.Context) bool {
 	cl := http.Client{Timeout: 2 * time.Second}
 	st, err := getStatus(ctx, &cl, s.primary)
 	return err == nil && st.Repl != nil && st.Repl.Degraded
+}
+
+// routed reads how many transactions the router has sent to each node so
+// far, from its public /status (ok false without a router).
+func (s *tandemSystem) routed(ctx context.Context) (map[string]int64, bool) {
+	if s.router == "" {
+		return nil, false
+	}
+	cl := http.Client{Timeout: 2 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.router+"/status", nil)
+	if err != nil {
+		return nil, false
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return nil, false
+	}
+	defer resp.Body.Close()
+	var nodes []struct {
+		ID           string `json:"id"`
+		Transactions int64  `json:"transactions"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&nodes) != nil {
+		return nil, false
+	}
+	out := map[string]int64{}
+	for _, n := range nodes {
+		out[n.ID] += n.Transactions
+	}
+	return out, true
 }

@@ -6,11 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tandemdb/tandem/bench"
 	"github.com/tandemdb/tandem/bench/sweep"
 )
 
@@ -22,6 +24,8 @@ func newSweepCmd() *cobra.Command {
 		configs string
 		out     string
 		asJSON  bool
+		backend string
+		scale   int
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -45,19 +49,62 @@ that dies ends its run at once) is reported as failed, its logs are kept in
 OUT/failed-logs, and the sweep goes on; the command then exits non-zero.
 
 Configurations: ` + strings.Join(sweep.ConfigNames(), ", ") + `.
-See docs/benchmarks.md for what each one is and for results on this machine.`,
+See docs/benchmarks.md for what each one is and for results on this machine.
+
+--suite seed001 runs seed 001's configuration table instead (Silvestrini,
+chapter 4): for tandem (--backend sqlite, postgres or sqlite,postgres) one
+node alone (n1), a single-master pair with every client on n1 (n1+(n2)), and
+the pair behind the router with each balancing policy (n1+n2+least-connected,
+round-robin, single, random, source: reads balanced, writes to n1); for
+PostgreSQL one server, its streaming pair with clients on the primary, and
+HAProxy in front of the pair. It prints, per mix, each configuration's MQTh
+with its gain or overhead against the best case and against its system's n1;
+the HTML report adds seed 001's gain/overhead matrices. --configs then picks
+among the suite's configurations. --workload tpcc or epinions (seed 001's
+own workloads; --scale, and by default the workload's first mix: TPC-C's
+standard, Epinions' seed001) runs the same configurations on that workload.`,
 		Example: `  tandem bench sweep
   tandem bench sweep --configs standalone-strict,hs-received-relaxed --duration 30s --out results/sweep
-  tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json`,
+  tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json
+  tandem bench sweep --suite seed001 --backend sqlite,postgres --mixes r80w20 --out results/seed001
+  tandem bench sweep --suite seed001 --workload epinions --scale 1 --out results/seed001-epinions`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd)
 			var err error
-			if o.Mixes, err = sweep.SelectMixes(mixes); err != nil {
+			if o.Workload != "tm1" {
+				w, err := bench.Lookup(o.Workload)
+				if err != nil {
+					return fmt.Errorf("%w: %w", sweep.ErrBadOption, err)
+				}
+				if !cmd.Flags().Changed("mixes") {
+					mixes = w.Mixes()[0].Name // the workload's default mix
+				}
+				if cmd.Flags().Changed("subscribers") {
+					return fmt.Errorf("%w: --subscribers is TM1's; use --scale for --workload %s (%s)", sweep.ErrBadOption, o.Workload, w.ScaleName())
+				}
+				o.Subscribers = scale
+			} else if cmd.Flags().Changed("scale") {
+				return fmt.Errorf("%w: --scale is for --workload tpcc or epinions; TM1's is --subscribers", sweep.ErrBadOption)
+			}
+			if o.Mixes, err = sweep.SelectWorkloadMixes(o.Workload, mixes); err != nil {
 				return err
 			}
-			if o.Configs, err = sweep.SelectConfigs(configs); err != nil {
-				return err
+			if o.Suite != "" && !slices.Contains(sweep.Seed001Workloads, o.Workload) {
+				return fmt.Errorf("%w: --workload %s: suite %s runs %s", sweep.ErrBadOption, o.Workload, o.Suite, strings.Join(sweep.Seed001Workloads, ", "))
+			}
+			switch {
+			case o.Suite != "":
+				if o.Configs, err = sweep.SelectSuite(o.Suite, backend, configs); err != nil {
+					return err
+				}
+			case cmd.Flags().Changed("backend"):
+				return fmt.Errorf("%w: --backend chooses the back ends of a suite's tandem rows; use it with --suite %s (the full sweep names its configurations with --configs)",
+					sweep.ErrBadOption, sweep.SuiteSeed001)
+			default:
+				if o.Configs, err = sweep.SelectConfigs(configs); err != nil {
+					return err
+				}
 			}
 			if o.Rounds < 1 {
 				return fmt.Errorf("%w: --rounds must be >= 1 (got %d)", sweep.ErrBadOption, o.Rounds)
@@ -81,8 +128,12 @@ See docs/benchmarks.md for what each one is and for results on this machine.`,
 			} else {
 				o.Logger = log
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), P=%d, %d clients, %s ramp-up + %s each\n",
-				len(o.Configs), len(o.Mixes), o.Rounds, o.Subscribers, o.Clients, o.Rampup, o.Duration)
+			size := fmt.Sprintf("P=%d", o.Subscribers)
+			if o.Workload != "tm1" {
+				size = fmt.Sprintf("%s scale %d", o.Workload, o.Subscribers)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), %s, %d clients, %s ramp-up + %s each\n",
+				len(o.Configs), len(o.Mixes), o.Rounds, size, o.Clients, o.Rampup, o.Duration)
 			rep, runErr := sweep.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr
@@ -118,6 +169,10 @@ See docs/benchmarks.md for what each one is and for results on this machine.`,
 	f.IntVar(&o.Rounds, "rounds", 1, "rounds; with more than one every round runs every configuration (alternating order) and the table shows medians")
 	f.StringVar(&out, "out", "tandem-sweep", "directory for sweep.json, sweep.csv and sweep.html, and failed-logs/ with the logs of any configuration that failed (empty: write no files)")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
+	f.StringVar(&o.Workload, "workload", "tm1", "workload every configuration runs: tm1, or tpcc or epinions (with --scale; mixes default to the workload's first)")
+	f.IntVar(&scale, "scale", 1, "with --workload tpcc or epinions: its scale (TPC-C warehouses; Epinions 2,000 users and 1,000 items per unit)")
+	f.StringVar(&o.Suite, "suite", "", "run a suite instead of --configs: seed001 (seed 001's n1 / n1+(n2) / n1+n2+balancer table, with PostgreSQL's peers)")
+	f.StringVar(&backend, "backend", "sqlite", "with --suite: back ends of tandem's rows, sqlite, postgres or sqlite,postgres")
 	f.StringVar(&o.PGBinDir, "pg-bin-dir", "", "directory of PostgreSQL's initdb, postgres and pg_basebackup (default: PATH, then /usr/lib/postgresql/*/bin)")
 	return cmd
 }
