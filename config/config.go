@@ -1042,7 +1042,7 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 }
 
 // validateMultiMaster checks a multi-master cluster: 2 to 16 nodes on
-// SQLite, each with a raft_listen address (the certifier runs on the
+// SQLite or PostgreSQL (the writeset engine), each with a raft_listen address (the certifier runs on the
 // coordinator's Raft group) and an admin address.
 func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any) error) error {
 	if len(c.Nodes) < 2 || len(c.Nodes) > MaxMultiMasterNodes {
@@ -1050,8 +1050,11 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 	}
 	for i, n := range c.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
-		if n.Backend != "sqlite" {
-			return bad(f+".backend", "%q: multi-master runs on SQLite back ends in this version (PostgreSQL back ends are not done yet); use backend = \"sqlite\", or design single-master for PostgreSQL", n.Backend)
+		if n.Backend != "sqlite" && n.Backend != "postgres" {
+			return bad(f+".backend", "%q: multi-master runs on sqlite or postgres back ends", n.Backend)
+		}
+		if n.Backend == "postgres" && c.Repl.Engine == EnginePhysical {
+			return bad("replication.engine", "\"physical\" cannot run multi-master: PostgreSQL's streaming replication has one writable server, and multi-master certifies and applies writesets on every node; use engine = \"writeset\" (the default)")
 		}
 		if n.Raft == "" {
 			return bad(f+".raft_listen", "missing: multi-master certifies every update transaction on the coordinator's Raft group, so every node needs a raft_listen address")

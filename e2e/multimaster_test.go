@@ -23,7 +23,7 @@ import (
 )
 
 // mmBackends are the back ends the multi-master tests run on.
-var mmBackends = []string{"sqlite"}
+var mmBackends = []string{"sqlite", "postgres"}
 
 // eachMMBackend runs test once per back end of mmBackends.
 func eachMMBackend(t *testing.T, test func(t *testing.T, backend string)) {
