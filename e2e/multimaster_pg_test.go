@@ -122,3 +122,93 @@ func TestMultiMasterPostgresConflicts(t *testing.T) {
 		t.Fatalf("n2 reports %+v early aborts (%v); want 2", st.MM, err)
 	}
 }
+
+// TestMultiMasterPostgresDDL: schema changes on PostgreSQL back ends are
+// certified like rows. A block with DDL and rows commits on every node;
+// two concurrent schema changes on two nodes: one commits, the other gets
+// 40001; a schema change concurrent with a write to its table: one of them
+// gets 40001; CREATE INDEX CONCURRENTLY is refused (0A000).
+func TestMultiMasterPostgresDDL(t *testing.T) {
+	s := upMultiMaster(t, "postgres", 3, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c1 := connect(t, s.dsn(s.nodes["n1"]))
+	defer c1.Close(ctx)
+	c2 := connect(t, s.dsn(s.nodes["n2"]))
+	defer c2.Close(ctx)
+
+	// DDL and rows in one block, on n2.
+	tx, err := c2.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)",
+		"INSERT INTO items VALUES (1, 'one'), (2, 'two')",
+		"ALTER TABLE items ADD COLUMN qty int NOT NULL DEFAULT 5",
+		"UPDATE items SET qty = 7 WHERE id = 2",
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 30*time.Second)
+	if got := s.sameEverywhere(s.ids, "SELECT id, name, qty FROM items ORDER BY id"); got != "1 one 5\n2 two 7\n" {
+		t.Fatalf("items:\n%s", got)
+	}
+
+	// Two concurrent schema changes.
+	t1, _ := c1.Begin(ctx)
+	t2, _ := c2.Begin(ctx)
+	if _, err := t1.Exec(ctx, "ALTER TABLE items ADD COLUMN a int"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := t2.Exec(ctx, "CREATE TABLE other (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	e1, e2 := t1.Commit(ctx), t2.Commit(ctx)
+	if e1 != nil || sqlstate(e2) != "40001" {
+		t.Fatalf("concurrent schema changes: %v / %v; want the first to commit, the second 40001", e1, e2)
+	}
+	s.waitConverged(s.ids, 30*time.Second)
+
+	// A schema change against a concurrent write to its table.
+	t1, _ = c1.Begin(ctx)
+	t2, _ = c2.Begin(ctx)
+	if _, err := t2.Exec(ctx, "SELECT 1"); err != nil { // t2's snapshot
+		t.Fatal(err)
+	}
+	if _, err := t1.Exec(ctx, "UPDATE items SET qty = 9 WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := t1.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = t2.Exec(ctx, "ALTER TABLE items ADD COLUMN b int")
+	if err == nil {
+		err = t2.Commit(ctx)
+	} else {
+		_ = t2.Rollback(ctx)
+	}
+	if sqlstate(err) != "40001" {
+		t.Fatalf("a schema change concurrent with a write to its table: %v; want 40001", err)
+	}
+	s.waitConverged(s.ids, 30*time.Second)
+	got := s.sameEverywhere(s.ids, "SELECT column_name FROM information_schema.columns WHERE table_name = 'items' ORDER BY ordinal_position")
+	if got != "id\nname\nqty\na\n" {
+		t.Fatalf("columns of items:\n%s", got)
+	}
+
+	_, err = c1.Exec(ctx, "CREATE INDEX CONCURRENTLY items_name ON items (name)")
+	if sqlstate(err) != "0A000" {
+		t.Fatalf("CREATE INDEX CONCURRENTLY: %v; want 0A000", err)
+	}
+	if _, err := c1.Exec(ctx, "CREATE INDEX items_name ON items (name)"); err != nil {
+		t.Fatal(err)
+	}
+	s.waitConverged(s.ids, 30*time.Second)
+	s.sameEverywhere(s.ids, "SELECT indexname FROM pg_indexes WHERE tablename = 'items' ORDER BY 1")
+}
