@@ -78,7 +78,6 @@ type mmState struct {
 // blocker is a server process the applier waited for.
 type blocker struct {
 	pid    uint32
-	active bool // running a statement (else idle in its transaction)
 	writer bool // its transaction has an id: it wrote or locked rows
 }
 
@@ -142,11 +141,11 @@ func (b *Backend) watchApply(pid uint32, done <-chan struct{}) {
 		var found []blocker
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := b.monitor(ctx, func(c *pgconn.PgConn) error {
-			rows, err := query(ctx, c, `SELECT a.pid, a.state = 'active', a.backend_xid IS NOT NULL
+			rows, err := query(ctx, c, `SELECT a.pid, a.backend_xid IS NOT NULL
 				FROM pg_stat_activity a WHERE a.pid = ANY (pg_blocking_pids($1))`, strconv.FormatUint(uint64(pid), 10))
 			for _, r := range rows {
 				p, _ := strconv.ParseUint(r[0], 10, 32)
-				found = append(found, blocker{pid: uint32(p), active: r[1] == "t", writer: r[2] == "t"})
+				found = append(found, blocker{pid: uint32(p), writer: r[1] == "t"})
 			}
 			return err
 		})
@@ -192,20 +191,19 @@ func lockWait(err error) bool {
 
 // blockingSessions returns the tandem sessions among the applier's last
 // blockers, and whether one of them holds a transaction id.
-func (b *Backend) blockingSessions() (out []*Session, active []bool, writer bool, batch []*writeset.Writeset) {
+func (b *Backend) blockingSessions() (out []*Session, writer bool, batch []*writeset.Writeset) {
 	if b.mm == nil {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
 	b.mm.mu.Lock()
 	defer b.mm.mu.Unlock()
 	for _, bl := range b.mm.blockers {
 		if s := b.mm.sessions[bl.pid]; s != nil {
 			out = append(out, s)
-			active = append(active, bl.active)
 			writer = writer || bl.writer
 		}
 	}
-	return out, active, writer, b.mm.applying
+	return out, writer, b.mm.applying
 }
 
 // WriterConflicts implements multimaster.WriterHolder: held reports that
@@ -217,7 +215,7 @@ func (b *Backend) blockingSessions() (out []*Session, active []bool, writer bool
 // locked it; both are aborted at once (see DESIGN.md). keys are not
 // needed: the server says who blocks.
 func (b *Backend) WriterConflicts(keys []string) (held, conflict bool) {
-	ss, _, writer, _ := b.blockingSessions()
+	ss, writer, _ := b.blockingSessions()
 	return len(ss) > 0, writer
 }
 
@@ -225,7 +223,7 @@ func (b *Backend) WriterConflicts(keys []string) (held, conflict bool) {
 // that blocked the applier is aborted with err (its client sees it at its
 // next statement, or as the answer to the one it runs).
 func (b *Backend) AbortWriter(e *pgwire.Error) bool {
-	ss, _, _, batch := b.blockingSessions()
+	ss, _, batch := b.blockingSessions()
 	n := 0
 	for _, s := range ss {
 		if s.abort(b, e, batch) {
