@@ -223,10 +223,10 @@ func (b *Backend) WriterConflicts(keys []string) (held, conflict bool) {
 // that blocked the applier is aborted with err (its client sees it at its
 // next statement, or as the answer to the one it runs).
 func (b *Backend) AbortWriter(e *pgwire.Error) bool {
-	ss, _, batch := b.blockingSessions()
+	ss, writer, batch := b.blockingSessions()
 	n := 0
 	for _, s := range ss {
-		if s.abort(b, e, batch) {
+		if s.abort(b, abortError(e, batch, writer), batch) {
 			n++
 		}
 	}
@@ -236,6 +236,25 @@ func (b *Backend) AbortWriter(e *pgwire.Error) bool {
 		b.mm.mu.Unlock()
 	}
 	return n > 0
+}
+
+// abortError is the error an aborted session gets: the agent's (its
+// SQLSTATE and cause), in words that fit PostgreSQL back ends, where the
+// session keeps its connection.
+func abortError(e *pgwire.Error, batch []*writeset.Writeset, writer bool) *pgwire.Error {
+	c := *e
+	g := uint64(0)
+	if len(batch) > 0 {
+		g = batch[0].GSN
+	}
+	if writer {
+		c.Message = fmt.Sprintf("could not serialize access due to concurrent update: a transaction committed on another node (GSN %d) writes a row this transaction wrote or locked; this transaction was rolled back", g)
+		c.Hint = "retry the transaction (multi-master: the first committer wins)"
+	} else {
+		c.Message = fmt.Sprintf("canceling transaction due to conflict with replication: it held a lock that the transaction committed on another node (GSN %d) needs for longer than multi_master.apply_conflict_wait; it was rolled back", g)
+		c.Hint = "retry the transaction; keep transactions short while schema changes run"
+	}
+	return &c
 }
 
 // abort ends the session's transaction with e: an idle session's is

@@ -3,10 +3,12 @@ package postgres
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -79,3 +81,28 @@ func TestSameText(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortError: an aborted session's error keeps the agent's SQLSTATE
+// and cause and says what happened on this back end (no connection is
+// terminated here).
+func TestAbortError(t *testing.T) {
+	agent := &pgwire.Error{Code: "40001", Message: "terminating connection due to conflict with replication", Err: errAgent}
+	batch := []*writeset.Writeset{{GSN: 42}}
+	for _, tc := range []struct {
+		writer bool
+		want   string
+	}{
+		{true, "could not serialize access due to concurrent update: a transaction committed on another node (GSN 42)"},
+		{false, "canceling transaction due to conflict with replication"},
+	} {
+		e := abortError(agent, batch, tc.writer)
+		if e.Code != "40001" || !errors.Is(e, errAgent) || !strings.HasPrefix(e.Message, tc.want) || strings.Contains(e.Message, "terminating connection") {
+			t.Errorf("writer %v: %+v", tc.writer, e)
+		}
+	}
+	if agent.Message != "terminating connection due to conflict with replication" {
+		t.Fatalf("the agent's error was changed: %q", agent.Message)
+	}
+}
+
+var errAgent = errors.New("aborted")
