@@ -1048,14 +1048,11 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 	if len(c.Nodes) < 2 || len(c.Nodes) > MaxMultiMasterNodes {
 		return bad("nodes", "design multi-master takes 2 to %d nodes, found %d", MaxMultiMasterNodes, len(c.Nodes))
 	}
+	if field, err := c.CheckMultiMasterBackends(); err != nil {
+		return bad(field, "%v", err)
+	}
 	for i, n := range c.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
-		if n.Backend != "sqlite" && n.Backend != "postgres" {
-			return bad(f+".backend", "%q: multi-master runs on sqlite or postgres back ends", n.Backend)
-		}
-		if n.Backend == "postgres" && c.Repl.Engine == EnginePhysical {
-			return bad("replication.engine", "\"physical\" cannot run multi-master: PostgreSQL's streaming replication has one writable server, and multi-master certifies and applies writesets on every node; use engine = \"writeset\" (the default)")
-		}
 		if n.Raft == "" {
 			return bad(f+".raft_listen", "missing: multi-master certifies every update transaction on the coordinator's Raft group, so every node needs a raft_listen address")
 		}
@@ -1077,6 +1074,24 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 		return bad("multi_master", "apply_conflict_wait and certify_timeout must be positive")
 	}
 	return nil
+}
+
+// CheckMultiMasterBackends names the first node whose back end the
+// multi-master design cannot run on in this version, and why ("" and nil:
+// all can). It runs on SQLite, and on PostgreSQL with the writeset engine.
+func (c *Cluster) CheckMultiMasterBackends() (field string, err error) {
+	for i, n := range c.Nodes {
+		switch n.Backend {
+		case "sqlite", "":
+		case "postgres":
+			if c.Repl.Engine == EnginePhysical {
+				return "replication.engine", fmt.Errorf("\"physical\" cannot run multi-master: PostgreSQL's streaming replication has one writable server, and multi-master certifies and applies writesets on every node; use engine = \"writeset\" (the default)")
+			}
+		default:
+			return fmt.Sprintf("nodes[%d].backend", i), fmt.Errorf("%q: multi-master runs on sqlite or postgres back ends", n.Backend)
+		}
+	}
+	return "", nil
 }
 
 // parseSize checks a PostgreSQL memory size ("512MB", "1GB", "-1").
