@@ -316,8 +316,7 @@ func (s *Session) conflictOf(ctx context.Context, batch []*writeset.Writeset) st
 				}
 				vals := make([]string, len(key))
 				for k, v := range key {
-					t, _ := v.AsText()
-					vals[k] = t
+					vals[k] = v.String() // as the certifier names keys: PostgreSQL's are text, '7'
 				}
 				return fmt.Sprintf("table %q key (%s) was written by the transaction committed at GSN %d (on node %s) after this transaction's snapshot (GSN %d)",
 					row.Table, strings.Join(vals, ", "), ws.GSN, ws.Origin, s.snap)
