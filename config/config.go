@@ -1042,7 +1042,7 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 }
 
 // validateMultiMaster checks a multi-master cluster: 2 to 16 nodes on
-// SQLite, each with a raft_listen address (the certifier runs on the
+// SQLite or PostgreSQL (the writeset engine), each with a raft_listen address (the certifier runs on the
 // coordinator's Raft group) and an admin address.
 func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any) error) error {
 	if len(c.Nodes) < 2 || len(c.Nodes) > MaxMultiMasterNodes {
@@ -1078,11 +1078,17 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 
 // CheckMultiMasterBackends names the first node whose back end the
 // multi-master design cannot run on in this version, and why ("" and nil:
-// all can).
+// all can). It runs on SQLite, and on PostgreSQL with the writeset engine.
 func (c *Cluster) CheckMultiMasterBackends() (field string, err error) {
 	for i, n := range c.Nodes {
-		if n.Backend != "sqlite" && n.Backend != "" {
-			return fmt.Sprintf("nodes[%d].backend", i), fmt.Errorf("%q: multi-master runs on SQLite back ends in this version (PostgreSQL back ends are not done yet); use backend = \"sqlite\", or design single-master for PostgreSQL", n.Backend)
+		switch n.Backend {
+		case "sqlite", "":
+		case "postgres":
+			if c.Repl.Engine == EnginePhysical {
+				return "replication.engine", fmt.Errorf("\"physical\" cannot run multi-master: PostgreSQL's streaming replication has one writable server, and multi-master certifies and applies writesets on every node; use engine = \"writeset\" (the default)")
+			}
+		default:
+			return fmt.Sprintf("nodes[%d].backend", i), fmt.Errorf("%q: multi-master runs on sqlite or postgres back ends", n.Backend)
 		}
 	}
 	return "", nil

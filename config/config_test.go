@@ -94,6 +94,14 @@ func TestMultiMasterConfig(t *testing.T) {
 	if len(c.Voters()) != 3 {
 		t.Fatalf("voters %v", c.Voters())
 	}
+	// PostgreSQL back ends run it on the writeset engine (the default).
+	pg := strings.ReplaceAll(mm("", ""), "raft_listen", "backend = \"postgres\"\nraft_listen")
+	if c, err = Parse("mm.toml", []byte(pg)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Nodes[1].Backend != "postgres" || c.Repl.Engine != EngineWriteset {
+		t.Fatalf("backend %q, engine %q", c.Nodes[1].Backend, c.Repl.Engine)
+	}
 }
 
 // Each mistake produces one clear message naming the file and the field.
@@ -107,7 +115,8 @@ func TestBadConfigs(t *testing.T) {
 		{"bad design", good + "design = \"triple\"\n", ""},
 		{"design not built", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"raidb-1\"", 1), `field design: "raidb-1" is not available`},
 		{"multi-master alone", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"multi-master\"", 1), `field nodes: design multi-master takes 2 to 16 nodes, found 1`},
-		{"multi-master on postgres", mm("backend = \"postgres\"", ""), `field nodes[0].backend: "postgres": multi-master runs on SQLite back ends`},
+		{"multi-master on physical", mm("backend = \"postgres\"\n[replication]\nengine = \"physical\"", ""), `field replication.engine: "physical" cannot run multi-master`},
+		{"multi-master on mysql", mm("backend = \"mysql\"", ""), `backend`},
 		{"multi-master without raft", strings.Replace(mm("", ""), `raft_listen = "127.0.0.1:8102"`, "", 1), `field nodes[1].raft_listen: missing: multi-master certifies`},
 		{"multi-master pair without witness", mm("", "x"), `field witness: missing: two multi-master nodes`},
 		{"multi-master negative window", mm("", "") + "[multi_master]\nwindow_writesets = -1\n", `field multi_master.window_writesets`},

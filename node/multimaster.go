@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tandemdb/tandem/backend/sqlite"
 	"github.com/tandemdb/tandem/certifier"
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/coordinator"
@@ -21,11 +20,12 @@ import (
 	"github.com/tandemdb/tandem/secure"
 )
 
-// startMultiMaster runs a multi-master node over its SQLite database: the
-// node's coordinator member (which holds the certifier), the agent that
-// certifies the node's commits and applies the certified log, and the
-// capture that routes every commit through it.
-func startMultiMaster(ctx context.Context, c *config.Cluster, id string, db *sqlite.DB, ident *secure.Identity, token string, log *slog.Logger, reg prometheus.Registerer) (*multimaster.Agent, *coordinator.Coordinator, error) {
+// startMultiMaster runs a multi-master node over its database (SQLite, or
+// PostgreSQL on the writeset engine): the node's coordinator member (which
+// holds the certifier), the agent that certifies the node's commits and
+// applies the certified log, and the capture that routes every commit
+// through it (enable).
+func startMultiMaster(ctx context.Context, c *config.Cluster, id string, db multimaster.Store, enable func(*multimaster.Agent) error, ident *secure.Identity, token string, log *slog.Logger, reg prometheus.Registerer) (*multimaster.Agent, *coordinator.Coordinator, error) {
 	cfg, err := CoordinatorConfig(c, id, ident, log, reg)
 	if err != nil {
 		return nil, nil, err
@@ -49,7 +49,7 @@ func startMultiMaster(ctx context.Context, c *config.Cluster, id string, db *sql
 		_ = coord.Close()
 		return nil, nil, fmt.Errorf("node %s: %w", id, err)
 	}
-	if err := db.EnableReplication(agent); err != nil {
+	if err := enable(agent); err != nil {
 		_ = coord.Close()
 		return nil, nil, fmt.Errorf("node %s: %w", id, err)
 	}
@@ -61,7 +61,7 @@ func startMultiMaster(ctx context.Context, c *config.Cluster, id string, db *sql
 // multi-master node (admin token required): a snapshot of its database for
 // a node that fell behind the certifier's window, and the highest GSN it
 // applied for a router session tag.
-func registerMultiMasterAdmin(mux *http.ServeMux, agent *multimaster.Agent, db *sqlite.DB, token string, log *slog.Logger) {
+func registerMultiMasterAdmin(mux *http.ServeMux, agent *multimaster.Agent, db multimaster.Store, token string, log *slog.Logger) {
 	// GET /mm/snapshot: the database as of the GSN in X-Tandem-GSN.
 	mux.Handle("/mm/snapshot", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		data, gsn, err := db.SnapshotBytes(req.Context())

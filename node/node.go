@@ -147,7 +147,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var backendDone <-chan struct{}
 	var repl *replication.Agent
 	var mm *multimaster.Agent
-	var db0 *sqlite.DB // the SQLite back end (multi-master's snapshots)
+	var db0 multimaster.Store // the back end (multi-master's snapshots)
 	var phys *physical.Engine
 	var coord *coordinator.Coordinator
 	var replClose []func()
@@ -214,7 +214,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 		}
 		if c.MultiMaster() {
-			if mm, coord, err = startMultiMaster(ctx, c, id, db, ident, token, log, reg); err != nil {
+			if mm, coord, err = startMultiMaster(ctx, c, id, db, func(a *multimaster.Agent) error { return db.EnableReplication(a) }, ident, token, log, reg); err != nil {
 				return err
 			}
 			replClose = append(replClose, func() { _ = coord.Close() })
@@ -222,6 +222,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	case "postgres":
 		up := router.Upstream{Node: id}
 		backendDSN := n.DSN
+		// The writeset engine: tandem runs the sessions and captures
+		// writesets (single-master, hot-standby on engine writeset,
+		// multi-master).
+		wsEngine := (c.Replicated() && !c.Physical()) || c.MultiMaster()
 		if c.Physical() {
 			// The physical engine: PostgreSQL's streaming replication;
 			// sessions ride the relay as in the standalone design (a
@@ -251,7 +255,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			for k, v := range n.Postgres.Settings {
 				settings[k] = v
 			}
-			if _, set := settings["synchronous_commit"]; !set && c.Replicated() {
+			if _, set := settings["synchronous_commit"]; !set && wsEngine {
 				// tandem's replication log carries durability; the back end
 				// stays crash-consistent and re-applies from the log.
 				settings["synchronous_commit"] = "off"
@@ -275,7 +279,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			// an ordinary one unless the cluster file grants superuser.
 			up.Addr = m.Socket()
 			backendDSN = m.SocketDSN("postgres")
-			if c.Replicated() {
+			if wsEngine {
 				// The pair replicates one database: the one tandem's
 				// DSNs name. A session naming another gets 3D000.
 				if err := m.EnsureDatabase(ctx, config.DefaultDatabase); err != nil {
@@ -284,7 +288,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				backendDSN = m.SocketDSN(config.DefaultDatabase)
 			}
 			st.Detail = fmt.Sprintf("managed PostgreSQL pid %d socket %s", m.PID(), m.Socket())
-			if !c.Replicated() {
+			if !wsEngine {
 				if err := m.EnsureRoles(ctx, pgRoles(c)); err != nil {
 					return fmt.Errorf("node %s: %w", id, err)
 				}
@@ -301,7 +305,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
 			st.Detail = "external PostgreSQL at " + up.Addr
 		}
-		if c.Replicated() && !c.Physical() {
+		if wsEngine {
 			be, err := postgres.NewBackend(ctx, backendDSN)
 			if err != nil {
 				return err
@@ -315,7 +319,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 					return fmt.Errorf("node %s: %w", id, err)
 				}
 			}
-			if err := startRepl(be, func(r *replication.Agent) error { return be.EnableReplication(ctx, r) }); err != nil {
+			if c.MultiMaster() {
+				if mm, coord, err = startMultiMaster(ctx, c, id, be, func(a *multimaster.Agent) error { return be.EnableMultiMaster(ctx, a) }, ident, token, log, reg); err != nil {
+					return err
+				}
+				replClose = append(replClose, func() { _ = coord.Close() })
+				db0 = be
+				st.Role = "primary"
+			} else if err := startRepl(be, func(r *replication.Agent) error { return be.EnableReplication(ctx, r) }); err != nil {
 				return err
 			}
 			handler = &pgwire.Executor{Backend: be,

@@ -402,6 +402,12 @@ func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, 
 // trips: the writeset (_tandem_ws, skipped when an autocommit statement's
 // batch already fetched it: pre), then the GSN record plus COMMIT.
 func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]capRow) error {
+	if s.b.mm != nil {
+		// The applier leaves a committing session alone: it rolls back
+		// in a moment (multimaster.go).
+		s.certifying.Store(true)
+		defer s.certifying.Store(false)
+	}
 	c := s.c
 	rollback := func(err error) error {
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
@@ -435,6 +441,9 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]capRo
 		if err := s.setRows(ctx, ws, rows); err != nil {
 			return rollback(err)
 		}
+	}
+	if cr, ok := s.b.repl.(Certifier); ok && s.b.mm != nil {
+		return s.certifiedCommit(ctx, cr, ws)
 	}
 	s.b.commitMu.Lock()
 	after, err := s.b.repl.Prepare(ctx, ws)
@@ -762,6 +771,11 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 	if len(batch) == 0 {
 		return nil
 	}
+	if b.mm != nil {
+		// Multi-master: lock waits end at the applier's lock_timeout; a
+		// deadline would cut a large batch short on a busy machine.
+		ctx = context.WithoutCancel(ctx)
+	}
 	slow := false
 	for _, ws := range batch {
 		slow = slow || ws.IsDDL()
@@ -773,8 +787,8 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 		// statement.
 		err := b.applyPipelined(ctx, batch)
 		var pe *pgconn.PgError
-		if err == nil || !errors.As(err, &pe) {
-			return err
+		if err == nil || !errors.As(err, &pe) || lockWait(err) {
+			return err // a lock wait given up is retried as it is
 		}
 	}
 	for _, ws := range batch {
@@ -786,13 +800,16 @@ func (b *Backend) ApplyBatch(ctx context.Context, batch []*writeset.Writeset) er
 }
 
 func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset) error {
-	b.seqs.stale()
+	if b.mm == nil {
+		b.seqs.stale()
+	}
 	b.applyMu.Lock()
 	defer b.applyMu.Unlock()
 	c, err := b.applyConn(ctx)
 	if err != nil {
 		return err
 	}
+	defer b.watch(c, batch)()
 	first, last := batch[0], batch[len(batch)-1]
 	var bt pgconn.Batch
 	bt.ExecParams("BEGIN", nil, nil, nil, nil)
@@ -815,6 +832,11 @@ func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset
 	}
 	bt.ExecParams("UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
 		[][]byte{strconv.AppendUint(nil, last.GSN, 10), strconv.AppendUint(nil, last.Epoch, 10)}, nil, nil, nil)
+	if b.mm != nil && inserts(batch) {
+		// Every node writes: its sequences move past the rows others
+		// inserted as they arrive, not before each local write.
+		bt.ExecParams(fenceSQL, nil, nil, nil, nil)
+	}
 	bt.ExecParams("COMMIT", nil, nil, nil, nil)
 	if _, err := c.ExecBatch(ctx, &bt).ReadAll(); err != nil {
 		if _, rerr := c.Exec(context.Background(), "ROLLBACK").ReadAll(); rerr != nil {
@@ -834,6 +856,7 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	if err != nil {
 		return err
 	}
+	defer b.watch(c, []*writeset.Writeset{ws})()
 	fail := func(err error) error {
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
@@ -843,7 +866,7 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 	// A lost connection is not that.
 	refused := func(stmt string, err error) error {
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code == "40001" || pe.Code == "40P01" || pe.Code == "57014" || strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") {
+		if !errors.As(err, &pe) || pe.Code == "40001" || pe.Code == "55P03" || pe.Code == "40P01" || pe.Code == "57014" || strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P") {
 			return fail(err)
 		}
 		_, _ = c.Exec(context.Background(), "ROLLBACK").ReadAll()
@@ -934,6 +957,15 @@ func (b *Backend) applyConn(ctx context.Context) (*pgconn.PgConn, error) {
 		// The applier runs what members of the owner role wrote
 		// (triggers, functions, DDL): never as a superuser.
 		if _, err := c.Exec(ctx, "SET ROLE "+OwnerRole).ReadAll(); err != nil {
+			c.Close(context.Background())
+			return nil, fmt.Errorf("postgres: applier: %w", err)
+		}
+	}
+	if b.mm != nil {
+		// Multi-master: local transactions hold row locks next to the
+		// applier; it gives up a wait soon and the agent aborts them
+		// (multimaster.go).
+		if _, err := c.Exec(ctx, "SET lock_timeout = '"+applyLockTimeout+"'").ReadAll(); err != nil {
 			c.Close(context.Background())
 			return nil, fmt.Errorf("postgres: applier: %w", err)
 		}

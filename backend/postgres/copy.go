@@ -22,6 +22,16 @@ var copyFromRe = regexp.MustCompile(`(?is)^\s*COPY\s+(?:"(?:[^"]|"")*"|[^\s("]+)
 // the transaction: an autocommit COPY FROM is its own replicated
 // transaction, one inside a block commits with it.
 func (s *Session) Copy(ctx context.Context, sql string, cl pgwire.CopyClient) (string, error) {
+	if err := s.enterSQL(ctx, sql); err != nil {
+		s.release()
+		return "", err
+	}
+	defer s.release()
+	tag, err := s.copy(ctx, sql, cl)
+	return tag, s.abortedErr(err)
+}
+
+func (s *Session) copy(ctx context.Context, sql string, cl pgwire.CopyClient) (string, error) {
 	loads := copyFromRe.MatchString(sql)
 	if loads && s.b.repl != nil {
 		if err := s.b.repl.Writable(); err != nil {
@@ -36,7 +46,7 @@ func (s *Session) Copy(ctx context.Context, sql string, cl pgwire.CopyClient) (s
 	}
 	autocommit := loads && !s.inTx && s.b.repl != nil
 	if autocommit {
-		if err := s.exec(ctx, "BEGIN"); err != nil {
+		if err := s.sendBegin(ctx, "BEGIN"); err != nil {
 			return "", err
 		}
 	}

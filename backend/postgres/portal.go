@@ -20,8 +20,14 @@ import (
 // captured as a whole).
 func (s *Session) ExecutePortal(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16, fetch int) (pgwire.Result, error) {
 	st := ps.(*Statement)
+	if err := s.enter(ctx, st); err != nil {
+		s.release()
+		return nil, err
+	}
+	defer s.release()
 	if !s.inTx || fetch <= 0 || st.name == "" || writes(st) {
-		return s.ExecuteRaw(ctx, ps, params, paramFormats, resultFormats)
+		res, err := s.executeRaw(ctx, ps, params, paramFormats, resultFormats)
+		return res, s.abortedErr(err)
 	}
 	if err := s.flushBegin(ctx); err != nil {
 		return nil, err
@@ -103,7 +109,10 @@ func (r *portalResult) Next(dst []any) (bool, error) {
 		if !r.suspended {
 			return false, nil
 		}
-		if err := r.more(context.Background()); err != nil {
+		r.s.use.Lock()
+		err := r.more(context.Background())
+		r.s.use.Unlock()
+		if err != nil {
 			return false, err
 		}
 	}
@@ -117,6 +126,8 @@ func (r *portalResult) Tag() string { return r.tag }
 // Close closes the server's portal unless it ran to its end (closing a
 // portal the transaction's end already dropped is no error).
 func (r *portalResult) Close() error {
+	r.s.use.Lock()
+	defer r.s.use.Unlock()
 	if r.done || r.s.c.IsClosed() {
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 // name`, prepared (not run), is the cursor's. A cursor that does not exist
 // describes as no rows.
 func (s *Session) DescribePortal(ctx context.Context, name string) ([]pgwire.Column, bool, error) {
+	s.use.Lock()
+	defer s.use.Unlock()
 	if err := s.flushBegin(ctx); err != nil {
 		return nil, false, err
 	}

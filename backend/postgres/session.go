@@ -46,6 +46,8 @@ type Backend struct {
 	seqs           seqFence // sequences moved past the rows before writing as primary
 	// sessionRoles: sessions log in as their client's role (UseRoles).
 	sessionRoles bool
+	// mm: the multi-master design (EnableMultiMaster; multimaster.go).
+	mm *mmState
 }
 
 // NewBackend connects sessions with the given DSN.
@@ -92,7 +94,11 @@ func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire
 		}
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow, Message: "tandem: cannot reach the PostgreSQL back end: " + err.Error(), Err: err}
 	}
-	return &Session{b: b, c: c}, nil
+	s := &Session{b: b, c: c, pid: c.PID()}
+	if b.mm != nil {
+		b.mm.register(s)
+	}
+	return s, nil
 }
 
 // ParameterStatus is the back end's, with the values that belong to this
@@ -126,6 +132,18 @@ type Session struct {
 	txScript []string
 	txMarks  []txMark
 	txDDL    bool
+	// Multi-master (multimaster.go): use is held while a call from the
+	// client uses the connection (the applier aborts an idle transaction
+	// on it); doomed is an abort by the applier not yet reported; snap
+	// is the GSN the transaction's snapshot reflects (snapOK: read).
+	use    sync.Mutex
+	doomed atomic.Pointer[pgwire.Error]
+	pid    uint32
+	snap   uint64
+	snapOK bool
+	// certifying: the session's COMMIT is capturing, rolling back and
+	// certifying (the applier does not abort it).
+	certifying atomic.Bool
 }
 
 // Statement is a statement prepared on the server.
@@ -174,6 +192,8 @@ func (st *Statement) SQL() string         { return st.sql }
 func (st *Statement) NumParams() int      { return len(st.desc.ParamOIDs) }
 func (st *Statement) ParamOIDs() []uint32 { return st.desc.ParamOIDs }
 func (st *Statement) Close() error {
+	st.s.use.Lock()
+	defer st.s.use.Unlock()
 	if st.name != "" && st.s.c != nil && !st.s.c.IsClosed() {
 		return st.s.c.Deallocate(context.Background(), st.name)
 	}
@@ -208,6 +228,8 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 // PrepareTyped implements pgwire.TypedPreparer: the statement is prepared on
 // the server with the client's parameter types (0: the server infers).
 func (s *Session) PrepareTyped(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
+	s.use.Lock()
+	defer s.use.Unlock()
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
 	if len(words) > 0 {
@@ -243,6 +265,16 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 
 // ExecuteRaw implements pgwire.RawSession.
 func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Result, error) {
+	if err := s.enter(ctx, ps.(*Statement)); err != nil {
+		s.release()
+		return nil, err
+	}
+	defer s.release()
+	res, err := s.executeRaw(ctx, ps, params, paramFormats, resultFormats)
+	return res, s.abortedErr(err)
+}
+
+func (s *Session) executeRaw(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Result, error) {
 	st := ps.(*Statement)
 	switch st.kind {
 	case "BEGIN", "START":
@@ -270,7 +302,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		case lazyBegin(st):
 			s.pending = st.sql
 		default:
-			if err := s.exec(ctx, st.sql); err != nil {
+			if err := s.sendBegin(ctx, st.sql); err != nil {
 				return nil, err
 			}
 			if standby {
@@ -325,6 +357,12 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 		ddl = !local
 	}
 	if standbyText, ok := noTxDDL(st); ok && ddl {
+		if s.b.mm != nil {
+			if autocommit {
+				s.inTx, s.pending = false, ""
+			}
+			return nil, noTxDDLError(st)
+		}
 		if autocommit {
 			// It cannot run in a transaction: run it alone, then
 			// replicate it.
@@ -427,18 +465,14 @@ func (s *Session) run(ctx context.Context, st *Statement, params [][]byte, param
 		return s.c.ExecPrepared(ctx, st.name, params, paramFormats, resultFormats), nil, nil
 	}
 	var bt pgconn.Batch
-	bt.ExecParams(s.pending, nil, nil, nil, nil)
+	s.beginBatch(&bt, s.pending)
 	bt.ExecPrepared(st.name, params, paramFormats, resultFormats)
 	if withWS {
 		bt.ExecParams(wsQuery, nil, nil, nil, nil)
 	}
 	s.pending = ""
 	mrr := s.c.ExecBatch(ctx, &bt)
-	if !mrr.NextResult() {
-		return nil, nil, mrr.Close()
-	}
-	if _, err := mrr.ResultReader().Close(); err != nil { // the BEGIN
-		_ = mrr.Close()
+	if err := s.beginResults(mrr); err != nil { // the BEGIN (and snapshot)
 		return nil, nil, err
 	}
 	if !mrr.NextResult() {
@@ -454,7 +488,7 @@ func (s *Session) flushBegin(ctx context.Context) error {
 	}
 	sql := s.pending
 	s.pending = ""
-	return s.exec(ctx, sql)
+	return s.sendBegin(ctx, sql)
 }
 
 // lazyBegin: a plain BEGIN (no options that could fail) may wait for the
@@ -545,6 +579,11 @@ func (s *Session) Cancel() {
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
 func (s *Session) Close() error {
+	s.use.Lock()
+	defer s.use.Unlock()
+	if s.b.mm != nil {
+		s.b.mm.unregister(s)
+	}
 	s.takeScript()
 	return s.c.Close(context.Background())
 }

@@ -75,8 +75,8 @@ needs root and a cgroup cpu controller), as seed 003 §6 does on real ones:
 
 Results are emulated hosts on one machine, not separate machines. The
 profiler measures a managed PostgreSQL (it captures writesets with
-PostgreSQL triggers), so --design mm needs multi-master on PostgreSQL back
-ends. See docs/planner.md, "Validating the model".`,
+PostgreSQL triggers), so both designs are validated on PostgreSQL back ends.
+See docs/planner.md, "Validating the model".`,
 		Example: `  tandem plan validate --design sm --nodes 1..3 --workload tm1 --mix read-only,r80w20 --lab cpu=0.25,router=0.5,client=1
   tandem plan validate --nodes 1..2 --mix r80w20 --duration 5s --json > validate.json --html validate.html`,
 		Args: cobra.NoArgs,
