@@ -365,7 +365,7 @@ func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 	}
 	_ = f.conn.SetDeadline(time.Time{})
 	c.putForward(f)
-	if err := errorFrom(res.Err); err != nil {
+	if err := leaderGone(errorFrom(res.Err), string(id)); err != nil {
 		return nil, err
 	}
 	if len(res.Certs) != len(batch) {
@@ -373,7 +373,7 @@ func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 	}
 	out := make([]certApplied, len(batch))
 	for i, a := range res.Certs {
-		if err := errorFrom(a.Err); err != nil {
+		if err := leaderGone(errorFrom(a.Err), string(id)); err != nil {
 			out[i].err = err
 		} else if a.Decision == nil {
 			out[i].err = fmt.Errorf("%w: the leader %s answered a certification without a decision", ErrBadCommand, id)
@@ -382,6 +382,18 @@ func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 		}
 	}
 	return out, nil
+}
+
+// leaderGone: the leader answered that it is shutting down (its own
+// ErrClosed); for the member that forwarded the batch that means no
+// leader, and Certify tries again with the next one. e2e-like runs saw
+// TestCertifyLeaderLoss fail with "coordinator: shut down" on a member
+// that was not closed.
+func leaderGone(err error, id string) error {
+	if errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w: the leader %s is shutting down", ErrNoLeader, id)
+	}
+	return err
 }
 
 // serveCertify is the leader's side of a forwarded batch: the valid

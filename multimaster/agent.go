@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/certifier"
@@ -481,22 +482,63 @@ func (a *Agent) applyEach(ctx context.Context, batch []*writeset.Writeset) bool 
 			if !errors.As(err, &ae) {
 				continue
 			}
+			if !deterministic(ae.Err) {
+				// Only a refusal every node meets alike may be skipped;
+				// anything else (I/O, a canceled or interrupted
+				// statement, a lock) is retried: a node stalls rather
+				// than diverge.
+				if attempt%50 == 49 {
+					a.log.Error("a certified writeset keeps failing to apply for a reason that is not the data's; retrying", "gsn", ws.GSN, "origin", ws.Origin, "statement", ae.Statement, "err", ae.Err)
+				}
+				select {
+				case <-ctx.Done():
+					return false
+				case <-time.After(min(time.Duration(attempt+1)*10*time.Millisecond, time.Second)):
+				}
+				continue
+			}
 			a.skipped.Add(1)
 			a.log.Warn("a certified writeset failed to apply; it is skipped on every node", "gsn", ws.GSN, "origin", ws.Origin, "statement", ae.Statement, "err", ae.Err)
 			if ws.Origin == a.cfg.ID {
-				e := &pgwire.Error{Code: "XX000", Message: "tandem: the transaction was certified but could not be applied: " + ae.Err.Error(), Err: ErrApplyFailed}
-				var pe *pgwire.Error
-				if errors.As(ae.Err, &pe) {
-					c := *pe
-					c.Message = pe.Message + " (the transaction conflicted with a concurrent transaction of another node; it was not committed)"
-					e = &c
-				}
+				code, msg := sqlstate(ae.Err)
+				e := &pgwire.Error{Code: code, Message: msg + " (the transaction conflicted with a concurrent transaction of another node; it was not committed)",
+					Hint: "retry the transaction if the conflicting row allows it", Err: fmt.Errorf("%w: %w", ErrApplyFailed, ae.Err)}
 				a.noteFailed(ws.GSN, e)
 			}
 			ws = &writeset.Writeset{GSN: ws.GSN, Origin: ws.Origin, Session: ws.Session}
 		}
 	}
 	return true
+}
+
+// deterministic reports whether an apply failure is one every node meets
+// alike from the same state: an integrity violation (class 23), a data
+// exception (22), a schema error (42) or an unsupported feature (0A). Any
+// other failure is the node's own and must not be skipped.
+func deterministic(err error) bool {
+	code, _ := sqlstate(err)
+	if len(code) != 5 {
+		return false
+	}
+	switch code[:2] {
+	case "23", "22", "42", "0A":
+		return true
+	}
+	return false
+}
+
+// sqlstate is the SQLSTATE and message of a back end's error: tandem's
+// own (SQLite) or PostgreSQL's.
+func sqlstate(err error) (code, msg string) {
+	var pe *pgwire.Error
+	if errors.As(err, &pe) {
+		return pe.Code, pe.Message
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code, pg.Message
+	}
+	return "", ""
 }
 
 // done records an applied batch.
