@@ -101,7 +101,8 @@ func (c *loopConn) lockedWrite(b []byte) (int, error) {
 }
 
 // drain writes the pending bytes, waiting for the socket to take them
-// (a helper goroutine's write to a node: the loop is not told).
+// (a helper goroutine's write to a node: the loop is not told, and while
+// the helper runs the loop leaves the node's pending bytes to it).
 func (c *loopConn) drain() error {
 	for {
 		c.mu.Lock()
@@ -322,7 +323,9 @@ func (sl *splitLoop) event(side int, ev uint32) {
 		if ln == nil {
 			return
 		}
-		if ev&unix.EPOLLOUT != 0 {
+		if ev&unix.EPOLLOUT != 0 && !sl.busy {
+			// (while busy, the helper writes to the nodes and waits
+			// for their sockets itself: drain)
 			ln.mu.Lock()
 			err := flushPend(ln.fd, &ln.pend)
 			left := len(ln.pend)
@@ -688,7 +691,7 @@ func (sl *splitLoop) register() {
 			m |= unix.EPOLLIN
 		}
 		ln.mu.Lock()
-		if len(ln.pend) > 0 {
+		if len(ln.pend) > 0 && !sl.busy {
 			m |= unix.EPOLLOUT
 		}
 		ln.mu.Unlock()

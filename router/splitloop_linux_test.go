@@ -5,6 +5,7 @@ package router
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -21,6 +22,11 @@ import (
 // tlsHop, of the cluster's mutual TLS over one). It returns the client's
 // end, the nodes' ends and the session.
 func splitOverSockets(t *testing.T, tlsHop bool) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
+	return splitOverSocketsTimeout(t, tlsHop, 0)
+}
+
+// splitOverSocketsTimeout is splitOverSockets with message_read_timeout.
+func splitOverSocketsTimeout(t *testing.T, tlsHop bool, readTimeout time.Duration) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
 	t.Helper()
 	r := testRouter(Config{Split: true, ReadWeights: []int{0, -1, -1}})
 	r.cfg.Nodes = r.cfg.Nodes[:2]
@@ -28,9 +34,12 @@ func splitOverSockets(t *testing.T, tlsHop bool) (cl net.Conn, nodes [2]net.Conn
 	cl, relayClient := tcpPair(t)
 	pc := &pgwire.Conn{Conn: relayClient, Framer: pgwire.NewFramer(relayClient, relayClient, 1<<20), RemoteAddr: "127.0.0.1:5"}
 	s = r.newSplit(context.Background(), pc)
+	s.rl.readTimeout = readTimeout
 	s.conns = s.conns[:2]
+	small(relayClient, cl)
 	for i := range 2 {
 		routerSide, nodeSide := tcpPair(t)
+		small(routerSide, nodeSide)
 		if tlsHop {
 			routerSide, nodeSide = tlsPair(t, routerSide, nodeSide)
 		}
@@ -42,6 +51,17 @@ func splitOverSockets(t *testing.T, tlsHop bool) (cl net.Conn, nodes [2]net.Conn
 	done = make(chan error, 1)
 	go func() { done <- s.Serve(context.Background()) }()
 	return cl, nodes, s, done
+}
+
+// small gives sockets small receive buffers, so that large messages fill
+// them and the loop's back-pressure is exercised. (Small send buffers
+// would meet the receiver's delayed acknowledgements: 40 ms a chunk.)
+func small(cs ...net.Conn) {
+	for _, c := range cs {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(32 << 10)
+		}
+	}
 }
 
 // TestSplitLoopReadsNoAllocs: over real sockets, a routed session runs on
@@ -208,6 +228,109 @@ func TestSplitLoopHelperWaits(t *testing.T) {
 		}
 		if err := waitDone(t, done); err != nil {
 			t.Fatalf("after Terminate: %v", err)
+		}
+	})
+}
+
+// TestSplitLoopHalfMessage: message_read_timeout holds on the loop as on
+// the goroutine relay: a client that begins a message and does not finish
+// it gets FATAL 08P01 and the session ends; nothing reaches a node.
+func TestSplitLoopHalfMessage(t *testing.T) {
+	cl, nodes, s, done := splitOverSocketsTimeout(t, false, 300*time.Millisecond)
+	q := encode(t, &pgproto3.Query{String: "SELECT 1"})
+	start := time.Now()
+	if _, err := cl.Write(q[:len(q)-3]); err != nil {
+		t.Fatal(err)
+	}
+	e := readError(t, cl)
+	took := time.Since(start)
+	if e.Code != pgwire.CodeProtocolViolation || e.Severity != "FATAL" {
+		t.Fatalf("half a message: %s %s %q, want FATAL 08P01", e.Severity, e.Code, e.Message)
+	}
+	if took < 250*time.Millisecond {
+		t.Fatalf("the session ended after %v, before message_read_timeout (300ms)", took)
+	}
+	if !s.polled.Load() {
+		t.Fatal("the routed session did not take the epoll path")
+	}
+	if err := waitDone(t, done); !errors.Is(err, pgwire.ErrMessageTimeout) {
+		t.Fatalf("the session ended with %v, want a message timeout", err)
+	}
+	for i, n := range nodes {
+		_ = n.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if b, err := io.ReadAll(n); err != nil || len(b) > 0 {
+			t.Fatalf("node %d got %q (%v); want nothing, then its connection closed", i, b, err)
+		}
+	}
+}
+
+// TestSplitLoopLargeMessages: megabytes both ways through a routed
+// session on the loop, with a node and a client that read slowly:
+// pipelined writes (the second waits on a helper goroutine for the
+// first's answer to leave the loop) reach the primary whole and in order,
+// and the answers reach the client whole and in order.
+func TestSplitLoopLargeMessages(t *testing.T) {
+	hops(t, func(t *testing.T, tlsHop bool) {
+		cl, nodes, s, done := splitOverSockets(t, tlsHop)
+		big := func(n int, c byte) string { return string(bytes.Repeat([]byte{c}, n)) }
+		var reqs [][]byte
+		for i, c := range []byte("abc") {
+			reqs = append(reqs, encode(t, &pgproto3.Query{String: "INSERT INTO t VALUES (" + string('1'+byte(i)) + ", '" + big(900<<10, c) + "')"}))
+		}
+		var all []byte
+		for _, r := range reqs {
+			all = append(all, r...)
+		}
+		werr := make(chan error, 1)
+		go func() { _, err := cl.Write(all); werr <- err }()
+		time.Sleep(200 * time.Millisecond) // the node reads late: the router's sockets fill
+		_ = nodes[0].SetReadDeadline(time.Now().Add(30 * time.Second))
+		_ = cl.SetReadDeadline(time.Now().Add(30 * time.Second))
+		row := encode(t, &pgproto3.DataRow{Values: [][]byte{bytes.Repeat([]byte{'r'}, 800<<10)}})
+		answer := encode(t, &pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
+		var want []byte
+		nerr := make(chan error, 1)
+		for range reqs {
+			want = append(append(append(want, row...), row...), answer...)
+		}
+		go func() {
+			for i, r := range reqs {
+				got := make([]byte, len(r))
+				if _, err := io.ReadFull(nodes[0], got); err != nil {
+					nerr <- err
+					return
+				}
+				if !bytes.Equal(got, r) {
+					nerr <- errors.New("the primary got a request changed or out of order: request " + string('1'+byte(i)))
+					return
+				}
+				if _, err := nodes[0].Write(append(append(append([]byte(nil), row...), row...), answer...)); err != nil {
+					nerr <- err
+					return
+				}
+			}
+			nerr <- nil
+		}()
+		time.Sleep(200 * time.Millisecond) // the client reads late too
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(cl, got); err != nil {
+			t.Fatalf("the client's answers: %v", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatal("the client's answers changed or out of order")
+		}
+		if err := <-nerr; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-werr; err != nil {
+			t.Fatal(err)
+		}
+		if !s.polled.Load() {
+			t.Fatal("the routed session did not take the epoll path")
+		}
+		cl.Close()
+		if err := waitDone(t, done); err != nil && err != io.EOF {
+			t.Fatalf("a client that leaves: %v", err)
 		}
 	})
 }
