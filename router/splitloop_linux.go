@@ -346,6 +346,11 @@ func (sl *splitLoop) event(side int, ev uint32) {
 				sl.nodeStep(ln)
 			}
 		}
+		if !sl.busy && !sl.ended && sl.s.client.FrameBuffered() && !sl.nodesFull() {
+			// Messages held back for a node that has since gone (its
+			// pending bytes with it): epoll will not report them.
+			sl.clientStep()
+		}
 	}
 	if !sl.ended {
 		sl.register()
