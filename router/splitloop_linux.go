@@ -308,10 +308,7 @@ func (sl *splitLoop) event(side int, ev uint32) {
 		if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && !sl.ended {
 			if sl.busy {
 				if ev&(unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-					// Gone; nothing more for it. The session ends when
-					// the helper is done.
-					_ = unix.EpollCtl(sl.l.epfd, unix.EPOLL_CTL_DEL, sl.cfd, nil)
-					sl.creg, sl.cgone = false, true
+					sl.dropClient()
 				}
 			} else {
 				sl.clc.readable = true
@@ -511,10 +508,20 @@ func (sl *splitLoop) dropNode(ln *loopNode) {
 // clientGone: writing to the client failed.
 func (sl *splitLoop) clientGone(err error) {
 	if sl.busy {
-		sl.cgone = true
+		sl.dropClient()
 		return
 	}
 	sl.finish(err)
+}
+
+// dropClient stops watching a client that is gone while a helper runs
+// (its socket would report the failure again and again); the session
+// ends when the helper returns.
+func (sl *splitLoop) dropClient() {
+	if sl.creg {
+		_ = unix.EpollCtl(sl.l.epfd, unix.EPOLL_CTL_DEL, sl.cfd, nil)
+	}
+	sl.creg, sl.cgone = false, true
 }
 
 // finish ends the session (Serve closes its sockets); with a helper
