@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,11 @@ type loopConn struct {
 	// on EPOLLOUT and reads no more from the client meanwhile.
 	pend   *[]byte
 	closed bool // the loop ended the session and closed fd
+	// mu, when set (a routed session: splitloop_linux.go), guards pend
+	// and closed: a helper goroutine writes too. block: writes wait until
+	// the socket took everything (the helper's writes to a node).
+	mu    *sync.Mutex
+	block bool
 }
 
 // loopable wraps a dialed connection so that a TLS session over it can
@@ -102,6 +108,9 @@ func (c *loopConn) Write(b []byte) (int, error) {
 	if c.fd < 0 {
 		return c.Conn.Write(b)
 	}
+	if c.mu != nil {
+		return c.lockedWrite(b)
+	}
 	if c.closed {
 		return 0, net.ErrClosed
 	}
@@ -124,6 +133,10 @@ func (c *loopConn) Write(b []byte) (int, error) {
 func (c *loopConn) Close() error {
 	if c.fd < 0 {
 		return c.Conn.Close()
+	}
+	if c.mu != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
 	}
 	c.closed = true
 	return nil

@@ -57,6 +57,7 @@ type loop struct {
 	epfd    int
 	mu      sync.Mutex
 	sess    map[int32]*psess
+	split   map[int32]*splitLoop // routed sessions (splitloop_linux.go)
 	scratch []byte
 	events  []unix.EpollEvent
 	errbuf  []byte
@@ -102,7 +103,7 @@ func startLoops() {
 			loopsErr = fmt.Errorf("epoll_create1: %w", err)
 			return
 		}
-		l := &loop{epfd: epfd, sess: make(map[int32]*psess), scratch: make([]byte, scratchSize), events: make([]unix.EpollEvent, 128)}
+		l := &loop{epfd: epfd, sess: make(map[int32]*psess), split: make(map[int32]*splitLoop), scratch: make([]byte, scratchSize), events: make([]unix.EpollEvent, 128)}
 		loops = append(loops, l)
 		go l.run()
 	}
@@ -219,7 +220,13 @@ func (l *loop) run() {
 		for i := 0; i < n; i++ {
 			ev := &l.events[i]
 			s := l.sess[ev.Fd]
-			if s == nil || s.ended {
+			if s == nil {
+				if sl := l.split[ev.Fd]; sl != nil && !sl.ended {
+					sl.event(int(ev.Pad), ev.Events)
+				}
+				continue
+			}
+			if s.ended {
 				continue
 			}
 			l.event(s, ev.Pad == 1, ev.Events)

@@ -39,7 +39,8 @@ type Config struct {
 	// MessageReadTimeout bounds the time from a client message's first
 	// byte to its last where the relay reads whole messages (the
 	// two-goroutine relay: a TLS client, sessions that survive a
-	// failover); 0: none. The byte-streaming relay (epoll loops, clear
+	// failover; routed sessions, on the loops too); 0: none. The
+	// byte-streaming relay (epoll loops, clear
 	// text or TLS to the node) passes partial messages on, and the node
 	// enforces its own and ends the session with FATAL 08P01.
 	MessageReadTimeout time.Duration

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -99,6 +100,8 @@ type nodeConn struct {
 // splitSession is a client session under transaction routing.
 type splitSession struct {
 	rt       *Router
+	lp       *splitLoop  // the session's epoll loop; nil: goroutines
+	polled   atomic.Bool // it runs on an epoll loop (tests)
 	client   *pgwire.Conn
 	clientIP netip.Addr
 	tag      string
@@ -154,7 +157,9 @@ type splitSession struct {
 	batchFrames int
 }
 
-func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
+// newSplit makes a routed session for client c, with no node connection
+// yet.
+func (r *Router) newSplit(ctx context.Context, c *pgwire.Conn) *splitSession {
 	s := &splitSession{rt: r, client: c, tag: newSessionTag(), ctx: ctx, cur: -1, txStatus: 'I',
 		conns: make([]*nodeConn, len(r.cfg.Nodes)), cons: r.cons,
 		stmtVer: map[string]uint64{}, parses: map[string][]byte{}, stmtClass: map[string]classification{}}
@@ -166,6 +171,11 @@ func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session,
 	if v, ok := c.Params["default_transaction_read_only"]; ok {
 		s.readOnly = boolWord(v)
 	}
+	return s
+}
+
+func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
+	s := r.newSplit(ctx, c)
 	// The session starts on the primary: its parameters are the
 	// session's, and a failed login is the primary's to report.
 	pi := r.primaryIndex()
@@ -203,7 +213,7 @@ func boolWord(v string) bool {
 }
 
 // dial opens a connection to node idx (same user, TLS and tag as the
-// relay's) and starts its reader.
+// relay's); startNode starts relaying its answers.
 func (s *splitSession) dial(idx int) (*nodeConn, error) {
 	up := s.rt.cfg.Nodes[idx]
 	hc, err := dialUpstream(s.ctx, up, s.client, s.rt.cfg.MaxMessageBytes, s.tag)
@@ -218,8 +228,25 @@ func (s *splitSession) dial(idx int) (*nodeConn, error) {
 	for k, v := range hc.ParameterStatuses {
 		nc.params = append(nc.params, [2]string{k, v})
 	}
-	go s.read(nc)
 	return nc, nil
+}
+
+// startNode starts relaying a new connection's answers: its reader
+// goroutine, or on an epoll loop (splitloop_linux.go).
+// errInlineWait: a read routed on the loop would have to wait for its
+// replica.
+var errInlineWait = errors.New("the replica is behind and the loop does not wait")
+
+// inline reports whether the loop's goroutine runs the session's client
+// side now (it must not wait).
+func (s *splitSession) inline() bool { return s.lp != nil && s.lp.inline }
+
+func (s *splitSession) startNode(nc *nodeConn) error {
+	if s.lp != nil {
+		return s.lp.addNode(s, nc)
+	}
+	go s.read(nc)
+	return nil
 }
 
 func (s *splitSession) ParameterStatus() [][2]string {
@@ -263,7 +290,17 @@ func (s *splitSession) closeAll() []*nodeConn {
 // Serve relays until the client leaves.
 func (s *splitSession) Serve(ctx context.Context) error {
 	s.ctx = ctx
-	err := s.clientLoop()
+	var err error
+	if ok, lerr := s.serveLoop(ctx); ok {
+		err = lerr
+	} else {
+		for _, nc := range s.conns {
+			if nc != nil {
+				go s.read(nc)
+			}
+		}
+		err = s.clientLoop()
+	}
 	if err != nil {
 		go s.Cancel()
 	}
@@ -293,54 +330,9 @@ func (s *splitSession) read(nc *nodeConn) {
 			}
 			return
 		}
-		if typ == 'S' {
-			if name, rest := cstringT(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
-				v, _ := cstringT(rest)
-				g, _ := strconv.ParseUint(v, 10, 64)
-				s.mu.Lock()
-				switch name {
-				case pgwire.CommitGSNParam:
-					s.lastCommit = max(s.lastCommit, g)
-					if s.rt.cfg.MultiMaster {
-						// A multi-master node answers a commit once it
-						// applied it itself.
-						s.rt.noteApplied(nc.idx, g)
-					}
-					if s.cur == nc.idx && g > s.commitBase {
-						s.ackSeen = true
-					}
-				case pgwire.ReadGSNParam:
-					s.lastRead = max(s.lastRead, g)
-				default:
-					s.rt.noteApplied(nc.idx, g)
-				}
-				s.mu.Unlock()
-				continue // tandem's own: not for the client
-			}
-		}
-		s.mu.Lock()
-		if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
-			s.mu.Unlock()
+		if !s.nodeFrame(nc, typ, frame) {
 			continue
 		}
-		if typ == 'C' && s.cur == nc.idx {
-			s.ccSeen = true
-		}
-		if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
-			if s.pending > 0 {
-				s.pending--
-			}
-			if s.pending == 0 {
-				s.commitPending = false
-			}
-			s.txStatus = frame[5]
-			if s.txStatus == 'I' && s.pending == 0 && !s.unsynced && s.inTx {
-				s.rt.End(nc.idx)
-				s.inTx = false
-			}
-			s.cond.Broadcast()
-		}
-		s.mu.Unlock()
 		s.rl.wmu.Lock()
 		c.AppendRaw(frame)
 		if nc.fr.Buffered() == 0 || c.Pending() > 64<<10 {
@@ -352,6 +344,60 @@ func (s *splitSession) read(nc *nodeConn) {
 		}
 		s.rl.wmu.Unlock()
 	}
+}
+
+// nodeFrame takes one frame from node connection nc into the session's
+// state, and reports whether it goes on to the client (not tandem's own
+// GSN reports, nor the answers to replayed setup).
+func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
+	if typ == 'S' {
+		if name, rest := cstringT(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
+			v, _ := cstringT(rest)
+			g, _ := strconv.ParseUint(v, 10, 64)
+			s.mu.Lock()
+			switch name {
+			case pgwire.CommitGSNParam:
+				s.lastCommit = max(s.lastCommit, g)
+				if s.rt.cfg.MultiMaster {
+					// A multi-master node answers a commit once it
+					// applied it itself.
+					s.rt.noteApplied(nc.idx, g)
+				}
+				if s.cur == nc.idx && g > s.commitBase {
+					s.ackSeen = true
+				}
+			case pgwire.ReadGSNParam:
+				s.lastRead = max(s.lastRead, g)
+			default:
+				s.rt.noteApplied(nc.idx, g)
+			}
+			s.mu.Unlock()
+			return false // tandem's own: not for the client
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
+		return false
+	}
+	if typ == 'C' && s.cur == nc.idx {
+		s.ccSeen = true
+	}
+	if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
+		if s.pending > 0 {
+			s.pending--
+		}
+		if s.pending == 0 {
+			s.commitPending = false
+		}
+		s.txStatus = frame[5]
+		if s.txStatus == 'I' && s.pending == 0 && !s.unsynced && s.inTx {
+			s.rt.End(nc.idx)
+			s.inTx = false
+		}
+		s.cond.Broadcast()
+	}
+	return true
 }
 
 // swallowed reports whether an answer belongs to replayed setup (under
@@ -543,7 +589,6 @@ func (s *splitSession) readClient() (byte, []byte, error) { return s.rl.readClie
 // clientLoop reads the client's messages, gathers each request that
 // starts a transaction, routes it and sends the rest where it belongs.
 func (s *splitSession) clientLoop() error {
-	c := s.client
 	for {
 		typ, frame, err := s.readClient()
 		if err != nil {
@@ -552,52 +597,59 @@ func (s *splitSession) clientLoop() error {
 			}
 			return err
 		}
-		if !frontendTypes[typ] {
-			s.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: fmt.Sprintf("tandem: invalid frontend message type %d", typ)})
-			return fmt.Errorf("%w: message type %d", pgwire.ErrMalformed, typ)
-		}
-		if typ == 'X' {
-			s.mu.Lock()
-			s.closed = true
-			conns := append([]*nodeConn(nil), s.conns...)
-			s.mu.Unlock()
-			for _, nc := range conns {
-				if nc != nil {
-					nc.fr.AppendRaw(frame)
-					_ = nc.fr.Flush()
-				}
-			}
-			return nil
-		}
-		if s.absorb(typ, frame) {
-			continue
-		}
-		s.mu.Lock()
-		direct := typ == 'd' || typ == 'c' || typ == 'f' || s.unsynced || s.txStatus != 'I' && s.pending == 0 && s.cur >= 0
-		cur := s.cur
-		s.mu.Unlock()
-		if direct && s.batch == nil {
-			// Inside a request or a transaction: where it runs.
-			s.remember(typ, frame, cur)
-			if err := s.send(cur, typ, frame); err != nil {
-				return err
-			}
-			continue
-		}
-		// A new request: gather it up to its sync point.
-		if s.batch == nil {
-			s.batch = s.batchBuf()
-		}
-		s.batch = append(s.batch, frame...)
-		s.batchFrames++
-		end := typ == 'Q' || typ == 'S'
-		if !end && typ != 'H' && c.Buffered() > 0 && len(s.batch) < maxBatchBytes {
-			continue
-		}
-		if err := s.dispatch(end); err != nil {
+		if stop, err := s.clientMsg(typ, frame); stop || err != nil {
 			return err
 		}
 	}
+}
+
+// clientMsg handles one message from the client; stop: the session ends
+// (Terminate, or err).
+func (s *splitSession) clientMsg(typ byte, frame []byte) (stop bool, err error) {
+	c := s.client
+	if !frontendTypes[typ] {
+		s.fatal(&pgwire.Error{Severity: "FATAL", Code: pgwire.CodeProtocolViolation, Message: fmt.Sprintf("tandem: invalid frontend message type %d", typ)})
+		return true, fmt.Errorf("%w: message type %d", pgwire.ErrMalformed, typ)
+	}
+	if typ == 'X' {
+		s.mu.Lock()
+		s.closed = true
+		conns := append([]*nodeConn(nil), s.conns...)
+		s.mu.Unlock()
+		for _, nc := range conns {
+			if nc != nil {
+				nc.fr.AppendRaw(frame)
+				_ = nc.fr.Flush()
+			}
+		}
+		return true, nil
+	}
+	if s.absorb(typ, frame) {
+		return false, nil
+	}
+	s.mu.Lock()
+	direct := typ == 'd' || typ == 'c' || typ == 'f' || s.unsynced || s.txStatus != 'I' && s.pending == 0 && s.cur >= 0
+	cur := s.cur
+	s.mu.Unlock()
+	if direct && s.batch == nil {
+		// Inside a request or a transaction: where it runs.
+		s.remember(typ, frame, cur)
+		return false, s.send(cur, typ, frame)
+	}
+	// A new request: gather it up to its sync point.
+	if s.batch == nil {
+		s.batch = s.batchBuf()
+	}
+	s.batch = append(s.batch, frame...)
+	s.batchFrames++
+	end := typ == 'Q' || typ == 'S'
+	if !end && typ != 'H' && c.Buffered() > 0 && len(s.batch) < maxBatchBytes {
+		return false, nil
+	}
+	if s.lp != nil {
+		return false, s.lp.dispatch(s, end)
+	}
+	return false, s.dispatch(end)
 }
 
 // batchBuf returns the reused request buffer.
@@ -884,17 +936,43 @@ func cstringT(b []byte) (string, []byte) {
 // point (else the client waits for answers before sending the rest, and
 // an unfinished request goes to the primary unless it is a plain write).
 func (s *splitSession) dispatch(complete bool) error {
-	defer func() {
-		s.batchSpare = s.batch[:0]
-		if cap(s.batchSpare) > 1<<20 {
-			s.batchSpare = nil
-		}
-		s.batch, s.batchFrames = nil, 0
-	}()
+	defer s.resetBatch()
+	d, done, err := s.decide(complete)
+	if done {
+		return err
+	}
+	defer func() { s.needs = d.rq.needs[:0] }()
+	return s.routeReq(d, -1)
+}
+
+// resetBatch forgets the gathered request (its buffer is reused).
+func (s *splitSession) resetBatch() {
+	s.batchSpare = s.batch[:0]
+	if cap(s.batchSpare) > 1<<20 {
+		s.batchSpare = nil
+	}
+	s.batch, s.batchFrames = nil, 0
+}
+
+// decision is where a gathered request goes (decide), before the node
+// is chosen and the request sent (routeReq).
+type decision struct {
+	rq       request
+	want     route
+	inTx     bool // it goes where the session is (cur)
+	cur      int
+	begin    string // a deferred BEGIN to send ahead of it
+	complete bool
+}
+
+// decide classifies the gathered request and waits, if the request must,
+// for what is in flight; done: the router answered it itself.
+func (s *splitSession) decide(complete bool) (d decision, done bool, err error) {
+	d.complete = complete
 	if s.batchFrames == 1 && s.batch[0] == 'Q' {
 		if name, val, ok := tandemSet(transient(s.batch[5:])); ok {
 			if err := s.applyTandemSet(name, val); err != nil {
-				return s.refuseSetting(err)
+				return d, true, s.refuseSetting(err)
 			}
 		}
 	}
@@ -916,14 +994,15 @@ func (s *splitSession) dispatch(complete bool) error {
 				s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'T'})
 				err := s.client.Flush()
 				s.rl.wmu.Unlock()
-				return err
+				return d, true, err
 			}
 		}
 	}
 	rq := s.classifyBatch()
-	defer func() { s.needs = rq.needs[:0] }()
+	d.rq = rq
 	begin := s.deferred
 	s.deferred = ""
+	d.begin = begin
 	// Decide: the primary, a replica, or home (the last node).
 	want := routePrimary
 	switch {
@@ -948,6 +1027,7 @@ func (s *splitSession) dispatch(complete bool) error {
 	if !complete && want == routeReplica && !s.rt.cfg.MultiMaster {
 		want = routePrimary
 	}
+	d.want = want
 	// Wait for what is in flight unless the request goes where it is.
 	s.flushCur()
 	s.mu.Lock()
@@ -956,9 +1036,17 @@ func (s *splitSession) dispatch(complete bool) error {
 	}
 	// Pipelined behind requests still in flight there (fits), or in a
 	// transaction: the request goes where the session is.
-	inTx := (s.txStatus != 'I' || s.pending > 0) && s.cur >= 0 && s.conns[s.cur] != nil
-	cur := s.cur
+	d.inTx = (s.txStatus != 'I' || s.pending > 0) && s.cur >= 0 && s.conns[s.cur] != nil
+	d.cur = s.cur
 	s.mu.Unlock()
+	return d, false, nil
+}
+
+// routeReq chooses the node of a decided request (first: a replica
+// already picked for it, or -1), makes sure that node has what the
+// request needs, and sends it.
+func (s *splitSession) routeReq(d decision, first int) error {
+	rq, want, inTx, cur, begin, complete := d.rq, d.want, d.inTx, d.cur, d.begin, d.complete
 	var waitUntil time.Time // for a primary during a failover (Survive)
 	for attempt := 0; ; attempt++ {
 		target := -1
@@ -972,6 +1060,8 @@ func (s *splitSession) dispatch(complete bool) error {
 			}
 		case want == routePrimary:
 			target = s.rt.primaryIndex()
+		case attempt == 0 && first >= 0:
+			target = first
 		default:
 			target = s.pickReplica()
 		}
@@ -993,6 +1083,11 @@ func (s *splitSession) dispatch(complete bool) error {
 				s.rt.log.Debug("a replica is behind what the read needs: the primary runs it", "node", nc.up.Node, "err", err)
 				target = s.rt.primaryIndex()
 				if nc, err = s.ensure(target); err != nil {
+					// No primary either (a failover): wait for the new
+					// one as a write does, then choose again.
+					if s.awaitPrimary(err, inTx, &waitUntil, changed) {
+						continue
+					}
 					return s.refuse(err, complete)
 				}
 				target = nc.idx
@@ -1154,7 +1249,20 @@ func (s *splitSession) ensure(idx int) (*nodeConn, error) {
 	if nc != nil {
 		return nc, nil
 	}
+	if s.inline() {
+		// The loop routes a request only to an open connection
+		// (splitLoop.inlineOK); the primary changed meanwhile. A dial
+		// must not hold up the loop: the client retries.
+		return nil, &pgwire.Error{Code: pgwire.CodeCannotConnectNow,
+			Message: fmt.Sprintf("tandem: node %s changed role while this request was routed", s.rt.cfg.Nodes[idx].Node),
+			Hint:    "retry the request"}
+	}
 	nc, err := s.dial(idx)
+	if err == nil {
+		if err = s.startNode(nc); err != nil {
+			nc.conn.Close()
+		}
+	}
 	if err != nil {
 		if errors.Is(err, ErrUpstreamDown) {
 			s.rt.report(s.rt.cfg.Nodes[idx].Node, err)
@@ -1230,6 +1338,11 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 	}
 	if need == 0 || s.rt.applied(nc.idx) >= need {
 		return nil
+	}
+	if s.inline() {
+		// The loop's goroutine must not wait (splitLoop.inlineOK saw
+		// the replica far enough; it changed since): the primary runs it.
+		return errInlineWait
 	}
 	ch := make(chan error, 1)
 	s.mu.Lock()
