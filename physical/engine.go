@@ -36,6 +36,9 @@ var (
 	ErrNotStandby = errors.New("this node is not a standby")
 	ErrNotCaught  = errors.New("the standby has not replayed the old primary's last WAL")
 	ErrNoTarget   = errors.New("the switchover target is not streaming from this primary")
+	// ErrSourceNotCheckpointed: a rewind's source has not yet written its
+	// timeline into pg_control (its first checkpoint after a promotion).
+	ErrSourceNotCheckpointed = errors.New("the new primary has not checkpointed since its promotion")
 )
 
 // Roles, as the writeset engine names them (the router and the command
@@ -474,6 +477,23 @@ func (e *Engine) stopServer() {
 	e.srv.Store(nil)
 }
 
+// fenceServer stops the server at once (immediate shutdown), for a
+// primary that lost its lease: a fast shutdown would end the sessions at
+// once too, but its postmaster then waits for the WAL senders to ship the
+// shutdown checkpoint to standbys that, cut off, never answer (until
+// wal_sender_timeout), holding opMu all that time. The data directory is
+// crash-consistent: pg_rewind or the next start recovers it.
+func (e *Engine) fenceServer() {
+	m := e.srv.Load()
+	if m == nil {
+		return
+	}
+	e.stopping.Store(true)
+	e.closeConn()
+	_ = m.StopImmediate()
+	e.srv.Store(nil)
+}
+
 // writeOwned writes a file owned by the server's OS user.
 func (e *Engine) writeOwned(p string, b []byte) error {
 	if err := os.WriteFile(p, b, 0o600); err != nil {
@@ -645,6 +665,11 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 		"GRANT EXECUTE ON function pg_catalog.pg_stat_file(text, boolean) TO " + ReplicationRole,
 		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text) TO " + ReplicationRole,
 		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean) TO " + ReplicationRole,
+	}
+	// A node about to rewind from a just-promoted primary may ask it for
+	// the checkpoint that writes its timeline (sourceCheckpointed).
+	if rows, err := query(ctx, c, "SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint'"); err == nil && len(rows) > 0 {
+		stmts = append(stmts, "GRANT pg_checkpoint TO "+ReplicationRole)
 	}
 	if err := execAll(ctx, c, stmts...); err != nil {
 		return fmt.Errorf("physical: the replication role: %w", err)
@@ -895,8 +920,78 @@ func (e *Engine) baseBackup(ctx context.Context, p *config.Node) error {
 // rewind runs pg_rewind on the (cleanly stopped, or crashed: pg_rewind
 // recovers it first) data directory against p's server.
 func (e *Engine) rewind(ctx context.Context, p *config.Node) error {
+	if err := e.sourceCheckpointed(ctx, p, 2*time.Minute); err != nil {
+		return err
+	}
 	e.log.Info("pg_rewind to the new primary's timeline", "primary", p.ID)
 	return e.tool(ctx, "pg_rewind", "--target-pgdata", e.pgdata, "--source-server", e.conninfo(p, "postgres"))
+}
+
+// sourceCheckpointed waits until p's pg_control names the timeline p's
+// server writes on. pg_rewind decides from the source's pg_control
+// whether the timelines diverged; a promoted server writes its new
+// timeline there only at its first checkpoint, which its engine forces
+// right after pg_promote, off the failover's path (checkpointAfterPromote).
+// Until then pg_rewind would see the old timeline and say "no rewind
+// required", and this node, its WAL past the fork, could not follow. If
+// the checkpoint has not happened after a moment (the new primary's
+// engine died before it, or it is slow), this node asks for one itself:
+// tandem_repl is a member of pg_checkpoint (PostgreSQL 15). A source in
+// recovery is not a promoted primary: nothing to wait for.
+func (e *Engine) sourceCheckpointed(ctx context.Context, p *config.Node, within time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var c *pgconn.PgConn
+	defer func() {
+		if c != nil {
+			c.Close(context.Background())
+		}
+	}()
+	start, asked, logged := time.Now(), false, false
+	var last error
+	for {
+		if c == nil || c.IsClosed() {
+			var err error
+			if c, err = e.connectTo(cctx, p); err != nil {
+				c, last = nil, err
+			}
+		}
+		if c != nil {
+			rows, err := query(cctx, c, `SELECT (SELECT timeline_id FROM pg_control_checkpoint())::text, pg_is_in_recovery()::text,
+				CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`)
+			last = err
+			if err == nil && len(rows) == 1 {
+				if rows[0][1] == "true" {
+					return nil
+				}
+				ckpt, err1 := strconv.ParseUint(rows[0][0], 10, 32)
+				cur, err2 := strconv.ParseUint(rows[0][2], 16, 32)
+				if err1 == nil && err2 == nil && ckpt == cur {
+					if logged {
+						e.log.Info("the new primary's checkpoint is done: its pg_control names its timeline", "primary", p.ID, "timeline", cur, "waited", time.Since(start).Round(time.Millisecond))
+					}
+					return nil
+				}
+				last = fmt.Errorf("its pg_control names timeline %s, it writes on timeline %s", rows[0][0], rows[0][2])
+				if !logged {
+					e.log.Info("waiting for the new primary's checkpoint before pg_rewind (its pg_control still names the old timeline)", "primary", p.ID, "checkpoint_timeline", ckpt, "timeline", cur)
+					logged = true
+				}
+				if !asked && time.Since(start) > time.Second {
+					asked = true
+					if err := execAll(cctx, c, "CHECKPOINT"); err != nil {
+						e.log.Warn("asking the new primary for a checkpoint failed; waiting for its own", "primary", p.ID, "err", err)
+					}
+					continue
+				}
+			}
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("physical: %w: %s did not checkpoint its new timeline within %v: %v", ErrSourceNotCheckpointed, p.ID, within, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Close stops the server.

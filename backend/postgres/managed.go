@@ -316,6 +316,26 @@ func (m *Managed) Stop() error {
 	return nil
 }
 
+// StopImmediate shuts the server down in immediate mode (SIGQUIT: every
+// backend quits at once, no shutdown checkpoint, crash recovery at the
+// next start), escalating to SIGKILL of its process group after 10 s. A
+// fast shutdown waits for the WAL senders to ship everything to their
+// standbys, which a standby cut off by the network never confirms (the
+// postmaster lingers until wal_sender_timeout): a fence must not wait for
+// that. Safe to call more than once, and after Stop.
+func (m *Managed) StopImmediate() error {
+	m.once.Do(func() {
+		_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGQUIT)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.done
+		}
+	})
+	return nil
+}
+
 // Kill stops the server with SIGKILL (a crash), for fault tests.
 func (m *Managed) Kill() {
 	m.once.Do(func() {
