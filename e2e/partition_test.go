@@ -236,6 +236,9 @@ type placement struct {
 	ip      map[string]string
 	wrap    map[string][]string
 	backend string // default sqlite
+	// engine: replication.engine (default writeset, relaxed durability;
+	// physical: managed PostgreSQL, strict durability).
+	engine string
 }
 
 // writePartitionFile writes a coordinated hot-standby cluster file with
@@ -248,6 +251,10 @@ func writePartitionFile(t *testing.T, pl placement, safeness string) *hsCluster 
 	if pl.backend == "" {
 		pl.backend = "sqlite"
 	}
+	engine, durability := "writeset", "relaxed"
+	if pl.engine == "physical" {
+		pl.backend, engine, durability = "postgres", "physical", "strict"
+	}
 	if pl.backend == "postgres" {
 		havePostgres(t)
 	}
@@ -256,7 +263,7 @@ func writePartitionFile(t *testing.T, pl placement, safeness string) *hsCluster 
 	addr := func(ip string) string { return fmt.Sprintf("%s:%d", ip, freePort(t)) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"hs\"\ndesign = \"hot-standby\"\nrun_dir = %q\nlog_level = \"info\"\n", filepath.Join(h.dir, "run"))
-	fmt.Fprintf(&b, "[replication]\nengine = \"writeset\"\nsafeness = %q\ndurability = \"relaxed\"\nfailover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", safeness, ptLease, ptGrace, ptAckTimeout)
+	fmt.Fprintf(&b, "[replication]\nengine = %q\nsafeness = %q\ndurability = %q\nfailover = \"automatic\"\nlease = %q\nlease_grace = %q\nack_timeout = %q\n", engine, safeness, durability, ptLease, ptGrace, ptAckTimeout)
 	h.router, h.reads = addr(pl.ip["router"]), addr(pl.ip["router"])
 	fmt.Fprintf(&b, "[router]\nlisten = %q\nread_listen = %q\nhealth_interval = \"100ms\"\n", h.router, h.reads)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
@@ -354,6 +361,9 @@ type partitionSetup struct {
 	h         *hsCluster
 	n1Dial    dialFunc
 	cut, heal func()
+	// duringCut (optional) runs ptCutFor after the cut, before the heal:
+	// checks of what the cut-off n1 does.
+	duringCut func(cut time.Time)
 }
 
 // partitionTrial: writers next to n1 and through the router, the cut, the
@@ -443,6 +453,9 @@ func partitionTrial(t *testing.T, level string, ps partitionSetup) {
 		t.Logf("n1 during the cut (seen from inside): %s of epoch %d, degraded %v", st.Role, st.Repl.Epoch, st.Repl.Degraded)
 	} else {
 		t.Logf("n1 during the cut (seen from inside): %v", err)
+	}
+	if ps.duringCut != nil {
+		ps.duringCut(cut)
 	}
 
 	ps.heal()

@@ -197,8 +197,10 @@ func (e *Engine) fenceIfLeaseLost(ctx context.Context, st state) {
 	e.log.Warn("this primary lost its lease (the coordinator is out of reach): stopping its server so that it takes no write while another node may be promoted", "epoch", st.Epoch)
 	e.opMu.Lock()
 	e.fenced.Store(true)
-	e.stopServer()
+	start := time.Now()
+	e.fenceServer()
 	e.opMu.Unlock()
+	e.log.Warn("the fenced primary's server is down", "epoch", st.Epoch, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // markDegraded records in the map, before this primary commits without
