@@ -97,15 +97,17 @@ func (p *physPair) tandem(args ...string) string {
 type physStatus struct {
 	Role     string `json:"role"`
 	Physical *struct {
-		Role              string `json:"role"`
-		Epoch             uint64 `json:"epoch"`
-		SynchronousCommit string `json:"synchronous_commit"`
-		Degraded          bool   `json:"degraded"`
-		LSN               string `json:"lsn"`
-		Received          string `json:"receive_lsn"`
-		Replayed          string `json:"replay_lsn"`
-		Receiver          string `json:"receiver"`
-		Replicas          []struct {
+		Role               string `json:"role"`
+		Epoch              uint64 `json:"epoch"`
+		SynchronousCommit  string `json:"synchronous_commit"`
+		Degraded           bool   `json:"degraded"`
+		LSN                string `json:"lsn"`
+		Timeline           uint64 `json:"timeline"`
+		CheckpointTimeline uint64 `json:"checkpoint_timeline"`
+		Received           string `json:"receive_lsn"`
+		Replayed           string `json:"replay_lsn"`
+		Receiver           string `json:"receiver"`
+		Replicas           []struct {
 			Node      string `json:"node"`
 			State     string `json:"state"`
 			SyncState string `json:"sync_state"`

@@ -923,6 +923,13 @@ func (e *Engine) rewind(ctx context.Context, p *config.Node) error {
 	if err := e.sourceCheckpointed(ctx, p, 2*time.Minute); err != nil {
 		return err
 	}
+	// A postmaster killed with its node (Pdeathsig) may still be an
+	// unreaped zombie named by postmaster.pid: pg_rewind's single-user
+	// crash recovery would take it for a running server and fail (the
+	// node then fell back to a base backup).
+	if err := postgres.ClearStaleLock(ctx, e.pgdata, e.log); err != nil {
+		return fmt.Errorf("physical: before pg_rewind: %w", err)
+	}
 	e.log.Info("pg_rewind to the new primary's timeline", "primary", p.ID)
 	return e.tool(ctx, "pg_rewind", "--target-pgdata", e.pgdata, "--source-server", e.conninfo(p, "postgres"))
 }

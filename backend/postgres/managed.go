@@ -493,6 +493,17 @@ func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error
 	return clearStaleLockFile(ctx, filepath.Join(dataDir, "postmaster.pid"), log)
 }
 
+// ClearStaleLock is clearStaleLock for the tools that run on a stopped
+// data directory (the physical engine's pg_rewind, whose single-user
+// crash recovery refuses a postmaster.pid naming a zombie postmaster
+// killed with its node).
+func ClearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	return clearStaleLock(ctx, dataDir, log)
+}
+
 // clearStaleLockFile removes one lock file (postmaster.pid, or a socket's
 // .s.PGSQL.PORT.lock, which names the postmaster on its first line too)
 // whose process is dead or a zombie.
