@@ -23,9 +23,10 @@ import (
 // acknowledges commits itself, so the lease cannot gate them; the engine
 // stops the server once the lease ran out. Checked:
 //
-//   - n1 stops its server (postmaster.pid gone, its log says the lease was
-//     lost) before cut + lease + grace, the earliest the coordinator may
-//     promote n2, and a new session next to n1 cannot write any more;
+//   - n1 stops its server (its log says the lease was lost, and the stop
+//     began, before cut + lease + grace, the earliest the coordinator may
+//     promote n2; postmaster.pid is gone while the cut lasts), and a new
+//     session next to n1 cannot write any more;
 //   - no commit is acknowledged by n1 later than cut + lease + grace, nor
 //     after the new epoch's first (partitionTrial's client-side history);
 //   - n2 is promoted, the router's writers go on;
@@ -58,13 +59,14 @@ func TestPhysicalFencePartition(t *testing.T) {
 				}
 			})
 			partitionTrial(t, level, partitionSetup{h: h, n1Dial: lab.dial("a"),
-				cut:       func() { lab.isolate(true, "a", "v") },
-				heal:      func() { lab.isolate(false, "a", "v") },
-				duringCut: func(cut time.Time) { checkPhysicalFence(t, h, lab.dial("a"), cut) },
+				cut:             func() { lab.isolate(true, "a", "v") },
+				heal:            func() { lab.isolate(false, "a", "v") },
+				duringCut:       func(cut time.Time) { checkPhysicalFence(t, h, lab.dial("a"), cut) },
+				standbyReported: true,
 			})
 			// The old primary rejoined by rewinding to n2's timeline.
-			if logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log")); !strings.Contains(string(logs), "pg_rewind") {
-				t.Errorf("n1 rejoined without pg_rewind:\n%s", tailLog(h, "n1"))
+			if logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log")); !strings.Contains(string(logs), "pg_rewind to the new primary's timeline") || strings.Contains(string(logs), "pg_rewind failed") {
+				t.Errorf("n1 did not rejoin by pg_rewind:\n%s", tailLog(h, "n1"))
 			}
 		})
 	}
@@ -86,9 +88,12 @@ func checkPhysicalFence(t *testing.T, h *hsCluster, dial dialFunc, cut time.Time
 		t.Errorf("n1's log does not say it lost its lease and stopped its server:\n%s", tailLog(h, "n1"))
 	case lost.Before(cut.Add(-10 * time.Millisecond)): // the log's clock has ms
 		t.Errorf("n1 fenced itself %v before the cut", cut.Sub(lost))
-	case down.After(cut.Add(ptLease + ptGrace)):
-		t.Errorf("n1's server was down only %v after the cut (lost the lease %v after it), later than lease + grace (%v): the coordinator may have promoted n2 before",
-			down.Sub(cut).Round(time.Millisecond), lost.Sub(cut).Round(time.Millisecond), ptLease+ptGrace)
+	case lost.After(cut.Add(ptLease + ptGrace)):
+		// The stop itself (SIGQUIT: every backend quits at once) ends the
+		// acknowledgements; the postmaster's exit (down) may take longer
+		// on a loaded machine. What clients saw is partitionTrial's check.
+		t.Errorf("n1 began stopping its server only %v after the cut (down %v after it), later than lease + grace (%v): the coordinator may have promoted n2 before",
+			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), ptLease+ptGrace)
 	default:
 		t.Logf("n1 lost its lease %v after the cut, its server was down %v after it (lease %v, grace %v)",
 			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), ptLease, ptGrace)

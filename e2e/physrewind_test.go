@@ -74,6 +74,9 @@ func TestPhysicalRewindWaitsForCheckpoint(t *testing.T) {
 			t.Errorf("n1's log lacks %q:\n%s", want, tailText(string(logs), 30))
 		}
 	}
+	if strings.Contains(string(logs), "pg_rewind failed") {
+		t.Errorf("n1 rejoined by a base backup, not by pg_rewind:\n%s", tailText(string(logs), 30))
+	}
 	if s := p.status("n2"); s.Physical.CheckpointTimeline != 2 {
 		t.Errorf("n2's pg_control names timeline %d after its checkpoint, want 2", s.Physical.CheckpointTimeline)
 	}

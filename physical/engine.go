@@ -159,14 +159,19 @@ func New(cfg Config) (*Engine, error) {
 // Failed is closed when the server exits without the engine asking.
 func (e *Engine) Failed() <-chan struct{} { return e.failed }
 
-// Socket is the server's Unix socket, where the node relays sessions.
+// Socket is the server's Unix socket, where the node relays sessions. It
+// lives in the engine's directory (0700, the server's OS user's), not in
+// the data directory: pg_rewind copies every file of its source's data
+// directory, and reading the source's socket failed every rewind ("could
+// not open file .s.PGSQL.N for reading: No such device or address"), so
+// every old primary came back by a base backup.
 func (e *Engine) Socket() string {
-	return filepath.Join(e.pgdata, ".s.PGSQL."+strconv.Itoa(e.port))
+	return filepath.Join(e.dir, ".s.PGSQL."+strconv.Itoa(e.port))
 }
 
 // socketDSN reaches the local server as its bootstrap superuser.
 func (e *Engine) socketDSN(db string) string {
-	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", e.pgdata, e.port, db)
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", e.dir, e.port, db)
 }
 
 // password is the replication role's password: an HMAC of the admin
@@ -438,15 +443,23 @@ func (e *Engine) startServer(ctx context.Context, st state) error {
 	} else if err := os.Remove(signal); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("physical: %w", err)
 	}
+	// A socket an older version left in the data directory (a crashed
+	// server's) would break the next pg_rewind from this server.
+	if old, _ := filepath.Glob(filepath.Join(e.pgdata, ".s.PGSQL.*")); len(old) > 0 {
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
 	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-		DataDir:  e.pgdata,
-		BinDir:   e.bin,
-		Port:     e.port,
-		Listen:   e.host,
-		HBA:      e.hba(),
-		NoInitdb: st.Role == RoleStandby,
-		Settings: e.settings(st),
-		Logger:   e.log,
+		SocketDir: e.dir,
+		DataDir:   e.pgdata,
+		BinDir:    e.bin,
+		Port:      e.port,
+		Listen:    e.host,
+		HBA:       e.hba(),
+		NoInitdb:  st.Role == RoleStandby,
+		Settings:  e.settings(st),
+		Logger:    e.log,
 	})
 	if err != nil {
 		return err
@@ -722,7 +735,9 @@ func (e *Engine) ensureSlots(ctx context.Context, c *pgconn.PgConn) error {
 			}
 			continue
 		}
-		if _, err := query(ctx, c, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", slot); err != nil {
+		// The node itself may make its slot at the same moment (a
+		// standby repointed here at a promotion): that is as good.
+		if _, err := query(ctx, c, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", slot); err != nil && !isDuplicate(err) {
 			return fmt.Errorf("physical: create slot %s: %w", slot, err)
 		}
 	}
@@ -864,10 +879,18 @@ func (e *Engine) slotOnPrimary(ctx context.Context, p *config.Node, create bool)
 		}
 		return rows[0][0], nil
 	}
-	if _, err := query(cctx, c, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil {
+	if _, err := query(cctx, c, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil && !isDuplicate(err) {
 		return "", fmt.Errorf("physical: create slot %s on %s: %w", slot, p.ID, err)
 	}
 	return "reserved", nil
+}
+
+// isDuplicate reports PostgreSQL's duplicate_object (42710): a slot made
+// by the other side of a race (a promoted primary making its standbys'
+// slots while a standby makes its own).
+func isDuplicate(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42710"
 }
 
 // dropOwnSlot drops this node's slot on the primary (before a re-seed of
