@@ -97,15 +97,17 @@ func (p *physPair) tandem(args ...string) string {
 type physStatus struct {
 	Role     string `json:"role"`
 	Physical *struct {
-		Role              string `json:"role"`
-		Epoch             uint64 `json:"epoch"`
-		SynchronousCommit string `json:"synchronous_commit"`
-		Degraded          bool   `json:"degraded"`
-		LSN               string `json:"lsn"`
-		Received          string `json:"receive_lsn"`
-		Replayed          string `json:"replay_lsn"`
-		Receiver          string `json:"receiver"`
-		Replicas          []struct {
+		Role               string `json:"role"`
+		Epoch              uint64 `json:"epoch"`
+		SynchronousCommit  string `json:"synchronous_commit"`
+		Degraded           bool   `json:"degraded"`
+		LSN                string `json:"lsn"`
+		Timeline           uint64 `json:"timeline"`
+		CheckpointTimeline uint64 `json:"checkpoint_timeline"`
+		Received           string `json:"receive_lsn"`
+		Replayed           string `json:"replay_lsn"`
+		Receiver           string `json:"receiver"`
+		Replicas           []struct {
 			Node      string `json:"node"`
 			State     string `json:"state"`
 			SyncState string `json:"sync_state"`
@@ -589,8 +591,8 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 		t.Fatalf("n2 still degraded with n1 streaming")
 	}
 	logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
-	if !strings.Contains(string(logs), "pg_rewind") {
-		t.Fatalf("n1 did not rewind:\n%s", logs)
+	if !strings.Contains(string(logs), "pg_rewind to the new primary's timeline") || strings.Contains(string(logs), "pg_rewind failed") {
+		t.Fatalf("n1 did not rejoin by pg_rewind:\n%s", logs)
 	}
 	// A write on n2 reaches n1.
 	if _, err := w.Exec(ctx, "INSERT INTO audit VALUES (-2)"); err != nil {
@@ -647,11 +649,12 @@ func TestPhysicalReseedLostSlot(t *testing.T) {
 	if _, err := w.Exec(ctx, "CREATE TABLE big AS SELECT g AS id, repeat('x', 200) AS pad FROM generate_series(1, 400000) g"); err != nil {
 		t.Fatal(err)
 	}
-	// The primary's superuser over its socket (root may use it) makes
+	// The primary's superuser over its socket (in <data_dir>/physical;
+	// root may use it) makes
 	// checkpoints until the slot is lost.
 	n1, _ := cfg.Node("n1")
 	_, port, _ := net.SplitHostPort(n1.Repl)
-	su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n1.DataDir, "pgdata"), port))
+	su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n1.DataDir, "physical"), port))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,15 +56,19 @@ func (e *Engine) AttachCoordinator(ctx context.Context, co *coordinator.Coordina
 	}
 	e.keeper = coordinator.NewKeeper(co, e.leaseEpoch, e.confirmed.Load)
 	go e.keeper.Run(ctx)
+	go e.fenceLoop(ctx)
 	go e.coordLoop(ctx)
 	go e.watchMap(ctx)
 }
 
 // leaseEpoch is the epoch the keeper renews the lease for: this node's
-// while it is the primary with its server running and not fenced.
+// while it is the primary with its server running, and while it is fenced
+// (its server stopped for a lost lease): the coordinator grants the lease
+// again only if this node is still the primary of that epoch, and only
+// such a grant restarts the server (coordLoop).
 func (e *Engine) leaseEpoch() uint64 {
 	st, _ := e.state()
-	if st.Role != RolePrimary || e.fenced.Load() || e.released.Load() || e.srv.Load() == nil {
+	if st.Role != RolePrimary || e.released.Load() || (e.srv.Load() == nil && !e.fenced.Load()) {
 		return 0
 	}
 	return st.Epoch
@@ -125,7 +129,7 @@ func (e *Engine) coordLoop(ctx context.Context) {
 		}
 		st, _ := e.state()
 		if st.Role == RolePrimary {
-			e.fenceIfLeaseLost(ctx, st)
+			e.unfenceIfLeaseBack(ctx, st)
 		}
 		m := e.coord.Map()
 		if !m.Initialized || e.srv.Load() == nil {
@@ -179,6 +183,25 @@ func (e *Engine) coordLoop(ctx context.Context) {
 	}
 }
 
+// fenceLoop checks the lease every 50 ms, on its own: coordLoop's other
+// work (SQL on the status connection, Raft calls that wait out their
+// timeouts while the coordinator is out of reach) delayed the check by
+// more than a second on a loaded machine (e2e TestPhysicalFencePartition).
+func (e *Engine) fenceLoop(ctx context.Context) {
+	t := time.NewTicker(reportEvery / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if st, _ := e.state(); st.Role == RolePrimary {
+			e.fenceIfLeaseLost(ctx, st)
+		}
+	}
+}
+
 // fenceIfLeaseLost stops a primary's server once its lease ran out: from
 // then on the coordinator may promote another node (after grace more), and
 // this one must take no write. The lease is checked only after it was held
@@ -195,10 +218,47 @@ func (e *Engine) fenceIfLeaseLost(ctx context.Context, st state) {
 		return
 	}
 	e.log.Warn("this primary lost its lease (the coordinator is out of reach): stopping its server so that it takes no write while another node may be promoted", "epoch", st.Epoch)
-	e.opMu.Lock()
+	// The server is told to quit before opMu is taken: an operation that
+	// holds it (a degrade waiting for the coordinator, a Set) must not
+	// delay the fence. It then fails against the stopped server.
 	e.fenced.Store(true)
-	e.stopServer()
+	start := time.Now()
+	if m := e.srv.Load(); m != nil {
+		e.stopping.Store(true)
+		_ = m.StopImmediate()
+	}
+	e.opMu.Lock()
+	e.fenceServer()
 	e.opMu.Unlock()
+	e.log.Warn("the fenced primary's server is down", "epoch", st.Epoch, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// unfenceIfLeaseBack restarts a fenced primary's server once the keeper
+// holds the lease of its epoch again: the coordinator granted it, so no
+// one was promoted meanwhile. A map naming this node the primary of its
+// epoch is not enough: a node that was cut off applies the entries it
+// missed one by one once it reaches the group again, and the first of
+// them may be from before a failover it has not applied yet (restarting
+// on such a map, a cut-off primary took writes at 1-safe after the other
+// node was promoted: e2e TestPhysicalFencePartition).
+func (e *Engine) unfenceIfLeaseBack(ctx context.Context, st state) {
+	if !e.fenced.Load() || e.keeper.Check(st.Epoch) != nil {
+		return
+	}
+	e.opMu.Lock()
+	cur, _ := e.state()
+	var err error
+	if e.fenced.Load() && cur.Role == RolePrimary && cur.Epoch == st.Epoch && e.srv.Load() == nil {
+		if err = e.startServer(ctx, cur); err == nil {
+			e.fenced.Store(false)
+		}
+	}
+	e.opMu.Unlock()
+	if err != nil {
+		e.log.Error("restarting the fenced primary failed", "err", err)
+		return
+	}
+	e.log.Info("the lease is back and this node is still the primary: its server runs again", "epoch", st.Epoch)
 }
 
 // markDegraded records in the map, before this primary commits without
@@ -281,19 +341,10 @@ func (e *Engine) onMap(ctx context.Context, m coordinator.Map) {
 			e.setDegraded(ctx, true)
 		}
 	case m.Primary == e.cfg.ID && st.Role == RolePrimary && m.Epoch == st.Epoch && e.fenced.Load():
-		// The lease came back before anyone was promoted: serve again.
-		e.opMu.Lock()
-		err := e.startServer(ctx, st)
-		if err == nil {
-			e.fenced.Store(false)
-		}
-		e.opMu.Unlock()
+		// Maybe the lease comes back before anyone was promoted: the
+		// keeper asks now; only its grant restarts the server
+		// (unfenceIfLeaseBack), not this map, which may be an old one.
 		e.keeper.Kick()
-		if err != nil {
-			e.log.Error("restarting the fenced primary failed", "err", err)
-		} else {
-			e.log.Info("the lease is back and this node is still the primary: its server runs again", "epoch", st.Epoch)
-		}
 	case m.Primary != e.cfg.ID && st.Role == RolePrimary && m.Epoch > st.Epoch:
 		e.log.Warn("the coordinator made another node the primary: this node stops and follows it", "primary", m.Primary, "epoch", m.Epoch, "my_epoch", st.Epoch)
 		if err := e.follow(ctx, m.Primary, m.Epoch); err != nil {

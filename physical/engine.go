@@ -36,6 +36,9 @@ var (
 	ErrNotStandby = errors.New("this node is not a standby")
 	ErrNotCaught  = errors.New("the standby has not replayed the old primary's last WAL")
 	ErrNoTarget   = errors.New("the switchover target is not streaming from this primary")
+	// ErrSourceNotCheckpointed: a rewind's source has not yet written its
+	// timeline into pg_control (its first checkpoint after a promotion).
+	ErrSourceNotCheckpointed = errors.New("the new primary has not checkpointed since its promotion")
 )
 
 // Roles, as the writeset engine names them (the router and the command
@@ -156,14 +159,19 @@ func New(cfg Config) (*Engine, error) {
 // Failed is closed when the server exits without the engine asking.
 func (e *Engine) Failed() <-chan struct{} { return e.failed }
 
-// Socket is the server's Unix socket, where the node relays sessions.
+// Socket is the server's Unix socket, where the node relays sessions. It
+// lives in the engine's directory (0700, the server's OS user's), not in
+// the data directory: pg_rewind copies every file of its source's data
+// directory, and reading the source's socket failed every rewind ("could
+// not open file .s.PGSQL.N for reading: No such device or address"), so
+// every old primary came back by a base backup.
 func (e *Engine) Socket() string {
-	return filepath.Join(e.pgdata, ".s.PGSQL."+strconv.Itoa(e.port))
+	return filepath.Join(e.dir, ".s.PGSQL."+strconv.Itoa(e.port))
 }
 
 // socketDSN reaches the local server as its bootstrap superuser.
 func (e *Engine) socketDSN(db string) string {
-	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", e.pgdata, e.port, db)
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", e.dir, e.port, db)
 }
 
 // password is the replication role's password: an HMAC of the admin
@@ -435,15 +443,23 @@ func (e *Engine) startServer(ctx context.Context, st state) error {
 	} else if err := os.Remove(signal); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("physical: %w", err)
 	}
+	// A socket an older version left in the data directory (a crashed
+	// server's) would break the next pg_rewind from this server.
+	if old, _ := filepath.Glob(filepath.Join(e.pgdata, ".s.PGSQL.*")); len(old) > 0 {
+		for _, f := range old {
+			_ = os.Remove(f)
+		}
+	}
 	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-		DataDir:  e.pgdata,
-		BinDir:   e.bin,
-		Port:     e.port,
-		Listen:   e.host,
-		HBA:      e.hba(),
-		NoInitdb: st.Role == RoleStandby,
-		Settings: e.settings(st),
-		Logger:   e.log,
+		SocketDir: e.dir,
+		DataDir:   e.pgdata,
+		BinDir:    e.bin,
+		Port:      e.port,
+		Listen:    e.host,
+		HBA:       e.hba(),
+		NoInitdb:  st.Role == RoleStandby,
+		Settings:  e.settings(st),
+		Logger:    e.log,
 	})
 	if err != nil {
 		return err
@@ -471,6 +487,23 @@ func (e *Engine) stopServer() {
 	e.stopping.Store(true)
 	e.closeConn()
 	_ = m.Stop()
+	e.srv.Store(nil)
+}
+
+// fenceServer stops the server at once (immediate shutdown), for a
+// primary that lost its lease: a fast shutdown would end the sessions at
+// once too, but its postmaster then waits for the WAL senders to ship the
+// shutdown checkpoint to standbys that, cut off, never answer (until
+// wal_sender_timeout), holding opMu all that time. The data directory is
+// crash-consistent: pg_rewind or the next start recovers it.
+func (e *Engine) fenceServer() {
+	m := e.srv.Load()
+	if m == nil {
+		return
+	}
+	e.stopping.Store(true)
+	e.closeConn()
+	_ = m.StopImmediate()
 	e.srv.Store(nil)
 }
 
@@ -646,6 +679,11 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text) TO " + ReplicationRole,
 		"GRANT EXECUTE ON function pg_catalog.pg_read_binary_file(text, bigint, bigint, boolean) TO " + ReplicationRole,
 	}
+	// A node about to rewind from a just-promoted primary may ask it for
+	// the checkpoint that writes its timeline (sourceCheckpointed).
+	if rows, err := query(ctx, c, "SELECT 1 FROM pg_roles WHERE rolname = 'pg_checkpoint'"); err == nil && len(rows) > 0 {
+		stmts = append(stmts, "GRANT pg_checkpoint TO "+ReplicationRole)
+	}
 	if err := execAll(ctx, c, stmts...); err != nil {
 		return fmt.Errorf("physical: the replication role: %w", err)
 	}
@@ -697,7 +735,9 @@ func (e *Engine) ensureSlots(ctx context.Context, c *pgconn.PgConn) error {
 			}
 			continue
 		}
-		if _, err := query(ctx, c, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", slot); err != nil {
+		// The node itself may make its slot at the same moment (a
+		// standby repointed here at a promotion): that is as good.
+		if _, err := query(ctx, c, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)", slot); err != nil && !isDuplicate(err) {
 			return fmt.Errorf("physical: create slot %s: %w", slot, err)
 		}
 	}
@@ -839,10 +879,18 @@ func (e *Engine) slotOnPrimary(ctx context.Context, p *config.Node, create bool)
 		}
 		return rows[0][0], nil
 	}
-	if _, err := query(cctx, c, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil {
+	if _, err := query(cctx, c, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil && !isDuplicate(err) {
 		return "", fmt.Errorf("physical: create slot %s on %s: %w", slot, p.ID, err)
 	}
 	return "reserved", nil
+}
+
+// isDuplicate reports PostgreSQL's duplicate_object (42710): a slot made
+// by the other side of a race (a promoted primary making its standbys'
+// slots while a standby makes its own).
+func isDuplicate(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42710"
 }
 
 // dropOwnSlot drops this node's slot on the primary (before a re-seed of
@@ -895,8 +943,85 @@ func (e *Engine) baseBackup(ctx context.Context, p *config.Node) error {
 // rewind runs pg_rewind on the (cleanly stopped, or crashed: pg_rewind
 // recovers it first) data directory against p's server.
 func (e *Engine) rewind(ctx context.Context, p *config.Node) error {
+	if err := e.sourceCheckpointed(ctx, p, 2*time.Minute); err != nil {
+		return err
+	}
+	// A postmaster killed with its node (Pdeathsig) may still be an
+	// unreaped zombie named by postmaster.pid: pg_rewind's single-user
+	// crash recovery would take it for a running server and fail (the
+	// node then fell back to a base backup).
+	if err := postgres.ClearStaleLock(ctx, e.pgdata, e.log); err != nil {
+		return fmt.Errorf("physical: before pg_rewind: %w", err)
+	}
 	e.log.Info("pg_rewind to the new primary's timeline", "primary", p.ID)
 	return e.tool(ctx, "pg_rewind", "--target-pgdata", e.pgdata, "--source-server", e.conninfo(p, "postgres"))
+}
+
+// sourceCheckpointed waits until p's pg_control names the timeline p's
+// server writes on. pg_rewind decides from the source's pg_control
+// whether the timelines diverged; a promoted server writes its new
+// timeline there only at its first checkpoint, which its engine forces
+// right after pg_promote, off the failover's path (checkpointAfterPromote).
+// Until then pg_rewind would see the old timeline and say "no rewind
+// required", and this node, its WAL past the fork, could not follow. If
+// the checkpoint has not happened after a moment (the new primary's
+// engine died before it, or it is slow), this node asks for one itself:
+// tandem_repl is a member of pg_checkpoint (PostgreSQL 15). A source in
+// recovery is not a promoted primary: nothing to wait for.
+func (e *Engine) sourceCheckpointed(ctx context.Context, p *config.Node, within time.Duration) error {
+	cctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	var c *pgconn.PgConn
+	defer func() {
+		if c != nil {
+			c.Close(context.Background())
+		}
+	}()
+	start, asked, logged := time.Now(), false, false
+	var last error
+	for {
+		if c == nil || c.IsClosed() {
+			var err error
+			if c, err = e.connectTo(cctx, p); err != nil {
+				c, last = nil, err
+			}
+		}
+		if c != nil {
+			rows, err := query(cctx, c, `SELECT (SELECT timeline_id FROM pg_control_checkpoint())::text, pg_is_in_recovery()::text,
+				CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`)
+			last = err
+			if err == nil && len(rows) == 1 {
+				if rows[0][1] == "true" {
+					return nil
+				}
+				ckpt, err1 := strconv.ParseUint(rows[0][0], 10, 32)
+				cur, err2 := strconv.ParseUint(rows[0][2], 16, 32)
+				if err1 == nil && err2 == nil && ckpt == cur {
+					if logged {
+						e.log.Info("the new primary's checkpoint is done: its pg_control names its timeline", "primary", p.ID, "timeline", cur, "waited", time.Since(start).Round(time.Millisecond))
+					}
+					return nil
+				}
+				last = fmt.Errorf("its pg_control names timeline %s, it writes on timeline %s", rows[0][0], rows[0][2])
+				if !logged {
+					e.log.Info("waiting for the new primary's checkpoint before pg_rewind (its pg_control still names the old timeline)", "primary", p.ID, "checkpoint_timeline", ckpt, "timeline", cur)
+					logged = true
+				}
+				if !asked && time.Since(start) > time.Second {
+					asked = true
+					if err := execAll(cctx, c, "CHECKPOINT"); err != nil {
+						e.log.Warn("asking the new primary for a checkpoint failed; waiting for its own", "primary", p.ID, "err", err)
+					}
+					continue
+				}
+			}
+		}
+		select {
+		case <-cctx.Done():
+			return fmt.Errorf("physical: %w: %s did not checkpoint its new timeline within %v: %v", ErrSourceNotCheckpointed, p.ID, within, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Close stops the server.

@@ -49,6 +49,12 @@ type Status struct {
 	SynchronousStandbyNames string `json:"synchronous_standby_names,omitempty"`
 	// LSN: the primary's current WAL position (pg_current_wal_lsn).
 	LSN string `json:"lsn,omitempty"`
+	// A primary's timeline, and the one its pg_control names (its last
+	// checkpoint's): they differ from a promotion until the checkpoint
+	// that follows it, and a node rewinding from this one waits until
+	// they are the same (pg_rewind reads pg_control).
+	Timeline           uint64 `json:"timeline,omitempty"`
+	CheckpointTimeline uint64 `json:"checkpoint_timeline,omitempty"`
 	// A standby's received and replayed positions, the bytes between them,
 	// the age of the last replayed commit (seconds; it grows while the
 	// primary is idle, as PostgreSQL's own measure does), and its WAL
@@ -94,11 +100,14 @@ func (e *Engine) Status(ctx context.Context) Status {
 func atoi64(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
 
 func (e *Engine) primaryStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
-	rows, err := query(ctx, c, `SELECT pg_current_wal_lsn()::text`)
+	rows, err := query(ctx, c, `SELECT pg_current_wal_lsn()::text, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8),
+		(SELECT timeline_id FROM pg_control_checkpoint())::text`)
 	if err != nil {
 		return err
 	}
 	s.LSN = rows[0][0]
+	s.Timeline, _ = strconv.ParseUint(rows[0][1], 16, 32)
+	s.CheckpointTimeline, _ = strconv.ParseUint(rows[0][2], 10, 32)
 	rows, err = query(ctx, c, `SELECT application_name, state, sync_state,
 		coalesce(sent_lsn::text, ''), coalesce(write_lsn::text, ''), coalesce(flush_lsn::text, ''), coalesce(replay_lsn::text, ''),
 		coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)::bigint, -1)::text,

@@ -77,6 +77,10 @@ type ManagedConfig struct {
 	NoInitdb bool
 	// LogFile receives the server's output; empty means DataDir/../postgres.log.
 	LogFile string
+	// SocketDir holds the server's Unix socket (empty: DataDir). The
+	// physical engine keeps it out of the data directory: pg_rewind copies
+	// every file of its source's data directory and cannot read a socket.
+	SocketDir string
 	// Logger for life-cycle events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -191,7 +195,10 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 			return nil, err
 		}
 	}
-	if sock := socketPath(dataDir, port); len(sock) > maxSocketPath {
+	if cfg.SocketDir == "" {
+		cfg.SocketDir = dataDir
+	}
+	if sock := socketPath(cfg.SocketDir, port); len(sock) > maxSocketPath {
 		return nil, fmt.Errorf("%w: the server's Unix socket %s would be %d bytes, over the system's %d: use a shorter data_dir", ErrSocketPath, sock, len(sock), maxSocketPath)
 	}
 	if err := writeConf(dataDir, port, cfg, cred); err != nil {
@@ -202,7 +209,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 	}
 	// The socket's name no longer changes between starts, so its lock file
 	// from a postmaster killed with its node must go as postmaster.pid does.
-	if err := clearStaleLockFile(ctx, socketPath(dataDir, port)+".lock", log); err != nil {
+	if err := clearStaleLockFile(ctx, socketPath(cfg.SocketDir, port)+".lock", log); err != nil {
 		return nil, err
 	}
 	logf, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -230,7 +237,7 @@ func StartManaged(ctx context.Context, cfg ManagedConfig) (*Managed, error) {
 		m.Stop()
 		return nil, fmt.Errorf("%w (log: %s): %s", err, cfg.LogFile, tailFile(cfg.LogFile, 5))
 	}
-	log.Info("postgres started", "data_dir", dataDir, "socket", socketPath(dataDir, port), "tcp", cfg.TCP, "pid", cmd.Process.Pid)
+	log.Info("postgres started", "data_dir", dataDir, "socket", socketPath(cfg.SocketDir, port), "tcp", cfg.TCP, "pid", cmd.Process.Pid)
 	return m, nil
 }
 
@@ -261,7 +268,15 @@ func (m *Managed) waitReady(ctx context.Context, limit time.Duration) error {
 func (m *Managed) Port() int { return m.port }
 
 // Socket is the path of the server's Unix socket.
-func (m *Managed) Socket() string { return socketPath(m.cfg.DataDir, m.port) }
+func (m *Managed) Socket() string { return socketPath(m.socketDir(), m.port) }
+
+// socketDir is where the server's Unix socket is (ManagedConfig.SocketDir).
+func (m *Managed) socketDir() string {
+	if m.cfg.SocketDir != "" {
+		return m.cfg.SocketDir
+	}
+	return m.cfg.DataDir
+}
 
 // TCP reports whether the server also listens on 127.0.0.1.
 func (m *Managed) TCP() bool { return m.cfg.TCP }
@@ -298,7 +313,7 @@ func (m *Managed) DSN(database string) string {
 // SocketDSN reaches the server over its Unix socket (in the data
 // directory): cheaper than TCP loopback for a node beside its server.
 func (m *Managed) SocketDSN(database string) string {
-	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", m.DataDir(), m.port, database)
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", m.socketDir(), m.port, database)
 }
 
 // Stop shuts the server down (fast mode: SIGINT), escalating to SIGKILL
@@ -309,6 +324,26 @@ func (m *Managed) Stop() error {
 		select {
 		case <-m.done:
 		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
+			<-m.done
+		}
+	})
+	return nil
+}
+
+// StopImmediate shuts the server down in immediate mode (SIGQUIT: every
+// backend quits at once, no shutdown checkpoint, crash recovery at the
+// next start), escalating to SIGKILL of its process group after 10 s. A
+// fast shutdown waits for the WAL senders to ship everything to their
+// standbys, which a standby cut off by the network never confirms (the
+// postmaster lingers until wal_sender_timeout): a fence must not wait for
+// that. Safe to call more than once, and after Stop.
+func (m *Managed) StopImmediate() error {
+	m.once.Do(func() {
+		_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGQUIT)
+		select {
+		case <-m.done:
+		case <-time.After(10 * time.Second):
 			_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 			<-m.done
 		}
@@ -405,7 +440,7 @@ func writeConf(dataDir string, port int, cfg ManagedConfig, cred *syscall.Creden
 	base := map[string]string{
 		"listen_addresses":           listen,
 		"port":                       strconv.Itoa(port),
-		"unix_socket_directories":    "'" + dataDir + "'",
+		"unix_socket_directories":    "'" + cfg.SocketDir + "'",
 		"max_connections":            "300",
 		"shared_buffers":             "'128MB'",
 		"logging_collector":          "off",
@@ -471,6 +506,17 @@ func tailFile(path string, n int) string {
 // postmaster gets 10 s to go away.
 func clearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
 	return clearStaleLockFile(ctx, filepath.Join(dataDir, "postmaster.pid"), log)
+}
+
+// ClearStaleLock is clearStaleLock for the tools that run on a stopped
+// data directory (the physical engine's pg_rewind, whose single-user
+// crash recovery refuses a postmaster.pid naming a zombie postmaster
+// killed with its node).
+func ClearStaleLock(ctx context.Context, dataDir string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	return clearStaleLock(ctx, dataDir, log)
 }
 
 // clearStaleLockFile removes one lock file (postmaster.pid, or a socket's
