@@ -27,7 +27,7 @@ vet:
 
 test: deps vet ## everything CI runs: unit, end-to-end (real processes), race detector on the concurrent packages, fuzz seed corpora
 	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication
+	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication ./multimaster
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./replication
 
