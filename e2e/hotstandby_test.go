@@ -37,7 +37,9 @@ type hsCluster struct {
 	exited  map[string]chan struct{} // closed when the process was reaped
 	// wrap: a command a process is started under (e.g. ip netns exec NS).
 	wrap map[string][]string
-	mu   sync.Mutex
+	// lease, grace: the cluster file's (partition tests).
+	lease, grace time.Duration
+	mu           sync.Mutex
 }
 
 // hsBackend is the back end the hot-standby tests run on (set per subtest).

@@ -79,7 +79,7 @@ func checkPhysicalFence(t *testing.T, h *hsCluster, dial dialFunc, cut time.Time
 	t.Helper()
 	pid := filepath.Join(h.dir, "run", "n1", "pgdata", "postmaster.pid")
 	if _, err := os.Stat(pid); err == nil {
-		t.Errorf("n1's PostgreSQL still runs %v after the cut (%s exists): the lease ran out %v after it at the latest", time.Since(cut).Round(time.Millisecond), pid, ptLease)
+		t.Errorf("n1's PostgreSQL still runs %v after the cut (%s exists): the lease ran out %v after it at the latest", time.Since(cut).Round(time.Millisecond), pid, h.lease)
 	}
 	lost, ok1 := logTime(filepath.Join(h.dir, "n1.log"), "this primary lost its lease")
 	down, ok2 := logTime(filepath.Join(h.dir, "n1.log"), "the fenced primary's server is down")
@@ -88,15 +88,15 @@ func checkPhysicalFence(t *testing.T, h *hsCluster, dial dialFunc, cut time.Time
 		t.Errorf("n1's log does not say it lost its lease and stopped its server:\n%s", tailLog(h, "n1"))
 	case lost.Before(cut.Add(-10 * time.Millisecond)): // the log's clock has ms
 		t.Errorf("n1 fenced itself %v before the cut", cut.Sub(lost))
-	case lost.After(cut.Add(ptLease + ptGrace)):
+	case lost.After(cut.Add(h.lease + h.grace)):
 		// The stop itself (SIGQUIT: every backend quits at once) ends the
 		// acknowledgements; the postmaster's exit (down) may take longer
 		// on a loaded machine. What clients saw is partitionTrial's check.
 		t.Errorf("n1 began stopping its server only %v after the cut (down %v after it), later than lease + grace (%v): the coordinator may have promoted n2 before",
-			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), ptLease+ptGrace)
+			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), h.lease+h.grace)
 	default:
 		t.Logf("n1 lost its lease %v after the cut, its server was down %v after it (lease %v, grace %v)",
-			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), ptLease, ptGrace)
+			lost.Sub(cut).Round(time.Millisecond), down.Sub(cut).Round(time.Millisecond), h.lease, h.grace)
 	}
 	// A new session next to n1 (its clients still reach it) cannot write.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
