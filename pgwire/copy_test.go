@@ -183,6 +183,14 @@ func TestReadOnlySQL(t *testing.T) {
 		{"UPDATE t SET v = 1", false},
 		{"CREATE TABLE x (id int)", false},
 		{"", false},
+		{"SELECT * FROM t FOR SHARE", false},
+		{"select * from t for key share", false},
+		{"SELECT * FROM t FOR NO KEY UPDATE", false},
+		{"SELECT setval('s', 3)", false},
+		{"SELECT * FROM updates, inserted_rows, into_x, t_delete", true},
+		{"SELECT share FROM t", true},
+		{"SELECT 'a' AS key, share FROM t", true},
+		{"select Insert_Date from t", true},
 	} {
 		if got := readOnlySQL(tc.sql); got != tc.want {
 			t.Errorf("readOnlySQL(%q) = %v, want %v", tc.sql, got, tc.want)

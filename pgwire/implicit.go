@@ -2,7 +2,7 @@ package pgwire
 
 import (
 	"context"
-	"regexp"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -78,14 +78,68 @@ func (s *execSession) endImplicit(ctx context.Context) {
 
 var ddlWords = map[string]bool{"CREATE": true, "DROP": true, "ALTER": true, "TRUNCATE": true, "COMMENT": true, "GRANT": true, "REVOKE": true}
 
-var writeWordsRe = regexp.MustCompile(`(?i)\b(INSERT|UPDATE|DELETE|MERGE|INTO|FOR\s+(NO\s+KEY\s+)?UPDATE|FOR\s+(KEY\s+)?SHARE|NEXTVAL|SETVAL)\b`)
-
 // readOnlySQL: a query that changes nothing (a conservative reading: any
 // word that might write makes it a write).
 func readOnlySQL(sql string) bool {
 	switch FirstKeyword(sql) {
 	case "SELECT", "VALUES", "TABLE", "SHOW", "WITH":
-		return !writeWordsRe.MatchString(sql)
+		return !hasWriteWord(sql)
 	}
 	return false
+}
+
+// hasWriteWord reports whether sql has, as a whole word (a run of letters,
+// digits and underscores, in any case), INSERT, UPDATE, DELETE, MERGE,
+// INTO, NEXTVAL or SETVAL, or SHARE after FOR or KEY (a locking clause).
+// It runs for every statement of the extended protocol: a scan, where the
+// regular expression it replaces cost 5 % of a multi-master node's CPU.
+func hasWriteWord(sql string) bool {
+	// prev, prev2: the words before, when only white space separates them
+	// from the next (FOR KEY SHARE is three such words).
+	prev, prev2 := "", ""
+	for i := 0; i < len(sql); {
+		if !isWordByte(sql[i]) {
+			if !isSpace(sql[i]) {
+				prev, prev2 = "", ""
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(sql) && isWordByte(sql[j]) {
+			j++
+		}
+		w := sql[i:j]
+		switch len(w) {
+		case 4:
+			if strings.EqualFold(w, "INTO") {
+				return true
+			}
+		case 5:
+			if strings.EqualFold(w, "MERGE") {
+				return true
+			}
+			if strings.EqualFold(w, "SHARE") && (strings.EqualFold(prev, "FOR") || strings.EqualFold(prev, "KEY") && strings.EqualFold(prev2, "FOR")) {
+				return true
+			}
+		case 6:
+			if strings.EqualFold(w, "INSERT") || strings.EqualFold(w, "UPDATE") || strings.EqualFold(w, "DELETE") || strings.EqualFold(w, "SETVAL") {
+				return true
+			}
+		case 7:
+			if strings.EqualFold(w, "NEXTVAL") {
+				return true
+			}
+		}
+		prev, prev2, i = w, prev, j
+	}
+	return false
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
