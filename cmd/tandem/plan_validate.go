@@ -366,6 +366,10 @@ func validationInputs(rep *profiler.Report, o scaleout.Options, f *planValidateF
 		planner.Input{Name: "durability", Value: "standalone: synchronous_commit on; replicated: off", Measured: false,
 			Source: "the profile is of the standalone node; replicated nodes run with relaxed durability (the sweep's cluster file), so their update disk demand is lower than profiled"},
 	)
+	if o.Design == "multi-master" {
+		in = append(in, planner.Input{Name: "certifier delay", Value: f.certifierDelay.String(), Measured: false,
+			Source: "--certifier-delay, per update attempt; tandem's certifier runs on the nodes' Raft group inside their quotas (its CPU is not in the model); tandem_mm_certifier_round_trip_seconds measures the delay"})
+	}
 	return in
 }
 
