@@ -27,15 +27,7 @@ func TestMultiMasterPostgresConflicts(t *testing.T) {
 	defer c1.Close(ctx)
 	c2 := connect(t, s.dsn(s.nodes["n2"]))
 	defer c2.Close(ctx)
-	for _, q := range []string{
-		"CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL)",
-		"INSERT INTO acct SELECT g, 100 FROM generate_series(1, 10) g",
-	} {
-		if _, err := c1.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.waitConverged(s.ids, 30*time.Second)
+	s.setup(ctx, c1, acctSchema...)
 
 	// Idle holder.
 	tx, err := c2.Begin(ctx)

@@ -22,6 +22,42 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// kill SIGKILLs node id's process (as tandem up started it).
+func (s *smCluster) kill(id string) {
+	s.t.Helper()
+	for _, p := range s.Procs() {
+		if p.Name == id {
+			if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+				s.t.Fatal(err)
+			}
+			return
+		}
+	}
+	s.t.Fatalf("no pid for %s", id)
+}
+
+// restart starts node id again with `tandem node`, logging to
+// ID-restart.log in the test's directory (shown when the test fails).
+func (s *smCluster) restart(id string) {
+	s.t.Helper()
+	logf, _ := os.Create(filepath.Join(s.dir, id+"-restart.log"))
+	cmd := exec.Command(tandemBin, "node", "-c", s.File, "--id", id)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logf.Close()
+		if s.t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			s.t.Logf("%s's log after its restart:\n%s", id, b)
+		}
+	})
+}
+
 // mmBackends are the back ends the multi-master tests run on.
 var mmBackends = []string{"sqlite", "postgres"}
 
@@ -132,6 +168,21 @@ func (s *smCluster) waitConverged(ids []string, within time.Duration) uint64 {
 	return 0
 }
 
+// setup runs statements on c (a table and its rows) and waits until every
+// node has applied them.
+func (s *smCluster) setup(ctx context.Context, c *pgx.Conn, stmts ...string) {
+	s.t.Helper()
+	for _, q := range stmts {
+		if _, err := c.Exec(ctx, q); err != nil {
+			s.t.Fatalf("%s: %v", q, err)
+		}
+	}
+	s.waitConverged(s.ids, 30*time.Second)
+}
+
+// acctSchema is the ten-account table several tests start from.
+var acctSchema = []string{"CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL)", "INSERT INTO acct SELECT g, 100 FROM generate_series(1, 10) g"}
+
 // dump is a table's rows in key order, as text.
 func dump(t *testing.T, dsn, query string) string {
 	t.Helper()
@@ -196,13 +247,7 @@ func testMultiMasterFirstCommitterWins(t *testing.T, backend string) {
 	defer c1.Close(ctx)
 	c2 := connect(t, s.dsn(s.nodes["n2"]))
 	defer c2.Close(ctx)
-	if _, err := c1.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c1.Exec(ctx, "INSERT INTO acct SELECT g, 100 FROM generate_series(1, 10) g"); err != nil {
-		t.Fatal(err)
-	}
-	s.waitConverged(s.ids, 20*time.Second)
+	s.setup(ctx, c1, acctSchema...)
 
 	for round := 0; round < 3; round++ {
 		// Same row: both run before either commits.
@@ -369,17 +414,11 @@ func testMultiMasterWriteSkew(t *testing.T, backend string) {
 	defer c1.Close(ctx)
 	c2 := connect(t, s.dsn(s.nodes["n2"]))
 	defer c2.Close(ctx)
-	for _, q := range []string{
+	s.setup(ctx, c1,
 		"CREATE TABLE doctors (name text PRIMARY KEY, on_call boolean NOT NULL)",
 		"CREATE TABLE shifts (id int PRIMARY KEY, version int NOT NULL)",
 		"INSERT INTO doctors VALUES ('alice', true), ('bob', true)",
-		"INSERT INTO shifts VALUES (1, 0)",
-	} {
-		if _, err := c1.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	s.waitConverged(s.ids, 20*time.Second)
+		"INSERT INTO shifts VALUES (1, 0)")
 	offCall := func(tx pgx.Tx, me string, guard bool) error {
 		var n int
 		if err := tx.QueryRow(ctx, "SELECT count(*) FROM doctors WHERE on_call").Scan(&n); err != nil {
@@ -550,28 +589,10 @@ func testMultiMasterBank(t *testing.T, backend string) {
 	}
 	time.Sleep(5 * time.Second)
 	// SIGKILL n3 under load, and restart it.
-	var pid int
-	for _, p := range s.Procs() {
-		if p.Name == "n3" {
-			pid = p.PID
-		}
-	}
-	if pid == 0 {
-		t.Fatal("no pid for n3")
-	}
 	before := transfers.Load()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	s.kill("n3")
 	time.Sleep(3 * time.Second)
-	logf, _ := os.Create(filepath.Join(s.dir, "n3-restart.log"))
-	n3 := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
-	n3.Dir, n3.Stdout, n3.Stderr = s.dir, logf, logf
-	n3.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n3.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n3.Process.Kill(); _ = n3.Wait(); logf.Close() })
+	s.restart("n3")
 	time.Sleep(8 * time.Second)
 	stop()
 	wg.Wait()
@@ -638,30 +659,15 @@ func testMultiMasterCertifierLeaderKill(t *testing.T, backend string) {
 		go func(dsn string) { defer wg.Done(); rw.run(run, dsn, 2) }(dsn)
 	}
 	time.Sleep(3 * time.Second)
-	var pid int
-	for _, p := range s.Procs() {
-		if p.Name == leader {
-			pid = p.PID
-		}
-	}
 	before := rw.count.Load()
 	rw.killedAt.Store(time.Now().UnixNano())
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	s.kill(leader)
 	t.Logf("killed the certifier's leader %s after %d commits", leader, before)
 	time.Sleep(6 * time.Second)
 	if rw.count.Load() <= before {
 		t.Fatalf("no commit after the leader %s was killed", leader)
 	}
-	logf, _ := os.Create(filepath.Join(s.dir, leader+"-restart.log"))
-	n := exec.Command(tandemBin, "node", "-c", s.File, "--id", leader)
-	n.Dir, n.Stdout, n.Stderr = s.dir, logf, logf
-	n.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Process.Kill(); _ = n.Wait(); logf.Close() })
+	s.restart(leader)
 	time.Sleep(3 * time.Second)
 	stop()
 	wg.Wait()
@@ -706,13 +712,7 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 	defer cancel()
 	c1 := connect(t, s.dsn(s.nodes["n1"]))
 	defer c1.Close(ctx)
-	if _, err := c1.Exec(ctx, "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c1.Exec(ctx, "INSERT INTO acct SELECT g, 100 FROM generate_series(1, 10) g"); err != nil {
-		t.Fatal(err)
-	}
-	s.waitConverged(s.ids, 20*time.Second)
+	s.setup(ctx, c1, acctSchema...)
 	c2 := connect(t, s.dsn(s.nodes["n2"]))
 	defer c2.Close(ctx)
 	tx, err := c2.Begin(ctx)
@@ -819,15 +819,7 @@ func testMultiMasterReseed(t *testing.T, backend string) {
 		t.Fatal(err)
 	}
 	s.waitConverged(s.ids, 20*time.Second)
-	var pid int
-	for _, p := range s.Procs() {
-		if p.Name == "n3" {
-			pid = p.PID
-		}
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	s.kill("n3")
 	// More commits than the coordinator keeps in its Raft log (1,024
 	// trailing entries past a snapshot every 1,024): n3 cannot replay
 	// them from the log either, only from a snapshot of the certifier,
@@ -860,22 +852,7 @@ func testMultiMasterReseed(t *testing.T, backend string) {
 		return
 	}
 	time.Sleep(2 * time.Second) // a Raft snapshot and compaction on n1 and n2
-	logf, _ := os.Create(filepath.Join(s.dir, "n3-restart.log"))
-	n3 := exec.Command(tandemBin, "node", "-c", s.File, "--id", "n3")
-	n3.Dir, n3.Stdout, n3.Stderr = s.dir, logf, logf
-	n3.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := n3.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = n3.Process.Kill()
-		_ = n3.Wait()
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("n3's log after its restart:\n%s", b)
-		}
-	})
+	s.restart("n3")
 	s.waitConverged(s.ids, 60*time.Second)
 	// It takes writes again, and they reach everyone.
 	c3 := connect(t, s.dsn(s.nodes["n3"]))
