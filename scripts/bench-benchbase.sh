@@ -23,6 +23,7 @@
 # Each driver's CPU time (GNU time, when installed) goes to *.cpu and into
 # the summary as CPU per transaction.
 # LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
+# TD_ARGS: more flags for tandem bench run (e.g. "--procs 2").
 # BENCHBASE=/opt/benchbase/benchbase-postgres: an unpacked
 # benchbase-postgres.tgz (see docs/benchmarks.md for the build). Without it the
 # script says how to build it and exits 0: CI does not build BenchBase.
@@ -217,7 +218,7 @@ for wl in $WORKLOADS; do
         else
           pgss /dev/null td
           cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
-            --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet --out "$OUT/$wl-r$r-$target-td" \
+            --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet ${TD_ARGS:-} --out "$OUT/$wl-r$r-$target-td" \
             > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
           pgss "$OUT/$wl-r$r-$target-td.pgss" td
         fi
