@@ -30,6 +30,23 @@ type validateOut struct {
 			} `json:"resources"`
 		} `json:"profile"`
 	} `json:"profiles"`
+	Replicated []struct {
+		PID        int `json:"pid"`
+		ReplicaPID int `json:"replica_pid"`
+		Phases     []struct {
+			Name        string  `json:"name"`
+			Completions int64   `json:"completions"`
+			ReplicaCPUS float64 `json:"replica_cpu_s"`
+		} `json:"phases"`
+		Profile struct {
+			Resources []struct {
+				Name string  `json:"name"`
+				RC   float64 `json:"rc_s"`
+				WC   float64 `json:"wc_s"`
+				WS   float64 `json:"ws_s"`
+			} `json:"resources"`
+		} `json:"profile"`
+	} `json:"replicated_profiles"`
 	Validations []struct {
 		Prediction struct {
 			Mix    string `json:"mix"`
@@ -114,6 +131,25 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	for _, r := range prof.Profile.Resources {
 		if r.Name == "cpu" && (r.RC <= 0 || r.WC <= 0) {
 			t.Errorf("profile cpu demands rc %g wc %g: nothing measured", r.RC, r.WC)
+		}
+	}
+	// The replicated path: n1 of two nodes profiled, ws from n2's CPU
+	// while n1's update phase ran (not a replay by the profiler).
+	if len(doc.Replicated) != 1 {
+		t.Fatalf("%d replicated-path profiles, want 1", len(doc.Replicated))
+	}
+	repl := doc.Replicated[0]
+	if repl.PID <= 0 || repl.ReplicaPID <= 0 || repl.PID == repl.ReplicaPID || repl.PID == prof.PID {
+		t.Errorf("replicated profile: pid %d, replica pid %d (standalone pid %d): want n1 and n2 of a new cluster", repl.PID, repl.ReplicaPID, prof.PID)
+	}
+	for _, ph := range repl.Phases {
+		if ph.Name == "update" && ph.ReplicaCPUS <= 0 {
+			t.Errorf("replicated profile: n2 used no CPU while n1 committed updates: %+v", ph)
+		}
+	}
+	for _, r := range repl.Profile.Resources {
+		if r.Name == "cpu" && (r.RC <= 0 || r.WC <= 0 || r.WS <= 0) {
+			t.Errorf("replicated profile cpu demands rc %g wc %g ws %g: nothing measured", r.RC, r.WC, r.WS)
 		}
 	}
 	if len(doc.Validations) != 1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -178,5 +179,35 @@ func TestParseReplicas(t *testing.T) {
 		if _, err := parseReplicas(in); !errors.Is(err, errPlanFlag) {
 			t.Errorf("parseReplicas(%q): err = %v, want errPlanFlag", in, err)
 		}
+	}
+}
+
+// The validation's prediction takes N = 1 from the standalone profile and
+// every larger N from the replicated path's, speedups against the
+// standalone N = 1.
+func TestMergePredictions(t *testing.T) {
+	stand := planner.Prediction{Profile: "tm1-r80w20", Points: []planner.Point{
+		{Replicas: 1, ThroughputTPS: 1000, Speedup: 1}, {Replicas: 2, ThroughputTPS: 2000, Speedup: 2}, {Replicas: 3, ThroughputTPS: 3000, Speedup: 3}}}
+	repl := planner.Prediction{Profile: "tm1-r80w20-replicated", Points: []planner.Point{
+		{Replicas: 1, ThroughputTPS: 500, Speedup: 1}, {Replicas: 2, ThroughputTPS: 900, Speedup: 1.8}, {Replicas: 3, ThroughputTPS: 1200, Speedup: 2.4}}}
+	got := mergePredictions(stand, repl)
+	want := []struct {
+		n       int
+		x, spdp float64
+	}{{1, 1000, 1}, {2, 900, 0.9}, {3, 1200, 1.2}}
+	if len(got.Points) != len(want) {
+		t.Fatalf("%d points, want %d: %+v", len(got.Points), len(want), got.Points)
+	}
+	for i, w := range want {
+		p := got.Points[i]
+		if p.Replicas != w.n || p.ThroughputTPS != w.x || math.Abs(p.Speedup-w.spdp) > 1e-12 {
+			t.Errorf("point %d: N %d X %g speedup %g, want N %d X %g speedup %g", i, p.Replicas, p.ThroughputTPS, p.Speedup, w.n, w.x, w.spdp)
+		}
+	}
+	if !strings.Contains(got.Profile, "tm1-r80w20 (N = 1)") || !strings.Contains(got.Profile, "replicated (N >= 2)") {
+		t.Errorf("profile %q does not say which profile gave which N", got.Profile)
+	}
+	if stand.Points[1].ThroughputTPS != 2000 || repl.Points[1].Speedup != 1.8 {
+		t.Error("mergePredictions changed its inputs")
 	}
 }

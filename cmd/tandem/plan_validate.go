@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -35,16 +37,20 @@ type planValidateFlags struct {
 	so                                                          scaleout.Options
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
 	tolerance                                                   float64
-	json                                                        bool
+	json, standaloneOnly                                        bool
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
 type validateDoc struct {
-	Command     string               `json:"command"`
-	Emulated    bool                 `json:"emulated"`
-	Lab         string               `json:"lab"`
-	Note        string               `json:"note"`
-	Profiles    []*profiler.Report   `json:"profiles"`
+	Command  string             `json:"command"`
+	Emulated bool               `json:"emulated"`
+	Lab      string             `json:"lab"`
+	Note     string             `json:"note"`
+	Profiles []*profiler.Report `json:"profiles"`
+	// Replicated are the profiles of the replicated path (one per mix):
+	// n1 of a two-node cluster of the design profiled through its own
+	// front door, ws measured on n2. The model uses them for N >= 2.
+	Replicated  []*profiler.Report   `json:"replicated_profiles,omitempty"`
 	Validations []planner.Validation `json:"validations"`
 	Measured    *scaleout.Report     `json:"measured"`
 	Errors      []string             `json:"errors,omitempty"`
@@ -101,6 +107,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
 	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
 	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
+	fs.BoolVar(&f.standaloneOnly, "standalone-profile-only", false, "predict every N from the standalone node's profile alone (seed 003's method as published; tandem's replicated path costs more per transaction, see docs/planner.md)")
 	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
 	fs.StringVar(&f.outFile, "out", "", "also write the --json document to this file")
 	fs.StringVar(&f.htmlFile, "html", "", "also write an HTML page overlaying predicted and measured curves (seed 003 figures 6-9)")
@@ -219,7 +226,17 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 	env.Close()
 
-	// 2. Predict.
+	// 1b. Profile the replicated path: two emulated hosts of the design,
+	// the profiler on n1's own front door (not the router), n2 following it.
+	if !f.standaloneOnly && o.Nodes[len(o.Nodes)-1] > 1 {
+		fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s), n2 applying its writesets\n", o.Design)
+		if doc.Replicated, err = profileReplicated(ctx, o, f); err != nil {
+			return err
+		}
+	}
+
+	// 2. Predict: N = 1 from the standalone node's profile, N >= 2 from the
+	// replicated path's when there is one.
 	preds := make([]planner.Prediction, len(o.Mixes))
 	for i, rep := range doc.Profiles {
 		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
@@ -229,6 +246,13 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		}
 		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
 			return fmt.Errorf("predict %s: %w", o.Mixes[i], err)
+		}
+		if doc.Replicated != nil {
+			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, par)
+			if err != nil {
+				return fmt.Errorf("predict %s (replicated path): %w", o.Mixes[i], err)
+			}
+			preds[i] = mergePredictions(preds[i], rp)
 		}
 	}
 
@@ -259,10 +283,17 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		if err != nil {
 			return fmt.Errorf("compare %s: %w", m, err)
 		}
-		v.Inputs = validationInputs(doc.Profiles[i], o, f)
-		prof := doc.Profiles[i]
+		var repl *profiler.Report
+		if doc.Replicated != nil {
+			repl = doc.Replicated[i]
+		}
+		v.Inputs = validationInputs(doc.Profiles[i], repl, o, f)
 		for j := range v.Points {
 			p := &v.Points[j]
+			prof := doc.Profiles[i]
+			if repl != nil && p.Replicas > 1 {
+				prof = repl
+			}
 			if pt, ok := preds[i].At(p.Replicas); ok {
 				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok && design == planner.SingleMaster {
 					p.ModelCPUPerTxS = d * prof.CPUs
@@ -305,6 +336,70 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	return nil
 }
 
+// profileReplicated profiles, for each mix, n1 of a fresh two-node cluster
+// of the design under the lab's quotas through n1's own front door, with
+// n2's process tree as the replica whose CPU per committed update is ws.
+func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateFlags) ([]*profiler.Report, error) {
+	env, err := scaleout.Start(ctx, o, 2, "profile-replicated")
+	if err != nil {
+		return nil, fmt.Errorf("profile the replicated path: start two nodes: %w", err)
+	}
+	defer env.Close()
+	n1, n2 := env.Cluster.Proc("n1"), env.Cluster.Proc("n2")
+	if n1 == nil || n2 == nil {
+		return nil, errors.New("profile the replicated path: nodes n1 and n2 are not both running")
+	}
+	dsn, err := withHost(env.DSN, env.Config.Nodes[0].Listen)
+	if err != nil {
+		return nil, fmt.Errorf("profile the replicated path: %w", err)
+	}
+	var reps []*profiler.Report
+	for _, m := range o.Mixes {
+		fmt.Fprintf(o.Progress, "  profiling %s on n1 (up to 3 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
+		rep, err := profiler.Run(ctx, profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, Logger: o.Logger,
+			Name: o.Workload.Name() + "-" + m + "-replicated"})
+		if err != nil {
+			return nil, fmt.Errorf("profile %s on the replicated path: %w", m, err)
+		}
+		reps = append(reps, rep)
+	}
+	return reps, nil
+}
+
+// withHost is dsn with its host:port replaced.
+func withHost(dsn, hostPort string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's DSN: %w", err)
+	}
+	u.Host = hostPort
+	return u.String(), nil
+}
+
+// mergePredictions takes N = 1 from standalone and every N >= 2 from
+// replicated, speedups against the standalone N = 1.
+func mergePredictions(standalone, replicated planner.Prediction) planner.Prediction {
+	out := standalone
+	out.Points = nil
+	x1 := 0.0
+	if pt, ok := standalone.At(1); ok {
+		x1 = pt.ThroughputTPS
+		out.Points = append(out.Points, pt)
+	}
+	for _, pt := range replicated.Points {
+		if pt.Replicas < 2 {
+			continue
+		}
+		if x1 > 0 {
+			pt.Speedup = pt.ThroughputTPS / x1
+		}
+		out.Points = append(out.Points, pt)
+	}
+	out.Profile = standalone.Profile + " (N = 1), " + replicated.Profile + " (N >= 2)"
+	return out
+}
+
 // nodeCPUPerTx is the CPU-seconds all nodes used per committed
 // transaction of mix at n nodes (their cgroups over the measured window),
 // the median over rounds; 0 when not measured.
@@ -334,21 +429,37 @@ func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 
 // validationInputs lists the model's inputs: what the profile measured on
 // the emulated host, what the sweep set, and what is assumed.
-func validationInputs(rep *profiler.Report, o scaleout.Options, f *planValidateFlags) []planner.Input {
+func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planValidateFlags) []planner.Input {
 	p := rep.Profile
 	cpus := fmt.Sprintf("the node's process tree (pid %d: node + PostgreSQL) over %s phases, CPU time divided by %g (%s)",
 		rep.PID, f.profileDuration, rep.CPUs, rep.CPUsFrom)
 	in := []planner.Input{
 		{Name: "pr / pw", Value: fmt.Sprintf("%.3f / %.3f", p.Pr, p.Pw), Measured: false, Source: "exact: the mix's weights"},
 	}
+	nOne := ""
+	if repl != nil {
+		nOne = " (N = 1)"
+	}
 	for _, r := range p.Resources {
-		src := "measured on one emulated host: " + cpus
+		src := "measured on one emulated host, the standalone node: " + cpus
 		if r.Name != "cpu" {
 			src = "on one emulated host: busy time of " + strings.Join(rep.Disks, ",") + "; the lab emulates CPU only: every emulated host shares this disk, the model gives each its own"
 		}
-		in = append(in, planner.Input{Name: "rc / wc / ws " + r.Name,
+		in = append(in, planner.Input{Name: "rc / wc / ws " + r.Name + nOne,
 			Value:    fmt.Sprintf("%.4f / %.4f / %.4f ms", 1000*r.RC, 1000*r.WC, 1000*r.WS),
 			Measured: true, Source: src})
+	}
+	if repl != nil {
+		for _, r := range repl.Profile.Resources {
+			src := fmt.Sprintf("measured on the replicated path: n1 of two emulated hosts of %s profiled through its own front door, its process tree (pid %d) for rc and wc, n2's (pid %d) during the update phase per committed update for ws, CPU divided by %g",
+				o.Design, repl.PID, repl.ReplicaPID, repl.CPUs)
+			if r.Name != "cpu" {
+				src = "on the replicated path: the shared disk's busy time split between n1 and n2 by their I/O bytes"
+			}
+			in = append(in, planner.Input{Name: "rc / wc / ws " + r.Name + " (N >= 2)",
+				Value:    fmt.Sprintf("%.4f / %.4f / %.4f ms", 1000*r.RC, 1000*r.WC, 1000*r.WS),
+				Measured: true, Source: src})
+		}
 	}
 	in = append(in,
 		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
@@ -359,18 +470,35 @@ func validationInputs(rep *profiler.Report, o scaleout.Options, f *planValidateF
 			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; the model adds it at N = 1 too, where the sweep has no router", o.Lab.CPURouter)},
 		planner.Input{Name: "network delay", Value: o.Lab.NetDelay.String(), Measured: false, Source: "the lab's links (none unless --lab delay=...); not a model input"},
 		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
-		planner.Input{Name: "replication cost on the master", Value: "0", Measured: false,
-			Source: "the model charges the master no per-replica work for shipping writesets (tandem's primary does ship them, 2-safe-received)"},
-		planner.Input{Name: "ws (writeset apply)", Value: "as profiled", Measured: true,
-			Source: "the profiler applies captured writesets as SQL upserts through the node; tandem's replicas apply them through their own apply path"},
-		planner.Input{Name: "durability", Value: "standalone: synchronous_commit on; replicated: off", Measured: false,
-			Source: "the profile is of the standalone node; replicated nodes run with relaxed durability (the sweep's cluster file), so their update disk demand is lower than profiled"},
+		wsInput(repl),
 	)
+	if repl != nil {
+		in = append(in,
+			planner.Input{Name: "replication cost on the master", Value: "one replica's", Measured: true,
+				Source: "in wc of the replicated profile: n1 captured, logged and shipped its writesets to one replica; at N > 2 the model charges the same (assumed: shipping to N-1 replicas costs what shipping to one does)"},
+			planner.Input{Name: "durability", Value: "standalone: synchronous_commit on; replicated: the sweep's", Measured: false,
+				Source: "the replicated profile runs the sweep's cluster file (2-safe received, relaxed durability), the standalone profile (N = 1) the standalone node's"})
+	} else {
+		in = append(in,
+			planner.Input{Name: "replication cost on the master", Value: "0", Measured: false,
+				Source: "the model charges the master no per-replica work for shipping writesets (tandem's primary does ship them, 2-safe-received)"},
+			planner.Input{Name: "durability", Value: "standalone: synchronous_commit on; replicated: off", Measured: false,
+				Source: "the profile is of the standalone node; replicated nodes run with relaxed durability (the sweep's cluster file), so their update disk demand is lower than profiled"})
+	}
 	if o.Design == "multi-master" {
 		in = append(in, planner.Input{Name: "certifier delay", Value: f.certifierDelay.String(), Measured: false,
 			Source: "--certifier-delay, per update attempt; tandem's certifier runs on the nodes' Raft group inside their quotas (its CPU is not in the model); tandem_mm_certifier_round_trip_seconds measures the delay"})
 	}
 	return in
+}
+
+func wsInput(repl *profiler.Report) planner.Input {
+	if repl != nil {
+		return planner.Input{Name: "ws (writeset apply)", Value: "as profiled", Measured: true,
+			Source: "N = 1 has none; N >= 2: what n2 of the replicated profile spent applying n1's writesets (its own apply path), per committed update"}
+	}
+	return planner.Input{Name: "ws (writeset apply)", Value: "as profiled", Measured: true,
+		Source: "the profiler applies captured writesets as SQL upserts through the node; tandem's replicas apply them through their own apply path"}
 }
 
 func writeValidation(w io.Writer, doc validateDoc) error {

@@ -81,6 +81,16 @@ type Options struct {
 	// ApplyClients is the number of parallel writeset appliers
 	// (--apply-clients); 0 means Clients.
 	ApplyClients int
+	// ReplicaPID (--replica-pid) is the process tree of a replica that
+	// follows the profiled node (a tandem node of a replicated cluster, the
+	// profiled one its primary or a multi-master peer). With it the
+	// profiler does not replay writesets itself: ws is the CPU the
+	// replica's tree used during the update phase per committed update
+	// transaction (what a replica really spends on the writesets it
+	// applies, seed 003's ws), and that phase's disk busy time is split
+	// between the two trees by their I/O bytes. 0 means no replica: the
+	// writeset-apply phase replays captured writesets through the DSN.
+	ReplicaPID int
 	// SkipMix skips the full-mix phase (--skip-mix): A_1 and L(1) then come
 	// from the update phase.
 	SkipMix bool
@@ -103,18 +113,20 @@ type Report struct {
 	ServerVersion string          `json:"server_version"`
 	PID           int             `json:"pid"`
 	PIDFrom       string          `json:"pid_from"`
-	DataDir       string          `json:"data_dir,omitempty"`
-	Disks         []string        `json:"disks"`
-	DisksFrom     string          `json:"disks_from"`
-	CPUs          float64         `json:"cpus"`
-	CPUsFrom      string          `json:"cpus_from"`
-	HostCPUs      int             `json:"host_cpus"`
-	Scale         int             `json:"scale"`
-	ScaleName     string          `json:"scale_name"`
-	Clients       int             `json:"clients"`
-	ApplyClients  int             `json:"apply_clients"`
-	Seed          uint64          `json:"seed"`
-	Phases        []*Phase        `json:"phases"`
+	// ReplicaPID is Options.ReplicaPID: ws is measured on its tree.
+	ReplicaPID   int      `json:"replica_pid,omitempty"`
+	DataDir      string   `json:"data_dir,omitempty"`
+	Disks        []string `json:"disks"`
+	DisksFrom    string   `json:"disks_from"`
+	CPUs         float64  `json:"cpus"`
+	CPUsFrom     string   `json:"cpus_from"`
+	HostCPUs     int      `json:"host_cpus"`
+	Scale        int      `json:"scale"`
+	ScaleName    string   `json:"scale_name"`
+	Clients      int      `json:"clients"`
+	ApplyClients int      `json:"apply_clients"`
+	Seed         uint64   `json:"seed"`
+	Phases       []*Phase `json:"phases"`
 	// Check compares the mix phase's measured demand with the demand the
 	// separately measured rc and wc predict for it.
 	Check    []MixCheck `json:"mix_check,omitempty"`
@@ -162,6 +174,11 @@ type Phase struct {
 	ServerReadBytes  uint64 `json:"server_read_bytes"`
 	ServerWriteBytes uint64 `json:"server_write_bytes"`
 	ServerIOUnread   int    `json:"server_io_unreadable,omitempty"`
+	// ReplicaCPUS and ReplicaIOBytes are what the replica's tree
+	// (Options.ReplicaPID) used in the phase, CPU-seconds raw and
+	// /proc/PID/io bytes read + written.
+	ReplicaCPUS    float64 `json:"replica_cpu_s,omitempty"`
+	ReplicaIOBytes uint64  `json:"replica_io_bytes,omitempty"`
 	// ClientCPUS is this process's CPU (the load driver and appliers).
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// HostBusyS and HostStealS are the whole host's CPU busy and stolen
@@ -302,6 +319,10 @@ func newProfiler(ctx context.Context, opts Options) (*profiler, error) {
 		return nil, fmt.Errorf("%w: --cpus must be > 0 (0 = detect), got %g", ErrBadOption, opts.CPUs)
 	case opts.ApplyClients < 0:
 		return nil, fmt.Errorf("%w: --apply-clients must be > 0, got %d", ErrBadOption, opts.ApplyClients)
+	case opts.ReplicaPID < 0:
+		return nil, fmt.Errorf("%w: --replica-pid must be > 0, got %d", ErrBadOption, opts.ReplicaPID)
+	case opts.ReplicaPID > 0 && opts.ReplicaPID == opts.PID:
+		return nil, fmt.Errorf("%w: --replica-pid %d is the profiled process itself (--pid): give the replica's node", ErrBadOption, opts.ReplicaPID)
 	}
 	if opts.ApplyClients == 0 {
 		opts.ApplyClients = opts.Clients
@@ -391,7 +412,9 @@ func (p *profiler) run(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 		update.Completions, update.What = update.UpdateStarted-update.Errors, "update transaction attempts (started, any outcome but unexpected errors)"
-		if apply, err = p.applyPhase(ctx); err != nil {
+		if o.ReplicaPID > 0 {
+			apply = p.replicaApply(update)
+		} else if apply, err = p.applyPhase(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -434,6 +457,12 @@ func (p *profiler) locateServer() error {
 	}
 	if st.Comm != "postgres" && st.Comm != "postmaster" {
 		p.warn(fmt.Sprintf("process %d is %q, not postgres: the CPU and I/O measured are that process tree's", p.rep.PID, st.Comm))
+	}
+	if o.ReplicaPID > 0 {
+		if _, err := p.fs.Stat(o.ReplicaPID); err != nil {
+			return fmt.Errorf("--replica-pid %d: %w", o.ReplicaPID, err)
+		}
+		p.rep.ReplicaPID = o.ReplicaPID
 	}
 	if _, err := p.fs.IO(p.rep.PID); err != nil {
 		p.warn(fmt.Sprintf("cannot read /proc/%d/io (%v): no per-process I/O cross-check; run as root or the server's user", p.rep.PID, err))
@@ -514,11 +543,12 @@ WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND state IS D
 
 // snapshot is the accounting at one instant.
 type snapshot struct {
-	at    time.Time
-	tree  TreeUsage
-	disks []DiskStat
-	host  HostCPU
-	self  uint64
+	at      time.Time
+	tree    TreeUsage
+	replica TreeUsage
+	disks   []DiskStat
+	host    HostCPU
+	self    uint64
 }
 
 func (p *profiler) snapshot() (snapshot, error) {
@@ -531,7 +561,12 @@ func (p *profiler) snapshot() (snapshot, error) {
 		if s.tree, err = p.fs.Tree(p.rep.PID); err != nil {
 			return s, fmt.Errorf("--pid %d: %w", p.rep.PID, err)
 		}
-		if s.tree.IOErrors == 0 || try == 4 {
+		if p.opts.ReplicaPID > 0 {
+			if s.replica, err = p.fs.Tree(p.opts.ReplicaPID); err != nil {
+				return s, fmt.Errorf("--replica-pid %d: %w", p.opts.ReplicaPID, err)
+			}
+		}
+		if (s.tree.IOErrors == 0 && s.replica.IOErrors == 0) || try == 4 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -572,6 +607,9 @@ func usage(ph *Phase, a, b snapshot, hostCPUs int) {
 		}
 	}
 	ph.ClientCPUS = float64(sub(b.self, a.self)) / ClockTicks
+	ph.ReplicaCPUS = float64(sub(b.replica.Ticks, a.replica.Ticks)) / ClockTicks
+	ph.ReplicaIOBytes = sub(b.replica.IO.ReadBytes+b.replica.IO.WriteBytes-b.replica.IO.CancelledWriteBytes,
+		a.replica.IO.ReadBytes+a.replica.IO.WriteBytes-a.replica.IO.CancelledWriteBytes)
 	ph.HostBusyS = float64(sub(b.host.Busy, a.host.Busy)) / ClockTicks
 	ph.HostStealS = float64(sub(b.host.Steal, a.host.Steal)) / ClockTicks
 	ph.HostCapacityS = ph.WallS * float64(hostCPUs)
@@ -673,6 +711,7 @@ func (p *profiler) measured(name string, base int, fn func() error) (*Phase, err
 		return nil, err
 	}
 	p.settle(base)
+	p.replicaCaughtUp()
 	b, err := p.snapshot()
 	if err != nil {
 		return nil, err
@@ -761,6 +800,71 @@ func (p *profiler) fillCounts(ph *Phase, res *bench.Result) {
 		}
 	}
 	ph.UpdateMeanMs = safeDiv(latSum, float64(ph.UpdateCommitted))
+}
+
+// replicaCaughtUp waits, when a replica is measured, until its tree has
+// stopped working off the phase's writesets: two 200 ms samples in a row
+// in which it used under 10 % of a CPU, at most 10 s (a replica under a
+// CPU quota may be behind when the clients stop; its backlog belongs to
+// the phase).
+func (p *profiler) replicaCaughtUp() {
+	if p.opts.ReplicaPID <= 0 {
+		return
+	}
+	const step = 200 * time.Millisecond
+	idle := 0
+	prev, err := p.fs.Tree(p.opts.ReplicaPID)
+	for deadline := time.Now().Add(10 * time.Second); err == nil && idle < 2 && time.Now().Before(deadline); {
+		time.Sleep(step)
+		var cur TreeUsage
+		if cur, err = p.fs.Tree(p.opts.ReplicaPID); err != nil {
+			break
+		}
+		if float64(sub(cur.Ticks, prev.Ticks))/ClockTicks < 0.1*step.Seconds() {
+			idle++
+		} else {
+			idle = 0
+		}
+		prev = cur
+	}
+}
+
+// replicaApply is the writeset-apply phase when a real replica follows the
+// profiled node: the update phase's committed update transactions are the
+// completions, the replica tree's CPU in that phase the busy time, and the
+// phase's disk busy time is split between the primary and the replica by
+// their I/O bytes (the update phase keeps the primary's share).
+func (p *profiler) replicaApply(update *Phase) *Phase {
+	ph := &Phase{Name: PhaseApply, Completions: update.UpdateCommitted,
+		What:  fmt.Sprintf("committed update transactions of the update phase, applied by the replica (pid %d)", p.opts.ReplicaPID),
+		WallS: update.WallS, ServerCPUS: update.ReplicaCPUS,
+		ReplicaCPUS: update.ReplicaCPUS, ReplicaIOBytes: update.ReplicaIOBytes,
+		HostBusyS: update.HostBusyS, HostStealS: update.HostStealS, HostCapacityS: update.HostCapacityS, ClientCPUS: update.ClientCPUS,
+		DeviceReadBytes: update.DeviceReadBytes, DeviceWriteBytes: update.DeviceWriteBytes,
+		Samples: update.Samples, AutovacuumSamples: update.AutovacuumSamples}
+	if tp := p.treesProcs(); tp > 0 {
+		ph.ServerProcs = tp
+	}
+	primaryIO := float64(update.ServerReadBytes + update.ServerWriteBytes)
+	if total := primaryIO + float64(update.ReplicaIOBytes); total > 0 {
+		share := float64(update.ReplicaIOBytes) / total
+		ph.DiskBusyS = update.DiskBusyS * share
+		update.DiskBusyS -= ph.DiskBusyS
+	}
+	if update.UpdateCommitted == 0 {
+		p.warn("update phase: no update transaction committed, so no writeset for the replica: ws is 0")
+	}
+	return ph
+}
+
+// treesProcs is the replica tree's live process count, for the tick
+// precision note; 0 when unreadable.
+func (p *profiler) treesProcs() int {
+	t, err := p.fs.Tree(p.opts.ReplicaPID)
+	if err != nil {
+		return 0
+	}
+	return t.Processes
 }
 
 // applyPhase captures writesets in an unmeasured run with triggers, undoes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -43,6 +44,8 @@ func TestOptionErrors(t *testing.T) {
 		{"custom without weights", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Mix: "custom"}, "--weights"},
 		{"negative clients", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Clients: -1}, "--clients"},
 		{"negative cpus", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", CPUs: -2}, "--cpus"},
+		{"negative replica pid", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: -3}, "--replica-pid"},
+		{"replica is the profiled process", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", PID: 42, ReplicaPID: 42}, "--replica-pid 42 is the profiled process"},
 		{"unreachable server", Options{Workload: w, DSN: "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "--dsn: connect"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -202,5 +205,37 @@ func TestRunStoppedServer(t *testing.T) {
 	_, err = Run(ctx, Options{Workload: tm1(t), DSN: m.DSN("postgres"), Duration: time.Second, Disks: []string{"nosuchdisk"}, Logger: quiet})
 	if err == nil || !strings.Contains(err.Error(), "--disk") || !strings.Contains(err.Error(), "nosuchdisk") {
 		t.Fatalf("bad --disk: %v", err)
+	}
+}
+
+// With a replica, the writeset-apply phase is the update phase seen from
+// the replica: its CPU over the committed updates, and the shared disk's
+// busy time split by the two trees' I/O bytes.
+func TestReplicaApply(t *testing.T) {
+	for _, c := range []struct {
+		name                        string
+		primaryIO, replicaIO        uint64
+		disk                        float64
+		wantApplyDisk, wantPrimDisk float64
+	}{
+		{"split by bytes", 3000, 1000, 2.0, 0.5, 1.5},
+		{"no replica I/O", 4000, 0, 2.0, 0, 2.0},
+		{"no I/O at all", 0, 0, 2.0, 0, 2.0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &profiler{opts: Options{ReplicaPID: 1 << 30}, log: slog.New(slog.NewTextHandler(io.Discard, nil)), rep: &Report{}}
+			up := &Phase{Name: PhaseUpdate, UpdateStarted: 110, UpdateCommitted: 100, WallS: 10, ReplicaCPUS: 0.8,
+				ServerWriteBytes: c.primaryIO, ReplicaIOBytes: c.replicaIO, DiskBusyS: c.disk}
+			ap := p.replicaApply(up)
+			if ap.Name != PhaseApply || ap.Completions != 100 || ap.ServerCPUS != 0.8 || ap.WallS != 10 {
+				t.Errorf("apply phase %+v: want 100 completions (the committed updates), 0.8 CPU-s (the replica's), 10 s", ap)
+			}
+			if math.Abs(ap.DiskBusyS-c.wantApplyDisk) > 1e-12 || math.Abs(up.DiskBusyS-c.wantPrimDisk) > 1e-12 {
+				t.Errorf("disk busy: apply %g, update %g; want %g and %g", ap.DiskBusyS, up.DiskBusyS, c.wantApplyDisk, c.wantPrimDisk)
+			}
+			if got := ap.CPUPerCompletion(); math.Abs(got-0.008) > 1e-12 {
+				t.Errorf("ws CPU per completion %g, want 0.8 / 100", got)
+			}
+		})
 	}
 }

@@ -82,7 +82,9 @@ func orNone(s []string) string {
 // denominator describes a phase's completions.
 func (p *profiler) denominator(ph *Phase) string {
 	s := fmt.Sprintf("%d %s in %.1f s", ph.Completions, ph.What, ph.WallS)
-	if ph.Name == PhaseApply {
+	if ph.Name == PhaseApply && p.opts.ReplicaPID > 0 {
+		s += "; the replica applied them through its own apply path while the update phase ran (and until it was idle after it)"
+	} else if ph.Name == PhaseApply {
 		s += fmt.Sprintf(" (%d rows; %d captured) by %d parallel connections; writesets captured by triggers in a separate run, undone, then applied with writeset.Statements (upsert/delete by primary key)",
 			ph.WritesetRows, ph.CapturedTotal, p.opts.ApplyClients)
 	}
@@ -91,8 +93,12 @@ func (p *profiler) denominator(ph *Phase) string {
 
 func (p *profiler) cpuNote(ph *Phase) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "measured: %.2f CPU-s of the postmaster (pid %d) and its descendants (up to %d processes), /proc/PID/stat utime+stime plus cutime+cstime of exited backends",
-		ph.ServerCPUS, p.rep.PID, ph.ServerProcs)
+	what, pid := "the postmaster", p.rep.PID
+	if ph.Name == PhaseApply && p.opts.ReplicaPID > 0 {
+		what, pid = "the replica", p.opts.ReplicaPID
+	}
+	fmt.Fprintf(&b, "measured: %.2f CPU-s of %s (pid %d) and its descendants (up to %d processes), /proc/PID/stat utime+stime plus cutime+cstime of exited backends",
+		ph.ServerCPUS, what, pid, ph.ServerProcs)
 	if ph.ServerCPUS > 0 {
 		fmt.Fprintf(&b, "; 10 ms ticks: at worst ±%.1f%% (processes × 10 ms)", 100*float64(ph.ServerProcs)*0.01/ph.ServerCPUS)
 	}
@@ -115,6 +121,11 @@ func (p *profiler) cpuNote(ph *Phase) string {
 
 func (p *profiler) diskNote(ph *Phase) string {
 	var b strings.Builder
+	if ph.Name == PhaseApply && p.opts.ReplicaPID > 0 {
+		fmt.Fprintf(&b, "measured: the update phase's busy time of %s (%s) times the replica tree's share of the two trees' /proc/PID/io bytes (%s of the replica), %.3f s; divided by %s; the emulated hosts share one disk",
+			strings.Join(p.rep.Disks, "+"), p.rep.DisksFrom, humanBytes(ph.ReplicaIOBytes), ph.DiskBusyS, p.denominator(ph))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "measured: %.3f s busy (\"time spent doing I/Os\") of %s in /proc/diskstats (%s); divided by %s",
 		ph.DiskBusyS, strings.Join(p.rep.Disks, "+"), p.rep.DisksFrom, p.denominator(ph))
 	b.WriteString(autovacNote(ph))
