@@ -62,6 +62,11 @@ type Options struct {
 	KeepDir  bool
 	Logger   *slog.Logger
 	Progress io.Writer
+	// Superuser makes the clients' role a superuser of each managed
+	// PostgreSQL (users[].superuser): `tandem plan validate`'s profiler
+	// needs CHECKPOINT between its phases, so that one phase's dirty
+	// pages (the load's, first of all) are not written during the next.
+	Superuser bool
 }
 
 // Host is one emulated host's use over a measured window.
@@ -418,7 +423,7 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // voter since the certifier runs there, and a witness for two), safeness
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
-func clusterFile(design, backend string, n int, runDir string) (string, error) {
+func clusterFile(design, backend string, n int, runDir string, superuser bool) (string, error) {
 	// Every address at once ("nodes[1].listen is already used by
 	// nodes[0].metrics" was seen when they were picked one at a time).
 	var ports cluster.Ports
@@ -431,6 +436,9 @@ func clusterFile(design, backend string, n int, runDir string) (string, error) {
 	}
 	fmt.Fprintf(&b, "# written by tandem bench scaleout\ncluster = \"scaleout-%d\"\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n", n, d, runDir)
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n")
+	if superuser && backend == "postgres" {
+		b.WriteString("superuser = true\n")
+	}
 	if n > 1 && d == "multi-master" && n == 2 {
 		w, err := addr()
 		if err != nil {

@@ -80,7 +80,7 @@ func TestSummarise(t *testing.T) {
 // with a router; both parse.
 func TestClusterFile(t *testing.T) {
 	for _, n := range []int{1, 3} {
-		text, err := clusterFile("single-master", "sqlite", n, t.TempDir())
+		text, err := clusterFile("single-master", "sqlite", n, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,6 +126,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	design := designs[0]
 	o := f.so
 	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
+	o.Superuser = true                                // the profiler's CHECKPOINT between phases
 	if design == planner.MultiMaster {
 		o.Design = "multi-master"
 		c := config.Cluster{Name: "v", Design: "multi-master", Nodes: []config.Node{{ID: "n1", Backend: "postgres"}, {ID: "n2", Backend: "postgres"}}}
