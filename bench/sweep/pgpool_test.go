@@ -465,3 +465,79 @@ func TestNoPgpool(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrBadOption naming pg-pair-pgpool-remote_write and apt-get install pgpool2", err)
 	}
 }
+
+// TestSweepPgpoolInterrupted cancels a sweep while its workload runs
+// through pgpool-II: Run reports the interruption, and pgpool (with its
+// children), the pair and the run directory are gone.
+func TestSweepPgpoolInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and pgpool-II; skipped with -short")
+	}
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip("PostgreSQL is not installed:", err)
+	}
+	needPgpool(t)
+	tmp, err := os.MkdirTemp("", "pi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	configs, err := SelectSuite(SuiteSeed001, "sqlite", "pg-pair-pgpool-remote_write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := pgpoolPIDs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		rep *Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := Run(ctx, Options{
+			Subscribers: 1000, Clients: 2, Duration: 2 * time.Minute, Mixes: []string{"r80w20"}, Configs: configs, Rounds: 1,
+			Suite: SuiteSeed001, Exe: "/bin/false", TempDir: tmp, Logger: quietLogger(),
+		})
+		done <- result{rep, err}
+	}()
+	// Wait until pgpool's children serve sessions (their titles name the
+	// user, database and client: "pgpool: postgres postgres 127.0.0.1(...)")
+	// for 3 s: TM1 (1,000 subscribers) is loaded by then and the 2 minute
+	// run under way.
+	deadline := time.Now().Add(2 * time.Minute)
+	var serving time.Time
+	for serving.IsZero() || time.Since(serving) < 3*time.Second {
+		for pid := range pgpoolPIDs() {
+			if !before[pid] && serving.IsZero() {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if strings.Contains(string(b), "postgres postgres 127.0.0.1") {
+					serving = time.Now()
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pgpool child served a session within 2 minutes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the sweep did not return within a minute of the cancellation")
+	}
+	if !IsInterrupted(r.err) || r.rep == nil || !r.rep.Interrupted || len(r.rep.Runs) != 0 {
+		t.Errorf("Run = %v (report %+v), want an interrupted sweep with no run measured", r.err, r.rep)
+	}
+	for pid := range pgpoolPIDs() {
+		if !before[pid] {
+			t.Errorf("pgpool process %d still running after the interrupted sweep", pid)
+		}
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("left behind in the temporary directory: %v", left)
+	}
+}
