@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 help:
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
-deps: ## install PostgreSQL, HAProxy and the C compiler if missing
+deps: ## install PostgreSQL, HAProxy, pgpool-II and the C compiler if missing
 	./scripts/install-deps.sh
 
 build: ## build ./bin/tandem

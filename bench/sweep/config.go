@@ -36,6 +36,9 @@ const (
 	// stack users assemble instead of tandem's pair); clients connect to
 	// HAProxy.
 	kindPGPairHAProxy = "pg-pair-haproxy"
+	// kindPGPairPgpool is the same pair with pgpool-II in front of it (seed
+	// 001's PostgreSQL balancer); clients connect to pgpool.
+	kindPGPairPgpool = "pg-pair-pgpool"
 )
 
 // Config is one configuration of the sweep. Its Name is part of the user
@@ -69,6 +72,10 @@ type Config struct {
 	Policy string `json:"policy,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	// StandbyWeight is pgpool-II's backend_weight of the standby
+	// (pg-pair-pgpool-*; the primary's is 1): 1 balances the reads evenly,
+	// 0 keeps every statement on the primary (pgpool a pass-through).
+	StandbyWeight *int `json:"pgpool_standby_weight,omitempty"`
 	// Suite, System and Shape place a configuration in a suite's table
 	// (see SuiteSeed001): its peer group and seed 001's mode (n1, n1+(n2),
 	// n1+n2+<balancer>).

@@ -22,6 +22,31 @@
 // loads, and records per run how many connections HAProxy sent to each
 // server (Measurement.Proxied).
 //
+// pgpool-II (the seed001 suite's pg-pair-pgpool-* rows) runs the same way
+// (pgpool -n, its own process group, Pdeathsig SIGINT: its fast shutdown)
+// with pgpool.conf, pool_hba.conf, pool_passwd, pcp.conf, pgpool.log, its
+// pid file, pgpool_status and its sockets in the setup's directory, as
+// seed 001 ran it (listing A.4): streaming_replication mode, load
+// balancing on at equal weights, connection cache on (num_init_children
+// 110, max_pool 10, child_life_time and connection_life_time 30 s, reset
+// ABORT; DISCARD ALL), no periodic health or delay check and no automatic
+// failover (DISALLOW_TO_FAILOVER). Two choices differ from seed 001's
+// pgpool 3.2.7: reads are balanced per statement
+// (statement_level_load_balance), not per session, so the benchmark's
+// few long sessions do not put a random binomial share of the reads on
+// each server (pgx prepares its statements, so a prepared SELECT stays on
+// the server it was parsed on); and clients authenticate: pgpool listens
+// on 127.0.0.1 and its Unix socket only, pool_hba.conf asks every client
+// for SCRAM-SHA-256 against pool_passwd, which holds a random password
+// the sweep also sets on the pair's postgres role (the pair itself trusts
+// 127.0.0.1, as for every pg-* row; pgpool would pass the same password
+// on were the servers to ask for it), and PCP listens on its Unix socket
+// only with no user in pcp.conf. pg-pair-pgpool-nolb-remote_write is the
+// same pgpool with the standby's backend_weight 0 (a reload switches it),
+// seed 001's pass-through row. The sweep records per run the SELECTs
+// pgpool sent to each server (select_cnt of SHOW pool_nodes,
+// Measurement.Selects).
+//
 // It owns the life cycle of what it measures: for each configuration it
 // writes a cluster file with free 127.0.0.1 ports and starts it with
 // cluster.Start (the tandem binary's node processes), or runs managed
@@ -41,7 +66,8 @@
 // second node, every client on n1) and n1+n2+<balancer>; for tandem the
 // pair is a single-master cluster with no router (n1+(n2)) or behind the
 // router with each of its balancing policies, for PostgreSQL the
-// streaming pair direct or behind HAProxy. Its tables give each
+// streaming pair direct, behind HAProxy, and behind pgpool-II balancing
+// reads (n1+n2+pgpool-II) or not (n1+(n2)+pgpool-II). Its tables give each
 // configuration's gain or overhead against the best case and its
 // system's n1 (GainOverhead), and seed 001's matrices; where the router
 // balanced, how many transactions it sent to each node (its public

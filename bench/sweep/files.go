@@ -222,10 +222,12 @@ func (r *Report) seed001HTML() string {
 	b.WriteString("<h2>Seed 001's table: n1, n1+(n2), n1+n2+balancer</h2>\n")
 	b.WriteString("<p>As Silvestrini's chapter 4: <b>n1</b> one node alone; <b>n1+(n2)</b> a second node synchronised but taking no client " +
 		"(every client on n1); <b>n1+n2+policy</b> both nodes behind tandem's router, reads balanced by the policy, writes to n1; " +
-		"<b>n1+(n2)+HAProxy</b> HAProxy in front of PostgreSQL's pair, its primary check sending every client to n1. " +
+		"<b>n1+(n2)+HAProxy</b> HAProxy in front of PostgreSQL's pair, its primary check sending every client to n1; " +
+		"<b>n1+n2+pgpool-II</b> pgpool-II in front of that pair, writes to n1, reads balanced per statement over both (routed: its SELECTs per node); " +
+		"<b>n1+(n2)+pgpool-II</b> the same pgpool with the standby's weight 0, every statement to n1. " +
 		"Percentages are gain (+) or overhead (-): 100 &times; (MQTh / base &minus; 1).</p>\n")
 	for _, t := range r.Seed001 {
-		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>transactions routed</th></tr>\n",
+		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>routed per node (router: transactions; pgpool-II: SELECTs)</th></tr>\n",
 			esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
 		for _, row := range t.Rows {
 			mq := "-"
@@ -237,7 +239,7 @@ func (r *Report) seed001HTML() string {
 				class = ` class="best"`
 			}
 			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td></tr>\n",
-				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(routedText(row.Routed)))
+				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(row.balancedText()))
 		}
 		b.WriteString("</table>\n")
 		for _, m := range t.Matrices {

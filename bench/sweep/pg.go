@@ -221,15 +221,18 @@ type pgSystem struct {
 	// proxy is HAProxy in front of the pair (pg-pair-haproxy-*): clients
 	// connect to it; the sweep's own statements go to the primary.
 	proxy *HAProxy
-	log   *slog.Logger
-	dir   string
+	// pool is pgpool-II in front of the pair (pg-pair-pgpool-*): clients
+	// connect to it; the sweep's own statements go to the primary.
+	pool *Pgpool
+	log  *slog.Logger
+	dir  string
 	// version is the server_version.
 	version string
 }
 
 func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger) (*pgSystem, error) {
 	s := &pgSystem{log: log, dir: dir}
-	if c.kind == kindPGPair || c.kind == kindPGPairHAProxy {
+	if c.kind == kindPGPair || c.kind == kindPGPairHAProxy || c.kind == kindPGPairPgpool {
 		p, err := StartPGPair(ctx, dir, binDir, log)
 		if err != nil {
 			return nil, err
@@ -242,6 +245,14 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 				return nil, fmt.Errorf("configuration %s: %w", c.Name, err)
 			}
 			s.proxy = h
+		}
+		if c.kind == kindPGPairPgpool {
+			pool, err := StartPgpool(ctx, dir, []*postgres.Managed{p.Primary, p.Standby}, log)
+			if err != nil {
+				p.Stop()
+				return nil, fmt.Errorf("configuration %s: %w", c.Name, err)
+			}
+			s.pool = pool
 		}
 	} else {
 		m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
@@ -261,11 +272,14 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 	return s, nil
 }
 
-// dsn is where the workload's clients connect: HAProxy when there is
-// one, else the (primary) server.
+// dsn is where the workload's clients connect: HAProxy or pgpool-II
+// when there is one, else the (primary) server.
 func (s *pgSystem) dsn() string {
 	if s.proxy != nil {
 		return s.proxy.DSN("postgres")
+	}
+	if s.pool != nil {
+		return s.pool.DSN("postgres")
 	}
 	return s.server.DSN("postgres")
 }
@@ -287,9 +301,32 @@ func (s *pgSystem) proxied() (map[string]int64, bool) {
 	return out, true
 }
 
+// selects reports how many SELECTs pgpool-II has sent to each server so
+// far, n1 the primary (ok false without pgpool).
+func (s *pgSystem) selects(ctx context.Context) (map[string]int64, bool) {
+	if s.pool == nil {
+		return nil, false
+	}
+	nodes, err := s.pool.Nodes(ctx)
+	if err != nil {
+		s.log.Warn("pgpool-II's SHOW pool_nodes", "err", err)
+		return nil, false
+	}
+	out := map[string]int64{}
+	for _, n := range nodes {
+		out[fmt.Sprintf("n%d", n.ID+1)] = n.Selects
+	}
+	return out, true
+}
+
 func (s *pgSystem) exited() error {
 	if s.proxy != nil {
 		if err := s.proxy.exited(); err != nil {
+			return err
+		}
+	}
+	if s.pool != nil {
+		if err := s.pool.exited(); err != nil {
 			return err
 		}
 	}
@@ -330,8 +367,14 @@ func (s *pgSystem) exec(ctx context.Context, f func(*pgx.Conn) error) error {
 // SYSTEM, pg_reload_conf) and waits until new sessions see it; before that
 // it vacuums and checkpoints, so each level on a shared server starts from
 // the same kind of state and no checkpoint left over from the previous
-// level lands in its window.
+// level lands in its window. With pgpool-II it sets the standby's weight
+// (a reload) first.
 func (s *pgSystem) use(ctx context.Context, c Config) error {
+	if s.pool != nil && c.StandbyWeight != nil {
+		if err := s.pool.SetStandbyWeight(ctx, *c.StandbyWeight); err != nil {
+			return fmt.Errorf("configuration %s: %w", c.Name, err)
+		}
+	}
 	return s.exec(ctx, func(conn *pgx.Conn) error {
 		for _, q := range []string{"VACUUM", "CHECKPOINT",
 			"ALTER SYSTEM SET synchronous_commit = '" + c.SynchronousCommit + "'", "SELECT pg_reload_conf()"} {
@@ -387,6 +430,9 @@ func (s *pgSystem) standbyLag(ctx context.Context) (int64, string, bool) {
 func (s *pgSystem) stop() {
 	if s.proxy != nil {
 		s.proxy.Stop()
+	}
+	if s.pool != nil {
+		s.pool.Stop()
 	}
 	if s.pair != nil {
 		s.pair.Stop()

@@ -42,6 +42,11 @@ type Measurement struct {
 	// n1+n2+<policy>), how many transactions the router sent to each node
 	// during the run (ramp-up included), by node id.
 	Routed map[string]int64 `json:"routed,omitempty"`
+	// Selects is, with pgpool-II in front (pg-pair-pgpool-*), how many
+	// SELECTs pgpool sent to each server during the run (ramp-up
+	// included; select_cnt of SHOW pool_nodes), n1 the primary, n2 the
+	// standby. Writes are not counted: they all go to n1.
+	Selects map[string]int64 `json:"selects,omitempty"`
 	// LoadAvg is the 1-minute load average when the run started.
 	LoadAvg   float64   `json:"load_avg"`
 	StartedAt time.Time `json:"started_at"`

@@ -61,6 +61,12 @@ const (
 	// ShapeHAProxy is HAProxy in front of PostgreSQL's pair: it knows both
 	// servers but its primary check sends every client to n1.
 	ShapeHAProxy = "n1+(n2)+HAProxy"
+	// ShapePgpool is pgpool-II in front of PostgreSQL's pair balancing the
+	// reads over both servers (seed 001's "n1 + n2 + PgPool-II"), and
+	// ShapePgpoolPassive the same pgpool with the standby's weight 0, every
+	// statement to n1 (its "n1 + (n2) + PgPool-II": the balancer's cost).
+	ShapePgpool        = "n1+n2+pgpool-II"
+	ShapePgpoolPassive = "n1+(n2)+pgpool-II"
 )
 
 // shapeBalancer is the shape of both nodes behind the router's policy.
@@ -93,13 +99,32 @@ func smCluster(name, backend, policy string) Config {
 	return c
 }
 
+// pgpoolPair is pgpool-II in front of PostgreSQL's streaming pair at
+// synchronous_commit = remote_write with the standby's weight w (1: reads
+// balanced, 0: every statement to the primary). Both configurations share
+// one started pair and pgpool (setup pg-pair-pgpool): the weight is
+// switched by a reload.
+func pgpoolPair(name string, w int) Config {
+	c := pg(kindPGPairPgpool, name, "2-safe-received", "remote_write", "")
+	c.StandbyWeight = &w
+	if w > 0 {
+		c.Setting = "pgpool-II (streaming_replication mode, reads balanced per statement over both servers at equal weights, connection cache) " +
+			"in front of the streaming pair, synchronous_commit=remote_write (2-safe received)"
+	} else {
+		c.Setting = "pgpool-II (streaming_replication mode, standby weight 0: every statement to the primary, connection cache) " +
+			"in front of the streaming pair, synchronous_commit=remote_write (2-safe received)"
+	}
+	return c
+}
+
 // Seed001Configs returns the seed001 suite's configurations in run order:
 // for each tandem back end named (sqlite, postgres) n1, n1+(n2) and
 // n1+n2+<policy> for every balancing policy of the router, then, with
 // peers, PostgreSQL's own: one server, the streaming pair with clients on
-// the primary, and HAProxy in front of the pair. Every replicated row
-// waits for the second node's receipt (tandem 2-safe received,
-// PostgreSQL synchronous_commit = remote_write).
+// the primary, HAProxy in front of the pair, and pgpool-II in front of
+// the pair, balancing reads and not. Every replicated row waits for the
+// second node's receipt (tandem 2-safe received, PostgreSQL
+// synchronous_commit = remote_write).
 func Seed001Configs(backends []string, peers bool) []Config {
 	var out []Config
 	with := func(c Config, system, shape string) {
@@ -129,6 +154,8 @@ func Seed001Configs(backends []string, peers bool) []Config {
 			c, _ := configByName(x.name)
 			with(c, SystemPostgres, x.shape)
 		}
+		with(pgpoolPair("pg-pair-pgpool-remote_write", 1), SystemPostgres, ShapePgpool)
+		with(pgpoolPair("pg-pair-pgpool-nolb-remote_write", 0), SystemPostgres, ShapePgpoolPassive)
 	}
 	return out
 }
@@ -223,6 +250,9 @@ type Seed001Row struct {
 	// Routed sums, over the rounds that ran, the transactions the router
 	// sent to each node (n1+n2+<policy> rows only).
 	Routed map[string]int64 `json:"routed,omitempty"`
+	// Selects sums, over the rounds that ran, the SELECTs pgpool-II sent
+	// to each node (pg-pair-pgpool-* rows only).
+	Selects map[string]int64 `json:"selects,omitempty"`
 }
 
 // Seed001Matrix is one system's gain/overhead table: Pct[i][j] is
@@ -301,6 +331,17 @@ func seed001Tables(workload string, mixes []string, configs []Config, rows []Row
 					r.Routed[id] += n
 				}
 			}
+			for _, m := range runs {
+				if m.Config != r.Config || m.Mix != mix || m.Err != "" || m.Selects == nil {
+					continue
+				}
+				if r.Selects == nil {
+					r.Selects = map[string]int64{}
+				}
+				for id, n := range m.Selects {
+					r.Selects[id] += n
+				}
+			}
 		}
 		for _, s := range systems {
 			m := Seed001Matrix{System: s}
@@ -344,6 +385,15 @@ func routedText(routed map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
+// balancedText is the row's "routed" column: the router's transactions
+// per node, or pgpool-II's SELECTs per node ("SELECTs n1 50% n2 50%").
+func (r Seed001Row) balancedText() string {
+	if t := routedText(r.Selects); t != "" {
+		return "SELECTs " + t
+	}
+	return routedText(r.Routed)
+}
+
 // pctText is a percentage as seed 001 prints it, signed: +09.04%, -46.72%.
 func pctText(v *float64) string {
 	if v == nil {
@@ -369,14 +419,14 @@ func (r *Report) printSeed001(b *strings.Builder) {
 		fmt.Fprintf(b, "seed 001 table: %s %s, MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
 			workloadTitle(t.Workload), mixTitle(t.Mix), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
 		fmt.Fprintf(b, "gain (+) or overhead (-) against the best case and against the system's n1 (100 * (MQTh / base - 1))\n\n")
-		head := []string{"system", "configuration", "name", "MQTh", "vs best", "vs n1", "transactions routed"}
+		head := []string{"system", "configuration", "name", "MQTh", "vs best", "vs n1", "routed per node"}
 		lines := [][]string{head}
 		for _, row := range t.Rows {
 			mq := "-"
 			if c, ok := r.Cell(row.Config, t.Mix); ok {
 				mq = c.mqthText(p.Rounds)
 			}
-			lines = append(lines, []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1), routedText(row.Routed)})
+			lines = append(lines, []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1), row.balancedText()})
 		}
 		widths := make([]int, len(head))
 		for _, l := range lines {

@@ -127,6 +127,8 @@ func TestSeed001Table(t *testing.T) {
 				ms("pg-standalone-on", "r80w20", 1, 800),
 				ms("pg-pair-remote_write", "r80w20", 1, 600),
 				ms("pg-pair-haproxy-remote_write", "r80w20", 1, 500),
+				ms("pg-pair-pgpool-remote_write", "r80w20", 1, 300),
+				ms("pg-pair-pgpool-nolb-remote_write", "r80w20", 1, 400),
 			},
 			best: "standalone-relaxed",
 			rows: []row{
@@ -137,6 +139,8 @@ func TestSeed001Table(t *testing.T) {
 				{"pg-standalone-on", 800, -60, 0},
 				{"pg-pair-remote_write", 600, -70, -25},
 				{"pg-pair-haproxy-remote_write", 500, -75, -37.5},
+				{"pg-pair-pgpool-remote_write", 300, -85, -62.5},    // 300/2000 - 1, 300/800 - 1
+				{"pg-pair-pgpool-nolb-remote_write", 400, -80, -50}, // 400/2000 - 1, 400/800 - 1
 			},
 			matrix: [][]float64{{0, -20}, {25, 0}},
 		},
@@ -259,9 +263,10 @@ func TestSelectSuite(t *testing.T) {
 		first, last             string // names
 		err                     string // substring of the error
 	}{
-		{suite: "seed001", backend: "sqlite", configs: "all", want: 2 + policies + 3, first: "standalone-relaxed", last: "pg-pair-haproxy-remote_write"},
-		{suite: "seed001", backend: "postgres", configs: "", want: 2 + policies + 3, first: "standalone-pg", last: "pg-pair-haproxy-remote_write"},
-		{suite: "seed001", backend: "postgres,sqlite", configs: "all", want: 2*(2+policies) + 3, first: "standalone-relaxed", last: "pg-pair-haproxy-remote_write"},
+		{suite: "seed001", backend: "sqlite", configs: "all", want: 2 + policies + 5, first: "standalone-relaxed", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "postgres", configs: "", want: 2 + policies + 5, first: "standalone-pg", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "postgres,sqlite", configs: "all", want: 2*(2+policies) + 5, first: "standalone-relaxed", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "sqlite", configs: "pg-pair-pgpool-nolb-remote_write,pg-pair-pgpool-remote_write", want: 2, first: "pg-pair-pgpool-remote_write", last: "pg-pair-pgpool-nolb-remote_write"},
 		{suite: "seed001", backend: "sqlite", configs: "sm-lb-source,standalone-relaxed", want: 2, first: "standalone-relaxed", last: "sm-lb-source"},
 		{suite: "seed001", backend: "sqlite", configs: "sm-pg-lb-source", err: `"sm-pg-lb-source" is not in suite seed001 with --backend sqlite`},
 		{suite: "seed001", backend: "mysql", err: `--backend: "mysql" is not a back end`},
@@ -380,6 +385,39 @@ func TestSeed001Routed(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "n1 75% n2 25%") {
 		t.Errorf("printed table lacks the routed shares:\n%s", out.String())
+	}
+}
+
+// pgpool-II's SELECTs per node are summed over the rounds that ran (a
+// failed round left out) and printed as shares, marked as SELECTs.
+func TestSeed001Selects(t *testing.T) {
+	cs := suiteConfigs(t, []string{"sqlite"}, "pg-standalone-on", "pg-pair-pgpool-remote_write", "pg-pair-pgpool-nolb-remote_write")
+	runs := []Measurement{
+		ms("pg-standalone-on", "r80w20", 1, 100),
+		{Config: "pg-pair-pgpool-remote_write", Mix: "r80w20", Round: 1, MQTh: 90, Selects: map[string]int64{"n1": 300, "n2": 500}},
+		{Config: "pg-pair-pgpool-remote_write", Mix: "r80w20", Round: 2, MQTh: 80, Selects: map[string]int64{"n1": 500, "n2": 300}},
+		{Config: "pg-pair-pgpool-remote_write", Mix: "r80w20", Round: 3, Err: "failed", Selects: map[string]int64{"n2": 10000}},
+		{Config: "pg-pair-pgpool-nolb-remote_write", Mix: "r80w20", Round: 1, MQTh: 95, Selects: map[string]int64{"n1": 700, "n2": 0}},
+	}
+	rep := Build(Params{Mixes: []string{"r80w20"}, Rounds: 3, Suite: SuiteSeed001}, Environment{}, cs, runs)
+	rows := rep.Seed001[0].Rows
+	if rows[0].Selects != nil || rows[1].Selects["n1"] != 800 || rows[1].Selects["n2"] != 800 || rows[2].Selects["n1"] != 700 || rows[2].Selects["n2"] != 0 {
+		t.Errorf("selects %v, %v, %v; want none, n1 800 n2 800, n1 700 n2 0", rows[0].Selects, rows[1].Selects, rows[2].Selects)
+	}
+	for i, want := range []string{"", "SELECTs n1 50% n2 50%", "SELECTs n1 100% n2 0%"} {
+		if got := rows[i].balancedText(); got != want {
+			t.Errorf("%s: routed column %q, want %q", rows[i].Config, got, want)
+		}
+	}
+	if rows[1].Shape != ShapePgpool || rows[2].Shape != ShapePgpoolPassive {
+		t.Errorf("shapes %s, %s; want %s, %s", rows[1].Shape, rows[2].Shape, ShapePgpool, ShapePgpoolPassive)
+	}
+	var out bytes.Buffer
+	if err := rep.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "SELECTs n1 50% n2 50%") || !strings.Contains(out.String(), "SELECTs n1 100% n2 0%") {
+		t.Errorf("printed table lacks pgpool's SELECT shares:\n%s", out.String())
 	}
 }
 

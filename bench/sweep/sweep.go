@@ -91,6 +91,14 @@ func (o *Options) validate() error {
 		}
 	}
 	for _, c := range o.Configs {
+		if c.kind == kindPGPairPgpool {
+			if _, err := FindPgpool(); err != nil {
+				return fmt.Errorf("%w: --configs %s needs pgpool-II: %w; or leave the pg-pair-pgpool-* configurations out", ErrBadOption, c.Name, err)
+			}
+			break
+		}
+	}
+	for _, c := range o.Configs {
 		if c.Family == FamilyPostgres || c.Family == FamilyTandemPG {
 			if _, err := postgres.FindBinDir(o.PGBinDir); err != nil {
 				return fmt.Errorf("%w: --configs %s needs PostgreSQL (%w); leave the pg-* configurations out", ErrBadOption, c.Name, err)
@@ -345,9 +353,10 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = fmt.Sprintf("before %s: %v", mix, err)
 		return m
 	}
-	var proxiedBefore, routedBefore map[string]int64
+	var proxiedBefore, routedBefore, selectsBefore map[string]int64
 	if ps, ok := s.(*pgSystem); ok {
 		proxiedBefore, _ = ps.proxied()
+		selectsBefore, _ = ps.selects(ctx)
 	}
 	if ts, ok := s.(*tandemSystem); ok {
 		routedBefore, _ = ts.routed(ctx)
@@ -396,6 +405,14 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 			m.Proxied = map[string]int64{}
 			for name, n := range after {
 				m.Proxied[name] = n - proxiedBefore[name]
+			}
+		}
+	}
+	if ps, ok := s.(*pgSystem); ok && selectsBefore != nil {
+		if after, ok := ps.selects(ctx); ok {
+			m.Selects = map[string]int64{}
+			for id, n := range after {
+				m.Selects[id] = n - selectsBefore[id]
 			}
 		}
 	}
