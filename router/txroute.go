@@ -548,6 +548,10 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 					now = up.Node
 					return now, applied, nil
 				}
+				if errors.Is(err, ErrNoSessionIndex) {
+					// Asking again will not help (08007 at once).
+					return up.Node, false, err
+				}
 				last = err
 			}
 			select {
