@@ -199,7 +199,8 @@ func writeThenRead(t *testing.T, dsn, cons string, sessions, pairs int, base int
 //   - read-your-writes: write-then-read pairs on 4 sessions through the
 //     router at read_consistency = session: 0 stale, and most reads ran on
 //     the replica (not sent to the primary); at eventual the same pairs
-//     do see stale reads (so the test can fail);
+//     do see stale reads (so the test can fail); at strong a read sees
+//     what another session committed just before;
 //   - failover: SIGKILL of the primary's node (its server dies with it):
 //     the coordinator promotes a replica, the other follows it (pg_rewind
 //     when it streamed past the fork), writes go on through the router, and
@@ -253,6 +254,36 @@ func TestPhysicalSingleMaster(t *testing.T) {
 		t.Logf("eventual: %d pairs, %d stale, %d read on a replica", r.pairs.Load(), r.stale.Load(), r.onReplica.Load())
 		if r.stale.Load() == 0 {
 			t.Errorf("read_consistency = eventual: no stale read in %d pairs, with n2 replaying 300 ms late: the session test above proves nothing", r.pairs.Load())
+		}
+	})
+	t.Run("strong", func(t *testing.T) {
+		// A commit acknowledged to one session is seen by another's
+		// strong read (the primary's /position, then the replica waits).
+		w, r := connect(t, s.DSN), connect(t, s.DSN)
+		if _, err := r.Exec(ctx, "SET tandem.read_consistency = strong"); err != nil {
+			t.Fatal(err)
+		}
+		stale, replica := 0, 0
+		for i := int64(0); i < 20; i++ {
+			id := 4_000_000 + i
+			if _, err := w.Exec(ctx, "INSERT INTO ryw VALUES ($1, 9)", id); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			var rep bool
+			if err := r.QueryRow(ctx, "SELECT count(*), pg_is_in_recovery() FROM ryw WHERE id = $1", id).Scan(&n, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				stale++
+			}
+			if rep {
+				replica++
+			}
+		}
+		t.Logf("strong: 20 reads of another session's commit, %d stale, %d on the replica", stale, replica)
+		if stale != 0 || replica < 15 {
+			t.Errorf("read_consistency = strong: %d of 20 reads missed another session's acknowledged commit, %d ran on the replica (want 0 stale, most on it)", stale, replica)
 		}
 	})
 	if t.Failed() {
