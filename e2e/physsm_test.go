@@ -214,6 +214,17 @@ func TestPhysicalSingleMaster(t *testing.T) {
 	s := upPhysSM(t, 3, map[string]string{"n1": "read_weight = 0\n", "n3": "read_weight = 0\n"},
 		map[string]string{"n2": ", recovery_min_apply_delay = \"'300ms'\""})
 	s.waitReplicasStreaming("n1", "n2", "n3")
+	// tandem status: each replica's stream (ack = one: FIRST 1 (n2, n3),
+	// n2 synchronous, n3 the potential one) and its slot on the primary.
+	out, err := s.tandem("status")
+	if err != nil {
+		t.Fatalf("tandem status: %v\n%s", err, out)
+	}
+	for _, re := range []string{`(?m)^n2\s+streaming\s+sync\s`, `(?m)^n3\s+streaming\s+potential\s`, `(?m)^n1\s+tandem_n2\s+true\s`, `(?m)^n1\s+tandem_n3\s+true\s`} {
+		if !regexp(re).MatchString(out) {
+			t.Fatalf("tandem status lacks %s:\n%s", re, out)
+		}
+	}
 	ctx := context.Background()
 	c := connect(t, s.DSN)
 	for _, q := range []string{"CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)", "CREATE TABLE ryw (id bigint PRIMARY KEY, session int)"} {
