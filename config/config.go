@@ -115,7 +115,8 @@ type Router struct {
 	// (max_lag = "2s": how long its oldest unapplied commit has waited).
 	// Unset: 10000 GSNs. It is also the bound of read_consistency =
 	// "bounded": a read sees the primary's state of at most that long (or
-	// that many GSNs) ago.
+	// that many GSNs) ago. On the physical engine a number is bytes of
+	// WAL (unset: 16 MiB).
 	MaxLag Lag `toml:"max_lag"`
 	// Split routes each transaction on the listen port: read-only ones to
 	// a replica, the rest to the primary (router/txroute.go). The
@@ -136,6 +137,11 @@ type Router struct {
 
 // DefaultMaxLagGSNs is router.max_lag when unset.
 const DefaultMaxLagGSNs = 10000
+
+// DefaultMaxLagBytes is router.max_lag when unset on the physical engine,
+// whose positions are WAL positions: a count in max_lag is bytes of WAL
+// there (16 MiB, one WAL segment).
+const DefaultMaxLagBytes = 16 << 20
 
 // Lag is router.max_lag: a number of GSNs or a duration.
 type Lag struct {
@@ -674,6 +680,10 @@ func (c *Cluster) applyDefaults() {
 		}
 		if c.Router.MaxLag == (Lag{}) {
 			c.Router.MaxLag.GSNs = DefaultMaxLagGSNs
+			if c.Replicated() && c.Repl.Engine == EnginePhysical {
+				// The physical engine's positions are WAL bytes.
+				c.Router.MaxLag.GSNs = DefaultMaxLagBytes
+			}
 		}
 		if c.Router.ReadConsistency == "" {
 			c.Router.ReadConsistency = "session"
@@ -1017,8 +1027,8 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 	case EngineWriteset:
 		return nil
 	case EnginePhysical:
-		if c.Design != "hot-standby" {
-			return bad("replication.engine", "\"physical\" runs hot-standby pairs so far, not design %q; use engine = \"writeset\"", c.Design)
+		if !c.Replicated() {
+			return bad("replication.engine", "\"physical\" runs the hot-standby and single-master designs, not design %q; use engine = \"writeset\"", c.Design)
 		}
 	default:
 		return bad("replication.engine", "%q: use physical (PostgreSQL's streaming replication) or writeset (tandem's log)", c.Repl.Engine)
@@ -1383,9 +1393,10 @@ func (c *Cluster) allManagedPostgres() bool {
 }
 
 // Physical reports whether the cluster replicates with the physical
-// engine (a hot-standby pair of managed PostgreSQL servers).
+// engine (a hot-standby pair, or a single-master primary and replicas, of
+// managed PostgreSQL servers).
 func (c *Cluster) Physical() bool {
-	return c.Design == "hot-standby" && c.Repl.Engine == EnginePhysical
+	return c.Replicated() && c.Repl.Engine == EnginePhysical
 }
 
 // hasManagedPostgres reports whether a node runs a managed PostgreSQL.

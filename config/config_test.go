@@ -429,19 +429,29 @@ func TestEngine(t *testing.T) {
 	for _, tc := range []struct {
 		name, backend2, extra string
 		engine, want          string // engine expected, or a message fragment
+		design                string // "" = hot-standby
 	}{
-		{"managed pair defaults to physical", "postgres", "", EnginePhysical, ""},
-		{"explicit writeset on managed", "postgres", "[replication]\nengine = \"writeset\"", EngineWriteset, ""},
-		{"mixed pair defaults to writeset", "sqlite", "", EngineWriteset, ""},
-		{"external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"", EngineWriteset, ""},
-		{"physical with external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "nodes[1].dsn names an external server"},
-		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite"},
-		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\""},
-		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator"},
-		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size"},
+		{"managed pair defaults to physical", "postgres", "", EnginePhysical, "", ""},
+		{"explicit writeset on managed", "postgres", "[replication]\nengine = \"writeset\"", EngineWriteset, "", ""},
+		{"mixed pair defaults to writeset", "sqlite", "", EngineWriteset, "", ""},
+		{"external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"", EngineWriteset, "", ""},
+		{"physical with external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "nodes[1].dsn names an external server", ""},
+		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", ""},
+		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\"", ""},
+		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator", ""},
+		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size", ""},
+		{"single-master on physical", "postgres", "[replication]\nengine = \"physical\"\n[router]\nlisten = \"127.0.0.1:7300\"", EnginePhysical, "", "single-master"},
+		{"single-master defaults to writeset", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
+		{"single-master physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", "single-master"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := fmt.Sprintf(pgPair, tc.backend2, tc.extra)
+			if tc.design != "" {
+				text = strings.Replace(text, `design = "hot-standby"`, fmt.Sprintf("design = %q", tc.design), 1)
+				if !strings.Contains(text, tc.design) {
+					t.Fatalf("the test's cluster file names no design to replace:\n%s", text)
+				}
+			}
 			c, err := Parse("e.toml", []byte(text))
 			if tc.want != "" {
 				if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -454,6 +464,13 @@ func TestEngine(t *testing.T) {
 			}
 			if c.Repl.Engine != tc.engine || c.Physical() != (tc.engine == EnginePhysical) {
 				t.Fatalf("engine %q, want %q", c.Repl.Engine, tc.engine)
+			}
+			wantLag := uint64(DefaultMaxLagGSNs)
+			if c.Physical() {
+				wantLag = DefaultMaxLagBytes
+			}
+			if c.Router != nil && c.Router.MaxLag.GSNs != wantLag {
+				t.Fatalf("router.max_lag %d, want %d", c.Router.MaxLag.GSNs, wantLag)
 			}
 		})
 	}

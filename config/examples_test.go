@@ -32,3 +32,21 @@ func TestMultiMasterExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestSingleMasterPhysicalExample: the physical single-master example is
+// a valid cluster file of a primary and two managed PostgreSQL replicas
+// on the physical engine.
+func TestSingleMasterPhysicalExample(t *testing.T) {
+	path := filepath.Join("..", "examples", "single-master-postgres-physical.toml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Design != "single-master" || !c.Physical() || len(c.Nodes) != 3 || c.Router == nil {
+		t.Fatalf("design %q, physical %v, %d nodes, router %v", c.Design, c.Physical(), len(c.Nodes), c.Router != nil)
+	}
+}

@@ -417,6 +417,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				// The role, epoch and primary where the router and the
 				// command line read them for either engine.
 				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict", Degraded: ps.Degraded}
+				// WAL positions where the writeset engine reports GSNs:
+				// the router's lag and read consistency use them
+				// (physical/DESIGN.md "Read consistency").
+				if lsn, err := physical.ParseLSN(ps.LSN); err == nil && ps.Role == physical.RolePrimary {
+					s.Repl.Applied, s.Repl.Assigned = lsn, lsn
+				} else if lsn, err := physical.ParseLSN(ps.Replayed); err == nil {
+					s.Repl.Applied = lsn
+				}
 				s.Role, s.Physical = ps.Role, &ps
 			}
 			if mm != nil {

@@ -234,11 +234,19 @@ func (e *Engine) follow(ctx context.Context, primary string, epoch uint64) error
 		_, epoch = e.newerPrimary(ctx, st.Epoch)
 	}
 	wasPrimary := st.Role == RolePrimary
+	// A standby repointed to a promoted replica (single-master: the other
+	// replicas follow the new primary) may have received WAL of the old
+	// primary's past the new timeline's fork (it reported less than the
+	// promoted one before the failover, and streamed on): PostgreSQL
+	// then refuses the new timeline ("forked off ... before current
+	// recovery point"). pg_rewind finds out, and is a no-op ("no rewind
+	// required") when it did not.
+	repointed := st.Role == RoleStandby && st.Primary != primary
 	e.fenced.Store(false)
 	e.stopServer()
 	if err := e.setState(func(s *state) {
 		s.Role, s.Primary, s.Epoch = RoleStandby, primary, max(s.Epoch, epoch)
-		s.Rewind = s.Rewind || wasPrimary
+		s.Rewind = s.Rewind || wasPrimary || repointed
 	}); err != nil {
 		return err
 	}
@@ -364,11 +372,41 @@ func (e *Engine) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logge
 		err := e.Follow(ctx, req.URL.Query().Get("primary"))
 		reply(w, e.Status(req.Context()), err)
 	}))
+	// GET /position: this node's role, epoch and WAL position as a
+	// number, where the writeset engine's answers a GSN: on the primary
+	// pg_current_wal_insert_lsn() (every commit acknowledged so far ends
+	// at or below it), on a standby pg_last_wal_replay_lsn(). The
+	// router's strong and bounded reads wait for it on a replica.
+	mux.Handle("/position", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		st, _ := e.state()
+		lsn, err := e.Position(req.Context())
+		reply(w, map[string]any{"role": st.Role, "epoch": st.Epoch, "applied_gsn": lsn, "lsn": FormatLSN(lsn)}, err)
+	})))
 	mux.Handle("/admin/set", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()
 		err := e.Set(req.Context(), q.Get("safeness"), q.Get("durability"))
 		reply(w, e.Status(req.Context()), err)
 	}))
+}
+
+// Position is the server's WAL position: on a primary the insert
+// position (at or past the end of every commit acknowledged so far), on a
+// standby the replay position (everything up to it is visible to its
+// reads).
+func (e *Engine) Position(ctx context.Context) (uint64, error) {
+	var lsn uint64
+	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+		rows, err := query(ctx, c, "SELECT CASE WHEN pg_is_in_recovery() THEN coalesce(pg_last_wal_replay_lsn(), '0/0') ELSE pg_current_wal_insert_lsn() END::text")
+		if err != nil {
+			return err
+		}
+		lsn, err = ParseLSN(rows[0][0])
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("node %s: WAL position: %w", e.cfg.ID, err)
+	}
+	return lsn, nil
 }
 
 // WatchHandler serves GET /watch as the writeset engine does: the role,

@@ -74,6 +74,13 @@ func (e *Engine) leaseEpoch() uint64 {
 	return st.Epoch
 }
 
+// ParseLSN reads PostgreSQL's text form of a WAL position ("16/B374D848")
+// as the 64-bit number it stands for.
+func ParseLSN(s string) (uint64, error) { return parseLSN(s) }
+
+// FormatLSN writes a WAL position in PostgreSQL's text form (pg_lsn).
+func FormatLSN(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
+
 // parseLSN reads PostgreSQL's text form of a WAL position ("16/B374D848").
 func parseLSN(s string) (uint64, error) {
 	hi, lo, ok := strings.Cut(strings.TrimSpace(s), "/")

@@ -795,19 +795,19 @@ func (e *Engine) startStandby(ctx context.Context) error {
 	_, statErr := os.Stat(filepath.Join(e.pgdata, "PG_VERSION"))
 	switch {
 	case errors.Is(statErr, os.ErrNotExist):
-		if err := e.baseBackup(ctx, p); err != nil {
+		if err := e.baseBackupRetry(ctx, p); err != nil {
 			return err
 		}
 	case slot == "lost":
 		// Down past max_slot_wal_keep_size: the WAL it needs is gone.
 		e.log.Warn("this node's slot on the primary was lost (max_slot_wal_keep_size): re-seeding with a base backup", "primary", p.ID)
-		if err := e.baseBackup(ctx, p); err != nil {
+		if err := e.baseBackupRetry(ctx, p); err != nil {
 			return err
 		}
 	case st.Rewind:
 		if err := e.rewind(ctx, p); err != nil {
 			e.log.Warn("pg_rewind failed: re-seeding with a base backup", "err", err)
-			if err := e.baseBackup(ctx, p); err != nil {
+			if err := e.baseBackupRetry(ctx, p); err != nil {
 				return err
 			}
 		}
@@ -938,6 +938,37 @@ func (e *Engine) baseBackup(ctx context.Context, p *config.Node) error {
 	}
 	e.log.Info("base backup done", "primary", p.ID, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// baseBackupAttempts bounds baseBackupRetry.
+const baseBackupAttempts = 4
+
+// baseBackupRetry is baseBackup, tried again (after the primary answers
+// again) when it fails: a base backup that the primary's server cut off
+// (its lease lapsed for a Raft election on a loaded machine and it fenced
+// itself, then came back) made a starting replica exit (e2e
+// TestPhysicalAutomaticFailover and TestPhysicalSingleMaster at start-up,
+// load 12-16).
+func (e *Engine) baseBackupRetry(ctx context.Context, p *config.Node) error {
+	var err error
+	for i := 1; i <= baseBackupAttempts; i++ {
+		if err = e.baseBackup(ctx, p); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if i == baseBackupAttempts {
+			break
+		}
+		e.log.Warn("the base backup failed; trying again once the primary answers", "primary", p.ID, "attempt", i, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(i) * time.Second):
+		}
+		if werr := e.waitPrimary(ctx, p); werr != nil {
+			return fmt.Errorf("%w (and then: %v)", err, werr)
+		}
+	}
+	return err
 }
 
 // rewind runs pg_rewind on the (cleanly stopped, or crashed: pg_rewind

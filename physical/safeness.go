@@ -56,6 +56,21 @@ func StandbyNames(ack string, standbys []string) (string, error) {
 	return "", fmt.Errorf("%q: use one, majority or all", ack)
 }
 
+// AckCount is how many of n standbys a commit waits for under ack (the
+// k of synchronous_standby_names, StandbyNames): one 1, majority n/2+1,
+// all n.
+func AckCount(ack string, n int) int {
+	switch {
+	case n == 0:
+		return 0
+	case ack == "majority":
+		return n/2 + 1
+	case ack == "all":
+		return n
+	}
+	return 1
+}
+
 // CheckDurability refuses primary-log durabilities other than strict at
 // run time: PostgreSQL flushes the primary's WAL before it waits for any
 // standby, so a relaxed primary log under a 2-safe standby, and adaptive

@@ -2,6 +2,8 @@ package physical
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +82,42 @@ func TestParseLSN(t *testing.T) {
 		got, err := parseLSN(c.in)
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("parseLSN(%q) = %x, %v; want %x, ok %v", c.in, got, err, c.want, c.ok)
+		}
+		if c.ok {
+			// FormatLSN writes what PostgreSQL writes (no padding).
+			if back := FormatLSN(got); back != strings.TrimSpace(c.in) {
+				t.Errorf("FormatLSN(%x) = %q, want %q", got, back, strings.TrimSpace(c.in))
+			}
+		}
+	}
+}
+
+// TestAckCount: the number of standbys a commit waits for, as
+// StandbyNames writes it (the degrade watch compares the streaming
+// standbys with it).
+func TestAckCount(t *testing.T) {
+	for _, c := range []struct {
+		ack  string
+		n    int
+		want int
+	}{
+		{"one", 0, 0}, {"one", 1, 1}, {"one", 3, 1},
+		{"majority", 1, 1}, {"majority", 2, 2}, {"majority", 3, 2}, {"majority", 4, 3},
+		{"all", 1, 1}, {"all", 3, 3},
+	} {
+		if got := AckCount(c.ack, c.n); got != c.want {
+			t.Errorf("AckCount(%s, %d) = %d, want %d", c.ack, c.n, got, c.want)
+		}
+		ids := make([]string, c.n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("n%d", i+2)
+		}
+		names, err := StandbyNames(c.ack, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.n > 0 && !strings.Contains(names, fmt.Sprintf(" %d (", c.want)) {
+			t.Errorf("StandbyNames(%s, %d) = %q, does not wait for %d", c.ack, c.n, names, c.want)
 		}
 	}
 }

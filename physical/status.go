@@ -153,13 +153,14 @@ func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status)
 	return e.slotStatus(ctx, c, s)
 }
 
-// Watch keeps the pair working through a lost standby, until ctx ends.
+// Watch keeps the cluster working through a lost standby, until ctx ends.
 // A primary asks the other nodes every 2 s whether one is the primary of a
 // newer epoch, and steps down to follow it if so.
 // On a primary with replication.on_standby_loss = "degrade" (the default)
-// and a 2-safe level, when no standby has streamed for ack_timeout it
+// and a 2-safe level, when fewer standbys than synchronous_standby_names
+// waits for (AckCount; one, for a pair) have streamed for ack_timeout it
 // empties synchronous_standby_names (commits go on 1-safe; /status says
-// degraded), and restores it once a standby streams again. On a standby
+// degraded), and restores it once enough stream again. On a standby
 // it re-seeds when its slot on the primary was lost
 // (max_slot_wal_keep_size passed while it was down or slow): its WAL
 // receiver cannot stream any more, so it checks the slot whenever the
@@ -185,9 +186,15 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 		}
 		streaming := s.Receiver == "streaming"
 		if st.Role == RolePrimary {
+			// Enough standbys stream for the level to hold: the
+			// number synchronous_standby_names waits for (ack).
+			n := 0
 			for _, r := range s.Replicas {
-				streaming = streaming || r.State == "streaming"
+				if r.State == "streaming" {
+					n++
+				}
 			}
+			streaming = n > 0 && n >= AckCount(e.c.Repl.Ack, len(e.standbys()))
 		}
 		if streaming {
 			lostSince = time.Time{}

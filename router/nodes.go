@@ -221,6 +221,14 @@ func (r *Router) setProgress(node, role string, applied, assigned uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nodes[i].hasProgress, r.nodes[i].applied = true, applied
+	if r.cfg.LSN && role != "primary" && applied > 0 {
+		// A replay position read now holds from now on (until a
+		// rewind, which comes with a change of epoch: setRole): reads
+		// that need no more skip the replica's wait. (A writeset
+		// standby's applied GSN is an upper bound while it applies,
+		// not this.)
+		r.noteApplied(i, applied)
+	}
 	if role == "primary" {
 		r.nodes[i].applied = max(applied, assigned)
 		if n := len(r.samples); n == 0 || r.samples[n-1].gsn != r.nodes[i].applied {

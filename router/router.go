@@ -70,7 +70,12 @@ type Config struct {
 	// over the healthy nodes by the policy, and the read consistency
 	// level holds for all of them (a node must have applied the session's
 	// last commit before it serves its next transaction).
-	MultiMaster       bool
+	MultiMaster bool
+	// LSN: the nodes' positions are PostgreSQL WAL positions, not GSNs
+	// (the physical engine; lsn.go): a session's commit position is asked
+	// of the primary when a read follows a write, and a replica waits for
+	// it with a DO block polling pg_last_wal_replay_lsn().
+	LSN               bool
 	ReadConsistency   string
 	ReadWait          time.Duration
 	ReadOnlyFunctions []string
@@ -432,6 +437,11 @@ func (r *Router) setRole(node, role string, epoch uint64) {
 		if r.st[i].ID == node && (r.st[i].Role != role || r.st[i].Epoch != epoch) {
 			r.log.Info("node role", "node", node, "role", role, "epoch", epoch)
 			r.st[i].Role, r.st[i].Epoch = role, epoch
+			if r.cfg.LSN {
+				// A replica repointed at a failover may be rewound
+				// (pg_rewind): its replay position can go back.
+				r.known[i].Store(0)
+			}
 			r.notifyLocked()
 			if role == "primary" {
 				// Any other node that was the primary of an older epoch

@@ -601,6 +601,7 @@ func (sl *splitLoop) inlineOK(d decision, first int) bool {
 	nc := s.conns[target]
 	open := nc != nil && !nc.dead
 	need := max(s.lastCommit, s.lastRead)
+	unknown := s.lsnDirty // the commit position must be asked first
 	s.mu.Unlock()
 	if !open {
 		return false
@@ -612,7 +613,7 @@ func (sl *splitLoop) inlineOK(d decision, first int) bool {
 	case consEventual:
 		return true
 	case consSession:
-		return need == 0 || s.rt.applied(target) >= need
+		return !unknown && (need == 0 || s.rt.applied(target) >= need)
 	}
 	return false // strong, bounded: the primary's position is asked
 }

@@ -278,6 +278,11 @@ func newSessionTag() string {
 	return hex.EncodeToString(b[:])
 }
 
+// ErrNoSessionIndex: the node keeps no index of its sessions' commits
+// (the physical engine: PostgreSQL commits, nothing tags them), so the
+// outcome of a COMMIT in flight at a failover cannot be asked: 08007.
+var ErrNoSessionIndex = errors.New("the node keeps no session index (physical engine): the outcome cannot be asked")
+
 // committedOn asks node up whether it holds a commit of the session
 // tagged tag after GSN after: true (applied), false (not), or an error (unknown).
 func committedOn(ctx context.Context, up Upstream, tag string, after uint64) (bool, error) {
@@ -298,6 +303,9 @@ func committedOn(ctx context.Context, up Upstream, tag string, after uint64) (bo
 		return false, err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return false, fmt.Errorf("node %s: %w", up.Node, ErrNoSessionIndex)
+	}
 	var v struct {
 		GSN   uint64 `json:"gsn"`
 		Found bool   `json:"found"`

@@ -92,9 +92,13 @@ type nodeConn struct {
 	// '3' a CloseComplete.
 	expect []byte
 	waiter chan error // told the outcome of the wait (the last 'Z')
-	werr   error      // an error among the swallowed answers
-	dead   bool
-	done   chan struct{} // the reader ended
+	// capture: keep the first column of a DataRow among the swallowed
+	// answers in got (the primary's WAL position, lsn.go).
+	capture bool
+	got     string
+	werr    error // an error among the swallowed answers
+	dead    bool
+	done    chan struct{} // the reader ended
 }
 
 // splitSession is a client session under transaction routing.
@@ -121,8 +125,12 @@ type splitSession struct {
 	owe    string
 	closed bool
 
-	// GSNs (under mu): the session's last commit and read.
+	// GSNs (under mu): the session's last commit and read. With
+	// Config.LSN, lastCommit is a WAL position, and lsnDirty says the
+	// session sent the primary something that may have written since it
+	// was learned (lsn.go).
 	lastCommit, lastRead uint64
+	lsnDirty             bool
 	// A request in flight that may commit (under mu; Survive): a COMMIT
 	// or a statement outside a transaction. ackSeen: the primary reported
 	// a commit GSN past commitBase (the session's last before it); ccSeen:
@@ -410,6 +418,9 @@ func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
 		if typ == 'E' && nc.werr == nil {
 			nc.werr = errorFrom(frame)
 		}
+		if typ == 'D' && nc.capture {
+			nc.got = firstColumn(frame)
+		}
 		if typ == 'Z' {
 			nc.expect = nc.expect[1:]
 			if nc.waiter != nil && len(nc.expect) == 0 {
@@ -536,6 +547,10 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 				if err == nil {
 					now = up.Node
 					return now, applied, nil
+				}
+				if errors.Is(err, ErrNoSessionIndex) {
+					// Asking again will not help (08007 at once).
+					return up.Node, false, err
 				}
 				last = err
 			}
@@ -1133,6 +1148,9 @@ func (s *splitSession) routeReq(d decision, first int) error {
 			s.rt.Begin(target)
 			s.inTx = true
 		}
+		if s.rt.cfg.LSN && want == routePrimary && target == s.rt.primaryIndex() {
+			s.lsnDirty = true
+		}
 		// Count the request in flight before sending it: if the
 		// connection ends now, lost() answers it.
 		for b := s.batch; len(b) >= 5; {
@@ -1216,7 +1234,7 @@ func (s *splitSession) pickReplica() int {
 	if len(cands) == 0 {
 		return s.rt.primaryIndex()
 	}
-	if s.rt.cfg.MultiMaster && s.cons == consSession {
+	if (s.rt.cfg.MultiMaster || s.rt.cfg.LSN) && s.cons == consSession {
 		// Every node takes every transaction: balance over the nodes
 		// known to have applied what the session needs, so the node
 		// rarely has to be asked to wait (a round trip); all of them
@@ -1312,6 +1330,11 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 	case consEventual:
 		return nil
 	case consSession:
+		if s.rt.cfg.LSN {
+			if err := s.learnCommitLSN(); err != nil {
+				return err
+			}
+		}
 		s.mu.Lock()
 		need = max(s.lastCommit, s.lastRead)
 		s.mu.Unlock()
@@ -1353,7 +1376,11 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 	nc.expect = append(nc.expect, 'Z')
 	nc.waiter = ch
 	s.mu.Unlock()
-	nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
+	if s.rt.cfg.LSN {
+		nc.fr.AppendRaw(queryFrame(waitReplayQuery(need, s.rt.readWait())))
+	} else {
+		nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
+	}
 	if err := nc.fr.Flush(); err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ func newRouterCmd() *cobra.Command {
 			reg := prometheus.NewRegistry()
 			rt := router.New(balance(router.Config{Nodes: ups, MaxMessageBytes: c.Limits.MaxMessageBytes, MessageReadTimeout: c.Limits.MessageRead(), Logger: log,
 				Survive: c.Repl.Failover == "automatic", Registerer: reg,
-				Split: c.Router.Split || c.Design == "single-master" || c.MultiMaster(), MultiMaster: c.MultiMaster(), ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
+				Split: c.Router.Split || c.Design == "single-master" || c.MultiMaster(), MultiMaster: c.MultiMaster(), LSN: c.Physical(), ReadConsistency: c.Router.ReadConsistency, ReadWait: c.Router.ReadWait.Duration,
 				ReadOnlyFunctions: c.Router.ReadOnlyFunctions}))
 			go rt.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 			if !c.MultiMaster() {

@@ -1,0 +1,149 @@
+package router
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Read consistency on the physical engine (Config.LSN; physical/DESIGN.md
+// "Read consistency"). The nodes relay sessions to PostgreSQL itself, so
+// nothing reports a commit's position in the session's stream as the
+// writeset engine's nodes do (tandem.commit_gsn). Instead:
+//
+//   - a request the router sends to the primary as a write marks the
+//     session (lsnDirty); the position of its commits is learned only when
+//     a read is about to go to a replica, by one query on the session's own
+//     primary connection, its answer swallowed:
+//     SELECT pg_current_wal_insert_lsn() (everything the session committed
+//     ends at or before it: its commits returned before the read began);
+//   - a replica not already known to have replayed that far (the health
+//     probe's replay position, or an earlier wait) is asked to wait with a
+//     DO block that polls pg_last_wal_replay_lsn() every millisecond, on
+//     the session's connection there, up to read_wait; past it the block
+//     fails with 55000 and the primary runs the read, as on the writeset
+//     engine;
+//   - writes only cost the flag: a session that writes and never reads on
+//     a replica never pays the query.
+
+// errNoPrimaryConn: the session's commit position could not be asked of
+// the primary (its connection ended): the read runs on the primary.
+var errNoPrimaryConn = errors.New("no connection to the primary to learn the session's commit position")
+
+// learnCommitLSN makes s.lastCommit the primary's WAL insert position if
+// the session may have committed something since it was last learned.
+// Called before a read goes to a replica, with nothing in flight.
+func (s *splitSession) learnCommitLSN() error {
+	s.mu.Lock()
+	if !s.lsnDirty {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.inline() {
+		// splitLoop.inlineOK leaves a dirty session to the helper.
+		s.mu.Unlock()
+		return errInlineWait
+	}
+	pi := s.rt.primaryIndex()
+	nc := s.conns[pi]
+	s.mu.Unlock()
+	if nc == nil {
+		// The primary changed since the session wrote (a failover): the
+		// new one's position is past everything of the session's that
+		// survived it.
+		var err error
+		if nc, err = s.ensure(pi); err != nil || nc.idx != pi {
+			return fmt.Errorf("%w: %v", errNoPrimaryConn, err)
+		}
+	}
+	s.mu.Lock()
+	if nc.dead {
+		s.mu.Unlock()
+		return errNoPrimaryConn
+	}
+	ch := make(chan error, 1)
+	nc.expect = append(nc.expect, 'Z')
+	nc.waiter = ch
+	nc.capture, nc.got = true, ""
+	s.mu.Unlock()
+	nc.fr.AppendRaw(queryFrame("SELECT pg_current_wal_insert_lsn()::text"))
+	if err := nc.fr.Flush(); err != nil {
+		return err
+	}
+	var err error
+	select {
+	case err = <-ch:
+	case <-s.ctx.Done():
+		err = s.ctx.Err()
+	}
+	s.mu.Lock()
+	got := nc.got
+	nc.capture, nc.got = false, ""
+	if err == nil {
+		var lsn uint64
+		if lsn, err = parseLSN(got); err == nil {
+			s.lastCommit = max(s.lastCommit, lsn)
+			s.lsnDirty = false
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("the session's commit position on %s: %w", nc.up.Node, err)
+	}
+	return nil
+}
+
+// waitReplayQuery is the statement a replica runs to wait until it has
+// replayed the WAL up to lsn, for at most wait: a DO block polling
+// pg_last_wal_replay_lsn() every millisecond, failing with 55000
+// (object_not_in_prerequisite_state, as the writeset engine's wait does)
+// when the time is up. A node that is no longer in recovery (promoted)
+// has everything it will ever have: it returns at once.
+func waitReplayQuery(lsn uint64, wait time.Duration) string {
+	pos := formatLSN(lsn)
+	ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+	var b strings.Builder
+	b.Grow(400)
+	b.WriteString("DO $tandem$DECLARE d timestamptz := clock_timestamp() + interval '")
+	b.WriteString(ms)
+	b.WriteString(" milliseconds'; BEGIN WHILE pg_is_in_recovery() AND coalesce(pg_last_wal_replay_lsn(), '0/0') < '")
+	b.WriteString(pos)
+	b.WriteString("'::pg_lsn LOOP IF clock_timestamp() > d THEN RAISE EXCEPTION 'tandem: this replica has not replayed the WAL up to ")
+	b.WriteString(pos)
+	b.WriteString(" within ")
+	b.WriteString(ms)
+	b.WriteString(" ms' USING ERRCODE = '55000'; END IF; PERFORM pg_sleep(0.001); END LOOP; END$tandem$")
+	return b.String()
+}
+
+// parseLSN reads PostgreSQL's text form of a WAL position ("16/B374D848").
+func parseLSN(v string) (uint64, error) {
+	hi, lo, ok := strings.Cut(strings.TrimSpace(v), "/")
+	if ok {
+		h, err1 := strconv.ParseUint(hi, 16, 32)
+		l, err2 := strconv.ParseUint(lo, 16, 32)
+		if err1 == nil && err2 == nil {
+			return h<<32 | l, nil
+		}
+	}
+	return 0, fmt.Errorf("not a WAL position: %q", v)
+}
+
+// formatLSN writes a WAL position as PostgreSQL does.
+func formatLSN(n uint64) string { return fmt.Sprintf("%X/%X", n>>32, uint32(n)) }
+
+// firstColumn is the text of a DataRow's first column ("" for NULL or a
+// malformed row).
+func firstColumn(frame []byte) string {
+	if len(frame) < 11 || binary.BigEndian.Uint16(frame[5:7]) == 0 {
+		return ""
+	}
+	n := int32(binary.BigEndian.Uint32(frame[7:11]))
+	if n < 0 || 11+int(n) > len(frame) {
+		return ""
+	}
+	return string(frame[11 : 11+int(n)])
+}

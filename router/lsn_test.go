@@ -1,0 +1,87 @@
+package router
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFormatLSN(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want uint64
+		ok   bool
+	}{
+		{"0/0", 0, true},
+		{"0/30289E8", 0x30289E8, true},
+		{"16/B374D848", 0x16<<32 | 0xB374D848, true},
+		{"", 0, false},
+		{"30289E8", 0, false},
+		{"1/100000000", 0, false},
+		{"g/1", 0, false},
+	} {
+		got, err := parseLSN(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("parseLSN(%q) = %x, %v; want %x, ok %v", c.in, got, err, c.want, c.ok)
+			continue
+		}
+		if c.ok && formatLSN(got) != c.in {
+			t.Errorf("formatLSN(%x) = %q, want %q", got, formatLSN(got), c.in)
+		}
+	}
+}
+
+func TestWaitReplayQuery(t *testing.T) {
+	for _, c := range []struct {
+		lsn  uint64
+		wait time.Duration
+		want []string
+	}{
+		{0x16<<32 | 0xB374D848, time.Second, []string{"< '16/B374D848'::pg_lsn", "interval '1000 milliseconds'", "ERRCODE = '55000'", "up to 16/B374D848 within 1000 ms", "pg_is_in_recovery()"}},
+		{1, 0, []string{"< '0/1'::pg_lsn", "interval '1 milliseconds'"}},
+	} {
+		q := waitReplayQuery(c.lsn, c.wait)
+		if !strings.HasPrefix(q, "DO $tandem$") || !strings.HasSuffix(q, "END$tandem$") {
+			t.Errorf("%q: not one DO block", q)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(q, w) {
+				t.Errorf("%q lacks %q", q, w)
+			}
+		}
+	}
+}
+
+// dataRow builds a DataRow frame with text columns (nil: NULL).
+func dataRow(cols ...[]byte) []byte {
+	b := []byte{'D', 0, 0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint16(b[5:], uint16(len(cols)))
+	for _, c := range cols {
+		if c == nil {
+			b = binary.BigEndian.AppendUint32(b, 0xFFFFFFFF)
+			continue
+		}
+		b = binary.BigEndian.AppendUint32(b, uint32(len(c)))
+		b = append(b, c...)
+	}
+	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
+	return b
+}
+
+func TestFirstColumn(t *testing.T) {
+	for _, c := range []struct {
+		frame []byte
+		want  string
+	}{
+		{dataRow([]byte("0/3000060")), "0/3000060"},
+		{dataRow([]byte("1/2"), []byte("x")), "1/2"},
+		{dataRow(nil), ""},
+		{dataRow(), ""},
+		{dataRow([]byte("0/1"))[:9], ""}, // truncated
+	} {
+		if got := firstColumn(c.frame); got != c.want {
+			t.Errorf("firstColumn(%v) = %q, want %q", c.frame, got, c.want)
+		}
+	}
+}
