@@ -36,9 +36,10 @@ type validateOut struct {
 		ReplicaPID int      `json:"replica_pid"`
 		Warnings   []string `json:"warnings"`
 		Phases     []struct {
-			Name        string  `json:"name"`
-			Completions int64   `json:"completions"`
-			ReplicaCPUS float64 `json:"replica_cpu_s"`
+			Name           string  `json:"name"`
+			Completions    int64   `json:"completions"`
+			ReplicaCPUS    float64 `json:"replica_cpu_s"`
+			ReadsOnReplica bool    `json:"reads_on_replica"`
 		} `json:"phases"`
 		Profile struct {
 			Resources []struct {
@@ -154,6 +155,11 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	for _, ph := range repl.Phases {
 		if ph.Name == "update" && ph.ReplicaCPUS <= 0 {
 			t.Errorf("replicated profile: n2 used no CPU while n1 committed updates: %+v", ph)
+		}
+		// Single-master is profiled through the router, which balances
+		// reads over both nodes: rc counts both trees.
+		if ph.Name == "read-only" && ph.ReadsOnReplica != (design == "single-master") {
+			t.Errorf("replicated profile, read-only phase: reads_on_replica %v for %s", ph.ReadsOnReplica, design)
 		}
 	}
 	for _, r := range repl.Profile.Resources {

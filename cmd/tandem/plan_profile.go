@@ -79,6 +79,7 @@ updates do. See docs/planner.md.`,
 	fl.StringVar(&f.disk, "disk", "", "device(s) to measure, e.g. nvme0n1 or sda,sdb, or all (default: the device holding the data directory and pg_wal)")
 	fl.Float64Var(&f.opts.CPUs, "cpus", 0, "divide CPU busy time by this many CPUs (default: the CPUs the server may use; 1 = raw CPU-seconds)")
 	fl.IntVar(&f.opts.ReplicaPID, "replica-pid", 0, "PID of a tandem node replicating the profiled one (its primary or a multi-master peer): ws is then that node's process tree's CPU per committed update during the update phase, instead of a replay of captured writesets through --dsn")
+	fl.BoolVar(&f.opts.ReplicaReads, "replica-reads", false, "the --dsn balances reads over the profiled node and the --replica-pid node (a router): rc counts both trees' CPU")
 	fl.IntVar(&f.opts.ApplyClients, "apply-clients", 0, "parallel writeset appliers in the writeset-apply phase (default: --clients)")
 	fl.BoolVar(&f.opts.SkipMix, "skip-mix", false, "skip the full-mix phase; A1 and L1 then come from the update phase")
 	fl.BoolVar(&f.opts.NoQuiesce, "no-quiesce", false, "do not VACUUM the workload's tables and CHECKPOINT before each phase")

@@ -350,15 +350,22 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 	if n1 == nil || n2 == nil {
 		return nil, errors.New("profile the replicated path: nodes n1 and n2 are not both running")
 	}
-	dsn, err := withHost(env.DSN, env.Config.Nodes[0].Listen)
-	if err != nil {
-		return nil, fmt.Errorf("profile the replicated path: %w", err)
+	// Single-master: through the router, as the sweep's clients, so that a
+	// read costs what routing makes it cost on the nodes, wherever it
+	// lands (both trees count for rc); updates go to n1, n2 applies them.
+	// Multi-master: n1's own front door (the router would balance updates
+	// over both nodes too).
+	dsn, replicaReads := env.DSN, o.Design == "single-master"
+	if !replicaReads {
+		if dsn, err = withHost(env.DSN, env.Config.Nodes[0].Listen); err != nil {
+			return nil, fmt.Errorf("profile the replicated path: %w", err)
+		}
 	}
 	var reps []*profiler.Report
 	for _, m := range o.Mixes {
 		fmt.Fprintf(o.Progress, "  profiling %s on n1 (up to 3 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
 		rep, err := profiler.Run(ctx, profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
-			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, Logger: o.Logger,
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, ReplicaReads: replicaReads, Logger: o.Logger,
 			Name: o.Workload.Name() + "-" + m + "-replicated"})
 		if err != nil {
 			return nil, fmt.Errorf("profile %s on the replicated path: %w", m, err)
@@ -454,6 +461,10 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 		for _, r := range repl.Profile.Resources {
 			src := fmt.Sprintf("measured on the replicated path: n1 of two emulated hosts of %s profiled through its own front door, its process tree (pid %d) for rc and wc, n2's (pid %d) during the update phase per committed update for ws, CPU divided by %g",
 				o.Design, repl.PID, repl.ReplicaPID, repl.CPUs)
+			if o.Design == "single-master" {
+				src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them; rc: both nodes' process trees (pids %d, %d) per read (the router balanced the reads over both), wc: the primary's per update attempt, ws: the replica's during the update phase per committed update; CPU divided by %g",
+					repl.PID, repl.ReplicaPID, repl.CPUs)
+			}
 			if r.Name != "cpu" {
 				src = "on the replicated path: the shared disk's busy time split between n1 and n2 by their I/O bytes"
 			}

@@ -91,6 +91,12 @@ type Options struct {
 	// between the two trees by their I/O bytes. 0 means no replica: the
 	// writeset-apply phase replays captured writesets through the DSN.
 	ReplicaPID int
+	// ReplicaReads (--replica-reads) says that the DSN balances read-only
+	// transactions over the profiled node and the replica (a router in
+	// front of both): the read-only and mix phases then count both trees'
+	// CPU, so rc is what a read costs the nodes wherever it ran. Needs
+	// ReplicaPID.
+	ReplicaReads bool
 	// SkipMix skips the full-mix phase (--skip-mix): A_1 and L(1) then come
 	// from the update phase.
 	SkipMix bool
@@ -179,6 +185,8 @@ type Phase struct {
 	// /proc/PID/io bytes read + written.
 	ReplicaCPUS    float64 `json:"replica_cpu_s,omitempty"`
 	ReplicaIOBytes uint64  `json:"replica_io_bytes,omitempty"`
+	// ReadsOnReplica: ServerCPUS includes ReplicaCPUS (Options.ReplicaReads).
+	ReadsOnReplica bool `json:"reads_on_replica,omitempty"`
 	// ClientCPUS is this process's CPU (the load driver and appliers).
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// HostBusyS and HostStealS are the whole host's CPU busy and stolen
@@ -321,6 +329,8 @@ func newProfiler(ctx context.Context, opts Options) (*profiler, error) {
 		return nil, fmt.Errorf("%w: --apply-clients must be > 0, got %d", ErrBadOption, opts.ApplyClients)
 	case opts.ReplicaPID < 0:
 		return nil, fmt.Errorf("%w: --replica-pid must be > 0, got %d", ErrBadOption, opts.ReplicaPID)
+	case opts.ReplicaReads && opts.ReplicaPID == 0:
+		return nil, fmt.Errorf("%w: --replica-reads needs --replica-pid (the node that takes the other reads)", ErrBadOption)
 	case opts.ReplicaPID > 0 && opts.ReplicaPID == opts.PID:
 		return nil, fmt.Errorf("%w: --replica-pid %d is the profiled process itself (--pid): give the replica's node", ErrBadOption, opts.ReplicaPID)
 	}
@@ -769,6 +779,11 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 		return nil, err
 	}
 	p.fillCounts(ph, res)
+	if p.opts.ReplicaReads && name != PhaseUpdate {
+		// Reads ran on both nodes: their cost is both trees' CPU.
+		ph.ServerCPUS += ph.ReplicaCPUS
+		ph.ReadsOnReplica = true
+	}
 	if ph.Errors > 0 {
 		p.warn(fmt.Sprintf("%s phase: %d unexpected errors (first: %s)", name, ph.Errors, strings.Join(res.FirstErrors, "; ")))
 	}

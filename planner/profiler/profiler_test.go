@@ -45,6 +45,7 @@ func TestOptionErrors(t *testing.T) {
 		{"negative clients", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Clients: -1}, "--clients"},
 		{"negative cpus", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", CPUs: -2}, "--cpus"},
 		{"negative replica pid", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: -3}, "--replica-pid"},
+		{"replica reads without a replica", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaReads: true}, "--replica-reads needs --replica-pid"},
 		{"replica is the profiled process", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", PID: 42, ReplicaPID: 42}, "--replica-pid 42 is the profiled process"},
 		{"unreachable server", Options{Workload: w, DSN: "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "--dsn: connect"},
 	} {

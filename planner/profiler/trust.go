@@ -97,6 +97,9 @@ func (p *profiler) cpuNote(ph *Phase) string {
 	if ph.Name == PhaseApply && p.opts.ReplicaPID > 0 {
 		what, pid = "the replica", p.opts.ReplicaPID
 	}
+	if ph.ReadsOnReplica {
+		what = fmt.Sprintf("the profiled node and the replica (pid %d; reads were balanced over both)", p.opts.ReplicaPID)
+	}
 	fmt.Fprintf(&b, "measured: %.2f CPU-s of %s (pid %d) and its descendants (up to %d processes), /proc/PID/stat utime+stime plus cutime+cstime of exited backends",
 		ph.ServerCPUS, what, pid, ph.ServerProcs)
 	if ph.ServerCPUS > 0 {
