@@ -129,7 +129,7 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 	if w := c.Witness; w != nil {
 		// The witness first: with it a pair's coordinator has a quorum as
 		// soon as one node is up.
-		p, err := l.spawn(ctx, w.ID, "witness", lab.WitnessNum, []string{"witness", "-c", cfgPath})
+		p, err := l.spawn(ctx, w.ID, "witness", lab.WitnessNum, []string{"witness", "-c", cfgPath, "--run-dir", runDir})
 		if err != nil {
 			l.Stop()
 			return nil, err
@@ -137,7 +137,7 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 		l.Procs = append(l.Procs, p)
 	}
 	for i, n := range c.Nodes {
-		p, err := l.spawn(ctx, n.ID, "node", lab.NodeNum(i), []string{"node", "-c", cfgPath, "--id", n.ID})
+		p, err := l.spawn(ctx, n.ID, "node", lab.NodeNum(i), []string{"node", "-c", cfgPath, "--id", n.ID, "--run-dir", runDir})
 		if err != nil {
 			l.Stop()
 			return nil, err
@@ -145,7 +145,7 @@ func Start(ctx context.Context, opts Options) (*Local, error) {
 		l.Procs = append(l.Procs, p)
 	}
 	if c.Router != nil {
-		p, err := l.spawn(ctx, "router", "router", 0, []string{"router", "-c", cfgPath})
+		p, err := l.spawn(ctx, "router", "router", 0, []string{"router", "-c", cfgPath, "--run-dir", runDir})
 		if err != nil {
 			l.Stop()
 			return nil, err

@@ -33,20 +33,42 @@ func TestMultiMasterExamples(t *testing.T) {
 	}
 }
 
-// TestSingleMasterPhysicalExample: the physical single-master example is
-// a valid cluster file of a primary and two managed PostgreSQL replicas
-// on the physical engine.
-func TestSingleMasterPhysicalExample(t *testing.T) {
-	path := filepath.Join("..", "examples", "single-master-postgres-physical.toml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Parse(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Design != "single-master" || !c.Physical() || len(c.Nodes) != 3 || c.Router == nil {
-		t.Fatalf("design %q, physical %v, %d nodes, router %v", c.Design, c.Physical(), len(c.Nodes), c.Router != nil)
+// TestPostgresReplicatedExamples: the managed PostgreSQL hot-standby and
+// single-master examples are valid cluster files on the engine their name
+// says (the plain names on the physical engine, -writeset on tandem's
+// log), with automatic failover, a router and their number of nodes.
+func TestPostgresReplicatedExamples(t *testing.T) {
+	for _, tc := range []struct {
+		file, design, engine string
+		nodes                int
+	}{
+		{"hot-standby-postgres.toml", "hot-standby", EnginePhysical, 2},
+		{"hot-standby-postgres-writeset.toml", "hot-standby", EngineWriteset, 2},
+		{"single-master-postgres.toml", "single-master", EnginePhysical, 3},
+		{"single-master-postgres-writeset.toml", "single-master", EngineWriteset, 3},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("..", "examples", tc.file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Parse(path, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Design != tc.design || c.Repl.Engine != tc.engine || len(c.Nodes) != tc.nodes || c.Router == nil {
+				t.Fatalf("design %q, engine %q, %d nodes, router %v; want %s, %s, %d nodes, a router",
+					c.Design, c.Repl.Engine, len(c.Nodes), c.Router != nil, tc.design, tc.engine, tc.nodes)
+			}
+			if c.Repl.Failover != "automatic" {
+				t.Fatalf("failover %q, want automatic", c.Repl.Failover)
+			}
+			for _, n := range c.Nodes {
+				if n.Backend != "postgres" || n.DSN != "" {
+					t.Fatalf("node %s: backend %q dsn %q, want a managed PostgreSQL", n.ID, n.Backend, n.DSN)
+				}
+			}
+		})
 	}
 }

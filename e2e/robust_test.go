@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -701,4 +702,41 @@ func TestStartupConnectionsLimited(t *testing.T) {
 		t.Fatalf("login after the idle connections timed out: %v", err)
 	}
 	b.Close(ctx)
+}
+
+// TestUpRunDirFlag: `tandem up --run-dir D` runs the whole cluster in D,
+// not in the file's run_dir: the processes it starts get D too (they
+// used to read the file's run_dir, issue certificates of their own there
+// and fail the TLS check of the ones D held), and `tandem status
+// --run-dir D` finds them.
+func TestUpRunDirFlag(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "")
+	fileRun := filepath.Join(h.dir, "run") // the file's run_dir
+	flagRun := filepath.Join(h.dir, "elsewhere")
+	c := upFileArgs(t, h.dir, h.file, flagRun, "--run-dir", flagRun)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := connect(t, c.DSN)
+	for _, sql := range []string{"CREATE TABLE p (id int PRIMARY KEY)", "INSERT INTO p VALUES (1)"} {
+		if _, err := a.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	for _, f := range []string{"certs/ca.crt", "logs/n1.log", "logs/n2.log", "n1", "n2"} {
+		if _, err := os.Stat(filepath.Join(flagRun, f)); err != nil {
+			t.Errorf("--run-dir %s: %v", flagRun, err)
+		}
+	}
+	if _, err := os.Stat(fileRun); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the file's run_dir %s was used (stat: %v)", fileRun, err)
+	}
+	out, err := exec.Command(tandemBin, "status", "-c", h.file, "--run-dir", flagRun).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tandem status --run-dir: %v\n%s", err, out)
+	}
+	for _, id := range []string{"n1", "n2"} {
+		if !regexp(id + `\s+node\s+\S+\s+\S+\s+\S+\s+up`).MatchString(string(out)) {
+			t.Fatalf("tandem status --run-dir does not report %s up:\n%s", id, out)
+		}
+	}
 }

@@ -91,7 +91,7 @@ func adminURL(n *config.Node, path string) string {
 
 // loadCluster reads the cluster file and the admin token.
 func loadCluster(file string) (*config.Cluster, error) {
-	c, err := config.Load(file)
+	c, err := loadConfig(file)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,7 @@ func main() {
 	}
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
+	root.PersistentFlags().StringVar(&runDirFlag, "run-dir", "", "override the cluster file's run_dir (data, logs, certificates); give every command on that cluster the same one")
 
 	benchCmd := newBenchCmd()
 	benchCmd.AddCommand(newOverheadCmd(), newSweepCmd(), newBenchFailoverCmd(), newScaleoutCmd())

@@ -24,7 +24,7 @@ func newNodeCmd() *cobra.Command {
 		Short: "Run one node (its back end and its front door) in the foreground",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd)
-			c, err := config.Load(file)
+			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ func newRouterCmd() *cobra.Command {
 		Short: "Run the standalone router process in the foreground",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd).With("component", "router")
-			c, err := config.Load(file)
+			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}

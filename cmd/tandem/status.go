@@ -74,6 +74,11 @@ func newStatusCmd() *cobra.Command {
 			var out []probe
 			for _, n := range c.Nodes {
 				p := probe{Name: n.ID, Kind: "node", Role: "primary", Addr: n.Listen, Backend: n.Backend, PID: pids[n.ID]}
+				if c.Replicated() {
+					// Its role is what its /status says; a node that does not
+					// answer it (down) has none to show, not "primary".
+					p.Role = "-"
+				}
 				pingPG(cmd.Context(), &p, user, pass, clientTLS(c, ident, n.ID))
 				if n.Metrics != "" {
 					var s struct {

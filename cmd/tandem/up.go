@@ -21,22 +21,16 @@ import (
 )
 
 func newUpCmd() *cobra.Command {
-	var file, runDir, labFlag string
+	var file, labFlag string
 	var serveWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "up -c FILE",
 		Short: "Start every node and the router of a cluster file on this machine; Ctrl-C stops them all",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd)
-			c, err := config.Load(file)
+			c, err := loadConfig(file)
 			if err != nil {
 				return err
-			}
-			if runDir != "" {
-				c.RunDir = runDir
-				if c, err = reload(c); err != nil {
-					return err
-				}
 			}
 			// Issue the cluster's certificates once, before the processes
 			// start (each would otherwise take the certificate directory's
@@ -110,7 +104,6 @@ func newUpCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
-	cmd.Flags().StringVar(&runDir, "run-dir", "", "override run_dir (logs and data)")
 	cmd.Flags().StringVar(&labFlag, "lab", "", labFlagHelp)
 	cmd.Flags().DurationVar(&serveWait, "serve-wait", 20*time.Second, "how long each process may take to serve a login after it started")
 	_ = cmd.MarkFlagRequired("config")
@@ -159,6 +152,21 @@ func checkServing(ctx context.Context, c *config.Cluster, ident *secure.Identity
 		}
 	}
 	return failed
+}
+
+// runDirFlag is the global --run-dir: it overrides the cluster file's
+// run_dir in every command (tandem up passes it on to the processes it
+// starts, so that they find the certificates and data it made there).
+var runDirFlag string
+
+// loadConfig is config.Load with --run-dir applied.
+func loadConfig(file string) (*config.Cluster, error) {
+	c, err := config.Load(file)
+	if err != nil || runDirFlag == "" {
+		return c, err
+	}
+	c.RunDir = runDirFlag
+	return reload(c)
 }
 
 // reload re-applies defaults after an override (node data dirs follow run_dir).

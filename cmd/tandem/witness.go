@@ -37,7 +37,7 @@ func newWitnessCmd() *cobra.Command {
 		Short: "Run the cluster's witness in the foreground: a coordinator vote with no data, so a pair keeps a quorum when one node dies",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd).With("process", "witness")
-			c, err := config.Load(file)
+			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
