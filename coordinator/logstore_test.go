@@ -2,15 +2,21 @@ package coordinator
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/hashicorp/raft-wal/migrate"
+
+	"github.com/tandemdb/tandem/certifier"
 )
 
 func testLog(i uint64) *raft.Log {
@@ -137,5 +143,70 @@ func TestLogStoreMigration(t *testing.T) {
 			}
 			checkStores(t, s, first, next+1, tc.term)
 		})
+	}
+}
+
+// TestCertifyAfterLogMove: a group whose members' logs sit in raft.db (as
+// an older build left them) restarts on the WAL with every certified
+// writeset, in order, on every member, and certifies on from there.
+func TestCertifyAfterLogMove(t *testing.T) {
+	g := certGroup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 30
+	for i := range n {
+		c := g.cs[g.voters[i%3].ID]
+		id := fmt.Sprintf("r%d", i)
+		d, err := c.Certify(ctx, certifier.Request{ID: id, Snapshot: c.CertStatus().Last, Keys: []certifier.Key{certKey("moved", int64(i))}, Writeset: []byte("ws:" + id)})
+		if err != nil || !d.Committed {
+			t.Fatalf("%s: %+v %v", id, d, err)
+		}
+	}
+	want := logOf(t, g.cs["n1"], n)
+	for _, v := range g.voters {
+		logOf(t, g.cs[v.ID], n)
+		g.stop(v.ID)
+	}
+	// Back to the old layout: the log in raft.db, no raft-wal directory.
+	log := hclog.NewNullLogger()
+	for _, v := range g.voters {
+		dir := g.dirs[v.ID]
+		w, err := openWAL(filepath.Join(dir, walDir), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltFile)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := migrate.CopyLogs(ctx, b, w, 1<<20, nil); err != nil {
+			t.Fatal(err)
+		}
+		if last, _ := b.LastIndex(); last < n {
+			t.Fatalf("%s: raft.db holds the log up to %d", v.ID, last)
+		}
+		w.close()
+		b.Close()
+		if err := os.RemoveAll(filepath.Join(dir, walDir)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range g.voters {
+		g.start(v.ID)
+	}
+	g.leader(10*time.Second, "")
+	for _, v := range g.voters {
+		c := g.cs[v.ID]
+		if got := logOf(t, c, n); !slices.Equal(got, want) {
+			t.Fatalf("%s after the move: %v, want %v", v.ID, got, want)
+		}
+		if last, _ := c.stores.stable.LastIndex(); last != 0 {
+			t.Fatalf("%s: raft.db still holds log entries up to %d", v.ID, last)
+		}
+	}
+	c := g.cs["n2"]
+	d, err := c.Certify(ctx, certifier.Request{ID: "after", Snapshot: n, Keys: []certifier.Key{certKey("moved", 0)}, Writeset: []byte("ws:after")})
+	if err != nil || !d.Committed || d.GSN != n+1 {
+		t.Fatalf("after the move: %+v %v", d, err)
 	}
 }
