@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/certifier"
@@ -121,7 +123,7 @@ type Coordinator struct {
 	raft      *raft.Raft
 	layer     *tlsLayer
 	transport *raft.NetworkTransport
-	stores    *logStores // the Raft log (raft-wal) and stable store (bbolt): logstore.go
+	store     *raftboltdb.BoltStore
 	met       *metrics
 	// nudging / nudgeAgain: a barrier entry that carries the commit index
 	// of forwarded certifications to the followers is in flight, and
@@ -162,20 +164,20 @@ func Start(cfg Config) (*Coordinator, error) {
 	registerCertMetrics(c, cfg.Registerer)
 	c.fsm.onApply = c.applied
 
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}})
-	stores, err := openLogStores(cfg.Dir, hlog)
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: raft stores in %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("coordinator: raft store in %s: %w", cfg.Dir, err)
 	}
-	c.stores = stores
+	c.store = store
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}})
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
 	if err != nil {
-		stores.close()
+		store.Close()
 		return nil, fmt.Errorf("coordinator: snapshots in %s: %w", cfg.Dir, err)
 	}
 	layer, err := newTLSLayer(self.RaftAddr, cfg.Identity, cfg.members(), c.serveForward, c.met.rejected, c.log)
 	if err != nil {
-		stores.close()
+		store.Close()
 		return nil, err
 	}
 	c.layer = layer
@@ -204,12 +206,12 @@ func Start(cfg Config) (*Coordinator, error) {
 	rc.TrailingLogs = 1024
 	rc.Logger = hlog
 
-	has, err := raft.HasExistingState(stores.logs, stores.stable, snaps)
+	has, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
 		c.closeStores()
 		return nil, err
 	}
-	r, err := raft.NewRaft(rc, c.fsm, stores.logs, stores.stable, snaps, c.transport)
+	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, c.transport)
 	if err != nil {
 		c.closeStores()
 		return nil, fmt.Errorf("coordinator: starting raft: %w", err)
@@ -242,8 +244,8 @@ func (c *Coordinator) closeStores() {
 		c.layer.Close()
 		c.layer.wait()
 	}
-	if c.stores != nil {
-		c.stores.close()
+	if c.store != nil {
+		c.store.Close()
 	}
 }
 
