@@ -54,16 +54,22 @@ var haproxyDirs = []string{"/usr/sbin", "/usr/local/sbin"}
 // FindHAProxy returns the haproxy binary: on PATH, else where Debian puts
 // it (/usr/sbin, often not on a user's PATH).
 func FindHAProxy() (string, error) {
-	if p, err := exec.LookPath("haproxy"); err == nil {
+	return findSbin("haproxy", haproxyDirs, ErrNoHAProxy)
+}
+
+// findSbin finds the executable name on PATH, else in dirs (where Debian
+// installs daemons, often not on a user's PATH); notFound when neither.
+func findSbin(name string, dirs []string, notFound error) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	for _, d := range haproxyDirs {
-		p := filepath.Join(d, "haproxy")
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", ErrNoHAProxy
+	return "", notFound
 }
 
 // haproxyBackend is one PostgreSQL server behind HAProxy.

@@ -46,16 +46,7 @@ var pgpoolDirs = []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/bin"}
 // FindPgpool returns the pgpool binary: on PATH, else where Debian's
 // pgpool2 package puts it (/usr/sbin, often not on a user's PATH).
 func FindPgpool() (string, error) {
-	if p, err := exec.LookPath("pgpool"); err == nil {
-		return p, nil
-	}
-	for _, d := range pgpoolDirs {
-		p := filepath.Join(d, "pgpool")
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", ErrNoPgpool
+	return findSbin("pgpool", pgpoolDirs, ErrNoPgpool)
 }
 
 // pgpoolBackend is one PostgreSQL server behind pgpool-II.
