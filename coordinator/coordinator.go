@@ -137,6 +137,7 @@ type Coordinator struct {
 	mu          sync.Mutex
 	leaderSince time.Time // zero while not leader
 	leaderTerm  uint64    // the term leaderSince belongs to
+	prevLeader  string    // the last Raft leader this voter followed (empty: none seen)
 	lastNote    string    // last reason a lapse did not lead to a change, logged once
 	lastMove    time.Time // last leadership transfer (placeLeadership)
 	lastJoin    time.Time // last check that the non-voters are in the Raft configuration
@@ -331,14 +332,18 @@ func (c *Coordinator) run() {
 
 func (c *Coordinator) step() {
 	if c.raft.State() != raft.Leader {
+		_, id := c.raft.LeaderWithID()
 		c.mu.Lock()
 		c.leaderSince = time.Time{}
+		if id != "" {
+			c.prevLeader = string(id)
+		}
 		c.mu.Unlock()
 		return
 	}
 	term := c.raft.CurrentTerm()
 	c.mu.Lock()
-	since := c.leaderSince
+	since, prev := c.leaderSince, c.prevLeader
 	if c.leaderTerm != term {
 		since = time.Time{} // leadership lost and won again between two steps
 	}
@@ -372,10 +377,12 @@ func (c *Coordinator) step() {
 	// The lapse is timed from when this voter applied the lease's last
 	// entry: after the Barrier that is the latest committed renewal, and
 	// it was applied here after it was committed, so after its holder's
-	// t0 (DESIGN.md). A new leader does not restart the timer at its
-	// takeover: an election then runs while the lease runs out, not
-	// before it.
-	if seen.IsZero() {
+	// t0 (DESIGN.md). While no leader was there the holder could not
+	// renew, so a new leader restarts the timer at its takeover, unless
+	// the leader it replaces was the holder itself: then the primary's
+	// node is the one that went silent, and the election ran while its
+	// lease ran out rather than before (DESIGN.md, "A new leader").
+	if seen.IsZero() || (prev != m.Lease.Holder && seen.Before(since)) {
 		seen = since
 	}
 	// Where the Raft leadership should sit: on the standby the failover
