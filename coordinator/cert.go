@@ -216,6 +216,9 @@ func (c *Coordinator) Certify(ctx context.Context, req certifier.Request) (certi
 		return certifier.Decision{}, err
 	}
 	enc := req.Encode()
+	if len(enc) > MaxCertifyBytes {
+		return certifier.Decision{}, fmt.Errorf("%w: request %s is %d bytes, more than a certification may be (%d bytes: the Raft log's record limit)", certifier.ErrBadRequest, req.ID, len(enc), MaxCertifyBytes)
+	}
 	backoff := 10 * time.Millisecond
 	for {
 		d, err := c.queueCertify(ctx, enc)

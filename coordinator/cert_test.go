@@ -281,6 +281,12 @@ func TestCertifyGroup(t *testing.T) {
 	if _, err := g.cs[follower].Certify(ctx, certifier.Request{ID: "nokeys"}); !errors.Is(err, certifier.ErrBadRequest) {
 		t.Fatalf("no keys: %v", err)
 	}
+	// A request the Raft log could not read back is refused before it is
+	// proposed.
+	huge := certifier.Request{ID: "huge", Snapshot: n, Keys: []certifier.Key{certKey("x", 1)}, Writeset: make([]byte, MaxCertifyBytes)}
+	if _, err := g.cs[follower].Certify(ctx, huge); !errors.Is(err, certifier.ErrBadRequest) {
+		t.Fatalf("a request of %d bytes: %v", MaxCertifyBytes, err)
+	}
 }
 
 // TestCertifyLeaderLoss: two members certify in a loop (conflicting keys,

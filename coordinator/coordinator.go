@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/certifier"
@@ -123,7 +121,7 @@ type Coordinator struct {
 	raft      *raft.Raft
 	layer     *tlsLayer
 	transport *raft.NetworkTransport
-	store     *raftboltdb.BoltStore
+	stores    *logStores // the Raft log (raft-wal) and stable store (bbolt): logstore.go
 	met       *metrics
 	// nudging / nudgeAgain: a barrier entry that carries the commit index
 	// of forwarded certifications to the followers is in flight, and
@@ -165,20 +163,20 @@ func Start(cfg Config) (*Coordinator, error) {
 	registerCertMetrics(c, cfg.Registerer)
 	c.fsm.onApply = c.applied
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: raft store in %s: %w", cfg.Dir, err)
-	}
-	c.store = store
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}})
+	stores, err := openLogStores(cfg.Dir, hlog)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: raft stores in %s: %w", cfg.Dir, err)
+	}
+	c.stores = stores
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hlog)
 	if err != nil {
-		store.Close()
+		stores.close()
 		return nil, fmt.Errorf("coordinator: snapshots in %s: %w", cfg.Dir, err)
 	}
 	layer, err := newTLSLayer(self.RaftAddr, cfg.Identity, cfg.members(), c.serveForward, c.met.rejected, c.log)
 	if err != nil {
-		store.Close()
+		stores.close()
 		return nil, err
 	}
 	c.layer = layer
@@ -207,12 +205,12 @@ func Start(cfg Config) (*Coordinator, error) {
 	rc.TrailingLogs = 1024
 	rc.Logger = hlog
 
-	has, err := raft.HasExistingState(store, store, snaps)
+	has, err := raft.HasExistingState(stores.logs, stores.stable, snaps)
 	if err != nil {
 		c.closeStores()
 		return nil, err
 	}
-	r, err := raft.NewRaft(rc, c.fsm, store, store, snaps, c.transport)
+	r, err := raft.NewRaft(rc, c.fsm, stores.logs, stores.stable, snaps, c.transport)
 	if err != nil {
 		c.closeStores()
 		return nil, fmt.Errorf("coordinator: starting raft: %w", err)
@@ -245,8 +243,8 @@ func (c *Coordinator) closeStores() {
 		c.layer.Close()
 		c.layer.wait()
 	}
-	if c.store != nil {
-		c.store.Close()
+	if c.stores != nil {
+		c.stores.close()
 	}
 }
 

@@ -60,6 +60,18 @@ func newMetrics(c *Coordinator, reg prometheus.Registerer) *metrics {
 			}
 			return r.Seconds()
 		})
-	reg.MustRegister(m.epoch, m.transitions, m.lost, m.lastWait, m.rejected, leader, term, remaining)
+	// Entries of every kind (map changes, certification batches, barriers)
+	// appended to this member's log: with
+	// tandem_coord_cert_decisions_total it gives Raft entries per
+	// certified transaction.
+	lastIndex := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_coord_raft_last_index",
+		Help: "The index of the last entry of this member's Raft log."},
+		func() float64 {
+			if c.raft == nil {
+				return 0
+			}
+			return float64(c.raft.LastIndex())
+		})
+	reg.MustRegister(m.epoch, m.transitions, m.lost, m.lastWait, m.rejected, leader, term, remaining, lastIndex)
 	return m
 }

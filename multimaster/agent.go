@@ -218,6 +218,11 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 			Message: fmt.Sprintf("tandem: this transaction's writeset is %d bytes, more than replication.max_writeset_bytes (%d); it was rolled back", len(data), max),
 			Hint:    "split it into smaller transactions, or raise replication.max_writeset_bytes"}
 	}
+	if len(data) > coordinator.MaxCertifyBytes-certifyOverhead(keys) {
+		return &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
+			Message: fmt.Sprintf("tandem: this transaction's writeset is %d bytes, more than a multi-master certification takes (%d bytes with its keys, the certifier's Raft log record limit); it was rolled back", len(data), coordinator.MaxCertifyBytes),
+			Hint:    "split it into smaller transactions"}
+	}
 	id := a.boot + "-" + strconv.FormatUint(a.seq.Add(1), 36)
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.CertifyTimeout)
 	certStart := time.Now()
@@ -671,4 +676,14 @@ func (a *Agent) Status() Status {
 		s.Stalled = *p
 	}
 	return s
+}
+
+// certifyOverhead bounds what a certification request adds to its
+// writeset: the keys with their lengths, the ids and the snapshot GSN.
+func certifyOverhead(keys []certifier.Key) int {
+	n := 1 << 10
+	for _, k := range keys {
+		n += len(k.Table) + len(k.PK) + 2*10
+	}
+	return n
 }

@@ -173,6 +173,7 @@ func TestCertifyOutcomes(t *testing.T) {
 		{"another row on the older snapshot commits", user(2, "c@x"), func() uint64 { return base }, nil, "", "", "a@x;c@x;"},
 		{"a UNIQUE value another node committed concurrently: skipped everywhere, the client gets 23505", user(3, "c@x"), func() uint64 { return base + 1 }, nil, "23505", "not committed", "a@x;c@x;"},
 		{"DDL conflicts with a concurrent writer of its table", &writeset.Writeset{DDL: "CREATE INDEX users_email ON users (email)"}, func() uint64 { return base + 1 }, []string{"users"}, "40001", `table "users"`, "a@x;c@x;"},
+		{"a writeset past the certifier's log record limit is refused before certification", user(5, strings.Repeat("x", coordinator.MaxCertifyBytes)), n.agent.AppliedGSN, nil, "54000", "more than a multi-master certification takes", "a@x;c@x;"},
 		{"the window has moved past the snapshot", user(4, "d@x"), func() uint64 { return 0 }, nil, "40001", "window", "a@x;c@x;"},
 	}
 	for _, c := range cases {
