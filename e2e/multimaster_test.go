@@ -744,6 +744,59 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 	if err != nil || st.MM.EarlyAborts == 0 {
 		t.Fatalf("n2 reports no early abort: %+v %v", st.MM, err)
 	}
+	if backend != "sqlite" {
+		return
+	}
+	// The same while the session is in the middle of a COPY FROM STDIN
+	// (pgbench -i's load): it holds the write lock while n1 commits a row
+	// it did not touch, and gets the 40001 that says why after
+	// apply_conflict_wait, not the "i/o timeout" of the read it was in.
+	c3 := connect(t, s.dsn(s.nodes["n2"]))
+	defer c3.Close(ctx)
+	tx3, err := c3.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, release := make(chan struct{}), make(chan struct{})
+	copied := make(chan error, 1)
+	go func() {
+		row := 0
+		_, err := tx3.CopyFrom(ctx, pgx.Identifier{"acct"}, []string{"id", "bal"}, pgx.CopyFromFunc(func() ([]any, error) {
+			row++
+			switch row {
+			case 1:
+				return []any{1001, 1}, nil
+			case 2:
+				// Hold the stream open; pgx reads the server's error
+				// meanwhile but returns it once this source returns.
+				close(sent)
+				select {
+				case <-release:
+				case <-time.After(3 * time.Second):
+				}
+			}
+			return nil, nil
+		}))
+		copied <- err
+	}()
+	<-sent
+	if _, err := c1.Exec(ctx, "UPDATE acct SET bal = 600 WHERE id = 9"); err != nil {
+		t.Fatal(err)
+	}
+	var copyErr error
+	select {
+	case copyErr = <-copied:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the COPY holding n2's write lock was not ended 20 s after n1's commit (apply_conflict_wait 300ms)")
+	}
+	close(release)
+	if sqlstate(copyErr) != "40001" || !strings.Contains(copyErr.Error(), "conflict with replication") {
+		t.Fatalf("a COPY holding the write lock past apply_conflict_wait got %v; want 40001 naming the conflict with replication", copyErr)
+	}
+	t.Logf("the COPY got: %v", copyErr)
+	if got := s.sameEverywhere(s.ids, "SELECT count(*) FROM acct WHERE id = 1001 OR (id = 9 AND bal = 600)"); got != "1\n" {
+		t.Fatalf("after the COPY's abort: %q rows, want n1's update only", got)
+	}
 }
 
 // TestMultiMasterUniqueConflict: two nodes insert different primary keys

@@ -49,7 +49,7 @@ func (cc copyClient) Receive() (pgproto3.FrontendMessage, error) {
 		cc.s.c.ReleaseMemory() // the last CopyData is consumed
 		typ, frame, err := cc.s.c.ReadFrame()
 		if err != nil {
-			return nil, &fatalError{err}
+			return nil, cc.s.copyReadErr(err)
 		}
 		switch typ {
 		case 'd':

@@ -1237,8 +1237,9 @@ func (s *execSession) copyIn(ctx context.Context, sql string) error {
 			s.c.ReleaseMemory() // the last CopyData is consumed
 			typ, frame, err := s.c.ReadFrame()
 			if err != nil {
+				err = s.copyReadErr(err)
 				pw.CloseWithError(err)
-				readErr <- &fatalError{err}
+				readErr <- err
 				return
 			}
 			switch typ {

@@ -33,3 +33,13 @@ func (s *execSession) killedErr() error {
 	}
 	return nil
 }
+
+// copyReadErr is the error of a failed read of COPY data: the session's
+// FATAL error when it was terminated (the read was woken by terminate's
+// deadline, whose "i/o timeout" would hide the reason), else err as FATAL.
+func (s *execSession) copyReadErr(err error) error {
+	if kerr := s.killedErr(); kerr != nil {
+		return kerr
+	}
+	return &fatalError{err}
+}
