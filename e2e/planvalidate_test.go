@@ -90,10 +90,15 @@ type validateOut struct {
 // N has a prediction and a measurement, the error is computed from those
 // two, the profile is of the node's process tree under the lab's quota,
 // the inputs say what was assumed, the chart is written, and the lab
-// leaves nothing behind.
+// leaves nothing behind. The two designs run side by side (each under
+// its own lab cgroups, at most 1.5 cores of quota): the test checks
+// plumbing, and that halves its time in CI.
 func TestPlanValidateTiny(t *testing.T) {
 	for _, d := range []struct{ flag, design string }{{"sm", "single-master"}, {"mm", "multi-master"}} {
-		t.Run(d.flag, func(t *testing.T) { testPlanValidateTiny(t, d.flag, d.design) })
+		t.Run(d.flag, func(t *testing.T) {
+			t.Parallel()
+			testPlanValidateTiny(t, d.flag, d.design)
+		})
 	}
 }
 
