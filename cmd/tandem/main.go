@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,23 @@ func main() {
 	root.PersistentFlags().String("log-level", "info", "log level: debug, info, warn, error")
 	root.PersistentFlags().String("log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&runDirFlag, "run-dir", "", "override the cluster file's run_dir (data, logs, certificates); give every command on that cluster the same one")
+	var cpuProfile string
+	root.PersistentFlags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this command's own process to `FILE` (go tool pprof; e.g. of a bench driver)")
+	var profFile *os.File
+	cobra.OnInitialize(func() {
+		if cpuProfile == "" {
+			return
+		}
+		f, err := os.Create(cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tandem: --cpuprofile:", err)
+			os.Exit(2)
+		}
+		profFile = f
+	})
 
 	benchCmd := newBenchCmd()
 	benchCmd.AddCommand(newOverheadCmd(), newSweepCmd(), newBenchFailoverCmd(), newScaleoutCmd())
@@ -63,6 +81,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := root.ExecuteContext(ctx)
 	stop()
+	if profFile != nil {
+		pprof.StopCPUProfile()
+		_ = profFile.Close()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tandem:", err)
 		var ee exitCoder
