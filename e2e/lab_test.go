@@ -279,9 +279,27 @@ func TestLabNetemDelay(t *testing.T) {
 // host from its cgroup, and no node above its quota.
 func TestLabScaleout(t *testing.T) {
 	needLab(t)
+	for _, tc := range []struct{ name, backend, engine string }{
+		{"sqlite", "sqlite", "writeset"},
+		// PostgreSQL's streaming replication under the lab: the replica is
+		// seeded by pg_basebackup, and the sweep waits for its replay.
+		{"postgres-physical", "postgres", "physical"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.backend == "postgres" {
+				havePostgres(t)
+			}
+			t.Parallel()
+			testLabScaleout(t, tc.backend, tc.engine)
+		})
+	}
+}
+
+func testLabScaleout(t *testing.T, backend, engine string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tandemBin, "bench", "scaleout", "--design", "single-master", "--nodes", "1..2",
+		"--backend", backend, "--engine", engine,
 		"--mix", "r80w20", "--lab", "cpu=0.25", "--subscribers", "1000", "--rampup", "1s", "--duration", "3s", "--json")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -290,7 +308,8 @@ func TestLabScaleout(t *testing.T) {
 	}
 	out := []byte(stdout.String())
 	var rep struct {
-		Emulated bool `json:"emulated"`
+		Emulated bool   `json:"emulated"`
+		Engine   string `json:"engine"`
 		Rows     []struct {
 			N          int     `json:"n"`
 			X          float64 `json:"x"`
@@ -309,7 +328,7 @@ func TestLabScaleout(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if !rep.Emulated || len(rep.Rows) != 2 || rep.Rows[0].N != 1 || rep.Rows[1].N != 2 {
+	if !rep.Emulated || rep.Engine != engine || len(rep.Rows) != 2 || rep.Rows[0].N != 1 || rep.Rows[1].N != 2 {
 		t.Fatalf("report: %s", out)
 	}
 	for _, r := range rep.Rows {

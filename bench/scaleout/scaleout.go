@@ -22,6 +22,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,6 +44,10 @@ var Designs = []string{"single-master", "hot-standby", "multi-master"}
 type Options struct {
 	Design   string // single-master | hot-standby | multi-master
 	Backend  string // sqlite | postgres
+	// Engine replicates at N > 1: "writeset" (tandem's log; the default,
+	// every back end) or "physical" (PostgreSQL's streaming replication:
+	// postgres, single-master or hot-standby).
+	Engine string
 	Nodes    []int  // the Ns, e.g. 1, 2, 3, 4
 	Workload bench.Workload
 	Mixes    []string
@@ -119,6 +124,7 @@ type Row struct {
 type Report struct {
 	Design   string    `json:"design"`
 	Backend  string    `json:"backend"`
+	Engine   string    `json:"engine,omitempty"`
 	Workload string    `json:"workload"`
 	Scale    int       `json:"scale"`
 	Lab      string    `json:"lab"`
@@ -136,6 +142,15 @@ func (o *Options) check() error {
 	}
 	if o.Backend != "sqlite" && o.Backend != "postgres" {
 		return fmt.Errorf("%w: --backend %q: use sqlite or postgres", ErrBadOption, o.Backend)
+	}
+	switch o.Engine {
+	case "", config.EngineWriteset:
+	case config.EnginePhysical:
+		if o.Backend != "postgres" || o.Design == "multi-master" {
+			return fmt.Errorf("%w: --engine physical ships PostgreSQL's WAL: it needs --backend postgres and single-master or hot-standby (have %s, %s)", ErrBadOption, o.Backend, o.Design)
+		}
+	default:
+		return fmt.Errorf("%w: --engine %q: use writeset or physical", ErrBadOption, o.Engine)
 	}
 	if len(o.Nodes) == 0 {
 		return fmt.Errorf("%w: --nodes: give N or a range, e.g. 1..4", ErrBadOption)
@@ -202,7 +217,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Exe = exe
 	}
-	rep := &Report{Design: o.Design, Backend: o.Backend, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
+	rep := &Report{Design: o.Design, Backend: o.Backend, Engine: o.Engine, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
 		Emulated: true, Duration: o.Duration.String(), Rampup: o.Rampup.String(), Started: time.Now().UTC()}
 	for r := 1; r <= o.Rounds; r++ {
 		for _, n := range o.Nodes {
@@ -423,7 +438,7 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // voter since the certifier runs there, and a witness for two), safeness
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
-func clusterFile(design, backend string, n int, runDir string, superuser bool) (string, error) {
+func clusterFile(design, backend, engine string, n int, runDir string, superuser bool) (string, error) {
 	// Every address at once ("nodes[1].listen is already used by
 	// nodes[0].metrics" was seen when they were picked one at a time).
 	var ports cluster.Ports
@@ -447,7 +462,12 @@ func clusterFile(design, backend string, n int, runDir string, superuser bool) (
 		fmt.Fprintf(&b, "[witness]\nid = \"w\"\nraft_listen = %q\n", w)
 	}
 	if n > 1 {
-		b.WriteString("[replication]\nsafeness = \"2-safe-received\"\nack = \"one\"\ndurability = \"relaxed\"\n")
+		if engine == config.EnginePhysical {
+			// remote_write, FIRST 1; PostgreSQL's own WAL flush (strict).
+			b.WriteString("[replication]\nengine = \"physical\"\nsafeness = \"2-safe-received\"\nack = \"one\"\n")
+		} else {
+			b.WriteString("[replication]\nengine = \"writeset\"\nsafeness = \"2-safe-received\"\nack = \"one\"\ndurability = \"relaxed\"\n")
+		}
 		r, err := addr()
 		if err != nil {
 			return "", err
@@ -504,6 +524,14 @@ func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Du
 				Assigned uint64               `json:"assigned_gsn"`
 				Standbys map[string][3]uint64 `json:"standbys"`
 			} `json:"replication"`
+			Physical *struct {
+				LSN      string `json:"lsn"`
+				Replicas []struct {
+					Node     string `json:"node"`
+					State    string `json:"state"`
+					Replayed string `json:"replay_lsn"`
+				} `json:"replicas"`
+			} `json:"physical"`
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(primary.Metrics, "/status"), nil)
 		resp, err := cl.Do(req)
@@ -514,6 +542,19 @@ func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Du
 		switch {
 		case err != nil:
 			last = err.Error()
+		case c.Physical() && st.Physical == nil:
+			last = "no physical section in /status"
+		case c.Physical():
+			ph := st.Physical
+			var nodes, replayed []string
+			for _, r := range ph.Replicas {
+				if r.State == "streaming" {
+					nodes, replayed = append(nodes, r.Node), append(replayed, r.Replayed)
+				}
+			}
+			if last = physicalBehind(ph.LSN, nodes, replayed, want); last == "" {
+				return nil
+			}
 		case st.Repl == nil:
 			last = "no replication section in /status"
 		case len(st.Repl.Standbys) < want:
@@ -539,6 +580,39 @@ func waitApplied(ctx context.Context, c *config.Cluster, want int, limit time.Du
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// physicalBehind says what a physical primary's streaming replicas (nodes,
+// with their replay positions) still lack: "" once want of them stream and
+// each replayed the primary's current WAL position lsn.
+func physicalBehind(lsn string, nodes, replayed []string, want int) string {
+	if len(nodes) < want {
+		return fmt.Sprintf("%d of %d replicas streaming", len(nodes), want)
+	}
+	at, err := parseLSN(lsn)
+	if err != nil {
+		return fmt.Sprintf("the primary's position: %v", err)
+	}
+	for i, r := range replayed {
+		if got, err := parseLSN(r); err != nil || got < at {
+			return fmt.Sprintf("%s replayed %s of %s", nodes[i], r, lsn)
+		}
+	}
+	return ""
+}
+
+// parseLSN reads PostgreSQL's "X/Y" WAL position.
+func parseLSN(s string) (uint64, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("%q is not a WAL position", s)
+	}
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("%q is not a WAL position", s)
+	}
+	return h<<32 | l, nil
 }
 
 // waitConverged polls every node of a multi-master cluster until each has

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tandemdb/tandem/bench/workloads/tm1"
 	"github.com/tandemdb/tandem/config"
 )
 
@@ -80,7 +82,7 @@ func TestSummarise(t *testing.T) {
 // with a router; both parse.
 func TestClusterFile(t *testing.T) {
 	for _, n := range []int{1, 3} {
-		text, err := clusterFile("single-master", "sqlite", n, t.TempDir(), false)
+		text, err := clusterFile("single-master", "sqlite", "", n, t.TempDir(), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +96,73 @@ func TestClusterFile(t *testing.T) {
 		}
 		if c.Design != want || len(c.Nodes) != n || (c.Router != nil) != (n > 1) {
 			t.Errorf("N=%d: design %s, %d nodes, router %v", n, c.Design, len(c.Nodes), c.Router != nil)
+		}
+	}
+}
+
+// --engine physical: the cluster file names it (no writeset-only
+// durability), the config accepts it for PostgreSQL single-master, and
+// the options refuse it where it cannot run.
+func TestEngineOption(t *testing.T) {
+	text, err := clusterFile("single-master", "postgres", config.EnginePhysical, 3, t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("so.toml", []byte(text))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	if !c.Physical() || strings.Contains(text, "durability") {
+		t.Errorf("physical %v, file:\n%s", c.Physical(), text)
+	}
+	text, err = clusterFile("single-master", "postgres", "", 2, t.TempDir(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = config.Parse("so.toml", []byte(text)); err != nil || c.Physical() {
+		t.Fatalf("default engine: %v, physical %v", err, c != nil && c.Physical())
+	}
+	base := Options{Design: "single-master", Backend: "postgres", Nodes: []int{1}, Rounds: 1, ClientsPerNode: 1, Duration: time.Second, Scale: 1, Workload: tm1.New(), Mixes: []string{"r80w20"}}
+	for _, tc := range []struct {
+		design, backend, engine string
+		ok                      bool
+	}{
+		{"single-master", "postgres", "physical", true},
+		{"hot-standby", "postgres", "physical", true},
+		{"single-master", "postgres", "writeset", true},
+		{"single-master", "sqlite", "", true},
+		{"single-master", "sqlite", "physical", false},
+		{"multi-master", "postgres", "physical", false},
+		{"single-master", "postgres", "logical", false},
+	} {
+		o := base
+		o.Design, o.Backend, o.Engine = tc.design, tc.backend, tc.engine
+		if err := o.check(); (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrBadOption)) {
+			t.Errorf("%s %s --engine %q: %v, want ok %v", tc.design, tc.backend, tc.engine, err, tc.ok)
+		}
+	}
+}
+
+// physicalBehind: done only when enough replicas stream and each replayed
+// the primary's position.
+func TestPhysicalBehind(t *testing.T) {
+	for _, tc := range []struct {
+		lsn      string
+		nodes    []string
+		replayed []string
+		want     int
+		done     bool
+	}{
+		{"0/3000060", []string{"n2", "n3"}, []string{"0/3000060", "0/3000060"}, 2, true},
+		{"0/3000060", []string{"n2", "n3"}, []string{"0/3000060", "0/3000000"}, 2, false},
+		{"1/0", []string{"n2"}, []string{"0/FFFFFFFF"}, 1, false},
+		{"1/0", []string{"n2"}, []string{"1/10"}, 1, true},
+		{"0/3000060", []string{"n2"}, []string{"0/3000060"}, 2, false},
+		{"garbage", []string{"n2"}, []string{"0/1"}, 1, false},
+	} {
+		got := physicalBehind(tc.lsn, tc.nodes, tc.replayed, tc.want)
+		if (got == "") != tc.done {
+			t.Errorf("%s %v %v want %d: %q, done %v", tc.lsn, tc.nodes, tc.replayed, tc.want, got, tc.done)
 		}
 	}
 }

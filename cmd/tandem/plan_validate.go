@@ -93,6 +93,7 @@ See docs/planner.md, "Validating the model".`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master) or mm (multi-master)")
+	fs.StringVar(&f.so.Engine, "engine", "writeset", "sm: the replication engine of the replicated profile and the sweep: writeset (tandem's log) or physical (PostgreSQL's streaming replication); mm runs writeset")
 	fs.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "mm: the certifier's delay per update attempt in the model (assumed; tandem_mm_certifier_round_trip_seconds measures it)")
 	fs.StringVar(&f.nodes, "nodes", "1..3", "the Ns: N, N..M or a list (1,2,4)")
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
@@ -128,6 +129,9 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
 	o.Superuser = true                                // the profiler's CHECKPOINT between phases
 	if design == planner.MultiMaster {
+		if o.Engine == config.EnginePhysical {
+			return fmt.Errorf("--engine physical: %w: multi-master certifies and applies writesets on every node (use --engine writeset)", errPlanFlag)
+		}
 		o.Design = "multi-master"
 		c := config.Cluster{Name: "v", Design: "multi-master", Nodes: []config.Node{{ID: "n1", Backend: "postgres"}, {ID: "n2", Backend: "postgres"}}}
 		if _, err := c.CheckMultiMasterBackends(); err != nil {
@@ -230,7 +234,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	// 1b. Profile the replicated path: two emulated hosts of the design,
 	// the profiler on n1's own front door (not the router), n2 following it.
 	if !f.standaloneOnly && o.Nodes[len(o.Nodes)-1] > 1 {
-		fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s), n2 applying its writesets\n", o.Design)
+		fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s, %s engine), n2 applying its changes\n", o.Design, engineName(o.Engine))
 		if doc.Replicated, err = profileReplicated(ctx, o, f); err != nil {
 			return err
 		}
@@ -563,4 +567,13 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		fmt.Fprintf(w, "\nerror: %s\n", e)
 	}
 	return nil
+}
+
+// engineName is the replication engine an Engine option names ("" is the
+// writeset engine).
+func engineName(e string) string {
+	if e == "" {
+		return config.EngineWriteset
+	}
+	return e
 }

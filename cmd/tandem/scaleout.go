@@ -121,6 +121,7 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs := cmd.Flags()
 	fs.StringVar(&o.Design, "design", "single-master", "replicated design at N > 1: "+strings.Join(scaleout.Designs, " or "))
 	fs.StringVar(&o.Backend, "backend", "sqlite", "back end of every node: sqlite or postgres (managed; in the node's cgroup)")
+	fs.StringVar(&o.Engine, "engine", "writeset", "replication engine at N > 1: writeset (tandem's log) or physical (PostgreSQL's streaming replication; --backend postgres, single-master or hot-standby)")
 	fs.StringVar(&nodes, "nodes", "1..4", "the Ns: N, N..M or a list (1,2,4)")
 	fs.StringVar(&work, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80)")
