@@ -42,13 +42,13 @@ var Designs = []string{"single-master", "hot-standby", "multi-master"}
 
 // Options of a sweep.
 type Options struct {
-	Design   string // single-master | hot-standby | multi-master
-	Backend  string // sqlite | postgres
+	Design  string // single-master | hot-standby | multi-master
+	Backend string // sqlite | postgres
 	// Engine replicates at N > 1: "writeset" (tandem's log; the default,
 	// every back end) or "physical" (PostgreSQL's streaming replication:
 	// postgres, single-master or hot-standby).
-	Engine string
-	Nodes    []int  // the Ns, e.g. 1, 2, 3, 4
+	Engine   string
+	Nodes    []int // the Ns, e.g. 1, 2, 3, 4
 	Workload bench.Workload
 	Mixes    []string
 	Scale    int // e.g. TM1 subscribers
