@@ -486,9 +486,15 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; the model adds it at N = 1 too, where the sweep has no router", o.Lab.CPURouter)},
 		planner.Input{Name: "network delay", Value: o.Lab.NetDelay.String(), Measured: false, Source: "the lab's links (none unless --lab delay=...); not a model input"},
 		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
-		wsInput(repl),
+		wsInput(repl, o.Engine),
 	)
-	if repl != nil {
+	if repl != nil && o.Engine == config.EnginePhysical {
+		in = append(in,
+			planner.Input{Name: "replication cost on the master", Value: "one replica's", Measured: true,
+				Source: "in wc of the replicated profile: n1's PostgreSQL streamed its WAL to one replica (walsender) and waited for its write (remote_write); at N > 2 the model charges the same (assumed: one WAL sender per replica, and FIRST 1 waits for one)"},
+			planner.Input{Name: "durability", Value: "synchronous_commit on (standalone), remote_write (replicated)", Measured: false,
+				Source: "the physical engine: the primary's WAL is flushed at every commit (strict), 2-safe received waits for one replica's write"})
+	} else if repl != nil {
 		in = append(in,
 			planner.Input{Name: "replication cost on the master", Value: "one replica's", Measured: true,
 				Source: "in wc of the replicated profile: n1 captured, logged and shipped its writesets to one replica; at N > 2 the model charges the same (assumed: shipping to N-1 replicas costs what shipping to one does)"},
@@ -508,7 +514,11 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 	return in
 }
 
-func wsInput(repl *profiler.Report) planner.Input {
+func wsInput(repl *profiler.Report, engine string) planner.Input {
+	if repl != nil && engine == config.EnginePhysical {
+		return planner.Input{Name: "ws (replica's apply)", Value: "as profiled", Measured: true,
+			Source: "N = 1 has none; N >= 2: what n2 of the replicated profile (its node and its hot standby: WAL receiver and replay) spent per committed update of n1"}
+	}
 	if repl != nil {
 		return planner.Input{Name: "ws (writeset apply)", Value: "as profiled", Measured: true,
 			Source: "N = 1 has none; N >= 2: what n2 of the replicated profile spent applying n1's writesets (its own apply path), per committed update"}
