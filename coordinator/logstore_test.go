@@ -162,9 +162,14 @@ func TestCertifyAfterLogMove(t *testing.T) {
 			t.Fatalf("%s: %+v %v", id, d, err)
 		}
 	}
+	// Every member holds the whole log before any stops: a member stopped
+	// first may be the leader, whose next append would have told a
+	// follower of the last commit.
 	want := logOf(t, g.cs["n1"], n)
 	for _, v := range g.voters {
 		logOf(t, g.cs[v.ID], n)
+	}
+	for _, v := range g.voters {
 		g.stop(v.ID)
 	}
 	// Back to the old layout: the log in raft.db, no raft-wal directory.
