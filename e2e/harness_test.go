@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e: cannot build tandem:", err)
 		os.Exit(1)
 	}
+	segs := pgSegments()
 	code := m.Run()
+	removeOrphanSegments(segs)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
