@@ -22,7 +22,6 @@ import (
 	"os"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/lab"
 	"github.com/tandemdb/tandem/node"
+	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -589,30 +589,16 @@ func physicalBehind(lsn string, nodes, replayed []string, want int) string {
 	if len(nodes) < want {
 		return fmt.Sprintf("%d of %d replicas streaming", len(nodes), want)
 	}
-	at, err := parseLSN(lsn)
+	at, err := physical.ParseLSN(lsn)
 	if err != nil {
 		return fmt.Sprintf("the primary's position: %v", err)
 	}
 	for i, r := range replayed {
-		if got, err := parseLSN(r); err != nil || got < at {
+		if got, err := physical.ParseLSN(r); err != nil || got < at {
 			return fmt.Sprintf("%s replayed %s of %s", nodes[i], r, lsn)
 		}
 	}
 	return ""
-}
-
-// parseLSN reads PostgreSQL's "X/Y" WAL position.
-func parseLSN(s string) (uint64, error) {
-	hi, lo, ok := strings.Cut(s, "/")
-	if !ok {
-		return 0, fmt.Errorf("%q is not a WAL position", s)
-	}
-	h, err1 := strconv.ParseUint(hi, 16, 32)
-	l, err2 := strconv.ParseUint(lo, 16, 32)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("%q is not a WAL position", s)
-	}
-	return h<<32 | l, nil
 }
 
 // waitConverged polls every node of a multi-master cluster until each has
