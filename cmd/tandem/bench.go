@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -153,20 +154,44 @@ type benchRunFlags struct {
 }
 
 // clientsPerProc is how many closed-loop clients one Go P (GOMAXPROCS)
-// drives in `tandem bench run` by default.
+// drives in the commands that run the driver inside a lab sweep (bench
+// sweep, bench scaleout, plan validate).
 const clientsPerProc = 8
 
-// benchProcs is the GOMAXPROCS for a bench run process: the --procs flag, or
-// one P per clientsPerProc clients, at most the CPUs. Each client spends
-// nearly all its time waiting for the server; with fewer Ps the Go runtime
-// hands threads over less often per network round trip (measured here: about
-// 30 instead of 40 µs of client CPU per TM1 transaction with 8 clients), which
-// matters when the driver shares a small machine with the server.
+// benchProcs is the GOMAXPROCS of the sweeps' in-process driver: one P per
+// clientsPerProc clients, at most the CPUs. Each client spends nearly all its
+// time waiting for the server; with fewer Ps the Go runtime hands threads
+// over less often per network round trip (measured here: about 30 instead of
+// 40 µs of client CPU per TM1 transaction with 8 clients), which matters
+// when the driver shares a small machine with a whole cluster.
 func benchProcs(flag, clients, cpus int) int {
 	if flag > 0 {
 		return flag
 	}
 	return max(1, min(cpus, (clients+clientsPerProc-1)/clientsPerProc))
+}
+
+// runProcs is the GOMAXPROCS of `tandem bench run`: the --procs flag, or one
+// P per client, at most twice the CPUs, and at most the client's CPU quota
+// (rounded up) when --lab gives it one. Clients are independent terminals,
+// as a JDBC driver's threads are: with fewer Ps than clients, a client whose
+// answer has arrived waits in the Go scheduler's queue while another client
+// builds its next statement. That wait is small where a client does little
+// per round trip (TM1: one P per 8 clients cost 0-5 %), but TPC-C's
+// terminals spend about 0.5 ms of CPU per transaction over some 23 round
+// trips, and one P for 4 of them ran 0.65-0.77 of BenchBase's throughput on
+// an idle machine where one P each ran 0.95-1.22 (docs/benchmarks.md). A
+// quota bounds the useful Ps: more threads than it allows only get
+// throttled together.
+func runProcs(flag, clients, cpus int, quota float64) int {
+	if flag > 0 {
+		return flag
+	}
+	n := max(1, min(clients, 2*cpus))
+	if quota > 0 {
+		n = min(n, max(1, int(math.Ceil(quota))))
+	}
+	return n
 }
 
 func newBenchRunCmd() *cobra.Command { return newBenchRunCmdWith(&benchRunFlags{}) }
@@ -210,7 +235,7 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON instead of the summary table")
 	fs.StringVar(&f.label, "label", "", "name of this run in comparisons (default: the --out directory name)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
-	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per 8 clients, at most the CPUs)")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per client, at most twice the CPUs and at most --lab's client quota rounded up)")
 	fs.StringVar(&f.lab, "lab", "", "run the client in its own emulated host (cgroup; needs root): client=CORES sets its CPU quota, \"on\" none; the CPU it used is reported")
 	_ = cmd.MarkFlagRequired("dsn")
 	return cmd
@@ -243,7 +268,11 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 		}
 	}
 	if f.opts.Clients > 0 {
-		prev := runtime.GOMAXPROCS(benchProcs(f.procs, f.opts.Clients, runtime.NumCPU()))
+		var quota float64
+		if spec, err := labSpec(cmd, nil, f.lab); err == nil && spec != nil {
+			quota = spec.CPUClient
+		}
+		prev := runtime.GOMAXPROCS(runProcs(f.procs, f.opts.Clients, runtime.NumCPU(), quota))
 		defer runtime.GOMAXPROCS(prev)
 	}
 	f.opts.Workload = w

@@ -69,6 +69,27 @@ func TestBenchProcs(t *testing.T) {
 	}
 }
 
+func TestRunProcs(t *testing.T) {
+	tests := []struct {
+		flag, clients, cpus int
+		quota               float64
+		want                int
+	}{
+		{0, 4, 2, 0, 4},    // one P per client
+		{0, 1, 2, 0, 1},    //
+		{0, 8, 2, 0, 4},    // at most twice the CPUs
+		{0, 64, 16, 0, 32}, //
+		{0, 8, 2, 0.4, 1},  // a client quota of 0.4 cores: one P
+		{0, 8, 2, 1.5, 2},  // rounded up
+		{3, 8, 2, 0.4, 3},  // --procs wins
+	}
+	for _, tc := range tests {
+		if got := runProcs(tc.flag, tc.clients, tc.cpus, tc.quota); got != tc.want {
+			t.Errorf("runProcs(%d, %d, %d, %g) = %d, want %d", tc.flag, tc.clients, tc.cpus, tc.quota, got, tc.want)
+		}
+	}
+}
+
 func writeResult(t *testing.T, dir string, mqth, p99 float64) string {
 	t.Helper()
 	r := &bench.Result{Workload: "tm1", Mix: "r80w20", Clients: 8, Scale: 1000, ScaleName: "subscribers", MQTh: mqth,
