@@ -93,6 +93,9 @@ type Managed struct {
 	done chan struct{}
 	err  error
 	once sync.Once
+
+	mu     sync.Mutex // frozen; Freeze, Thaw and the kill of a frozen server
+	frozen bool
 }
 
 // FindBinDir returns the directory holding initdb and postgres.
@@ -317,9 +320,13 @@ func (m *Managed) SocketDSN(database string) string {
 }
 
 // Stop shuts the server down (fast mode: SIGINT), escalating to SIGKILL
-// after 30 s. It is safe to call more than once.
+// after 30 s. It is safe to call more than once. A frozen server is killed
+// (every process of it), never continued.
 func (m *Managed) Stop() error {
 	m.once.Do(func() {
+		if m.killIfFrozen() {
+			return
+		}
 		_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGINT)
 		select {
 		case <-m.done:
@@ -337,9 +344,13 @@ func (m *Managed) Stop() error {
 // fast shutdown waits for the WAL senders to ship everything to their
 // standbys, which a standby cut off by the network never confirms (the
 // postmaster lingers until wal_sender_timeout): a fence must not wait for
-// that. Safe to call more than once, and after Stop.
+// that. Safe to call more than once, and after Stop. A frozen server is
+// killed, never continued.
 func (m *Managed) StopImmediate() error {
 	m.once.Do(func() {
+		if m.killIfFrozen() {
+			return
+		}
 		_ = syscall.Kill(m.cmd.Process.Pid, syscall.SIGQUIT)
 		select {
 		case <-m.done:
@@ -354,6 +365,9 @@ func (m *Managed) StopImmediate() error {
 // Kill stops the server with SIGKILL (a crash), for fault tests.
 func (m *Managed) Kill() {
 	m.once.Do(func() {
+		if m.killIfFrozen() {
+			return
+		}
 		_ = syscall.Kill(-m.cmd.Process.Pid, syscall.SIGKILL)
 		<-m.done
 	})
