@@ -617,10 +617,11 @@ func (c *Cluster) applyDefaults() {
 	r := &c.Repl
 	if r.Engine == "" {
 		r.Engine = EngineWriteset
-		// Physical where it can run: a pair of managed servers without
-		// the coordinator (it does not fail over by itself yet), so a
-		// cluster file written for automatic failover keeps working.
-		if c.Design == "hot-standby" && c.allManagedPostgres() && !c.Coordinated() && r.Failover != "automatic" {
+		// Physical where it can run and nothing asks for what only the
+		// writeset engine offers: a pair of managed servers whose file
+		// sets no log durability (relaxed and adaptive are tandem's log's;
+		// PostgreSQL's own is always strict).
+		if c.Design == "hot-standby" && c.allManagedPostgres() && r.Durability == "" && r.StandbyDurability == "" {
 			r.Engine = EnginePhysical
 		}
 	}

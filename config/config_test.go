@@ -401,9 +401,10 @@ backend = "%s"
 `
 
 // TestEngineDefaultWithCoordinator: a managed pair written for automatic
-// failover (the coordinator, a witness) keeps the writeset engine by
-// default (the physical engine's automatic failover is new: it is chosen
-// explicitly for now), and engine = "physical" is accepted with it.
+// failover (the coordinator, a witness) gets the physical engine by
+// default, as one without; a file that sets the log's durability (only the
+// writeset engine has relaxed and adaptive) keeps the writeset engine; an
+// explicit engine is what is written.
 func TestEngineDefaultWithCoordinator(t *testing.T) {
 	text := strings.Replace(fmt.Sprintf(pgPair, "postgres", "raft_listen = \"127.0.0.1:7302\"\n[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:7300\"\n[replication]\nfailover = \"automatic\""),
 		"metrics = \"127.0.0.1:7201\"\n", "metrics = \"127.0.0.1:7201\"\nraft_listen = \"127.0.0.1:7301\"\n", 1)
@@ -411,15 +412,22 @@ func TestEngineDefaultWithCoordinator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Repl.Engine != EngineWriteset {
-		t.Fatalf("engine %q, want writeset for a coordinated pair", c.Repl.Engine)
-	}
-	c, err = Parse("e.toml", []byte(strings.Replace(text, "failover = \"automatic\"", "failover = \"automatic\"\nengine = \"physical\"", 1)))
-	if err != nil {
-		t.Fatalf("physical engine with automatic failover: %v", err)
-	}
 	if c.Repl.Engine != EnginePhysical {
-		t.Fatalf("engine %q, want physical as written", c.Repl.Engine)
+		t.Fatalf("engine %q, want physical for a coordinated pair of managed servers", c.Repl.Engine)
+	}
+	for _, tc := range []struct{ extra, engine string }{
+		{"engine = \"writeset\"", EngineWriteset},
+		{"engine = \"physical\"", EnginePhysical},
+		{"durability = \"relaxed\"", EngineWriteset},
+		{"standby_durability = \"strict\"", EngineWriteset},
+	} {
+		c, err = Parse("e.toml", []byte(strings.Replace(text, "failover = \"automatic\"", "failover = \"automatic\"\n"+tc.extra, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.extra, err)
+		}
+		if c.Repl.Engine != tc.engine {
+			t.Errorf("with %s: engine %q, want %q", tc.extra, c.Repl.Engine, tc.engine)
+		}
 	}
 }
 

@@ -21,12 +21,13 @@ import (
 // loses the coordinator and its standby, its PostgreSQL keeps running and
 // its clients (next to it, and the router) still reach it. PostgreSQL
 // acknowledges commits itself, so the lease cannot gate them; the engine
-// stops the server once the lease ran out. Checked:
+// freezes the server once the lease ran out, and kills it once
+// lease_grace more passed without the lease. Checked:
 //
-//   - n1 stops its server (its log says the lease was lost, and the stop
-//     began, before cut + lease + grace, the earliest the coordinator may
-//     promote n2; postmaster.pid is gone while the cut lasts), and a new
-//     session next to n1 cannot write any more;
+//   - n1 fences its server (its log says the lease was lost and the server
+//     froze before cut + lease + grace, the earliest the coordinator may
+//     promote n2; the server is down, postmaster.pid gone, while the cut
+//     lasts), and a new session next to n1 cannot write any more;
 //   - no commit is acknowledged by n1 later than cut + lease + grace, nor
 //     after the new epoch's first (partitionTrial's client-side history);
 //   - n2 is promoted, the router's writers go on;

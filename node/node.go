@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -259,6 +260,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				// tandem's replication log carries durability; the back end
 				// stays crash-consistent and re-applies from the log.
 				settings["synchronous_commit"] = "off"
+			}
+			if _, err := os.Stat(physical.StatePath(n.DataDir)); err == nil && wsEngine {
+				return fmt.Errorf("node %s: %w: %s was made by the physical engine (%s exists): set engine = \"physical\" in [replication] to keep running it that way, or move this node's data directory away to start the writeset engine afresh",
+					id, physical.ErrOtherEngine, filepath.Join(n.DataDir, "pgdata"), physical.StatePath(n.DataDir))
 			}
 			m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 				DataDir:  filepath.Join(n.DataDir, "pgdata"),

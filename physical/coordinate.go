@@ -23,9 +23,10 @@ import (
 //     safeness level (pg_stat_replication), so a standby's own report
 //     reaches it at once;
 //   - PostgreSQL acknowledges commits itself, so the lease cannot gate
-//     them one by one: a primary whose lease runs out stops its server
-//     (fencing) before the coordinator may promote another node (lease +
-//     grace). At a 2-safe level a commit needs the synchronous standby's
+//     them one by one: a primary whose lease runs out freezes its server
+//     (fencing: every process SIGSTOPped) before the coordinator may
+//     promote another node (lease + grace); it goes on if the lease comes
+//     back, and is killed, never continued, if another node was promoted. At a 2-safe level a commit needs the synchronous standby's
 //     confirmation anyway, and a standby being promoted confirms nothing
 //     more, so the old primary cannot acknowledge what the new one lacks;
 //     the fence is what keeps it from taking any write in the new epoch;
@@ -63,9 +64,10 @@ func (e *Engine) AttachCoordinator(ctx context.Context, co *coordinator.Coordina
 
 // leaseEpoch is the epoch the keeper renews the lease for: this node's
 // while it is the primary with its server running, and while it is fenced
-// (its server stopped for a lost lease): the coordinator grants the lease
-// again only if this node is still the primary of that epoch, and only
-// such a grant restarts the server (coordLoop).
+// (its server frozen or stopped for a lost lease): the coordinator grants
+// the lease again only if this node is still the primary of that epoch,
+// and only such a grant continues or restarts the server (fenceLoop,
+// coordLoop).
 func (e *Engine) leaseEpoch() uint64 {
 	st, _ := e.state()
 	if st.Role != RolePrimary || e.released.Load() || (e.srv.Load() == nil && !e.fenced.Load()) {
@@ -204,15 +206,22 @@ func (e *Engine) fenceLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		if st, _ := e.state(); st.Role == RolePrimary {
+			e.thawIfLeaseBack(st)
 			e.fenceIfLeaseLost(ctx, st)
+			e.killIfFrozenPastGrace(st)
 		}
 	}
 }
 
-// fenceIfLeaseLost stops a primary's server once its lease ran out: from
+// fenceIfLeaseLost freezes a primary's server once its lease ran out: from
 // then on the coordinator may promote another node (after grace more), and
 // this one must take no write. The lease is checked only after it was held
 // once in this epoch (a primary that has just started acquires it first).
+// Frozen (every process SIGSTOPped where it is), the server answers
+// nothing, and it continues where it was if the lease comes back
+// (thawIfLeaseBack); if another node is made the primary instead, it is
+// killed without ever running again (onMap, follow). Where it cannot be
+// frozen it is stopped (immediate shutdown) and restarted later.
 func (e *Engine) fenceIfLeaseLost(ctx context.Context, st state) {
 	if e.fenced.Load() || e.srv.Load() == nil {
 		return
@@ -224,23 +233,80 @@ func (e *Engine) fenceIfLeaseLost(ctx context.Context, st state) {
 	if e.heldEpoch.Load() != st.Epoch || e.keeper.Check(st.Epoch) == nil {
 		return
 	}
-	e.log.Warn("this primary lost its lease (the coordinator is out of reach): stopping its server so that it takes no write while another node may be promoted", "epoch", st.Epoch)
-	// The server is told to quit before opMu is taken: an operation that
-	// holds it (a degrade waiting for the coordinator, a Set) must not
-	// delay the fence. It then fails against the stopped server.
+	// No lock is taken before the server is frozen or told to quit: an
+	// operation that holds opMu (a degrade waiting for the coordinator, a
+	// Set) must not delay the fence. It then waits on the frozen server
+	// (or fails against the stopped one).
 	e.fenced.Store(true)
 	start := time.Now()
-	if m := e.srv.Load(); m != nil {
-		e.stopping.Store(true)
-		_ = m.StopImmediate()
+	m := e.srv.Load()
+	if m == nil {
+		return
 	}
+	err := m.Freeze()
+	if err == nil {
+		e.frozenAt.Store(time.Now().UnixNano())
+		e.frozen.Store(true)
+		e.log.Warn("this primary lost its lease (the coordinator is out of reach): its server is frozen so that it takes no write while another node may be promoted; it goes on if the lease comes back", "epoch", st.Epoch, "took", time.Since(start).Round(time.Microsecond))
+		return
+	}
+	e.log.Warn("this primary lost its lease (the coordinator is out of reach), and freezing its server failed: stopping it so that it takes no write while another node may be promoted", "epoch", st.Epoch, "err", err)
+	e.stopping.Store(true)
+	_ = m.StopImmediate()
 	e.opMu.Lock()
 	e.fenceServer()
 	e.opMu.Unlock()
 	e.log.Warn("the fenced primary's server is down", "epoch", st.Epoch, "took", time.Since(start).Round(time.Millisecond))
 }
 
-// unfenceIfLeaseBack restarts a fenced primary's server once the keeper
+// killIfFrozenPastGrace kills a primary's server that stayed frozen for
+// lease_grace: from then on the coordinator may promote another node, and
+// the frozen server's sessions would wait for nothing (a partition can
+// last); killed, they end and their clients go elsewhere. The server runs
+// again (crash recovery) once the lease is back (unfenceIfLeaseBack), or
+// rewinds to follow the new primary.
+func (e *Engine) killIfFrozenPastGrace(st state) {
+	if !e.frozen.Load() || time.Since(time.Unix(0, e.frozenAt.Load())) < e.c.Repl.LeaseGrace.Duration {
+		return
+	}
+	m := e.srv.Load()
+	if m == nil {
+		return
+	}
+	start := time.Now()
+	e.stopping.Store(true)
+	_ = m.StopImmediate() // kills the frozen server: it never runs again
+	e.opMu.Lock()
+	e.fenceServer()
+	e.opMu.Unlock()
+	e.log.Warn("the lease did not come back within lease_grace, so another node may be promoted: the frozen server was killed (its sessions end; crash recovery when it runs again)", "epoch", st.Epoch, "lease_grace", e.c.Repl.LeaseGrace.Duration)
+	e.log.Warn("the fenced primary's server is down", "epoch", st.Epoch, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// thawIfLeaseBack continues a frozen primary's server once the keeper
+// holds the lease of its epoch again: the coordinator granted it, so no
+// one was promoted meanwhile (see unfenceIfLeaseBack for why the map is not
+// enough). It takes no lock that an operation waiting on the frozen server
+// may hold.
+func (e *Engine) thawIfLeaseBack(st state) {
+	if !e.frozen.Load() || e.keeper.Check(st.Epoch) != nil {
+		return
+	}
+	m := e.srv.Load()
+	if m == nil {
+		return
+	}
+	if err := m.Thaw(); err != nil {
+		e.log.Error("continuing the frozen primary failed", "err", err)
+		return
+	}
+	e.frozen.Store(false)
+	e.fenced.Store(false)
+	e.log.Info("the lease is back and this node is still the primary: its server goes on", "epoch", st.Epoch)
+}
+
+// unfenceIfLeaseBack restarts a fenced primary's stopped server (one that
+// could not be frozen) once the keeper
 // holds the lease of its epoch again: the coordinator granted it, so no
 // one was promoted meanwhile. A map naming this node the primary of its
 // epoch is not enough: a node that was cut off applies the entries it
@@ -249,7 +315,7 @@ func (e *Engine) fenceIfLeaseLost(ctx context.Context, st state) {
 // on such a map, a cut-off primary took writes at 1-safe after the other
 // node was promoted: e2e TestPhysicalFencePartition).
 func (e *Engine) unfenceIfLeaseBack(ctx context.Context, st state) {
-	if !e.fenced.Load() || e.keeper.Check(st.Epoch) != nil {
+	if !e.fenced.Load() || e.frozen.Load() || e.keeper.Check(st.Epoch) != nil {
 		return
 	}
 	e.opMu.Lock()
@@ -354,6 +420,11 @@ func (e *Engine) onMap(ctx context.Context, m coordinator.Map) {
 		e.keeper.Kick()
 	case m.Primary != e.cfg.ID && st.Role == RolePrimary && m.Epoch > st.Epoch:
 		e.log.Warn("the coordinator made another node the primary: this node stops and follows it", "primary", m.Primary, "epoch", m.Epoch, "my_epoch", st.Epoch)
+		// A frozen server is killed first, without opMu: an operation
+		// holding it may be waiting on that server.
+		if srv := e.srv.Load(); srv != nil && e.frozen.Load() {
+			_ = srv.StopImmediate()
+		}
 		if err := e.follow(ctx, m.Primary, m.Epoch); err != nil {
 			e.log.Error("following the new primary failed", "primary", m.Primary, "err", err)
 		}

@@ -112,7 +112,9 @@ type Engine struct {
 	keeper    *coordinator.Keeper
 	confirmed atomic.Uint64 // the WAL position the synchronous standby confirmed
 	cleanFrom atomic.Uint64 // where commits waited for the standby again after a degrade
-	fenced    atomic.Bool   // the server was stopped for a lost lease
+	fenced    atomic.Bool   // the server was frozen or stopped for a lost lease
+	frozen    atomic.Bool   // ... and it is frozen (SIGSTOP), not stopped
+	frozenAt  atomic.Int64  // when it was frozen (Unix ns)
 	heldEpoch atomic.Uint64 // the epoch whose lease this primary held
 	released  atomic.Bool   // the lease was given up for a hand-over
 
@@ -198,12 +200,19 @@ func slotName(id string) string {
 
 // ---- state ----
 
-func (e *Engine) statePath() string { return filepath.Join(e.dir, "state.json") }
+func (e *Engine) statePath() string { return filepath.Join(e.dir, "state.json") } // = StatePath(node data dir)
 
 func (e *Engine) loadState() error {
 	b, err := os.ReadFile(e.statePath())
 	if errors.Is(err, os.ErrNotExist) {
-		// First start: the first node is the primary of epoch 1.
+		// First start. A data directory without this engine's state was
+		// made by the writeset engine (the same place): running it here
+		// would leave its capture behind, or base-backup over it.
+		if _, err := os.Stat(filepath.Join(e.pgdata, "PG_VERSION")); err == nil {
+			return fmt.Errorf("%w: %s holds a PostgreSQL data directory the writeset engine made (no %s): set engine = \"writeset\" in [replication] to keep running it that way, or move this node's data directory away to start the physical engine afresh",
+				ErrOtherEngine, e.pgdata, e.statePath())
+		}
+		// The first node is the primary of epoch 1.
 		first := e.c.Nodes[0].ID
 		e.st = state{Role: RoleStandby, Epoch: 1, Primary: first, Safeness: e.c.Repl.Safeness}
 		if first == e.cfg.ID {
@@ -485,9 +494,10 @@ func (e *Engine) stopServer() {
 		return
 	}
 	e.stopping.Store(true)
+	_ = m.Stop() // kills a frozen server
 	e.closeConn()
-	_ = m.Stop()
 	e.srv.Store(nil)
+	e.frozen.Store(false)
 }
 
 // fenceServer stops the server at once (immediate shutdown), for a
@@ -502,9 +512,10 @@ func (e *Engine) fenceServer() {
 		return
 	}
 	e.stopping.Store(true)
+	_ = m.StopImmediate() // kills a frozen server
 	e.closeConn()
-	_ = m.StopImmediate()
 	e.srv.Store(nil)
+	e.frozen.Store(false)
 }
 
 // writeOwned writes a file owned by the server's OS user.
@@ -1062,13 +1073,34 @@ func (e *Engine) Close() {
 	e.stopServer()
 }
 
+// ErrOtherEngine: a node's data directory was made by the other
+// replication engine.
+var ErrOtherEngine = errors.New("the node's data was made by another replication engine")
+
+// StatePath is where the physical engine keeps a node's state (role,
+// epoch), under the node's data directory: its presence says the node's
+// PostgreSQL data directory is this engine's.
+func StatePath(nodeDataDir string) string {
+	return filepath.Join(nodeDataDir, "physical", "state.json")
+}
+
 // ---- the status connection ----
 
+// errFrozen: the server is frozen (fenced for a lost lease): nothing is
+// asked of it until it is thawed or killed.
+var errFrozen = errors.New("the server is frozen: this primary lost its lease and takes no request until the coordinator renews it")
+
 func (e *Engine) withConn(ctx context.Context, f func(*pgconn.PgConn) error) error {
+	if e.frozen.Load() {
+		return errFrozen
+	}
 	e.connMu.Lock()
 	defer e.connMu.Unlock()
 	if e.srv.Load() == nil {
 		return errors.New("the server is stopped")
+	}
+	if e.frozen.Load() {
+		return errFrozen
 	}
 	if e.conn == nil || e.conn.IsClosed() {
 		c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
