@@ -188,6 +188,46 @@ func (h *hsCluster) stopAll() {
 	for _, n := range names {
 		h.kill(n)
 	}
+	reapServers(h.t, h.dir)
+}
+
+// reapServers kills the PostgreSQL processes still working under dir after
+// their nodes were SIGKILLed: a postmaster dies with its node (Pdeathsig),
+// but its children notice only at their next check, and a standby's
+// startup process kept writing into the data directory while the test's
+// TempDir was being removed ("directory not empty").
+func reapServers(t testing.TB, dir string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var left []int
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+			if err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+				continue
+			}
+			if comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); strings.TrimSpace(string(comm)) != "postgres" {
+				continue
+			}
+			if st := procStateOf(pid); st == 0 || st == 'Z' {
+				continue
+			}
+			left = append(left, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("PostgreSQL processes %v still run under %s 10 s after their nodes were killed", left, dir)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (h *hsCluster) tandem(args ...string) string {

@@ -133,8 +133,15 @@ raft_listen = %q
 		t.Fatalf("status %+v", st)
 	}
 
-	// tandem status asks the witness for its view.
+	// tandem status asks the witness for its view (which learns the
+	// third member a moment after n1 does, on a loaded machine).
 	wp := probeWitness(c.Witness, 0)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); wp = probeWitness(c.Witness, 0) {
+		if wp.Healthy && wp.repl != nil && wp.repl.Coordinator != nil && len(wp.repl.Coordinator.Members) == 3 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if !wp.Healthy || wp.repl == nil || wp.repl.Coordinator == nil || wp.repl.Coordinator.ID != "wit" || len(wp.repl.Coordinator.Members) != 3 {
 		t.Fatalf("witness probe %+v", wp)
 	}
