@@ -181,23 +181,36 @@ func TestCertifyGroup(t *testing.T) {
 			t.Fatalf("%s's log differs from n1's:\n%v\n%v", id, got, ref)
 		}
 	}
-	// The metrics of a follower's copy count what it applied.
-	mfs, err := g.regs["n2"].Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			name := mf.GetName()
-			for _, l := range m.GetLabel() {
-				name += "/" + l.GetValue()
-			}
-			got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	// The metrics of a follower's copy count what it applied. The last
+	// round's aborts may be Raft entries after the last commit, which a
+	// follower applies once the leader's next append tells it they are
+	// committed: wait for them a moment.
+	gather := func() map[string]float64 {
+		mfs, err := g.regs["n2"].Gather()
+		if err != nil {
+			t.Fatal(err)
 		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				name := mf.GetName()
+				for _, l := range m.GetLabel() {
+					name += "/" + l.GetValue()
+				}
+				got[name] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+		return got
 	}
-	if got["tandem_coord_cert_decisions_total/commit"] != float64(n) || got["tandem_coord_cert_decisions_total/conflict"] != 2*rounds ||
-		got["tandem_coord_cert_last_gsn"] != float64(n) || got["tandem_coord_cert_window_writesets"] != float64(n) {
+	metricsOK := func(got map[string]float64) bool {
+		return got["tandem_coord_cert_decisions_total/commit"] == float64(n) && got["tandem_coord_cert_decisions_total/conflict"] == 2*rounds &&
+			got["tandem_coord_cert_last_gsn"] == float64(n) && got["tandem_coord_cert_window_writesets"] == float64(n)
+	}
+	got := gather()
+	for deadline := time.Now().Add(5 * time.Second); !metricsOK(got) && time.Now().Before(deadline); got = gather() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !metricsOK(got) {
 		t.Fatalf("metrics on n2: %v", got)
 	}
 	// A follower of n3's log from GSN 5 gets 6..n in order, then waits; the
