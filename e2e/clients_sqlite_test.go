@@ -127,12 +127,7 @@ func startClientTarget(t *testing.T, kind string) clientTarget {
 		h.start("router")
 		return clientTarget{dsn: h.dsn(h.router), reads: h.dsn(h.reads)}
 	case "multi-master":
-		// pgbench -i's load is one long transaction: under load (a CI
-		// run) it outlasted apply_conflict_wait (1 s) while a certified
-		// writeset waited for its node's write lock, three tries in a row
-		// (docs/operations.md: raise it for a bulk load). The cause of
-		// that writeset's wait during pgbench's own load is not known yet.
-		s := upMultiMaster(t, "sqlite", 3, "[multi_master]\napply_conflict_wait = \"20s\"\n")
+		s := upMultiMaster(t, "sqlite", 3, "")
 		return clientTarget{dsn: s.DSN, runArgs: []string{"--max-tries=1000"}, multiMaster: true}
 	case "postgres":
 		return clientTarget{dsn: startReferencePostgres(t)}

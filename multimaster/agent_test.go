@@ -270,3 +270,54 @@ func TestEarlyAbortOfHolder(t *testing.T) {
 		t.Fatalf("rows %q: the holder's insert must be rolled back, the certified one applied", got)
 	}
 }
+
+// TestOwnWritesetNotReappliedUnderLock: the log brings a node's own commit
+// again after its committer applied it; the apply loop must pass it by
+// without waiting for the write lock, so a local transaction holding the
+// lock is neither waited for nor ended (before: after apply_conflict_wait
+// it was ended with 40001 over a writeset with nothing left to do).
+func TestOwnWritesetNotReappliedUnderLock(t *testing.T) {
+	n := startNode(t, certifier.Window{})
+	ctx := context.Background()
+	own := user(50, "own@y")
+	if err := n.agent.Certify(ctx, own, n.agent.AppliedGSN(), nil); err != nil {
+		t.Fatal(err)
+	}
+	g := n.agent.AppliedGSN()
+	s, err := n.db.NewSession(ctx, "tandem", "tandem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	terminated := make(chan *pgwire.Error, 1)
+	s.(pgwire.TerminateUser).UseTerminate(func(e *pgwire.Error) { terminated <- e })
+	for _, q := range []string{"BEGIN", "INSERT INTO users VALUES (51, 'holder@y')"} {
+		st, err := s.Prepare(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Execute(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
+	}
+	// The loop's view of the log: the node's own GSN g again.
+	again := user(50, "own@y")
+	again.GSN, again.Origin = g, "n1"
+	done := make(chan bool, 1)
+	go func() { done <- n.agent.apply(ctx, []*writeset.Writeset{again}) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("apply reported the context ended")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the apply loop waited for the write lock over a writeset this node had applied")
+	}
+	select {
+	case e := <-terminated:
+		t.Fatalf("the lock holder was ended over an applied writeset: %+v", e)
+	case <-time.After(400 * time.Millisecond): // twice apply_conflict_wait
+	}
+}
