@@ -238,17 +238,7 @@ func TestEarlyAbortOfHolder(t *testing.T) {
 		terminated <- e
 		s.Close() // what pgwire does: the session ends and rolls back
 	})
-	for _, q := range []string{"BEGIN", "INSERT INTO users VALUES (20, 'held@y')"} {
-		st, err := s.Prepare(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Execute(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Close()
-	}
+	runIn(t, s, "BEGIN", "INSERT INTO users VALUES (20, 'held@y')")
 	start := time.Now()
 	// Another node's writeset (as if certified elsewhere): the agent must
 	// get past the idle holder.
@@ -291,17 +281,7 @@ func TestOwnWritesetNotReappliedUnderLock(t *testing.T) {
 	defer s.Close()
 	terminated := make(chan *pgwire.Error, 1)
 	s.(pgwire.TerminateUser).UseTerminate(func(e *pgwire.Error) { terminated <- e })
-	for _, q := range []string{"BEGIN", "INSERT INTO users VALUES (51, 'holder@y')"} {
-		st, err := s.Prepare(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := s.Execute(ctx, st, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Close()
-	}
+	runIn(t, s, "BEGIN", "INSERT INTO users VALUES (51, 'holder@y')")
 	// The loop's view of the log: the node's own GSN g again.
 	again := user(50, "own@y")
 	again.GSN, again.Origin = g, "n1"
@@ -319,5 +299,23 @@ func TestOwnWritesetNotReappliedUnderLock(t *testing.T) {
 	case e := <-terminated:
 		t.Fatalf("the lock holder was ended over an applied writeset: %+v", e)
 	case <-time.After(400 * time.Millisecond): // twice apply_conflict_wait
+	}
+}
+
+// runIn runs statements in a session (a transaction left open holds the
+// node's write lock).
+func runIn(t *testing.T, s pgwire.BackendSession, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range stmts {
+		st, err := s.Prepare(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Execute(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Close()
 	}
 }
