@@ -4,7 +4,8 @@ package tpcc
 // makes it: a home warehouse and the range of that warehouse's districts its
 // transactions draw from (NewOrder, Payment, OrderStatus and StockLevel; a
 // Payment's customer may still be in another district or warehouse, and
-// Delivery serves all ten districts of the home warehouse).
+// Delivery serves the home warehouse's districts 1 .. DistrictHi, as
+// BenchBase's Delivery does).
 type Terminal struct {
 	// Warehouse is the home warehouse, 1..W.
 	Warehouse int

@@ -20,9 +20,11 @@
 //
 // Differences from BenchBase: no foreign keys (the loader fills tables on
 // parallel connections in any order); warehouses go to terminals
-// round-robin rather than in blocks (the same count per warehouse); and
-// Delivery serves all ten districts as TPC-C's clause 2.7 says (BenchBase's
-// serves districts 1 up to the top of the terminal's range).
+// round-robin rather than in blocks (the same count per warehouse). Like
+// BenchBase's, Delivery serves districts 1 up to the top of the terminal's
+// range (all ten, as TPC-C's clause 2.7.4.2 says, only with one terminal
+// per warehouse): the two drivers' throughputs are comparable only if
+// their transactions do the same work.
 package tpcc
 
 import (
