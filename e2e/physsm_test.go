@@ -26,8 +26,8 @@ import (
 // have replayed what it acknowledged), ack = one, automatic failover (every
 // node votes; lease 2 s, grace 1 s: with 1 s / 500 ms a Raft election on
 // the loaded machine made the primary fence itself mid-test now and then,
-// the cost of a lapse physical/DESIGN.md describes). lines[id] are more of node id's fields, settings[id] more
-// of its server's settings.
+// the cost of a lapse physical/DESIGN.md describes). lines[id] are more of node id's fields (lines["router"]: the
+// router's), settings[id] more of its server's settings.
 func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster {
 	t.Helper()
 	havePostgres(t)
@@ -39,6 +39,7 @@ func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster
 	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nread_listen = %q\nmetrics = %q\nhealth_interval = \"100ms\"\n", freePort(t), s.reads, s.radmin)
+	b.WriteString(lines["router"])
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"secret\"\n")
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("n%d", i)
@@ -209,10 +210,13 @@ func TestPhysicalSingleMaster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	// Reads go to n2 only (read_weight 0 on the others): each read
-	// after a write meets a replica that lacks it.
-	s := upPhysSM(t, 3, map[string]string{"n1": "read_weight = 0\n", "n3": "read_weight = 0\n"},
-		map[string]string{"n2": ", recovery_min_apply_delay = \"'300ms'\""})
+	// Reads go to the replicas (read_weight 0 on the primary), round
+	// robin: n2 replays 300 ms late, n3 at once, so a read after a write
+	// often meets a replica that lacks it, and a session whose reads
+	// went from n3 to n2 would see time go back. cluster_name says which
+	// server ran a read.
+	s := upPhysSM(t, 3, map[string]string{"n1": "read_weight = 0\n", "router": "policy = \"round-robin\"\n"},
+		map[string]string{"n1": `, cluster_name = "'n1'"`, "n2": `, recovery_min_apply_delay = "'300ms'", cluster_name = "'n2'"`, "n3": `, cluster_name = "'n3'"`})
 	s.waitReplicasStreaming("n1", "n2", "n3")
 	// tandem status: each replica's stream (ack = one: FIRST 1 (n2, n3),
 	// n2 synchronous, n3 the potential one) and its slot on the primary.
@@ -253,9 +257,9 @@ func TestPhysicalSingleMaster(t *testing.T) {
 		if r.stale.Load() != 0 {
 			t.Errorf("read_consistency = session: %d of %d reads did not see their own session's commit", r.stale.Load(), r.pairs.Load())
 		}
-		// The reads must have gone to n2 (the others' read weight is
-		// 0; the primary runs a read only when n2 cannot catch up
-		// within read_wait, 1 s, which its 300 ms delay is not).
+		// The reads must have gone to the replicas (the primary's read
+		// weight is 0; it runs a read only when a replica cannot catch
+		// up within read_wait, 1 s, which n2's 300 ms delay is not).
 		if r.onReplica.Load() < r.pairs.Load()*3/4 {
 			t.Errorf("only %d of %d reads ran on a replica", r.onReplica.Load(), r.pairs.Load())
 		}
@@ -297,6 +301,7 @@ func TestPhysicalSingleMaster(t *testing.T) {
 			t.Errorf("read_consistency = strong: %d of 20 reads missed another session's acknowledged commit, %d ran on the replica (want 0 stale, most on it)", stale, replica)
 		}
 	})
+	t.Run("monotonic", func(t *testing.T) { monotonicReads(t, s) })
 	if t.Failed() {
 		return
 	}
@@ -385,4 +390,107 @@ func withoutRaft(log string) string {
 		}
 	}
 	return b.String()
+}
+
+// monotonicReads: another session increments a counter all along; one
+// session reads it again and again through the router. At session
+// consistency the counter never goes back, across replicas too: the
+// session's reads stay on one replica (n3), and when that one is drained
+// they move to n2, 300 ms behind it, only once n2 has what they saw. At eventual the same reads, balanced round robin over n2 and
+// n3, do see it go back (the control: without it the session check
+// proves nothing).
+func monotonicReads(t *testing.T, s *smCluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	w := connect(t, s.DSN)
+	defer w.Close(ctx)
+	for _, q := range []string{"CREATE TABLE mono (id int PRIMARY KEY, v bigint)", "INSERT INTO mono VALUES (1, 0)"} {
+		if _, err := w.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // n2 replays 300 ms late: the table must be there for eventual reads
+	ictx, stop := context.WithCancel(ctx)
+	idone := make(chan error, 1)
+	go func() {
+		for ictx.Err() == nil {
+			if _, err := w.Exec(ictx, "UPDATE mono SET v = v + 1 WHERE id = 1"); err != nil && ictx.Err() == nil {
+				idone <- err
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		idone <- nil
+	}()
+	defer func() {
+		stop()
+		if err := <-idone; err != nil {
+			t.Errorf("incrementer: %v", err)
+		}
+	}()
+	// reads runs n reads on c; drain, when not nil, is called once after
+	// half of them with the node the last read ran on.
+	reads := func(c *pgx.Conn, n int, drain func(node string)) (back int, on map[string]int) {
+		on = map[string]int{}
+		var last int64 = -1
+		for i := 0; i < n; i++ {
+			var v int64
+			var node string
+			if err := c.QueryRow(ctx, "SELECT v, current_setting('cluster_name') FROM mono WHERE id = 1").Scan(&v, &node); err != nil {
+				t.Fatalf("read %d: %v", i, err)
+			}
+			on[node]++
+			if v < last {
+				back++
+			}
+			last = max(last, v)
+			if drain != nil && i == n/2 {
+				drain(node)
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+		return back, on
+	}
+
+	ev := connect(t, s.DSN)
+	defer ev.Close(ctx)
+	if _, err := ev.Exec(ctx, "SET tandem.read_consistency = eventual"); err != nil {
+		t.Fatal(err)
+	}
+	back, on := reads(ev, 120, nil)
+	t.Logf("eventual: 120 reads, the counter went back %d times, reads per server %v", back, on)
+	if back == 0 || on["n2"] == 0 || on["n3"] == 0 {
+		t.Fatalf("read_consistency = eventual: the counter went back %d times over reads on %v; want reads on n2 and n3 and some going back (else the session check below proves nothing)", back, on)
+	}
+
+	// At session: n2 drained, so the session's reads start on n3 (the
+	// one ahead) and stay there; halfway n3 is drained and n2 back, so
+	// they move to the replica 300 ms behind what they saw.
+	drain := func(cmd, node string) {
+		if out, err := s.tandem(cmd, node); err != nil {
+			t.Fatalf("tandem %s %s: %v\n%s", cmd, node, err, out)
+		}
+	}
+	drain("drain", "n2")
+	time.Sleep(300 * time.Millisecond) // the router's view (health_interval 100 ms)
+	sc := connect(t, s.DSN)            // session: the default
+	defer sc.Close(ctx)
+	back, on = reads(sc, 120, func(node string) {
+		if node != "n3" {
+			t.Errorf("read_consistency = session: with n2 drained the session's reads ran on %s, want n3", node)
+		}
+		// At once: n2, 300 ms behind, must not have what the last
+		// read on n3 saw when the next read goes there (tandem drain
+		// updates the router's view before it returns).
+		drain("undrain", "n2")
+		drain("drain", "n3")
+	})
+	drain("undrain", "n3")
+	t.Logf("session: 120 reads (on n3, then n3 drained and n2 undrained after 60), the counter went back %d times, reads per server %v", back, on)
+	if back != 0 {
+		t.Errorf("read_consistency = session: the counter went back %d times in one session's reads (%v)", back, on)
+	}
+	if on["n2"] < 50 || on["n3"] < 50 {
+		t.Errorf("read_consistency = session: reads per server %v; want about 60 on n3, then 60 on n2", on)
+	}
 }

@@ -27,14 +27,26 @@ import (
 //     fails with 55000 and the primary runs the read, as on the writeset
 //     engine;
 //   - writes only cost the flag: a session that writes and never reads on
-//     a replica never pays the query.
+//     a replica never pays the query;
+//   - monotonic reads: at session consistency a session's reads stay on
+//     the replica of its last read (splitSession.stick) while that one is
+//     a read candidate (a replica's replay position only moves forward, so
+//     each read sees at least what the one before it saw). A read that
+//     goes elsewhere (the replica drained, down, too far behind, or the
+//     last read ran on the primary) sets the flag first: the primary's
+//     insert position is past everything any replica has replayed, so
+//     waiting for it on the new replica covers whatever the earlier reads
+//     saw. The price is one round trip to the primary per switch, not per
+//     read; balancing happens per session (the first read's pick), as
+//     pgpool-II balances, instead of per transaction.
 
 // errNoPrimaryConn: the session's commit position could not be asked of
 // the primary (its connection ended): the read runs on the primary.
 var errNoPrimaryConn = errors.New("no connection to the primary to learn the session's commit position")
 
 // learnCommitLSN makes s.lastCommit the primary's WAL insert position if
-// the session may have committed something since it was last learned.
+// the session may have committed or seen something since it was last
+// learned (lsnDirty: a write, a read on the primary, a switch of replica).
 // Called before a read goes to a replica, with nothing in flight.
 func (s *splitSession) learnCommitLSN() error {
 	s.mu.Lock()

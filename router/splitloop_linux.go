@@ -602,6 +602,9 @@ func (sl *splitLoop) inlineOK(d decision, first int) bool {
 	open := nc != nil && !nc.dead
 	need := max(s.lastCommit, s.lastRead)
 	unknown := s.lsnDirty // the commit position must be asked first
+	if s.rt.cfg.LSN && s.stick >= 0 && s.stick != target {
+		unknown = true // another replica than the last read's: the primary's position first
+	}
 	s.mu.Unlock()
 	if !open {
 		return false

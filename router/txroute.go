@@ -131,6 +131,13 @@ type splitSession struct {
 	// was learned (lsn.go).
 	lastCommit, lastRead uint64
 	lsnDirty             bool
+	// stick (Config.LSN): the replica the session's last read ran on, -1
+	// before its first. At session consistency its reads stay there
+	// while it is a read candidate (its replay only moves forward); a
+	// read that goes to another replica first learns the primary's WAL
+	// position (lsnDirty) and waits for it there: monotonic reads
+	// across replicas (lsn.go).
+	stick int
 	// A request in flight that may commit (under mu; Survive): a COMMIT
 	// or a statement outside a transaction. ackSeen: the primary reported
 	// a commit GSN past commitBase (the session's last before it); ccSeen:
@@ -168,7 +175,7 @@ type splitSession struct {
 // newSplit makes a routed session for client c, with no node connection
 // yet.
 func (r *Router) newSplit(ctx context.Context, c *pgwire.Conn) *splitSession {
-	s := &splitSession{rt: r, client: c, tag: newSessionTag(), ctx: ctx, cur: -1, txStatus: 'I',
+	s := &splitSession{rt: r, client: c, tag: newSessionTag(), ctx: ctx, cur: -1, stick: -1, txStatus: 'I',
 		conns: make([]*nodeConn, len(r.cfg.Nodes)), cons: r.cons,
 		stmtVer: map[string]uint64{}, parses: map[string][]byte{}, stmtClass: map[string]classification{}}
 	s.cond = sync.NewCond(&s.mu)
@@ -1090,6 +1097,15 @@ func (s *splitSession) routeReq(d decision, first int) error {
 		}
 		target = nc.idx // a replica that cannot be reached: the primary
 		if want == routeReplica && !inTx && s.isReplica(target) {
+			if s.rt.cfg.LSN && s.cons == consSession {
+				s.mu.Lock()
+				if s.stick >= 0 && s.stick != target {
+					// Another replica than the last read's: it must
+					// have what that read saw (lsn.go).
+					s.lsnDirty = true
+				}
+				s.mu.Unlock()
+			}
 			if err := s.awaitConsistency(nc); err != nil {
 				if s.rt.cfg.MultiMaster {
 					// No node has everything by definition: say so.
@@ -1148,8 +1164,15 @@ func (s *splitSession) routeReq(d decision, first int) error {
 			s.rt.Begin(target)
 			s.inTx = true
 		}
-		if s.rt.cfg.LSN && want == routePrimary && target == s.rt.primaryIndex() {
-			s.lsnDirty = true
+		if s.rt.cfg.LSN {
+			switch {
+			case want != routeAuto && target == s.rt.primaryIndex():
+				// A write, or a read the primary ran: what it wrote or
+				// saw is learned before the next read on a replica.
+				s.lsnDirty = true
+			case want == routeReplica && !inTx && s.isReplica(target):
+				s.stick = target
+			}
 		}
 		// Count the request in flight before sending it: if the
 		// connection ends now, lost() answers it.
@@ -1233,6 +1256,17 @@ func (s *splitSession) pickReplica() int {
 	s.cands = cands
 	if len(cands) == 0 {
 		return s.rt.primaryIndex()
+	}
+	if s.rt.cfg.LSN && s.cons == consSession {
+		// The replica of the session's last read while it is one.
+		s.mu.Lock()
+		stick := s.stick
+		s.mu.Unlock()
+		for _, c := range cands {
+			if c.Index == stick && stick != s.rt.primaryIndex() {
+				return stick
+			}
+		}
 	}
 	if (s.rt.cfg.MultiMaster || s.rt.cfg.LSN) && s.cons == consSession {
 		// Every node takes every transaction: balance over the nodes
