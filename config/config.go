@@ -618,10 +618,11 @@ func (c *Cluster) applyDefaults() {
 	if r.Engine == "" {
 		r.Engine = EngineWriteset
 		// Physical where it can run and nothing asks for what only the
-		// writeset engine offers: a pair of managed servers whose file
-		// sets no log durability (relaxed and adaptive are tandem's log's;
-		// PostgreSQL's own is always strict).
-		if c.Design == "hot-standby" && c.allManagedPostgres() && r.Durability == "" && r.StandbyDurability == "" {
+		// writeset engine offers: a hot-standby pair or a single-master
+		// cluster of managed servers whose file sets no log durability
+		// (relaxed and adaptive are tandem's log's; PostgreSQL's own is
+		// always strict).
+		if (c.Design == "hot-standby" || c.Design == "single-master") && c.allManagedPostgres() && r.Durability == "" && r.StandbyDurability == "" {
 			r.Engine = EnginePhysical
 		}
 	}

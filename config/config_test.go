@@ -449,7 +449,9 @@ func TestEngine(t *testing.T) {
 		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator", ""},
 		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size", ""},
 		{"single-master on physical", "postgres", "[replication]\nengine = \"physical\"\n[router]\nlisten = \"127.0.0.1:7300\"", EnginePhysical, "", "single-master"},
-		{"single-master defaults to writeset", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
+		{"single-master of managed servers defaults to physical", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"", EnginePhysical, "", "single-master"},
+		{"single-master with a relaxed log defaults to writeset", "postgres", "[replication]\ndurability = \"relaxed\"\n[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
+		{"single-master with an external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
 		{"single-master physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", "single-master"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

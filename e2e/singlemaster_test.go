@@ -53,6 +53,11 @@ func upSingleMasterRouter(t *testing.T, backend string, n int, extra, routerExtr
 	s := &smCluster{t: t, dir: dir, nodes: map[string]string{}, admin: map[string]string{}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"sm\"\ndesign = \"single-master\"\nrun_dir = %q\n", filepath.Join(dir, "run"))
+	// These tests run tandem's writeset log (the default for managed
+	// PostgreSQL is the physical engine: physsm_test.go).
+	if backend == "postgres" && !strings.Contains(extra, "engine") {
+		extra = "engine = \"writeset\"\n" + extra
+	}
 	fmt.Fprintf(&b, "[replication]\nack = \"one\"\nfailover = \"automatic\"\nack_timeout = \"5s\"\n%s\n", extra)
 	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
