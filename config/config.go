@@ -1043,6 +1043,9 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 		if n.DSN != "" {
 			return bad("replication.engine", "\"physical\" needs managed PostgreSQL servers (tandem runs initdb, pg_basebackup, pg_promote and pg_rewind), and %s.dsn names an external server; remove the dsn or use engine = \"writeset\"", f)
 		}
+		if n.Postgres.Port != 0 {
+			return bad(f+".postgres.port", "%d: with engine = \"physical\" the server listens on repl_listen's port (the other nodes stream its WAL from there, the node relays sessions to it); remove postgres.port, or use engine = \"writeset\"", n.Postgres.Port)
+		}
 		if n.Repl != "" && unspecifiedHost(n.Repl) {
 			return bad(f+".repl_listen", "%q: with engine = \"physical\" PostgreSQL listens here for the other nodes' WAL streams, which dial it; give a host they can reach, not a wildcard", n.Repl)
 		}

@@ -447,6 +447,7 @@ func TestEngine(t *testing.T) {
 		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", ""},
 		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\"", ""},
 		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator", ""},
+		{"physical with postgres.port", "postgres", "[nodes.postgres]\nport = 5433\n[replication]\nengine = \"physical\"", "", "field nodes[1].postgres.port: 5433: with engine = \"physical\" the server listens on repl_listen's port", ""},
 		{"bad slot size", "postgres", "[replication]\nmax_slot_wal_keep_size = \"lots\"", "", "field replication.max_slot_wal_keep_size", ""},
 		{"single-master on physical", "postgres", "[replication]\nengine = \"physical\"\n[router]\nlisten = \"127.0.0.1:7300\"", EnginePhysical, "", "single-master"},
 		{"single-master of managed servers defaults to physical", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"", EnginePhysical, "", "single-master"},

@@ -29,8 +29,8 @@ import (
 //   - writes only cost the flag: a session that writes and never reads on
 //     a replica never pays the query;
 //   - monotonic reads: at session consistency a session's reads stay on
-//     the replica of its last read (splitSession.stick) while that one is
-//     a read candidate (a replica's replay position only moves forward, so
+//     the node of its last read, a replica or the primary
+//     (splitSession.stick), while that one is a read candidate (a replica's replay position only moves forward, so
 //     each read sees at least what the one before it saw). A read that
 //     goes elsewhere (the replica drained, down, too far behind, or the
 //     last read ran on the primary) sets the flag first: the primary's

@@ -131,12 +131,12 @@ type splitSession struct {
 	// was learned (lsn.go).
 	lastCommit, lastRead uint64
 	lsnDirty             bool
-	// stick (Config.LSN): the replica the session's last read ran on, -1
-	// before its first. At session consistency its reads stay there
-	// while it is a read candidate (its replay only moves forward); a
-	// read that goes to another replica first learns the primary's WAL
-	// position (lsnDirty) and waits for it there: monotonic reads
-	// across replicas (lsn.go).
+	// stick (Config.LSN): the node the session's last read ran on (a
+	// replica or the primary), -1 before its first. At session
+	// consistency its reads stay there while it is a read candidate (a
+	// replica's replay only moves forward); a read that goes to another
+	// replica first learns the primary's WAL position (lsnDirty) and
+	// waits for it there: monotonic reads across replicas (lsn.go).
 	stick int
 	// A request in flight that may commit (under mu; Survive): a COMMIT
 	// or a statement outside a transaction. ackSeen: the primary reported
@@ -1165,12 +1165,15 @@ func (s *splitSession) routeReq(d decision, first int) error {
 			s.inTx = true
 		}
 		if s.rt.cfg.LSN {
-			switch {
-			case want != routeAuto && target == s.rt.primaryIndex():
+			if want != routeAuto && target == s.rt.primaryIndex() {
 				// A write, or a read the primary ran: what it wrote or
 				// saw is learned before the next read on a replica.
 				s.lsnDirty = true
-			case want == routeReplica && !inTx && s.isReplica(target):
+			}
+			if want == routeReplica && !inTx {
+				// The primary too: a session that drew it for reads
+				// keeps reading there (else every session would drift
+				// to the replicas and the primary read nothing).
 				s.stick = target
 			}
 		}
@@ -1263,7 +1266,7 @@ func (s *splitSession) pickReplica() int {
 		stick := s.stick
 		s.mu.Unlock()
 		for _, c := range cands {
-			if c.Index == stick && stick != s.rt.primaryIndex() {
+			if c.Index == stick {
 				return stick
 			}
 		}
