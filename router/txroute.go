@@ -1087,6 +1087,7 @@ func (s *splitSession) routeReq(d decision, first int) error {
 		default:
 			target = s.pickReplica()
 		}
+		picked := target // where the balancer (or stickiness) sent a read
 		changed := s.rt.changes()
 		nc, err := s.ensure(target)
 		if err != nil {
@@ -1170,10 +1171,12 @@ func (s *splitSession) routeReq(d decision, first int) error {
 				// saw is learned before the next read on a replica.
 				s.lsnDirty = true
 			}
-			if want == routeReplica && !inTx {
+			if want == routeReplica && !inTx && target == picked {
 				// The primary too: a session that drew it for reads
 				// keeps reading there (else every session would drift
-				// to the replicas and the primary read nothing).
+				// to the replicas and the primary read nothing). Not a
+				// read the primary ran because the picked replica could
+				// not (it would pull sessions to the primary for good).
 				s.stick = target
 			}
 		}
