@@ -30,13 +30,14 @@ import (
 //     a replica never pays the query;
 //   - monotonic reads: at session consistency a session's reads stay on
 //     the node of its last read, a replica or the primary
-//     (splitSession.stick), while that one is a read candidate (a replica's replay position only moves forward, so
-//     each read sees at least what the one before it saw). A read that
-//     goes elsewhere (the replica drained, down, too far behind, or the
-//     last read ran on the primary) sets the flag first: the primary's
-//     insert position is past everything any replica has replayed, so
-//     waiting for it on the new replica covers whatever the earlier reads
-//     saw. The price is one round trip to the primary per switch, not per
+//     (splitSession.stick), while that one is a read candidate (a
+//     replica's replay position only moves forward, so each read sees at
+//     least what the one before it saw). A read that goes to another
+//     replica (the last one drained, down or too far behind) sets the
+//     flag first, as a read or write on the primary already did: the
+//     primary's insert position is past everything any replica has
+//     replayed, so waiting for it on the new replica covers whatever the
+//     earlier reads saw. The price is one round trip to the primary per switch, not per
 //     read; balancing happens per session (the first read's pick), as
 //     pgpool-II balances, instead of per transaction.
 

@@ -1263,25 +1263,23 @@ func (s *splitSession) pickReplica() int {
 	if len(cands) == 0 {
 		return s.rt.primaryIndex()
 	}
-	if s.rt.cfg.LSN && s.cons == consSession {
-		// The replica of the session's last read while it is one.
+	if (s.rt.cfg.MultiMaster || s.rt.cfg.LSN) && s.cons == consSession {
 		s.mu.Lock()
-		stick := s.stick
+		need, stick := max(s.lastCommit, s.lastRead), s.stick
 		s.mu.Unlock()
-		for _, c := range cands {
-			if c.Index == stick {
-				return stick
+		if s.rt.cfg.LSN {
+			// The node of the session's last read while it is a
+			// candidate: monotonic reads (lsn.go).
+			for _, c := range cands {
+				if c.Index == stick {
+					return stick
+				}
 			}
 		}
-	}
-	if (s.rt.cfg.MultiMaster || s.rt.cfg.LSN) && s.cons == consSession {
 		// Every node takes every transaction: balance over the nodes
 		// known to have applied what the session needs, so the node
 		// rarely has to be asked to wait (a round trip); all of them
 		// when none is known to have.
-		s.mu.Lock()
-		need := max(s.lastCommit, s.lastRead)
-		s.mu.Unlock()
 		ready := cands[:0:0]
 		for _, c := range cands {
 			if s.rt.applied(c.Index) >= need {
