@@ -25,11 +25,8 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
-test: deps vet ## everything CI runs: unit, end-to-end (real processes), race detector on the concurrent packages, fuzz seed corpora
-	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication ./multimaster
-	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire
-	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 10s ./replication
+test: deps vet ## everything CI runs: unit, end-to-end (real processes; two halves at once, scripts/test-all.sh), race detector on the concurrent packages, fuzz seed corpora
+	GO=$(GO) ./scripts/test-all.sh
 
 test-short: ## unit tests only
 	$(GO) test -count=1 -short ./...

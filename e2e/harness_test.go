@@ -7,11 +7,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	rx "regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,13 +53,27 @@ var (
 )
 
 // freePort returns a free loopback port never handed out before in this
-// test binary (the kernel may offer a just-closed port again).
+// test binary (the kernel may offer a just-closed port again). With
+// TANDEM_E2E_PORTS=LO-HI (the Makefile's two halves of this package, run
+// at once) it picks from that range only, so that two test binaries never
+// hand out the same port; LO-HI should lie below the kernel's ephemeral
+// range (ip_local_port_range), which outgoing connections use.
 func freePort(t testing.TB) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	lo, hi, ranged, err := portRange(os.Getenv("TANDEM_E2E_PORTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 100; i++ {
-		p, err := postgres.FreePort()
+		var p int
+		var err error
+		if ranged {
+			p, err = freePortIn(lo, hi)
+		} else {
+			p, err = postgres.FreePort()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +84,36 @@ func freePort(t testing.TB) int {
 	}
 	t.Fatal("no fresh free port")
 	return 0
+}
+
+// portRange parses TANDEM_E2E_PORTS ("LO-HI"); empty means none.
+func portRange(v string) (lo, hi int, ok bool, err error) {
+	if v == "" {
+		return 0, 0, false, nil
+	}
+	a, b, cut := strings.Cut(v, "-")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := strconv.Atoi(b)
+	if !cut || err1 != nil || err2 != nil || lo < 1024 || hi > 65535 || hi-lo < 100 {
+		return 0, 0, false, fmt.Errorf("TANDEM_E2E_PORTS=%q: want LO-HI, 1024 <= LO, HI <= 65535, at least 100 ports", v)
+	}
+	return lo, hi, true, nil
+}
+
+// freePortIn is a random port of [lo, hi] that 127.0.0.1 can listen on now.
+func freePortIn(lo, hi int) (int, error) {
+	var last error
+	for i := 0; i < 200; i++ {
+		p := lo + mrand.IntN(hi-lo+1)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			last = err
+			continue
+		}
+		l.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port in %d-%d: %w", lo, hi, last)
 }
 
 func havePostgres(t testing.TB) {

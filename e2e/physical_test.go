@@ -313,11 +313,46 @@ func TestPhysicalPair(t *testing.T) {
 	if !strings.Contains(string(logs), "pg_rewind") {
 		t.Fatalf("n1's log shows no pg_rewind")
 	}
+
+	// promote refuses while the primary answers, and says what to use.
+	out, err = exec.Command(tandemBin, "promote", "n2", "-c", p.file).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "switchover") || !strings.Contains(string(out), "--force") {
+		t.Fatalf("promote n2 while n1 answers: %v\n%s", err, out)
+	}
+	// promote --force under writes fences the primary first (its server
+	// stopped), the standby replays the fenced primary's WAL to its end
+	// before it takes over: nothing acknowledged is lost, and the fenced
+	// primary rejoins by pg_rewind.
+	acked3 := handOverUnderLoad(t, p, "n2", func() {
+		out := p.tandem("promote", "--force", "n2")
+		for _, want := range []string{"fenced the primary n1 (its server stopped) at LSN", "node n2 is the primary of epoch", "lost: nothing"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("promote --force lacks %q:\n%s", want, out)
+			}
+		}
+		t.Logf("%s", strings.TrimSpace(out))
+	})
+	checkAcked(t, p.dsn(p.router), append(append(acked, acked2...), acked3...))
+	waitRejoined(t, p, "n2", "n1")
 }
 
 // switchoverUnderLoad runs 4 writers through the router, switches over to
 // to, and returns the ids whose commit was acknowledged.
 func switchoverUnderLoad(t *testing.T, p *physPair, to string) []int64 {
+	t.Helper()
+	return handOverUnderLoad(t, p, to, func() {
+		out := p.tandem("switchover", "--to", to)
+		if !strings.Contains(out, "switchover done: "+to+" is the primary") {
+			t.Fatalf("switchover: %s", out)
+		}
+		t.Logf("%s", strings.TrimSpace(out))
+	})
+}
+
+// handOverUnderLoad runs 4 writers through the router, runs handOver
+// (which makes to the primary) among them, and returns the ids whose
+// commit was acknowledged.
+func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []int64 {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := connect(t, p.dsn(p.router))
@@ -359,11 +394,7 @@ func switchoverUnderLoad(t *testing.T, p *physPair, to string) []int64 {
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
-	out := p.tandem("switchover", "--to", to)
-	if !strings.Contains(out, "switchover done: "+to+" is the primary") {
-		t.Fatalf("switchover: %s", out)
-	}
-	t.Logf("%s", strings.TrimSpace(out))
+	handOver()
 	// Writes go on against the new primary.
 	mu.Lock()
 	before := len(acked)
@@ -380,7 +411,7 @@ func switchoverUnderLoad(t *testing.T, p *physPair, to string) []int64 {
 		if time.Now().After(deadline) {
 			cancel()
 			wg.Wait()
-			t.Fatalf("no writes succeeded through the router after the switchover to %s", to)
+			t.Fatalf("no writes succeeded through the router after %s became the primary", to)
 		}
 	}
 	cancel()
@@ -461,7 +492,8 @@ func getStatusJSON(url string, v any) error {
 // promote` makes the standby the primary with every acknowledged commit;
 // writes go on there (degraded to 1-safe once no standby streams), and the
 // old primary, restarted, finds the newer primary, rewinds with pg_rewind
-// and streams from it.
+// and streams from it (at 2-safe-durable its WAL is deleted first, so the
+// rewind fails and it re-seeds itself by a base backup).
 func TestPhysicalPromoteAfterCrash(t *testing.T) {
 	for _, level := range []string{"2-safe-received", "2-safe-visible", "2-safe-durable"} {
 		t.Run(level, func(t *testing.T) { testPhysicalPromoteAfterCrash(t, level) })
@@ -581,7 +613,23 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 		}
 	}
 
-	// The old primary comes back as a standby of n2, rewound.
+	// The old primary comes back as a standby of n2, rewound. At
+	// 2-safe-durable its WAL is lost first (its pg_wal emptied, as on a
+	// lost disk), so pg_rewind, which must read it, fails: the node
+	// re-seeds itself with a base backup instead.
+	breakRewind := safeness == "2-safe-durable"
+	if breakRewind {
+		reapServers(t, filepath.Join(h.dir, "run", "n1"))
+		segs, _ := filepath.Glob(filepath.Join(h.dir, "run", "n1", "pgdata", "pg_wal", "0000*"))
+		if len(segs) == 0 {
+			t.Fatal("no WAL segment in n1's pg_wal to remove")
+		}
+		for _, f := range segs {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	h.start("n1")
 	p.waitStreaming("n2", "n1")
 	if s := p.status("n1"); s.Role != "standby" || s.Physical.Epoch != 2 {
@@ -591,8 +639,16 @@ func testPhysicalPromoteAfterCrash(t *testing.T, safeness string) {
 		t.Fatalf("n2 still degraded with n1 streaming")
 	}
 	logs, _ := os.ReadFile(filepath.Join(h.dir, "n1.log"))
-	if !strings.Contains(string(logs), "pg_rewind to the new primary's timeline") || strings.Contains(string(logs), "pg_rewind failed") {
+	switch rewound, failed := strings.Contains(string(logs), "pg_rewind to the new primary's timeline"), strings.Contains(string(logs), "pg_rewind failed: re-seeding with a base backup"); {
+	case !rewound:
+		t.Fatalf("n1 did not try pg_rewind:\n%s", logs)
+	case breakRewind && (!failed || !strings.Contains(string(logs), "base backup done")):
+		t.Fatalf("n1 without its WAL did not re-seed by a base backup:\n%s", logs)
+	case !breakRewind && failed:
 		t.Fatalf("n1 did not rejoin by pg_rewind:\n%s", logs)
+	}
+	if breakRewind {
+		checkAcked(t, h.dsn(h.nodes["n1"]), acked) // a fresh copy of n2
 	}
 	// A write on n2 reaches n1.
 	if _, err := w.Exec(ctx, "INSERT INTO audit VALUES (-2)"); err != nil {

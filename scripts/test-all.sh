@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# What `make test` (the CI's test command) runs: every package's tests, the
+# race detector on the concurrent packages, the fuzz seed corpora.
+#
+# The end-to-end package is most of the time (about 20 minutes alone), and
+# its tests mostly wait (processes starting, timeouts, failovers): the two
+# cores sat half idle. So it runs as two test binaries at once: the tests
+# named in SHARD (PostgreSQL-heavy ones, and every test that makes network
+# namespaces or lab cgroups, so those never run beside each other) in one,
+# everything else, with the other packages, in the other. Each half hands
+# out loopback ports from its own range below the kernel's ephemeral range
+# (TANDEM_E2E_PORTS, e2e/harness_test.go), so the halves never pick the
+# same port. A test not named here runs in the second half: none is lost.
+#
+# TEST_FLAGS: more flags for both halves (e.g. -v to see each test's time).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FLAGS=(-count=1 -timeout 40m ${TEST_FLAGS:-})
+
+SHARD='^(TestPhysicalPair|TestPhysicalPromoteAfterCrash|TestPhysicalReseedLostSlot|TestPhysicalDeposedPrimaryStepsDown|TestPhysicalAutomaticFailover|TestPhysicalFencePartition|TestPhysicalRewindWaitsForCheckpoint|TestPhysicalSingleMasterCost|TestPhysicalSingleMaster|TestPhysicalFreezeThaw|TestMultiMasterFirstCommitterWins|TestMultiMasterLostUpdate|TestMultiMasterWriteSkew|TestMultiMasterBank|TestMultiMasterCertifierLeaderKill|TestMultiMasterEarlyAbort|TestMultiMasterUniqueConflict|TestMultiMasterReseed|TestMultiMasterPostgresConflicts|TestMultiMasterPostgresDDL|TestLabQuotaUnderLoad|TestLabCleanupAfterSIGKILL|TestLabNetnsLinks|TestLabNetemDelay|TestLabScaleout|TestPlanValidateTiny|TestPlanValidateOneDesign|TestSweepHAProxyCLI|TestSweepSeed001CLI|TestTPCCThroughTandem|TestTPCWThroughTandem|TestRUBiSThroughTandem|TestEpinionsThroughTandem|TestPartitionPrimary|TestPartitionPrimaryFromVoters|TestRaftLeaderKilled)$'
+
+log=$(mktemp /tmp/tandem-e2e-half.XXXXXX)
+TANDEM_E2E_PORTS=20000-26383 "$GO" test "${FLAGS[@]}" -run "$SHARD" ./e2e >"$log" 2>&1 &
+half=$!
+trap 'kill $half 2>/dev/null; rm -f "$log"' EXIT
+
+start=$(date +%s)
+TANDEM_E2E_PORTS=26384-32767 "$GO" test "${FLAGS[@]}" -skip "$SHARD" ./...
+rest=$?
+echo "== (the packages above took $(( $(date +%s) - start )) s; waiting for the other half of ./e2e)"
+wait $half
+other=$?
+echo "== ./e2e, the tests named in scripts/test-all.sh SHARD ($(( $(date +%s) - start )) s from the start):"
+cat "$log"
+if [ $rest != 0 ] || [ $other != 0 ]; then
+  echo "FAIL: tests failed (packages: exit $rest; e2e SHARD half: exit $other)" >&2
+  exit 1
+fi
+
+"$GO" test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication ./multimaster || exit 1
+"$GO" test -run '^$' -fuzz FuzzMessageLoop -fuzztime 10s ./pgwire || exit 1
+"$GO" test -run '^$' -fuzz FuzzReadFrame -fuzztime 10s ./replication || exit 1
