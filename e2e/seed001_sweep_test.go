@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,15 +62,15 @@ func TestSweepSeed001CLI(t *testing.T) {
 		}
 		names = append(names, c.Name)
 	}
-	// pgpool-II's children rename themselves (their command lines do not
-	// name tmp): they are found by executable.
-	pgpoolBefore := pgpoolProcs()
 	// A short directory: PostgreSQL's Unix sockets live under it.
 	tmp, err := os.MkdirTemp("", "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(tmp)
+	// pgpool-II's children rename themselves (their command lines do not
+	// name tmp): they are found by executable and working directory.
+	pgpoolBefore := pgpoolProcs(tmp)
 	out := filepath.Join(tmp, "out")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -160,7 +161,7 @@ func TestSweepSeed001CLI(t *testing.T) {
 			t.Errorf("still running after the sweep: %s %q", f, c)
 		}
 	}
-	for pid := range pgpoolProcs() {
+	for pid := range pgpoolProcs(tmp) {
 		if !pgpoolBefore[pid] {
 			t.Errorf("pgpool-II process %d still running after the sweep", pid)
 		}
@@ -174,8 +175,10 @@ func TestSweepSeed001CLI(t *testing.T) {
 }
 
 // pgpoolProcs lists the running processes whose executable is pgpool
-// (none without pgpool-II).
-func pgpoolProcs() map[int]bool {
+// and whose working directory is under dir (none without pgpool-II): the
+// sweep runs each pgpool-II in its own directory, and another test binary
+// (bench/sweep's tests) may run one of its own at the same time.
+func pgpoolProcs(dir string) map[int]bool {
 	out := map[int]bool{}
 	bin, err := sweep.FindPgpool()
 	if err != nil {
@@ -189,6 +192,9 @@ func pgpoolProcs() map[int]bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(e)))
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
 		out[pid] = true
 	}
 	return out

@@ -223,6 +223,7 @@ func StartPgpool(ctx context.Context, dir string, servers []*postgres.Managed, l
 	p.cmd = exec.Command(bin, "-n", "-D", "-f", filepath.Join(dir, "pgpool.conf"),
 		"-F", filepath.Join(dir, "pcp.conf"), "-a", filepath.Join(dir, "pool_hba.conf"))
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.Dir = dir // its processes' working directory says whose they are
 	// Its own process group (Stop reaches its children); should the sweep
 	// die, SIGINT is pgpool's fast shutdown, which ends its children and
 	// removes its shared memory and sockets.

@@ -354,8 +354,11 @@ func TestPgpoolPair(t *testing.T) {
 	}
 }
 
-// pgpoolPIDs lists the running processes whose executable is pgpool.
-func pgpoolPIDs() map[int]bool {
+// pgpoolPIDs lists the running processes whose executable is pgpool and
+// whose working directory is under dir (a sweep's pgpool runs in its own
+// directory): another test binary's pgpool-II (e2e runs its own at the
+// same time) is not this test's.
+func pgpoolPIDs(dir string) map[int]bool {
 	bin, err := FindPgpool()
 	if err != nil {
 		return nil
@@ -369,6 +372,9 @@ func pgpoolPIDs() map[int]bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(e)))
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
 		out[pid] = true
 	}
 	return out
@@ -395,7 +401,7 @@ func TestSweepPgpool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := pgpoolPIDs()
+	before := pgpoolPIDs(tmp)
 	var progress strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -432,7 +438,7 @@ func TestSweepPgpool(t *testing.T) {
 	if tb := rep.Seed001; len(tb) != 1 || len(tb[0].Rows) != 2 || tb[0].Rows[0].Selects == nil {
 		t.Errorf("seed 001 table %+v, want the two pgpool rows with their SELECTs", tb)
 	}
-	for pid := range pgpoolPIDs() {
+	for pid := range pgpoolPIDs(tmp) {
 		if !before[pid] {
 			t.Errorf("pgpool process %d still running after the sweep", pid)
 		}
@@ -486,7 +492,7 @@ func TestSweepPgpoolInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := pgpoolPIDs()
+	before := pgpoolPIDs(tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
@@ -508,7 +514,7 @@ func TestSweepPgpoolInterrupted(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	var serving time.Time
 	for serving.IsZero() || time.Since(serving) < 3*time.Second {
-		for pid := range pgpoolPIDs() {
+		for pid := range pgpoolPIDs(tmp) {
 			if !before[pid] && serving.IsZero() {
 				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 				if strings.Contains(string(b), "postgres postgres 127.0.0.1") {
@@ -531,7 +537,7 @@ func TestSweepPgpoolInterrupted(t *testing.T) {
 	if !IsInterrupted(r.err) || r.rep == nil || !r.rep.Interrupted || len(r.rep.Runs) != 0 {
 		t.Errorf("Run = %v (report %+v), want an interrupted sweep with no run measured", r.err, r.rep)
 	}
-	for pid := range pgpoolPIDs() {
+	for pid := range pgpoolPIDs(tmp) {
 		if !before[pid] {
 			t.Errorf("pgpool process %d still running after the interrupted sweep", pid)
 		}

@@ -36,6 +36,10 @@ var Seed001Workloads = []string{"tm1", "tpcc", "epinions"}
 const (
 	SystemTandemSQLite   = "tandem-sqlite"
 	SystemTandemPostgres = "tandem-postgresql"
+	// SystemTandemPhysical is tandem on PostgreSQL back ends with the
+	// physical engine (PostgreSQL's streaming replication run by tandem,
+	// sessions relayed): the default for managed PostgreSQL clusters.
+	SystemTandemPhysical = "tandem-postgresql-physical"
 	SystemPostgres       = "postgresql"
 )
 
@@ -46,6 +50,8 @@ func systemTitle(s string) string {
 		return "tandem, SQLite"
 	case SystemTandemPostgres:
 		return "tandem, PostgreSQL back ends"
+	case SystemTandemPhysical:
+		return "tandem, PostgreSQL back ends, physical engine"
 	case SystemPostgres:
 		return "PostgreSQL"
 	}
@@ -72,8 +78,10 @@ const (
 // shapeBalancer is the shape of both nodes behind the router's policy.
 func shapeBalancer(policy string) string { return "n1+n2+" + policy }
 
-// Suite backends (--backend): the back end of tandem's rows.
-var suiteBackends = []string{"sqlite", "postgres"}
+// Suite backends (--backend): the back end of tandem's rows; "postgres"
+// runs tandem's writeset engine on PostgreSQL back ends,
+// "postgres-physical" the physical engine.
+var suiteBackends = []string{"sqlite", "postgres", "postgres-physical"}
 
 // smCluster is tandem's single-master pair (seed 003's design: writes on
 // the primary, reads anywhere) at 2-safe received with relaxed logs, as
@@ -89,10 +97,17 @@ func smCluster(name, backend, policy string) Config {
 	if policy != "" {
 		where = "clients on the router, reads balanced " + policy + ", writes to n1"
 	}
-	if backend == "postgres" {
+	switch backend {
+	case "postgres":
 		c.Family, c.Backend = FamilyTandemPG, "postgres"
 		c.Setting = "tandem single-master on PostgreSQL back ends, 2 nodes, 2-safe received, logs relaxed, " + where
-	} else {
+	case "postgres-physical":
+		// PostgreSQL's own log is the record: strict at every commit,
+		// remote_write for 2-safe received.
+		c.Family, c.Backend, c.Engine = FamilyTandemPG, "postgres", config.EnginePhysical
+		c.Durability, c.StandbyDurability = "strict", "strict"
+		c.Setting = "tandem single-master on PostgreSQL back ends, physical engine (streaming replication), 2 nodes, 2-safe received (remote_write), " + where
+	default:
 		c.SQLiteSynchronous = "NORMAL"
 		c.Setting = "tandem single-master, 2 nodes, 2-safe received, logs relaxed, SQLite NORMAL, " + where
 	}
@@ -134,10 +149,17 @@ func Seed001Configs(backends []string, peers bool) []Config {
 	for _, b := range backends {
 		system, prefix := SystemTandemSQLite, "sm"
 		n1, _ := configByName("standalone-relaxed")
-		if b == "postgres" {
+		switch b {
+		case "postgres":
 			system, prefix = SystemTandemPostgres, "sm-pg"
 			n1 = Config{Name: "standalone-pg", Family: FamilyTandemPG, kind: kindTandem, Design: "standalone", Backend: "postgres",
 				Setting: "tandem standalone on a PostgreSQL back end"}
+		case "postgres-physical":
+			// The same standalone node, measured again under this
+			// system's name so that its table stands on its own.
+			system, prefix = SystemTandemPhysical, "sm-pgphys"
+			n1 = Config{Name: "standalone-pg-phys", Family: FamilyTandemPG, kind: kindTandem, Design: "standalone", Backend: "postgres",
+				Setting: "tandem standalone on a PostgreSQL back end (n1 of the physical engine's rows)"}
 		}
 		with(n1, system, ShapeN1)
 		with(smCluster(prefix+"-n1-n2passive", b, ""), system, ShapeN1Passive)
@@ -175,14 +197,14 @@ func SelectSuite(suite, backends, list string) ([]Config, error) {
 			continue
 		}
 		if !slices.Contains(suiteBackends, b) {
-			return nil, fmt.Errorf("%w: --backend: %q is not a back end; use sqlite, postgres or sqlite,postgres", ErrBadOption, b)
+			return nil, fmt.Errorf("%w: --backend: %q is not a back end; use a comma list of sqlite, postgres (tandem's writeset engine) and postgres-physical (the physical engine)", ErrBadOption, b)
 		}
 		if !slices.Contains(bs, b) {
 			bs = append(bs, b)
 		}
 	}
 	if len(bs) == 0 {
-		return nil, fmt.Errorf("%w: --backend: empty; use sqlite, postgres or sqlite,postgres", ErrBadOption)
+		return nil, fmt.Errorf("%w: --backend: empty; use a comma list of sqlite, postgres (tandem's writeset engine) and postgres-physical (the physical engine)", ErrBadOption)
 	}
 	// Run order: sqlite rows before postgres rows, whatever the list's order.
 	slices.SortFunc(bs, func(a, b string) int { return slices.Index(suiteBackends, a) - slices.Index(suiteBackends, b) })

@@ -266,6 +266,9 @@ func TestSelectSuite(t *testing.T) {
 		{suite: "seed001", backend: "sqlite", configs: "all", want: 2 + policies + 5, first: "standalone-relaxed", last: "pg-pair-pgpool-nolb-remote_write"},
 		{suite: "seed001", backend: "postgres", configs: "", want: 2 + policies + 5, first: "standalone-pg", last: "pg-pair-pgpool-nolb-remote_write"},
 		{suite: "seed001", backend: "postgres,sqlite", configs: "all", want: 2*(2+policies) + 5, first: "standalone-relaxed", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "postgres-physical", configs: "", want: 2 + policies + 5, first: "standalone-pg-phys", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "postgres-physical,sqlite,postgres", configs: "all", want: 3*(2+policies) + 5, first: "standalone-relaxed", last: "pg-pair-pgpool-nolb-remote_write"},
+		{suite: "seed001", backend: "postgres-physical", configs: "sm-pgphys-lb-round-robin,sm-pgphys-n1-n2passive", want: 2, first: "sm-pgphys-n1-n2passive", last: "sm-pgphys-lb-round-robin"},
 		{suite: "seed001", backend: "sqlite", configs: "pg-pair-pgpool-nolb-remote_write,pg-pair-pgpool-remote_write", want: 2, first: "pg-pair-pgpool-remote_write", last: "pg-pair-pgpool-nolb-remote_write"},
 		{suite: "seed001", backend: "sqlite", configs: "sm-lb-source,standalone-relaxed", want: 2, first: "standalone-relaxed", last: "sm-lb-source"},
 		{suite: "seed001", backend: "sqlite", configs: "sm-pg-lb-source", err: `"sm-pg-lb-source" is not in suite seed001 with --backend sqlite`},
@@ -306,7 +309,7 @@ func TestSeed001ClusterFiles(t *testing.T) {
 	port := 30000
 	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
 	seen := map[string]bool{}
-	for _, c := range Seed001Configs([]string{"sqlite", "postgres"}, false) {
+	for _, c := range Seed001Configs([]string{"sqlite", "postgres", "postgres-physical"}, false) {
 		if seen[c.Name] {
 			t.Errorf("configuration %s twice", c.Name)
 		}
@@ -319,9 +322,15 @@ func TestSeed001ClusterFiles(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", c.Name, err, text)
 		}
-		wantBackend := "sqlite"
-		if c.System == SystemTandemPostgres {
+		wantBackend, wantEngine := "sqlite", config.EngineWriteset
+		switch c.System {
+		case SystemTandemPostgres:
 			wantBackend = "postgres"
+		case SystemTandemPhysical:
+			wantBackend, wantEngine = "postgres", config.EnginePhysical
+		}
+		if cc.Design == "single-master" && cc.Repl.Engine != wantEngine {
+			t.Errorf("%s: engine %q, want %q", c.Name, cc.Repl.Engine, wantEngine)
 		}
 		for _, n := range cc.Nodes {
 			if n.Backend != wantBackend {
@@ -346,8 +355,8 @@ func TestSeed001ClusterFiles(t *testing.T) {
 			t.Errorf("%s: replication %+v", c.Name, cc.Repl)
 		}
 	}
-	if len(seen) != 2*(2+len(config.Policies)) {
-		t.Errorf("%d tandem configurations, want %d", len(seen), 2*(2+len(config.Policies)))
+	if len(seen) != 3*(2+len(config.Policies)) {
+		t.Errorf("%d tandem configurations, want %d", len(seen), 3*(2+len(config.Policies)))
 	}
 }
 

@@ -52,7 +52,9 @@ Configurations: ` + strings.Join(sweep.ConfigNames(), ", ") + `.
 See docs/benchmarks.md for what each one is and for results on this machine.
 
 --suite seed001 runs seed 001's configuration table instead (Silvestrini,
-chapter 4): for tandem (--backend sqlite, postgres or sqlite,postgres) one
+chapter 4): for tandem (--backend: a comma list of sqlite, postgres for the
+writeset engine on PostgreSQL back ends, postgres-physical for the physical
+engine) one
 node alone (n1), a single-master pair with every client on n1 (n1+(n2)), and
 the pair behind the router with each balancing policy (n1+n2+least-connected,
 round-robin, single, random, source: reads balanced, writes to n1); for
@@ -67,6 +69,7 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
   tandem bench sweep --configs standalone-strict,hs-received-relaxed --duration 30s --out results/sweep
   tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json
   tandem bench sweep --suite seed001 --backend sqlite,postgres --mixes r80w20 --out results/seed001
+  tandem bench sweep --suite seed001 --backend postgres-physical --out results/seed001-physical
   tandem bench sweep --suite seed001 --workload epinions --scale 1 --out results/seed001-epinions`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -172,7 +175,7 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 	f.StringVar(&o.Workload, "workload", "tm1", "workload every configuration runs: tm1, or tpcc or epinions (with --scale; mixes default to the workload's first)")
 	f.IntVar(&scale, "scale", 1, "with --workload tpcc or epinions: its scale (TPC-C warehouses; Epinions 2,000 users and 1,000 items per unit)")
 	f.StringVar(&o.Suite, "suite", "", "run a suite instead of --configs: seed001 (seed 001's n1 / n1+(n2) / n1+n2+balancer table, with PostgreSQL's peers)")
-	f.StringVar(&backend, "backend", "sqlite", "with --suite: back ends of tandem's rows, sqlite, postgres or sqlite,postgres")
+	f.StringVar(&backend, "backend", "sqlite", "with --suite: back ends of tandem's rows, a comma list of sqlite, postgres (writeset engine) and postgres-physical (physical engine)")
 	f.StringVar(&o.PGBinDir, "pg-bin-dir", "", "directory of PostgreSQL's initdb, postgres and pg_basebackup (default: PATH, then /usr/lib/postgresql/*/bin)")
 	return cmd
 }
