@@ -822,6 +822,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	for rw.count.Load() < 200 {
 		time.Sleep(20 * time.Millisecond)
 	}
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
 	rw.killedAt.Store(time.Now().UnixNano())
 	h.kill("n1")
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -869,5 +870,43 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	p.waitStreaming("n1", "n2")
 	if s := p.status("n1"); s.Physical.Epoch != 3 {
 		t.Fatalf("after the switchover n1 is in epoch %d, want 3", s.Physical.Epoch)
+	}
+}
+
+// waitCoordinated waits until the coordinator's map, as the node at admin
+// sees it, holds a lease of primary and a report from standby in the
+// current epoch: before that a dead primary is not replaced (no lease was
+// granted, or no standby is known to hold its commits: the rule's
+// ErrNoLease / ErrNoCandidate), and a test that kills the primary right
+// after the start (a loaded CI machine: the first lease renewal failed
+// while Raft elected its first leader) waits 30 s for nothing.
+func waitCoordinated(t *testing.T, admin, primary, standby string) {
+	t.Helper()
+	var st struct {
+		Coord struct {
+			Epoch       uint64 `json:"epoch"`
+			LeaseHolder string `json:"lease_holder"`
+			Members     []struct {
+				ID  string `json:"id"`
+				Ack *struct {
+					Epoch uint64 `json:"epoch"`
+				} `json:"ack"`
+			} `json:"members"`
+		} `json:"coordinator"`
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := getStatusJSON("http://"+admin+"/status", &st)
+		reported := false
+		for _, m := range st.Coord.Members {
+			if m.ID == standby && m.Ack != nil && m.Ack.Epoch == st.Coord.Epoch {
+				reported = true
+			}
+		}
+		if err == nil && st.Coord.LeaseHolder == primary && reported {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator never held %s's lease and %s's report together: %+v (%v)", primary, standby, st.Coord, err)
+		}
 	}
 }
