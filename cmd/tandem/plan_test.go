@@ -138,6 +138,7 @@ func TestPlanErrors(t *testing.T) {
 		{"negative think", []string{"predict", "--profile", "tpcw-ordering", "--think", "-1s"}, "--think", errPlanFlag},
 		{"negative certifier", []string{"predict", "--profile", "tpcw-ordering", "--certifier-delay", "-1ms"}, "--certifier-delay", errPlanFlag},
 		{"bad cw mode", []string{"predict", "--profile", "tpcw-ordering", "--cw-mode", "magic"}, "--cw-mode", errPlanFlag},
+		{"bad demands", []string{"validate", "--demands", "magic"}, "--demands", errPlanFlag},
 		{"unknown show", []string{"profiles", "--show", "tpcw"}, "--show", planner.ErrUnknownProfile},
 	}
 	for _, tt := range tests {

@@ -38,6 +38,7 @@ type planValidateFlags struct {
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
 	tolerance                                                   float64
 	json, standaloneOnly                                        bool
+	demands                                                     string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -107,6 +108,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
 	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
 	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
+	fs.StringVar(&f.demands, "demands", "phases", "where the update demand wc comes from: phases (seed 003: a phase of updates only) or mix (the profile's mix phase: its busy time less its reads at rc, per update attempt)")
 	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
 	fs.BoolVar(&f.standaloneOnly, "standalone-profile-only", false, "predict every N from the standalone node's profile alone (seed 003's method as published; tandem's replicated path costs more per transaction, see docs/planner.md)")
 	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
@@ -140,6 +142,9 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 	if f.certifierDelay < 0 {
 		return fmt.Errorf("--certifier-delay: %w: must be >= 0", errPlanFlag)
+	}
+	if f.demands != "phases" && f.demands != "mix" {
+		return fmt.Errorf("--demands %q: %w: use phases or mix", f.demands, errPlanFlag)
 	}
 	if o.Nodes, err = scaleout.ParseNodes(f.nodes); err != nil {
 		return err
@@ -237,6 +242,13 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s, %s engine), n2 applying its changes\n", o.Design, engineName(o.Engine))
 		if doc.Replicated, err = profileReplicated(ctx, o, f); err != nil {
 			return err
+		}
+	}
+
+	// --demands mix: wc from each profile's mix phase.
+	if f.demands == "mix" {
+		for _, rep := range append(append([]*profiler.Report(nil), doc.Profiles...), doc.Replicated...) {
+			rep.Profile, _ = rep.MixDemands()
 		}
 	}
 
@@ -478,6 +490,9 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 		}
 	}
 	in = append(in,
+		planner.Input{Name: "wc from", Value: f.demands, Measured: true, Source: map[string]string{
+			"phases": "the update phase (updates only, seed 003 §4.1.1); --demands mix takes it from the mix phase",
+			"mix":    "--demands mix: the profile's mix phase, its busy time less its reads at rc, per update attempt (the wc shown above)"}[f.demands]},
 		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
 		planner.Input{Name: "l1", Value: fmt.Sprintf("%.3f ms", 1000*p.L1), Measured: true, Source: "the profile's mix phase: mean response time of committed updates"},
 		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the profile, the model and the sweep"},

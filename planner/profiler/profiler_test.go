@@ -240,3 +240,40 @@ func TestReplicaApply(t *testing.T) {
 		})
 	}
 }
+
+// MixDemands takes wc from the mix phase where the check has it, leaves
+// the other resources and the report's own profile as they were.
+func TestMixDemands(t *testing.T) {
+	base := planner.Profile{Name: "p", Pr: 0.8, Pw: 0.2, Resources: []planner.Resource{
+		{Name: "cpu", RC: 0.0005, WC: 0.0015, WS: 0.001},
+		{Name: "disk", RC: 0, WC: 0.0002, WS: 0.0001},
+	}}
+	for _, tc := range []struct {
+		name        string
+		check       []MixCheck
+		wantCPU     float64
+		wantDisk    float64
+		wantChanged bool
+	}{
+		{"no mix phase", nil, 0.0015, 0.0002, false},
+		// Mix phase: 8,000 reads and 2,000 update attempts in 8 s busy:
+		// (8 - 8000*0.0005) / 2000 = 0.002 s per update.
+		{"cpu from the mix", []MixCheck{{Resource: "cpu", MeasuredS: 8, WCFromMix: (8 - 8000*0.0005) / 2000}, {Resource: "disk", WCFromMix: 0}}, 0.002, 0.0002, true},
+		{"both", []MixCheck{{Resource: "cpu", WCFromMix: 0.003}, {Resource: "disk", WCFromMix: 0.0004}}, 0.003, 0.0004, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Profile: base, Check: tc.check}
+			r.Profile.Resources = append([]planner.Resource(nil), base.Resources...)
+			got, changed := r.MixDemands()
+			if changed != tc.wantChanged || math.Abs(got.Resources[0].WC-tc.wantCPU) > 1e-12 || math.Abs(got.Resources[1].WC-tc.wantDisk) > 1e-12 {
+				t.Errorf("MixDemands() = cpu wc %g, disk wc %g, changed %v; want %g, %g, %v", got.Resources[0].WC, got.Resources[1].WC, changed, tc.wantCPU, tc.wantDisk, tc.wantChanged)
+			}
+			if got.Resources[0].RC != 0.0005 || got.Resources[0].WS != 0.001 {
+				t.Errorf("rc or ws changed: %+v", got.Resources[0])
+			}
+			if r.Profile.Resources[0].WC != 0.0015 {
+				t.Errorf("the report's own profile changed: %+v", r.Profile.Resources[0])
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/tandemdb/tandem/planner"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -112,4 +114,27 @@ func pct(a, b float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*a/b)
+}
+
+// MixDemands returns the profile with each resource's update demand wc
+// taken from the mix phase (MixCheck.WCFromMix: the mix's measured busy
+// time less its reads at rc, per update attempt) instead of the update
+// phase, and whether any was replaced. Seed 003 measures wc in a phase of
+// updates only; where an update costs a node more inside the mix (fewer
+// commits share a WAL flush and a wake-up) the phase demands do not add
+// up to the mix, and these do by construction. Resources without a mix
+// phase figure keep the phase's wc.
+func (r *Report) MixDemands() (planner.Profile, bool) {
+	p := r.Profile
+	p.Resources = append([]planner.Resource(nil), r.Profile.Resources...)
+	changed := false
+	for i := range p.Resources {
+		for _, c := range r.Check {
+			if c.Resource == p.Resources[i].Name && c.WCFromMix > 0 {
+				p.Resources[i].WC = c.WCFromMix
+				changed = true
+			}
+		}
+	}
+	return p, changed
 }
