@@ -285,6 +285,33 @@ func (c *controller) usage(name string) (Usage, error) {
 	return u, nil
 }
 
+// machine reads the root cgroup's CPU time: every process's.
+func (c *controller) machine() (time.Duration, error) {
+	if c.v2 {
+		stat, err := readKV(filepath.Join(c.cpu, "cpu.stat"))
+		if err != nil {
+			return 0, err
+		}
+		v, ok := stat["usage_usec"]
+		if !ok {
+			return 0, fmt.Errorf("%w: the root cgroup's cpu.stat has no usage_usec", ErrUnsupported)
+		}
+		return time.Duration(v) * time.Microsecond, nil
+	}
+	if c.acct == "" {
+		return 0, fmt.Errorf("%w: no cpuacct hierarchy is mounted: CPU time cannot be measured", ErrUnsupported)
+	}
+	b, err := os.ReadFile(filepath.Join(c.acct, "cpuacct.usage"))
+	if err != nil {
+		return 0, fmt.Errorf("read the machine's cpu usage: %w", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read the machine's cpu usage: %w", err)
+	}
+	return time.Duration(ns), nil
+}
+
 // readKV reads a "key value" per line file (cpu.stat).
 func readKV(path string) (map[string]int64, error) {
 	b, err := os.ReadFile(path)

@@ -171,6 +171,44 @@ func TestQuotaHolds(t *testing.T) {
 	}
 }
 
+// The machine's CPU time counts every process, the lab's hosts included:
+// over a window it grows by at least what a spinning host used.
+func TestMachineCPU(t *testing.T) {
+	needRoot(t)
+	l, err := New(config.Lab{CPUPerNode: 0.25}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	h, err := l.Host("n1", 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := spin(t)
+	if err := h.Join(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	m0, err := l.MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u0, _ := h.Usage()
+	time.Sleep(time.Second)
+	m1, err := l.MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u1, _ := h.Usage()
+	host := u1.Sub(u0).CPU
+	t.Logf("machine %v, host %v over about a second", m1-m0, host)
+	if host <= 0 || m1-m0 < host {
+		t.Errorf("the machine used %v while one of its cgroups used %v", m1-m0, host)
+	}
+	if m1-m0 > time.Duration(runtime.NumCPU())*1100*time.Millisecond {
+		t.Errorf("the machine used %v in about a second on %d CPUs", m1-m0, runtime.NumCPU())
+	}
+}
+
 // Close removes every cgroup and kills what is left in them; a lab whose
 // launcher died (SIGKILL: no Close) is swept by the next New.
 func TestCleanup(t *testing.T) {
