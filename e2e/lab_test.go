@@ -316,8 +316,10 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 			Efficiency float64 `json:"efficiency"`
 		} `json:"rows"`
 		Points []struct {
-			N     int `json:"n"`
-			Hosts []struct {
+			N           int     `json:"n"`
+			MachineBusy float64 `json:"machine_busy"`
+			MachineCPUs int     `json:"machine_cpus"`
+			Hosts       []struct {
 				Name string  `json:"name"`
 				Kind string  `json:"kind"`
 				CPU  float64 `json:"cpu_quota"`
@@ -347,6 +349,19 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 		if kinds["node"] != p.N || kinds["client"] != 1 || (p.N > 1) != (kinds["router"] == 1) {
 			t.Errorf("N = %d: hosts %v", p.N, kinds)
 		}
+		// The whole machine was busy at least as much as the hosts it
+		// ran, and no more than its cores.
+		var hosts float64
+		for _, h := range p.Hosts {
+			hosts += h.Util
+		}
+		if p.MachineCPUs < 1 || p.MachineBusy < 0.9*hosts || p.MachineBusy > float64(p.MachineCPUs)*1.05 {
+			t.Errorf("N = %d: machine busy %v of %d cores, the hosts used %v", p.N, p.MachineBusy, p.MachineCPUs, hosts)
+		}
+	}
+	// PostgreSQL: each window began on a settled cluster (quiesce.go).
+	if strings.Contains(stderr.String(), "could not settle") {
+		t.Errorf("the sweep could not quiesce its clusters: %s", stderr.String())
 	}
 	if left := append(lab.Cgroups(cmd.Process.Pid), lab.Namespaces(cmd.Process.Pid)...); len(left) > 0 {
 		t.Errorf("the sweep left %v behind", left)

@@ -14,7 +14,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "scale-out of %s on %s, workload %s (scale %d), lab %s: EMULATED hosts on one machine\n", r.Design, r.Backend, r.Workload, r.Scale, r.Lab)
 	fmt.Fprintf(w, "ramp-up %s, measured %s per run; medians over rounds; N = 1 is a standalone node; CPU in cores used (of the quota)\n\n", r.Rampup, r.Duration)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mix\tN\tclients\tX (tx/s)\tefficiency\tmean ms\tp90 ms\tnode CPU\tbusiest node\trouter CPU\tclient CPU\trounds\t")
+	fmt.Fprintln(tw, "mix\tN\tclients\tX (tx/s)\tefficiency\tmean ms\tp90 ms\tnode CPU\tbusiest node\trouter CPU\tclient CPU\tmachine busy\trounds\t")
 	for _, row := range r.Rows {
 		eff := "-"
 		if row.Efficiency > 0 {
@@ -24,9 +24,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if row.N > 1 {
 			router = fmt.Sprintf("%.2f", row.RouterUtil)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%d\t\n", row.Mix, row.N, row.Clients, row.X, eff, row.MeanMs, row.P90Ms, row.NodeUtil, row.MaxNodeUtil, router, row.ClientUtil, row.Rounds)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.2f\t%.2f\t%d\t\n", row.Mix, row.N, row.Clients, row.X, eff, row.MeanMs, row.P90Ms, row.NodeUtil, row.MaxNodeUtil, router, row.ClientUtil, row.MachineBusy, row.Rounds)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "machine busy: cores the whole machine was busy (every process and the kernel); at the machine's core count the emulated hosts wait for each other and are not independent")
+	return nil
 }
 
 // WriteJSON writes the whole report.
@@ -39,11 +43,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteCSV writes the medians, one row per mix and N.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"design", "backend", "workload", "lab", "mix", "n", "clients", "x", "efficiency", "mean_ms", "p90_ms", "node_util", "max_node_util", "router_util", "client_util", "rounds"})
+	_ = cw.Write([]string{"design", "backend", "workload", "lab", "mix", "n", "clients", "x", "efficiency", "mean_ms", "p90_ms", "node_util", "max_node_util", "router_util", "client_util", "machine_busy", "rounds"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for _, row := range r.Rows {
 		_ = cw.Write([]string{r.Design, r.Backend, r.Workload, r.Lab, row.Mix, strconv.Itoa(row.N), strconv.Itoa(row.Clients), f(row.X), f(row.Efficiency),
-			f(row.MeanMs), f(row.P90Ms), f(row.NodeUtil), f(row.MaxNodeUtil), f(row.RouterUtil), f(row.ClientUtil), strconv.Itoa(row.Rounds)})
+			f(row.MeanMs), f(row.P90Ms), f(row.NodeUtil), f(row.MaxNodeUtil), f(row.RouterUtil), f(row.ClientUtil), f(row.MachineBusy), strconv.Itoa(row.Rounds)})
 	}
 	cw.Flush()
 	return cw.Error()

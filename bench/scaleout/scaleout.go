@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -31,6 +32,7 @@ import (
 	"github.com/tandemdb/tandem/lab"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/physical"
+	"github.com/tandemdb/tandem/planner/profiler"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -72,6 +74,10 @@ type Options struct {
 	// needs CHECKPOINT between its phases, so that one phase's dirty
 	// pages (the load's, first of all) are not written during the next.
 	Superuser bool
+	// NoQuiesce skips settling each cluster (VACUUM, CHECKPOINT) before
+	// each measured window (quiesce.go).
+	NoQuiesce     bool
+	quiesceWarned bool
 }
 
 // Host is one emulated host's use over a measured window.
@@ -100,6 +106,14 @@ type Point struct {
 	P90Ms   float64 `json:"p90_ms"`
 	Errors  int64   `json:"errors"`
 	Hosts   []Host  `json:"hosts"`
+	// MachineBusy is the cores every process of the machine used over
+	// the window (the root cgroup's CPU time: lab.MachineCPU), of
+	// MachineCPUs; Steal the cores the hypervisor took from this machine.
+	// Emulated hosts are independent only while MachineBusy stays below
+	// MachineCPUs: at it, every cgroup waits for the others.
+	MachineBusy float64 `json:"machine_busy"`
+	Steal       float64 `json:"steal"`
+	MachineCPUs int     `json:"machine_cpus"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -117,6 +131,8 @@ type Row struct {
 	MaxNodeUtil float64 `json:"max_node_util"`
 	RouterUtil  float64 `json:"router_util"`
 	ClientUtil  float64 `json:"client_util"`
+	// MachineBusy is the median of the rounds' whole-machine busy cores.
+	MachineBusy float64 `json:"machine_busy"`
 	Rounds      int     `json:"rounds"`
 }
 
@@ -243,12 +259,13 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 	lb, lc, dsn := env.Lab, env.Cluster, env.DSN
 	var pts []Point
 	for _, mix := range o.Mixes {
+		o.quiesce(ctx, env)
 		p, err := o.measure(ctx, lb, lc, dsn, n, mix)
 		p.Round = round
 		if err != nil {
 			return pts, fmt.Errorf("mix %s: %w", mix, err)
 		}
-		fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts))
+		fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s; machine %.2f of %d cores, steal %.2f\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), p.MachineBusy, p.MachineCPUs, p.Steal)
 		pts = append(pts, p)
 	}
 	return pts, nil
@@ -259,11 +276,20 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, dsn string, n int, mix string) (Point, error) {
 	p := Point{N: n, Mix: mix, Clients: n * o.ClientsPerNode}
 	type sample struct {
-		at time.Time
-		u  map[string]lab.Usage
+		at      time.Time
+		u       map[string]lab.Usage
+		machine time.Duration // every process's CPU time
+		host    profiler.HostCPU
+		ok, hok bool
 	}
 	read := func() sample {
 		s := sample{at: time.Now(), u: map[string]lab.Usage{}}
+		if m, err := lb.MachineCPU(); err == nil {
+			s.machine, s.ok = m, true
+		}
+		if h, err := profiler.HostFS.HostCPU(); err == nil {
+			s.host, s.hok = h, true
+		}
 		for _, h := range lb.Hosts() {
 			if u, err := h.Usage(); err == nil {
 				s.u[h.Name] = u
@@ -301,6 +327,15 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 	}
 	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
 	wall := last.at.Sub(s0.at).Seconds()
+	if s0.ok && last.ok && wall > 0 {
+		p.MachineBusy = round3((last.machine - s0.machine).Seconds() / wall)
+		p.MachineCPUs = runtime.NumCPU()
+	}
+	if s0.hok && last.hok && wall > 0 {
+		// Steal comes from the hypervisor's steal clock, not a tick
+		// sample, so /proc/stat's figure holds.
+		p.Steal = round3(float64(last.host.Steal-s0.host.Steal) / (wall * profiler.ClockTicks))
+	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
 		kinds[pr.Name] = pr.Kind
@@ -363,6 +398,7 @@ func Summarise(pts []Point) []Row {
 		r.MaxNodeUtil = median(g, func(p Point) float64 { return maxNode(p.Hosts) })
 		r.RouterUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "router") })
 		r.ClientUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "client") })
+		r.MachineBusy = median(g, func(p Point) float64 { return p.MachineBusy })
 		if k.n == 1 {
 			x1[k.mix] = r.X
 		}

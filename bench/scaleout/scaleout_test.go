@@ -38,9 +38,9 @@ func TestParseNodes(t *testing.T) {
 func TestSummarise(t *testing.T) {
 	node := func(name string, util float64) Host { return Host{Name: name, Kind: "node", Util: util} }
 	pts := []Point{
-		{N: 1, Mix: "r80w20", Round: 1, X: 1000, MeanMs: 8, Hosts: []Host{node("n1", 0.25)}},
-		{N: 1, Mix: "r80w20", Round: 2, X: 1200, MeanMs: 6, Hosts: []Host{node("n1", 0.24)}},
-		{N: 1, Mix: "r80w20", Round: 3, X: 1100, MeanMs: 7, Hosts: []Host{node("n1", 0.23)}},
+		{N: 1, Mix: "r80w20", Round: 1, X: 1000, MeanMs: 8, Hosts: []Host{node("n1", 0.25)}, MachineBusy: 0.9},
+		{N: 1, Mix: "r80w20", Round: 2, X: 1200, MeanMs: 6, Hosts: []Host{node("n1", 0.24)}, MachineBusy: 0.5},
+		{N: 1, Mix: "r80w20", Round: 3, X: 1100, MeanMs: 7, Hosts: []Host{node("n1", 0.23)}, MachineBusy: 0.7},
 		{N: 2, Mix: "r80w20", Round: 1, X: 1900, Hosts: []Host{node("n1", 0.25), node("n2", 0.1), {Name: "router", Kind: "router", Util: 0.4}}},
 		{N: 2, Mix: "r80w20", Round: 2, X: 2000, Hosts: []Host{node("n1", 0.25), node("n2", 0.2), {Name: "router", Kind: "router", Util: 0.5}}},
 		{N: 2, Mix: "r80w20", Round: 3, X: 2300, Hosts: []Host{node("n1", 0.25), node("n2", 0.15), {Name: "router", Kind: "router", Util: 0.6}}},
@@ -51,8 +51,8 @@ func TestSummarise(t *testing.T) {
 		t.Fatalf("%d rows: %+v", len(rows), rows)
 	}
 	r1, r2, ro := rows[0], rows[1], rows[2]
-	// N = 1: median X 1100, mean 7 ms, node 0.24; efficiency 1100/(1*1100).
-	if r1.N != 1 || r1.X != 1100 || r1.MeanMs != 7 || r1.NodeUtil != 0.24 || r1.Efficiency != 1 || r1.Rounds != 3 {
+	// N = 1: median X 1100, mean 7 ms, node 0.24, machine 0.7; efficiency 1100/(1*1100).
+	if r1.N != 1 || r1.X != 1100 || r1.MeanMs != 7 || r1.NodeUtil != 0.24 || r1.MachineBusy != 0.7 || r1.Efficiency != 1 || r1.Rounds != 3 {
 		t.Errorf("N=1: %+v", r1)
 	}
 	// N = 2: median X 2000, efficiency 2000/(2*1100) = 0.909; node CPU:

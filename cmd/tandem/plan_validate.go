@@ -115,6 +115,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.StringVar(&f.outFile, "out", "", "also write the --json document to this file")
 	fs.StringVar(&f.htmlFile, "html", "", "also write an HTML page overlaying predicted and measured curves (seed 003 figures 6-9)")
 	fs.StringVar(&f.dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
+	fs.BoolVar(&f.so.NoQuiesce, "no-quiesce", false, "do not VACUUM the workload's tables and CHECKPOINT every node before each of the sweep's measured windows (the profiler still does before its phases)")
 	return cmd
 }
 

@@ -82,6 +82,9 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 				// launcher log only warnings.
 				o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			}
+			// The benchmark's own clusters: its role may CHECKPOINT
+			// (quiescing before each measured window).
+			o.Superuser = true
 			rep, runErr := scaleout.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr
@@ -135,5 +138,6 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs.StringVar(&csvFile, "csv", "", "also write the medians as CSV to this file")
 	fs.StringVar(&htmlFile, "html", "", "also write an HTML page with the chart of X(N) per mix (dashed: N x X(1)) to this file")
 	fs.StringVar(&dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
+	fs.BoolVar(&o.NoQuiesce, "no-quiesce", false, "PostgreSQL: do not VACUUM the workload's tables and CHECKPOINT every node before each measured window (after-load work then falls into the first window)")
 	return cmd
 }
