@@ -141,6 +141,11 @@ func TestEngineOption(t *testing.T) {
 			t.Errorf("%s %s --engine %q: %v, want ok %v", tc.design, tc.backend, tc.engine, err, tc.ok)
 		}
 	}
+	o := base
+	o.MaxSteal = -0.1
+	if err := o.check(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--max-steal") {
+		t.Errorf("--max-steal -0.1: %v", err)
+	}
 }
 
 // physicalBehind: done only when enough replicas stream and each replayed

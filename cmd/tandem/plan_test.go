@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tandemdb/tandem/planner"
+	"github.com/tandemdb/tandem/planner/profiler"
 )
 
 func runPlan(t *testing.T, args ...string) (string, error) {
@@ -139,6 +140,7 @@ func TestPlanErrors(t *testing.T) {
 		{"negative certifier", []string{"predict", "--profile", "tpcw-ordering", "--certifier-delay", "-1ms"}, "--certifier-delay", errPlanFlag},
 		{"bad cw mode", []string{"predict", "--profile", "tpcw-ordering", "--cw-mode", "magic"}, "--cw-mode", errPlanFlag},
 		{"bad demands", []string{"validate", "--demands", "magic"}, "--demands", errPlanFlag},
+		{"negative max-steal", []string{"validate", "--max-steal", "-1"}, "--max-steal", errPlanFlag},
 		{"unknown show", []string{"profiles", "--show", "tpcw"}, "--show", planner.ErrUnknownProfile},
 	}
 	for _, tt := range tests {
@@ -210,5 +212,19 @@ func TestMergePredictions(t *testing.T) {
 	}
 	if stand.Points[1].ThroughputTPS != 2000 || repl.Points[1].Speedup != 1.8 {
 		t.Error("mergePredictions changed its inputs")
+	}
+}
+
+func TestPhaseSteal(t *testing.T) {
+	rep := &profiler.Report{Phases: []*profiler.Phase{
+		{Name: "read-only", WallS: 10, HostStealS: 0.2},
+		{Name: "update", WallS: 10, HostStealS: 3}, // 0.3 cores
+		{Name: "mix", WallS: 0, HostStealS: 9},     // no wall time: ignored
+	}}
+	if worst, name := phaseSteal(rep); math.Abs(worst-0.3) > 1e-12 || name != "update" {
+		t.Errorf("phaseSteal = %g, %q; want 0.3, update", worst, name)
+	}
+	if worst, name := phaseSteal(&profiler.Report{}); worst != 0 || name != "" {
+		t.Errorf("no phases: %g, %q", worst, name)
 	}
 }

@@ -138,6 +138,7 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs.StringVar(&csvFile, "csv", "", "also write the medians as CSV to this file")
 	fs.StringVar(&htmlFile, "html", "", "also write an HTML page with the chart of X(N) per mix (dashed: N x X(1)) to this file")
 	fs.StringVar(&dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
+	fs.Float64Var(&o.MaxSteal, "max-steal", scaleout.DefaultMaxSteal, "measure a window again (twice at most) when the hypervisor took more than this many cores from the machine during it (steal); 0 keeps every window")
 	fs.BoolVar(&o.NoQuiesce, "no-quiesce", false, "PostgreSQL: do not VACUUM the workload's tables and CHECKPOINT every node before each measured window (after-load work then falls into the first window)")
 	return cmd
 }
