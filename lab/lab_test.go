@@ -121,20 +121,28 @@ func spin(t *testing.T) *exec.Cmd {
 	return cmd
 }
 
-// A process that would use every core gets no more than its quota: its
-// cgroup's CPU time over a busy interval stays at 0.25 CPU (with 15 %
-// slack for the period boundaries), and the kernel reports throttling.
-func TestQuotaHolds(t *testing.T) {
+// quotaHost is a new lab (closed when the test ends) with one host n1
+// under a quota of 0.25 CPU; it skips the test where that cannot be made.
+func quotaHost(t *testing.T) (*Lab, *Host) {
+	t.Helper()
 	needRoot(t)
 	l, err := New(config.Lab{CPUPerNode: 0.25}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	h, err := l.Host("n1", 0.25)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, h
+}
+
+// A process that would use every core gets no more than its quota: its
+// cgroup's CPU time over a busy interval stays at 0.25 CPU (with 15 %
+// slack for the period boundaries), and the kernel reports throttling.
+func TestQuotaHolds(t *testing.T) {
+	l, h := quotaHost(t)
 	weight, want := "cpu.shares", strconv.Itoa(1024*Priority)
 	if l.ctl.v2 {
 		weight, want = "cpu.weight", strconv.Itoa(100*Priority)
@@ -174,16 +182,7 @@ func TestQuotaHolds(t *testing.T) {
 // The machine's CPU time counts every process, the lab's hosts included:
 // over a window it grows by at least what a spinning host used.
 func TestMachineCPU(t *testing.T) {
-	needRoot(t)
-	l, err := New(config.Lab{CPUPerNode: 0.25}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	h, err := l.Host("n1", 0.25)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, h := quotaHost(t)
 	cmd := spin(t)
 	if err := h.Join(cmd.Process.Pid); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func (o *Options) quiesce(ctx context.Context, e *Env) {
 	vacuum := "VACUUM " + strings.Join(o.Workload.Tables(), ", ")
 	var failed []string
 	run := func(id, addr string, stmts ...string) {
-		dsn, err := hostDSN(e.DSN, addr)
+		dsn, err := HostDSN(e.DSN, addr)
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", id, err))
 			return
@@ -79,8 +79,9 @@ func (o *Options) quiesce(ctx context.Context, e *Env) {
 	}
 }
 
-// hostDSN is dsn (a URL) with its host:port replaced by addr.
-func hostDSN(dsn, addr string) (string, error) {
+// HostDSN is dsn (a URL) with its host:port replaced by addr: the same
+// user and database at one node's own front door.
+func HostDSN(dsn, addr string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "", fmt.Errorf("the cluster's DSN: %w", err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -383,7 +382,7 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 	// over both nodes too).
 	dsn, replicaReads := env.DSN, o.Design == "single-master"
 	if !replicaReads {
-		if dsn, err = withHost(env.DSN, env.Config.Nodes[0].Listen); err != nil {
+		if dsn, err = scaleout.HostDSN(env.DSN, env.Config.Nodes[0].Listen); err != nil {
 			return nil, fmt.Errorf("profile the replicated path: %w", err)
 		}
 	}
@@ -430,16 +429,6 @@ func phaseSteal(rep *profiler.Report) (float64, string) {
 		}
 	}
 	return worst, name
-}
-
-// withHost is dsn with its host:port replaced.
-func withHost(dsn, hostPort string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("the cluster's DSN: %w", err)
-	}
-	u.Host = hostPort
-	return u.String(), nil
 }
 
 // mergePredictions takes N = 1 from standalone and every N >= 2 from
