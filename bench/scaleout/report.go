@@ -29,7 +29,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "machine busy: cores the whole machine was busy (every process and the kernel); at the machine's core count the emulated hosts wait for each other and are not independent")
+	fmt.Fprintln(w, "machine busy: cores the whole machine used (every process's CPU time); at the machine's core count the emulated hosts wait for each other and are not independent")
 	return nil
 }
 
