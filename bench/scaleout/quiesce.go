@@ -24,7 +24,7 @@ import (
 // physical engine runs for pg_rewind, each page's first one is a full-page
 // image in the WAL, which every replica replays), autovacuum vacuums and
 // analyses the new tables, and the load's dirty pages are written back.
-// Measured (docs/benchmarks.md, "Quiesced sweeps"), it did not narrow the
+// Measured (docs/benchmarks.md, "Why the validation does not reproduce"), it did not narrow the
 // spread between fresh clusters on this machine, which comes from
 // elsewhere; it removes one cause, cheaply (a second or two per window).
 //
