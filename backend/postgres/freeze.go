@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tandemdb/tandem/internal/proctree"
 )
 
 // Freezing a server: every process of it stopped (SIGSTOP) where it is, and
@@ -52,8 +51,8 @@ func (m *Managed) Freeze() error {
 	// shrink. Stop each until a pass finds all of them stopped.
 	for pass := 0; ; pass++ {
 		running := 0
-		for _, pid := range descendants(pm) {
-			if st := procState(pid); st == 'T' || st == 't' || st == 'Z' || st == 0 {
+		for _, pid := range proctree.Descendants(pm) {
+			if st := proctree.State(pid); st == 'T' || st == 't' || st == 'Z' || st == 0 {
 				continue
 			}
 			running++
@@ -86,7 +85,7 @@ func (m *Managed) Thaw() error {
 		return nil
 	}
 	pm := m.cmd.Process.Pid
-	for _, pid := range descendants(pm) {
+	for _, pid := range proctree.Descendants(pm) {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	if err := syscall.Kill(pm, syscall.SIGCONT); err != nil {
@@ -113,7 +112,7 @@ func (m *Managed) killIfFrozen() bool {
 		return false
 	}
 	pm := m.cmd.Process.Pid
-	kids := descendants(pm)
+	kids := proctree.Descendants(pm)
 	_ = syscall.Kill(pm, syscall.SIGKILL)
 	for _, pid := range kids {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -140,7 +139,7 @@ func (m *Managed) killIfFrozen() bool {
 func waitStopped(pid int) error {
 	deadline := time.Now().Add(freezeWait)
 	for {
-		switch procState(pid) {
+		switch proctree.State(pid) {
 		case 'T', 't', 'Z', 'X', 0:
 			return nil
 		}
@@ -149,63 +148,4 @@ func waitStopped(pid int) error {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-}
-
-// procState is the state letter of /proc/PID/stat (R, S, D, T, Z, ...), 0
-// when the process does not exist.
-func procState(pid int) byte {
-	st, _, ok := procStat(pid)
-	if !ok {
-		return 0
-	}
-	return st
-}
-
-// procStat reads a process's state and parent from /proc/PID/stat.
-func procStat(pid int) (state byte, ppid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0, 0, false
-	}
-	f := strings.Fields(s[i+2:])
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return f[0][0], ppid, true
-}
-
-// descendants lists every process under root (not root itself), parents
-// before their children.
-func descendants(root int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	kids := map[int][]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if _, ppid, ok := procStat(pid); ok {
-			kids[ppid] = append(kids[ppid], pid)
-		}
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range kids[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }

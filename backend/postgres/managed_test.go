@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tandemdb/tandem/internal/proctree"
 )
 
 // startTestServer starts a managed server (fsync off) that stops with the
@@ -108,7 +110,7 @@ func TestFreezeThawKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	pm := m.PID()
-	if len(descendants(pm)) == 0 {
+	if len(proctree.Descendants(pm)) == 0 {
 		t.Fatal("no process under the postmaster")
 	}
 	if err := m.Freeze(); err != nil {
@@ -117,9 +119,9 @@ func TestFreezeThawKill(t *testing.T) {
 	if !m.Frozen() {
 		t.Fatal("Frozen() = false after Freeze")
 	}
-	procs := append([]int{pm}, descendants(pm)...)
+	procs := append([]int{pm}, proctree.Descendants(pm)...)
 	for _, pid := range procs {
-		if st := procState(pid); st != 'T' && st != 't' && st != 'Z' && st != 0 { // an exited backend not yet reaped is done
+		if st := proctree.State(pid); st != 'T' && st != 't' && st != 'Z' && st != 0 { // an exited backend not yet reaped is done
 			t.Errorf("process %d of the frozen server is in state %q", pid, st)
 		}
 	}
@@ -166,7 +168,7 @@ func TestFreezeThawKill(t *testing.T) {
 	if err := m.Freeze(); err != nil {
 		t.Fatal(err)
 	}
-	procs = append([]int{pm}, descendants(pm)...)
+	procs = append([]int{pm}, proctree.Descendants(pm)...)
 	res := make(chan error, 1)
 	go func() { _, err := c3.Exec(ctx, "INSERT INTO f VALUES (3)"); res <- err }()
 	time.Sleep(100 * time.Millisecond)
