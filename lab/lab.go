@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/internal/proctree"
 )
 
 // ErrUnsupported means this machine cannot run the lab (not root, no cgroup
@@ -253,6 +254,23 @@ func (l *Lab) Hosts() []*Host {
 func (h *Host) Join(pid int) error {
 	if err := h.lab.ctl.join(h.Cgroup, pid); err != nil {
 		return fmt.Errorf("lab host %s: %w", h.Name, err)
+	}
+	return nil
+}
+
+// JoinTree moves process pid and every process under it into the host's
+// cgroup: for a server started outside the lab (a PostgreSQL postmaster,
+// pgpool-II and its children). The root moves first, so a child it forks
+// meanwhile is born in the host; the children it had already are found in
+// /proc after that.
+func (h *Host) JoinTree(pid int) error {
+	if err := h.Join(pid); err != nil {
+		return err
+	}
+	for _, p := range proctree.Descendants(pid) {
+		if err := h.lab.ctl.join(h.Cgroup, p); err != nil && proctree.State(p) != 0 {
+			return fmt.Errorf("lab host %s: %w", h.Name, err)
+		}
 	}
 	return nil
 }

@@ -196,7 +196,8 @@ tr.best td{font-weight:bold}</style></head>
 measured {{.R.Params.DurationS}} s per mix, {{.R.Params.Rounds}} round(s); {{.R.Environment.CPUs}} CPUs on {{.R.Environment.Hostname}},
 load average {{printf "%.2f" .R.Environment.LoadStart}} at the start and {{printf "%.2f" .R.Environment.LoadEnd}} at the end;
 started {{.R.StartedAt.Format "2006-01-02 15:04:05 MST"}}, finished {{.R.FinishedAt.Format "2006-01-02 15:04:05 MST"}}.
-All processes ran on this one machine (emulated pair, not separate hosts).</p>
+{{if .R.Params.Lab}}Every configuration ran on emulated hosts ({{.R.Params.Lab}}): each node or server under its own CPU quota, the router, HAProxy or pgpool-II under theirs, the client under its own;
+CPU only, one disk, loopback: results are emulated.{{else}}All processes ran on this one machine (emulated pair, not separate hosts).{{end}}</p>
 {{.Chart}}
 {{.Seed001}}
 <h2>Table and checks</h2>
@@ -226,9 +227,13 @@ func (r *Report) seed001HTML() string {
 		"<b>n1+n2+pgpool-II</b> pgpool-II in front of that pair, writes to n1, reads balanced per statement over both (routed: its SELECTs per node); " +
 		"<b>n1+(n2)+pgpool-II</b> the same pgpool with the standby's weight 0, every statement to n1. " +
 		"Percentages are gain (+) or overhead (-): 100 &times; (MQTh / base &minus; 1).</p>\n")
+	hostHead := ""
+	if r.Params.Lab != "" {
+		hostHead = "<th>CPU per host (cores)</th>"
+	}
 	for _, t := range r.Seed001 {
-		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>routed per node (router: transactions; pgpool-II: SELECTs)</th></tr>\n",
-			esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)))
+		fmt.Fprintf(&b, "<h3>%s %s</h3>\n<table><tr><th>system</th><th>configuration</th><th>name</th><th>MQTh</th><th>vs best</th><th>vs n1</th><th>routed per node (router: transactions; pgpool-II: SELECTs)</th>%s</tr>\n",
+			esc(workloadTitle(t.Workload)), esc(mixTitle(t.Mix)), hostHead)
 		for _, row := range t.Rows {
 			mq := "-"
 			if c, ok := r.Cell(row.Config, t.Mix); ok {
@@ -238,8 +243,12 @@ func (r *Report) seed001HTML() string {
 			if row.Config == t.Best {
 				class = ` class="best"`
 			}
-			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td></tr>\n",
-				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(row.balancedText()))
+			hosts := ""
+			if hostHead != "" {
+				hosts = "<td>" + esc(row.hostCPUText()) + "</td>"
+			}
+			fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td>%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td>%s</tr>\n",
+				class, esc(systemTitle(row.System)), esc(row.Shape), esc(row.Config), esc(mq), esc(pctText(row.VsBest)), esc(pctText(row.VsN1)), esc(row.balancedText()), hosts)
 		}
 		b.WriteString("</table>\n")
 		for _, m := range t.Matrices {

@@ -47,6 +47,10 @@ type Measurement struct {
 	// included; select_cnt of SHOW pool_nodes), n1 the primary, n2 the
 	// standby. Writes are not counted: they all go to n1.
 	Selects map[string]int64 `json:"selects,omitempty"`
+	// HostCPU is, on emulated hosts (--lab), the CPU each host used
+	// during the run (ramp-up included), in cores, by host: n1, n2,
+	// router, client.
+	HostCPU map[string]float64 `json:"host_cpu,omitempty"`
 	// LoadAvg is the 1-minute load average when the run started.
 	LoadAvg   float64   `json:"load_avg"`
 	StartedAt time.Time `json:"started_at"`
@@ -75,6 +79,9 @@ type Params struct {
 	// ScaleName what Subscribers then counts (warehouses, scale).
 	Workload  string `json:"workload,omitempty"`
 	ScaleName string `json:"scale_name,omitempty"`
+	// Lab is the emulated hosts' quotas (--lab), "" when the sweep ran
+	// without them.
+	Lab string `json:"lab,omitempty"`
 }
 
 // workload is the workload's name ("" is tm1).
@@ -474,7 +481,11 @@ func (r *Report) Print(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "%s MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
 		workloadTitle(p.workload()), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
-	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n\n", TandemBaseline, PostgresBaseline)
+	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n", TandemBaseline, PostgresBaseline)
+	if p.Lab != "" {
+		fmt.Fprintf(&b, "emulated hosts (%s): each node or server its own CPU quota; CPU only, one disk, loopback; results are emulated\n", p.Lab)
+	}
+	b.WriteString("\n")
 	// Columns: the configuration left-aligned, numbers right-aligned; per
 	// mix its MQTh, then the ratio column of each family (a row fills the
 	// one of its own family).

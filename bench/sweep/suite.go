@@ -3,6 +3,7 @@ package sweep
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tandemdb/tandem/config"
@@ -275,6 +276,9 @@ type Seed001Row struct {
 	// Selects sums, over the rounds that ran, the SELECTs pgpool-II sent
 	// to each node (pg-pair-pgpool-* rows only).
 	Selects map[string]int64 `json:"selects,omitempty"`
+	// HostCPU is, on emulated hosts (--lab), the mean over the rounds
+	// that ran of the cores each host used (Measurement.HostCPU).
+	HostCPU map[string]float64 `json:"host_cpu,omitempty"`
 }
 
 // Seed001Matrix is one system's gain/overhead table: Pct[i][j] is
@@ -342,6 +346,22 @@ func seed001Tables(workload string, mixes []string, configs []Config, rows []Row
 			r := &t.Rows[i]
 			r.VsBest = pctPtr(r.MQTh, t.BestMQTh)
 			r.VsN1 = pctPtr(r.MQTh, n1[r.System])
+			hostRuns := 0
+			for _, m := range runs {
+				if m.Config != r.Config || m.Mix != mix || m.Err != "" || m.HostCPU == nil {
+					continue
+				}
+				if r.HostCPU == nil {
+					r.HostCPU = map[string]float64{}
+				}
+				for h, v := range m.HostCPU {
+					r.HostCPU[h] += v
+				}
+				hostRuns++
+			}
+			for h := range r.HostCPU {
+				r.HostCPU[h] /= float64(hostRuns)
+			}
 			for _, m := range runs {
 				if m.Config != r.Config || m.Mix != mix || m.Err != "" || m.Routed == nil {
 					continue
@@ -416,6 +436,36 @@ func (r Seed001Row) balancedText() string {
 	return routedText(r.Routed)
 }
 
+// hostCPUText is the row's "CPU per host" column on emulated hosts, in
+// cores: "n1 0.25 n2 0.08 router 0.31 client 0.40"; "" without a lab.
+func (r Seed001Row) hostCPUText() string {
+	if len(r.HostCPU) == 0 {
+		return ""
+	}
+	var names []string
+	for h := range r.HostCPU {
+		names = append(names, h)
+	}
+	slices.SortFunc(names, func(a, b string) int { return hostOrder(a) - hostOrder(b) })
+	var parts []string
+	for _, h := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", h, r.HostCPU[h]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// hostOrder puts the servers first, then the router, then the client.
+func hostOrder(h string) int {
+	switch h {
+	case "router":
+		return 1000
+	case "client":
+		return 1001
+	}
+	n, _ := strconv.Atoi(strings.TrimPrefix(h, "n"))
+	return n
+}
+
 // pctText is a percentage as seed 001 prints it, signed: +09.04%, -46.72%.
 func pctText(v *float64) string {
 	if v == nil {
@@ -440,15 +490,26 @@ func (r *Report) printSeed001(b *strings.Builder) {
 	for _, t := range r.Seed001 {
 		fmt.Fprintf(b, "seed 001 table: %s %s, MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
 			workloadTitle(t.Workload), mixTitle(t.Mix), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
-		fmt.Fprintf(b, "gain (+) or overhead (-) against the best case and against the system's n1 (100 * (MQTh / base - 1))\n\n")
+		fmt.Fprintf(b, "gain (+) or overhead (-) against the best case and against the system's n1 (100 * (MQTh / base - 1))\n")
+		if p.Lab != "" {
+			fmt.Fprintf(b, "emulated hosts (%s): each server (n1, n2) its own CPU quota, the router / HAProxy / pgpool-II theirs, the client its own; CPU only, one disk, loopback; results are emulated\n", p.Lab)
+		}
+		b.WriteString("\n")
 		head := []string{"system", "configuration", "name", "MQTh", "vs best", "vs n1", "routed per node"}
+		if p.Lab != "" {
+			head = append(head, "CPU per host (cores)")
+		}
 		lines := [][]string{head}
 		for _, row := range t.Rows {
 			mq := "-"
 			if c, ok := r.Cell(row.Config, t.Mix); ok {
 				mq = c.mqthText(p.Rounds)
 			}
-			lines = append(lines, []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1), row.balancedText()})
+			line := []string{systemTitle(row.System), row.Shape, row.Config, mq, pctText(row.VsBest), pctText(row.VsN1), row.balancedText()}
+			if p.Lab != "" {
+				line = append(line, row.hostCPUText())
+			}
+			lines = append(lines, line)
 		}
 		widths := make([]int, len(head))
 		for _, l := range lines {
@@ -463,7 +524,7 @@ func (r *Report) printSeed001(b *strings.Builder) {
 		for n, l := range lines {
 			var lb strings.Builder
 			for i, cell := range l {
-				if i < 3 || i == 6 {
+				if i < 3 || i >= 6 {
 					fmt.Fprintf(&lb, "%-*s  ", widths[i], cell)
 				} else {
 					fmt.Fprintf(&lb, "%*s  ", widths[i], cell)

@@ -18,6 +18,8 @@ import (
 	"github.com/tandemdb/tandem/backend/postgres"
 	"github.com/tandemdb/tandem/bench"
 	_ "github.com/tandemdb/tandem/bench/workloads/tm1" // registers the tm1 workload
+	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
 )
 
 // Options of a sweep. The field comments name the flag of `tandem bench sweep`.
@@ -44,6 +46,14 @@ type Options struct {
 	// configuration (odd rounds in order, even rounds in reverse, so slow
 	// drift of the machine hits all alike) and the table shows medians.
 	Rounds int
+	// Lab (--lab), when set, runs every configuration on emulated hosts
+	// (cgroup CPU quotas, as tandem bench scaleout): each node, or each
+	// PostgreSQL server of the peers, in a host of CPUPerNode cores ("n1",
+	// "n2"), tandem's router, HAProxy or pgpool-II in one of CPURouter
+	// ("router"), and the sweep's workload client in one of CPUClient
+	// ("client"), so a second server brings its own CPU as a second
+	// machine would. CPU only: everything stays on 127.0.0.1.
+	Lab *config.Lab
 	// Exe is the tandem binary that runs the nodes (default: this executable).
 	Exe string
 	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
@@ -81,6 +91,14 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: --mixes: no mix", ErrBadOption)
 	case len(o.Configs) == 0:
 		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
+	}
+	if o.Lab != nil {
+		if o.Lab.NetnsOn() {
+			return fmt.Errorf("%w: --lab: the sweep runs PostgreSQL's servers and proxies on 127.0.0.1; it emulates CPU only (cpu=, router=, client=): leave out netns and net_* (network emulation: tandem bench scaleout)", ErrBadOption)
+		}
+		if err := lab.Check(*o.Lab); err != nil {
+			return fmt.Errorf("%w: --lab: %w", ErrBadOption, err)
+		}
 	}
 	for _, c := range o.Configs {
 		if c.kind == kindPGPairHAProxy {
@@ -192,12 +210,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.workload() != "tm1" {
 		params.Workload, params.ScaleName = o.workload(), w.ScaleName()
 	}
+	if o.Lab != nil {
+		params.Lab = o.Lab.String()
+	}
 	started := time.Now()
 	var runs []Measurement
 	steps := plan(o.Configs, o.Rounds)
 
 	var (
 		sys      system
+		sysLab   *lab.Lab // its emulated hosts (Options.Lab)
 		sysKey   string
 		sysRound int
 		sysDir   string
@@ -205,8 +227,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	closeSys := func() {
 		if sys != nil {
 			sys.stop()
+			if sysLab != nil {
+				if err := sysLab.Close(); err != nil {
+					log.Warn("could not remove the configuration's emulated hosts", "err", err)
+				}
+			}
 			_ = os.RemoveAll(sysDir)
-			sys, sysKey = nil, ""
+			sys, sysLab, sysKey = nil, nil, ""
 		}
 	}
 	defer closeSys()
@@ -239,7 +266,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if err := os.MkdirAll(sysDir, 0o755); err != nil {
 				return nil, fmt.Errorf("create %s: %w", sysDir, err)
 			}
-			s, lt, err := o.startAndLoad(ctx, c, sysDir, w, log)
+			s, lb, lt, err := o.startAndLoad(ctx, c, sysDir, w, log)
 			if err != nil {
 				if ctx.Err() != nil {
 					interrupted = true
@@ -256,7 +283,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			if ps, ok := s.(*pgSystem); ok {
 				params.PostgreSQL = ps.version
 			}
-			sys, sysKey, sysRound, loadTook = s, c.setup(), st.round, lt
+			sys, sysLab, sysKey, sysRound, loadTook = s, lb, c.setup(), st.round, lt
 		}
 		if err := sys.use(ctx, c); err != nil {
 			if ctx.Err() != nil {
@@ -271,7 +298,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		var mine []Measurement
 		for k, mix := range o.Mixes {
-			m := o.runMix(ctx, w, sys, c, mix, st.round, log)
+			m := o.runMix(ctx, w, sys, sysLab, c, mix, st.round, log)
 			if ctx.Err() != nil {
 				// A run cut short measures nothing comparable: leave it out.
 				interrupted = true
@@ -315,35 +342,60 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
-// startAndLoad starts the configuration's system and loads TM1 into it.
-func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w bench.Workload, log *slog.Logger) (system, time.Duration, error) {
-	var (
-		s   system
-		err error
-	)
+// startAndLoad starts the configuration's system (on its emulated hosts
+// with Options.Lab), loads the workload into it and waits until it has
+// settled; then, with a lab, this process joins the client's host.
+func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w bench.Workload, log *slog.Logger) (system, *lab.Lab, time.Duration, error) {
+	lb, err := o.openLab(log)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var s system
+	fail := func(err error) (system, *lab.Lab, time.Duration, error) {
+		if s != nil {
+			s.stop()
+		}
+		if lb != nil {
+			_ = lb.Close()
+		}
+		return nil, nil, 0, err
+	}
 	switch c.kind {
 	case kindTandem:
-		s, err = startTandem(ctx, c, dir, o.Exe, log)
+		ts, err := startTandem(ctx, c, dir, o.Exe, lb, log)
+		if err != nil {
+			return fail(err)
+		}
+		s = ts
 	default:
-		s, err = startPG(ctx, c, dir, o.PGBinDir, log)
-	}
-	if err != nil {
-		return nil, 0, err
+		ps, err := startPG(ctx, c, dir, o.PGBinDir, log)
+		if err != nil {
+			return fail(err)
+		}
+		s = ps
+		if lb != nil {
+			if err := placePG(lb, ps); err != nil {
+				return fail(fmt.Errorf("configuration %s: %w", c.Name, err))
+			}
+		}
 	}
 	t0 := time.Now()
 	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: s.dsn(), Scale: o.Subscribers, Drop: true, Logger: log}); err != nil {
-		s.stop()
-		return nil, 0, fmt.Errorf("configuration %s: load %s (scale %d): %w", c.Name, workloadTitle(w.Name()), o.Subscribers, err)
+		return fail(fmt.Errorf("configuration %s: load %s (scale %d): %w", c.Name, workloadTitle(w.Name()), o.Subscribers, err))
 	}
 	if err := s.settled(ctx); err != nil {
-		s.stop()
-		return nil, 0, err
+		return fail(err)
 	}
-	return s, time.Since(t0), nil
+	if lb != nil {
+		if err := o.joinClient(lb); err != nil {
+			return fail(err)
+		}
+	}
+	return s, lb, time.Since(t0), nil
 }
 
 // runMix runs one mix and turns its result into a measurement.
-func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Config, mix string, round int, log *slog.Logger) Measurement {
+func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, lb *lab.Lab, c Config, mix string, round int, log *slog.Logger) Measurement {
 	m := Measurement{Config: c.Name, Mix: mix, Round: round}
 	if err := s.exited(); err != nil {
 		m.Err = err.Error()
@@ -362,6 +414,7 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		routedBefore, _ = ts.routed(ctx)
 	}
 	m.LoadAvg, m.StartedAt = loadAvg(), time.Now().UTC().Truncate(time.Second)
+	usageBefore, runStart := hostUsage(lb), time.Now()
 	// A process of the system that dies ends the run at once.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -394,6 +447,7 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, c Conf
 		m.Err = fmt.Sprintf("run %s: %v", mix, err)
 		return m
 	}
+	m.HostCPU = hostCores(usageBefore, hostUsage(lb), time.Since(runStart))
 	m.MQTh, m.TotalTPS, m.MeasuredS = res.MQTh, res.TotalTPS, res.MeasuredS
 	m.P50Ms, m.P99Ms = res.Totals.P50Ms, res.Totals.P99Ms
 	m.Aborted, m.Errors = res.Totals.Aborted, res.Totals.Errors

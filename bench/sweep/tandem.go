@@ -13,6 +13,7 @@ import (
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
 )
 
 // Replication settings every hot-standby configuration shares. A 2-safe
@@ -99,7 +100,7 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 // startTandem writes the cluster file into dir and starts the cluster; for
 // hot-standby and single-master it waits until the standby (n2) is
 // attached to the primary.
-func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logger) (*tandemSystem, error) {
+func startTandem(ctx context.Context, c Config, dir, exe string, lb *lab.Lab, log *slog.Logger) (*tandemSystem, error) {
 	// Every address held until the file is written (picked one at a
 	// time, the kernel may hand the same port out twice).
 	var ports cluster.Ports
@@ -116,7 +117,7 @@ func startTandem(ctx context.Context, c Config, dir, exe string, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	lc, err := cluster.Start(ctx, cluster.Options{Config: cc, Exe: exe, Logger: log, LogLevel: "warn"})
+	lc, err := cluster.Start(ctx, cluster.Options{Config: cc, Exe: exe, Logger: log, LogLevel: "warn", Lab: lb})
 	if err != nil {
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}

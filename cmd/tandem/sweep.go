@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +27,7 @@ func newSweepCmd() *cobra.Command {
 		asJSON  bool
 		backend string
 		scale   int
+		labFlag string
 	)
 	cmd := &cobra.Command{
 		Use:   "sweep",
@@ -64,13 +66,23 @@ with its gain or overhead against the best case and against its system's n1;
 the HTML report adds seed 001's gain/overhead matrices. --configs then picks
 among the suite's configurations. --workload tpcc or epinions (seed 001's
 own workloads; --scale, and by default the workload's first mix: TPC-C's
-standard, Epinions' seed001) runs the same configurations on that workload.`,
+standard, Epinions' seed001) runs the same configurations on that workload.
+
+--lab cpu=CORES,router=CORES,client=CORES (root; cgroup CPU quotas, as
+tandem bench scaleout) runs every configuration on emulated hosts: each
+tandem node or PostgreSQL server (with its children) in a host of its own
+(n1, n2), tandem's router, HAProxy or pgpool-II in the router's, and the
+sweep's client in the client's; the tables then show the CPU each host used.
+On one machine a second server otherwise only shares the same cores; on
+emulated hosts it brings its own, as seed 001's second machine did. CPU
+only: one disk, loopback.`,
 		Example: `  tandem bench sweep
   tandem bench sweep --configs standalone-strict,hs-received-relaxed --duration 30s --out results/sweep
   tandem bench sweep --subscribers 100000 --rounds 3 --json > sweep.json
   tandem bench sweep --suite seed001 --backend sqlite,postgres --mixes r80w20 --out results/seed001
   tandem bench sweep --suite seed001 --backend postgres-physical --out results/seed001-physical
-  tandem bench sweep --suite seed001 --workload epinions --scale 1 --out results/seed001-epinions`,
+  tandem bench sweep --suite seed001 --workload epinions --scale 1 --out results/seed001-epinions
+  sudo tandem bench sweep --suite seed001 --backend postgres-physical --lab cpu=0.5,router=0.5,client=0.5 --out results/seed001-lab`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := logger(cmd)
@@ -120,7 +132,20 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 			}
 			// The driver shares the machine with the servers: the same
 			// GOMAXPROCS as `tandem bench run` (one P per 8 clients).
-			prev := runtime.GOMAXPROCS(benchProcs(0, max(o.Clients, 1), runtime.NumCPU()))
+			procs := benchProcs(0, max(o.Clients, 1), runtime.NumCPU())
+			if cmd.Flags().Changed("lab") {
+				spec, err := labSpec(cmd, nil, labFlag)
+				if err != nil {
+					return fmt.Errorf("%w: %w", sweep.ErrBadOption, err)
+				}
+				o.Lab = spec
+				if spec != nil && spec.CPUClient > 0 {
+					// More threads than the client's quota only get
+					// throttled together.
+					procs = min(procs, max(1, int(math.Ceil(spec.CPUClient))))
+				}
+			}
+			prev := runtime.GOMAXPROCS(procs)
 			defer runtime.GOMAXPROCS(prev)
 			o.Progress = cmd.ErrOrStderr()
 			o.TandemVersion = version
@@ -137,6 +162,10 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), %s, %d clients, %s ramp-up + %s each\n",
 				len(o.Configs), len(o.Mixes), o.Rounds, size, o.Clients, o.Rampup, o.Duration)
+			if o.Lab != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "emulated hosts: each node or server %s, router %s, client %s (results are emulated)\n",
+					cores(o.Lab.CPUPerNode), cores(o.Lab.CPURouter), cores(o.Lab.CPUClient))
+			}
 			rep, runErr := sweep.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr
@@ -176,6 +205,7 @@ standard, Epinions' seed001) runs the same configurations on that workload.`,
 	f.IntVar(&scale, "scale", 1, "with --workload tpcc or epinions: its scale (TPC-C warehouses; Epinions 2,000 users and 1,000 items per unit)")
 	f.StringVar(&o.Suite, "suite", "", "run a suite instead of --configs: seed001 (seed 001's n1 / n1+(n2) / n1+n2+balancer table, with PostgreSQL's peers)")
 	f.StringVar(&backend, "backend", "sqlite", "with --suite: back ends of tandem's rows, a comma list of sqlite, postgres (writeset engine) and postgres-physical (physical engine)")
+	f.StringVar(&labFlag, "lab", "", "emulated hosts (needs root): cpu=CORES for each node or server, router=CORES, client=CORES (CPU quotas only)")
 	f.StringVar(&o.PGBinDir, "pg-bin-dir", "", "directory of PostgreSQL's initdb, postgres and pg_basebackup (default: PATH, then /usr/lib/postgresql/*/bin)")
 	return cmd
 }
