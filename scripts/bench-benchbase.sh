@@ -24,6 +24,16 @@
 # the summary as CPU per transaction.
 # LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
 # TD_ARGS: more flags for tandem bench run (e.g. "--procs 2").
+# HOSTS="server=0.8,driver=0.8" (root, cgroup v1 cpu controller or v2):
+# emulated hosts, as tandem's lab: the PostgreSQL server (every process of
+# it) runs under a CPU quota of its own, and each measured driver run under
+# another, so the drivers no longer share the server's cores: the
+# comparison is then whether a driver can drive the server, not how little
+# CPU it leaves it. Loads run without quotas.
+# NOFK=1 drops the foreign keys BenchBase's schema declares (TPC-C's) after
+# its load: tandem's schema declares none, so without them both drivers ask
+# the server for the same work per transaction; with them BenchBase's
+# transactions also pay the server's foreign-key checks.
 # BENCHBASE=/opt/benchbase/benchbase-postgres: an unpacked
 # benchbase-postgres.tgz (see docs/benchmarks.md for the build). Without it the
 # script says how to build it and exits 0: CI does not build BenchBase.
@@ -51,12 +61,36 @@ PGBIN=${PGBIN:-$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/b
 [ -x "$T" ] || { echo "bench-benchbase: no tandem binary at $T (make build)" >&2; exit 1; }
 
 W=$(mktemp -d /tmp/tandem-bench-bb.XXXXXX); chmod 755 "$W"
+# Emulated hosts (HOSTS): one cgroup per host under the cpu controller.
+CG=""; CGV=""; declare -A CGQ=()
+if [ -n "${HOSTS:-}" ]; then
+  for kv in ${HOSTS//,/ }; do CGQ[${kv%%=*}]=${kv#*=}; done
+  [ -n "${CGQ[server]:-}" ] && [ -n "${CGQ[driver]:-}" ] || { echo "bench-benchbase: HOSTS needs server=CORES,driver=CORES (got $HOSTS)" >&2; exit 1; }
+  [ "$(id -u)" = 0 ] || { echo "bench-benchbase: HOSTS needs root (cgroups)" >&2; exit 1; }
+  if [ -w /sys/fs/cgroup/cpu/cgroup.procs ]; then CG=/sys/fs/cgroup/cpu/tandem-bb-$$; CGV=1
+  elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then CG=/sys/fs/cgroup/tandem-bb-$$; CGV=2
+  else echo "bench-benchbase: HOSTS: no writable cgroup cpu controller" >&2; exit 1; fi
+  for h in server driver; do
+    mkdir -p "$CG/$h"
+    q=$(python3 -c "print(int(${CGQ[$h]} * 100000))")
+    if [ $CGV = 1 ]; then echo 100000 > "$CG/$h/cpu.cfs_period_us"; echo "$q" > "$CG/$h/cpu.cfs_quota_us"
+    else echo "$q 100000" > "$CG/$h/cpu.max"; fi
+  done
+fi
+# inhost HOST CMD...: CMD in the host's cgroup (as is without HOSTS).
+inhost() { local h=$1; shift; if [ -n "$CG" ]; then ( echo "$BASHPID" > "$CG/$h/cgroup.procs" && "$@" ); else "$@"; fi; }
 mkdir -p "$OUT"
 asuser() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 cleanup() {
   kill -TERM $(jobs -p) 2>/dev/null || true; wait || true
   [ -f "$W/pg/data/postmaster.pid" ] && asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -m fast -w stop >/dev/null 2>&1 || true
   rm -rf "$W"
+  if [ -n "$CG" ]; then
+    for h in server driver; do
+      for p in $(cat "$CG/$h/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+    done
+    sleep 0.2; rmdir "$CG"/server "$CG"/driver "$CG" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -67,7 +101,7 @@ PGP=$(port); TNB=$(port); TND=$(port)
 # disk is shared and this compares drivers, not durability).
 mkdir -p "$W/pg"; [ "$(id -u)" = 0 ] && chown postgres "$W/pg"
 asuser "$PGBIN/initdb" -D "$W/pg/data" -U postgres -A trust >/dev/null
-asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/log" -w -o \
+inhost server asuser "$PGBIN/pg_ctl" -D "$W/pg/data" -l "$W/pg/log" -w -o \
   "-c port=$PGP -c listen_addresses=127.0.0.1 -c unix_socket_directories=$W/pg -c max_connections=100 -c shared_buffers=256MB -c synchronous_commit=off${PGSS:+ -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all}" start >/dev/null
 PSQL=("$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PGP" -U postgres -d postgres -v ON_ERROR_STOP=1)
 for db in bb td; do "${PSQL[@]}" -c "CREATE DATABASE $db"; done
@@ -95,7 +129,7 @@ listen = "127.0.0.1:$([ $db = bb ] && echo "$TNB" || echo "$TND")"
 backend = "postgres"
 dsn = "postgres://postgres@127.0.0.1:$PGP/$db?sslmode=disable"
 TOML
-    "$T" up -c "$W/tandem-$db.toml" > "$W/tandem-$db.out" 2>&1 &
+    inhost server "$T" up -c "$W/tandem-$db.toml" > "$W/tandem-$db.out" 2>&1 &
   done
   for db in bb td; do
     for i in $(seq 1 120); do grep -q "connect with" "$W/tandem-$db.out" 2>/dev/null && break; sleep 0.5; done
@@ -138,7 +172,8 @@ bb() {
   local wl=$1 target=$2 dir=$3; shift 3
   bbconfig "$wl" "$target" "$W/$wl-$target.xml"
   mkdir -p "$dir"
-  ( cd "$BB" && cputime "$dir.cpu" java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
+  local host=${BB_HOST:-}
+  ( cd "$BB" && ${host:+inhost "$host"} cputime "$dir.cpu" java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
       --json-histograms "$dir/histograms.json" "$@" ) > "$dir.log" 2>&1 \
     || { echo "BenchBase $wl on $target FAILED (exit $?); the end of $dir.log:" >&2; tail -30 "$dir.log" >&2; return 1; }
 }
@@ -203,6 +238,11 @@ for wl in $WORKLOADS; do
   echo "== loading $wl at scale $scale ($LOAD_TARGET): BenchBase into database bb, tandem into td" >&2
   bb "$wl" "$LOAD_TARGET" "$OUT/load-$wl" --create=true --load=true --execute=false
   "$T" bench load --workload "$wl" --scale "$scale" --dsn "postgres://postgres@$(hostport "$LOAD_TARGET" td)/td?sslmode=disable" --drop --quiet
+  if [ -n "${NOFK:-}" ]; then
+    "${PSQL[@]}" -d bb -At -c "SELECT format('ALTER TABLE %I DROP CONSTRAINT %I;', conrelid::regclass, conname) FROM pg_constraint WHERE contype = 'f' AND connamespace = 'public'::regnamespace" \
+      | "${PSQL[@]}" -d bb
+    echo "== NOFK: dropped BenchBase's foreign keys in bb ($("${PSQL[@]}" -d bb -At -c "SELECT count(*) FROM pg_constraint WHERE contype = 'f'") left)" >&2
+  fi
   "${PSQL[@]}" -d bb -c "VACUUM ANALYZE"; "${PSQL[@]}" -d td -c "VACUUM ANALYZE"
   "${PSQL[@]}" -c "CHECKPOINT"
   for r in $(seq 1 "$R"); do
@@ -213,11 +253,11 @@ for wl in $WORKLOADS; do
       for drv in $order; do
         if [ $drv = bb ]; then
           pgss /dev/null bb
-          bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
+          BB_HOST=${CG:+driver} bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
           pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
         else
           pgss /dev/null td
-          cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
+          ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
             --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet ${TD_ARGS:-} --out "$OUT/$wl-r$r-$target-td" \
             > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
           pgss "$OUT/$wl-r$r-$target-td.pgss" td
@@ -225,7 +265,7 @@ for wl in $WORKLOADS; do
       done
     done
   done
-  echo "### $wl, scale $scale, $TERM_N terminals, ${DUR}s measured after ${RAMP}s warm-up, $ISOLATION"
+  echo "### $wl, scale $scale, $TERM_N terminals, ${DUR}s measured after ${RAMP}s warm-up, $ISOLATION${CG:+, emulated hosts $HOSTS}${NOFK:+, BenchBase foreign keys dropped}"
   for r in $(seq 1 "$R"); do for target in $TARGETS; do
     SPAN=$((RAMP + DUR)) summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td"
   done; done
