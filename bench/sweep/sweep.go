@@ -185,6 +185,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if o.Lab != nil && o.Progress != nil {
+		fmt.Fprintf(o.Progress, "emulated hosts (%s): each node or server its own CPU quota, the router, HAProxy or pgpool-II theirs, the client its own (results are emulated)\n", o.Lab.String())
+	}
 	if o.Exe == "" {
 		exe, err := os.Executable()
 		if err != nil {

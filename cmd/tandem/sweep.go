@@ -162,10 +162,7 @@ only: one disk, loopback.`,
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "tandem bench sweep: %d configuration(s) x %d mix(es) x %d round(s), %s, %d clients, %s ramp-up + %s each\n",
 				len(o.Configs), len(o.Mixes), o.Rounds, size, o.Clients, o.Rampup, o.Duration)
-			if o.Lab != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "emulated hosts: each node or server %s, router %s, client %s (results are emulated)\n",
-					cores(o.Lab.CPUPerNode), cores(o.Lab.CPURouter), cores(o.Lab.CPUClient))
-			}
+
 			rep, runErr := sweep.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr
