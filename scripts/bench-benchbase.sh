@@ -77,6 +77,10 @@ if [ -n "${HOSTS:-}" ]; then
     else echo "$q 100000" > "$CG/$h/cpu.max"; fi
   done
 fi
+# srvstat: the server host's "nr_periods nr_throttled" (cpu.stat, v1 and v2);
+# nothing without HOSTS. Saved around each run in DIR.srv, so the summary can
+# say in how many 100 ms periods the server hit its quota.
+srvstat() { [ -n "$CG" ] && awk '$1=="nr_periods"{p=$2} $1=="nr_throttled"{t=$2} END{print p, t}' "$CG/server/cpu.stat"; }
 # inhost HOST CMD...: CMD in the host's cgroup (as is without HOSTS).
 inhost() { local h=$1; shift; if [ -n "$CG" ]; then ( echo "$BASHPID" > "$CG/$h/cgroup.procs" && "$@" ); else "$@"; fi; }
 mkdir -p "$OUT"
@@ -226,8 +230,16 @@ tpmc = lambda x: f"  tpmC {x:8.0f}" if x else ""
 # and BenchBase's JVM start and JIT) per transaction of the warm-up and window.
 span = float(os.environ.get("SPAN", "0"))
 cpt = lambda x: f"  driver CPU {x[3]:6.1f} s = {x[3] / (x[0] * span) * 1e6:5.0f} us/txn" if x[3] and x[0] and span else ""
-print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}")
-print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}")
+def srv(d):
+    # With HOSTS: the share of the run's 100 ms periods in which the server
+    # hit its CPU quota (cgroup cpu.stat).
+    try:
+        p0, t0, p1, t1 = map(int, open(d + ".srv").read().split())
+        return f"  server throttled in {100 * (t1 - t0) / (p1 - p0):3.0f}% of periods" if p1 > p0 else ""
+    except Exception:
+        return ""
+print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}{srv(bbdir)}")
+print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}{srv(tddir)}")
 r = lambda x, y: f"{x / y:5.3f}" if y else "  n/a"
 print(f"{label}  ratio td/bb    tps {r(b[0], a[0])}     goodput {r(b[1], a[1])}    " + (f"  tpmC {r(b[2], a[2])}" if a[2] else ""))
 PY
@@ -252,14 +264,16 @@ for wl in $WORKLOADS; do
       echo "== $wl round $r on $target: $order" >&2
       for drv in $order; do
         if [ $drv = bb ]; then
-          pgss /dev/null bb
+          pgss /dev/null bb; s0=$(srvstat || true)
           BB_HOST=${CG:+driver} bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
+          [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-bb.srv"
           pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
         else
-          pgss /dev/null td
+          pgss /dev/null td; s0=$(srvstat || true)
           ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
             --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet ${TD_ARGS:-} --out "$OUT/$wl-r$r-$target-td" \
             > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
+          [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-td.srv"
           pgss "$OUT/$wl-r$r-$target-td.pgss" td
         fi
       done
