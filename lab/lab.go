@@ -275,6 +275,18 @@ func (h *Host) JoinTree(pid int) error {
 	return nil
 }
 
+// Usage reads every host's cgroup statistics, by host name (a host whose
+// statistics cannot be read is left out).
+func (l *Lab) Usage() map[string]Usage {
+	out := map[string]Usage{}
+	for _, h := range l.Hosts() {
+		if u, err := h.Usage(); err == nil {
+			out[h.Name] = u
+		}
+	}
+	return out
+}
+
 // Procs lists the processes in the host's cgroup.
 func (h *Host) Procs() []int { return h.lab.ctl.procs(h.Cgroup) }
 

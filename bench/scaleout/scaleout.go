@@ -309,18 +309,14 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 		ok, hok bool
 	}
 	read := func() sample {
-		s := sample{at: time.Now(), u: map[string]lab.Usage{}}
+		s := sample{at: time.Now()}
 		if m, err := lb.MachineCPU(); err == nil {
 			s.machine, s.ok = m, true
 		}
 		if h, err := profiler.HostFS.HostCPU(); err == nil {
 			s.host, s.hok = h, true
 		}
-		for _, h := range lb.Hosts() {
-			if u, err := h.Usage(); err == nil {
-				s.u[h.Name] = u
-			}
-		}
+		s.u = lb.Usage()
 		return s
 	}
 	first := make(chan sample, 1)

@@ -37,28 +37,26 @@ func (o *Options) openLab(log *slog.Logger) (*lab.Lab, error) {
 // It runs once the system is up; what the processes fork later is born
 // in their host.
 func placePG(lb *lab.Lab, s *pgSystem) error {
-	place := func(name, kind string, pid int) error {
-		h, err := lb.Host(name, lb.QuotaFor(kind))
+	type placement struct {
+		host, kind string
+		pid        int
+	}
+	ps := []placement{{hostPrimary, "node", s.server.PID()}}
+	if s.pair != nil && s.pair.Standby != nil {
+		ps = append(ps, placement{hostStandby, "node", s.pair.Standby.PID()})
+	}
+	if s.proxy != nil {
+		ps = append(ps, placement{lab.RouterHost, "router", s.proxy.PID()})
+	}
+	if s.pool != nil {
+		ps = append(ps, placement{lab.RouterHost, "router", s.pool.PID()})
+	}
+	for _, p := range ps {
+		h, err := lb.Host(p.host, lb.QuotaFor(p.kind))
 		if err != nil {
 			return err
 		}
-		return h.JoinTree(pid)
-	}
-	if err := place(hostPrimary, "node", s.server.PID()); err != nil {
-		return err
-	}
-	if s.pair != nil && s.pair.Standby != nil {
-		if err := place(hostStandby, "node", s.pair.Standby.PID()); err != nil {
-			return err
-		}
-	}
-	if s.proxy != nil {
-		if err := place(lab.RouterHost, "router", s.proxy.PID()); err != nil {
-			return err
-		}
-	}
-	if s.pool != nil {
-		if err := place(lab.RouterHost, "router", s.pool.PID()); err != nil {
+		if err := h.JoinTree(p.pid); err != nil {
 			return err
 		}
 	}
@@ -80,13 +78,7 @@ func hostUsage(lb *lab.Lab) map[string]lab.Usage {
 	if lb == nil {
 		return nil
 	}
-	out := map[string]lab.Usage{}
-	for _, h := range lb.Hosts() {
-		if u, err := h.Usage(); err == nil {
-			out[h.Name] = u
-		}
-	}
-	return out
+	return lb.Usage()
 }
 
 // hostCores is the CPU each host used between two readings, in cores.

@@ -187,7 +187,12 @@ func runProcs(flag, clients, cpus int, quota float64) int {
 	if flag > 0 {
 		return flag
 	}
-	n := max(1, min(clients, 2*cpus))
+	return capByQuota(max(1, min(clients, 2*cpus)), quota)
+}
+
+// capByQuota bounds n Go Ps by a CPU quota of quota cores rounded up (0: no
+// quota): more threads than it allows only get throttled together.
+func capByQuota(n int, quota float64) int {
 	if quota > 0 {
 		n = min(n, max(1, int(math.Ceil(quota))))
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -139,10 +138,8 @@ only: one disk, loopback.`,
 					return fmt.Errorf("%w: %w", sweep.ErrBadOption, err)
 				}
 				o.Lab = spec
-				if spec != nil && spec.CPUClient > 0 {
-					// More threads than the client's quota only get
-					// throttled together.
-					procs = min(procs, max(1, int(math.Ceil(spec.CPUClient))))
+				if spec != nil {
+					procs = capByQuota(procs, spec.CPUClient)
 				}
 			}
 			prev := runtime.GOMAXPROCS(procs)
