@@ -24,6 +24,9 @@
 # the summary as CPU per transaction.
 # LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
 # TD_ARGS: more flags for tandem bench run (e.g. "--procs 2").
+# The server's CPU per transaction (all PostgreSQL processes, /proc) is in
+# the summary for every run; PERF=1 (perf installed) adds a profile of the
+# server's CPU by symbol for each run (*.perf).
 # HOSTS="server=0.8,driver=0.8" (root, cgroup v1 cpu controller or v2):
 # emulated hosts, as tandem's lab: the PostgreSQL server (every process of
 # it) runs under a CPU quota of its own, and each measured driver run under
@@ -81,6 +84,44 @@ fi
 # nothing without HOSTS. Saved around each run in DIR.srv, so the summary can
 # say in how many 100 ms periods the server hit its quota.
 srvstat() { [ -n "$CG" ] && awk '$1=="nr_periods"{p=$2} $1=="nr_throttled"{t=$2} END{print p, t}' "$CG/server/cpu.stat"; }
+# srvcpu: the PostgreSQL server's CPU seconds so far (user + system): the
+# postmaster's own and its reaped children's (cutime, cstime: every backend
+# that has exited) plus every live child's. Read before and after each run
+# (the run's backends have exited by then), saved in DIR.scpu, so the summary
+# can give the server's CPU per transaction for each driver.
+srvcpu() {
+  local pm; pm=$(head -1 "$W/pg/data/postmaster.pid" 2>/dev/null) || return 0
+  python3 - "$pm" <<'PY2'
+import os, sys
+pm = sys.argv[1]
+hz = os.sysconf("SC_CLK_TCK")
+def fields(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+f = fields(pm)
+t = sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and pid != pm:
+        try:
+            g = fields(pid)
+            if g[1] == pm:  # ppid
+                t += int(g[11]) + int(g[12])
+        except (OSError, IndexError):
+            pass
+print(t / hz)
+PY2
+}
+# PERF=1: a sampled CPU profile of the whole machine during each measured
+# driver run (perf record -a), reported for the server's processes only
+# (comm postgres) by symbol into DIR.perf: where the server's CPU goes for
+# each driver.
+perfstart() { [ -n "${PERF:-}" ] || return 0; perf record -q -a -F 999 -o "$1.perf.data" >/dev/null 2>&1 & PERFPID=$!; }
+perfstop() {
+  [ -n "${PERF:-}" ] || return 0
+  kill -INT "$PERFPID" 2>/dev/null; wait "$PERFPID" 2>/dev/null || true
+  perf report -q -i "$1.perf.data" --comm postgres --sort dso,symbol --percent-limit 0.3 --stdio > "$1.perf" 2>/dev/null || true
+  [ -n "${PERF_KEEP:-}" ] || rm -f "$1.perf.data"
+}
 # inhost HOST CMD...: CMD in the host's cgroup (as is without HOSTS).
 inhost() { local h=$1; shift; if [ -n "$CG" ]; then ( echo "$BASHPID" > "$CG/$h/cgroup.procs" && "$@" ); else "$@"; fi; }
 mkdir -p "$OUT"
@@ -238,8 +279,17 @@ def srv(d):
         return f"  server throttled in {100 * (t1 - t0) / (p1 - p0):3.0f}% of periods" if p1 > p0 else ""
     except Exception:
         return ""
-print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}{srv(bbdir)}")
-print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}{srv(tddir)}")
+def scpu(d, x):
+    # The server's CPU (user + sys of every PostgreSQL process) during the
+    # driver's run, per transaction of its warm-up and window. Through
+    # tandem this is PostgreSQL's share only (the node is not counted).
+    try:
+        c0, c1 = map(float, open(d + ".scpu").read().split())
+        return f"  server CPU {(c1 - c0) / (x[0] * span) * 1e6:5.0f} us/txn" if x[0] and span else ""
+    except Exception:
+        return ""
+print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}{cpt(a)}{scpu(bbdir, a)}{srv(bbdir)}")
+print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}{scpu(tddir, b)}{srv(tddir)}")
 r = lambda x, y: f"{x / y:5.3f}" if y else "  n/a"
 print(f"{label}  ratio td/bb    tps {r(b[0], a[0])}     goodput {r(b[1], a[1])}    " + (f"  tpmC {r(b[2], a[2])}" if a[2] else ""))
 PY
@@ -264,15 +314,17 @@ for wl in $WORKLOADS; do
       echo "== $wl round $r on $target: $order" >&2
       for drv in $order; do
         if [ $drv = bb ]; then
-          pgss /dev/null bb; s0=$(srvstat || true)
+          pgss /dev/null bb; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-bb"
           BB_HOST=${CG:+driver} bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
+          perfstop "$OUT/$wl-r$r-$target-bb"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-bb.scpu"
           [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-bb.srv"
           pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
         else
-          pgss /dev/null td; s0=$(srvstat || true)
+          pgss /dev/null td; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-td"
           ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
             --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet ${TD_ARGS:-} --out "$OUT/$wl-r$r-$target-td" \
             > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
+          perfstop "$OUT/$wl-r$r-$target-td"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-td.scpu"
           [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-td.srv"
           pgss "$OUT/$wl-r$r-$target-td.pgss" td
         fi
