@@ -2,6 +2,10 @@ package lab
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,7 +31,61 @@ func TestMain(m *testing.M) {
 		}
 		select {}
 	}
+	if addr := os.Getenv("TANDEM_LAB_TEST_ECHO"); addr != "" {
+		echo(addr)
+		return
+	}
+	if addr := os.Getenv("TANDEM_LAB_TEST_PING"); addr != "" {
+		d, err := pingMedian(addr, 9)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(d.Nanoseconds())
+		return
+	}
 	os.Exit(m.Run())
+}
+
+// echo serves TCP on addr, sending back every byte it reads.
+func echo(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("listening")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		go func() { _, _ = io.Copy(c, c); c.Close() }()
+	}
+}
+
+// pingMedian is the median round trip of n one-byte exchanges with the
+// echo server at addr.
+func pingMedian(addr string, n int) (time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	b := []byte{1}
+	var ds []time.Duration
+	for range n {
+		t0 := time.Now()
+		if _, err := c.Write(b); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(c, b); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return ds[n/2], nil
 }
 
 func TestOwnerOf(t *testing.T) {
@@ -298,5 +356,84 @@ func TestPeriod(t *testing.T) {
 		if got := period(tc.cpu); got != tc.want {
 			t.Errorf("period(%g) = %v, want %v", tc.cpu, got, tc.want)
 		}
+	}
+}
+
+// User-space links (for kernels without netem, forced here so that the
+// test runs on either kind of kernel): a lab round trip of D makes a TCP
+// exchange between the root namespace and a host, and between two hosts,
+// take about D, and a lab with no delay on the same machine stays far
+// below it; nothing of the network is left after Close.
+func TestUserLinks(t *testing.T) {
+	needRoot(t)
+	const d = 30 * time.Millisecond
+	t.Setenv(LinksEnv, "userspace")
+	spec := config.Lab{NetDelay: config.Duration{Duration: d}}
+	if err := Check(spec); err != nil {
+		t.Skipf("lab network test skipped: %v", err)
+	}
+	l, err := New(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if got := l.Net().Links(); got != "user space" {
+		t.Fatalf("links %q, want user space", got)
+	}
+	var hosts []*Host
+	for i, name := range []string{"n1", "n2"} {
+		h, err := l.Host(name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Isolate(NodeNum(i)); err != nil {
+			t.Fatal(err)
+		}
+		hosts = append(hosts, h)
+	}
+	// An echo server in n2's namespace.
+	srv := net.JoinHostPort(hosts[1].Addr, "7777")
+	exe, args := hosts[1].Command(os.Args[0], []string{"-test.run=^$"})
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "TANDEM_LAB_TEST_ECHO="+srv)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if _, err := io.ReadFull(out, make([]byte, len("listening"))); err != nil {
+		t.Fatalf("echo server in %s: %v", hosts[1].Netns, err)
+	}
+	check := func(from string, rtt time.Duration) {
+		t.Logf("round trip from %s to n2: %v (lab round trip %v)", from, rtt, d)
+		if rtt < d*8/10 || rtt > 3*d {
+			t.Errorf("round trip from %s to n2 took %v; the lab's links should make it about %v", from, rtt, d)
+		}
+	}
+	rtt, err := pingMedian(srv, 9)
+	if err != nil {
+		t.Fatalf("from the root namespace: %v", err)
+	}
+	check("the root namespace", rtt)
+	exe, args = hosts[0].Command(os.Args[0], []string{"-test.run=^$"})
+	ping := exec.Command(exe, args...)
+	ping.Env = append(os.Environ(), "TANDEM_LAB_TEST_PING="+srv)
+	b, err := ping.Output()
+	if err != nil {
+		t.Fatalf("from n1's namespace: %v", err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatalf("from n1's namespace: %q", b)
+	}
+	check("n1's namespace", time.Duration(ns))
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := append(Namespaces(l.Owner()), RootLinks(l.Owner())...); len(left) > 0 {
+		t.Errorf("after Close, %v remain", left)
 	}
 }

@@ -36,6 +36,22 @@ type Net struct {
 	spec   netSpec
 	hosts  []string // namespaces made, hub first
 	ports  int      // bridge ports made (names h1, h2, ...)
+	// sw forwards packets between TUN devices when the links are
+	// emulated in user space (userlink.go); nil on the bridge.
+	sw *switchboard
+}
+
+// Links says how the lab's links are made: "bridge" (no emulation),
+// "netem" (the bridge with netem on every egress) or "user space" (TUN
+// devices and the launcher's forwarding, where the kernel has no netem).
+func (n *Net) Links() string {
+	switch {
+	case n.sw != nil:
+		return "user space"
+	case n.spec.any():
+		return "netem"
+	}
+	return "bridge"
 }
 
 // netSpec is the link emulation: each host's egress (and the root end's)
@@ -71,15 +87,31 @@ func checkNet(network bool) error {
 	if !network {
 		return nil
 	}
-	// netem is a kernel module (CONFIG_NET_SCH_NETEM): try it on the
-	// loopback of a throwaway namespace.
+	if userLinksWanted() {
+		if err := checkTun(); err != nil {
+			return fmt.Errorf("%w: %s=userspace asks for user-space links, but this process cannot make TUN devices: %v", ErrUnsupported, LinksEnv, err)
+		}
+		return nil
+	}
+	if err := netemWorks(); err != nil {
+		// No netem: the links are emulated in user space (userlink.go).
+		if terr := checkTun(); terr != nil {
+			return fmt.Errorf("%w: this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM; modprobe sch_netem) and TUN devices cannot be made either (%v), so lab.net_delay, net_jitter and net_loss cannot be emulated: %v", ErrUnsupported, terr, err)
+		}
+	}
+	return nil
+}
+
+// netemWorks tries netem on the loopback of a throwaway namespace (netem
+// is a kernel module, CONFIG_NET_SCH_NETEM).
+func netemWorks() error {
 	probe := NetnsName(selfPid(), "probe")
 	if _, err := ipRun("ip", "netns", "add", probe); err != nil {
 		return fmt.Errorf("%w: cannot create a network namespace: %v", ErrUnsupported, err)
 	}
 	defer ipRun("ip", "netns", "del", probe) //nolint:errcheck
 	if _, err := ipRun("tc", "-n", probe, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"); err != nil {
-		return fmt.Errorf("%w: this kernel has no netem queueing discipline (CONFIG_NET_SCH_NETEM; modprobe sch_netem), so lab.net_delay, net_jitter and net_loss cannot be emulated: %v", ErrUnsupported, err)
+		return err
 	}
 	return nil
 }
@@ -114,6 +146,9 @@ func newNet(owner int, spec netSpec) (*Net, error) {
 		return nil, err
 	}
 	n := &Net{owner: owner, third: k, rootIf: rootIfName(owner), hub: NetnsName(owner, hubName), spec: spec}
+	if spec.any() && (userLinksWanted() || netemWorks() != nil) {
+		return n.userLinks()
+	}
 	if _, err := ipRun("ip", "netns", "add", n.hub); err != nil {
 		return nil, fmt.Errorf("%w: cannot create a network namespace: %v", ErrUnsupported, err)
 	}
@@ -137,6 +172,41 @@ func newNet(owner int, spec netSpec) (*Net, error) {
 		}
 	}
 	return n, nil
+}
+
+// userLinks makes the root namespace's TUN device and starts the
+// forwarding; hosts get theirs in addHost. There is no hub.
+func (n *Net) userLinks() (*Net, error) {
+	n.sw = newSwitchboard(n.spec)
+	if err := n.addTun("", n.rootIf, rootAddr); err != nil {
+		n.close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// addTun makes TUN device name in namespace ns ("": the root one) with
+// the lab address number num, and forwards its packets.
+func (n *Net) addTun(ns, name string, num int) error {
+	fd, err := openTun(ns, name)
+	if err != nil {
+		return fmt.Errorf("lab network: %w", err)
+	}
+	ip := net.ParseIP(n.Addr(num)).To4()
+	n.sw.add(name, fd, [4]byte(ip))
+	pre := []string{"ip"}
+	if ns != "" {
+		pre = []string{"ip", "-n", ns}
+	}
+	for _, s := range [][]string{
+		append(append([]string{}, pre...), "addr", "add", n.Addr(num)+"/24", "dev", name),
+		append(append([]string{}, pre...), "link", "set", name, "up"),
+	} {
+		if _, err := ipRun(s[0], s[1:]...); err != nil {
+			return fmt.Errorf("lab network: %w", err)
+		}
+	}
+	return nil
 }
 
 // Addr is the address of the lab network's host number i (1: the root
@@ -173,6 +243,15 @@ func (n *Net) addHost(host string, num int) (string, error) {
 		return "", fmt.Errorf("lab network: %w", err)
 	}
 	n.hosts = append(n.hosts, ns)
+	if n.sw != nil {
+		if _, err := ipRun("ip", "-n", ns, "link", "set", "lo", "up"); err != nil {
+			return "", fmt.Errorf("lab network: %w", err)
+		}
+		if err := n.addTun(ns, hostIf, num); err != nil {
+			return "", err
+		}
+		return ns, nil
+	}
 	n.ports++
 	port := "h" + strconv.Itoa(n.ports)
 	steps := [][]string{
@@ -197,6 +276,9 @@ func (n *Net) addHost(host string, num int) (string, error) {
 // the root namespace's end.
 func (n *Net) close() error {
 	var errs []error
+	if n.sw != nil {
+		n.sw.stop() // the TUN devices, the root namespace's among them, go with their descriptors
+	}
 	for i := len(n.hosts) - 1; i >= 0; i-- {
 		if _, err := ipRun("ip", "netns", "del", n.hosts[i]); err != nil {
 			errs = append(errs, err)
