@@ -23,7 +23,8 @@ type Lab struct {
 	// CPURouter is the router's quota; 0 (default): no quota.
 	CPURouter float64 `toml:"cpu_router"`
 	// NetDelay is the round trip each link between two emulated hosts
-	// adds (netem, half on each host's egress); NetJitter its variation;
+	// adds (netem, half on each host's egress; where the kernel has no
+	// netem, the lab's user-space links do the same); NetJitter its variation;
 	// NetLoss the percentage of packets each host's egress drops. They
 	// need network namespaces (Netns).
 	NetDelay  Duration `toml:"net_delay"`
