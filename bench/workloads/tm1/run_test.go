@@ -60,10 +60,35 @@ func TestShortRuns(t *testing.T) {
 	})
 
 	t.Run("even mix simple protocol: hit rates", func(t *testing.T) {
-		res, err := bench.Run(ctx, bench.RunOptions{Workload: tm1.New(), DSN: dsn, Mix: "custom", Weights: "1,1,1,1,1,1,1",
-			Clients: 4, Rampup: time.Second, Duration: 4 * time.Second, Seed: 12, Simple: true, Scale: p})
-		if err != nil {
-			t.Fatal(err)
+		// A loaded machine runs fewer transactions in a fixed window: the
+		// window doubles until every type started minHitSample. Each run
+		// again takes the next seed: the same seed would replay the keys of
+		// the run before, whose inserts and deletes already filled and
+		// emptied exactly those call_forwarding slots (measured: both hit
+		// rates fall from 0.31 to 0.15). With fresh keys the rates hold on
+		// the same data: the writes only move call_forwarding, and with
+		// inserts and deletes equally likely each slot's occupancy stays
+		// at one half (the spec's 0.3125 for both).
+		var res *bench.Result
+		for d, seed := 4*time.Second, uint64(12); ; d, seed = 2*d, seed+1 {
+			var err error
+			res, err = bench.Run(ctx, bench.RunOptions{Workload: tm1.New(), DSN: dsn, Mix: "custom", Weights: "1,1,1,1,1,1,1",
+				Clients: 4, Rampup: time.Second, Duration: d, Seed: seed, Simple: true, Scale: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			least := int64(math.MaxInt64)
+			for _, name := range res.TransactionOrder {
+				if tr := res.Transactions[name]; tr == nil {
+					least = 0
+				} else {
+					least = min(least, tr.Started)
+				}
+			}
+			if least >= minHitSample || d >= 16*time.Second {
+				break
+			}
+			t.Logf("a type started only %d times in %s: running again for twice as long", least, d)
 		}
 		if res.Totals.Errors != 0 || res.Protocol != "simple" {
 			t.Fatalf("errors %d: %v (protocol %s)", res.Totals.Errors, res.FirstErrors, res.Protocol)
@@ -89,7 +114,7 @@ func TestShortRuns(t *testing.T) {
 			tr := res.Transactions[r.name]
 			n := math.Min(float64(tr.Started), p)
 			tol := 5*math.Sqrt(r.hit*(1-r.hit)/n) + r.slack
-			if tr.Started < 200 || math.Abs(tr.HitRate-r.hit) > tol {
+			if tr.Started < minHitSample || math.Abs(tr.HitRate-r.hit) > tol {
 				t.Errorf("%s: hit rate %.4f of %d, want %.4f ± %.4f", r.name, tr.HitRate, tr.Started, r.hit, tol)
 			}
 			// Reads always count; writes count exactly when they hit.
@@ -117,6 +142,10 @@ func TestShortRuns(t *testing.T) {
 		}
 	})
 }
+
+// minHitSample is how many times each type must start for the hit-rate
+// checks.
+const minHitSample = 200
 
 func checkFiles(t *testing.T, dir string, res *bench.Result) {
 	t.Helper()
