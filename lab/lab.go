@@ -131,7 +131,7 @@ func New(spec config.Lab, log *slog.Logger) (*Lab, error) {
 			log.Info("lab: links emulated in user space (TUN devices; this kernel has no netem, or "+LinksEnv+"=userspace)",
 				"net_delay", spec.NetDelay.Duration, "net_jitter", spec.NetJitter.Duration, "net_loss", spec.NetLoss)
 			if spec.NetDelay.Duration < time.Millisecond {
-				log.Warn("lab: user-space links add about 0.3 ms to every round trip on top of net_delay (measured on a 2-core VM); below a millisecond the emulated delay is mostly that overhead: prefer a kernel with netem (sch_netem)")
+				log.Warn("lab: user-space links add about 0.2-0.3 ms to every round trip on top of net_delay (measured on a 2-core VM); below a millisecond the emulated delay is mostly that overhead: prefer a kernel with netem (sch_netem)")
 			}
 		}
 	}

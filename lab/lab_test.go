@@ -22,6 +22,7 @@ import (
 // TestMain doubles as a CPU burner: with TANDEM_LAB_TEST_SPIN set the test
 // binary spins on every core until killed.
 func TestMain(m *testing.M) {
+	MaybeLinksHelper()
 	if os.Getenv("TANDEM_LAB_TEST_SPIN") != "" {
 		for i := 0; i < runtime.NumCPU(); i++ {
 			go func() {

@@ -36,9 +36,9 @@ type Net struct {
 	spec   netSpec
 	hosts  []string // namespaces made, hub first
 	ports  int      // bridge ports made (names h1, h2, ...)
-	// sw forwards packets between TUN devices when the links are
-	// emulated in user space (userlink.go); nil on the bridge.
-	sw *switchboard
+	// sw is the process that forwards packets between TUN devices when
+	// the links are emulated in user space (userlink.go); nil on the bridge.
+	sw *linksProc
 }
 
 // Links says how the lab's links are made: "bridge" (no emulation),
@@ -177,7 +177,11 @@ func newNet(owner int, spec netSpec) (*Net, error) {
 // userLinks makes the root namespace's TUN device and starts the
 // forwarding; hosts get theirs in addHost. There is no hub.
 func (n *Net) userLinks() (*Net, error) {
-	n.sw = newSwitchboard(n.spec)
+	sw, err := startLinks(n.spec)
+	if err != nil {
+		return nil, err
+	}
+	n.sw = sw
 	if err := n.addTun("", n.rootIf, rootAddr); err != nil {
 		n.close()
 		return nil, err
@@ -193,7 +197,9 @@ func (n *Net) addTun(ns, name string, num int) error {
 		return fmt.Errorf("lab network: %w", err)
 	}
 	ip := net.ParseIP(n.Addr(num)).To4()
-	n.sw.add(name, fd, [4]byte(ip))
+	if err := n.sw.add(name, fd, [4]byte(ip)); err != nil {
+		return err
+	}
 	pre := []string{"ip"}
 	if ns != "" {
 		pre = []string{"ip", "-n", ns}
@@ -277,7 +283,7 @@ func (n *Net) addHost(host string, num int) (string, error) {
 func (n *Net) close() error {
 	var errs []error
 	if n.sw != nil {
-		n.sw.stop() // the TUN devices, the root namespace's among them, go with their descriptors
+		n.sw.stop() // the TUN devices, the root namespace's among them, go with the forwarding process
 	}
 	for i := len(n.hosts) - 1; i >= 0; i-- {
 		if _, err := ipRun("ip", "netns", "del", n.hosts[i]); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tandemdb/tandem/lab"
 	"github.com/tandemdb/tandem/node"
 )
 
@@ -24,6 +25,9 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	// The lab's user-space links run as a child process of this same
+	// executable (package lab); it never returns from here.
+	lab.MaybeLinksHelper()
 	root := &cobra.Command{
 		Use:           "tandem",
 		Short:         "Replication middleware: one highly available, scalable virtual database over the PostgreSQL wire protocol",
