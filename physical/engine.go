@@ -120,6 +120,11 @@ type Engine struct {
 
 	connMu sync.Mutex
 	conn   *pgconn.PgConn // status queries over the socket
+
+	// Status's copy of the server's synchronous settings (settingsTTL).
+	setMu      sync.Mutex
+	settings2  [2]string
+	settingsAt time.Time
 }
 
 // New prepares the engine of node cfg.ID (nothing starts yet).
@@ -249,6 +254,7 @@ func (e *Engine) saveLocked() error {
 }
 
 func (e *Engine) setState(f func(*state)) error {
+	e.dropSettings() // a new role or level: Status reads the settings again
 	e.stMu.Lock()
 	defer e.stMu.Unlock()
 	f(&e.st)
@@ -781,8 +787,12 @@ func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness s
 		"ALTER SYSTEM SET synchronous_commit = "+quoteLiteral(sc),
 		"ALTER SYSTEM SET synchronous_standby_names = "+quoteLiteral(names),
 		"SELECT pg_reload_conf()"); err != nil {
+		e.dropSettings()
 		return fmt.Errorf("physical: apply safeness %s: %w", safeness, err)
 	}
+	// Status shows what was just set: this session may run its next query
+	// before it has handled the reload's signal and read the old values.
+	e.cacheSettings([2]string{sc, names})
 	e.log.Info("safeness applied", "safeness", safeness, "synchronous_commit", sc, "synchronous_standby_names", names)
 	return nil
 }

@@ -80,13 +80,23 @@ func (e *Engine) Status(ctx context.Context) Status {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
-		rows, err := query(ctx, c, `SELECT (SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'),
+		var recovering string
+		if set, ok := e.cachedSettings(); ok {
+			rows, err := query(ctx, c, `SELECT pg_is_in_recovery()::text`)
+			if err != nil {
+				return err
+			}
+			s.SynchronousCommit, s.SynchronousStandbyNames, recovering = set[0], set[1], rows[0][0]
+		} else {
+			rows, err := query(ctx, c, `SELECT (SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'),
 			(SELECT reset_val FROM pg_settings WHERE name = 'synchronous_standby_names'), pg_is_in_recovery()::text`)
-		if err != nil {
-			return err
+			if err != nil {
+				return err
+			}
+			s.SynchronousCommit, s.SynchronousStandbyNames, recovering = rows[0][0], rows[0][1], rows[0][2]
+			e.cacheSettings([2]string{rows[0][0], rows[0][1]})
 		}
-		s.SynchronousCommit, s.SynchronousStandbyNames = rows[0][0], rows[0][1]
-		if rows[0][2] == "false" {
+		if recovering == "false" {
 			return e.primaryStatus(ctx, c, &s)
 		}
 		return e.standbyStatus(ctx, c, &s)
@@ -98,6 +108,34 @@ func (e *Engine) Status(ctx context.Context) Status {
 }
 
 func atoi64(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+
+// settingsTTL is how long Status reuses the server's synchronous_commit
+// and synchronous_standby_names: reading them scans pg_settings twice
+// (every GUC of the server, as text), and every router probes every
+// node's /status twice a second. The engine's own changes replace the
+// copy (applySafeness: the values it set) or drop it (degrade, any change
+// of role); only an operator's own ALTER SYSTEM shows up to this much
+// later.
+const settingsTTL = time.Second
+
+func (e *Engine) cachedSettings() ([2]string, bool) {
+	e.setMu.Lock()
+	defer e.setMu.Unlock()
+	return e.settings2, !e.settingsAt.IsZero() && time.Since(e.settingsAt) < settingsTTL
+}
+
+func (e *Engine) cacheSettings(v [2]string) {
+	e.setMu.Lock()
+	defer e.setMu.Unlock()
+	e.settings2, e.settingsAt = v, time.Now()
+}
+
+// dropSettings forgets the cached settings (the engine changed them).
+func (e *Engine) dropSettings() {
+	e.setMu.Lock()
+	defer e.setMu.Unlock()
+	e.settingsAt = time.Time{}
+}
 
 func (e *Engine) primaryStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
 	rows, err := query(ctx, c, `SELECT pg_current_wal_lsn()::text, substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8),
@@ -323,6 +361,7 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 			}
 			return err
 		}
+		defer e.dropSettings()
 		return execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
 	})
 	if err != nil {
