@@ -254,10 +254,13 @@ func (e *Engine) saveLocked() error {
 }
 
 func (e *Engine) setState(f func(*state)) error {
-	e.dropSettings() // a new role or level: Status reads the settings again
 	e.stMu.Lock()
 	defer e.stMu.Unlock()
+	before := e.st
 	f(&e.st)
+	if e.st.Role != before.Role || e.st.Epoch != before.Epoch {
+		e.dropSettings() // a new role: Status reads the settings again
+	}
 	return e.saveLocked()
 }
 

@@ -113,9 +113,10 @@ func atoi64(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
 // and synchronous_standby_names: reading them scans pg_settings twice
 // (every GUC of the server, as text), and every router probes every
 // node's /status twice a second. The engine's own changes replace the
-// copy (applySafeness: the values it set) or drop it (degrade, any change
-// of role); only an operator's own ALTER SYSTEM shows up to this much
-// later.
+// copy with the values they set (applySafeness, a degrade): read back at
+// once, this session could still show the old ones, not having handled
+// the reload's signal yet. A change of role drops it. Only an operator's
+// own ALTER SYSTEM shows up to this much later.
 const settingsTTL = time.Second
 
 func (e *Engine) cachedSettings() ([2]string, bool) {
@@ -361,8 +362,14 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 			}
 			return err
 		}
-		defer e.dropSettings()
-		return execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()")
+		if err := execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()"); err != nil {
+			e.dropSettings()
+			return err
+		}
+		// What Status shows: this session may not have read the reload yet.
+		sc, _ := SynchronousCommit(st.Safeness)
+		e.cacheSettings([2]string{sc, ""})
+		return nil
 	})
 	if err != nil {
 		e.log.Error("could not change synchronous_standby_names", "degrade", on, "err", err)
