@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -436,5 +437,45 @@ func TestUserLinks(t *testing.T) {
 	}
 	if left := append(Namespaces(l.Owner()), RootLinks(l.Owner())...); len(left) > 0 {
 		t.Errorf("after Close, %v remain", left)
+	}
+}
+
+// One crossing of a user-space link draws its delay within half the round
+// trip plus or minus half the jitter, and loses about the loss asked for
+// (netem's per-egress semantics; a round trip crosses twice).
+func TestLinkDraws(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		spec           netSpec
+		lo, hi         time.Duration
+		lossLo, lossHi float64 // share of 100,000 draws, percent
+	}{
+		{"delay only", netSpec{delay: 2 * time.Millisecond}, time.Millisecond, time.Millisecond, 0, 0},
+		{"jitter", netSpec{delay: 2 * time.Millisecond, jitter: time.Millisecond}, 500 * time.Microsecond, 1500 * time.Microsecond, 0, 0},
+		{"jitter past zero", netSpec{delay: 200 * time.Microsecond, jitter: time.Millisecond}, 0, 600 * time.Microsecond, 0, 0},
+		{"loss 5 %", netSpec{loss: 5}, 0, 0, 4.7, 5.3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &switchboard{spec: tc.spec, rng: rand.New(rand.NewPCG(1, 2))}
+			lost := 0
+			minD, maxD := time.Hour, time.Duration(-1)
+			const n = 100000
+			for range n {
+				d := s.oneWay()
+				minD, maxD = min(minD, d), max(maxD, d)
+				if s.lose() {
+					lost++
+				}
+			}
+			if minD < tc.lo || maxD > tc.hi {
+				t.Errorf("delays in [%v, %v], want within [%v, %v]", minD, maxD, tc.lo, tc.hi)
+			}
+			if tc.spec.jitter > 0 && maxD-minD < (tc.hi-tc.lo)*9/10 {
+				t.Errorf("delays in [%v, %v] do not spread over [%v, %v]", minD, maxD, tc.lo, tc.hi)
+			}
+			if pct := 100 * float64(lost) / n; pct < tc.lossLo || pct > tc.lossHi {
+				t.Errorf("lost %.2f %%, want %.1f-%.1f %%", pct, tc.lossLo, tc.lossHi)
+			}
+		})
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -69,11 +69,10 @@ type switchboard struct {
 	mu       sync.Mutex
 	ports    map[[4]byte]*tunPort
 	all      []*tunPort
-	gen      int // bumped when all changes
+	gen      int // bumped when the ports change
 	stopping bool
-	rng      *rand.Rand
 
-	forwarded, dropped atomic.Uint64
+	rng *rand.Rand // the loop's only
 }
 
 // tunPort is one TUN device.
@@ -213,8 +212,9 @@ func (s *switchboard) add(name string, fd int, addr [4]byte) {
 	s.kick()
 }
 
-// oneWay draws a packet's delay on one crossing: half the round trip,
-// jitter uniform within half the jitter either side, never negative.
+// oneWay (the loop's) draws a packet's delay on one crossing: half the
+// round trip, jitter uniform within half the jitter either side, never
+// negative.
 func (s *switchboard) oneWay() time.Duration {
 	d := s.spec.delay / 2
 	if j := s.spec.jitter / 2; j > 0 {
@@ -223,7 +223,8 @@ func (s *switchboard) oneWay() time.Duration {
 	return max(d, 0)
 }
 
-// lose draws whether a packet is lost on one crossing (loss is a percentage).
+// lose (the loop's) draws whether a packet is lost on one crossing (loss
+// is a percentage).
 func (s *switchboard) lose() bool {
 	return s.spec.loss > 0 && s.rng.Float64()*100 < s.spec.loss
 }
@@ -241,6 +242,7 @@ func (s *switchboard) loop() {
 		seq   uint64
 		gen   = -1
 		ports []*tunPort
+		byDst map[[4]byte]*tunPort // the loop's copy, so a packet takes no lock
 		pfds  []unix.PollFd
 		buf   = make([]byte, 65536)
 		drain [8]byte
@@ -253,6 +255,7 @@ func (s *switchboard) loop() {
 		}
 		if gen != s.gen {
 			gen, ports = s.gen, append([]*tunPort(nil), s.all...)
+			byDst = maps.Clone(s.ports)
 			pfds = append(pfds[:0], unix.PollFd{Fd: int32(s.wake), Events: unix.POLLIN})
 			for _, p := range ports {
 				pfds = append(pfds, unix.PollFd{Fd: int32(p.fd), Events: unix.POLLIN})
@@ -287,15 +290,11 @@ func (s *switchboard) loop() {
 				}
 				var dst [4]byte
 				copy(dst[:], buf[16:20])
-				s.mu.Lock()
-				to := s.ports[dst]
-				lost := to == nil || s.lose()
-				d := s.oneWay()
-				s.mu.Unlock()
-				if lost || len(q) >= maxInFlight {
-					s.dropped.Add(1)
-					continue
+				to := byDst[dst]
+				if to == nil || s.lose() || len(q) >= maxInFlight {
+					continue // dropped
 				}
+				d := s.oneWay()
 				seq++
 				heap.Push(&q, duePacket{b: append([]byte(nil), buf[:n]...), to: to, due: time.Now().Add(d), seq: seq})
 			}
@@ -303,11 +302,7 @@ func (s *switchboard) loop() {
 		now := time.Now()
 		for len(q) > 0 && !q[0].due.After(now) {
 			pkt := heap.Pop(&q).(duePacket)
-			if _, err := unix.Write(pkt.to.fd, pkt.b); err != nil {
-				s.dropped.Add(1) // EAGAIN: the device's queue is full
-			} else {
-				s.forwarded.Add(1)
-			}
+			_, _ = unix.Write(pkt.to.fd, pkt.b) // EAGAIN (the device's queue is full): dropped
 		}
 	}
 }
