@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -278,6 +279,29 @@ func (l *Local) Entry() string {
 		}
 	}
 	return ""
+}
+
+// UnixDSN reaches the entry process over its Unix socket (the router's,
+// else the first node's unix_socket_dir), for the first configured user;
+// "" when it has none.
+func (l *Local) UnixDSN() string {
+	c := l.opts.Config
+	dir := ""
+	if c.Router != nil && l.Proc("router") != nil {
+		dir = c.Router.UnixSocketDir
+	} else if len(c.Nodes) > 0 {
+		dir = c.Nodes[0].UnixSocketDir
+	}
+	_, port, err := net.SplitHostPort(l.Entry())
+	if dir == "" || err != nil {
+		return ""
+	}
+	user, pass := c.InternalUser()
+	dsn := fmt.Sprintf("host=%s port=%s user=%s dbname=%s", dir, port, user, config.DefaultDatabase)
+	if pass != "" && !strings.HasPrefix(pass, "SCRAM-SHA-256$") {
+		dsn += " password=" + pass
+	}
+	return dsn
 }
 
 // DSN for the first configured user.

@@ -102,8 +102,12 @@ type Cluster struct {
 
 // Router is the optional standalone router process.
 type Router struct {
-	Listen         string   `toml:"listen"`
-	ReadListen     string   `toml:"read_listen"` // sessions here go to a standby
+	Listen     string `toml:"listen"`
+	ReadListen string `toml:"read_listen"` // sessions here go to a standby
+	// UnixSocketDir: the router also listens on Unix sockets in this
+	// directory, .s.PGSQL.<port> for listen's port (and read_listen's),
+	// as PostgreSQL names its own: psql -h DIR -p PORT.
+	UnixSocketDir  string   `toml:"unix_socket_dir"`
 	HealthInterval Duration `toml:"health_interval"`
 	Metrics        string   `toml:"metrics"`
 	// Policy balances transactions over the nodes that may take them:
@@ -472,6 +476,10 @@ type Node struct {
 	Backend string `toml:"backend"`     // sqlite | postgres
 	DataDir string `toml:"data_dir"`
 	DSN     string `toml:"dsn"` // postgres: external server; empty means managed
+	// UnixSocketDir: the node's front door also listens on a Unix socket
+	// in this directory, .s.PGSQL.<listen's port> (psql -h DIR -p PORT):
+	// clients on the node's host skip TCP.
+	UnixSocketDir string `toml:"unix_socket_dir"`
 	// Weight is the node's share of the transactions the router balances
 	// (default 1); ReadWeight its share of read-only transactions
 	// (default: Weight; 0 on the primary keeps reads off it).
@@ -864,6 +872,27 @@ func (c *Cluster) Validate() error {
 		addrs[addr] = field
 		return nil
 	}
+	sockets := map[string]string{}
+	checkSocketDir := func(field, dir string, listens ...string) error {
+		if dir == "" {
+			return nil
+		}
+		for _, a := range listens {
+			if a == "" {
+				continue
+			}
+			_, port, _ := net.SplitHostPort(a)
+			p := filepath.Join(dir, ".s.PGSQL."+port)
+			if len(p) > 107 {
+				return bad(field, "the socket %s would be %d bytes, over the kernel's 107: choose a shorter directory", p, len(p))
+			}
+			if other, ok := sockets[p]; ok {
+				return bad(field, "socket %s is already %s's: give each front door on a host its own port or directory", p, other)
+			}
+			sockets[p] = field
+		}
+		return nil
+	}
 	if c.Router != nil {
 		if err := checkAddr("router.listen", c.Router.Listen, true); err != nil {
 			return err
@@ -872,6 +901,9 @@ func (c *Cluster) Validate() error {
 			return err
 		}
 		if err := checkAddr("router.read_listen", c.Router.ReadListen, false); err != nil {
+			return err
+		}
+		if err := checkSocketDir("router.unix_socket_dir", c.Router.UnixSocketDir, c.Router.Listen, c.Router.ReadListen); err != nil {
 			return err
 		}
 		known := false
@@ -919,6 +951,9 @@ func (c *Cluster) Validate() error {
 			return err
 		}
 		if err := checkAddr(f+".metrics", n.Metrics, false); err != nil {
+			return err
+		}
+		if err := checkSocketDir(f+".unix_socket_dir", n.UnixSocketDir, n.Listen); err != nil {
 			return err
 		}
 		if err := checkAddr(f+".repl_listen", n.Repl, false); err != nil {

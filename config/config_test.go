@@ -148,6 +148,8 @@ func TestBadConfigs(t *testing.T) {
 		{"split without replicas", good + "[router]\nlisten = \"127.0.0.1:7100\"\nsplit = true\n", `field router.split: routes reads to replicas, which design "standalone" has none of`},
 		{"bad read_only_functions", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_only_functions = [\"f()\"]\n", "field router.read_only_functions[0]"},
 		{"negative read_wait", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_wait = \"-1s\"\n", "field router.read_wait: must not be negative"},
+		{"unix socket path too long", good + "[router]\nlisten = \"127.0.0.1:7100\"\nunix_socket_dir = \"/tmp/" + strings.Repeat("d", 100) + "\"\n", "field router.unix_socket_dir: the socket /tmp/ddd"},
+		{"unix socket shared", good + "[router]\nlisten = \"127.0.0.1:7100\"\nread_listen = \"127.0.0.2:7100\"\nunix_socket_dir = \"/tmp/t\"\n", "field router.unix_socket_dir: socket /tmp/t/.s.PGSQL.7100 is already router.unix_socket_dir's"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -95,6 +95,18 @@ func TestTLSRequireRouter(t *testing.T) {
 			cert, key := selfSigned(t)
 			h := writeHSOn(t, backend, "2-safe-received", "relaxed",
 				"ack_timeout = \"5s\"\n[tls]\ncert = \""+cert+"\"\nkey = \""+key+"\"\nrequire = true\n")
+			// Every front door also on a Unix socket: a client beside
+			// it needs no TLS there, even with require = true.
+			sock := filepath.Join(h.dir, "sock")
+			f, err := os.ReadFile(h.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft := strings.Replace(string(f), "[router]\n", "[router]\nunix_socket_dir = \""+sock+"\"\n", 1)
+			ft = strings.ReplaceAll(ft, "[[nodes]]\n", "[[nodes]]\nunix_socket_dir = \""+sock+"\"\n")
+			if err := os.WriteFile(h.file, []byte(ft), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			c := upFile(t, h.dir, h.file, filepath.Join(h.dir, "run"))
 			if !strings.Contains(c.DSN, "sslmode=require") {
 				t.Fatalf("tandem up prints %q: want sslmode=require", c.DSN)
@@ -117,6 +129,35 @@ func TestTLSRequireRouter(t *testing.T) {
 			out, err := run(plain, "SELECT 1")
 			if err == nil || !strings.Contains(out, "requires TLS") {
 				t.Fatalf("psql sslmode=disable: want a refusal naming TLS, got %v: %s", err, out)
+			}
+			// Over the Unix sockets: psql -h DIR -p PORT, no TLS asked
+			// (libpq never asks for it on a Unix socket).
+			unixDSN := func(addr string) string {
+				_, port, _ := strings.Cut(addr, ":")
+				return "host=" + sock + " port=" + port + " user=tandem password=secret dbname=tandem"
+			}
+			if out, err := run(unixDSN(h.router), "INSERT INTO t VALUES (3, 'c')"); err != nil {
+				t.Fatalf("psql over the router's Unix socket: %q %v", out, err)
+			}
+			if out, err := run(unixDSN(h.nodes["n1"]), "SELECT count(*) FROM t"); err != nil || out != "3" {
+				t.Fatalf("psql over n1's Unix socket: %q %v", out, err)
+			}
+			deadline0 := time.Now().Add(10 * time.Second)
+			for {
+				out, err := run(unixDSN(h.reads), "SELECT count(*) FROM t")
+				if err == nil && out == "3" {
+					break
+				}
+				if time.Now().After(deadline0) {
+					t.Fatalf("psql over the router's read port's Unix socket: %q %v", out, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if out, err := run(unixDSN(h.router)+" password=wrong", "SELECT 1"); err == nil || !strings.Contains(out, "password") {
+				t.Fatalf("a wrong password over the Unix socket: want it refused, got %v: %s", err, out)
+			}
+			if _, err := run(c.DSN, "DELETE FROM t WHERE k = 3"); err != nil {
+				t.Fatal(err)
 			}
 			// The standby got the rows over the (mutual TLS) stream.
 			std := strings.Replace(c.DSN, hostPort(c.DSN), h.nodes["n2"], 1)

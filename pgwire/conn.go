@@ -318,4 +318,6 @@ type Conn struct {
 	SecretKey  uint32
 	RemoteAddr string
 	TLS        bool
+	// Local: the client came over a Unix socket (ListenUnix).
+	Local bool
 }

@@ -82,7 +82,8 @@ type Config struct {
 	Logger *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
-	// RequireTLS refuses clients that do not ask for TLS.
+	// RequireTLS refuses clients that do not ask for TLS (over TCP: a
+	// Unix-socket client never leaves the host).
 	RequireTLS bool
 	// TrustCert, when set, is asked about a client that presented a TLS
 	// certificate the server verified: true lets it in as the user it
@@ -214,7 +215,10 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		defer fr.ReleaseMemory()
 		ctx = WithMemoryBudget(ctx, s.cfg.Budget)
 	}
-	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String()}
+	c := &Conn{Conn: nc, Framer: fr, RemoteAddr: nc.RemoteAddr().String(), Local: isLocal(nc)}
+	if c.Local {
+		c.RemoteAddr = "[local]" // as PostgreSQL logs a Unix-socket client
+	}
 	_ = nc.SetDeadline(time.Now().Add(s.cfg.StartupTimeout)) // startup must finish
 	ok, err := s.startup(c)
 	if err != nil || !ok {
@@ -348,7 +352,7 @@ func (s *Server) startup(c *Conn) (bool, error) {
 			s.cancel(binary.BigEndian.Uint32(body[4:]), binary.BigEndian.Uint32(body[8:]))
 			return false, nil
 		case codeProtocol3:
-			if s.cfg.RequireTLS && !c.TLS {
+			if s.cfg.RequireTLS && !c.TLS && !c.Local {
 				return false, Errorf(CodeInvalidAuth, "this server requires TLS: connect with sslmode=require")
 			}
 			var sm pgproto3.StartupMessage

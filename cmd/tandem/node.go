@@ -173,6 +173,26 @@ func newRouterCmd() *cobra.Command {
 				go func() { _ = rsrv.Serve(cmd.Context(), rl) }()
 				defer rsrv.CloseAll()
 				log.Info("router read port serving", "listen", rl.Addr().String())
+				if c.Router.UnixSocketDir != "" {
+					url, err := pgwire.ListenUnix(c.Router.UnixSocketDir, rl.Addr().(*net.TCPAddr).Port)
+					if err != nil {
+						l.Close()
+						return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
+					}
+					go func() { _ = rsrv.Serve(cmd.Context(), url) }()
+					defer url.Close()
+					log.Info("router read port serving on a Unix socket", "socket", url.Addr().String())
+				}
+			}
+			if c.Router.UnixSocketDir != "" {
+				ul, err := pgwire.ListenUnix(c.Router.UnixSocketDir, l.Addr().(*net.TCPAddr).Port)
+				if err != nil {
+					l.Close()
+					return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
+				}
+				go func() { _ = srv.Serve(cmd.Context(), ul) }()
+				defer ul.Close()
+				log.Info("router serving on a Unix socket", "socket", ul.Addr().String())
 			}
 			err = srv.Serve(cmd.Context(), l)
 			srv.CloseAll()

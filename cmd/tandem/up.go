@@ -89,6 +89,9 @@ func newUpCmd() *cobra.Command {
 				return fmt.Errorf("%w: %s", errNotServing, strings.Join(slices.Sorted(maps.Keys(failed)), ", "))
 			}
 			fmt.Fprintf(out, "connect with:\n  psql %q\n", lc.DSN())
+			if u := lc.UnixDSN(); u != "" {
+				fmt.Fprintf(out, "  psql %q   (Unix socket, from this host)\n", u)
+			}
 			if c.Security.InterNode == "mtls" && c.TLS.Cert != "" {
 				fmt.Fprintf(out, "inter-node channels: mutual TLS (certificates in %s); clients get the certificate of [tls] cert\n", c.Security.CertDir)
 			} else if c.Security.InterNode == "mtls" {
