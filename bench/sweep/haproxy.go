@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/tandemdb/tandem/pgwire"
 	"io"
 	"log/slog"
 	"net"
@@ -88,7 +89,10 @@ type haproxyConfig struct {
 	// StatsSocket is the Unix socket of HAProxy's runtime API (mode 600,
 	// level user: read-only statistics, no listener on the network).
 	StatsSocket string
-	Backends    []haproxyBackend
+	// UnixDir, when set, also binds the listen section to the Unix
+	// socket UnixDir/.s.PGSQL.<Listen> (the sweep's --unix).
+	UnixDir  string
+	Backends []haproxyBackend
 }
 
 // render writes haproxy.cfg: Patroni's example (mode tcp, a listen section
@@ -106,6 +110,9 @@ func (h haproxyConfig) render() string {
 		haproxyTimeoutClient, haproxyTimeoutConnect, haproxyTimeoutServer, haproxyTimeoutCheck)
 	b.WriteString("listen primary\n")
 	fmt.Fprintf(&b, "    bind 127.0.0.1:%d\n", h.Listen)
+	if h.UnixDir != "" {
+		fmt.Fprintf(&b, "    bind %s mode 666\n", pgwire.UnixSocketPath(h.UnixDir, h.Listen))
+	}
 	fmt.Fprintf(&b, "    maxconn %d\n", haproxyMaxConn)
 	fmt.Fprintf(&b, "    option httpchk OPTIONS %s\n    http-check expect status 200\n", primaryCheckPath)
 	fmt.Fprintf(&b, "    default-server inter %s fall %d rise %d on-marked-down shutdown-sessions\n", haproxyInter, haproxyFall, haproxyRise)
@@ -223,7 +230,7 @@ func StartHAProxy(ctx context.Context, dir string, servers []*postgres.Managed, 
 		return nil, fmt.Errorf("find a port for HAProxy: %w", err)
 	}
 	h := &HAProxy{dir: dir, done: make(chan struct{})}
-	h.cfg = haproxyConfig{Listen: port, StatsSocket: filepath.Join(dir, "haproxy.sock")}
+	h.cfg = haproxyConfig{Listen: port, StatsSocket: filepath.Join(dir, "haproxy.sock"), UnixDir: dir}
 	for i, m := range servers {
 		c, err := startPrimaryCheck(m.SocketDSN("postgres"))
 		if err != nil {
@@ -268,6 +275,11 @@ func (h *HAProxy) Port() int { return h.cfg.Listen }
 // DSN reaches the database through HAProxy.
 func (h *HAProxy) DSN(database string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", h.cfg.Listen, database)
+}
+
+// UnixDSN reaches the database through HAProxy's Unix socket.
+func (h *HAProxy) UnixDSN(database string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", h.cfg.UnixDir, h.cfg.Listen, database)
 }
 
 // Done is closed when the haproxy process has exited.

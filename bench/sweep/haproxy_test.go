@@ -28,7 +28,7 @@ func needHAProxy(t *testing.T) {
 // and (with haproxy installed) that haproxy accepts it.
 func TestHAProxyConfig(t *testing.T) {
 	dir := t.TempDir()
-	cfg := haproxyConfig{Listen: 15000, StatsSocket: filepath.Join(dir, "haproxy.sock"), Backends: []haproxyBackend{
+	cfg := haproxyConfig{Listen: 15000, StatsSocket: filepath.Join(dir, "haproxy.sock"), UnixDir: dir, Backends: []haproxyBackend{
 		{Name: "pg1", Port: 15432, CheckPort: 18008}, {Name: "pg2", Port: 15433, CheckPort: 18009},
 	}}
 	text := cfg.render()
@@ -39,7 +39,7 @@ func TestHAProxyConfig(t *testing.T) {
 		"    timeout client 30m\n",
 		"    timeout server 30m\n",
 		"    timeout connect 4s\n",
-		"listen primary\n    bind 127.0.0.1:15000\n",
+		"listen primary\n    bind 127.0.0.1:15000\n    bind " + filepath.Join(dir, ".s.PGSQL.15000") + " mode 666\n",
 		"    option httpchk OPTIONS /primary\n    http-check expect status 200\n",
 		"    default-server inter 3s fall 3 rise 2 on-marked-down shutdown-sessions\n",
 		"    server pg1 127.0.0.1:15432 maxconn 2000 check port 18008\n",

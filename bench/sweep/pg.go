@@ -228,6 +228,8 @@ type pgSystem struct {
 	dir  string
 	// version is the server_version.
 	version string
+	// unix: the workload's clients connect over Unix sockets (--unix).
+	unix bool
 }
 
 func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger) (*pgSystem, error) {
@@ -275,6 +277,15 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 // dsn is where the workload's clients connect: HAProxy or pgpool-II
 // when there is one, else the (primary) server.
 func (s *pgSystem) dsn() string {
+	if s.unix {
+		switch {
+		case s.proxy != nil:
+			return s.proxy.UnixDSN("postgres")
+		case s.pool != nil:
+			return s.pool.UnixDSN("postgres")
+		}
+		return s.server.SocketDSN("postgres")
+	}
 	if s.proxy != nil {
 		return s.proxy.DSN("postgres")
 	}

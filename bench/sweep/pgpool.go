@@ -264,6 +264,12 @@ func (p *Pgpool) DSN(database string) string {
 	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable", pgpoolUser, p.password, p.cfg.Listen, database)
 }
 
+// UnixDSN reaches the database through pgpool-II's Unix socket (in its
+// socket_dir; pool_hba's local line asks the same SCRAM password).
+func (p *Pgpool) UnixDSN(database string) string {
+	return fmt.Sprintf("host=%s port=%d user=%s password=%s dbname=%s sslmode=disable", p.cfg.Dir, p.cfg.Listen, pgpoolUser, p.password, database)
+}
+
 // Done is closed when the pgpool process has exited.
 func (p *Pgpool) Done() <-chan struct{} { return p.done }
 

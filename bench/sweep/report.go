@@ -82,6 +82,8 @@ type Params struct {
 	// Lab is the emulated hosts' quotas (--lab), "" when the sweep ran
 	// without them.
 	Lab string `json:"lab,omitempty"`
+	// Unix: the clients connected over Unix sockets (--unix).
+	Unix bool `json:"unix,omitempty"`
 }
 
 // workload is the workload's name ("" is tm1).
@@ -482,6 +484,9 @@ func (r *Report) Print(w io.Writer) error {
 	fmt.Fprintf(&b, "%s MQTh (counted transactions/s), %s, %d clients, ramp-up %gs, measured %gs, %s\n",
 		workloadTitle(p.workload()), p.scaleText(), p.Clients, p.RampupS, p.DurationS, roundsNote)
 	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n", TandemBaseline, PostgresBaseline)
+	if p.Unix {
+		b.WriteString("clients over Unix sockets (--unix): PostgreSQL's, HAProxy's, pgpool-II's and tandem's entry's\n")
+	}
 	if p.Lab != "" {
 		fmt.Fprintf(&b, "emulated hosts (%s): each node or server its own CPU quota; CPU only, one disk, loopback; results are emulated\n", p.Lab)
 	}

@@ -54,6 +54,10 @@ type Options struct {
 	// ("client"), so a second server brings its own CPU as a second
 	// machine would. CPU only: everything stays on 127.0.0.1.
 	Lab *config.Lab
+	// Unix (--unix): every system's clients connect over a Unix socket
+	// beside its front door (PostgreSQL's own, HAProxy's, pgpool-II's,
+	// tandem's unix_socket_dir) instead of TCP loopback.
+	Unix bool
 	// Exe is the tandem binary that runs the nodes (default: this executable).
 	Exe string
 	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
@@ -209,7 +213,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	env := Environment{Hostname: host, CPUs: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
 	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
-		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite}
+		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite, Unix: o.Unix}
 	if o.workload() != "tm1" {
 		params.Workload, params.ScaleName = o.workload(), w.ScaleName()
 	}
@@ -365,7 +369,7 @@ func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w benc
 	}
 	switch c.kind {
 	case kindTandem:
-		ts, err := startTandem(ctx, c, dir, o.Exe, lb, log)
+		ts, err := startTandem(ctx, c, dir, o.Exe, o.Unix, lb, log)
 		if err != nil {
 			return fail(err)
 		}
@@ -375,6 +379,7 @@ func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w benc
 		if err != nil {
 			return fail(err)
 		}
+		ps.unix = o.Unix
 		s = ps
 		if lb != nil {
 			if err := placePG(lb, ps); err != nil {

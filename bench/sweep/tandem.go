@@ -31,6 +31,7 @@ type tandemSystem struct {
 	local   *cluster.Local
 	primary string // the primary's metrics (admin) address; "" for standalone
 	router  string // the router's metrics address; "" without a router
+	unix    bool   // clients connect over the entry's Unix socket
 }
 
 // clusterFile renders the configuration's cluster file; addr hands out free
@@ -100,7 +101,7 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 // startTandem writes the cluster file into dir and starts the cluster; for
 // hot-standby and single-master it waits until the standby (n2) is
 // attached to the primary.
-func startTandem(ctx context.Context, c Config, dir, exe string, lb *lab.Lab, log *slog.Logger) (*tandemSystem, error) {
+func startTandem(ctx context.Context, c Config, dir, exe string, unix bool, lb *lab.Lab, log *slog.Logger) (*tandemSystem, error) {
 	// Every address held until the file is written (picked one at a
 	// time, the kernel may hand the same port out twice).
 	var ports cluster.Ports
@@ -108,6 +109,13 @@ func startTandem(ctx context.Context, c Config, dir, exe string, lb *lab.Lab, lo
 	ports.Release()
 	if err != nil {
 		return nil, err
+	}
+	if unix {
+		// Every front door also on a Unix socket (--unix): the
+		// workload's clients connect to the entry's.
+		line := fmt.Sprintf("unix_socket_dir = %q\n", filepath.Join(dir, "s"))
+		text = strings.ReplaceAll(text, "[router]\n", "[router]\n"+line)
+		text = strings.ReplaceAll(text, "[[nodes]]\n", "[[nodes]]\n"+line)
 	}
 	file := filepath.Join(dir, "cluster.toml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
@@ -121,7 +129,7 @@ func startTandem(ctx context.Context, c Config, dir, exe string, lb *lab.Lab, lo
 	if err != nil {
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}
-	s := &tandemSystem{cfg: c, local: lc}
+	s := &tandemSystem{cfg: c, local: lc, unix: unix}
 	if cc.Router != nil {
 		s.router = cc.Router.Metrics
 	}
@@ -135,7 +143,12 @@ func startTandem(ctx context.Context, c Config, dir, exe string, lb *lab.Lab, lo
 	return s, nil
 }
 
-func (s *tandemSystem) dsn() string { return s.local.DSN() }
+func (s *tandemSystem) dsn() string {
+	if s.unix {
+		return s.local.UnixDSN()
+	}
+	return s.local.DSN()
+}
 
 // exited reports a node process that is no longer running (a crash during
 // the run makes the measurement meaningless).
