@@ -22,6 +22,9 @@ type PhaseBusy struct {
 	// Completions is what the busy time is divided by: committed read-only
 	// transactions, update transaction attempts, or applied writesets.
 	Completions float64
+	// SenderBusy is the part of Busy its WAL senders spent streaming to
+	// a replica (update phase of a replicated path; nil: not measured).
+	SenderBusy map[string]float64
 }
 
 // ServiceDemand applies the Utilization Law (Lazowska et al. 1984; seed 003
@@ -114,6 +117,9 @@ func ProfileFromMeasurements(m MeasuredProfile) (Profile, error) {
 		}
 		if r.WS, err = demand("writeset-apply", m.Pw > 0, m.Writesets, name); err != nil {
 			return Profile{}, err
+		}
+		if b, ok := m.Updates.SenderBusy[name]; ok && m.Pw > 0 && m.Updates.Completions > 0 {
+			r.WSend = b / m.Updates.Completions
 		}
 		p.Resources = append(p.Resources, r)
 	}

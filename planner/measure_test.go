@@ -25,7 +25,7 @@ func measured() MeasuredProfile {
 		Name: "tm1-r80w20", Workload: "tm1", Mix: "r80w20",
 		Pr: 0.8, Pw: 0.2, A1: 0.001, L1: 0.004,
 		Reads:             PhaseBusy{Busy: map[string]float64{"cpu": 4, "disk": 0.1}, Completions: 40000},
-		Updates:           PhaseBusy{Busy: map[string]float64{"cpu": 6, "disk": 3}, Completions: 20000},
+		Updates:           PhaseBusy{Busy: map[string]float64{"cpu": 6, "disk": 3}, Completions: 20000, SenderBusy: map[string]float64{"cpu": 1.5}},
 		Writesets:         PhaseBusy{Busy: map[string]float64{"cpu": 2, "disk": 1}, Completions: 25000},
 		Resources:         []string{"cpu", "disk"},
 		ClientsPerReplica: 8,
@@ -38,10 +38,10 @@ func TestProfileFromMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Resource{{"cpu", 4.0 / 40000, 6.0 / 20000, 2.0 / 25000}, {"disk", 0.1 / 40000, 3.0 / 20000, 1.0 / 25000}}
+	want := []Resource{{"cpu", 4.0 / 40000, 6.0 / 20000, 2.0 / 25000, 1.5 / 20000}, {"disk", 0.1 / 40000, 3.0 / 20000, 1.0 / 25000, 0}}
 	for i, r := range p.Resources {
 		w := want[i]
-		if r.Name != w.Name || math.Abs(r.RC-w.RC) > 1e-15 || math.Abs(r.WC-w.WC) > 1e-15 || math.Abs(r.WS-w.WS) > 1e-15 {
+		if r.Name != w.Name || math.Abs(r.RC-w.RC) > 1e-15 || math.Abs(r.WC-w.WC) > 1e-15 || math.Abs(r.WS-w.WS) > 1e-15 || math.Abs(r.WSend-w.WSend) > 1e-15 {
 			t.Errorf("resource %d = %+v, want %+v", i, r, w)
 		}
 	}

@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -446,5 +447,47 @@ func TestParseDesigns(t *testing.T) {
 	}
 	if _, err := ParseDesigns("raidb-1"); !errors.Is(err, ErrUnknownDesign) {
 		t.Errorf("err = %v, want ErrUnknownDesign", err)
+	}
+}
+
+// A WAL sender's cost per replica (wsend) is charged on the master once
+// per replica beyond the one the profile streamed to: nothing changes at
+// N = 1 and 2; where the master bounds the system (updates only) its
+// capacity at N replicas is 1/(wc + (N-2)·wsend).
+func TestSingleMasterWALSenders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pr, pw float64
+	}{{"updates only", 0, 1}, {"20 % updates", 0.8, 0.2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := syntheticProfile(0, 0.004, 0.02, 0.005, 10)
+			base.Pr, base.Pw = tc.pr, tc.pw
+			with := base
+			with.Resources = append([]Resource(nil), base.Resources...)
+			with.Resources[0].WSend = 0.004
+			n := []int{1, 2, 4, 8}
+			p0 := predict(t, base, SingleMaster, n, DefaultParams(base))
+			p1 := predict(t, with, SingleMaster, n, DefaultParams(with))
+			for i, pt := range p1.Points {
+				was := p0.Points[i].ThroughputTPS
+				switch {
+				case pt.Replicas <= 2 && !near(pt.ThroughputTPS, was, 1e-9):
+					t.Errorf("N=%d: %g tps with wsend, %g without: the profiled replica is already in wc", pt.Replicas, pt.ThroughputTPS, was)
+				case pt.Replicas > 2 && !(pt.ThroughputTPS < was):
+					t.Errorf("N=%d: %g tps with wsend, not below %g without", pt.Replicas, pt.ThroughputTPS, was)
+				}
+				if tc.pr == 0 {
+					capacity := 1 / (0.02 + float64(max(pt.Replicas-2, 0))*0.004)
+					if pt.Replicas > 1 && pt.ThroughputTPS > capacity*(1+1e-9) {
+						t.Errorf("N=%d: %g tps beyond the master's 1/(wc + (N-2)·wsend) = %g", pt.Replicas, pt.ThroughputTPS, capacity)
+					}
+				}
+			}
+		})
+	}
+	bad := syntheticProfile(0, 0.004, 0.02, 0.005, 10)
+	bad.Resources[0].WSend = 0.03
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "wsend_s") {
+		t.Errorf("wsend above wc: want an error naming wsend_s, got %v", err)
 	}
 }

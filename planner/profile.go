@@ -75,6 +75,12 @@ type Resource struct {
 	WC float64 `json:"wc_s"`
 	// WS is the demand of applying one propagated writeset.
 	WS float64 `json:"ws_s"`
+	// WSend is the master's demand per update attempt for streaming it
+	// to one replica (PostgreSQL's WAL sender), measured on a replicated
+	// path with one replica, where it is already part of WC. The
+	// single-master model adds it once per replica beyond the first:
+	// WC + (N - 2)·WSend at N >= 2. 0: not measured (nothing added).
+	WSend float64 `json:"wsend_s,omitempty"`
 }
 
 // MeasuredAbort is a measured single-master abort rate at one replica count.
@@ -144,13 +150,16 @@ func (p Profile) Validate() error {
 		for _, f := range []struct {
 			name string
 			v    float64
-		}{{"rc_s", r.RC}, {"wc_s", r.WC}, {"ws_s", r.WS}} {
+		}{{"rc_s", r.RC}, {"wc_s", r.WC}, {"ws_s", r.WS}, {"wsend_s", r.WSend}} {
 			if !finite(f.v) || f.v < 0 {
 				return bad(where+"."+f.name, "must be >= 0 seconds, got %g", f.v)
 			}
 		}
 		if p.Pr > 0 && r.RC > 0 || p.Pw > 0 && r.WC > 0 {
 			needs = true
+		}
+		if r.WSend > r.WC {
+			return bad(where+".wsend_s", "%g s is more than wc_s (%g s), of which it is a part", r.WSend, r.WC)
 		}
 	}
 	if !needs {

@@ -32,7 +32,7 @@ type singleMaster struct {
 func newSingleMaster(p Profile, par Params) (*singleMaster, error) {
 	m := &singleMaster{p: p, par: par, l1Value: p.L1}
 	a1 := m.initialAbort(1)
-	sol, err := SolveMVA(m.masterOnlyNetwork(a1), par.ClientsPerReplica)
+	sol, err := SolveMVA(m.masterOnlyNetwork(1, a1), par.ClientsPerReplica)
 	if err != nil {
 		return nil, fmt.Errorf("standalone database: %w", err)
 	}
@@ -40,7 +40,7 @@ func newSingleMaster(p Profile, par Params) (*singleMaster, error) {
 	if p.L1 == 0 {
 		// Derived L(1): the update residence time of the standalone
 		// database, the single-master system at N = 1.
-		m.l1Value = m.singleClassCW(sol)
+		m.l1Value = m.singleClassCW(1, sol)
 		m.derived = true
 	}
 	return m, nil
@@ -89,22 +89,33 @@ func (m *singleMaster) updateAttempts(a float64) float64 {
 // masterOnlyNetwork is the master running the whole mix as one class: the
 // standalone database of §3.3.1, D(1) = Pr·rc + Pw/(1-A_1)·wc, behind the
 // load balancer.
-func (m *singleMaster) masterOnlyNetwork(a float64) Network {
+func (m *singleMaster) masterOnlyNetwork(n int, a float64) Network {
 	att := m.updateAttempts(a)
 	net := Network{Think: m.par.ThinkTime}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: m.p.Pr*r.RC + att*r.WC})
+		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: m.p.Pr*r.RC + att*masterWC(r, n)})
 	}
 	net.Centers = append(net.Centers, Center{Name: centreLB, Kind: Delay, Demand: (m.p.Pr + att) * m.par.LBDelay})
 	return net
 }
 
-// masterNetwork is the two-class master: class 0 reads, class 1 updates.
-func (m *singleMaster) masterNetwork(a float64) ClassNetwork {
+// masterWC is an update attempt's demand on the master of n replicas:
+// wc, plus the WAL sender's wsend for each replica beyond the one the
+// profile streamed to (a primary sends its WAL to every replica).
+func masterWC(r Resource, n int) float64 {
+	if n <= 2 {
+		return r.WC
+	}
+	return r.WC + float64(n-2)*r.WSend
+}
+
+// masterNetwork is the two-class master of n replicas: class 0 reads,
+// class 1 updates.
+func (m *singleMaster) masterNetwork(n int, a float64) ClassNetwork {
 	retry := 1 / (1 - a)
 	net := ClassNetwork{Think: [2]float64{m.par.ThinkTime, m.par.ThinkTime}}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC, r.WC * retry}})
+		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC, masterWC(r, n) * retry}})
 	}
 	net.Centers = append(net.Centers, ClassCenter{Name: centreLB, Kind: Delay, Demand: [2]float64{m.par.LBDelay, m.par.LBDelay * retry}})
 	return net
@@ -122,14 +133,14 @@ func (m *singleMaster) slaveNetwork(rho float64) Network {
 }
 
 // singleClassCW is the update residence time of a single-class master
-// solution: Σ wc·(1 + Q) over the resources.
-func (m *singleMaster) singleClassCW(s Solution) float64 {
+// solution of n replicas: Σ wc·(1 + Q) over the resources.
+func (m *singleMaster) singleClassCW(n int, s Solution) float64 {
 	if m.p.Pw == 0 {
 		return 0
 	}
 	cw := 0.0
 	for i, r := range m.p.Resources {
-		cw += r.WC * (1 + s.Centers[i].ArrivalQueue)
+		cw += masterWC(r, n) * (1 + s.Centers[i].ArrivalQueue)
 	}
 	return cw
 }
@@ -170,7 +181,7 @@ func (m *singleMaster) solveMasterOnly(n, clients int, balance string) (Point, e
 	_, measured = m.p.singleMasterAbort(n)
 	var da damper
 	for iters = 1; iters <= maxIterations; iters++ {
-		s, err := SolveMVA(m.masterOnlyNetwork(a), clients)
+		s, err := SolveMVA(m.masterOnlyNetwork(n, a), clients)
 		if err != nil {
 			return Point{}, err
 		}
@@ -180,7 +191,7 @@ func (m *singleMaster) solveMasterOnly(n, clients int, balance string) (Point, e
 			converged = true
 			break
 		}
-		next, _ := m.masterAbort(n, m.p.Pw*s.Throughput, m.singleClassCW(s))
+		next, _ := m.masterAbort(n, m.p.Pw*s.Throughput, m.singleClassCW(n, s))
 		if err := checkAbort(next); err != nil {
 			return Point{}, err
 		}
@@ -198,7 +209,7 @@ func (m *singleMaster) solveMasterOnly(n, clients int, balance string) (Point, e
 		Replicas: n, Clients: clients,
 		ThroughputTPS: x, ReadTPS: m.p.Pr * x, WriteTPS: m.p.Pw * x,
 		ResponseTimeS: sol.ResponseTime, AbortRate: a, AbortMeasured: measured,
-		ConflictWindowS: m.singleClassCW(sol),
+		ConflictWindowS: m.singleClassCW(n, sol),
 		Balance:         balance, MasterReadTPS: m.p.Pr * x, Iterations: iters,
 	}
 	for _, c := range sol.Centers {
@@ -407,7 +418,7 @@ func (m *singleMaster) balance(n int, a, rho float64) (smState, error) {
 	}
 	// The master: e read clients (class 0) and w update clients (class 1);
 	// the rest of the N·C clients are spread over the slaves.
-	grid := &lazyGrid{net: m.masterNetwork(a), limit: int(math.Ceil(total))}
+	grid := &lazyGrid{net: m.masterNetwork(n, a), limit: int(math.Ceil(total))}
 	split := func(e, w float64) (smState, error) {
 		ms, err := grid.at(e, w)
 		if err != nil {

@@ -534,9 +534,19 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 		wsInput(repl, o.Engine),
 	)
 	if repl != nil && o.Engine == config.EnginePhysical {
-		in = append(in,
-			planner.Input{Name: "replication cost on the master", Value: "one replica's", Measured: true,
-				Source: "in wc of the replicated profile: n1's PostgreSQL streamed its WAL to one replica (walsender) and waited for its write (remote_write); at N > 2 the model charges the same (assumed: one WAL sender per replica, and FIRST 1 waits for one)"},
+		send := 0.0
+		for _, r := range repl.Profile.Resources {
+			if r.Name == profiler.ResCPU {
+				send = r.WSend
+			}
+		}
+		cost := planner.Input{Name: "replication cost on the master", Value: "one replica's", Measured: true,
+			Source: "in wc of the replicated profile: n1's PostgreSQL streamed its WAL to one replica (walsender) and waited for its write (remote_write); the WAL sender's CPU was not measured, so at N > 2 the model charges the same"}
+		if send > 0 {
+			cost.Value = fmt.Sprintf("wc + (N - 2) x %.4f ms cpu", 1000*send)
+			cost.Source = "in wc of the replicated profile: n1's PostgreSQL streamed its WAL to one replica and waited for its write (remote_write); its WAL sender's CPU per update attempt (wsend, from the process titled \"postgres: walsender\" in the update phase) is charged again for each replica beyond the first: one WAL sender per replica; FIRST 1 waits for one"
+		}
+		in = append(in, cost,
 			planner.Input{Name: "durability", Value: "synchronous_commit on (standalone), remote_write (replicated)", Measured: false,
 				Source: "the physical engine: the primary's WAL is flushed at every commit (strict), 2-safe received waits for one replica's write"})
 	} else if repl != nil {

@@ -211,6 +211,9 @@ type TreeUsage struct {
 	Ticks uint64
 	// Processes is the number of live processes in the tree.
 	Processes int
+	// SenderTicks is the part of Ticks spent by the tree's WAL senders
+	// (IsWALSender): a primary's cost of streaming to its replicas.
+	SenderTicks uint64
 	// IO sums /proc/PID/io over the tree; IOErrors counts processes whose io
 	// file could not be read (permissions).
 	IO       ProcIO
@@ -230,6 +233,11 @@ func (p ProcFS) Tree(root int) (TreeUsage, error) {
 	for _, pid := range Descendants(all, root) {
 		u.Ticks += all[pid].Ticks()
 		u.Processes++
+		if pid != root {
+			if b, err := os.ReadFile(p.path(strconv.Itoa(pid), "cmdline")); err == nil && IsWALSender(b) {
+				u.SenderTicks += all[pid].Ticks()
+			}
+		}
 		io, err := p.IO(pid)
 		if err != nil {
 			u.IOErrors++
@@ -247,8 +255,8 @@ func (p ProcFS) Tree(root int) (TreeUsage, error) {
 // "postgres: USER DB HOST(PORT) STATE" or "postgres: USER DB [local] STATE".
 func IsClientBackend(cmdline []byte) bool {
 	title := string(bytes.TrimRight(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), " "))
-	if !strings.HasPrefix(title, "postgres: ") {
-		return false // the postmaster keeps its command line
+	if !strings.HasPrefix(title, "postgres: ") || IsWALSender(cmdline) {
+		return false // the postmaster keeps its command line; a WAL sender is a replica's
 	}
 	if strings.Contains(title, "[local]") {
 		return true
@@ -289,6 +297,13 @@ func (p ProcFS) CountTitles(root int, match func(cmdline []byte) bool) (n int, o
 // ClientBackends counts the client backends among root's descendants.
 func (p ProcFS) ClientBackends(root int) (n int, ok bool) {
 	return p.CountTitles(root, IsClientBackend)
+}
+
+// IsWALSender reports whether a process title is a WAL sender's
+// ("postgres: walsender USER HOST(PORT) STATE ..."): a primary's process
+// streaming its WAL to one replica (or serving a base backup).
+func IsWALSender(cmdline []byte) bool {
+	return bytes.HasPrefix(cmdline, []byte("postgres: walsender "))
 }
 
 // IsAutovacuumWorker reports whether a process title is an autovacuum

@@ -193,6 +193,9 @@ func fixtureProc(t *testing.T) ProcFS {
 			t.Fatal(err)
 		}
 	}
+	// 101 is a WAL sender (its title, as the server rewrites it).
+	write(filepath.Join(proc, "101", "cmdline"), "postgres: walsender tandem_repl 127.0.0.1(40112) streaming 0/3000148\x00\x00")
+	write(filepath.Join(proc, "102", "cmdline"), "postgres: tandem tandem [local] idle\x00")
 	write(filepath.Join(proc, "self", "stat"), statLine(300, "tandem", 1, 40, 2, 0, 0)+"\n")
 	write(filepath.Join(proc, "diskstats"), diskstatsFixture)
 	write(filepath.Join(proc, "stat"), "cpu  100 0 50 800 10 0 5 3 0 0\n")
@@ -218,13 +221,14 @@ func fixtureProc(t *testing.T) ProcFS {
 
 func TestIsClientBackend(t *testing.T) {
 	for title, want := range map[string]bool{
-		"postgres: postgres postgres 127.0.0.1(38214) idle\x00\x00":   true,
-		"postgres: app shop [local] SELECT":                           true,
-		"postgres: bob db ::1(5000) UPDATE waiting":                   true,
-		"postgres: checkpointer ":                                     false,
-		"postgres: autovacuum worker tm1":                             false,
-		"postgres: parallel worker for PID 12":                        false,
-		"/usr/lib/postgresql/15/bin/postgres\x00-D\x00/tmp/pg(1)\x00": false,
+		"postgres: postgres postgres 127.0.0.1(38214) idle\x00\x00":     true,
+		"postgres: app shop [local] SELECT":                             true,
+		"postgres: bob db ::1(5000) UPDATE waiting":                     true,
+		"postgres: checkpointer ":                                       false,
+		"postgres: autovacuum worker tm1":                               false,
+		"postgres: parallel worker for PID 12":                          false,
+		"postgres: walsender repl 127.0.0.1(40112) streaming 0/3000148": false,
+		"/usr/lib/postgresql/15/bin/postgres\x00-D\x00/tmp/pg(1)\x00":   false,
 	} {
 		if got := IsClientBackend([]byte(title)); got != want {
 			t.Errorf("IsClientBackend(%q) = %v, want %v", title, got, want)
@@ -244,6 +248,9 @@ func TestFixtureTree(t *testing.T) {
 	// Own and reaped-children times of 100, 101, 102 and 110; not 200's.
 	if want := uint64(10 + 5 + 300 + 100 + 50 + 20 + 7 + 3 + 1 + 1); u.Ticks != want {
 		t.Errorf("tree ticks = %d, want %d", u.Ticks, want)
+	}
+	if u.SenderTicks != 50+20 {
+		t.Errorf("WAL sender ticks = %d, want 70 (process 101's)", u.SenderTicks)
 	}
 	if u.Processes != 4 || u.IOErrors != 0 {
 		t.Errorf("processes %d, io errors %d", u.Processes, u.IOErrors)

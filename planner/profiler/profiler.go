@@ -184,6 +184,9 @@ type Phase struct {
 	// (Options.ReplicaPID) used in the phase, CPU-seconds raw and
 	// /proc/PID/io bytes read + written.
 	ReplicaCPUS    float64 `json:"replica_cpu_s,omitempty"`
+	// SenderCPUS is the part of ServerCPUS the profiled tree's WAL
+	// senders used (streaming to the replica), CPU-seconds raw.
+	SenderCPUS float64 `json:"walsender_cpu_s,omitempty"`
 	ReplicaIOBytes uint64  `json:"replica_io_bytes,omitempty"`
 	// ReadsOnReplica: ServerCPUS includes ReplicaCPUS (Options.ReplicaReads).
 	ReadsOnReplica bool `json:"reads_on_replica,omitempty"`
@@ -618,6 +621,7 @@ func usage(ph *Phase, a, b snapshot, hostCPUs int) {
 	}
 	ph.ClientCPUS = float64(sub(b.self, a.self)) / ClockTicks
 	ph.ReplicaCPUS = float64(sub(b.replica.Ticks, a.replica.Ticks)) / ClockTicks
+	ph.SenderCPUS = float64(sub(b.tree.SenderTicks, a.tree.SenderTicks)) / ClockTicks
 	ph.ReplicaIOBytes = sub(b.replica.IO.ReadBytes+b.replica.IO.WriteBytes-b.replica.IO.CancelledWriteBytes,
 		a.replica.IO.ReadBytes+a.replica.IO.WriteBytes-a.replica.IO.CancelledWriteBytes)
 	ph.HostBusyS = float64(sub(b.host.Busy, a.host.Busy)) / ClockTicks
@@ -980,10 +984,16 @@ func (p *profiler) busy(ph *Phase) planner.PhaseBusy {
 	if ph == nil {
 		return planner.PhaseBusy{}
 	}
-	return planner.PhaseBusy{
+	pb := planner.PhaseBusy{
 		Busy:        map[string]float64{ResCPU: ph.ServerCPUS / p.rep.CPUs, ResDisk: ph.DiskBusyS},
 		Completions: float64(ph.Completions),
 	}
+	if p.opts.ReplicaPID > 0 && ph.Name == PhaseUpdate && ph.SenderCPUS > 0 {
+		// The primary's WAL sender to the replica: the model charges it
+		// again for every further replica (planner.Resource.WSend).
+		pb.SenderBusy = map[string]float64{ResCPU: ph.SenderCPUS / p.rep.CPUs}
+	}
+	return pb
 }
 
 func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *Phase) error {
