@@ -183,10 +183,10 @@ type Phase struct {
 	// ReplicaCPUS and ReplicaIOBytes are what the replica's tree
 	// (Options.ReplicaPID) used in the phase, CPU-seconds raw and
 	// /proc/PID/io bytes read + written.
-	ReplicaCPUS    float64 `json:"replica_cpu_s,omitempty"`
+	ReplicaCPUS float64 `json:"replica_cpu_s,omitempty"`
 	// SenderCPUS is the part of ServerCPUS the profiled tree's WAL
 	// senders used (streaming to the replica), CPU-seconds raw.
-	SenderCPUS float64 `json:"walsender_cpu_s,omitempty"`
+	SenderCPUS     float64 `json:"walsender_cpu_s,omitempty"`
 	ReplicaIOBytes uint64  `json:"replica_io_bytes,omitempty"`
 	// ReadsOnReplica: ServerCPUS includes ReplicaCPUS (Options.ReplicaReads).
 	ReadsOnReplica bool `json:"reads_on_replica,omitempty"`
