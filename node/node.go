@@ -458,7 +458,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				"metrics", n.Metrics, "hint", "keep nodes.metrics on 127.0.0.1, or use inter_node = \"mtls\" (then it serves HTTPS)")
 		}
 		// net/http backs off on temporary accept errors (EMFILE) by itself.
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 		if adminTLS {
 			// Off loopback the admin address serves HTTPS with the node's
 			// certificate (clients verify it with the cluster CA).

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -490,8 +491,19 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	cl := http.Client{Timeout: every + time.Second}
+	// One client per node with TLS, kept for every probe: its connection
+	// stays open between probes (a Transport made per probe paid a TLS
+	// handshake on both ends every health_interval).
+	tlsClients := make([]*http.Client, len(r.cfg.Nodes))
+	for i, n := range r.cfg.Nodes {
+		if n.AdminTLS != nil {
+			tr := &http.Transport{TLSClientConfig: n.AdminTLS, MaxIdleConnsPerHost: 1, IdleConnTimeout: 10 * every}
+			defer tr.CloseIdleConnections()
+			tlsClients[i] = &http.Client{Timeout: cl.Timeout, Transport: tr}
+		}
+	}
 	for {
-		for _, n := range r.cfg.Nodes {
+		for i, n := range r.cfg.Nodes {
 			var err error
 			if n.Admin != "" {
 				var st struct {
@@ -512,12 +524,13 @@ func (r *Router) Watch(ctx context.Context, every time.Duration) {
 					req.Header.Set("Authorization", "Bearer "+n.AdminToken)
 				}
 				hc := &cl
-				if n.AdminTLS != nil {
-					hc = &http.Client{Timeout: cl.Timeout, Transport: &http.Transport{TLSClientConfig: n.AdminTLS}}
+				if tlsClients[i] != nil {
+					hc = tlsClients[i]
 				}
 				resp, err = hc.Do(req)
 				if err == nil {
 					err = json.NewDecoder(resp.Body).Decode(&st)
+					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16)) // to EOF: the connection is kept
 					resp.Body.Close()
 				}
 				if err == nil && st.Role != "" {

@@ -502,7 +502,7 @@ func serveRouterAdmin(ctx context.Context, c *config.Cluster, ident *secure.Iden
 			_ = json.NewEncoder(w).Encode(status())
 		}))
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if ident != nil && c.AdminTLS(addr) {
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ident.Cert}}
 		l = tls.NewListener(l, hs.TLSConfig)

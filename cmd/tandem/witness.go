@@ -126,7 +126,7 @@ func serveWitnessAdmin(c *config.Cluster, ident *secure.Identity, co *coordinato
 	if err != nil {
 		return nil, fmt.Errorf("witness: listen on %s (field witness.metrics): %w", w.Metrics, err)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	if c.AdminTLS(w.Metrics) {
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{ident.Cert}}
 		l = tls.NewListener(l, hs.TLSConfig)
