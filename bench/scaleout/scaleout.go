@@ -666,16 +666,24 @@ func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) 
 	if err != nil {
 		return err
 	}
+	// One client per node for the whole wait (a transport per poll left
+	// a connection open each time).
+	clients := make([]*http.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = &http.Client{Timeout: 2 * time.Second}
+		if c.AdminTLS(n.Metrics) && ident != nil {
+			tr := &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
+			defer tr.CloseIdleConnections()
+			clients[i].Transport = tr
+		}
+	}
 	deadline := time.Now().Add(limit)
 	last := "no answer"
 	for {
 		var applied []uint64
 		var certified uint64
-		for _, n := range c.Nodes {
-			cl := http.Client{Timeout: 2 * time.Second}
-			if c.AdminTLS(n.Metrics) && ident != nil {
-				cl.Transport = &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
-			}
+		for i, n := range c.Nodes {
+			cl := clients[i]
 			var st struct {
 				MM *struct {
 					Applied   uint64 `json:"applied_gsn"`
