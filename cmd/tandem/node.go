@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 
@@ -173,26 +175,14 @@ func newRouterCmd() *cobra.Command {
 				go func() { _ = rsrv.Serve(cmd.Context(), rl) }()
 				defer rsrv.CloseAll()
 				log.Info("router read port serving", "listen", rl.Addr().String())
-				if c.Router.UnixSocketDir != "" {
-					url, err := pgwire.ListenUnix(c.Router.UnixSocketDir, rl.Addr().(*net.TCPAddr).Port)
-					if err != nil {
-						l.Close()
-						return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
-					}
-					go func() { _ = rsrv.Serve(cmd.Context(), url) }()
-					defer url.Close()
-					log.Info("router read port serving on a Unix socket", "socket", url.Addr().String())
+				if err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, rl, rsrv, log.With("port", "read")); err != nil {
+					l.Close()
+					return err
 				}
 			}
-			if c.Router.UnixSocketDir != "" {
-				ul, err := pgwire.ListenUnix(c.Router.UnixSocketDir, l.Addr().(*net.TCPAddr).Port)
-				if err != nil {
-					l.Close()
-					return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
-				}
-				go func() { _ = srv.Serve(cmd.Context(), ul) }()
-				defer ul.Close()
-				log.Info("router serving on a Unix socket", "socket", ul.Addr().String())
+			if err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, l, srv, log); err != nil {
+				l.Close()
+				return err
 			}
 			err = srv.Serve(cmd.Context(), l)
 			srv.CloseAll()
@@ -202,4 +192,22 @@ func newRouterCmd() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "config", "c", "", "cluster file (TOML)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// serveUnix serves srv on the Unix socket of tcp's port in dir (the
+// router's unix_socket_dir; nothing when dir is empty) until ctx ends.
+func serveUnix(ctx context.Context, dir string, tcp net.Listener, srv *pgwire.Server, log *slog.Logger) error {
+	if dir == "" {
+		return nil
+	}
+	ul, err := pgwire.ListenUnix(dir, tcp.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
+	}
+	go func() {
+		_ = srv.Serve(ctx, ul)
+		ul.Close()
+	}()
+	log.Info("router serving on a Unix socket", "socket", ul.Addr().String())
+	return nil
 }
