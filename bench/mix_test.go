@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -134,6 +135,30 @@ func TestClassify(t *testing.T) {
 	for _, tc := range tests {
 		if got := Classify(tc.err); got != tc.want {
 			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// An 08007 (the commit's outcome unknown) is recorded as Unknown, however
+// the workload classified it (TPC-C wraps its errors and says Failed);
+// other outcomes are kept.
+func TestSettle(t *testing.T) {
+	unknown := fmt.Errorf("NewOrder stock updates: %w", &pgconn.PgError{Code: "08007"})
+	tests := []struct {
+		out  Outcome
+		err  error
+		want Outcome
+	}{
+		{Failed, unknown, Unknown},
+		{Failed, &pgconn.PgError{Code: "08006"}, Failed},
+		{Failed, errors.New("boom"), Failed},
+		{Aborted, &pgconn.PgError{Code: "40001"}, Aborted},
+		{AllowedError, &pgconn.PgError{Code: "08007"}, AllowedError},
+		{Counted, nil, Counted},
+	}
+	for _, tc := range tests {
+		if got := settle(tc.out, tc.err); got != tc.want {
+			t.Errorf("settle(%v, %v) = %v, want %v", tc.out, tc.err, got, tc.want)
 		}
 	}
 }

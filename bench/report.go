@@ -184,7 +184,7 @@ svg{display:block;margin:16px 0;border:1px solid #eee}
 <tr><td>acknowledged commits checked</td><td>{{if .CheckError}}<span class="err">not checked: {{.CheckError}}</span>{{else}}{{.AckedChecked}}, lost: <b{{if gt .Lost 0}} class="err"{{end}}>{{.Lost}}</b>{{end}}</td></tr>
 <tr><td>sessions that kept their connection</td><td>{{.SessionsSurvived}} of {{.Sessions}}{{if lt .SessionsSurvived .Sessions}} (the others reconnected through the router){{end}}</td></tr>
 </table>
-{{end}}{{if .R.FirstErrors}}<div class="err">{{.R.Totals.Errors}} unexpected errors in the measured window; first ones:</div><ul>{{range .R.FirstErrors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{end}}{{if .R.Totals.Unknown}}<div>{{.R.Totals.Unknown}} transactions ended with SQLSTATE 08007 (outcome unknown: a commit in flight when its node died; not counted, not retried).</div>{{end}}{{if .R.FirstErrors}}<div class="err">{{.R.Totals.Errors}} unexpected errors in the measured window; first ones:</div><ul>{{range .R.FirstErrors}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{range .Charts}}{{.}}
 {{end}}
 </body></html>

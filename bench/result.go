@@ -107,6 +107,9 @@ type TxResult struct {
 	AllowedErrors int64 `json:"allowed_errors"`
 	// Aborted: ended aborted (class 40) after its retries.
 	Aborted int64 `json:"aborted"`
+	// Unknown: ended with SQLSTATE 08007, the server unable to say
+	// whether it committed (a commit in flight at a failover).
+	Unknown int64 `json:"unknown_outcome,omitempty"`
 	// Errors are unexpected errors.
 	Errors int64 `json:"errors"`
 	// SuccessRate is Counted/Started; HitRate is Hits/Started.
@@ -327,6 +330,9 @@ func (r *Result) PrintSummary(w io.Writer) error {
 	}
 	if r.Totals.AllowedErrors > 0 {
 		fmt.Fprintf(&b, "\nrolled back includes %d allowed errors (integrity violations the workload permits)\n", r.Totals.AllowedErrors)
+	}
+	if r.Totals.Unknown > 0 {
+		fmt.Fprintf(&b, "\n%d transactions ended with SQLSTATE 08007 (outcome unknown: a commit in flight when its node died; not counted, not retried; docs/operations.md \"Failures clients see\")\n", r.Totals.Unknown)
 	}
 	if r.Totals.Errors > 0 || len(r.FirstErrors) > 0 {
 		fmt.Fprintf(&b, "\n!!! %d UNEXPECTED ERRORS in the measured window; first ones:\n", r.Totals.Errors)

@@ -43,7 +43,8 @@ func syntheticResult(t *testing.T) *Result {
 	add(1, RolledBack, time.Millisecond, true, 100)
 	add(1, AllowedError, time.Millisecond, true, 50)
 	add(1, Aborted, time.Millisecond, true, 25)
-	add(1, Failed, time.Millisecond, true, 25)
+	add(1, Failed, time.Millisecond, true, 20)
+	add(1, Unknown, time.Millisecond, true, 5)
 	col.collect()
 	col.point(2*time.Second, time.Second)
 	r := &runner{txs: txs}
@@ -72,7 +73,8 @@ func TestResultStatistics(t *testing.T) {
 		{"WRITE rolled back incl. allowed", float64(write.RolledBack), 150},
 		{"WRITE allowed", float64(write.AllowedErrors), 50},
 		{"WRITE aborted", float64(write.Aborted), 25},
-		{"WRITE errors", float64(write.Errors), 25},
+		{"WRITE errors", float64(write.Errors), 20},
+		{"WRITE outcome unknown (08007)", float64(write.Unknown), 5},
 		{"WRITE success", write.SuccessRate, 0.6},
 		{"OTHER started", float64(other.Started), 0},
 		{"total started", float64(res.Totals.Started), 1500},
@@ -83,7 +85,7 @@ func TestResultStatistics(t *testing.T) {
 		{"timeline points", float64(len(res.Timeline)), 2},
 		{"timeline ramp-up tps", res.Timeline[0].TPS, 500},
 		{"timeline measured tps", res.Timeline[1].TPS, 1300},
-		{"timeline errors", float64(res.Timeline[1].Errors), 25},
+		{"timeline errors", float64(res.Timeline[1].Errors), 20},
 	}
 	for _, c := range checks {
 		if math.Abs(c.got-c.want) > 1e-3 {
@@ -182,7 +184,7 @@ func TestResultFiles(t *testing.T) {
 	if err := res.PrintSummary(&sum); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"MQTh 130.0", "READ", "WRITE", "TOTAL", "UNEXPECTED ERRORS", "boom"} {
+	for _, want := range []string{"MQTh 130.0", "READ", "WRITE", "TOTAL", "UNEXPECTED ERRORS", "boom", "5 transactions ended with SQLSTATE 08007"} {
 		if !strings.Contains(sum.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum.String())
 		}

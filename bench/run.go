@@ -464,6 +464,7 @@ func (r *runner) clientLoop(ctx context.Context, cs *clientState) {
 		if ctx.Err() != nil {
 			return // interrupted mid-transaction: its outcome means nothing
 		}
+		out = settle(out, err)
 		cs.rec.add(record{lat: lat, typ: t, out: out, measured: !now.Before(r.measureStart), retries: retries})
 		if err != nil {
 			if msg := r.errs.note(r.txs[t], out, err); msg != "" {

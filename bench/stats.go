@@ -219,6 +219,7 @@ func txResult(c outcomeCounts, retries int64, h *hdrhistogram.Histogram, allStar
 		RolledBack:    c[RolledBack] + c[AllowedError],
 		AllowedErrors: c[AllowedError],
 		Aborted:       c[Aborted],
+		Unknown:       c[Unknown],
 		Errors:        c[Failed],
 	}
 	if r.Started > 0 {

@@ -71,13 +71,21 @@ const (
 	AllowedError
 	// Aborted: a serialization failure or deadlock (SQLSTATE class 40); not counted.
 	Aborted
+	// Unknown: the server could not say whether the transaction
+	// committed (SQLSTATE 08007, transaction_resolution_unknown: a commit
+	// in flight when its node died); not counted, not retried, reported
+	// apart from errors: at a failover it is an expected answer.
+	Unknown
 	// Failed: any other error; unexpected, reported loudly; not counted.
 	Failed
 
 	numOutcomes = int(Failed) + 1
 )
 
-var outcomeNames = [numOutcomes]string{"counted", "counted_no_rows", "rolled_back", "allowed_error", "aborted", "failed"}
+// CodeResolutionUnknown is SQLSTATE 08007 (transaction_resolution_unknown).
+const CodeResolutionUnknown = "08007"
+
+var outcomeNames = [numOutcomes]string{"counted", "counted_no_rows", "rolled_back", "allowed_error", "aborted", "unknown", "failed"}
 
 func (o Outcome) String() string {
 	if int(o) < numOutcomes {
@@ -208,6 +216,16 @@ func Retryable(err error) bool {
 type PerMinuteReporter interface {
 	// PerMinute returns the transaction type and the figure's name ("tpmC").
 	PerMinute() (TxType, string)
+}
+
+// settle is the outcome the runner records: a failure whose SQLSTATE is
+// 08007 becomes Unknown, whatever the workload made of it (its commit may
+// have happened: neither an error nor an abort to retry).
+func settle(out Outcome, err error) Outcome {
+	if out == Failed && SQLState(err) == CodeResolutionUnknown {
+		return Unknown
+	}
+	return out
 }
 
 // Classify maps an error to the generic outcome: class 40 (serialization

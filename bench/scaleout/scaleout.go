@@ -331,6 +331,9 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 	if err != nil {
 		return p, err
 	}
+	if res.Totals.Unknown > 0 {
+		return p, fmt.Errorf("%d transactions ended with SQLSTATE 08007 (outcome unknown) in a run without failures", res.Totals.Unknown)
+	}
 	if res.Totals.Errors > 0 {
 		return p, fmt.Errorf("%d unexpected errors (first: %s)", res.Totals.Errors, strings.Join(res.FirstErrors, "; "))
 	}

@@ -458,7 +458,9 @@ func (o *Options) runMix(ctx context.Context, w bench.Workload, s system, lb *la
 	m.HostCPU = hostCores(usageBefore, hostUsage(lb), time.Since(runStart))
 	m.MQTh, m.TotalTPS, m.MeasuredS = res.MQTh, res.TotalTPS, res.MeasuredS
 	m.P50Ms, m.P99Ms = res.Totals.P50Ms, res.Totals.P99Ms
-	m.Aborted, m.Errors = res.Totals.Aborted, res.Totals.Errors
+	// An unknown outcome (08007) has no business in a run without
+	// failures: counted with the errors here.
+	m.Aborted, m.Errors = res.Totals.Aborted, res.Totals.Errors+res.Totals.Unknown
 	if len(res.FirstErrors) > 0 {
 		m.FirstError = res.FirstErrors[0]
 	}
