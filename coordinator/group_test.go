@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -276,11 +277,21 @@ func TestGroup(t *testing.T) {
 	}
 
 	// Kill the leader: the other two elect a new one, with the map intact.
-	old := g.leader(5*time.Second, "")
 	// It snapshots first, so its restart below restores the map from the
-	// snapshot and then replays the entries after it.
-	if err := g.cs[old].raft.Snapshot().Error(); err != nil {
-		t.Fatal(err)
+	// snapshot and then replays the entries after it. The leader may be
+	// handing its leadership to the node a failover would promote
+	// (Coordinator.placeLeadership) just then: ask the leader after it.
+	var old string
+	for try := 0; ; try++ {
+		old = g.leader(5*time.Second, "")
+		err := g.cs[old].raft.Snapshot().Error()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, raft.ErrLeadershipTransferInProgress) || try == 50 {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	g.stop(old)
 	var rest *Coordinator

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/tandemdb/tandem/pgwire"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // ErrNoHAProxy means the haproxy binary is not installed; the message
