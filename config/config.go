@@ -19,6 +19,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -881,10 +882,11 @@ func (c *Cluster) Validate() error {
 			if a == "" {
 				continue
 			}
-			_, port, _ := net.SplitHostPort(a)
-			p := filepath.Join(dir, ".s.PGSQL."+port)
-			if len(p) > 107 {
-				return bad(field, "the socket %s would be %d bytes, over the kernel's 107: choose a shorter directory", p, len(p))
+			_, ps, _ := net.SplitHostPort(a)
+			port, _ := strconv.Atoi(ps)
+			p := pgwire.UnixSocketPath(dir, port)
+			if len(p) > pgwire.MaxUnixPath {
+				return bad(field, "the socket %s would be %d bytes, over the kernel's %d: choose a shorter directory", p, len(p), pgwire.MaxUnixPath)
 			}
 			if other, ok := sockets[p]; ok {
 				return bad(field, "socket %s is already %s's: give each front door on a host its own port or directory", p, other)

@@ -468,26 +468,23 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		go func() { _ = hs.Serve(hl) }()
 		defer hs.Close()
 	}
-	var ul net.Listener
-	if n.UnixSocketDir != "" {
-		ul, err = pgwire.ListenUnix(n.UnixSocketDir, l.Addr().(*net.TCPAddr).Port)
-		if err != nil {
-			l.Close()
-			return fmt.Errorf("node %s: field nodes.unix_socket_dir: %w", id, err)
-		}
-		log.Info("node serving on a Unix socket", "socket", ul.Addr().String())
-	}
 	log.Info("node serving", "listen", l.Addr().String(), "backend", n.Backend, "detail", st.Detail)
 	if ready != nil {
 		ready(l.Addr().String())
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
+	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(sctx, l) }()
+	ul, err := srv.ServeUnix(sctx, n.UnixSocketDir, l.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		cancel()
+		l.Close()
+		return fmt.Errorf("node %s: field nodes.unix_socket_dir: %w", id, err)
+	}
 	if ul != nil {
-		go func() { errc <- srv.Serve(sctx, ul) }()
 		defer ul.Close()
+		log.Info("node serving on a Unix socket", "socket", ul.Addr().String())
 	}
 	var runErr error
 	select {

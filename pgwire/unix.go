@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -58,6 +59,21 @@ func ListenUnix(dir string, port int) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("unix socket permissions: %w", err)
 	}
+	return l, nil
+}
+
+// ServeUnix serves s also on ListenUnix(dir, port) until ctx ends or the
+// returned listener is closed (which removes the socket file: close it
+// before the process exits). An empty dir serves nothing (nil, nil).
+func (s *Server) ServeUnix(ctx context.Context, dir string, port int) (net.Listener, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	l, err := ListenUnix(dir, port)
+	if err != nil {
+		return nil, err
+	}
+	go func() { _ = s.Serve(ctx, l) }()
 	return l, nil
 }
 

@@ -175,15 +175,19 @@ func newRouterCmd() *cobra.Command {
 				go func() { _ = rsrv.Serve(cmd.Context(), rl) }()
 				defer rsrv.CloseAll()
 				log.Info("router read port serving", "listen", rl.Addr().String())
-				if err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, rl, rsrv, log.With("port", "read")); err != nil {
+				closeUnix, err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, rl, rsrv, log.With("port", "read"))
+				if err != nil {
 					l.Close()
 					return err
 				}
+				defer closeUnix()
 			}
-			if err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, l, srv, log); err != nil {
+			closeUnix, err := serveUnix(cmd.Context(), c.Router.UnixSocketDir, l, srv, log)
+			if err != nil {
 				l.Close()
 				return err
 			}
+			defer closeUnix()
 			err = srv.Serve(cmd.Context(), l)
 			srv.CloseAll()
 			return err
@@ -195,19 +199,16 @@ func newRouterCmd() *cobra.Command {
 }
 
 // serveUnix serves srv on the Unix socket of tcp's port in dir (the
-// router's unix_socket_dir; nothing when dir is empty) until ctx ends.
-func serveUnix(ctx context.Context, dir string, tcp net.Listener, srv *pgwire.Server, log *slog.Logger) error {
-	if dir == "" {
-		return nil
-	}
-	ul, err := pgwire.ListenUnix(dir, tcp.Addr().(*net.TCPAddr).Port)
+// router's unix_socket_dir; nothing when dir is empty) until ctx ends,
+// and returns a function that closes it (removing the socket file).
+func serveUnix(ctx context.Context, dir string, tcp net.Listener, srv *pgwire.Server, log *slog.Logger) (func(), error) {
+	ul, err := srv.ServeUnix(ctx, dir, tcp.Addr().(*net.TCPAddr).Port)
 	if err != nil {
-		return fmt.Errorf("router: field router.unix_socket_dir: %w", err)
+		return nil, fmt.Errorf("router: field router.unix_socket_dir: %w", err)
 	}
-	go func() {
-		_ = srv.Serve(ctx, ul)
-		ul.Close()
-	}()
+	if ul == nil {
+		return func() {}, nil
+	}
 	log.Info("router serving on a Unix socket", "socket", ul.Addr().String())
-	return nil
+	return func() { ul.Close() }, nil
 }
