@@ -286,6 +286,7 @@ func (s *Session) abort(b *Backend, e *pgwire.Error, batch []*writeset.Writeset)
 		return true
 	}
 	s.doomed.Store(e)
+	s.cancelAt.Store(time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = b.monitor(ctx, func(c *pgconn.PgConn) error {
@@ -397,8 +398,23 @@ func (s *Session) abortedErr(err error) error {
 	if e := s.doomed.Swap(nil); e != nil {
 		return e
 	}
+	// A cancel the applier sent may land late, on a statement after the
+	// one it meant (that one finished and the abort was reported at the
+	// next statement): the client then gets what the abort would have
+	// given it, a conflict to retry, not a cancel it never asked for.
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == pgwire.CodeQueryCanceled {
+		if at := s.cancelAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < lateCancel {
+			s.cancelAt.Store(0)
+			return &pgwire.Error{Code: "40001", Message: "could not serialize access: the statement was cancelled for a transaction committed on another node (a late cancel of an earlier conflict); retry the transaction", Err: err}
+		}
+	}
 	return err
 }
+
+// lateCancel bounds how long after the applier cancelled a session's
+// statement a query cancel is taken for that one.
+const lateCancel = 5 * time.Second
 
 // beginBatch queues a transaction's BEGIN and, in the multi-master design,
 // its isolation level and snapshot read; beginResults reads their results.

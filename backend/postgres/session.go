@@ -138,9 +138,13 @@ type Session struct {
 	// is the GSN the transaction's snapshot reflects (snapOK: read).
 	use    sync.Mutex
 	doomed atomic.Pointer[pgwire.Error]
-	pid    uint32
-	snap   uint64
-	snapOK bool
+	// cancelAt: when the applier last cancelled the session's statement
+	// (Unix ns). The cancel is asynchronous: it may land on a later
+	// statement, after doomed was reported (abortedErr).
+	cancelAt atomic.Int64
+	pid      uint32
+	snap     uint64
+	snapOK   bool
 	// certifying: the session's COMMIT is capturing, rolling back and
 	// certifying (the applier does not abort it).
 	certifying atomic.Bool
