@@ -70,7 +70,7 @@ func Start(ctx context.Context, o Options, n int, name string) (*Env, error) {
 	if !o.KeepDir {
 		e.close = append(e.close, func() { os.RemoveAll(dir) })
 	}
-	text, err := clusterFile(o.Design, o.Backend, o.Engine, n, filepath.Join(dir, "run"), o.Superuser)
+	text, err := clusterFile(o, n, filepath.Join(dir, "run"))
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,14 @@ import (
 
 // WriteTable prints the medians: one line per mix and N.
 func (r *Report) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "scale-out of %s on %s, workload %s (scale %d), lab %s: EMULATED hosts on one machine\n", r.Design, r.Backend, r.Workload, r.Scale, r.Lab)
+	what := r.Design + " on " + r.Backend
+	if r.Engine != "" {
+		what += " (" + r.Engine + " engine)"
+	}
+	if r.ReadConsistency != "" {
+		what += ", read consistency " + r.ReadConsistency
+	}
+	fmt.Fprintf(w, "scale-out of %s, workload %s (scale %d), lab %s: EMULATED hosts on one machine\n", what, r.Workload, r.Scale, r.Lab)
 	fmt.Fprintf(w, "ramp-up %s, measured %s per run; medians over rounds; N = 1 is a standalone node; CPU in cores used (of the quota)\n\n", r.Rampup, r.Duration)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mix\tN\tclients\tX (tx/s)\tefficiency\tmean ms\tp90 ms\tnode CPU\tbusiest node\trouter CPU\tclient CPU\tmachine busy\trounds\t")

@@ -78,6 +78,10 @@ type Options struct {
 	// each measured window (quiesce.go).
 	NoQuiesce     bool
 	quiesceWarned bool
+	// ReadConsistency is the router's read_consistency at N > 1 (session,
+	// strong, bounded, eventual; "" is the router's default, session): what
+	// reading one's own writes costs on replicas is part of the figure.
+	ReadConsistency string
 	// MaxSteal: a measured window in which the hypervisor took more than
 	// this many cores from the machine (/proc/stat's steal) is measured
 	// again, up to StealRetries times; 0 keeps every window. On this
@@ -147,18 +151,20 @@ type Row struct {
 
 // Report is a whole sweep.
 type Report struct {
-	Design   string    `json:"design"`
-	Backend  string    `json:"backend"`
-	Engine   string    `json:"engine,omitempty"`
-	Workload string    `json:"workload"`
-	Scale    int       `json:"scale"`
-	Lab      string    `json:"lab"`
-	Emulated bool      `json:"emulated"`
-	Duration string    `json:"duration"`
-	Rampup   string    `json:"rampup"`
-	Started  time.Time `json:"started"`
-	Rows     []Row     `json:"rows"`
-	Points   []Point   `json:"points"`
+	Design  string `json:"design"`
+	Backend string `json:"backend"`
+	Engine  string `json:"engine,omitempty"`
+	// ReadConsistency is the router's at N > 1 ("" for its default).
+	ReadConsistency string    `json:"read_consistency,omitempty"`
+	Workload        string    `json:"workload"`
+	Scale           int       `json:"scale"`
+	Lab             string    `json:"lab"`
+	Emulated        bool      `json:"emulated"`
+	Duration        string    `json:"duration"`
+	Rampup          string    `json:"rampup"`
+	Started         time.Time `json:"started"`
+	Rows            []Row     `json:"rows"`
+	Points          []Point   `json:"points"`
 }
 
 func (o *Options) check() error {
@@ -167,6 +173,9 @@ func (o *Options) check() error {
 	}
 	if o.Backend != "sqlite" && o.Backend != "postgres" {
 		return fmt.Errorf("%w: --backend %q: use sqlite or postgres", ErrBadOption, o.Backend)
+	}
+	if o.ReadConsistency != "" && !slices.Contains(config.ReadConsistencies, o.ReadConsistency) {
+		return fmt.Errorf("%w: --read-consistency %q: use %s", ErrBadOption, o.ReadConsistency, strings.Join(config.ReadConsistencies, ", "))
 	}
 	switch o.Engine {
 	case "", config.EngineWriteset:
@@ -245,7 +254,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Exe = exe
 	}
-	rep := &Report{Design: o.Design, Backend: o.Backend, Engine: o.Engine, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
+	rep := &Report{Design: o.Design, Backend: o.Backend, Engine: o.Engine, ReadConsistency: o.ReadConsistency, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
 		Emulated: true, Duration: o.Duration.String(), Rampup: o.Rampup.String(), Started: time.Now().UTC()}
 	for r := 1; r <= o.Rounds; r++ {
 		for _, n := range o.Nodes {
@@ -499,7 +508,8 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // voter since the certifier runs there, and a witness for two), safeness
 // 2-safe-received with ack one and relaxed durability, manual failover (no
 // coordinator: its CPU would blur the figure).
-func clusterFile(design, backend, engine string, n int, runDir string, superuser bool) (string, error) {
+func clusterFile(o Options, n int, runDir string) (string, error) {
+	design, backend, engine, superuser := o.Design, o.Backend, o.Engine, o.Superuser
 	// Every address at once ("nodes[1].listen is already used by
 	// nodes[0].metrics" was seen when they were picked one at a time).
 	var ports cluster.Ports
@@ -534,6 +544,9 @@ func clusterFile(design, backend, engine string, n int, runDir string, superuser
 			return "", err
 		}
 		fmt.Fprintf(&b, "[router]\nlisten = %q\n", r)
+		if o.ReadConsistency != "" {
+			fmt.Fprintf(&b, "read_consistency = %q\n", o.ReadConsistency)
+		}
 	}
 	for i := 1; i <= n; i++ {
 		var a [3]string

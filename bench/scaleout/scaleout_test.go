@@ -82,7 +82,7 @@ func TestSummarise(t *testing.T) {
 // with a router; both parse.
 func TestClusterFile(t *testing.T) {
 	for _, n := range []int{1, 3} {
-		text, err := clusterFile("single-master", "sqlite", "", n, t.TempDir(), false)
+		text, err := clusterFile(Options{Design: "single-master", Backend: "sqlite"}, n, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestClusterFile(t *testing.T) {
 // durability), the config accepts it for PostgreSQL single-master, and
 // the options refuse it where it cannot run.
 func TestEngineOption(t *testing.T) {
-	text, err := clusterFile("single-master", "postgres", config.EnginePhysical, 3, t.TempDir(), true)
+	text, err := clusterFile(Options{Design: "single-master", Backend: "postgres", Engine: config.EnginePhysical, Superuser: true, ReadConsistency: "eventual"}, 3, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,10 +112,10 @@ func TestEngineOption(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
 	}
-	if !c.Physical() || strings.Contains(text, "durability") {
-		t.Errorf("physical %v, file:\n%s", c.Physical(), text)
+	if !c.Physical() || strings.Contains(text, "durability") || c.Router.ReadConsistency != "eventual" {
+		t.Errorf("physical %v, read consistency %q, file:\n%s", c.Physical(), c.Router.ReadConsistency, text)
 	}
-	text, err = clusterFile("single-master", "postgres", "", 2, t.TempDir(), true)
+	text, err = clusterFile(Options{Design: "single-master", Backend: "postgres", Superuser: true}, 2, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +145,11 @@ func TestEngineOption(t *testing.T) {
 	o.MaxSteal = -0.1
 	if err := o.check(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--max-steal") {
 		t.Errorf("--max-steal -0.1: %v", err)
+	}
+	o = base
+	o.ReadConsistency = "sometimes"
+	if err := o.check(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--read-consistency") {
+		t.Errorf("--read-consistency sometimes: %v", err)
 	}
 }
 

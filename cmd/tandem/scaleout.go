@@ -133,6 +133,7 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs.DurationVar(&o.Rampup, "rampup", 3*time.Second, "ramp-up before each measured window")
 	fs.DurationVar(&o.Duration, "duration", 15*time.Second, "measured window of each run")
 	fs.IntVar(&o.Rounds, "rounds", 1, "rounds (medians over them)")
+	fs.StringVar(&o.ReadConsistency, "read-consistency", "", "the router's read_consistency at N > 1: "+strings.Join(config.ReadConsistencies, ", ")+" (default: the router's, session)")
 	fs.StringVar(&labFlag, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, client=CORES, router=CORES, netns=true (see tandem up --lab)")
 	fs.BoolVar(&asJSON, "json", false, "print the report (every round and host) as JSON")
 	fs.StringVar(&csvFile, "csv", "", "also write the medians as CSV to this file")
