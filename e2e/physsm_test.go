@@ -144,7 +144,8 @@ type rywResult struct {
 // an autocommit INSERT (the primary), then at once a SELECT of that row
 // (routed to a replica by the session's read consistency, cons). A pair
 // is stale when the read does not see the row its own session committed.
-func writeThenRead(t *testing.T, dsn, cons string, sessions, pairs int, base int64) *rywResult {
+// Each session runs setup first.
+func writeThenRead(t *testing.T, dsn, cons string, sessions, pairs int, base int64, setup ...string) *rywResult {
 	t.Helper()
 	res := &rywResult{}
 	var wg sync.WaitGroup
@@ -160,9 +161,11 @@ func writeThenRead(t *testing.T, dsn, cons string, sessions, pairs int, base int
 				return
 			}
 			defer c.Close(context.Background())
-			if _, err := c.Exec(ctx, "SET tandem.read_consistency = "+cons); err != nil {
-				t.Errorf("session %d: SET tandem.read_consistency: %v", w, err)
-				return
+			for _, q := range append([]string{"SET tandem.read_consistency = " + cons}, setup...) {
+				if _, err := c.Exec(ctx, q); err != nil {
+					t.Errorf("session %d: %s: %v", w, q, err)
+					return
+				}
 			}
 			for i := 0; i < pairs; i++ {
 				id := base + int64(w)*100_000 + int64(i)
@@ -262,6 +265,17 @@ func TestPhysicalSingleMaster(t *testing.T) {
 		// up within read_wait, 1 s, which n2's 300 ms delay is not).
 		if r.onReplica.Load() < r.pairs.Load()*3/4 {
 			t.Errorf("only %d of %d reads ran on a replica", r.onReplica.Load(), r.pairs.Load())
+		}
+	})
+	t.Run("session/synchronous_commit=off", func(t *testing.T) {
+		// A commit made with synchronous_commit = off returns before it
+		// is flushed: the router must wait for the primary's insert
+		// position, not its flush position (router/lsn.go), else the
+		// 300 ms-late replica serves reads that miss it.
+		r := writeThenRead(t, s.DSN, "session", 4, 30, 5_000_000, "SET synchronous_commit = off")
+		t.Logf("session, synchronous_commit off: %d pairs, %d stale, %d read on a replica", r.pairs.Load(), r.stale.Load(), r.onReplica.Load())
+		if r.pairs.Load() != 120 || r.stale.Load() != 0 || r.onReplica.Load() < r.pairs.Load()*3/4 {
+			t.Errorf("read_consistency = session, synchronous_commit = off: %d of %d pairs stale, %d on a replica (want 120 pairs, 0 stale, most on a replica)", r.stale.Load(), r.pairs.Load(), r.onReplica.Load())
 		}
 	})
 	t.Run("eventual", func(t *testing.T) {

@@ -41,6 +41,55 @@ import (
 //     read; balancing happens per session (the first read's pick), as
 //     pgpool-II balances, instead of per transaction.
 
+// The queries that learn a session's commit position on the primary.
+// flushPositionQuery: the WAL flush position, which is past the end of
+// every commit record that was flushed before its COMMIT returned
+// (synchronous_commit local, on, remote_write, remote_apply: every
+// safeness level tandem sets), so past the session's last commit and
+// everything that commit could have seen, and which the primary's WAL
+// senders already stream (a replica reaches it within its replication
+// delay). Unless the session's synchronous_commit is off at the time of
+// the query: then, and for the cases lsnInsert and asyncCommit name, the
+// WAL insert position, which is past everything committed, flushed or
+// not, but also past WAL of transactions still running, that reaches a
+// replica only when a later commit or the WAL writer flushes it (measured:
+// waits of 10-50 ms on a replica of a busy primary, against a few ms).
+const (
+	flushPositionQuery  = "SELECT (CASE WHEN current_setting('synchronous_commit') = 'off' THEN pg_current_wal_insert_lsn() ELSE pg_current_wal_flush_lsn() END)::text"
+	insertPositionQuery = "SELECT pg_current_wal_insert_lsn()::text"
+)
+
+// noteAsyncCommit marks the session as one whose commits may be
+// asynchronous: it named synchronous_commit (SET, SET LOCAL, set_config,
+// a statement it prepared). Its commit positions are the primary's insert
+// position from then on.
+func (s *splitSession) noteAsyncCommit() {
+	s.mu.Lock()
+	s.asyncCommit = true
+	s.mu.Unlock()
+}
+
+// containsFold reports whether s contains sub (ASCII, sub lower case),
+// ignoring case, without allocating.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		j := 0
+		for ; j < len(sub); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != sub[j] {
+				break
+			}
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // errNoPrimaryConn: the session's commit position could not be asked of
 // the primary (its connection ended): the read runs on the primary.
 var errNoPrimaryConn = errors.New("no connection to the primary to learn the session's commit position")
@@ -81,11 +130,16 @@ func (s *splitSession) learnCommitLSN() error {
 	nc.expect = append(nc.expect, 'Z')
 	nc.waiter = ch
 	nc.capture, nc.got = true, ""
+	q := flushPositionQuery
+	if s.lsnInsert || s.asyncCommit {
+		q = insertPositionQuery
+	}
 	s.mu.Unlock()
-	nc.fr.AppendRaw(queryFrame("SELECT pg_current_wal_insert_lsn()::text"))
+	nc.fr.AppendRaw(queryFrame(q))
 	if err := nc.fr.Flush(); err != nil {
 		return err
 	}
+	s.rt.positions.Inc()
 	var err error
 	select {
 	case err = <-ch:
@@ -99,7 +153,7 @@ func (s *splitSession) learnCommitLSN() error {
 		var lsn uint64
 		if lsn, err = parseLSN(got); err == nil {
 			s.lastCommit = max(s.lastCommit, lsn)
-			s.lsnDirty = false
+			s.lsnDirty, s.lsnInsert = false, false
 		}
 	}
 	s.mu.Unlock()

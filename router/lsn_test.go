@@ -85,3 +85,26 @@ func TestFirstColumn(t *testing.T) {
 		}
 	}
 }
+
+// A session that names synchronous_commit, in any case and any form, is
+// found; other statements are not.
+func TestContainsFold(t *testing.T) {
+	for _, tc := range []struct {
+		q    string
+		want bool
+	}{
+		{"SET synchronous_commit = off", true},
+		{"set SYNCHRONOUS_COMMIT to 'off'", true},
+		{"SET LOCAL Synchronous_Commit = local", true},
+		{"SELECT set_config('synchronous_commit', 'off', true)", true},
+		{"synchronous_commit", true},
+		{"SELECT 1", false},
+		{"SET synchronous_standby_names = ''", false},
+		{"synchronous_commi", false},
+		{"", false},
+	} {
+		if got := containsFold(tc.q, "synchronous_commit"); got != tc.want {
+			t.Errorf("containsFold(%q) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+}

@@ -131,6 +131,11 @@ type Router struct {
 	ups   prometheus.Gauge
 	sess  prometheus.Counter
 	fail  prometheus.Counter
+	// waits: how long a replica took to show what a read needed (read
+	// consistency), by outcome; positions: the session commit positions
+	// asked of the primary (physical engine, lsn.go).
+	waits     *prometheus.HistogramVec
+	positions prometheus.Counter
 
 	// changed is closed at the next change of a node's role or health
 	// (under mu): sessions waiting for a new primary wake at once.
@@ -191,8 +196,13 @@ func New(cfg Config) *Router {
 	r.ups = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tandem_router_nodes_healthy", Help: "Nodes the router sees as healthy.", ConstLabels: labels})
 	r.sess = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_sessions_total", Help: "Client sessions opened through the router.", ConstLabels: labels})
 	r.fail = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_session_failures_total", Help: "Sessions that could not reach a node.", ConstLabels: labels})
+	r.waits = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "tandem_router_read_wait_seconds",
+		Help:        "Reads that asked a replica to wait until it had applied what the session's read consistency needs: the wait's duration, by outcome (applied: the replica ran the read; behind: it was still behind after read_wait, or the wait failed: single-master runs the read on the primary, multi-master refuses it).",
+		ConstLabels: labels, Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}}, []string{"outcome"})
+	r.positions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_commit_position_queries_total",
+		Help: "Physical engine, read consistency session: queries that asked the primary for a session's commit position (WAL insert LSN) before a read on a replica.", ConstLabels: labels})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail)
+		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail, r.waits, r.positions)
 	}
 	r.ups.Set(float64(len(cfg.Nodes)))
 	return r

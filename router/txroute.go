@@ -131,6 +131,13 @@ type splitSession struct {
 	// was learned (lsn.go).
 	lastCommit, lastRead uint64
 	lsnDirty             bool
+	// lsnInsert (Config.LSN, under mu): the next learned position must be
+	// the primary's insert position, not its flush position: the primary
+	// ran a read for the session (it may have seen a commit made with
+	// synchronous_commit = off, visible before it is flushed), or the
+	// session named synchronous_commit (its own commits may be
+	// asynchronous; sticky). lsn.go.
+	lsnInsert, asyncCommit bool
 	// stick (Config.LSN): the node the session's last read ran on (a
 	// replica or the primary), -1 before its first. At session
 	// consistency its reads stay there while it is a read candidate (a
@@ -843,6 +850,9 @@ func (s *splitSession) classifyBatch() request {
 		switch frame[0] {
 		case 'Q':
 			q := transient(body)
+			if s.rt.cfg.LSN && containsFold(q, "synchronous_commit") {
+				s.noteAsyncCommit()
+			}
 			cl := s.rt.cls.classify(q)
 			if len(b)+len(frame) == len(s.batch) && cl.setTxRO {
 				rq.setTxRO = true
@@ -851,7 +861,9 @@ func (s *splitSession) classifyBatch() request {
 		case 'P':
 			name, rest := cstringT(body)
 			q, _ := cstringT(rest)
-			_ = q
+			if s.rt.cfg.LSN && containsFold(q, "synchronous_commit") {
+				s.noteAsyncCommit()
+			}
 			if name == "" {
 				parsedUnnamed = true
 			} else {
@@ -1170,6 +1182,11 @@ func (s *splitSession) routeReq(d decision, first int) error {
 				// A write, or a read the primary ran: what it wrote or
 				// saw is learned before the next read on a replica.
 				s.lsnDirty = true
+				if want == routeReplica && !inTx {
+					// A read on its own (no commit of the session's
+					// orders what it saw): lsnInsert.
+					s.lsnInsert = true
+				}
 			}
 			if want == routeReplica && !inTx && target == picked {
 				// The primary too: a session that drew it for reads
@@ -1422,11 +1439,16 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 	if err := nc.fr.Flush(); err != nil {
 		return err
 	}
+	began := time.Now()
 	select {
 	case err := <-ch:
+		outcome := "applied"
 		if err == nil {
 			s.rt.noteApplied(nc.idx, need)
+		} else {
+			outcome = "behind"
 		}
+		s.rt.waits.WithLabelValues(outcome).Observe(time.Since(began).Seconds())
 		return err
 	case <-s.ctx.Done():
 		return s.ctx.Err()
