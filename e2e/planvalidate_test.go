@@ -74,7 +74,8 @@ type validateOut struct {
 		} `json:"inputs"`
 	} `json:"validations"`
 	Measured struct {
-		Rows []struct {
+		ReadConsistency string `json:"read_consistency"`
+		Rows            []struct {
 			N      int     `json:"n"`
 			Mix    string  `json:"mix"`
 			X      float64 `json:"x"`
@@ -128,6 +129,12 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	}
 	if !doc.Emulated || len(doc.Errors) > 0 {
 		t.Errorf("emulated %v, errors %v", doc.Emulated, doc.Errors)
+	}
+	// The model's read consistency: seed 003's single-master reads a
+	// replica's latest snapshot (eventual); multi-master needs session.
+	wantCons := map[string]string{"single-master": "eventual", "multi-master": "session"}[design]
+	if doc.Measured.ReadConsistency != wantCons {
+		t.Errorf("the sweep ran at read consistency %q, want %q for %s", doc.Measured.ReadConsistency, wantCons, design)
 	}
 	if len(doc.Profiles) != 1 || doc.Profiles[0].Profile.Mix != "r80w20" {
 		t.Fatalf("profiles: %+v", doc.Profiles)

@@ -101,7 +101,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.StringVar(&f.mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80); each has its own profile")
 	fs.StringVar(&f.lab, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, router=CORES, client=CORES (see tandem bench scaleout)")
 	fs.IntVar(&f.so.Rounds, "rounds", 1, "rounds of the sweep (medians over them)")
-	fs.StringVar(&f.so.ReadConsistency, "read-consistency", "eventual", "the router's read_consistency in the replicated profile and the sweep: eventual (reads on a node's latest snapshot without waiting: seed 003's GSI, what the model describes) or session (tandem's default for applications: a read after a write waits until its node has the write, a cost the model does not have), strong, bounded")
+	fs.StringVar(&f.so.ReadConsistency, "read-consistency", "", "the router's read_consistency in the replicated profile and the sweep (default: eventual for sm, session for mm): eventual runs a read on its replica's latest snapshot without waiting for the session's last write, as seed 003's single-master does (GSI), which the model describes; session (tandem's default for applications) makes a read after a write wait until its node has the write, round trips the model does not have; mm needs session: every node takes writes, and a session's next transaction must find its last one where it runs, as seed 003's clients bound to one replica did")
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
@@ -148,6 +148,13 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 	if f.certifierDelay < 0 {
 		return fmt.Errorf("--certifier-delay: %w: must be >= 0", errPlanFlag)
+	}
+	if o.ReadConsistency == "" {
+		o.ReadConsistency = "eventual"
+		if design == planner.MultiMaster {
+			o.ReadConsistency = "session"
+		}
+		f.so.ReadConsistency = o.ReadConsistency
 	}
 	if !slices.Contains(config.ReadConsistencies, o.ReadConsistency) {
 		return fmt.Errorf("--read-consistency %q: %w: use %s", o.ReadConsistency, errPlanFlag, strings.Join(config.ReadConsistencies, ", "))
@@ -373,7 +380,7 @@ func readConsistencySource(c string) string {
 	if c == "eventual" {
 		return "set: --read-consistency, the replicated profile's and the sweep's router: a read runs on its node's latest snapshot without waiting for the session's last write, as under seed 003's generalized snapshot isolation, which the model describes"
 	}
-	return "set: --read-consistency, the replicated profile's and the sweep's router: a read after a write first learns the session's commit position and waits until its node has it (round trips the model has no centre for; their cost is in the replicated profile's mix phase only, docs/planner.md)"
+	return "set: --read-consistency, the replicated profile's and the sweep's router: a transaction after a write waits until its node has the session's last commit (on the physical engine a round trip to the primary for its position and one to the replica; the model has no centre for them, their cost is in the replicated profile's mix phase only; docs/benchmarks.md \"What session consistency costs\")"
 }
 
 // profileReplicated profiles, for each mix, n1 of a fresh two-node cluster
