@@ -70,6 +70,9 @@ type Config struct {
 	// Policy is router.policy of a single-master cluster with the router
 	// in front ("": no router, clients on n1).
 	Policy string `json:"policy,omitempty"`
+	// ReadConsistency is router.read_consistency of such a cluster ("":
+	// the router's default, session; Options.ReadConsistency sets it).
+	ReadConsistency string `json:"read_consistency,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	// StandbyWeight is pgpool-II's backend_weight of the standby

@@ -84,6 +84,8 @@ type Params struct {
 	Lab string `json:"lab,omitempty"`
 	// Unix: the clients connected over Unix sockets (--unix).
 	Unix bool `json:"unix,omitempty"`
+	// ReadConsistency is tandem's routed configurations' (--read-consistency).
+	ReadConsistency string `json:"read_consistency,omitempty"`
 }
 
 // workload is the workload's name ("" is tm1).
@@ -486,6 +488,9 @@ func (r *Report) Print(w io.Writer) error {
 	fmt.Fprintf(&b, "ratios: tandem rows / %s, PostgreSQL rows / %s, same mix\n", TandemBaseline, PostgresBaseline)
 	if p.Unix {
 		b.WriteString("clients over Unix sockets (--unix): PostgreSQL's, HAProxy's, pgpool-II's and tandem's entry's\n")
+	}
+	if p.ReadConsistency != "" {
+		fmt.Fprintf(&b, "tandem's router at read_consistency = %s (--read-consistency)\n", p.ReadConsistency)
 	}
 	if p.Lab != "" {
 		fmt.Fprintf(&b, "emulated hosts (%s): each node or server its own CPU quota; CPU only, one disk, loopback; results are emulated\n", p.Lab)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tandemdb/tandem/config"
 )
@@ -484,5 +485,44 @@ func TestSuiteWorkloads(t *testing.T) {
 	}
 	if got := (Params{Workload: "tpcc", ScaleName: "warehouses", Subscribers: 2}).scaleText(); got != "warehouses=2" {
 		t.Errorf("TPC-C scale text %q", got)
+	}
+}
+
+// --read-consistency reaches the router of every routed configuration's
+// cluster file and no other; a level the router does not know is refused.
+func TestSweepReadConsistency(t *testing.T) {
+	port := 31000
+	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
+	routed := 0
+	for _, c := range Seed001Configs([]string{"postgres-physical"}, false) {
+		if c.Policy != "" {
+			c.ReadConsistency = "eventual"
+		}
+		text, err := clusterFile(c, t.TempDir(), addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := config.Parse(c.Name+".toml", []byte(text))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.Name, err, text)
+		}
+		if cc.Router == nil {
+			if strings.Contains(text, "read_consistency") {
+				t.Errorf("%s has no router but names a read consistency:\n%s", c.Name, text)
+			}
+			continue
+		}
+		routed++
+		if cc.Router.ReadConsistency != "eventual" {
+			t.Errorf("%s: router read_consistency %q, want eventual", c.Name, cc.Router.ReadConsistency)
+		}
+	}
+	if routed == 0 {
+		t.Fatal("no routed configuration in the suite")
+	}
+	configs, _ := SelectConfigs("standalone-relaxed")
+	o := Options{Subscribers: 10, Clients: 1, Duration: time.Second, Rounds: 1, Mixes: []string{"r80w20"}, Configs: configs, ReadConsistency: "sometimes"}
+	if err := o.validate(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--read-consistency") {
+		t.Errorf("validate with --read-consistency sometimes: %v", err)
 	}
 }

@@ -58,6 +58,12 @@ type Options struct {
 	// beside its front door (PostgreSQL's own, HAProxy's, pgpool-II's,
 	// tandem's unix_socket_dir) instead of TCP loopback.
 	Unix bool
+	// ReadConsistency (--read-consistency) is the router's read_consistency
+	// in every tandem configuration with a router ("" = its default,
+	// session: a read after a write waits until its replica has the write,
+	// which neither pgpool-II nor HAProxy offers; eventual is their
+	// guarantee).
+	ReadConsistency string
 	// Exe is the tandem binary that runs the nodes (default: this executable).
 	Exe string
 	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
@@ -91,6 +97,8 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: --duration must be > 0 (got %s)", ErrBadOption, o.Duration)
 	case o.Rounds <= 0:
 		return fmt.Errorf("%w: --rounds must be >= 1 (got %d)", ErrBadOption, o.Rounds)
+	case o.ReadConsistency != "" && !slices.Contains(config.ReadConsistencies, o.ReadConsistency):
+		return fmt.Errorf("%w: --read-consistency %q: use %s", ErrBadOption, o.ReadConsistency, strings.Join(config.ReadConsistencies, ", "))
 	case len(o.Mixes) == 0:
 		return fmt.Errorf("%w: --mixes: no mix", ErrBadOption)
 	case len(o.Configs) == 0:
@@ -213,7 +221,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	env := Environment{Hostname: host, CPUs: runtime.NumCPU(), GoMaxProcs: runtime.GOMAXPROCS(0),
 		GoVersion: runtime.Version(), LoadStart: loadAvg(), Tandem: o.TandemVersion}
 	params := Params{Subscribers: o.Subscribers, Clients: o.Clients, RampupS: o.Rampup.Seconds(), DurationS: o.Duration.Seconds(),
-		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite, Unix: o.Unix}
+		Mixes: o.Mixes, Rounds: o.Rounds, FlushInterval: flushInterval, Suite: o.Suite, Unix: o.Unix, ReadConsistency: o.ReadConsistency}
+	if o.ReadConsistency != "" {
+		cs := make([]Config, len(o.Configs))
+		for i, c := range o.Configs {
+			if c.Policy != "" {
+				c.ReadConsistency = o.ReadConsistency
+			}
+			cs[i] = c
+		}
+		o.Configs = cs
+	}
 	if o.workload() != "tm1" {
 		params.Workload, params.ScaleName = o.workload(), w.ScaleName()
 	}

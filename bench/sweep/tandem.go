@@ -66,7 +66,11 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "[router]\nlisten = %q\nmetrics = %q\npolicy = %q\n\n", listen, metrics, c.Policy)
+		fmt.Fprintf(&b, "[router]\nlisten = %q\nmetrics = %q\npolicy = %q\n", listen, metrics, c.Policy)
+		if c.ReadConsistency != "" {
+			fmt.Fprintf(&b, "read_consistency = %q\n", c.ReadConsistency)
+		}
+		b.WriteString("\n")
 	}
 	if c.InterNode != "" {
 		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
