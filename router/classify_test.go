@@ -134,6 +134,10 @@ func TestTandemSet(t *testing.T) {
 		{"RESET ALL", "all", "", true},
 		{"SET application_name = 'x'", "", "", false},
 		{"SHOW tandem.route", "", "", false},
+		// A multi-statement query: the first statement's setting.
+		{"SET tandem.read_consistency = eventual; INSERT INTO kv VALUES (1); SELECT count(*) FROM kv", "tandem.read_consistency", "eventual", true},
+		{"SET tandem.route TO primary ;SELECT 1", "tandem.route", "primary", true},
+		{"SELECT 1; SET tandem.route = primary", "", "", false},
 	} {
 		name, val, ok := tandemSet(tc.sql)
 		if name != tc.name || val != tc.val || ok != tc.ok {

@@ -1652,11 +1652,17 @@ func firstWord(q string) string {
 
 // tandemSet reads SET / RESET of the router's own settings,
 // tandem.route and tandem.read_consistency: the name, the value ("" for
-// RESET: the default), and false for any other statement.
+// RESET: the default), and false for any other statement. Only the
+// query's first statement counts: in "SET tandem.read_consistency =
+// eventual; INSERT ...; SELECT ..." the setting is the first one's (the
+// node runs all of them, the SET too).
 func tandemSet(q string) (name, val string, ok bool) {
 	w := firstWord(q)
 	if w != "SET" && w != "RESET" {
 		return "", "", false
+	}
+	if i := strings.IndexByte(q, ';'); i >= 0 {
+		q = q[:i]
 	}
 	f := strings.Fields(strings.ToLower(strings.TrimRight(strings.TrimSpace(q), "; \t\r\n")))
 	if len(f) < 2 {
