@@ -360,6 +360,20 @@ func TestPlanAlternates(t *testing.T) {
 
 // Every tandem configuration's cluster file is valid and says what the
 // configuration's name promises.
+// parsedClusterFile writes configuration c's cluster file and parses it.
+func parsedClusterFile(t *testing.T, c Config, addr func() (string, error)) (string, *config.Cluster) {
+	t.Helper()
+	text, err := clusterFile(c, t.TempDir(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := config.Parse(c.Name+".toml", []byte(text))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", c.Name, err, text)
+	}
+	return text, cc
+}
+
 func TestClusterFiles(t *testing.T) {
 	port := 20000
 	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
@@ -367,14 +381,7 @@ func TestClusterFiles(t *testing.T) {
 		if c.Family != FamilyTandem && c.Family != FamilyTandemPG {
 			continue
 		}
-		text, err := clusterFile(c, t.TempDir(), addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := config.Parse(c.Name+".toml", []byte(text))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.Name, err, text)
-		}
+		_, cc := parsedClusterFile(t, c, addr)
 		wantBackend := "sqlite"
 		if c.Family == FamilyTandemPG {
 			wantBackend = "postgres"

@@ -315,14 +315,7 @@ func TestSeed001ClusterFiles(t *testing.T) {
 			t.Errorf("configuration %s twice", c.Name)
 		}
 		seen[c.Name] = true
-		text, err := clusterFile(c, t.TempDir(), addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := config.Parse(c.Name+".toml", []byte(text))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.Name, err, text)
-		}
+		_, cc := parsedClusterFile(t, c, addr)
 		wantBackend, wantEngine := "sqlite", config.EngineWriteset
 		switch c.System {
 		case SystemTandemPostgres:
@@ -498,14 +491,7 @@ func TestSweepReadConsistency(t *testing.T) {
 		if c.Policy != "" {
 			c.ReadConsistency = "eventual"
 		}
-		text, err := clusterFile(c, t.TempDir(), addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cc, err := config.Parse(c.Name+".toml", []byte(text))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.Name, err, text)
-		}
+		text, cc := parsedClusterFile(t, c, addr)
 		if cc.Router == nil {
 			if strings.Contains(text, "read_consistency") {
 				t.Errorf("%s has no router but names a read consistency:\n%s", c.Name, text)
