@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -29,18 +30,27 @@ type applyFailure struct {
 
 func replStatus(t *testing.T, admin string) replView {
 	t.Helper()
+	st, err := tryReplStatus(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// tryReplStatus is replStatus for a node that may still be starting.
+func tryReplStatus(admin string) (replView, error) {
 	var st struct {
 		Repl replView `json:"replication"`
 	}
 	resp, err := http.Get("http://" + admin + "/status")
 	if err != nil {
-		t.Fatal(err)
+		return replView{}, err
 	}
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
+		return replView{}, fmt.Errorf("%s/status: %w", admin, err)
 	}
-	return st.Repl
+	return st.Repl, nil
 }
 
 // TestTempTablesNotReplicated: temporary tables, their rows, DROP of a
