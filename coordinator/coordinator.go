@@ -144,6 +144,11 @@ type Coordinator struct {
 	fwdIdle []*fwdConn // idle request connections to the leader
 
 	certQ chan *certCall // certifications waiting to be forwarded (cert.go)
+
+	// ready is closed once raft is set: the transport's layer serves
+	// members' forwarded requests from the moment it binds, before
+	// NewRaft returns (serveForward waits for it).
+	ready chan struct{}
 }
 
 // Start opens the stores, binds the raft address and joins the group;
@@ -157,7 +162,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM(), certQ: make(chan *certCall, 1024)}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger.With("component", "coordinator", "id", cfg.ID), fsm: newFSM(), certQ: make(chan *certCall, 1024), ready: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.met = newMetrics(c, cfg.Registerer)
 	registerCertMetrics(c, cfg.Registerer)
@@ -216,6 +221,7 @@ func Start(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: starting raft: %w", err)
 	}
 	c.raft = r
+	close(c.ready)
 	// A non-voter never bootstraps: the leader adds it (step).
 	if !has && !cfg.nonVoter() {
 		var servers []raft.Server
@@ -236,6 +242,7 @@ func Start(cfg Config) (*Coordinator, error) {
 }
 
 func (c *Coordinator) closeStores() {
+	c.cancel() // a forwarded request waiting for ready gives up
 	if c.transport != nil {
 		c.transport.Close()
 	}
@@ -633,6 +640,11 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 	defer conn.Close()
 	dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
 	from := peerOf(conn)
+	select {
+	case <-c.ready:
+	case <-c.ctx.Done():
+		return
+	}
 	for c.ctx.Err() == nil {
 		_ = conn.SetDeadline(time.Now().Add(forwardIdle))
 		var cmd Command
