@@ -321,6 +321,7 @@ func (e *Engine) RegisterAdmin(mux *http.ServeMux, token string, log *slog.Logge
 	opCtx := func(req *http.Request) (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.WithoutCancel(req.Context()), 10*time.Minute)
 	}
+	e.registerXact(mux, token, log)
 	mux.Handle("/admin/promote", post(func(w http.ResponseWriter, req *http.Request) {
 		q := req.URL.Query()
 		wait := 30 * time.Second

@@ -61,3 +61,21 @@ func TestLoadStateRefusesWritesetData(t *testing.T) {
 		})
 	}
 }
+
+func TestSwitchPoint(t *testing.T) {
+	hist := "1\t0/3000148\tno recovery target specified\n\n2\t0/5A0000A0\tno recovery target specified\n"
+	for _, c := range []struct {
+		tli  uint64
+		want uint64
+		ok   bool
+	}{
+		{1, 0x3000148, true},
+		{2, 0x5A0000A0, true},
+		{3, 0, false},
+	} {
+		got, ok := switchPoint(hist, c.tli)
+		if got != c.want || ok != c.ok {
+			t.Errorf("switchPoint(tli %d) = %X, %v; want %X, %v", c.tli, got, ok, c.want, c.ok)
+		}
+	}
+}

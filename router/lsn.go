@@ -216,3 +216,57 @@ func firstColumn(frame []byte) string {
 	}
 	return string(frame[11 : 11+int(n)])
 }
+
+// xactQuery is sent on the primary, inside a client's transaction, just
+// before its COMMIT when sessions survive a failover on the physical
+// engine: the transaction's id (NULL: none assigned, it wrote nothing),
+// the WAL insert position and the timeline. If the primary dies with the
+// COMMIT in flight, the new primary tells from them whether it committed
+// (physical/xact.go has the rule). Its answer is kept from the client.
+// It cannot fail, which would doom the client's transaction: every
+// function is the catalog's, schema-qualified, and on a server in
+// recovery the position and timeline are NULL.
+const xactQuery = "SELECT pg_catalog.pg_current_xact_id_if_assigned()::text, " +
+	"CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE pg_catalog.pg_current_wal_insert_lsn()::text END, " +
+	"CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_insert_lsn()), 1, 8) END"
+
+// xactRef is what xactQuery told of the transaction whose COMMIT is in
+// flight.
+type xactRef struct {
+	asked bool // xactQuery went with the COMMIT
+	known bool // and its answer arrived
+	xid   string
+	lsn   string
+	tli   string
+}
+
+// columns reads a DataRow frame's text columns ("" for NULL).
+func columns(frame []byte) []string {
+	if len(frame) < 7 {
+		return nil
+	}
+	n := int(binary.BigEndian.Uint16(frame[5:7]))
+	out := make([]string, 0, n)
+	b := frame[7:]
+	for i := 0; i < n && len(b) >= 4; i++ {
+		l := int32(binary.BigEndian.Uint32(b[:4]))
+		b = b[4:]
+		if l < 0 {
+			out = append(out, "")
+			continue
+		}
+		if int(l) > len(b) {
+			return out
+		}
+		out = append(out, string(b[:l]))
+		b = b[l:]
+	}
+	return out
+}
+
+// take records a DataRow of xactQuery's answer.
+func (x *xactRef) take(frame []byte) {
+	if c := columns(frame); len(c) == 3 {
+		x.xid, x.lsn, x.tli = c[0], c[1], c[2]
+	}
+}

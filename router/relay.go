@@ -104,6 +104,12 @@ type relay struct {
 	commitGSN uint64
 	ackSeen   bool
 	ccSeen    bool
+	// lsn (the physical engine): a COMMIT that begins a request goes with
+	// xactQuery; xact is its answer (under trackMu), swallowing the
+	// number of its answers still to keep from the client.
+	lsn        bool
+	xact       xactRef
+	swallowing atomic.Int32
 	// cur is the node and server connection the session is on now (for
 	// abandon, from the router's goroutines); untrack removes the session
 	// from the router's registry when it ends.
@@ -303,7 +309,10 @@ func (r *relay) clientToUpstream() error {
 				r.upMu.Unlock()
 				continue
 			}
-			r.track(typ, frame)
+			if r.track(typ, frame) {
+				r.upFr.AppendRaw(queryFrame(xactQuery))
+				r.swallowing.Add(1)
+			}
 		}
 		var werr error
 		if len(frame) >= pgwire.OwnedFrameBytes {
@@ -326,13 +335,17 @@ func (r *relay) clientToUpstream() error {
 }
 
 // track notes what a client message sets up and what it leaves in flight
-// (survive; under upMu).
-func (r *relay) track(typ byte, frame []byte) {
+// (survive; under upMu). It reports whether xactQuery goes before the
+// message: a COMMIT that begins a request inside a transaction, on the
+// physical engine.
+func (r *relay) track(typ byte, frame []byte) (xact bool) {
 	r.mem.remember(typ, frame)
 	r.trackMu.Lock()
 	defer r.trackMu.Unlock()
-	if r.pendingSyncs == 0 && !r.unsynced {
+	begins := r.pendingSyncs == 0 && !r.unsynced
+	if begins {
 		r.ackSeen, r.ccSeen = false, false // a new request begins
+		r.xact = xactRef{}
 	}
 	switch typ {
 	case 'Q':
@@ -341,6 +354,7 @@ func (r *relay) track(typ byte, frame []byte) {
 		r.unsynced = false
 		if isCommit(q) {
 			r.commitPending = true
+			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
 	case 'S':
 		r.pendingSyncs++
@@ -349,12 +363,15 @@ func (r *relay) track(typ byte, frame []byte) {
 		_, rest := cstring(frame[5:])
 		if q, _ := cstring(rest); isCommit(q) {
 			r.commitPending = true
+			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
 		r.unsynced = true
 	case 'H':
 	default:
 		r.unsynced = true
 	}
+	r.xact.asked = r.xact.asked || xact
+	return xact
 }
 
 // absorb answers, without the server, a client message that belongs to
@@ -418,6 +435,7 @@ func (r *relay) moveSession(cause error) bool {
 	}
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
 	r.cur.Store(&upstreamNow{node: nr.up.Node, conn: nr.conn})
+	r.swallowing.Store(0) // an answer to xactQuery the old connection never gave
 	status := byte(r.txStatus.Load())
 	wasTx := status != 'I'
 	r.txStatus.Store('I')
@@ -459,7 +477,11 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 	msgs := inFlightAnswer(old, status, autocommit, r.ccSeen, r.ackSeen, func() (string, bool, error) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		defer cancel()
-		applied, err := committedOn(ctx, r.up, r.tag, r.commitGSN)
+		var x *xactRef
+		if r.lsn {
+			x = &r.xact
+		}
+		applied, err := committedOn(ctx, r.up, r.tag, r.commitGSN, x)
 		return r.up.Node, applied, err
 	}, r.log)
 	r.wmu.Lock()
@@ -541,6 +563,19 @@ func (r *relay) upstreamToClient() error {
 			r.fatal(lostError(r.up.Node))
 			c.Conn.Close()
 			return err
+		}
+		if r.swallowing.Load() > 0 {
+			// xactQuery's answer: kept from the client.
+			r.trackMu.Lock()
+			switch typ {
+			case 'D':
+				r.xact.take(frame)
+				r.xact.known = true
+			case 'Z':
+				r.swallowing.Add(-1)
+			}
+			r.trackMu.Unlock()
+			continue
 		}
 		if r.survive && typ == 'S' && r.tag != "" {
 			name, rest := cstringT(frame[5:])

@@ -323,6 +323,7 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 		rl.readTimeout = r.cfg.MessageReadTimeout
 		if survive {
 			rl.survive, rl.pick, rl.changes, rl.mem = true, r.primary, r.changes, &sessionMemory{}
+			rl.lsn = r.cfg.LSN
 			rl.untrack = func() { r.track(rl, false) }
 			r.track(rl, true)
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -280,14 +281,69 @@ func newSessionTag() string {
 
 // ErrNoSessionIndex: the node keeps no index of its sessions' commits
 // (the physical engine: PostgreSQL commits, nothing tags them), so the
-// outcome of a COMMIT in flight at a failover cannot be asked: 08007.
+// outcome of a statement in flight at a failover cannot be asked by the
+// session's tag: 08007 (a COMMIT is asked about by its transaction:
+// xactCommittedOn).
 var ErrNoSessionIndex = errors.New("the node keeps no session index (physical engine): the outcome cannot be asked")
 
+// errCannotAsk: asking again will not tell the outcome.
+var errCannotAsk = errors.New("the outcome cannot be told")
+
+// xactCommittedOn asks the physical engine's node up whether the
+// transaction x describes committed in its history (physical/xact.go).
+// A transaction that was assigned no id wrote nothing: its COMMIT cannot
+// have lost anything.
+func xactCommittedOn(ctx context.Context, up Upstream, x xactRef) (bool, error) {
+	switch {
+	case !x.asked:
+		return false, fmt.Errorf("node %s: %w", up.Node, ErrNoSessionIndex)
+	case !x.known:
+		return false, fmt.Errorf("%w: the answer naming the transaction did not arrive before the connection ended", errCannotAsk)
+	case x.xid == "":
+		return true, nil
+	case x.lsn == "" || x.tli == "":
+		return false, fmt.Errorf("%w: the transaction ran on a server in recovery", errCannotAsk)
+	}
+	q := url.Values{"xid": {x.xid}, "lsn": {x.lsn}, "tli": {x.tli}}
+	u := strings.TrimSuffix(up.AdminURL, "/status") + "/xact?" + q.Encode()
+	cl := &http.Client{Timeout: 3 * time.Second}
+	if up.AdminTLS != nil {
+		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if up.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+up.AdminToken)
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Committed bool   `json:"committed"`
+		Role      string `json:"role"`
+		Error     string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return false, fmt.Errorf("node %s: /xact: HTTP %d: %w", up.Node, resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		// The primary answered that it cannot tell (physical/xact.go).
+		return false, fmt.Errorf("%w: node %s: %s", errCannotAsk, up.Node, v.Error)
+	}
+	return v.Committed, nil
+}
+
 // committedOn asks node up whether it holds a commit of the session
-// tagged tag after GSN after: true (applied), false (not), or an error (unknown).
-func committedOn(ctx context.Context, up Upstream, tag string, after uint64) (bool, error) {
+// tagged tag after GSN after: true (applied), false (not), or an error
+// (unknown). On the physical engine (x non-nil) it asks instead about the
+// transaction xactQuery described.
+func committedOn(ctx context.Context, up Upstream, tag string, after uint64, x *xactRef) (bool, error) {
 	if up.AdminURL == "" || !strings.HasSuffix(up.AdminURL, "/status") {
 		return false, errors.New("no admin address to ask")
+	}
+	if x != nil {
+		return xactCommittedOn(ctx, up, *x)
 	}
 	url := strings.TrimSuffix(up.AdminURL, "/status") + "/session?tag=" + tag
 	cl := &http.Client{Timeout: 3 * time.Second}

@@ -153,6 +153,11 @@ type splitSession struct {
 	commitPending, ackSeen, ccSeen, resolving bool
 	commitBase                                uint64
 	toPrimary                                 bool // the request went to the primary
+	// The physical engine (Config.LSN): xactNext, a COMMIT that begins a
+	// request inside a transaction is about to be sent: xactQuery goes
+	// before it on the primary (sendXact); xact is its answer.
+	xactNext bool
+	xact     xactRef
 
 	// client goroutine only; rl reads the client and holds the client
 	// write lock (rl.wmu)
@@ -428,6 +433,16 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 // up to its Sync, and the client is told why.
 func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
 	switch nc.expect[0] {
+	case 'X':
+		// xactQuery's answer (sendXact).
+		switch typ {
+		case 'D':
+			s.xact.take(frame)
+			s.xact.known = true
+		case 'Z':
+			nc.expect = nc.expect[1:]
+		}
+		return true
 	case 'Z':
 		if typ == 'E' && nc.werr == nil {
 			nc.werr = errorFrom(frame)
@@ -540,6 +555,11 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	s.mu.Lock()
 	ccSeen, ackSeen, base := s.ccSeen, s.ackSeen, s.commitBase
+	var x *xactRef
+	if s.rt.cfg.LSN {
+		xr := s.xact
+		x = &xr
+	}
 	s.mu.Unlock()
 	now := ""
 	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', ccSeen, ackSeen, func() (string, bool, error) {
@@ -556,13 +576,13 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 			up, st := s.rt.primary()
 			if st.Healthy {
 				ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
-				applied, err := committedOn(ctx, up, s.tag, base)
+				applied, err := committedOn(ctx, up, s.tag, base, x)
 				cancel()
 				if err == nil {
 					now = up.Node
 					return now, applied, nil
 				}
-				if errors.Is(err, ErrNoSessionIndex) {
+				if errors.Is(err, ErrNoSessionIndex) || errors.Is(err, errCannotAsk) {
 					// Asking again will not help (08007 at once).
 					return up.Node, false, err
 				}
@@ -705,6 +725,7 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 	}
 	s.track(typ, frame)
 	s.mu.Unlock()
+	s.sendXact(nc)
 	if typ == 'B' || typ == 'D' {
 		s.replayFor(nc, typ, frame[5:])
 	}
@@ -723,22 +744,27 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 // that may commit there (a COMMIT, or anything outside a transaction): if
 // the primary dies with it in flight, lost() finds out what became of it.
 func (s *splitSession) track(typ byte, frame []byte) {
-	if s.pending == 0 && !s.unsynced {
+	begins := s.pending == 0 && !s.unsynced
+	if begins {
 		// A new request begins.
 		s.ackSeen, s.ccSeen, s.commitBase = false, false, s.lastCommit
 		s.commitPending = s.txStatus == 'I'
 		s.toPrimary = s.cur >= 0 && s.cur == s.rt.primaryIndex()
+		s.xact = xactRef{}
 	}
+	commit := false
 	switch typ {
 	case 'Q':
-		if q, _ := cstringT(frame[5:]); isCommit(q) {
-			s.commitPending = true
-		}
+		q, _ := cstringT(frame[5:])
+		commit = isCommit(q)
 	case 'P':
 		_, rest := cstringT(frame[5:])
-		if q, _ := cstringT(rest); isCommit(q) {
-			s.commitPending = true
-		}
+		q, _ := cstringT(rest)
+		commit = isCommit(q)
+	}
+	if commit {
+		s.commitPending = true
+		s.xactNext = begins && s.txStatus == 'T' && s.rt.cfg.LSN && s.rt.cfg.Survive
 	}
 	switch typ {
 	case 'Q', 'S':
@@ -751,6 +777,26 @@ func (s *splitSession) track(typ byte, frame []byte) {
 	default:
 		s.unsynced = true
 	}
+}
+
+// sendXact puts xactQuery on nc ahead of the COMMIT track marked
+// (xactNext), if nc is the primary's connection: its answer is swallowed
+// into s.xact (swallowed, 'X').
+func (s *splitSession) sendXact(nc *nodeConn) {
+	s.mu.Lock()
+	if !s.xactNext {
+		s.mu.Unlock()
+		return
+	}
+	s.xactNext = false
+	if nc.idx != s.rt.primaryIndex() {
+		s.mu.Unlock()
+		return
+	}
+	s.xact.asked = true
+	nc.expect = append(nc.expect, 'X')
+	s.mu.Unlock()
+	nc.fr.AppendRaw(queryFrame(xactQuery))
 }
 
 // absorb answers, without a node, messages that belong to lost work: a
@@ -1205,6 +1251,7 @@ func (s *splitSession) routeReq(d decision, first int) error {
 			b = b[n:]
 		}
 		s.mu.Unlock()
+		s.sendXact(nc)
 		for b := s.batch; len(b) >= 5; {
 			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
 			frame := b[:n]

@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/config"
+)
+
+// TestPhysicalCommitInFlight: on the physical engine, a COMMIT in flight
+// when the primary is SIGKILLed is resolved by asking the new primary
+// (design.md guarantee 7), not answered 08007: one that never finished
+// (a deferred trigger still sleeping) gets 40001 and is not there; one
+// whose commit record reached the standby (replay paused there, so the
+// 2-safe-visible COMMIT waited for it) but whose answer was lost gets
+// COMMIT, and its row is there. The second happens on the third timeline,
+// so the new primary finds the transaction's timeline two steps back in
+// its history. Both designs: hot-standby sessions ride the router's
+// relay, single-master ones its transaction routing (a replica serves
+// reads).
+func TestPhysicalCommitInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	for _, design := range []string{"hot-standby", "single-master"} {
+		t.Run(design, func(t *testing.T) { testPhysicalCommitInFlight(t, design) })
+	}
+}
+
+func testPhysicalCommitInFlight(t *testing.T, design string) {
+	h := physicalHS(t, "2-safe-visible", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.file, []byte(strings.Replace(string(b), "design = \"hot-standby\"", "design = \""+design+"\"", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Design != design {
+		t.Fatalf("design %q, want %q", cfg.Design, design)
+	}
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
+	p.waitStreaming("n1", "n2")
+	ctx := context.Background()
+	setup := connect(t, h.dsn(h.router))
+	for _, q := range []string{
+		"CREATE TABLE slow (id int PRIMARY KEY)",
+		// A COMMIT that inserted a negative id sleeps in its deferred
+		// trigger: in flight for as long as the test needs.
+		"CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(60); RETURN NULL; END$$",
+		"CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON slow DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.id < 0) EXECUTE FUNCTION slow_commit()",
+	} {
+		if _, err := setup.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	setup.Close(ctx)
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
+
+	// commitInFlight runs BEGIN; INSERT id; COMMIT through the router and
+	// kills node victim once the COMMIT has been waiting a second.
+	c := connect(t, h.dsn(h.router))
+	defer c.Close(ctx)
+	// The COMMIT goes in the simple protocol (psql, psycopg, pgx) or the
+	// extended one (JDBC: Parse, Bind, Execute, Sync).
+	commitInFlight := func(id int, victim string, extended bool) error {
+		t.Helper()
+		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO slow VALUES ($1)", id); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+			defer cancel()
+			if extended {
+				done <- c.PgConn().ExecParams(cctx, "COMMIT", nil, nil, nil, nil).Read().Err
+				return
+			}
+			_, err := c.Exec(cctx, "COMMIT")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			t.Fatalf("the COMMIT of %d returned before the kill: %v", id, err)
+		case <-time.After(time.Second):
+		}
+		h.kill(victim)
+		return <-done
+	}
+	count := func(id int) int {
+		t.Helper()
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM slow WHERE id = $1", id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// 1. The COMMIT never finished on n1.
+	err = commitInFlight(-1, "n1", true)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("a COMMIT that never finished on the killed primary: %v, want SQLSTATE 40001 (resolved: it did not take effect)", err)
+	}
+	t.Logf("unfinished COMMIT: %s: %s", pe.Code, pe.Message)
+	if n := count(-1); n != 0 {
+		t.Fatalf("the unfinished transaction's row is on the new primary (%d)", n)
+	}
+	if s := p.status("n2"); s.Physical.Role != "primary" || s.Physical.Epoch != 2 {
+		t.Fatalf("n2 after the failover: %+v", s.Physical)
+	}
+
+	// 2. n1 comes back as n2's standby; its replay is paused, so a
+	// 2-safe-visible COMMIT waits for it with its commit record already
+	// there.
+	h.start("n1")
+	p.waitStreaming("n2", "n1")
+	waitCoordinated(t, h.admin["n2"], "n2", "n1")
+	n1, _ := cfg.Node("n1")
+	_, port, _ := net.SplitHostPort(n1.Repl)
+	su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n1.DataDir, "physical"), port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := su.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	su.Close(ctx)
+	if err := commitInFlight(2, "n2", false); err != nil {
+		t.Fatalf("a COMMIT whose record reached the standby that took over: %v, want COMMIT (resolved: it took effect)", err)
+	}
+	if n := count(2); n != 1 {
+		t.Fatalf("the committed row 2 is not on the new primary (%d)", n)
+	}
+	if s := p.status("n1"); s.Physical.Role != "primary" || s.Physical.Epoch != 3 {
+		t.Fatalf("n1 after the second failover: %+v", s.Physical)
+	}
+}
