@@ -67,6 +67,8 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		// trigger: in flight for as long as the test needs.
 		"CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN PERFORM pg_sleep(60); RETURN NULL; END$$",
 		"CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON slow DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.id < 0) EXECUTE FUNCTION slow_commit()",
+		// A plain SELECT (no function call in its text) that runs long.
+		"CREATE VIEW slow_read AS SELECT 1 AS s FROM pg_sleep(60)",
 	} {
 		if _, err := setup.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
@@ -117,13 +119,36 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		return n
 	}
 
-	// 1. The COMMIT never finished on n1.
+	// 1. The COMMIT never finished on n1; another session's plain SELECT
+	// was running there too.
+	r := connect(t, h.dsn(h.router))
+	defer r.Close(ctx)
+	if design == "single-master" {
+		// Its reads would go to the replica.
+		if _, err := r.Exec(ctx, "SET tandem.route = primary"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		var s int
+		rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		readDone <- r.QueryRow(rctx, "SELECT s FROM slow_read").Scan(&s)
+	}()
 	err = commitInFlight(-1, "n1", true)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "40001" {
 		t.Fatalf("a COMMIT that never finished on the killed primary: %v, want SQLSTATE 40001 (resolved: it did not take effect)", err)
 	}
 	t.Logf("unfinished COMMIT: %s: %s", pe.Code, pe.Message)
+	if err := <-readDone; !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("a plain SELECT in flight at the failover: %v, want SQLSTATE 40001 (it changed nothing: retry)", err)
+	}
+	var one int
+	if err := r.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+		t.Fatalf("the reading session after the failover: %v", err)
+	}
 	if n := count(-1); n != 0 {
 		t.Fatalf("the unfinished transaction's row is on the new primary (%d)", n)
 	}

@@ -153,3 +153,21 @@ func BenchmarkClassifyFast(b *testing.B) {
 		c.classify("SELECT abalance FROM pgbench_accounts WHERE aid = 12345;")
 	}
 }
+
+func TestQuotedTandemSet(t *testing.T) {
+	for _, c := range []struct{ q, want string }{
+		{"SET tandem.route = primary", "SET tandem.route = 'primary'"},
+		{"set tandem.route to 'replica'", "SET tandem.route = 'replica'"},
+		{"SET tandem.read_consistency = eventual; INSERT INTO t VALUES (1)", "SET tandem.read_consistency = 'eventual'; INSERT INTO t VALUES (1)"},
+		{"RESET tandem.route", ""},
+		{"RESET ALL", ""},
+	} {
+		name, val, ok := tandemSet(c.q)
+		if !ok {
+			t.Fatalf("tandemSet(%q) not recognised", c.q)
+		}
+		if got := quotedTandemSet(c.q, name, val); got != c.want {
+			t.Errorf("quotedTandemSet(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}

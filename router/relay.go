@@ -110,6 +110,9 @@ type relay struct {
 	lsn        bool
 	xact       xactRef
 	swallowing atomic.Int32
+	// reqRead: every statement the request in flight runs is a plain
+	// SELECT (fastRead); unnamedRead: the unnamed statement is one.
+	reqRead, unnamedRead bool
 	// cur is the node and server connection the session is on now (for
 	// abandon, from the router's goroutines); untrack removes the session
 	// from the router's registry when it ends.
@@ -346,12 +349,14 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 	if begins {
 		r.ackSeen, r.ccSeen = false, false // a new request begins
 		r.xact = xactRef{}
+		r.reqRead = true // until a message of it is not a plain SELECT
 	}
 	switch typ {
 	case 'Q':
 		q, _ := cstring(frame[5:])
 		r.pendingSyncs++
 		r.unsynced = false
+		r.reqRead = r.reqRead && fastRead(q)
 		if isCommit(q) {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
@@ -360,14 +365,32 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 		r.pendingSyncs++
 		r.unsynced = false
 	case 'P':
-		_, rest := cstring(frame[5:])
-		if q, _ := cstring(rest); isCommit(q) {
+		name, rest := cstring(frame[5:])
+		q, _ := cstring(rest)
+		if isCommit(q) {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
+		read := fastRead(q)
+		r.reqRead = r.reqRead && read
+		if name == "" {
+			r.unnamedRead = read
+		}
+		r.unsynced = true
+	case 'B':
+		_, rest := cstring(frame[5:])
+		stmt, _ := cstring(rest)
+		read := r.unnamedRead
+		if stmt != "" {
+			read = r.mem.plainSelect(stmt)
+		}
+		r.reqRead = r.reqRead && read
 		r.unsynced = true
 	case 'H':
+	case 'E', 'D', 'C':
+		r.unsynced = true
 	default:
+		r.reqRead = false
 		r.unsynced = true
 	}
 	r.xact.asked = r.xact.asked || xact
@@ -474,7 +497,7 @@ func (r *relay) moveSession(cause error) bool {
 // resolveCommit answers the one COMMIT that was in flight when the
 // session's node died (under upMu and trackMu): see inFlightAnswer.
 func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
-	msgs := inFlightAnswer(old, status, autocommit, r.ccSeen, r.ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(old, status, autocommit, r.reqRead, r.ccSeen, r.ackSeen, func() (string, bool, error) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		defer cancel()
 		var x *xactRef
@@ -499,6 +522,9 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 //
 //   - The CommandComplete was already relayed (ccSeen): it committed;
 //     only the ReadyForQuery is missing.
+//   - A plain SELECT outside a transaction (readOnly: no function call,
+//     no locking clause, router/classify.go) changed nothing: 40001,
+//     retry it (on the physical engine nothing else could tell).
 //   - The node reported the commit's GSN (ackSeen): COMMIT.
 //   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
 //   - Otherwise ask (the primary now, for the session's highest GSN;
@@ -507,7 +533,7 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 //     not past it, it was not (40001: retry), unless the primary is the
 //     node whose connection ended (it lives: the commit may still be
 //     finishing there, 08007); unknown, 08007.
-func inFlightAnswer(old string, status byte, autocommit, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
+func inFlightAnswer(old string, status byte, autocommit, readOnly, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
 	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
 	committedUnknownTag := func() pgproto3.BackendMessage {
 		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
@@ -517,6 +543,10 @@ func inFlightAnswer(old string, status byte, autocommit, ccSeen, ackSeen bool, a
 	switch {
 	case ccSeen:
 		return nil
+	case readOnly && autocommit:
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
+			Message: fmt.Sprintf("tandem: node %s failed while this read-only statement ran; it changed nothing", old),
+			Hint:    "retry it", Err: ErrFailover})}
 	case ackSeen && autocommit:
 		return []pgproto3.BackendMessage{committedUnknownTag()}
 	case ackSeen:

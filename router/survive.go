@@ -163,6 +163,20 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 	}
 }
 
+// plainSelect reports whether the prepared statement name is a plain
+// SELECT (fastRead).
+func (m *sessionMemory) plainSelect(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, ok := m.parses[name]
+	if !ok || len(p) < 5 {
+		return false
+	}
+	_, rest := cstring(p[5:])
+	q, _ := cstring(rest)
+	return fastRead(q)
+}
+
 // replay sets a new server connection up as the old one was: settings
 // first, then the prepared statements. An error of one (a setting the new
 // server refuses) is logged and skipped.

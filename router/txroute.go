@@ -158,6 +158,8 @@ type splitSession struct {
 	// before it on the primary (sendXact); xact is its answer.
 	xactNext bool
 	xact     xactRef
+	// reqRead: the request routeReq sent last is reads only (classRead).
+	reqRead bool
 
 	// client goroutine only; rl reads the client and holds the client
 	// write lock (rl.wmu)
@@ -554,7 +556,7 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 // the primary that took over (waiting up to rerouteWait for one).
 func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	s.mu.Lock()
-	ccSeen, ackSeen, base := s.ccSeen, s.ackSeen, s.commitBase
+	ccSeen, ackSeen, base, reqRead := s.ccSeen, s.ackSeen, s.commitBase, s.reqRead
 	var x *xactRef
 	if s.rt.cfg.LSN {
 		xr := s.xact
@@ -562,7 +564,7 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	}
 	s.mu.Unlock()
 	now := ""
-	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', ccSeen, ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', reqRead, ccSeen, ackSeen, func() (string, bool, error) {
 		deadline := time.Now().Add(rerouteWait)
 		var last error
 		for time.Now().Before(deadline) && s.ctx.Err() == nil {
@@ -1054,6 +1056,9 @@ func (s *splitSession) decide(complete bool) (d decision, done bool, err error) 
 			if err := s.applyTandemSet(name, val); err != nil {
 				return d, true, s.refuseSetting(err)
 			}
+			if q := quotedTandemSet(string(transient(s.batch[5:])), name, val); q != "" {
+				s.batch = append(s.batch[:0], queryFrame(q)...)
+			}
 		}
 	}
 	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly {
@@ -1245,6 +1250,7 @@ func (s *splitSession) routeReq(d decision, first int) error {
 		}
 		// Count the request in flight before sending it: if the
 		// connection ends now, lost() answers it.
+		s.reqRead = d.rq.class == classRead
 		for b := s.batch; len(b) >= 5; {
 			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
 			s.track(b[0], b[:n])
@@ -1738,6 +1744,23 @@ func tandemSet(q string) (name, val string, ok bool) {
 		rest[0] = strings.TrimPrefix(rest[0], "=")
 	}
 	return name, strings.Trim(strings.Join(rest, " "), `'"`), true
+}
+
+// quotedTandemSet is the text a SET of a tandem.* setting goes on to the
+// node with, its value quoted: a node on the physical engine hands it to
+// PostgreSQL, whose grammar refuses a reserved word such as primary as a
+// bare value (42601); quoted, PostgreSQL keeps it as a placeholder
+// setting for SHOW. The rest of a multi-statement text follows unchanged.
+// "" leaves the text as it is (RESET, or nothing to quote).
+func quotedTandemSet(q, name, val string) string {
+	if name == "all" || val == "" || firstWord(q) != "SET" {
+		return ""
+	}
+	rest := ""
+	if i := strings.IndexByte(q, ';'); i >= 0 {
+		rest = q[i:]
+	}
+	return "SET " + name + " = '" + strings.ReplaceAll(val, "'", "''") + "'" + rest
 }
 
 // applyTandemSet takes a SET / RESET of tandem.route or
