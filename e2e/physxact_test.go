@@ -124,9 +124,28 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 	r := connect(t, h.dsn(h.router))
 	defer r.Close(ctx)
 	if design == "single-master" {
-		// Its reads would go to the replica.
+		// Its reads would go to the replica. (The router hands the SET on
+		// to PostgreSQL quoted: bare, primary is a reserved word there;
+		// inside a transaction too.)
+		tx, err := r.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "CREATE TEMP TABLE here (i int)"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SET tandem.route = primary"); err != nil {
+			t.Fatalf("SET tandem.route inside a transaction: %v", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := r.Exec(ctx, "SET tandem.route = primary"); err != nil {
 			t.Fatal(err)
+		}
+		var rt string
+		if err := r.QueryRow(ctx, "SHOW tandem.route").Scan(&rt); err != nil || rt != "primary" {
+			t.Fatalf("SHOW tandem.route = %q (%v)", rt, err)
 		}
 	}
 	readDone := make(chan error, 1)

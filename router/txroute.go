@@ -684,6 +684,13 @@ func (s *splitSession) clientMsg(typ byte, frame []byte) (stop bool, err error) 
 	s.mu.Unlock()
 	if direct && s.batch == nil {
 		// Inside a request or a transaction: where it runs.
+		if typ == 'Q' {
+			if name, val, ok := tandemSet(transient(frame[5:])); ok {
+				if q := quotedTandemSet(string(transient(frame[5:])), name, val); q != "" {
+					frame = queryFrame(q)
+				}
+			}
+		}
 		s.remember(typ, frame, cur)
 		return false, s.send(cur, typ, frame)
 	}
