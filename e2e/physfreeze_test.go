@@ -30,12 +30,7 @@ func TestPhysicalFreezeThaw(t *testing.T) {
 		t.Skip("fault test")
 	}
 	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"5s\"\nack_timeout = \"2s\"\n", true)
-	h.start("witness")
-	h.start("n1")
-	h.start("n2")
-	h.start("router")
-	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
-	p.waitStreaming("n1", "n2")
+	p := h.startCoordinatedPair()
 	createTestTable(t, h.dsn(h.router))
 	adm := newAdmins(t, h.file, nil)
 	adm.waitState(t, "n1", 30*time.Second, "n1 the primary of epoch 1 holding the lease", func(s nodeState) bool {

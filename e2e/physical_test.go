@@ -503,6 +503,20 @@ func TestPhysicalPromoteAfterCrash(t *testing.T) {
 // physicalHS is the writeset tests' hot-standby file (hsCluster: nodes
 // started one by one) on the physical engine, with the nodes' and servers'
 // logs printed when the test fails.
+// startCoordinatedPair starts a physicalHS cluster made with coordinated
+// = true (the witness, n1 the primary, n2, the router) and waits until n2
+// streams from n1.
+func (h *hsCluster) startCoordinatedPair() *physPair {
+	h.t.Helper()
+	h.start("witness")
+	h.start("n1")
+	h.start("n2")
+	h.start("router")
+	p := &physPair{t: h.t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
+	p.waitStreaming("n1", "n2")
+	return p
+}
+
 func physicalHS(t *testing.T, safeness, extra string, coordinated bool) *hsCluster {
 	t.Helper()
 	h := writeHSFile(t, "postgres", safeness, "strict", extra, coordinated)
@@ -807,12 +821,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 		t.Skip("fault test")
 	}
 	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
-	h.start("witness")
-	h.start("n1")
-	h.start("n2")
-	h.start("router")
-	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
-	p.waitStreaming("n1", "n2")
+	p := h.startCoordinatedPair()
 	ctx := context.Background()
 	createTestTable(t, h.dsn(h.router))
 	rw := &retryingWriters{}

@@ -53,12 +53,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 	if cfg.Design != design {
 		t.Fatalf("design %q, want %q", cfg.Design, design)
 	}
-	h.start("witness")
-	h.start("n1")
-	h.start("n2")
-	h.start("router")
-	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
-	p.waitStreaming("n1", "n2")
+	p := h.startCoordinatedPair()
 	ctx := context.Background()
 	setup := connect(t, h.dsn(h.router))
 	for _, q := range []string{

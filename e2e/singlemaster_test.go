@@ -134,36 +134,6 @@ func (s *smCluster) waitRows(id string, want int, within time.Duration) {
 	s.t.Fatalf("node %s holds %d rows of t, want %d (last error %v)", id, got, want, last)
 }
 
-// restartNode starts node id again (after a SIGKILL) with its output in
-// <dir>/<id>-restart.log; if the test fails, the log's tail goes to the
-// test output, so a node that never came back says why.
-func (s *smCluster) restartNode(id string) {
-	s.t.Helper()
-	path := filepath.Join(s.dir, id+"-restart.log")
-	logf, err := os.Create(path)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	cmd := exec.Command(tandemBin, "node", "-c", s.File, "--id", id)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logf.Close()
-		if s.t.Failed() {
-			b, _ := os.ReadFile(path)
-			if len(b) > 8000 {
-				b = b[len(b)-8000:]
-			}
-			s.t.Logf("%s after its restart (%s):\n%s", id, cmd.ProcessState, b)
-		}
-	})
-}
-
 func insertRows(t *testing.T, dsn string, from, to int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -336,7 +306,7 @@ func TestSingleMasterSQLite(t *testing.T) {
 	}
 
 	// Restarted, n3 rejoins and catches up; the router takes it back.
-	s.restartNode("n3")
+	s.restart("n3")
 	s.waitRows("n3", 200, 60*time.Second)
 	deadline = time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
@@ -527,7 +497,7 @@ func TestSingleMasterReseedOne(t *testing.T) {
 	}
 	insertRows(t, s.DSN, 10, 410)
 	time.Sleep(1500 * time.Millisecond) // a trim pass
-	s.restartNode("n3")
+	s.restart("n3")
 	s.waitRows("n3", 410, 60*time.Second)
 	insertRows(t, s.DSN, 410, 420)
 	for _, id := range s.ids {

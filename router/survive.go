@@ -300,6 +300,24 @@ func newSessionTag() string {
 // xactCommittedOn).
 var ErrNoSessionIndex = errors.New("the node keeps no session index (physical engine): the outcome cannot be asked")
 
+// adminGet asks node up's admin address for path (with its query), with
+// the admin token, over HTTPS where the node serves it.
+func adminGet(ctx context.Context, up Upstream, path string) (*http.Response, error) {
+	cl := &http.Client{Timeout: 3 * time.Second}
+	if up.AdminTLS != nil {
+		// Asked once per failover: no connection kept open after it.
+		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS, DisableKeepAlives: true}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(up.AdminURL, "/status")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if up.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+up.AdminToken)
+	}
+	return cl.Do(req)
+}
+
 // errCannotAsk: asking again will not tell the outcome.
 var errCannotAsk = errors.New("the outcome cannot be told")
 
@@ -319,16 +337,7 @@ func xactCommittedOn(ctx context.Context, up Upstream, x xactRef) (bool, error) 
 		return false, fmt.Errorf("%w: the transaction ran on a server in recovery", errCannotAsk)
 	}
 	q := url.Values{"xid": {x.xid}, "lsn": {x.lsn}, "tli": {x.tli}}
-	u := strings.TrimSuffix(up.AdminURL, "/status") + "/xact?" + q.Encode()
-	cl := &http.Client{Timeout: 3 * time.Second}
-	if up.AdminTLS != nil {
-		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS}
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if up.AdminToken != "" {
-		req.Header.Set("Authorization", "Bearer "+up.AdminToken)
-	}
-	resp, err := cl.Do(req)
+	resp, err := adminGet(ctx, up, "/xact?"+q.Encode())
 	if err != nil {
 		return false, err
 	}
@@ -359,16 +368,7 @@ func committedOn(ctx context.Context, up Upstream, tag string, after uint64, x *
 	if x != nil {
 		return xactCommittedOn(ctx, up, *x)
 	}
-	url := strings.TrimSuffix(up.AdminURL, "/status") + "/session?tag=" + tag
-	cl := &http.Client{Timeout: 3 * time.Second}
-	if up.AdminTLS != nil {
-		cl.Transport = &http.Transport{TLSClientConfig: up.AdminTLS}
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if up.AdminToken != "" {
-		req.Header.Set("Authorization", "Bearer "+up.AdminToken)
-	}
-	resp, err := cl.Do(req)
+	resp, err := adminGet(ctx, up, "/session?tag="+url.QueryEscape(tag))
 	if err != nil {
 		return false, err
 	}
