@@ -108,3 +108,24 @@ func TestContainsFold(t *testing.T) {
 		}
 	}
 }
+
+func TestXactRefTake(t *testing.T) {
+	s := func(v string) []byte { return []byte(v) }
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		want  xactRef
+	}{
+		{"all three", dataRow(s("754"), s("0/3000148"), s("00000002")), xactRef{xid: "754", lsn: "0/3000148", tli: "00000002"}},
+		{"no id: wrote nothing", dataRow(nil, s("0/3000148"), s("00000001")), xactRef{lsn: "0/3000148", tli: "00000001"}},
+		{"in recovery", dataRow(nil, nil, nil), xactRef{}},
+		{"two columns: not ours", dataRow(s("1"), s("0/1")), xactRef{}},
+		{"truncated", dataRow(s("754"), s("0/3000148"), s("00000002"))[:12], xactRef{}},
+	} {
+		var x xactRef
+		x.take(c.frame)
+		if x != c.want {
+			t.Errorf("%s: take = %+v, want %+v", c.name, x, c.want)
+		}
+	}
+}
