@@ -76,9 +76,10 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 	// kills node victim once the COMMIT has been waiting a second.
 	c := connect(t, h.dsn(h.router))
 	defer c.Close(ctx)
-	// The COMMIT goes in the simple protocol (psql, psycopg, pgx) or the
-	// extended one (JDBC: Parse, Bind, Execute, Sync).
-	commitInFlight := func(id int, victim string, extended bool) error {
+	// The COMMIT goes in the simple protocol (psql, psycopg, pgx), in the
+	// extended one (Parse, Bind, Execute, Sync), or, prepared, as the
+	// statement jdbc_commit bound (Bind, Execute, Sync).
+	commitInFlight := func(id int, victim, protocol string) error {
 		t.Helper()
 		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 			t.Fatal(err)
@@ -90,12 +91,15 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		go func() {
 			cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			defer cancel()
-			if extended {
+			switch protocol {
+			case "prepared":
+				done <- c.PgConn().ExecPrepared(cctx, "jdbc_commit", nil, nil, nil).Read().Err
+			case "extended":
 				done <- c.PgConn().ExecParams(cctx, "COMMIT", nil, nil, nil, nil).Read().Err
-				return
+			default:
+				_, err := c.Exec(cctx, "COMMIT")
+				done <- err
 			}
-			_, err := c.Exec(cctx, "COMMIT")
-			done <- err
 		}()
 		select {
 		case err := <-done:
@@ -150,7 +154,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		defer cancel()
 		readDone <- r.QueryRow(rctx, "SELECT s FROM slow_read").Scan(&s)
 	}()
-	err = commitInFlight(-1, "n1", true)
+	err = commitInFlight(-1, "n1", "extended")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "40001" {
 		t.Fatalf("a COMMIT that never finished on the killed primary: %v, want SQLSTATE 40001 (resolved: it did not take effect)", err)
@@ -170,29 +174,41 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		t.Fatalf("n2 after the failover: %+v", s.Physical)
 	}
 
-	// 2. n1 comes back as n2's standby; its replay is paused, so a
-	// 2-safe-visible COMMIT waits for it with its commit record already
-	// there.
-	h.start("n1")
-	p.waitStreaming("n2", "n1")
-	waitCoordinated(t, h.admin["n2"], "n2", "n1")
-	n1, _ := cfg.Node("n1")
-	_, port, _ := net.SplitHostPort(n1.Repl)
-	su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n1.DataDir, "physical"), port))
-	if err != nil {
-		t.Fatal(err)
+	// 2. The old primary comes back as the new one's standby; its replay
+	// is paused, so a 2-safe-visible COMMIT waits for it with its commit
+	// record already there; then the primary is killed. Once in the
+	// simple protocol, once as pgjdbc commits: a COMMIT prepared once and
+	// bound each time (Bind, Execute, Sync: no text goes with it).
+	committedInFlight := func(id int, primary, standby string, epoch uint64, protocol string) {
+		t.Helper()
+		h.start(standby)
+		p.waitStreaming(primary, standby)
+		waitCoordinated(t, h.admin[primary], primary, standby)
+		n, _ := cfg.Node(standby)
+		_, port, _ := net.SplitHostPort(n.Repl)
+		su, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", filepath.Join(n.DataDir, "physical"), port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := su.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+			t.Fatal(err)
+		}
+		su.Close(ctx)
+		if protocol == "prepared" {
+			if _, err := c.PgConn().Prepare(ctx, "jdbc_commit", "COMMIT", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := commitInFlight(id, primary, protocol); err != nil {
+			t.Fatalf("a COMMIT (%s protocol) whose record reached the standby that took over: %v, want COMMIT (resolved: it took effect)", protocol, err)
+		}
+		if n := count(id); n != 1 {
+			t.Fatalf("the committed row %d is not on the new primary (%d)", id, n)
+		}
+		if s := p.status(standby); s.Physical.Role != "primary" || s.Physical.Epoch != epoch {
+			t.Fatalf("%s after the failover: %+v", standby, s.Physical)
+		}
 	}
-	if _, err := su.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
-		t.Fatal(err)
-	}
-	su.Close(ctx)
-	if err := commitInFlight(2, "n2", false); err != nil {
-		t.Fatalf("a COMMIT whose record reached the standby that took over: %v, want COMMIT (resolved: it took effect)", err)
-	}
-	if n := count(2); n != 1 {
-		t.Fatalf("the committed row 2 is not on the new primary (%d)", n)
-	}
-	if s := p.status("n1"); s.Physical.Role != "primary" || s.Physical.Epoch != 3 {
-		t.Fatalf("n1 after the second failover: %+v", s.Physical)
-	}
+	committedInFlight(2, "n2", "n1", 3, "simple")
+	committedInFlight(3, "n1", "n2", 4, "prepared")
 }

@@ -111,8 +111,10 @@ type relay struct {
 	xact       xactRef
 	swallowing atomic.Int32
 	// reqRead: every statement the request in flight runs is a plain
-	// SELECT (fastRead); unnamedRead: the unnamed statement is one.
-	reqRead, unnamedRead bool
+	// SELECT (fastRead); reqBegin: it begins with BEGIN (so, without a
+	// COMMIT, it commits nothing); unnamed: the unnamed statement's text.
+	reqRead, reqBegin bool
+	unnamed           string
 	// cur is the node and server connection the session is on now (for
 	// abandon, from the router's goroutines); untrack removes the session
 	// from the router's registry when it ends.
@@ -350,6 +352,7 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 		r.ackSeen, r.ccSeen = false, false // a new request begins
 		r.xact = xactRef{}
 		r.reqRead = true // until a message of it is not a plain SELECT
+		r.reqBegin = false
 	}
 	switch typ {
 	case 'Q':
@@ -357,6 +360,7 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 		r.pendingSyncs++
 		r.unsynced = false
 		r.reqRead = r.reqRead && fastRead(q)
+		r.reqBegin = r.reqBegin || begins && isBegin(q)
 		if isCommit(q) {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
@@ -367,22 +371,31 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 	case 'P':
 		name, rest := cstring(frame[5:])
 		q, _ := cstring(rest)
+		if name == "" {
+			r.unnamed = q
+		}
 		if isCommit(q) {
+			// xactQuery goes before the Parse: between it and its Bind a
+			// simple Query would drop the unnamed statement.
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
-		read := fastRead(q)
-		r.reqRead = r.reqRead && read
-		if name == "" {
-			r.unnamedRead = read
-		}
+		r.reqRead = r.reqRead && fastRead(q)
+		r.reqBegin = r.reqBegin || begins && isBegin(q)
 		r.unsynced = true
 	case 'B':
+		// What runs is the statement bound here: a COMMIT prepared once
+		// and bound every time (pgjdbc) is a COMMIT too.
 		_, rest := cstring(frame[5:])
 		stmt, _ := cstring(rest)
-		read := r.unnamedRead
+		commit, read, begin := isCommit(r.unnamed), fastRead(r.unnamed), isBegin(r.unnamed)
 		if stmt != "" {
-			read = r.mem.plainSelect(stmt)
+			commit, read, begin = r.mem.kinds(stmt)
+		}
+		r.reqBegin = r.reqBegin || begins && begin
+		if commit {
+			r.commitPending = true
+			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
 		r.reqRead = r.reqRead && read
 		r.unsynced = true
@@ -497,7 +510,7 @@ func (r *relay) moveSession(cause error) bool {
 // resolveCommit answers the one COMMIT that was in flight when the
 // session's node died (under upMu and trackMu): see inFlightAnswer.
 func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
-	msgs := inFlightAnswer(old, status, autocommit, r.reqRead, r.ccSeen, r.ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(old, status, autocommit, r.reqRead || r.reqBegin && !r.commitPending, r.ccSeen, r.ackSeen, func() (string, bool, error) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		defer cancel()
 		var x *xactRef
@@ -522,9 +535,10 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 //
 //   - The CommandComplete was already relayed (ccSeen): it committed;
 //     only the ReadyForQuery is missing.
-//   - A plain SELECT outside a transaction (readOnly: no function call,
-//     no locking clause, router/classify.go) changed nothing: 40001,
-//     retry it (on the physical engine nothing else could tell).
+//   - A request outside a transaction that changed nothing (noEffect:
+//     plain SELECTs, no function call, no locking clause,
+//     router/classify.go; or a BEGIN and statements after it, no COMMIT):
+//     40001, retry it (on the physical engine nothing else could tell).
 //   - The node reported the commit's GSN (ackSeen): COMMIT.
 //   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
 //   - Otherwise ask (the primary now, for the session's highest GSN;
@@ -533,7 +547,7 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 //     not past it, it was not (40001: retry), unless the primary is the
 //     node whose connection ended (it lives: the commit may still be
 //     finishing there, 08007); unknown, 08007.
-func inFlightAnswer(old string, status byte, autocommit, readOnly, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
+func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
 	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
 	committedUnknownTag := func() pgproto3.BackendMessage {
 		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
@@ -543,9 +557,9 @@ func inFlightAnswer(old string, status byte, autocommit, readOnly, ccSeen, ackSe
 	switch {
 	case ccSeen:
 		return nil
-	case readOnly && autocommit:
+	case noEffect && autocommit:
 		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
-			Message: fmt.Sprintf("tandem: node %s failed while this read-only statement ran; it changed nothing", old),
+			Message: fmt.Sprintf("tandem: node %s failed while this request ran; it changed nothing (plain SELECTs, or a transaction it began and did not commit)", old),
 			Hint:    "retry it", Err: ErrFailover})}
 	case ackSeen && autocommit:
 		return []pgproto3.BackendMessage{committedUnknownTag()}

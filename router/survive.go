@@ -163,18 +163,36 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 	}
 }
 
-// plainSelect reports whether the prepared statement name is a plain
-// SELECT (fastRead).
-func (m *sessionMemory) plainSelect(name string) bool {
+// kinds reports whether the prepared statement name is a COMMIT, a
+// plain SELECT, a BEGIN (all false if unknown).
+func (m *sessionMemory) kinds(name string) (commit, read, begin bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p, ok := m.parses[name]
-	if !ok || len(p) < 5 {
+	q := parseTextT(m.parses[name])
+	return isCommit(q), fastRead(q), isBegin(q)
+}
+
+// parseTextT is the statement text of a Parse frame ("" if none), a view
+// of the frame (transient: not to be kept).
+func parseTextT(p []byte) string {
+	if len(p) < 5 {
+		return ""
+	}
+	_, rest := cstringT(p[5:])
+	q, _ := cstringT(rest)
+	return q
+}
+
+// isBegin reports whether a statement text is one BEGIN or START
+// TRANSACTION (with its options) and nothing else: a request made of it
+// and statements after it, without a COMMIT, commits nothing.
+func isBegin(q string) bool {
+	q = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(q), ";"))
+	if q == "" || strings.ContainsRune(q, ';') {
 		return false
 	}
-	_, rest := cstring(p[5:])
-	q, _ := cstring(rest)
-	return fastRead(q)
+	w, _, _ := strings.Cut(q, " ")
+	return strings.EqualFold(w, "begin") || strings.EqualFold(w, "start") && len(q) > 6 && strings.EqualFold(strings.Fields(q)[1], "transaction")
 }
 
 // replay sets a new server connection up as the old one was: settings

@@ -88,3 +88,23 @@ func TestQueryFrame(t *testing.T) {
 		t.Fatalf("queryFrame = %q", f)
 	}
 }
+
+func TestIsBegin(t *testing.T) {
+	for q, want := range map[string]bool{
+		"BEGIN":                                true,
+		"begin;":                               true,
+		" BEGIN ISOLATION LEVEL SERIALIZABLE ": true,
+		"START TRANSACTION READ ONLY":          true,
+		"start  transaction":                   true,
+		"BEGIN; INSERT INTO t VALUES (1)":      false,
+		"START":                                false,
+		"BEGINNING":                            false,
+		"SELECT 1":                             false,
+		"":                                     false,
+		"begin work; commit":                   false,
+	} {
+		if got := isBegin(q); got != want {
+			t.Errorf("isBegin(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

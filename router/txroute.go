@@ -770,6 +770,19 @@ func (s *splitSession) track(typ byte, frame []byte) {
 		_, rest := cstringT(frame[5:])
 		q, _ := cstringT(rest)
 		commit = isCommit(q)
+	case 'B':
+		if begins {
+			// A request that binds a statement prepared earlier: a
+			// COMMIT prepared once and bound every time (pgjdbc) is a
+			// COMMIT too.
+			_, rest := cstringT(frame[5:])
+			stmt, _ := cstringT(rest)
+			p := s.unnamed
+			if stmt != "" {
+				p = s.parses[stmt]
+			}
+			commit = isCommit(parseTextT(p))
+		}
 	}
 	if commit {
 		s.commitPending = true
