@@ -585,9 +585,19 @@ func TestCommitInFlightResolved(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	for _, applied := range []bool{true, false} {
-		name := map[bool]string{true: "applied", false: "not applied"}[applied]
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		applied, prepared bool
+	}{
+		{"applied", true, false},
+		{"not applied", false, false},
+		// pgjdbc's COMMIT: prepared once, then Bind, Execute, Sync with
+		// no text; it was taken for a statement inside the transaction
+		// and answered 40001 although it had committed.
+		{"applied, prepared COMMIT", true, true},
+	} {
+		applied := tc.applied
+		t.Run(tc.name, func(t *testing.T) {
 			h := writeHSFile(t, "sqlite", "2-safe-visible", "relaxed", "failover = \"automatic\"\nlease = \"600ms\"\nlease_grace = \"300ms\"\nack_timeout = \"1s\"\n", true)
 			h.start("witness")
 			h.start("n1")
@@ -602,6 +612,11 @@ func TestCommitInFlightResolved(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(300 * time.Millisecond) // the standby reports it
+			if tc.prepared {
+				if _, err := c.PgConn().Prepare(ctx, "jdbc_commit", "COMMIT", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
 			tx, err := c.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -621,6 +636,10 @@ func TestCommitInFlightResolved(t *testing.T) {
 			go func() {
 				cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 				defer cancel()
+				if tc.prepared {
+					commitErr <- c.PgConn().ExecPrepared(cctx, "jdbc_commit", nil, nil, nil).Read().Err
+					return
+				}
 				commitErr <- tx.Commit(cctx)
 			}()
 			select {
