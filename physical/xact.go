@@ -38,7 +38,10 @@ import (
 //   - L < S: every record of the transaction before its commit was
 //     replayed, so the id was known to the standby before it was promoted
 //     and cannot have been handed out again: pg_xact_status answers for the
-//     lost transaction (committed, or aborted: not committed);
+//     lost transaction (committed, or aborted: not committed). (A
+//     transaction whose id is in no record before its commit wrote only
+//     temporary or unlogged tables, or nothing: nothing of it is on the new
+//     primary whatever the answer.);
 //   - the same timeline (no promotion: the connection, not the server,
 //     was lost): pg_xact_status answers, "in progress" staying unknown.
 
