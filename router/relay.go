@@ -112,9 +112,8 @@ type relay struct {
 	swallowing atomic.Int32
 	// reqRead: every statement the request in flight runs is a plain
 	// SELECT (fastRead); reqBegin: it begins with BEGIN (so, without a
-	// COMMIT, it commits nothing); unnamed: the unnamed statement's text.
+	// COMMIT, it commits nothing).
 	reqRead, reqBegin bool
-	unnamed           string
 	// cur is the node and server connection the session is on now (for
 	// abandon, from the router's goroutines); untrack removes the session
 	// from the router's registry when it ends.
@@ -369,35 +368,27 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 		r.pendingSyncs++
 		r.unsynced = false
 	case 'P':
-		name, rest := cstring(frame[5:])
-		q, _ := cstring(rest)
-		if name == "" {
-			r.unnamed = q
-		}
-		if isCommit(q) {
-			// xactQuery goes before the Parse: between it and its Bind a
-			// simple Query would drop the unnamed statement.
+		// What the statement is was noted by remember; what runs is the
+		// Bind's. xactQuery goes before a Parse of COMMIT: between it
+		// and its Bind a simple Query would drop the unnamed statement.
+		name, _ := cstringT(frame[5:])
+		if r.mem.kind(name).commit {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
-		r.reqRead = r.reqRead && fastRead(q)
-		r.reqBegin = r.reqBegin || begins && isBegin(q)
 		r.unsynced = true
 	case 'B':
-		// What runs is the statement bound here: a COMMIT prepared once
-		// and bound every time (pgjdbc) is a COMMIT too.
-		_, rest := cstring(frame[5:])
-		stmt, _ := cstring(rest)
-		commit, read, begin := isCommit(r.unnamed), fastRead(r.unnamed), isBegin(r.unnamed)
-		if stmt != "" {
-			commit, read, begin = r.mem.kinds(stmt)
-		}
-		r.reqBegin = r.reqBegin || begins && begin
-		if commit {
+		// The statement bound here runs: a COMMIT prepared once and
+		// bound every time (pgjdbc) is a COMMIT too.
+		_, rest := cstringT(frame[5:])
+		stmt, _ := cstringT(rest)
+		k := r.mem.kind(stmt)
+		r.reqBegin = r.reqBegin || begins && k.begin
+		if k.commit {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
 		}
-		r.reqRead = r.reqRead && read
+		r.reqRead = r.reqRead && k.read
 		r.unsynced = true
 	case 'H':
 	case 'E', 'D', 'C':
@@ -615,6 +606,8 @@ func (r *relay) upstreamToClient() error {
 			case 'D':
 				r.xact.take(frame)
 				r.xact.known = true
+			case 'E':
+				r.log.Warn("the query naming a COMMIT's transaction failed; the COMMIT stays unresolved at a failover", "node", r.up.Node, "err", errorFrom(frame))
 			case 'Z':
 				r.swallowing.Add(-1)
 			}

@@ -49,6 +49,23 @@ type sessionMemory struct {
 	settings []string          // simple-query texts, in order
 	names    []string          // prepared statement names, in creation order
 	parses   map[string][]byte // name -> the Parse frame
+	// kinds: what each prepared statement ("" the unnamed one) is,
+	// decided once at its Parse for the Binds that run it (relay.track).
+	kinds map[string]stmtKind
+}
+
+// stmtKind is what a statement text is, for a failover's answer.
+type stmtKind struct{ commit, read, begin bool }
+
+func kindOf(q string) stmtKind {
+	return stmtKind{commit: isCommit(q), read: fastRead(q), begin: isBegin(q)}
+}
+
+// kind is what the prepared statement name is (all false if unknown).
+func (m *sessionMemory) kind(name string) stmtKind {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.kinds[name]
 }
 
 // isSetting reports whether a statement changes session state the relay
@@ -124,7 +141,7 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 		if isSetting(q) {
 			lq := strings.ToLower(q)
 			if strings.Contains(lq, "discard all") || strings.HasPrefix(strings.TrimSpace(lq), "deallocate all") {
-				m.names, m.parses = nil, nil
+				m.names, m.parses, m.kinds = nil, nil, nil
 			}
 			m.settings = append(m.settings, q)
 			if len(m.settings) > maxRememberedSettings {
@@ -134,6 +151,10 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 	case 'P':
 		name, rest := cstring(body)
 		q, _ := cstring(rest)
+		if m.kinds == nil {
+			m.kinds = map[string]stmtKind{}
+		}
+		m.kinds[name] = kindOf(q)
 		if name == "" {
 			if isSetting(q) {
 				m.settings = append(m.settings, q)
@@ -152,6 +173,7 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 			name, _ := cstring(body[1:])
 			if _, ok := m.parses[name]; ok {
 				delete(m.parses, name)
+				delete(m.kinds, name)
 				for i, n := range m.names {
 					if n == name {
 						m.names = append(m.names[:i], m.names[i+1:]...)
@@ -161,15 +183,6 @@ func (m *sessionMemory) remember(typ byte, frame []byte) {
 			}
 		}
 	}
-}
-
-// kinds reports whether the prepared statement name is a COMMIT, a
-// plain SELECT, a BEGIN (all false if unknown).
-func (m *sessionMemory) kinds(name string) (commit, read, begin bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q := parseTextT(m.parses[name])
-	return isCommit(q), fastRead(q), isBegin(q)
 }
 
 // parseTextT is the statement text of a Parse frame ("" if none), a view

@@ -158,8 +158,9 @@ type splitSession struct {
 	// before it on the primary (sendXact); xact is its answer.
 	xactNext bool
 	xact     xactRef
-	// reqRead: the request routeReq sent last is reads only (classRead).
-	reqRead bool
+	// reqRead: the request routeReq sent last is reads only (classRead);
+	// reqBegin, reqCommit: the request begins with BEGIN, holds a COMMIT.
+	reqRead, reqBegin, reqCommit bool
 
 	// client goroutine only; rl reads the client and holds the client
 	// write lock (rl.wmu)
@@ -441,6 +442,8 @@ func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
 		case 'D':
 			s.xact.take(frame)
 			s.xact.known = true
+		case 'E':
+			s.rt.log.Warn("the query naming a COMMIT's transaction failed; the COMMIT stays unresolved at a failover", "node", nc.up.Node, "err", errorFrom(frame))
 		case 'Z':
 			nc.expect = nc.expect[1:]
 		}
@@ -556,7 +559,8 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 // the primary that took over (waiting up to rerouteWait for one).
 func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	s.mu.Lock()
-	ccSeen, ackSeen, base, reqRead := s.ccSeen, s.ackSeen, s.commitBase, s.reqRead
+	ccSeen, ackSeen, base := s.ccSeen, s.ackSeen, s.commitBase
+	noEffect := s.reqRead || s.reqBegin && !s.reqCommit
 	var x *xactRef
 	if s.rt.cfg.LSN {
 		xr := s.xact
@@ -564,7 +568,7 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	}
 	s.mu.Unlock()
 	now := ""
-	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', reqRead, ccSeen, ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', noEffect, ccSeen, ackSeen, func() (string, bool, error) {
 		deadline := time.Now().Add(rerouteWait)
 		var last error
 		for time.Now().Before(deadline) && s.ctx.Err() == nil {
@@ -733,8 +737,11 @@ func (s *splitSession) send(idx int, typ byte, frame []byte) error {
 		return nil
 	}
 	s.track(typ, frame)
+	x := s.xactNext
 	s.mu.Unlock()
-	s.sendXact(nc)
+	if x {
+		s.sendXact(nc)
+	}
 	if typ == 'B' || typ == 'D' {
 		s.replayFor(nc, typ, frame[5:])
 	}
@@ -760,16 +767,15 @@ func (s *splitSession) track(typ byte, frame []byte) {
 		s.commitPending = s.txStatus == 'I'
 		s.toPrimary = s.cur >= 0 && s.cur == s.rt.primaryIndex()
 		s.xact = xactRef{}
+		s.reqBegin, s.reqCommit = false, false
 	}
-	commit := false
+	q := ""
 	switch typ {
 	case 'Q':
-		q, _ := cstringT(frame[5:])
-		commit = isCommit(q)
+		q, _ = cstringT(frame[5:])
 	case 'P':
 		_, rest := cstringT(frame[5:])
-		q, _ := cstringT(rest)
-		commit = isCommit(q)
+		q, _ = cstringT(rest)
 	case 'B':
 		if begins {
 			// A request that binds a statement prepared earlier: a
@@ -781,11 +787,14 @@ func (s *splitSession) track(typ byte, frame []byte) {
 			if stmt != "" {
 				p = s.parses[stmt]
 			}
-			commit = isCommit(parseTextT(p))
+			q = parseTextT(p)
 		}
 	}
-	if commit {
-		s.commitPending = true
+	if begins && q != "" && isBegin(q) {
+		s.reqBegin = true
+	}
+	if isCommit(q) {
+		s.commitPending, s.reqCommit = true, true
 		s.xactNext = begins && s.txStatus == 'T' && s.rt.cfg.LSN && s.rt.cfg.Survive
 	}
 	switch typ {
@@ -806,10 +815,6 @@ func (s *splitSession) track(typ byte, frame []byte) {
 // into s.xact (swallowed, 'X').
 func (s *splitSession) sendXact(nc *nodeConn) {
 	s.mu.Lock()
-	if !s.xactNext {
-		s.mu.Unlock()
-		return
-	}
 	s.xactNext = false
 	if nc.idx != s.rt.primaryIndex() {
 		s.mu.Unlock()
@@ -1276,8 +1281,11 @@ func (s *splitSession) routeReq(d decision, first int) error {
 			s.track(b[0], b[:n])
 			b = b[n:]
 		}
+		x := s.xactNext
 		s.mu.Unlock()
-		s.sendXact(nc)
+		if x {
+			s.sendXact(nc)
+		}
 		for b := s.batch; len(b) >= 5; {
 			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
 			frame := b[:n]
