@@ -846,7 +846,7 @@ func (c *Cluster) Validate() error {
 			return err
 		}
 		for i, n := range c.Nodes {
-			if n.Repl == "" {
+			if n.Repl == "" && !(c.Physical() && n.DSN != "") {
 				return bad(fmt.Sprintf("nodes[%d].repl_listen", i), "missing: every node of a %s cluster needs a replication address", c.Design)
 			}
 			if n.Metrics == "" {
@@ -1072,13 +1072,29 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 	default:
 		return bad("replication.engine", "%q: use physical (PostgreSQL's streaming replication) or writeset (tandem's log)", c.Repl.Engine)
 	}
+	external := 0
+	for _, n := range c.Nodes {
+		if n.DSN != "" {
+			external++
+		}
+	}
 	for i, n := range c.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
 		if n.Backend != "postgres" {
 			return bad("replication.engine", "\"physical\" ships PostgreSQL's WAL, and %s (%s) has backend = %q; use engine = \"writeset\" for SQLite", f, n.ID, n.Backend)
 		}
+		if external > 0 && n.DSN == "" {
+			// One streaming cluster is either the operator's or
+			// tandem's: a managed replica cannot base-backup an
+			// operator's primary, nor an operator's standby follow a
+			// managed one.
+			return bad(f+".dsn", "missing: with engine = \"physical\" every node's server is external (dsn) or every one is managed; %d of %d nodes name a dsn", external, len(c.Nodes))
+		}
 		if n.DSN != "" {
-			return bad("replication.engine", "\"physical\" needs managed PostgreSQL servers (tandem runs initdb, pg_basebackup, pg_promote and pg_rewind), and %s.dsn names an external server; remove the dsn or use engine = \"writeset\"", f)
+			if n.Postgres.Port != 0 {
+				return bad(f+".postgres.port", "%d: an external server's port is its dsn's; remove postgres.port", n.Postgres.Port)
+			}
+			continue
 		}
 		if n.Postgres.Port != 0 {
 			return bad(f+".postgres.port", "%d: with engine = \"physical\" the server listens on repl_listen's port (the other nodes stream its WAL from there, the node relays sessions to it); remove postgres.port, or use engine = \"writeset\"", n.Postgres.Port)

@@ -445,7 +445,9 @@ func TestEngine(t *testing.T) {
 		{"explicit writeset on managed", "postgres", "[replication]\nengine = \"writeset\"", EngineWriteset, "", ""},
 		{"mixed pair defaults to writeset", "sqlite", "", EngineWriteset, "", ""},
 		{"external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"", EngineWriteset, "", ""},
-		{"physical with external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "nodes[1].dsn names an external server", ""},
+		{"physical with one external server", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[replication]\nengine = \"physical\"", "", "field nodes[0].dsn: missing: with engine = \"physical\" every node's server is external (dsn) or every one is managed; 1 of 2 nodes name a dsn", ""},
+		{"physical with external servers", "postgres", "dsn = \"postgres://x@127.0.0.1:5433/db\"\n[replication]\nengine = \"physical\"", EnginePhysical, "", "external"},
+		{"physical external with postgres.port", "postgres", "dsn = \"postgres://x@127.0.0.1:5433/db\"\n[nodes.postgres]\nport = 5433\n[replication]\nengine = \"physical\"", "", "field nodes[1].postgres.port: 5433: an external server's port is its dsn's", "external"},
 		{"physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", ""},
 		{"unknown engine", "postgres", "[replication]\nengine = \"logical\"", "", "field replication.engine: \"logical\"", ""},
 		{"physical with automatic failover, no coordinator", "postgres", "[replication]\nengine = \"physical\"\nfailover = \"automatic\"", "", "field replication.failover: \"automatic\" needs the coordinator", ""},
@@ -459,10 +461,17 @@ func TestEngine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := fmt.Sprintf(pgPair, tc.backend2, tc.extra)
-			if tc.design != "" {
+			if tc.design != "" && tc.design != "external" {
 				text = strings.Replace(text, `design = "hot-standby"`, fmt.Sprintf("design = %q", tc.design), 1)
 				if !strings.Contains(text, tc.design) {
 					t.Fatalf("the test's cluster file names no design to replace:\n%s", text)
+				}
+			}
+			if tc.design == "external" {
+				// Both servers the operator's; repl_listen is not needed.
+				text = strings.Replace(text, "repl_listen = \"127.0.0.1:7101\"\nmetrics = \"127.0.0.1:7201\"\nbackend = \"postgres\"\n", "metrics = \"127.0.0.1:7201\"\nbackend = \"postgres\"\ndsn = \"postgres://x@127.0.0.1:5432/db\"\n", 1)
+				if !strings.Contains(text, "5432/db") {
+					t.Fatalf("no dsn given to n1:\n%s", text)
 				}
 			}
 			c, err := Parse("e.toml", []byte(text))

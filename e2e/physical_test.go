@@ -107,6 +107,8 @@ type physStatus struct {
 		Received           string `json:"receive_lsn"`
 		Replayed           string `json:"replay_lsn"`
 		Receiver           string `json:"receiver"`
+		ExternalServer     string `json:"external_server"`
+		Rejoin             string `json:"rejoin"`
 		Replicas           []struct {
 			Node      string `json:"node"`
 			State     string `json:"state"`

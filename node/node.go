@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -150,6 +151,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	var mm *multimaster.Agent
 	var db0 multimaster.Store // the back end (multi-master's snapshots)
 	var phys *physical.Engine
+	var door *gate // an external server's front door (physical engine)
 	var coord *coordinator.Coordinator
 	var replClose []func()
 	defer func() {
@@ -231,7 +233,12 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			// The physical engine: PostgreSQL's streaming replication;
 			// sessions ride the relay as in the standalone design (a
 			// standby's server answers writes with 25006 itself).
-			eng, err := physical.New(physical.Config{Cluster: c, ID: id, Ident: ident, Token: token, Logger: log})
+			pcfg := physical.Config{Cluster: c, ID: id, Ident: ident, Token: token, Logger: log}
+			if n.DSN != "" {
+				door = &gate{}
+				pcfg.Door = door
+			}
+			eng, err := physical.New(pcfg)
 			if err != nil {
 				return fmt.Errorf("node %s: %w", id, err)
 			}
@@ -249,8 +256,17 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				eng.AttachCoordinator(ctx, coord)
 			}
 			go eng.Watch(ctx, 250*time.Millisecond)
-			up.Addr = eng.Socket()
-			st.Detail = "managed PostgreSQL (physical replication), socket " + eng.Socket()
+			if eng.External() {
+				// The operator's server: sessions log in as the
+				// dsn's role, as on a standalone external server.
+				if up, err = externalUpstream(c, id, n.DSN); err != nil {
+					return err
+				}
+				st.Detail = "external PostgreSQL at " + up.Addr + " (physical replication)"
+			} else {
+				up.Addr = eng.Socket()
+				st.Detail = "managed PostgreSQL (physical replication), socket " + eng.Socket()
+			}
 		} else if n.DSN == "" {
 			settings := map[string]string{}
 			for k, v := range n.Postgres.Settings {
@@ -299,15 +315,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				}
 			}
 		} else {
-			pc, err := pgconn.ParseConfig(n.DSN)
-			if err != nil {
-				return fmt.Errorf("%w: %s: field nodes.dsn: %v", config.ErrInvalid, c.File, err)
+			if up, err = externalUpstream(c, id, n.DSN); err != nil {
+				return err
 			}
-			up.Addr = net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port)))
-			if strings.HasPrefix(pc.Host, "/") {
-				up.Addr = filepath.Join(pc.Host, ".s.PGSQL."+strconv.Itoa(int(pc.Port)))
-			}
-			up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
 			st.Detail = "external PostgreSQL at " + up.Addr
 		}
 		if wsEngine {
@@ -356,6 +366,10 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
 		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again
 		handler = rt
+		if door != nil {
+			door.Handler = rt
+			handler = door
+		}
 	default:
 		return fmt.Errorf("%w: node %s: backend %q", config.ErrInvalid, id, n.Backend)
 	}
@@ -536,4 +550,39 @@ func clusterPorts(c *config.Cluster) []int {
 		}
 	}
 	return ports
+}
+
+// externalUpstream is the relay's way to an external server: its address
+// and the dsn's role, password and database.
+func externalUpstream(c *config.Cluster, id, dsn string) (router.Upstream, error) {
+	pc, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return router.Upstream{}, fmt.Errorf("%w: %s: field nodes.dsn (node %s): %v", config.ErrInvalid, c.File, id, err)
+	}
+	up := router.Upstream{Node: id, Addr: net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port)))}
+	if strings.HasPrefix(pc.Host, "/") {
+		up.Addr = filepath.Join(pc.Host, ".s.PGSQL."+strconv.Itoa(int(pc.Port)))
+	}
+	up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
+	return up, nil
+}
+
+// gate is a node's front door to an external server's sessions: the
+// physical engine closes it while it fences the server (a lost lease, a
+// server that must rejoin), and a closed door opens no session.
+type gate struct {
+	pgwire.Handler
+	closed atomic.Bool
+}
+
+// SetOpen opens or closes the door.
+func (g *gate) SetOpen(open bool) { g.closed.Store(!open) }
+
+// Open refuses while the door is closed.
+func (g *gate) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
+	if g.closed.Load() {
+		return nil, &pgwire.Error{Code: pgwire.CodeCannotConnectNow, Message: "this node's PostgreSQL server is fenced (it is not the primary of the current epoch, or it lost its lease)",
+			Hint: "connect through the router, or to the primary's node (tandem status)"}
+	}
+	return g.Handler.Open(ctx, c)
 }

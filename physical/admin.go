@@ -132,7 +132,7 @@ func (e *Engine) checkpointAfterPromote(epoch uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
+	c, err := e.connect(ctx)
 	if err == nil {
 		err = execAll(ctx, c, "CHECKPOINT")
 		c.Close(context.Background())
@@ -176,7 +176,13 @@ func (e *Engine) Demote(ctx context.Context, to string) (string, error) {
 		}
 	}
 	e.stopServer()
-	lsn, err := e.checkpointLSN(ctx)
+	var lsn string
+	var err error
+	if e.external {
+		lsn, err = e.lastLSNExternal(ctx)
+	} else {
+		lsn, err = e.checkpointLSN(ctx)
+	}
 	if err != nil {
 		return "", err
 	}

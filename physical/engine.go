@@ -78,6 +78,9 @@ type Config struct {
 	// nothing else has to be copied between hosts.
 	Token  string
 	Logger *slog.Logger
+	// Door: the node's front door, closed while an external server is
+	// fenced (nil: nothing to close).
+	Door Door
 }
 
 // Engine runs one node's managed PostgreSQL as a primary or a hot standby.
@@ -98,9 +101,14 @@ type Engine struct {
 	st      state
 	changed chan struct{}
 
-	srv      atomic.Pointer[postgres.Managed]
-	stopping atomic.Bool   // the engine stops the server on purpose
-	failed   chan struct{} // closed when the server exits unbidden
+	srv atomic.Pointer[srvRef]
+	// external: the node's server is the operator's (nodes.dsn), not
+	// tandem's to start, stop, seed or rewind (external.go).
+	external bool
+	door     Door
+	rejoin   atomic.Pointer[string] // what the operator must do (ErrRejoin), nil when nothing
+	stopping atomic.Bool            // the engine stops the server on purpose
+	failed   chan struct{}          // closed when the server exits unbidden
 	failOnce sync.Once
 
 	// degraded: synchronous_standby_names is empty because no standby
@@ -136,6 +144,9 @@ func New(cfg Config) (*Engine, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if n.DSN != "" {
+		return newExternal(cfg, n, log)
 	}
 	host, p, err := net.SplitHostPort(n.Repl)
 	if err != nil {
@@ -174,6 +185,20 @@ func (e *Engine) Failed() <-chan struct{} { return e.failed }
 // every old primary came back by a base backup.
 func (e *Engine) Socket() string {
 	return filepath.Join(e.dir, ".s.PGSQL."+strconv.Itoa(e.port))
+}
+
+// engineApp is the application_name of the engine's own sessions (an
+// external server's fence ends every other client session).
+const engineApp = "tandem physical engine"
+
+// connect opens a SQL session on this node's server: a managed one's
+// over its socket as its bootstrap superuser, an external one's with the
+// node's dsn.
+func (e *Engine) connect(ctx context.Context) (*pgconn.PgConn, error) {
+	if e.external {
+		return connectDSN(ctx, e.node.DSN)
+	}
+	return pgconn.Connect(ctx, e.socketDSN("postgres"))
 }
 
 // socketDSN reaches the local server as its bootstrap superuser.
@@ -329,6 +354,9 @@ func (e *Engine) conninfo(target *config.Node, db string) string {
 // take precedence over the passfile, and a parse error would print a
 // conninfo holding it.
 func (e *Engine) connectTo(ctx context.Context, p *config.Node) (*pgconn.PgConn, error) {
+	if e.external {
+		return connectDSN(ctx, p.DSN)
+	}
 	cfg, err := pgconn.ParseConfig(e.goConninfo(p, "postgres"))
 	if err != nil {
 		return nil, err
@@ -453,6 +481,9 @@ func (e *Engine) settings(st state) map[string]string {
 // startServer starts the server in the role st says (standby.signal
 // present for a standby).
 func (e *Engine) startServer(ctx context.Context, st state) error {
+	if e.external {
+		return e.startExternal(ctx, st)
+	}
 	signal := filepath.Join(e.pgdata, "standby.signal")
 	if st.Role == RoleStandby {
 		if err := e.writeOwned(signal, nil); err != nil {
@@ -482,16 +513,40 @@ func (e *Engine) startServer(ctx context.Context, st state) error {
 	if err != nil {
 		return err
 	}
+	e.serve(m, "the managed PostgreSQL server exited")
+	return nil
+}
+
+// server is what the engine asks of the PostgreSQL server it runs: a
+// managed one (postgres.Managed) or an operator's (external.go).
+type server interface {
+	// Done is closed when the server is gone.
+	Done() <-chan struct{}
+	// Freeze makes the server take no write and answer nothing until
+	// Thaw; Stop and StopImmediate end it (an external server: fence it
+	// for good, it is not tandem's to stop).
+	Freeze() error
+	Thaw() error
+	Stop() error
+	StopImmediate() error
+}
+
+// srvRef holds the running server (an atomic.Pointer needs a type).
+type srvRef struct{ server }
+
+// serve makes s the running server; its end, unless the engine asked
+// for it, fails the node.
+func (e *Engine) serve(s server, gone string) {
+	ref := &srvRef{s}
 	e.stopping.Store(false)
-	e.srv.Store(m)
+	e.srv.Store(ref)
 	go func() {
-		<-m.Done()
-		if !e.stopping.Load() && e.srv.Load() == m {
-			e.log.Error("the managed PostgreSQL server exited", "data_dir", e.pgdata)
+		<-s.Done()
+		if !e.stopping.Load() && e.srv.Load() == ref {
+			e.log.Error(gone, "server", e.where())
 			e.failOnce.Do(func() { close(e.failed) })
 		}
 	}()
-	return nil
 }
 
 // stopServer stops the server (fast shutdown: a primary's WAL senders
@@ -576,8 +631,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.loadState(); err != nil {
 		return err
 	}
-	if err := e.writeFiles(); err != nil {
-		return err
+	if !e.external {
+		if err := e.writeFiles(); err != nil {
+			return err
+		}
 	}
 	st, _ := e.state()
 	if st.Role == RolePrimary {
@@ -595,7 +652,14 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		return e.setUpPrimary(ctx)
 	}
-	return e.startStandby(ctx)
+	err := e.startStandby(ctx)
+	if e.external && errors.Is(err, ErrRejoin) {
+		// The node runs fenced and takes the server up once its
+		// operator made it a standby (Watch).
+		e.log.Error("the external server cannot follow yet", "err", err)
+		return nil
+	}
+	return err
 }
 
 // newerPrimary asks the other nodes' admin addresses whether one is the
@@ -673,11 +737,23 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 // commits with synchronous_commit = local: nothing waits for a standby
 // that may not exist yet.
 func (e *Engine) setUpPrimary(ctx context.Context) error {
-	c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
+	c, err := e.connect(ctx)
 	if err != nil {
 		return fmt.Errorf("physical: connect to the primary's server: %w", err)
 	}
 	defer c.Close(context.Background())
+	if e.external {
+		// The operator's server: its roles and databases are the
+		// operator's; tandem keeps the slots and the safeness level.
+		if err := execAll(ctx, c, "SET synchronous_commit = local"); err != nil {
+			return fmt.Errorf("physical: %w", err)
+		}
+		if err := e.ensureSlots(ctx, c); err != nil {
+			return err
+		}
+		st, _ := e.state()
+		return e.applySafeness(ctx, c, st.Safeness)
+	}
 	verifier, err := pgwire.SCRAMVerifier(e.password())
 	if err != nil {
 		return err
@@ -804,6 +880,9 @@ func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness s
 // backup first when it has no data, pg_rewind first when the data was a
 // primary's (a base backup when rewinding fails), its slot made sure of.
 func (e *Engine) startStandby(ctx context.Context) error {
+	if e.external {
+		return e.startStandbyExternal(ctx)
+	}
 	st, _ := e.state()
 	p, ok := e.c.Node(st.Primary)
 	if !ok {
@@ -1116,11 +1195,11 @@ func (e *Engine) withConn(ctx context.Context, f func(*pgconn.PgConn) error) err
 		return errFrozen
 	}
 	if e.conn == nil || e.conn.IsClosed() {
-		c, err := pgconn.Connect(ctx, e.socketDSN("postgres"))
+		c, err := e.connect(ctx)
 		if err != nil {
 			return err
 		}
-		if err := execAll(ctx, c, "SET synchronous_commit = local", "SET application_name = 'tandem physical engine'"); err != nil {
+		if err := execAll(ctx, c, "SET synchronous_commit = local", "SET application_name = "+quoteLiteral(engineApp)); err != nil {
 			c.Close(context.Background())
 			return err
 		}

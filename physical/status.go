@@ -71,6 +71,11 @@ type Status struct {
 	Slots    []Slot    `json:"slots,omitempty"`
 	// Error: the server could not be asked (stopped, starting).
 	Error string `json:"error,omitempty"`
+	// ExternalServer: the operator's server (nodes.dsn) this node runs
+	// on, host:port; Rejoin: what its operator must do before the node
+	// can take it up again (it is fenced until then).
+	ExternalServer string `json:"external_server,omitempty"`
+	Rejoin         string `json:"rejoin,omitempty"`
 }
 
 // Status reads the engine's state and the server's replication views.
@@ -103,6 +108,12 @@ func (e *Engine) Status(ctx context.Context) Status {
 	})
 	if err != nil {
 		s.Error = err.Error()
+	}
+	if e.external {
+		s.ExternalServer = e.where()
+		if r := e.rejoin.Load(); r != nil {
+			s.Rejoin = *r
+		}
 	}
 	return s
 }
@@ -250,6 +261,7 @@ func (e *Engine) syncConfirmed(ctx context.Context, level string) (uint64, error
 // fresh base backup.
 func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 	var lostSince time.Time // when no standby streamed (primary) / the receiver stopped (standby)
+	var lastRetry time.Time // an external standby's last take-up attempt
 	go e.stepDownLoop(ctx, 2*time.Second)
 	for {
 		select {
@@ -260,6 +272,10 @@ func (e *Engine) Watch(ctx context.Context, every time.Duration) {
 		st, _ := e.state()
 		if e.srv.Load() == nil {
 			lostSince = time.Time{}
+			if e.external && st.Role == RoleStandby && time.Since(lastRetry) >= 5*time.Second {
+				lastRetry = time.Now()
+				e.retryExternal(ctx)
+			}
 			continue
 		}
 		n, err := e.streams(ctx, st.Role == RolePrimary)
@@ -389,6 +405,10 @@ func (e *Engine) reseed(ctx context.Context, p *config.Node) {
 	defer e.opMu.Unlock()
 	st, _ := e.state()
 	if st.Role != RoleStandby || st.Primary != p.ID {
+		return
+	}
+	if e.external {
+		e.log.Error("the external standby needs a fresh base backup of the primary (pg_basebackup -R), which is its operator's to take; it streams nothing until then", "primary", p.ID, "server", e.where())
 		return
 	}
 	e.stopServer()

@@ -269,6 +269,10 @@ func newSwitchoverCmd() *cobra.Command {
 					}
 				}
 			}
+			if d.LastLSN != "" && primary.DSN != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "switchover done: %s is the primary of epoch %d at LSN %s (the old primary %s was fenced at LSN %s: its server is external, so make it a standby of %s (pg_rewind, standby.signal, start; docs/operations.md \"External servers\") and its node takes it up)\n", to, res.Epoch, res.LastLSN, primary.ID, d.LastLSN, to)
+				return nil
+			}
 			if d.LastLSN != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "switchover done: %s is the primary of epoch %d at LSN %s (the old primary %s stopped at LSN %s and follows it)\n", to, res.Epoch, res.LastLSN, primary.ID, d.LastLSN)
 				return nil

@@ -272,7 +272,9 @@ func printPhysical(w io.Writer, out []probe) error {
 		}
 		ph := p.repl.Physical
 		state := "ok"
-		if ph.Error != "" {
+		if ph.Rejoin != "" {
+			state = "fenced, waiting for its operator: " + ph.Rejoin
+		} else if ph.Error != "" {
 			state = "server not answering: " + ph.Error
 		} else if ph.Role == "standby" {
 			state = "wal receiver " + ph.Receiver

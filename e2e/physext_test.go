@@ -1,0 +1,369 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+)
+
+// extServer is a PostgreSQL server an operator runs (not tandem): the
+// physical engine's external mode reaches it only with its dsn.
+type extServer struct {
+	t       *testing.T
+	dir     string // holds data/, sock/, server.log
+	port    int
+	m       *postgres.Managed
+	cred    *syscall.Credential
+	bin     string
+	pgpass  string
+	primary int // the port of the server it was seeded from (0: a primary)
+}
+
+// extOperatorRole is the dsn's role: the grants docs/operations.md
+// "External servers" lists, nothing more (no superuser). Function grants
+// are per database: extOperatorFuncs run in the dsn's.
+var extOperatorRole = []string{
+	"CREATE ROLE tandem_op LOGIN REPLICATION PASSWORD 'op-secret'",
+	"GRANT pg_monitor, pg_signal_backend, pg_checkpoint, pg_read_server_files TO tandem_op",
+	"GRANT ALTER SYSTEM ON PARAMETER synchronous_commit, synchronous_standby_names, primary_conninfo, primary_slot_name, default_transaction_read_only TO tandem_op",
+	"CREATE DATABASE tandem OWNER tandem_op",
+}
+
+var extOperatorFuncs = []string{
+	"GRANT EXECUTE ON FUNCTION pg_promote(boolean, integer) TO tandem_op",
+	"GRANT EXECUTE ON FUNCTION pg_reload_conf() TO tandem_op",
+}
+
+const extHBA = "host all tandem_op 127.0.0.1/32 scram-sha-256\nhost replication tandem_op 127.0.0.1/32 scram-sha-256\n"
+
+func (s *extServer) settings() map[string]string {
+	return map[string]string{"wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on", "max_wal_senders": "8",
+		"max_replication_slots": "8", "fsync": "off", "wal_receiver_status_interval": "'1s'", "recovery_target_timeline": "'latest'"}
+}
+
+func newExtServer(t *testing.T, name string) *extServer {
+	t.Helper()
+	havePostgres(t)
+	bin, err := postgres.FindBinDir("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := postgres.ServerCredential()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &extServer{t: t, dir: filepath.Join(t.TempDir(), name), port: freePort(t), cred: cred, bin: bin}
+	for _, d := range []string{s.dir, filepath.Join(s.dir, "sock"), filepath.Join(s.dir, "data")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		s.chown(d)
+	}
+	// The standby's WAL receiver reads the operator role's password from
+	// here (primary_conninfo's passfile), as an operator would set it up.
+	s.pgpass = filepath.Join(s.dir, "pgpass")
+	if err := os.WriteFile(s.pgpass, []byte("*:*:*:tandem_op:op-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.chown(s.pgpass)
+	if err := postgres.PrepareForUser(filepath.Join(s.dir, "data"), filepath.Join(s.dir, "server.log"), cred); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if s.m != nil {
+			_ = s.m.StopImmediate()
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
+			t.Logf("external server %s log (tail):\n%s", name, tailText(string(b), 25))
+		}
+	})
+	return s
+}
+
+func (s *extServer) chown(p string) {
+	if s.cred != nil {
+		if err := os.Chown(p, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+func (s *extServer) start(noInitdb bool) {
+	s.t.Helper()
+	m, err := postgres.StartManaged(context.Background(), postgres.ManagedConfig{
+		DataDir: filepath.Join(s.dir, "data"), BinDir: s.bin, Port: s.port, Listen: "127.0.0.1", HBA: extHBA,
+		SocketDir: filepath.Join(s.dir, "sock"), LogFile: filepath.Join(s.dir, "server.log"), NoInitdb: noInitdb, Settings: s.settings(),
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.m = m
+}
+
+// superuser runs statements as the server's bootstrap superuser over its
+// socket (the operator's own access).
+func (s *extServer) superuser(stmts ...string) [][]string {
+	s.t.Helper()
+	return s.superuserIn("postgres", stmts...)
+}
+
+func (s *extServer) superuserIn(db string, stmts ...string) [][]string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := pgconn.Connect(ctx, fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", filepath.Join(s.dir, "sock"), s.port, db))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var last [][]string
+	for _, st := range stmts {
+		res, err := c.Exec(ctx, st).ReadAll()
+		if err != nil {
+			s.t.Fatalf("%s: %v", st, err)
+		}
+		last = nil
+		for _, r := range res {
+			for _, row := range r.Rows {
+				var cols []string
+				for _, v := range row {
+					cols = append(cols, string(v))
+				}
+				last = append(last, cols)
+			}
+		}
+	}
+	return last
+}
+
+func (s *extServer) dsn() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_op password=op-secret dbname=tandem sslmode=disable", s.port)
+}
+
+// conninfo is the operator's primary_conninfo toward s (no password: the
+// standby reads its passfile).
+func (s *extServer) conninfo(passfile string) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_op passfile=%s sslmode=disable", s.port, passfile)
+}
+
+// run runs a PostgreSQL program as the server's OS user.
+func (s *extServer) run(name string, args ...string) {
+	s.t.Helper()
+	cmd := exec.Command(filepath.Join(s.bin, name), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	cmd.Dir = "/"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		s.t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// makeStandby makes s a hot standby of the server at conninfo (after a
+// base backup or a rewind): standby.signal and primary_conninfo, as an
+// operator writes them.
+func (s *extServer) makeStandby(conninfo string) {
+	s.t.Helper()
+	data := filepath.Join(s.dir, "data")
+	if err := os.WriteFile(filepath.Join(data, "standby.signal"), nil, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	s.chown(filepath.Join(data, "standby.signal"))
+	f, err := os.OpenFile(filepath.Join(data, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	fmt.Fprintf(f, "primary_conninfo = '%s'\nprimary_slot_name = ''\n", conninfo)
+	f.Close()
+	s.chown(filepath.Join(data, "postgresql.auto.conf"))
+}
+
+// TestPhysicalExternalServers: the physical engine on servers an operator
+// runs (nodes.dsn, a role with the documented grants, not superuser).
+// tandem points the standby at its slot and application_name, sets
+// safeness on the operator's primary, and when the primary's server is
+// SIGKILLed the coordinator promotes the standby (pg_promote over SQL):
+// writes go on through the router, no acknowledged commit is lost. The
+// old primary, rewound by its operator and started as a standby, is taken
+// up by its restarted node and streams from the new primary.
+func TestPhysicalExternalServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	s1, s2 := newExtServer(t, "pg1"), newExtServer(t, "pg2")
+	s1.start(false)
+	s1.superuser(extOperatorRole...)
+	s1.superuserIn("tandem", extOperatorFuncs...)
+	s2.run("pg_basebackup", "-D", filepath.Join(s2.dir, "data"), "-d", s1.conninfo(s2.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
+	s2.makeStandby(s1.conninfo(s2.pgpass))
+	s2.start(true)
+
+	h := writeHSFile(t, "postgres", "2-safe-durable", "strict", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
+	for id, s := range map[string]*extServer{"n1": s1, "n2": s2} {
+		at := strings.Index(text, "id = \""+id+"\"")
+		text = text[:at] + strings.Replace(text[at:], "backend = \"postgres\"\n", "backend = \"postgres\"\ndsn = \""+s.dsn()+"\"\n", 1)
+	}
+	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range []string{"n1", "n2"} {
+				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
+				t.Logf("%s node log:\n%s", id, tailText(string(l), 40))
+			}
+		}
+	})
+	p := h.startCoordinatedPair()
+	// tandem set the operator's servers up: the standby's stream carries
+	// its node id and slot, the primary waits for it (2-safe-durable).
+	if got := s1.superuser("SHOW synchronous_standby_names")[0][0]; !strings.Contains(got, "n2") {
+		t.Fatalf("synchronous_standby_names on the external primary = %q, want it to name n2", got)
+	}
+	if got := s1.superuser("SELECT slot_name, active::text FROM pg_replication_slots WHERE slot_name = 'tandem_n2'"); len(got) != 1 || got[0][1] != "true" {
+		t.Fatalf("the standby's slot on the external primary: %v", got)
+	}
+	if got := s2.superuser("SHOW primary_conninfo")[0][0]; !strings.Contains(got, "passfile") || !strings.Contains(got, "application_name='n2'") {
+		t.Fatalf("primary_conninfo on the external standby = %q: want the operator's passfile kept and application_name n2", got)
+	}
+
+	ctx := context.Background()
+	createTestTable(t, h.dsn(h.router))
+	rw := &retryingWriters{}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { rw.run(wctx, h.dsn(h.router), 4); close(done) }()
+	for rw.count.Load() < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
+	s1.m.Kill() // the operator's primary crashes; its node stays up
+	rw.killedAt.Store(time.Now().UnixNano())
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if s := p.status("n2"); s.Physical.Role == "primary" && s.Physical.Epoch == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator did not promote n2 within 45 s: %+v", p.status("n2").Physical)
+		}
+	}
+	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
+		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
+			t.Fatal("writes did not go on through the router on the new primary")
+		}
+	}
+	stop()
+	<-done
+	rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
+	rw.mu.Lock()
+	acked := append([]int64(nil), rw.acked...)
+	rw.mu.Unlock()
+	t.Logf("first commit %v after the SIGKILL of the external primary; %d failed statements", rto.Round(time.Millisecond), rw.errors.Load())
+	if got := s2.superuser("SELECT pg_is_in_recovery()::text")[0][0]; got != "false" {
+		t.Fatalf("the external standby was not promoted (in recovery: %s)", got)
+	}
+	have := ids(t, h.dsn(h.nodes["n2"]))
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
+	}
+	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+
+	// The operator brings the old primary back as a standby of the new
+	// one: pg_rewind from it, standby.signal, start; then restarts the
+	// node, which points it at its slot on n2.
+	h.kill("n1")
+	if err := postgres.ClearStaleLock(ctx, filepath.Join(s1.dir, "data"), nil); err != nil {
+		t.Fatal(err)
+	}
+	s1.run("pg_rewind", "--target-pgdata", filepath.Join(s1.dir, "data"),
+		"--source-server", fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", filepath.Join(s2.dir, "sock"), s2.port))
+	s1.makeStandby(s2.conninfo(s1.pgpass))
+	s1.start(true)
+	h.start("n1")
+	p.waitStreaming("n2", "n1")
+	if s := p.status("n1"); s.Physical.Role != "standby" || s.Physical.Epoch != 2 {
+		t.Fatalf("the rejoined old primary: %+v", s.Physical)
+	}
+	conn := connect(t, h.dsn(h.router))
+	if _, err := conn.Exec(ctx, "INSERT INTO t (id) VALUES (-1)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if ids(t, h.dsn(h.nodes["n1"]))[-1] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a commit on the new primary never reached the rejoined external standby")
+		}
+	}
+
+	// A switchover back under writes: the old primary's node fences its
+	// server (its door closed, read-only by default, sessions ended),
+	// waits until nothing else is open on it and hands over at its last
+	// WAL position: nothing acknowledged is missing on n1.
+	acked = switchoverUnderLoad(t, p, "n1")
+	checkAcked(t, h.dsn(h.nodes["n1"]), acked)
+	if got := s2.superuser("SHOW default_transaction_read_only")[0][0]; got != "on" {
+		t.Fatalf("the fenced old primary's default_transaction_read_only = %q, want on", got)
+	}
+	if got := s2.superuser("SELECT pg_is_in_recovery()::text")[0][0]; got != "false" {
+		t.Fatalf("the old primary's server is in recovery (%s): tandem cannot restart it, so it should still run as it was", got)
+	}
+	if c, err := pgconnect(h.dsn(h.nodes["n2"])); err == nil {
+		c.Close(ctx)
+		t.Fatal("n2's node opened a session to its fenced server")
+	} else if !strings.Contains(err.Error(), "57P03") {
+		t.Fatalf("n2's node refused a session with %v, want SQLSTATE 57P03", err)
+	}
+	if s := p.status("n2"); s.Physical.Rejoin == "" || s.Physical.ExternalServer != fmt.Sprintf("127.0.0.1:%d", s2.port) {
+		t.Fatalf("n2's status does not say its external server waits for its operator: %+v", s.Physical)
+	}
+	if out := p.tandem("status"); !strings.Contains(out, "fenced, waiting for its operator") {
+		t.Fatalf("tandem status does not show the fenced external server:\n%s", out)
+	}
+	// Its operator makes it a standby of n1; the running node takes it up
+	// (it retries every 5 s) and it streams again.
+	_ = s2.m.Stop()
+	s2.run("pg_rewind", "--target-pgdata", filepath.Join(s2.dir, "data"),
+		"--source-server", fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", filepath.Join(s1.dir, "sock"), s1.port))
+	s2.makeStandby(s1.conninfo(s2.pgpass))
+	s2.start(true)
+	p.waitStreaming("n1", "n2")
+	if got := s2.superuser("SHOW default_transaction_read_only")[0][0]; got != "off" {
+		t.Fatalf("the rejoined standby's default_transaction_read_only = %q, want the fence lifted", got)
+	}
+	if s := p.status("n2"); s.Physical.Role != "standby" || s.Physical.Epoch != 3 || s.Physical.Rejoin != "" {
+		t.Fatalf("n2 after the switchover and its rejoin: %+v", s.Physical)
+	}
+}
+
+// pgconnect opens a connection, returning the error (connect fails the
+// test instead).
+func pgconnect(dsn string) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return pgx.Connect(ctx, dsn)
+}
