@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/secure"
@@ -223,6 +224,14 @@ type Replication struct {
 	// for a replica that is down (PostgreSQL's max_slot_wal_keep_size;
 	// default "1GB"); past it the replica is re-seeded by a base backup.
 	MaxSlotWALKeepSize string `toml:"max_slot_wal_keep_size"`
+	// ServerRole and ServerPassword: the role the physical engine logs in
+	// as on external servers (nodes.dsn) to run them: slots, safeness,
+	// pg_promote, repointing, fencing (grants: docs/operations.md
+	// "External servers"). Sessions log in as each dsn's own role, which
+	// must be another: clients must not hold these rights. The password
+	// takes env:NAME or file:PATH.
+	ServerRole     string `toml:"server_role"`
+	ServerPassword string `toml:"server_password"`
 	// Safeness: when COMMIT returns relative to the standbys.
 	Safeness string `toml:"safeness"` // 1-safe | 2-safe-received | 2-safe-visible | 2-safe-durable
 	// Ack: how many standbys must answer (one | majority | all).
@@ -1094,6 +1103,14 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 			if n.Postgres.Port != 0 {
 				return bad(f+".postgres.port", "%d: an external server's port is its dsn's; remove postgres.port", n.Postgres.Port)
 			}
+			if c.Repl.ServerRole == "" {
+				return bad("replication.server_role", "missing: with engine = \"physical\" on external servers (nodes.dsn) the engine logs in to them as this role to run slots, safeness, pg_promote and fencing (its grants: docs/operations.md \"External servers\"), and %s.dsn's role serves the sessions", f)
+			}
+			if pc, err := pgconn.ParseConfig(n.DSN); err != nil {
+				return bad(f+".dsn", "%v", err)
+			} else if pc.User == c.Repl.ServerRole {
+				return bad(f+".dsn", "its role %q is replication.server_role: every client session would hold the engine's rights (ALTER SYSTEM, pg_promote, reading server files); give the dsn an ordinary role", pc.User)
+			}
 			continue
 		}
 		if n.Postgres.Port != 0 {
@@ -1413,6 +1430,16 @@ func (c *Cluster) resolveSecrets() error {
 		u.Password = v
 		if literal && !strings.HasPrefix(v, "SCRAM-SHA-256$") {
 			c.ClearTextPasswords = append(c.ClearTextPasswords, u.Name)
+		}
+	}
+	if c.Repl.ServerPassword != "" {
+		v, literal, err := secure.Resolve(c.Repl.ServerPassword)
+		if err != nil {
+			return fmt.Errorf("%w: %s: field replication.server_password: %v", ErrInvalid, c.File, err)
+		}
+		c.Repl.ServerPassword = v
+		if literal {
+			c.ClearTextPasswords = append(c.ClearTextPasswords, "replication.server_role "+c.Repl.ServerRole)
 		}
 	}
 	return nil

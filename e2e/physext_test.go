@@ -33,11 +33,14 @@ type extServer struct {
 // extOperatorRole is the dsn's role: the grants docs/operations.md
 // "External servers" lists, nothing more (no superuser). Function grants
 // are per database: extOperatorFuncs run in the dsn's.
+// The sessions' role (the dsn's) is an ordinary one that owns the
+// database.
 var extOperatorRole = []string{
 	"CREATE ROLE tandem_op LOGIN REPLICATION PASSWORD 'op-secret'",
 	"GRANT pg_monitor, pg_signal_backend, pg_checkpoint, pg_read_server_files TO tandem_op",
 	"GRANT ALTER SYSTEM ON PARAMETER synchronous_commit, synchronous_standby_names, primary_conninfo, primary_slot_name, default_transaction_read_only TO tandem_op",
-	"CREATE DATABASE tandem OWNER tandem_op",
+	"CREATE ROLE tandem_app LOGIN PASSWORD 'app-secret'",
+	"CREATE DATABASE tandem OWNER tandem_app",
 }
 
 var extOperatorFuncs = []string{
@@ -45,7 +48,7 @@ var extOperatorFuncs = []string{
 	"GRANT EXECUTE ON FUNCTION pg_reload_conf() TO tandem_op",
 }
 
-const extHBA = "host all tandem_op 127.0.0.1/32 scram-sha-256\nhost replication tandem_op 127.0.0.1/32 scram-sha-256\n"
+const extHBA = "host all tandem_op,tandem_app 127.0.0.1/32 scram-sha-256\nhost replication tandem_op 127.0.0.1/32 scram-sha-256\n"
 
 func (s *extServer) settings() map[string]string {
 	return map[string]string{"wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on", "max_wal_senders": "8",
@@ -149,7 +152,7 @@ func (s *extServer) superuserIn(db string, stmts ...string) [][]string {
 }
 
 func (s *extServer) dsn() string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_op password=op-secret dbname=tandem sslmode=disable", s.port)
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_app password=app-secret dbname=tandem sslmode=disable", s.port)
 }
 
 // conninfo is the operator's primary_conninfo toward s (no password: the
@@ -214,7 +217,13 @@ func TestPhysicalExternalServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(b), "engine = \"writeset\"", "engine = \"physical\"", 1)
+	// The engine's role and its password (from a file, as an operator
+	// keeps it out of the cluster file).
+	pw := filepath.Join(h.dir, "server.password")
+	if err := os.WriteFile(pw, []byte("op-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "engine = \"writeset\"", fmt.Sprintf("engine = \"physical\"\nserver_role = \"tandem_op\"\nserver_password = \"file:%s\"", pw), 1)
 	for id, s := range map[string]*extServer{"n1": s1, "n2": s2} {
 		at := strings.Index(text, "id = \""+id+"\"")
 		text = text[:at] + strings.Replace(text[at:], "backend = \"postgres\"\n", "backend = \"postgres\"\ndsn = \""+s.dsn()+"\"\n", 1)
@@ -245,6 +254,18 @@ func TestPhysicalExternalServers(t *testing.T) {
 
 	ctx := context.Background()
 	createTestTable(t, h.dsn(h.router))
+	// Sessions run as the dsn's ordinary role, not the engine's.
+	sess := connect(t, h.dsn(h.router))
+	var who string
+	if err := sess.QueryRow(ctx, "SELECT current_user").Scan(&who); err != nil || who != "tandem_app" {
+		t.Fatalf("sessions through the router run as %q (%v), want the dsn's role tandem_app", who, err)
+	}
+	for _, q := range []string{"ALTER SYSTEM SET synchronous_commit = local", "SELECT pg_read_file('postgresql.conf')", "SELECT pg_promote()"} {
+		if _, err := sess.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "42501") {
+			t.Fatalf("%s through the router: %v, want 42501 (the sessions' role holds none of the engine's rights)", q, err)
+		}
+	}
+	sess.Close(ctx)
 	rw := &retryingWriters{}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

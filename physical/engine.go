@@ -196,7 +196,7 @@ const engineApp = "tandem physical engine"
 // node's dsn.
 func (e *Engine) connect(ctx context.Context) (*pgconn.PgConn, error) {
 	if e.external {
-		return connectDSN(ctx, e.node.DSN)
+		return e.connectDSN(ctx, e.node.DSN)
 	}
 	return pgconn.Connect(ctx, e.socketDSN("postgres"))
 }
@@ -355,7 +355,7 @@ func (e *Engine) conninfo(target *config.Node, db string) string {
 // conninfo holding it.
 func (e *Engine) connectTo(ctx context.Context, p *config.Node) (*pgconn.PgConn, error) {
 	if e.external {
-		return connectDSN(ctx, p.DSN)
+		return e.connectDSN(ctx, p.DSN)
 	}
 	cfg, err := pgconn.ParseConfig(e.goConninfo(p, "postgres"))
 	if err != nil {

@@ -77,13 +77,15 @@ func dsnAddr(dsn string) string {
 	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 }
 
-// connectDSN opens a SQL session with a node's dsn (5 s to connect unless
-// the dsn says otherwise).
-func connectDSN(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+// connectDSN opens a SQL session on the server of a node's dsn as
+// replication.server_role (the dsn's own role serves the sessions), 5 s
+// to connect unless the dsn says otherwise.
+func (e *Engine) connectDSN(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("nodes.dsn: %w", err)
 	}
+	cfg.User, cfg.Password = e.c.Repl.ServerRole, e.c.Repl.ServerPassword
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
@@ -135,7 +137,7 @@ func (s *extServer) watch() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		var err error
 		if c == nil || c.IsClosed() {
-			c, err = connectDSN(ctx, s.e.node.DSN)
+			c, err = s.e.connectDSN(ctx, s.e.node.DSN)
 		}
 		if err == nil {
 			_, err = c.Exec(ctx, "SELECT 1").ReadAll()
@@ -199,7 +201,7 @@ func (e *Engine) fenceExternal() {
 	e.setDoor(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	c, err := connectDSN(ctx, e.node.DSN)
+	c, err := e.connectDSN(ctx, e.node.DSN)
 	if err == nil {
 		err = execAll(ctx, c,
 			"ALTER SYSTEM SET default_transaction_read_only = on",
@@ -223,7 +225,7 @@ const terminateClients = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
 func (e *Engine) unfenceExternal() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	c, err := connectDSN(ctx, e.node.DSN)
+	c, err := e.connectDSN(ctx, e.node.DSN)
 	if err != nil {
 		return fmt.Errorf("physical: unfence %s: %w", e.where(), err)
 	}
@@ -242,7 +244,7 @@ func (e *Engine) unfenceExternal() error {
 func (e *Engine) startExternal(ctx context.Context, st state) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := connectDSN(cctx, e.node.DSN)
+	c, err := e.connectDSN(cctx, e.node.DSN)
 	if err != nil {
 		return fmt.Errorf("physical: node %s: connect to its external server %s: %w", e.cfg.ID, e.where(), err)
 	}
@@ -267,7 +269,7 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 		if !ok {
 			return fmt.Errorf("physical: this node follows %q, which the cluster file does not list", st.Primary)
 		}
-		want, err := repointConninfo(conninfo, p.DSN, e.cfg.ID)
+		want, err := repointConninfo(conninfo, p.DSN, e.cfg.ID, e.c.Repl.ServerRole)
 		if err != nil {
 			return fmt.Errorf("physical: node %s: %w", e.cfg.ID, err)
 		}
@@ -329,7 +331,7 @@ func (e *Engine) startStandbyExternal(ctx context.Context) error {
 func (e *Engine) lastLSNExternal(ctx context.Context) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	c, err := connectDSN(cctx, e.node.DSN)
+	c, err := e.connectDSN(cctx, e.node.DSN)
 	if err != nil {
 		return "", fmt.Errorf("physical: %w", err)
 	}
@@ -371,7 +373,7 @@ func (e *Engine) retryExternal(ctx context.Context) {
 	}
 	// Still a primary: it stays fenced as it was (nothing to log again).
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	c, err := connectDSN(cctx, e.node.DSN)
+	c, err := e.connectDSN(cctx, e.node.DSN)
 	if err == nil {
 		var rows [][]string
 		rows, err = query(cctx, c, "SELECT pg_is_in_recovery()::text")
@@ -395,9 +397,10 @@ func (e *Engine) retryExternal(ctx context.Context) {
 // of primaryDSN: its host and port, application_name the node's id (what
 // synchronous_standby_names names), everything else (user, passfile,
 // TLS settings) the operator's. With no primary_conninfo yet it is built
-// from primaryDSN's host, port, user and TLS mode; the password is never
-// copied (the standby's server reads it from its own passfile).
-func repointConninfo(current, primaryDSN, id string) (string, error) {
+// from primaryDSN's host, port and TLS mode and user (the server role,
+// which has REPLICATION); no password is ever written (the standby's
+// server reads it from its own passfile).
+func repointConninfo(current, primaryDSN, id, user string) (string, error) {
 	pc, err := pgconn.ParseConfig(primaryDSN)
 	if err != nil {
 		return "", fmt.Errorf("the primary's nodes.dsn: %w", err)
@@ -407,7 +410,7 @@ func repointConninfo(current, primaryDSN, id string) (string, error) {
 		return "", fmt.Errorf("the standby's primary_conninfo: %w", err)
 	}
 	if len(kv) == 0 {
-		kv["user"] = pc.User
+		kv["user"] = user
 		if pc.TLSConfig == nil {
 			kv["sslmode"] = "disable"
 		}

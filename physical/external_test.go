@@ -48,11 +48,11 @@ func TestRepointConninfo(t *testing.T) {
 			"postgres://op:secret@10.0.0.2:5433/app?sslmode=require",
 			"application_name='n2' host='10.0.0.2' passfile='/var/lib/pg/.pgpass' port='5433' sslmode='verify-full' user='repl'"},
 		{"", "postgres://op:secret@10.0.0.2:5433/app?sslmode=disable",
-			"application_name='n2' host='10.0.0.2' port='5433' sslmode='disable' user='op'"},
+			"application_name='n2' host='10.0.0.2' port='5433' sslmode='disable' user='tandem_op'"},
 		{"hostaddr=10.0.0.1 host=a user=r", "host=b port=6000 user=op password=x sslmode=disable",
 			"application_name='n2' host='b' port='6000' user='r'"},
 	} {
-		got, err := repointConninfo(tc.current, tc.dsn, "n2")
+		got, err := repointConninfo(tc.current, tc.dsn, "n2", "tandem_op")
 		if err != nil || got != tc.want {
 			t.Errorf("%q -> %q (%v), want %q", tc.current, got, err, tc.want)
 		}
