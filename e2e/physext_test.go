@@ -204,41 +204,7 @@ func TestPhysicalExternalServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	s1, s2 := newExtServer(t, "pg1"), newExtServer(t, "pg2")
-	s1.start(false)
-	s1.superuser(extOperatorRole...)
-	s1.superuserIn("tandem", extOperatorFuncs...)
-	s2.run("pg_basebackup", "-D", filepath.Join(s2.dir, "data"), "-d", s1.conninfo(s2.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
-	s2.makeStandby(s1.conninfo(s2.pgpass))
-	s2.start(true)
-
-	h := writeHSFile(t, "postgres", "2-safe-durable", "strict", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
-	b, err := os.ReadFile(h.file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The engine's role and its password (from a file, as an operator
-	// keeps it out of the cluster file).
-	pw := filepath.Join(h.dir, "server.password")
-	if err := os.WriteFile(pw, []byte("op-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(b), "engine = \"writeset\"", fmt.Sprintf("engine = \"physical\"\nserver_role = \"tandem_op\"\nserver_password = \"file:%s\"", pw), 1)
-	for id, s := range map[string]*extServer{"n1": s1, "n2": s2} {
-		at := strings.Index(text, "id = \""+id+"\"")
-		text = text[:at] + strings.Replace(text[at:], "backend = \"postgres\"\n", "backend = \"postgres\"\ndsn = \""+s.dsn()+"\"\n", 1)
-	}
-	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, id := range []string{"n1", "n2"} {
-				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
-				t.Logf("%s node log:\n%s", id, tailText(string(l), 40))
-			}
-		}
-	})
+	h, s1, s2 := externalPair(t, "2-safe-durable")
 	p := h.startCoordinatedPair()
 	// tandem set the operator's servers up: the standby's stream carries
 	// its node id and slot, the primary waits for it (2-safe-durable).
@@ -387,4 +353,162 @@ func pgconnect(dsn string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return pgx.Connect(ctx, dsn)
+}
+
+// externalPair sets up two external servers as their operator would (n1's
+// the primary, n2's a standby seeded from it with pg_basebackup) and a
+// coordinated physical cluster file that names them (nodes.dsn), the
+// engine's role and its password in a file.
+func externalPair(t *testing.T, safeness string) (*hsCluster, *extServer, *extServer) {
+	t.Helper()
+	s1, s2 := newExtServer(t, "pg1"), newExtServer(t, "pg2")
+	s1.start(false)
+	s1.superuser(extOperatorRole...)
+	s1.superuserIn("tandem", extOperatorFuncs...)
+	s2.run("pg_basebackup", "-D", filepath.Join(s2.dir, "data"), "-d", s1.conninfo(s2.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
+	s2.makeStandby(s1.conninfo(s2.pgpass))
+	s2.start(true)
+
+	h := writeHSFile(t, "postgres", safeness, "strict", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
+	b, err := os.ReadFile(h.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The engine's role and its password (from a file, as an operator
+	// keeps it out of the cluster file).
+	pw := filepath.Join(h.dir, "server.password")
+	if err := os.WriteFile(pw, []byte("op-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "engine = \"writeset\"", fmt.Sprintf("engine = \"physical\"\nserver_role = \"tandem_op\"\nserver_password = \"file:%s\"", pw), 1)
+	for id, s := range map[string]*extServer{"n1": s1, "n2": s2} {
+		at := strings.Index(text, "id = \""+id+"\"")
+		text = text[:at] + strings.Replace(text[at:], "backend = \"postgres\"\n", "backend = \"postgres\"\ndsn = \""+s.dsn()+"\"\n", 1)
+	}
+	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, id := range []string{"n1", "n2"} {
+				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
+				t.Logf("%s node log:\n%s", id, tailText(string(l), 40))
+			}
+		}
+	})
+	return h, s1, s2
+}
+
+// TestPhysicalExternalFence: a primary whose node loses the coordinator
+// (the witness's and n2's node processes stopped; the servers run on)
+// fences its external server when its lease lapses: a session open at
+// its node before is ended and wrote nothing after, no new one opens
+// (57P03), the server is read-only by default. Once the coordinator is
+// back, writes go on through the router on whichever node holds the
+// primary role, and only that one's server takes writes.
+func TestPhysicalExternalFence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h, s1, s2 := externalPair(t, "2-safe-received")
+	p := h.startCoordinatedPair()
+	ctx := context.Background()
+	createTestTable(t, h.dsn(h.router))
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
+	direct := connect(t, h.dsn(h.nodes["n1"]))
+	if _, err := direct.Exec(ctx, "INSERT INTO t VALUES (1, 'before the cut')"); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	h.signal("witness", syscall.SIGSTOP)
+	h.signal("n2", syscall.SIGSTOP)
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			h.signal("witness", syscall.SIGCONT)
+			h.signal("n2", syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+	for s1.superuser("SHOW default_transaction_read_only")[0][0] != "on" {
+		if time.Since(cut) > 15*time.Second {
+			t.Fatal("n1's external server was not fenced within 15 s of losing the coordinator (lease 1 s)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("fenced %v after the cut (lease 1 s, grace 0.5 s)", time.Since(cut).Round(time.Millisecond))
+	if _, err := direct.Exec(ctx, "INSERT INTO t VALUES (2, 'after the fence')"); err == nil {
+		t.Fatal("a session open at n1's node before the cut wrote after the fence")
+	}
+	if c, err := pgconnect(h.dsn(h.nodes["n1"])); err == nil {
+		c.Close(ctx)
+		t.Fatal("n1's node opened a session to its fenced server")
+	} else if !strings.Contains(err.Error(), "57P03") {
+		t.Fatalf("n1's node refused a session with %v, want 57P03", err)
+	}
+	// pg_terminate_backend signals; the backends exit a moment later.
+	for wait := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := s1.superuser("SELECT count(*) FROM pg_stat_activity WHERE usename = 'tandem_app'")[0][0]
+		if got == "0" {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("%s client sessions still open on the fenced server 5 s after its fence", got)
+		}
+	}
+	resume()
+	var primary string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		c, err := pgconnect(h.dsn(h.router))
+		if err == nil {
+			_, err = c.Exec(ctx, "INSERT INTO t VALUES (3, 'after the heal')")
+			c.Close(ctx)
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write through the router within 60 s of the heal: %v", err)
+		}
+	}
+	for _, id := range []string{"n1", "n2"} {
+		if s := p.status(id); s.Physical != nil && s.Physical.Role == "primary" {
+			primary = id
+		}
+	}
+	ro1 := s1.superuser("SHOW default_transaction_read_only")[0][0]
+	rec1 := s1.superuser("SELECT pg_is_in_recovery()::text")[0][0]
+	rec2 := s2.superuser("SELECT pg_is_in_recovery()::text")[0][0]
+	t.Logf("after the heal: %s is the primary; n1's server read-only %s, in recovery %s; n2's in recovery %s", primary, ro1, rec1, rec2)
+	switch primary {
+	case "n1": // the lease came back before anyone was promoted
+		if ro1 != "off" || rec2 != "true" {
+			t.Fatalf("n1 kept the primary role, but its server is read-only %s and n2's in recovery %s", ro1, rec2)
+		}
+	case "n2": // promoted: n1's server stays fenced until its operator rejoins it
+		if rec2 != "false" || (rec1 == "false" && ro1 != "on") {
+			t.Fatalf("n2 was promoted, but its server in recovery %s; n1's server read-only %s in recovery %s", rec2, ro1, rec1)
+		}
+	default:
+		t.Fatal("no node is the primary after the heal")
+	}
+	if got := s1.superuser("SELECT count(*) FROM pg_stat_activity WHERE usename = 'tandem_app' AND backend_type = 'client backend'")[0][0]; primary == "n2" && got != "0" {
+		t.Fatalf("%s client sessions on n1's fenced server after n2's promotion", got)
+	}
+	if ok := idsOnServer(t, s1)[2]; ok {
+		t.Fatal("the insert tried after the fence is on n1's server")
+	}
+}
+
+// idsOnServer reads t's ids on an external server as its superuser.
+func idsOnServer(t *testing.T, s *extServer) map[int64]bool {
+	t.Helper()
+	out := map[int64]bool{}
+	for _, r := range s.superuserIn("tandem", "SELECT id FROM t") {
+		var id int64
+		fmt.Sscan(r[0], &id)
+		out[id] = true
+	}
+	return out
 }
