@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 )
@@ -46,8 +47,10 @@ func TestPostgresReplicatedExamples(t *testing.T) {
 		{"hot-standby-postgres-writeset.toml", "hot-standby", EngineWriteset, 2},
 		{"single-master-postgres.toml", "single-master", EnginePhysical, 3},
 		{"single-master-postgres-writeset.toml", "single-master", EngineWriteset, 3},
+		{"hot-standby-postgres-external.toml", "hot-standby", EnginePhysical, 2},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Setenv("TANDEM_SERVER_PASSWORD", "from-the-environment")
 			path := filepath.Join("..", "examples", tc.file)
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -64,9 +67,10 @@ func TestPostgresReplicatedExamples(t *testing.T) {
 			if c.Repl.Failover != "automatic" {
 				t.Fatalf("failover %q, want automatic", c.Repl.Failover)
 			}
+			external := strings.Contains(tc.file, "external")
 			for _, n := range c.Nodes {
-				if n.Backend != "postgres" || n.DSN != "" {
-					t.Fatalf("node %s: backend %q dsn %q, want a managed PostgreSQL", n.ID, n.Backend, n.DSN)
+				if n.Backend != "postgres" || (n.DSN != "") != external {
+					t.Fatalf("node %s: backend %q dsn %q, want a PostgreSQL server (external: %v)", n.ID, n.Backend, n.DSN, external)
 				}
 			}
 		})

@@ -2,7 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,10 +56,14 @@ var extOperatorFuncs = []string{
 	"GRANT EXECUTE ON FUNCTION pg_reload_conf() TO tandem_op",
 }
 
-const extHBA = "host all tandem_op,tandem_app 127.0.0.1/32 scram-sha-256\nhost replication tandem_op 127.0.0.1/32 scram-sha-256\n"
+// extHBA: the sessions' role over TLS only (the dsn's sslmode=require
+// makes the node's relay use it), the engine's role and the WAL stream
+// either way.
+const extHBA = "hostssl all tandem_app 127.0.0.1/32 scram-sha-256\nhost all tandem_op 127.0.0.1/32 scram-sha-256\nhost replication tandem_op 127.0.0.1/32 scram-sha-256\n"
 
 func (s *extServer) settings() map[string]string {
-	return map[string]string{"wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on", "max_wal_senders": "8",
+	return map[string]string{"ssl": "on", "ssl_cert_file": "'" + filepath.Join(s.dir, "server.crt") + "'", "ssl_key_file": "'" + filepath.Join(s.dir, "server.key") + "'",
+		"wal_level": "replica", "hot_standby": "on", "wal_log_hints": "on", "max_wal_senders": "8",
 		"max_replication_slots": "8", "fsync": "off", "wal_receiver_status_interval": "'1s'", "recovery_target_timeline": "'latest'"}
 }
 
@@ -80,6 +92,7 @@ func newExtServer(t *testing.T, name string) *extServer {
 		t.Fatal(err)
 	}
 	s.chown(s.pgpass)
+	s.writeCert()
 	if err := postgres.PrepareForUser(filepath.Join(s.dir, "data"), filepath.Join(s.dir, "server.log"), cred); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +106,32 @@ func newExtServer(t *testing.T, name string) *extServer {
 		}
 	})
 	return s
+}
+
+// writeCert gives the server a self-signed certificate for 127.0.0.1.
+func (s *extServer) writeCert() {
+	s.t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"server.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), "server.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})} {
+		p := filepath.Join(s.dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			s.t.Fatal(err)
+		}
+		s.chown(p)
+	}
 }
 
 func (s *extServer) chown(p string) {
@@ -152,7 +191,7 @@ func (s *extServer) superuserIn(db string, stmts ...string) [][]string {
 }
 
 func (s *extServer) dsn() string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_app password=app-secret dbname=tandem sslmode=disable", s.port)
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_app password=app-secret dbname=tandem sslmode=require", s.port)
 }
 
 // conninfo is the operator's primary_conninfo toward s (no password: the
@@ -225,6 +264,10 @@ func TestPhysicalExternalServers(t *testing.T) {
 	var who string
 	if err := sess.QueryRow(ctx, "SELECT current_user").Scan(&who); err != nil || who != "tandem_app" {
 		t.Fatalf("sessions through the router run as %q (%v), want the dsn's role tandem_app", who, err)
+	}
+	var ssl bool
+	if err := sess.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl); err != nil || !ssl {
+		t.Fatalf("the relayed session to the external server is not over TLS (ssl %v, %v), though the dsn says sslmode=require", ssl, err)
 	}
 	for _, q := range []string{"ALTER SYSTEM SET synchronous_commit = local", "SELECT pg_read_file('postgresql.conf')", "SELECT pg_promote()"} {
 		if _, err := sess.Exec(ctx, q); err == nil || !strings.Contains(err.Error(), "42501") {

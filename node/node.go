@@ -564,6 +564,12 @@ func externalUpstream(c *config.Cluster, id, dsn string) (router.Upstream, error
 		up.Addr = filepath.Join(pc.Host, ".s.PGSQL."+strconv.Itoa(int(pc.Port)))
 	}
 	up.User, up.Password, up.Database = pc.User, pc.Password, pc.Database
+	if pc.TLSConfig != nil && len(pc.Fallbacks) == 0 {
+		// sslmode=require, verify-ca or verify-full: sessions travel
+		// to the server over TLS as the dsn says (prefer and allow,
+		// which fall back to plain text, keep plain text).
+		up.TLS = pc.TLSConfig
+	}
 	return up, nil
 }
 
