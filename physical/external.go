@@ -325,7 +325,7 @@ func (e *Engine) startStandbyExternal(ctx context.Context) error {
 	return nil
 }
 
-// lastLSNExternal is a fenced external primary's last WAL position, once
+// lastLSNExternal is a fenced external primary's last flushed WAL position, once
 // no client session but the engine's is left on it (a commit that was
 // being written finishes first).
 func (e *Engine) lastLSNExternal(ctx context.Context) (string, error) {
@@ -353,7 +353,13 @@ func (e *Engine) lastLSNExternal(ctx context.Context) (string, error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	rows, err := query(cctx, c, "SELECT pg_current_wal_insert_lsn()::text")
+	// The flush position, not the insert one: every acknowledged commit
+	// was flushed before it was answered (synchronous_commit is at least
+	// local at every safeness level), and the WAL senders ship flushed
+	// WAL only. Records inserted and not yet flushed (the fence's own
+	// ALTER SYSTEM logs a hint-bit page image) may never be, and a target
+	// waiting for them would wait for the lease to lapse instead.
+	rows, err := query(cctx, c, "SELECT pg_current_wal_flush_lsn()::text")
 	if err != nil {
 		return "", fmt.Errorf("physical: %w", err)
 	}

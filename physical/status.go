@@ -185,9 +185,12 @@ func (e *Engine) slotStatus(ctx context.Context, c *pgconn.PgConn, s *Status) er
 	return nil
 }
 
+// standbyStatus: the replay lag is never below 0 (a restarted standby's
+// receive position starts at the segment it streams from, which may be
+// before what it replayed from its own WAL).
 func (e *Engine) standbyStatus(ctx context.Context, c *pgconn.PgConn, s *Status) error {
 	rows, err := query(ctx, c, `SELECT coalesce(pg_last_wal_receive_lsn()::text, ''), coalesce(pg_last_wal_replay_lsn()::text, ''),
-		coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint, 0)::text,
+		greatest(coalesce(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint, 0), 0)::text,
 		coalesce(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8::text, ''),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), 'stopped')`)
 	if err != nil {
