@@ -555,3 +555,86 @@ func idsOnServer(t *testing.T, s *extServer) map[int64]bool {
 	}
 	return out
 }
+
+// TestPhysicalExternalSingleMaster: single-master on three external
+// servers (one primary, two standbys the operator seeded), started with
+// `tandem up`: reads through the router's read port at session
+// consistency see their own writes; after a SIGKILL of the primary's
+// server the coordinator promotes one standby and repoints the other to
+// it (ALTER SYSTEM primary_conninfo, reloaded: it streams from the new
+// primary), and every acknowledged commit is on the new primary.
+func TestPhysicalExternalSingleMaster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	s1, s2, s3 := newExtServer(t, "pg1"), newExtServer(t, "pg2"), newExtServer(t, "pg3")
+	s1.start(false)
+	s1.superuser(extOperatorRole...)
+	s1.superuserIn("tandem", extOperatorFuncs...)
+	for _, s := range []*extServer{s2, s3} {
+		s.run("pg_basebackup", "-D", filepath.Join(s.dir, "data"), "-d", s1.conninfo(s.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
+		s.makeStandby(s1.conninfo(s.pgpass))
+		s.start(true)
+	}
+	pw := filepath.Join(t.TempDir(), "server.password")
+	if err := os.WriteFile(pw, []byte("op-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{"replication": fmt.Sprintf("server_role = \"tandem_op\"\nserver_password = \"file:%s\"\n", pw)}
+	for i, s := range []*extServer{s1, s2, s3} {
+		lines[fmt.Sprintf("n%d", i+1)] = fmt.Sprintf("dsn = %q\n", s.dsn())
+	}
+	lines["n1"] += "read_weight = 0\n"
+	sm := upPhysSM(t, 3, lines, nil)
+	sm.waitReplicasStreaming("n1", "n2", "n3")
+	ctx := context.Background()
+	c := connect(t, sm.DSN)
+	for _, q := range []string{"CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)", "CREATE TABLE ryw (id bigint PRIMARY KEY, session int)"} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close(ctx)
+	r := writeThenRead(t, sm.DSN, "session", 4, 25, 1_000_000)
+	t.Logf("session: %d pairs, %d stale, %d read on a replica", r.pairs.Load(), r.stale.Load(), r.onReplica.Load())
+	if r.pairs.Load() != 100 || r.stale.Load() != 0 || r.onReplica.Load() == 0 {
+		t.Fatalf("read-your-writes on external replicas: %d pairs, %d stale, %d on a replica", r.pairs.Load(), r.stale.Load(), r.onReplica.Load())
+	}
+
+	rw := &retryingWriters{}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { rw.run(wctx, sm.DSN, 4); close(done) }()
+	for rw.count.Load() < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	s1.m.Kill()
+	rw.killedAt.Store(time.Now().UnixNano())
+	primary, other := sm.settledPair(60*time.Second, "n2", "n3")
+	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
+		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
+			t.Fatal("writes did not go on through the router on the new primary")
+		}
+	}
+	stop()
+	<-done
+	rw.mu.Lock()
+	acked := append([]int64(nil), rw.acked...)
+	rw.mu.Unlock()
+	t.Logf("%s promoted, %s streams from it; first commit %v after the SIGKILL", primary, other, time.Duration(rw.firstBack.Load()-rw.killedAt.Load()).Round(time.Millisecond))
+	servers := map[string]*extServer{"n2": s2, "n3": s3}
+	if got := servers[other].superuser("SHOW primary_conninfo")[0][0]; !strings.Contains(got, fmt.Sprintf("port='%d'", servers[primary].port)) {
+		t.Fatalf("%s's primary_conninfo = %q, want it pointed at %s's server", other, got, primary)
+	}
+	have := idsOnServer(t, servers[primary])
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
+	}
+	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+}

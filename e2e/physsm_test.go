@@ -27,7 +27,8 @@ import (
 // node votes; lease 2 s, grace 1 s: with 1 s / 500 ms a Raft election on
 // the loaded machine made the primary fence itself mid-test now and then,
 // the cost of a lapse physical/DESIGN.md describes). lines[id] are more of node id's fields (lines["router"]: the
-// router's), settings[id] more of its server's settings.
+// router's, lines["replication"]: the replication section's), settings[id]
+// more of its server's settings.
 func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster {
 	t.Helper()
 	havePostgres(t)
@@ -36,6 +37,7 @@ func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"physsm\"\ndesign = \"single-master\"\nrun_dir = %q\n", filepath.Join(dir, "run"))
 	b.WriteString("[replication]\nengine = \"physical\"\nsafeness = \"2-safe-received\"\nack = \"one\"\nfailover = \"automatic\"\nlease = \"2s\"\nlease_grace = \"1s\"\nack_timeout = \"2s\"\n")
+	b.WriteString(lines["replication"])
 	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	fmt.Fprintf(&b, "[router]\nlisten = \"127.0.0.1:%d\"\nread_listen = %q\nmetrics = %q\nhealth_interval = \"100ms\"\n", freePort(t), s.reads, s.radmin)
@@ -49,7 +51,9 @@ func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster
 		fmt.Fprintf(&b, "[[nodes]]\nid = %q\nlisten = %q\nmetrics = %q\nrepl_listen = \"127.0.0.1:%d\"\nraft_listen = \"127.0.0.1:%d\"\nbackend = \"postgres\"\n",
 			id, s.nodes[id], s.admin[id], freePort(t), freePort(t))
 		b.WriteString(lines[id])
-		fmt.Fprintf(&b, "[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"60\"%s }\n", settings[id])
+		if !strings.Contains(lines[id], "dsn =") { // an external server's settings are its operator's
+			fmt.Fprintf(&b, "[nodes.postgres]\nsettings = { fsync = \"off\", max_connections = \"60\"%s }\n", settings[id])
+		}
 	}
 	file := filepath.Join(dir, "physsm.toml")
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
