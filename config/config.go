@@ -1103,6 +1103,9 @@ func (c *Cluster) validateEngine(bad func(field, format string, args ...any) err
 			if n.Postgres.Port != 0 {
 				return bad(f+".postgres.port", "%d: an external server's port is its dsn's; remove postgres.port", n.Postgres.Port)
 			}
+			if len(n.Postgres.Settings) > 0 {
+				return bad(f+".postgres.settings", "an external server's configuration is its operator's (tandem sets only the replication settings docs/operations.md \"External servers\" lists); remove postgres.settings")
+			}
 			if c.Repl.ServerRole == "" {
 				return bad("replication.server_role", "missing: with engine = \"physical\" on external servers (nodes.dsn) the engine logs in to them as this role to run slots, safeness, pg_promote and fencing (its grants: docs/operations.md \"External servers\"), and %s.dsn's role serves the sessions", f)
 			}

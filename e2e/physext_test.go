@@ -275,6 +275,26 @@ func TestPhysicalExternalServers(t *testing.T) {
 		}
 	}
 	sess.Close(ctx)
+
+	// The standby's server goes down and comes back (its operator's
+	// restart): its node stays up, and takes it up again.
+	_ = s2.m.Stop()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if st := p.status("n2"); st.Physical != nil && st.Physical.Error != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n2's status never said its server was down")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // past the probes' 1 s
+	select {
+	case <-h.exited["n2"]:
+		t.Fatal("n2's node exited when its external standby's server stopped")
+	default:
+	}
+	s2.start(true)
+	p.waitStreaming("n1", "n2")
 	rw := &retryingWriters{}
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -109,6 +109,7 @@ type physStatus struct {
 		Receiver           string `json:"receiver"`
 		ExternalServer     string `json:"external_server"`
 		Rejoin             string `json:"rejoin"`
+		Error              string `json:"error"`
 		Replicas           []struct {
 			Node      string `json:"node"`
 			State     string `json:"state"`

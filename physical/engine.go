@@ -542,10 +542,23 @@ func (e *Engine) serve(s server, gone string) {
 	e.srv.Store(ref)
 	go func() {
 		<-s.Done()
-		if !e.stopping.Load() && e.srv.Load() == ref {
-			e.log.Error(gone, "server", e.where())
-			e.failOnce.Do(func() { close(e.failed) })
+		if e.stopping.Load() || e.srv.Load() != ref {
+			return
 		}
+		if st, _ := e.state(); e.external && st.Role == RoleStandby {
+			// An operator's standby restarting (or down for a while)
+			// holds no lease and no commit of anyone's: the node stays
+			// up and takes the server up again once it answers (Watch,
+			// every 5 s). A primary's server gone takes the node down,
+			// so that its lease lapses and the coordinator promotes.
+			if e.srv.CompareAndSwap(ref, nil) {
+				e.closeConn()
+				e.log.Warn("the external standby's server does not answer: this node takes it up again when it does")
+			}
+			return
+		}
+		e.log.Error(gone, "server", e.where())
+		e.failOnce.Do(func() { close(e.failed) })
 	}()
 }
 

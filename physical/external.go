@@ -392,7 +392,11 @@ func (e *Engine) retryExternal(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if err := e.startStandbyExternal(ctx); err != nil {
+	// Bounded: opMu is held, and a promote the coordinator asks for
+	// waits on it (waitPrimary would wait for a primary that is gone).
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	if err := e.startStandbyExternal(sctx); err != nil {
 		e.log.Debug("the external server is not yet a standby of the primary", "err", err)
 		return
 	}
