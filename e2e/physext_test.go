@@ -46,7 +46,7 @@ type extServer struct {
 var extOperatorRole = []string{
 	"CREATE ROLE tandem_op LOGIN REPLICATION PASSWORD 'op-secret'",
 	"GRANT pg_monitor, pg_signal_backend, pg_checkpoint, pg_read_server_files TO tandem_op",
-	"GRANT ALTER SYSTEM ON PARAMETER synchronous_commit, synchronous_standby_names, primary_conninfo, primary_slot_name, default_transaction_read_only TO tandem_op",
+	"GRANT ALTER SYSTEM ON PARAMETER synchronous_commit, synchronous_standby_names, primary_conninfo, primary_slot_name, default_transaction_read_only, max_slot_wal_keep_size TO tandem_op",
 	"CREATE ROLE tandem_app LOGIN PASSWORD 'app-secret'",
 	"CREATE DATABASE tandem OWNER tandem_app",
 }
@@ -249,6 +249,9 @@ func TestPhysicalExternalServers(t *testing.T) {
 	// its node id and slot, the primary waits for it (2-safe-durable).
 	if got := s1.superuser("SHOW synchronous_standby_names")[0][0]; !strings.Contains(got, "n2") {
 		t.Fatalf("synchronous_standby_names on the external primary = %q, want it to name n2", got)
+	}
+	if got := s1.superuser("SHOW max_slot_wal_keep_size")[0][0]; got != "1GB" {
+		t.Fatalf("max_slot_wal_keep_size on the external primary = %q, want 1GB (replication.max_slot_wal_keep_size): its slots must not keep WAL without bound", got)
 	}
 	if got := s1.superuser("SELECT slot_name, active::text FROM pg_replication_slots WHERE slot_name = 'tandem_n2'"); len(got) != 1 || got[0][1] != "true" {
 		t.Fatalf("the standby's slot on the external primary: %v", got)
