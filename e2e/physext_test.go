@@ -250,8 +250,10 @@ func TestPhysicalExternalServers(t *testing.T) {
 	if got := s1.superuser("SHOW synchronous_standby_names")[0][0]; !strings.Contains(got, "n2") {
 		t.Fatalf("synchronous_standby_names on the external primary = %q, want it to name n2", got)
 	}
-	if got := s1.superuser("SHOW max_slot_wal_keep_size")[0][0]; got != "1GB" {
-		t.Fatalf("max_slot_wal_keep_size on the external primary = %q, want 1GB (replication.max_slot_wal_keep_size): its slots must not keep WAL without bound", got)
+	for _, s := range []*extServer{s1, s2} {
+		if got := s.superuser("SHOW max_slot_wal_keep_size")[0][0]; got != "1GB" {
+			t.Fatalf("max_slot_wal_keep_size on an external server = %q, want 1GB (replication.max_slot_wal_keep_size) on the primary and on the standby, for the day it is promoted", got)
+		}
 	}
 	if got := s1.superuser("SELECT slot_name, active::text FROM pg_replication_slots WHERE slot_name = 'tandem_n2'"); len(got) != 1 || got[0][1] != "true" {
 		t.Fatalf("the standby's slot on the external primary: %v", got)

@@ -758,12 +758,8 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 	if e.external {
 		// The operator's server: its roles and databases are the
 		// operator's; tandem keeps the slots and the safeness level.
-		// The slots keep WAL for replicas that are down: bounded as
-		// on a managed server (PostgreSQL's default keeps it all, until
-		// the disk fills).
-		if err := execAll(ctx, c, "SET synchronous_commit = local",
-			"ALTER SYSTEM SET max_slot_wal_keep_size = "+quoteLiteral(e.c.Repl.MaxSlotWALKeepSize), "SELECT pg_reload_conf()"); err != nil {
-			return fmt.Errorf("physical: bound the slots' WAL on %s (max_slot_wal_keep_size; the role needs ALTER SYSTEM on it: docs/operations.md \"External servers\"): %w", e.where(), err)
+		if err := execAll(ctx, c, "SET synchronous_commit = local"); err != nil {
+			return fmt.Errorf("physical: %w", err)
 		}
 		if err := e.ensureSlots(ctx, c); err != nil {
 			return err

@@ -249,11 +249,20 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 		return fmt.Errorf("physical: node %s: connect to its external server %s: %w", e.cfg.ID, e.where(), err)
 	}
 	defer c.Close(context.Background())
-	rows, err := query(cctx, c, "SELECT pg_is_in_recovery()::text, current_setting('primary_conninfo'), current_setting('primary_slot_name'), current_setting('default_transaction_read_only')")
+	rows, err := query(cctx, c, "SELECT pg_is_in_recovery()::text, current_setting('primary_conninfo'), current_setting('primary_slot_name'), current_setting('default_transaction_read_only'), current_setting('max_slot_wal_keep_size')")
 	if err != nil {
-		return fmt.Errorf("physical: node %s: ask its external server %s: %w (the dsn's role needs pg_monitor: see docs/operations.md \"External servers\")", e.cfg.ID, e.where(), err)
+		return fmt.Errorf("physical: node %s: ask its external server %s: %w (replication.server_role needs pg_monitor: see docs/operations.md \"External servers\")", e.cfg.ID, e.where(), err)
 	}
 	inRecovery, conninfo, slot, readOnly := rows[0][0] == "true", rows[0][1], rows[0][2], rows[0][3] == "on"
+	if rows[0][4] != e.c.Repl.MaxSlotWALKeepSize {
+		// The slots tandem makes keep WAL for replicas that are down:
+		// bounded as on a managed server (PostgreSQL's default keeps it
+		// all, until the disk fills). Set on standbys too, for the day
+		// one is promoted.
+		if err := execAll(cctx, c, "ALTER SYSTEM SET max_slot_wal_keep_size = "+quoteLiteral(e.c.Repl.MaxSlotWALKeepSize), "SELECT pg_reload_conf()"); err != nil {
+			return fmt.Errorf("physical: node %s: bound the slots' WAL on %s (max_slot_wal_keep_size; replication.server_role needs ALTER SYSTEM on it: docs/operations.md \"External servers\"): %w", e.cfg.ID, e.where(), err)
+		}
+	}
 	switch {
 	case st.Role == RolePrimary && inRecovery:
 		return fmt.Errorf("physical: node %s is the primary of epoch %d, but its external server %s is a standby (in recovery): at the first start nodes[0] must name the operator's primary, and after a failover the cluster's state says which node is the primary (tandem status)", e.cfg.ID, st.Epoch, e.where())
