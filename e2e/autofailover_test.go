@@ -85,6 +85,37 @@ func (rw *retryingWriters) run(ctx context.Context, dsn string, n int) {
 	wg.Wait()
 }
 
+// startWriters runs n retrying writers through dsn until the returned
+// stop, once 200 commits went through.
+func startWriters(dsn string, n int) (*retryingWriters, func()) {
+	rw := &retryingWriters{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { rw.run(ctx, dsn, n); close(done) }()
+	for rw.count.Load() < 200 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return rw, func() { cancel(); <-done }
+}
+
+// pause SIGSTOPs the named processes; the returned resume SIGCONTs them
+// (once; also at the test's end).
+func (h *hsCluster) pause(names ...string) (resume func()) {
+	for _, n := range names {
+		h.signal(n, syscall.SIGSTOP)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			for _, n := range names {
+				h.signal(n, syscall.SIGCONT)
+			}
+		})
+	}
+	h.t.Cleanup(resume)
+	return resume
+}
+
 // nodeRole reads a node's role and epoch from its /status.
 func nodeRole(t *testing.T, admin string) (string, uint64) {
 	var st struct {

@@ -300,50 +300,15 @@ func TestPhysicalExternalServers(t *testing.T) {
 	}
 	s2.start(true)
 	p.waitStreaming("n1", "n2")
-	rw := &retryingWriters{}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { rw.run(wctx, h.dsn(h.router), 4); close(done) }()
-	for rw.count.Load() < 200 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rw, stop := startWriters(h.dsn(h.router), 4)
 	waitCoordinated(t, h.admin["n1"], "n1", "n2")
 	s1.m.Kill() // the operator's primary crashes; its node stays up
 	rw.killedAt.Store(time.Now().UnixNano())
-	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if s := p.status("n2"); s.Physical.Role == "primary" && s.Physical.Epoch == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the coordinator did not promote n2 within 45 s: %+v", p.status("n2").Physical)
-		}
-	}
-	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
-		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
-			t.Fatal("writes did not go on through the router on the new primary")
-		}
-	}
-	stop()
-	<-done
-	rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
-	rw.mu.Lock()
-	acked := append([]int64(nil), rw.acked...)
-	rw.mu.Unlock()
-	t.Logf("first commit %v after the SIGKILL of the external primary; %d failed statements", rto.Round(time.Millisecond), rw.errors.Load())
+	acked := failedOver(t, p, rw, "n2", 45*time.Second, stop)
 	if got := s2.superuser("SELECT pg_is_in_recovery()::text")[0][0]; got != "false" {
 		t.Fatalf("the external standby was not promoted (in recovery: %s)", got)
 	}
-	have := ids(t, h.dsn(h.nodes["n2"]))
-	lost := 0
-	for _, id := range acked {
-		if !have[id] {
-			lost++
-		}
-	}
-	if lost > 0 || len(acked) == 0 {
-		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
-	}
-	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+	requireNoneLost(t, acked, ids(t, h.dsn(h.nodes["n2"])))
 
 	// The operator brings the old primary back as a standby of the new
 	// one: pg_rewind from it, standby.signal, start; then restarts the
@@ -488,17 +453,7 @@ func TestPhysicalExternalFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	cut := time.Now()
-	h.signal("witness", syscall.SIGSTOP)
-	h.signal("n2", syscall.SIGSTOP)
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			h.signal("witness", syscall.SIGCONT)
-			h.signal("n2", syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(resume)
+	resume := h.pause("witness", "n2")
 	for s1.superuser("SHOW default_transaction_read_only")[0][0] != "on" {
 		if time.Since(cut) > 15*time.Second {
 			t.Fatal("n1's external server was not fenced within 15 s of losing the coordinator (lease 1 s)")
@@ -626,23 +581,12 @@ func TestPhysicalExternalSingleMaster(t *testing.T) {
 		t.Fatalf("read-your-writes on external replicas: %d pairs, %d stale, %d on a replica", r.pairs.Load(), r.stale.Load(), r.onReplica.Load())
 	}
 
-	rw := &retryingWriters{}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { rw.run(wctx, sm.DSN, 4); close(done) }()
-	for rw.count.Load() < 200 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rw, stop := startWriters(sm.DSN, 4)
 	s1.m.Kill()
 	rw.killedAt.Store(time.Now().UnixNano())
 	primary, other := sm.settledPair(60*time.Second, "n2", "n3")
-	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
-		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
-			t.Fatal("writes did not go on through the router on the new primary")
-		}
-	}
+	waitWritesGoOn(t, rw)
 	stop()
-	<-done
 	rw.mu.Lock()
 	acked := append([]int64(nil), rw.acked...)
 	rw.mu.Unlock()
@@ -651,15 +595,5 @@ func TestPhysicalExternalSingleMaster(t *testing.T) {
 	if got := servers[other].superuser("SHOW primary_conninfo")[0][0]; !strings.Contains(got, fmt.Sprintf("port='%d'", servers[primary].port)) {
 		t.Fatalf("%s's primary_conninfo = %q, want it pointed at %s's server", other, got, primary)
 	}
-	have := idsOnServer(t, servers[primary])
-	lost := 0
-	for _, id := range acked {
-		if !have[id] {
-			lost++
-		}
-	}
-	if lost > 0 || len(acked) == 0 {
-		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
-	}
-	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+	requireNoneLost(t, acked, idsOnServer(t, servers[primary]))
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -49,18 +48,8 @@ func TestPhysicalFreezeThaw(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h.signal("witness", syscall.SIGSTOP)
-	h.signal("n2", syscall.SIGSTOP)
+	resume := h.pause("witness", "n2")
 	stopped := time.Now()
-	resumed := false
-	resume := func() {
-		if !resumed {
-			resumed = true
-			h.signal("witness", syscall.SIGCONT)
-			h.signal("n2", syscall.SIGCONT)
-		}
-	}
-	defer resume()
 	n1log := filepath.Join(h.dir, "n1.log")
 	waitLog(t, n1log, "its server is frozen")
 	t.Logf("n1 froze its server %v after the coordinator's majority stopped", time.Since(stopped).Round(time.Millisecond))

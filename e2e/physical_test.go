@@ -825,49 +825,13 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	}
 	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
 	p := h.startCoordinatedPair()
-	ctx := context.Background()
 	createTestTable(t, h.dsn(h.router))
-	rw := &retryingWriters{}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { rw.run(wctx, h.dsn(h.router), 4); close(done) }()
-	for rw.count.Load() < 200 {
-		time.Sleep(20 * time.Millisecond)
-	}
+	rw, stop := startWriters(h.dsn(h.router), 4)
 	waitCoordinated(t, h.admin["n1"], "n1", "n2")
 	rw.killedAt.Store(time.Now().UnixNano())
 	h.kill("n1")
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if s := p.status("n2"); s.Physical.Role == "primary" && s.Physical.Epoch == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the coordinator did not promote n2 within 30 s: %+v", p.status("n2").Physical)
-		}
-	}
-	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
-		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
-			t.Fatal("writes did not go on through the router on the new primary")
-		}
-	}
-	stop()
-	<-done
-	rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
-	rw.mu.Lock()
-	acked := append([]int64(nil), rw.acked...)
-	rw.mu.Unlock()
-	t.Logf("first commit %v after the SIGKILL; %d failed statements", rto.Round(time.Millisecond), rw.errors.Load())
-	have := ids(t, h.dsn(h.nodes["n2"]))
-	lost := 0
-	for _, id := range acked {
-		if !have[id] {
-			lost++
-		}
-	}
-	if lost > 0 {
-		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
-	}
-	t.Logf("%d acknowledged commits, 0 lost", len(acked))
+	acked := failedOver(t, p, rw, "n2", 30*time.Second, stop)
+	requireNoneLost(t, acked, ids(t, h.dsn(h.nodes["n2"])))
 	// The old primary comes back as a standby of the new one.
 	h.start("n1")
 	p.waitStreaming("n2", "n1")
@@ -921,4 +885,53 @@ func waitCoordinated(t *testing.T, admin, primary, standby string) {
 			t.Fatalf("the coordinator never held %s's lease and %s's report together: %+v (%v)", primary, standby, st.Coord, err)
 		}
 	}
+}
+
+// failedOver waits until node id is the primary of epoch 2 (within), then
+// until 100 more commits went through rw, stops the writers (stop) and
+// returns the ids whose commit was acknowledged.
+func failedOver(t *testing.T, p *physPair, rw *retryingWriters, id string, within time.Duration, stop func()) []int64 {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		if s := p.status(id); s.Physical != nil && s.Physical.Role == "primary" && s.Physical.Epoch == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator did not promote %s within %v: %+v", id, within, p.status(id).Physical)
+		}
+	}
+	waitWritesGoOn(t, rw)
+	stop()
+	rto := time.Duration(rw.firstBack.Load() - rw.killedAt.Load())
+	t.Logf("first commit %v after the kill; %d failed statements", rto.Round(time.Millisecond), rw.errors.Load())
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return append([]int64(nil), rw.acked...)
+}
+
+// waitWritesGoOn waits until 100 more commits went through rw (60 s from
+// its killedAt at most).
+func waitWritesGoOn(t *testing.T, rw *retryingWriters) {
+	t.Helper()
+	for back := rw.count.Load(); rw.count.Load() < back+100; time.Sleep(50 * time.Millisecond) {
+		if time.Since(time.Unix(0, rw.killedAt.Load())) > 60*time.Second {
+			t.Fatal("writes did not go on through the router on the new primary")
+		}
+	}
+}
+
+// requireNoneLost fails the test when an acknowledged id is not in have
+// (or nothing was acknowledged).
+func requireNoneLost(t *testing.T, acked []int64, have map[int64]bool) {
+	t.Helper()
+	lost := 0
+	for _, id := range acked {
+		if !have[id] {
+			lost++
+		}
+	}
+	if lost > 0 || len(acked) == 0 {
+		t.Fatalf("%d of %d acknowledged commits are not on the new primary", lost, len(acked))
+	}
+	t.Logf("%d acknowledged commits, 0 lost", len(acked))
 }

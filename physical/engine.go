@@ -897,14 +897,7 @@ func (e *Engine) startStandby(ctx context.Context) error {
 		return e.startStandbyExternal(ctx)
 	}
 	st, _ := e.state()
-	p, ok := e.c.Node(st.Primary)
-	if !ok {
-		return fmt.Errorf("physical: this node follows %q, which the cluster file does not list", st.Primary)
-	}
-	if err := e.waitPrimary(ctx, p); err != nil {
-		return err
-	}
-	slot, err := e.slotOnPrimary(ctx, p, true)
+	p, slot, err := e.primaryAndSlot(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -948,6 +941,24 @@ func (e *Engine) startStandby(ctx context.Context) error {
 		e.log.Warn("could not drop stale replication slots on this standby", "err", err)
 	}
 	return nil
+}
+
+// primaryAndSlot is the node a standby follows (st.Primary), once its
+// server answers, and this node's slot's wal_status there (made if
+// missing).
+func (e *Engine) primaryAndSlot(ctx context.Context, st state) (*config.Node, string, error) {
+	p, ok := e.c.Node(st.Primary)
+	if !ok {
+		return nil, "", fmt.Errorf("physical: this node follows %q, which the cluster file does not list", st.Primary)
+	}
+	if err := e.waitPrimary(ctx, p); err != nil {
+		return nil, "", err
+	}
+	slot, err := e.slotOnPrimary(ctx, p, true)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, slot, nil
 }
 
 // waitPrimary waits until the primary's server accepts the replication

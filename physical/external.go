@@ -311,14 +311,7 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 // on the primary made sure of, then taken up (pointed at the primary).
 func (e *Engine) startStandbyExternal(ctx context.Context) error {
 	st, _ := e.state()
-	p, ok := e.c.Node(st.Primary)
-	if !ok {
-		return fmt.Errorf("physical: this node follows %q, which the cluster file does not list", st.Primary)
-	}
-	if err := e.waitPrimary(ctx, p); err != nil {
-		return err
-	}
-	status, err := e.slotOnPrimary(ctx, p, true)
+	p, status, err := e.primaryAndSlot(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -438,16 +431,7 @@ func repointConninfo(current, primaryDSN, id, user string) (string, error) {
 	kv["host"] = pc.Host
 	kv["port"] = strconv.Itoa(int(pc.Port))
 	kv["application_name"] = id
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+quoteConn(kv[k]))
-	}
-	return strings.Join(parts, " "), nil
+	return joinConninfo(kv), nil
 }
 
 // parseConninfo reads a libpq keyword=value connection string (values
@@ -519,6 +503,11 @@ func redactConninfo(s string) string {
 	if _, ok := kv["password"]; ok {
 		kv["password"] = "********"
 	}
+	return joinConninfo(kv)
+}
+
+// joinConninfo writes keyword='value' pairs in keyword order.
+func joinConninfo(kv map[string]string) string {
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
 		keys = append(keys, k)
@@ -526,7 +515,7 @@ func redactConninfo(s string) string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, k+"="+kv[k])
+		parts = append(parts, k+"="+quoteConn(kv[k]))
 	}
 	return strings.Join(parts, " ")
 }
