@@ -287,7 +287,7 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 				"ALTER SYSTEM SET primary_conninfo = "+quoteLiteral(want),
 				"ALTER SYSTEM SET primary_slot_name = "+quoteLiteral(slotName(e.cfg.ID)),
 				"SELECT pg_reload_conf()"); err != nil {
-				return fmt.Errorf("physical: node %s: point its external server at %s: %w (the dsn's role needs ALTER SYSTEM on primary_conninfo and primary_slot_name: docs/operations.md \"External servers\")", e.cfg.ID, p.ID, err)
+				return fmt.Errorf("physical: node %s: point its external server at %s: %w (replication.server_role needs ALTER SYSTEM on primary_conninfo and primary_slot_name: docs/operations.md \"External servers\")", e.cfg.ID, p.ID, err)
 			}
 			e.log.Info("the external standby now streams from its primary", "primary", p.ID, "primary_conninfo", redactConninfo(want), "slot", slotName(e.cfg.ID))
 		}
