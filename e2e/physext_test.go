@@ -45,7 +45,7 @@ type extServer struct {
 // database.
 var extOperatorRole = []string{
 	"CREATE ROLE tandem_op LOGIN REPLICATION PASSWORD 'op-secret'",
-	"GRANT pg_monitor, pg_signal_backend, pg_checkpoint, pg_read_server_files TO tandem_op",
+	"GRANT pg_monitor, pg_signal_backend, pg_checkpoint TO tandem_op",
 	"GRANT ALTER SYSTEM ON PARAMETER synchronous_commit, synchronous_standby_names, primary_conninfo, primary_slot_name, default_transaction_read_only, max_slot_wal_keep_size TO tandem_op",
 	"CREATE ROLE tandem_app LOGIN PASSWORD 'app-secret'",
 	"CREATE DATABASE tandem OWNER tandem_app",
@@ -54,6 +54,7 @@ var extOperatorRole = []string{
 var extOperatorFuncs = []string{
 	"GRANT EXECUTE ON FUNCTION pg_promote(boolean, integer) TO tandem_op",
 	"GRANT EXECUTE ON FUNCTION pg_reload_conf() TO tandem_op",
+	"GRANT EXECUTE ON FUNCTION pg_read_file(text) TO tandem_op",
 }
 
 // extHBA: the sessions' role over TLS only (the dsn's sslmode=require

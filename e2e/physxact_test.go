@@ -79,7 +79,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 	// The COMMIT goes in the simple protocol (psql, psycopg, pgx), in the
 	// extended one (Parse, Bind, Execute, Sync), or, prepared, as the
 	// statement jdbc_commit bound (Bind, Execute, Sync).
-	commitInFlight := func(id int, victim, protocol string) error {
+	commitInFlight := func(id int, act func(), protocol string) error {
 		t.Helper()
 		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 			t.Fatalf("the COMMIT of %d returned before the kill: %v", id, err)
 		case <-time.After(time.Second):
 		}
-		h.kill(victim)
+		act()
 		return <-done
 	}
 	count := func(id int) int {
@@ -116,6 +116,27 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 			t.Fatal(err)
 		}
 		return n
+	}
+
+	// 0. The server ends the COMMIT's session (pg_terminate_backend from
+	// another session: FATAL 57P01, which says nothing of the outcome;
+	// PostgreSQL's shutdowns and the node's relay say the same): the
+	// router asks the primary, which knows the transaction aborted, and
+	// answers 40001. The session goes on.
+	err = commitInFlight(-5, func() {
+		k := connect(t, h.dsn(h.nodes["n1"]))
+		defer k.Close(ctx)
+		var n int
+		if err := k.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'COMMIT' AND state = 'active'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("terminating the COMMIT's backend: %d terminated (%v)", n, err)
+		}
+	}, "simple")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("a COMMIT whose backend was terminated: %v, want SQLSTATE 40001 (resolved: it aborted)", err)
+	}
+	if n := count(-5); n != 0 {
+		t.Fatalf("the terminated COMMIT's row is there (%d)", n)
 	}
 
 	// 1. The COMMIT never finished on n1; another session's plain SELECT
@@ -154,8 +175,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		defer cancel()
 		readDone <- r.QueryRow(rctx, "SELECT s FROM slow_read").Scan(&s)
 	}()
-	err = commitInFlight(-1, "n1", "extended")
-	var pe *pgconn.PgError
+	err = commitInFlight(-1, func() { h.kill("n1") }, "extended")
 	if !errors.As(err, &pe) || pe.Code != "40001" {
 		t.Fatalf("a COMMIT that never finished on the killed primary: %v, want SQLSTATE 40001 (resolved: it did not take effect)", err)
 	}
@@ -199,7 +219,7 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 				t.Fatal(err)
 			}
 		}
-		if err := commitInFlight(id, primary, protocol); err != nil {
+		if err := commitInFlight(id, func() { h.kill(primary) }, protocol); err != nil {
 			t.Fatalf("a COMMIT (%s protocol) whose record reached the standby that took over: %v, want COMMIT (resolved: it took effect)", protocol, err)
 		}
 		if n := count(id); n != 1 {

@@ -501,7 +501,7 @@ func (r *relay) moveSession(cause error) bool {
 // resolveCommit answers the one COMMIT that was in flight when the
 // session's node died (under upMu and trackMu): see inFlightAnswer.
 func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
-	msgs := inFlightAnswer(old, status, autocommit, r.reqRead || r.reqBegin && !r.commitPending, r.ccSeen, r.ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(old, status, autocommit, r.reqRead || r.reqBegin && !r.commitPending, r.ccSeen, r.ackSeen, r.lsn, func() (string, bool, error) {
 		ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
 		defer cancel()
 		var x *xactRef
@@ -537,8 +537,9 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 //     past the last one the session was told of, it was applied (COMMIT);
 //     not past it, it was not (40001: retry), unless the primary is the
 //     node whose connection ended (it lives: the commit may still be
-//     finishing there, 08007); unknown, 08007.
-func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSeen bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
+//     finishing there, 08007) and the answer is not definite (the
+//     physical engine's is: pg_xact_status said aborted); unknown, 08007.
+func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSeen, definite bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
 	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
 	committedUnknownTag := func() pgproto3.BackendMessage {
 		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
@@ -572,7 +573,7 @@ func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSe
 		return []pgproto3.BackendMessage{committedUnknownTag()}
 	case applied:
 		return []pgproto3.BackendMessage{cc("COMMIT")}
-	case now == old:
+	case now == old && !definite:
 		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old))}
 	}
 	return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
@@ -633,6 +634,23 @@ func (r *relay) upstreamToClient() error {
 			r.trackMu.Lock()
 			r.ccSeen = true
 			r.trackMu.Unlock()
+		}
+		if r.survive && typ == 'E' && shutdownFatal(frame) {
+			// The server ended the session (a shutdown, the fence's
+			// pg_terminate_backend, a crash; or the node's relay lost
+			// its server) while a COMMIT was in flight: the FATAL does
+			// not say whether it committed (one waiting for a standby
+			// had committed locally). The connection's end, which
+			// follows, resolves it as at a failover (moveSession). Any
+			// other request keeps PostgreSQL's answer: an operator who
+			// ends a session running a long statement means it.
+			r.trackMu.Lock()
+			resolvable := r.pendingSyncs == 1 && !r.unsynced && r.commitPending && byte(r.txStatus.Load()) != 'I'
+			r.trackMu.Unlock()
+			if resolvable {
+				r.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", r.up.Node, "err", errorFrom(frame))
+				continue
+			}
 		}
 		if typ == 'Z' && len(frame) == 6 {
 			r.txStatus.Store(uint32(frame[5]))
@@ -717,4 +735,19 @@ func (r *relay) Cancel() {
 
 func (r *relay) Close() { r.conn.Close() }
 
-var _ = pgproto3.ReadyForQuery{}
+
+// shutdownFatal reports an ErrorResponse frame that ends a session for a
+// server shutdown or a terminated backend (FATAL 57P01 admin_shutdown,
+// 57P02 crash_shutdown).
+func shutdownFatal(frame []byte) bool {
+	var e pgproto3.ErrorResponse
+	if len(frame) < 5 || e.Decode(frame[5:]) != nil {
+		return false
+	}
+	sev := e.SeverityUnlocalized
+	if sev == "" {
+		sev = e.Severity
+	}
+	return sev == "FATAL" && (e.Code == pgwire.CodeAdminShutdown || e.Code == "57P02")
+}
+

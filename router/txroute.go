@@ -410,6 +410,14 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 	if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
 		return false
 	}
+	if typ == 'E' && s.rt.cfg.Survive && s.cur == nc.idx && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending && shutdownFatal(frame) {
+		// The server ended the session with the COMMIT in flight: its
+		// FATAL does not say whether it committed; the connection's
+		// end, which follows, resolves it (lost, resolveInFlight), as
+		// the write port does (relay.go).
+		s.rt.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", nc.up.Node, "err", errorFrom(frame))
+		return false
+	}
 	if typ == 'C' && s.cur == nc.idx {
 		s.ccSeen = true
 	}
@@ -568,7 +576,7 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	}
 	s.mu.Unlock()
 	now := ""
-	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', noEffect, ccSeen, ackSeen, func() (string, bool, error) {
+	msgs := inFlightAnswer(dead.up.Node, status, status == 'I', noEffect, ccSeen, ackSeen, x != nil, func() (string, bool, error) {
 		deadline := time.Now().Add(rerouteWait)
 		var last error
 		for time.Now().Before(deadline) && s.ctx.Err() == nil {
