@@ -735,7 +735,6 @@ func (r *relay) Cancel() {
 
 func (r *relay) Close() { r.conn.Close() }
 
-
 // shutdownFatal reports an ErrorResponse frame that ends a session for a
 // server shutdown or a terminated backend (FATAL 57P01 admin_shutdown,
 // 57P02 crash_shutdown).
@@ -750,4 +749,3 @@ func shutdownFatal(frame []byte) bool {
 	}
 	return sev == "FATAL" && (e.Code == pgwire.CodeAdminShutdown || e.Code == "57P02")
 }
-
