@@ -366,6 +366,7 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 			return
 		}
 	}
+	skipped := false
 	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
 		if !on {
 			if err := e.applySafeness(ctx, c, st.Safeness); err != nil {
@@ -381,6 +382,24 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 			}
 			return err
 		}
+		// Decided a moment ago, and the map's entry took a Raft round:
+		// a standby may stream by now (a switchover's old primary
+		// rejoining). Degrading then would answer the next commits
+		// without it although it is there (e2e TestPhysicalPair saw a
+		// 2-safe-visible write missing on a standby reported synchronous).
+		rows, err := query(ctx, c, `SELECT (SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming')::text, pg_current_wal_lsn()::text`)
+		if err != nil {
+			return err
+		}
+		if n, _ := strconv.Atoi(rows[0][0]); n > 0 && n >= AckCount(e.c.Repl.Ack, len(e.standbys())) {
+			// Not degraded: every commit from here waits for the
+			// standby, so the map's mark clears once it confirmed this.
+			if l, perr := parseLSN(rows[0][1]); perr == nil {
+				e.cleanFrom.Store(l)
+			}
+			skipped = true
+			return nil
+		}
 		if err := execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()"); err != nil {
 			e.dropSettings()
 			return err
@@ -392,6 +411,10 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 	})
 	if err != nil {
 		e.log.Error("could not change synchronous_standby_names", "degrade", on, "err", err)
+		return
+	}
+	if skipped {
+		e.log.Info("a standby streams after all: not degraded")
 		return
 	}
 	e.degraded.Store(on)
