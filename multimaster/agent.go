@@ -3,6 +3,7 @@ package multimaster
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -573,8 +574,12 @@ func sqlstate(err error) (code, msg string) {
 
 // done records an applied batch.
 func (a *Agent) done(batch []*writeset.Writeset) {
+	debug := a.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, ws := range batch {
 		a.sessions.Note(ws.Session, ws.GSN)
+		if debug {
+			a.log.Debug("applied", "gsn", ws.GSN, "origin", ws.Origin, "rows", len(ws.Rows), "digest", fmt.Sprintf("%x", sha256.Sum256(writeset.Encode(ws)))[:12])
+		}
 	}
 	if g := batch[len(batch)-1].GSN; g > a.applied.Load() {
 		a.setApplied(g)

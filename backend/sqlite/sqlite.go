@@ -18,9 +18,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -73,6 +75,10 @@ type conn struct {
 	// write lock while it writes.
 	private bool
 	token   *conn
+	// open counts the results running on the connection (a statement
+	// that is not reset keeps its read snapshot: the connection must
+	// not go back to a pool with one).
+	open atomic.Int32
 }
 
 const stmtCacheSize = 512
@@ -399,6 +405,10 @@ func (db *DB) acquireWithin(ctx context.Context, rw bool, wait time.Duration) (*
 }
 
 func (db *DB) release(c *conn) {
+	if n := c.open.Load(); n != 0 || !c.c.AutoCommit() {
+		db.log.Error("sqlite: internal error: a connection went back to its pool with a result running or a transaction open; rolled back", "open_results", n, "autocommit", c.c.AutoCommit(), "reader", c.ro, "stack", string(debug.Stack()))
+		_ = c.exec("ROLLBACK")
+	}
 	if c.private {
 		// A session's own connection stays with the session; the write
 		// lock it held goes back.
@@ -1156,7 +1166,8 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		done()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
-	res := &rowResult{st: st, rows: r, done: done, vals: make([]driver.Value, len(names))}
+	c.open.Add(1)
+	res := &rowResult{st: st, c: c, rows: r, done: done, vals: make([]driver.Value, len(names))}
 	// Peek the first row so expression columns get a type from a value.
 	if err := r.Next(res.vals); err != nil {
 		if err != io.EOF {
@@ -1542,6 +1553,7 @@ func (r *cmdResult) Close() error             { return nil }
 type rowResult struct {
 	types  []sqlpg.ColType // PostgreSQL types to format values as
 	st     *Statement
+	c      *conn
 	rows   *sqlite3.SQLiteRows
 	cols   []pgwire.Column
 	vals   []driver.Value
@@ -1587,6 +1599,7 @@ func (r *rowResult) Close() error {
 	}
 	r.closed = true
 	err := r.rows.Close()
+	r.c.open.Add(-1)
 	r.done()
 	return mapErrorOrNil(err)
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tandemdb/tandem/config"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -104,6 +105,19 @@ type exitCoder interface{ ExitCode() int }
 // logger builds the structured logger from the persistent flags.
 func logger(cmd *cobra.Command) *slog.Logger {
 	lvl, _ := cmd.Flags().GetString("log-level")
+	return loggerAt(cmd, lvl)
+}
+
+// fileLogger is logger at the cluster file's log_level, unless
+// --log-level was given: for the commands that run a cluster's processes.
+func fileLogger(cmd *cobra.Command, c *config.Cluster) *slog.Logger {
+	if !cmd.Flags().Changed("log-level") && c.LogLevel != "" {
+		return loggerAt(cmd, c.LogLevel)
+	}
+	return logger(cmd)
+}
+
+func loggerAt(cmd *cobra.Command, lvl string) *slog.Logger {
 	format, _ := cmd.Flags().GetString("log-format")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {

@@ -25,11 +25,11 @@ func newNodeCmd() *cobra.Command {
 		Use:   "node -c FILE --id ID",
 		Short: "Run one node (its back end and its front door) in the foreground",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := logger(cmd)
 			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
+			log := fileLogger(cmd, c)
 			if id == "" {
 				if len(c.Nodes) != 1 {
 					return errors.New("--id is required when the cluster has more than one node")
@@ -57,11 +57,11 @@ func newRouterCmd() *cobra.Command {
 		Use:   "router -c FILE",
 		Short: "Run the standalone router process in the foreground",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := logger(cmd).With("component", "router")
 			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
+			log := fileLogger(cmd, c).With("component", "router")
 			if c.Router == nil {
 				return fmt.Errorf("%w: %s: field router: missing; add a [router] table with listen = \"host:port\"", config.ErrInvalid, c.File)
 			}

@@ -27,11 +27,11 @@ func newUpCmd() *cobra.Command {
 		Use:   "up -c FILE",
 		Short: "Start every node and the router of a cluster file on this machine; Ctrl-C stops them all",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := logger(cmd)
 			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
+			log := fileLogger(cmd, c)
 			// Issue the cluster's certificates once, before the processes
 			// start (each would otherwise take the certificate directory's
 			// lock in turn).
@@ -54,7 +54,10 @@ func newUpCmd() *cobra.Command {
 					return err
 				}
 			}
-			lvl, _ := cmd.Flags().GetString("log-level")
+			lvl := "" // the cluster file's log_level, unless the flag says
+			if cmd.Flags().Changed("log-level") {
+				lvl, _ = cmd.Flags().GetString("log-level")
+			}
 			lc, err := cluster.Start(cmd.Context(), cluster.Options{Config: c, Logger: log, LogLevel: lvl, Lab: lb})
 			if err != nil {
 				return err

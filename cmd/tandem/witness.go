@@ -36,11 +36,11 @@ func newWitnessCmd() *cobra.Command {
 		Use:   "witness -c FILE",
 		Short: "Run the cluster's witness in the foreground: a coordinator vote with no data, so a pair keeps a quorum when one node dies",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := logger(cmd).With("process", "witness")
 			c, err := loadConfig(file)
 			if err != nil {
 				return err
 			}
+			log := fileLogger(cmd, c).With("process", "witness")
 			w := c.Witness
 			if w == nil {
 				return fmt.Errorf("%w: %s: field witness: missing; add a [witness] table with id and raft_listen", config.ErrInvalid, c.File)
