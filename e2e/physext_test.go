@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -548,26 +549,7 @@ func TestPhysicalExternalSingleMaster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test")
 	}
-	s1, s2, s3 := newExtServer(t, "pg1"), newExtServer(t, "pg2"), newExtServer(t, "pg3")
-	s1.start(false)
-	s1.superuser(extOperatorRole...)
-	s1.superuserIn("tandem", extOperatorFuncs...)
-	for _, s := range []*extServer{s2, s3} {
-		s.run("pg_basebackup", "-D", filepath.Join(s.dir, "data"), "-d", s1.conninfo(s.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
-		s.makeStandby(s1.conninfo(s.pgpass))
-		s.start(true)
-	}
-	pw := filepath.Join(t.TempDir(), "server.password")
-	if err := os.WriteFile(pw, []byte("op-secret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lines := map[string]string{"replication": fmt.Sprintf("server_role = \"tandem_op\"\nserver_password = \"file:%s\"\n", pw)}
-	for i, s := range []*extServer{s1, s2, s3} {
-		lines[fmt.Sprintf("n%d", i+1)] = fmt.Sprintf("dsn = %q\n", s.dsn())
-	}
-	lines["n1"] += "read_weight = 0\n"
-	sm := upPhysSM(t, 3, lines, nil)
-	sm.waitReplicasStreaming("n1", "n2", "n3")
+	sm, s1, s2, s3 := externalTrio(t, "")
 	ctx := context.Background()
 	c := connect(t, sm.DSN)
 	for _, q := range []string{"CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)", "CREATE TABLE ryw (id bigint PRIMARY KEY, session int)"} {
@@ -597,4 +579,161 @@ func TestPhysicalExternalSingleMaster(t *testing.T) {
 		t.Fatalf("%s's primary_conninfo = %q, want it pointed at %s's server", other, got, primary)
 	}
 	requireNoneLost(t, acked, idsOnServer(t, servers[primary]))
+}
+
+// externalTrio sets up three external servers as their operator would
+// (pg1 the primary, pg2 and pg3 standbys seeded from it) under a
+// single-master cluster of the physical engine (n1 out of read rotation),
+// with repl as more [replication] lines, and waits until both stream.
+func externalTrio(t *testing.T, repl string) (*smCluster, *extServer, *extServer, *extServer) {
+	t.Helper()
+	s1, s2, s3 := newExtServer(t, "pg1"), newExtServer(t, "pg2"), newExtServer(t, "pg3")
+	s1.start(false)
+	s1.superuser(extOperatorRole...)
+	s1.superuserIn("tandem", extOperatorFuncs...)
+	for _, s := range []*extServer{s2, s3} {
+		s.run("pg_basebackup", "-D", filepath.Join(s.dir, "data"), "-d", s1.conninfo(s.pgpass), "-X", "stream", "-c", "fast", "--no-sync")
+		s.makeStandby(s1.conninfo(s.pgpass))
+		s.start(true)
+	}
+	pw := filepath.Join(t.TempDir(), "server.password")
+	if err := os.WriteFile(pw, []byte("op-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{"replication": fmt.Sprintf("server_role = \"tandem_op\"\nserver_password = \"file:%s\"\n%s", pw, repl)}
+	for i, s := range []*extServer{s1, s2, s3} {
+		lines[fmt.Sprintf("n%d", i+1)] = fmt.Sprintf("dsn = %q\n", s.dsn())
+	}
+	lines["n1"] += "read_weight = 0\n"
+	sm := upPhysSM(t, 3, lines, nil)
+	sm.waitReplicasStreaming("n1", "n2", "n3")
+	return sm, s1, s2, s3
+}
+
+// TestPhysicalExternalPastFork: a standby whose server received WAL of
+// the lost primary that the promoted one had not (1-safe commits) cannot
+// follow the new timeline, and its data holds commits the cluster's
+// history does not. Made so: pg2's WAL receiver is stopped while rows
+// are committed (pg3 receives them), pg1 is SIGKILLed and its operator
+// promotes n2 (`tandem promote n2`, failover manual), which tells n3 to
+// follow it. n3 finds its server past the fork: it is fenced (57P03 at
+// its door, no read through the router sees the lost rows) and says what
+// its operator must run; once pg3 is rewound and started as a standby,
+// the node takes it up and it streams from n2.
+func TestPhysicalExternalPastFork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	sm, s1, s2, s3 := externalTrio(t, "safeness = \"1-safe\"\nfailover = \"manual\"\n")
+	ctx := context.Background()
+	c := connect(t, sm.DSN)
+	if _, err := c.Exec(ctx, "CREATE TABLE t (id INTEGER PRIMARY KEY, w TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	count := func(s *extServer) int {
+		n, _ := strconv.Atoi(s.superuserIn("tandem", "SELECT count(*) FROM t")[0][0])
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(s2.superuserIn("tandem", "SELECT 1 FROM pg_class WHERE relname = 't'")) == 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the table never reached pg2")
+		}
+	}
+	// pg2 stops receiving: its primary_conninfo names a port nobody
+	// listens on (its operator's change; the WAL already in its socket
+	// would otherwise still arrive).
+	s2.superuser("ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port=1 connect_timeout=1'", "SELECT pg_reload_conf()")
+	for deadline := time.Now().Add(20 * time.Second); len(s2.superuser("SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'")) > 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("pg2's WAL receiver still streams")
+		}
+	}
+	const lost = 50
+	for i := 1; i <= lost; i++ {
+		if _, err := c.Exec(ctx, "INSERT INTO t VALUES ($1, 'pg1 only')", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close(ctx)
+	for deadline := time.Now().Add(20 * time.Second); count(s3) < lost; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("pg3 replayed %d of the %d rows", count(s3), lost)
+		}
+	}
+	s1.m.Kill()
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		// n1's node goes down with its server: until then the CLI finds
+		// the primary answering.
+		if out, err = exec.Command(tandemBin, "promote", "n2", "-c", sm.File).CombinedOutput(); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tandem promote n2: %v\n%s", err, out)
+		}
+	}
+	t.Logf("tandem promote n2:\n%s", out)
+	if got := count(s2); got != 0 {
+		t.Fatalf("pg2 has %d of the rows its receiver never got", got)
+	}
+	var rejoin string
+	for deadline := time.Now().Add(45 * time.Second); rejoin == ""; time.Sleep(200 * time.Millisecond) {
+		if st, err := sm.physStatusOf("n3"); err == nil {
+			rejoin = st.Physical.Rejoin
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("n3 never said that its server cannot follow n2")
+		}
+	}
+	t.Logf("n3: %s", rejoin)
+	if !strings.Contains(rejoin, "forked") || !strings.Contains(rejoin, "pg_rewind") {
+		t.Fatalf("n3's rejoin message does not say why or what to do: %q", rejoin)
+	}
+	if conn, err := pgconnect(sm.dsn(sm.nodes["n3"])); err == nil {
+		conn.Close(ctx)
+		t.Fatal("n3's door is open while its server holds commits outside the cluster's history")
+	} else if sqlstate(err) != "57P03" {
+		t.Fatalf("a session at n3: %v, want 57P03", err)
+	}
+	// No read through the router sees the lost rows.
+	rc := connect(t, sm.dsn(sm.reads))
+	for i := 0; i < 30; i++ {
+		var n int
+		if err := rc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("read %d through the router's read port: %d rows of the lost primary's", i, n)
+		}
+	}
+	rc.Close(ctx)
+
+	// The operator rewinds pg3 to pg2 and starts it as a standby; the
+	// running node takes it up (it retries every 5 s) and it streams.
+	if err := s3.m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s3.run("pg_rewind", "--target-pgdata", filepath.Join(s3.dir, "data"),
+		"--source-server", fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", filepath.Join(s2.dir, "sock"), s2.port))
+	s3.makeStandby(s2.conninfo(s3.pgpass))
+	s3.start(true)
+	sm.waitReplicasStreaming("n2", "n3")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		st, err := sm.physStatusOf("n3")
+		if err == nil && st.Physical.Rejoin == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n3 still waits for its operator after the rewind: %+v", st.Physical)
+		}
+	}
+	if got := count(s3); got != 0 {
+		t.Fatalf("pg3 still has %d rows of the lost primary after its rewind", got)
+	}
+	if conn, err := pgconnect(sm.dsn(sm.nodes["n3"])); err != nil {
+		t.Fatalf("n3's door after the rejoin: %v", err)
+	} else {
+		conn.Close(ctx)
+	}
 }

@@ -36,7 +36,13 @@ func upPhysSM(t *testing.T, n int, lines, settings map[string]string) *smCluster
 	s := &smCluster{t: t, dir: dir, nodes: map[string]string{}, admin: map[string]string{}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster = \"physsm\"\ndesign = \"single-master\"\nrun_dir = %q\n", filepath.Join(dir, "run"))
-	b.WriteString("[replication]\nengine = \"physical\"\nsafeness = \"2-safe-received\"\nack = \"one\"\nfailover = \"automatic\"\nlease = \"2s\"\nlease_grace = \"1s\"\nack_timeout = \"2s\"\n")
+	// The defaults, but for the keys lines["replication"] sets.
+	b.WriteString("[replication]\n")
+	for _, kv := range [][2]string{{"engine", "physical"}, {"safeness", "2-safe-received"}, {"ack", "one"}, {"failover", "automatic"}, {"lease", "2s"}, {"lease_grace", "1s"}, {"ack_timeout", "2s"}} {
+		if !regexp(`(?m)^\s*` + kv[0] + `\s*=`).MatchString(lines["replication"]) {
+			fmt.Fprintf(&b, "%s = %q\n", kv[0], kv[1])
+		}
+	}
 	b.WriteString(lines["replication"])
 	s.reads = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	s.radmin = fmt.Sprintf("127.0.0.1:%d", freePort(t))

@@ -291,6 +291,17 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 			}
 			e.log.Info("the external standby now streams from its primary", "primary", p.ID, "primary_conninfo", redactConninfo(want), "slot", slotName(e.cfg.ID))
 		}
+		if st.Rewind {
+			past, err := e.pastFork(cctx, c, p)
+			if err != nil {
+				e.log.Warn("could not check whether the external standby can follow its new primary's timeline", "primary", p.ID, "err", err)
+			} else if past != "" {
+				e.fenceExternal()
+				msg := fmt.Sprintf("%s; rewind %s to %s's server (pg_rewind --target-pgdata DIR --source-server '<%s's conninfo>' --write-recovery-conf, or a fresh pg_basebackup -R) and start it; this node takes it up within 5 s", past, e.where(), p.ID, p.ID)
+				e.rejoin.Store(&msg)
+				return fmt.Errorf("%w: node %s: %s: it is fenced (no session through tandem: its data holds commits that are not in the cluster's history)", ErrRejoin, e.cfg.ID, msg)
+			}
+		}
 	}
 	if readOnly {
 		// Left by a fence of this engine (or set by hand): a primary
@@ -305,6 +316,77 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 	e.serve(s, "the external PostgreSQL server stopped answering")
 	e.setDoor(true)
 	return nil
+}
+
+// pastFork says why the external standby behind c cannot follow p, the
+// primary it was pointed at after a failover, or "" when it can: its
+// server replayed its old timeline past the position where p's timeline
+// forked from it (it received WAL of the lost primary that the promoted
+// standby had not: commits that are not in the cluster's history), or its
+// timeline is not in p's history at all. PostgreSQL then refuses to
+// follow ("new timeline forked off current database system timeline
+// before current recovery point"), and until it is rewound its reads
+// would show those commits. A standby that streams already follows; one
+// whose last restartpoint is older than its switch to p's timeline looks
+// past the fork too, so it is given a few seconds to start streaming.
+func (e *Engine) pastFork(ctx context.Context, c *pgconn.PgConn, p *config.Node) (string, error) {
+	const probe = "SELECT coalesce(pg_last_wal_replay_lsn()::text, ''), (SELECT timeline_id FROM pg_control_checkpoint())::text, coalesce((SELECT status FROM pg_stat_wal_receiver), ''), coalesce((SELECT received_tli FROM pg_stat_wal_receiver)::text, '0')"
+	rows, err := query(ctx, c, probe)
+	if err != nil {
+		return "", err
+	}
+	if rows[0][2] == "streaming" || rows[0][0] == "" {
+		return "", nil
+	}
+	replay, err := parseLSN(rows[0][0])
+	if err != nil {
+		return "", err
+	}
+	tli, err := strconv.ParseUint(rows[0][1], 10, 32)
+	if err != nil {
+		return "", fmt.Errorf("the standby's timeline %q: %w", rows[0][1], err)
+	}
+	pc, err := e.connectDSN(ctx, p.DSN)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s's server: %w", p.ID, err)
+	}
+	defer pc.Close(context.Background())
+	prow, err := query(ctx, pc, "SELECT substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) WHERE NOT pg_is_in_recovery()")
+	if err != nil || len(prow) != 1 {
+		return "", fmt.Errorf("%s's server's timeline: not a primary (%v)", p.ID, err)
+	}
+	ptli, err := strconv.ParseUint(prow[0][0], 16, 32)
+	if err != nil {
+		return "", err
+	}
+	if rtli, _ := strconv.ParseUint(rows[0][3], 10, 32); tli >= ptli || rtli >= ptli {
+		return "", nil // on the primary's timeline already
+	}
+	hist, err := query(ctx, pc, "SELECT pg_read_file('pg_wal/' || $1 || '.history')", fmt.Sprintf("%08X", ptli))
+	if err != nil {
+		return "", fmt.Errorf("%s's timeline history: %w", p.ID, err)
+	}
+	var why string
+	if sp, ok := switchPoint(hist[0][0], tli); !ok {
+		why = fmt.Sprintf("its server is on timeline %d, which is not in the history of %s's timeline %d", tli, p.ID, ptli)
+	} else if replay > sp {
+		why = fmt.Sprintf("its server replayed timeline %d up to %s, past %s, where %s's timeline %d forked from it", tli, FormatLSN(replay), FormatLSN(sp), p.ID, ptli)
+	} else {
+		return "", nil
+	}
+	// The restartpoint's timeline lags a switch: a standby that took the
+	// new timeline at the fork streams within a moment.
+	for range 30 {
+		select {
+		case <-ctx.Done():
+			return why, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+		if rows, err := query(ctx, c, probe); err == nil && rows[0][2] == "streaming" {
+			return "", nil
+		}
+	}
+	return why, nil
 }
 
 // startStandbyExternal is startStandby for an external server: its slot
