@@ -69,6 +69,16 @@ func (r *Router) refreshLocked() {
 		if st.Role != "primary" && st.Role != "standby" {
 			continue
 		}
+		// WAL positions (the physical engine): a standby that has not
+		// followed the primary's epoch yet may still replay the old
+		// timeline, past the new one's fork (a node that was stopped or
+		// cut off at the failover while its server streamed on): its
+		// reads could show commits the cluster lost, and its replay
+		// position is no measure against the new timeline's. Its node
+		// takes the new epoch when it follows (after a rewind).
+		if p := v.primary; r.cfg.LSN && st.Role == "standby" && p >= 0 && r.st[p].Role == "primary" && st.Epoch < r.st[p].Epoch {
+			continue
+		}
 		v.reads = append(v.reads, Candidate{Index: i, ID: st.ID, Weight: st.ReadWeight})
 	}
 	r.view.Store(v)

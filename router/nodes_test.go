@@ -68,6 +68,36 @@ func TestReadCandidates(t *testing.T) {
 	}
 }
 
+// TestReadCandidatesEpoch: on WAL positions (the physical engine) a
+// standby that has not followed the primary's epoch is out of read
+// rotation (it may replay the old timeline past the new one's fork) until
+// it reports the new epoch; on GSNs epochs do not take part.
+func TestReadCandidatesEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		lsn  bool
+		want [][]string
+	}{
+		{true, [][]string{{"n2", "n3"}, {"n1", "n3"}, {"n1", "n2", "n3"}}},
+		{false, [][]string{{"n2", "n3"}, {"n1", "n2", "n3"}, {"n1", "n2", "n3"}}},
+	} {
+		r := testRouter(Config{LSN: tc.lsn})
+		r.setRole("n1", "primary", 1)
+		r.setRole("n2", "standby", 1)
+		r.setRole("n3", "standby", 1)
+		steps := []func(){
+			func() { r.report("n1", errors.New("refused")); r.report("n1", errors.New("refused")) },
+			func() { r.setRole("n3", "primary", 2); r.report("n1", nil); r.setRole("n1", "standby", 2) },
+			func() { r.setRole("n2", "standby", 2) },
+		}
+		for i, step := range steps {
+			step()
+			if got := candIDs(r.ReadCandidates()); !slices.Equal(got, tc.want[i]) {
+				t.Fatalf("lsn %v, step %d: candidates %v, want %v", tc.lsn, i, got, tc.want[i])
+			}
+		}
+	}
+}
+
 // Begin/End keep the open transactions Candidate.Active shows, and count
 // transactions routed per node.
 func TestBeginEnd(t *testing.T) {
