@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -431,6 +432,10 @@ func (db *DB) release(c *conn) {
 type Session struct {
 	db   *DB
 	held *conn // during a transaction block
+	// blockResults: results still running on held (portals a client
+	// left suspended); they end with the block, as PostgreSQL drops a
+	// transaction's portals at its end.
+	blockResults []*rowResult
 	// priv is the session's own connection, opened by its first
 	// temporary object (SQLite keeps temporary objects per connection,
 	// so the shared pool would mix sessions' temporary tables): from
@@ -1168,6 +1173,12 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	}
 	c.open.Add(1)
 	res := &rowResult{st: st, c: c, rows: r, done: done, vals: make([]driver.Value, len(names))}
+	if c == s.held {
+		if len(s.blockResults) >= 64 { // a long block: forget the ended ones
+			s.blockResults = slices.DeleteFunc(s.blockResults, func(r *rowResult) bool { return r.closed })
+		}
+		s.blockResults = append(s.blockResults, res)
+	}
 	// Peek the first row so expression columns get a type from a value.
 	if err := r.Next(res.vals); err != nil {
 		if err != io.EOF {
@@ -1237,6 +1248,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.db.clearHolder(s)
+	s.endBlockResults()
 	c := s.held
 	ddl := strings.Join(s.txDDL, ";\n")
 	s.txDDL, s.marks = nil, nil
@@ -1411,6 +1423,7 @@ func (s *Session) Cancel() {
 func (s *Session) Close() error {
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
+	s.endBlockResults()
 	if s.inTx {
 		_ = s.held.exec("ROLLBACK")
 		s.db.release(s.held)
@@ -1562,12 +1575,33 @@ type rowResult struct {
 	n      int64
 	done   func()
 	closed bool
+	ended  bool // closed by the end of its transaction block
 }
 
 func (r *rowResult) Columns() []pgwire.Column { return r.cols }
 
+// endBlockResults ends the results still running on the transaction
+// block's connection before the block ends and the connection goes back
+// to its pool: a statement that is not reset keeps its snapshot (and
+// COMMIT fails under it), and a portal read after the block ended would
+// run on a connection another session has. Reading one afterwards
+// answers 34000, as PostgreSQL answers for a portal its transaction
+// dropped.
+func (s *Session) endBlockResults() {
+	for _, r := range s.blockResults {
+		if !r.closed {
+			_ = r.Close()
+			r.ended = true
+		}
+	}
+	s.blockResults = nil
+}
+
 func (r *rowResult) Next(dst []any) (bool, error) {
-	if r.eof {
+	if r.ended {
+		return false, pgwire.Errorf("34000", "portal does not exist: the transaction block it was opened in has ended")
+	}
+	if r.eof || r.closed {
 		return false, nil
 	}
 	if r.peeked {

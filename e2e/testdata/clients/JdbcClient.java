@@ -45,7 +45,32 @@ public class JdbcClient {
                 for (int n : counts) if (n != 1 && n != Statement.SUCCESS_NO_INFO) fail("batch counts " + Arrays.toString(counts));
             }
             c.commit();
+            // A fetch-size cursor (a suspended portal) left open across
+            // COMMIT: the commit holds, and the portal is gone with its
+            // transaction (34000, as on PostgreSQL), not read on.
+            try (PreparedStatement ps = c.prepareStatement("SELECT id FROM jd_acct ORDER BY id")) {
+                ps.setFetchSize(2);
+                ResultSet rs = ps.executeQuery();
+                if (!rs.next()) fail("fetch-size cursor: no first row");
+                try (Statement s = c.createStatement()) {
+                    s.executeUpdate("INSERT INTO jd_acct (id, owner) VALUES (200, 'across-commit')");
+                }
+                c.commit();
+                try {
+                    int n = 1;
+                    while (rs.next()) n++;
+                    fail("the cursor read " + n + " rows after its transaction committed");
+                } catch (SQLException e) {
+                    if (!"34000".equals(e.getSQLState())) fail("cursor after COMMIT: SQLSTATE " + e.getSQLState() + ": " + e.getMessage());
+                }
+            }
             c.setAutoCommit(true);
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT owner FROM jd_acct WHERE id = 200")) {
+                if (!rs.next() || !rs.getString(1).equals("across-commit")) fail("the insert committed with a cursor open is missing");
+            }
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("DELETE FROM jd_acct WHERE id = 200");
+            }
             try (PreparedStatement ps = c.prepareStatement("SELECT id, owner, balance, opened, active, note FROM jd_acct WHERE id = ?")) {
                 for (int round = 0; round < 3; round++) {
                     ps.setLong(1, 2);
