@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"strings"
 )
 
 // Ports hands out free loopback addresses for a cluster file written on
@@ -28,4 +30,14 @@ func (p *Ports) Release() {
 		l.Close()
 	}
 	p.held = nil
+}
+
+// PortTaken reports whether Start failed because a process could not bind
+// an address Ports had picked: between Release and the bind, another
+// process may take the port (an outgoing connection gets an ephemeral port
+// of the same range). The remedy is a cluster file with new ports and
+// another Start; the processes report it in their log, which the error
+// quotes, hence the text.
+func PortTaken(err error) bool {
+	return errors.Is(err, ErrNotReady) && strings.Contains(err.Error(), "address already in use")
 }

@@ -42,7 +42,22 @@ func (e *Env) Close() {
 
 // Start sets up N nodes for measuring under the options' design, back end,
 // lab and workload, in the directory o.Dir/name. The caller must Close it.
+// A port taken between its pick and its process's bind (cluster.PortTaken)
+// costs a new cluster file and another start, at most twice.
 func Start(ctx context.Context, o Options, n int, name string) (*Env, error) {
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, o, n, name)
+		if err == nil || attempt == 3 || !cluster.PortTaken(err) {
+			return e, err
+		}
+		if o.Logger != nil {
+			o.Logger.Warn("a port picked for the cluster was taken before its process bound it: starting again with new ports", "attempt", attempt, "err", err)
+		}
+		_ = os.RemoveAll(filepath.Join(o.Dir, name))
+	}
+}
+
+func start(ctx context.Context, o Options, n int, name string) (*Env, error) {
 	if o.Exe == "" {
 		exe, err := os.Executable()
 		if err != nil {

@@ -105,7 +105,20 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 // startTandem writes the cluster file into dir and starts the cluster; for
 // hot-standby and single-master it waits until the standby (n2) is
 // attached to the primary.
+// A port taken between its pick and its process's bind
+// (cluster.PortTaken) costs a new file and another start, at most twice.
 func startTandem(ctx context.Context, c Config, dir, exe string, unix bool, lb *lab.Lab, log *slog.Logger) (*tandemSystem, error) {
+	for attempt := 1; ; attempt++ {
+		s, err := startTandemOnce(ctx, c, dir, exe, unix, lb, log)
+		if err == nil || attempt == 3 || !cluster.PortTaken(err) {
+			return s, err
+		}
+		log.Warn("a port picked for the cluster was taken before its process bound it: starting again with new ports", "config", c.Name, "attempt", attempt, "err", err)
+		_ = os.RemoveAll(filepath.Join(dir, "run"))
+	}
+}
+
+func startTandemOnce(ctx context.Context, c Config, dir, exe string, unix bool, lb *lab.Lab, log *slog.Logger) (*tandemSystem, error) {
 	// Every address held until the file is written (picked one at a
 	// time, the kernel may hand the same port out twice).
 	var ports cluster.Ports
