@@ -1,7 +1,8 @@
 package e2e
 
-// Real PostgreSQL clients on the SQLite back end, standalone and
-// hot-standby: psycopg 3, SQLAlchemy 2, pgjdbc, node-postgres (programs in
+// Real PostgreSQL clients on the SQLite back end, standalone,
+// hot-standby, single-master (through the transaction router) and
+// multi-master: psycopg 3, SQLAlchemy 2, pgjdbc, node-postgres (programs in
 // testdata/clients/, installed by scripts/deps.d/clients.sh) and pgbench.
 // Each program checks its own results and prints "ok"; the Go test runs it
 // against a real tandem cluster. A client that is not installed fails the
@@ -126,6 +127,13 @@ func startClientTarget(t *testing.T, kind string) clientTarget {
 		h.start("n2")
 		h.start("router")
 		return clientTarget{dsn: h.dsn(h.router), reads: h.dsn(h.reads)}
+	case "single-master":
+		// Transaction routing: pgjdbc's BEGIN travels with its first
+		// query, which must not send a read-write block to a replica.
+		// strong: pgbench's run reads the scale that its -i session
+		// wrote (session consistency holds within a session only).
+		s := upSingleMasterRouter(t, "sqlite", 3, "", "read_consistency = \"strong\"\n")
+		return clientTarget{dsn: s.DSN}
 	case "multi-master":
 		s := upMultiMaster(t, "sqlite", 3, "")
 		return clientTarget{dsn: s.DSN, runArgs: []string{"--max-tries=1000"}, multiMaster: true}
@@ -137,7 +145,7 @@ func startClientTarget(t *testing.T, kind string) clientTarget {
 }
 
 func TestClientsSQLite(t *testing.T) {
-	kinds := []string{"standalone", "hot-standby", "multi-master"}
+	kinds := []string{"standalone", "hot-standby", "single-master", "multi-master"}
 	if os.Getenv("TANDEM_CLIENTS_REFERENCE") != "" {
 		kinds = append(kinds, "postgres")
 	}

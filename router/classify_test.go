@@ -1,6 +1,12 @@
 package router
 
-import "testing"
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+)
 
 func TestClassify(t *testing.T) {
 	c := newClassifier([]string{"app.safe_lookup", "pure_fn"})
@@ -168,6 +174,45 @@ func TestQuotedTandemSet(t *testing.T) {
 		}
 		if got := quotedTandemSet(c.q, name, val); got != c.want {
 			t.Errorf("quotedTandemSet(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+}
+
+// TestClassifyBatchUnnamed: each Bind of the unnamed statement takes the
+// Parse before it. pgjdbc with autocommit off sends BEGIN and the first
+// query as unnamed statements in one batch: classified by the last Parse,
+// a read-write transaction that began with a SELECT went to a replica
+// (its UPDATE then got 25006).
+func TestClassifyBatchUnnamed(t *testing.T) {
+	msg := func(m interface{ Encode([]byte) ([]byte, error) }) []byte {
+		b, err := m.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	batch := func(qs ...string) []byte {
+		var b []byte
+		for _, q := range qs {
+			b = append(b, msg(&pgproto3.Parse{Query: q})...)
+			b = append(b, msg(&pgproto3.Bind{})...)
+			b = append(b, msg(&pgproto3.Execute{})...)
+		}
+		return append(b, msg(&pgproto3.Sync{})...)
+	}
+	r := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Split: true})
+	for _, c := range []struct {
+		qs   []string
+		want stmtClass
+	}{
+		{[]string{"BEGIN", "SELECT id FROM acct"}, classWrite},
+		{[]string{"BEGIN READ ONLY", "SELECT id FROM acct"}, classBeginRO},
+		{[]string{"SELECT id FROM acct"}, classRead},
+		{[]string{"SELECT 1", "UPDATE acct SET bal = 0"}, classWrite},
+	} {
+		s := &splitSession{rt: r, batch: batch(c.qs...)}
+		if got := s.classifyBatch().class; got != c.want {
+			t.Errorf("%q: class %v, want %v", c.qs, got, c.want)
 		}
 	}
 }

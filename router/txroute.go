@@ -960,7 +960,10 @@ func (s *splitSession) classifyBatch() request {
 				if !parsedUnnamed {
 					rq.unnamed = true
 				}
-				merge(s.unnamedClassIn(s.batch))
+				// The unnamed statement as of this Bind: a batch may
+				// parse it more than once (pgjdbc sends its BEGIN and the
+				// first query as unnamed statements in one batch).
+				merge(s.unnamedClassIn(s.batch[:len(s.batch)-len(b)]))
 			} else {
 				if !parsed[stmt] {
 					rq.needs = append(rq.needs, stmt)

@@ -125,6 +125,29 @@ public class JdbcClient {
             try (ResultSet rs = md.getPrimaryKeys(null, "public", "jd_acct")) {
                 if (!rs.next() || !rs.getString("COLUMN_NAME").equals("id")) fail("getPrimaryKeys");
             }
+        }
+        // pgjdbc's defaults (unnamed statements for the first five
+        // executions): with autocommit off its BEGIN travels with the first
+        // query; a block that reads first and then writes must commit
+        // (behind a transaction router it must not go to a replica).
+        Properties d = new Properties();
+        d.setProperty("user", args[1]);
+        d.setProperty("password", args[2]);
+        try (Connection c = DriverManager.getConnection(args[0], d)) {
+            c.setAutoCommit(false);
+            try (PreparedStatement ps = c.prepareStatement("SELECT balance FROM jd_acct WHERE id = ?")) {
+                ps.setLong(1, 1);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) fail("read-then-write block: no row 1");
+                }
+            }
+            try (Statement s = c.createStatement()) {
+                if (s.executeUpdate("UPDATE jd_acct SET note = 'read-then-write' WHERE id = 1") != 1) fail("read-then-write block: update count");
+            } catch (SQLException e) {
+                fail("a block that read first could not write: " + e.getSQLState() + " " + e.getMessage());
+            }
+            c.commit();
+            c.setAutoCommit(true);
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE jd_acct");
             }
