@@ -1171,14 +1171,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		done()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
-	c.open.Add(1)
 	res := &rowResult{st: st, c: c, rows: r, done: done, vals: make([]driver.Value, len(names))}
-	if c == s.held {
-		if len(s.blockResults) >= 64 { // a long block: forget the ended ones
-			s.blockResults = slices.DeleteFunc(s.blockResults, func(r *rowResult) bool { return r.closed })
-		}
-		s.blockResults = append(s.blockResults, res)
-	}
 	// Peek the first row so expression columns get a type from a value.
 	if err := r.Next(res.vals); err != nil {
 		if err != io.EOF {
@@ -1189,6 +1182,14 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		res.eof = true
 	} else {
 		res.peeked = true
+	}
+	// Running on c until its Close (release checks).
+	c.open.Add(1)
+	if c == s.held {
+		if len(s.blockResults) >= 64 { // a long block: forget the ended ones
+			s.blockResults = slices.DeleteFunc(s.blockResults, func(r *rowResult) bool { return r.closed })
+		}
+		s.blockResults = append(s.blockResults, res)
 	}
 	res.cols = columnsFor(names, r.DeclTypes(), res.vals, st.types)
 	if len(st.types) == len(names) {
