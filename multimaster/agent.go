@@ -335,6 +335,14 @@ func (a *Agent) Run(ctx context.Context) {
 			return
 		}
 		if errors.Is(err, certifier.ErrSnapshotTooOld) {
+			// The follower's position is not the node's: committers apply
+			// their own writesets (fastApply) ahead of it, so it can fall
+			// behind a short window while the node has not. Only a node
+			// whose applied GSN is below the window is re-seeded.
+			if a.applied.Load() >= a.cfg.Cert.CertStatus().Base {
+				a.log.Debug("the log follower trailed the window, the node did not: following again", "applied_gsn", a.applied.Load(), "err", err)
+				continue
+			}
 			a.reseed(ctx, err)
 			continue
 		}

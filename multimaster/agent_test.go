@@ -4,11 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +33,7 @@ type node struct {
 	path  string
 }
 
-func startNode(t *testing.T, window certifier.Window) *node {
+func startNode(t *testing.T, window certifier.Window, opts ...func(*Config)) *node {
 	t.Helper()
 	dir := t.TempDir()
 	certs := filepath.Join(dir, "certs")
@@ -61,7 +63,11 @@ func startNode(t *testing.T, window certifier.Window) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Config{ID: "n1", Store: db, Cert: coord, ApplyConflictWait: 200 * time.Millisecond, Logger: log})
+	cfg := Config{ID: "n1", Store: db, Cert: coord, ApplyConflictWait: 200 * time.Millisecond, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +163,7 @@ func code(err error) string {
 // against a real certifier and a real SQLite database.
 func TestCertifyOutcomes(t *testing.T) {
 	n := startNode(t, certifier.Window{Count: 2})
-	ctx := context.Background()
+	ctx := testCtx(t)
 	base := n.agent.AppliedGSN() // the CREATE TABLE
 	cases := []struct {
 		name     string
@@ -228,7 +234,7 @@ func TestSessionsThroughCertification(t *testing.T) {
 // writeset applies.
 func TestEarlyAbortOfHolder(t *testing.T) {
 	n := startNode(t, certifier.Window{})
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s, err := n.db.NewSession(ctx, "tandem", "tandem")
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +274,7 @@ func TestEarlyAbortOfHolder(t *testing.T) {
 // it was ended with 40001 over a writeset with nothing left to do).
 func TestOwnWritesetNotReappliedUnderLock(t *testing.T) {
 	n := startNode(t, certifier.Window{})
-	ctx := context.Background()
+	ctx := testCtx(t)
 	own := user(50, "own@y")
 	if err := n.agent.Certify(ctx, own, n.agent.AppliedGSN(), nil); err != nil {
 		t.Fatal(err)
@@ -318,4 +324,62 @@ func runIn(t *testing.T, s pgwire.BackendSession, stmts ...string) {
 		}
 		res.Close()
 	}
+}
+
+// trailing is the real coordinator whose log follower reports, its first
+// times, that it fell behind the certifier's window, as a follower does
+// when the node's committers applied their own writesets ahead of it and
+// a short window moved on.
+type trailing struct {
+	Certifier
+	left atomic.Int32
+}
+
+func (c *trailing) FollowCertified(ctx context.Context, from uint64) (<-chan *certifier.Committed, <-chan error) {
+	if c.left.Add(-1) < 0 {
+		return c.Certifier.FollowCertified(ctx, from)
+	}
+	ch, errc := make(chan *certifier.Committed), make(chan error, 1)
+	close(ch)
+	errc <- fmt.Errorf("%w: injected", certifier.ErrSnapshotTooOld)
+	return ch, errc
+}
+
+// TestTrailingFollowerIsNotReseed: a log follower that fell behind the
+// window while the node itself is inside it follows again; it does not
+// re-seed the node (before: the agent re-seeded, or, without a peer to
+// re-seed from, stalled for good and every later COMMIT waited forever:
+// seen as a 40-minute hang of TestCertifyOutcomes on a loaded machine).
+func TestTrailingFollowerIsNotReseed(t *testing.T) {
+	var reseeds atomic.Int32
+	n := startNode(t, certifier.Window{Count: 2}, func(c *Config) {
+		tr := &trailing{Certifier: c.Cert}
+		tr.left.Store(3)
+		c.Cert = tr
+		c.Reseed = func(context.Context, uint64) ([]byte, error) {
+			reseeds.Add(1)
+			return nil, errors.New("no peer in this test")
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := int64(1); i <= 5; i++ {
+		if err := n.agent.Certify(ctx, user(i, fmt.Sprintf("u%d@x", i)), n.agent.AppliedGSN(), nil); err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	if got := n.rows(); got != "u1@x;u2@x;u3@x;u4@x;u5@x;" {
+		t.Fatalf("rows %q", got)
+	}
+	if st := n.agent.Status(); reseeds.Load() != 0 || st.Reseeding || st.Stalled != "" {
+		t.Fatalf("a node inside the window was re-seeded: %d re-seeds, status %+v", reseeds.Load(), st)
+	}
+}
+
+// testCtx bounds a test's commits: a COMMIT that never returns fails the
+// test in a minute instead of hanging the package until go test's timeout.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
