@@ -454,6 +454,10 @@ type Session struct {
 	// aborting: it was asked to, for holding the write lock.
 	terminate func(*pgwire.Error)
 	aborting  bool
+	// cursors: the session's SQL cursors (cursor.go); blockCursors: the
+	// ones the open transaction block declared.
+	cursors      map[string]*cursor
+	blockCursors []string
 }
 
 // UseTerminate implements pgwire.TerminateUser.
@@ -499,6 +503,10 @@ type Statement struct {
 	oneShot bool
 	// chunked: a large multi-row INSERT run in chunks of rows (chunk.go).
 	chunked *chunkPlan
+	// cursor: DECLARE, FETCH, MOVE or CLOSE (cursor.go); inner: the
+	// query a DECLARE runs.
+	cursor *sqlpg.CursorStmt
+	inner  *Statement
 }
 
 // execSQL is the SQLite SQL the statement really runs (a DDL script joined
@@ -610,6 +618,16 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		if !(st.kind == "ROLLBACK" && len(words) > 1 && words[1] == "TO") {
 			st.readonly = true
 			return st, nil
+		}
+	}
+	switch st.kind {
+	case "DECLARE", "FETCH", "MOVE", "CLOSE":
+		cs, ok, err := sqlpg.ParseCursor(sql)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return s.prepareCursor(ctx, st, cs)
 		}
 	}
 	if st.kind == "INSERT" && !translateOff {
@@ -747,6 +765,14 @@ func (s *Session) readConn(ctx context.Context) (*conn, func(), error) {
 // names, declared types and (for expressions) first values give the types.
 func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	if !st.rows {
+		return nil, nil
+	}
+	if st.cursor != nil {
+		// FETCH: the cursor's columns (none when it does not exist:
+		// Execute answers 34000, as PostgreSQL).
+		if c, ok := st.s.cursors[st.cursor.Name]; ok {
+			return c.cols, nil
+		}
 		return nil, nil
 	}
 	if !st.readonly && (!st.writes || len(st.names) > 0 && len(st.names) == len(st.types)) {
@@ -943,6 +969,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.chunked != nil {
 		return s.execChunked(ctx, st)
+	}
+	if st.cursor != nil {
+		return s.executeCursor(ctx, st, args)
 	}
 	switch st.kind {
 	case "BEGIN", "START":
@@ -1249,6 +1278,10 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.db.clearHolder(s)
+	kept, cerr := s.endBlockCursors(verb == "COMMIT")
+	if cerr != nil {
+		verb = "ROLLBACK" // a held cursor's row failed: the commit fails
+	}
 	s.endBlockResults()
 	c := s.held
 	ddl := strings.Join(s.txDDL, ";\n")
@@ -1260,6 +1293,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		}
 		err := s.db.replicatedCommit(ctx, c, ddl)
 		if err != nil {
+			s.dropCursors(kept)
 			return nil, err
 		}
 		return &cmdResult{tag: verb}, nil
@@ -1268,9 +1302,13 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 	if err != nil && verb == "COMMIT" {
 		// The commit failed: roll back so the connection is clean.
 		_ = c.exec("ROLLBACK")
+		s.dropCursors(kept)
 	}
 	s.held, s.inTx = nil, false
 	s.db.release(c)
+	if cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, mapError(err)
 	}
@@ -1424,6 +1462,7 @@ func (s *Session) Cancel() {
 func (s *Session) Close() error {
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
+	s.closeCursors()
 	s.endBlockResults()
 	if s.inTx {
 		_ = s.held.exec("ROLLBACK")

@@ -102,4 +102,46 @@ with psycopg.connect(dsn, autocommit=True) as conn:
     info = TypeInfo.fetch(conn, "uuid")
     if info is None or info.oid != 2950:
         fail(f"TypeInfo.fetch(uuid): {info!r}")
+
+    # Named (server-side) cursors: DECLARE, Describe of the portal, FETCH,
+    # MOVE and CLOSE (SQLAlchemy's stream_results, Django's iterator()).
+    conn.execute("DELETE FROM py_types WHERE id >= 10")
+    conn.execute("UPDATE py_types SET i = i - 1 WHERE id <= 2")  # as inserted
+    with conn.transaction():
+        for binary in (False, True):
+            with conn.cursor(f"srv_{binary}", binary=binary) as cur:
+                cur.execute(q)
+                if [d.name for d in cur.description] != COLS:
+                    fail(f"server cursor description: {cur.description!r}")
+                got = cur.fetchmany(2) + [cur.fetchone()] + cur.fetchall()
+                check_rows(f"server cursor (binary={binary})", got)
+        with conn.cursor("srv_params") as cur:
+            cur.execute("SELECT id, t FROM py_types WHERE id <= %s ORDER BY id", [2])
+            if cur.fetchall() != [(1, ROWS[0]["t"]), (2, "")]:
+                fail("server cursor with a parameter")
+        with conn.cursor("srv_scroll", scrollable=True) as cur:
+            cur.execute("SELECT id FROM py_types ORDER BY id")
+            cur.scroll(2, mode="absolute")
+            if cur.fetchone() != (3,):
+                fail("scrollable server cursor: absolute 2")
+            cur.scroll(-2)
+            if cur.fetchone() != (2,):
+                fail("scrollable server cursor: relative -2")
+    # WITH HOLD in autocommit (Django's iterator() outside a transaction),
+    # read in chunks of itersize.
+    conn.execute("INSERT INTO py_types (id, t) SELECT g, 'h' || g FROM generate_series(100, 349) g")
+    with conn.cursor("held", withhold=True) as cur:
+        cur.itersize = 40
+        cur.execute("SELECT id, t FROM py_types WHERE id >= 100 ORDER BY id")
+        ids = [r[0] for r in cur]
+        if ids != list(range(100, 350)):
+            fail(f"WITH HOLD server cursor: {len(ids)} rows, first {ids[:3]}")
+    try:
+        with conn.transaction():
+            with conn.cursor("noscroll", scrollable=False) as cur:
+                cur.execute("SELECT id FROM py_types")
+                cur.scroll(-1)
+        fail("a backward scroll of a NO SCROLL cursor was accepted")
+    except psycopg.errors.ObjectNotInPrerequisiteState:
+        pass
 print("ok")
