@@ -216,3 +216,38 @@ func TestClassifyBatchUnnamed(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyDescribeCursor: Describe of a named portal the request does
+// not bind is a WITH HOLD cursor's (outside a transaction), which lives on
+// the primary where its DECLARE ran; a portal bound in the same request
+// goes with its statement.
+func TestClassifyDescribeCursor(t *testing.T) {
+	msg := func(m interface{ Encode([]byte) ([]byte, error) }) []byte {
+		b, err := m.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	r := New(Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Split: true})
+	for _, c := range []struct {
+		name  string
+		batch [][]byte
+		want  stmtClass
+	}{
+		{"psycopg describes its named cursor", [][]byte{msg(&pgproto3.Describe{ObjectType: 'P', Name: "held"})}, classWrite},
+		{"a portal bound here", [][]byte{msg(&pgproto3.Parse{Query: "SELECT id FROM acct"}), msg(&pgproto3.Bind{DestinationPortal: "p1"}),
+			msg(&pgproto3.Describe{ObjectType: 'P', Name: "p1"}), msg(&pgproto3.Execute{Portal: "p1"})}, classRead},
+		{"the unnamed portal", [][]byte{msg(&pgproto3.Parse{Query: "SELECT 1"}), msg(&pgproto3.Bind{}), msg(&pgproto3.Describe{ObjectType: 'P'}), msg(&pgproto3.Execute{})}, classRead},
+	} {
+		var b []byte
+		for _, m := range c.batch {
+			b = append(b, m...)
+		}
+		b = append(b, msg(&pgproto3.Sync{})...)
+		s := &splitSession{rt: r, batch: b}
+		if got := s.classifyBatch().class; got != c.want {
+			t.Errorf("%s: class %v, want %v", c.name, got, c.want)
+		}
+	}
+}

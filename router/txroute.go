@@ -907,6 +907,7 @@ func (s *splitSession) classifyBatch() request {
 	rq := request{class: classNeutral, needs: s.needs[:0]}
 	parsedUnnamed := false
 	parsed := map[string]bool(nil)
+	bound := map[string]bool(nil) // portals this request binds
 	merge := func(cl classification) {
 		if cl.force != routeAuto && rq.force == routeAuto {
 			rq.force = cl.force
@@ -954,7 +955,13 @@ func (s *splitSession) classifyBatch() request {
 				parsed[name] = true
 			}
 		case 'B':
-			_, rest := cstringT(body)
+			portal, rest := cstringT(body)
+			if portal != "" {
+				if bound == nil {
+					bound = map[string]bool{}
+				}
+				bound[portal] = true
+			}
 			stmt, _ := cstringT(rest)
 			if stmt == "" {
 				if !parsedUnnamed {
@@ -971,6 +978,15 @@ func (s *splitSession) classifyBatch() request {
 				merge(s.classOf(stmt))
 			}
 		case 'D':
+			if len(body) > 1 && body[0] == 'P' {
+				// A named portal this request did not bind: outside a
+				// transaction, a WITH HOLD cursor, which its DECLARE (a
+				// write) made on the primary (psycopg describes its named
+				// cursors so).
+				if portal, _ := cstringT(body[1:]); portal != "" && !bound[portal] {
+					merge(classification{class: classWrite})
+				}
+			}
 			if len(body) > 1 && body[0] == 'S' {
 				stmt, _ := cstringT(body[1:])
 				if stmt == "" {
