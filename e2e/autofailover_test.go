@@ -170,6 +170,11 @@ func TestAutomaticFailover(t *testing.T) {
 							<-done
 							t.Fatalf("trial %d: only %d commits acknowledged in 30 s before the kill", trial, rw.count.Load())
 						}
+						// The standby has followed (at 1-safe nothing waits for
+						// it: a standby whose first connection failed could be
+						// promoted without the table, and every write after the
+						// failover fail, as 1-safe allows).
+						waitStandby(t, h.dsn(h.nodes["n2"]), "SELECT count(*) FROM t")
 						var cs struct {
 							Coord struct {
 								Leader string `json:"leader"`

@@ -105,12 +105,12 @@ with psycopg.connect(dsn, autocommit=True) as conn:
 
     # Named (server-side) cursors: DECLARE, Describe of the portal, FETCH,
     # MOVE and CLOSE (SQLAlchemy's stream_results, Django's iterator()).
-    conn.execute("DELETE FROM py_types WHERE id >= 10")
     conn.execute("UPDATE py_types SET i = i - 1 WHERE id <= 2")  # as inserted
+    q3 = q.replace("ORDER BY", "WHERE id <= 3 ORDER BY")
     with conn.transaction():
         for binary in (False, True):
             with conn.cursor(f"srv_{binary}", binary=binary) as cur:
-                cur.execute(q)
+                cur.execute(q3)
                 if [d.name for d in cur.description] != COLS:
                     fail(f"server cursor description: {cur.description!r}")
                 got = cur.fetchmany(2) + [cur.fetchone()] + cur.fetchall()
@@ -120,7 +120,7 @@ with psycopg.connect(dsn, autocommit=True) as conn:
             if cur.fetchall() != [(1, ROWS[0]["t"]), (2, "")]:
                 fail("server cursor with a parameter")
         with conn.cursor("srv_scroll", scrollable=True) as cur:
-            cur.execute("SELECT id FROM py_types ORDER BY id")
+            cur.execute("SELECT id FROM py_types WHERE id <= 3 ORDER BY id")
             cur.scroll(2, mode="absolute")
             if cur.fetchone() != (3,):
                 fail("scrollable server cursor: absolute 2")
@@ -144,4 +144,5 @@ with psycopg.connect(dsn, autocommit=True) as conn:
         fail("a backward scroll of a NO SCROLL cursor was accepted")
     except psycopg.errors.ObjectNotInPrerequisiteState:
         pass
+    conn.execute("DELETE FROM py_types WHERE id >= 100")
 print("ok")

@@ -21,4 +21,10 @@ try:
 except RuntimeError:
     pass
 assert not Book.objects.filter(title="rolled back").exists()
+# iterator(): a server-side cursor (DECLARE ... WITH HOLD in autocommit,
+# FETCH in chunks), and inside a transaction (without HOLD).
+titles = [b.title for b in Book.objects.order_by("title").iterator(chunk_size=2)]
+assert titles == ["Solaris", "The Dispossessed", "The Lathe of Heaven"], titles
+with transaction.atomic():
+    assert [b.pages for b in Book.objects.order_by("pages").iterator(chunk_size=1)] == [184, 205, 387]
 print("orm ok", Book.objects.count())
