@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tandemdb/tandem/pgwire"
 	"github.com/tandemdb/tandem/sqlpg"
@@ -29,6 +30,9 @@ type cursor struct {
 	end    bool  // pos is past the last row (streaming: its count is pos-1)
 	hold   bool
 	scroll bool
+	// held: what the materialized rows took of the node's memory budget
+	// (limits.message_memory), returned when the cursor is dropped.
+	held []func()
 }
 
 // materialized reports whether every row left is in memory.
@@ -37,8 +41,11 @@ func (c *cursor) materialized() bool { return c.res == nil }
 // last is the number of rows of a materialized cursor.
 func (c *cursor) last() int64 { return c.base + int64(len(c.rows)) }
 
-// materialize reads what is left of a running cursor into memory.
-func (c *cursor) materialize() error {
+// materialize reads what is left of a running cursor into memory, taking
+// its size from the node's memory budget as it grows (a chunk at a time),
+// so cursors kept open cannot take more than limits.message_memory
+// together with the messages being run.
+func (c *cursor) materialize(ctx context.Context) error {
 	if c.res == nil {
 		return nil
 	}
@@ -50,7 +57,8 @@ func (c *cursor) materialize() error {
 		c.base = c.pos - 1
 		return nil
 	}
-	var size int64
+	var size, reserved int64
+	budget := pgwire.MemoryBudgetFrom(ctx)
 	for {
 		row := make([]any, len(c.cols))
 		ok, err := res.Next(row)
@@ -61,13 +69,36 @@ func (c *cursor) materialize() error {
 			return nil
 		}
 		c.rows = append(c.rows, row)
-		if size += rowBytes(row); size > maxMaterialized {
-			c.rows = nil
+		size += rowBytes(row)
+		if size > reserved && budget != nil {
+			release, err := budget.Reserve(materializeChunk, fmt.Sprintf("keeping the rows of cursor %q", c.name))
+			if err != nil {
+				c.release()
+				return err
+			}
+			c.held = append(c.held, release)
+			reserved += materializeChunk
+		}
+		if size > maxMaterialized {
+			c.release()
 			return &pgwire.Error{Code: pgwire.CodeProgramLimitExceeded,
 				Message: fmt.Sprintf("cursor %q: more than %d MiB of rows to keep in memory (a WITH HOLD or SCROLL cursor is materialized on the SQLite back end)", c.name, maxMaterialized>>20),
 				Hint:    "declare it without HOLD and SCROLL inside a transaction block, where it streams (Django: run iterator() inside transaction.atomic(), or set DISABLE_SERVER_SIDE_CURSORS)"}
 		}
 	}
+}
+
+// materializeChunk is how much of the memory budget a materialized
+// cursor takes at a time.
+const materializeChunk = 1 << 20
+
+// release drops a cursor's rows and returns their memory budget.
+func (c *cursor) release() {
+	c.rows = nil
+	for _, f := range c.held {
+		f()
+	}
+	c.held = nil
 }
 
 // maxMaterialized bounds the rows a WITH HOLD or SCROLL cursor keeps in
@@ -286,7 +317,8 @@ func (s *Session) executeCursor(ctx context.Context, st *Statement, args []any) 
 		}
 		c := &cursor{name: cs.Name, cols: res.Columns(), res: res, hold: cs.Hold, scroll: cs.Scroll}
 		if cs.Scroll || !s.inTx {
-			if err := c.materialize(); err != nil {
+			if err := c.materialize(ctx); err != nil {
+				s.dropCursor(c)
 				return nil, err
 			}
 		}
@@ -332,7 +364,7 @@ func (s *Session) dropCursor(c *cursor) {
 		_ = c.res.Close()
 		c.res = nil
 	}
-	c.rows = nil
+	c.release()
 	delete(s.cursors, c.name)
 }
 
@@ -340,7 +372,45 @@ func (s *Session) closeCursors() {
 	for _, c := range s.cursors {
 		s.dropCursor(c)
 	}
-	s.blockCursors = nil
+	s.blockCursors, s.cursorMarks = nil, nil
+}
+
+// cursorMark is a savepoint of the open block and how many cursors the
+// block had declared when it was set.
+type cursorMark struct {
+	name string
+	n    int
+}
+
+// noteSavepoint follows SAVEPOINT, RELEASE and ROLLBACK TO (after they
+// ran): as in PostgreSQL, rolling back to a savepoint closes the cursors
+// declared after it (a cursor declared before it stays where FETCH left
+// it).
+func (s *Session) noteSavepoint(st *Statement) {
+	if len(st.words) < 2 {
+		return
+	}
+	name := strings.ToLower(st.words[len(st.words)-1])
+	switch {
+	case st.kind == "SAVEPOINT":
+		s.cursorMarks = append(s.cursorMarks, cursorMark{name: name, n: len(s.blockCursors)})
+	case st.kind == "RELEASE":
+		for i := len(s.cursorMarks) - 1; i >= 0; i-- {
+			if s.cursorMarks[i].name == name {
+				s.cursorMarks = s.cursorMarks[:i]
+				break
+			}
+		}
+	case st.kind == "ROLLBACK" && st.words[1] == "TO":
+		for i := len(s.cursorMarks) - 1; i >= 0; i-- {
+			if m := s.cursorMarks[i]; m.name == name {
+				s.dropCursors(s.blockCursors[m.n:])
+				s.blockCursors = s.blockCursors[:m.n]
+				s.cursorMarks = s.cursorMarks[:i+1]
+				break
+			}
+		}
+	}
 }
 
 // endBlockCursors runs before a transaction block ends (before its
@@ -349,16 +419,16 @@ func (s *Session) closeCursors() {
 // block declared is dropped. An error (a row of a held cursor failed)
 // fails the commit. kept: the cursors that outlive the block (if its
 // commit fails, dropCursors drops them).
-func (s *Session) endBlockCursors(commit bool) (kept []string, err error) {
+func (s *Session) endBlockCursors(ctx context.Context, commit bool) (kept []string, err error) {
 	names := s.blockCursors
-	s.blockCursors = nil
+	s.blockCursors, s.cursorMarks = nil, nil
 	for _, n := range names {
 		c, ok := s.cursors[n]
 		if !ok {
 			continue
 		}
 		if commit && c.hold && err == nil {
-			if err = c.materialize(); err == nil {
+			if err = c.materialize(ctx); err == nil {
 				kept = append(kept, n)
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tandemdb/tandem/pgwire"
 )
@@ -96,6 +97,21 @@ func TestCursors(t *testing.T) {
 		{"CLOSE ALL", "", "CLOSE CURSOR ALL", ""},
 		{"FETCH o", "", "", "34000"},
 		{"DECLARE b BINARY CURSOR WITH HOLD FOR SELECT 1", "", "", "0A000"},
+		// ROLLBACK TO closes the cursors declared after the savepoint; one
+		// declared before stays where FETCH left it.
+		{"BEGIN", "", "BEGIN", ""},
+		{"DECLARE k1 CURSOR FOR SELECT id FROM t ORDER BY id", "", "DECLARE CURSOR", ""},
+		{"SAVEPOINT sp", "", "SAVEPOINT", ""},
+		{"FETCH 2 FROM k1", "1,2", "FETCH 2", ""},
+		{"DECLARE k2 CURSOR FOR SELECT id FROM t ORDER BY id DESC", "", "DECLARE CURSOR", ""},
+		{"RELEASE SAVEPOINT sp", "", "RELEASE", ""},
+		{"SAVEPOINT sp2", "", "SAVEPOINT", ""},
+		{"DECLARE k3 CURSOR FOR SELECT id FROM t", "", "DECLARE CURSOR", ""},
+		{"ROLLBACK TO SAVEPOINT sp2", "", "ROLLBACK", ""},
+		{"FETCH k1", "3", "FETCH 1", ""},
+		{"FETCH k2", "10", "FETCH 1", ""},
+		{"FETCH k3", "", "", "34000"},
+		{"ROLLBACK", "", "ROLLBACK", ""},
 	}
 	for _, st := range steps {
 		rows, tag, err := fetchIDs(t, s, st.sql)
@@ -155,5 +171,48 @@ func TestCursorStreamsInBlock(t *testing.T) {
 	}
 	if s.(*Session).TxStatus() != 'I' || len(s.(*Session).cursors) != 0 {
 		t.Fatalf("after the failed commit: status %c, %d cursors", s.(*Session).TxStatus(), len(s.(*Session).cursors))
+	}
+}
+
+// TestCursorMemoryBudget: a materialized cursor holds its rows' size in
+// the node's memory budget (limits.message_memory) until it is closed;
+// one that does not fit is refused with 53200.
+func TestCursorMemoryBudget(t *testing.T) {
+	db := open(t)
+	budget := pgwire.NewMemoryBudget(3<<20, 10*time.Millisecond, nil)
+	ctx := pgwire.WithMemoryBudget(context.Background(), budget)
+	s, _ := db.NewSession(ctx, "u", "d")
+	defer s.Close()
+	exec := func(q string) error {
+		st, err := s.Prepare(ctx, q)
+		if err != nil {
+			return err
+		}
+		res, err := s.Execute(ctx, st, nil)
+		if err != nil {
+			return err
+		}
+		return res.Close()
+	}
+	for _, q := range []string{"CREATE TABLE t (id int PRIMARY KEY, v text)", "INSERT INTO t SELECT g, repeat('x', 1000) FROM generate_series(1, 5000) g",
+		"DECLARE small CURSOR WITH HOLD FOR SELECT id, v FROM t WHERE id <= 10"} {
+		if err := exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if got := budget.InUse(); got != materializeChunk {
+		t.Fatalf("a small WITH HOLD cursor holds %d bytes of the budget, want %d", got, materializeChunk)
+	}
+	if err := exec("DECLARE big CURSOR WITH HOLD FOR SELECT id, v FROM t"); code(err) != "53200" {
+		t.Fatalf("a cursor past the budget: %v", err)
+	}
+	if got := budget.InUse(); got != materializeChunk {
+		t.Fatalf("after the refused cursor the budget holds %d bytes, want %d", got, materializeChunk)
+	}
+	if err := exec("CLOSE small"); err != nil {
+		t.Fatal(err)
+	}
+	if got := budget.InUse(); got != 0 {
+		t.Fatalf("after CLOSE the budget holds %d bytes", got)
 	}
 }

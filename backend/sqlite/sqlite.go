@@ -458,6 +458,7 @@ type Session struct {
 	// ones the open transaction block declared.
 	cursors      map[string]*cursor
 	blockCursors []string
+	cursorMarks  []cursorMark
 }
 
 // UseTerminate implements pgwire.TerminateUser.
@@ -1097,7 +1098,14 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			s.db.release(c)
 		}
 	}
-	return s.run(ctx, c, st, args, release)
+	res, err := s.run(ctx, c, st, args, release)
+	if err == nil && s.inTx {
+		switch st.kind {
+		case "SAVEPOINT", "RELEASE", "ROLLBACK":
+			s.noteSavepoint(st)
+		}
+	}
+	return res, err
 }
 
 // executeOn runs a statement on a connection the caller holds.
@@ -1278,7 +1286,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 		return &cmdResult{tag: verb}, nil
 	}
 	s.db.clearHolder(s)
-	kept, cerr := s.endBlockCursors(verb == "COMMIT")
+	kept, cerr := s.endBlockCursors(ctx, verb == "COMMIT")
 	if cerr != nil {
 		verb = "ROLLBACK" // a held cursor's row failed: the commit fails
 	}
