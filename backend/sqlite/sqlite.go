@@ -80,6 +80,11 @@ type conn struct {
 	// that is not reset keeps its read snapshot: the connection must
 	// not go back to a pool with one).
 	open atomic.Int32
+	// busy: cached statements a result still steps (a suspended portal,
+	// a cursor); running the same SQL again meanwhile takes a statement
+	// of its own (prepareFor), since a cached statement run again is
+	// reset under the result that steps it.
+	busy map[*sqlite3.SQLiteStmt]int
 }
 
 const stmtCacheSize = 512
@@ -95,6 +100,9 @@ func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 	st := ds.(*sqlite3.SQLiteStmt)
 	if len(c.stmts) >= stmtCacheSize {
 		for k, old := range c.stmts {
+			if c.busy[old] > 0 {
+				continue // a result steps it: it is finalized with the cache
+			}
 			old.Close()
 			delete(c.stmts, k)
 			break
@@ -110,8 +118,9 @@ func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 // binding) are prepared for one use so that nothing of them stays.
 func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func(), err error) {
 	if st.hoisted == nil && len(st.sql) < hoistMinStatement {
-		ps, err = c.prepare(st.sql)
-		return ps, func() {}, err
+		if ps, err = c.prepare(st.sql); err != nil || c.busy[ps] == 0 {
+			return ps, func() {}, err
+		}
 	}
 	ds, err := c.c.Prepare(st.sql)
 	if err != nil {
@@ -1165,10 +1174,10 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		release()
 		return nil, mapError(err)
 	}
-	if transient {
-		rel := release
-		release = func() { closeStmt(); rel() }
-	}
+	// closeStmt finalizes a statement prepared for this run only (a
+	// transient one, or the cached one was busy); a no-op otherwise.
+	rel := release
+	release = func() { closeStmt(); rel() }
 	nargs := make([]driver.NamedValue, len(args), len(args)+len(st.hoisted))
 	for i, a := range args {
 		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
@@ -1208,12 +1217,25 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		done()
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
-	res := &rowResult{st: st, c: c, rows: r, done: done, vals: make([]driver.Value, len(names))}
+	// The statement steps under this result until it is closed: the same
+	// SQL meanwhile takes a statement of its own (prepareFor).
+	if c.busy == nil {
+		c.busy = map[*sqlite3.SQLiteStmt]int{}
+	}
+	c.busy[sqlst]++
+	stepping := sqlst
+	untrack := func() {
+		if c.busy[stepping]--; c.busy[stepping] <= 0 {
+			delete(c.busy, stepping)
+		}
+		done()
+	}
+	res := &rowResult{st: st, c: c, rows: r, done: untrack, vals: make([]driver.Value, len(names))}
 	// Peek the first row so expression columns get a type from a value.
 	if err := r.Next(res.vals); err != nil {
 		if err != io.EOF {
 			r.Close()
-			done()
+			untrack()
 			return nil, mapError(err)
 		}
 		res.eof = true
