@@ -32,6 +32,9 @@ const (
 	// text: a UNIQUE constraint is an index).
 	AlterAddConstraint  = "add_constraint"
 	AlterDropConstraint = "drop_constraint"
+	// AlterDropReferences (table-level): remove every foreign key to the
+	// table named arg (DROP TABLE arg CASCADE).
+	AlterDropReferences = "drop_references"
 )
 
 // alterColumnScript is what the translator emits for one alteration of
@@ -42,7 +45,7 @@ func alterColumnScript(table, col, action, arg, check string) []string {
 		out = append(out, check)
 	}
 	a := "NULL"
-	if action == AlterSetDefault || action == AlterSetType || action == AlterAddConstraint || action == AlterDropConstraint {
+	if action == AlterSetDefault || action == AlterSetType || action == AlterAddConstraint || action == AlterDropConstraint || action == AlterDropReferences {
 		a = quoteLit(arg)
 	}
 	return append(out,
@@ -71,6 +74,19 @@ func AlterColumnSQL(create, col, action, arg string) (string, error) {
 		return create[:last] + ", " + arg + create[last:], nil
 	case AlterDropConstraint:
 		return dropConstraint(create, open, items, arg), nil
+	case AlterDropReferences:
+		// One reference at a time, then the column list again.
+		for range 1000 {
+			next := dropReference(create, open, items, arg)
+			if next == create {
+				return create, nil
+			}
+			create = next
+			if items, err = splitTop(create[open+1:]); err != nil {
+				return "", err
+			}
+		}
+		return "", fmt.Errorf("%w: too many references to %q", ErrAlterColumn, arg)
 	}
 	// items[i] = [start, end) offsets into create.
 	for _, it := range items {
@@ -113,6 +129,57 @@ func dropConstraint(create string, open int, items [][2]int, name string) string
 					(w == "REFERENCES" && !strings.EqualFold(toks[j+2].text, "REFERENCES")) ||
 					(w == "NOT" && k+1 < len(toks) && strings.EqualFold(toks[k+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[k-1].text, "NOT")) {
 					stop = k
+					break
+				}
+			}
+			cutEnd := end
+			if stop < len(toks) {
+				cutEnd = start + toks[stop].start
+			}
+			s := start + toks[j].start
+			for s > start && (create[s-1] == ' ' || create[s-1] == '\t') {
+				s--
+			}
+			if stop < len(toks) {
+				return create[:s] + " " + create[cutEnd:]
+			}
+			return create[:s] + create[cutEnd:]
+		}
+	}
+	return create
+}
+
+// dropReference removes the first foreign key to table: a table-level
+// FOREIGN KEY item (with the comma before it), or the REFERENCES clause
+// of a column (with its CONSTRAINT name, up to the column's next
+// constraint). It returns create unchanged when there is none.
+func dropReference(create string, open int, items [][2]int, table string) string {
+	for i, it := range items {
+		start, end := open+1+it[0], open+1+it[1]
+		toks := tokens(create[start:end])
+		for k := 0; k+1 < len(toks); k++ {
+			if !strings.EqualFold(toks[k].text, "REFERENCES") || !identIs(toks[k+1].text, table) {
+				continue
+			}
+			if w := strings.ToUpper(toks[0].text); w == "FOREIGN" || w == "CONSTRAINT" && len(toks) > 2 && strings.EqualFold(toks[2].text, "FOREIGN") {
+				if i > 0 {
+					start = open + 1 + items[i-1][1] // from the comma before it
+				}
+				return create[:start] + create[end:]
+			}
+			j := k
+			if k >= 2 && strings.EqualFold(toks[k-2].text, "CONSTRAINT") {
+				j = k - 2
+			}
+			stop := len(toks)
+			for m := k + 2; m < len(toks); m++ {
+				w := strings.ToUpper(toks[m].text)
+				if strings.EqualFold(toks[m-1].text, "SET") {
+					continue // ON DELETE SET NULL | SET DEFAULT
+				}
+				if w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || w == "DEFAULT" || w == "COLLATE" || w == "GENERATED" || w == "REFERENCES" ||
+					(w == "NOT" && m+1 < len(toks) && strings.EqualFold(toks[m+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[m-1].text, "NOT")) {
+					stop = m
 					break
 				}
 			}

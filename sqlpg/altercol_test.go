@@ -41,11 +41,33 @@ func TestAlterTableConstraints(t *testing.T) {
 		{AlterDropConstraint, "ck", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER CONSTRAINT "fk_a" REFERENCES "au" ("id") ON DELETE CASCADE NOT DEFERRABLE NOT NULL, "p" INT)`},
 		{AlterDropConstraint, "fk_a", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0))`},
 		{AlterDropConstraint, "absent", base},
+		{AlterDropReferences, "au", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0))`},
+		{AlterDropReferences, "other", base},
 	}
 	for _, tc := range tests {
 		got, err := AlterColumnSQL(base, "", tc.action, tc.arg)
 		if err != nil || got != tc.want {
 			t.Errorf("%s %s:\n got %s (%v)\nwant %s", tc.action, tc.arg, got, err, tc.want)
+		}
+	}
+}
+
+// TestDropReferences: every foreign key to a table goes, in every form
+// SQLite keeps it (DROP TABLE ... CASCADE), and nothing else.
+func TestDropReferences(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`CREATE TABLE ch (id INTEGER PRIMARY KEY, pa_id INTEGER REFERENCES pa(id))`, `CREATE TABLE ch (id INTEGER PRIMARY KEY, pa_id INTEGER)`},
+		{`CREATE TABLE ch (id INTEGER PRIMARY KEY, pa_id INTEGER REFERENCES "pa" ("id") ON DELETE SET NULL, n TEXT, x INT REFERENCES pa)`,
+			`CREATE TABLE ch (id INTEGER PRIMARY KEY, pa_id INTEGER, n TEXT, x INT)`},
+		{`CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT, b INT, CONSTRAINT fk FOREIGN KEY (a, b) REFERENCES pa (x, y), FOREIGN KEY (b) REFERENCES other (id), FOREIGN KEY (a) REFERENCES PA(id))`,
+			`CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT, b INT, FOREIGN KEY (b) REFERENCES other (id))`},
+		{`CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT CONSTRAINT c1 REFERENCES pa (id) DEFERRABLE INITIALLY DEFERRED UNIQUE NOT NULL)`,
+			`CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT UNIQUE NOT NULL)`},
+		{`CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT REFERENCES pax (id))`, `CREATE TABLE ch (id INTEGER PRIMARY KEY, a INT REFERENCES pax (id))`},
+	} {
+		got, err := AlterColumnSQL(tc.in, "", AlterDropReferences, "pa")
+		if err != nil || got != tc.want {
+			t.Errorf("%s:\n got %s (%v)\nwant %s", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -290,10 +290,16 @@ func catalogSQL() []string {
 			NULL AS character_set_name, NULL AS collation_catalog, NULL AS collation_schema, NULL AS collation_name, NULL AS domain_catalog,
 			NULL AS domain_schema, NULL AS domain_name, 'tandem' AS udt_catalog, 'pg_catalog' AS udt_schema,
 			_tandem_type_name(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS udt_name,
+			NULL AS scope_catalog, NULL AS scope_schema, NULL AS scope_name, NULL AS maximum_cardinality,
+			CAST(p.cid + 1 AS TEXT) AS dtd_identifier, 'NO' AS is_self_referencing,
 			CASE WHEN coalesce(tc.identity, '') <> '' THEN 'YES' ELSE 'NO' END AS is_identity,
 			CASE tc.identity WHEN 'a' THEN 'ALWAYS' WHEN 'd' THEN 'BY DEFAULT' END AS identity_generation,
+			CAST(sq.start_value AS TEXT) AS identity_start, CAST(sq.increment AS TEXT) AS identity_increment,
+			CAST(sq.max_value AS TEXT) AS identity_maximum, CAST(sq.min_value AS TEXT) AS identity_minimum,
+			CASE WHEN sq.cycle THEN 'YES' ELSE 'NO' END AS identity_cycle,
 			'NEVER' AS is_generated, NULL AS generation_expression, 'YES' AS is_updatable
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
+			LEFT JOIN main._tandem_sequences sq ON sq.name = tc.sequence AND coalesce(tc.identity, '') <> ''
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
 	// As PostgreSQL 15, table_constraints lists each NOT NULL column as a
 	// CHECK constraint named <namespace oid>_<table oid>_<column>_not_null.
@@ -307,6 +313,29 @@ func catalogSQL() []string {
 			'CHECK', 'NO', 'NO', 'YES', NULL
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
+	// The columns of PRIMARY KEY, UNIQUE and FOREIGN KEY constraints
+	// (GORM's AutoMigrate reads them to find a table's unique columns).
+	add("information_schema.key_column_usage", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, i.relname AS constraint_name,
+			'tandem' AS table_catalog, 'public' AS table_schema, i.tbl AS table_name, ii.name AS column_name,
+			ii.seqno + 1 AS ordinal_position, CAST(NULL AS INTEGER) AS position_in_unique_constraint
+		FROM _pg_index_all i, pragma_index_info(i.sqlite_name) ii WHERE i.origin IN ('pk', 'u') AND i.sqlite_name IS NOT NULL
+		UNION ALL
+		SELECT 'tandem', 'public', i.relname, 'tandem', 'public', i.tbl, (SELECT p.name FROM pragma_table_info(i.tbl) p WHERE p.pk = 1), 1, NULL
+		FROM _pg_index_all i WHERE i.origin = 'pk' AND i.sqlite_name IS NULL
+		UNION ALL
+		SELECT 'tandem', 'public', m.name || '_' || f."from" || '_fkey', 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
+		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
+	// The columns each constraint uses: its own table's for a key, the
+	// referenced table's for a foreign key (as PostgreSQL).
+	add("information_schema.constraint_column_usage", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, k.table_name AS table_name,
+			k.column_name AS column_name, 'tandem' AS constraint_catalog, 'public' AS constraint_schema, k.constraint_name AS constraint_name
+		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
+		UNION ALL
+		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = 1)),
+			'tandem', 'public', m.name || '_' || f."from" || '_fkey'
+		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
 	return v
 }
 

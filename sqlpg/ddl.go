@@ -464,6 +464,29 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	if s.Concurrent {
 		s.Concurrent = false
 	}
+	if what == "TABLE" {
+		// Foreign keys of other tables to the dropped ones: PostgreSQL
+		// refuses (2BP01), or with CASCADE drops those constraints; SQLite
+		// would drop the table and leave them dangling (every later write
+		// to the referencing table: "no such table").
+		var dropped []string
+		for _, o := range s.Objects {
+			if names := strs(o.GetList().GetItems()); len(names) > 0 {
+				dropped = append(dropped, quoteLit(strings.ToLower(names[len(names)-1])))
+			}
+		}
+		list := strings.Join(dropped, ", ")
+		if s.Behavior == pg_query.DropBehavior_DROP_CASCADE {
+			for _, name := range dropped {
+				tr.Script = append(tr.Script, "PRAGMA writable_schema = ON",
+					fmt.Sprintf("UPDATE sqlite_master SET sql = _tandem_alter_column(sql, '', %s, %s) WHERE type = 'table' AND lower(name) NOT IN (%s) AND instr(upper(sql), 'REFERENCES') > 0",
+						quoteLit(AlterDropReferences), name, list),
+					"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
+			}
+		} else if len(dropped) > 0 {
+			tr.Script = append(tr.Script, fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop table ' || f."table" || ' because other objects depend on it (constraint ' || m.name || '_' || f."from" || '_fkey on table ' || m.name || '): use DROP ... CASCADE to drop the dependent objects too') FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND lower(m.name) NOT IN (%s) AND lower(f."table") IN (%s) LIMIT 1`, list, list))
+		}
+	}
 	for _, o := range s.Objects {
 		names := strs(o.GetList().GetItems())
 		if len(names) == 0 {

@@ -1,6 +1,7 @@
 package sqlpg_test
 
 import (
+	"context"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -259,6 +260,7 @@ func TestSemantics(t *testing.T) {
 		// DISTINCT ON: the first row of each group in ORDER BY's order
 		{"SELECT DISTINCT ON (name) name, id FROM se_t ORDER BY name, id DESC", "a|1;b|3"},
 		{"SELECT DISTINCT ON (1) name AS k FROM se_t ORDER BY 1 DESC LIMIT 1", "b"},
+
 		// string_agg(DISTINCT ...)
 		{"SELECT string_agg(DISTINCT name, '|' ORDER BY name) FROM se_t", "a|b"},
 		{"SELECT string_agg(DISTINCT name, ',' ORDER BY name DESC) FROM se_t WHERE id > 1", "b"},
@@ -305,6 +307,45 @@ func TestSemantics(t *testing.T) {
 	for _, tt := range tests {
 		if got := runPG(t, c, tt.sql); got != tt.want {
 			t.Errorf("%s = %q, want %q", tt.sql, got, tt.want)
+		}
+	}
+}
+
+// TestLimitParamNull: LIMIT and OFFSET parameters bound to NULL (as a
+// statement's Describe binds every parameter) mean no limit and no
+// offset, as in PostgreSQL; SQLite refuses a NULL LIMIT (datatype
+// mismatch: GORM's First failed at its Describe).
+func TestLimitParamNull(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{"CREATE TABLE lp_t (id int PRIMARY KEY)", "INSERT INTO lp_t VALUES (1), (2), (3)"} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	for _, c2 := range []struct {
+		sql  string
+		args []driver.NamedValue
+		want int
+	}{
+		{"SELECT id FROM lp_t ORDER BY id LIMIT $1", []driver.NamedValue{{Ordinal: 1}}, 3},
+		{"SELECT id FROM lp_t ORDER BY id LIMIT $1 OFFSET $2", []driver.NamedValue{{Ordinal: 1}, {Ordinal: 2}}, 3},
+		{"SELECT id FROM lp_t ORDER BY id OFFSET $1", []driver.NamedValue{{Ordinal: 1}}, 3},
+		{"SELECT id FROM lp_t ORDER BY id LIMIT $1 OFFSET $2", []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1)}}, 1},
+	} {
+		stmts, err := translateForFuzz(c, c2.sql)
+		if err != nil || len(stmts) != 1 {
+			t.Fatalf("%s: %v %q", c2.sql, err, stmts)
+		}
+		rows, err := c.QueryContext(context.Background(), stmts[0], c2.args)
+		if err != nil {
+			t.Fatalf("%s (%s): %v", c2.sql, stmts[0], err)
+		}
+		n := 0
+		for r := make([]driver.Value, 1); rows.Next(r) == nil; n++ {
+		}
+		rows.Close()
+		if n != c2.want {
+			t.Errorf("%s with %v: %d rows, want %d", c2.sql, c2.args, n, c2.want)
 		}
 	}
 }

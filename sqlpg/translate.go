@@ -845,6 +845,18 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if s.LimitOffset != nil && s.LimitCount == nil {
 		s.LimitCount = pg_query.MakeAConstIntNode(-1, -1)
 	}
+	// A LIMIT or OFFSET that is not a constant (a parameter: GORM's
+	// First, any paginating ORM) may be NULL, which PostgreSQL reads as
+	// no limit and no offset, and SQLite refuses (datatype mismatch; the
+	// statement's Describe binds NULL to every parameter).
+	orDefault := func(n *pg_query.Node, def int32) *pg_query.Node {
+		if n == nil || n.GetAConst() != nil {
+			return n
+		}
+		return &pg_query.Node{Node: &pg_query.Node_CoalesceExpr{CoalesceExpr: &pg_query.CoalesceExpr{
+			Args: []*pg_query.Node{n, pg_query.MakeAConstIntNode(int64(def), -1)}}}}
+	}
+	s.LimitCount, s.LimitOffset = orDefault(s.LimitCount, -1), orDefault(s.LimitOffset, 0)
 	t.sortNulls(s)
 }
 

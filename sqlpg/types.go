@@ -918,10 +918,12 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			// information_schema's domains: sql_identifier (name),
 			// character_data and yes_or_no (varchar), cardinal_number (int4).
 			switch {
-			case strings.HasSuffix(c.Name, "_name") || strings.HasSuffix(c.Name, "_schema") || strings.HasSuffix(c.Name, "_catalog"):
+			case strings.HasSuffix(c.Name, "_name") || strings.HasSuffix(c.Name, "_schema") || strings.HasSuffix(c.Name, "_catalog") ||
+				c.Name == "dtd_identifier":
 				c.Type = Types[19]
 			case strings.HasSuffix(c.Name, "_length") || strings.HasSuffix(c.Name, "_precision") || strings.HasSuffix(c.Name, "_scale") ||
-				strings.HasSuffix(c.Name, "_position") || strings.HasSuffix(c.Name, "_radix") || strings.HasSuffix(c.Name, "_octet_length"):
+				strings.HasSuffix(c.Name, "_position") || strings.HasSuffix(c.Name, "_radix") || strings.HasSuffix(c.Name, "_octet_length") ||
+				c.Name == "position_in_unique_constraint" || c.Name == "maximum_cardinality":
 				c.Type = Types[23]
 			default:
 				c.Type = Types[1043]
