@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,9 +178,37 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "node", "node_pg.js", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("gorm", func(t *testing.T) {
+				bin, err := buildGormClient()
+				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)
+				runClient(t, bin, tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("pgbench", func(t *testing.T) { testPgbenchClient(t, tg) })
 		})
 	}
+}
+
+var gormClient struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// buildGormClient builds e2e/testdata/clients/gorm (its own module, so
+// GORM stays out of the project's go.mod) once per test binary.
+func buildGormClient() (string, error) {
+	gormClient.once.Do(func() {
+		bin := filepath.Join(filepath.Dir(tandemBin), "gorm-client") // removed with it (TestMain)
+		cmd := exec.Command("go", "build", "-o", bin, ".")
+		cmd.Dir = filepath.Join(clientsDir, "gorm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			gormClient.err = fmt.Errorf("%v: %s", err, out)
+			return
+		}
+		gormClient.bin = bin
+	})
+	return gormClient.bin, gormClient.err
 }
 
 func testPgjdbc(t *testing.T, tg clientTarget) {

@@ -2,7 +2,8 @@
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
 # tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
 # node-postgres from npm into e2e/testdata/clients/node_modules (no global
-# install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib.
+# install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
+# GORM's Go modules (e2e/testdata/clients/gorm has a go.mod of its own).
 # Idempotent: installs only what is missing. A tool that is absent (python3,
 # npm, mvn) is reported and skipped; the tests then fail in CI.
 set -uo pipefail
@@ -40,5 +41,10 @@ if [[ ! -f "$jar" ]]; then
   else
     echo "deps.d/clients: mvn missing (pgjdbc test will fail in CI)" >&2
   fi
+fi
+
+# GORM: its own Go module (e2e/testdata/clients/gorm), built by the test.
+if command -v go >/dev/null 2>&1; then
+  (cd "$clients/gorm" && go mod download) || status=1
 fi
 exit $status
