@@ -401,3 +401,86 @@ func tokens(s string) []token {
 func isWordByte(c byte) bool {
 	return c == '_' || c == '.' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
+
+// ConstraintName returns the name a CREATE TABLE text gives (CONSTRAINT
+// name) to its primary key (kind "p"), a UNIQUE constraint ("u") or a
+// foreign key ("f") on the columns cols (comma-separated, in order), or
+// "" when it gives none: SQLite keeps no constraint names, and the catalog
+// otherwise makes PostgreSQL's default ones (ORMs compare the names they
+// gave: TypeORM's FK_..., UQ_..., PK_...).
+func ConstraintName(create, kind, cols string) string {
+	open := strings.IndexByte(create, '(')
+	if open < 0 {
+		return ""
+	}
+	items, err := splitTop(create[open+1:])
+	if err != nil {
+		return ""
+	}
+	want := strings.Split(cols, ",")
+	same := func(group string) bool {
+		group = strings.TrimSpace(group)
+		if len(group) < 2 || group[0] != '(' {
+			return false
+		}
+		got := strings.Split(group[1:len(group)-1], ",")
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range got {
+			if !identIs(strings.TrimSpace(got[i]), strings.TrimSpace(want[i])) {
+				return false
+			}
+		}
+		return true
+	}
+	kindOf := func(w string) string {
+		switch strings.ToUpper(w) {
+		case "PRIMARY":
+			return "p"
+		case "UNIQUE":
+			return "u"
+		case "FOREIGN", "REFERENCES":
+			return "f"
+		}
+		return ""
+	}
+	unquote := func(tok string) string {
+		if len(tok) >= 2 && (tok[0] == '"' || tok[0] == '`') {
+			return strings.ReplaceAll(tok[1:len(tok)-1], tok[:1]+tok[:1], tok[:1])
+		}
+		return tok
+	}
+	for _, it := range items {
+		toks := tokens(create[open+1+it[0] : open+1+it[1]])
+		if len(toks) < 3 {
+			continue
+		}
+		if strings.EqualFold(toks[0].text, "CONSTRAINT") {
+			// A table constraint: CONSTRAINT n PRIMARY KEY (..) | UNIQUE
+			// (..) | FOREIGN KEY (..) REFERENCES ...
+			k := kindOf(toks[2].text)
+			g := 3
+			if k == "p" || k == "f" {
+				g = 4
+			}
+			if k == kind && g < len(toks) && same(toks[g].text) {
+				return unquote(toks[1].text)
+			}
+			continue
+		}
+		if kindOf(toks[0].text) != "" || strings.EqualFold(toks[0].text, "CHECK") {
+			continue // an unnamed table constraint
+		}
+		// A column: its own constraints apply to it alone.
+		if len(want) != 1 || !identIs(toks[0].text, strings.TrimSpace(want[0])) {
+			continue
+		}
+		for j := 1; j+2 < len(toks); j++ {
+			if strings.EqualFold(toks[j].text, "CONSTRAINT") && kindOf(toks[j+2].text) == kind {
+				return unquote(toks[j+1].text)
+			}
+		}
+	}
+	return ""
+}

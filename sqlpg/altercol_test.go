@@ -71,3 +71,24 @@ func TestDropReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestConstraintName: the names a CREATE TABLE text gives its keys, as
+// the catalog reads them back; "" where it gives none.
+func TestConstraintName(t *testing.T) {
+	const create = `CREATE TABLE "b" ("id" INTEGER CONSTRAINT "PK_b" PRIMARY KEY, "a" INTEGER CONSTRAINT fk_a REFERENCES "au" ("id"), "c" TEXT UNIQUE, "d" INT, "e" INT,` +
+		` CONSTRAINT "UQ_de" UNIQUE ("d", "e"), CONSTRAINT "FK_e" FOREIGN KEY ("e") REFERENCES x (id), FOREIGN KEY (d) REFERENCES y (id))`
+	for _, tc := range []struct{ kind, cols, want string }{
+		{"p", "id", "PK_b"},
+		{"f", "a", "fk_a"},
+		{"u", "c", ""},
+		{"u", "d,e", "UQ_de"},
+		{"u", "e,d", ""},
+		{"f", "e", "FK_e"},
+		{"f", "d", ""},
+		{"p", "a", ""},
+	} {
+		if got := ConstraintName(create, tc.kind, tc.cols); got != tc.want {
+			t.Errorf("%s (%s): %q, want %q", tc.kind, tc.cols, got, tc.want)
+		}
+	}
+}

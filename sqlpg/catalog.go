@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -88,8 +89,9 @@ func catalogSQL() []string {
 	// (primary keys and UNIQUE constraints), and the rowid alias of an
 	// INTEGER PRIMARY KEY as the _pkey index PostgreSQL would have.
 	add("_pg_index_all", `SELECT m.name AS tbl, il.name AS sqlite_name,
-			CASE WHEN il.origin = 'pk' THEN m.name || '_pkey'
-			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key'
+			CASE WHEN il.origin = 'pk' THEN coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT group_concat(ii.name, ',') FROM pragma_index_info(il.name) ii)), m.name || '_pkey')
+			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN coalesce(_tandem_constraint_name(m.sql, 'u', (SELECT group_concat(ii.name, ',') FROM pragma_index_info(il.name) ii)),
+			          m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key')
 			     ELSE il.name END AS relname,
 			il."unique" AS isunique, il.origin = 'pk' AS isprimary, il.origin AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
@@ -97,7 +99,7 @@ func catalogSQL() []string {
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
-		SELECT m.name, NULL, m.name || '_pkey', 1, 1, 'pk', 0,
+		SELECT m.name, NULL, coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT p.name FROM pragma_table_info(m.name) p WHERE p.pk = 1)), m.name || '_pkey'), 1, 1, 'pk', 0,
 			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
 			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1
 		FROM `+userTables+` AND m.type = 'table'
@@ -161,7 +163,7 @@ func catalogSQL() []string {
 			NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
 		FROM _pg_index_all i WHERE i.origin IN ('pk', 'u')
 		UNION ALL
-		SELECT CAST(_tandem_oid(m.name || '_' || f."from" || '_fkey') AS INTEGER), m.name || '_' || f."from" || '_fkey', 2200, 'f', 0, 0, 1,
+		SELECT CAST(_tandem_oid(coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey')) AS INTEGER), coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey'), 2200, 'f', 0, 0, 1,
 			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, CAST(_tandem_oid(f."table") AS INTEGER),
 			CASE f.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			CASE f.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
@@ -286,7 +288,9 @@ func catalogSQL() []string {
 			CASE coalesce(tc.type_oid, _tandem_decl_oid(p.type)) WHEN 21 THEN 2 WHEN 23 THEN 2 WHEN 20 THEN 2 WHEN 700 THEN 2 WHEN 701 THEN 2 WHEN 1700 THEN 10 END AS numeric_precision_radix,
 			CASE coalesce(tc.type_oid, _tandem_decl_oid(p.type)) WHEN 21 THEN 0 WHEN 23 THEN 0 WHEN 20 THEN 0
 				WHEN 1700 THEN CASE WHEN tc.typmod > 4 THEN (tc.typmod - 4) & 65535 END END AS numeric_scale,
-			NULL AS datetime_precision, NULL AS interval_type, NULL AS interval_precision, NULL AS character_set_catalog, NULL AS character_set_schema,
+			CASE WHEN coalesce(tc.type_oid, _tandem_decl_oid(p.type)) IN (1083, 1114, 1184, 1266) THEN CASE WHEN coalesce(tc.typmod, -1) >= 0 THEN tc.typmod ELSE 6 END
+				WHEN coalesce(tc.type_oid, _tandem_decl_oid(p.type)) = 1082 THEN 0 WHEN coalesce(tc.type_oid, _tandem_decl_oid(p.type)) = 1186 THEN 6 END AS datetime_precision,
+			NULL AS interval_type, NULL AS interval_precision, NULL AS character_set_catalog, NULL AS character_set_schema,
 			NULL AS character_set_name, NULL AS collation_catalog, NULL AS collation_schema, NULL AS collation_name, NULL AS domain_catalog,
 			NULL AS domain_schema, NULL AS domain_name, 'tandem' AS udt_catalog, 'pg_catalog' AS udt_schema,
 			_tandem_type_name(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS udt_name,
@@ -323,7 +327,7 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', i.relname, 'tandem', 'public', i.tbl, (SELECT p.name FROM pragma_table_info(i.tbl) p WHERE p.pk = 1), 1, NULL
 		FROM _pg_index_all i WHERE i.origin = 'pk' AND i.sqlite_name IS NULL
 		UNION ALL
-		SELECT 'tandem', 'public', m.name || '_' || f."from" || '_fkey', 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
+		SELECT 'tandem', 'public', coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey'), 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
 	// The columns each constraint uses: its own table's for a key, the
@@ -333,7 +337,7 @@ func catalogSQL() []string {
 		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
 		UNION ALL
 		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = 1)),
-			'tandem', 'public', m.name || '_' || f."from" || '_fkey'
+			'tandem', 'public', coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey')
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
 	return v
@@ -395,7 +399,7 @@ func FormatType(oid int64, typmod int64) string {
 // information_schema.columns): nextval('t_id_seq'::regclass) for a serial
 // column, none for an identity column, else SQLite's default expression
 // (p: its pragma_table_info row, tc: its _tandem_columns row).
-const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || tc.sequence || '''::regclass)' END ELSE p.dflt_value END)`
+const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || tc.sequence || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
@@ -461,6 +465,28 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_opclass_is_visible", func(any) bool { return true }},
 		{"pg_operator_is_visible", func(any) bool { return true }},
 		{"pg_ts_config_is_visible", func(any) bool { return true }},
+		// A column's DEFAULT as information_schema.columns shows it: in
+		// PostgreSQL's spelling (now(), not _pg_now()), a number unquoted.
+		{"_tandem_display_default", func(expr, oid any) any {
+			if expr == nil {
+				return nil
+			}
+			d := displayExpr(fmt.Sprint(expr))
+			o, _ := oid.(int64)
+			t := Types[uint32(o)]
+			if t == nil || len(d) < 2 || d[0] != '\'' || d[len(d)-1] != '\'' || strings.Count(d, "'")%2 != 0 {
+				return d
+			}
+			switch {
+			case t.Cat == 'N':
+				if _, err := strconv.ParseFloat(d[1:len(d)-1], 64); err == nil {
+					return d[1 : len(d)-1]
+				}
+			case t.Cat == 'S':
+				return d + "::" + t.SQL // 'x'::text, 'x'::character varying
+			}
+			return d
+		}},
 		{"pg_get_expr", func(expr any, args ...any) any {
 			if expr == nil {
 				return nil
@@ -507,9 +533,39 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				}
 				return fmt.Sprint(x)
 			case string:
-				if t := TypeByName[strings.ToLower(strings.TrimSpace(x))]; t != nil {
+				n := strings.ToLower(strings.TrimSpace(x))
+				if t := TypeByName[n]; t != nil {
 					return int64(t.OID)
 				}
+				// A qualified, quoted name: "pg_catalog"."int4" (TypeORM).
+				if i := strings.LastIndexByte(n, '.'); i >= 0 {
+					if schema := strings.Trim(n[:i], `"`); schema == "pg_catalog" || schema == "public" {
+						n = n[i+1:]
+					}
+				}
+				if t := TypeByName[strings.Trim(n, `"`)]; t != nil {
+					return int64(t.OID)
+				}
+			}
+			return nil
+		}},
+		// x::regtype::text: the type's name whether x is an OID or a name.
+		{"_tandem_regtype_name", func(v any) any {
+			if x, ok := v.(string); ok {
+				v = nil
+				if t := TypeByName[strings.ToLower(strings.TrimSpace(x))]; t != nil {
+					v = int64(t.OID)
+				} else if i := strings.LastIndexByte(x, '.'); i >= 0 {
+					if t := TypeByName[strings.ToLower(strings.Trim(x[i+1:], `" `))]; t != nil {
+						v = int64(t.OID)
+					}
+				}
+			}
+			if x, ok := v.(int64); ok {
+				if t := Types[uint32(x)]; t != nil {
+					return t.SQL
+				}
+				return fmt.Sprint(x)
 			}
 			return nil
 		}},

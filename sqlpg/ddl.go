@@ -36,11 +36,13 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			for _, k := range strs(c.Keys) {
 				pkCols[k] = true
 			}
+			t.pkName = c.Conname
 		}
 		if cd := e.GetColumnDef(); cd != nil {
 			for _, cn := range cd.Constraints {
 				if c := cn.GetConstraint(); c != nil && c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
 					pkCols[cd.Colname] = true
+					t.pkName = c.Conname
 				}
 			}
 		}
@@ -164,7 +166,13 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		// translator writes the sequence's nextval into each INSERT
 		// (serialFill); the DEFAULT below shows the catalog where the
 		// values come from.
-		parts = append(parts, "INTEGER PRIMARY KEY")
+		if t.pkName != "" {
+			// The constraint's name, which SQLite keeps in the text only
+			// (the catalog reads it back: ORMs compare names).
+			parts = append(parts, "INTEGER CONSTRAINT "+quoteIdent(t.pkName)+" PRIMARY KEY")
+		} else {
+			parts = append(parts, "INTEGER PRIMARY KEY")
+		}
 		t.intPK = true
 	} else {
 		parts = append(parts, typ.SQLite)

@@ -858,6 +858,13 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return out, nil
 		}, true},
+		{"_tandem_constraint_name", func(create any, kind, cols string) any {
+			c, _ := create.(string)
+			if name := ConstraintName(c, kind, cols); name != "" {
+				return name
+			}
+			return nil
+		}, true},
 		{"_pg_statement_timestamp", stmtNow, false},
 		{"_pg_clock_timestamp", clockNow, false},
 		{"_pg_current_date", func() string { t, _ := k.times(); return t.Format(DateLayout) }, false},

@@ -280,3 +280,75 @@ func (t *translator) serialFill(s *pg_query.InsertStmt, cols []Column) {
 		WhereClause: boolConst(true),
 		Op:          pg_query.SetOperation_SETOP_NONE}}}
 }
+
+// defaultFill removes DEFAULT from a VALUES list where SQLite can do
+// without it (it has no DEFAULT there): for a column without a default
+// it is NULL; a column with one whose every row says DEFAULT leaves the
+// column list, and SQLite applies the default (TypeORM's multi-row
+// INSERT). A column with a default that only some rows leave to it stays
+// refused (0A000). Serial columns were drawn already (serialFill).
+func defaultFill(s *pg_query.InsertStmt, cols []Column) {
+	sel := s.SelectStmt.GetSelectStmt()
+	if sel == nil || len(sel.ValuesLists) == 0 || sel.Op != pg_query.SetOperation_SETOP_NONE {
+		return
+	}
+	var target []string
+	if len(s.Cols) > 0 {
+		for _, n := range s.Cols {
+			target = append(target, n.GetResTarget().GetName())
+		}
+	} else {
+		for _, c := range cols {
+			target = append(target, c.Name)
+		}
+	}
+	byName := map[string]Column{}
+	for _, c := range cols {
+		byName[c.Name] = c
+	}
+	drop := map[int]bool{}
+	for i, name := range target {
+		c, known := byName[name]
+		all, some := true, false
+		for _, row := range sel.ValuesLists {
+			items := row.GetList().GetItems()
+			if i >= len(items) {
+				return // a row of another length: PostgreSQL's error
+			}
+			if items[i].GetSetToDefault() != nil {
+				some = true
+			} else {
+				all = false
+			}
+		}
+		switch {
+		case !some || !known:
+		case !c.Default && !c.Serial:
+			for _, row := range sel.ValuesLists {
+				if v := row.GetList().GetItems()[i]; v.GetSetToDefault() != nil {
+					v.Node = &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}
+				}
+			}
+		case all && len(s.Cols) > 0 && len(target) > 1:
+			drop[i] = true
+		}
+	}
+	if len(drop) == 0 || len(drop) == len(target) {
+		return
+	}
+	keep := func(items []*pg_query.Node) []*pg_query.Node {
+		var out []*pg_query.Node
+		for i, n := range items {
+			if !drop[i] {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	s.Cols = keep(s.Cols)
+	for _, row := range sel.ValuesLists {
+		if l := row.GetList(); l != nil {
+			l.Items = keep(l.Items)
+		}
+	}
+}

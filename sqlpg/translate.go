@@ -217,6 +217,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			}
 		}
 		t.serialFill(s, tcols)
+		defaultFill(s, tcols)
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
 		tr.Names = t.returningNames(s.Relation, s.ReturningList)
 		nameTargets(s.ReturningList)
@@ -531,6 +532,7 @@ type translator struct {
 	sch      Schema
 	err      error
 	intPK    bool
+	pkName   string // CREATE TABLE: the name of its primary key constraint, if given
 	subq     int
 	triggers []string
 	ctes     map[string][]Column
@@ -929,6 +931,11 @@ func (t *translator) rangeVar(r *pg_query.RangeVar) {
 			t.fail(unsupported("the catalog relation %s.%s", r.Schemaname, r.Relname))
 			return
 		}
+		if r.Alias == nil && !strings.EqualFold(name, r.Relname) {
+			// information_schema.columns is the view _is_columns: the query
+			// may still name it columns (TypeORM: SELECT columns.* ...).
+			r.Alias = &pg_query.Alias{Aliasname: strings.ToLower(r.Relname)}
+		}
 		r.Schemaname, r.Relname = "", name
 	default:
 		if r.Catalogname == "" {
@@ -970,6 +977,11 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 	typ, mod, err := resolveType(c.TypeName)
 	if err != nil {
 		t.fail(err)
+		return
+	}
+	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_regtype" && typ.Cat == 'S' {
+		// x::regtype::text: the type's name, as regtype's output.
+		n.Node = call("_tandem_regtype_name", f.Args...).Node
 		return
 	}
 	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_oid" && len(f.Args) == 1 && (typ.Cat == 'S') {
@@ -1404,6 +1416,11 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 	}
 }
 
+// scalarInFrom: functions of one value that clients call in FROM.
+var scalarInFrom = map[string]bool{"current_schema": true, "current_database": true, "current_user": true, "session_user": true,
+	"version": true, "current_setting": true, "now": true, "pg_backend_pid": true, "inet_server_addr": true, "inet_server_port": true,
+	"pg_postmaster_start_time": true, "txid_current": true, "pg_current_wal_lsn": true}
+
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
 	if isUnnestFrom(rf) {
@@ -1442,6 +1459,31 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 			return
 		}
 		delete(t.srfPending, f)
+		n.Node = from.Node
+		return
+	}
+	if scalarInFrom[name] {
+		// A function returning one value in FROM is a one-row table of
+		// one column named after the alias, else the function (TypeORM:
+		// SELECT * FROM current_schema()).
+		alias, col := name, name
+		if rf.Alias != nil {
+			alias, col = rf.Alias.Aliasname, rf.Alias.Aliasname
+			if len(rf.Alias.Colnames) > 0 {
+				col = rf.Alias.Colnames[0].GetString_().GetSval()
+			}
+		}
+		call, err := deparseExpr(items[0])
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		tree, err := pg_query.Parse(fmt.Sprintf("SELECT * FROM (SELECT %s AS %s) AS %s", call, quoteIdent(col), quoteIdent(alias)))
+		if err != nil {
+			t.fail(unsupported("%s in FROM", name))
+			return
+		}
+		from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 		n.Node = from.Node
 		return
 	}

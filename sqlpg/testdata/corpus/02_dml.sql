@@ -50,3 +50,9 @@ UPDATE dm_nopk SET y = 'c' WHERE x = 1;
 DELETE FROM dm_nopk WHERE x = 2;
 SELECT x, y FROM dm_nopk;
 DROP TABLE dm_items, dm_log, dm_pair, dm_nopk;
+-- DEFAULT in a multi-row VALUES list (TypeORM's save of several rows).
+CREATE TABLE dml_df (id int PRIMARY KEY, a int DEFAULT 7, b text, c timestamptz DEFAULT now());
+INSERT INTO dml_df (id, a, b, c) VALUES (1, DEFAULT, 'x', DEFAULT), (2, DEFAULT, DEFAULT, DEFAULT) RETURNING id, a, b, c IS NOT NULL;
+SELECT id, a, b FROM dml_df ORDER BY id;
+INSERT INTO dml_df (id, a) VALUES (3, DEFAULT), (4, 5);
+DROP TABLE dml_df;

@@ -68,3 +68,20 @@ SELECT constraint_name FROM information_schema.table_constraints tc JOIN informa
 SELECT column_name, is_identity, identity_generation, identity_start, identity_increment, identity_maximum, identity_minimum, identity_cycle, dtd_identifier, is_self_referencing FROM information_schema.columns WHERE table_name = 'cat_child' ORDER BY ordinal_position;
 DROP TABLE cat_child;
 DROP TABLE cat_parent;
+-- What ORMs read back (TypeORM's synchronize): names given to constraints, defaults as PostgreSQL spells them, regtype names, functions in FROM.
+CREATE TABLE cat_o1 (id serial, code varchar(10) NOT NULL, made timestamptz NOT NULL DEFAULT now(), day date, n int DEFAULT 0, t text DEFAULT 'none', CONSTRAINT "PK_o1" PRIMARY KEY (id), CONSTRAINT "UQ_o1_code" UNIQUE (code));
+CREATE TABLE cat_o2 (id int CONSTRAINT "PK_o2" PRIMARY KEY, o1 int, CONSTRAINT "FK_o2_o1" FOREIGN KEY (o1) REFERENCES cat_o1 (id) ON DELETE CASCADE);
+SELECT conname, contype FROM pg_constraint WHERE conrelid IN ('cat_o1'::regclass, 'cat_o2'::regclass) ORDER BY conname;
+SELECT constraint_name, constraint_type FROM information_schema.table_constraints WHERE table_name IN ('cat_o1', 'cat_o2') AND constraint_type <> 'CHECK' ORDER BY constraint_name;
+SELECT constraint_name, column_name FROM information_schema.key_column_usage WHERE table_name IN ('cat_o1', 'cat_o2') ORDER BY constraint_name;
+SELECT column_name, column_default, datetime_precision FROM information_schema.columns WHERE table_name = 'cat_o1' ORDER BY ordinal_position;
+SELECT column_name, ('"' || udt_schema || '"."' || udt_name || '"')::regtype::text AS regtype FROM information_schema.columns WHERE table_name = 'cat_o1' ORDER BY ordinal_position;
+SELECT 23::regtype::text, 'integer'::regtype::text, 'pg_catalog.int8'::regtype::text;
+SELECT * FROM current_schema();
+SELECT * FROM current_database() AS d;
+SELECT s.x FROM current_setting('search_path') AS s(x);
+SELECT columns.column_name FROM information_schema.columns WHERE columns.table_name = 'cat_o2' ORDER BY columns.ordinal_position;
+ALTER TABLE cat_o2 DROP CONSTRAINT "FK_o2_o1";
+SELECT count(*) FROM pg_constraint WHERE conrelid = 'cat_o2'::regclass AND contype = 'f';
+DROP TABLE cat_o2;
+DROP TABLE cat_o1;
