@@ -178,6 +178,15 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "node", "node_pg.js", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("typeorm", func(t *testing.T) {
+				_, err := exec.LookPath("node")
+				if err == nil {
+					_, err = os.Stat(filepath.Join(clientsDir, "node_modules", "typeorm", "package.json"))
+				}
+				needSQLiteClient(t, "node and TypeORM", err)
+				runClient(t, "node", "typeorm.js", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("gorm", func(t *testing.T) {
 				bin, err := buildGormClient()
 				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)

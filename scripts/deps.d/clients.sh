@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
 # tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
-# node-postgres from npm into e2e/testdata/clients/node_modules (no global
+# node-postgres and TypeORM from npm into e2e/testdata/clients/node_modules (no global
 # install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
 # GORM's Go modules (e2e/testdata/clients/gorm has a go.mod of its own).
 # Idempotent: installs only what is missing. A tool that is absent (python3,
@@ -23,8 +23,8 @@ else
 fi
 
 if command -v npm >/dev/null 2>&1; then
-  if [[ ! -d "$clients/node_modules/pg" ]]; then
-    echo "deps.d/clients: npm install pg (into $clients)" >&2
+  if [[ ! -d "$clients/node_modules/pg" || ! -d "$clients/node_modules/typeorm" ]]; then
+    echo "deps.d/clients: npm install pg typeorm (into $clients)" >&2
     (cd "$clients" && npm install --no-audit --no-fund --silent) || status=1
   fi
 else
