@@ -73,7 +73,10 @@ func AlterColumnSQL(create, col, action, arg string) (string, error) {
 		last := open + 1 + items[len(items)-1][1] // the closing parenthesis
 		return create[:last] + ", " + arg + create[last:], nil
 	case AlterDropConstraint:
-		return dropConstraint(create, open, items, arg), nil
+		if out := dropConstraint(create, open, items, arg); out != create {
+			return out, nil
+		}
+		return dropDefaultNamedFK(create, open, items, arg), nil
 	case AlterDropReferences:
 		// One reference at a time, then the column list again.
 		for range 1000 {
@@ -154,11 +157,50 @@ func dropConstraint(create string, open int, items [][2]int, name string) string
 // of a column (with its CONSTRAINT name, up to the column's next
 // constraint). It returns create unchanged when there is none.
 func dropReference(create string, open int, items [][2]int, table string) string {
+	return dropReferenceWhere(create, open, items, func(toks []token, k int) bool { return identIs(toks[k+1].text, table) })
+}
+
+// dropDefaultNamedFK removes the foreign key without a CONSTRAINT name
+// that the catalog calls <table>_<column>_fkey (PostgreSQL's default name,
+// which a migration tool reads back and drops by).
+func dropDefaultNamedFK(create string, open int, items [][2]int, name string) string {
+	head := tokens(create[:open])
+	if len(head) == 0 {
+		return create
+	}
+	table := unquoteIdent(head[len(head)-1].text)
+	named := func(col string) bool { return strings.EqualFold(table+"_"+unquoteIdent(col)+"_fkey", name) }
+	return dropReferenceWhere(create, open, items, func(toks []token, k int) bool {
+		if k >= 2 && strings.EqualFold(toks[k-2].text, "CONSTRAINT") {
+			return false // named: dropped by its name
+		}
+		if strings.EqualFold(toks[0].text, "FOREIGN") && len(toks) > 2 {
+			g := strings.TrimSpace(toks[2].text)
+			return len(g) > 2 && !strings.Contains(g, ",") && named(strings.TrimSpace(g[1:len(g)-1]))
+		}
+		if strings.EqualFold(toks[0].text, "CONSTRAINT") {
+			return false
+		}
+		return named(toks[0].text)
+	})
+}
+
+func unquoteIdent(tok string) string {
+	if len(tok) >= 2 && (tok[0] == '"' || tok[0] == '`') {
+		return strings.ReplaceAll(tok[1:len(tok)-1], tok[:1]+tok[:1], tok[:1])
+	}
+	return tok
+}
+
+// dropReferenceWhere removes the first REFERENCES clause (or table-level
+// FOREIGN KEY item) that match accepts (toks: its item's tokens, k: the
+// REFERENCES token).
+func dropReferenceWhere(create string, open int, items [][2]int, match func(toks []token, k int) bool) string {
 	for i, it := range items {
 		start, end := open+1+it[0], open+1+it[1]
 		toks := tokens(create[start:end])
 		for k := 0; k+1 < len(toks); k++ {
-			if !strings.EqualFold(toks[k].text, "REFERENCES") || !identIs(toks[k+1].text, table) {
+			if !strings.EqualFold(toks[k].text, "REFERENCES") || !match(toks, k) {
 				continue
 			}
 			if w := strings.ToUpper(toks[0].text); w == "FOREIGN" || w == "CONSTRAINT" && len(toks) > 2 && strings.EqualFold(toks[2].text, "FOREIGN") {

@@ -92,3 +92,21 @@ func TestConstraintName(t *testing.T) {
 		}
 	}
 }
+
+// TestDropDefaultNamedFK: ALTER TABLE ... DROP CONSTRAINT by the name the
+// catalog gives a foreign key declared without one (<table>_<col>_fkey,
+// as Alembic reads it back), inline or table-level; a named one keeps.
+func TestDropDefaultNamedFK(t *testing.T) {
+	const create = `CREATE TABLE "ch" ("id" INTEGER PRIMARY KEY, "pa" INTEGER REFERENCES "pa" ("id") ON DELETE CASCADE NOT NULL, "pb" INT CONSTRAINT fk_pb REFERENCES pb, "pc" INT, FOREIGN KEY ("pc") REFERENCES pc (id))`
+	for _, tc := range []struct{ name, want string }{
+		{"ch_pa_fkey", `CREATE TABLE "ch" ("id" INTEGER PRIMARY KEY, "pa" INTEGER NOT NULL, "pb" INT CONSTRAINT fk_pb REFERENCES pb, "pc" INT, FOREIGN KEY ("pc") REFERENCES pc (id))`},
+		{"ch_pc_fkey", `CREATE TABLE "ch" ("id" INTEGER PRIMARY KEY, "pa" INTEGER REFERENCES "pa" ("id") ON DELETE CASCADE NOT NULL, "pb" INT CONSTRAINT fk_pb REFERENCES pb, "pc" INT)`},
+		{"ch_pb_fkey", create},
+		{"fk_pb", `CREATE TABLE "ch" ("id" INTEGER PRIMARY KEY, "pa" INTEGER REFERENCES "pa" ("id") ON DELETE CASCADE NOT NULL, "pb" INT, "pc" INT, FOREIGN KEY ("pc") REFERENCES pc (id))`},
+	} {
+		got, err := AlterColumnSQL(create, "", AlterDropConstraint, tc.name)
+		if err != nil || got != tc.want {
+			t.Errorf("%s:\n got %s (%v)\nwant %s", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -586,8 +586,9 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				return nil, unsupported("ALTER TABLE ADD CONSTRAINT of this kind")
 			}
 		case pg_query.AlterTableType_AT_DropConstraint:
-			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0",
-				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)))
+			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0"+
+				" OR EXISTS (SELECT 1 FROM pg_constraint WHERE contype = 'f' AND conrelid = _tandem_oid(%s) AND conname = %s)",
+				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)), quoteLit(name), quoteLit(cmd.Name))
 			if !cmd.MissingOk {
 				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42704', %s) WHERE NOT (%s)",
 					quoteLit(fmt.Sprintf("constraint %q of relation %q does not exist", cmd.Name, name)), exists))

@@ -91,3 +91,16 @@ CREATE TABLE dr_pa (id int PRIMARY KEY);
 CREATE TABLE dr_ch2 (id int PRIMARY KEY, pa_id int REFERENCES dr_pa (id));
 DROP TABLE dr_ch2, dr_pa;
 DROP TABLE dr_ch;
+-- A foreign key declared without a name is dropped by the name PostgreSQL gives it (as Alembic reads it back).
+CREATE TABLE fkn_pa (id int PRIMARY KEY);
+CREATE TABLE fkn_ch (id int PRIMARY KEY, pa int REFERENCES fkn_pa (id), n int);
+INSERT INTO fkn_pa VALUES (1);
+INSERT INTO fkn_ch VALUES (1, 1, 0);
+ALTER TABLE fkn_ch DROP CONSTRAINT fkn_ch_pa_fkey;
+SELECT count(*) FROM pg_constraint WHERE conrelid = 'fkn_ch'::regclass AND contype = 'f';
+INSERT INTO fkn_ch VALUES (2, 99, 0);
+ALTER TABLE fkn_ch DROP CONSTRAINT fkn_ch_pa_fkey;
+ALTER TABLE fkn_ch DROP CONSTRAINT IF EXISTS fkn_ch_pa_fkey;
+SELECT id, pa FROM fkn_ch ORDER BY id;
+DROP TABLE fkn_pa;
+DROP TABLE fkn_ch;
