@@ -116,6 +116,24 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 					return
 				}
 			}
+			if f != nil && scalarInFrom[lastName(f.Funcname)] && !rf.Ordinality {
+				// A function of one value: one column, named after the
+				// alias (or its column alias), else the function.
+				name := lastName(f.Funcname)
+				alias, col := name, name
+				if rf.Alias != nil {
+					alias, col = rf.Alias.Aliasname, rf.Alias.Aliasname
+					if cn := strs(rf.Alias.Colnames); len(cn) > 0 {
+						col = cn[0]
+					}
+				}
+				c := Column{Name: col, Typmod: -1}
+				if oid, ok := funcTypes[name]; ok {
+					c.Type = Types[oid]
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: []Column{c}})
+				return
+			}
 			if isUnnestFrom(rf) {
 				// unnest(a, ...) [WITH ORDINALITY]: the arrays' element types.
 				args := rf.Functions[0].GetList().GetItems()[0].GetFuncCall().Args
