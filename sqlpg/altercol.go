@@ -125,31 +125,44 @@ func dropConstraint(create string, open int, items [][2]int, name string) string
 				}
 				return create[:start] + create[end:]
 			}
-			stop := len(toks)
-			for k := j + 2; k < len(toks); k++ {
-				w := strings.ToUpper(toks[k].text)
-				if w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || w == "DEFAULT" || w == "COLLATE" || w == "GENERATED" ||
-					(w == "REFERENCES" && !strings.EqualFold(toks[j+2].text, "REFERENCES")) ||
-					(w == "NOT" && k+1 < len(toks) && strings.EqualFold(toks[k+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[k-1].text, "NOT")) {
-					stop = k
-					break
-				}
+			from := j + 2
+			if j+2 < len(toks) && strings.EqualFold(toks[j+2].text, "REFERENCES") {
+				from = j + 3
 			}
-			cutEnd := end
-			if stop < len(toks) {
-				cutEnd = start + toks[stop].start
-			}
-			s := start + toks[j].start
-			for s > start && (create[s-1] == ' ' || create[s-1] == '\t') {
-				s--
-			}
-			if stop < len(toks) {
-				return create[:s] + " " + create[cutEnd:]
-			}
-			return create[:s] + create[cutEnd:]
+			return cutClause(create, start, end, toks, j, from)
 		}
 	}
 	return create
+}
+
+// cutClause removes a column's constraint clause that starts at token j
+// (of toks, the tokens of create[start:end]) and runs up to the column's
+// next constraint, looked for from token from on.
+func cutClause(create string, start, end int, toks []token, j, from int) string {
+	stop := len(toks)
+	for m := from; m < len(toks); m++ {
+		w := strings.ToUpper(toks[m].text)
+		if strings.EqualFold(toks[m-1].text, "SET") {
+			continue // ON DELETE SET NULL | SET DEFAULT
+		}
+		if w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || w == "DEFAULT" || w == "COLLATE" || w == "GENERATED" || w == "REFERENCES" ||
+			(w == "NOT" && m+1 < len(toks) && strings.EqualFold(toks[m+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[m-1].text, "NOT")) {
+			stop = m
+			break
+		}
+	}
+	cutEnd := end
+	if stop < len(toks) {
+		cutEnd = start + toks[stop].start
+	}
+	s := start + toks[j].start
+	for s > start && (create[s-1] == ' ' || create[s-1] == '\t') {
+		s--
+	}
+	if stop < len(toks) {
+		return create[:s] + " " + create[cutEnd:]
+	}
+	return create[:s] + create[cutEnd:]
 }
 
 // dropReference removes the first foreign key to table: a table-level
@@ -213,30 +226,7 @@ func dropReferenceWhere(create string, open int, items [][2]int, match func(toks
 			if k >= 2 && strings.EqualFold(toks[k-2].text, "CONSTRAINT") {
 				j = k - 2
 			}
-			stop := len(toks)
-			for m := k + 2; m < len(toks); m++ {
-				w := strings.ToUpper(toks[m].text)
-				if strings.EqualFold(toks[m-1].text, "SET") {
-					continue // ON DELETE SET NULL | SET DEFAULT
-				}
-				if w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || w == "DEFAULT" || w == "COLLATE" || w == "GENERATED" || w == "REFERENCES" ||
-					(w == "NOT" && m+1 < len(toks) && strings.EqualFold(toks[m+1].text, "NULL")) || (w == "NULL" && !strings.EqualFold(toks[m-1].text, "NOT")) {
-					stop = m
-					break
-				}
-			}
-			cutEnd := end
-			if stop < len(toks) {
-				cutEnd = start + toks[stop].start
-			}
-			s := start + toks[j].start
-			for s > start && (create[s-1] == ' ' || create[s-1] == '\t') {
-				s--
-			}
-			if stop < len(toks) {
-				return create[:s] + " " + create[cutEnd:]
-			}
-			return create[:s] + create[cutEnd:]
+			return cutClause(create, start, end, toks, j, k+2)
 		}
 	}
 	return create

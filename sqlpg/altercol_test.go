@@ -109,4 +109,10 @@ func TestDropDefaultNamedFK(t *testing.T) {
 			t.Errorf("%s:\n got %s (%v)\nwant %s", tc.name, got, err, tc.want)
 		}
 	}
+	// ON DELETE SET DEFAULT is part of the clause, not the column's next
+	// constraint (the cut stopped there and left "DEFAULT DEFAULT 0").
+	const setDefault = `CREATE TABLE "c" ("id" INTEGER PRIMARY KEY, "a" INT CONSTRAINT fk REFERENCES p (id) ON DELETE SET DEFAULT DEFAULT 0)`
+	if got, err := AlterColumnSQL(setDefault, "", AlterDropConstraint, "fk"); err != nil || got != `CREATE TABLE "c" ("id" INTEGER PRIMARY KEY, "a" INT DEFAULT 0)` {
+		t.Errorf("SET DEFAULT: %s (%v)", got, err)
+	}
 }
