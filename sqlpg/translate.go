@@ -1418,8 +1418,7 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 
 // scalarInFrom: functions of one value that clients call in FROM.
 var scalarInFrom = map[string]bool{"current_schema": true, "current_database": true, "current_user": true, "session_user": true,
-	"version": true, "current_setting": true, "now": true, "pg_backend_pid": true, "inet_server_addr": true, "inet_server_port": true,
-	"pg_postmaster_start_time": true, "txid_current": true, "pg_current_wal_lsn": true}
+	"version": true, "current_setting": true, "now": true, "pg_backend_pid": true, "inet_server_addr": true, "inet_server_port": true}
 
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
