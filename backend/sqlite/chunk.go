@@ -20,7 +20,7 @@ const (
 	// chunkMinStatement: shorter INSERTs run whole.
 	chunkMinStatement = 512 << 10
 	// chunkBytes: the rows of one chunk add up to about this much text.
-	chunkBytes = 128 << 10
+	chunkBytes = 32 << 10
 	// chunkCollectMin: from this size on, garbage is collected between
 	// chunks, so the statement costs about its size and one chunk's
 	// translation (translateCost x chunkBytes) rather than twice its size.

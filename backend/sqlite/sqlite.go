@@ -87,7 +87,15 @@ type conn struct {
 	busy map[*sqlite3.SQLiteStmt]int
 }
 
-const stmtCacheSize = 512
+const (
+	stmtCacheSize = 512
+	// stmtCacheMaxSQL: longer statements are not cached. The cache keeps
+	// a statement's text and SQLite's program, so caching every
+	// statement up to hoistMinStatement could pin 512 x 64 KiB of text
+	// and more of programs; long statements are rarely run twice (a
+	// chunked INSERT's chunks never are).
+	stmtCacheMaxSQL = 16 << 10
+)
 
 func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 	if st, ok := c.stmts[sql]; ok {
@@ -117,7 +125,7 @@ func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 // and those with hoisted values (SQLite keeps bound values until the next
 // binding) are prepared for one use so that nothing of them stays.
 func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func(), err error) {
-	if st.hoisted == nil && len(st.sql) < hoistMinStatement {
+	if st.hoisted == nil && len(st.sql) < stmtCacheMaxSQL {
 		if ps, err = c.prepare(st.sql); err != nil || c.busy[ps] == 0 {
 			return ps, func() {}, err
 		}
