@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -495,6 +496,28 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			tr.Script = append(tr.Script, fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop table ' || f."table" || ' because other objects depend on it (constraint ' || m.name || '_' || f."from" || '_fkey on table ' || m.name || '): use DROP ... CASCADE to drop the dependent objects too') FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND lower(m.name) NOT IN (%s) AND lower(f."table") IN (%s) LIMIT 1`, list, list))
 		}
 	}
+	if what == "TABLE" || what == "VIEW" {
+		var names []string
+		for _, o := range s.Objects {
+			if n := strs(o.GetList().GetItems()); len(n) > 0 {
+				names = append(names, n[len(n)-1])
+			}
+		}
+		deps := t.viewDependents(strings.ToLower(what), names)
+		if len(deps) > 0 && s.Behavior != pg_query.DropBehavior_DROP_CASCADE {
+			var detail []string
+			for _, d := range deps {
+				detail = append(detail, fmt.Sprintf("view %s depends on %s %s", d.view, d.kind, d.on))
+			}
+			return nil, &pgwire.Error{Code: "2BP01",
+				Message: fmt.Sprintf("cannot drop %s %s because other objects depend on it", deps[0].kind, deps[0].on),
+				Detail:  strings.Join(detail, "\n"), Hint: "Use DROP ... CASCADE to drop the dependent objects too."}
+		}
+		for _, d := range deps {
+			tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
+				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view))
+		}
+	}
 	for _, o := range s.Objects {
 		names := strs(o.GetList().GetItems())
 		if len(names) == 0 {
@@ -519,6 +542,78 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+// ViewLister is a Schema that can list the views: DROP TABLE and DROP
+// VIEW find the views that depend on what they drop (SQLite would drop a
+// table under a view and leave the view failing at its next use).
+type ViewLister interface {
+	// Views maps each view's name to its CREATE VIEW text as stored.
+	Views() map[string]string
+}
+
+// viewDependent: view depends on the object on, of kind "table" or
+// "view".
+type viewDependent struct{ view, kind, on string }
+
+// viewDependents lists the views that depend on the dropped objects of
+// kind ("table" or "view"), directly or through other views, in the
+// order PostgreSQL reports them. A view whose text does not parse is
+// taken to depend on nothing.
+func (t *translator) viewDependents(kind string, dropped []string) []viewDependent {
+	vl, ok := t.sch.(ViewLister)
+	if !ok || len(dropped) == 0 {
+		return nil
+	}
+	views := vl.Views()
+	if len(views) == 0 {
+		return nil
+	}
+	refs := map[string]map[string]bool{} // view -> relations it names
+	var names []string
+	for name, sql := range views {
+		tree, err := Parse(sql)
+		if err != nil || len(tree.Stmts) != 1 {
+			continue
+		}
+		r, ctes := map[string]bool{}, map[string]bool{}
+		walkNode(tree.Stmts[0].Stmt, func(n *pg_query.Node) {
+			switch x := n.Node.(type) {
+			case *pg_query.Node_RangeVar:
+				r[strings.ToLower(x.RangeVar.Relname)] = true
+			case *pg_query.Node_CommonTableExpr:
+				ctes[strings.ToLower(x.CommonTableExpr.Ctename)] = true
+			}
+		})
+		for c := range ctes {
+			delete(r, c)
+		}
+		delete(r, strings.ToLower(name))
+		refs[name] = r
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	gone := map[string]string{} // lower-case name -> kind
+	var order []string          // names as given, in the order they went
+	for _, d := range dropped {
+		if _, ok := gone[strings.ToLower(d)]; !ok {
+			gone[strings.ToLower(d)] = kind
+			order = append(order, d)
+		}
+	}
+	var out []viewDependent
+	for i := 0; i < len(order); i++ {
+		on := order[i]
+		for _, v := range names {
+			if _, ok := gone[strings.ToLower(v)]; ok || !refs[v][strings.ToLower(on)] {
+				continue
+			}
+			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on})
+			gone[strings.ToLower(v)] = "view"
+			order = append(order, v)
+		}
+	}
+	return out
 }
 
 func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*Translation, error) {

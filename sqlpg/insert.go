@@ -164,6 +164,8 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 			}
 			if rt.Val.GetSetToDefault() != nil && !c.Default && !c.Serial {
 				rt.Val = &pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}
+			} else if !c.Serial {
+				t.fillDefault(rt.Val, c)
 			}
 			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
 				// SET flag = 't': stored as 1 / 0, as INSERT does.
@@ -173,6 +175,27 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 			}
 		}
 	}
+}
+
+// fillDefault replaces DEFAULT at v with column c's default expression as
+// the back end stores it, once the rewrite is done (it is the back end's
+// SQL already). A DEFAULT it cannot place stays, and is refused (0A000).
+func (t *translator) fillDefault(v *pg_query.Node, c Column) {
+	if v.GetSetToDefault() == nil || c.DefaultSQL == "" {
+		return
+	}
+	tree, err := pg_query.Parse("SELECT " + c.DefaultSQL)
+	if err != nil || len(tree.Stmts) != 1 {
+		return
+	}
+	tl := tree.Stmts[0].Stmt.GetSelectStmt().GetTargetList()
+	if len(tl) != 1 || tl[0].GetResTarget().GetVal() == nil {
+		return
+	}
+	expr := tl[0].GetResTarget().GetVal()
+	// A NULL stands in while the statement is rewritten.
+	v.Node = &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}
+	t.afterRewrite = append(t.afterRewrite, func() { v.Node = expr.Node })
 }
 
 // literalError is a conversion function's error as PostgreSQL's.
@@ -281,13 +304,15 @@ func (t *translator) serialFill(s *pg_query.InsertStmt, cols []Column) {
 		Op:          pg_query.SetOperation_SETOP_NONE}}}
 }
 
-// defaultFill removes DEFAULT from a VALUES list where SQLite can do
-// without it (it has no DEFAULT there): for a column without a default
-// it is NULL; a column with one whose every row says DEFAULT leaves the
-// column list, and SQLite applies the default (TypeORM's multi-row
-// INSERT). A column with a default that only some rows leave to it stays
-// refused (0A000). Serial columns were drawn already (serialFill).
-func defaultFill(s *pg_query.InsertStmt, cols []Column) {
+// defaultFill removes DEFAULT from a VALUES list (SQLite has no DEFAULT
+// there): for a column without a default it is NULL; a column with one
+// whose every row says DEFAULT leaves the column list, and SQLite applies
+// the default (TypeORM's multi-row INSERT); where only some rows leave a
+// column to its default, those rows get the default's expression as the
+// back end stores it (SQLite's defaults are constant expressions, so this
+// is what SQLite itself would insert). Serial columns were drawn already
+// (serialFill).
+func (t *translator) defaultFill(s *pg_query.InsertStmt, cols []Column) {
 	sel := s.SelectStmt.GetSelectStmt()
 	if sel == nil || len(sel.ValuesLists) == 0 || sel.Op != pg_query.SetOperation_SETOP_NONE {
 		return
@@ -331,6 +356,10 @@ func defaultFill(s *pg_query.InsertStmt, cols []Column) {
 			}
 		case all && len(s.Cols) > 0 && len(target) > 1:
 			drop[i] = true
+		case !c.Serial:
+			for _, row := range sel.ValuesLists {
+				t.fillDefault(row.GetList().GetItems()[i], c)
+			}
 		}
 	}
 	if len(drop) == 0 || len(drop) == len(target) {

@@ -349,3 +349,65 @@ func TestLimitParamNull(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultInValues: DEFAULT in some rows of a multi-row VALUES list and
+// in UPDATE ... SET take the column's default (Rails' insert_all writes
+// such lists); a column without one gets NULL.
+func TestDefaultInValues(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{
+		"CREATE TABLE dv (id int PRIMARY KEY, a int DEFAULT 7, b text DEFAULT 'x' || 'y', c text, d boolean DEFAULT true, e numeric DEFAULT -1.5, f timestamptz DEFAULT now(), g serial)",
+	} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	for _, tc := range []struct{ sql, want string }{
+		{"INSERT INTO dv (id, a, b, c, d, e) VALUES (1, DEFAULT, 'b1', DEFAULT, DEFAULT, 2), (2, 5, DEFAULT, 'c2', false, DEFAULT) RETURNING id, a, b, c, d, e, f IS NOT NULL, g", "1|7|b1|NULL|true|2|1|1;2|5|xy|c2|false|-1.5|1|2"},
+		{"INSERT INTO dv VALUES (3, DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT, DEFAULT), (4, 1, DEFAULT, 'c', DEFAULT, 3, DEFAULT, DEFAULT) RETURNING id, a, b, c, d, e, f IS NOT NULL, g", "3|7|xy|NULL|true|-1.5|1|3;4|1|xy|c|true|3|1|4"},
+		{"UPDATE dv SET a = DEFAULT, b = DEFAULT, c = DEFAULT WHERE id = 2 RETURNING a, b, c", "7|xy|NULL"},
+		{"SELECT count(*) FROM dv WHERE f <= now() AND d", "3"},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.sql, got, tc.want)
+		}
+	}
+}
+
+// TestDropDependentViews: DROP TABLE and DROP VIEW refuse (2BP01) while a
+// view depends on what they drop, directly or through another view; with
+// CASCADE the views go too. A CTE of the same name is not a dependency.
+func TestDropDependentViews(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{
+		"CREATE TABLE dvt (id int PRIMARY KEY, x int)",
+		"CREATE TABLE dvu (id int PRIMARY KEY)",
+		"CREATE VIEW dv1 AS SELECT id, x FROM dvt WHERE x > 0",
+		"CREATE VIEW dv2 AS SELECT d.id FROM dv1 d JOIN dvu USING (id)",
+		"CREATE VIEW dv3 AS WITH dvt AS (SELECT 1 AS id) SELECT id FROM dvt",
+		"INSERT INTO dvt VALUES (1, 1)",
+	} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	_, err := translateForFuzz(c, "DROP TABLE dvt")
+	var pe *pgwire.Error
+	if !errors.As(err, &pe) || pe.Code != "2BP01" || pe.Message != "cannot drop table dvt because other objects depend on it" ||
+		pe.Detail != "view dv1 depends on table dvt\nview dv2 depends on view dv1" {
+		t.Fatalf("DROP TABLE dvt: %#v", err)
+	}
+	for _, tc := range []struct{ sql, want string }{
+		{"DROP VIEW dv1", "ERROR 2BP01"},
+		{"DROP TABLE dvu", "ERROR 2BP01"},
+		{"DROP VIEW dv2", ""},
+		{"DROP TABLE dvt CASCADE", ""},
+		{"SELECT count(*) FROM sqlite_schema WHERE name IN ('dv1', 'dv2', 'dvt')", "0"},
+		{"SELECT * FROM dv3", "1"},
+		{"DROP TABLE dvu", ""},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+}

@@ -66,9 +66,12 @@ type Column struct {
 	// Identity: "a" for GENERATED ALWAYS AS IDENTITY, "d" for BY
 	// DEFAULT, "" otherwise.
 	Identity string
-	Default  bool  // has a DEFAULT
-	Serial   bool  // serial or identity: numbered when left out
-	PK       int64 // position in the primary key (1-based), 0 if not in it
+	Default  bool // has a DEFAULT
+	// DefaultSQL: the DEFAULT as the back end stores it (SQLite's
+	// expression text), "" if none or unknown.
+	DefaultSQL string
+	Serial     bool  // serial or identity: numbered when left out
+	PK         int64 // position in the primary key (1-based), 0 if not in it
 	// Sequence: the sequence its DEFAULT draws from (serial and identity
 	// columns of tables created since sequences number them), else "".
 	Sequence string
@@ -230,7 +233,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			}
 		}
 		t.serialFill(s, tcols)
-		defaultFill(s, tcols)
+		t.defaultFill(s, tcols)
 		tr.Cols = t.returningTypes(s.Relation, s.ReturningList)
 		tr.Names = t.returningNames(s.Relation, s.ReturningList)
 		nameTargets(s.ReturningList)
@@ -336,6 +339,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range t.afterRewrite {
+		f()
 	}
 	out, err := deparseStmt(raw)
 	if err != nil {
@@ -570,6 +576,10 @@ type translator struct {
 	dmlCTE   []string
 	dmlCols  [][]Column
 	dmlFinal []func()
+	// afterRewrite: replacements made once the rewrite is done (a
+	// column's DEFAULT, already in the back end's SQL, must not be
+	// translated again).
+	afterRewrite []func()
 }
 
 func (t *translator) fail(err error) {

@@ -569,6 +569,23 @@ func (sc schema) Columns(table string) []sqlpg.Column {
 	return tableColumnList(sc.c, table)
 }
 
+// Views implements sqlpg.ViewLister.
+func (sc schema) Views() map[string]string {
+	rows, err := sc.c.c.Query(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'view'`, nil)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 2)
+	out := map[string]string{}
+	for rows.Next(vals) == nil {
+		name, _ := vals[0].(string)
+		sql, _ := vals[1].(string)
+		out[name] = sql
+	}
+	return out
+}
+
 // PrimaryKey lists a table's primary key columns in key order (the
 // translator checks a new foreign key's rows against them).
 func (sc schema) PrimaryKey(table string) []string {
@@ -1927,13 +1944,13 @@ func (r *bufResult) Close() error { return nil }
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
 	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
-		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END FROM pragma_table_info(?) p
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value FROM pragma_table_info(?) p
 		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 9)
+	vals := make([]driver.Value, 10)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
@@ -1944,6 +1961,7 @@ func tableColumnList(c *conn, table string) []sqlpg.Column {
 		col.Serial = vals[6] == int64(1)
 		col.PK, _ = vals[7].(int64)
 		col.Sequence, _ = vals[8].(string)
+		col.DefaultSQL, _ = vals[9].(string)
 		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
 			col.Type = sqlpg.Types[uint32(oid)]
 			if m, ok := vals[3].(int64); ok {

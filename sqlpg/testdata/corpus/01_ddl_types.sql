@@ -104,3 +104,13 @@ ALTER TABLE fkn_ch DROP CONSTRAINT IF EXISTS fkn_ch_pa_fkey;
 SELECT id, pa FROM fkn_ch ORDER BY id;
 DROP TABLE fkn_pa;
 DROP TABLE fkn_ch;
+-- Views that depend on a dropped table or view: 2BP01 without CASCADE; with it they go too.
+CREATE TABLE dv_t (id int PRIMARY KEY, x int);
+CREATE VIEW dv_v1 AS SELECT id, x FROM dv_t WHERE x > 0;
+CREATE VIEW dv_v2 AS SELECT id FROM dv_v1;
+INSERT INTO dv_t VALUES (1, 1), (2, 0);
+DROP TABLE dv_t;
+DROP VIEW dv_v1;
+SELECT * FROM dv_v2;
+DROP TABLE dv_t CASCADE;
+SELECT count(*) FROM pg_views WHERE viewname IN ('dv_v1', 'dv_v2');

@@ -55,4 +55,8 @@ CREATE TABLE dml_df (id int PRIMARY KEY, a int DEFAULT 7, b text, c timestamptz 
 INSERT INTO dml_df (id, a, b, c) VALUES (1, DEFAULT, 'x', DEFAULT), (2, DEFAULT, DEFAULT, DEFAULT) RETURNING id, a, b, c IS NOT NULL;
 SELECT id, a, b FROM dml_df ORDER BY id;
 INSERT INTO dml_df (id, a) VALUES (3, DEFAULT), (4, 5);
+-- Some rows leave a column to its default (Rails' insert_all), with and without a column list; UPDATE ... SET col = DEFAULT.
+INSERT INTO dml_df VALUES (5, 1, DEFAULT, DEFAULT), (6, DEFAULT, 'y', '2024-01-02 03:04:05+00') RETURNING id, a, b, c IS NOT NULL;
+UPDATE dml_df SET a = DEFAULT, b = DEFAULT WHERE id = 5 RETURNING id, a, b;
+SELECT id, a, b, c IS NOT NULL FROM dml_df ORDER BY id;
 DROP TABLE dml_df;
