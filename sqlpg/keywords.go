@@ -72,6 +72,20 @@ func markKeywords(stmt *pg_query.Node) (restore func()) {
 					mark(&s.Sval)
 				}
 			}
+		case *pg_query.Node:
+			// A constant names nothing; a list's items are walked
+			// directly (a large VALUES list is made of these).
+			switch y := x.Node.(type) {
+			case *pg_query.Node_AConst:
+				return
+			case *pg_query.Node_List:
+				for _, it := range y.List.Items {
+					if it != nil {
+						walk(it.ProtoReflect())
+					}
+				}
+				return
+			}
 		}
 		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 			if fd.Message() == nil || fd.IsMap() {

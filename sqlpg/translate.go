@@ -643,8 +643,28 @@ func walkMsg(m protoreflect.Message, fn func(*pg_query.Node)) {
 }
 
 func visit(m protoreflect.Message, fn func(*pg_query.Node)) {
+	n, ok := m.Interface().(*pg_query.Node)
+	if ok {
+		// Fast paths for the nodes a large VALUES list is made of
+		// (reflection over each constant's value was most of the
+		// translator's time on a multi-row INSERT): constants and
+		// strings hold no nodes, a list holds only nodes.
+		switch x := n.Node.(type) {
+		case *pg_query.Node_AConst, *pg_query.Node_String_, *pg_query.Node_Integer, *pg_query.Node_Float, *pg_query.Node_Boolean:
+			fn(n)
+			return
+		case *pg_query.Node_List:
+			for i := 0; i < len(x.List.Items); i++ {
+				if it := x.List.Items[i]; it != nil {
+					visit(it.ProtoReflect(), fn)
+				}
+			}
+			fn(n)
+			return
+		}
+	}
 	walkMsg(m, fn)
-	if n, ok := m.Interface().(*pg_query.Node); ok && n.Node != nil {
+	if ok && n.Node != nil {
 		fn(n)
 	}
 }
