@@ -1125,9 +1125,18 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
 		return true, nil
 	case "DISCARD":
-		s.settings = map[string]string{}
-		s.applyKeepalive()
-		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DISCARD ALL")})
+		what := "ALL"
+		if len(kw) > 1 {
+			what = kw[1]
+		}
+		if what == "ALL" {
+			s.settings = map[string]string{}
+			s.applyKeepalive()
+		}
+		if d, ok := s.bs.(Discarder); ok {
+			d.Discard(what)
+		}
+		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DISCARD " + what)})
 		return true, nil
 	case "SHOW":
 		if len(kw) < 2 {

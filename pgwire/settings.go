@@ -22,6 +22,12 @@ type SettingsUser interface {
 	UseSettings(Settings)
 }
 
+// Discarder is a back-end session with state of its own that DISCARD
+// resets (what: ALL, SEQUENCES, PLANS or TEMP).
+type Discarder interface {
+	Discard(what string)
+}
+
 // Setting implements Settings.
 func (s *execSession) Setting(name string) (string, bool) {
 	name = strings.ToLower(name)

@@ -573,6 +573,9 @@ type clock struct {
 	// settings of the session whose statement runs on the connection
 	// (current_setting, set_config).
 	settings pgwire.Settings
+	// seqs: the sequence values of the session whose statement runs on
+	// the connection (currval, lastval); nil outside a client's session.
+	seqs *Sequences
 }
 
 var clocks sync.Map // *sqlite3.SQLiteConn -> *clock
@@ -605,6 +608,65 @@ func UseSettings(c *sqlite3.SQLiteConn, s pgwire.Settings) {
 		k.settings = s
 		k.mu.Unlock()
 	}
+}
+
+// Sequences is a session's state of the sequences it used: what nextval
+// last returned in the session for each sequence (currval) and for any
+// (lastval). As in PostgreSQL it is the session's own, and a rollback
+// does not undo it. The zero value is ready to use.
+type Sequences struct {
+	mu       sync.Mutex
+	last     map[string]int64
+	lastName string
+}
+
+func (q *Sequences) set(name string, v int64, nextval bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.last == nil {
+		q.last = map[string]int64{}
+	}
+	q.last[name] = v
+	if nextval {
+		q.lastName = name
+	}
+}
+
+func (q *Sequences) get(name string) (int64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	v, ok := q.last[name]
+	return v, ok
+}
+
+// Reset forgets every value (DISCARD SEQUENCES, DISCARD ALL).
+func (q *Sequences) Reset() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.last, q.lastName = nil, ""
+}
+
+// UseSequences gives currval() and lastval() on c the sequence state of
+// the session whose statement runs next on it (the back end calls it
+// before each statement, with UseSettings).
+func UseSequences(c *sqlite3.SQLiteConn, q *Sequences) {
+	if v, ok := clocks.Load(c); ok {
+		k := v.(*clock)
+		k.mu.Lock()
+		k.seqs = q
+		k.mu.Unlock()
+	}
+}
+
+func sessionSequences(c *sqlite3.SQLiteConn) *Sequences {
+	v, ok := clocks.Load(c)
+	if !ok {
+		return nil
+	}
+	k := v.(*clock)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seqs
 }
 
 func (k *clock) sessionSettings() pgwire.Settings {

@@ -207,6 +207,9 @@ func SeqRelName(s string) string {
 // and identity columns number rows, INSERT ... SELECT, several calls in
 // one select list), and the row change is captured and replicated like
 // any other. Unlike PostgreSQL's, a rolled-back nextval is undone.
+// currval and lastval answer from the session's own state (Sequences,
+// which the back end binds to the connection before each statement), as
+// PostgreSQL's do: another session's nextval does not change them.
 func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 	one := func(q string, args ...driver.Value) (any, bool, error) {
 		rows, err := c.Query(q, args)
@@ -239,13 +242,51 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 			if err == nil && !ok {
 				err = missing(name)
 			}
+			if n, isInt := v.(int64); err == nil && isInt {
+				if q := sessionSequences(c); q != nil {
+					q.set(name, n, true)
+				}
+			}
 			return v, err
+		}},
+		{"lastval", func() (any, error) {
+			q := sessionSequences(c)
+			if q == nil {
+				return nil, fmt.Errorf("[SQLSTATE 55000] lastval is not yet defined in this session")
+			}
+			q.mu.Lock()
+			name := q.lastName
+			q.mu.Unlock()
+			if name == "" {
+				return nil, fmt.Errorf("[SQLSTATE 55000] lastval is not yet defined in this session")
+			}
+			if _, ok, err := one(`SELECT 1 FROM _tandem_sequences WHERE name = ?`, name); err != nil || !ok {
+				// Dropped since: PostgreSQL's message.
+				return nil, fmt.Errorf("[SQLSTATE 55000] lastval is not yet defined in this session")
+			}
+			v, _ := q.get(name)
+			return v, nil
 		}},
 		{"_tandem_currval", func(rel any) (any, error) {
 			if rel == nil {
 				return nil, nil
 			}
 			name := SeqRelName(fmt.Sprint(toText(rel)))
+			if q := sessionSequences(c); q != nil {
+				// The session's own: what nextval last returned in it.
+				if _, ok, err := one(`SELECT 1 FROM _tandem_sequences WHERE name = ?`, name); err != nil || !ok {
+					if err == nil {
+						err = missing(name)
+					}
+					return nil, err
+				}
+				if v, ok := q.get(name); ok {
+					return v, nil
+				}
+				return nil, fmt.Errorf("[SQLSTATE 55000] currval of sequence %q is not yet defined in this session", name)
+			}
+			// No session (a test, the apply of a writeset): the sequence's
+			// last value.
 			v, ok, err := one(`SELECT CASE WHEN is_called THEN last_value ELSE _tandem_seq_not_called(name) END FROM _tandem_sequences WHERE name = ?`, name)
 			if err == nil && !ok {
 				err = missing(name)
@@ -282,6 +323,9 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 				return nil, fmt.Errorf("[SQLSTATE 22003] setval: value %d is out of bounds for sequence %q (%d..%d)", n, name, lo, hi)
 			}
 			v, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = ? WHERE name = ? RETURNING last_value`, n, int64(isCalled), name)
+			if q := sessionSequences(c); err == nil && isCalled == 1 && q != nil {
+				q.set(name, n, false) // as PostgreSQL: currval, not lastval
+			}
 			return v, err
 		}},
 	}

@@ -1284,7 +1284,7 @@ var unsupportedFuncs = map[string]string{
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery":      "full-text search",
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
-	"pg_sleep": "pg_sleep", "lastval": "lastval",
+	"pg_sleep":    "pg_sleep",
 	"row_to_json": "row_to_json of anything but a FROM item of known columns", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
 }

@@ -467,6 +467,8 @@ type Session struct {
 	canceled bool
 	// settings: the client session's settings (current_setting()).
 	settings pgwire.Settings
+	// seqs: currval and lastval of the session (sqlpg.Sequences).
+	seqs sqlpg.Sequences
 	// terminate ends the client's session (pgwire.TerminateUser);
 	// aborting: it was asked to, for holding the write lock.
 	terminate func(*pgwire.Error)
@@ -483,6 +485,14 @@ func (s *Session) UseTerminate(f func(*pgwire.Error)) { s.terminate = f }
 
 // UseSettings implements pgwire.SettingsUser.
 func (s *Session) UseSettings(st pgwire.Settings) { s.settings = st }
+
+// Discard implements pgwire.Discarder: DISCARD ALL and DISCARD SEQUENCES
+// forget the session's currval and lastval.
+func (s *Session) Discard(what string) {
+	if what == "ALL" || what == "SEQUENCES" {
+		s.seqs.Reset()
+	}
+}
 
 // savepoint remembers how much DDL a transaction had run when it was set.
 type savepoint struct {
@@ -842,6 +852,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	}
 	defer closePS()
 	sqlpg.UseSettings(c.c, st.s.settings)
+	sqlpg.UseSequences(c.c, &st.s.seqs)
 	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
@@ -1158,6 +1169,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	}
 	sqlpg.StatementStart(c.c)
 	sqlpg.UseSettings(c.c, s.settings)
+	sqlpg.UseSequences(c.c, &s.seqs)
 	if len(st.script) > 0 {
 		// All or nothing, as one PostgreSQL statement: a script that
 		// fails half-way (a view that does not compile) leaves nothing.

@@ -49,3 +49,17 @@ DROP TABLE sr_t;
 SELECT nextval('sr_t_id_seq');
 DROP TABLE sr_ids, sr_idd, sr_big, sr_small;
 DROP SEQUENCE sr_seq, sr_seq2, sr_seq3, sr_fresh;
+-- currval and lastval are the session's own; setval sets currval, not lastval; DISCARD SEQUENCES forgets them.
+CREATE SEQUENCE sl_a;
+CREATE SEQUENCE sl_b;
+SELECT lastval();
+SELECT nextval('sl_a'), nextval('sl_a');
+SELECT nextval('sl_b');
+SELECT lastval(), currval('sl_a'), currval('sl_b');
+SELECT setval('sl_a', 42);
+SELECT lastval(), currval('sl_a');
+DISCARD SEQUENCES;
+SELECT currval('sl_a');
+SELECT lastval();
+SELECT nextval('sl_a');
+DROP SEQUENCE sl_a, sl_b;
