@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1987,6 +1988,23 @@ func tableColumnList(c *conn, table string) []sqlpg.Column {
 	return out
 }
 
+// numericText prints a numeric without a declared scale, which SQLite
+// holds as a double: to 15 significant digits, the most a double keeps of
+// any decimal, so that a value written is read back as written and
+// arithmetic on such values prints as PostgreSQL's exact numeric does
+// where the exact result fits in them (0.1 + 0.2 is 0.3, not
+// 0.30000000000000004).
+func numericText(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 15, 64), 64)
+	if err != nil {
+		r = f
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
 // normalizeRow formats values the way PostgreSQL prints their types: SQLite
 // stores timestamps as text in whatever form a client wrote, booleans as
 // 0/1, and numerics as integers or doubles.
@@ -2018,7 +2036,7 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 			mod := types[i].Typmod
 			if mod < 4 {
 				if f, ok := v.(float64); ok {
-					vals[i] = strconv.FormatFloat(f, 'f', -1, 64)
+					vals[i] = numericText(f)
 				}
 				continue
 			}

@@ -70,3 +70,10 @@ SELECT 1.0::float4 + 1;
 SELECT '1 day'::interval;
 SELECT '2024-01-01'::date + interval '1 month';
 SELECT int4 '7', text 'x';
+-- numeric without a scale prints its value, not the double's last digits.
+SELECT 0.1::numeric + 0.2::numeric, 1.1 * 3, 0.2::numeric * 3, 123.456::numeric;
+CREATE TABLE nx_t (id int PRIMARY KEY, x numeric, m numeric(12,2));
+INSERT INTO nx_t VALUES (1, 0.1, 0.1), (2, 0.2, 0.2), (3, 19.99, 19.99);
+SELECT sum(x), sum(m), x * 3, m * 3 FROM nx_t GROUP BY id, x, m ORDER BY id;
+SELECT sum(x) FROM nx_t;
+DROP TABLE nx_t;
