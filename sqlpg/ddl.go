@@ -412,6 +412,24 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	replace := s.Replace
 	s.Replace = false
 	s.Options = nil
+	// A column of the view keeps its name when the column it reads is
+	// renamed, as in PostgreSQL: SQLite rewrites a view's text on RENAME
+	// COLUMN, so a bare column reference (the view's column a from t.a)
+	// gets its name as an alias.
+	if sel := s.Query.GetSelectStmt(); sel != nil {
+		for sel.Op != pg_query.SetOperation_SETOP_NONE && sel.Larg != nil {
+			sel = sel.Larg
+		}
+		for _, n := range sel.TargetList {
+			if rt := n.GetResTarget(); rt != nil && rt.Name == "" {
+				if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) > 0 {
+					if f := cr.Fields[len(cr.Fields)-1].GetString_(); f != nil {
+						rt.Name = f.Sval
+					}
+				}
+			}
+		}
+	}
 	if err := t.rewrite(raw); err != nil {
 		return nil, err
 	}
@@ -565,34 +583,82 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 	if !ok || len(dropped) == 0 {
 		return nil
 	}
-	views := vl.Views()
-	if len(views) == 0 {
+	refs, names := viewRefs(vl.Views())
+	if len(names) == 0 {
 		return nil
 	}
-	refs := map[string]map[string]bool{} // view -> relations it names
+	return dependents(refs, names, kind, dropped, nil)
+}
+
+// viewRef is what a view's text names: relations, and columns by their
+// last name (star: it selects a *).
+type viewRef struct {
+	rels, cols map[string]bool
+	star       bool
+}
+
+// viewRefs parses each view's text (names sorted).
+func viewRefs(views map[string]string) (map[string]viewRef, []string) {
+	refs := map[string]viewRef{}
 	var names []string
 	for name, sql := range views {
 		tree, err := Parse(sql)
 		if err != nil || len(tree.Stmts) != 1 {
 			continue
 		}
-		r, ctes := map[string]bool{}, map[string]bool{}
+		r := viewRef{rels: map[string]bool{}, cols: map[string]bool{}}
+		ctes := map[string]bool{}
 		walkNode(tree.Stmts[0].Stmt, func(n *pg_query.Node) {
 			switch x := n.Node.(type) {
 			case *pg_query.Node_RangeVar:
-				r[strings.ToLower(x.RangeVar.Relname)] = true
+				r.rels[strings.ToLower(x.RangeVar.Relname)] = true
 			case *pg_query.Node_CommonTableExpr:
 				ctes[strings.ToLower(x.CommonTableExpr.Ctename)] = true
+			case *pg_query.Node_ColumnRef:
+				if f := x.ColumnRef.Fields; len(f) > 0 {
+					if f[len(f)-1].GetAStar() != nil {
+						r.star = true
+					} else if s := f[len(f)-1].GetString_(); s != nil {
+						r.cols[strings.ToLower(s.Sval)] = true
+					}
+				}
 			}
 		})
 		for c := range ctes {
-			delete(r, c)
+			delete(r.rels, c)
 		}
-		delete(r, strings.ToLower(name))
+		delete(r.rels, strings.ToLower(name))
 		refs[name] = r
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	return refs, names
+}
+
+// columnDependents lists the views that depend on column col of table,
+// directly or through other views. A view depends on it when it names the
+// table and the column (or selects a *): a view that joins another table
+// with a column of the same name counts too.
+func (t *translator) columnDependents(table, col string) []viewDependent {
+	vl, ok := t.sch.(ViewLister)
+	if !ok {
+		return nil
+	}
+	refs, names := viewRefs(vl.Views())
+	if len(names) == 0 {
+		return nil
+	}
+	direct := func(v string) bool {
+		r := refs[v]
+		return r.rels[strings.ToLower(table)] && (r.star || r.cols[strings.ToLower(col)])
+	}
+	return dependents(refs, names, "table", []string{table}, direct)
+}
+
+// dependents walks the views breadth first from the dropped objects: a
+// view depends on a dropped object when it names it (or, for the first
+// level, when direct says so), on a view found earlier when it names it.
+func dependents(refs map[string]viewRef, names []string, kind string, dropped []string, direct func(string) bool) []viewDependent {
 	gone := map[string]string{} // lower-case name -> kind
 	var order []string          // names as given, in the order they went
 	for _, d := range dropped {
@@ -605,7 +671,14 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 	for i := 0; i < len(order); i++ {
 		on := order[i]
 		for _, v := range names {
-			if _, ok := gone[strings.ToLower(v)]; ok || !refs[v][strings.ToLower(on)] {
+			if _, ok := gone[strings.ToLower(v)]; ok {
+				continue
+			}
+			if i < len(dropped) && direct != nil {
+				if !direct(v) {
+					continue
+				}
+			} else if !refs[v].rels[strings.ToLower(on)] {
 				continue
 			}
 			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on})
@@ -717,6 +790,25 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			}
 			tr.Script = append(tr.Script, script...)
 		case pg_query.AlterTableType_AT_DropColumn:
+			if deps := t.columnDependents(name, cmd.Name); len(deps) > 0 {
+				if cmd.Behavior != pg_query.DropBehavior_DROP_CASCADE {
+					var detail []string
+					for _, d := range deps {
+						if d.kind == "table" {
+							detail = append(detail, fmt.Sprintf("view %s depends on column %s of table %s", d.view, cmd.Name, name))
+						} else {
+							detail = append(detail, fmt.Sprintf("view %s depends on view %s", d.view, d.on))
+						}
+					}
+					return nil, &pgwire.Error{Code: "2BP01",
+						Message: fmt.Sprintf("cannot drop column %s of table %s because other objects depend on it", cmd.Name, name),
+						Detail:  strings.Join(detail, "\n"), Hint: "Use DROP ... CASCADE to drop the dependent objects too."}
+				}
+				for _, d := range deps {
+					tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
+						"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view))
+				}
+			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
 		default:

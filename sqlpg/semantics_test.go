@@ -411,3 +411,43 @@ func TestDropDependentViews(t *testing.T) {
 		}
 	}
 }
+
+// TestViewColumns: a view's columns keep their names when the columns
+// they read are renamed; dropping a column a view reads is refused
+// (2BP01) unless CASCADE, which drops the view; a view of * depends on
+// every column.
+func TestViewColumns(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{
+		"CREATE TABLE vc (id int PRIMARY KEY, a int, b int, c int)",
+		"CREATE VIEW vc1 AS SELECT id, vc.a FROM vc",
+		"CREATE VIEW vc2 AS SELECT a FROM vc1",
+		"CREATE VIEW vc3 AS SELECT * FROM vc",
+		"INSERT INTO vc VALUES (1, 2, 3, 4)",
+		"ALTER TABLE vc RENAME COLUMN a TO a2",
+	} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	_, err := translateForFuzz(c, "ALTER TABLE vc DROP COLUMN a2")
+	var pe *pgwire.Error
+	if !errors.As(err, &pe) || pe.Code != "2BP01" || pe.Message != "cannot drop column a2 of table vc because other objects depend on it" ||
+		pe.Detail != "view vc1 depends on column a2 of table vc\nview vc3 depends on column a2 of table vc\nview vc2 depends on view vc1" {
+		t.Fatalf("DROP COLUMN a2: %#v", err)
+	}
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT id, a FROM vc1", "1|2"},
+		{"SELECT a FROM vc2", "2"},
+		{"ALTER TABLE vc DROP COLUMN b", "ERROR 2BP01"}, // vc3 is SELECT *
+		{"DROP VIEW vc3", ""},
+		{"ALTER TABLE vc DROP COLUMN b", ""},
+		{"ALTER TABLE vc DROP COLUMN a2 CASCADE", ""},
+		{"SELECT count(*) FROM sqlite_schema WHERE type = 'view'", "0"},
+		{"SELECT * FROM vc", "1|4"},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+}

@@ -114,3 +114,15 @@ DROP VIEW dv_v1;
 SELECT * FROM dv_v2;
 DROP TABLE dv_t CASCADE;
 SELECT count(*) FROM pg_views WHERE viewname IN ('dv_v1', 'dv_v2');
+-- A view's columns keep their names across a RENAME COLUMN; DROP COLUMN of what a view reads: 2BP01, CASCADE drops the view.
+CREATE TABLE vr_t (id int PRIMARY KEY, a int, b int);
+CREATE VIEW vr_v AS SELECT id, a FROM vr_t;
+INSERT INTO vr_t VALUES (1, 2, 3);
+ALTER TABLE vr_t RENAME COLUMN a TO a2;
+SELECT id, a FROM vr_v;
+ALTER TABLE vr_t DROP COLUMN a2;
+ALTER TABLE vr_t DROP COLUMN b;
+ALTER TABLE vr_t DROP COLUMN a2 CASCADE;
+SELECT count(*) FROM pg_views WHERE viewname = 'vr_v';
+SELECT * FROM vr_t;
+DROP TABLE vr_t;
