@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -199,7 +200,10 @@ func catalogSQL() []string {
 			column13 AS typinput, column14 AS typoutput, column13 AS typreceive, column14 AS typsend, 'i' AS typalign, 'p' AS typstorage,
 			column15 AS typnotnull, CAST(column16 AS INTEGER) AS typbasetype, column17 AS typtypmod, column18 AS typndims,
 			CAST(column19 AS INTEGER) AS typcollation, column20 AS typdefault, NULL AS typdefaultbin, NULL AS typacl, CAST(0 AS INTEGER) AS typsubscript, '-' AS typanalyze
-		FROM (VALUES `+strings.Join(types, ", ")+`)`)
+		FROM (VALUES `+strings.Join(types, ", ")+`
+			UNION ALL SELECT oid, name, 2200, 4, 1, 'e', 'E', 1, ',', 0, 0, 0, 'enum_in', 'enum_out', 0, 0, -1, 0, 0, NULL FROM _tandem_enums)`)
+	add("pg_enum", `SELECT CAST(e.oid * 1000 + j.key AS INTEGER) AS oid, CAST(e.oid AS INTEGER) AS enumtypid, j.key + 1.0 AS enumsortorder, j.value AS enumlabel
+		FROM _tandem_enums e, json_each(e.labels) j`)
 	add("pg_database", `SELECT CAST(16384 AS INTEGER) AS oid, 'tandem' AS datname, CAST(10 AS INTEGER) AS datdba, 6 AS encoding, 'c' AS datlocprovider,
 			0 AS datistemplate, 1 AS datallowconn, -1 AS datconnlimit, 'C.UTF-8' AS datcollate, 'C.UTF-8' AS datctype, NULL AS daticulocale,
 			NULL AS datcollversion, NULL AS datacl, CAST(1663 AS INTEGER) AS dattablespace`)
@@ -258,7 +262,6 @@ func catalogSQL() []string {
 		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
 		{"pg_tablespace", "CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions"},
-		{"pg_enum", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS enumtypid, 0.0 AS enumsortorder, '' AS enumlabel"},
 		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype"},
 		{"pg_stat_activity", "CAST(16384 AS INTEGER) AS datid, 'tandem' AS datname, 0 AS pid, '' AS usename, '' AS application_name, '' AS state, '' AS query"},
 	} {
@@ -403,6 +406,23 @@ const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(t
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
+	// enumName is the name of an enum type (CREATE TYPE ... AS ENUM).
+	enumName := func(oid int64) (string, bool) {
+		if oid < firstEnumOID {
+			return "", false
+		}
+		rows, err := c.Query(`SELECT name FROM _tandem_enums WHERE oid = ?`, []driver.Value{oid})
+		if err != nil {
+			return "", false
+		}
+		defer rows.Close()
+		v := make([]driver.Value, 1)
+		if rows.Next(v) != nil {
+			return "", false
+		}
+		name, ok := v[0].(string)
+		return name, ok
+	}
 	fns := []struct {
 		name string
 		fn   any
@@ -443,12 +463,16 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if t := Types[uint32(oid)]; t != nil {
 				return t.Name
 			}
-			return ""
+			name, _ := enumName(oid)
+			return name
 		}},
 		{"format_type", func(oid any, typmod any) any {
 			o, ok := oid.(int64)
 			if !ok {
 				return nil
+			}
+			if name, ok := enumName(o); ok {
+				return quoteIdentIfNeeded(name)
 			}
 			m, ok := typmod.(int64)
 			if !ok {

@@ -128,7 +128,7 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 	if cd.TypeName == nil {
 		return "", "", unsupported("a column without a type")
 	}
-	typ, mod, err := resolveType(cd.TypeName)
+	typ, mod, enum, err := t.resolveType(cd.TypeName)
 	if err != nil {
 		return "", "", err
 	}
@@ -191,6 +191,11 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 			parts = append(parts, s)
 		}
 	}
+	typeOID := typ.OID
+	if enum != nil {
+		parts = append(parts, enumCheck(cd.Colname, enum))
+		typeOID = enum.OID
+	}
 	if numbered && !temp {
 		// A sequence of the column's type numbers it, as in PostgreSQL
 		// (temporary tables keep SQLite's numbering: sequences are not
@@ -209,7 +214,7 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		seq = quoteLit(seqName)
 	}
 	meta = fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod, identity, sequence) VALUES (%s, %s, %d, %d, %s, %s)",
-		quoteLit(table), quoteLit(cd.Colname), typ.OID, mod, quoteLit(identity), seq)
+		quoteLit(table), quoteLit(cd.Colname), typeOID, mod, quoteLit(identity), seq)
 	return def, meta, nil
 }
 
@@ -478,6 +483,8 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			tr.Script = nil
 		}
 		return tr, nil
+	case pg_query.ObjectType_OBJECT_TYPE:
+		return t.dropEnums(s, tr)
 	case pg_query.ObjectType_OBJECT_SCHEMA:
 		if s.MissingOk {
 			tr.Noop, tr.Tag = true, "DROP "+strings.TrimPrefix(s.RemoveType.String(), "OBJECT_")
@@ -900,6 +907,9 @@ func (t *translator) alterColumnType(table string, cmd *pg_query.AlterTableCmd) 
 	}
 	typ, mod, err := resolveType(cd.TypeName)
 	if err != nil {
+		if _, ok := t.enumOf(cd.TypeName); ok {
+			return nil, unsupported("ALTER COLUMN TYPE to an enum type (add a column of the type and copy the values)")
+		}
 		return nil, err
 	}
 	if len(cd.TypeName.ArrayBounds) > 0 || typ.Cat == 'A' {

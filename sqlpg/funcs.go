@@ -777,6 +777,9 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	if err := registerAggregates(c); err != nil {
 		return err
 	}
+	if err := registerEnumFunctions(c); err != nil {
+		return err
+	}
 	if err := registerSequenceFunctions(c); err != nil {
 		return err
 	}

@@ -238,6 +238,10 @@ func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 			types[r[0].(string)] = c
 		}
 	}
+	enums := map[string]sqlpg.Enum{}
+	for _, r := range s.query("SELECT c.column_name, e.oid, e.name, e.labels FROM _tandem_columns c JOIN _tandem_enums e ON e.oid = c.type_oid WHERE c.table_name = ?", table) {
+		enums[r[0].(string)] = sqlpg.Enum{OID: uint32(r[1].(int64)), Name: r[2].(string), Labels: sqlpg.ParseEnumLabels(r[3].(string))}
+	}
 	var cols []sqlpg.Column
 	for _, r := range s.query("SELECT name, type, dflt_value IS NOT NULL, pk, dflt_value LIKE '\\_tandem\\_nextval(%' ESCAPE '\\', coalesce(dflt_value, '') FROM pragma_table_info(?)", table) {
 		name, decl := r[0].(string), r[1].(string)
@@ -248,12 +252,23 @@ func (s fuzzSchema) Columns(table string) []sqlpg.Column {
 		col.Default = r[2] == int64(1)
 		col.PK = r[3].(int64)
 		col.DefaultSQL = r[5].(string)
+		if e, ok := enums[name]; ok {
+			col.Enum = &e
+		}
 		if r[4] == int64(1) {
 			col.Sequence = seqs[name]
 		}
 		cols = append(cols, col)
 	}
 	return cols
+}
+
+func (s fuzzSchema) Enum(name string) (sqlpg.Enum, bool) {
+	r := s.query(sqlpg.EnumQuery, name)
+	if len(r) == 0 {
+		return sqlpg.Enum{}, false
+	}
+	return sqlpg.Enum{OID: uint32(r[0][0].(int64)), Name: name, Labels: sqlpg.ParseEnumLabels(r[0][1].(string))}, true
 }
 
 func (s fuzzSchema) Views() map[string]string {

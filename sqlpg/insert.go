@@ -3,6 +3,7 @@ package sqlpg
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -118,6 +119,10 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 				continue
 			}
 			sv := ac.GetSval()
+			if sv != nil && c.Enum != nil && !slices.Contains(c.Enum.Labels, sv.Sval) {
+				// As PostgreSQL, when the statement is parsed.
+				return &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", c.Enum.Name, sv.Sval)}
+			}
 			if sv == nil || c.Type == nil || !checkedLiteralTypes[c.Type.Name] {
 				continue
 			}

@@ -30,6 +30,11 @@ CREATE TABLE IF NOT EXISTS _tandem_sequences (
 	is_called   INTEGER NOT NULL DEFAULT 0,
 	owner_table TEXT,
 	owner_column TEXT
+);
+CREATE TABLE IF NOT EXISTS _tandem_enums (
+	oid    INTEGER PRIMARY KEY,  -- the type's OID (from 900000)
+	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM
+	labels TEXT NOT NULL         -- the labels in order, a JSON array
 );`
 
 // Type is a PostgreSQL type as tandem knows it.

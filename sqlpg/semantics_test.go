@@ -451,3 +451,40 @@ func TestViewColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestEnums: CREATE TYPE ... AS ENUM, columns of the type (22P02 for
+// another value, as PostgreSQL), casts, ALTER TYPE ... ADD VALUE, DROP
+// TYPE, and what the catalog shows.
+func TestEnums(t *testing.T) {
+	c := fuzzDB(t)
+	for _, tc := range []struct{ sql, want string }{
+		{"CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')", ""},
+		{"CREATE TYPE mood AS ENUM ('x')", "ERROR 42710"},
+		{"CREATE TYPE dup AS ENUM ('x', 'x')", "ERROR 42710"},
+		{"CREATE TABLE en (id int PRIMARY KEY, m mood NOT NULL, n mood)", ""},
+		{"INSERT INTO en VALUES (1, 'ok', NULL), (2, 'happy', 'sad')", ""},
+		{"INSERT INTO en VALUES (3, 'meh', NULL)", "ERROR 22P02"},
+		{"UPDATE en SET n = 'bad' WHERE id = 1", "ERROR 22P02"},
+		{"SELECT 'happy'::mood", "happy"},
+		{"SELECT 'nope'::mood", "ERROR 22P02"},
+		{"SELECT id FROM en WHERE m = 'happy'", "2"},
+		{"ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok'", ""},
+		{"ALTER TYPE mood ADD VALUE IF NOT EXISTS 'meh'", ""},
+		{"ALTER TYPE mood ADD VALUE 'meh'", "ERROR 42710"},
+		{"ALTER TYPE mood ADD VALUE 'x' AFTER 'nosuch'", "ERROR 22023"},
+		{"INSERT INTO en VALUES (3, 'meh', 'meh')", ""},
+		{"SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid WHERE t.typname = 'mood'", "sad,meh,ok,happy"},
+		{"SELECT typtype, format_type(oid, NULL) FROM pg_type WHERE typname = 'mood'", "e|mood"},
+		{"SELECT data_type, udt_name FROM information_schema.columns WHERE table_name = 'en' AND column_name = 'm'", "USER-DEFINED|mood"},
+		{"DROP TYPE mood", "ERROR 2BP01"},
+		{"DROP TYPE nosuch", "ERROR 42704"},
+		{"DROP TYPE IF EXISTS nosuch", ""},
+		{"DROP TABLE en", ""},
+		{"DROP TYPE mood", ""},
+		{"SELECT count(*) FROM pg_type WHERE typname = 'mood'", "0"},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+}

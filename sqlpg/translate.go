@@ -70,8 +70,10 @@ type Column struct {
 	// DefaultSQL: the DEFAULT as the back end stores it (SQLite's
 	// expression text), "" if none or unknown.
 	DefaultSQL string
-	Serial     bool  // serial or identity: numbered when left out
-	PK         int64 // position in the primary key (1-based), 0 if not in it
+	// Enum: the column's enum type (its Type is text), nil if none.
+	Enum   *Enum
+	Serial bool  // serial or identity: numbered when left out
+	PK     int64 // position in the primary key (1-based), 0 if not in it
 	// Sequence: the sequence its DEFAULT draws from (serial and identity
 	// columns of tables created since sequences number them), else "".
 	Sequence string
@@ -311,6 +313,10 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			tr.Script = nil
 		}
 		return tr, nil
+	case *pg_query.Node_CreateEnumStmt:
+		return t.createEnum(n.CreateEnumStmt, tr)
+	case *pg_query.Node_AlterEnumStmt:
+		return t.alterEnum(n.AlterEnumStmt, tr)
 	case *pg_query.Node_CreateSeqStmt:
 		return t.createSequence(n.CreateSeqStmt, tr)
 	case *pg_query.Node_AlterSeqStmt:
@@ -1019,6 +1025,10 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 	}
 	typ, mod, err := resolveType(c.TypeName)
 	if err != nil {
+		if e, ok := t.enumOf(c.TypeName); ok {
+			n.Node = enumCast(c.Arg, &e).Node
+			return
+		}
 		t.fail(err)
 		return
 	}

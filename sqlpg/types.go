@@ -963,6 +963,10 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[26]
 		case strings.HasSuffix(c.Name, "name") && c.Name != "name" && !strings.Contains(c.Name, "_"):
 			c.Type = Types[19]
+		case c.Name == "enumlabel":
+			c.Type = Types[19]
+		case c.Name == "enumsortorder":
+			c.Type = Types[700]
 		case c.Name == "attnum" || c.Name == "indnatts" || c.Name == "indnkeyatts" || c.Name == "relnatts" || c.Name == "typlen" || c.Name == "adnum":
 			c.Type = Types[21]
 		}

@@ -580,6 +580,22 @@ func (sc schema) Columns(table string) []sqlpg.Column {
 	return tableColumnList(sc.c, table)
 }
 
+// Enum implements sqlpg.EnumLister.
+func (sc schema) Enum(name string) (sqlpg.Enum, bool) {
+	rows, err := sc.c.c.Query(sqlpg.EnumQuery, []driver.Value{name})
+	if err != nil {
+		return sqlpg.Enum{}, false
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 2)
+	if rows.Next(vals) != nil {
+		return sqlpg.Enum{}, false
+	}
+	oid, _ := vals[0].(int64)
+	labels, _ := vals[1].(string)
+	return sqlpg.Enum{OID: uint32(oid), Name: name, Labels: sqlpg.ParseEnumLabels(labels)}, true
+}
+
 // Views implements sqlpg.ViewLister.
 func (sc schema) Views() map[string]string {
 	rows, err := sc.c.c.Query(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'view'`, nil)
@@ -1957,13 +1973,13 @@ func (r *bufResult) Close() error { return nil }
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
 	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
-		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value FROM pragma_table_info(?) p
-		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name ORDER BY p.cid`, []driver.Value{table, table})
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels FROM pragma_table_info(?) p
+		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid ORDER BY p.cid`, []driver.Value{table, table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 10)
+	vals := make([]driver.Value, 12)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
@@ -1975,6 +1991,10 @@ func tableColumnList(c *conn, table string) []sqlpg.Column {
 		col.PK, _ = vals[7].(int64)
 		col.Sequence, _ = vals[8].(string)
 		col.DefaultSQL, _ = vals[9].(string)
+		if name, ok := vals[10].(string); ok {
+			labels, _ := vals[11].(string)
+			col.Enum = &sqlpg.Enum{OID: uint32(vals[2].(int64)), Name: name, Labels: sqlpg.ParseEnumLabels(labels)}
+		}
 		if oid, ok := vals[2].(int64); ok && sqlpg.Types[uint32(oid)] != nil {
 			col.Type = sqlpg.Types[uint32(oid)]
 			if m, ok := vals[3].(int64); ok {

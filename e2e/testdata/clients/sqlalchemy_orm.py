@@ -1,11 +1,13 @@
 """SQLAlchemy 2 (psycopg 3 driver) against tandem: create_all with foreign
-keys, ORM insert and query, reflection with inspect(). Usage:
+keys and an Enum column (CREATE TYPE ... AS ENUM), ORM insert and query,
+reflection with inspect(). Usage:
 sqlalchemy_orm.py postgresql+psycopg://user:pw@host:port/db"""
 import datetime
 import decimal
+import enum
 import sys
 
-from sqlalchemy import (Boolean, DateTime, ForeignKey, Numeric, String, create_engine, func, inspect, select)
+from sqlalchemy import (Boolean, DateTime, Enum, ForeignKey, Numeric, String, create_engine, func, inspect, select)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
@@ -16,6 +18,12 @@ def fail(msg):
 
 class Base(DeclarativeBase):
     pass
+
+
+class Format(enum.Enum):
+    paper = "paper"
+    ebook = "ebook"
+    audio = "audio"
 
 
 class Author(Base):
@@ -33,16 +41,18 @@ class Book(Base):
     title: Mapped[str] = mapped_column(String(200))
     price: Mapped[decimal.Decimal] = mapped_column(Numeric(8, 2))
     published: Mapped[datetime.datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    format: Mapped[Format] = mapped_column(Enum(Format, name="sa_format"), default=Format.paper)
     author: Mapped[Author] = relationship(back_populates="books")
 
 
 engine = create_engine(sys.argv[1])
 Base.metadata.drop_all(engine)
 Base.metadata.create_all(engine)
+Base.metadata.create_all(engine)  # again: the enum type and the tables exist, nothing to do
 
 with Session(engine) as s:
     a = Author(name="Le Guin", books=[Book(title="The Dispossessed", price=decimal.Decimal("9.99")),
-                                      Book(title="Lathe of Heaven", price=decimal.Decimal("7.50"))])
+                                      Book(title="Lathe of Heaven", price=decimal.Decimal("7.50"), format=Format.ebook)])
     b = Author(name="Lem", active=False, books=[Book(title="Solaris", price=decimal.Decimal("12.00"))])
     s.add_all([a, b])
     s.commit()
@@ -60,6 +70,8 @@ with Session(engine) as s:
     bk = s.scalars(select(Book).where(Book.title.ilike("%heaven"))).one()
     if not isinstance(bk.published, datetime.datetime) or bk.published.tzinfo is None:
         fail(f"server default timestamptz: {bk.published!r}")
+    if bk.format is not Format.ebook or s.scalar(select(func.count()).select_from(Book).where(Book.format == Format.paper)) != 2:
+        fail(f"enum column: {bk.format!r}")
     bk.price = decimal.Decimal("8.25")
     s.delete(lem)
     s.commit()
@@ -75,12 +87,16 @@ tables = set(insp.get_table_names())
 if not {"sa_author", "sa_book"} <= tables:
     fail(f"get_table_names: {tables}")
 cols = {c["name"]: c for c in insp.get_columns("sa_book")}
-if list(cols) != ["id", "author_id", "title", "price", "published"]:
+if list(cols) != ["id", "author_id", "title", "price", "published", "format"]:
     fail(f"get_columns: {list(cols)}")
 want_types = {"id": "INTEGER", "author_id": "INTEGER", "title": "VARCHAR(200)", "price": "NUMERIC(8, 2)", "published": "TIMESTAMP"}
 for name, t in want_types.items():
     if str(cols[name]["type"]) != t:
         fail(f"column {name} type {cols[name]['type']}, want {t}")
+if list(getattr(cols["format"]["type"], "enums", [])) != ["paper", "ebook", "audio"]:
+    fail(f"enum column reflected as {cols['format']['type']!r}")
+if [(e["name"], e["labels"]) for e in insp.get_enums()] != [("sa_format", ["paper", "ebook", "audio"])]:
+    fail(f"get_enums: {insp.get_enums()}")
 if cols["title"]["nullable"] or not cols["published"].get("default"):
     fail(f"nullable/default: {cols['title']} {cols['published']}")
 pk = insp.get_pk_constraint("sa_book")
@@ -96,6 +112,6 @@ uniq = insp.get_unique_constraints("sa_author")
 if not any(u["column_names"] == ["name"] for u in uniq) and not any(i["unique"] and i["column_names"] == ["name"] for i in insp.get_indexes("sa_author")):
     fail(f"unique on sa_author.name not reflected: {uniq}")
 Base.metadata.drop_all(engine)
-if "sa_book" in inspect(engine).get_table_names():
+if "sa_book" in inspect(engine).get_table_names() or inspect(engine).get_enums():
     fail("drop_all")
 print("ok")
