@@ -295,7 +295,7 @@ func catalogSQL() []string {
 				WHEN coalesce(tc.type_oid, _tandem_decl_oid(p.type)) = 1082 THEN 0 WHEN coalesce(tc.type_oid, _tandem_decl_oid(p.type)) = 1186 THEN 6 END AS datetime_precision,
 			NULL AS interval_type, NULL AS interval_precision, NULL AS character_set_catalog, NULL AS character_set_schema,
 			NULL AS character_set_name, NULL AS collation_catalog, NULL AS collation_schema, NULL AS collation_name, NULL AS domain_catalog,
-			NULL AS domain_schema, NULL AS domain_name, 'tandem' AS udt_catalog, 'pg_catalog' AS udt_schema,
+			NULL AS domain_schema, NULL AS domain_name, 'tandem' AS udt_catalog, CASE WHEN tc.type_oid >= 900000 THEN 'public' ELSE 'pg_catalog' END AS udt_schema,
 			_tandem_type_name(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS udt_name,
 			NULL AS scope_catalog, NULL AS scope_schema, NULL AS scope_name, NULL AS maximum_cardinality,
 			CAST(p.cid + 1 AS TEXT) AS dtd_identifier, 'NO' AS is_self_referencing,
@@ -422,6 +422,32 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		}
 		name, ok := v[0].(string)
 		return name, ok
+	}
+	// enumOID is the OID of an enum type by name ("public"."x" or x).
+	enumOID := func(name string) (int64, bool) {
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			if schema := strings.Trim(name[:i], `" `); !strings.EqualFold(schema, "public") {
+				return 0, false
+			}
+			name = name[i+1:]
+		}
+		name = strings.TrimSpace(name)
+		if strings.HasPrefix(name, `"`) {
+			name = strings.ReplaceAll(strings.Trim(name, `"`), `""`, `"`)
+		} else {
+			name = strings.ToLower(name)
+		}
+		rows, err := c.Query(`SELECT oid FROM _tandem_enums WHERE name = ?`, []driver.Value{name})
+		if err != nil {
+			return 0, false
+		}
+		defer rows.Close()
+		v := make([]driver.Value, 1)
+		if rows.Next(v) != nil {
+			return 0, false
+		}
+		oid, ok := v[0].(int64)
+		return oid, ok
 	}
 	fns := []struct {
 		name string
@@ -555,6 +581,9 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				if t := Types[uint32(x)]; t != nil {
 					return t.SQL
 				}
+				if name, ok := enumName(x); ok {
+					return quoteIdentIfNeeded(name)
+				}
 				return fmt.Sprint(x)
 			case string:
 				n := strings.ToLower(strings.TrimSpace(x))
@@ -570,6 +599,9 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				if t := TypeByName[strings.Trim(n, `"`)]; t != nil {
 					return int64(t.OID)
 				}
+				if oid, ok := enumOID(x); ok {
+					return oid
+				}
 			}
 			return nil
 		}},
@@ -584,10 +616,16 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 						v = int64(t.OID)
 					}
 				}
+				if oid, ok := enumOID(x); ok && v == nil {
+					v = oid
+				}
 			}
 			if x, ok := v.(int64); ok {
 				if t := Types[uint32(x)]; t != nil {
 					return t.SQL
+				}
+				if name, ok := enumName(x); ok {
+					return quoteIdentIfNeeded(name)
 				}
 				return fmt.Sprint(x)
 			}

@@ -1,7 +1,9 @@
 // TypeORM (0.3, on node-postgres) against tandem: synchronize creates the
 // schema, then reads it back (information_schema, pg_catalog, regtype) and
-// must find nothing to change; save with a relation (a multi-row INSERT
-// with DEFAULT), find with relations, skip/take. Usage: node typeorm.js DSN.
+// must find nothing to change (an enum column among them: CREATE TYPE ...
+// AS ENUM, read back from pg_enum); save with a relation (a multi-row
+// INSERT with DEFAULT), find with relations, skip/take. Usage: node
+// typeorm.js DSN.
 // Prints "ok", or "FAIL: ..." and exits non-zero.
 require("reflect-metadata");
 const { Client } = require("pg");
@@ -24,6 +26,7 @@ const Book = new EntitySchema({
     pages: { type: "int", default: 0 },
     price: { type: "numeric", precision: 8, scale: 2, nullable: true },
     created: { type: "timestamptz", createDate: true },
+    format: { type: "enum", enum: ["paper", "ebook"], default: "paper" },
   },
   relations: { author: { type: "many-to-one", target: "Author", inverseSide: "books", joinColumn: true, onDelete: "CASCADE" } },
   indices: [{ columns: ["title"] }],
@@ -33,6 +36,7 @@ async function main() {
   const c = new Client({ connectionString: process.argv[2] });
   await c.connect();
   await c.query("DROP TABLE IF EXISTS orm_books, orm_authors CASCADE");
+  await c.query("DROP TYPE IF EXISTS orm_books_format_enum");
   await c.end();
   for (let round = 0; round < 2; round++) {
     const ds = new DataSource({ type: "postgres", url: process.argv[2], entities: [Author, Book], synchronize: true, logging: false });
@@ -46,13 +50,13 @@ async function main() {
       const a = await ds.getRepository("Author").save({ name: "Ursula" });
       await ds.getRepository("Book").save([
         { title: "The Dispossessed", pages: 387, price: "9.50", author: a },
-        { title: "The Lathe of Heaven", pages: 184, author: a },
+        { title: "The Lathe of Heaven", pages: 184, author: a, format: "ebook" },
       ]);
     }
     const got = await ds.getRepository("Author").find({ relations: { books: true }, where: { name: "Ursula" } });
     if (got.length !== 1 || got[0].books.length !== 2) throw new Error("read back " + JSON.stringify(got));
     const page = await ds.getRepository("Book").find({ order: { pages: "ASC" }, skip: 1, take: 1 });
-    if (page.length !== 1 || page[0].pages !== 387 || page[0].price !== "9.50") throw new Error("page 2: " + JSON.stringify(page));
+    if (page.length !== 1 || page[0].pages !== 387 || page[0].price !== "9.50" || page[0].format !== "paper") throw new Error("page 2: " + JSON.stringify(page));
     await ds.destroy();
   }
   console.log("ok");
