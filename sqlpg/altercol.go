@@ -27,6 +27,9 @@ const (
 	AlterSetDefault  = "set_default"  // arg: the SQLite expression
 	AlterDropDefault = "drop_default" //
 	AlterSetType     = "set_type"     // arg: the SQLite declared type
+	// AlterSetEnumCheck: the column's enum CHECK (_tandem_enum_ok) is
+	// replaced by arg (its new CHECK text, or "" for none).
+	AlterSetEnumCheck = "set_enum_check"
 	// Table-level (col is empty): add a table constraint (arg: its SQLite
 	// text), drop the constraint named arg (a no-op when it is not in the
 	// text: a UNIQUE constraint is an index).
@@ -45,7 +48,7 @@ func alterColumnScript(table, col, action, arg, check string) []string {
 		out = append(out, check)
 	}
 	a := "NULL"
-	if action == AlterSetDefault || action == AlterSetType || action == AlterAddConstraint || action == AlterDropConstraint || action == AlterDropReferences {
+	if action == AlterSetDefault || action == AlterSetType || action == AlterSetEnumCheck || action == AlterAddConstraint || action == AlterDropConstraint || action == AlterDropReferences {
 		a = quoteLit(arg)
 	}
 	return append(out,
@@ -234,6 +237,13 @@ func dropReferenceWhere(create string, open int, items [][2]int, match func(toks
 
 // alterDef rewrites one column definition.
 func alterDef(def string, toks []token, action, arg string) (string, error) {
+	if action == AlterSetEnumCheck {
+		def = stripEnumCheck(def)
+		if arg != "" {
+			def = strings.TrimRight(def, " \t\n") + " " + arg
+		}
+		return def, nil
+	}
 	// Remove spans in reverse order so offsets stay valid.
 	var cut [][2]int
 	notNull, dflt := -1, -1
@@ -515,4 +525,36 @@ func ConstraintName(create, kind, cols string) string {
 		}
 	}
 	return ""
+}
+
+// stripEnumCheck removes a column definition's enum CHECK
+// (CHECK (_tandem_enum_ok(...))), quotes and parentheses balanced.
+func stripEnumCheck(def string) string {
+	const mark = "CHECK (_tandem_enum_ok("
+	i := strings.Index(def, mark)
+	if i < 0 {
+		return def
+	}
+	depth, in, inIdent := 0, false, false
+	for j := i + len("CHECK "); j < len(def); j++ {
+		switch c := def[j]; {
+		case c == '\'' && !inIdent:
+			in = !in
+		case c == '"' && !in:
+			inIdent = !inIdent
+		case in || inIdent:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 {
+				start := i
+				for start > 0 && (def[start-1] == ' ' || def[start-1] == '\t') {
+					start--
+				}
+				return def[:start] + def[j+1:]
+			}
+		}
+	}
+	return def
 }

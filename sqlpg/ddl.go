@@ -902,27 +902,37 @@ func (t *translator) alterColumnType(table string, cmd *pg_query.AlterTableCmd) 
 	if cd == nil || cd.TypeName == nil {
 		return nil, unsupported("ALTER COLUMN TYPE without a type")
 	}
-	if t.sch != nil && !hasColumn(t.sch.Columns(table), cmd.Name) {
-		return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, table)}
-	}
-	typ, mod, err := resolveType(cd.TypeName)
-	if err != nil {
-		if _, ok := t.enumOf(cd.TypeName); ok {
-			return nil, unsupported("ALTER COLUMN TYPE to an enum type (add a column of the type and copy the values)")
+	var old *Column
+	if t.sch != nil {
+		cols := t.sch.Columns(table)
+		for i := range cols {
+			if strings.EqualFold(cols[i].Name, cmd.Name) {
+				old = &cols[i]
+			}
 		}
+		if old == nil {
+			return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, table)}
+		}
+	}
+	typ, mod, enum, err := t.resolveType(cd.TypeName)
+	if err != nil {
 		return nil, err
 	}
 	if len(cd.TypeName.ArrayBounds) > 0 || typ.Cat == 'A' {
 		return nil, unsupported("ALTER COLUMN TYPE to an array type")
 	}
 	col := quoteIdent(cmd.Name)
-	conv := "_cast_" + typ.Name + "(" + col + ")"
+	value := col
 	if cd.RawDefault != nil {
-		e, err := t.expr(cd.RawDefault)
-		if err != nil {
+		if value, err = t.expr(cd.RawDefault); err != nil {
 			return nil, err
 		}
-		conv = "_cast_" + typ.Name + "(" + e + ")"
+	}
+	conv := "_cast_" + typ.Name + "(" + value + ")"
+	typeOID := typ.OID
+	if enum != nil {
+		conv = enumValueSQL(value, enum)
+		typeOID = enum.OID
 	}
 	var script []string
 	if (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4 {
@@ -930,10 +940,18 @@ func (t *translator) alterColumnType(table string, cmd *pg_query.AlterTableCmd) 
 			quoteLit(fmt.Sprintf("value too long for type %s(%d)", typ.SQL, mod-4)), quoteIdent(table), conv, mod-4))
 	}
 	script = append(script, alterColumnScript(table, cmd.Name, AlterSetType, typ.SQLite, "")...)
+	if enum != nil || old != nil && old.Enum != nil {
+		// The enum's CHECK goes (from an enum) and comes (to one).
+		check := ""
+		if enum != nil {
+			check = enumCheck(cmd.Name, enum)
+		}
+		script = append(script, alterColumnScript(table, cmd.Name, AlterSetEnumCheck, check, "")...)
+	}
 	script = append(script,
 		fmt.Sprintf("UPDATE %s SET %s = %s", quoteIdent(table), col, conv),
-		fmt.Sprintf("INSERT OR IGNORE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)", quoteLit(table), quoteLit(cmd.Name), typ.OID, mod),
-		fmt.Sprintf("UPDATE _tandem_columns SET type_oid = %d, typmod = %d WHERE table_name = %s AND column_name = %s", typ.OID, mod, quoteLit(table), quoteLit(cmd.Name)))
+		fmt.Sprintf("INSERT OR IGNORE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)", quoteLit(table), quoteLit(cmd.Name), typeOID, mod),
+		fmt.Sprintf("UPDATE _tandem_columns SET type_oid = %d, typmod = %d WHERE table_name = %s AND column_name = %s", typeOID, mod, quoteLit(table), quoteLit(cmd.Name)))
 	return script, nil
 }
 
@@ -949,6 +967,8 @@ func hasColumn(cols []Column, name string) bool {
 func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "ALTER TABLE"
 	switch s.RenameType {
+	case pg_query.ObjectType_OBJECT_TYPE:
+		return t.renameEnum(s, tr)
 	case pg_query.ObjectType_OBJECT_TABLE:
 		name, err := t.tableName(s.Relation)
 		if err != nil {

@@ -87,6 +87,15 @@ func enumCheck(col string, e *Enum) string {
 	return "CHECK (_tandem_enum_ok(" + strings.Join(args, ", ") + "))"
 }
 
+// enumValueSQL is value (SQL) checked against enum e's labels.
+func enumValueSQL(value string, e *Enum) string {
+	args := []string{quoteLit(e.Name), value}
+	for _, l := range e.Labels {
+		args = append(args, quoteLit(l))
+	}
+	return "_tandem_enum_value(" + strings.Join(args, ", ") + ")"
+}
+
 // createEnum is CREATE TYPE name AS ENUM (labels).
 func (t *translator) createEnum(s *pg_query.CreateEnumStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "CREATE TYPE"
@@ -156,6 +165,36 @@ func (t *translator) alterEnum(s *pg_query.AlterEnumStmt, tr *Translation) (*Tra
 		"PRAGMA writable_schema = ON",
 		fmt.Sprintf("UPDATE sqlite_master SET sql = _tandem_enum_relabel(sql, %s, %s) WHERE type = 'table' AND instr(sql, %s) > 0",
 			quoteLit(e.Name), js, quoteLit("_tandem_enum_ok("+quoteLit(e.Name))),
+		"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`,
+	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}
+
+// renameEnum is ALTER TYPE name RENAME TO new: the metadata and the
+// tables' CHECKs follow.
+func (t *translator) renameEnum(s *pg_query.RenameStmt, tr *Translation) (*Translation, error) {
+	tr.DDL, tr.Tag = true, "ALTER TYPE"
+	var tn *pg_query.TypeName
+	if l := s.Object.GetList(); l != nil {
+		tn = &pg_query.TypeName{Names: l.Items}
+	}
+	e, ok := t.enumOf(tn)
+	if !ok {
+		name := ""
+		if tn != nil {
+			name = strings.Join(strs(tn.Names), ".")
+		}
+		return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("type %q does not exist", name)}
+	}
+	if _, taken := t.enumOf(&pg_query.TypeName{Names: []*pg_query.Node{pg_query.MakeStrNode(s.Newname)}}); taken || TypeByName[s.Newname] != nil {
+		return nil, &pgwire.Error{Code: "42710", Message: fmt.Sprintf("type %q already exists", s.Newname)}
+	}
+	from, to := quoteLit("_tandem_enum_ok("+quoteLit(e.Name)+","), quoteLit("_tandem_enum_ok("+quoteLit(s.Newname)+",")
+	tr.Script = []string{
+		fmt.Sprintf("UPDATE _tandem_enums SET name = %s WHERE oid = %d", quoteLit(s.Newname), e.OID),
+		"PRAGMA writable_schema = ON",
+		fmt.Sprintf("UPDATE sqlite_master SET sql = replace(sql, %s, %s) WHERE type = 'table' AND instr(sql, %s) > 0", from, to, from),
 		"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`,
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")

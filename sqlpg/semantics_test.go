@@ -489,3 +489,38 @@ func TestEnums(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumChange: TypeORM's way to change an enum's labels (rename the
+// type, create the new one, ALTER COLUMN TYPE ... USING, drop the old),
+// and a column changed from an enum to text loses the check.
+func TestEnumChange(t *testing.T) {
+	c := fuzzDB(t)
+	for _, tc := range []struct{ sql, want string }{
+		{"CREATE TYPE st AS ENUM ('a', 'b')", ""},
+		{"CREATE TABLE ec (id int PRIMARY KEY, s st NOT NULL DEFAULT 'a', n int)", ""},
+		{"INSERT INTO ec VALUES (1, 'a', 1), (2, 'b', 2)", ""},
+		{"ALTER TYPE st RENAME TO st_old", ""},
+		{"ALTER TYPE nosuch RENAME TO x", "ERROR 42704"},
+		{"INSERT INTO ec VALUES (9, 'z', 0)", "ERROR 22P02"},
+		{"CREATE TYPE st AS ENUM ('a', 'b', 'c')", ""},
+		{"ALTER TABLE ec ALTER COLUMN s DROP DEFAULT", ""},
+		{`ALTER TABLE ec ALTER COLUMN s TYPE "public"."st" USING s::"text"::"public"."st"`, ""},
+		{"ALTER TABLE ec ALTER COLUMN s SET DEFAULT 'a'", ""},
+		{"DROP TYPE st_old", ""},
+		{"INSERT INTO ec (id, s) VALUES (3, 'c')", ""},
+		{"INSERT INTO ec (id, s) VALUES (4, 'd')", "ERROR 22P02"},
+		{"INSERT INTO ec (id) VALUES (5)", ""},
+		{"SELECT string_agg(s, ',' ORDER BY id) FROM ec", "a,b,c,a"},
+		{"SELECT udt_name FROM information_schema.columns WHERE table_name = 'ec' AND column_name = 's'", "st"},
+		{"ALTER TABLE ec ALTER COLUMN s TYPE text", ""},
+		{"INSERT INTO ec (id, s) VALUES (6, 'anything')", ""},
+		{"DROP TYPE st", ""},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+	if got := runPG(t, c, "SELECT sql FROM sqlite_schema WHERE name = 'ec'"); strings.Contains(got, "_tandem_enum") {
+		t.Errorf("ec keeps an enum check: %s", got)
+	}
+}
