@@ -17,8 +17,10 @@ import (
 // TEXT holding the label, with a CHECK that calls _tandem_enum_ok with
 // the type's labels written out, so SQLite refuses any other value
 // (22P02, as PostgreSQL) without reading the metadata. ALTER TYPE ... ADD
-// VALUE rewrites those CHECKs in the tables' stored text. Labels compare
-// and sort as text, not in declaration order as PostgreSQL's do.
+// VALUE rewrites those CHECKs in the tables' stored text. ORDER BY and
+// <, >, <=, >= of an enum column go by the labels' positions
+// (_tandem_enum_ord), as PostgreSQL's do; other places (min, max, a
+// subquery's output) compare labels as text.
 
 // Enum is an enum type.
 type Enum struct {
@@ -245,6 +247,68 @@ func enumCast(arg *pg_query.Node, e *Enum) *pg_query.Node {
 	return call("_tandem_enum_value", args...)
 }
 
+// enumOrd is value's position among enum e's labels (22P02 for another
+// value): what an enum sorts and compares by.
+func enumOrd(value *pg_query.Node, e *Enum) *pg_query.Node {
+	args := []*pg_query.Node{strConst(e.Name), value}
+	for _, l := range e.Labels {
+		args = append(args, strConst(l))
+	}
+	return call("_tandem_enum_ord", args...)
+}
+
+// sortEnums makes ORDER BY of an enum column (of the select's FROM) sort
+// in the labels' order, as PostgreSQL does, not as text.
+func (t *translator) sortEnums(s *pg_query.SelectStmt) {
+	if len(s.SortClause) == 0 || len(s.FromClause) == 0 || t.sch == nil {
+		return
+	}
+	var sc *scope
+	for _, sb := range s.SortClause {
+		b := sb.GetSortBy()
+		if b == nil || b.Node.GetColumnRef() == nil {
+			continue
+		}
+		if sc == nil {
+			sc, _ = t.scopeOf(s.FromClause)
+		}
+		key := b.Node
+		if f := b.Node.GetColumnRef().Fields; len(f) == 1 {
+			// A bare name is an output column's first (PostgreSQL's
+			// rule): m::text AS m sorts as text.
+			name := strings.ToLower(f[0].GetString_().GetSval())
+			for i, out := range targetNames(s) {
+				if strings.ToLower(out) == name && i < len(s.TargetList) {
+					key = s.TargetList[i].GetResTarget().GetVal()
+					break
+				}
+			}
+		}
+		if key == nil || key.GetColumnRef() == nil {
+			continue
+		}
+		if ct := t.exprType(key, sc); ct.Enum != nil {
+			b.Node = enumOrd(b.Node, ct.Enum)
+		}
+	}
+}
+
+// enumCompare makes <, >, <= and >= of an enum column compare the labels'
+// positions (against a label, or a column of the same type).
+func (t *translator) enumCompare(e *pg_query.A_Expr) {
+	known, ok := t.opTypes[e]
+	if !ok {
+		return
+	}
+	l, r := known[0].Enum, known[1].Enum
+	switch {
+	case l != nil && (r == nil || r.OID == l.OID):
+		e.Lexpr, e.Rexpr = enumOrd(e.Lexpr, l), enumOrd(e.Rexpr, l)
+	case r != nil && l == nil:
+		e.Lexpr, e.Rexpr = enumOrd(e.Lexpr, r), enumOrd(e.Rexpr, r)
+	}
+}
+
 // registerEnumFunctions registers the enum checks on c.
 func registerEnumFunctions(c *sqlite3.SQLiteConn) error {
 	check := func(name string, v any, labels []any) error {
@@ -279,6 +343,22 @@ func registerEnumFunctions(c *sqlite3.SQLiteConn) error {
 		return fmt.Sprint(toText(v)), nil
 	}), true); err != nil {
 		return fmt.Errorf("sqlpg: register _tandem_enum_value: %w", err)
+	}
+	// _tandem_enum_ord(type, value, labels...): the label's position, or
+	// 22P02.
+	if err := c.RegisterFunc("_tandem_enum_ord", nullsAsNil(func(name string, v any, labels ...any) (any, error) {
+		if v == nil {
+			return nil, nil
+		}
+		s := fmt.Sprint(toText(v))
+		for i, l := range labels {
+			if fmt.Sprint(toText(l)) == s {
+				return int64(i), nil
+			}
+		}
+		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum %s: %q", name, s)
+	}), true); err != nil {
+		return fmt.Errorf("sqlpg: register _tandem_enum_ord: %w", err)
 	}
 	// _tandem_enum_relabel(create, type, labels): the CREATE TABLE text
 	// with the type's CHECKs listing the new labels.

@@ -473,6 +473,13 @@ func TestEnums(t *testing.T) {
 		{"ALTER TYPE mood ADD VALUE 'meh'", "ERROR 42710"},
 		{"ALTER TYPE mood ADD VALUE 'x' AFTER 'nosuch'", "ERROR 22023"},
 		{"INSERT INTO en VALUES (3, 'meh', 'meh')", ""},
+		// In the labels' order (sad, meh, ok, happy), not as text.
+		{"SELECT string_agg(m, ',') FROM (SELECT m FROM en ORDER BY m) s", "meh,ok,happy"},
+		{"SELECT string_agg(m, ',') FROM (SELECT en.m FROM en ORDER BY en.m DESC) s", "happy,ok,meh"},
+		{"SELECT id FROM en WHERE m > 'meh' AND m <= 'happy' ORDER BY id", "1;2"},
+		{"SELECT id FROM en WHERE m < n", ""},
+		{"SELECT id FROM en WHERE 'ok' < m", "2"},
+		{"SELECT id FROM en WHERE m > 'nope'", "ERROR 22P02"},
 		{"SELECT string_agg(enumlabel, ',' ORDER BY enumsortorder) FROM pg_enum e JOIN pg_type t ON t.oid = e.enumtypid WHERE t.typname = 'mood'", "sad,meh,ok,happy"},
 		{"SELECT typtype, format_type(oid, NULL) FROM pg_type WHERE typname = 'mood'", "e|mood"},
 		{"SELECT data_type, udt_schema, udt_name FROM information_schema.columns WHERE table_name = 'en' AND column_name = 'm'", "USER-DEFINED|public|mood"},

@@ -48,6 +48,9 @@ type Translation struct {
 type ColType struct {
 	Type   *Type
 	Typmod int32
+	// Enum: the enum type of a column of one (Type is text), so that
+	// ORDER BY and comparisons follow the labels' order.
+	Enum *Enum
 }
 
 // Schema is what the translator asks about existing tables. backend/sqlite
@@ -943,8 +946,10 @@ func (t *translator) setOpLiterals(s *pg_query.SelectStmt) {
 	}
 }
 
-// sortNulls makes ORDER BY place NULLs where PostgreSQL does.
+// sortNulls makes ORDER BY place NULLs where PostgreSQL does, and sort
+// an enum column in its labels' order.
 func (t *translator) sortNulls(s *pg_query.SelectStmt) {
+	t.sortEnums(s)
 	for _, sb := range s.SortClause {
 		b := sb.GetSortBy()
 		if b == nil {
@@ -1177,6 +1182,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			t.unknownOperand(e)
 		case "=", "<>", "!=", "<", ">", "<=", ">=":
 			t.boolLiteral(e)
+		}
+		switch op {
+		case "<", ">", "<=", ">=":
+			t.enumCompare(e)
 		}
 		switch op {
 		case "~", "~*", "!~", "!~*":

@@ -274,7 +274,7 @@ func unifyNumeric(l, r ColType) ColType {
 	if !lok || !rok || lr >= rr {
 		return l
 	}
-	return ColType{r.Type, -1}
+	return ColType{Type: r.Type, Typmod: -1}
 }
 
 // typeByName finds a PostgreSQL type by name (nil when unknown).
@@ -382,7 +382,7 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 	}
 	out := make([]ColType, len(cols))
 	for i, c := range cols {
-		out[i] = ColType{c.Type, c.Typmod}
+		out[i] = ColType{Type: c.Type, Typmod: c.Typmod}
 	}
 	return out
 }
@@ -461,7 +461,7 @@ func (t *translator) returningTypes(rel *pg_query.RangeVar, list []*pg_query.Nod
 	return t.selectTypes(sel)
 }
 
-func ct(oid uint32) ColType { return ColType{Types[oid], -1} }
+func ct(oid uint32) ColType { return ColType{Type: Types[oid], Typmod: -1} }
 
 var funcTypes = map[string]uint32{
 	"count": 20, "row_number": 20, "rank": 20, "dense_rank": 20, "ntile": 23, "percent_rank": 701, "cume_dist": 701,
@@ -508,7 +508,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			}
 			for _, c := range tb.cols {
 				if strings.EqualFold(c.Name, col) {
-					return ColType{c.Type, c.Typmod}
+					return ColType{Type: c.Type, Typmod: c.Typmod, Enum: c.Enum}
 				}
 			}
 		}
@@ -536,7 +536,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 	case *pg_query.Node_TypeCast:
 		typ, mod, err := resolveType(x.TypeCast.TypeName)
 		if err == nil {
-			return ColType{typ, mod}
+			return ColType{Type: typ, Typmod: mod}
 		}
 	case *pg_query.Node_FuncCall:
 		name := lastName(x.FuncCall.Funcname)
@@ -551,7 +551,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					case "int8":
 						return ct(1700)
 					case "numeric":
-						return ColType{a.Type, a.Typmod}
+						return ColType{Type: a.Type, Typmod: a.Typmod}
 					case "float4", "float8":
 						return ct(701)
 					}
@@ -585,14 +585,14 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 						return ct(1700)
 					}
 					if a.Type != nil && a.Type.Cat == 'N' && name == "mod" {
-						return ColType{a.Type, -1}
+						return ColType{Type: a.Type, Typmod: -1}
 					}
 					return ct(701)
 				}
 				if name == "min" || name == "max" || name == "abs" || name == "coalesce" || name == "nullif" {
 					return a
 				}
-				return ColType{a.Type, -1}
+				return ColType{Type: a.Type, Typmod: -1}
 			}
 		case "timezone":
 			if len(x.FuncCall.Args) == 2 {
@@ -606,14 +606,14 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			return ct(1082)
 		case "generate_series":
 			if typ := typeByName(t.seriesType(x.FuncCall.Args)); typ != nil && len(x.FuncCall.Args) >= 2 {
-				return ColType{typ, -1}
+				return ColType{Type: typ, Typmod: -1}
 			}
 		case "jsonb_object_keys", "json_object_keys", "jsonb_array_elements", "json_array_elements", "jsonb_array_elements_text", "json_array_elements_text":
 			return ct(jsonSRFs[name].types[0])
 		case "unnest":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Elem != 0 && Types[a.Type.Elem] != nil {
-					return ColType{Types[a.Type.Elem], -1}
+					return ColType{Type: Types[a.Type.Elem], Typmod: -1}
 				}
 			}
 			return ct(25)
@@ -654,7 +654,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		case "array_agg":
 			if len(x.FuncCall.Args) == 1 {
 				if a := t.exprType(x.FuncCall.Args[0], sc); a.Type != nil && a.Type.Array != 0 && Types[a.Type.Array] != nil {
-					return ColType{Types[a.Type.Array], -1}
+					return ColType{Type: Types[a.Type.Array], Typmod: -1}
 				}
 			}
 			return ct(1009)
@@ -676,7 +676,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		}
 		if strings.HasPrefix(name, "_cast_") {
 			if typ := TypeByName[strings.TrimPrefix(name, "_cast_")]; typ != nil {
-				return ColType{typ, -1}
+				return ColType{Type: typ, Typmod: -1}
 			}
 		}
 	case *pg_query.Node_AIndirection:
@@ -712,7 +712,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ct(21)
 				}
 				if l.Type != nil {
-					return ColType{l.Type, -1}
+					return ColType{Type: l.Type, Typmod: -1}
 				}
 				return r
 			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
@@ -723,9 +723,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				case (l.Type != nil && l.Type.Name == "jsonb") || (r.Type != nil && r.Type.Name == "jsonb"):
 					return ct(3802)
 				case l.Type != nil && l.Type.Elem != 0:
-					return ColType{l.Type, -1}
+					return ColType{Type: l.Type, Typmod: -1}
 				case r.Type != nil && r.Type.Elem != 0:
-					return ColType{r.Type, -1}
+					return ColType{Type: r.Type, Typmod: -1}
 				}
 				return ct(25)
 			case "->>", "#>>":
@@ -784,7 +784,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 	case *pg_query.Node_AArrayExpr:
 		for _, e := range x.AArrayExpr.Elements {
 			if c := t.exprType(e, sc); c.Type != nil && c.Type.Array != 0 && Types[c.Type.Array] != nil {
-				return ColType{Types[c.Type.Array], -1}
+				return ColType{Type: Types[c.Type.Array], Typmod: -1}
 			}
 		}
 		return ct(1009)
@@ -807,7 +807,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			// unknown), so drivers read it as a list.
 			if sel := x.SubLink.Subselect.GetSelectStmt(); sel != nil {
 				if ts := t.selectTypes(sel); len(ts) == 1 && ts[0].Type != nil && ts[0].Type.Array != 0 && Types[ts[0].Type.Array] != nil {
-					return ColType{Types[ts[0].Type.Array], -1}
+					return ColType{Type: Types[ts[0].Type.Array], Typmod: -1}
 				}
 			}
 			return ct(1009)
@@ -815,23 +815,23 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 	case *pg_query.Node_CaseExpr:
 		for _, w := range x.CaseExpr.Args {
 			if r := t.exprType(w.GetCaseWhen().GetResult(), sc); r.Type != nil && r.Type.OID != 25 {
-				return ColType{r.Type, -1}
+				return ColType{Type: r.Type, Typmod: -1}
 			}
 		}
 		if r := t.exprType(x.CaseExpr.Defresult, sc); r.Type != nil {
-			return ColType{r.Type, -1}
+			return ColType{Type: r.Type, Typmod: -1}
 		}
 		return ct(25)
 	case *pg_query.Node_CoalesceExpr:
 		for _, a := range x.CoalesceExpr.Args {
 			if r := t.exprType(a, sc); r.Type != nil {
-				return ColType{r.Type, -1}
+				return ColType{Type: r.Type, Typmod: -1}
 			}
 		}
 	case *pg_query.Node_MinMaxExpr:
 		for _, a := range x.MinMaxExpr.Args {
 			if r := t.exprType(a, sc); r.Type != nil {
-				return ColType{r.Type, -1}
+				return ColType{Type: r.Type, Typmod: -1}
 			}
 		}
 	case *pg_query.Node_SqlvalueFunction:
@@ -876,10 +876,10 @@ func arith(l, r ColType) ColType {
 	a, b := rank(l), rank(r)
 	if a < 0 || b < 0 {
 		if a >= 0 && r.Type == nil {
-			return ColType{l.Type, -1}
+			return ColType{Type: l.Type, Typmod: -1}
 		}
 		if b >= 0 && l.Type == nil {
-			return ColType{r.Type, -1}
+			return ColType{Type: r.Type, Typmod: -1}
 		}
 		return ColType{}
 	}
@@ -893,12 +893,12 @@ func arith(l, r ColType) ColType {
 		if a <= 2 {
 			return ct(23)
 		}
-		return ColType{l.Type, -1}
+		return ColType{Type: l.Type, Typmod: -1}
 	}
 	if b <= 2 {
 		return ct(23)
 	}
-	return ColType{r.Type, -1}
+	return ColType{Type: r.Type, Typmod: -1}
 }
 
 var catalogBools = map[string]bool{}
@@ -1012,7 +1012,7 @@ func numericScale(scale int32) ColType {
 	if scale < 0 {
 		return ct(1700)
 	}
-	return ColType{Types[1700], (1000<<16 | scale) + 4}
+	return ColType{Type: Types[1700], Typmod: (1000<<16 | scale) + 4}
 }
 
 // scaleOf is a value's display scale when the type says it: -1 unknown.
@@ -1047,7 +1047,7 @@ func dateType(l, r ColType, op string) ColType {
 	case ln == "date" && rn == "interval":
 		return ct(1114)
 	case (ln == "timestamp" || ln == "timestamptz") && rn == "interval":
-		return ColType{l.Type, -1}
+		return ColType{Type: l.Type, Typmod: -1}
 	case (ln == "timestamp" || ln == "timestamptz") && (rn == "timestamp" || rn == "timestamptz") && op == "-":
 		return ct(1186)
 	case ln == "interval" && rn == "interval":
