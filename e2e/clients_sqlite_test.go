@@ -188,9 +188,21 @@ func TestClientsSQLite(t *testing.T) {
 				clientPassed(t)
 			})
 			t.Run("gorm", func(t *testing.T) {
-				bin, err := buildGormClient()
+				bin, err := buildGoClient("gorm")
 				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)
 				runClient(t, bin, tg.dsn)
+				clientPassed(t)
+			})
+			t.Run("golang-migrate", func(t *testing.T) {
+				bin, err := buildGoClient("migrate")
+				needSQLiteClient(t, "the golang-migrate client (go build in e2e/testdata/clients/migrate: its modules)", err)
+				args := []string{tg.dsn}
+				if tg.multiMaster {
+					// Advisory locks are each node's: two migrators
+					// on two nodes do not exclude each other.
+					args = []string{"-serial", tg.dsn}
+				}
+				runClient(t, bin, args...)
 				clientPassed(t)
 			})
 			t.Run("pgbench", func(t *testing.T) { testPgbenchClient(t, tg) })
@@ -198,26 +210,30 @@ func TestClientsSQLite(t *testing.T) {
 	}
 }
 
-var gormClient struct {
+var goClients sync.Map // dir -> *goClient
+
+type goClient struct {
 	once sync.Once
 	bin  string
 	err  error
 }
 
-// buildGormClient builds e2e/testdata/clients/gorm (its own module, so
-// GORM stays out of the project's go.mod) once per test binary.
-func buildGormClient() (string, error) {
-	gormClient.once.Do(func() {
-		bin := filepath.Join(filepath.Dir(tandemBin), "gorm-client") // removed with it (TestMain)
+// buildGoClient builds e2e/testdata/clients/<dir> (a module of its own,
+// so the tool stays out of the project's go.mod) once per test binary.
+func buildGoClient(dir string) (string, error) {
+	v, _ := goClients.LoadOrStore(dir, &goClient{})
+	c := v.(*goClient)
+	c.once.Do(func() {
+		bin := filepath.Join(filepath.Dir(tandemBin), dir+"-client") // removed with it (TestMain)
 		cmd := exec.Command("go", "build", "-o", bin, ".")
-		cmd.Dir = filepath.Join(clientsDir, "gorm")
+		cmd.Dir = filepath.Join(clientsDir, dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			gormClient.err = fmt.Errorf("%v: %s", err, out)
+			c.err = fmt.Errorf("%v: %s", err, out)
 			return
 		}
-		gormClient.bin = bin
+		c.bin = bin
 	})
-	return gormClient.bin, gormClient.err
+	return c.bin, c.err
 }
 
 func testPgjdbc(t *testing.T, tg clientTarget) {

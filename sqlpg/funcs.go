@@ -576,6 +576,8 @@ type clock struct {
 	// seqs: the sequence values of the session whose statement runs on
 	// the connection (currval, lastval); nil outside a client's session.
 	seqs *Sequences
+	// adv: that session's advisory locks.
+	adv *AdvisorySession
 }
 
 var clocks sync.Map // *sqlite3.SQLiteConn -> *clock
@@ -778,6 +780,9 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		return err
 	}
 	if err := registerEnumFunctions(c); err != nil {
+		return err
+	}
+	if err := registerAdvisoryFunctions(c); err != nil {
 		return err
 	}
 	if err := registerSequenceFunctions(c); err != nil {

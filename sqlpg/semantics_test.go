@@ -531,3 +531,26 @@ func TestEnumChange(t *testing.T) {
 		t.Errorf("ec keeps an enum check: %s", got)
 	}
 }
+
+// TestQualifiedTargets: INSERT, UPDATE and DELETE on "public"."t" (Prisma
+// and golang-migrate qualify every table; SQLite read public as a
+// database), a table of another schema does not exist (42P01), and
+// RETURNING through the target's alias.
+func TestQualifiedTargets(t *testing.T) {
+	c := fuzzDB(t)
+	for _, tc := range []struct{ sql, want string }{
+		{`CREATE TABLE "public"."qt" (id int PRIMARY KEY, v int)`, ""},
+		{`INSERT INTO "public"."qt" (id, v) VALUES (1, 1)`, ""},
+		{`INSERT INTO public.qt AS q VALUES (2, 2) RETURNING q.id, q.v * 10`, "2|20"},
+		{`INSERT INTO public.qt AS q VALUES (2, 5) ON CONFLICT (id) DO UPDATE SET v = q.v + 1 RETURNING q.v`, "3"},
+		{`UPDATE public.qt x SET v = 7 WHERE x.id = 1 RETURNING x.v`, "7"},
+		{`DELETE FROM public.qt AS d WHERE d.id = 2 RETURNING d.id`, "2"},
+		{`INSERT INTO other.qt VALUES (3, 3)`, "ERROR 42P01"},
+		{`UPDATE other.qt SET v = 1`, "ERROR 42P01"},
+		{`SELECT id, v FROM public.qt`, "1|7"},
+	} {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+}

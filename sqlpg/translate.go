@@ -39,6 +39,10 @@ type Translation struct {
 	// literal; they must exist when the statement is parsed (PostgreSQL
 	// resolves 's'::regclass then), which the caller checks.
 	SeqNames []string
+	// Volatile: the statement calls a function with a side effect that
+	// changes no row (an advisory lock): it runs on a reader, and is not
+	// run to be described.
+	Volatile bool
 	// Writes: a query that changes rows although SQLite sees a read
 	// (SELECT nextval(...) writes _tandem_sequences through a function).
 	Writes bool
@@ -166,12 +170,57 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	defer func() {
 		if tr != nil {
 			tr.SeqNames = t.seqNames
+			tr.Volatile = t.volatile
 			if _, ok := raw.Node.(*pg_query.Node_SelectStmt); ok && t.writes {
 				// SELECT nextval(...): a write (INSERT ... are anyway).
 				tr.Writes = true
 			}
 		}
 	}()
+	// The target of INSERT, UPDATE and DELETE is a RangeVar outside any
+	// Node, which the rewrite does not visit: "public"."t" is t here too
+	// (Prisma and golang-migrate qualify every table), a table of another
+	// schema does not exist (42P01, as PostgreSQL).
+	var target *pg_query.RangeVar
+	switch n := raw.Node.(type) {
+	case *pg_query.Node_InsertStmt:
+		target = n.InsertStmt.Relation
+	case *pg_query.Node_UpdateStmt:
+		target = n.UpdateStmt.Relation
+	case *pg_query.Node_DeleteStmt:
+		target = n.DeleteStmt.Relation
+	}
+	if target != nil {
+		if t.rangeVar(target); t.err != nil {
+			return nil, t.err
+		}
+		// RETURNING a.col with the target's alias a: SQLite's RETURNING
+		// knows the table by its name only.
+		if target.Alias != nil && target.Alias.Aliasname != "" {
+			var returning []*pg_query.Node
+			switch n := raw.Node.(type) {
+			case *pg_query.Node_InsertStmt:
+				returning = n.InsertStmt.ReturningList
+			case *pg_query.Node_UpdateStmt:
+				returning = n.UpdateStmt.ReturningList
+			case *pg_query.Node_DeleteStmt:
+				returning = n.DeleteStmt.ReturningList
+			}
+			// After the rewrite: the result's types are inferred with
+			// the alias.
+			t.afterRewrite = append(t.afterRewrite, func() {
+				for _, r := range returning {
+					walkNode(r, func(x *pg_query.Node) {
+						if cr := x.GetColumnRef(); cr != nil && len(cr.Fields) >= 2 {
+							if f := cr.Fields[0].GetString_(); f != nil && strings.EqualFold(f.Sval, target.Alias.Aliasname) {
+								cr.Fields[0] = pg_query.MakeStrNode(target.Relname)
+							}
+						}
+					})
+				}
+			})
+		}
+	}
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
 		*pg_query.Node_DiscardStmt:
@@ -580,6 +629,7 @@ type translator struct {
 	// writes: the statement calls nextval or setval.
 	seqNames []string
 	writes   bool
+	volatile bool // calls an advisory lock function
 	// dmlCTE, dmlCols: data-modifying CTEs made readable (dmlCTEs) and
 	// their RETURNING columns.
 	dmlCTE   []string
@@ -993,7 +1043,9 @@ func (t *translator) rangeVar(r *pg_query.RangeVar) {
 		r.Schemaname, r.Relname = "", name
 	default:
 		if r.Catalogname == "" {
-			t.fail(&pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", r.Schemaname), Hint: "the SQLite back end has only the public schema"})
+			// A reference to a relation: PostgreSQL names the relation
+			// (CREATE in another schema is 3F000, tableName).
+			t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation \"%s.%s\" does not exist", r.Schemaname, r.Relname), Hint: "the SQLite back end has only the public schema"})
 		}
 	}
 	r.Catalogname = ""
@@ -1305,12 +1357,15 @@ var unsupportedFuncs = map[string]string{
 	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
 	"pg_sleep":    "pg_sleep",
 	"row_to_json": "row_to_json of anything but a FROM item of known columns", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
-	"txid_current": "txid_current", "pg_advisory_lock": "advisory locks", "pg_advisory_xact_lock": "advisory locks",
+	"txid_current": "txid_current",
 }
 
 func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
+	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") {
+		t.volatile = true
+	}
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
 	}

@@ -480,6 +480,8 @@ var funcTypes = map[string]uint32{
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20, "lastval": 20,
+	"pg_try_advisory_lock": 16, "pg_try_advisory_lock_shared": 16, "pg_try_advisory_xact_lock": 16, "pg_try_advisory_xact_lock_shared": 16,
+	"pg_advisory_unlock": 16, "pg_advisory_unlock_shared": 16,
 	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,

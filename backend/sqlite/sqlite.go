@@ -66,6 +66,8 @@ type DB struct {
 	// (multi-master aborts it when it holds up certified writesets).
 	holderMu sync.Mutex
 	holder   *Session
+	// advisory: the database's advisory locks (pg_advisory_lock ...).
+	advisory *sqlpg.AdvisoryLocks
 }
 
 type conn struct {
@@ -220,7 +222,7 @@ func Open(opts Options) (*DB, error) {
 	if err := ownerOnly(opts.Path); err != nil {
 		return nil, err
 	}
-	db := &DB{opts: opts, log: opts.Logger, writer: make(chan *conn, 1), readers: make(chan *conn, opts.ReadPool)}
+	db := &DB{opts: opts, log: opts.Logger, writer: make(chan *conn, 1), readers: make(chan *conn, opts.ReadPool), advisory: sqlpg.NewAdvisoryLocks()}
 	if err := db.openConns(); err != nil {
 		return nil, err
 	}
@@ -389,7 +391,7 @@ func (db *DB) NewSession(ctx context.Context, user, database string) (pgwire.Bac
 	if closed {
 		return nil, ErrClosed
 	}
-	return &Session{db: db}, nil
+	return &Session{db: db, adv: db.advisory.Session()}, nil
 }
 
 // acquire takes the writer (rw) or a reader, waiting at most BusyTimeout.
@@ -470,6 +472,9 @@ type Session struct {
 	settings pgwire.Settings
 	// seqs: currval and lastval of the session (sqlpg.Sequences).
 	seqs sqlpg.Sequences
+	// adv: the session's advisory locks, released when it ends (those of
+	// its transaction when the transaction ends).
+	adv *sqlpg.AdvisorySession
 	// terminate ends the client's session (pgwire.TerminateUser);
 	// aborting: it was asked to, for holding the write lock.
 	terminate func(*pgwire.Error)
@@ -510,6 +515,7 @@ type Statement struct {
 	nparams   int
 	readonly  bool
 	writes    bool // a query that writes through a function (nextval)
+	volatile  bool // a query that takes or releases advisory locks: not run to describe
 	rows      bool // returns rows
 	kind      string
 	words     []string
@@ -747,6 +753,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.hoisted = nil
 		} else {
 			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names, st.writes = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names, tr.Writes
+			st.volatile = tr.Volatile
 		}
 		if st.noop {
 			st.readonly = true
@@ -870,6 +877,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	defer closePS()
 	sqlpg.UseSettings(c.c, st.s.settings)
 	sqlpg.UseSequences(c.c, &st.s.seqs)
+	sqlpg.UseAdvisory(c.c, st.s.adv)
 	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
@@ -878,14 +886,15 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: v})
 	}
 	var rows driver.Rows
-	if st.writes {
-		// SELECT nextval(...): described as a subquery that produces no
-		// row, so nothing is written (on a reader, too).
+	if st.writes || st.volatile {
+		// SELECT nextval(...), pg_advisory_lock(...): described as a
+		// subquery that produces no row, so nothing is written or locked
+		// (on a reader, too).
 		err = errors.New("writes")
 	} else {
 		rows, err = ps.QueryContext(ctx, args)
 	}
-	if err != nil && st.writes {
+	if err != nil && (st.writes || st.volatile) {
 		if ps, err = c.prepare("SELECT * FROM (" + st.sql + ") WHERE 0"); err != nil {
 			return nil, mapError(err)
 		}
@@ -913,7 +922,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	}
 	defer rows.Close()
 	r := rows.(*sqlite3.SQLiteRows)
-	names := r.Columns()
+	names := undedup(r.Columns())
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -1029,6 +1038,11 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.deferred != nil {
 		return nil, st.deferred
+	}
+	if !s.inTx && s.adv != nil {
+		// The last statement outside a block was its own transaction:
+		// its transaction-level advisory locks are over.
+		s.adv.EndTransaction()
 	}
 	if st.chunked != nil {
 		return s.execChunked(ctx, st)
@@ -1187,6 +1201,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	sqlpg.StatementStart(c.c)
 	sqlpg.UseSettings(c.c, s.settings)
 	sqlpg.UseSequences(c.c, &s.seqs)
+	sqlpg.UseAdvisory(c.c, s.adv.Bind(ctx))
 	if len(st.script) > 0 {
 		// All or nothing, as one PostgreSQL statement: a script that
 		// fails half-way (a view that does not compile) leaves nothing.
@@ -1243,12 +1258,18 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	s.mu.Lock()
 	s.cancel, s.canceled = cancel, false
 	s.mu.Unlock()
+	s.adv.Bind(sctx) // an advisory lock's wait ends with the statement
 	done := func() {
 		s.mu.Lock()
 		s.cancel = nil
 		s.mu.Unlock()
 		cancel()
 		release()
+		if !s.inTx && s.adv != nil {
+			// The statement was its own transaction: its
+			// transaction-level advisory locks end with it.
+			s.adv.EndTransaction()
+		}
 	}
 	if !st.rows {
 		r, err := sqlst.ExecContext(sctx, nargs)
@@ -1358,6 +1379,9 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 }
 
 func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
+	if s.adv != nil {
+		defer s.adv.EndTransaction()
+	}
 	if !s.inTx {
 		return &cmdResult{tag: verb}, nil
 	}
@@ -1544,6 +1568,9 @@ func (s *Session) Cancel() {
 
 // Close rolls back an open transaction and returns the connection.
 func (s *Session) Close() error {
+	if s.adv != nil {
+		s.adv.ReleaseAll()
+	}
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
 	s.closeCursors()
@@ -2006,6 +2033,22 @@ func tableColumnList(c *conn, table string) []sqlpg.Column {
 		out = append(out, col)
 	}
 	return out
+}
+
+// undedup undoes the ":N" SQLite appends to a repeated column name when
+// it expands a subquery's * (a statement described as SELECT * FROM (q)
+// WHERE 0): PostgreSQL repeats the name.
+func undedup(names []string) []string {
+	seen := map[string]bool{}
+	for i, n := range names {
+		if j := strings.LastIndexByte(n, ':'); j > 0 && seen[n[:j]] {
+			if _, err := strconv.Atoi(n[j+1:]); err == nil {
+				names[i] = n[:j]
+			}
+		}
+		seen[names[i]] = true
+	}
+	return names
 }
 
 // numericText prints a numeric without a declared scale, which SQLite

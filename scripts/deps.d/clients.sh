@@ -3,7 +3,8 @@
 # tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
 # node-postgres and TypeORM from npm into e2e/testdata/clients/node_modules (no global
 # install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
-# GORM's Go modules (e2e/testdata/clients/gorm has a go.mod of its own).
+# GORM's and golang-migrate's Go modules (e2e/testdata/clients/gorm and
+# .../migrate have a go.mod of their own).
 # Idempotent: installs only what is missing. A tool that is absent (python3,
 # npm, mvn) is reported and skipped; the tests then fail in CI.
 set -uo pipefail
@@ -43,8 +44,11 @@ if [[ ! -f "$jar" ]]; then
   fi
 fi
 
-# GORM: its own Go module (e2e/testdata/clients/gorm), built by the test.
+# GORM and golang-migrate: Go modules of their own (e2e/testdata/clients/gorm,
+# .../migrate), built by the test.
 if command -v go >/dev/null 2>&1; then
-  (cd "$clients/gorm" && go mod download) || status=1
+  for m in gorm migrate; do
+    (cd "$clients/$m" && go mod download) || status=1
+  done
 fi
 exit $status

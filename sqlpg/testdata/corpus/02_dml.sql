@@ -60,3 +60,13 @@ INSERT INTO dml_df VALUES (5, 1, DEFAULT, DEFAULT), (6, DEFAULT, 'y', '2024-01-0
 UPDATE dml_df SET a = DEFAULT, b = DEFAULT WHERE id = 5 RETURNING id, a, b;
 SELECT id, a, b, c IS NOT NULL FROM dml_df ORDER BY id;
 DROP TABLE dml_df;
+-- Schema-qualified targets (Prisma, golang-migrate) and RETURNING through the target's alias.
+CREATE TABLE "public"."qt_t" (id int PRIMARY KEY, v int);
+INSERT INTO "public"."qt_t" (id, v) VALUES (1, 1);
+INSERT INTO public.qt_t AS q VALUES (2, 2) RETURNING q.id, q.v * 10;
+INSERT INTO public.qt_t AS q VALUES (2, 5) ON CONFLICT (id) DO UPDATE SET v = q.v + 1 RETURNING q.v;
+UPDATE public.qt_t x SET v = 7 WHERE x.id = 1 RETURNING x.v;
+DELETE FROM public.qt_t AS d WHERE d.id = 2 RETURNING d.id;
+INSERT INTO other.qt_t VALUES (3, 3);
+SELECT id, v FROM public.qt_t ORDER BY id;
+DROP TABLE public.qt_t;

@@ -86,3 +86,11 @@ SELECT id FROM tx_t WHERE id = 1 FOR SHARE;
 SELECT id FROM tx_t ORDER BY id FOR UPDATE SKIP LOCKED;
 LOCK TABLE tx_t IN EXCLUSIVE MODE;
 DROP TABLE tx_t;
+-- Advisory locks (one session: counted holds, the two key spaces, transaction level).
+SELECT pg_try_advisory_lock(4242), pg_try_advisory_lock(4242), pg_try_advisory_lock(0, 4242);
+SELECT pg_advisory_unlock(4242), pg_advisory_unlock(4242), pg_advisory_unlock(4242);
+SELECT pg_advisory_unlock(0, 4242), pg_try_advisory_lock_shared(4243), pg_advisory_unlock_shared(4243);
+BEGIN;
+SELECT pg_try_advisory_xact_lock(4244);
+COMMIT;
+SELECT pg_advisory_unlock(4244);

@@ -1,0 +1,1 @@
+CREATE TABLE users (id serial PRIMARY KEY, email text UNIQUE NOT NULL);
