@@ -1025,6 +1025,26 @@ func keptByTandem(kw []string, m []string) bool {
 	return m != nil && strings.EqualFold(m[1], "search_path")
 }
 
+// specialSetRe: SET's forms without = or TO (SET ROLE x, SET TIME ZONE
+// x, SET NAMES x, SET SCHEMA x, SET SESSION AUTHORIZATION x).
+var specialSetRe = regexp.MustCompile(`(?is)^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?(ROLE|SESSION\s+AUTHORIZATION|TIME\s+ZONE|NAMES|SCHEMA)\s+(.*?)\s*;?\s*$`)
+
+// specialSet reads one of those forms as setRe's match: the setting it
+// sets and the value.
+func specialSet(sql string) []string {
+	m := specialSetRe.FindStringSubmatch(sql)
+	if m == nil {
+		return nil
+	}
+	name := map[string]string{"ROLE": "role", "SESSIONAUTHORIZATION": "session_authorization", "TIMEZONE": "TimeZone",
+		"NAMES": "client_encoding", "SCHEMA": "search_path"}[strings.ToUpper(strings.Join(strings.Fields(m[1]), ""))]
+	val := m[2]
+	if name == "TimeZone" && strings.EqualFold(val, "LOCAL") {
+		val = "DEFAULT"
+	}
+	return []string{m[0], name, val}
+}
+
 var setRe = regexp.MustCompile(`(?is)^\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([a-z_.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$`)
 
 // special answers SET/SHOW/RESET/DISCARD, which SQLite does not know.
@@ -1088,6 +1108,9 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			return true, nil
 		}
 		m := setRe.FindStringSubmatch(sql)
+		if m == nil {
+			m = specialSet(sql)
+		}
 		if m == nil {
 			return true, Errorf(CodeSyntax, "syntax error in SET: write SET name = value")
 		}

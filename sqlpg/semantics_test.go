@@ -485,10 +485,11 @@ func TestEnums(t *testing.T) {
 		{"SELECT data_type, udt_schema, udt_name FROM information_schema.columns WHERE table_name = 'en' AND column_name = 'm'", "USER-DEFINED|public|mood"},
 		{`SELECT '"public"."mood"'::regtype::text, 'mood'::regtype::text`, "mood|mood"},
 		{"DROP TYPE mood", "ERROR 2BP01"},
+		{"DROP TYPE mood CASCADE", "ERROR 0A000"}, // would drop the columns
 		{"DROP TYPE nosuch", "ERROR 42704"},
 		{"DROP TYPE IF EXISTS nosuch", ""},
 		{"DROP TABLE en", ""},
-		{"DROP TYPE mood", ""},
+		{"DROP TYPE IF EXISTS mood CASCADE", ""}, // nothing of the type left (Flyway's clean)
 		{"SELECT count(*) FROM pg_type WHERE typname = 'mood'", "0"},
 	} {
 		if got := runPG(t, c, tc.sql); got != tc.want {
