@@ -384,13 +384,36 @@ func (e *Engine) clearDegraded(ctx context.Context, m coordinator.Map, conf uint
 
 // watchMap follows the coordinator's map.
 func (e *Engine) watchMap(ctx context.Context) {
-	for m := range e.coord.Watch(ctx) {
-		if ctx.Err() != nil {
+	ch := e.coord.Watch(ctx)
+	retry := time.NewTicker(promoteRetry)
+	defer retry.Stop()
+	var last coordinator.Map
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case m, ok := <-ch:
+			if !ok || ctx.Err() != nil {
+				return
+			}
+			last = m
+			if m.Primary != e.cfg.ID {
+				e.promoteFailed.Store(false) // another node is named: nothing to retry
+			}
+			e.onMap(ctx, m)
+		case <-retry.C:
+			// A promotion the map asked for failed (the server was
+			// stopped): no new map may come, since the map already
+			// names this node; ask again.
+			if e.promoteFailed.Load() {
+				e.onMap(ctx, last)
+			}
 		}
-		e.onMap(ctx, m)
 	}
 }
+
+// promoteRetry is how often a failed promotion is tried again.
+const promoteRetry = time.Second
 
 // onMap makes this node what the map says it is.
 func (e *Engine) onMap(ctx context.Context, m coordinator.Map) {
@@ -403,9 +426,12 @@ func (e *Engine) onMap(ctx context.Context, m coordinator.Map) {
 		res, err := e.promote(ctx, "", 0, m.Epoch)
 		e.keeper.Kick()
 		if err != nil {
-			e.log.Error("the coordinator named this node the primary, but promoting failed", "epoch", m.Epoch, "err", err)
+			if !e.promoteFailed.Swap(true) {
+				e.log.Error("the coordinator named this node the primary, but promoting failed: trying again every second", "epoch", m.Epoch, "err", err)
+			}
 			return
 		}
+		e.promoteFailed.Store(false)
 		e.log.Warn("the coordinator made this node the primary", "epoch", m.Epoch, "lsn", res.LastLSN)
 		// The old primary is gone (that is why this node was promoted):
 		// no standby streams, so with on_standby_loss = "degrade" commits

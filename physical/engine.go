@@ -114,6 +114,10 @@ type Engine struct {
 	// degraded: synchronous_standby_names is empty because no standby
 	// streamed for ack_timeout (Watch).
 	degraded atomic.Bool
+	// promoteFailed: the map named this node the primary and promoting
+	// failed (its server was stopped: being re-seeded, or not answering
+	// yet); watchMap tries again with the map it last saw.
+	promoteFailed atomic.Bool
 
 	// automatic failover (coordinate.go)
 	coord     *coordinator.Coordinator

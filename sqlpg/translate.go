@@ -39,6 +39,13 @@ type Translation struct {
 	// literal; they must exist when the statement is parsed (PostgreSQL
 	// resolves 's'::regclass then), which the caller checks.
 	SeqNames []string
+	// Locking: a SELECT ... FOR UPDATE / FOR SHARE (the clause is
+	// dropped: SQLite's single writer serialises the block instead).
+	Locking bool
+	// TableFree: a SELECT that reads no table (SELECT 1, SELECT now(),
+	// SELECT pg_try_advisory_xact_lock(1)): its answer does not depend on
+	// a transaction's snapshot.
+	TableFree bool
 	// Volatile: the statement calls a function with a side effect that
 	// changes no row (an advisory lock): it runs on a reader, and is not
 	// run to be described.
@@ -171,9 +178,21 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		if tr != nil {
 			tr.SeqNames = t.seqNames
 			tr.Volatile = t.volatile
+			tr.Locking = t.locking
 			if _, ok := raw.Node.(*pg_query.Node_SelectStmt); ok && t.writes {
 				// SELECT nextval(...): a write (INSERT ... are anyway).
 				tr.Writes = true
+			}
+			if _, ok := raw.Node.(*pg_query.Node_SelectStmt); ok && !t.writes {
+				free := true
+				walkNode(raw, func(n *pg_query.Node) {
+					switch n.Node.(type) {
+					case *pg_query.Node_RangeVar, *pg_query.Node_RangeFunction, *pg_query.Node_RangeSubselect,
+						*pg_query.Node_JoinExpr, *pg_query.Node_RangeTableFunc, *pg_query.Node_CommonTableExpr:
+						free = false
+					}
+				})
+				tr.TableFree = free
 			}
 		}
 	}()
@@ -630,6 +649,7 @@ type translator struct {
 	seqNames []string
 	writes   bool
 	volatile bool // calls an advisory lock function
+	locking  bool // SELECT ... FOR UPDATE / SHARE
 	// dmlCTE, dmlCols: data-modifying CTEs made readable (dmlCTEs) and
 	// their RETURNING columns.
 	dmlCTE   []string
@@ -895,6 +915,9 @@ func (t *translator) node(n *pg_query.Node) {
 }
 
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
+	if len(s.LockingClause) > 0 {
+		t.locking = true
+	}
 	s.LockingClause = nil
 	if s.Op == pg_query.SetOperation_SETOP_NONE && len(s.TargetList) == 0 && len(s.ValuesLists) == 0 {
 		t.fail(unsupported("a SELECT without columns"))

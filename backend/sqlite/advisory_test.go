@@ -79,3 +79,69 @@ func TestAdvisoryLocks(t *testing.T) {
 	a.Close()
 	q(b, "SELECT pg_try_advisory_lock(8)", "true")
 }
+
+// TestLazyBegin: a read-write block takes the write lock at its first
+// write (a READ COMMITTED block's reads run on readers, each on what was
+// committed when it began, as PostgreSQL's), at a locking read, or at the
+// first read of a REPEATABLE READ block, not at BEGIN: while it has only
+// taken an advisory lock or read, another session writes (Flyway holds
+// such a block open on one connection while it migrates on another).
+func TestLazyBegin(t *testing.T) {
+	db := open(t)
+	a, _ := db.NewSession(context.Background(), "u", "d")
+	defer a.Close()
+	b, _ := db.NewSession(context.Background(), "u", "d")
+	defer b.Close()
+	run := func(s *Session, sql, want string) {
+		t.Helper()
+		rows, _, err := fetchIDs(t, s, sql)
+		if err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		if rows != want {
+			t.Fatalf("%s: %q, want %q", sql, rows, want)
+		}
+	}
+	sa, sb := a.(*Session), b.(*Session)
+	run(sa, "CREATE TABLE lb (id int PRIMARY KEY)", "")
+	run(sa, "BEGIN", "")
+	if sa.TxStatus() != 'T' {
+		t.Fatalf("after BEGIN: status %c", sa.TxStatus())
+	}
+	run(sa, "SELECT pg_try_advisory_xact_lock(1)", "true")
+	run(sa, "SELECT 40 + 2", "42")
+	run(sb, "INSERT INTO lb VALUES (1)", "") // a holds no write lock yet
+	run(sb, "SELECT pg_try_advisory_lock(1)", "false")
+	// READ COMMITTED, as PostgreSQL's: until the block writes, each read
+	// sees what was committed when it began, on a reader.
+	run(sa, "SELECT count(*) FROM lb", "1")
+	run(sb, "INSERT INTO lb VALUES (3)", "")
+	run(sa, "SELECT count(*) FROM lb", "2")
+	if sa.held != nil {
+		t.Fatal("the block took the write lock for a read")
+	}
+	run(sa, "SELECT id FROM lb WHERE id = 1 FOR UPDATE", "1") // a locking read starts it
+	if sa.held == nil {
+		t.Fatal("SELECT ... FOR UPDATE did not start the block")
+	}
+	run(sa, "INSERT INTO lb VALUES (2)", "")
+	run(sa, "COMMIT", "")
+	run(sb, "SELECT pg_try_advisory_lock(1)", "true")
+	run(sb, "SELECT count(*) FROM lb", "3")
+	// A REPEATABLE READ block reads one snapshot: its first read starts it.
+	run(sa, "BEGIN ISOLATION LEVEL REPEATABLE READ", "")
+	run(sa, "SELECT count(*) FROM lb", "3")
+	if sa.held == nil {
+		t.Fatal("a REPEATABLE READ block read outside its snapshot")
+	}
+	run(sa, "COMMIT", "")
+	// A block that never started: ROLLBACK has nothing to undo, and
+	// its transaction-level lock is gone.
+	run(sa, "BEGIN", "")
+	run(sa, "SELECT pg_try_advisory_xact_lock(2)", "true")
+	run(sa, "ROLLBACK", "")
+	if sa.TxStatus() != 'I' {
+		t.Fatalf("after ROLLBACK: status %c", sa.TxStatus())
+	}
+	run(sb, "SELECT pg_try_advisory_lock(2)", "true")
+}

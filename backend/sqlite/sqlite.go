@@ -452,6 +452,13 @@ func (db *DB) release(c *conn) {
 type Session struct {
 	db   *DB
 	held *conn // during a transaction block
+	// lazy: a read-write BEGIN not yet started: the block takes the
+	// write lock at its first statement that reads or writes a table
+	// (PostgreSQL's transaction takes its snapshot at its first
+	// statement too), so a block that so far only took an advisory lock
+	// or read the clock holds nothing (Flyway holds such a block open on
+	// one connection while it migrates on another).
+	lazy *Statement
 	// blockResults: results still running on held (portals a client
 	// left suspended); they end with the block, as PostgreSQL drops a
 	// transaction's portals at its end.
@@ -516,6 +523,8 @@ type Statement struct {
 	readonly  bool
 	writes    bool // a query that writes through a function (nextval)
 	volatile  bool // a query that takes or releases advisory locks: not run to describe
+	tableFree bool // a SELECT that reads no table (runs outside a lazy block's start)
+	locking   bool // SELECT ... FOR UPDATE / SHARE: starts a lazy block
 	rows      bool // returns rows
 	kind      string
 	words     []string
@@ -662,7 +671,7 @@ func (st *Statement) Close() error   { return nil }
 
 // TxStatus implements pgwire.BackendSession.
 func (s *Session) TxStatus() byte {
-	if s.inTx {
+	if s.inTx || s.lazy != nil {
 		return 'T'
 	}
 	return 'I'
@@ -753,7 +762,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.hoisted = nil
 		} else {
 			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names, st.writes = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names, tr.Writes
-			st.volatile = tr.Volatile
+			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
 		}
 		if st.noop {
 			st.readonly = true
@@ -1029,7 +1038,7 @@ func returningColumns(sql string) []pgwire.Column {
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	st := ps.(*Statement)
 	if len(st.words) > 1 && (st.kind == "CREATE" || st.kind == "DROP") && st.words[1] == "DATABASE" {
-		if s.inTx {
+		if s.inTx || s.lazy != nil {
 			return nil, pgwire.Errorf("25001", "%s DATABASE cannot run inside a transaction block", st.kind)
 		}
 		return nil, &pgwire.Error{Code: pgwire.CodeFeatureNotSupported,
@@ -1039,10 +1048,27 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	if st.deferred != nil {
 		return nil, st.deferred
 	}
-	if !s.inTx && s.adv != nil {
+	if !s.inTx && s.lazy == nil && s.adv != nil {
 		// The last statement outside a block was its own transaction:
 		// its transaction-level advisory locks are over.
 		s.adv.EndTransaction()
+	}
+	if s.lazy != nil {
+		switch {
+		case st.kind == "BEGIN" || st.kind == "START" || st.kind == "COMMIT" || st.kind == "END" ||
+			(st.kind == "ROLLBACK" || st.kind == "ABORT") && !(len(st.words) > 1 && st.words[1] == "TO"):
+			// Handled below, without starting the block.
+		case st.tableFree && st.cursor == nil:
+			// Reads no table: runs on a reader, the block still unstarted.
+		case st.readonly && !st.writes && !st.locking && st.cursor == nil && s.readCommittedReads():
+			// READ COMMITTED, as PostgreSQL's: each statement sees what
+			// was committed when it began. Until the block writes, its
+			// reads run on readers and hold up no writer.
+		default:
+			if err := s.startLazy(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if st.chunked != nil {
 		return s.execChunked(ctx, st)
@@ -1265,7 +1291,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		s.mu.Unlock()
 		cancel()
 		release()
-		if !s.inTx && s.adv != nil {
+		if !s.inTx && s.lazy == nil && s.adv != nil {
 			// The statement was its own transaction: its
 			// transaction-level advisory locks end with it.
 			s.adv.EndTransaction()
@@ -1340,7 +1366,7 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 	if st.kind == "START" {
 		tag = "START TRANSACTION"
 	}
-	if s.inTx {
+	if s.inTx || s.lazy != nil {
 		return &cmdResult{tag: tag}, nil // PostgreSQL warns and carries on
 	}
 	ro := strings.Contains(strings.ToUpper(st.sql), "READ ONLY")
@@ -1355,6 +1381,10 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 			// with autocommit off) read there; a write in it gets 25006.
 			ro = true
 		}
+	}
+	if !ro && s.lazy == nil && s.priv == nil {
+		s.lazy = st // started by the block's first statement that needs it (startLazy)
+		return &cmdResult{tag: tag}, nil
 	}
 	c, err := s.acquire(ctx, !ro)
 	if err != nil {
@@ -1378,10 +1408,54 @@ func (s *Session) begin(ctx context.Context, st *Statement) (pgwire.Result, erro
 	return &cmdResult{tag: tag}, nil
 }
 
+// readCommittedReads reports whether the session's unstarted block may
+// read on readers: its isolation level is READ COMMITTED (a REPEATABLE
+// READ or SERIALIZABLE block reads one snapshot, taken with the write
+// lock at its first statement), and the design is not multi-master
+// (whose transactions run on one snapshot, certified at COMMIT).
+func (s *Session) readCommittedReads() bool {
+	if _, mm := s.db.repl.(Certifier); mm {
+		return false
+	}
+	if strings.Contains(strings.ToUpper(s.lazy.sql), "ISOLATION") && !strings.Contains(strings.ToUpper(s.lazy.sql), "READ COMMITTED") {
+		return false
+	}
+	if s.settings != nil {
+		if l, ok := s.settings.Setting("transaction_isolation"); ok && !strings.EqualFold(l, "read committed") && !strings.EqualFold(l, "read uncommitted") {
+			return false
+		}
+	}
+	return true
+}
+
+// startLazy starts a block whose BEGIN was deferred: it takes the write
+// lock now.
+func (s *Session) startLazy(ctx context.Context) error {
+	st := s.lazy
+	if st == nil {
+		return nil
+	}
+	s.lazy = nil
+	c, err := s.acquire(ctx, true)
+	if err != nil {
+		s.lazy = st // still in the block; the statement failed
+		return err
+	}
+	if err := c.exec("BEGIN IMMEDIATE"); err != nil {
+		s.db.release(c)
+		s.lazy = st
+		return mapError(err)
+	}
+	s.held, s.inTx = c, true
+	s.db.setHolder(s)
+	return nil
+}
+
 func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
 	if s.adv != nil {
 		defer s.adv.EndTransaction()
 	}
+	s.lazy = nil // a block that never started has nothing to commit
 	if !s.inTx {
 		return &cmdResult{tag: verb}, nil
 	}
@@ -1571,6 +1645,7 @@ func (s *Session) Close() error {
 	if s.adv != nil {
 		s.adv.ReleaseAll()
 	}
+	s.lazy = nil
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
 	s.closeCursors()
@@ -1591,6 +1666,9 @@ func (s *Session) Close() error {
 // CopyFrom implements pgwire.CopyFromer with one INSERT per row in one
 // transaction (the session's own when in a transaction block).
 func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
+	if err := s.startLazy(ctx); err != nil {
+		return 0, err
+	}
 	own := !s.inTx
 	c := s.held
 	if own {
