@@ -87,15 +87,18 @@ type Store interface {
 // GSNs, logs writesets, ships them and waits for acknowledgements per the
 // safeness level; on a standby it receives, logs, applies and acknowledges.
 type Agent struct {
-	id      string
-	cfg     *config.Cluster
-	log     *slog.Logger
-	db      Store
-	rlog    *replog.Log
-	dir     string
-	stateMu sync.Mutex
-	state   replState
-	changed chan struct{} // closed (and replaced) when state changes
+	// promoteFailed: the map named this node the primary and promoting
+	// failed; watchMap tries again with the map it last saw.
+	promoteFailed atomic.Bool
+	id            string
+	cfg           *config.Cluster
+	log           *slog.Logger
+	db            Store
+	rlog          *replog.Log
+	dir           string
+	stateMu       sync.Mutex
+	state         replState
+	changed       chan struct{} // closed (and replaced) when state changes
 
 	safeness atomic.Value // string
 	degraded atomic.Bool

@@ -263,11 +263,30 @@ func (r *Agent) reportLoop(ctx context.Context) {
 
 // watchMap follows the coordinator's map.
 func (r *Agent) watchMap(ctx context.Context) {
-	for m := range r.coord.Watch(ctx) {
-		if ctx.Err() != nil {
+	ch := r.coord.Watch(ctx)
+	retry := time.NewTicker(time.Second)
+	defer retry.Stop()
+	var last coordinator.Map
+	for {
+		select {
+		case <-ctx.Done():
 			return
+		case m, ok := <-ch:
+			if !ok || ctx.Err() != nil {
+				return
+			}
+			last = m
+			if m.Primary != r.id {
+				r.promoteFailed.Store(false) // another node is named: nothing to retry
+			}
+			r.onMap(ctx, m)
+		case <-retry.C:
+			// A promotion the map asked for failed: no new map may
+			// come, since the map already names this node; try again.
+			if r.promoteFailed.Load() {
+				r.onMap(ctx, last)
+			}
 		}
-		r.onMap(ctx, m)
 	}
 }
 
@@ -288,9 +307,12 @@ func (r *Agent) onMap(ctx context.Context, m coordinator.Map) {
 			r.keeper.Kick()
 		}
 		if err != nil {
-			r.log.Error("the coordinator named this node the primary, but promoting failed", "epoch", m.Epoch, "err", err)
+			if !r.promoteFailed.Swap(true) {
+				r.log.Error("the coordinator named this node the primary, but promoting failed: trying again every second", "epoch", m.Epoch, "err", err)
+			}
 			return
 		}
+		r.promoteFailed.Store(false)
 		r.mFailovers.Inc()
 		r.log.Warn("the coordinator made this node the primary", "epoch", m.Epoch, "last_gsn", res.LastGSN)
 		go func() {

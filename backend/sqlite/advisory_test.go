@@ -135,6 +135,16 @@ func TestLazyBegin(t *testing.T) {
 		t.Fatal("a REPEATABLE READ block read outside its snapshot")
 	}
 	run(sa, "COMMIT", "")
+	// SAVEPOINT starts the block (SQLite calls it read-only).
+	run(sa, "BEGIN", "")
+	run(sa, "SAVEPOINT s1", "")
+	if sa.held == nil {
+		t.Fatal("SAVEPOINT did not start the block")
+	}
+	run(sa, "SELECT count(*) FROM lb", "3")
+	run(sa, "ROLLBACK TO SAVEPOINT s1", "")
+	run(sa, "RELEASE SAVEPOINT s1", "")
+	run(sa, "COMMIT", "")
 	// A block that never started: ROLLBACK has nothing to undo, and
 	// its transaction-level lock is gone.
 	run(sa, "BEGIN", "")

@@ -1060,7 +1060,7 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			// Handled below, without starting the block.
 		case st.tableFree && st.cursor == nil:
 			// Reads no table: runs on a reader, the block still unstarted.
-		case st.readonly && !st.writes && !st.locking && st.cursor == nil && s.readCommittedReads():
+		case isQuery(st.kind) && st.readonly && !st.writes && !st.locking && st.cursor == nil && s.readCommittedReads():
 			// READ COMMITTED, as PostgreSQL's: each statement sees what
 			// was committed when it began. Until the block writes, its
 			// reads run on readers and hold up no writer.
@@ -1345,7 +1345,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	}
 	// Running on c until its Close (release checks).
 	c.open.Add(1)
-	if c == s.held {
+	if c == s.held || s.lazy != nil { // a lazy block's reads run on readers, and end with it too
 		if len(s.blockResults) >= 64 { // a long block: forget the ended ones
 			s.blockResults = slices.DeleteFunc(s.blockResults, func(r *rowResult) bool { return r.closed })
 		}
@@ -1428,6 +1428,16 @@ func (s *Session) readCommittedReads() bool {
 	return true
 }
 
+// isQuery: a statement of this first keyword reads (SAVEPOINT, RELEASE
+// and the like are "read-only" to SQLite too, but belong to the block).
+func isQuery(kind string) bool {
+	switch kind {
+	case "SELECT", "WITH", "VALUES", "TABLE":
+		return true
+	}
+	return false
+}
+
 // startLazy starts a block whose BEGIN was deferred: it takes the write
 // lock now.
 func (s *Session) startLazy(ctx context.Context) error {
@@ -1455,7 +1465,13 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 	if s.adv != nil {
 		defer s.adv.EndTransaction()
 	}
-	s.lazy = nil // a block that never started has nothing to commit
+	if s.lazy != nil {
+		// A block that never started has nothing to commit; its
+		// portals end with it.
+		s.lazy = nil
+		s.endBlockResults()
+		return &cmdResult{tag: verb}, nil
+	}
 	if !s.inTx {
 		return &cmdResult{tag: verb}, nil
 	}
