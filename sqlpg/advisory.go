@@ -215,23 +215,12 @@ func (s *AdvisorySession) release(all bool) {
 // UseAdvisory gives the advisory lock functions on c the session whose
 // statement runs next on it (the back end calls it before each statement).
 func UseAdvisory(c *sqlite3.SQLiteConn, s *AdvisorySession) {
-	if v, ok := clocks.Load(c); ok {
-		k := v.(*clock)
-		k.mu.Lock()
-		k.adv = s
-		k.mu.Unlock()
-	}
+	withClock(c, func(k *clock) { k.adv = s })
 }
 
-func sessionAdvisory(c *sqlite3.SQLiteConn) *AdvisorySession {
-	v, ok := clocks.Load(c)
-	if !ok {
-		return nil
-	}
-	k := v.(*clock)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.adv
+func sessionAdvisory(c *sqlite3.SQLiteConn) (s *AdvisorySession) {
+	withClock(c, func(k *clock) { s = k.adv })
+	return s
 }
 
 // advisoryKey reads a function's key arguments: one bigint, or two
@@ -273,19 +262,23 @@ func registerAdvisoryFunctions(c *sqlite3.SQLiteConn) error {
 		}
 		return s, nil
 	}
+	// prepare reads a call's session and key; null is false when an
+	// argument is NULL (the functions are strict, as PostgreSQL's).
+	prepare := func(name string, args []any) (s *AdvisorySession, k advKey, null bool, err error) {
+		for _, a := range args {
+			if a == nil {
+				return nil, k, true, nil
+			}
+		}
+		if s, err = session(name); err == nil {
+			k, err = advisoryKey(name, args)
+		}
+		return s, k, false, err
+	}
 	lockFn := func(name string, exclusive, xact, try bool) any {
 		return func(args ...any) (any, error) {
-			for _, a := range args {
-				if a == nil {
-					return nil, nil // strict, as PostgreSQL's
-				}
-			}
-			s, err := session(name)
-			if err != nil {
-				return nil, err
-			}
-			k, err := advisoryKey(name, args)
-			if err != nil {
+			s, k, null, err := prepare(name, args)
+			if null || err != nil {
 				return nil, err
 			}
 			err = s.locks.lock(s, k, exclusive, xact, !try)
@@ -303,17 +296,8 @@ func registerAdvisoryFunctions(c *sqlite3.SQLiteConn) error {
 	}
 	unlockFn := func(name string, exclusive bool) any {
 		return func(args ...any) (any, error) {
-			for _, a := range args {
-				if a == nil {
-					return nil, nil
-				}
-			}
-			s, err := session(name)
-			if err != nil {
-				return nil, err
-			}
-			k, err := advisoryKey(name, args)
-			if err != nil {
+			s, k, null, err := prepare(name, args)
+			if null || err != nil {
 				return nil, err
 			}
 			return s.locks.unlock(s, k, exclusive), nil

@@ -604,12 +604,7 @@ func StatementStart(c *sqlite3.SQLiteConn) {
 // of the session whose statement runs next on it (the back end calls it
 // before each statement and Describe).
 func UseSettings(c *sqlite3.SQLiteConn, s pgwire.Settings) {
-	if v, ok := clocks.Load(c); ok {
-		k := v.(*clock)
-		k.mu.Lock()
-		k.settings = s
-		k.mu.Unlock()
-	}
+	withClock(c, func(k *clock) { k.settings = s })
 }
 
 // Sequences is a session's state of the sequences it used: what nextval
@@ -652,23 +647,22 @@ func (q *Sequences) Reset() {
 // the session whose statement runs next on it (the back end calls it
 // before each statement, with UseSettings).
 func UseSequences(c *sqlite3.SQLiteConn, q *Sequences) {
+	withClock(c, func(k *clock) { k.seqs = q })
+}
+
+func sessionSequences(c *sqlite3.SQLiteConn) (q *Sequences) {
+	withClock(c, func(k *clock) { q = k.seqs })
+	return q
+}
+
+// withClock runs f on c's clock under its lock (nothing when c has none).
+func withClock(c *sqlite3.SQLiteConn, f func(k *clock)) {
 	if v, ok := clocks.Load(c); ok {
 		k := v.(*clock)
 		k.mu.Lock()
-		k.seqs = q
-		k.mu.Unlock()
+		defer k.mu.Unlock()
+		f(k)
 	}
-}
-
-func sessionSequences(c *sqlite3.SQLiteConn) *Sequences {
-	v, ok := clocks.Load(c)
-	if !ok {
-		return nil
-	}
-	k := v.(*clock)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.seqs
 }
 
 func (k *clock) sessionSettings() pgwire.Settings {

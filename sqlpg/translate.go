@@ -201,13 +201,14 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	// (Prisma and golang-migrate qualify every table), a table of another
 	// schema does not exist (42P01, as PostgreSQL).
 	var target *pg_query.RangeVar
+	var returning []*pg_query.Node
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_InsertStmt:
-		target = n.InsertStmt.Relation
+		target, returning = n.InsertStmt.Relation, n.InsertStmt.ReturningList
 	case *pg_query.Node_UpdateStmt:
-		target = n.UpdateStmt.Relation
+		target, returning = n.UpdateStmt.Relation, n.UpdateStmt.ReturningList
 	case *pg_query.Node_DeleteStmt:
-		target = n.DeleteStmt.Relation
+		target, returning = n.DeleteStmt.Relation, n.DeleteStmt.ReturningList
 	}
 	if target != nil {
 		if t.rangeVar(target); t.err != nil {
@@ -216,15 +217,6 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		// RETURNING a.col with the target's alias a: SQLite's RETURNING
 		// knows the table by its name only.
 		if target.Alias != nil && target.Alias.Aliasname != "" {
-			var returning []*pg_query.Node
-			switch n := raw.Node.(type) {
-			case *pg_query.Node_InsertStmt:
-				returning = n.InsertStmt.ReturningList
-			case *pg_query.Node_UpdateStmt:
-				returning = n.UpdateStmt.ReturningList
-			case *pg_query.Node_DeleteStmt:
-				returning = n.DeleteStmt.ReturningList
-			}
 			// After the rewrite: the result's types are inferred with
 			// the alias.
 			t.afterRewrite = append(t.afterRewrite, func() {

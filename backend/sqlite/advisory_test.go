@@ -16,16 +16,7 @@ func TestAdvisoryLocks(t *testing.T) {
 	a, _ := db.NewSession(context.Background(), "u", "d")
 	b, _ := db.NewSession(context.Background(), "u", "d")
 	defer b.Close()
-	q := func(s interface{}, sql, want string) {
-		t.Helper()
-		rows, _, err := fetchIDs(t, s.(*Session), sql)
-		if err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		if rows != want {
-			t.Fatalf("%s: %q, want %q", sql, rows, want)
-		}
-	}
+	q := func(s any, sql, want string) { t.Helper(); wantRows(t, s.(*Session), sql, want) }
 	q(a, "SELECT pg_advisory_lock(42)", "")
 	q(b, "SELECT pg_try_advisory_lock(42)", "false")
 	q(a, "SELECT pg_try_advisory_lock(42)", "true") // a second hold
@@ -92,66 +83,69 @@ func TestLazyBegin(t *testing.T) {
 	defer a.Close()
 	b, _ := db.NewSession(context.Background(), "u", "d")
 	defer b.Close()
-	run := func(s *Session, sql, want string) {
-		t.Helper()
-		rows, _, err := fetchIDs(t, s, sql)
-		if err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		if rows != want {
-			t.Fatalf("%s: %q, want %q", sql, rows, want)
-		}
-	}
+	run := wantRows
 	sa, sb := a.(*Session), b.(*Session)
-	run(sa, "CREATE TABLE lb (id int PRIMARY KEY)", "")
-	run(sa, "BEGIN", "")
+	run(t, sa, "CREATE TABLE lb (id int PRIMARY KEY)", "")
+	run(t, sa, "BEGIN", "")
 	if sa.TxStatus() != 'T' {
 		t.Fatalf("after BEGIN: status %c", sa.TxStatus())
 	}
-	run(sa, "SELECT pg_try_advisory_xact_lock(1)", "true")
-	run(sa, "SELECT 40 + 2", "42")
-	run(sb, "INSERT INTO lb VALUES (1)", "") // a holds no write lock yet
-	run(sb, "SELECT pg_try_advisory_lock(1)", "false")
+	run(t, sa, "SELECT pg_try_advisory_xact_lock(1)", "true")
+	run(t, sa, "SELECT 40 + 2", "42")
+	run(t, sb, "INSERT INTO lb VALUES (1)", "") // a holds no write lock yet
+	run(t, sb, "SELECT pg_try_advisory_lock(1)", "false")
 	// READ COMMITTED, as PostgreSQL's: until the block writes, each read
 	// sees what was committed when it began, on a reader.
-	run(sa, "SELECT count(*) FROM lb", "1")
-	run(sb, "INSERT INTO lb VALUES (3)", "")
-	run(sa, "SELECT count(*) FROM lb", "2")
+	run(t, sa, "SELECT count(*) FROM lb", "1")
+	run(t, sb, "INSERT INTO lb VALUES (3)", "")
+	run(t, sa, "SELECT count(*) FROM lb", "2")
 	if sa.held != nil {
 		t.Fatal("the block took the write lock for a read")
 	}
-	run(sa, "SELECT id FROM lb WHERE id = 1 FOR UPDATE", "1") // a locking read starts it
+	run(t, sa, "SELECT id FROM lb WHERE id = 1 FOR UPDATE", "1") // a locking read starts it
 	if sa.held == nil {
 		t.Fatal("SELECT ... FOR UPDATE did not start the block")
 	}
-	run(sa, "INSERT INTO lb VALUES (2)", "")
-	run(sa, "COMMIT", "")
-	run(sb, "SELECT pg_try_advisory_lock(1)", "true")
-	run(sb, "SELECT count(*) FROM lb", "3")
+	run(t, sa, "INSERT INTO lb VALUES (2)", "")
+	run(t, sa, "COMMIT", "")
+	run(t, sb, "SELECT pg_try_advisory_lock(1)", "true")
+	run(t, sb, "SELECT count(*) FROM lb", "3")
 	// A REPEATABLE READ block reads one snapshot: its first read starts it.
-	run(sa, "BEGIN ISOLATION LEVEL REPEATABLE READ", "")
-	run(sa, "SELECT count(*) FROM lb", "3")
+	run(t, sa, "BEGIN ISOLATION LEVEL REPEATABLE READ", "")
+	run(t, sa, "SELECT count(*) FROM lb", "3")
 	if sa.held == nil {
 		t.Fatal("a REPEATABLE READ block read outside its snapshot")
 	}
-	run(sa, "COMMIT", "")
+	run(t, sa, "COMMIT", "")
 	// SAVEPOINT starts the block (SQLite calls it read-only).
-	run(sa, "BEGIN", "")
-	run(sa, "SAVEPOINT s1", "")
+	run(t, sa, "BEGIN", "")
+	run(t, sa, "SAVEPOINT s1", "")
 	if sa.held == nil {
 		t.Fatal("SAVEPOINT did not start the block")
 	}
-	run(sa, "SELECT count(*) FROM lb", "3")
-	run(sa, "ROLLBACK TO SAVEPOINT s1", "")
-	run(sa, "RELEASE SAVEPOINT s1", "")
-	run(sa, "COMMIT", "")
+	run(t, sa, "SELECT count(*) FROM lb", "3")
+	run(t, sa, "ROLLBACK TO SAVEPOINT s1", "")
+	run(t, sa, "RELEASE SAVEPOINT s1", "")
+	run(t, sa, "COMMIT", "")
 	// A block that never started: ROLLBACK has nothing to undo, and
 	// its transaction-level lock is gone.
-	run(sa, "BEGIN", "")
-	run(sa, "SELECT pg_try_advisory_xact_lock(2)", "true")
-	run(sa, "ROLLBACK", "")
+	run(t, sa, "BEGIN", "")
+	run(t, sa, "SELECT pg_try_advisory_xact_lock(2)", "true")
+	run(t, sa, "ROLLBACK", "")
 	if sa.TxStatus() != 'I' {
 		t.Fatalf("after ROLLBACK: status %c", sa.TxStatus())
 	}
-	run(sb, "SELECT pg_try_advisory_lock(2)", "true")
+	run(t, sb, "SELECT pg_try_advisory_lock(2)", "true")
+}
+
+// wantRows runs sql on s and wants its rows as fetchIDs writes them.
+func wantRows(t *testing.T, s *Session, sql, want string) {
+	t.Helper()
+	rows, _, err := fetchIDs(t, s, sql)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	if rows != want {
+		t.Fatalf("%s: %q, want %q", sql, rows, want)
+	}
 }
