@@ -17,7 +17,7 @@ import (
 // Prisma, golang-migrate, Flyway). The table of locks is the node's
 // (AdvisoryLocks, one per database); a session's holds are its
 // AdvisorySession, which the back end binds to the connection before each
-// statement (UseAdvisory). A wait ends with the statement (its context:
+// statement (UseSession). A wait ends with the statement (its context:
 // cancel, statement_timeout); there is no deadlock detection.
 
 // AdvisoryLocks is a database's table of advisory locks.
@@ -210,12 +210,6 @@ func (s *AdvisorySession) release(all bool) {
 			}
 		})
 	}
-}
-
-// UseAdvisory gives the advisory lock functions on c the session whose
-// statement runs next on it (the back end calls it before each statement).
-func UseAdvisory(c *sqlite3.SQLiteConn, s *AdvisorySession) {
-	withClock(c, func(k *clock) { k.adv = s })
 }
 
 func sessionAdvisory(c *sqlite3.SQLiteConn) (s *AdvisorySession) {

@@ -600,13 +600,6 @@ func StatementStart(c *sqlite3.SQLiteConn) {
 	k.mu.Unlock()
 }
 
-// UseSettings gives current_setting() and set_config() on c the settings
-// of the session whose statement runs next on it (the back end calls it
-// before each statement and Describe).
-func UseSettings(c *sqlite3.SQLiteConn, s pgwire.Settings) {
-	withClock(c, func(k *clock) { k.settings = s })
-}
-
 // Sequences is a session's state of the sequences it used: what nextval
 // last returned in the session for each sequence (currval) and for any
 // (lastval). As in PostgreSQL it is the session's own, and a rollback
@@ -643,16 +636,16 @@ func (q *Sequences) Reset() {
 	q.last, q.lastName = nil, ""
 }
 
-// UseSequences gives currval() and lastval() on c the sequence state of
-// the session whose statement runs next on it (the back end calls it
-// before each statement, with UseSettings).
-func UseSequences(c *sqlite3.SQLiteConn, q *Sequences) {
-	withClock(c, func(k *clock) { k.seqs = q })
-}
-
 func sessionSequences(c *sqlite3.SQLiteConn) (q *Sequences) {
 	withClock(c, func(k *clock) { q = k.seqs })
 	return q
+}
+
+// UseSession binds a session's settings, sequence state and advisory
+// locks to c for the statement about to run on it, in one step (the back
+// end calls it before each statement and Describe).
+func UseSession(c *sqlite3.SQLiteConn, settings pgwire.Settings, seqs *Sequences, adv *AdvisorySession) {
+	withClock(c, func(k *clock) { k.settings, k.seqs, k.adv = settings, seqs, adv })
 }
 
 // withClock runs f on c's clock under its lock (nothing when c has none).

@@ -884,9 +884,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		return nil, mapError(err)
 	}
 	defer closePS()
-	sqlpg.UseSettings(c.c, st.s.settings)
-	sqlpg.UseSequences(c.c, &st.s.seqs)
-	sqlpg.UseAdvisory(c.c, st.s.adv)
+	sqlpg.UseSession(c.c, st.s.settings, &st.s.seqs, st.s.adv)
 	args := make([]driver.NamedValue, st.nparams, st.nparams+len(st.hoisted))
 	for i := range args {
 		args[i] = driver.NamedValue{Ordinal: i + 1}
@@ -1225,9 +1223,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		defer sqlpg.SchemaChanged()
 	}
 	sqlpg.StatementStart(c.c)
-	sqlpg.UseSettings(c.c, s.settings)
-	sqlpg.UseSequences(c.c, &s.seqs)
-	sqlpg.UseAdvisory(c.c, s.adv.Bind(ctx))
+	sqlpg.UseSession(c.c, s.settings, &s.seqs, s.adv.Bind(ctx))
 	if len(st.script) > 0 {
 		// All or nothing, as one PostgreSQL statement: a script that
 		// fails half-way (a view that does not compile) leaves nothing.
