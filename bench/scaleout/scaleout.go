@@ -543,7 +543,13 @@ func clusterFile(o Options, n int, runDir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "[router]\nlisten = %q\n", r)
+		// The router's admin address: `tandem plan validate` reads how
+		// many transactions it sent each node (RoutedTransactions).
+		rm, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[router]\nlisten = %q\nmetrics = %q\n", r, rm)
 		if o.ReadConsistency != "" {
 			fmt.Fprintf(&b, "read_consistency = %q\n", o.ReadConsistency)
 		}

@@ -2,7 +2,11 @@ package scaleout
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +100,9 @@ func TestClusterFile(t *testing.T) {
 		}
 		if c.Design != want || len(c.Nodes) != n || (c.Router != nil) != (n > 1) {
 			t.Errorf("N=%d: design %s, %d nodes, router %v", n, c.Design, len(c.Nodes), c.Router != nil)
+		}
+		if c.Router != nil && c.Router.Metrics == "" {
+			t.Errorf("N=%d: the router has no admin address (plan validate reads its routed transactions)", n)
 		}
 	}
 }
@@ -195,5 +202,29 @@ func TestHTML(t *testing.T) {
 	// read-only is linear: efficiency 1 at N = 3 in the point's title.
 	if !strings.Contains(s, "read-only N=3: 2700.0 tx/s, efficiency 1.00") || !strings.Contains(s, "r80w20 N=3: 1800.0 tx/s, efficiency 0.60") {
 		t.Errorf("point titles missing:\n%s", s)
+	}
+}
+
+// RoutedTransactions reads the router's /status: transactions by node.
+func TestRoutedTransactions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/status" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `[{"id":"n1","role":"primary","transactions":12},{"id":"n2","role":"replica","transactions":30}]`)
+	}))
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	got, err := RoutedTransactions(context.Background(), &config.Cluster{Router: &config.Router{Metrics: addr}})
+	if err != nil || got["n1"] != 12 || got["n2"] != 30 {
+		t.Fatalf("RoutedTransactions = %v, %v; want n1 12, n2 30", got, err)
+	}
+	if _, err := RoutedTransactions(context.Background(), &config.Cluster{}); !errors.Is(err, ErrNoRouterAdmin) {
+		t.Errorf("no router: err = %v, want ErrNoRouterAdmin", err)
+	}
+	srv.Close()
+	if _, err := RoutedTransactions(context.Background(), &config.Cluster{Router: &config.Router{Metrics: addr}}); err == nil {
+		t.Error("router gone: no error")
 	}
 }

@@ -97,6 +97,13 @@ type Options struct {
 	// CPU, so rc is what a read costs the nodes wherever it ran. Needs
 	// ReplicaPID.
 	ReplicaReads bool
+	// ReplicaRouted, with ReplicaReads, returns how many transactions the
+	// DSN's router has routed to the replica so far (a counter). The
+	// profiler reads it around the mix phase: the reads that ran on the
+	// replica split the mix phase's CPU between the two trees, so that
+	// the profiled node's update demand can be taken from the mix
+	// (Report.Split, Report.ReplicatedMixDemands). nil: no split.
+	ReplicaRouted func(context.Context) (uint64, error)
 	// SkipMix skips the full-mix phase (--skip-mix): A_1 and L(1) then come
 	// from the update phase.
 	SkipMix bool
@@ -135,8 +142,11 @@ type Report struct {
 	Phases       []*Phase `json:"phases"`
 	// Check compares the mix phase's measured demand with the demand the
 	// separately measured rc and wc predict for it.
-	Check    []MixCheck `json:"mix_check,omitempty"`
-	Warnings []string   `json:"warnings,omitempty"`
+	Check []MixCheck `json:"mix_check,omitempty"`
+	// Split is the mix phase's CPU split between the profiled node and
+	// its replica by the reads each served (Options.ReplicaRouted).
+	Split    *MixSplit `json:"mix_split,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 }
 
 // Phase is what one measured phase did and used.
@@ -190,6 +200,9 @@ type Phase struct {
 	ReplicaIOBytes uint64  `json:"replica_io_bytes,omitempty"`
 	// ReadsOnReplica: ServerCPUS includes ReplicaCPUS (Options.ReplicaReads).
 	ReadsOnReplica bool `json:"reads_on_replica,omitempty"`
+	// RoutedToReplica is how many transactions the router sent the
+	// replica during the phase (Options.ReplicaRouted); nil when not read.
+	RoutedToReplica *uint64 `json:"routed_to_replica,omitempty"`
 	// ClientCPUS is this process's CPU (the load driver and appliers).
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// HostBusyS and HostStealS are the whole host's CPU busy and stolen
@@ -332,6 +345,8 @@ func newProfiler(ctx context.Context, opts Options) (*profiler, error) {
 		return nil, fmt.Errorf("%w: --apply-clients must be > 0, got %d", ErrBadOption, opts.ApplyClients)
 	case opts.ReplicaPID < 0:
 		return nil, fmt.Errorf("%w: --replica-pid must be > 0, got %d", ErrBadOption, opts.ReplicaPID)
+	case opts.ReplicaRouted != nil && !opts.ReplicaReads:
+		return nil, fmt.Errorf("%w: a count of the transactions routed to the replica needs reads balanced over both nodes (ReplicaReads)", ErrBadOption)
 	case opts.ReplicaReads && opts.ReplicaPID == 0:
 		return nil, fmt.Errorf("%w: --replica-reads needs --replica-pid (the node that takes the other reads)", ErrBadOption)
 	case opts.ReplicaPID > 0 && opts.ReplicaPID == opts.PID:
@@ -772,16 +787,35 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 	p.settle(base)
 	p.log.Info("phase", "phase", name, "duration", p.opts.Duration)
 	var res *bench.Result
+	var routed *uint64
 	ph, err := p.measured(name, base, func() error {
+		count := p.opts.ReplicaRouted
+		var before uint64
+		if count != nil {
+			var err error
+			if before, err = count(ctx); err != nil {
+				p.warn(fmt.Sprintf("%s phase: reading the transactions routed to the replica: %v (no split of the phase between the nodes)", name, err))
+				count = nil
+			}
+		}
 		var err error
 		if res, err = bench.Run(ctx, p.runOptions(weights, p.opts.Duration)); err != nil {
 			return fmt.Errorf("%s phase: %w", name, err)
+		}
+		if count != nil {
+			if after, err := count(ctx); err != nil {
+				p.warn(fmt.Sprintf("%s phase: reading the transactions routed to the replica: %v (no split of the phase between the nodes)", name, err))
+			} else {
+				n := sub(after, before)
+				routed = &n
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	ph.RoutedToReplica = routed
 	p.fillCounts(ph, res)
 	if p.opts.ReplicaReads && name != PhaseUpdate {
 		// Reads ran on both nodes: their cost is both trees' CPU.
@@ -1045,6 +1079,7 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 	p.rep.Profile = prof
 	if mixPh != nil {
 		p.rep.Check = mixCheck(prof, p.rep.CPUs, mixPh)
+		p.rep.Split = splitMix(prof, p.rep.CPUs, mixPh)
 		for _, c := range p.rep.Check {
 			if math.Abs(c.Error) > 0.25 && c.MeasuredS > 0.05 {
 				p.warn(fmt.Sprintf("%s: demands measured phase by phase predict %.2f s busy for the mix phase, measured %.2f s (%+.0f%%): the demands do not add up here: commit batching (group commit), caching or other processes' load differ between the phases", c.Resource, c.PredictS, c.MeasuredS, 100*c.Error))
@@ -1080,4 +1115,61 @@ func mixCheck(prof planner.Profile, cpus float64, mixPh *Phase) []MixCheck {
 		out = append(out, c)
 	}
 	return out
+}
+
+// MixSplit divides a replicated path's mix phase between its two nodes.
+// The router balanced the reads over both and sent every update to the
+// profiled node (the primary); the replica applied the updates. With the
+// reads each node served at the read phase's rc, the rest of each node's
+// CPU is its update work at the mix's rate and in the mix's company:
+//
+//	wc = (primary busy − primary's reads·rc) / update attempts
+//	ws = (replica busy − replica's reads·rc) / committed updates
+//
+// (seconds, CPU divided by the CPUs as in the profile). The update phase
+// measures both with updates alone, at their own rate, each waiting for
+// the replica; on 0.25-core hosts it charged the primary more per update
+// than it could have spent in the mix at N = 3 and 4 (docs/benchmarks.md).
+type MixSplit struct {
+	// ReadsPrimary and ReadsReplica are the mix's committed reads, shared
+	// out as the router routed the phase's read attempts.
+	ReadsPrimary float64 `json:"reads_primary"`
+	ReadsReplica float64 `json:"reads_replica"`
+	// PrimaryBusyS and ReplicaBusyS are each tree's CPU in the phase.
+	PrimaryBusyS float64 `json:"primary_busy_s"`
+	ReplicaBusyS float64 `json:"replica_busy_s"`
+	RC           float64 `json:"rc_s"`
+	WC           float64 `json:"wc_from_mix_s"`
+	WS           float64 `json:"ws_from_mix_s"`
+}
+
+// splitMix is the MixSplit of a replicated profile's mix phase, nil when
+// the phase was not counted per node or the profile has no CPU resource.
+func splitMix(prof planner.Profile, cpus float64, mixPh *Phase) *MixSplit {
+	if mixPh.RoutedToReplica == nil || !mixPh.ReadsOnReplica || mixPh.ReadStarted == 0 || mixPh.UpdateStarted == 0 || cpus <= 0 {
+		return nil
+	}
+	var rc float64
+	found := false
+	for _, r := range prof.Resources {
+		if r.Name == ResCPU {
+			rc, found = r.RC, true
+		}
+	}
+	if !found {
+		return nil
+	}
+	share := math.Min(1, float64(*mixPh.RoutedToReplica)/float64(mixPh.ReadStarted))
+	s := &MixSplit{
+		ReadsReplica: share * float64(mixPh.ReadCommitted),
+		ReplicaBusyS: mixPh.ReplicaCPUS / cpus,
+		PrimaryBusyS: (mixPh.ServerCPUS - mixPh.ReplicaCPUS) / cpus,
+		RC:           rc,
+	}
+	s.ReadsPrimary = float64(mixPh.ReadCommitted) - s.ReadsReplica
+	s.WC = math.Max(0, s.PrimaryBusyS-s.ReadsPrimary*rc) / float64(mixPh.UpdateStarted)
+	if mixPh.UpdateCommitted > 0 {
+		s.WS = math.Max(0, s.ReplicaBusyS-s.ReadsReplica*rc) / float64(mixPh.UpdateCommitted)
+	}
+	return s
 }

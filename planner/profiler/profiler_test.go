@@ -46,6 +46,7 @@ func TestOptionErrors(t *testing.T) {
 		{"negative cpus", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", CPUs: -2}, "--cpus"},
 		{"negative replica pid", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: -3}, "--replica-pid"},
 		{"replica reads without a replica", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaReads: true}, "--replica-reads needs --replica-pid"},
+		{"routed count without balanced reads", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: 7, ReplicaRouted: func(context.Context) (uint64, error) { return 0, nil }}, "needs reads balanced over both nodes"},
 		{"replica is the profiled process", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", PID: 42, ReplicaPID: 42}, "--replica-pid 42 is the profiled process"},
 		{"unreachable server", Options{Workload: w, DSN: "postgres://postgres@127.0.0.1:1/x?connect_timeout=2"}, "--dsn: connect"},
 	} {
@@ -272,6 +273,77 @@ func TestMixDemands(t *testing.T) {
 				t.Errorf("rc or ws changed: %+v", got.Resources[0])
 			}
 			if r.Profile.Resources[0].WC != 0.0015 {
+				t.Errorf("the report's own profile changed: %+v", r.Profile.Resources[0])
+			}
+		})
+	}
+}
+
+// splitMix divides a replicated mix phase between the primary and the
+// replica by the reads the router sent each; ReplicatedMixDemands takes
+// the CPU's wc and ws from it and nothing else.
+func TestSplitMix(t *testing.T) {
+	prof := planner.Profile{Name: "p", Pr: 0.8, Pw: 0.2, Resources: []planner.Resource{
+		{Name: "cpu", RC: 0.0005, WC: 0.004, WS: 0.002, WSend: 0.0003},
+		{Name: "disk", RC: 0, WC: 0.0002, WS: 0.0001},
+	}}
+	u := func(v uint64) *uint64 { return &v }
+	for _, tc := range []struct {
+		name   string
+		ph     Phase
+		cpus   float64
+		want   *MixSplit
+		wantWC float64 // after ReplicatedMixDemands (cpu)
+	}{
+		{name: "not counted per node", ph: Phase{ReadsOnReplica: true, ReadStarted: 8000, ReadCommitted: 8000, UpdateStarted: 2000, UpdateCommitted: 2000, ServerCPUS: 3, ReplicaCPUS: 1}, cpus: 0.25},
+		{name: "reads not balanced", ph: Phase{RoutedToReplica: u(10), ReadStarted: 8000, ReadCommitted: 8000, UpdateStarted: 2000, UpdateCommitted: 2000, ServerCPUS: 3, ReplicaCPUS: 1}, cpus: 0.25},
+		// 8,000 reads started (7,900 committed), 6,000 of them on the
+		// replica: 0.75 x 7,900 = 5,925 there, 1,975 on the primary. Both
+		// trees used 3 CPU-s, the replica 1: busy 8 s and 4 s on 0.25 CPU.
+		// wc = (8 - 1975 x 0.0005) / 2000 = 0.00350625
+		// ws = (4 - 5925 x 0.0005) / 1900 = 0.000546052...
+		{name: "split", ph: Phase{RoutedToReplica: u(6000), ReadsOnReplica: true, ReadStarted: 8000, ReadCommitted: 7900, UpdateStarted: 2000, UpdateCommitted: 1900, ServerCPUS: 3, ReplicaCPUS: 1}, cpus: 0.25,
+			want:   &MixSplit{ReadsPrimary: 1975, ReadsReplica: 5925, PrimaryBusyS: 8, ReplicaBusyS: 4, RC: 0.0005, WC: (8 - 1975*0.0005) / 2000, WS: (4 - 5925*0.0005) / 1900},
+			wantWC: (8 - 1975*0.0005) / 2000},
+		// More routed than started (a retry counted twice): every read on
+		// the replica; reads' share exceeding a tree's busy time is 0.
+		{name: "all reads on the replica", ph: Phase{RoutedToReplica: u(9000), ReadsOnReplica: true, ReadStarted: 8000, ReadCommitted: 8000, UpdateStarted: 1000, UpdateCommitted: 1000, ServerCPUS: 1, ReplicaCPUS: 0.75}, cpus: 0.25,
+			want:   &MixSplit{ReadsPrimary: 0, ReadsReplica: 8000, PrimaryBusyS: 1, ReplicaBusyS: 3, RC: 0.0005, WC: 0.001, WS: 0},
+			wantWC: 0.001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := splitMix(prof, tc.cpus, &tc.ph)
+			if (got == nil) != (tc.want == nil) {
+				t.Fatalf("splitMix = %+v, want %+v", got, tc.want)
+			}
+			r := &Report{Profile: prof, Split: got}
+			p, ok := r.ReplicatedMixDemands()
+			if got == nil {
+				if ok || p.Resources[0].WC != 0.004 {
+					t.Errorf("ReplicatedMixDemands without a split = %+v, %v; want the profile unchanged, false", p.Resources[0], ok)
+				}
+				return
+			}
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"reads_primary", got.ReadsPrimary, tc.want.ReadsPrimary}, {"reads_replica", got.ReadsReplica, tc.want.ReadsReplica},
+				{"primary_busy", got.PrimaryBusyS, tc.want.PrimaryBusyS}, {"replica_busy", got.ReplicaBusyS, tc.want.ReplicaBusyS},
+				{"rc", got.RC, tc.want.RC}, {"wc", got.WC, tc.want.WC}, {"ws", got.WS, tc.want.WS}} {
+				if math.Abs(f.got-f.want) > 1e-9 {
+					t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
+				}
+			}
+			if !ok || math.Abs(p.Resources[0].WC-tc.wantWC) > 1e-12 || math.Abs(p.Resources[0].WS-tc.want.WS) > 1e-12 {
+				t.Errorf("ReplicatedMixDemands cpu = %+v, %v; want wc %g ws %g", p.Resources[0], ok, tc.wantWC, tc.want.WS)
+			}
+			if p.Resources[0].RC != 0.0005 || p.Resources[1] != prof.Resources[1] {
+				t.Errorf("rc or the disk changed: %+v", p.Resources)
+			}
+			if p.Resources[0].WSend > p.Resources[0].WC {
+				t.Errorf("wsend %g above wc %g", p.Resources[0].WSend, p.Resources[0].WC)
+			}
+			if r.Profile.Resources[0].WC != 0.004 {
 				t.Errorf("the report's own profile changed: %+v", r.Profile.Resources[0])
 			}
 		})

@@ -90,6 +90,11 @@ func (r *Report) PrintTable(w io.Writer) error {
 				c.Resource, c.MeasuredS, c.PredictS, 100*c.Error, c.WCFromMix, r.wc(c.Resource))
 		}
 	}
+	if sp := r.Split; sp != nil {
+		fmt.Fprintf(&b, "\nsplit of the mix phase by the reads the router sent each node (rc %.7f s):\n", sp.RC)
+		fmt.Fprintf(&b, "  primary: busy %.3f s, %.0f reads, wc from the mix %.7f s per update attempt (update phase: %.7f s)\n", sp.PrimaryBusyS, sp.ReadsPrimary, sp.WC, r.wc(ResCPU))
+		fmt.Fprintf(&b, "  replica: busy %.3f s, %.0f reads, ws from the mix %.7f s per committed update (update phase: %.7f s)\n", sp.ReplicaBusyS, sp.ReadsReplica, sp.WS, r.ws(ResCPU))
+	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nwarnings:\n")
 		for _, w := range slices.Compact(slices.Clone(r.Warnings)) {
@@ -107,6 +112,39 @@ func (r *Report) wc(resource string) float64 {
 		}
 	}
 	return 0
+}
+
+func (r *Report) ws(resource string) float64 {
+	for _, res := range r.Profile.Resources {
+		if res.Name == resource {
+			return res.WS
+		}
+	}
+	return 0
+}
+
+// ReplicatedMixDemands returns the replicated path's profile with the
+// CPU's wc and ws taken from the mix phase split between the nodes
+// (Report.Split) instead of the update phase, and whether it had a split
+// to take them from. The WAL sender's share (wsend) stays the update
+// phase's. Disk demands stay the phases': the nodes share one disk.
+func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
+	p := r.Profile
+	if r.Split == nil {
+		return p, false
+	}
+	p.Resources = append([]planner.Resource(nil), r.Profile.Resources...)
+	for i := range p.Resources {
+		if p.Resources[i].Name == ResCPU {
+			p.Resources[i].WC = r.Split.WC
+			p.Resources[i].WS = r.Split.WS
+			if p.Resources[i].WSend > p.Resources[i].WC {
+				p.Resources[i].WSend = p.Resources[i].WC
+			}
+			return p, true
+		}
+	}
+	return r.Profile, false
 }
 
 func pct(a, b float64) string {
