@@ -50,6 +50,24 @@ type validateOut struct {
 			} `json:"resources"`
 		} `json:"profile"`
 	} `json:"replicated_profiles"`
+	ProfileRounds []struct {
+		Round      int `json:"round"`
+		Replicated []struct {
+			Split *struct {
+				ReadsPrimary float64 `json:"reads_primary"`
+				ReadsReplica float64 `json:"reads_replica"`
+				WC           float64 `json:"wc_from_mix_s"`
+				WS           float64 `json:"ws_from_mix_s"`
+			} `json:"mix_split"`
+			Profile struct {
+				Resources []struct {
+					Name string  `json:"name"`
+					WC   float64 `json:"wc_s"`
+					WS   float64 `json:"ws_s"`
+				} `json:"resources"`
+			} `json:"profile"`
+		} `json:"replicated_profiles"`
+	} `json:"profile_rounds"`
 	Validations []struct {
 		Prediction struct {
 			Mix    string `json:"mix"`
@@ -81,6 +99,10 @@ type validateOut struct {
 			X      float64 `json:"x"`
 			MeanMs float64 `json:"mean_ms"`
 		} `json:"rows"`
+		Points []struct {
+			N     int `json:"n"`
+			Round int `json:"round"`
+		} `json:"points"`
 	} `json:"measured"`
 	Errors []string `json:"errors"`
 }
@@ -110,10 +132,20 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	html := filepath.Join(dir, "v.html")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tandemBin, "plan", "validate", "--design", flag, "--nodes", "1..2", "--workload", "tm1",
+	args := []string{"plan", "validate", "--design", flag, "--nodes", "1..2", "--workload", "tm1",
 		"--mix", "r80w20", "--lab", "cpu=0.25,router=0.5,client=0.5", "--subscribers", "1000", "--clients-per-node", "4",
 		"--rampup", "1s", "--duration", "3s", "--profile-rampup", "1s", "--profile-duration", "2s",
-		"--json", "--html", html, "--dir", filepath.Join(dir, "run"))
+		"--json", "--html", html, "--dir", filepath.Join(dir, "run")}
+	// Single-master also runs two interleaved rounds (profiles before
+	// each round's sweep, their medians in the model) with the update
+	// demands from the mix phases, split between the nodes by the reads
+	// the router sent each.
+	rounds := 1
+	if design == "single-master" {
+		rounds = 2
+		args = append(args, "--rounds", "2", "--demands", "mix")
+	}
+	cmd := exec.CommandContext(ctx, tandemBin, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -179,6 +211,7 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 			t.Errorf("replicated profile cpu demands rc %g wc %g ws %g: nothing measured", r.RC, r.WC, r.WS)
 		}
 	}
+	checkProfileRounds(t, &doc, rounds)
 	if len(doc.Validations) != 1 {
 		t.Fatalf("%d validations, want 1", len(doc.Validations))
 	}
@@ -257,5 +290,56 @@ func TestPlanValidateOneDesign(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "--design both") || !strings.Contains(string(out), "one design at a time") {
 		t.Errorf("plan validate --design both: %s", out)
+	}
+}
+
+// checkProfileRounds: with interleaved rounds every round has its own
+// replicated profile, split by the router's counts, the model's wc is the
+// median (for two, the mean) of the rounds', and the sweep measured every
+// N in every round; with one round there are no per-round profiles.
+func checkProfileRounds(t *testing.T, doc *validateOut, rounds int) {
+	t.Helper()
+	if rounds == 1 {
+		if len(doc.ProfileRounds) != 0 {
+			t.Errorf("one round: %d per-round profiles, want none (Profiles hold them)", len(doc.ProfileRounds))
+		}
+		return
+	}
+	if len(doc.ProfileRounds) != rounds {
+		t.Fatalf("%d profile rounds, want %d", len(doc.ProfileRounds), rounds)
+	}
+	var sum float64
+	for i, r := range doc.ProfileRounds {
+		if r.Round != i+1 || len(r.Replicated) != 1 {
+			t.Fatalf("profile round %d: %+v", i+1, r)
+		}
+		sp := r.Replicated[0].Split
+		if sp == nil || sp.ReadsPrimary+sp.ReadsReplica <= 0 || sp.ReadsReplica <= 0 || sp.WC <= 0 {
+			t.Fatalf("round %d: the replicated mix phase was not split between the nodes by the router's counts: %+v", r.Round, sp)
+		}
+		for _, res := range r.Replicated[0].Profile.Resources {
+			if res.Name == "cpu" {
+				if res.WC != sp.WC || res.WS != sp.WS {
+					t.Errorf("round %d: --demands mix: cpu wc %g ws %g, want the split's %g %g", r.Round, res.WC, res.WS, sp.WC, sp.WS)
+				}
+				sum += res.WC
+			}
+		}
+	}
+	for _, res := range doc.Replicated[0].Profile.Resources {
+		if res.Name == "cpu" && math.Abs(res.WC-sum/float64(rounds)) > 1e-12 {
+			t.Errorf("the model's replicated cpu wc %g, want the rounds' median %g", res.WC, sum/float64(rounds))
+		}
+	}
+	seen := map[[2]int]bool{}
+	for _, p := range doc.Measured.Points {
+		seen[[2]int{p.N, p.Round}] = true
+	}
+	for n := 1; n <= 2; n++ {
+		for r := 1; r <= rounds; r++ {
+			if !seen[[2]int{n, r}] {
+				t.Errorf("the sweep has no point for N = %d in round %d (points %+v)", n, r, doc.Measured.Points)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -260,4 +261,54 @@ func (p Profile) clone() Profile {
 		}
 	}
 	return q
+}
+
+// MedianProfile combines profiles of one workload and mix measured more
+// than once (fresh clusters, minutes apart) into one: every demand (each
+// resource's rc, wc, ws and wsend) and A_1 and L(1) is the median of the
+// profiles' values, the rest is the first profile's. On a shared or
+// virtual machine one profile is one sample of a CPU cost that moves by
+// up to 1.3x between fresh clusters (docs/benchmarks.md); the median of
+// profiles taken between the sweep's rounds follows what the sweep
+// measures. The profiles must have the same resources in the same order.
+func MedianProfile(ps []Profile) (Profile, error) {
+	if len(ps) == 0 {
+		return Profile{}, fmt.Errorf("%w: no profile to combine", ErrInvalidProfile)
+	}
+	out := ps[0]
+	out.Resources = append([]Resource(nil), ps[0].Resources...)
+	for _, p := range ps[1:] {
+		if len(p.Resources) != len(out.Resources) {
+			return Profile{}, fmt.Errorf("%w: profiles %q and %q have different resources", ErrInvalidProfile, ps[0].Name, p.Name)
+		}
+		for i, r := range p.Resources {
+			if r.Name != out.Resources[i].Name {
+				return Profile{}, fmt.Errorf("%w: profiles %q and %q have different resources (%s, %s)", ErrInvalidProfile, ps[0].Name, p.Name, out.Resources[i].Name, r.Name)
+			}
+		}
+	}
+	med := func(f func(Profile) float64) float64 {
+		vs := make([]float64, len(ps))
+		for i, p := range ps {
+			vs[i] = f(p)
+		}
+		slices.Sort(vs)
+		if len(vs)%2 == 1 {
+			return vs[len(vs)/2]
+		}
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	out.A1 = med(func(p Profile) float64 { return p.A1 })
+	out.L1 = med(func(p Profile) float64 { return p.L1 })
+	for i := range out.Resources {
+		r := &out.Resources[i]
+		r.RC = med(func(p Profile) float64 { return p.Resources[i].RC })
+		r.WC = med(func(p Profile) float64 { return p.Resources[i].WC })
+		r.WS = med(func(p Profile) float64 { return p.Resources[i].WS })
+		r.WSend = min(r.WC, med(func(p Profile) float64 { return p.Resources[i].WSend }))
+	}
+	if len(ps) > 1 {
+		out.Measured.Source = fmt.Sprintf("median of %d profiles (each demand, A_1 and L(1) separately); the first: %s", len(ps), ps[0].Measured.Source)
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -223,5 +224,58 @@ func TestNiceCeil(t *testing.T) {
 		if !near(top, tt.top, 1e-12) || !near(step, tt.step, 1e-12) {
 			t.Errorf("niceCeil(%g) = %g, %g; want %g, %g", tt.v, top, step, tt.top, tt.step)
 		}
+	}
+}
+
+// MedianProfile takes each demand's median over the profiles (the mean of
+// the middle two for an even count), keeps wsend within wc, and refuses
+// profiles of different resources.
+func TestMedianProfile(t *testing.T) {
+	mk := func(name string, rc, wc, ws, wsend, a1 float64) Profile {
+		return Profile{Name: name, Pr: 0.8, Pw: 0.2, A1: a1, L1: 10 * a1, Resources: []Resource{
+			{Name: "cpu", RC: rc, WC: wc, WS: ws, WSend: wsend}, {Name: "disk", RC: 0, WC: wc / 10}}}
+	}
+	a, b, c := mk("a", 0.1, 1.0, 0.5, 0.1, 0.01), mk("b", 0.3, 0.6, 0.7, 0.05, 0.03), mk("c", 0.2, 0.8, 0.2, 0.9, 0.02)
+	for _, tc := range []struct {
+		name             string
+		ps               []Profile
+		rc, wc, ws, send float64
+		a1               float64
+	}{
+		{"one", []Profile{a}, 0.1, 1.0, 0.5, 0.1, 0.01},
+		// wsend's median 0.1 stays; each column sorted on its own.
+		{"three", []Profile{a, b, c}, 0.2, 0.8, 0.5, 0.1, 0.02},
+		// Two: means of the pair; wsend (0.5) capped at wc (0.7).
+		{"two", []Profile{b, c}, 0.25, 0.7, 0.45, 0.475, 0.025},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := MedianProfile(tc.ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := got.Resources[0]
+			for _, f := range []struct {
+				name      string
+				got, want float64
+			}{{"rc", r.RC, tc.rc}, {"wc", r.WC, tc.wc}, {"ws", r.WS, tc.ws}, {"wsend", r.WSend, tc.send}, {"a1", got.A1, tc.a1}, {"l1", got.L1, 10 * tc.a1}, {"disk wc", got.Resources[1].WC, tc.wc / 10}} {
+				if math.Abs(f.got-f.want) > 1e-12 {
+					t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
+				}
+			}
+			if got.Name != tc.ps[0].Name || got.Pr != 0.8 {
+				t.Errorf("name %q pr %g: want the first profile's", got.Name, got.Pr)
+			}
+		})
+	}
+	if a.Resources[0].RC != 0.1 {
+		t.Errorf("an input profile changed: %+v", a.Resources[0])
+	}
+	other := a
+	other.Resources = []Resource{{Name: "cpu"}}
+	if _, err := MedianProfile([]Profile{a, other}); !errors.Is(err, ErrInvalidProfile) {
+		t.Errorf("different resources: err = %v, want ErrInvalidProfile", err)
+	}
+	if _, err := MedianProfile(nil); !errors.Is(err, ErrInvalidProfile) {
+		t.Errorf("none: err = %v, want ErrInvalidProfile", err)
 	}
 }

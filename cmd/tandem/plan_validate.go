@@ -37,7 +37,7 @@ type planValidateFlags struct {
 	so                                                          scaleout.Options
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
 	tolerance                                                   float64
-	json, standaloneOnly                                        bool
+	json, standaloneOnly, interleave                            bool
 	demands                                                     string
 }
 
@@ -51,10 +51,14 @@ type validateDoc struct {
 	// Replicated are the profiles of the replicated path (one per mix):
 	// n1 of a two-node cluster of the design profiled through its own
 	// front door, ws measured on n2. The model uses them for N >= 2.
-	Replicated  []*profiler.Report   `json:"replicated_profiles,omitempty"`
-	Validations []planner.Validation `json:"validations"`
-	Measured    *scaleout.Report     `json:"measured"`
-	Errors      []string             `json:"errors,omitempty"`
+	Replicated []*profiler.Report `json:"replicated_profiles,omitempty"`
+	// ProfileRounds holds every round's profiles when they interleave
+	// with the sweep's rounds (Profiles and Replicated are then their
+	// medians), else the one round's.
+	ProfileRounds []profileRound       `json:"profile_rounds,omitempty"`
+	Validations   []planner.Validation `json:"validations"`
+	Measured      *scaleout.Report     `json:"measured"`
+	Errors        []string             `json:"errors,omitempty"`
 }
 
 // newPlanValidateCmd builds `tandem plan validate`: profile a standalone
@@ -101,6 +105,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.StringVar(&f.mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80); each has its own profile")
 	fs.StringVar(&f.lab, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, router=CORES, client=CORES (see tandem bench scaleout)")
 	fs.IntVar(&f.so.Rounds, "rounds", 1, "rounds of the sweep (medians over them)")
+	fs.BoolVar(&f.interleave, "interleave", true, "with --rounds > 1, profile again before each round of the sweep (fresh clusters) and take each demand's median over the rounds' profiles; false profiles once, before every round")
 	fs.StringVar(&f.so.ReadConsistency, "read-consistency", "", "the router's read_consistency in the replicated profile and the sweep (default: eventual for sm, session for mm): eventual runs a read on its replica's latest snapshot without waiting for the session's last write, as seed 003's single-master does (GSI), which the model describes; session (tandem's default for applications) makes a read after a write wait until its node has the write, round trips the model does not have; mm needs session: every node takes writes, and a session's next transaction must find its last one where it runs, as seed 003's clients bound to one replica did")
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
@@ -109,7 +114,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
 	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
 	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
-	fs.StringVar(&f.demands, "demands", "phases", "where the standalone profile's update demand wc comes from: phases (seed 003: a phase of updates only) or mix (its mix phase: the busy time less its reads at rc, per update attempt); the replicated path's wc always comes from its update phase")
+	fs.StringVar(&f.demands, "demands", "phases", "where the update demands come from: phases (seed 003: a phase of updates only) or mix (the mix phase: the standalone node's busy time less its reads at rc, per update attempt; single-master's replicated path split between its nodes by the reads the router sent each: wc from the primary's share, ws from the replica's)")
 	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
 	fs.BoolVar(&f.standaloneOnly, "standalone-profile-only", false, "predict every N from the standalone node's profile alone (seed 003's method as published; tandem's replicated path costs more per transaction, see docs/planner.md)")
 	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
@@ -227,50 +232,80 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// 1. Profile one emulated host: the standalone node under the quota.
 	doc := validateDoc{Command: "tandem " + strings.Join(os.Args[1:], " "), Emulated: true, Lab: o.Lab.String(),
 		Note: "EMULATED hosts: each node (and its PostgreSQL) in its own cgroup CPU quota on one machine; disk and memory are shared"}
-	fmt.Fprintf(progress, "profiling one emulated host (%s) for %s\n", o.Lab.String(), strings.Join(o.Mixes, ", "))
-	env, err := scaleout.Start(ctx, o, 1, "profile")
-	if err != nil {
-		return fmt.Errorf("profile: start the standalone node: %w", err)
+	replicated := !f.standaloneOnly && o.Nodes[len(o.Nodes)-1] > 1
+	// Profiles and the sweep's rounds interleave (--interleave): round r
+	// profiles fresh clusters and then measures every N once, and the
+	// model takes each demand's median over the rounds' profiles, so that
+	// the machine's drift and the spread between fresh clusters fall on
+	// the profiles and the measurements alike.
+	profRounds, sweepRounds := 1, o.Rounds
+	if f.interleave && o.Rounds > 1 {
+		profRounds, sweepRounds = o.Rounds, 1
 	}
-	n1 := env.Cluster.Proc("n1")
-	if n1 == nil {
-		env.Close()
-		return errors.New("profile: the standalone node n1 is not running")
-	}
-	for _, m := range o.Mixes {
-		fmt.Fprintf(progress, "  profiling %s (up to 4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
-		rep, err := profileSteady(ctx, profiler.Options{Workload: o.Workload, DSN: env.DSN, Mix: m, Clients: o.ClientsPerNode,
-			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger}, o.MaxSteal, progress)
-		if err != nil {
-			env.Close()
-			return fmt.Errorf("profile %s: %w", m, err)
+	var sweep []*scaleout.Report
+	var runErr error
+	for r := 1; r <= profRounds; r++ {
+		ro := o
+		if profRounds > 1 {
+			ro.Dir = filepath.Join(o.Dir, fmt.Sprintf("round-%d", r))
+			fmt.Fprintf(progress, "round %d of %d: profiles, then N = %s\n", r, profRounds, f.nodes)
 		}
-		doc.Profiles = append(doc.Profiles, rep)
-	}
-	env.Close()
-
-	// 1b. Profile the replicated path: two emulated hosts of the design,
-	// the profiler on n1's own front door (not the router), n2 following it.
-	if !f.standaloneOnly && o.Nodes[len(o.Nodes)-1] > 1 {
-		fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s, %s engine), n2 applying its changes\n", o.Design, engineName(o.Engine))
-		if doc.Replicated, err = profileReplicated(ctx, o, f); err != nil {
+		// 1. Profile one emulated host: the standalone node under the quota.
+		st, err := profileStandalone(ctx, ro, f)
+		if err != nil {
 			return err
 		}
-	}
-
-	// --demands mix: wc from the standalone profile's mix phase (N = 1).
-	// Not from the replicated path's: its mix phase counts both nodes'
-	// process trees (reads are balanced over both), so the busy time it
-	// implies per update holds the replica's apply and more, which the
-	// model charges again as ws (tried: N >= 2 predicted at half what was
-	// measured).
-	if f.demands == "mix" {
-		for _, rep := range doc.Profiles {
-			rep.Profile, _ = rep.MixDemands()
+		// 1b. Profile the replicated path: two emulated hosts of the design.
+		var rp []*profiler.Report
+		if replicated {
+			fmt.Fprintf(progress, "profiling the replicated path: n1 of two emulated hosts (%s, %s engine), n2 applying its changes\n", o.Design, engineName(o.Engine))
+			if rp, err = profileReplicated(ctx, ro, f); err != nil {
+				return err
+			}
 		}
+		// --demands mix: wc from the standalone profile's mix phase (N =
+		// 1), and the replicated path's wc and ws from its mix phase
+		// split between the two nodes by the reads the router sent each
+		// (single-master; the mix phase's busy time as a whole holds the
+		// replica's apply, which the model charges as ws: taken whole it
+		// predicted N >= 2 at half what was measured). Without a split the
+		// replicated path keeps its update phase's demands.
+		if f.demands == "mix" {
+			for _, rep := range st {
+				rep.Profile, _ = rep.MixDemands()
+			}
+			for i, rep := range rp {
+				var ok bool
+				if rep.Profile, ok = rep.ReplicatedMixDemands(); !ok && o.Design == "single-master" && r == 1 {
+					doc.Errors = append(doc.Errors, fmt.Sprintf("mix %s: the replicated path's mix phase was not split between its nodes; its wc and ws come from the update phase", o.Mixes[i]))
+				}
+			}
+		}
+		doc.ProfileRounds = append(doc.ProfileRounds, profileRound{Round: r, Standalone: st, Replicated: rp})
+		if profRounds > 1 {
+			// 3. Measure (this round's).
+			ro.Rounds = 1
+			fmt.Fprintf(progress, "measuring N = %s (round %d)\n", f.nodes, r)
+			rep, err := scaleout.Run(ctx, ro)
+			if rep != nil {
+				for i := range rep.Points {
+					rep.Points[i].Round = r
+				}
+				sweep = append(sweep, rep)
+			}
+			if err != nil {
+				runErr = fmt.Errorf("round %d: %w", r, err)
+				break
+			}
+		}
+	}
+	if doc.Profiles, doc.Replicated, err = combineProfiles(doc.ProfileRounds); err != nil {
+		return err
+	}
+	if len(doc.ProfileRounds) == 1 {
+		doc.ProfileRounds = nil // the same reports as Profiles and Replicated
 	}
 
 	// 2. Predict: N = 1 from the standalone node's profile, N >= 2 from the
@@ -294,9 +329,16 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		}
 	}
 
-	// 3. Measure.
-	fmt.Fprintf(progress, "measuring N = %s\n", f.nodes)
-	so, runErr := scaleout.Run(ctx, o)
+	// 3. Measure (all rounds at once unless interleaved).
+	if sweepRounds == o.Rounds && profRounds == 1 {
+		fmt.Fprintf(progress, "measuring N = %s\n", f.nodes)
+		so, err := scaleout.Run(ctx, o)
+		if so != nil {
+			sweep = append(sweep, so)
+		}
+		runErr = err
+	}
+	so := mergeSweeps(sweep)
 	doc.Measured = so
 	if runErr != nil {
 		doc.Errors = append(doc.Errors, runErr.Error())
@@ -325,7 +367,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		if doc.Replicated != nil {
 			repl = doc.Replicated[i]
 		}
-		v.Inputs = validationInputs(doc.Profiles[i], repl, o, f)
+		v.Inputs = validationInputs(doc.Profiles[i], repl, max(1, len(doc.ProfileRounds)), o, f)
 		for j := range v.Points {
 			p := &v.Points[j]
 			prof := doc.Profiles[i]
@@ -374,6 +416,96 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	return nil
 }
 
+// profileRound is one round's profiles (per mix): the standalone node's
+// and the replicated path's.
+type profileRound struct {
+	Round      int                `json:"round"`
+	Standalone []*profiler.Report `json:"profiles"`
+	Replicated []*profiler.Report `json:"replicated_profiles,omitempty"`
+}
+
+// profileStandalone profiles, for each mix, a standalone node in a fresh
+// emulated host under the lab's node quota.
+func profileStandalone(ctx context.Context, o scaleout.Options, f *planValidateFlags) ([]*profiler.Report, error) {
+	fmt.Fprintf(o.Progress, "profiling one emulated host (%s) for %s\n", o.Lab.String(), strings.Join(o.Mixes, ", "))
+	env, err := scaleout.Start(ctx, o, 1, "profile")
+	if err != nil {
+		return nil, fmt.Errorf("profile: start the standalone node: %w", err)
+	}
+	defer env.Close()
+	n1 := env.Cluster.Proc("n1")
+	if n1 == nil {
+		return nil, errors.New("profile: the standalone node n1 is not running")
+	}
+	var reps []*profiler.Report
+	for _, m := range o.Mixes {
+		fmt.Fprintf(o.Progress, "  profiling %s (up to 4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
+		rep, err := profileSteady(ctx, profiler.Options{Workload: o.Workload, DSN: env.DSN, Mix: m, Clients: o.ClientsPerNode,
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger}, o.MaxSteal, o.Progress)
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: %w", m, err)
+		}
+		reps = append(reps, rep)
+	}
+	return reps, nil
+}
+
+// combineProfiles gives, per mix, the profile the model uses: the one
+// round's, or a copy of the first round's report whose profile has the
+// median of the rounds' demands (planner.MedianProfile).
+func combineProfiles(rounds []profileRound) (standalone, replicated []*profiler.Report, err error) {
+	if len(rounds) == 0 {
+		return nil, nil, errors.New("no profile was measured")
+	}
+	if len(rounds) == 1 {
+		return rounds[0].Standalone, rounds[0].Replicated, nil
+	}
+	combine := func(pick func(profileRound) []*profiler.Report) ([]*profiler.Report, error) {
+		first := pick(rounds[0])
+		var out []*profiler.Report
+		for i := range first {
+			var ps []planner.Profile
+			for _, r := range rounds {
+				if reps := pick(r); i < len(reps) {
+					ps = append(ps, reps[i].Profile)
+				}
+			}
+			med, err := planner.MedianProfile(ps)
+			if err != nil {
+				return nil, err
+			}
+			c := *first[i]
+			c.Profile = med
+			out = append(out, &c)
+		}
+		return out, nil
+	}
+	if standalone, err = combine(func(r profileRound) []*profiler.Report { return r.Standalone }); err != nil {
+		return nil, nil, err
+	}
+	if rounds[0].Replicated != nil {
+		if replicated, err = combine(func(r profileRound) []*profiler.Report { return r.Replicated }); err != nil {
+			return nil, nil, err
+		}
+	}
+	return standalone, replicated, nil
+}
+
+// mergeSweeps joins the sweeps of interleaved rounds into one report,
+// rows summarised over every round's points; nil when there is none.
+func mergeSweeps(reps []*scaleout.Report) *scaleout.Report {
+	if len(reps) == 0 {
+		return nil
+	}
+	out := *reps[0]
+	out.Points = nil
+	for _, r := range reps {
+		out.Points = append(out.Points, r.Points...)
+	}
+	out.Rows = scaleout.Summarise(out.Points)
+	return &out
+}
+
 // readConsistencySource says what a read consistency means for the
 // comparison.
 func readConsistencySource(c string) string {
@@ -410,9 +542,18 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 	var reps []*profiler.Report
 	for _, m := range o.Mixes {
 		fmt.Fprintf(o.Progress, "  profiling %s on n1 (up to 3 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
-		rep, err := profileSteady(ctx, profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
+		po := profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
 			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, ReplicaReads: replicaReads, Logger: o.Logger,
-			Name: o.Workload.Name() + "-" + m + "-replicated"}, o.MaxSteal, o.Progress)
+			Name: o.Workload.Name() + "-" + m + "-replicated"}
+		if replicaReads {
+			// The reads the router sends n2 split the mix phase between
+			// the nodes (--demands mix).
+			po.ReplicaRouted = func(ctx context.Context) (uint64, error) {
+				routed, err := scaleout.RoutedTransactions(ctx, env.Config)
+				return routed["n2"], err
+			}
+		}
+		rep, err := profileSteady(ctx, po, o.MaxSteal, o.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s on the replicated path: %w", m, err)
 		}
@@ -504,7 +645,7 @@ func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 
 // validationInputs lists the model's inputs: what the profile measured on
 // the emulated host, what the sweep set, and what is assumed.
-func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planValidateFlags) []planner.Input {
+func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options, f *planValidateFlags) []planner.Input {
 	p := rep.Profile
 	cpus := fmt.Sprintf("the node's process tree (pid %d: node + PostgreSQL) over %s phases, CPU time divided by %g (%s)",
 		rep.PID, f.profileDuration, rep.CPUs, rep.CPUsFrom)
@@ -532,6 +673,10 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 			if o.Design == "single-master" {
 				src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them; rc: both nodes' process trees (pids %d, %d) per read (the router balanced the reads over both), wc: the primary's per update attempt, ws: the replica's during the update phase per committed update; CPU divided by %g",
 					repl.PID, repl.ReplicaPID, repl.CPUs)
+				if sp := repl.Split; sp != nil && f.demands == "mix" && r.Name == profiler.ResCPU {
+					src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them; rc: both nodes' process trees (pids %d, %d) per read in the read phase; wc and ws from the mix phase, each tree's CPU less its reads at rc (the router sent the primary %.0f and the replica %.0f of them), per update attempt on the primary and per committed update on the replica; CPU divided by %g",
+						repl.PID, repl.ReplicaPID, sp.ReadsPrimary, sp.ReadsReplica, repl.CPUs)
+				}
 			}
 			if r.Name != "cpu" {
 				src = "on the replicated path: the shared disk's busy time split between n1 and n2 by their I/O bytes"
@@ -541,10 +686,15 @@ func validationInputs(rep, repl *profiler.Report, o scaleout.Options, f *planVal
 				Measured: true, Source: src})
 		}
 	}
-	in = append(in,
+	profiles := planner.Input{Name: "profiles", Value: "one", Measured: true, Source: "each profile measured once, on fresh clusters, before the sweep"}
+	if rounds > 1 {
+		profiles = planner.Input{Name: "profiles", Value: fmt.Sprintf("median of %d", rounds), Measured: true,
+			Source: "--interleave: each round profiled fresh clusters just before its sweep; every demand, a1 and l1 is the median over the rounds (the figures above); each round's profile is in profile_rounds"}
+	}
+	in = append(in, profiles,
 		planner.Input{Name: "wc from", Value: f.demands, Measured: true, Source: map[string]string{
 			"phases": "the update phase (updates only, seed 003 §4.1.1); --demands mix takes it from the mix phase",
-			"mix":    "--demands mix: the standalone profile's mix phase (N = 1), its busy time less its reads at rc, per update attempt (the wc shown above); the replicated path's wc stays its update phase's"}[f.demands]},
+			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path keeps its update phase's"}[f.demands]},
 		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
 		planner.Input{Name: "l1", Value: fmt.Sprintf("%.3f ms", 1000*p.L1), Measured: true, Source: "the profile's mix phase: mean response time of committed updates"},
 		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the profile, the model and the sweep"},
