@@ -278,7 +278,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			}
 			for i, rep := range rp {
 				var ok bool
-				if rep.Profile, ok = rep.ReplicatedMixDemands(); !ok && o.Design == "single-master" && r == 1 {
+				if rep.Profile, ok = rep.ReplicatedMixDemands(); !ok && o.Design == "single-master" && rep.Profile.Pw > 0 && r == 1 {
 					doc.Errors = append(doc.Errors, fmt.Sprintf("mix %s: the replicated path's mix phase was not split between its nodes; its wc and ws come from the update phase", o.Mixes[i]))
 				}
 			}
@@ -539,10 +539,19 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 			return nil, fmt.Errorf("profile the replicated path: %w", err)
 		}
 	}
+	// The load the sweep puts on these nodes: single-master's router
+	// carries 2·C clients at N = 2, multi-master's n1 C. Demands fall with
+	// concurrency (more commits share a WAL flush and a WAL sender's
+	// wake-up): profiled with C clients over two single-master nodes the
+	// primary's wc came out 1.3x what the sweep's N = 2 could spend.
+	clients := o.ClientsPerNode
+	if replicaReads {
+		clients = 2 * o.ClientsPerNode
+	}
 	var reps []*profiler.Report
 	for _, m := range o.Mixes {
-		fmt.Fprintf(o.Progress, "  profiling %s on n1 (up to 3 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
-		po := profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
+		fmt.Fprintf(o.Progress, "  profiling %s on n1 with %d clients (up to 3 phases of %s + %s ramp-up)\n", m, clients, f.profileDuration, f.profileRampup)
+		po := profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: clients,
 			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, ReplicaReads: replicaReads, Logger: o.Logger,
 			Name: o.Workload.Name() + "-" + m + "-replicated"}
 		if replicaReads {
@@ -671,10 +680,10 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 			src := fmt.Sprintf("measured on the replicated path: n1 of two emulated hosts of %s profiled through its own front door, its process tree (pid %d) for rc and wc, n2's (pid %d) during the update phase per committed update for ws, CPU divided by %g",
 				o.Design, repl.PID, repl.ReplicaPID, repl.CPUs)
 			if o.Design == "single-master" {
-				src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them; rc: both nodes' process trees (pids %d, %d) per read (the router balanced the reads over both), wc: the primary's per update attempt, ws: the replica's during the update phase per committed update; CPU divided by %g",
+				src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them, with the sweep's N = 2 load (2 x C clients); rc: both nodes' process trees (pids %d, %d) per read (the router balanced the reads over both), wc: the primary's per update attempt, ws: the replica's during the update phase per committed update; CPU divided by %g",
 					repl.PID, repl.ReplicaPID, repl.CPUs)
 				if sp := repl.Split; sp != nil && f.demands == "mix" && r.Name == profiler.ResCPU {
-					src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them; rc: both nodes' process trees (pids %d, %d) per read in the read phase; wc and ws from the mix phase, each tree's CPU less its reads at rc (the router sent the primary %.0f and the replica %.0f of them), per update attempt on the primary and per committed update on the replica; CPU divided by %g",
+					src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them, with the sweep's N = 2 load (2 x C clients); rc: both nodes' process trees (pids %d, %d) per read in the read phase; wc and ws from the mix phase, each tree's CPU less its reads at rc (the router sent the primary %.0f and the replica %.0f of them), per update attempt on the primary and per committed update on the replica; CPU divided by %g",
 						repl.PID, repl.ReplicaPID, sp.ReadsPrimary, sp.ReadsReplica, repl.CPUs)
 				}
 			}
@@ -697,7 +706,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path keeps its update phase's"}[f.demands]},
 		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
 		planner.Input{Name: "l1", Value: fmt.Sprintf("%.3f ms", 1000*p.L1), Measured: true, Source: "the profile's mix phase: mean response time of committed updates"},
-		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the profile, the model and the sweep"},
+		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the standalone profile, the model and the sweep; single-master's replicated profile runs 2 x C over its two nodes, the sweep's load at N = 2"},
 		planner.Input{Name: "Z (think time)", Value: "0", Measured: false, Source: "set: closed loop without think time, as the sweep runs"},
 		planner.Input{Name: "load-balancer delay (router + network)", Value: f.lbDelay.String(), Measured: false,
 			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; the model adds it at N = 1 too, where the sweep has no router", o.Lab.CPURouter)},
