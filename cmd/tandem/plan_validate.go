@@ -84,6 +84,10 @@ needs root and a cgroup cpu controller), as seed 003 §6 does on real ones:
      (predicted - measured) / measured, and which model inputs were measured
      and which assumed.
 
+With --rounds > 1, steps 1 and 3 interleave (--interleave): each round
+profiles fresh clusters and then measures every N once, and the model takes
+each demand's median over the rounds' profiles.
+
 Results are emulated hosts on one machine, not separate machines. The
 profiler measures a managed PostgreSQL (it captures writesets with
 PostgreSQL triggers), so both designs are validated on PostgreSQL back ends.
@@ -240,9 +244,9 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	// model takes each demand's median over the rounds' profiles, so that
 	// the machine's drift and the spread between fresh clusters fall on
 	// the profiles and the measurements alike.
-	profRounds, sweepRounds := 1, o.Rounds
+	profRounds := 1
 	if f.interleave && o.Rounds > 1 {
-		profRounds, sweepRounds = o.Rounds, 1
+		profRounds = o.Rounds
 	}
 	var sweep []*scaleout.Report
 	var runErr error
@@ -330,7 +334,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 
 	// 3. Measure (all rounds at once unless interleaved).
-	if sweepRounds == o.Rounds && profRounds == 1 {
+	if profRounds == 1 {
 		fmt.Fprintf(progress, "measuring N = %s\n", f.nodes)
 		so, err := scaleout.Run(ctx, o)
 		if so != nil {
