@@ -317,9 +317,10 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 		Emulated bool   `json:"emulated"`
 		Engine   string `json:"engine"`
 		Rows     []struct {
-			N          int     `json:"n"`
-			X          float64 `json:"x"`
-			Efficiency float64 `json:"efficiency"`
+			N            int     `json:"n"`
+			X            float64 `json:"x"`
+			Efficiency   float64 `json:"efficiency"`
+			MemLatencyNS float64 `json:"mem_latency_ns"`
 		} `json:"rows"`
 		Points []struct {
 			N           int     `json:"n"`
@@ -342,6 +343,12 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 	for _, r := range rep.Rows {
 		if r.X <= 0 || r.Efficiency <= 0 {
 			t.Errorf("N = %d: X %v, efficiency %v", r.N, r.X, r.Efficiency)
+		}
+		// The machine's memory latency over the window (lab/speed.go): a
+		// dependent load from 8 MiB, between a cache hit and a trip to
+		// memory through a cold TLB.
+		if r.MemLatencyNS < 1 || r.MemLatencyNS > 2000 {
+			t.Errorf("N = %d: memory latency %v ns", r.N, r.MemLatencyNS)
 		}
 	}
 	for _, p := range rep.Points {

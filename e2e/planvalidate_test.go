@@ -22,7 +22,11 @@ type validateOut struct {
 		CPUs     float64  `json:"cpus"`
 		CPUsFrom string   `json:"cpus_from"`
 		Warnings []string `json:"warnings"`
-		Profile  struct {
+		Phases   []struct {
+			Name         string  `json:"name"`
+			MemLatencyNS float64 `json:"mem_latency_ns"`
+		} `json:"phases"`
+		Profile struct {
 			Mix       string `json:"mix"`
 			Resources []struct {
 				Name string  `json:"name"`
@@ -35,7 +39,11 @@ type validateOut struct {
 		PID        int      `json:"pid"`
 		ReplicaPID int      `json:"replica_pid"`
 		Warnings   []string `json:"warnings"`
-		Phases     []struct {
+		Background *struct {
+			ServerCores  float64 `json:"server_cores"`
+			ReplicaCores float64 `json:"replica_cores"`
+		} `json:"background"`
+		Phases []struct {
 			Name           string  `json:"name"`
 			Completions    int64   `json:"completions"`
 			ReplicaCPUS    float64 `json:"replica_cpu_s"`
@@ -43,10 +51,12 @@ type validateOut struct {
 		} `json:"phases"`
 		Profile struct {
 			Resources []struct {
-				Name string  `json:"name"`
-				RC   float64 `json:"rc_s"`
-				WC   float64 `json:"wc_s"`
-				WS   float64 `json:"ws_s"`
+				Name      string  `json:"name"`
+				RC        float64 `json:"rc_s"`
+				WC        float64 `json:"wc_s"`
+				WS        float64 `json:"ws_s"`
+				BG        float64 `json:"bg"`
+				BGReplica float64 `json:"bg_replica"`
 			} `json:"resources"`
 		} `json:"profile"`
 	} `json:"replicated_profiles"`
@@ -100,10 +110,24 @@ type validateOut struct {
 			MeanMs float64 `json:"mean_ms"`
 		} `json:"rows"`
 		Points []struct {
-			N     int `json:"n"`
-			Round int `json:"round"`
+			N            int     `json:"n"`
+			Round        int     `json:"round"`
+			Mix          string  `json:"mix"`
+			X            float64 `json:"x"`
+			MemLatencyNS float64 `json:"mem_latency_ns"`
 		} `json:"points"`
 	} `json:"measured"`
+	Speed *struct {
+		Profiles struct {
+			N      int     `json:"n"`
+			Median float64 `json:"median_ns"`
+		} `json:"profiles"`
+		Windows struct {
+			N      int     `json:"n"`
+			Median float64 `json:"median_ns"`
+		} `json:"windows"`
+		Ratio float64 `json:"ratio"`
+	} `json:"speed"`
 	Errors []string `json:"errors"`
 }
 
@@ -212,6 +236,8 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		}
 	}
 	checkProfileRounds(t, &doc, rounds)
+	checkSpeed(t, &doc)
+	checkBackground(t, &doc)
 	if len(doc.Validations) != 1 {
 		t.Fatalf("%d validations, want 1", len(doc.Validations))
 	}
@@ -340,6 +366,58 @@ func checkProfileRounds(t *testing.T, doc *validateOut, rounds int) {
 			if !seen[[2]int{n, r}] {
 				t.Errorf("the sweep has no point for N = %d in round %d (points %+v)", n, r, doc.Measured.Points)
 			}
+		}
+	}
+}
+
+// checkSpeed: every sweep window and standalone profile phase has the
+// machine's memory latency, and the summary counts them all.
+func checkSpeed(t *testing.T, doc *validateOut) {
+	t.Helper()
+	for _, p := range doc.Measured.Points {
+		if p.MemLatencyNS <= 0 {
+			t.Errorf("sweep point N = %d round %d: no memory latency", p.N, p.Round)
+		}
+	}
+	for _, ph := range doc.Profiles[0].Phases {
+		if ph.MemLatencyNS <= 0 {
+			t.Errorf("profile phase %s: no memory latency", ph.Name)
+		}
+	}
+	sp := doc.Speed
+	if sp == nil || sp.Windows.N != len(doc.Measured.Points) || sp.Profiles.N < len(doc.Profiles[0].Phases) || sp.Profiles.Median <= 0 {
+		t.Fatalf("speed summary %+v: want every window (%d) and at least the standalone profile's phases (%d)", sp, len(doc.Measured.Points), len(doc.Profiles[0].Phases))
+	}
+	if want := sp.Windows.Median / sp.Profiles.Median; math.Abs(sp.Ratio-want) > 0.001 {
+		t.Errorf("speed ratio %g, want %g", sp.Ratio, want)
+	}
+}
+
+// checkBackground: each profile measured an idle phase first
+// (--profile-idle, 5 s by default), and the replicated path's nodes, busy
+// with their coordinator and lease when no transaction runs, carry a
+// background share of their host in the model's profile, the one the
+// idle phase measured.
+func checkBackground(t *testing.T, doc *validateOut) {
+	t.Helper()
+	if ph := doc.Profiles[0].Phases; len(ph) == 0 || ph[0].Name != "idle" {
+		t.Errorf("the standalone profile's phases %+v do not start with the idle phase", ph)
+	}
+	repl := doc.Replicated[0]
+	if repl.Background == nil || repl.Background.ServerCores <= 0 || repl.Background.ReplicaCores <= 0 {
+		t.Fatalf("replicated profile: background %+v, want both nodes' idle CPU", repl.Background)
+	}
+	for _, r := range repl.Profile.Resources {
+		if r.Name != "cpu" {
+			continue
+		}
+		if r.BG <= 0 || r.BGReplica <= 0 || r.BG >= 0.95 || r.BGReplica >= 0.95 {
+			t.Errorf("replicated profile cpu bg %g, bg_replica %g: want each node's idle share of its 0.25-core host", r.BG, r.BGReplica)
+		}
+		// With one round the model's profile is the round's, whose bg is
+		// the idle cores over the host's quota.
+		if len(doc.ProfileRounds) == 0 && math.Abs(r.BG-repl.Background.ServerCores/0.25) > 1e-4 {
+			t.Errorf("replicated profile cpu bg %g, want %g cores of 0.25", r.BG, repl.Background.ServerCores)
 		}
 	}
 }

@@ -14,6 +14,10 @@
 // the next lab to start removes what a launcher killed with SIGKILL left
 // behind (when that pid is gone); Close removes the rest on a normal exit.
 //
+// It also measures the machine's memory speed, which other guests of a
+// virtual machine's host move without stolen time (speed.go: a probe, and
+// a hog to calibrate against).
+//
 // It owns cgroups, network namespaces and their statistics. It must not
 // start tandem processes (package cluster does, and hands each pid to a
 // Host). See DESIGN.md.

@@ -38,7 +38,7 @@ func TestProfileFromMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Resource{{"cpu", 4.0 / 40000, 6.0 / 20000, 2.0 / 25000, 1.5 / 20000}, {"disk", 0.1 / 40000, 3.0 / 20000, 1.0 / 25000, 0}}
+	want := []Resource{{Name: "cpu", RC: 4.0 / 40000, WC: 6.0 / 20000, WS: 2.0 / 25000, WSend: 1.5 / 20000}, {Name: "disk", RC: 0.1 / 40000, WC: 3.0 / 20000, WS: 1.0 / 25000}}
 	for i, r := range p.Resources {
 		w := want[i]
 		if r.Name != w.Name || math.Abs(r.RC-w.RC) > 1e-15 || math.Abs(r.WC-w.WC) > 1e-15 || math.Abs(r.WS-w.WS) > 1e-15 || math.Abs(r.WSend-w.WSend) > 1e-15 {

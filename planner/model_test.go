@@ -491,3 +491,49 @@ func TestSingleMasterWALSenders(t *testing.T) {
 		t.Errorf("wsend above wc: want an error naming wsend_s, got %v", err)
 	}
 }
+
+// A node's background (BG, BGReplica) takes its share of the resource's
+// capacity: each model predicts with it exactly what it predicts without
+// it from demands divided by 1 - BG (the master's or a multi-master
+// replica's) and 1 - BGReplica (a single-master slave's), whatever the
+// load; and a background of 0.95 or more, or negative, is refused.
+func TestBackground(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		design Design
+		pr     float64
+	}{{"single-master, 20 % updates", SingleMaster, 0.8}, {"single-master, updates only", SingleMaster, 0}, {"single-master, read-only", SingleMaster, 1}, {"multi-master, 20 % updates", MultiMaster, 0.8}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bg, bgr := 0.2, 0.1
+			with := syntheticProfile(tc.pr, 0.004, 0.02, 0.005, 10)
+			with.Resources[0].BG, with.Resources[0].BGReplica = bg, bgr
+			// With the same background on every node, the model must be
+			// the one of demands / (1 - BG) without any.
+			same := syntheticProfile(tc.pr, 0.004, 0.02, 0.005, 10)
+			same.Resources[0].BG, same.Resources[0].BGReplica = bg, bg
+			scaled := syntheticProfile(tc.pr, 0.004/(1-bg), 0.02/(1-bg), 0.005/(1-bg), 10)
+			n := []int{1, 2, 4}
+			p1 := predict(t, same, tc.design, n, DefaultParams(same))
+			p2 := predict(t, scaled, tc.design, n, DefaultParams(scaled))
+			for i, pt := range p1.Points {
+				if !near(pt.ThroughputTPS, p2.Points[i].ThroughputTPS, 1e-9) {
+					t.Errorf("N=%d: %g tps with BG %g, %g with demands / (1 - BG)", pt.Replicas, pt.ThroughputTPS, bg, p2.Points[i].ThroughputTPS)
+				}
+			}
+			// A lighter replica background never predicts less.
+			p3 := predict(t, with, tc.design, n, DefaultParams(with))
+			for i, pt := range p3.Points {
+				if pt.ThroughputTPS < p1.Points[i].ThroughputTPS*(1-1e-9) {
+					t.Errorf("N=%d: %g tps with BGReplica %g, below %g with %g", pt.Replicas, pt.ThroughputTPS, bgr, p1.Points[i].ThroughputTPS, bg)
+				}
+			}
+		})
+	}
+	for _, v := range []float64{-0.1, 0.95, 1.2} {
+		p := syntheticProfile(0.8, 0.004, 0.02, 0.005, 10)
+		p.Resources[0].BGReplica = v
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "bg_replica") {
+			t.Errorf("bg_replica %g: want an error naming it, got %v", v, err)
+		}
+	}
+}

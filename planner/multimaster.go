@@ -60,7 +60,7 @@ func (m *multiMaster) demands(n int, a float64) []float64 {
 	}
 	d := make([]float64, 0, len(p.Resources)+2)
 	for _, r := range p.Resources {
-		d = append(d, p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*r.WS)
+		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*r.WS)*r.masterScale())
 	}
 	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*m.par.CertifierDelay)
 	return d
@@ -108,7 +108,7 @@ func (m *multiMaster) conflictWindowFrom(s Solution, queue func(CenterResult) fl
 		if i < len(s.Centers) {
 			q = queue(s.Centers[i])
 		}
-		cw += r.WC * (1 + q)
+		cw += r.WC * r.masterScale() * (1 + q)
 	}
 	return cw
 }

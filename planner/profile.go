@@ -82,6 +82,31 @@ type Resource struct {
 	// single-master model adds it once per replica beyond the first:
 	// WC + (N - 2)·WSend at N >= 2. 0: not measured (nothing added).
 	WSend float64 `json:"wsend_s,omitempty"`
+	// BG is the fraction of the resource the profiled node keeps busy
+	// with no transaction at all (its own loops: a replicated node's
+	// coordinator, lease and probes; a PostgreSQL's background
+	// processes), measured in an idle phase and left out of the demands
+	// above; BGReplica the same of the replica that followed it (ws's
+	// node). The models give such a centre only 1 - BG of its capacity
+	// (its demands / (1 - BG)): the background does not grow with the
+	// load, so charging it per transaction at the profile's rate
+	// overcharges a node that runs faster. 0: none measured.
+	BG        float64 `json:"bg,omitempty"`
+	BGReplica float64 `json:"bg_replica,omitempty"`
+}
+
+// masterScale is the factor a node's demands at this resource take for
+// its background (BG): 1 / (1 - BG).
+func (r Resource) masterScale() float64 { return bgScale(r.BG) }
+
+// replicaScale is masterScale for a replica (BGReplica).
+func (r Resource) replicaScale() float64 { return bgScale(r.BGReplica) }
+
+func bgScale(bg float64) float64 {
+	if bg > 0 && bg < 1 {
+		return 1 / (1 - bg)
+	}
+	return 1
 }
 
 // MeasuredAbort is a measured single-master abort rate at one replica count.
@@ -161,6 +186,14 @@ func (p Profile) Validate() error {
 		}
 		if r.WSend > r.WC {
 			return bad(where+".wsend_s", "%g s is more than wc_s (%g s), of which it is a part", r.WSend, r.WC)
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"bg", r.BG}, {"bg_replica", r.BGReplica}} {
+			if !finite(f.v) || f.v < 0 || f.v >= 0.95 {
+				return bad(where+"."+f.name, "must be a fraction of the resource in [0, 0.95), got %g", f.v)
+			}
 		}
 	}
 	if !needs {
@@ -306,6 +339,8 @@ func MedianProfile(ps []Profile) (Profile, error) {
 		r.WC = med(func(p Profile) float64 { return p.Resources[i].WC })
 		r.WS = med(func(p Profile) float64 { return p.Resources[i].WS })
 		r.WSend = min(r.WC, med(func(p Profile) float64 { return p.Resources[i].WSend }))
+		r.BG = med(func(p Profile) float64 { return p.Resources[i].BG })
+		r.BGReplica = med(func(p Profile) float64 { return p.Resources[i].BGReplica })
 	}
 	if len(ps) > 1 {
 		out.Measured.Source = fmt.Sprintf("median of %d profiles (each demand, A_1 and L(1) separately); the first: %s", len(ps), ps[0].Measured.Source)

@@ -93,7 +93,7 @@ func (m *singleMaster) masterOnlyNetwork(n int, a float64) Network {
 	att := m.updateAttempts(a)
 	net := Network{Think: m.par.ThinkTime}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: m.p.Pr*r.RC + att*masterWC(r, n)})
+		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: (m.p.Pr*r.RC + att*masterWC(r, n)) * r.masterScale()})
 	}
 	net.Centers = append(net.Centers, Center{Name: centreLB, Kind: Delay, Demand: (m.p.Pr + att) * m.par.LBDelay})
 	return net
@@ -115,7 +115,8 @@ func (m *singleMaster) masterNetwork(n int, a float64) ClassNetwork {
 	retry := 1 / (1 - a)
 	net := ClassNetwork{Think: [2]float64{m.par.ThinkTime, m.par.ThinkTime}}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC, masterWC(r, n) * retry}})
+		f := r.masterScale()
+		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC * f, masterWC(r, n) * retry * f}})
 	}
 	net.Centers = append(net.Centers, ClassCenter{Name: centreLB, Kind: Delay, Demand: [2]float64{m.par.LBDelay, m.par.LBDelay * retry}})
 	return net
@@ -126,7 +127,7 @@ func (m *singleMaster) masterNetwork(n int, a float64) ClassNetwork {
 func (m *singleMaster) slaveNetwork(rho float64) Network {
 	net := Network{Think: m.par.ThinkTime}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, Center{Name: "slave." + r.Name, Kind: Queueing, Demand: r.RC + rho*r.WS})
+		net.Centers = append(net.Centers, Center{Name: "slave." + r.Name, Kind: Queueing, Demand: (r.RC + rho*r.WS) * r.replicaScale()})
 	}
 	net.Centers = append(net.Centers, Center{Name: centreLB, Kind: Delay, Demand: m.par.LBDelay})
 	return net
@@ -140,7 +141,7 @@ func (m *singleMaster) singleClassCW(n int, s Solution) float64 {
 	}
 	cw := 0.0
 	for i, r := range m.p.Resources {
-		cw += masterWC(r, n) * (1 + s.Centers[i].ArrivalQueue)
+		cw += masterWC(r, n) * r.masterScale() * (1 + s.Centers[i].ArrivalQueue)
 	}
 	return cw
 }

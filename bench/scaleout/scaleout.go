@@ -88,6 +88,16 @@ type Options struct {
 	// development machine a transaction's CPU time rose by up to 1.6x in
 	// windows with 0.1-0.4 cores stolen (docs/benchmarks.md).
 	MaxSteal float64
+	// Speed, when set, gives each window the machine's memory latency
+	// over it (Point.MemLatencyNS): lab.MemoryProbe.
+	Speed SpeedProbe
+}
+
+// SpeedProbe says how fast the machine's memory was between two times:
+// the median latency of one load in nanoseconds and the number of
+// samples (lab.MemoryProbe).
+type SpeedProbe interface {
+	Median(from, to time.Time) (ns float64, n int)
 }
 
 // Host is one emulated host's use over a measured window.
@@ -127,6 +137,11 @@ type Point struct {
 	// StealRetries is how many earlier windows of this point were
 	// discarded for losing more than Options.MaxSteal to the hypervisor.
 	StealRetries int `json:"steal_retries,omitempty"`
+	// MemLatencyNS is the machine's memory latency over the window
+	// (Options.Speed; 0 without it): what other guests of the hypervisor
+	// did to this machine's caches, which moves a transaction's CPU cost
+	// by up to 2x without any stolen time (lab/speed.go).
+	MemLatencyNS float64 `json:"mem_latency_ns,omitempty"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -146,7 +161,10 @@ type Row struct {
 	ClientUtil  float64 `json:"client_util"`
 	// MachineBusy is the median of the rounds' whole-machine busy cores.
 	MachineBusy float64 `json:"machine_busy"`
-	Rounds      int     `json:"rounds"`
+	// MemLatencyNS is the median of the rounds' memory latencies (0: not
+	// measured).
+	MemLatencyNS float64 `json:"mem_latency_ns,omitempty"`
+	Rounds       int     `json:"rounds"`
 }
 
 // Report is a whole sweep.
@@ -288,7 +306,7 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s; machine %.2f of %d cores, steal %.2f\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), p.MachineBusy, p.MachineCPUs, p.Steal)
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -365,6 +383,10 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 		p.MachineBusy = round3((last.machine - s0.machine).Seconds() / wall)
 		p.MachineCPUs = runtime.NumCPU()
 	}
+	if o.Speed != nil {
+		p.MemLatencyNS, _ = o.Speed.Median(s0.at, last.at)
+		p.MemLatencyNS = round3(p.MemLatencyNS)
+	}
 	if s0.hok && last.hok && wall > 0 {
 		// Steal comes from the hypervisor's steal clock, not a tick
 		// sample, so /proc/stat's figure holds.
@@ -388,6 +410,14 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 		p.Hosts = append(p.Hosts, hs)
 	}
 	return p, nil
+}
+
+// memLine is the progress lines' memory latency ("" when not measured).
+func memLine(ns float64) string {
+	if ns <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", memory %.0f ns", ns)
 }
 
 func hostsLine(hs []Host) string {
@@ -433,6 +463,7 @@ func Summarise(pts []Point) []Row {
 		r.RouterUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "router") })
 		r.ClientUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "client") })
 		r.MachineBusy = median(g, func(p Point) float64 { return p.MachineBusy })
+		r.MemLatencyNS = median(g, func(p Point) float64 { return p.MemLatencyNS })
 		if k.n == 1 {
 			x1[k.mix] = r.X
 		}

@@ -72,6 +72,7 @@ updates do. See docs/planner.md.`,
 	fl.IntVar(&f.opts.Clients, "clients", 8, "concurrent clients in each phase")
 	fl.DurationVar(&f.opts.Duration, "duration", 10*time.Second, "measured time of each phase (the unmeasured writeset capture runs --rampup plus --duration; the apply phase stops after at most --duration)")
 	fl.DurationVar(&f.opts.Rampup, "rampup", 2*time.Second, "unmeasured warm-up before each measured phase")
+	fl.DurationVar(&f.opts.Idle, "idle", 0, "measure an idle phase of this length first (no transaction): the server's own CPU per second, left out of the demands and kept in the profile as the CPU's bg (the models give the host 1 - bg of its capacity); 0: none")
 	fl.DurationVar(&f.opts.Think, "think", 0, "client think time (becomes the profile's Z)")
 	fl.BoolVar(&f.opts.Uniform, "uniform", false, "uniform keys instead of the workload's skewed default")
 	fl.Uint64Var(&f.opts.Seed, "seed", 0, "seed of the clients' random sources (0 = from the clock)")

@@ -36,6 +36,7 @@ type planValidateFlags struct {
 	design, nodes, workload, mixes, lab, dir, htmlFile, outFile string
 	so                                                          scaleout.Options
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
+	profileIdle                                                 time.Duration
 	tolerance                                                   float64
 	json, standaloneOnly, interleave                            bool
 	demands                                                     string
@@ -58,7 +59,10 @@ type validateDoc struct {
 	ProfileRounds []profileRound       `json:"profile_rounds,omitempty"`
 	Validations   []planner.Validation `json:"validations"`
 	Measured      *scaleout.Report     `json:"measured"`
-	Errors        []string             `json:"errors,omitempty"`
+	// Speed is the machine's memory latency during the profiles and
+	// during the sweep's windows (lab.MemoryProbe).
+	Speed  *speedSummary `json:"speed,omitempty"`
+	Errors []string      `json:"errors,omitempty"`
 }
 
 // newPlanValidateCmd builds `tandem plan validate`: profile a standalone
@@ -114,6 +118,7 @@ See docs/planner.md, "Validating the model".`,
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
+	fs.DurationVar(&f.profileIdle, "profile-idle", 5*time.Second, "each profile's idle phase first (no transaction): the nodes' own CPU per second, left out of the demands and given to the model as a background share of each host (bg); 0: none, the background counts in the demands")
 	fs.DurationVar(&f.profileRampup, "profile-rampup", 2*time.Second, "ramp-up before each profiling phase")
 	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
 	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
@@ -238,6 +243,11 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 
 	doc := validateDoc{Command: "tandem " + strings.Join(os.Args[1:], " "), Emulated: true, Lab: o.Lab.String(),
 		Note: "EMULATED hosts: each node (and its PostgreSQL) in its own cgroup CPU quota on one machine; disk and memory are shared"}
+	// The machine's memory latency, all along: every profile phase and
+	// sweep window records it (lab/speed.go).
+	probe := lab.StartMemoryProbe()
+	defer probe.Stop()
+	o.Speed = probe
 	replicated := !f.standaloneOnly && o.Nodes[len(o.Nodes)-1] > 1
 	// Profiles and the sweep's rounds interleave (--interleave): round r
 	// profiles fresh clusters and then measures every N once, and the
@@ -351,6 +361,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		return fmt.Errorf("measure: %w", runErr)
 	}
 
+	doc.Speed = summariseSpeed(doc.ProfileRounds, doc.Profiles, doc.Replicated, so)
 	// 4. Compare.
 	for i, m := range o.Mixes {
 		var obs []planner.Observation
@@ -381,6 +392,13 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			if pt, ok := preds[i].At(p.Replicas); ok {
 				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok && design == planner.SingleMaster {
 					p.ModelCPUPerTxS = d * prof.CPUs
+					// The nodes' background, which the model keeps out of
+					// the demands, per transaction at the predicted rate.
+					for _, r := range prof.Profile.Resources {
+						if r.Name == profiler.ResCPU && pt.ThroughputTPS > 0 {
+							p.ModelCPUPerTxS += (r.BG + float64(p.Replicas-1)*r.BGReplica) * prof.CPUs / pt.ThroughputTPS
+						}
+					}
 				}
 			}
 			p.MeasuredCPUPerTxS = nodeCPUPerTx(so, m, p.Replicas)
@@ -443,9 +461,9 @@ func profileStandalone(ctx context.Context, o scaleout.Options, f *planValidateF
 	}
 	var reps []*profiler.Report
 	for _, m := range o.Mixes {
-		fmt.Fprintf(o.Progress, "  profiling %s (up to 4 phases of %s + %s ramp-up)\n", m, f.profileDuration, f.profileRampup)
+		fmt.Fprintf(o.Progress, "  profiling %s (%sup to 4 phases of %s + %s ramp-up)\n", m, idleNote(f.profileIdle), f.profileDuration, f.profileRampup)
 		rep, err := profileSteady(ctx, profiler.Options{Workload: o.Workload, DSN: env.DSN, Mix: m, Clients: o.ClientsPerNode,
-			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger}, o.MaxSteal, o.Progress)
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, Logger: o.Logger, Speed: o.Speed, Idle: f.profileIdle}, o.MaxSteal, o.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s: %w", m, err)
 		}
@@ -554,10 +572,10 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 	}
 	var reps []*profiler.Report
 	for _, m := range o.Mixes {
-		fmt.Fprintf(o.Progress, "  profiling %s on n1 with %d clients (up to 3 phases of %s + %s ramp-up)\n", m, clients, f.profileDuration, f.profileRampup)
+		fmt.Fprintf(o.Progress, "  profiling %s on n1 with %d clients (%sup to 3 phases of %s + %s ramp-up)\n", m, clients, idleNote(f.profileIdle), f.profileDuration, f.profileRampup)
 		po := profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: clients,
 			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, ReplicaReads: replicaReads, Logger: o.Logger,
-			Name: o.Workload.Name() + "-" + m + "-replicated"}
+			Name: o.Workload.Name() + "-" + m + "-replicated", Speed: o.Speed, Idle: f.profileIdle}
 		if replicaReads {
 			// The reads the router sends n2 split the mix phase between
 			// the nodes (--demands mix).
@@ -573,6 +591,14 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 		reps = append(reps, rep)
 	}
 	return reps, nil
+}
+
+// idleNote is the progress lines' mention of the idle phase.
+func idleNote(idle time.Duration) string {
+	if idle <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("an idle phase of %s, then ", idle)
 }
 
 // profileSteady runs the profiler, and runs it again (up to
@@ -704,7 +730,25 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		profiles = planner.Input{Name: "profiles", Value: fmt.Sprintf("median of %d", rounds), Measured: true,
 			Source: "--interleave: each round profiled fresh clusters just before its sweep; every demand, a1 and l1 is the median over the rounds (the figures above); each round's profile is in profile_rounds"}
 	}
-	in = append(in, profiles,
+	bgIn := planner.Input{Name: "background (bg)", Value: "in the demands", Measured: false, Source: "--profile-idle 0: no idle phase; what the nodes do with no transaction is charged per transaction at the profile's rate"}
+	if f.profileIdle > 0 {
+		var v []string
+		for _, r := range p.Resources {
+			if r.Name == profiler.ResCPU {
+				v = append(v, fmt.Sprintf("standalone %.3f", r.BG))
+			}
+		}
+		if repl != nil {
+			for _, r := range repl.Profile.Resources {
+				if r.Name == profiler.ResCPU {
+					v = append(v, fmt.Sprintf("replicated primary %.3f, replica %.3f", r.BG, r.BGReplica))
+				}
+			}
+		}
+		bgIn = planner.Input{Name: "background (bg)", Value: strings.Join(v, "; ") + " of a host", Measured: true,
+			Source: fmt.Sprintf("--profile-idle %s: each profile's idle phase (no transaction) measured each tree's own CPU (a replicated node's coordinator, lease, probes; PostgreSQL's background processes); every phase's CPU is net of it, and the model gives each host only 1 - bg of its CPU", f.profileIdle)}
+	}
+	in = append(in, profiles, bgIn,
 		planner.Input{Name: "wc from", Value: f.demands, Measured: true, Source: map[string]string{
 			"phases": "the update phase (updates only, seed 003 §4.1.1); --demands mix takes it from the mix phase",
 			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path keeps its update phase's"}[f.demands]},
@@ -797,6 +841,10 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		}
 		fmt.Fprintf(w, "%s: throughput error max %.1f %% (N = %d), mean %.1f %%: %s %.0f %%\n", v.Prediction.Mix,
 			100*v.MaxAbsThroughputError, v.WorstReplicas, 100*v.MeanAbsThroughputError, verdict, 100*v.Tolerance)
+	}
+	if sp := doc.Speed; sp != nil && sp.Profiles.N > 0 && sp.Windows.N > 0 {
+		fmt.Fprintf(w, "machine memory latency: profiles %.0f-%.0f ns (median %.0f), sweep windows %.0f-%.0f ns (median %.0f): the windows ran at %.2fx the profiles' latency%s\n",
+			sp.Profiles.Min, sp.Profiles.Max, sp.Profiles.Median, sp.Windows.Min, sp.Windows.Max, sp.Windows.Median, sp.Ratio, sp.warning())
 	}
 	fmt.Fprintln(w, "CPU_MS/TX: CPU milliseconds per committed transaction summed over all nodes (not the router): what the model charges (Pr·rc + Pw·wc + Pw·(N-1)·ws) and what the nodes' cgroups used")
 	for _, v := range doc.Validations {

@@ -14,6 +14,7 @@ import (
 	"github.com/tandemdb/tandem/bench"
 	"github.com/tandemdb/tandem/bench/scaleout"
 	"github.com/tandemdb/tandem/config"
+	"github.com/tandemdb/tandem/lab"
 )
 
 // newScaleoutCmd builds `tandem bench scaleout` (main.go adds it under bench).
@@ -33,9 +34,11 @@ node with --lab's CPU quota; needs root), N = 1 being one standalone node, loads
 the workload (--subscribers), and runs each --mix with N x --clients-per-node
 closed-loop clients from this process (in the lab's client cgroup). It prints
 X(N) (MQTh), the efficiency X(N) / (N x X(1)), mean and p90 response times and
-the CPU each host used over the measured window, read from its cgroup; medians
-over --rounds (rounds outermost, so a slow spell of the machine spreads over
-every N). Results are EMULATED hosts, not separate machines: the router and
+the CPU each host used over the measured window, read from its cgroup, and
+the machine's memory latency over it (a probe's dependent loads: on a virtual
+machine the host's other guests move it, and a transaction's CPU cost with
+it, without stolen time); medians over --rounds (rounds outermost, so a slow
+spell of the machine spreads over every N). Results are EMULATED hosts, not separate machines: the router and
 the client have no quota unless --lab gives them one, and share the rest of
 the machine. See docs/operations.md, "The emulated-host lab".`,
 		Example: `  tandem bench scaleout --design single-master --nodes 1..4 --workload tm1 --mix r80w20 --lab cpu=0.25
@@ -85,6 +88,11 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 			// The benchmark's own clusters: its role may CHECKPOINT
 			// (quiescing before each measured window).
 			o.Superuser = true
+			// The machine's memory speed over each window (how fast the
+			// host's other guests let it run: lab/speed.go).
+			probe := lab.StartMemoryProbe()
+			defer probe.Stop()
+			o.Speed = probe
 			rep, runErr := scaleout.Run(cmd.Context(), o)
 			if rep == nil {
 				return runErr

@@ -45,6 +45,7 @@ const (
 	PhaseUpdate = "update"
 	PhaseApply  = "writeset-apply"
 	PhaseMix    = "mix"
+	PhaseIdle   = "idle"
 )
 
 // Options configure Run. The comments name the flags of `tandem plan profile`.
@@ -116,6 +117,33 @@ type Options struct {
 	Logger *slog.Logger
 	// FS is where /proc and /sys are; the zero value means HostFS.
 	FS ProcFS
+	// Speed, when set, gives each phase the machine's memory latency over
+	// it (Phase.MemLatencyNS): lab.MemoryProbe.
+	Speed SpeedProbe
+	// Idle (--idle), when > 0, measures an idle phase of this length first:
+	// no transaction, the server's tree (and the replica's) doing only
+	// their own work. That CPU per second (Report.Background) is
+	// subtracted from every later phase's CPU before the demands are
+	// computed, and the profile carries it as the resources' bg and
+	// bg_replica, which the models give its share of the capacity (a
+	// background that does not grow with the load, charged per
+	// transaction at the profile's rate, overcharges a node that runs
+	// faster). 0: no idle phase, background counted in the demands.
+	Idle time.Duration
+}
+
+// Background is what the profiled tree and the replica's used with no
+// transaction running (Options.Idle), in cores.
+type Background struct {
+	ServerCores  float64 `json:"server_cores"`
+	ReplicaCores float64 `json:"replica_cores,omitempty"`
+}
+
+// SpeedProbe says how fast the machine's memory was between two times:
+// the median latency of one load in nanoseconds and the number of
+// samples (lab.MemoryProbe).
+type SpeedProbe interface {
+	Median(from, to time.Time) (ns float64, n int)
 }
 
 // Report is the outcome of a profiling run: the profile and the raw
@@ -145,8 +173,11 @@ type Report struct {
 	Check []MixCheck `json:"mix_check,omitempty"`
 	// Split is the mix phase's CPU split between the profiled node and
 	// its replica by the reads each served (Options.ReplicaRouted).
-	Split    *MixSplit `json:"mix_split,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	Split *MixSplit `json:"mix_split,omitempty"`
+	// Background is the idle phase's CPU (Options.Idle), subtracted from
+	// every other phase's.
+	Background *Background `json:"background,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
 }
 
 // Phase is what one measured phase did and used.
@@ -214,6 +245,14 @@ type Phase struct {
 	// how many saw an autovacuum worker.
 	Samples           int `json:"samples"`
 	AutovacuumSamples int `json:"autovacuum_samples,omitempty"`
+	// MemLatencyNS is the machine's memory latency during the phase
+	// (Options.Speed; 0 without it).
+	MemLatencyNS float64 `json:"mem_latency_ns,omitempty"`
+	// BackgroundCPUS and ReplicaBackgroundCPUS are what was subtracted
+	// from ServerCPUS and ReplicaCPUS for the trees' idle work over the
+	// phase (Options.Idle): the raw figures are the sums.
+	BackgroundCPUS        float64 `json:"background_cpu_s,omitempty"`
+	ReplicaBackgroundCPUS float64 `json:"replica_background_cpu_s,omitempty"`
 }
 
 // CPUPerCompletion is raw server CPU-seconds per completion.
@@ -304,6 +343,9 @@ type profiler struct {
 	disks   []string
 	vacErr  error
 	ckptErr error
+	// bg is the idle phase's CPU per second of the profiled tree and of
+	// the replica's (cores), subtracted from every later phase.
+	bg *Background
 }
 
 // Run measures the profile. It needs a loaded workload at opts.DSN and, to
@@ -428,6 +470,13 @@ func (p *profiler) run(ctx context.Context) (*Report, error) {
 	p.log.Info("profiling", "workload", o.Workload.Name(), "mix", p.mixName, "pr", round(p.cls.pr, 4), "pw", round(p.cls.pw, 4),
 		"clients", o.Clients, "duration", o.Duration, "pid", p.rep.PID, "disks", strings.Join(p.disks, ","), "cpus", p.rep.CPUs)
 
+	if o.Idle > 0 {
+		idle, err := p.idlePhase(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.rep.Phases = append(p.rep.Phases, idle)
+	}
 	var read, update, apply, mixPh *Phase
 	if p.cls.pr > 0 {
 		if read, err = p.benchPhase(ctx, PhaseRead, p.cls.weightsFor(true)); err != nil {
@@ -733,7 +782,9 @@ func (p *profiler) measured(name string, base int, fn func() error) (*Phase, err
 	}
 	stop := make(chan struct{})
 	seen := p.watch(stop)
+	t0 := time.Now()
 	err = fn()
+	t1 := time.Now()
 	close(stop)
 	w := <-seen
 	if err != nil {
@@ -746,7 +797,17 @@ func (p *profiler) measured(name string, base int, fn func() error) (*Phase, err
 		return nil, err
 	}
 	ph := &Phase{Name: name, Samples: w[0], AutovacuumSamples: w[1]}
+	if p.opts.Speed != nil {
+		ns, _ := p.opts.Speed.Median(t0, t1)
+		ph.MemLatencyNS = round(ns, 3)
+	}
 	usage(ph, a, b, p.rep.HostCPUs)
+	if p.bg != nil {
+		ph.BackgroundCPUS = math.Min(ph.ServerCPUS, p.bg.ServerCores*ph.WallS)
+		ph.ServerCPUS -= ph.BackgroundCPUS
+		ph.ReplicaBackgroundCPUS = math.Min(ph.ReplicaCPUS, p.bg.ReplicaCores*ph.WallS)
+		ph.ReplicaCPUS -= ph.ReplicaBackgroundCPUS
+	}
 	if ph.AutovacuumSamples > 0 {
 		p.warn(fmt.Sprintf("%s phase: autovacuum workers ran in %d of %d samples; their CPU and I/O are in the phase's figures", name, ph.AutovacuumSamples, ph.Samples))
 	}
@@ -826,6 +887,35 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 		p.warn(fmt.Sprintf("%s phase: %d unexpected errors (first: %s)", name, ph.Errors, strings.Join(res.FirstErrors, "; ")))
 	}
 	p.log.Info("phase done", "phase", name, "started", ph.Started, "server_cpu_s", round(ph.ServerCPUS, 3), "disk_busy_s", round(ph.DiskBusyS, 3), "client_cpu_s", round(ph.ClientCPUS, 3))
+	return ph, nil
+}
+
+// idlePhase measures the trees with no transaction for Options.Idle
+// after the server settled (VACUUM, CHECKPOINT), and sets the background
+// every later phase is net of.
+func (p *profiler) idlePhase(ctx context.Context) (*Phase, error) {
+	base, err := p.baseline()
+	if err != nil {
+		return nil, err
+	}
+	p.prepare(ctx)
+	p.log.Info("phase", "phase", PhaseIdle, "duration", p.opts.Idle)
+	ph, err := p.measured(PhaseIdle, base, func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(p.opts.Idle):
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("idle phase: %w", err)
+	}
+	ph.What = "none: no transaction ran"
+	if ph.WallS > 0 {
+		p.bg = &Background{ServerCores: round(ph.ServerCPUS/ph.WallS, 5), ReplicaCores: round(ph.ReplicaCPUS/ph.WallS, 5)}
+		p.rep.Background = p.bg
+	}
 	return ph, nil
 }
 
@@ -1075,6 +1165,27 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 	prof, err := planner.ProfileFromMeasurements(m)
 	if err != nil {
 		return fmt.Errorf("build profile: %w", err)
+	}
+	if p.bg != nil && p.rep.CPUs > 0 {
+		frac := func(cores float64) float64 {
+			f := round(cores/p.rep.CPUs, 5)
+			if f > 0.9 {
+				p.warn(fmt.Sprintf("idle phase: the tree kept %.0f%% of its %g CPUs busy with no transaction; the profile counts 90%%", 100*f, p.rep.CPUs))
+				f = 0.9
+			}
+			return f
+		}
+		for i := range prof.Resources {
+			if prof.Resources[i].Name == ResCPU {
+				prof.Resources[i].BG = frac(p.bg.ServerCores)
+				if o.ReplicaPID > 0 {
+					prof.Resources[i].BGReplica = frac(p.bg.ReplicaCores)
+				}
+			}
+		}
+		if err := prof.Validate(); err != nil {
+			return fmt.Errorf("build profile: %w", err)
+		}
 	}
 	p.rep.Profile = prof
 	if mixPh != nil {

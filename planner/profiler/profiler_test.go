@@ -349,3 +349,57 @@ func TestSplitMix(t *testing.T) {
 		})
 	}
 }
+
+// TestIdlePhase: with Options.Idle the profiler measures the server doing
+// nothing first, subtracts that CPU per second from every later phase and
+// gives it to the profile as the CPU's bg, with a trust note.
+func TestIdlePhase(t *testing.T) {
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip(err)
+	}
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and runs for about 10 s")
+	}
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet, TCP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	dsn := m.DSN("postgres")
+	w := tm1(t)
+	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: dsn, Scale: 1000, Workers: 2, Logger: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, Options{Workload: w, DSN: dsn, Mix: "read-only", Clients: 2, Duration: time.Second,
+		Idle: 1500 * time.Millisecond, CPUs: 1, Seed: 7, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases) != 3 || rep.Phases[0].Name != PhaseIdle || rep.Phases[0].Completions != 0 || rep.Phases[0].WallS < 1.5 {
+		t.Fatalf("phases %+v: want idle (1.5 s, nothing completed), read-only, mix", rep.Phases)
+	}
+	idle := rep.Phases[0]
+	bg := rep.Background
+	if bg == nil || bg.ServerCores < 0 || math.Abs(bg.ServerCores-idle.ServerCPUS/idle.WallS) > 1e-5 || idle.BackgroundCPUS != 0 {
+		t.Fatalf("background %+v from idle phase %+v", bg, idle)
+	}
+	for _, ph := range rep.Phases[1:] {
+		if want := math.Min(ph.ServerCPUS+ph.BackgroundCPUS, bg.ServerCores*ph.WallS); math.Abs(ph.BackgroundCPUS-want) > 1e-9 || ph.ServerCPUS < 0 {
+			t.Errorf("%s phase: background %g s subtracted (server CPU left %g s), want %g", ph.Name, ph.BackgroundCPUS, ph.ServerCPUS, want)
+		}
+	}
+	for _, r := range rep.Profile.Resources {
+		if r.Name == ResCPU && math.Abs(r.BG-bg.ServerCores) > 1e-5 {
+			t.Errorf("profile cpu bg %g, want the idle phase's %g cores of 1 CPU", r.BG, bg.ServerCores)
+		}
+	}
+	if rep.Profile.Trust["resources.cpu.bg"] == "" {
+		t.Error("no trust note for resources.cpu.bg")
+	}
+	var table bytes.Buffer
+	if err := rep.PrintTable(&table); err != nil || !strings.Contains(table.String(), "background (idle phase") {
+		t.Errorf("table (%v) lacks the background line:\n%s", err, table.String())
+	}
+}

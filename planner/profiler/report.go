@@ -78,10 +78,19 @@ func (r *Report) PrintTable(w io.Writer) error {
 			row("resources."+res.Name+"."+f.name, fmt.Sprintf("%.7f", f.v))
 		}
 	}
+	for _, res := range p.Resources {
+		if res.BG > 0 || res.BGReplica > 0 {
+			row("resources."+res.Name+".bg", fmt.Sprintf("%.4f", res.BG))
+			row("resources."+res.Name+".bg_replica", fmt.Sprintf("%.4f", res.BGReplica))
+		}
+	}
 	row("think_time_s", fmt.Sprintf("%g", p.ThinkTime))
 	row("clients_per_replica", fmt.Sprintf("%d", p.ClientsPerReplica))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if bg := r.Background; bg != nil {
+		fmt.Fprintf(&b, "\nbackground (idle phase, no transaction): the server's tree %.4f cores, the replica's %.4f cores; every other phase's CPU is net of it (its raw CPU is server CPU s + background_cpu_s in the JSON)\n", bg.ServerCores, bg.ReplicaCores)
 	}
 	if len(r.Check) > 0 {
 		b.WriteString("\ncheck: busy time of the mix phase against reads×rc + update attempts×wc from the separate phases\n")

@@ -69,6 +69,12 @@ func (p *profiler) trust(read, update, apply, mixPh, a1src *Phase) map[string]st
 		t["resources.cpu."+c.field] = p.cpuNote(c.ph)
 		t["resources.disk."+c.field] = p.diskNote(c.ph)
 	}
+	if bg := p.bg; bg != nil {
+		t["resources.cpu.bg"] = fmt.Sprintf("measured in the idle phase (%s, no transaction): the server's tree used %.4f cores of %g, subtracted from every later phase's CPU before its demand", o.Idle, bg.ServerCores, p.rep.CPUs)
+		if o.ReplicaPID > 0 {
+			t["resources.cpu.bg_replica"] = fmt.Sprintf("measured in the idle phase: the replica's tree (pid %d) used %.4f cores of %g, subtracted from its CPU in every later phase", o.ReplicaPID, bg.ReplicaCores, p.rep.CPUs)
+		}
+	}
 	return t
 }
 

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/bench/scaleout"
+	"github.com/tandemdb/tandem/planner/profiler"
+)
+
+func TestSummariseSpeed(t *testing.T) {
+	rep := func(ls ...float64) *profiler.Report {
+		r := &profiler.Report{}
+		for _, l := range ls {
+			r.Phases = append(r.Phases, &profiler.Phase{MemLatencyNS: l})
+		}
+		return r
+	}
+	sweep := &scaleout.Report{Points: []scaleout.Point{{MemLatencyNS: 130}, {MemLatencyNS: 150}, {MemLatencyNS: 0}, {MemLatencyNS: 140}}}
+	// Interleaved rounds: every round's phases count, not the medians'
+	// copies in Profiles.
+	rounds := []profileRound{
+		{Round: 1, Standalone: []*profiler.Report{rep(100, 0, 110)}, Replicated: []*profiler.Report{rep(120)}},
+		{Round: 2, Standalone: []*profiler.Report{rep(90)}},
+	}
+	s := summariseSpeed(rounds, []*profiler.Report{rep(1000)}, nil, sweep)
+	want := speedSummary{Profiles: speedRange{N: 4, Min: 90, Median: 105, Max: 120}, Windows: speedRange{N: 3, Min: 130, Median: 140, Max: 150}, Ratio: 1.333}
+	if s == nil || *s != want {
+		t.Fatalf("summary %+v, want %+v", s, want)
+	}
+	if !strings.Contains(s.warning(), "WARNING") {
+		t.Errorf("windows at 1.33x the profiles' latency: no warning")
+	}
+	// One round: the profiles themselves.
+	s = summariseSpeed(nil, []*profiler.Report{rep(100)}, []*profiler.Report{rep(104)}, &scaleout.Report{Points: []scaleout.Point{{MemLatencyNS: 108}}})
+	if s == nil || s.Profiles.Median != 102 || s.Ratio != 1.059 || s.warning() != "" {
+		t.Errorf("one round: %+v, warning %q; want profiles median 102, ratio 1.059, no warning", s, s.warning())
+	}
+	if s := summariseSpeed(nil, []*profiler.Report{rep(0)}, nil, nil); s != nil {
+		t.Errorf("nothing measured: %+v, want nil", s)
+	}
+	if w := (&speedSummary{Ratio: 0.85}).warning(); w == "" {
+		t.Error("windows 15 % faster than the profiles: no warning")
+	}
+}
