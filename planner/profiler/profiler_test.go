@@ -61,26 +61,35 @@ func TestOptionErrors(t *testing.T) {
 
 // TestProfileTM1Postgres profiles TM1 on a managed PostgreSQL, a few seconds
 // per phase, and checks the profile is plausible and loads in the planner.
-func TestProfileTM1Postgres(t *testing.T) {
+// loadedPostgres starts a managed PostgreSQL (stopped when the test
+// ends) loaded with TM1 at scale subscribers; it skips the test where
+// PostgreSQL is missing or -short asks for quick tests only.
+func loadedPostgres(t *testing.T, scale int, takes string) (*postgres.Managed, bench.Workload, *slog.Logger) {
+	t.Helper()
 	if _, err := postgres.FindBinDir(""); err != nil {
 		t.Skip(err)
 	}
 	if testing.Short() {
-		t.Skip("starts PostgreSQL and runs for about 20 s")
+		t.Skip("starts PostgreSQL and runs for about " + takes)
 	}
-	start := time.Now()
-	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet, TCP: true})
+	m, err := postgres.StartManaged(context.Background(), postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet, TCP: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Stop()
-	dsn := m.DSN("postgres")
+	t.Cleanup(func() { m.Stop() })
 	w := tm1(t)
-	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: dsn, Scale: 2000, Workers: 2, Logger: quiet}); err != nil {
+	if _, err := bench.Load(context.Background(), bench.LoadOptions{Workload: w, DSN: m.DSN("postgres"), Scale: scale, Workers: 2, Logger: quiet}); err != nil {
 		t.Fatal(err)
 	}
+	return m, w, quiet
+}
+
+func TestProfileTM1Postgres(t *testing.T) {
+	start := time.Now()
+	ctx := context.Background()
+	m, w, quiet := loadedPostgres(t, 2000, "20 s")
+	dsn := m.DSN("postgres")
 
 	rep, err := Run(ctx, Options{
 		Workload: w, DSN: dsn, Mix: "r80w20",
@@ -354,24 +363,9 @@ func TestSplitMix(t *testing.T) {
 // nothing first, subtracts that CPU per second from every later phase and
 // gives it to the profile as the CPU's bg, with a trust note.
 func TestIdlePhase(t *testing.T) {
-	if _, err := postgres.FindBinDir(""); err != nil {
-		t.Skip(err)
-	}
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and runs for about 10 s")
-	}
 	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{DataDir: filepath.Join(t.TempDir(), "pg"), Logger: quiet, TCP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop()
+	m, w, quiet := loadedPostgres(t, 1000, "10 s")
 	dsn := m.DSN("postgres")
-	w := tm1(t)
-	if _, err := bench.Load(ctx, bench.LoadOptions{Workload: w, DSN: dsn, Scale: 1000, Workers: 2, Logger: quiet}); err != nil {
-		t.Fatal(err)
-	}
 	rep, err := Run(ctx, Options{Workload: w, DSN: dsn, Mix: "read-only", Clients: 2, Duration: time.Second,
 		Idle: 1500 * time.Millisecond, CPUs: 1, Seed: 7, Logger: quiet})
 	if err != nil {
