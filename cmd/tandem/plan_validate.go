@@ -198,6 +198,8 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	switch {
 	case f.profileDuration <= 0:
 		return fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
+	case f.profileIdle < 0:
+		return fmt.Errorf("--profile-idle: %w: must be >= 0 (0: no idle phase), got %s", errPlanFlag, f.profileIdle)
 	case f.profileRampup < 0:
 		return fmt.Errorf("--profile-rampup: %w: must be >= 0, got %s", errPlanFlag, f.profileRampup)
 	case f.lbDelay < 0:

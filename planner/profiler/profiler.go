@@ -377,6 +377,8 @@ func newProfiler(ctx context.Context, opts Options) (*profiler, error) {
 		return nil, fmt.Errorf("%w: --duration must be > 0, got %s", ErrBadOption, opts.Duration)
 	case opts.Rampup < 0:
 		return nil, fmt.Errorf("%w: --rampup must be >= 0, got %s", ErrBadOption, opts.Rampup)
+	case opts.Idle < 0:
+		return nil, fmt.Errorf("%w: --idle must be >= 0 (0: no idle phase), got %s", ErrBadOption, opts.Idle)
 	case opts.Think < 0:
 		return nil, fmt.Errorf("%w: --think must be >= 0, got %s", ErrBadOption, opts.Think)
 	case opts.PID < 0:

@@ -44,6 +44,7 @@ func TestOptionErrors(t *testing.T) {
 		{"custom without weights", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Mix: "custom"}, "--weights"},
 		{"negative clients", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Clients: -1}, "--clients"},
 		{"negative cpus", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", CPUs: -2}, "--cpus"},
+		{"negative idle", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", Idle: -time.Second}, "--idle must be >= 0"},
 		{"negative replica pid", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: -3}, "--replica-pid"},
 		{"replica reads without a replica", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaReads: true}, "--replica-reads needs --replica-pid"},
 		{"routed count without balanced reads", Options{Workload: w, DSN: "postgres://127.0.0.1:1/x", ReplicaPID: 7, ReplicaRouted: func(context.Context) (uint64, error) { return 0, nil }}, "needs reads balanced over both nodes"},
