@@ -394,30 +394,30 @@ func checkSpeed(t *testing.T, doc *validateOut) {
 }
 
 // checkBackground: each profile measured an idle phase first
-// (--profile-idle, 5 s by default), and the replicated path's nodes, busy
-// with their coordinator and lease when no transaction runs, carry a
-// background share of their host in the model's profile, the one the
-// idle phase measured.
+// (--profile-idle, 5 s by default), the replicated path's report has both
+// nodes' idle CPU (which may round to nothing on a quiet writeset-engine
+// node: a clock tick is 10 ms), and the model's profile carries it as a
+// share of the 0.25-core host.
 func checkBackground(t *testing.T, doc *validateOut) {
 	t.Helper()
 	if ph := doc.Profiles[0].Phases; len(ph) == 0 || ph[0].Name != "idle" {
 		t.Errorf("the standalone profile's phases %+v do not start with the idle phase", ph)
 	}
 	repl := doc.Replicated[0]
-	if repl.Background == nil || repl.Background.ServerCores <= 0 || repl.Background.ReplicaCores <= 0 {
+	if repl.Background == nil || repl.Background.ServerCores < 0 || repl.Background.ReplicaCores < 0 {
 		t.Fatalf("replicated profile: background %+v, want both nodes' idle CPU", repl.Background)
 	}
 	for _, r := range repl.Profile.Resources {
 		if r.Name != "cpu" {
 			continue
 		}
-		if r.BG <= 0 || r.BGReplica <= 0 || r.BG >= 0.95 || r.BGReplica >= 0.95 {
+		if r.BG < 0 || r.BGReplica < 0 || r.BG >= 0.95 || r.BGReplica >= 0.95 {
 			t.Errorf("replicated profile cpu bg %g, bg_replica %g: want each node's idle share of its 0.25-core host", r.BG, r.BGReplica)
 		}
 		// With one round the model's profile is the round's, whose bg is
 		// the idle cores over the host's quota.
-		if len(doc.ProfileRounds) == 0 && math.Abs(r.BG-repl.Background.ServerCores/0.25) > 1e-4 {
-			t.Errorf("replicated profile cpu bg %g, want %g cores of 0.25", r.BG, repl.Background.ServerCores)
+		if len(doc.ProfileRounds) == 0 && (math.Abs(r.BG-repl.Background.ServerCores/0.25) > 1e-4 || math.Abs(r.BGReplica-repl.Background.ReplicaCores/0.25) > 1e-4) {
+			t.Errorf("replicated profile cpu bg %g, bg_replica %g, want %g and %g cores of 0.25", r.BG, r.BGReplica, repl.Background.ServerCores, repl.Background.ReplicaCores)
 		}
 	}
 }
