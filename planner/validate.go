@@ -34,7 +34,7 @@ type ValidationPoint struct {
 	Within bool `json:"within"`
 	// ModelCPUPerTxS and MeasuredCPUPerTxS are CPU-seconds per committed
 	// transaction summed over all nodes: what the model charges
-	// (SingleMasterSystemDemand, in raw CPU-seconds) and what the hosts
+	// (SystemDemand, in raw CPU-seconds) and what the hosts
 	// used; set by the caller that has both (0: unknown).
 	ModelCPUPerTxS    float64 `json:"model_cpu_per_tx_s,omitempty"`
 	MeasuredCPUPerTxS float64 `json:"measured_cpu_per_tx_s,omitempty"`
@@ -231,17 +231,18 @@ func WriteValidationHTML(w io.Writer, title, note string, vs []Validation) error
 	return nil
 }
 
-// SingleMasterSystemDemand is the demand per committed transaction at the
-// named resource summed over all N hosts of a single-master system, as the
-// model charges it: every read rc wherever it runs, every update attempt wc
-// on the master, and its writeset ws on each of the N − 1 slaves,
+// SystemDemand is the demand per committed transaction at the named
+// resource summed over all N hosts, as both models charge it: every read
+// rc wherever it runs, every update attempt wc on the node that runs it
+// (single-master's master, or any multi-master replica), and its writeset
+// ws on each of the N − 1 others,
 //
 //	Pr·rc + Pw/(1 − a)·wc + Pw·(N − 1)·ws
 //
-// with a the master's abort rate. Compared with a measured system-wide
+// with a the abort rate (the master's, or A_N). Compared with a measured system-wide
 // busy time per transaction it tells whether replication costs what the
 // standalone profile says. It reports false for an unknown resource.
-func (p Profile) SingleMasterSystemDemand(resource string, n int, a float64) (float64, bool) {
+func (p Profile) SystemDemand(resource string, n int, a float64) (float64, bool) {
 	if n < 1 || a < 0 || a >= 1 {
 		return 0, false
 	}

@@ -166,7 +166,7 @@ func TestValidationHTML(t *testing.T) {
 	}
 }
 
-func TestSingleMasterSystemDemand(t *testing.T) {
+func TestSystemDemand(t *testing.T) {
 	p := Profile{Pr: 0.8, Pw: 0.2, Resources: []Resource{{Name: "cpu", RC: 0.001, WC: 0.004, WS: 0.002}}}
 	cases := []struct {
 		n    int
@@ -181,12 +181,12 @@ func TestSingleMasterSystemDemand(t *testing.T) {
 		{2, 1, 0, false},
 	}
 	for _, tc := range cases {
-		got, ok := p.SingleMasterSystemDemand("cpu", tc.n, tc.a)
+		got, ok := p.SystemDemand("cpu", tc.n, tc.a)
 		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("N=%d a=%g: %g %v, want %g %v", tc.n, tc.a, got, ok, tc.want, tc.ok)
 		}
 	}
-	if _, ok := p.SingleMasterSystemDemand("disk", 1, 0); ok {
+	if _, ok := p.SystemDemand("disk", 1, 0); ok {
 		t.Error("unknown resource reported ok")
 	}
 }

@@ -392,7 +392,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 				prof = repl
 			}
 			if pt, ok := preds[i].At(p.Replicas); ok {
-				if d, ok := prof.Profile.SingleMasterSystemDemand("cpu", p.Replicas, pt.AbortRate); ok && design == planner.SingleMaster {
+				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate); ok {
 					p.ModelCPUPerTxS = d * prof.CPUs
 					// The nodes' background, which the model keeps out of
 					// the demands, per transaction at the predicted rate.
