@@ -39,11 +39,15 @@ type Backend struct {
 	cfg            *pgconn.Config
 	applyMu        sync.Mutex
 	apply          *pgconn.PgConn
-	repl           Replicator
-	commitMu       sync.Mutex // GSN order = commit order
-	params         [][2]string
-	seq            atomic.Uint64
-	seqs           seqFence // sequences moved past the rows before writing as primary
+	// applyStmts are the statements prepared on applyStmtsOn (the apply
+	// connection they were prepared on), by text: applyPrepared.
+	applyStmts   map[string]string
+	applyStmtsOn *pgconn.PgConn
+	repl         Replicator
+	commitMu     sync.Mutex // GSN order = commit order
+	params       [][2]string
+	seq          atomic.Uint64
+	seqs         seqFence // sequences moved past the rows before writing as primary
 	// sessionRoles: sessions log in as their client's role (UseRoles).
 	sessionRoles bool
 	// mm: the multi-master design (EnableMultiMaster; multimaster.go).
