@@ -47,8 +47,11 @@ func (t fenceTarget) sql() string {
 // restore): the next write transaction fences them first.
 func (f *seqFence) stale() { f.fenced.Store(false) }
 
-// fenceTargetsQuery lists what fenceSQL loops over, by table name.
-const fenceTargetsQuery = `SELECT DISTINCT c.relname, d.tbl::regclass::text, quote_ident(a.attname), d.seq::regclass::text, q.seqmax
+// fenceCatalog is the FROM clause of the sequences that feed a column of
+// a table (owned by it: serial, bigserial, identity; or named in a
+// column's DEFAULT) and count up: d.seq, d.tbl, a.attname, q (pg_sequence),
+// c (the table's pg_class).
+const fenceCatalog = `
     FROM (
       SELECT dp.objid AS seq, dp.refobjid AS tbl, dp.refobjsubid AS attnum
         FROM pg_depend dp
@@ -64,6 +67,9 @@ const fenceTargetsQuery = `SELECT DISTINCT c.relname, d.tbl::regclass::text, quo
     JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_temp%'
     JOIN pg_attribute a ON a.attrelid = d.tbl AND a.attnum = d.attnum AND NOT a.attisdropped
     WHERE c.relname NOT LIKE '\_tandem\_%' AND q.seqincrement > 0`
+
+// fenceTargetsQuery lists what fenceSQL loops over, by table name.
+const fenceTargetsQuery = `SELECT DISTINCT c.relname, d.tbl::regclass::text, quote_ident(a.attname), d.seq::regclass::text, q.seqmax` + fenceCatalog
 
 // loadFenceTargets reads fenceTargetsQuery on c (the apply connection,
 // outside a transaction).
@@ -118,30 +124,14 @@ func (b *Backend) fenceStatements(ctx context.Context, c *pgconn.PgConn, batch [
 	return out, nil
 }
 
-// fenceSQL sets every sequence that feeds a column of a table (owned by
-// it: serial, bigserial, identity; or named in a column's DEFAULT) to at
-// least the column's largest value, so nextval returns a larger one.
-// Sequences that count down are left alone.
+// fenceSQL sets every sequence that feeds a column of a table
+// (fenceCatalog) to at least the column's largest value, so nextval
+// returns a larger one. Sequences that count down are left alone.
 const fenceSQL = `DO $f$
 DECLARE r record; m numeric; cur record;
 BEGIN
   FOR r IN
-    SELECT DISTINCT d.seq, d.tbl, a.attname AS col, q.seqincrement AS inc, q.seqmax AS mx
-    FROM (
-      SELECT dp.objid AS seq, dp.refobjid AS tbl, dp.refobjsubid AS attnum
-        FROM pg_depend dp
-        WHERE dp.classid = 'pg_class'::regclass AND dp.refclassid = 'pg_class'::regclass
-          AND dp.deptype IN ('a', 'i') AND dp.refobjsubid > 0
-      UNION
-      SELECT dp.refobjid, ad.adrelid, ad.adnum
-        FROM pg_attrdef ad
-        JOIN pg_depend dp ON dp.classid = 'pg_attrdef'::regclass AND dp.objid = ad.oid AND dp.refclassid = 'pg_class'::regclass
-    ) d
-    JOIN pg_sequence q ON q.seqrelid = d.seq
-    JOIN pg_class c ON c.oid = d.tbl AND c.relkind IN ('r', 'p') AND c.relpersistence <> 't'
-    JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_temp%'
-    JOIN pg_attribute a ON a.attrelid = d.tbl AND a.attnum = d.attnum AND NOT a.attisdropped
-    WHERE c.relname NOT LIKE '\_tandem\_%' AND q.seqincrement > 0
+    SELECT DISTINCT d.seq, d.tbl, a.attname AS col, q.seqincrement AS inc, q.seqmax AS mx` + fenceCatalog + `
   LOOP
     EXECUTE format('SELECT max(%I)::numeric FROM %s', r.col, r.tbl::regclass) INTO m;
     CONTINUE WHEN m IS NULL OR m > r.mx;
