@@ -1096,13 +1096,18 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("pg_restore: %w: %s", err, stderr.String())
 	}
+	c, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	// The donor may run an older tandem: this version's functions
+	// (_tandem_snapshot_gsn, ...) are made again, as at start-up.
+	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
+		return fmt.Errorf("postgres: after the restore: create tandem tables: %w", err)
+	}
 	if b.sessionRoles {
 		// pg_restore --no-owner made postgres the owner of everything.
-		c, err := pgconn.ConnectConfig(ctx, b.cfg)
-		if err != nil {
-			return err
-		}
-		defer c.Close(context.Background())
 		return b.ownAll(ctx, c)
 	}
 	return nil
