@@ -804,9 +804,13 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 				// Hold the stream open; pgx reads the server's error
 				// meanwhile but returns it once this source returns.
 				close(sent)
+				// Long enough for a slow certification on a loaded
+				// machine (n2 applied a commit 929 ms after it in a CI
+				// run); without the abort the COPY ends here, and the
+				// test fails.
 				select {
 				case <-release:
-				case <-time.After(3 * time.Second):
+				case <-time.After(15 * time.Second):
 				}
 			}
 			return nil, nil
@@ -1005,8 +1009,18 @@ func testMultiMasterSequences(t *testing.T, backend string) {
 		insert(round, "items", "tags", "plain")
 	}
 	// A table made while the cluster runs: its sequence is fenced too.
-	if _, err := conns["n2"].Exec(ctx, "CREATE TABLE later (id serial PRIMARY KEY, origin text NOT NULL)"); err != nil {
-		t.Fatal(err)
+	// (A DDL writeset conflicts with every concurrent write, so it waits
+	// until n2 has the last round's rows, and is retried as a client
+	// retries 40001.)
+	s.waitConverged(s.ids, 20*time.Second)
+	for try := 0; ; try++ {
+		_, err := conns["n2"].Exec(ctx, "CREATE TABLE later (id serial PRIMARY KEY, origin text NOT NULL)")
+		if err == nil {
+			break
+		}
+		if sqlstate(err) != "40001" || try == 5 {
+			t.Fatalf("CREATE TABLE later on n2: %v", err)
+		}
 	}
 	for round := 4; round <= 5; round++ {
 		insert(round, "later", "items")
