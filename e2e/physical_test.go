@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,7 +147,9 @@ func (p *physPair) waitStreaming(primary, standby string) physStatus {
 	for {
 		s := p.status(primary)
 		for _, r := range s.Physical.Replicas {
-			if r.Node == standby && r.State == "streaming" && r.SyncState == "sync" {
+			// Not degraded: the primary's commits wait for it (PostgreSQL
+			// calls it sync a moment before that, physical/DESIGN.md).
+			if r.Node == standby && r.State == "streaming" && r.SyncState == "sync" && !s.Physical.Degraded {
 				return s
 			}
 		}
@@ -501,6 +505,149 @@ func TestPhysicalPromoteAfterCrash(t *testing.T) {
 	for _, level := range []string{"2-safe-received", "2-safe-visible", "2-safe-durable"} {
 		t.Run(level, func(t *testing.T) { testPhysicalPromoteAfterCrash(t, level) })
 	}
+}
+
+// TestPhysicalSyncRepArmed: a primary that degraded to 1-safe (its
+// standby gone) says it is no longer degraded only once its commits wait
+// for the standby again. PostgreSQL's backends decide that by a flag only
+// the checkpointer sets when it reads the reloaded
+// synchronous_standby_names; with the checkpointer stopped (SIGSTOP, as a
+// long checkpoint would hold it) the walsender already calls the returned
+// standby synchronous while commits are still answered without it.
+func TestPhysicalSyncRepArmed(t *testing.T) {
+	h := physicalHS(t, "2-safe-visible", "", false)
+	h.start("n1")
+	h.start("n2")
+	p := &physPair{t: t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
+	p.waitStreaming("n1", "n2")
+	ctx := context.Background()
+	w := connect(t, h.dsn(h.nodes["n1"]))
+	defer w.Close(ctx)
+	if _, err := w.Exec(ctx, "CREATE TABLE audit (id bigint PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The standby goes; after ack_timeout the primary degrades.
+	h.kill("n2")
+	reapServers(t, filepath.Join(h.dir, "run", "n2"))
+	waitDegraded(t, p, "n1", true, 30*time.Second)
+
+	ckpt := serverProcess(t, filepath.Join(h.dir, "run", "n1", "pgdata"), "checkpointer")
+	if err := syscall.Kill(ckpt, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(ckpt, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume)
+
+	// The standby is back and streams; the checkpointer has not read the
+	// names, so the primary must still say degraded.
+	h.start("n2")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s := p.status("n1")
+		streams := false
+		for _, r := range s.Physical.Replicas {
+			streams = streams || (r.Node == "n2" && r.State == "streaming")
+		}
+		if streams {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("n2 never streamed again: %+v", s.Physical)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if s := p.status("n1"); !s.Physical.Degraded {
+			t.Fatalf("n1 says it is not degraded while its checkpointer, which arms synchronous replication, is stopped: %+v", s.Physical)
+		}
+	}
+
+	// Once the checkpointer runs, the level holds again: a commit is
+	// visible on the standby when it is acknowledged.
+	resume()
+	waitDegraded(t, p, "n1", false, 30*time.Second)
+	r := connect(t, h.dsn(h.nodes["n2"]))
+	defer r.Close(ctx)
+	for i := int64(1); i <= 20; i++ {
+		if _, err := w.Exec(ctx, "INSERT INTO audit VALUES ($1)", i); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := r.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = $1", i).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("a 2-safe-visible write on n1 is not on n2 when acknowledged: %d %v", n, err)
+		}
+	}
+	// And a commit waits while the standby cannot apply it (its startup
+	// process stopped).
+	startup := serverProcess(t, filepath.Join(h.dir, "run", "n2", "pgdata"), "startup")
+	if err := syscall.Kill(startup, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(startup, syscall.SIGCONT) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.Exec(ctx, "INSERT INTO audit VALUES (21)")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a 2-safe-visible commit was acknowledged while the standby could not apply it (err %v)", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	_ = syscall.Kill(startup, syscall.SIGCONT)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the commit never returned after the standby's startup process resumed")
+	}
+}
+
+// waitDegraded waits until id's /status says degraded = want.
+func waitDegraded(t *testing.T, p *physPair, id string, want bool, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := p.status(id)
+		if s.Physical.Degraded == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: degraded never became %v within %v: %+v", id, want, within, s.Physical)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// serverProcess is the pid of the PostgreSQL process of the server in
+// pgdata whose title holds what (e.g. "checkpointer").
+func serverProcess(t *testing.T, pgdata, what string) int {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err != nil || cwd != pgdata {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if title := string(cmd); strings.HasPrefix(title, "postgres: ") && strings.Contains(title, what) {
+			return pid
+		}
+	}
+	t.Fatalf("no %q process of the server in %s", what, pgdata)
+	return 0
 }
 
 // physicalHS is the writeset tests' hot-standby file (hsCluster: nodes

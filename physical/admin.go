@@ -96,19 +96,26 @@ func (e *Engine) promote(ctx context.Context, fencedLSN string, wait time.Durati
 	}
 	st, _ = e.state()
 	res := PromoteResult{Node: e.cfg.ID, Epoch: st.Epoch, Engine: config.EnginePhysical}
+	var since string
 	err = e.withConn(ctx, func(c *pgconn.PgConn) error {
 		if err := e.ensureSlots(ctx, c); err != nil {
 			return err
 		}
-		if err := e.applySafeness(ctx, c, st.Safeness); err != nil {
-			return err
-		}
-		rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
-		if err == nil && len(rows) == 1 {
-			res.LastLSN = rows[0][0]
-		}
+		since, err = e.applySafeness(ctx, c, st.Safeness)
 		return err
 	})
+	if err == nil {
+		err = e.awaitArmed(ctx, since)
+	}
+	if err == nil {
+		err = e.withConn(ctx, func(c *pgconn.PgConn) error {
+			rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
+			if err == nil && len(rows) == 1 {
+				res.LastLSN = rows[0][0]
+			}
+			return err
+		})
+	}
 	if err != nil {
 		return res, fmt.Errorf("node %s: promoted, but setting up as primary failed: %w", e.cfg.ID, err)
 	}
@@ -293,10 +300,18 @@ func (e *Engine) Set(ctx context.Context, safeness, durability string) error {
 		}
 	}
 	if st.Role == RolePrimary {
+		var since string
+		if err := e.withConn(ctx, func(c *pgconn.PgConn) (err error) {
+			since, err = e.applySafeness(ctx, c, safeness)
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := e.awaitArmed(ctx, since); err != nil {
+			return err
+		}
+		// Every commit from here waits as the level says.
 		if err := e.withConn(ctx, func(c *pgconn.PgConn) error {
-			if err := e.applySafeness(ctx, c, safeness); err != nil {
-				return err
-			}
 			rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
 			if err == nil && len(rows) == 1 {
 				if n, perr := parseLSN(rows[0][0]); perr == nil {

@@ -367,11 +367,24 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 		}
 	}
 	skipped := false
+	var since string
+	if !on {
+		err := e.withConn(ctx, func(c *pgconn.PgConn) (err error) {
+			since, err = e.applySafeness(ctx, c, st.Safeness)
+			return err
+		})
+		if err == nil {
+			// Until then commits may still be answered without the
+			// standby: still degraded.
+			err = e.awaitArmed(ctx, since)
+		}
+		if err != nil {
+			e.log.Error("could not restore synchronous_standby_names", "err", err)
+			return
+		}
+	}
 	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
 		if !on {
-			if err := e.applySafeness(ctx, c, st.Safeness); err != nil {
-				return err
-			}
 			// Every commit from here waits for the standby: once it
 			// confirmed this position it holds everything.
 			rows, err := query(ctx, c, "SELECT pg_current_wal_lsn()::text")
