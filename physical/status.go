@@ -413,7 +413,14 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 			skipped = true
 			return nil
 		}
+		// Said before it is so: once the checkpointer reads the reload,
+		// waiting commits return at once, and /status must not call a
+		// commit answered without the standby not degraded (e2e
+		// TestPhysicalPromoteAfterCrash read degraded = false right after
+		// such a commit when this was set afterwards).
+		e.degraded.Store(true)
 		if err := execAll(ctx, c, "ALTER SYSTEM SET synchronous_standby_names = ''", "SELECT pg_reload_conf()"); err != nil {
+			e.degraded.Store(false)
 			e.dropSettings()
 			return err
 		}
