@@ -92,10 +92,21 @@ type Config struct {
 // a round (the PostgreSQL pair serves its four levels, switched with ALTER
 // SYSTEM; the standalone server its two).
 func (c Config) setup() string {
+	if c.sharedPhysical() {
+		return "hs-pgphys"
+	}
 	if c.kind == kindTandem {
 		return c.Name
 	}
 	return c.kind
+}
+
+// sharedPhysical: tandem's hot-standby pair on the physical engine, whose
+// four levels one cluster serves in turn (`tandem set`), as one
+// PostgreSQL pair serves its four synchronous_commit levels: the pair
+// compared runs on the same servers and data at every level.
+func (c Config) sharedPhysical() bool {
+	return c.kind == kindTandem && c.Engine == "physical" && c.Design == "hot-standby" && c.Policy == "" && c.InterNode == ""
 }
 
 func hs(name, level, durability, standbyDurability string) Config {

@@ -64,6 +64,19 @@ type Options struct {
 	// which neither pgpool-II nor HAProxy offers; eventual is their
 	// guarantee).
 	ReadConsistency string
+	// Interleave (--interleave) keeps every system of a round running
+	// until the round ends instead of stopping each before the next
+	// starts, and runs the configurations of one safeness level side by
+	// side (byLevel), so the systems compared at a level are measured
+	// seconds apart rather than minutes (a system shared by several, the
+	// PostgreSQL pair's levels or tandem's physical pair's, switches
+	// between them each time). On a machine whose speed drifts within
+	// minutes this is what makes their ratio trustworthy. While one is
+	// measured, the others' tandem processes wait stopped (SIGSTOP: an
+	// idle node's own polling would be on the machine during the others'
+	// windows); PostgreSQL servers stay up, idle. Not with Lab: two
+	// systems would need the same emulated hosts.
+	Interleave bool
 	// Exe is the tandem binary that runs the nodes (default: this executable).
 	Exe string
 	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
@@ -103,6 +116,9 @@ func (o *Options) validate() error {
 		return fmt.Errorf("%w: --mixes: no mix", ErrBadOption)
 	case len(o.Configs) == 0:
 		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
+	}
+	if o.Interleave && o.Lab != nil {
+		return fmt.Errorf("%w: --interleave keeps several systems running at once, and --lab gives each configuration the same emulated hosts: use one or the other", ErrBadOption)
 	}
 	if o.Lab != nil {
 		if o.Lab.NetnsOn() {
@@ -158,6 +174,13 @@ type system interface {
 	stop()
 }
 
+// pauser is a system whose own processes can wait, stopped, while an
+// interleaved round measures another (Options.Interleave).
+type pauser interface {
+	pause()
+	resume()
+}
+
 // step is one configuration in one round.
 type step struct {
 	cfg   Config
@@ -177,6 +200,17 @@ func plan(configs []Config, rounds int) []step {
 			out = append(out, step{cfg: c, round: r})
 		}
 	}
+	return out
+}
+
+// byLevel orders configurations for an interleaved sweep: those of one
+// safeness level side by side (levels in config.SafenessLevels' order,
+// configurations without one first), each level's in the usual order, so
+// that the systems compared at a level are measured one after the other.
+func byLevel(cs []Config) []Config {
+	out := slices.Clone(cs)
+	rank := func(c Config) int { return slices.Index(config.SafenessLevels, c.Level) }
+	slices.SortStableFunc(out, func(a, b Config) int { return rank(a) - rank(b) })
 	return out
 }
 
@@ -240,28 +274,43 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	started := time.Now()
 	var runs []Measurement
+	if o.Interleave {
+		o.Configs = byLevel(o.Configs)
+	}
 	steps := plan(o.Configs, o.Rounds)
 
-	var (
-		sys      system
-		sysLab   *lab.Lab // its emulated hosts (Options.Lab)
-		sysKey   string
-		sysRound int
-		sysDir   string
-	)
-	closeSys := func() {
-		if sys != nil {
-			sys.stop()
-			if sysLab != nil {
-				if err := sysLab.Close(); err != nil {
-					log.Warn("could not remove the configuration's emulated hosts", "err", err)
-				}
+	// The running systems by setup: one at a time, or with Interleave
+	// every one of the round's.
+	type liveSys struct {
+		sys   system
+		lab   *lab.Lab // its emulated hosts (Options.Lab)
+		round int
+		dir   string
+	}
+	live := map[string]*liveSys{}
+	closeOne := func(key string) {
+		l := live[key]
+		if l == nil {
+			return
+		}
+		delete(live, key)
+		if p, ok := l.sys.(pauser); ok {
+			p.resume() // a stopped process cannot shut down cleanly
+		}
+		l.sys.stop()
+		if l.lab != nil {
+			if err := l.lab.Close(); err != nil {
+				log.Warn("could not remove the configuration's emulated hosts", "err", err)
 			}
-			_ = os.RemoveAll(sysDir)
-			sys, sysLab, sysKey = nil, nil, ""
+		}
+		_ = os.RemoveAll(l.dir)
+	}
+	closeAll := func() {
+		for k := range live {
+			closeOne(k)
 		}
 	}
-	defer closeSys()
+	defer closeAll()
 	failAll := func(c Config, round int, err error) {
 		for _, mix := range o.Mixes {
 			runs = append(runs, Measurement{Config: c.Name, Mix: mix, Round: round, Err: err.Error(), StartedAt: time.Now().UTC().Truncate(time.Second)})
@@ -285,31 +334,54 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			o.progress(i, len(steps), st, nil, err, 0, time.Since(t0))
 			continue
 		}
-		if sys == nil || sysKey != c.setup() || sysRound != st.round {
-			closeSys()
-			sysDir = filepath.Join(root, setupID)
-			if err := os.MkdirAll(sysDir, 0o755); err != nil {
-				return nil, fmt.Errorf("create %s: %w", sysDir, err)
+		key := c.setup()
+		for k, l := range live {
+			// A system serves only its round; without Interleave only
+			// the current configuration's runs.
+			if l.round != st.round || (!o.Interleave && k != key) {
+				closeOne(k)
 			}
-			s, lb, lt, err := o.startAndLoad(ctx, c, sysDir, w, log)
+		}
+		cur := live[key]
+		if cur == nil {
+			dir := filepath.Join(root, setupID)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", dir, err)
+			}
+			s, lb, lt, err := o.startAndLoad(ctx, c, dir, w, log)
 			if err != nil {
 				if ctx.Err() != nil {
 					interrupted = true
 					break
 				}
 				log.Error("configuration failed to start", "config", c.Name, "round", st.round, "err", err)
-				o.keepLogs(sysDir, setupID, c.Name, log)
+				o.keepLogs(dir, setupID, c.Name, log)
 				setupFailed[setupID] = err
 				failAll(c, st.round, err)
 				o.progress(i, len(steps), st, nil, err, 0, time.Since(t0))
-				_ = os.RemoveAll(sysDir)
+				_ = os.RemoveAll(dir)
 				continue
 			}
 			if ps, ok := s.(*pgSystem); ok {
 				params.PostgreSQL = ps.version
 			}
-			sys, sysLab, sysKey, sysRound, loadTook = s, lb, c.setup(), st.round, lt
+			cur = &liveSys{sys: s, lab: lb, round: st.round, dir: dir}
+			live[key] = cur
+			loadTook = lt
 		}
+		if o.Interleave {
+			// The others wait, stopped, while this one is measured.
+			for k, l := range live {
+				if p, ok := l.sys.(pauser); ok {
+					if k == key {
+						p.resume()
+					} else {
+						p.pause()
+					}
+				}
+			}
+		}
+		sys, sysLab := cur.sys, cur.lab
 		if err := sys.use(ctx, c); err != nil {
 			if ctx.Err() != nil {
 				interrupted = true
@@ -318,7 +390,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			failAll(c, st.round, err)
 			o.progress(i, len(steps), st, nil, err, loadTook, time.Since(t0))
 			o.keepLogs(sys.logDir(), setupID, c.Name, log)
-			closeSys()
+			closeOne(key)
 			continue
 		}
 		var mine []Measurement
@@ -347,12 +419,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			o.keepLogs(sys.logDir(), setupID, c.Name, log)
 			if sys.exited() != nil {
 				// A crashed system serves no further configuration.
-				closeSys()
+				closeOne(key)
 			}
 		}
 		o.progress(i, len(steps), st, mine, nil, loadTook, time.Since(t0))
 	}
-	closeSys()
+	closeAll()
 
 	env.LoadEnd = loadAvg()
 	rep := Build(params, env, o.Configs, runs)

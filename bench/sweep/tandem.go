@@ -7,9 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
@@ -32,6 +36,9 @@ type tandemSystem struct {
 	primary string // the primary's metrics (admin) address; "" for standalone
 	router  string // the router's metrics address; "" without a router
 	unix    bool   // clients connect over the entry's Unix socket
+	exe     string // the tandem binary, for `tandem set`
+	file    string // the cluster file
+	level   string // the safeness level the cluster runs at now
 }
 
 // clusterFile renders the configuration's cluster file; addr hands out free
@@ -146,7 +153,7 @@ func startTandemOnce(ctx context.Context, c Config, dir, exe string, unix bool, 
 	if err != nil {
 		return nil, fmt.Errorf("start cluster %s: %w", c.Name, err)
 	}
-	s := &tandemSystem{cfg: c, local: lc, unix: unix}
+	s := &tandemSystem{cfg: c, local: lc, unix: unix, exe: exe, file: file, level: c.Safeness}
 	if cc.Router != nil {
 		s.router = cc.Router.Metrics
 	}
@@ -182,7 +189,63 @@ func (s *tandemSystem) exited() error {
 
 func (s *tandemSystem) logDir() string { return filepath.Join(s.local.RunDir, "logs") }
 
-func (s *tandemSystem) use(context.Context, Config) error { return nil }
+// pause stops (SIGSTOP) the cluster's tandem processes while another
+// system of an interleaved round is measured: an idle node still polls
+// its server and renews what it holds (a physical-engine pair about 0.08
+// of a core), which the other system's window would otherwise pay. Its
+// PostgreSQL servers keep running (idle, they cost next to nothing).
+func (s *tandemSystem) pause() { s.signal(syscall.SIGSTOP) }
+
+// resume continues what pause stopped.
+func (s *tandemSystem) resume() { s.signal(syscall.SIGCONT) }
+
+func (s *tandemSystem) signal(sig syscall.Signal) {
+	for _, p := range s.local.Procs {
+		if p.PID > 0 {
+			_ = syscall.Kill(p.PID, sig)
+		}
+	}
+}
+
+// use switches the physical-engine pair, which serves its four levels as
+// PostgreSQL's own pair does (Config.setup), to c's level with `tandem
+// set`, and settles it as the pair is settled between its levels (VACUUM,
+// CHECKPOINT on the primary's server, the standby caught up). Every other
+// tandem configuration has a cluster of its own.
+func (s *tandemSystem) use(ctx context.Context, c Config) error {
+	if !c.sharedPhysical() {
+		return nil
+	}
+	if c.Safeness != s.level {
+		out, err := exec.CommandContext(ctx, s.exe, "set", "-c", s.file, "safeness="+c.Safeness).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("configuration %s: tandem set safeness=%s: %w: %s", c.Name, c.Safeness, err, strings.TrimSpace(string(out)))
+		}
+		s.level = c.Safeness
+	}
+	var socks []string
+	found, _ := filepath.Glob(filepath.Join(s.local.RunDir, "n1", "physical", ".s.PGSQL.*"))
+	for _, f := range found {
+		if !strings.HasSuffix(f, ".lock") {
+			socks = append(socks, f)
+		}
+	}
+	if len(socks) != 1 {
+		return fmt.Errorf("configuration %s: the primary's server socket in %s: found %d", c.Name, filepath.Join(s.local.RunDir, "n1", "physical"), len(socks))
+	}
+	port := strings.TrimPrefix(filepath.Ext(socks[0]), ".")
+	conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=%s sslmode=disable", filepath.Dir(socks[0]), port, config.DefaultDatabase))
+	if err != nil {
+		return fmt.Errorf("configuration %s: connect to the primary's server: %w", c.Name, err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{"VACUUM", "CHECKPOINT"} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("configuration %s: %s: %w", c.Name, q, err)
+		}
+	}
+	return s.waitStandby(ctx, 5*time.Minute, true)
+}
 
 // settled waits, after the load, until the standby has applied everything:
 // the measured window must not pay for the load's replication backlog.

@@ -1,0 +1,97 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/config"
+)
+
+// TestSweepInterleave: with Interleave a round keeps its systems running
+// and runs the configurations of one safeness level side by side; tandem's physical pair
+// serves its levels on one cluster (`tandem set` between them), as
+// PostgreSQL's pair serves its synchronous_commit levels, and is stopped
+// while the pair is measured.
+func TestSweepInterleave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real clusters; skipped with -short")
+	}
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip("PostgreSQL is not installed:", err)
+	}
+	configs, err := SelectConfigs("hs-pgphys-1safe,pg-pair-local,hs-pgphys-visible,pg-pair-remote_apply")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := buildTandem(t)
+	tmp, err := os.MkdirTemp("", "tsi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	var progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, Options{
+		Subscribers: 1000, Clients: 4, Rampup: 300 * time.Millisecond, Duration: time.Second,
+		Mixes: []string{"r80w20"}, Configs: configs, Rounds: 1, Interleave: true,
+		Exe: exe, TempDir: tmp, Progress: &progress, Logger: quietLogger(),
+	})
+	if err != nil {
+		t.Fatalf("sweep: %v\nprogress:\n%s", err, progress.String())
+	}
+	for _, m := range rep.Runs {
+		if m.MQTh <= 0 || m.Errors != 0 {
+			t.Errorf("%s: MQTh %v, %d errors (%s)", m.Config, m.MQTh, m.Errors, m.FirstError)
+		}
+	}
+	if len(rep.Runs) != 4 {
+		t.Errorf("%d runs, want 4", len(rep.Runs))
+	}
+	// Level by level (one progress line each, as it ends).
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	var order []string
+	for _, l := range lines {
+		for _, c := range configs {
+			if strings.Contains(l, c.Name+" ") {
+				order = append(order, c.Name)
+			}
+		}
+	}
+	if got, want := strings.Join(order, ","), "pg-pair-local,hs-pgphys-1safe,pg-pair-remote_apply,hs-pgphys-visible"; got != want {
+		t.Errorf("runs in the order %s, want %s:\n%s", got, want, progress.String())
+	}
+	// Each system was started and loaded once: the second physical level
+	// and the second PostgreSQL level reused theirs.
+	loads := 0
+	for _, l := range lines {
+		if strings.Contains(l, " load ") {
+			loads++
+			if strings.Contains(l, "hs-pgphys-visible") || strings.Contains(l, "pg-pair-remote_apply") {
+				t.Errorf("a second level started a system of its own: %s", l)
+			}
+		}
+	}
+	if loads != 2 {
+		t.Errorf("%d systems loaded, want 2 (the physical pair, PostgreSQL's pair):\n%s", loads, progress.String())
+	}
+	left, _ := os.ReadDir(tmp)
+	if len(left) != 0 {
+		t.Errorf("left behind in the temporary directory: %v", left)
+	}
+}
+
+// TestSweepInterleaveRefusesLab: two systems at once cannot share the
+// emulated hosts.
+func TestSweepInterleaveRefusesLab(t *testing.T) {
+	configs, _ := SelectConfigs("standalone-relaxed")
+	o := Options{Subscribers: 10, Clients: 1, Duration: time.Second, Rounds: 1, Mixes: []string{"r80w20"}, Configs: configs,
+		Lab: &config.Lab{CPUPerNode: 0.5}, Interleave: true}
+	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--interleave") {
+		t.Fatalf("validate with Interleave and Lab = %v, want a refusal naming --interleave", err)
+	}
+}
