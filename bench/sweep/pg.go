@@ -25,6 +25,13 @@ var pgSettings = map[string]string{
 	"wal_level":       "replica",
 	"max_wal_senders": "4",
 	"hot_standby":     "on",
+	// As Patroni runs every server it manages (its CMDLINE_OPTIONS force
+	// wal_log_hints = on: pg_rewind needs it, or data checksums), and as
+	// tandem's physical engine runs its own: the pair that HAProxy fronts
+	// is the one a Patroni user has, and the pair direct differs from
+	// tandem's only by the relay. It costs the first change of a page's
+	// hint bits after each checkpoint a full-page image in the WAL.
+	"wal_log_hints": "on",
 }
 
 // PGPair is a PostgreSQL streaming-replication pair run by the sweep: a
@@ -257,8 +264,12 @@ func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger
 			s.pool = pool
 		}
 	} else {
+		// A standalone server has no standby to rewind: PostgreSQL's
+		// default, wal_log_hints off.
+		settings := clone(pgSettings)
+		delete(settings, "wal_log_hints")
 		m, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: clone(pgSettings), Logger: log, TCP: true,
+			DataDir: filepath.Join(dir, "pgdata"), BinDir: binDir, Settings: settings, Logger: log, TCP: true,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL: %w", err)
