@@ -101,7 +101,7 @@ func (e *Engine) promote(ctx context.Context, fencedLSN string, wait time.Durati
 		if err := e.ensureSlots(ctx, c); err != nil {
 			return err
 		}
-		since, err = e.applySafeness(ctx, c, st.Safeness)
+		since, err = e.applySafeness(ctx, c, st.Safeness, false)
 		return err
 	})
 	if err == nil {
@@ -302,7 +302,7 @@ func (e *Engine) Set(ctx context.Context, safeness, durability string) error {
 	if st.Role == RolePrimary {
 		var since string
 		if err := e.withConn(ctx, func(c *pgconn.PgConn) (err error) {
-			since, err = e.applySafeness(ctx, c, safeness)
+			since, err = e.applySafeness(ctx, c, safeness, e.degraded.Load())
 			return err
 		}); err != nil {
 			return err

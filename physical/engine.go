@@ -769,7 +769,7 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 			return err
 		}
 		st, _ := e.state()
-		since, err := e.applySafeness(ctx, c, st.Safeness)
+		since, err := e.applySafeness(ctx, c, st.Safeness, false)
 		if err != nil {
 			return err
 		}
@@ -824,7 +824,7 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 		}
 	}
 	st, _ := e.state()
-	since, err := e.applySafeness(ctx, c, st.Safeness)
+	since, err := e.applySafeness(ctx, c, st.Safeness, false)
 	if err != nil {
 		return err
 	}
@@ -878,11 +878,13 @@ func (e *Engine) standbys() []string {
 
 // applySafeness sets synchronous_commit and synchronous_standby_names
 // with ALTER SYSTEM and reloads the configuration. When the reload gives
-// synchronous_standby_names a new non-empty value, it returns the
+// synchronous_standby_names a new non-empty value (or any non-empty value
+// with arm: a restore after a degrade, whose earlier attempt may have
+// reloaded the names and failed before they were armed), it returns the
 // server's time before the reload: until awaitArmed(since) returns,
 // commits may not wait for the standbys yet (see awaitArmed). "" when
 // nothing is to be waited for.
-func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness string) (since string, err error) {
+func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness string, arm bool) (since string, err error) {
 	sc, err := SynchronousCommit(safeness)
 	if err != nil {
 		return "", err
@@ -907,7 +909,7 @@ func (e *Engine) applySafeness(ctx context.Context, c *pgconn.PgConn, safeness s
 	// before it has handled the reload's signal and read the old values.
 	e.cacheSettings([2]string{sc, names})
 	e.log.Info("safeness applied", "safeness", safeness, "synchronous_commit", sc, "synchronous_standby_names", names)
-	if names != "" && rows[0][0] != names {
+	if names != "" && (arm || rows[0][0] != names) {
 		since = rows[0][1]
 	}
 	return since, nil

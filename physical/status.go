@@ -370,7 +370,7 @@ func (e *Engine) setDegraded(ctx context.Context, on bool) {
 	var since string
 	if !on {
 		err := e.withConn(ctx, func(c *pgconn.PgConn) (err error) {
-			since, err = e.applySafeness(ctx, c, st.Safeness)
+			since, err = e.applySafeness(ctx, c, st.Safeness, true)
 			return err
 		})
 		if err == nil {
