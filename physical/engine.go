@@ -951,7 +951,11 @@ func (e *Engine) awaitArmed(ctx context.Context, since string) error {
 				// checkpointer handles a signal within a checkpoint's
 				// write delay (100 ms) unless it is behind schedule.
 				e.log.Warn("CHECKPOINT refused (grant pg_checkpoint to tandem's role): waiting 1 s for the checkpointer to read synchronous_standby_names instead", "err", err)
-				time.Sleep(time.Second)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Second):
+				}
 				return nil
 			}
 			if err != nil {

@@ -57,8 +57,12 @@
 // It must not reach into node, router or replication internals: a tandem
 // configuration is a cluster file, the only things it reads from a running
 // cluster are the public /status documents of its nodes (to wait for the
-// standby) and of its router (transactions routed per node), and a
-// PostgreSQL configuration is a DSN plus ALTER SYSTEM.
+// standby) and of its router (transactions routed per node), the only
+// things it changes are what `tandem set` changes (the physical pair's
+// level between its configurations) and what SQL through the cluster's
+// entry does, and a PostgreSQL configuration is a DSN plus ALTER SYSTEM.
+// With --interleave (Options.Interleave) a round's systems stay up and
+// the configurations of one safeness level run side by side.
 //
 // A suite (--suite, Options.Suite) is another set of configurations run by
 // the same machinery. seed001 is seed 001's table (Silvestrini, chapter 4,

@@ -82,7 +82,13 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	if c.InterNode != "" {
 		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
 	}
-	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n\n")
+	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n")
+	if c.sharedPhysical() {
+		// use settles the pair between its levels with CHECKPOINT, as
+		// the PostgreSQL pair is settled, through the cluster's own door.
+		b.WriteString("superuser = true\n")
+	}
+	b.WriteString("\n")
 	for _, id := range nodes {
 		listen, err := addr()
 		if err != nil {
@@ -209,8 +215,9 @@ func (s *tandemSystem) signal(sig syscall.Signal) {
 
 // use switches the physical-engine pair, which serves its four levels as
 // PostgreSQL's own pair does (Config.setup), to c's level with `tandem
-// set`, and settles it as the pair is settled between its levels (VACUUM,
-// CHECKPOINT on the primary's server, the standby caught up). Every other
+// set`, and settles it as the pair is settled between its levels (VACUUM
+// and CHECKPOINT through the cluster's entry, whose user is a superuser
+// in these configurations, then the standby caught up). Every other
 // tandem configuration has a cluster of its own.
 func (s *tandemSystem) use(ctx context.Context, c Config) error {
 	if !c.sharedPhysical() {
@@ -223,20 +230,9 @@ func (s *tandemSystem) use(ctx context.Context, c Config) error {
 		}
 		s.level = c.Safeness
 	}
-	var socks []string
-	found, _ := filepath.Glob(filepath.Join(s.local.RunDir, "n1", "physical", ".s.PGSQL.*"))
-	for _, f := range found {
-		if !strings.HasSuffix(f, ".lock") {
-			socks = append(socks, f)
-		}
-	}
-	if len(socks) != 1 {
-		return fmt.Errorf("configuration %s: the primary's server socket in %s: found %d", c.Name, filepath.Join(s.local.RunDir, "n1", "physical"), len(socks))
-	}
-	port := strings.TrimPrefix(filepath.Ext(socks[0]), ".")
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("host=%s port=%s user=postgres dbname=%s sslmode=disable", filepath.Dir(socks[0]), port, config.DefaultDatabase))
+	conn, err := pgx.Connect(ctx, s.dsn())
 	if err != nil {
-		return fmt.Errorf("configuration %s: connect to the primary's server: %w", c.Name, err)
+		return fmt.Errorf("configuration %s: connect: %w", c.Name, err)
 	}
 	defer conn.Close(context.Background())
 	for _, q := range []string{"VACUUM", "CHECKPOINT"} {
