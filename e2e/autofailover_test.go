@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,8 +285,9 @@ func TestSessionsSurviveFailover(t *testing.T) {
 					}
 					return ""
 				},
-				nodeDSN: func(id string) string { return h.dsn(h.nodes[id]) },
-				logs:    func() string { return tailLog(h, "router") + tailLog(h, "n2") },
+				nodeDSN:   func(id string) string { return h.dsn(h.nodes[id]) },
+				logs:      func() string { return tailLog(h, "router") + tailLog(h, "n2") },
+				oneWriter: be == "sqlite",
 			})
 		})
 	}
@@ -296,6 +300,9 @@ type survivalTarget struct {
 	promoted func() string // the node that took over, "" until one did
 	nodeDSN  func(id string) string
 	logs     func() string // for failure messages
+	// oneWriter: the back end runs one write transaction at a time
+	// (SQLite), so no second one may be open at the kill.
+	oneWriter bool
 }
 
 // sessionsSurvive: sessions through the router keep their client
@@ -344,6 +351,22 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if _, err := tx.Exec(ctx, "INSERT INTO t VALUES (2, 'lost')"); err != nil {
 		t.Fatal(err)
 	}
+	// A session whose next word after the failover is COMMIT, and
+	// pgjdbc's sessions (JdbcFailover.java).
+	var commitTx *pgx.Conn
+	var txAtCommit pgx.Tx
+	var jdbcGo func() string
+	if !c.oneWriter {
+		jdbcGo = startJdbcFailover(t, c.router)
+		commitTx = connect(t, c.router)
+		defer commitTx.Close(ctx)
+		if txAtCommit, err = commitTx.Begin(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := txAtCommit.Exec(ctx, "INSERT INTO t VALUES (6, 'lost at commit')"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c.kill()
 	var primary string
 	for wait := time.Now().Add(30 * time.Second); primary == ""; time.Sleep(20 * time.Millisecond) {
@@ -368,11 +391,37 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if !errors.As(err, &pe) || pe.Code != "40001" {
 		t.Fatalf("a statement of the transaction open at the failover: %v; want SQLSTATE 40001", err)
 	}
-	if err := tx.Rollback(qctx); err != nil {
-		t.Fatalf("rollback after the 40001: %v", err)
+	// Its ROLLBACK in the extended protocol, as pgjdbc sends it.
+	if err := inTx.PgConn().ExecParams(qctx, "ROLLBACK", nil, nil, nil, nil).Read().Err; err != nil {
+		t.Fatalf("rollback (extended protocol) after the 40001: %v", err)
+	}
+	if st := inTx.PgConn().TxStatus(); st != 'I' {
+		t.Fatalf("after its ROLLBACK the session is in state %q, want 'I'", st)
 	}
 	if _, err := inTx.Exec(qctx, "INSERT INTO t VALUES (5, 'after rollback')"); err != nil {
 		t.Fatalf("the session after its rollback: %v", err)
+	}
+	// Its COMMIT: 40001, and the transaction is over, as after a COMMIT
+	// that fails on PostgreSQL: the next statement runs, no ROLLBACK.
+	want := map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true}
+	if txAtCommit != nil {
+		if err := txAtCommit.Commit(qctx); !errors.As(err, &pe) || pe.Code != "40001" {
+			t.Fatalf("the COMMIT of the transaction open at the failover: %v; want SQLSTATE 40001", err)
+		}
+		if st := commitTx.PgConn().TxStatus(); st != 'I' {
+			t.Fatalf("after the lost transaction's COMMIT the session is in state %q, want 'I' (no transaction)", st)
+		}
+		if _, err := commitTx.Exec(qctx, "INSERT INTO t VALUES (7, 'after the failed commit')"); err != nil {
+			t.Fatalf("the session after its failed COMMIT: %v", err)
+		}
+		want[6], want[7] = false, true
+	}
+	if jdbcGo != nil {
+		out := jdbcGo()
+		t.Logf("JdbcFailover.java:\n%s", out)
+		for id, w := range map[int64]bool{100: false, 101: false, 102: true, 103: false, 104: true} {
+			want[id] = w
+		}
 	}
 	fmt.Fprintln(psqlIn, "INSERT INTO t VALUES (11, 'psql after'); SELECT 'app=' || current_setting('application_name');")
 	psqlIn.Close()
@@ -388,10 +437,74 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 		t.Fatalf("the psql session across the failover (exit %v) printed:\n%s\nwant its setting kept and no lost connection\n%s", psqlErr, out, c.logs())
 	}
 	have := ids(t, c.nodeDSN(primary))
-	for id, want := range map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true} {
+	for id, want := range want {
 		if have[id] != want {
 			t.Errorf("row %d on the new primary: %v, want %v", id, have[id], want)
 		}
+	}
+}
+
+// startJdbcFailover starts JdbcFailover.java against the router and waits
+// until its transactions are open; the function it returns tells it the
+// failover is over and returns its output once it passed.
+func startJdbcFailover(t *testing.T, router string) func() string {
+	t.Helper()
+	java, jar, dir := compileJava(t, "testdata/failover/JdbcFailover.java")
+	u, err := url.Parse(router)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	jdbc := fmt.Sprintf("jdbc:postgresql://%s%s?sslmode=disable&user=%s&password=%s", u.Host, u.Path, url.QueryEscape(u.User.Username()), url.QueryEscape(pw))
+	cmd := exec.Command(java, "-cp", jar+string(os.PathListSeparator)+dir, "JdbcFailover", jdbc)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW := io.Pipe()
+	cmd.Stdout, cmd.Stderr = outW, outW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var out strings.Builder
+	var mu sync.Mutex
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(outR)
+		once := sync.Once{}
+		for sc.Scan() {
+			mu.Lock()
+			out.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if sc.Text() == "READY" {
+				once.Do(func() { close(ready) })
+			}
+		}
+	}()
+	exited := make(chan error, 1)
+	go func() { err := cmd.Wait(); outW.Close(); exited <- err }()
+	text := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
+	select {
+	case <-ready:
+	case err := <-exited:
+		t.Fatalf("JdbcFailover.java ended before its transactions were open (%v):\n%s", err, text())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("JdbcFailover.java did not open its transactions within 60 s:\n%s", text())
+	}
+	return func() string {
+		t.Helper()
+		fmt.Fprintln(in, "GO")
+		in.Close()
+		select {
+		case err := <-exited:
+			if err != nil || !strings.Contains(text(), "JdbcFailover: ok") {
+				t.Fatalf("JdbcFailover.java after the failover (%v):\n%s", err, text())
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("JdbcFailover.java did not finish within 60 s of the failover:\n%s", text())
+		}
+		return text()
 	}
 }
 

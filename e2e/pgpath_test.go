@@ -287,23 +287,32 @@ func runPsycopg(t *testing.T, tg pgTarget) {
 	}
 }
 
-// runPgjdbc compiles e2e/testdata/pgpath/PgPath.java against the pgjdbc jar
-// (fetched by scripts/deps.d/pgpath.sh) and runs it.
-func runPgjdbc(t *testing.T, tg pgTarget) {
+// compileJava compiles a Java program against the pgjdbc jar (fetched by
+// scripts/deps.d/pgpath.sh) and returns the java command, the jar and the
+// classes' directory.
+func compileJava(t *testing.T, src string) (java, jar, dir string) {
+	t.Helper()
 	javac, err := exec.LookPath("javac")
 	needClient(t, "javac", err)
-	java, err := exec.LookPath("java")
+	java, err = exec.LookPath("java")
 	needClient(t, "java", err)
 	home, _ := os.UserHomeDir()
 	jars, _ := filepath.Glob(filepath.Join(home, ".m2/repository/org/postgresql/postgresql/*/postgresql-*.jar"))
 	if len(jars) == 0 {
 		needClient(t, "the pgjdbc jar", os.ErrNotExist)
 	}
-	jar := jars[len(jars)-1]
-	dir := t.TempDir()
-	if out, err := exec.Command(javac, "-cp", jar, "-d", dir, "testdata/pgpath/PgPath.java").CombinedOutput(); err != nil {
+	jar = jars[len(jars)-1]
+	dir = t.TempDir()
+	if out, err := exec.Command(javac, "-cp", jar, "-d", dir, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac: %v\n%s", err, out)
 	}
+	return java, jar, dir
+}
+
+// runPgjdbc compiles e2e/testdata/pgpath/PgPath.java against the pgjdbc jar
+// (fetched by scripts/deps.d/pgpath.sh) and runs it.
+func runPgjdbc(t *testing.T, tg pgTarget) {
+	java, jar, dir := compileJava(t, "testdata/pgpath/PgPath.java")
 	// pgjdbc's URL: host and port from the DSN.
 	url := "jdbc:postgresql://" + hostPort(tg.dsn) + "/tandem?user=tandem&password=secret&sslmode=disable"
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

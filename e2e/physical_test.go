@@ -991,6 +991,31 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	}
 }
 
+// TestPhysicalSessionsSurvive: sessionsSurvive on the physical engine
+// (PostgreSQL's own replication, the default for managed PostgreSQL
+// pairs): psql, pgx and pgjdbc sessions through the router across a
+// SIGKILL of the primary's node.
+func TestPhysicalSessionsSurvive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
+	p := h.startCoordinatedPair()
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
+	sessionsSurvive(t, survivalTarget{
+		router: h.dsn(h.router),
+		kill:   func() { h.kill("n1") },
+		promoted: func() string {
+			if s := p.status("n2"); s.Physical.Role == "primary" {
+				return "n2"
+			}
+			return ""
+		},
+		nodeDSN: func(id string) string { return h.dsn(h.nodes[id]) },
+		logs:    func() string { return tailLog(h, "router") + tailLog(h, "n2") },
+	})
+}
+
 // waitCoordinated waits until the coordinator's map, as the node at admin
 // sees it, holds a lease of primary and a report from standby in the
 // current epoch: before that a dead primary is not replaced (no lease was

@@ -139,6 +139,42 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		t.Fatalf("the terminated COMMIT's row is there (%d)", n)
 	}
 
+	// 0b. The server ends a session idle in a transaction while its node
+	// stays primary (an operator's pg_terminate_backend): that is no
+	// failover, and the session ends as it would on PostgreSQL, with the
+	// server's one FATAL 57P01; its transaction did not commit.
+	{
+		victim := connect(t, h.dsn(h.router))
+		if _, err := victim.Exec(ctx, "BEGIN"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := victim.Exec(ctx, "INSERT INTO slow VALUES (-6)"); err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		if err := victim.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		k := connect(t, h.dsn(h.nodes["n1"]))
+		var ok bool
+		if err := k.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
+			t.Fatalf("pg_terminate_backend(%d): %v %v", pid, ok, err)
+		}
+		k.Close(ctx)
+		vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := victim.Exec(vctx, "INSERT INTO slow VALUES (-7)")
+		cancel()
+		if !errors.As(err, &pe) || pe.Code != "57P01" || pe.Severity != "FATAL" {
+			t.Fatalf("the next statement of a session the server ended: %v, want FATAL 57P01 (the session ends, as on PostgreSQL)", err)
+		}
+		if !victim.IsClosed() {
+			t.Fatal("the client's connection is still open after the server's FATAL")
+		}
+		if n := count(-6); n != 0 {
+			t.Fatalf("the terminated session's row is there (%d)", n)
+		}
+	}
+
 	// 1. The COMMIT never finished on n1; another session's plain SELECT
 	// was running there too.
 	r := connect(t, h.dsn(h.router))

@@ -709,8 +709,9 @@ func TestSingleMasterSessionsSurvive(t *testing.T) {
 					}
 					return ""
 				},
-				nodeDSN: func(id string) string { return s.dsn(s.nodes[id]) },
-				logs:    logs,
+				nodeDSN:   func(id string) string { return s.dsn(s.nodes[id]) },
+				logs:      logs,
+				oneWriter: be == "sqlite",
 			})
 			w, r := st.writes.Load(), st.reads.Load()
 			for st.writes.Load() < w+100 || st.reads.Load() < r+100 {

@@ -95,6 +95,14 @@ type relay struct {
 	commitPending bool       // a COMMIT is among what is in flight
 	lostTx        bool       // the open transaction was lost: 40001 until the client rolls back
 	owe           string
+	// heldFatal: the server's FATAL 57P01/57P02, kept from the client
+	// until the connection's end says whether it was a failover's
+	// (upstreamToClient's goroutine only).
+	heldFatal []byte
+	// lostCommit: a COMMIT of the lost transaction is among the
+	// absorbed messages since the last Sync (under upMu).
+	lostCommit bool
+	lostFrom   string // the node whose connection a lost transaction was on
 	// tag names the session to the nodes (pgwire.SessionTagParam);
 	// commitGSN is the GSN of its last acknowledged commit (the nodes
 	// report it, the relay keeps it from the client); ackSeen and ccSeen:
@@ -418,27 +426,56 @@ func (r *relay) absorb(typ byte, frame []byte) bool {
 			status = 'E'
 		}
 		r.wmu.Lock()
-		r.client.Append(pgwire.ToErrorResponse(failoverError(code, r.up.Node)))
+		r.client.Append(pgwire.ToErrorResponse(failoverError(code, r.lostFrom, r.up.Node)))
 		r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
 		_ = r.client.Flush()
 		r.wmu.Unlock()
 	}
+	// A COMMIT of the lost transaction ends it, as a COMMIT that fails
+	// does on PostgreSQL (40001 at commit, then no transaction): the
+	// client is told it did not commit and its next statement runs.
 	switch typ {
 	case 'Q':
-		if q, _ := cstring(frame[5:]); r.lostTx && isRollback(q) {
-			r.lostTx, r.owe = false, ""
+		q, _ := cstring(frame[5:])
+		if r.lostTx && isRollback(q) {
+			r.lostTx, r.owe, r.lostCommit = false, "", false
 			return false
+		}
+		if r.lostTx && isCommit(q) {
+			r.lostTx = false
 		}
 		answer()
 		return true
 	case 'P':
 		_, rest := cstring(frame[5:])
-		if q, _ := cstring(rest); r.lostTx && isRollback(q) {
-			r.lostTx, r.owe = false, ""
+		q, _ := cstring(rest)
+		if r.lostTx && isRollback(q) {
+			r.lostTx, r.owe, r.lostCommit = false, "", false
 			return false
+		}
+		if r.lostTx && isCommit(q) {
+			r.lostCommit = true
+		}
+		return true
+	case 'B':
+		// pgjdbc's COMMIT and ROLLBACK, prepared once by name.
+		_, rest := cstring(frame[5:])
+		name, _ := cstring(rest)
+		if !r.lostTx || name == "" {
+			return true
+		}
+		switch k := r.mem.kind(name); {
+		case k.rollback:
+			r.lostTx, r.owe, r.lostCommit = false, "", false
+			return false
+		case k.commit:
+			r.lostCommit = true
 		}
 		return true
 	case 'S':
+		if r.lostCommit {
+			r.lostTx, r.lostCommit = false, false
+		}
 		answer()
 		return true
 	}
@@ -448,7 +485,12 @@ func (r *relay) absorb(typ byte, frame []byte) bool {
 // moveSession continues the session on the primary the router knows now
 // after its connection ended (survive). It answers what was in flight and
 // reports false when no primary took the session.
-func (r *relay) moveSession(cause error) bool {
+//
+// ended: the server ended the session with FATAL 57P01/57P02 (held). If
+// the node it was on is still the primary and takes a new session, the
+// server ended this one alone (pg_terminate_backend), not a failover:
+// it is not moved, and it ends with the server's FATAL.
+func (r *relay) moveSession(cause error, ended bool) bool {
 	r.conn.Close() // a client-side write blocked on the old connection fails now
 	r.upMu.Lock()
 	defer r.upMu.Unlock()
@@ -458,6 +500,11 @@ func (r *relay) moveSession(cause error) bool {
 	nr, err := r.reconnect(r.ctx, rerouteWait)
 	if err != nil {
 		r.log.Warn("a session's node is gone and no primary took the session over", "node", old, "err", err, "cause", cause)
+		return false
+	}
+	if ended && nr.up.Node == old {
+		nr.conn.Close()
+		r.log.Info("the server ended a session while its node stays primary; the session ends with it", "node", old)
 		return false
 	}
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
@@ -481,12 +528,12 @@ func (r *relay) moveSession(cause error) bool {
 			code, status = codeSerialization, 'E'
 		}
 		r.wmu.Lock()
-		r.client.Append(pgwire.ToErrorResponse(failoverError(code, old)))
+		r.client.Append(pgwire.ToErrorResponse(failoverError(code, old, r.up.Node)))
 		r.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
 		_ = r.client.Flush()
 		r.wmu.Unlock()
 	}
-	r.lostTx = wasTx && !r.commitPending
+	r.lostTx, r.lostCommit, r.lostFrom = wasTx && !r.commitPending, false, old
 	if r.unsynced {
 		r.owe = codeResolutionUnknown
 		if r.lostTx {
@@ -543,7 +590,7 @@ func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSe
 	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
 	committedUnknownTag := func() pgproto3.BackendMessage {
 		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
-			Message: fmt.Sprintf("tandem: node %s failed after this statement committed but before its result was sent; the result is lost", old),
+			Message: fmt.Sprintf("tandem: the session's connection to node %s ended after this statement committed but before its result was sent; the result is lost", old),
 			Hint:    "do not retry it: its changes are there", Err: ErrFailover})
 	}
 	switch {
@@ -551,7 +598,7 @@ func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSe
 		return nil
 	case noEffect && autocommit:
 		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
-			Message: fmt.Sprintf("tandem: node %s failed while this request ran; it changed nothing (plain SELECTs, or a transaction it began and did not commit)", old),
+			Message: fmt.Sprintf("tandem: the session's connection to node %s ended while this request ran; it changed nothing (plain SELECTs, or a transaction it began and did not commit)", old),
 			Hint:    "retry it", Err: ErrFailover})}
 	case ackSeen && autocommit:
 		return []pgproto3.BackendMessage{committedUnknownTag()}
@@ -568,21 +615,35 @@ func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSe
 	switch {
 	case err != nil:
 		log.Info("a statement in flight at a failover stays unresolved", "err", err)
-		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old))}
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old, now))}
 	case applied && autocommit:
 		return []pgproto3.BackendMessage{committedUnknownTag()}
 	case applied:
 		return []pgproto3.BackendMessage{cc("COMMIT")}
 	case now == old && !definite:
-		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old))}
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old, now))}
 	}
 	return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
-		Message: fmt.Sprintf("tandem: node %s failed before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, now),
+		Message: didNotTakeEffect(old, now, what),
 		Hint:    "retry it", Err: ErrFailover})}
+}
+
+// didNotTakeEffect says that the request in flight when the session's
+// connection to node old ended did not take effect, as the primary now
+// answered.
+func didNotTakeEffect(old, now, what string) string {
+	if now == old {
+		return fmt.Sprintf("tandem: the session's connection to node %s ended before this %s was acknowledged, and the node has no change of it: it did not take effect", old, what)
+	}
+	return fmt.Sprintf("tandem: the session's connection to node %s ended (a failover) before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, now)
 }
 
 func (r *relay) upstreamToClient() error {
 	c := r.client
+	// fatalSent: a FATAL of the server's reached the client, which takes
+	// the connection for ended (pgx and pgjdbc close it); the session
+	// cannot go on on another server connection.
+	fatalSent := false
 	for {
 		typ, frame, err := r.upFr.ReadFrame()
 		if err != nil {
@@ -593,10 +654,23 @@ func (r *relay) upstreamToClient() error {
 			if r.onLost != nil {
 				r.onLost(r.up.Node, err)
 			}
-			if r.survive && !errors.Is(err, pgwire.ErrMessageTooLarge) && r.moveSession(err) {
+			held := r.heldFatal
+			r.heldFatal = nil
+			if r.survive && !fatalSent && !errors.Is(err, pgwire.ErrMessageTooLarge) && r.moveSession(err, held != nil) {
 				continue
 			}
-			r.fatal(lostError(r.up.Node))
+			switch {
+			case held != nil:
+				// The server's own reason, which the session ends with.
+				r.wmu.Lock()
+				c.AppendRaw(held)
+				_ = c.Flush()
+				r.wmu.Unlock()
+			case !fatalSent:
+				// A FATAL the client already has says why; a second one
+				// from tandem would only blur it.
+				r.fatal(lostError(r.up.Node))
+			}
 			c.Conn.Close()
 			return err
 		}
@@ -651,6 +725,18 @@ func (r *relay) upstreamToClient() error {
 				r.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", r.up.Node, "err", errorFrom(frame))
 				continue
 			}
+			// Held until the connection ends: a failover's (the old
+			// primary fenced or shut down) is dropped and the session
+			// moves on; if the node stays primary and takes sessions,
+			// the server ended this one (pg_terminate_backend: an
+			// operator who ends a session means it) and it ends with it.
+			if r.heldFatal == nil {
+				r.heldFatal = append([]byte(nil), frame...)
+			}
+			continue
+		}
+		if typ == 'E' && isFatal(frame) {
+			fatalSent = true
 		}
 		if typ == 'Z' && len(frame) == 6 {
 			r.txStatus.Store(uint32(frame[5]))
@@ -739,13 +825,27 @@ func (r *relay) Close() { r.conn.Close() }
 // server shutdown or a terminated backend (FATAL 57P01 admin_shutdown,
 // 57P02 crash_shutdown).
 func shutdownFatal(frame []byte) bool {
+	code, fatal := fatalCode(frame)
+	return fatal && (code == pgwire.CodeAdminShutdown || code == "57P02")
+}
+
+// isFatal reports an ErrorResponse frame of severity FATAL or PANIC: the
+// server ends the session after it.
+func isFatal(frame []byte) bool {
+	_, fatal := fatalCode(frame)
+	return fatal
+}
+
+// fatalCode decodes an ErrorResponse frame: its SQLSTATE and whether it
+// ends the session.
+func fatalCode(frame []byte) (string, bool) {
 	var e pgproto3.ErrorResponse
 	if len(frame) < 5 || e.Decode(frame[5:]) != nil {
-		return false
+		return "", false
 	}
 	sev := e.SeverityUnlocalized
 	if sev == "" {
 		sev = e.Severity
 	}
-	return sev == "FATAL" && (e.Code == pgwire.CodeAdminShutdown || e.Code == "57P02")
+	return e.Code, sev == "FATAL" || sev == "PANIC"
 }

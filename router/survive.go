@@ -55,10 +55,16 @@ type sessionMemory struct {
 }
 
 // stmtKind is what a statement text is, for a failover's answer.
-type stmtKind struct{ commit, read, begin bool }
+type stmtKind struct{ commit, rollback, read, begin bool }
 
 func kindOf(q string) stmtKind {
-	return stmtKind{commit: isCommit(q), read: fastRead(q), begin: isBegin(q)}
+	k := stmtKind{commit: isCommit(q), read: fastRead(q), begin: isBegin(q)}
+	// isRollback allocates: only for texts that may be one (every Parse
+	// of a session passes here).
+	if t := strings.TrimLeft(q, " \t\r\n"); t != "" && (t[0]|0x20 == 'r' || t[0]|0x20 == 'a') {
+		k.rollback = isRollback(q)
+	}
+	return k
 }
 
 // kind is what the prepared statement name is (all false if unknown).
@@ -260,16 +266,22 @@ func (m *sessionMemory) replay(fr *pgwire.Framer) error {
 	return nil
 }
 
-// failoverError is the answer to work a failover took away.
-func failoverError(code, node string) *pgwire.Error {
+// failoverError is the answer to work lost when the session's connection
+// to node old ended (its node failed or was fenced, or the connection was
+// cut) and the session went on on node now.
+func failoverError(code, old, now string) *pgwire.Error {
+	where := "on node " + now
+	if now == old || now == "" {
+		where = "on the same node"
+	}
 	if code == codeResolutionUnknown {
 		return &pgwire.Error{Code: code,
-			Message: fmt.Sprintf("tandem: the connection to node %s ended (failover) before this statement's outcome was known; it may or may not have committed", node),
-			Hint:    "check whether its changes are there before retrying it; the session itself goes on, on the new primary", Err: ErrFailover}
+			Message: fmt.Sprintf("tandem: the session's connection to node %s ended (a failover or a cut connection) before this statement's outcome was known; it may or may not have committed", old),
+			Hint:    "check whether its changes are there before retrying it; the session itself goes on " + where, Err: ErrFailover}
 	}
 	return &pgwire.Error{Code: code,
-		Message: fmt.Sprintf("tandem: the transaction was aborted by a failover (node %s is gone); it did not commit and can be retried", node),
-		Hint:    "roll back and retry the transaction; the session goes on on the new primary with its prepared statements and settings", Err: ErrFailover}
+		Message: fmt.Sprintf("tandem: the transaction was lost when the session's connection to node %s ended (a failover or a cut connection); it did not commit and can be retried", old),
+		Hint:    "roll back and retry the transaction; the session goes on " + where + " with its prepared statements and settings", Err: ErrFailover}
 }
 
 // rerouteWait is how long a session waits for a new primary.

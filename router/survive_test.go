@@ -20,6 +20,7 @@ func TestStatementKinds(t *testing.T) {
 		{"rollback", false, true, false},
 		{"ROLLBACK;", false, true, false},
 		{"abort", false, true, false},
+		{"  Abort Work", false, true, false},
 		{"ROLLBACK TO SAVEPOINT a", false, false, false},
 		{"ROLLBACK PREPARED 'x'", false, false, false},
 		{"commit", false, false, true},
@@ -44,6 +45,10 @@ func TestStatementKinds(t *testing.T) {
 		}
 		if got := isCommit(c.q); got != c.comm {
 			t.Errorf("isCommit(%q) = %v", c.q, got)
+		}
+		// What a named statement is, for a lost transaction's Bind.
+		if k := kindOf(c.q); k.rollback != c.rollback || k.commit != c.comm {
+			t.Errorf("kindOf(%q) = %+v, want rollback %v, commit %v", c.q, k, c.rollback, c.comm)
 		}
 	}
 }

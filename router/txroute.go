@@ -98,7 +98,13 @@ type nodeConn struct {
 	got     string
 	werr    error // an error among the swallowed answers
 	dead    bool
-	done    chan struct{} // the reader ended
+	// held: the server's FATAL 57P01/57P02 on the connection serving the
+	// client, kept until the connection's end says whether it was a
+	// failover's; fatal: a FATAL of the server's went to the client,
+	// which takes its connection for ended (under splitSession.mu).
+	held  []byte
+	fatal bool
+	done  chan struct{} // the reader ended
 }
 
 // splitSession is a client session under transaction routing.
@@ -121,9 +127,11 @@ type splitSession struct {
 	inTx     bool // counted by Begin on cur
 	// lost work: lostTx (the transaction's node died: 40001 until
 	// ROLLBACK), owe (answer this code at the client's Sync).
-	lostTx bool
-	owe    string
-	closed bool
+	lostTx     bool
+	lostCommit bool   // a COMMIT of the lost transaction since the last Sync
+	lostFrom   string // the node whose connection ended with lost work
+	owe        string
+	closed     bool
 
 	// GSNs (under mu): the session's last commit and read. With
 	// Config.LSN, lastCommit is a WAL position, and lsnDirty says the
@@ -418,6 +426,25 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 		s.rt.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", nc.up.Node, "err", errorFrom(frame))
 		return false
 	}
+	if typ == 'E' && isFatal(frame) {
+		if s.cur != nc.idx {
+			// A connection that serves no request of the client's (an
+			// idle replica's): its end is the router's concern.
+			s.rt.log.Info("a node ended a session's idle connection", "node", nc.up.Node, "err", errorFrom(frame))
+			return false
+		}
+		if s.rt.cfg.Survive && shutdownFatal(frame) {
+			// As the write port does (relay.go): a failover's is
+			// dropped and the session goes on; if the node stays
+			// primary, the server ended this session (an operator's
+			// pg_terminate_backend) and it ends with it (lost).
+			if nc.held == nil {
+				nc.held = bytes.Clone(frame)
+			}
+			return false
+		}
+		nc.fatal = true
+	}
 	if typ == 'C' && s.cur == nc.idx {
 		s.ccSeen = true
 	}
@@ -520,7 +547,26 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 		return 0, false
 	}
 	s.rt.log.Info("a session's connection to a node ended", "node", nc.up.Node, "err", cause)
+	if held := nc.held; nc.fatal || held != nil && s.stillPrimary(nc.up.Node) {
+		// The server ended this session, not a failover: the client
+		// has (or now gets) the server's FATAL and the session ends.
+		if held != nil {
+			s.rl.wmu.Lock()
+			s.client.AppendRaw(held)
+			_ = s.client.Flush()
+			s.rl.wmu.Unlock()
+			s.rt.log.Info("the server ended a session while its node stays primary; the session ends with it", "node", nc.up.Node)
+		}
+		if s.inTx {
+			s.rt.End(nc.idx)
+			s.inTx = false
+		}
+		s.pending, s.unsynced, s.cur = 0, false, -1
+		s.endClient()
+		return 0, false
+	}
 	s.rt.suspect(nc.up.Node, cause)
+	s.lostFrom = nc.up.Node
 	if s.pending == 0 && !s.unsynced && s.txStatus == 'I' {
 		s.cur = -1
 		return 0, false
@@ -559,6 +605,27 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 	}
 	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
 	return 0, false
+}
+
+// stillPrimary reports whether node is the primary the router knows now,
+// healthy.
+func (s *splitSession) stillPrimary(node string) bool {
+	up, st := s.rt.primary()
+	return st.Healthy && up.Node == node
+}
+
+// endClient ends the client's connection from the router's side: its
+// reader (goroutine or epoll loop) sees the end and closes the session.
+func (s *splitSession) endClient() {
+	if hc, ok := s.client.Conn.(interface {
+		CloseRead() error
+		CloseWrite() error
+	}); ok {
+		_ = hc.CloseWrite()
+		_ = hc.CloseRead()
+		return
+	}
+	_ = s.client.Conn.Close()
 }
 
 // resolveInFlight answers the COMMIT (or statement outside a transaction)
@@ -635,8 +702,8 @@ func lostWork(code, node string) *pgwire.Error {
 			Hint:    "check whether its changes are there before retrying it; the session goes on"}
 	}
 	return &pgwire.Error{Code: code,
-		Message: fmt.Sprintf("tandem: node %s went away while running this transaction; it did not commit and can be retried", node),
-		Hint:    "roll back and retry; the session goes on on another node"}
+		Message: fmt.Sprintf("tandem: the transaction was lost when the session's connection to node %s ended (a failover or a cut connection); it did not commit and can be retried", node),
+		Hint:    "roll back and retry; the session goes on"}
 }
 
 // isReplica reports whether node idx is not the primary now.
@@ -849,7 +916,7 @@ func (s *splitSession) absorb(typ byte, frame []byte) bool {
 			code = codeSerialization
 		}
 		s.rl.wmu.Lock()
-		s.client.Append(pgwire.ToErrorResponse(lostWork(code, "(gone)")))
+		s.client.Append(pgwire.ToErrorResponse(lostWork(code, s.lostFrom)))
 		s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, status})
 		_ = s.client.Flush()
 		s.rl.wmu.Unlock()
@@ -858,11 +925,17 @@ func (s *splitSession) absorb(typ byte, frame []byte) bool {
 	if lostTx {
 		status = 'E'
 	}
+	// The lost transaction ends with the client's ROLLBACK, or with its
+	// COMMIT, which is answered 40001 and leaves no transaction, as a
+	// COMMIT that fails on PostgreSQL does. A ROLLBACK in the extended
+	// protocol (pgjdbc's, perhaps prepared once by name) goes on to a
+	// node, which answers it outside a transaction.
 	switch typ {
 	case 'Q':
-		if q, _ := cstring(frame[5:]); lostTx && isRollback(q) {
+		q, _ := cstring(frame[5:])
+		if lostTx && isRollback(q) {
 			s.mu.Lock()
-			s.lostTx, s.owe = false, ""
+			s.lostTx, s.owe, s.lostCommit = false, "", false
 			s.mu.Unlock()
 			s.rl.wmu.Lock()
 			s.client.Append(&pgproto3.CommandComplete{CommandTag: []byte("ROLLBACK")})
@@ -873,15 +946,50 @@ func (s *splitSession) absorb(typ byte, frame []byte) bool {
 		}
 		s.mu.Lock()
 		s.owe = ""
+		if lostTx && isCommit(q) {
+			s.lostTx, s.lostCommit, status = false, false, 'I'
+		}
 		s.mu.Unlock()
 		answer(owe, status)
+	case 'P', 'B':
+		q := s.textOf(typ, frame)
+		if lostTx && isRollback(q) {
+			s.mu.Lock()
+			s.lostTx, s.owe, s.lostCommit = false, "", false
+			s.mu.Unlock()
+			return false
+		}
+		if lostTx && isCommit(q) {
+			s.mu.Lock()
+			s.lostCommit = true
+			s.mu.Unlock()
+		}
 	case 'S':
 		s.mu.Lock()
 		s.owe = ""
+		if s.lostCommit {
+			s.lostTx, s.lostCommit, status = false, false, 'I'
+		}
 		s.mu.Unlock()
 		answer(owe, status)
 	}
 	return true
+}
+
+// textOf is the statement text of a Parse, or of the named statement a
+// Bind runs ("" when unknown: the unnamed one, or a name never parsed).
+func (s *splitSession) textOf(typ byte, frame []byte) string {
+	_, rest := cstring(frame[5:])
+	if typ == 'B' {
+		name, _ := cstring(rest)
+		p := s.parses[name]
+		if name == "" || len(p) < 5 {
+			return ""
+		}
+		_, rest = cstring(p[5:])
+	}
+	q, _ := cstring(rest)
+	return q
 }
 
 func (s *splitSession) fatal(e *pgwire.Error) {
