@@ -69,6 +69,11 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if p, ok := bs.(interface{ ParameterStatus() [][2]string }); ok {
 		params = p.ParameterStatus() // the session's own (is_superuser of its role)
 	}
+	if app, ok := c.Params["application_name"]; ok {
+		// The client's name for itself, as PostgreSQL reports it back
+		// (ParameterStatus, SHOW, pg_stat_activity); RESET returns to it.
+		params = withParam(params, "application_name", app)
+	}
 	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
 	if tag := c.Params[SessionTagParam]; tag != "" {
@@ -81,7 +86,20 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 		u.UseTerminate(s.terminate)
 	}
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
+	register(s)
 	return s, nil
+}
+
+// withParam is params with name set to v (a copy: params may be the back
+// end's, shared by its sessions).
+func withParam(params [][2]string, name, v string) [][2]string {
+	out := make([][2]string, 0, len(params)+1)
+	for _, kv := range params {
+		if !strings.EqualFold(kv[0], name) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, [2]string{name, v})
 }
 
 type prepared struct {
@@ -135,6 +153,8 @@ type execSession struct {
 	reportedApplied uint64
 	// killed: the session was terminated from outside (terminate.go).
 	killed atomic.Pointer[Error]
+	// act: what pg_stat_activity shows of the session (activity.go).
+	act activity
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -154,6 +174,7 @@ func (s *execSession) ParameterStatus() [][2]string { return s.params }
 func (s *execSession) Cancel()                      { s.bs.Cancel() }
 
 func (s *execSession) Close() {
+	unregister(s)
 	for _, p := range s.portals {
 		if p.res != nil {
 			p.res.Close()
@@ -165,6 +186,13 @@ func (s *execSession) Close() {
 		}
 	}
 	s.bs.Close()
+}
+
+// ready appends ReadyForQuery and notes the session idle.
+func (s *execSession) ready() {
+	tx := s.txStatus()
+	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: tx})
+	s.idle(tx)
 }
 
 func (s *execSession) txStatus() byte {
@@ -189,7 +217,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			if !s.skip {
 				s.sendError(err)
 				if typ == 'Q' {
-					s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+					s.ready()
 				} else {
 					s.skip = true
 				}
@@ -231,7 +259,7 @@ func (s *execSession) Serve(ctx context.Context) error {
 			s.endImplicit(ctx)
 			s.reportCommit()
 			s.reportRead()
-			c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+			s.ready()
 		case 'H':
 			if err := c.Flush(); err != nil {
 				return err
@@ -327,10 +355,11 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		}
 		delete(s.stmts, "")
 	}
+	s.started(query)
 	stmts := SplitStatements(query)
 	if len(stmts) == 0 {
 		s.c.Append(&pgproto3.EmptyQueryResponse{})
-		s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+		s.ready()
 		return nil
 	}
 	// Several statements outside a transaction block run as one implicit
@@ -339,7 +368,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 	if implicit {
 		if err := s.runInternal(ctx, "BEGIN"); err != nil {
 			s.sendError(err)
-			s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+			s.ready()
 			return nil
 		}
 	}
@@ -370,7 +399,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 	}
 	s.reportCommit()
 	s.reportRead()
-	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: s.txStatus()})
+	s.ready()
 	return nil
 }
 
@@ -647,6 +676,7 @@ func (s *execSession) parse(ctx context.Context, body []byte) error {
 	if err != nil {
 		return malformed("Parse", err)
 	}
+	s.started(m.Query) // a back end may run it to describe it
 	if s.failed {
 		// As PostgreSQL: in a failed block only the statements that end
 		// it can be parsed.
@@ -790,6 +820,11 @@ func (s *execSession) describe(ctx context.Context, body []byte) error {
 	if err := m.Decode(body); err != nil {
 		return malformed("Describe", err)
 	}
+	// A back end may run the statement to describe it (SQLite steps to
+	// its first row): statement_timeout and a client that hangs up stop
+	// that as they stop a statement.
+	s.watch.begin(s.statementTimeout())
+	defer s.watch.end()
 	switch m.ObjectType {
 	case 'S':
 		p := s.stmts[m.Name]
@@ -854,6 +889,9 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 	if pt.done {
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
 		return nil
+	}
+	if pt.res == nil {
+		s.started(pt.stmt.sql)
 	}
 	if pt.res == nil && strings.TrimSpace(pt.stmt.sql) != "" {
 		if handled, err := s.failedTx(ctx, pt.stmt.sql); handled {

@@ -101,7 +101,6 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[uint32]*entry
 	conns    map[net.Conn]struct{}
-	nextPID  atomic.Uint32
 	active   atomic.Int64
 	starting atomic.Int64 // connections in startup
 	refused  atomic.Int64 // refused for MaxStartupConnections since the last log line
@@ -135,10 +134,26 @@ func NewServer(cfg Config, h Handler) *Server {
 		cfg.StartupTimeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, handler: h, log: cfg.Logger, sessions: map[uint32]*entry{}, conns: map[net.Conn]struct{}{}, scramCr: map[string]scram.StoredCredentials{}}
+	return s
+}
+
+// pids numbers the sessions of every server of the process, so that a
+// process id names one session (pg_terminate_backend, CancelRequest).
+var pids = func() *atomic.Uint32 {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	s.nextPID.Store(binary.BigEndian.Uint32(b[:]) & 0x3fffffff)
-	return s
+	p := new(atomic.Uint32)
+	p.Store(binary.BigEndian.Uint32(b[:]) & 0x3fffffff)
+	return p
+}()
+
+// nextPID is a new session's process id (never 0).
+func nextPID() uint32 {
+	for {
+		if p := pids.Add(1) & 0x7fffffff; p != 0 {
+			return p
+		}
+	}
 }
 
 // Active is the number of client connections.
@@ -242,6 +257,9 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 	_ = nc.SetDeadline(time.Time{})
 	endStartup()
 	c.Append(&pgproto3.AuthenticationOk{})
+	// The process id first: the session registers under it
+	// (pg_stat_activity, pg_terminate_backend).
+	c.ProcessID = nextPID()
 	sess, err := s.handler.Open(ctx, c)
 	if err != nil {
 		s.log.Warn("session open failed", "remote", c.RemoteAddr, "user", c.User, "err", err)
@@ -249,7 +267,6 @@ func (s *Server) ServeConn(ctx context.Context, nc net.Conn) {
 		return
 	}
 	defer sess.Close()
-	c.ProcessID = s.nextPID.Add(1) & 0x7fffffff
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	c.SecretKey = binary.BigEndian.Uint32(b[:])

@@ -46,6 +46,9 @@ func (s *execSession) Setting(name string) (string, bool) {
 	if v, ok := s.settings[name]; ok {
 		return v, true
 	}
+	if v, ok := s.c.Params[name]; ok && name == "application_name" {
+		return v, true // the startup packet's: the session's default
+	}
 	if name == "statement_timeout" {
 		return FormatTimeout(s.defTimeout), true
 	}

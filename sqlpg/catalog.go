@@ -263,10 +263,20 @@ func catalogSQL() []string {
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
 		{"pg_tablespace", "CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions"},
 		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype"},
-		{"pg_stat_activity", "CAST(16384 AS INTEGER) AS datid, 'tandem' AS datname, 0 AS pid, '' AS usename, '' AS application_name, '' AS state, '' AS query"},
 	} {
 		add(empty.name, "SELECT "+empty.cols+" WHERE 0")
 	}
+	// This node's sessions (pgwire.Activities), as PostgreSQL 15 shows
+	// them; wait events, transaction ids and query ids are not tracked.
+	add("pg_stat_activity", `SELECT CAST(16384 AS INTEGER) AS datid, json_extract(value, '$.datname') AS datname, json_extract(value, '$.pid') AS pid,
+			NULL AS leader_pid, CAST(10 AS INTEGER) AS usesysid, json_extract(value, '$.usename') AS usename,
+			json_extract(value, '$.application_name') AS application_name, json_extract(value, '$.client_addr') AS client_addr,
+			NULL AS client_hostname, json_extract(value, '$.client_port') AS client_port, json_extract(value, '$.backend_start') AS backend_start,
+			json_extract(value, '$.xact_start') AS xact_start, json_extract(value, '$.query_start') AS query_start,
+			json_extract(value, '$.state_change') AS state_change, NULL AS wait_event_type, NULL AS wait_event,
+			json_extract(value, '$.state') AS state, NULL AS backend_xid, NULL AS backend_xmin, NULL AS query_id,
+			json_extract(value, '$.query') AS query, 'client backend' AS backend_type
+		FROM json_each(_tandem_activity())`)
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
 		FROM (VALUES ('public'), ('pg_catalog'), ('information_schema'))`)

@@ -4,10 +4,12 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -658,6 +660,77 @@ func withClock(c *sqlite3.SQLiteConn, f func(k *clock)) {
 	}
 }
 
+// signalBackend is pg_terminate_backend(pid [, timeout]) or
+// pg_cancel_backend(pid) for the session whose statement runs on k's
+// connection (pgwire.SignalBackend). terminate's timeout is accepted and
+// not waited for: the session ends at once or at its next read.
+func signalBackend(k *clock, name string, args []any, terminate bool) (any, error) {
+	if len(args) < 1 || len(args) > 2 || len(args) == 2 && !terminate {
+		return nil, fmt.Errorf("[SQLSTATE 42883] function %s with %d arguments does not exist", name, len(args))
+	}
+	if args[0] == nil {
+		return nil, nil
+	}
+	pid, ok := args[0].(int64)
+	if !ok {
+		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type integer: %q", fmt.Sprint(toText(args[0])))
+	}
+	done, err := pgwire.SignalBackend(k.sessionSettings(), pid, terminate)
+	if err != nil {
+		var pe *pgwire.Error
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("[SQLSTATE %s] %s: %s", pe.Code, pe.Message, pe.Detail)
+		}
+		return nil, err
+	}
+	return done, nil
+}
+
+// activityJSON is the process's sessions (pgwire.Activities) as a JSON
+// array, the rows of pg_stat_activity.
+func activityJSON() (string, error) {
+	type row struct {
+		PID          uint32  `json:"pid"`
+		User         string  `json:"usename"`
+		Database     string  `json:"datname"`
+		Application  string  `json:"application_name"`
+		ClientAddr   *string `json:"client_addr"`
+		ClientPort   *int    `json:"client_port"`
+		BackendStart string  `json:"backend_start"`
+		XactStart    *string `json:"xact_start"`
+		QueryStart   *string `json:"query_start"`
+		StateChange  string  `json:"state_change"`
+		State        string  `json:"state"`
+		Query        string  `json:"query"`
+	}
+	ts := func(t time.Time) string { return t.UTC().Format(TimestamptzLayout) }
+	opt := func(t time.Time) *string {
+		if t.IsZero() {
+			return nil
+		}
+		v := ts(t)
+		return &v
+	}
+	var rows []row
+	for _, a := range pgwire.Activities() {
+		r := row{PID: a.PID, User: a.User, Database: a.Database, Application: a.Application,
+			BackendStart: ts(a.BackendStart), XactStart: opt(a.XactStart), QueryStart: opt(a.QueryStart),
+			StateChange: ts(a.StateChange), State: a.State, Query: a.Query}
+		if a.ClientAddr != "" {
+			r.ClientAddr = &a.ClientAddr
+		}
+		if a.ClientAddr != "" || a.ClientPort != 0 {
+			r.ClientPort = &a.ClientPort
+		}
+		rows = append(rows, r)
+	}
+	b, err := json.Marshal(rows)
+	if rows == nil {
+		b = []byte("[]")
+	}
+	return string(b), err
+}
+
 func (k *clock) sessionSettings() pgwire.Settings {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -890,6 +963,15 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		{"_pg_now", now, false},
 		{"current_setting", currentSetting, false},
 		{"set_config", setConfig, false},
+		{"pg_backend_pid", func() int64 {
+			if p, ok := k.sessionSettings().(interface{ BackendPID() uint32 }); ok {
+				return int64(p.BackendPID())
+			}
+			return int64(os.Getpid())
+		}, false},
+		{"pg_terminate_backend", func(args ...any) (any, error) { return signalBackend(k, "pg_terminate_backend", args, true) }, false},
+		{"pg_cancel_backend", func(args ...any) (any, error) { return signalBackend(k, "pg_cancel_backend", args, false) }, false},
+		{"_tandem_activity", activityJSON, false},
 		{"_pg_int2_range", intRangeFunc("smallint", -32768, 32767), true},
 		{"_pg_numeric_typmod", numericTypmod, true},
 		{"_pg_numeric_text", func(v any, scale int64) any {

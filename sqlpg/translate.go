@@ -47,8 +47,8 @@ type Translation struct {
 	// a transaction's snapshot.
 	TableFree bool
 	// Volatile: the statement calls a function with a side effect that
-	// changes no row (an advisory lock): it runs on a reader, and is not
-	// run to be described.
+	// changes no row (an advisory lock, pg_terminate_backend): it runs on
+	// a reader, and is not run to be described.
 	Volatile bool
 	// Writes: a query that changes rows although SQLite sees a read
 	// (SELECT nextval(...) writes _tandem_sequences through a function).
@@ -1378,8 +1378,9 @@ var unsupportedFuncs = map[string]string{
 func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
-	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") {
-		t.volatile = true
+	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") ||
+		name == "pg_terminate_backend" || name == "pg_cancel_backend" {
+		t.volatile = true // a side effect: never run to be described
 	}
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs

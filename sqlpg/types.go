@@ -478,7 +478,7 @@ var funcTypes = map[string]uint32{
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
-	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
+	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "pg_terminate_backend": 16, "pg_cancel_backend": 16, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20, "lastval": 20,
 	"pg_try_advisory_lock": 16, "pg_try_advisory_lock_shared": 16, "pg_try_advisory_xact_lock": 16, "pg_try_advisory_xact_lock_shared": 16,
 	"pg_advisory_unlock": 16, "pg_advisory_unlock_shared": 16,

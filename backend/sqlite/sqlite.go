@@ -343,10 +343,7 @@ func registerFunctions(c *sqlite3.SQLiteConn) error {
 	if err := sqlpg.RegisterFunctions(c); err != nil {
 		return err
 	}
-	if err := sqlpg.RegisterCatalogFunctions(c); err != nil {
-		return err
-	}
-	return c.RegisterFunc("pg_backend_pid", func() int64 { return int64(os.Getpid()) }, false)
+	return sqlpg.RegisterCatalogFunctions(c)
 }
 
 // Close closes every connection.
@@ -874,6 +871,19 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		}
 		return cols, nil
 	}
+	// The run that describes it is canceled as a statement is (a
+	// CancelRequest, pg_cancel_backend, statement_timeout): SQLite steps
+	// to the first row, which for an aggregate is the whole query.
+	ctx, cancel := context.WithCancel(ctx)
+	st.s.mu.Lock()
+	st.s.cancel, st.s.canceled = cancel, false
+	st.s.mu.Unlock()
+	defer func() {
+		st.s.mu.Lock()
+		st.s.cancel = nil
+		st.s.mu.Unlock()
+		cancel()
+	}()
 	c, done, err := st.s.readConn(ctx)
 	if err != nil {
 		return nil, err
