@@ -150,7 +150,14 @@ func SignalBackend(caller Settings, pid int64, terminate bool) (bool, error) {
 		return false, nil
 	}
 	if from, ok := caller.(*execSession); ok {
-		su := func(s *execSession) bool { v, _ := s.Setting("is_superuser"); return v == "on" }
+		su := func(s *execSession) bool { // the role's, as announced at startup
+			for _, kv := range s.params {
+				if kv[0] == "is_superuser" {
+					return kv[1] == "on"
+				}
+			}
+			return false
+		}
 		what := "cancel"
 		if terminate {
 			what = "terminate"

@@ -85,6 +85,7 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if u, ok := bs.(TerminateUser); ok {
 		u.UseTerminate(s.terminate)
 	}
+	s.idler, _ = bs.(Idler)
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	register(s)
 	return s, nil
@@ -155,6 +156,8 @@ type execSession struct {
 	killed atomic.Pointer[Error]
 	// act: what pg_stat_activity shows of the session (activity.go).
 	act activity
+	// idler: bs, when it wants to know (Idler).
+	idler Idler
 }
 
 // statementTimeout is the session's statement_timeout; 0 where the back
@@ -193,7 +196,14 @@ func (s *execSession) ready() {
 	tx := s.txStatus()
 	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: tx})
 	s.idle(tx)
+	if s.idler != nil {
+		s.idler.Idle()
+	}
 }
+
+// Idler is a back-end session told when a request was answered
+// (ReadyForQuery): a cancel that came between its runs ends there.
+type Idler interface{ Idle() }
 
 func (s *execSession) txStatus() byte {
 	if s.failed {

@@ -472,6 +472,9 @@ type Session struct {
 	mu       sync.Mutex
 	cancel   context.CancelFunc
 	canceled bool
+	// cancelPending: a cancel came while no run was going on, inside a
+	// request (Cancel, armCancel, Idle).
+	cancelPending bool
 	// settings: the client session's settings (current_setting()).
 	settings pgwire.Settings
 	// seqs: currval and lastval of the session (sqlpg.Sequences).
@@ -875,9 +878,7 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 	// CancelRequest, pg_cancel_backend, statement_timeout): SQLite steps
 	// to the first row, which for an aggregate is the whole query.
 	ctx, cancel := context.WithCancel(ctx)
-	st.s.mu.Lock()
-	st.s.cancel, st.s.canceled = cancel, false
-	st.s.mu.Unlock()
+	st.s.armCancel(cancel)
 	defer func() {
 		st.s.mu.Lock()
 		st.s.cancel = nil
@@ -1287,9 +1288,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		nargs = append(nargs, driver.NamedValue{Ordinal: len(nargs) + 1, Value: v})
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s.mu.Lock()
-	s.cancel, s.canceled = cancel, false
-	s.mu.Unlock()
+	s.armCancel(cancel)
 	s.adv.Bind(sctx) // an advisory lock's wait ends with the statement
 	done := func() {
 		s.mu.Lock()
@@ -1659,7 +1658,32 @@ func (s *Session) Cancel() {
 	if s.cancel != nil {
 		s.canceled = true
 		s.cancel()
+		return
 	}
+	// Between the statements of a request (a Parse being analysed, the
+	// step before an Execute): the request's next run is canceled, as
+	// PostgreSQL's pending interrupt is; Idle drops it once the request
+	// is answered, so a cancel that finds the session idle does nothing.
+	s.cancelPending = true
+}
+
+// armCancel installs the cancel of the run that starts (s.mu not held);
+// a cancel pending since the request began fires at once.
+func (s *Session) armCancel(cancel context.CancelFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cancel, s.canceled = cancel, false
+	if s.cancelPending {
+		s.cancelPending, s.canceled = false, true
+		cancel()
+	}
+}
+
+// Idle implements pgwire.Idler: the request was answered.
+func (s *Session) Idle() {
+	s.mu.Lock()
+	s.cancelPending = false
+	s.mu.Unlock()
 }
 
 // Close rolls back an open transaction and returns the connection.
