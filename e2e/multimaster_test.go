@@ -818,6 +818,25 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 		copied <- err
 	}()
 	<-sent
+	// pgx runs the source as soon as it sent the COPY, before n2 read it:
+	// wait until n2 runs it (pg_stat_activity), and a moment more for its
+	// write lock, or n1's commit may be applied before the COPY takes it
+	// (a CI run on a loaded machine: the COPY then ended without conflict).
+	mon := connect(t, s.dsn(s.nodes["n2"]))
+	defer mon.Close(ctx)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := mon.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND lower(query) LIKE 'copy%'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the COPY never ran on n2 (pg_stat_activity)")
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
 	if _, err := c1.Exec(ctx, "UPDATE acct SET bal = 600 WHERE id = 9"); err != nil {
 		t.Fatal(err)
 	}
