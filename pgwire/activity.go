@@ -38,7 +38,7 @@ const maxActivityQuery = 1024
 // goroutine writes it, other sessions' queries read it).
 type activity struct {
 	mu                                       sync.Mutex
-	state, query                             string
+	state, query, app                        string
 	backendStart, xactStart, queryStart, chg time.Time
 }
 
@@ -52,7 +52,7 @@ func register(s *execSession) {
 		return
 	}
 	now := time.Now()
-	s.act.backendStart, s.act.chg, s.act.state = now, now, "idle"
+	s.act.backendStart, s.act.chg, s.act.state, s.act.app = now, now, "idle", s.appName()
 	sessions.Lock()
 	sessions.m[s.c.ProcessID] = s
 	sessions.Unlock()
@@ -81,11 +81,23 @@ func (s *execSession) started(sql string) {
 	a.mu.Unlock()
 }
 
-// idle notes a ReadyForQuery with transaction status tx.
+// appName is the session's application_name (its goroutine only: SET
+// changes the settings map).
+func (s *execSession) appName() string {
+	if v, ok := s.settings["application_name"]; ok {
+		return v
+	}
+	return s.c.Params["application_name"]
+}
+
+// idle notes a ReadyForQuery with transaction status tx (and the
+// application_name a SET of the request may have changed).
 func (s *execSession) idle(tx byte) {
 	now := time.Now()
+	app := s.appName()
 	a := &s.act
 	a.mu.Lock()
+	a.app = app
 	switch tx {
 	case 'T':
 		a.state = "idle in transaction"
@@ -100,10 +112,9 @@ func (s *execSession) idle(tx byte) {
 
 func (s *execSession) activity() Activity {
 	a := &s.act
+	// Another session's goroutine: nothing of s but its activity entry
+	// and what never changes after Open.
 	r := Activity{PID: s.c.ProcessID, User: s.c.User, Database: s.c.Database}
-	if v, ok := s.Setting("application_name"); ok {
-		r.Application = v
-	}
 	if host, port, err := net.SplitHostPort(s.c.RemoteAddr); err == nil {
 		r.ClientAddr = host
 		r.ClientPort, _ = strconv.Atoi(port)
@@ -112,7 +123,7 @@ func (s *execSession) activity() Activity {
 	}
 	a.mu.Lock()
 	r.BackendStart, r.XactStart, r.QueryStart, r.StateChange = a.backendStart, a.xactStart, a.queryStart, a.chg
-	r.State, r.Query = a.state, a.query
+	r.State, r.Query, r.Application = a.state, a.query, a.app
 	a.mu.Unlock()
 	return r
 }

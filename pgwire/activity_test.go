@@ -100,3 +100,42 @@ func TestSignalBackendPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestActivitiesWhileSessionsSet: pg_stat_activity read by one session
+// while another changes its settings (SET application_name) reads only
+// the activity entry, never the other session's settings map (go test
+// -race; a concurrent map read and write would end the node's process).
+func TestActivitiesWhileSessionsSet(t *testing.T) {
+	e := &Executor{Backend: roleBackend{}}
+	nc, peer := net.Pipe()
+	defer nc.Close()
+	defer peer.Close()
+	c := &Conn{Conn: nc, Framer: NewFramer(nc, nc, 1<<16), User: "u", Params: map[string]string{}, ProcessID: nextPID()}
+	s, err := e.Open(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := s.(*execSession)
+	defer es.Close()
+	done := make(chan struct{})
+	go func() { // the session's own goroutine: SET, then ReadyForQuery
+		defer close(done)
+		for i := range 2000 {
+			es.settings["application_name"] = "app" + string(rune('a'+i%26))
+			es.idle('I')
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			for _, a := range Activities() {
+				if a.PID == c.ProcessID && a.Application != "app"+string(rune('a'+1999%26)) {
+					t.Fatalf("application_name %q after the last SET", a.Application)
+				}
+			}
+			return
+		default:
+			_ = Activities()
+		}
+	}
+}
