@@ -169,6 +169,7 @@ func TestClientsSQLite(t *testing.T) {
 				clientPassed(t)
 			})
 			t.Run("pgjdbc", func(t *testing.T) { testPgjdbc(t, tg) })
+			t.Run("hibernate", func(t *testing.T) { testHibernate(t, tg) })
 			t.Run("node-postgres", func(t *testing.T) {
 				_, err := exec.LookPath("node")
 				if err == nil {
@@ -254,6 +255,33 @@ func testPgjdbc(t *testing.T, tg clientTarget) {
 	pw, _ := u.User.Password()
 	jdbc := fmt.Sprintf("jdbc:postgresql://%s%s?sslmode=disable", u.Host, u.Path)
 	runClient(t, "java", "-cp", jar+string(os.PathListSeparator)+classes, "JdbcClient", jdbc, u.User.Username(), pw)
+	clientPassed(t)
+}
+
+// testHibernate compiles e2e/testdata/clients/hibernate/Hibernate.java
+// against Hibernate ORM 7 and pgjdbc (lib/, from scripts/deps.d/clients.sh)
+// and runs it: the schema tool's create, validate and update, and a unit
+// of work (see the program's comment).
+func testHibernate(t *testing.T, tg clientTarget) {
+	dir := filepath.Join(clientsDir, "hibernate")
+	jars, _ := filepath.Glob(filepath.Join(dir, "lib", "hibernate-core-*.jar"))
+	var err error
+	if len(jars) == 0 {
+		err = fmt.Errorf("no %s/lib/hibernate-core-*.jar", dir)
+	} else if _, err = exec.LookPath("javac"); err == nil {
+		_, err = exec.LookPath("java")
+	}
+	needSQLiteClient(t, "java, javac and Hibernate's jars", err)
+	lib, _ := filepath.Abs(filepath.Join(dir, "lib"))
+	cp := filepath.Join(lib, "*")
+	classes := t.TempDir()
+	if out, err := exec.Command("javac", "-cp", cp, "-d", classes, filepath.Join(dir, "Hibernate.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	u := tg.url(t)
+	pw, _ := u.User.Password()
+	jdbc := fmt.Sprintf("jdbc:postgresql://%s%s?sslmode=disable", u.Host, u.Path)
+	runClient(t, "java", "-cp", cp+string(os.PathListSeparator)+classes, "Hibernate", jdbc, u.User.Username(), pw)
 	clientPassed(t)
 }
 

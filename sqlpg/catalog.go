@@ -71,6 +71,17 @@ func CatalogRelation(schema, name string) (string, bool) {
 	return "", false
 }
 
+// fkNameSQL is the name of the foreign key of row f of
+// pragma_foreign_key_list(m.name): the name it was given, else
+// PostgreSQL's table_col1_col2_fkey.
+const fkNameSQL = `coalesce(_tandem_constraint_name(m.sql, 'f', (SELECT group_concat(x.c, ',') FROM (SELECT g."from" AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x)),
+	m.name || '_' || (SELECT group_concat(x.c, '_') FROM (SELECT g."from" AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) || '_fkey')`
+
+// fkToSQL is the referenced column of row g of pragma_foreign_key_list
+// (for table f."table"): named, or that table's primary key column at the
+// same position when the key names none.
+const fkToSQL = `coalesce(g."to", (SELECT q.name FROM pragma_table_info(f."table") q WHERE q.pk = g.seq + 1))`
+
 const userTables = `main.sqlite_schema m WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\'`
 
 func catalogSQL() []string {
@@ -164,16 +175,22 @@ func catalogSQL() []string {
 			NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
 		FROM _pg_index_all i WHERE i.origin IN ('pk', 'u')
 		UNION ALL
-		SELECT CAST(_tandem_oid(coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey')) AS INTEGER), coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey'), 2200, 'f', 0, 0, 1,
-			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, CAST(_tandem_oid(f."table") AS INTEGER),
-			CASE f.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
-			CASE f.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
-			's', 1, 0, 1, '{' || (SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.name = f."from") || '}',
-			'{' || coalesce((SELECT p.cid + 1 FROM pragma_table_info(f."table") p WHERE p.name = f."to"), 1) || '}', NULL,
-			'FOREIGN KEY ("' || f."from" || '") REFERENCES ' || f."table" || '(' || coalesce('"' || f."to" || '"', '') || ')'
-				|| CASE f.on_delete WHEN 'CASCADE' THEN ' ON DELETE CASCADE' WHEN 'SET NULL' THEN ' ON DELETE SET NULL' ELSE '' END
-		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
+		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', 0, 0, 1,
+			CAST(_tandem_oid(fk.tbl) AS INTEGER), 0,
+			coalesce((SELECT CAST(_tandem_oid(i.relname) AS INTEGER) FROM _pg_index_all i WHERE i.tbl = fk.reftbl AND i.isunique AND CAST(i.colnums AS TEXT) = fk.refnums), 0),
+			0, CAST(_tandem_oid(fk.reftbl) AS INTEGER),
+			CASE fk.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
+			CASE fk.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
+			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL,
+			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || quote_ident(fk.reftbl) || '(' || fk.refcols || ')'
+				|| CASE fk.on_delete WHEN 'CASCADE' THEN ' ON DELETE CASCADE' WHEN 'SET NULL' THEN ' ON DELETE SET NULL' WHEN 'SET DEFAULT' THEN ' ON DELETE SET DEFAULT' WHEN 'RESTRICT' THEN ' ON DELETE RESTRICT' ELSE '' END
+		FROM (SELECT m.name AS tbl, f."table" AS reftbl, f.on_update AS on_update, f.on_delete AS on_delete, `+fkNameSQL+` AS name,
+				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
+				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(g."from") AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS cols,
+				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
+				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(`+fkToSQL+`) AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS refcols
+			FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
+			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND f.seq = 0) fk`)
 	// pg_type from tandem's type table.
 	var types []string
 	oids := make([]int, 0, len(Types))
@@ -212,7 +229,7 @@ func catalogSQL() []string {
 		FROM `+userTables+` AND m.type = 'table'`)
 	add("pg_views", `SELECT 'public' AS schemaname, m.name AS viewname, 'tandem' AS viewowner, m.sql AS definition FROM `+userTables+` AND m.type = 'view'`)
 	add("pg_indexes", `SELECT 'public' AS schemaname, i.tbl AS tablename, i.relname AS indexname, NULL AS tablespace,
-			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || i.relname || ' ON public.' || i.tbl || ' USING btree (' || i.cols || ')' AS indexdef
+			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.cols || ')' AS indexdef
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
 			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
@@ -223,7 +240,8 @@ func catalogSQL() []string {
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
 		FROM (VALUES ('server_version', '15.0'), ('server_version_num', '150000'), ('server_encoding', 'UTF8'), ('client_encoding', 'UTF8'),
 			('DateStyle', 'ISO, MDY'), ('TimeZone', 'UTC'), ('standard_conforming_strings', 'on'), ('integer_datetimes', 'on'),
-			('max_connections', '100'), ('search_path', '"$user", public'), ('default_transaction_isolation', 'read committed'), ('max_identifier_length', '63'))`)
+			('max_connections', '100'), ('search_path', '"$user", public'), ('default_transaction_isolation', 'read committed'), ('max_identifier_length', '63'),
+			('max_index_keys', '32'), ('max_function_args', '100'), ('block_size', '8192'))`)
 	usersMu.Lock()
 	var roles []string
 	for i, u := range users {
@@ -277,6 +295,9 @@ func catalogSQL() []string {
 			json_extract(value, '$.state') AS state, NULL AS backend_xid, NULL AS backend_xmin, NULL AS query_id,
 			json_extract(value, '$.query') AS query, 'client backend' AS backend_type
 		FROM json_each(_tandem_activity())`)
+	// pg_get_keywords(): PostgreSQL 15's keywords (pgjdbc's
+	// DatabaseMetaData.getSQLKeywords reads them; Hibernate asks at start).
+	add("pg_get_keywords", keywordsSQL())
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
 		FROM (VALUES ('public'), ('pg_catalog'), ('information_schema'))`)
@@ -340,7 +361,7 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', i.relname, 'tandem', 'public', i.tbl, (SELECT p.name FROM pragma_table_info(i.tbl) p WHERE p.pk = 1), 1, NULL
 		FROM _pg_index_all i WHERE i.origin = 'pk' AND i.sqlite_name IS NULL
 		UNION ALL
-		SELECT 'tandem', 'public', coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey'), 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
+		SELECT 'tandem', 'public', `+fkNameSQL+`, 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
 	// The columns each constraint uses: its own table's for a key, the
@@ -349,8 +370,8 @@ func catalogSQL() []string {
 			k.column_name AS column_name, 'tandem' AS constraint_catalog, 'public' AS constraint_schema, k.constraint_name AS constraint_name
 		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
 		UNION ALL
-		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = 1)),
-			'tandem', 'public', coalesce(_tandem_constraint_name(m.sql, 'f', f."from"), m.name || '_' || f."from" || '_fkey')
+		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = f.seq + 1)),
+			'tandem', 'public', `+fkNameSQL+`
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
 	return v
@@ -578,7 +599,12 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_total_relation_size", func(args ...any) int64 { return 8192 }},
 		{"pg_table_size", func(args ...any) int64 { return 8192 }},
 		{"pg_database_size", func(args ...any) int64 { return 8192 }},
-		{"current_schemas", func(bool) string { return "{public}" }},
+		{"current_schemas", func(implicit bool) string { // pg_catalog first when asked for the implicit schemas, as PostgreSQL
+			if implicit {
+				return "{pg_catalog,public}"
+			}
+			return "{public}"
+		}},
 		{"pg_is_in_recovery", func() bool { return false }},
 		{"array_to_string", func(a any, sep string) any {
 			if a == nil {
@@ -683,4 +709,24 @@ func displayExpr(s string) string {
 		}
 	}
 	return s
+}
+
+// keywordsSQL is pg_get_keywords()'s rows as a VALUES list.
+func keywordsSQL() string {
+	desc := map[byte]string{'U': "unreserved", 'C': "unreserved (cannot be function or type name)",
+		'T': "reserved (can be function or type name)", 'R': "reserved"}
+	var b strings.Builder
+	b.WriteString(`SELECT column1 AS word, column2 AS catcode, column3 AS barelabel, column4 AS catdesc, column5 AS baredesc FROM (VALUES `)
+	for i, k := range pgKeywords {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		bare, baredesc := 0, "requires AS"
+		if k.barelabel {
+			bare, baredesc = 1, "can be bare label"
+		}
+		fmt.Fprintf(&b, "('%s', '%c', %d, '%s', '%s')", k.word, k.catcode, bare, desc[k.catcode], baredesc)
+	}
+	b.WriteString(")")
+	return b.String()
 }

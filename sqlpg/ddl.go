@@ -737,6 +737,15 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			if c == nil {
 				return nil, unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
+			if c.Conname != "" {
+				// A table's constraint names are its own (Hibernate's schema
+				// "update" relies on the error to not add a key twice).
+				// CHECK constraints are found in the table's definition.
+				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42710', %s) WHERE EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = _tandem_oid(%s) AND conname = %s)"+
+					" OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0",
+					quoteLit(fmt.Sprintf("constraint %q for relation %q already exists", c.Conname, name)), quoteLit(name), quoteLit(c.Conname),
+					quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(c.Conname))))
+			}
 			switch c.Contype {
 			case pg_query.ConstrType_CONSTR_PRIMARY, pg_query.ConstrType_CONSTR_UNIQUE:
 				keys := strs(c.Keys)

@@ -555,3 +555,48 @@ func TestQualifiedTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestORMCatalog: what Hibernate's schema tool and pgjdbc's
+// DatabaseMetaData ask of the catalog, and LIKE ... ESCAPE (Hibernate's
+// criteria write ESCAPE ''), against PostgreSQL 15's answers.
+func TestORMCatalog(t *testing.T) {
+	c := fuzzDB(t)
+	for _, s := range []string{
+		"CREATE TABLE oc_p (a int, id bigint PRIMARY KEY, code text UNIQUE)",
+		"CREATE TABLE oc_c (id int PRIMARY KEY, p_id bigint, n int, CONSTRAINT oc_n_pos CHECK (n > 0))",
+		"ALTER TABLE oc_c ADD CONSTRAINT oc_fk FOREIGN KEY (p_id) REFERENCES oc_p",
+		"CREATE INDEX oc_ix ON oc_c (n, p_id)",
+	} {
+		if got := runPG(t, c, s); strings.HasPrefix(got, "ERROR") {
+			t.Fatalf("%s: %s", s, got)
+		}
+	}
+	tests := []struct{ sql, want string }{
+		// pgjdbc's getSQLKeywords
+		{"SELECT count(*), count(*) FILTER (WHERE catcode = 'R') FROM pg_catalog.pg_get_keywords()", "460|77"},
+		{"SELECT word, catcode, barelabel, catdesc FROM pg_get_keywords() k WHERE k.word IN ('between', 'select') ORDER BY 1", "between|C|1|unreserved (cannot be function or type name);select|R|1|reserved"},
+		{"SELECT string_agg(word, ',') FROM pg_catalog.pg_get_keywords() WHERE word <> ALL ('{a,abort}'::text[]) AND word < 'access'", "absolute"},
+		// pgjdbc's TypeInfoCache: pg_catalog is on the path
+		{"SELECT 'pg_catalog' = ANY(current_schemas(true)), 'pg_catalog' = ANY(current_schemas(false))", "1|0"},
+		// a foreign key names the referenced key's columns and index
+		{"SELECT conname, conkey, confkey, pg_get_constraintdef(oid), conindid = (SELECT indexrelid FROM pg_index WHERE indrelid = 'oc_p'::regclass AND indisprimary) FROM pg_constraint WHERE contype = 'f' AND conrelid = 'oc_c'::regclass",
+			"oc_fk|{2}|{2}|FOREIGN KEY (p_id) REFERENCES oc_p(id)|1"},
+		// pg_get_indexdef(index, column, pretty)
+		{"SELECT pg_get_indexdef(indexrelid, 0, false) = pg_get_indexdef(indexrelid), pg_get_indexdef(indexrelid, 2, false) FROM pg_index WHERE indexrelid = 'oc_ix'::regclass", "1|p_id"},
+		// Hibernate's index query joins information_schema._pg_expandarray
+		{"SELECT ic.n, ic.x FROM pg_index i JOIN information_schema._pg_expandarray(i.indkey) ic ON 1=1 WHERE i.indexrelid = 'oc_ix'::regclass ORDER BY 1", "1|3;2|2"},
+		{"SELECT setting FROM pg_catalog.pg_settings WHERE name = 'max_index_keys'", "32"},
+		// constraint names are the table's own
+		{"ALTER TABLE oc_c ADD CONSTRAINT oc_fk FOREIGN KEY (p_id) REFERENCES oc_p", "ERROR 42710"},
+		{"ALTER TABLE oc_c ADD CONSTRAINT oc_n_pos CHECK (n > 1)", "ERROR 42710"},
+		{"ALTER TABLE oc_c ADD CONSTRAINT oc_n_small CHECK (n < 100)", ""},
+		// LIKE ... ESCAPE
+		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
+		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},
+	}
+	for _, tc := range tests {
+		if got := runPG(t, c, tc.sql); got != tc.want {
+			t.Errorf("%s\n got %q\nwant %q", tc.sql, got, tc.want)
+		}
+	}
+}

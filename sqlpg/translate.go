@@ -1190,7 +1190,11 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			e.Name = []*pg_query.Node{pg_query.MakeStrNode("~~")}
 		}
 		e.Lexpr = call("lower", e.Lexpr)
-		e.Rexpr = call("lower", e.Rexpr)
+		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" && len(f.Args) == 2 {
+			f.Args[0] = call("lower", f.Args[0]) // ILIKE p ESCAPE c: the pattern, not the escape
+		} else {
+			e.Rexpr = call("lower", e.Rexpr)
+		}
 		t.like(n, e)
 	case pg_query.A_Expr_Kind_AEXPR_LIKE:
 		t.like(n, e)
@@ -1441,6 +1445,12 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	if tpl, ok := catalogTemplates[name]; ok {
+		if name == "pg_get_indexdef" && len(f.Args) >= 2 {
+			// pg_get_indexdef(index, column, pretty): column 0 is the whole
+			// definition, column k the k-th key column (pgjdbc's and
+			// Hibernate's index metadata).
+			tpl = "(SELECT CASE WHEN __arg1__ = 0 THEN _t._d ELSE split_part(_t._c, ', ', __arg1__) END FROM (SELECT x.indexname AS _n, x.indexdef AS _d, i.cols AS _c FROM pg_indexes x JOIN _pg_index_all i ON i.relname = x.indexname AND i.tbl = x.tablename) _t WHERE _tandem_oid(_t._n) = __arg0__)"
+		}
 		n.Node = template(tpl, f.Args...).Node
 		return
 	}
@@ -1553,8 +1563,13 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 var scalarInFrom = map[string]bool{"current_schema": true, "current_database": true, "current_user": true, "session_user": true,
 	"version": true, "current_setting": true, "now": true, "pg_backend_pid": true, "inet_server_addr": true, "inet_server_port": true}
 
+// catalogInFrom: set-returning catalog functions without arguments whose
+// rows are a catalog view of the same name.
+var catalogInFrom = map[string]bool{"pg_get_keywords": true}
+
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
+	expandarrayAsUnnest(rf)
 	if isUnnestFrom(rf) {
 		// Placed by its select (unnestFrom), which knows the FROM list.
 		if t.unnestPending == nil {
@@ -1592,6 +1607,16 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		}
 		delete(t.srfPending, f)
 		n.Node = from.Node
+		return
+	}
+	if catalogInFrom[name] && len(f.Args) == 0 {
+		// A catalog function returning a fixed table is its catalog view.
+		alias := rf.Alias
+		if alias == nil {
+			alias = &pg_query.Alias{Aliasname: name}
+		}
+		n.Node = &pg_query.Node_RangeVar{RangeVar: &pg_query.RangeVar{Schemaname: "pg_catalog", Relname: name, Inh: true, Relpersistence: "p", Alias: alias}}
+		t.node(n)
 		return
 	}
 	if scalarInFrom[name] {
@@ -1913,13 +1938,16 @@ func figureColname(n *pg_query.Node) (string, int) {
 }
 
 // catalogTemplates: catalog functions that look rows up, as subqueries on
-// the catalog views (__argN__ is the call's Nth argument).
+// the catalog views (__argN__ is the call's Nth argument). The views'
+// columns are renamed inside a derived table so that an argument naming
+// a column of the caller's row (pg_get_constraintdef(oid) over
+// pg_constraint) is not taken for the view's column of the same name.
 var catalogTemplates = map[string]string{
-	"pg_get_indexdef":        "(SELECT _t.indexdef FROM pg_indexes _t WHERE _tandem_oid(_t.indexname) = __arg0__)",
-	"pg_get_constraintdef":   "(SELECT _t._condef FROM pg_constraint _t WHERE _t.oid = __arg0__)",
-	"pg_get_viewdef":         "(SELECT _t.definition FROM pg_views _t WHERE _tandem_oid(_t.viewname) = __arg0__)",
-	"to_regclass":            "(SELECT _t.oid FROM pg_class _t WHERE _t.relname = __arg0__)",
-	"pg_get_serial_sequence": "(SELECT 'public.' || _t.sequence FROM main._tandem_columns _t WHERE _t.table_name = __arg0__ AND _t.column_name = __arg1__)",
+	"pg_get_indexdef":        "(SELECT _t._d FROM (SELECT indexname AS _n, indexdef AS _d FROM pg_indexes) _t WHERE _tandem_oid(_t._n) = __arg0__)",
+	"pg_get_constraintdef":   "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
+	"pg_get_viewdef":         "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
+	"to_regclass":            "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
+	"pg_get_serial_sequence": "(SELECT 'public.' || _t._s FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = __arg0__ AND _t._cn = __arg1__)",
 }
 
 var templateCache sync.Map
@@ -1990,16 +2018,31 @@ func (t *translator) subselectAliases(r *pg_query.RangeSubselect) {
 }
 
 // like gives LIKE PostgreSQL's default escape character, the backslash
-// (SQLite's LIKE has none): a LIKE b becomes like(b, a, '\').
+// (SQLite's LIKE has none): a LIKE b becomes like(b, a, '\'). PostgreSQL
+// parses a LIKE b ESCAPE c as a LIKE like_escape(b, c): like(b, a, c), and
+// ESCAPE ” (no escape character, which SQLite's like() refuses) like(b, a).
 func (t *translator) like(n *pg_query.Node, e *pg_query.A_Expr) {
 	if e.Rexpr == nil || e.Lexpr == nil {
 		return
 	}
-	if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" {
-		return // LIKE ... ESCAPE: the deparser writes it
-	}
 	not := lastName(e.Name) == "!~~" || lastName(e.Name) == "!~~*"
 	c := call("like", e.Rexpr, e.Lexpr, strConst("\\"))
+	if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" && len(f.Args) == 2 {
+		pat, esc := f.Args[0], f.Args[1]
+		if k := esc.GetAConst(); k != nil && k.GetSval() != nil {
+			if k.GetSval().Sval == "" {
+				c = call("like", pat, e.Lexpr)
+			} else {
+				c = call("like", pat, e.Lexpr, esc)
+			}
+		} else {
+			c = &pg_query.Node{Node: &pg_query.Node_CaseExpr{CaseExpr: &pg_query.CaseExpr{
+				Args: []*pg_query.Node{{Node: &pg_query.Node_CaseWhen{CaseWhen: &pg_query.CaseWhen{
+					Expr:   &pg_query.Node{Node: &pg_query.Node_AExpr{AExpr: &pg_query.A_Expr{Kind: pg_query.A_Expr_Kind_AEXPR_OP, Name: []*pg_query.Node{pg_query.MakeStrNode("=")}, Lexpr: esc, Rexpr: strConst("")}}},
+					Result: call("like", pat, e.Lexpr)}}}},
+				Defresult: call("like", pat, e.Lexpr, esc)}}}
+		}
+	}
 	if not {
 		c = &pg_query.Node{Node: &pg_query.Node_BoolExpr{BoolExpr: &pg_query.BoolExpr{Boolop: pg_query.BoolExprType_NOT_EXPR, Args: []*pg_query.Node{c}}}}
 	}

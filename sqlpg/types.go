@@ -96,6 +96,16 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 					f = items[0].GetFuncCall()
 				}
 			}
+			if f != nil && len(f.Args) == 0 && catalogInFrom[lastName(f.Funcname)] && t.sch != nil {
+				name := lastName(f.Funcname)
+				view, _ := CatalogRelation("pg_catalog", name)
+				alias := name
+				if rf.Alias != nil {
+					alias = rf.Alias.Aliasname
+				}
+				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: catalogColumns(t.sch.Columns(view), false)})
+				return
+			}
 			if f != nil && len(f.Args) == 1 {
 				if d, isJSON := jsonSRFs[lastName(f.Funcname)]; isJSON {
 					alias := lastName(f.Funcname)
@@ -134,6 +144,7 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: []Column{c}})
 				return
 			}
+			expandarrayAsUnnest(rf)
 			if isUnnestFrom(rf) {
 				// unnest(a, ...) [WITH ORDINALITY]: the arrays' element types.
 				args := rf.Functions[0].GetList().GetItems()[0].GetFuncCall().Args
@@ -913,7 +924,7 @@ func init() {
 		typnotnull datistemplate datallowconn hasindexes hasrules hastriggers rowsecurity rolsuper rolinherit rolcreaterole
 		rolcreatedb rolcanlogin rolreplication rolbypassrls usecreatedb usesuper userepl usebypassrls collisdeterministic
 		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
-		inhdetachpending pending_restart seqcycle`) {
+		inhdetachpending pending_restart seqcycle barelabel`) {
 		catalogBools[n] = true
 	}
 }

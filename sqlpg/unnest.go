@@ -38,6 +38,31 @@ func isUnnestFrom(rf *pg_query.RangeFunction) bool {
 	return f != nil && lastName(f.Funcname) == "unnest" && len(f.Args) > 0 && len(strs(f.Funcname)) == 1
 }
 
+// expandarrayAsUnnest rewrites information_schema._pg_expandarray(a) in
+// FROM (Hibernate's index metadata query joins it) as what it is,
+// unnest(a) WITH ORDINALITY with the columns x and n.
+func expandarrayAsUnnest(rf *pg_query.RangeFunction) {
+	if len(rf.Functions) != 1 || rf.IsRowsfrom || rf.Ordinality {
+		return
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 {
+		return
+	}
+	f := items[0].GetFuncCall()
+	if f == nil || lastName(f.Funcname) != "_pg_expandarray" || len(f.Args) != 1 {
+		return
+	}
+	f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("unnest")}
+	rf.Ordinality = true
+	if rf.Alias == nil {
+		rf.Alias = &pg_query.Alias{Aliasname: "_pg_expandarray"}
+	}
+	if len(rf.Alias.Colnames) == 0 {
+		rf.Alias.Colnames = []*pg_query.Node{pg_query.MakeStrNode("x"), pg_query.MakeStrNode("n")}
+	}
+}
+
 func colRef(names ...string) *pg_query.Node {
 	var f []*pg_query.Node
 	for _, n := range names {

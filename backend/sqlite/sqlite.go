@@ -104,7 +104,7 @@ func (c *conn) prepare(sql string) (*sqlite3.SQLiteStmt, error) {
 	if st, ok := c.stmts[sql]; ok {
 		return st, nil
 	}
-	ds, err := c.c.Prepare(sql)
+	ds, err := c.prepareFresh(sql)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +133,33 @@ func (c *conn) prepareFor(st *Statement) (ps *sqlite3.SQLiteStmt, closeStmt func
 			return ps, func() {}, err
 		}
 	}
-	ds, err := c.c.Prepare(st.sql)
+	ds, err := c.prepareFresh(st.sql)
 	if err != nil {
 		return nil, nil, err
 	}
 	return ds.(*sqlite3.SQLiteStmt), func() { ds.Close() }, nil
+}
+
+// prepareFresh prepares sql against the database's current schema. A
+// connection learns of another connection's DDL only when it next runs a
+// statement, and SQLite checks CREATE's name at prepare time against the
+// schema the connection last read: a reader that last ran before a DROP
+// says the dropped table or index "already exists" (Hibernate's schema
+// "create" drops and recreates in autocommit, its reads run on the
+// writer). Such an error is checked again after the connection has read
+// the schema.
+func (c *conn) prepareFresh(sql string) (driver.Stmt, error) {
+	ds, err := c.c.Prepare(sql)
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		return ds, err
+	}
+	rows, qerr := c.c.Query("SELECT 1 FROM sqlite_schema LIMIT 1", nil)
+	if qerr != nil {
+		return nil, err
+	}
+	rows.Next(make([]driver.Value, 1))
+	rows.Close()
+	return c.c.Prepare(sql)
 }
 
 // largeArgs reports whether a parameter value is large enough that

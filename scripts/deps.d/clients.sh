@@ -3,6 +3,7 @@
 # tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
 # node-postgres and TypeORM from npm into e2e/testdata/clients/node_modules (no global
 # install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
+# Hibernate ORM 7 with its dependencies into e2e/testdata/clients/hibernate/lib,
 # GORM's and golang-migrate's Go modules (e2e/testdata/clients/gorm and
 # .../migrate have a go.mod of their own).
 # Idempotent: installs only what is missing. A tool that is absent (python3,
@@ -41,6 +42,16 @@ if [[ ! -f "$jar" ]]; then
       -DoutputDirectory="$clients/lib" >/dev/null || status=1
   else
     echo "deps.d/clients: mvn missing (pgjdbc test will fail in CI)" >&2
+  fi
+fi
+
+hib="$clients/hibernate"
+if ! ls "$hib"/lib/hibernate-core-*.jar >/dev/null 2>&1; then
+  if command -v mvn >/dev/null 2>&1; then
+    echo "deps.d/clients: mvn dependency:copy-dependencies (Hibernate ORM, into $hib/lib)" >&2
+    mvn -q -B -f "$hib/pom.xml" dependency:copy-dependencies -DoutputDirectory="$hib/lib" >/dev/null || status=1
+  else
+    echo "deps.d/clients: mvn missing (Hibernate test will fail in CI)" >&2
   fi
 fi
 
