@@ -558,7 +558,7 @@ func TestQualifiedTargets(t *testing.T) {
 
 // TestORMCatalog: what Hibernate's schema tool and pgjdbc's
 // DatabaseMetaData ask of the catalog, and LIKE ... ESCAPE (Hibernate's
-// criteria write ESCAPE ''), against PostgreSQL 15's answers.
+// criteria write ESCAPE ”), against PostgreSQL 15's answers.
 func TestORMCatalog(t *testing.T) {
 	c := fuzzDB(t)
 	for _, s := range []string{
