@@ -234,6 +234,25 @@ SELECT id, label FROM items ORDER BY id;
 			if err != nil || strings.TrimSpace(out) != "1\n2" {
 				t.Fatalf("COPY TO STDOUT: %q %v", out, err)
 			}
+			// \d shows a table's constraints as PostgreSQL names them.
+			if out, err := psql(c, "-v", "ON_ERROR_STOP=1", "-c", `CREATE TABLE d_parent (id int PRIMARY KEY, code text UNIQUE);
+				CREATE TABLE d_child (id int PRIMARY KEY, parent_id int REFERENCES d_parent, n int CHECK (n > 0), m int, CHECK (n < m))`); err != nil {
+				t.Fatalf("psql: %v\n%s", err, out)
+			}
+			out, err = psql(c, "-c", `\d d_child`)
+			for _, want := range []string{"Check constraints:", `"d_child_check" CHECK (n < m)`, `"d_child_n_check" CHECK (n > 0)`,
+				"Foreign-key constraints:", `"d_child_parent_id_fkey" FOREIGN KEY (parent_id) REFERENCES d_parent(id)`} {
+				if err != nil || !strings.Contains(out, want) {
+					t.Fatalf("\\d d_child: no %q (%v):\n%s", want, err, out)
+				}
+			}
+			out, err = psql(c, "-c", `\d d_parent`)
+			for _, want := range []string{`"d_parent_pkey" PRIMARY KEY, btree (id)`, `"d_parent_code_key" UNIQUE CONSTRAINT, btree (code)`,
+				"Referenced by:", `TABLE "d_child" CONSTRAINT "d_child_parent_id_fkey" FOREIGN KEY (parent_id) REFERENCES d_parent(id)`} {
+				if err != nil || !strings.Contains(out, want) {
+					t.Fatalf("\\d d_parent: no %q (%v):\n%s", want, err, out)
+				}
+			}
 		})
 	}
 }

@@ -74,12 +74,15 @@ func AlterColumnSQL(create, col, action, arg string) (string, error) {
 	switch action {
 	case AlterAddConstraint:
 		last := open + 1 + items[len(items)-1][1] // the closing parenthesis
-		return create[:last] + ", " + arg + create[last:], nil
+		return NameChecks(create[:last] + ", " + arg + create[last:]), nil
 	case AlterDropConstraint:
 		if out := dropConstraint(create, open, items, arg); out != create {
 			return out, nil
 		}
-		return dropDefaultNamedFK(create, open, items, arg), nil
+		if out := dropDefaultNamedFK(create, open, items, arg); out != create {
+			return out, nil
+		}
+		return dropCheck(create, arg), nil
 	case AlterDropReferences:
 		// One reference at a time, then the column list again.
 		for range 1000 {
@@ -143,7 +146,9 @@ func dropConstraint(create string, open int, items [][2]int, name string) string
 // next constraint, looked for from token from on.
 func cutClause(create string, start, end int, toks []token, j, from int) string {
 	stop := len(toks)
-	for m := from; m < len(toks); m++ {
+	// toks[from] is the clause's own keyword (CHECK of CONSTRAINT c CHECK
+	// (...)) or the referenced table: the next clause starts after it.
+	for m := from + 1; m < len(toks); m++ {
 		w := strings.ToUpper(toks[m].text)
 		if strings.EqualFold(toks[m-1].text, "SET") {
 			continue // ON DELETE SET NULL | SET DEFAULT

@@ -44,6 +44,16 @@ func TestAlterTableConstraints(t *testing.T) {
 		{AlterDropReferences, "au", `CREATE TABLE "b" ("id" INTEGER PRIMARY KEY, "a" INTEGER NOT NULL, "p" INT, CONSTRAINT "ck" CHECK ("p" > 0))`},
 		{AlterDropReferences, "other", base},
 	}
+	// A named CHECK inside a column definition goes with its name.
+	const colCheck = `CREATE TABLE "c" ("id" INTEGER PRIMARY KEY, "m" INTEGER CONSTRAINT "m_pos" CHECK (m >= 0) NOT NULL, "n" INT CONSTRAINT "n_pos" CHECK (n > 0))`
+	for name, want := range map[string]string{
+		"m_pos": `CREATE TABLE "c" ("id" INTEGER PRIMARY KEY, "m" INTEGER NOT NULL, "n" INT CONSTRAINT "n_pos" CHECK (n > 0))`,
+		"n_pos": `CREATE TABLE "c" ("id" INTEGER PRIMARY KEY, "m" INTEGER CONSTRAINT "m_pos" CHECK (m >= 0) NOT NULL, "n" INT)`,
+	} {
+		if got, err := AlterColumnSQL(colCheck, "", AlterDropConstraint, name); err != nil || got != want {
+			t.Errorf("drop %s:\n got %s (%v)\nwant %s", name, got, err, want)
+		}
+	}
 	for _, tc := range tests {
 		got, err := AlterColumnSQL(base, "", tc.action, tc.arg)
 		if err != nil || got != tc.want {

@@ -126,7 +126,10 @@ func catalogSQL() []string {
 			CAST(0 AS INTEGER) AS reltablespace, 0 AS relpages, -1.0 AS reltuples, 0 AS relallvisible, CAST(0 AS INTEGER) AS reltoastrelid,
 			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = m.name) AS relhasindex, 0 AS relisshared, 'p' AS relpersistence,
 			CASE m.type WHEN 'table' THEN 'r' ELSE 'v' END AS relkind,
-			(SELECT count(*) FROM pragma_table_info(m.name)) AS relnatts, 0 AS relchecks, 0 AS relhasrules, 0 AS relhastriggers,
+			(SELECT count(*) FROM pragma_table_info(m.name)) AS relnatts, CASE m.type WHEN 'table' THEN json_array_length(_tandem_checks(m.sql)) ELSE 0 END AS relchecks,
+			0 AS relhasrules,
+			(m.type = 'table' AND (EXISTS (SELECT 1 FROM pragma_foreign_key_list(m.name))
+				OR EXISTS (SELECT 1 FROM main.sqlite_schema o, pragma_foreign_key_list(o.name) f WHERE o.type = 'table' AND f."table" = m.name))) AS relhastriggers,
 			0 AS relhassubclass, 0 AS relrowsecurity, 0 AS relforcerowsecurity, 1 AS relispopulated, 'd' AS relreplident,
 			0 AS relispartition, CAST(0 AS INTEGER) AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid, NULL AS relacl, NULL AS reloptions, NULL AS relpartbound
 		FROM `+userTables+` AND m.type IN ('table', 'view')
@@ -190,7 +193,14 @@ func catalogSQL() []string {
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
 				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(`+fkToSQL+`) AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS refcols
 			FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
-			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND f.seq = 0) fk`)
+			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND f.seq = 0) fk
+		UNION ALL
+		SELECT CAST(_tandem_oid(m.name || '.' || json_extract(c.value, '$.name')) AS INTEGER), json_extract(c.value, '$.name'), 2200, 'c', 0, 0, 1,
+			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, 0, ' ', ' ', ' ', 1, 0, 0,
+			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
+			NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
+		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	// pg_type from tandem's type table.
 	var types []string
 	oids := make([]int, 0, len(Types))
@@ -606,6 +616,10 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			return "{public}"
 		}},
 		{"pg_is_in_recovery", func() bool { return false }},
+		// No table is partitioned: a relation is its own only ancestor
+		// and root (psql's \d asks for a table's "Referenced by").
+		{"pg_partition_ancestors", func(rel any) any { return rel }},
+		{"pg_partition_root", func(rel any) any { return rel }},
 		{"array_to_string", func(a any, sep string) any {
 			if a == nil {
 				return nil

@@ -108,7 +108,7 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 		create += "IF NOT EXISTS "
 	}
 	create += quoteIdent(name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
-	tr.Script = append(tr.Script, create)
+	tr.Script = append(tr.Script, NameChecks(create))
 	tr.Script = append(tr.Script, t.triggers...)
 	if !temp {
 		if s.IfNotExists {
@@ -771,7 +771,7 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			}
 		case pg_query.AlterTableType_AT_DropConstraint:
 			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0"+
-				" OR EXISTS (SELECT 1 FROM pg_constraint WHERE contype = 'f' AND conrelid = _tandem_oid(%s) AND conname = %s)",
+				" OR EXISTS (SELECT 1 FROM pg_constraint WHERE contype IN ('f', 'c') AND conrelid = _tandem_oid(%s) AND conname = %s)",
 				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)), quoteLit(name), quoteLit(cmd.Name))
 			if !cmd.MissingOk {
 				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42704', %s) WHERE NOT (%s)",
@@ -844,15 +844,31 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 // them; NOT VALID skips the check as it does), then the constraint is
 // appended to the table's stored definition.
 func (t *translator) addConstraint(table string, c *pg_query.Constraint) ([]string, error) {
+	unnamedCheck := c.Conname == "" && c.Contype == pg_query.ConstrType_CONSTR_CHECK
 	if c.Conname == "" {
 		switch c.Contype {
 		case pg_query.ConstrType_CONSTR_FOREIGN:
 			c.Conname = table + "_" + strings.Join(strs(c.FkAttrs), "_") + "_fkey"
 		default:
-			c.Conname = table + "_check"
+			// PostgreSQL's choice, numbered if the table has it already
+			// (the stored definition names it: AlterColumnSQL).
+			if e, err := deparseExpr(c.RawExpr); err == nil && t.sch != nil {
+				var cols []string
+				for _, col := range t.sch.Columns(table) {
+					cols = append(cols, col.Name)
+				}
+				c.Conname = CheckName(table, e, cols)
+			} else {
+				c.Conname = table + "_check"
+			}
 		}
 	}
+	name := c.Conname
+	if unnamedCheck {
+		c.Conname = "" // named, and numbered if taken, where it is stored (NameChecks)
+	}
 	text, err := t.tableConstraint(c)
+	c.Conname = name
 	if err != nil {
 		return nil, err
 	}

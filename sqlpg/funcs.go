@@ -1004,6 +1004,22 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return nil
 		}, true},
+		{"_tandem_checks", func(create any) (string, error) {
+			// The table's CHECK constraints as JSON (pg_constraint's
+			// contype 'c' rows): name, definition, columns read.
+			c, _ := create.(string)
+			type check struct {
+				Name string   `json:"name"`
+				Def  string   `json:"def"`
+				Cols []string `json:"cols"`
+			}
+			out := []check{}
+			for _, k := range CheckConstraints(c) {
+				out = append(out, check{k.Name, "CHECK (" + k.Group + ")", k.Cols})
+			}
+			b, err := json.Marshal(out)
+			return string(b), err
+		}, true},
 		{"_pg_statement_timestamp", stmtNow, false},
 		{"_pg_clock_timestamp", clockNow, false},
 		{"_pg_current_date", func() string { t, _ := k.times(); return t.Format(DateLayout) }, false},

@@ -590,6 +590,21 @@ func TestORMCatalog(t *testing.T) {
 		{"ALTER TABLE oc_c ADD CONSTRAINT oc_fk FOREIGN KEY (p_id) REFERENCES oc_p", "ERROR 42710"},
 		{"ALTER TABLE oc_c ADD CONSTRAINT oc_n_pos CHECK (n > 1)", "ERROR 42710"},
 		{"ALTER TABLE oc_c ADD CONSTRAINT oc_n_small CHECK (n < 100)", ""},
+		// CHECK constraints under PostgreSQL's names, which stay when
+		// others are dropped; a dropped one no longer checks
+		{"CREATE TABLE oc_k (id int PRIMARY KEY, n int CHECK (n > 0), m int CONSTRAINT m_pos CHECK (m >= 0), CHECK (n < m), CHECK (n < 100), CHECK (n <> id))", ""},
+		{"SELECT string_agg(conname || ' ' || conkey::text || ' ' || pg_get_constraintdef(oid), ', ' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'oc_k'::regclass AND contype = 'c'",
+			"m_pos {3} CHECK ((m >= 0)), oc_k_check {2,3} CHECK ((n < m)), oc_k_check1 {2,1} CHECK ((n <> id)), oc_k_n_check {2} CHECK ((n > 0)), oc_k_n_check1 {2} CHECK ((n < 100))"},
+		{"SELECT relchecks, relhastriggers FROM pg_class WHERE relname = 'oc_k'", "5|0"},
+		{"SELECT relhastriggers FROM pg_class WHERE relname IN ('oc_p', 'oc_c') ORDER BY relname", "1;1"},
+		{"ALTER TABLE oc_k DROP CONSTRAINT oc_k_check", ""},
+		{"ALTER TABLE oc_k DROP CONSTRAINT m_pos", ""},
+		{"ALTER TABLE oc_k ADD CHECK (m < 1000)", ""},
+		{"ALTER TABLE oc_k ADD CHECK (n > 1)", ""},
+		{"SELECT string_agg(conname, ', ' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'oc_k'::regclass AND contype = 'c'", "oc_k_check1, oc_k_m_check, oc_k_n_check, oc_k_n_check1, oc_k_n_check2"},
+		{"INSERT INTO oc_k VALUES (1, 5, -1)", ""},
+		{"INSERT INTO oc_k VALUES (2, 5, 1000)", "ERROR CHECK constraint failed: oc_k_m_check"}, // the back end maps it to 23514
+		{"ALTER TABLE oc_k DROP CONSTRAINT oc_k_nope", "ERROR 42704"},
 		// LIKE ... ESCAPE
 		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
 		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},

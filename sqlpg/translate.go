@@ -1445,6 +1445,11 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	if tpl, ok := catalogTemplates[name]; ok {
+		if name == "pg_get_constraintdef" && len(f.Args) >= 2 {
+			// pretty: a CHECK's expression without the outer parentheses
+			// PostgreSQL adds (psql's \d).
+			tpl = "(SELECT CASE WHEN _t._k = 'c' AND __arg1__ THEN 'CHECK ' || _t._b ELSE _t._d END FROM (SELECT oid AS _o, contype AS _k, conbin AS _b, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)"
+		}
 		if name == "pg_get_indexdef" && len(f.Args) >= 2 {
 			// pg_get_indexdef(index, column, pretty): column 0 is the whole
 			// definition, column k the k-th key column (pgjdbc's and
@@ -1563,6 +1568,45 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 var scalarInFrom = map[string]bool{"current_schema": true, "current_database": true, "current_user": true, "session_user": true,
 	"version": true, "current_setting": true, "now": true, "pg_backend_pid": true, "inet_server_addr": true, "inet_server_port": true}
 
+// partitionAncestorsFrom: pg_partition_ancestors(rel) [WITH ORDINALITY]
+// in FROM (psql's \d asks it for a table's triggers) is the relation
+// alone, no table being partitioned: one row, rel (and depth 1).
+func partitionAncestorsFrom(rf *pg_query.RangeFunction) *pg_query.Node {
+	if len(rf.Functions) != 1 || rf.IsRowsfrom {
+		return nil
+	}
+	items := rf.Functions[0].GetList().GetItems()
+	if len(items) == 0 {
+		return nil
+	}
+	f := items[0].GetFuncCall()
+	if f == nil || lastName(f.Funcname) != "pg_partition_ancestors" || len(f.Args) != 1 {
+		return nil
+	}
+	arg, err := deparseExpr(f.Args[0])
+	if err != nil {
+		return nil
+	}
+	alias, cols := "pg_partition_ancestors", []string{"relid", "ordinality"}
+	if rf.Alias != nil {
+		alias = rf.Alias.Aliasname
+		for i, c := range strs(rf.Alias.Colnames) {
+			if i < len(cols) {
+				cols[i] = c
+			}
+		}
+	}
+	sel := fmt.Sprintf("%s AS %s", arg, quoteIdent(cols[0]))
+	if rf.Ordinality {
+		sel += ", 1 AS " + quoteIdent(cols[1])
+	}
+	tree, err := pg_query.Parse(fmt.Sprintf("SELECT * FROM (SELECT %s) AS %s", sel, quoteIdent(alias)))
+	if err != nil {
+		return nil
+	}
+	return tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
+}
+
 // catalogInFrom: set-returning catalog functions without arguments whose
 // rows are a catalog view of the same name.
 var catalogInFrom = map[string]bool{"pg_get_keywords": true}
@@ -1576,6 +1620,10 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 			t.unnestPending = map[*pg_query.RangeFunction]bool{}
 		}
 		t.unnestPending[rf] = true
+		return
+	}
+	if from := partitionAncestorsFrom(rf); from != nil {
+		n.Node = from.Node
 		return
 	}
 	if len(rf.Functions) != 1 || rf.Ordinality || rf.IsRowsfrom {

@@ -1976,6 +1976,9 @@ func mapError(err error) error {
 			code = "23502"
 		case sqlite3.ErrConstraintCheck:
 			code = "23514"
+			if name, ok := strings.CutPrefix(msg, "CHECK constraint failed: "); ok {
+				msg = fmt.Sprintf("new row violates check constraint %q", name)
+			}
 		default:
 			code = "23000"
 		}
