@@ -7,6 +7,15 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
+// SQLDeallocator is a back end session that keeps the statements of SQL's
+// PREPARE itself (the SQLite back end): DEALLOCATE name drops one there
+// when tandem's session has no protocol statement of that name, and
+// DEALLOCATE ALL drops them all. DeallocateSQL("") drops all; it reports
+// whether name was there.
+type SQLDeallocator interface {
+	DeallocateSQL(name string) bool
+}
+
 // deallocate answers DEALLOCATE [PREPARE] { name | ALL }: prepared
 // statements made with Parse live in tandem's session, so tandem drops
 // them (psycopg sends DEALLOCATE ALL after a DROP or a ROLLBACK once it
@@ -28,6 +37,9 @@ func (s *execSession) deallocate(ctx context.Context, sql string) error {
 			}
 		}
 		s.stmts = map[string]*prepared{}
+		if d, ok := s.bs.(SQLDeallocator); ok {
+			d.DeallocateSQL("")
+		}
 		if raw {
 			if err := s.runInternal(ctx, sql); err != nil {
 				return err
@@ -53,9 +65,16 @@ func (s *execSession) deallocate(ctx context.Context, sql string) error {
 		if err := s.runInternal(ctx, sql); err != nil {
 			return err
 		}
+	case s.deallocateSQL(name):
 	default:
 		return Errorf(CodeUndefinedPStmt, "prepared statement %q does not exist", name)
 	}
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("DEALLOCATE")})
 	return nil
+}
+
+// deallocateSQL drops an SQL-level prepared statement the back end keeps.
+func (s *execSession) deallocateSQL(name string) bool {
+	d, ok := s.bs.(SQLDeallocator)
+	return ok && d.DeallocateSQL(name)
 }

@@ -1203,6 +1203,13 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		if what == "ALL" {
 			s.settings = map[string]string{}
 			s.applyKeepalive()
+			// DISCARD ALL is also DEALLOCATE ALL and CLOSE ALL.
+			for _, p := range s.stmts {
+				if p.st != nil {
+					p.st.Close()
+				}
+			}
+			s.stmts, s.portals = map[string]*prepared{}, map[string]*portal{}
 		}
 		if d, ok := s.bs.(Discarder); ok {
 			d.Discard(what)

@@ -469,7 +469,10 @@ func (db *DB) release(c *conn) {
 // Session is one client session's view of the database. A session holds
 // a connection only while a statement or a transaction block runs.
 type Session struct {
-	db   *DB
+	db *DB
+	// sqlPrepared: the statements of SQL's PREPARE, by name (the
+	// protocol's named statements are pgwire's).
+	sqlPrepared map[string]*sqlpg.PreparedStmt
 	held *conn // during a transaction block
 	// lazy: a read-write BEGIN not yet started: the block takes the
 	// write lock at its first statement that reads or writes a table
@@ -527,6 +530,10 @@ func (s *Session) Discard(what string) {
 	if what == "ALL" || what == "SEQUENCES" {
 		s.seqs.Reset()
 	}
+	if what == "ALL" { // and DEALLOCATE ALL, CLOSE ALL
+		s.DeallocateSQL("")
+		s.closeCursors()
+	}
 }
 
 // savepoint remembers how much DDL a transaction had run when it was set.
@@ -537,6 +544,9 @@ type savepoint struct {
 
 // Statement is a parsed statement.
 type Statement struct {
+	// sqlPrep: SQL's PREPARE or DEALLOCATE (EXECUTE is prepared as the
+	// statement it runs).
+	sqlPrep *sqlpg.PreparedStmt
 	// deferred: a utility statement (DDL) the translator refused; as in
 	// PostgreSQL, it fails when executed, not when parsed.
 	deferred  error
@@ -716,6 +726,30 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	case "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT":
 		if !(st.kind == "ROLLBACK" && len(words) > 1 && words[1] == "TO") {
 			st.readonly = true
+			return st, nil
+		}
+	}
+	switch st.kind {
+	case "PREPARE", "EXECUTE", "DEALLOCATE":
+		p, ok, err := sqlpg.ParsePrepared(sql)
+		if err != nil {
+			return nil, err
+		}
+		if ok && p.Kind == "EXECUTE" {
+			// EXECUTE name(args) is the prepared statement with its
+			// arguments in place of its parameters.
+			prep, found := s.sqlPrepared[p.Name]
+			if !found {
+				return nil, pgwire.Errorf(pgwire.CodeUndefinedPStmt, "prepared statement %q does not exist", p.Name)
+			}
+			bound, err := sqlpg.BindPrepared(p.Name, prep.Query, prep.Types, p.Args)
+			if err != nil {
+				return nil, err
+			}
+			return s.Prepare(ctx, bound)
+		}
+		if ok {
+			st.sqlPrep, st.readonly = p, true
 			return st, nil
 		}
 	}
@@ -1078,6 +1112,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.deferred != nil {
 		return nil, st.deferred
+	}
+	if st.sqlPrep != nil {
+		return s.executePrepared(ctx, st.sqlPrep)
 	}
 	if !s.inTx && s.lazy == nil && s.adv != nil {
 		// The last statement outside a block was its own transaction:
@@ -2003,6 +2040,9 @@ func mapError(err error) error {
 		switch {
 		case strings.Contains(msg, "no such table"):
 			code = "42P01"
+			if name, ok := strings.CutPrefix(msg, "no such table: "); ok && !strings.ContainsAny(name, " \"") {
+				msg = fmt.Sprintf("relation %q does not exist", strings.TrimPrefix(name, "main."))
+			}
 		case strings.Contains(msg, "duplicate column name"):
 			code = "42701"
 		case strings.Contains(msg, "no such index"), strings.Contains(msg, "no such view"):
@@ -2025,6 +2065,13 @@ func mapError(err error) error {
 			code = "2201E"
 		case strings.Contains(msg, "no such column"):
 			code = "42703"
+			if name, ok := strings.CutPrefix(msg, "no such column: "); ok && !strings.ContainsAny(name, " \"") {
+				if strings.Contains(name, ".") {
+					msg = fmt.Sprintf("column %s does not exist", name) // PostgreSQL's form for t.c
+				} else {
+					msg = fmt.Sprintf("column %q does not exist", name)
+				}
+			}
 		case strings.Contains(msg, "no such function"):
 			code = "42883"
 		case strings.Contains(msg, "already exists"), strings.Contains(msg, "there is already a"):
@@ -2374,4 +2421,47 @@ func concurrently(words []string) bool {
 		return w[2] == "CONCURRENTLY"
 	}
 	return false
+}
+
+// executePrepared runs PREPARE (the statement is checked as PostgreSQL
+// does at PREPARE: an unknown table fails here) and DEALLOCATE.
+func (s *Session) executePrepared(ctx context.Context, p *sqlpg.PreparedStmt) (pgwire.Result, error) {
+	switch p.Kind {
+	case "PREPARE":
+		if _, dup := s.sqlPrepared[p.Name]; dup {
+			return nil, pgwire.Errorf(pgwire.CodeDuplicatePStmt, "prepared statement %q already exists", p.Name)
+		}
+		st, err := s.Prepare(ctx, p.Query)
+		if err != nil {
+			return nil, err
+		}
+		if st, ok := st.(*Statement); ok && st.deferred != nil {
+			return nil, st.deferred
+		}
+		if s.sqlPrepared == nil {
+			s.sqlPrepared = map[string]*sqlpg.PreparedStmt{}
+		}
+		s.sqlPrepared[p.Name] = p
+		return &cmdResult{tag: "PREPARE"}, nil
+	default: // DEALLOCATE (pgwire answers it in a simple query)
+		if p.All {
+			s.DeallocateSQL("")
+			return &cmdResult{tag: "DEALLOCATE ALL"}, nil
+		}
+		if !s.DeallocateSQL(p.Name) {
+			return nil, pgwire.Errorf(pgwire.CodeUndefinedPStmt, "prepared statement %q does not exist", p.Name)
+		}
+		return &cmdResult{tag: "DEALLOCATE"}, nil
+	}
+}
+
+// DeallocateSQL implements pgwire.SQLDeallocator.
+func (s *Session) DeallocateSQL(name string) bool {
+	if name == "" {
+		clear(s.sqlPrepared)
+		return true
+	}
+	_, ok := s.sqlPrepared[name]
+	delete(s.sqlPrepared, name)
+	return ok
 }

@@ -218,3 +218,53 @@ func TestDDLAfterDropOnStaleReader(t *testing.T) {
 		}
 	}
 }
+
+// SQL's PREPARE, EXECUTE and DEALLOCATE, as PostgreSQL answers them.
+func TestSQLPrepare(t *testing.T) {
+	db := open(t)
+	s, _ := db.NewSession(context.Background(), "u", "d")
+	defer s.Close()
+	steps := []struct{ sql, tag, code string }{
+		{"CREATE TABLE pq (id int PRIMARY KEY, v text, d date)", "CREATE TABLE", ""},
+		{"PREPARE ins(int, text) AS INSERT INTO pq VALUES ($1, $2)", "PREPARE", ""},
+		{"EXECUTE ins(1, 'a')", "INSERT 0 1", ""},
+		{"EXECUTE ins(2, 'b' || 'c')", "INSERT 0 1", ""},
+		{"EXECUTE ins(3)", "", "42601"},
+		{"PREPARE ins AS SELECT 1", "", "42P05"},
+		{"PREPARE bad AS SELECT * FROM no_such_table", "", "42P01"},
+		{"EXECUTE bad", "", "26000"},
+		{"PREPARE q AS SELECT id, v FROM pq WHERE id >= $1 ORDER BY id", "PREPARE", ""},
+		{"EXECUTE q(2)", "SELECT 1", ""},
+		{"EXECUTE q('1')", "SELECT 2", ""},
+		{"PREPARE nxt(date) AS SELECT $1 + 1", "PREPARE", ""},
+		{"EXECUTE nxt('2024-02-28')", "SELECT 1", ""},
+		{"PREPARE upd(int) AS UPDATE pq SET v = upper(v) WHERE id = $1 RETURNING v", "PREPARE", ""},
+		{"EXECUTE upd(2)", "UPDATE 1", ""},
+		{"DEALLOCATE PREPARE q", "DEALLOCATE", ""},
+		{"EXECUTE q(1)", "", "26000"},
+		{"DEALLOCATE q", "", "26000"},
+		{"DEALLOCATE ALL", "DEALLOCATE ALL", ""},
+		{"EXECUTE ins(4, 'd')", "", "26000"},
+	}
+	for _, st := range steps {
+		res, err := run(t, s, st.sql)
+		if st.code != "" {
+			var pe *pgwire.Error
+			if !errors.As(err, &pe) || pe.Code != st.code {
+				t.Errorf("%s: want SQLSTATE %s, got %v", st.sql, st.code, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", st.sql, err)
+			continue
+		}
+		if res.Tag() != st.tag {
+			t.Errorf("%s: tag %q, want %q", st.sql, res.Tag(), st.tag)
+		}
+	}
+	res, err := run(t, s, "SELECT string_agg(id || v, ',' ORDER BY id) FROM pq")
+	if err != nil || res.Tag() != "SELECT 1" {
+		t.Fatal(res, err)
+	}
+}
