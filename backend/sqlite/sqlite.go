@@ -473,7 +473,7 @@ type Session struct {
 	// sqlPrepared: the statements of SQL's PREPARE, by name (the
 	// protocol's named statements are pgwire's).
 	sqlPrepared map[string]*sqlpg.PreparedStmt
-	held *conn // during a transaction block
+	held        *conn // during a transaction block
 	// lazy: a read-write BEGIN not yet started: the block takes the
 	// write lock at its first statement that reads or writes a table
 	// (PostgreSQL's transaction takes its snapshot at its first
