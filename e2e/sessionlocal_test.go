@@ -107,6 +107,18 @@ func TestTempTablesNotReplicated(t *testing.T) {
 				t.Fatalf("session b sees %d rows in its trace, want 2", n)
 			}
 			exec(a, "DROP TABLE trace")
+			// A temporary table's columns keep their types: serial
+			// numbers, timestamptz in UTC (sorted as times), numeric(6,2).
+			exec(a, "CREATE TEMP TABLE typed (id serial, at timestamptz, amount numeric(6,2))")
+			exec(a, "INSERT INTO typed (at, amount) VALUES ('2024-01-02 03:04:05+02', 1.5), ('2024-01-01 23:00:00+00', 2)")
+			var typed string
+			if err := a.QueryRow(ctx, "SELECT string_agg(id || ' ' || amount::text || ' ' || pg_typeof(at) || ' ' || pg_typeof(amount), ', ' ORDER BY at) FROM typed").Scan(&typed); err != nil {
+				t.Fatal(err)
+			}
+			if want := "2 2.00 timestamp with time zone numeric, 1 1.50 timestamp with time zone numeric"; typed != want {
+				t.Fatalf("temporary table's typed rows: %q, want %q", typed, want)
+			}
+			exec(a, "DROP TABLE typed")
 			if got := replStatus(t, h.admin["n1"]).Assigned; got != before {
 				t.Fatalf("temporary tables moved the primary's GSN from %d to %d: they were replicated", before, got)
 			}

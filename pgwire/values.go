@@ -191,6 +191,24 @@ func decodeParam(oid uint32, format int16, src []byte) (any, error) {
 	return decodeBinary(oid, format, src)
 }
 
+// timeParamLayouts are the text forms of date and time parameters read.
+var timeParamLayouts = []string{"2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999-07", "2006-01-02T15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04", "2006-01-02"}
+
+// timeParam is a date or time parameter in the text form back ends keep
+// and compare: a date as 2006-01-02, a timestamp as its wall clock, a
+// timestamptz in UTC with PostgreSQL's "+00" (the SQLite driver would
+// write a time.Time with "+00:00", which compares unequal as text).
+func timeParam(oid uint32, t time.Time) string {
+	switch oid {
+	case OIDDate:
+		return t.Format("2006-01-02")
+	case OIDTimestamp:
+		return t.Format("2006-01-02 15:04:05.999999")
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.999999-07")
+}
+
 // decodeText turns a text-format parameter into a back-end value.
 func decodeText(oid uint32, s string) (any, error) {
 	{
@@ -230,6 +248,13 @@ func decodeText(oid uint32, s string) (any, error) {
 				return nil, Errorf("22P02", "invalid input syntax for type integer: %q", s)
 			}
 			return i, nil
+		case OIDTimestamp, OIDTimestamptz, OIDDate:
+			for _, layout := range timeParamLayouts {
+				if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
+					return timeParam(oid, t), nil
+				}
+			}
+			return s, nil // now, infinity...: as the text says
 		}
 		// Unspecified type: a canonical integer becomes an integer so that
 		// LIMIT and arithmetic work; everything else stays text and SQLite's
@@ -289,7 +314,7 @@ func decodeBinary(oid uint32, format int16, src []byte) (any, error) {
 		if err := typeMap.Scan(oid, pgtype.BinaryFormatCode, src, &v); err != nil {
 			return nil, Errorf("22P03", "invalid binary timestamp parameter: %v", err)
 		}
-		return v, nil
+		return timeParam(oid, v), nil
 	case 2950: // uuid: 16 bytes, kept in its text form
 		if len(src) != 16 {
 			return nil, Errorf("22P03", "invalid binary uuid parameter: %d bytes", len(src))

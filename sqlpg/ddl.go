@@ -110,16 +110,17 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	create += quoteIdent(name) + " (\n\t" + strings.Join(defs, ",\n\t") + "\n)"
 	tr.Script = append(tr.Script, NameChecks(create))
 	tr.Script = append(tr.Script, t.triggers...)
-	if !temp {
-		if s.IfNotExists {
-			// Metadata only for a table this statement created: if it
-			// existed, its rows are already there (INSERT OR IGNORE).
-			for i := range meta {
-				meta[i] = strings.Replace(meta[i], "INSERT OR REPLACE", "INSERT OR IGNORE", 1)
-			}
+	// A temporary table's metadata too: the back end writes the
+	// statements of session-local DDL to the session's temporary copy
+	// of the metadata table (TempColumns).
+	if s.IfNotExists {
+		// Metadata only for a table this statement created: if it
+		// existed, its rows are already there (INSERT OR IGNORE).
+		for i := range meta {
+			meta[i] = strings.Replace(meta[i], "INSERT OR REPLACE", "INSERT OR IGNORE", 1)
 		}
-		tr.Script = append(tr.Script, meta...)
 	}
+	tr.Script = append(tr.Script, meta...)
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
 }
@@ -208,9 +209,18 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		t.triggers = append(t.triggers, fmt.Sprintf("INSERT INTO _tandem_sequences (name, type_oid, max_value, owner_table, owner_column) VALUES (%s, %d, %d, %s, %s)",
 			quoteLit(seqName), typ.OID, maxv, quoteLit(table), quoteLit(cd.Colname)))
 	}
+	if numbered && temp {
+		// A temporary table's serial or identity column counts in the
+		// session (its connection's _tandem_temp_serial), as
+		// PostgreSQL's temporary sequence would.
+		parts = append(parts, "DEFAULT (_tandem_temp_serial("+quoteLit(table+"."+cd.Colname)+"))")
+		if !intPK {
+			parts = append(parts, "NOT NULL")
+		}
+	}
 	def = quoteIdent(cd.Colname) + " " + strings.Join(parts, " ")
 	seq := "NULL"
-	if numbered {
+	if numbered && !temp {
 		seq = quoteLit(seqName)
 	}
 	meta = fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod, identity, sequence) VALUES (%s, %s, %d, %d, %s, %s)",

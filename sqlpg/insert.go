@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -119,6 +120,9 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 				continue
 			}
 			sv := ac.GetSval()
+			if sv != nil && normalizeTimeLiteral(c, sv) {
+				continue
+			}
 			if sv != nil && c.Enum != nil && !slices.Contains(c.Enum.Labels, sv.Sval) {
 				// As PostgreSQL, when the statement is parsed.
 				return &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", c.Enum.Name, sv.Sval)}
@@ -142,6 +146,31 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 		}
 	}
 	return nil
+}
+
+// normalizeTimeLiteral rewrites a string literal written to a date,
+// timestamp or timestamptz column in the form the column keeps (a
+// timestamptz in UTC: '2024-01-02 03:00:00+02' is '2024-01-02
+// 01:00:00+00'), so that stored values compare and sort as times; before,
+// a literal kept its offset and ORDER BY, min/max and comparisons read it
+// as text. A literal the cast cannot read (now, today, infinity) stays as
+// it was. It reports whether the column is of such a type.
+func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
+	if c.Type == nil || (c.Type.Name != "timestamptz" && c.Type.Name != "timestamp" && c.Type.Name != "date") {
+		return false
+	}
+	switch strings.ToLower(strings.TrimSpace(sv.Sval)) {
+	case "now", "today", "tomorrow", "yesterday", "epoch", "infinity", "-infinity", "allballs":
+		return true // read when the statement runs (its text may be cached)
+	}
+	if fn, ok := castFunc(c.Type).(func(any) (any, error)); ok {
+		if out, err := fn(sv.Sval); err == nil {
+			if text, ok := out.(string); ok {
+				sv.Sval = text
+			}
+		}
+	}
+	return true
 }
 
 // updateDefaults: SET col = DEFAULT for a column without a default is
@@ -171,6 +200,9 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 				rt.Val = &pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}
 			} else if !c.Serial {
 				t.fillDefault(rt.Val, c)
+			}
+			if ac != nil && ac.GetSval() != nil {
+				normalizeTimeLiteral(c, ac.GetSval()) // as INSERT does
 			}
 			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
 				// SET flag = 't': stored as 1 / 0, as INSERT does.
@@ -385,4 +417,50 @@ func (t *translator) defaultFill(s *pg_query.InsertStmt, cols []Column) {
 			l.Items = keep(l.Items)
 		}
 	}
+}
+
+// CopyValue is the value COPY FROM stores for text s in column c, as an
+// INSERT of the literal would store it: a boolean as 1 / 0, a date or
+// timestamp in the column's form (a timestamptz in UTC), numbers, uuids
+// and enum labels checked (22P02); other types as they are.
+func CopyValue(c Column, s string) (any, error) {
+	if c.Enum != nil && !slices.Contains(c.Enum.Labels, s) {
+		return nil, &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", c.Enum.Name, s)}
+	}
+	if c.Type == nil {
+		return s, nil
+	}
+	switch c.Type.Name {
+	case "timestamptz", "timestamp", "date":
+		if l := strings.ToLower(strings.TrimSpace(s)); l == "infinity" || l == "-infinity" {
+			return s, nil
+		}
+		fn, ok := castFunc(c.Type).(func(any) (any, error))
+		if !ok {
+			return s, nil
+		}
+		out, err := fn(s) // now and today too: read as COPY reads the row
+		if err != nil {
+			return nil, &pgwire.Error{Code: "22007", Message: fmt.Sprintf("invalid input syntax for type %s: %q", c.Type.SQL, s)}
+		}
+		return out, nil
+	}
+	if !checkedLiteralTypes[c.Type.Name] {
+		return s, nil
+	}
+	fn, ok := castFunc(c.Type).(func(any) (any, error))
+	if !ok {
+		return s, nil
+	}
+	out, err := fn(s)
+	if err != nil {
+		return nil, literalError(err)
+	}
+	if b, ok := out.(bool); ok {
+		if b {
+			return int64(1), nil
+		}
+		return int64(0), nil
+	}
+	return s, nil
 }

@@ -1,5 +1,7 @@
 package sqlpg
 
+import "strings"
+
 // The contract between the translator, the catalog and backend/sqlite.
 //
 // Metadata tables live in the SQLite database itself (names start with
@@ -36,6 +38,26 @@ CREATE TABLE IF NOT EXISTS _tandem_enums (
 	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM
 	labels TEXT NOT NULL         -- the labels in order, a JSON array
 );`
+
+// TempColumnsDDL creates, in a connection's temporary schema, the copy of
+// _tandem_columns that describes the session's temporary tables (a
+// session's own connection, made for its first temporary object).
+const TempColumnsDDL = `CREATE TEMP TABLE IF NOT EXISTS _tandem_temp_columns (
+	table_name  TEXT NOT NULL,
+	column_name TEXT NOT NULL,
+	type_oid    INTEGER NOT NULL,
+	typmod      INTEGER NOT NULL DEFAULT -1,
+	identity    TEXT NOT NULL DEFAULT '',
+	sequence    TEXT,
+	PRIMARY KEY (table_name, column_name)
+) WITHOUT ROWID`
+
+// TempMetadata points the metadata statements of session-local DDL (on
+// temporary tables) at the session's temporary copy.
+func TempMetadata(sql string) string {
+	sql = strings.ReplaceAll(sql, "main._tandem_columns", "temp._tandem_temp_columns")
+	return strings.ReplaceAll(sql, " _tandem_columns", " temp._tandem_temp_columns")
+}
 
 // Type is a PostgreSQL type as tandem knows it.
 type Type struct {

@@ -605,6 +605,19 @@ func TestORMCatalog(t *testing.T) {
 		{"INSERT INTO oc_k VALUES (1, 5, -1)", ""},
 		{"INSERT INTO oc_k VALUES (2, 5, 1000)", "ERROR CHECK constraint failed: oc_k_m_check"}, // the back end maps it to 23514
 		{"ALTER TABLE oc_k DROP CONSTRAINT oc_k_nope", "ERROR 42704"},
+		// date and time literals are kept in the column's form (a
+		// timestamptz in UTC), so that they sort and compare as times
+		{"CREATE TABLE oc_tz (id int, at timestamptz, d date)", ""},
+		{"INSERT INTO oc_tz VALUES (1, '2024-01-02 03:00:00+05', '2024-1-2'), (2, '2024-01-02 01:00:00+00', '2024-01-01'), (3, '2024-01-01 23:30:00-01', NULL)", ""},
+		{"UPDATE oc_tz SET at = '2024-01-01 20:00:00-05' WHERE id = 3", ""},
+		{"SELECT string_agg(id::text || ' ' || at, ', ' ORDER BY at, id) FROM oc_tz", "1 2024-01-01 22:00:00+00, 2 2024-01-02 01:00:00+00, 3 2024-01-02 01:00:00+00"},
+		{"SELECT string_agg(id::text, ',' ORDER BY id) FROM oc_tz WHERE at < '2024-01-02 02:00:00+02'", "1"},
+		{"SELECT string_agg(id::text, ',' ORDER BY id) FROM oc_tz WHERE '2024-01-02 02:00:00+02' < at", "2,3"},
+		{"SELECT string_agg(id::text, ',' ORDER BY id) FROM oc_tz WHERE at BETWEEN '2024-01-01 23:00:00+01' AND '2024-01-02 04:00:00+03'", "1,2,3"},
+		{"SELECT max(at), min(at) FROM oc_tz", "2024-01-02 01:00:00+00|2024-01-01 22:00:00+00"},
+		{"SELECT id FROM oc_tz WHERE d = '2024-01-02'", "1"},
+		// pg_typeof of a column
+		{"SELECT pg_typeof(at), pg_typeof(d), pg_typeof(id) FROM oc_tz WHERE id = 1", "timestamp with time zone|date|integer"},
 		// LIKE ... ESCAPE
 		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
 		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},

@@ -626,8 +626,10 @@ type translator struct {
 	ctes     map[string][]Column
 	opTypes  map[*pg_query.A_Expr][2]ColType
 	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
-	castArg  map[*pg_query.TypeCast]ColType // casts of a numeric: its type
-	jsonArg  map[*pg_query.FuncCall]bool    // json_agg of a json or jsonb value
+	// typeofArg: pg_typeof's argument's type, found with its scope.
+	typeofArg map[*pg_query.FuncCall]ColType
+	castArg   map[*pg_query.TypeCast]ColType // casts of a numeric: its type
+	jsonArg   map[*pg_query.FuncCall]bool    // json_agg of a json or jsonb value
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
@@ -1209,6 +1211,14 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			fn = "_pg_not_regex"
 		}
 		n.Node = call(fn, e.Lexpr, e.Rexpr, strConst("")).Node
+	case pg_query.A_Expr_Kind_AEXPR_BETWEEN, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN:
+		if known, ok := t.opTypes[e]; ok {
+			for _, b := range e.Rexpr.GetList().GetItems() {
+				if sv := b.GetAConst().GetSval(); sv != nil {
+					normalizeTimeLiteral(Column{Type: known[0].Type}, sv)
+				}
+			}
+		}
 	case pg_query.A_Expr_Kind_AEXPR_BETWEEN_SYM, pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN_SYM:
 		t.fail(unsupported("BETWEEN SYMMETRIC"))
 	case pg_query.A_Expr_Kind_AEXPR_OP_ANY, pg_query.A_Expr_Kind_AEXPR_OP_ALL:
@@ -1253,6 +1263,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			t.unknownOperand(e)
 		case "=", "<>", "!=", "<", ">", "<=", ">=":
 			t.boolLiteral(e)
+			t.timeLiteral(e)
 		}
 		switch op {
 		case "<", ">", "<=", ">=":
@@ -1438,7 +1449,11 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	f.Funcformat = pg_query.CoercionForm_COERCE_EXPLICIT_CALL
 	if name == "pg_typeof" && len(f.Args) == 1 {
 		typ := "unknown"
-		if c := t.exprType(f.Args[0], nil); c.Type != nil {
+		c := t.exprType(f.Args[0], nil)
+		if known, ok := t.typeofArg[f]; ok && known.Type != nil {
+			c = known
+		}
+		if c.Type != nil {
 			typ = c.Type.SQL
 		}
 		n.Node = strConst(typ).Node
@@ -2296,6 +2311,23 @@ func (t *translator) boolLiteral(e *pg_query.A_Expr) {
 		e.Lexpr = call("_cast_bool", e.Lexpr)
 	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isBool(l):
 		e.Rexpr = call("_cast_bool", e.Rexpr)
+	}
+}
+
+// timeLiteral: a string literal compared with a date, timestamp or
+// timestamptz reads in the form the column keeps (a timestamptz in UTC),
+// so that the stored text compares as a time: at < '2024-01-02
+// 02:00:00+02' is at < '2024-01-02 00:00:00+00'.
+func (t *translator) timeLiteral(e *pg_query.A_Expr) {
+	if e.Lexpr == nil || e.Rexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	if sv := e.Rexpr.GetAConst().GetSval(); sv != nil && e.Lexpr.GetAConst() == nil {
+		normalizeTimeLiteral(Column{Type: l.Type}, sv)
+	}
+	if sv := e.Lexpr.GetAConst().GetSval(); sv != nil && e.Rexpr.GetAConst() == nil {
+		normalizeTimeLiteral(Column{Type: r.Type}, sv)
 	}
 }
 

@@ -1210,6 +1210,13 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			return
 		}
 	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && lastName(f.Funcname) == "pg_typeof" {
+		if t.typeofArg == nil {
+			t.typeofArg = map[*pg_query.FuncCall]ColType{}
+		}
+		t.typeofArg[f] = t.exprType(f.Args[0], sc) // a column's type needs the scope
+		return
+	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 2 && lastName(f.Funcname) == "timezone" {
 		if t.aggArg == nil {
 			t.aggArg = map[*pg_query.FuncCall]ColType{}
@@ -1218,6 +1225,10 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	e := n.GetAExpr()
+	if e != nil && (e.Kind == pg_query.A_Expr_Kind_AEXPR_BETWEEN || e.Kind == pg_query.A_Expr_Kind_AEXPR_NOT_BETWEEN) && e.Lexpr != nil {
+		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), {}} // the bounds are read as its type
+		return
+	}
 	if e == nil || e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || e.Lexpr == nil {
 		return
 	}

@@ -1187,6 +1187,13 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	if err != nil {
 		return nil, err
 	}
+	if local {
+		// A temporary table's metadata is the session's own.
+		st.sql = sqlpg.TempMetadata(st.sql)
+		for i := range st.script {
+			st.script[i] = sqlpg.TempMetadata(st.script[i])
+		}
+	}
 	if creates {
 		if s.db.repl != nil {
 			if err := s.db.repl.Writable(); err != nil {
@@ -1341,6 +1348,15 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	release = func() { closeStmt(); rel() }
 	nargs := make([]driver.NamedValue, len(args), len(args)+len(st.hoisted))
 	for i, a := range args {
+		if tm, ok := a.(time.Time); ok {
+			// In the form the column keeps, as a literal is (the driver
+			// would write "+00:00", which compares unequal as text).
+			var oid uint32
+			if i < len(st.paramOIDs) {
+				oid = st.paramOIDs[i]
+			}
+			a = timeArg(tm, oid)
+		}
 		nargs[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
 	for _, v := range st.hoisted {
@@ -1798,6 +1814,7 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 	var stmt *sqlite3.SQLiteStmt
 	width := -1
 	args := []driver.NamedValue{}
+	var copyCols []sqlpg.Column
 	for {
 		row, ok, err := next()
 		if err != nil {
@@ -1836,14 +1853,37 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 				return fail(mapError(err))
 			}
 			args = make([]driver.NamedValue, width)
+			// The row's columns, in the order of its values.
+			all := tableColumnList(c, table)
+			copyCols = all
+			if len(columns) > 0 {
+				copyCols = make([]sqlpg.Column, len(columns))
+				for i, name := range columns {
+					for _, col := range all {
+						if strings.EqualFold(col.Name, name) {
+							copyCols[i] = col
+						}
+					}
+				}
+			}
 		}
 		if len(row) != width {
 			return fail(pgwire.Errorf("22P04", "COPY row %d has %d columns, expected %d", n+1, len(row), width))
 		}
 		for i, v := range row {
 			args[i] = driver.NamedValue{Ordinal: i + 1}
-			if v != nil {
-				args[i].Value = *v
+			if v == nil {
+				continue
+			}
+			args[i].Value = *v
+			if i < len(copyCols) && !translateOff {
+				// As an INSERT of the literal stores it: a boolean as
+				// 1 / 0, a timestamptz in UTC (SQLite compares the text).
+				val, err := sqlpg.CopyValue(copyCols[i], *v)
+				if err != nil {
+					return fail(fmt.Errorf("COPY %s, line %d, column %s: %w", table, n+1, copyCols[i].Name, err))
+				}
+				args[i].Value = val
 			}
 		}
 		if _, err := stmt.ExecContext(ctx, args); err != nil {
@@ -2195,9 +2235,17 @@ func (r *bufResult) Close() error { return nil }
 // from _tandem_columns where the translator recorded them, else by the
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
+	meta := "_tandem_columns"
+	if c.private {
+		// The session's own connection: a temporary table (which hides
+		// a permanent one of its name) is described by the session's
+		// temporary metadata.
+		meta = `(SELECT * FROM temp._tandem_temp_columns WHERE EXISTS (SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name = ?1)
+			UNION ALL SELECT * FROM main._tandem_columns WHERE NOT EXISTS (SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name = ?1))`
+	}
 	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
-		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels FROM pragma_table_info(?) p
-		LEFT JOIN _tandem_columns m ON m.table_name = ? AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid ORDER BY p.cid`, []driver.Value{table, table})
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels FROM pragma_table_info(?1) p
+		LEFT JOIN `+meta+` m ON m.table_name = ?1 AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid ORDER BY p.cid`, []driver.Value{table})
 	if err != nil {
 		return nil
 	}
@@ -2363,6 +2411,19 @@ func (s *Session) ensurePrivate() error {
 		return err
 	}
 	c.private = true
+	// The counters of the session's temporary serial columns.
+	serials := map[string]int64{}
+	if err := c.c.RegisterFunc("_tandem_temp_serial", func(col string) int64 {
+		serials[col]++
+		return serials[col]
+	}, false); err != nil {
+		c.close()
+		return fmt.Errorf("sqlite: session functions: %w", err)
+	}
+	if err := c.exec(sqlpg.TempColumnsDDL); err != nil {
+		c.close()
+		return fmt.Errorf("sqlite: session metadata: %w", err)
+	}
 	s.priv = c
 	return nil
 }
@@ -2464,4 +2525,17 @@ func (s *Session) DeallocateSQL(name string) bool {
 	_, ok := s.sqlPrepared[name]
 	delete(s.sqlPrepared, name)
 	return ok
+}
+
+// timeArg is a time parameter as tandem stores the parameter's type: a
+// date or timestamp as its wall clock, a timestamptz (and a time whose
+// type is not known) in UTC.
+func timeArg(tm time.Time, oid uint32) string {
+	switch oid {
+	case pgwire.OIDDate:
+		return tm.Format(sqlpg.DateLayout)
+	case pgwire.OIDTimestamp:
+		return tm.Format(sqlpg.TimestampLayout)
+	}
+	return tm.UTC().Format(sqlpg.TimestamptzLayout)
 }

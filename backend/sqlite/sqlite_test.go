@@ -268,3 +268,50 @@ func TestSQLPrepare(t *testing.T) {
 		t.Fatal(res, err)
 	}
 }
+
+// COPY FROM stores values as an INSERT of their literals would: booleans
+// as 1 / 0 (a 't' kept as text read false in WHERE), dates and times in
+// the column's form (a timestamptz in UTC, so rows sort as times), and
+// refuses what the column's type cannot read (22P02 / 22007).
+func TestCopyFromTypedColumns(t *testing.T) {
+	db := open(t)
+	ctx := context.Background()
+	bs, _ := db.NewSession(ctx, "u", "d")
+	defer bs.Close()
+	s := bs.(*Session)
+	if _, err := run(t, s, "CREATE TABLE cpt (id int, b boolean, at timestamptz, d date, n numeric(6,2))"); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(r ...[]string) func() ([]*string, bool, error) {
+		i := 0
+		return func() ([]*string, bool, error) {
+			if i == len(r) {
+				return nil, false, nil
+			}
+			out := make([]*string, len(r[i]))
+			for j := range r[i] {
+				if r[i][j] != `\N` {
+					out[j] = &r[i][j]
+				}
+			}
+			i++
+			return out, true, nil
+		}
+	}
+	n, err := s.CopyFrom(ctx, "cpt", nil, rows(
+		[]string{"1", "t", "2024-01-02 03:00:00+05", "2024-1-2", "1.5"},
+		[]string{"2", "f", "2024-01-02 01:00:00+00", "2024-01-01", `\N`},
+		[]string{"3", "yes", "2024-01-01 23:30:00-01", `\N`, "2"}))
+	if err != nil || n != 3 {
+		t.Fatalf("COPY: %d rows, %v", n, err)
+	}
+	wantRows(t, s, "SELECT id FROM cpt ORDER BY at", "1,3,2")
+	wantRows(t, s, "SELECT id FROM cpt WHERE b ORDER BY id", "1,3")
+	wantRows(t, s, "SELECT id FROM cpt WHERE d = '2024-01-02'", "1")
+	for _, bad := range [][]string{{"4", "maybe", `\N`, `\N`, `\N`}, {"4", `\N`, "yesterday-ish", `\N`, `\N`}, {"4", `\N`, `\N`, `\N`, "x"}} {
+		if _, err := s.CopyFrom(ctx, "cpt", nil, rows(bad)); err == nil {
+			t.Errorf("COPY of %v: no error", bad)
+		}
+	}
+	wantRows(t, s, "SELECT count(*) FROM cpt", "3")
+}
