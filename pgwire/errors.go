@@ -16,7 +16,10 @@ type Error struct {
 	Detail   string
 	Hint     string
 	Position int32
-	Err      error
+	// The object the error is about (ErrorResponse's fields s, t, c, n):
+	// ORMs read them to tell which column a constraint violation names.
+	Schema, Table, Column, Constraint string
+	Err                               error
 }
 
 func (e *Error) Error() string {
@@ -68,11 +71,15 @@ func ToErrorResponse(err error) *pgproto3.ErrorResponse {
 		if sev == "" {
 			sev = "ERROR"
 		}
-		return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: te.Code, Message: te.Message, Detail: te.Detail, Hint: te.Hint, Position: te.Position}
+		return &pgproto3.ErrorResponse{Severity: sev, SeverityUnlocalized: sev, Code: te.Code, Message: te.Message, Detail: te.Detail, Hint: te.Hint, Position: te.Position,
+			SchemaName: te.Schema, TableName: te.Table, ColumnName: te.Column, ConstraintName: te.Constraint}
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return &pgproto3.ErrorResponse{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Hint: pe.Hint, Position: pe.Position}
+		return &pgproto3.ErrorResponse{Severity: pe.Severity, SeverityUnlocalized: pe.SeverityUnlocalized, Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Hint: pe.Hint,
+			Position: pe.Position, InternalPosition: pe.InternalPosition, InternalQuery: pe.InternalQuery, Where: pe.Where,
+			SchemaName: pe.SchemaName, TableName: pe.TableName, ColumnName: pe.ColumnName, DataTypeName: pe.DataTypeName,
+			ConstraintName: pe.ConstraintName, File: pe.File, Line: pe.Line, Routine: pe.Routine}
 	}
 	return &pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: CodeInternal, Message: err.Error()}
 }

@@ -21,6 +21,7 @@ func TestSplitStatements(t *testing.T) {
 		{"SELECT /* a ; b */ 1; SELECT 2", []string{"SELECT /* a ; b */ 1", "SELECT 2"}},
 		{"SELECT $$a;b$$; SELECT $tag$x;$tag$", []string{"SELECT $$a;b$$", "SELECT $tag$x;$tag$"}},
 		{"SELECT $1; SELECT $2", []string{"SELECT $1", "SELECT $2"}},
+		{"SELECT $d2$ a;b $d2$; SELECT $func_9f$x;$func_9f$", []string{"SELECT $d2$ a;b $d2$", "SELECT $func_9f$x;$func_9f$"}}, // a tag's digits (Sequelize)
 		{"CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO log VALUES (1); UPDATE x SET y = CASE WHEN 1 THEN 2 END; END; SELECT 1",
 			[]string{"CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO log VALUES (1); UPDATE x SET y = CASE WHEN 1 THEN 2 END; END", "SELECT 1"}},
 		{"BEGIN; UPDATE t SET a = 1; END;", []string{"BEGIN", "UPDATE t SET a = 1", "END"}},

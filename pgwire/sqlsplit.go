@@ -84,7 +84,7 @@ func SplitStatements(sql string) []string {
 		case c == '$':
 			// $tag$ ... $tag$ (PostgreSQL dollar quoting); $1 is a parameter.
 			j := i + 1
-			for j < n && (sql[j] == '_' || unicode.IsLetter(rune(sql[j]))) {
+			for j < n && (sql[j] == '_' || unicode.IsLetter(rune(sql[j])) || (j > i+1 && sql[j] >= '0' && sql[j] <= '9')) {
 				j++
 			}
 			if j < n && sql[j] == '$' {

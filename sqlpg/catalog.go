@@ -25,6 +25,32 @@ import (
 // pg_get_constraintdef, pg_get_viewdef) are rewritten by the translator
 // into subqueries on these views.
 
+// RegclassName reads a relation's name as PostgreSQL reads the text of a
+// regclass: [schema.]name, a quoted part as written, an unquoted one in
+// lower case ('"Foo"' is Foo, 'public.Foo' is foo).
+func RegclassName(text string) string {
+	parts, cur, quoted := []string{}, strings.Builder{}, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c == '"' && quoted && i+1 < len(text) && text[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == '.' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		case quoted:
+			cur.WriteByte(c)
+		default:
+			cur.WriteString(strings.ToLower(string(c)))
+		}
+	}
+	parts = append(parts, cur.String())
+	return parts[len(parts)-1]
+}
+
 // RelOID is the OID tandem gives a relation named name.
 func RelOID(name string) int64 {
 	h := fnv.New32a()
@@ -308,6 +334,23 @@ func catalogSQL() []string {
 	// pg_get_keywords(): PostgreSQL 15's keywords (pgjdbc's
 	// DatabaseMetaData.getSQLKeywords reads them; Hibernate asks at start).
 	add("pg_get_keywords", keywordsSQL())
+	// Statistics views: the user tables, with no counters (SQLite keeps
+	// none: NULL, not a made-up zero). Sequelize's describeTable joins
+	// pg_statio_all_tables to read column comments.
+	for _, v := range []string{"pg_statio_all_tables", "pg_statio_user_tables"} {
+		add(v, `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS relid, 'public' AS schemaname, m.name AS relname,
+			NULL AS heap_blks_read, NULL AS heap_blks_hit, NULL AS idx_blks_read, NULL AS idx_blks_hit,
+			NULL AS toast_blks_read, NULL AS toast_blks_hit, NULL AS tidx_blks_read, NULL AS tidx_blks_hit
+		FROM `+userTables+` AND m.type = 'table'`)
+	}
+	for _, v := range []string{"pg_stat_all_tables", "pg_stat_user_tables"} {
+		add(v, `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS relid, 'public' AS schemaname, m.name AS relname,
+			NULL AS seq_scan, NULL AS seq_tup_read, NULL AS idx_scan, NULL AS idx_tup_fetch, NULL AS n_tup_ins, NULL AS n_tup_upd,
+			NULL AS n_tup_del, NULL AS n_tup_hot_upd, NULL AS n_live_tup, NULL AS n_dead_tup, NULL AS n_mod_since_analyze,
+			NULL AS n_ins_since_vacuum, NULL AS last_vacuum, NULL AS last_autovacuum, NULL AS last_analyze, NULL AS last_autoanalyze,
+			NULL AS vacuum_count, NULL AS autovacuum_count, NULL AS analyze_count, NULL AS autoanalyze_count
+		FROM `+userTables+` AND m.type = 'table'`)
+	}
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
 		FROM (VALUES ('public'), ('pg_catalog'), ('information_schema'))`)
@@ -443,7 +486,7 @@ func FormatType(oid int64, typmod int64) string {
 // information_schema.columns): nextval('t_id_seq'::regclass) for a serial
 // column, none for an identity column, else SQLite's default expression
 // (p: its pragma_table_info row, tc: its _tandem_columns row).
-const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || tc.sequence || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
+const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || quote_ident(tc.sequence) || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
@@ -495,6 +538,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		fn   any
 	}{
 		{"_tandem_oid", RelOID},
+		{"_tandem_relname", RegclassName},
 		// The connection's addresses are not known to the back end:
 		// NULL, as PostgreSQL answers over a Unix socket.
 		{"inet_server_port", func() any { return nil }},

@@ -271,7 +271,7 @@ func (t *translator) serialFill(s *pg_query.InsertStmt, cols []Column) {
 	if npk != 1 || pk.Sequence == "" {
 		pk = nil
 	}
-	next := func(c Column) *pg_query.Node { return call("nextval", strConst(c.Sequence)) }
+	next := func(c Column) *pg_query.Node { return call("nextval", strConst(quoteIdentIfNeeded(c.Sequence))) }
 	sel := s.SelectStmt.GetSelectStmt()
 	if s.SelectStmt == nil {
 		// DEFAULT VALUES

@@ -274,6 +274,11 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		var tcols []Column
 		if s.Relation != nil && t.sch != nil {
 			tcols = t.sch.Columns(s.Relation.Relname)
+			if tcols == nil && (s.Relation.Schemaname == "" || strings.EqualFold(s.Relation.Schemaname, "public")) {
+				// As PostgreSQL, before anything else about the statement
+				// (a DEFAULT it could not place, say).
+				return nil, &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", s.Relation.Relname)}
+			}
 		}
 		if len(s.Cols) > 0 {
 			for _, c := range tcols {
@@ -2010,7 +2015,7 @@ var catalogTemplates = map[string]string{
 	"pg_get_constraintdef":   "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
 	"pg_get_viewdef":         "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
 	"to_regclass":            "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
-	"pg_get_serial_sequence": "(SELECT 'public.' || _t._s FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = __arg0__ AND _t._cn = __arg1__)",
+	"pg_get_serial_sequence": "(SELECT 'public.' || quote_ident(_t._s) FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = _tandem_relname(__arg0__) AND _t._cn = __arg1__)",
 }
 
 var templateCache sync.Map

@@ -544,6 +544,8 @@ type savepoint struct {
 
 // Statement is a parsed statement.
 type Statement struct {
+	// doBlock: a DO block (run statement by statement: executeDo).
+	doBlock *sqlpg.DoBlock
 	// sqlPrep: SQL's PREPARE or DEALLOCATE (EXECUTE is prepared as the
 	// statement it runs).
 	sqlPrep *sqlpg.PreparedStmt
@@ -726,6 +728,16 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 	case "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT":
 		if !(st.kind == "ROLLBACK" && len(words) > 1 && words[1] == "TO") {
 			st.readonly = true
+			return st, nil
+		}
+	}
+	if st.kind == "DO" {
+		b, ok, err := sqlpg.ParseDo(sql)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			st.doBlock = b
 			return st, nil
 		}
 	}
@@ -1101,6 +1113,45 @@ func returningColumns(sql string) []pgwire.Column {
 
 // Execute implements pgwire.BackendSession.
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
+	res, err := s.execute(ctx, ps, args)
+	var pe *pgwire.Error
+	if err != nil && errors.As(err, &pe) && pe.Code == "23505" && pe.Constraint == "" && pe.Table != "" {
+		s.nameUniqueViolation(ctx, pe)
+		pe.Column = "" // PostgreSQL names the constraint, not its columns
+	}
+	return res, err
+}
+
+// nameUniqueViolation completes a unique violation's error with the name
+// of the constraint (or unique index) on its columns, as PostgreSQL names
+// it ("duplicate key value violates unique constraint "t_a_key""): SQLite
+// names only the columns, and ORMs read the constraint's name.
+func (s *Session) nameUniqueViolation(ctx context.Context, pe *pgwire.Error) {
+	c, done, err := s.readConn(ctx)
+	if err != nil {
+		return
+	}
+	defer done()
+	var quoted []string
+	for _, col := range strings.Split(pe.Column, ", ") {
+		quoted = append(quoted, sqlpg.QuoteIdent(col))
+	}
+	rows, err := c.c.Query(`SELECT relname FROM _pg_index_all WHERE tbl = ? AND isunique AND cols = ?`, []driver.Value{pe.Table, strings.Join(quoted, ", ")})
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if rows.Next(v) == nil {
+		if name, ok := v[0].(string); ok {
+			pe.Constraint = name
+			pe.Message = fmt.Sprintf("duplicate key value violates unique constraint %q", name)
+		}
+	}
+}
+
+// execute is Execute before its errors are completed.
+func (s *Session) execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	st := ps.(*Statement)
 	if len(st.words) > 1 && (st.kind == "CREATE" || st.kind == "DROP") && st.words[1] == "DATABASE" {
 		if s.inTx || s.lazy != nil {
@@ -1115,6 +1166,9 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.sqlPrep != nil {
 		return s.executePrepared(ctx, st.sqlPrep)
+	}
+	if st.doBlock != nil {
+		return s.executeDo(ctx, st.doBlock)
 	}
 	if !s.inTx && s.lazy == nil && s.adv != nil {
 		// The last statement outside a block was its own transaction:
@@ -2047,14 +2101,32 @@ func mapError(err error) error {
 		switch se.ExtendedCode {
 		case sqlite3.ErrConstraintUnique, sqlite3.ErrConstraintPrimaryKey:
 			code = "23505"
+			// "UNIQUE constraint failed: t.a, t.b": PostgreSQL's message,
+			// with the table and the key's columns (the constraint's name
+			// is looked up by the session: constraintNames).
+			if cols, ok := strings.CutPrefix(msg, "UNIQUE constraint failed: "); ok {
+				table, names := "", []string{}
+				for _, tc := range strings.Split(cols, ", ") {
+					t, c, _ := strings.Cut(tc, ".")
+					table, names = t, append(names, c)
+				}
+				return &pgwire.Error{Code: code, Message: "duplicate key value violates unique constraint", Schema: "public", Table: table,
+					Column: strings.Join(names, ", "), Err: err}
+			}
 		case sqlite3.ErrConstraintForeignKey:
 			code = "23503"
 		case sqlite3.ErrConstraintNotNull:
 			code = "23502"
+			if tc, ok := strings.CutPrefix(msg, "NOT NULL constraint failed: "); ok {
+				if t, c, ok := strings.Cut(tc, "."); ok {
+					return &pgwire.Error{Code: code, Message: fmt.Sprintf("null value in column %q of relation %q violates not-null constraint", c, t),
+						Schema: "public", Table: t, Column: c, Err: err}
+				}
+			}
 		case sqlite3.ErrConstraintCheck:
 			code = "23514"
 			if name, ok := strings.CutPrefix(msg, "CHECK constraint failed: "); ok {
-				msg = fmt.Sprintf("new row violates check constraint %q", name)
+				return &pgwire.Error{Code: code, Message: fmt.Sprintf("new row violates check constraint %q", name), Constraint: name, Err: err}
 			}
 		default:
 			code = "23000"
@@ -2538,4 +2610,168 @@ func timeArg(tm time.Time, oid uint32) string {
 		return tm.Format(sqlpg.TimestampLayout)
 	}
 	return tm.UTC().Format(sqlpg.TimestamptzLayout)
+}
+
+// executeDo runs a DO block as PostgreSQL does: in one transaction (its
+// own, or the block the session is in), each handled exception undoing
+// its block's statements first (a savepoint per block with handlers).
+func (s *Session) executeDo(ctx context.Context, b *sqlpg.DoBlock) (pgwire.Result, error) {
+	own := !s.inTx && s.lazy == nil
+	if own {
+		if err := s.runSQL(ctx, "BEGIN"); err != nil {
+			return nil, err
+		}
+	}
+	err := s.runDoBlock(ctx, b, 0)
+	if own {
+		end := "COMMIT"
+		if err != nil {
+			end = "ROLLBACK"
+		}
+		if e := s.runSQL(ctx, end); err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &cmdResult{tag: "DO"}, nil
+}
+
+func (s *Session) runDoBlock(ctx context.Context, b *sqlpg.DoBlock, depth int) error {
+	if len(b.Handlers) == 0 {
+		return s.runDoItems(ctx, b.Body, depth)
+	}
+	sp := fmt.Sprintf("_tandem_do_%d", depth)
+	if err := s.runSQL(ctx, "SAVEPOINT "+sp); err != nil {
+		return err
+	}
+	err := s.runDoItems(ctx, b.Body, depth)
+	if err == nil {
+		return s.runSQL(ctx, "RELEASE SAVEPOINT "+sp)
+	}
+	code := ""
+	var pe *pgwire.Error
+	if errors.As(err, &pe) {
+		code = pe.Code
+	}
+	for _, h := range b.Handlers {
+		if !handles(h.Codes, code) {
+			continue
+		}
+		if e := s.runSQL(ctx, "ROLLBACK TO SAVEPOINT "+sp); e != nil {
+			return e
+		}
+		if e := s.runSQL(ctx, "RELEASE SAVEPOINT "+sp); e != nil {
+			return e
+		}
+		return s.runDoItems(ctx, h.Body, depth+1)
+	}
+	return err
+}
+
+// handles reports whether a handler's conditions catch SQLSTATE code:
+// the code itself, its class (a code ending in 000), or OTHERS ("") for
+// anything but a cancel.
+func handles(codes []string, code string) bool {
+	for _, c := range codes {
+		switch {
+		case c == "" && code != pgwire.CodeQueryCanceled:
+			return true
+		case c == code:
+			return true
+		case len(c) == 5 && strings.HasSuffix(c, "000") && len(code) == 5 && c[:2] == code[:2]:
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Session) runDoItems(ctx context.Context, items []sqlpg.DoItem, depth int) error {
+	for _, it := range items {
+		switch {
+		case it.SQL != "":
+			if err := s.runSQL(ctx, it.SQL); err != nil {
+				return err
+			}
+		case it.Block != nil:
+			if err := s.runDoBlock(ctx, it.Block, depth+1); err != nil {
+				return err
+			}
+		case it.Raise != nil:
+			if it.Raise.Error {
+				return &pgwire.Error{Code: it.Raise.Code, Message: it.Raise.Message}
+			}
+		case it.If != nil:
+			ran := false
+			for i, cond := range it.If.Conds {
+				v, err := s.querySQL(ctx, "SELECT ("+cond+")")
+				if err != nil {
+					return err
+				}
+				if truthy(v) {
+					if err := s.runDoItems(ctx, it.If.Bodies[i], depth); err != nil {
+						return err
+					}
+					ran = true
+					break
+				}
+			}
+			if !ran {
+				if err := s.runDoItems(ctx, it.If.Else, depth); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	case string:
+		return x == "t" || x == "true" || x == "1"
+	case []byte:
+		return string(x) == "t" || string(x) == "true" || string(x) == "1"
+	}
+	return false
+}
+
+// runSQL runs one statement of the session's and drops its rows.
+func (s *Session) runSQL(ctx context.Context, sql string) error {
+	_, err := s.querySQL(ctx, sql)
+	return err
+}
+
+// querySQL runs one statement of the session's: the first value of its
+// first row, if any.
+func (s *Session) querySQL(ctx context.Context, sql string) (any, error) {
+	st, err := s.Prepare(ctx, sql)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Execute(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Close()
+	var first any
+	row := make([]any, len(res.Columns()))
+	for n := 0; ; n++ {
+		ok, err := res.Next(row)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if n == 0 && len(row) > 0 {
+			first = row[0]
+		}
+	}
+	return first, nil
 }

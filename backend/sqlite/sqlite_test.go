@@ -315,3 +315,70 @@ func TestCopyFromTypedColumns(t *testing.T) {
 	}
 	wantRows(t, s, "SELECT count(*) FROM cpt", "3")
 }
+
+// Constraint violations read as PostgreSQL's, with the fields ORMs use:
+// the unique constraint's name (looked up: SQLite names only columns),
+// the not-null column and its table, the check's name.
+func TestConstraintErrors(t *testing.T) {
+	db := open(t)
+	s, _ := db.NewSession(context.Background(), "u", "d")
+	defer s.Close()
+	for _, sql := range []string{
+		"CREATE TABLE ech (id int PRIMARY KEY, u text UNIQUE, a int, b int, n int NOT NULL DEFAULT 1 CHECK (n > 0), CONSTRAINT ab_uq UNIQUE (a, b))",
+		"INSERT INTO ech VALUES (1, 'a', 1, 1)",
+	} {
+		if _, err := run(t, s, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ sql, code, msg, constraint, column string }{
+		{"INSERT INTO ech VALUES (1, 'b', 2, 2)", "23505", `duplicate key value violates unique constraint "ech_pkey"`, "ech_pkey", ""},
+		{"INSERT INTO ech VALUES (2, 'a', 2, 2)", "23505", `duplicate key value violates unique constraint "ech_u_key"`, "ech_u_key", ""},
+		{"INSERT INTO ech VALUES (3, 'c', 1, 1)", "23505", `duplicate key value violates unique constraint "ab_uq"`, "ab_uq", ""},
+		{"UPDATE ech SET n = NULL", "23502", `null value in column "n" of relation "ech" violates not-null constraint`, "", "n"},
+		{"UPDATE ech SET n = 0", "23514", `new row violates check constraint "ech_n_check"`, "ech_n_check", ""},
+	}
+	for _, tc := range tests {
+		_, err := run(t, s, tc.sql)
+		var pe *pgwire.Error
+		if !errors.As(err, &pe) || pe.Code != tc.code || pe.Message != tc.msg || pe.Constraint != tc.constraint || pe.Column != tc.column {
+			t.Errorf("%s: %+v, want %s %q constraint %q column %q", tc.sql, pe, tc.code, tc.msg, tc.constraint, tc.column)
+		}
+	}
+}
+
+// DO blocks: Sequelize's enum creation (the second a no-op through its
+// handler), IF on a query, a handled exception undoing its block's
+// statements first, RAISE EXCEPTION rolling the DO back, a DO inside a
+// transaction block ending with it.
+func TestDoBlocks(t *testing.T) {
+	db := open(t)
+	bs, _ := db.NewSession(context.Background(), "u", "d")
+	s := bs.(*Session)
+	defer s.Close()
+	enum := `DO 'BEGIN CREATE TYPE "public"."enum_Users_role" AS ENUM(''admin'',''editor''); EXCEPTION WHEN duplicate_object THEN null; END'`
+	upsert := `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM dt WHERE id = 1) THEN INSERT INTO dt VALUES (1, 'first'); ELSE UPDATE dt SET v = 'again' WHERE id = 1; END IF; END $$`
+	steps := []struct{ sql, code string }{
+		{enum, ""},
+		{enum, ""},
+		{"CREATE TABLE dt (id int PRIMARY KEY, v text)", ""},
+		{upsert, ""},
+		{upsert, ""},
+		{"DO $$ BEGIN INSERT INTO dt VALUES (2, 'x'); INSERT INTO dt VALUES (1, 'dup'); EXCEPTION WHEN unique_violation THEN INSERT INTO dt VALUES (3, 'handled'); END $$", ""},
+		{"DO $$ BEGIN INSERT INTO dt VALUES (4, 'y'); RAISE EXCEPTION 'stop here'; END $$", "P0001"},
+		{"DO $$ BEGIN INSERT INTO dt VALUES (5, 'z'); INSERT INTO dt VALUES (1, 'dup'); END $$", "23505"},
+		{"BEGIN", ""},
+		{"DO $$ BEGIN INSERT INTO dt VALUES (6, 'in tx'); END $$", ""},
+		{"ROLLBACK", ""},
+		{"DO $$ DECLARE n int; BEGIN n := 1; END $$", "0A000"},
+	}
+	for _, st := range steps {
+		_, err := run(t, s, st.sql)
+		var pe *pgwire.Error
+		if st.code == "" && err != nil || st.code != "" && (!errors.As(err, &pe) || pe.Code != st.code) {
+			t.Fatalf("%s: %v, want %q", st.sql, err, st.code)
+		}
+	}
+	wantRows(t, s, "SELECT id || ':' || v FROM dt ORDER BY id", "1:again,3:handled")
+	wantRows(t, s, "SELECT count(*) FROM pg_type WHERE typname = 'enum_Users_role'", "1")
+}
