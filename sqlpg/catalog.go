@@ -131,7 +131,8 @@ func catalogSQL() []string {
 			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN coalesce(_tandem_constraint_name(m.sql, 'u', (SELECT group_concat(ii.name, ',') FROM pragma_index_info(il.name) ii)),
 			          m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key')
 			     ELSE il.name END AS relname,
-			il."unique" AS isunique, il.origin = 'pk' AS isprimary, il.origin AS origin, il.partial AS partial,
+			il."unique" AS isunique, (il.origin = 'pk' OR k.kind = 'p') AS isprimary,
+			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols
@@ -144,8 +145,10 @@ func catalogSQL() []string {
 			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1
 			AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE pk = 1 AND upper(type) = 'INTEGER')`)
 	// pragma_index_list needs the table as an argument: join it per table.
+	// An index ALTER TABLE ADD CONSTRAINT made (SQLite cannot add a key to
+	// a table) is that constraint (_tandem_constraints).
 	v[len(v)-1] = strings.Replace(v[len(v)-1], "FROM "+userTables+" AND m.type = 'table' AND il.name IS NOT NULL",
-		"FROM main.sqlite_schema m, pragma_index_list(m.name) il WHERE m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND m.name NOT LIKE '\\_tandem\\_%' ESCAPE '\\' AND m.type = 'table'", 1)
+		"FROM main.sqlite_schema m, pragma_index_list(m.name) il LEFT JOIN main._tandem_constraints k ON k.name = il.name WHERE m.name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND m.name NOT LIKE '\\_tandem\\_%' ESCAPE '\\' AND m.type = 'table'", 1)
 	add("pg_class", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS oid, m.name AS relname, CAST(2200 AS INTEGER) AS relnamespace,
 			CAST(0 AS INTEGER) AS reltype, CAST(0 AS INTEGER) AS reloftype, CAST(10 AS INTEGER) AS relowner,
 			CAST(CASE m.type WHEN 'table' THEN 2 ELSE 0 END AS INTEGER) AS relam, CAST(0 AS INTEGER) AS relfilenode,

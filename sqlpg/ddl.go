@@ -402,6 +402,10 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 
 func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "CREATE VIEW"
+	if _, err := t.tableName(s.View); err != nil {
+		return nil, err
+	}
+	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
 	// The view's column types, as PostgreSQL would type its query.
 	var meta []string
 	if sel := s.Query.GetSelectStmt(); sel != nil {
@@ -572,7 +576,8 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE owner_table = "+quoteLit(name))
 		}
 		if what == "TABLE" || what == "VIEW" {
-			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name))
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name),
+				"DELETE FROM _tandem_constraints WHERE table_name = "+quoteLit(name))
 		}
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
@@ -766,10 +771,23 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 					} else {
 						idx = name + "_" + strings.Join(keys, "_") + "_key"
 					}
+					// Numbered when taken, as PostgreSQL chooses (Sequelize's
+					// sync({alter}) adds the same UNIQUE again each time).
+					if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok {
+						base := idx
+						for n := 1; ix.RelationExists(idx); n++ {
+							idx = base + itoa(n)
+						}
+					}
 				}
 				// SQLite cannot add a constraint to a table: a unique index
 				// enforces the same rows.
-				tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")")
+				kind := "u"
+				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
+					kind = "p"
+				}
+				tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")",
+					fmt.Sprintf("INSERT OR REPLACE INTO _tandem_constraints (name, table_name, kind) VALUES (%s, %s, %s)", quoteLit(idx), quoteLit(name), quoteLit(kind)))
 			case pg_query.ConstrType_CONSTR_FOREIGN, pg_query.ConstrType_CONSTR_CHECK:
 				script, err := t.addConstraint(name, c)
 				if err != nil {
@@ -787,7 +805,7 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42704', %s) WHERE NOT (%s)",
 					quoteLit(fmt.Sprintf("constraint %q of relation %q does not exist", cmd.Name, name)), exists))
 			}
-			tr.Script = append(tr.Script, "DROP INDEX IF EXISTS "+quoteIdent(cmd.Name))
+			tr.Script = append(tr.Script, "DROP INDEX IF EXISTS "+quoteIdent(cmd.Name), "DELETE FROM _tandem_constraints WHERE name = "+quoteLit(cmd.Name))
 			tr.Script = append(tr.Script, alterColumnScript(name, "", AlterDropConstraint, cmd.Name, "")...)
 		case pg_query.AlterTableType_AT_SetNotNull, pg_query.AlterTableType_AT_DropNotNull, pg_query.AlterTableType_AT_ColumnDefault:
 			if t.sch != nil && !hasColumn(t.sch.Columns(name), cmd.Name) {
@@ -1011,6 +1029,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		}
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
+			"UPDATE _tandem_constraints SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
 			"UPDATE _tandem_sequences SET owner_table = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name)}
 	case pg_query.ObjectType_OBJECT_COLUMN:
 		name, err := t.tableName(s.Relation)
@@ -1021,7 +1040,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname),
 			"UPDATE _tandem_sequences SET owner_column = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name) + " AND owner_column = " + quoteLit(s.Subname)}
 	default:
-		return nil, unsupported("ALTER %s ... RENAME", strings.TrimPrefix(s.RenameType.String(), "OBJECT_"))
+		return nil, unsupported("ALTER ... RENAME of a %s", strings.ToLower(strings.TrimPrefix(s.RenameType.String(), "OBJECT_")))
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil

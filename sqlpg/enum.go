@@ -325,7 +325,7 @@ func registerEnumFunctions(c *sqlite3.SQLiteConn) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum %s: %q", name, s)
+		return fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum %s: %q", quoteIdentIfNeeded(name), s)
 	}
 	// _tandem_enum_ok(type, value, labels...): true, or 22P02.
 	if err := c.RegisterFunc("_tandem_enum_ok", nullsAsNil(func(name string, v any, labels ...any) (bool, error) {
@@ -360,7 +360,7 @@ func registerEnumFunctions(c *sqlite3.SQLiteConn) error {
 				return int64(i), nil
 			}
 		}
-		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum %s: %q", name, s)
+		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum %s: %q", quoteIdentIfNeeded(name), s)
 	}), true); err != nil {
 		return fmt.Errorf("sqlpg: register _tandem_enum_ord: %w", err)
 	}

@@ -125,7 +125,7 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 			}
 			if sv != nil && c.Enum != nil && !slices.Contains(c.Enum.Labels, sv.Sval) {
 				// As PostgreSQL, when the statement is parsed.
-				return &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", c.Enum.Name, sv.Sval)}
+				return &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", quoteIdentIfNeeded(c.Enum.Name), sv.Sval)}
 			}
 			if sv == nil || c.Type == nil || !checkedLiteralTypes[c.Type.Name] {
 				continue
@@ -425,7 +425,7 @@ func (t *translator) defaultFill(s *pg_query.InsertStmt, cols []Column) {
 // and enum labels checked (22P02); other types as they are.
 func CopyValue(c Column, s string) (any, error) {
 	if c.Enum != nil && !slices.Contains(c.Enum.Labels, s) {
-		return nil, &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", c.Enum.Name, s)}
+		return nil, &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", quoteIdentIfNeeded(c.Enum.Name), s)}
 	}
 	if c.Type == nil {
 		return s, nil

@@ -33,6 +33,11 @@ CREATE TABLE IF NOT EXISTS _tandem_sequences (
 	owner_table TEXT,
 	owner_column TEXT
 );
+CREATE TABLE IF NOT EXISTS _tandem_constraints (
+	name       TEXT PRIMARY KEY, -- the index ALTER TABLE ADD CONSTRAINT made
+	table_name TEXT NOT NULL,
+	kind       TEXT NOT NULL     -- 'p' (PRIMARY KEY) | 'u' (UNIQUE)
+);
 CREATE TABLE IF NOT EXISTS _tandem_enums (
 	oid    INTEGER PRIMARY KEY,  -- the type's OID (from 900000)
 	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM
@@ -55,6 +60,9 @@ const TempColumnsDDL = `CREATE TEMP TABLE IF NOT EXISTS _tandem_temp_columns (
 // TempMetadata points the metadata statements of session-local DDL (on
 // temporary tables) at the session's temporary copy.
 func TempMetadata(sql string) string {
+	if strings.Contains(sql, "_tandem_constraints") && !strings.Contains(sql, ";") {
+		return "SELECT 1" // constraints of temporary tables are not recorded
+	}
 	sql = strings.ReplaceAll(sql, "main._tandem_columns", "temp._tandem_temp_columns")
 	return strings.ReplaceAll(sql, " _tandem_columns", " temp._tandem_temp_columns")
 }

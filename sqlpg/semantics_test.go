@@ -618,6 +618,20 @@ func TestORMCatalog(t *testing.T) {
 		{"SELECT id FROM oc_tz WHERE d = '2024-01-02'", "1"},
 		// pg_typeof of a column
 		{"SELECT pg_typeof(at), pg_typeof(d), pg_typeof(id) FROM oc_tz WHERE id = 1", "timestamp with time zone|date|integer"},
+		// Liquibase qualifies names with the schema; CREATE TABLE AS keeps
+		// the query's column types
+		{"CREATE VIEW public.oc_v AS SELECT id, m FROM oc_k", ""},
+		{"CREATE TABLE public.oc_cta AS SELECT * FROM oc_tz", ""},
+		{"SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_name = 'oc_cta'", "id integer, at timestamp with time zone, d date"},
+		{"CREATE VIEW other.oc_v2 AS SELECT 1", "ERROR 3F000"},
+		// ALTER TABLE ADD UNIQUE / PRIMARY KEY are constraints, numbered
+		// when their name is taken
+		{"CREATE TABLE oc_u (id int NOT NULL, code text UNIQUE)", ""},
+		{"ALTER TABLE oc_u ADD UNIQUE (code)", ""},
+		{"ALTER TABLE oc_u ADD CONSTRAINT oc_u_pk PRIMARY KEY (id)", ""},
+		{"SELECT string_agg(conname || ' ' || contype, ', ' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'oc_u'::regclass", "oc_u_code_key u, oc_u_code_key1 u, oc_u_pk p"},
+		{"ALTER TABLE oc_u DROP CONSTRAINT oc_u_code_key1", ""},
+		{"SELECT count(*) FROM pg_constraint WHERE conrelid = 'oc_u'::regclass", "2"},
 		// LIKE ... ESCAPE
 		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
 		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},

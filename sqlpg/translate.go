@@ -39,6 +39,8 @@ type Translation struct {
 	// literal; they must exist when the statement is parsed (PostgreSQL
 	// resolves 's'::regclass then), which the caller checks.
 	SeqNames []string
+	// Created: CREATE TABLE AS's table (its command tag counts its rows).
+	Created string
 	// Locking: a SELECT ... FOR UPDATE / FOR SHARE (the clause is
 	// dropped: SQLite's single writer serialises the block instead).
 	Locking bool
@@ -232,6 +234,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			})
 		}
 	}
+	var ctasMeta []string // CREATE TABLE AS: the new table's column types
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
 		*pg_query.Node_DiscardStmt:
@@ -356,6 +359,38 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			return nil, unsupported("CREATE MATERIALIZED VIEW")
 		}
 		tr.DDL, tr.Tag = true, "SELECT"
+		into := n.CreateTableAsStmt.Into
+		if into != nil && into.Rel != nil {
+			name, err := t.tableName(into.Rel)
+			if err != nil {
+				return nil, err
+			}
+			into.Rel.Schemaname = "" // public: SQLite's main
+			tr.Created = name
+			// The new table's column types, as PostgreSQL types the
+			// query's columns (SQLite declares them by affinity only).
+			if sel := n.CreateTableAsStmt.Query.GetSelectStmt(); sel != nil {
+				types, names := t.selectTypes(sel), targetNames(sel)
+				if star := starOf(sel); star != "" && t.sch != nil {
+					// SELECT * FROM t: t's columns.
+					types, names = nil, nil
+					for _, c := range t.sch.Columns(star) {
+						types, names = append(types, ColType{Type: c.Type, Typmod: c.Typmod}), append(names, c.Name)
+					}
+				}
+				if cn := strs(into.ColNames); len(cn) > 0 {
+					names = cn
+				}
+				if types != nil && len(names) == len(types) {
+					for i, c := range types {
+						if c.Type != nil {
+							ctasMeta = append(ctasMeta, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)",
+								quoteLit(name), quoteLit(names[i]), c.Type.OID, c.Typmod))
+						}
+					}
+				}
+			}
+		}
 		err = t.rewrite(raw)
 	case *pg_query.Node_IndexStmt:
 		return t.createIndex(raw, n.IndexStmt, tr)
@@ -422,7 +457,25 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		return nil, err
 	}
 	tr.SQL = out
+	if tr.Created != "" {
+		// The types first; the back end counts the new table's rows.
+		tr.Script = append(ctasMeta, out)
+		tr.SQL = strings.Join(tr.Script, ";\n")
+	}
 	return tr, nil
+}
+
+// starOf is t for SELECT * FROM t (one table, no other column).
+func starOf(sel *pg_query.SelectStmt) string {
+	if len(sel.TargetList) != 1 || len(sel.FromClause) != 1 {
+		return ""
+	}
+	cr := sel.TargetList[0].GetResTarget().GetVal().GetColumnRef()
+	rv := sel.FromClause[0].GetRangeVar()
+	if cr == nil || rv == nil || len(cr.Fields) != 1 || cr.Fields[0].GetAStar() == nil {
+		return ""
+	}
+	return rv.Relname
 }
 
 func nodeName(n *pg_query.Node) string {

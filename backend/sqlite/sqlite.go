@@ -544,6 +544,7 @@ type savepoint struct {
 
 // Statement is a parsed statement.
 type Statement struct {
+	created string // CREATE TABLE AS's new table
 	// doBlock: a DO block (run statement by statement: executeDo).
 	doBlock *sqlpg.DoBlock
 	// sqlPrep: SQL's PREPARE or DEALLOCATE (EXECUTE is prepared as the
@@ -660,6 +661,17 @@ func (sc schema) Views() map[string]string {
 		out[name] = sql
 	}
 	return out
+}
+
+// RelationExists reports whether a table, view or index has the name
+// (the translator numbers a constraint's name when it is taken).
+func (sc schema) RelationExists(name string) bool {
+	rows, err := sc.c.c.Query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?)`, []driver.Value{name, name})
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	return rows.Next(make([]driver.Value, 1)) == nil
 }
 
 // PrimaryKey lists a table's primary key columns in key order (the
@@ -831,6 +843,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		} else {
 			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names, st.writes = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names, tr.Writes
 			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
+			st.created = tr.Created
 		}
 		if st.noop {
 			st.readonly = true
@@ -1370,12 +1383,23 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 				return nil, mapError(err)
 			}
 		}
+		var n int64
+		if st.created != "" {
+			// CREATE TABLE AS (after its columns' types): its rows.
+			if rows, err := c.c.Query("SELECT count(*) FROM "+quoteIdent(st.created), nil); err == nil {
+				v := make([]driver.Value, 1)
+				if rows.Next(v) == nil {
+					n, _ = v[0].(int64)
+				}
+				rows.Close()
+			}
+		}
 		if err := c.exec("RELEASE _tandem_script"); err != nil {
 			release()
 			return nil, mapError(err)
 		}
 		release()
-		return &cmdResult{tag: commandTag(st, 0)}, nil
+		return &cmdResult{tag: commandTag(st, n)}, nil
 	}
 	var sqlst *sqlite3.SQLiteStmt
 	var closeStmt func()
