@@ -188,6 +188,15 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "node", "typeorm.js", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("sequelize", func(t *testing.T) {
+				_, err := exec.LookPath("node")
+				if err == nil {
+					_, err = os.Stat(filepath.Join(clientsDir, "node_modules", "sequelize", "package.json"))
+				}
+				needSQLiteClient(t, "node and Sequelize", err)
+				runClient(t, "node", "sequelize.js", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("gorm", func(t *testing.T) {
 				bin, err := buildGoClient("gorm")
 				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)

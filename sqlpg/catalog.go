@@ -131,7 +131,7 @@ func catalogSQL() []string {
 			     WHEN il.name LIKE 'sqlite\_autoindex\_%' ESCAPE '\' THEN coalesce(_tandem_constraint_name(m.sql, 'u', (SELECT group_concat(ii.name, ',') FROM pragma_index_info(il.name) ii)),
 			          m.name || '_' || (SELECT group_concat(ii.name, '_') FROM pragma_index_info(il.name) ii) || '_key')
 			     ELSE il.name END AS relname,
-			il."unique" AS isunique, (il.origin = 'pk' OR k.kind = 'p') AS isprimary,
+			il."unique" AS isunique, (il.origin = 'pk' OR coalesce(k.kind, '') = 'p') AS isprimary,
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,

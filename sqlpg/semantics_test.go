@@ -630,6 +630,8 @@ func TestORMCatalog(t *testing.T) {
 		{"ALTER TABLE oc_u ADD UNIQUE (code)", ""},
 		{"ALTER TABLE oc_u ADD CONSTRAINT oc_u_pk PRIMARY KEY (id)", ""},
 		{"SELECT string_agg(conname || ' ' || contype, ', ' ORDER BY conname) FROM pg_constraint WHERE conrelid = 'oc_u'::regclass", "oc_u_code_key u, oc_u_code_key1 u, oc_u_pk p"},
+		{"CREATE INDEX oc_u_plain ON oc_u (code)", ""},
+		{"SELECT indisprimary FROM pg_index WHERE indexrelid = 'oc_u_plain'::regclass", "0"}, // not NULL: NOT indisprimary (SQLAlchemy)
 		{"ALTER TABLE oc_u DROP CONSTRAINT oc_u_code_key1", ""},
 		{"SELECT count(*) FROM pg_constraint WHERE conrelid = 'oc_u'::regclass", "2"},
 		// LIKE ... ESCAPE

@@ -1149,7 +1149,7 @@ func (s *Session) nameUniqueViolation(ctx context.Context, pe *pgwire.Error) {
 	for _, col := range strings.Split(pe.Column, ", ") {
 		quoted = append(quoted, sqlpg.QuoteIdent(col))
 	}
-	rows, err := c.c.Query(`SELECT relname FROM _pg_index_all WHERE tbl = ? AND isunique AND cols = ?`, []driver.Value{pe.Table, strings.Join(quoted, ", ")})
+	rows, err := c.c.Query(`SELECT relname FROM _pg_index_all WHERE tbl = ? AND isunique AND cols = ? ORDER BY length(relname), relname`, []driver.Value{pe.Table, strings.Join(quoted, ", ")})
 	if err != nil {
 		return
 	}
