@@ -162,6 +162,13 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		return "", "", &pgwire.Error{Code: "22023", Message: fmt.Sprintf("identity column type must be smallint, integer, or bigint")}
 	}
 	seqName := table + "_" + cd.Colname + "_seq"
+	if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok && !temp {
+		// Numbered when a relation has the name, as PostgreSQL does.
+		base := seqName
+		for n := 1; ix.RelationExists(seqName); n++ {
+			seqName = base + itoa(n)
+		}
+	}
 	if intPK {
 		// The rowid alias. Left out, SQLite numbers it max(rowid)+1 and
 		// ignores its DEFAULT: for a serial or identity column the
@@ -580,6 +587,40 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 				"DELETE FROM _tandem_constraints WHERE table_name = "+quoteLit(name))
 		}
 	}
+	tr.SQL = strings.Join(tr.Script, ";\n")
+	return tr, nil
+}
+
+// renameView: SQLite cannot rename a view; it is made again under the
+// new name from its stored text (the views that read it keep the old
+// name, as SQLite would leave them).
+func (t *translator) renameView(s *pg_query.RenameStmt, tr *Translation) (*Translation, error) {
+	name, err := t.tableName(s.Relation)
+	if err != nil {
+		return nil, err
+	}
+	tr.Tag = "ALTER TABLE"
+	if s.RenameType == pg_query.ObjectType_OBJECT_VIEW {
+		tr.Tag = "ALTER VIEW"
+	}
+	vl, ok := t.sch.(ViewLister)
+	if !ok {
+		return nil, unsupported("ALTER VIEW ... RENAME")
+	}
+	def, found := vl.Views()[name]
+	if !found {
+		if s.MissingOk {
+			tr.Noop = true
+			return tr, nil
+		}
+		return nil, &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
+	}
+	as := strings.Index(strings.ToUpper(def), " AS ")
+	if as < 0 {
+		return nil, unsupported("renaming this view")
+	}
+	tr.Script = []string{"DROP VIEW " + quoteIdent(name), "CREATE VIEW " + quoteIdent(s.Newname) + def[as:],
+		"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name)}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
 }
@@ -1022,10 +1063,57 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 	switch s.RenameType {
 	case pg_query.ObjectType_OBJECT_TYPE:
 		return t.renameEnum(s, tr)
+	case pg_query.ObjectType_OBJECT_INDEX:
+		// SQLite cannot rename an index: its stored definition is edited
+		// (name and text), as for the column alterations.
+		name, err := t.tableName(s.Relation)
+		if err != nil {
+			return nil, err
+		}
+		tr.Tag = "ALTER INDEX"
+		exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND sql IS NOT NULL)", quoteLit(name))
+		if !s.MissingOk {
+			tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42P01', %s) WHERE NOT %s AND NOT EXISTS (SELECT 1 FROM _pg_index_all WHERE relname = %s)",
+				quoteLit(fmt.Sprintf("relation %q does not exist", name)), exists, quoteLit(name)))
+		}
+		tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('0A000', %s) WHERE NOT %s AND EXISTS (SELECT 1 FROM _pg_index_all WHERE relname = %s)",
+			quoteLit(fmt.Sprintf("renaming the index %q of a primary key or UNIQUE constraint declared with its table is not supported on the SQLite back end", name)), exists, quoteLit(name)))
+		tr.Script = append(tr.Script, "PRAGMA writable_schema = ON",
+			fmt.Sprintf("UPDATE sqlite_master SET name = %[2]s, sql = CASE WHEN upper(sql) LIKE 'CREATE UNIQUE%%' THEN 'CREATE UNIQUE INDEX ' ELSE 'CREATE INDEX ' END || %[3]s || substr(sql, instr(upper(sql), ' ON ')) WHERE type = 'index' AND name = %[1]s",
+				quoteLit(name), quoteLit(s.Newname), quoteLit(quoteIdent(s.Newname))),
+			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`,
+			"UPDATE _tandem_constraints SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name))
+	case pg_query.ObjectType_OBJECT_SEQUENCE:
+		// The sequence's row, the columns it numbers, and their
+		// defaults (_tandem_nextval('name') in the tables' definitions).
+		name, err := t.tableName(s.Relation)
+		if err != nil {
+			return nil, err
+		}
+		tr.Tag = "ALTER SEQUENCE"
+		if !s.MissingOk {
+			tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42P01', %s) WHERE NOT EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)",
+				quoteLit(fmt.Sprintf("relation %q does not exist", name)), quoteLit(name)))
+		}
+		oldCall, newCall := "_tandem_nextval("+quoteLit(name)+")", "_tandem_nextval("+quoteLit(s.Newname)+")"
+		tr.Script = append(tr.Script,
+			fmt.Sprintf("SELECT _pg_raise('42P07', %s) WHERE EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)", quoteLit(fmt.Sprintf("relation %q already exists", s.Newname)), quoteLit(s.Newname)),
+			"UPDATE _tandem_sequences SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
+			"UPDATE _tandem_columns SET sequence = "+quoteLit(s.Newname)+" WHERE sequence = "+quoteLit(name),
+			"PRAGMA writable_schema = ON",
+			fmt.Sprintf("UPDATE sqlite_master SET sql = replace(sql, %s, %s) WHERE type = 'table' AND instr(sql, %s) > 0", quoteLit(oldCall), quoteLit(newCall), quoteLit(oldCall)),
+			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
+	case pg_query.ObjectType_OBJECT_VIEW:
+		return t.renameView(s, tr)
 	case pg_query.ObjectType_OBJECT_TABLE:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
 			return nil, err
+		}
+		if vl, ok := t.sch.(ViewLister); ok {
+			if _, isView := vl.Views()[name]; isView {
+				return t.renameView(s, tr) // ALTER TABLE v RENAME TO w: PostgreSQL allows it (Liquibase's renameView)
+			}
 		}
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),

@@ -289,7 +289,7 @@ func (s fuzzSchema) PrimaryKey(table string) []string {
 
 // RelationExists: as the back end's (a taken constraint name is numbered).
 func (s fuzzSchema) RelationExists(name string) bool {
-	return len(s.query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?)`, name, name)) > 0
+	return len(s.query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?) UNION ALL SELECT 1 FROM _tandem_sequences WHERE lower(name) = lower(?)`, name, name, name)) > 0
 }
 
 func (s fuzzSchema) query(sql string, args ...driver.Value) [][]driver.Value {

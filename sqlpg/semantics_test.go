@@ -634,6 +634,21 @@ func TestORMCatalog(t *testing.T) {
 		{"SELECT indisprimary FROM pg_index WHERE indexrelid = 'oc_u_plain'::regclass", "0"}, // not NULL: NOT indisprimary (SQLAlchemy)
 		{"ALTER TABLE oc_u DROP CONSTRAINT oc_u_code_key1", ""},
 		{"SELECT count(*) FROM pg_constraint WHERE conrelid = 'oc_u'::regclass", "2"},
+		// renames Liquibase sends; a serial's sequence name numbered
+		// when taken
+		{"CREATE SEQUENCE oc_s_id_seq", ""},
+		{"CREATE TABLE oc_s (id serial PRIMARY KEY, v text)", ""},
+		{"SELECT pg_get_serial_sequence('oc_s', 'id')", "public.oc_s_id_seq1"},
+		{"CREATE INDEX oc_s_v ON oc_s (v)", ""},
+		{"ALTER INDEX oc_s_v RENAME TO oc_s_v2", ""},
+		{"SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'oc_s'", "oc_s_pkey,oc_s_v2"},
+		{"ALTER INDEX oc_nope RENAME TO oc_nope2", "ERROR 42P01"},
+		{"ALTER SEQUENCE oc_s_id_seq1 RENAME TO oc_s_ids", ""},
+		{"SELECT pg_get_serial_sequence('oc_s', 'id')", "public.oc_s_ids"},
+		{"CREATE VIEW oc_sv AS SELECT id FROM oc_s", ""},
+		{"ALTER VIEW oc_sv RENAME TO oc_sv2", ""},
+		{"ALTER TABLE oc_sv2 RENAME TO oc_sv3", ""},
+		{"SELECT count(*) FROM oc_sv3", "0"},
 		// LIKE ... ESCAPE
 		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
 		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},

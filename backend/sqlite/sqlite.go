@@ -666,7 +666,7 @@ func (sc schema) Views() map[string]string {
 // RelationExists reports whether a table, view or index has the name
 // (the translator numbers a constraint's name when it is taken).
 func (sc schema) RelationExists(name string) bool {
-	rows, err := sc.c.c.Query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?)`, []driver.Value{name, name})
+	rows, err := sc.c.c.Query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?) UNION ALL SELECT 1 FROM _tandem_sequences WHERE lower(name) = lower(?)`, []driver.Value{name, name, name})
 	if err != nil {
 		return false
 	}
