@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -614,6 +615,14 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			d := displayExpr(fmt.Sprint(expr))
 			o, _ := oid.(int64)
 			t := Types[uint32(o)]
+			if t != nil && t.Name == "bool" {
+				switch d {
+				case "1", "'1'", "'t'", "'true'":
+					return "true"
+				case "0", "'0'", "'f'", "'false'":
+					return "false"
+				}
+			}
 			if t == nil || len(d) < 2 || d[0] != '\'' || d[len(d)-1] != '\'' || strings.Count(d, "'")%2 != 0 {
 				return d
 			}
@@ -760,9 +769,14 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 
 // displayExpr shows a stored (translated) default the way the client
 // wrote it.
+var nextvalCallRe = regexp.MustCompile(`^_tandem_nextval\('((?:[^']|'')*)'\)$`)
+
 func displayExpr(s string) string {
 	r := strings.NewReplacer("_pg_now()", "now()", "_pg_current_date()", "CURRENT_DATE", "_pg_random()", "random()")
 	s = r.Replace(s)
+	if m := nextvalCallRe.FindStringSubmatch(s); m != nil && m[0] == s {
+		return "nextval('" + m[1] + "'::regclass)"
+	}
 	if strings.HasPrefix(s, "_cast_") {
 		if i := strings.Index(s, "("); i > 0 && strings.HasSuffix(s, ")") {
 			typ := s[len("_cast_"):i]

@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -591,6 +592,9 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	return tr, nil
 }
 
+// nextvalDefaultRe finds a column definition's sequence default.
+var nextvalDefaultRe = regexp.MustCompile(` DEFAULT \((_tandem_nextval\('(?:[^']|'')*'\))\)`)
+
 // renameView: SQLite cannot rename a view; it is made again under the
 // new name from its stored text (the views that read it keep the old
 // name, as SQLite would leave them).
@@ -781,9 +785,24 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 			if err != nil {
 				return nil, err
 			}
-			if strings.Contains(def, "_tandem_nextval(") {
-				// SQLite adds columns with constant defaults only.
-				return nil, unsupported("ALTER TABLE ADD COLUMN of a serial or identity column (or with a nextval default)")
+			if m := nextvalDefaultRe.FindStringSubmatchIndex(def); m != nil {
+				// SQLite adds columns with constant defaults only: the
+				// column is added bare, its sequence made, the rows there
+				// numbered, then the default (and NOT NULL) written into
+				// the table's stored definition, as PostgreSQL fills them.
+				call := def[m[2]:m[3]]
+				bare := def[:m[0]] + def[m[1]:]
+				notNull := strings.Contains(bare, " NOT NULL")
+				bare = strings.Replace(bare, " NOT NULL", "", 1)
+				tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+bare, meta)
+				tr.Script = append(tr.Script, t.triggers...)
+				t.triggers = nil
+				tr.Script = append(tr.Script, "UPDATE "+quoteIdent(name)+" SET "+quoteIdent(cd.Colname)+" = "+call)
+				tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetDefault, call, "")...)
+				if notNull {
+					tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetNotNull, "", "")...)
+				}
+				continue
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
 			tr.Script = append(tr.Script, t.triggers...)
