@@ -133,3 +133,21 @@ func BindPrepared(name, query string, types, args []string) (string, error) {
 func pgDeparse(stmt *pg_query.Node) (string, error) {
 	return pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: stmt}}})
 }
+
+// DMLTarget is the table an INSERT, UPDATE or DELETE writes ("" for any
+// other statement) and the statement's kind.
+func DMLTarget(sql string) (kind, table string) {
+	tree, err := Parse(sql)
+	if err != nil || len(tree.Stmts) != 1 {
+		return "", ""
+	}
+	switch n := tree.Stmts[0].Stmt.Node.(type) {
+	case *pg_query.Node_InsertStmt:
+		return "INSERT", n.InsertStmt.GetRelation().GetRelname()
+	case *pg_query.Node_UpdateStmt:
+		return "UPDATE", n.UpdateStmt.GetRelation().GetRelname()
+	case *pg_query.Node_DeleteStmt:
+		return "DELETE", n.DeleteStmt.GetRelation().GetRelname()
+	}
+	return "", ""
+}

@@ -2068,6 +2068,7 @@ var catalogTemplates = map[string]string{
 	"pg_get_constraintdef":   "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
 	"pg_get_viewdef":         "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
 	"to_regclass":            "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
+	"pg_sequence_last_value": "(SELECT CASE WHEN _t._c THEN _t._l END FROM (SELECT name AS _n, last_value AS _l, is_called AS _c FROM main._tandem_sequences) _t WHERE _t._n = __arg0__ OR _tandem_oid(_t._n) = __arg0__)",
 	"pg_get_serial_sequence": "(SELECT 'public.' || quote_ident(_t._s) FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = _tandem_relname(__arg0__) AND _t._cn = __arg1__)",
 }
 

@@ -1132,7 +1132,56 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 		s.nameUniqueViolation(ctx, pe)
 		pe.Column = "" // PostgreSQL names the constraint, not its columns
 	}
+	if err != nil && errors.As(err, &pe) && pe.Code == "23503" && pe.Constraint == "" {
+		if st, ok := ps.(*Statement); ok {
+			s.nameForeignKeyViolation(ctx, st, pe)
+		}
+	}
 	return res, err
+}
+
+// nameForeignKeyViolation words a foreign key violation as PostgreSQL does
+// when the statement's table has one foreign key that can be the one
+// (SQLite says only "FOREIGN KEY constraint failed"): an INSERT or UPDATE
+// of the referencing table, a DELETE or UPDATE of the referenced one.
+func (s *Session) nameForeignKeyViolation(ctx context.Context, st *Statement, pe *pgwire.Error) {
+	kind, table := sqlpg.DMLTarget(st.orig)
+	if table == "" {
+		return
+	}
+	c, done, err := s.readConn(ctx)
+	if err != nil {
+		return
+	}
+	defer done()
+	q := `SELECT 'child', conname, (SELECT relname FROM pg_class WHERE oid = confrelid) FROM pg_constraint WHERE contype = 'f' AND conrelid = _tandem_oid(?1) AND ?2 IN ('INSERT', 'UPDATE')
+		UNION ALL SELECT 'parent', conname, (SELECT relname FROM pg_class WHERE oid = conrelid) FROM pg_constraint WHERE contype = 'f' AND confrelid = _tandem_oid(?1) AND ?2 IN ('DELETE', 'UPDATE')`
+	rows, err := c.c.Query(q, []driver.Value{table, kind})
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	var found [][3]string
+	v := make([]driver.Value, 3)
+	for rows.Next(v) == nil {
+		var r [3]string
+		for i := range r {
+			r[i], _ = v[i].(string)
+		}
+		found = append(found, r)
+	}
+	pe.Schema, pe.Table = "public", table
+	if len(found) != 1 {
+		pe.Message = fmt.Sprintf("%s on table %q violates a foreign key constraint", map[bool]string{true: "update or delete", false: "insert or update"}[kind == "DELETE"], table)
+		return
+	}
+	pe.Constraint = found[0][1]
+	if found[0][0] == "child" {
+		pe.Message = fmt.Sprintf("insert or update on table %q violates foreign key constraint %q", table, found[0][1])
+	} else {
+		pe.Message = fmt.Sprintf("update or delete on table %q violates foreign key constraint %q on table %q", table, found[0][1], found[0][2])
+		pe.Table = found[0][2]
+	}
 }
 
 // nameUniqueViolation completes a unique violation's error with the name

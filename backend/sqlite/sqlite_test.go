@@ -326,6 +326,8 @@ func TestConstraintErrors(t *testing.T) {
 	for _, sql := range []string{
 		"CREATE TABLE ech (id int PRIMARY KEY, u text UNIQUE, a int, b int, n int NOT NULL DEFAULT 1 CHECK (n > 0), CONSTRAINT ab_uq UNIQUE (a, b))",
 		"INSERT INTO ech VALUES (1, 'a', 1, 1)",
+		"CREATE TABLE ech_c (id int PRIMARY KEY, p int REFERENCES ech)",
+		"INSERT INTO ech_c VALUES (1, 1)",
 	} {
 		if _, err := run(t, s, sql); err != nil {
 			t.Fatal(err)
@@ -337,6 +339,8 @@ func TestConstraintErrors(t *testing.T) {
 		{"INSERT INTO ech VALUES (3, 'c', 1, 1)", "23505", `duplicate key value violates unique constraint "ab_uq"`, "ab_uq", ""},
 		{"UPDATE ech SET n = NULL", "23502", `null value in column "n" of relation "ech" violates not-null constraint`, "", "n"},
 		{"UPDATE ech SET n = 0", "23514", `new row violates check constraint "ech_n_check"`, "ech_n_check", ""},
+		{"INSERT INTO ech_c VALUES (2, 9)", "23503", `insert or update on table "ech_c" violates foreign key constraint "ech_c_p_fkey"`, "ech_c_p_fkey", ""},
+		{"DELETE FROM ech", "23503", `update or delete on table "ech" violates foreign key constraint "ech_c_p_fkey" on table "ech_c"`, "ech_c_p_fkey", ""},
 	}
 	for _, tc := range tests {
 		_, err := run(t, s, tc.sql)
