@@ -30,6 +30,11 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	if s.OfTypename != nil {
 		return nil, unsupported("CREATE TABLE OF type")
 	}
+	if s.Relation.Relpersistence != "t" {
+		if err := t.caseClash(name); err != nil {
+			return nil, err
+		}
+	}
 	temp := s.Relation.Relpersistence == "t"
 	// Which single column is the primary key (for INTEGER PRIMARY KEY)?
 	pkCols := map[string]bool{}
@@ -413,6 +418,9 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	if _, err := t.tableName(s.View); err != nil {
 		return nil, err
 	}
+	if err := t.caseClash(s.View.Relname); err != nil {
+		return nil, err
+	}
 	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
 	// The view's column types, as PostgreSQL would type its query.
 	var meta []string
@@ -520,6 +528,32 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	if s.Concurrent {
 		s.Concurrent = false
 	}
+	// SQLite matches names without regard to case: DROP TABLE foo must not
+	// drop "Foo", which PostgreSQL keeps apart.
+	if sn, ok := t.sch.(interface{ StoredName(string) string }); ok {
+		kept := s.Objects[:0]
+		for _, o := range s.Objects {
+			names := strs(o.GetList().GetItems())
+			if len(names) == 0 {
+				kept = append(kept, o)
+				continue
+			}
+			name := names[len(names)-1]
+			if stored := sn.StoredName(name); stored != "" && stored != name {
+				if s.MissingOk {
+					continue // as absent: PostgreSQL skips it
+				}
+				return nil, &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("%s %q does not exist", strings.ToLower(what), name),
+					Hint: fmt.Sprintf("%q exists: the SQLite back end cannot keep names that differ only in case apart; quote the name as it was created", stored)}
+			}
+			kept = append(kept, o)
+		}
+		s.Objects = kept
+		if len(s.Objects) == 0 {
+			tr.Noop = true
+			return tr, nil
+		}
+	}
 	if what == "TABLE" {
 		// Foreign keys of other tables to the dropped ones: PostgreSQL
 		// refuses (2BP01), or with CASCADE drops those constraints; SQLite
@@ -590,6 +624,21 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+// caseClash refuses a new relation whose name differs only in case from
+// one that exists: SQLite's names ignore case (CREATE TABLE foo would
+// fail beside "Foo", or worse, a later DROP would find the other one).
+func (t *translator) caseClash(name string) error {
+	sn, ok := t.sch.(interface{ StoredName(string) string })
+	if !ok {
+		return nil
+	}
+	if stored := sn.StoredName(name); stored != "" && stored != name {
+		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("relation %q differs only in case from %q, which exists: the SQLite back end cannot keep them apart", name, stored),
+			Hint: "give it another name, or use a PostgreSQL back end"}
+	}
+	return nil
 }
 
 // nextvalDefaultRe finds a column definition's sequence default.

@@ -292,6 +292,14 @@ func (s fuzzSchema) RelationExists(name string) bool {
 	return len(s.query(`SELECT 1 FROM sqlite_master WHERE lower(name) = lower(?) UNION ALL SELECT 1 FROM _pg_index_all WHERE lower(relname) = lower(?) UNION ALL SELECT 1 FROM _tandem_sequences WHERE lower(name) = lower(?)`, name, name, name)) > 0
 }
 
+// StoredName: as the back end's.
+func (s fuzzSchema) StoredName(name string) string {
+	if r := s.query(`SELECT name FROM sqlite_master WHERE lower(name) = lower(?) AND type IN ('table', 'view', 'index') LIMIT 1`, name); len(r) > 0 {
+		return r[0][0].(string)
+	}
+	return ""
+}
+
 func (s fuzzSchema) query(sql string, args ...driver.Value) [][]driver.Value {
 	rows, err := s.c.Query(sql, args)
 	if err != nil {

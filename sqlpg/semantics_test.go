@@ -649,6 +649,13 @@ func TestORMCatalog(t *testing.T) {
 		{"ALTER VIEW oc_sv RENAME TO oc_sv2", ""},
 		{"ALTER TABLE oc_sv2 RENAME TO oc_sv3", ""},
 		{"SELECT count(*) FROM oc_sv3", "0"},
+		// names that differ only in case: SQLite cannot keep them apart,
+		// and DROP of one must not drop the other
+		{`CREATE TABLE "OcCase" (a int)`, ""},
+		{"CREATE TABLE occase (b int)", "ERROR 0A000"},
+		{"DROP TABLE IF EXISTS occase", ""},
+		{"DROP TABLE occase", "ERROR 42P01"},
+		{`SELECT count(*) FROM "OcCase"`, "0"},
 		// LIKE ... ESCAPE
 		{"SELECT 'axb' LIKE 'a#_b' ESCAPE '#', 'a_b' LIKE 'a#_b' ESCAPE '#', 'a_b' NOT LIKE 'a#_b' ESCAPE '#'", "0|1|0"},
 		{"SELECT 'A_b' ILIKE 'a#_B' ESCAPE '#', 'a\\b' LIKE 'a\\b' ESCAPE '', 'a\\b' LIKE 'a\\b', 'a%' LIKE 'a\\%'", "1|1|0|1"},

@@ -674,6 +674,23 @@ func (sc schema) RelationExists(name string) bool {
 	return rows.Next(make([]driver.Value, 1)) == nil
 }
 
+// StoredName is the name a table, view or index was created with, for a
+// name that matches it without regard to case ("" for none).
+func (sc schema) StoredName(name string) string {
+	rows, err := sc.c.c.Query(`SELECT name FROM sqlite_master WHERE lower(name) = lower(?1) AND type IN ('table', 'view', 'index')
+		UNION ALL SELECT name FROM temp.sqlite_master WHERE lower(name) = lower(?1) AND type IN ('table', 'view', 'index') LIMIT 1`, []driver.Value{name})
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if rows.Next(v) != nil {
+		return ""
+	}
+	s, _ := v[0].(string)
+	return s
+}
+
 // PrimaryKey lists a table's primary key columns in key order (the
 // translator checks a new foreign key's rows against them).
 func (sc schema) PrimaryKey(table string) []string {
