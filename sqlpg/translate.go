@@ -1386,6 +1386,14 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			e.Kind = pg_query.A_Expr_Kind_AEXPR_ILIKE
 			t.aExpr(n, e)
 		case "#>", "#>>", "@>", "<@", "?":
+			if e.Lexpr != nil && (op == "@>" || op == "<@") && t.arrayOperands(e) {
+				a, b := e.Lexpr, e.Rexpr
+				if op == "<@" {
+					a, b = b, a
+				}
+				n.Node = call("_pg_array_contains", a, b).Node
+				return
+			}
 			if e.Lexpr != nil {
 				l, r := t.operandTypes(e)
 				isJSON := func(c ColType) bool { return c.Type != nil && (c.Type.Name == "jsonb" || c.Type.Name == "json") }
@@ -1408,6 +1416,10 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 			}
 			t.fail(unsupported("the operator %s", op))
 		case "?|", "?&", "#-", "@@", "&&", "|/", "||/", "@":
+			if op == "&&" && e.Lexpr != nil && t.arrayOperands(e) {
+				n.Node = call("_pg_array_overlap", e.Lexpr, e.Rexpr).Node
+				return
+			}
 			if e.Lexpr == nil && op == "@" {
 				n.Node = call("abs", e.Rexpr).Node
 				return
@@ -2371,6 +2383,25 @@ func (t *translator) boolLiteral(e *pg_query.A_Expr) {
 	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isBool(l):
 		e.Rexpr = call("_cast_bool", e.Rexpr)
 	}
+}
+
+// arrayOperands: an operator's operands are arrays (a column or cast of
+// an array type, or ARRAY[...]), where @>, <@ and && compare elements.
+func (t *translator) arrayOperands(e *pg_query.A_Expr) bool {
+	l, r := t.operandTypes(e)
+	isArr := func(n *pg_query.Node, c ColType) bool {
+		if c.Type != nil && c.Type.Cat == 'A' {
+			return true
+		}
+		if n.GetAArrayExpr() != nil || lastName(n.GetFuncCall().GetFuncname()) == "_pg_array" {
+			return true // ARRAY[...], before or after its rewrite
+		}
+		if tc := n.GetTypeCast(); tc != nil && len(tc.TypeName.ArrayBounds) > 0 {
+			return true
+		}
+		return false
+	}
+	return isArr(e.Lexpr, l) || isArr(e.Rexpr, r)
 }
 
 // timeLiteral: a string literal compared with a date, timestamp or

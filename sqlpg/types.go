@@ -488,7 +488,7 @@ var funcTypes = map[string]uint32{
 	"string_to_array": 1009, "_pg_format": 25, "format": 25, "regexp_split_to_array": 1009,
 	"has_table_privilege": 16, "has_schema_privilege": 16, "has_database_privilege": 16, "has_column_privilege": 16,
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
-	"pg_function_is_visible": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
+	"pg_function_is_visible": 16, "_pg_array_contains": 16, "_pg_array_overlap": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "pg_terminate_backend": 16, "pg_cancel_backend": 16, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20, "lastval": 20,
 	"pg_try_advisory_lock": 16, "pg_try_advisory_lock_shared": 16, "pg_try_advisory_xact_lock": 16, "pg_try_advisory_xact_lock_shared": 16,
@@ -728,7 +728,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ColType{Type: l.Type, Typmod: -1}
 				}
 				return r
-			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?":
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?", "&&":
 				return ct(16)
 			case "||":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
