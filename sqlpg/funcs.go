@@ -1345,42 +1345,32 @@ func arrayHas(arr, x any) any {
 	return false
 }
 
+// arrayMatch: with all, whether every element of b is in a (a @> b);
+// else whether one is (a && b). NULL when either is NULL.
+func arrayMatch(a, b any, all bool) any {
+	if a == nil || b == nil {
+		return nil
+	}
+	have := map[string]bool{}
+	for _, e := range arrayElems(a) {
+		have[e] = true
+	}
+	for _, e := range arrayElems(b) {
+		if have[e] != all {
+			return !all
+		}
+	}
+	return all
+}
+
 func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
 		namedFunc{"_pg_substring", pgSubstring},
 		namedFunc{"_pg_array_has", arrayHas},
 		// a @> b: every element of b is in a; a && b: they share one.
-		namedFunc{"_pg_array_contains", func(a, b any) any {
-			if a == nil || b == nil {
-				return nil
-			}
-			have := map[string]bool{}
-			for _, e := range arrayElems(a) {
-				have[e] = true
-			}
-			for _, e := range arrayElems(b) {
-				if !have[e] {
-					return false
-				}
-			}
-			return true
-		}},
-		namedFunc{"_pg_array_overlap", func(a, b any) any {
-			if a == nil || b == nil {
-				return nil
-			}
-			have := map[string]bool{}
-			for _, e := range arrayElems(a) {
-				have[e] = true
-			}
-			for _, e := range arrayElems(b) {
-				if have[e] {
-					return true
-				}
-			}
-			return false
-		}},
+		namedFunc{"_pg_array_contains", func(a, b any) any { return arrayMatch(a, b, true) }},
+		namedFunc{"_pg_array_overlap", func(a, b any) any { return arrayMatch(a, b, false) }},
 		namedFunc{"_pg_array_cat", func(a, b any, aArr, bArr bool) any {
 			// array || array, array || element, element || array
 			var parts []any
