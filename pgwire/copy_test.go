@@ -197,3 +197,11 @@ func TestReadOnlySQL(t *testing.T) {
 		}
 	}
 }
+
+func TestCopyRelation(t *testing.T) {
+	for in, want := range map[string]string{`public.a`: "a", `a`: "a", `Orders`: "orders", `public."Users"`: "Users", `"My.Table"`: "My.Table", `"a""b"`: `a"b`} {
+		if got := copyRelation(in); got != want {
+			t.Errorf("copyRelation(%s) = %q, want %q", in, got, want)
+		}
+	}
+}

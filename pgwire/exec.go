@@ -1248,17 +1248,47 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 
 var copyRe = regexp.MustCompile(`(?is)^\s*COPY\s+("?[a-z_][a-z0-9_."]*)\s*(\(([^)]*)\))?\s+FROM\s+STDIN\s*(.*?)\s*;?\s*$`)
 
+// copyIdent folds one identifier as PostgreSQL reads it: a quoted one as
+// written, an unquoted one in lower case.
+func copyIdent(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`)
+	}
+	return strings.ToLower(s)
+}
+
+// copyRelation is the table a COPY names: [public.]name (pg_dump
+// qualifies every name), folded as copyIdent.
+func copyRelation(s string) string {
+	var parts []string
+	quoted, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == '.' && !quoted:
+			parts = append(parts, copyIdent(s[start:i]))
+			start = i + 1
+		}
+	}
+	parts = append(parts, copyIdent(s[start:]))
+	if len(parts) == 2 && parts[0] == "public" {
+		return parts[1]
+	}
+	return strings.Join(parts, ".")
+}
+
 func (s *execSession) copyIn(ctx context.Context, sql string) error {
 	cf, ok := s.bs.(CopyFromer)
 	m := copyRe.FindStringSubmatch(sql)
 	if !ok || m == nil {
 		return Errorf(CodeFeatureNotSupported, "this COPY form is not supported on the SQLite back end: only COPY table [(columns)] FROM STDIN and COPY table [(columns)] | (query) TO STDOUT are, in text, CSV or binary format (use INSERT, or a PostgreSQL back end)")
 	}
-	table := strings.Trim(m[1], `"`)
+	table := copyRelation(m[1])
 	var columns []string
 	if m[3] != "" {
 		for _, c := range strings.Split(m[3], ",") {
-			columns = append(columns, strings.Trim(strings.TrimSpace(c), `"`))
+			columns = append(columns, copyIdent(strings.TrimSpace(c)))
 		}
 	}
 	opts := strings.ToLower(m[4])

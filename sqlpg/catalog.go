@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"sync"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
+	pg_query "github.com/pganalyze/pg_query_go/v6"
 )
 
 // The catalog: pg_catalog and information_schema answered from SQLite's
@@ -54,6 +56,9 @@ func RegclassName(text string) string {
 
 // RelOID is the OID tandem gives a relation named name.
 func RelOID(name string) int64 {
+	if oid, ok := catalogOIDs[name]; ok {
+		return oid // 'pg_class'::regclass
+	}
 	h := fnv.New32a()
 	h.Write([]byte(name))
 	return 16384 + int64(h.Sum32()%1_000_000_000)
@@ -122,7 +127,7 @@ func catalogSQL() []string {
 		v = append(v, "CREATE TEMP VIEW IF NOT EXISTS "+quoteIdent(view)+" AS "+sql)
 	}
 	add("pg_namespace", `SELECT CAST(11 AS INTEGER) AS oid, 'pg_catalog' AS nspname, CAST(10 AS INTEGER) AS nspowner, NULL AS nspacl
-		UNION ALL SELECT 2200, 'public', 10, NULL UNION ALL SELECT 13000, 'information_schema', 10, NULL`)
+		UNION ALL SELECT 2200, 'public', 6171, NULL UNION ALL SELECT 13000, 'information_schema', 10, NULL`)
 	add("pg_am", `SELECT CAST(2 AS INTEGER) AS oid, 'heap' AS amname, 't' AS amtype, 0 AS amhandler UNION ALL SELECT 403, 'btree', 'i', 0`)
 	// Indexes, with PostgreSQL's names for the ones SQLite makes itself
 	// (primary keys and UNIQUE constraints), and the rowid alias of an
@@ -178,7 +183,27 @@ func catalogSQL() []string {
 			CAST(_tandem_oid('pg_class') AS INTEGER) AS refclassid, CAST(_tandem_oid(s.owner_table) AS INTEGER) AS refobjid,
 			(SELECT p.cid + 1 FROM pragma_table_info(s.owner_table) p WHERE p.name = s.owner_column) AS refobjsubid,
 			CASE WHEN coalesce((SELECT c.identity FROM main._tandem_columns c WHERE c.table_name = s.owner_table AND c.column_name = s.owner_column), '') = '' THEN 'a' ELSE 'i' END AS deptype
-		FROM main._tandem_sequences s WHERE s.owner_table IS NOT NULL`)
+		FROM main._tandem_sequences s WHERE s.owner_table IS NOT NULL
+		UNION ALL
+		SELECT 2604, CAST(_tandem_oid(d.tbl || '.' || d.col) AS INTEGER), 0, 1259, CAST(_tandem_oid(d.seq) AS INTEGER), 0, 'n'
+		FROM (SELECT m.name AS tbl, p.name AS col, _tandem_default_seq(CASE WHEN coalesce(tc.identity, '') = '' THEN tc.sequence END, p.dflt_value) AS seq
+			FROM main.sqlite_schema m, pragma_table_info(m.name) p
+				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
+			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table') d
+		WHERE d.seq IS NOT NULL AND EXISTS (SELECT 1 FROM main._tandem_sequences s WHERE s.name = d.seq)
+		UNION ALL
+		SELECT 2618, CAST(_tandem_oid(m.name || '._RETURN') AS INTEGER), 0, 1259, CAST(_tandem_oid((SELECT o.name FROM main.sqlite_schema o WHERE lower(o.name) = r.value)) AS INTEGER), 0, 'n'
+		FROM main.sqlite_schema m, json_each(_tandem_view_refs(m.name, m.sql)) r
+		WHERE m.type = 'view' AND m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\'
+			AND EXISTS (SELECT 1 FROM main.sqlite_schema o WHERE lower(o.name) = r.value AND o.type IN ('table', 'view'))
+		UNION ALL
+		SELECT 2618, CAST(_tandem_oid(m.name || '._RETURN') AS INTEGER), 0, 1259, CAST(_tandem_oid(m.name) AS INTEGER), 0, 'i'
+		FROM `+userTables+` AND m.type = 'view'`)
+	// A view is its _RETURN rule, which depends on the relations its
+	// query reads (pg_dump creates them first).
+	add("pg_rewrite", `SELECT CAST(_tandem_oid(m.name || '._RETURN') AS INTEGER) AS oid, '_RETURN' AS rulename, CAST(_tandem_oid(m.name) AS INTEGER) AS ev_class,
+			'1' AS ev_type, 'O' AS ev_enabled, 1 AS is_instead, NULL AS ev_qual, NULL AS ev_action
+		FROM `+userTables+` AND m.type = 'view'`)
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
@@ -215,7 +240,7 @@ func catalogSQL() []string {
 			CASE fk.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			CASE fk.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL,
-			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || quote_ident(fk.reftbl) || '(' || fk.refcols || ')'
+			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || _tandem_qualify(fk.reftbl) || '(' || fk.refcols || ')'
 				|| CASE fk.on_delete WHEN 'CASCADE' THEN ' ON DELETE CASCADE' WHEN 'SET NULL' THEN ' ON DELETE SET NULL' WHEN 'SET DEFAULT' THEN ' ON DELETE SET DEFAULT' WHEN 'RESTRICT' THEN ' ON DELETE RESTRICT' ELSE '' END
 		FROM (SELECT m.name AS tbl, f."table" AS reftbl, f.on_update AS on_update, f.on_delete AS on_delete, `+fkNameSQL+` AS name,
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
@@ -263,11 +288,18 @@ func catalogSQL() []string {
 		FROM _tandem_enums e, json_each(e.labels) j`)
 	add("pg_database", `SELECT CAST(16384 AS INTEGER) AS oid, 'tandem' AS datname, CAST(10 AS INTEGER) AS datdba, 6 AS encoding, 'c' AS datlocprovider,
 			0 AS datistemplate, 1 AS datallowconn, -1 AS datconnlimit, 'C.UTF-8' AS datcollate, 'C.UTF-8' AS datctype, NULL AS daticulocale,
-			NULL AS datcollversion, NULL AS datacl, CAST(1663 AS INTEGER) AS dattablespace`)
+			NULL AS datcollversion, NULL AS datacl, CAST(1663 AS INTEGER) AS dattablespace, 0 AS datfrozenxid, 0 AS datminmxid`)
 	add("pg_tables", `SELECT 'public' AS schemaname, m.name AS tablename, 'tandem' AS tableowner, NULL AS tablespace,
 			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = m.name) AS hasindexes, 0 AS hasrules, 0 AS hastriggers, 0 AS rowsecurity
 		FROM `+userTables+` AND m.type = 'table'`)
-	add("pg_views", `SELECT 'public' AS schemaname, m.name AS viewname, 'tandem' AS viewowner, m.sql AS definition FROM `+userTables+` AND m.type = 'view'`)
+	// A view's definition: its query as PostgreSQL's SQL, as recorded at
+	// CREATE VIEW, while SQLite's text is still the one recorded with it;
+	// else (a view from before, or one SQLite rewrote for a rename) the
+	// query SQLite runs.
+	add("pg_views", `SELECT 'public' AS schemaname, m.name AS viewname, 'tandem' AS viewowner,
+			_tandem_viewdef(coalesce((SELECT tv.definition FROM main._tandem_views tv WHERE tv.name = m.name AND tv.sqlite_sql = m.sql),
+				substr(m.sql, instr(upper(m.sql), ' AS ') + 4))) AS definition
+		FROM `+userTables+` AND m.type = 'view'`)
 	add("pg_indexes", `SELECT 'public' AS schemaname, i.tbl AS tablename, i.relname AS indexname, NULL AS tablespace,
 			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.cols || ')' AS indexdef
 		FROM _pg_index_all i`)
@@ -275,6 +307,9 @@ func catalogSQL() []string {
 			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
 	add("pg_sequence", `SELECT CAST(_tandem_oid(name) AS INTEGER) AS seqrelid, CAST(type_oid AS INTEGER) AS seqtypid, start_value AS seqstart,
 			increment AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache, cycle AS seqcycle FROM main._tandem_sequences`)
+	// A sequence read as a relation (SELECT last_value, is_called FROM s):
+	// the translator reads this view for s (sequenceRelations).
+	add("_pg_seqrel", `SELECT name AS seqname, last_value, CAST(0 AS INTEGER) AS log_cnt, is_called FROM main._tandem_sequences`)
 	add("pg_settings", `SELECT column1 AS name, column2 AS setting, NULL AS unit, 'tandem' AS category, '' AS short_desc, '' AS extra_desc,
 			'user' AS context, 'string' AS vartype, 'default' AS source, NULL AS min_val, NULL AS max_val, NULL AS enumvals,
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
@@ -289,38 +324,66 @@ func catalogSQL() []string {
 		_ = i
 	}
 	usersMu.Unlock()
-	roleCols := `CAST(column1 AS INTEGER) AS oid, column2 AS rolname, 1 AS rolsuper, 1 AS rolinherit, 1 AS rolcreaterole, 1 AS rolcreatedb,
-			1 AS rolcanlogin, 0 AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword, NULL AS rolvaliduntil, 0 AS rolbypassrls, NULL AS rolconfig`
+	// pg_database_owner owns the public schema, as in PostgreSQL 15 (a
+	// role nobody logs in as; pg_dump looks owners up here).
+	roles = append(roles, "(6171, 'pg_database_owner')")
+	roleCols := `CAST(column1 AS INTEGER) AS oid, column2 AS rolname, column1 <> 6171 AS rolsuper, 1 AS rolinherit, column1 <> 6171 AS rolcreaterole,
+			column1 <> 6171 AS rolcreatedb, column1 <> 6171 AS rolcanlogin, 0 AS rolreplication, -1 AS rolconnlimit, '********' AS rolpassword, NULL AS rolvaliduntil, 0 AS rolbypassrls, NULL AS rolconfig`
 	add("pg_roles", "SELECT "+roleCols+" FROM (VALUES "+strings.Join(roles, ", ")+")")
 	add("pg_authid", "SELECT "+roleCols+" FROM (VALUES "+strings.Join(roles, ", ")+")")
 	add("pg_user", `SELECT rolname AS usename, oid AS usesysid, rolcreatedb AS usecreatedb, rolsuper AS usesuper, rolreplication AS userepl,
-			rolbypassrls AS usebypassrls, rolpassword AS passwd, rolvaliduntil AS valuntil, rolconfig AS useconfig FROM pg_roles`)
+			rolbypassrls AS usebypassrls, rolpassword AS passwd, rolvaliduntil AS valuntil, rolconfig AS useconfig FROM pg_roles WHERE rolcanlogin`)
 	add("pg_auth_members", `SELECT CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS roleid, CAST(0 AS INTEGER) AS member, CAST(0 AS INTEGER) AS grantor, 0 AS admin_option WHERE 0`)
 	add("pg_collation", `SELECT CAST(100 AS INTEGER) AS oid, 'default' AS collname, CAST(11 AS INTEGER) AS collnamespace, CAST(10 AS INTEGER) AS collowner,
 			'd' AS collprovider, 1 AS collisdeterministic, -1 AS collencoding, NULL AS collcollate, NULL AS collctype, NULL AS colliculocale, NULL AS collversion`)
-	add("pg_description", `SELECT CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, 0 AS objsubid, '' AS description WHERE 0`)
-	add("pg_proc", `SELECT CAST(0 AS INTEGER) AS oid, '' AS proname, CAST(11 AS INTEGER) AS pronamespace, CAST(10 AS INTEGER) AS proowner, 'f' AS prokind,
-			CAST(0 AS INTEGER) AS prorettype, '' AS proargtypes, 0 AS proretset, NULL AS prosrc WHERE 0`)
+	add("pg_description", `SELECT CAST(2200 AS INTEGER) AS objoid, CAST(2615 AS INTEGER) AS classoid, 0 AS objsubid, 'standard public schema' AS description`)
+	add("pg_proc", `SELECT CAST(0 AS INTEGER) AS oid, '' AS proname, CAST(11 AS INTEGER) AS pronamespace, CAST(10 AS INTEGER) AS proowner,
+			CAST(0 AS INTEGER) AS prolang, 0 AS procost, 0 AS prorows, CAST(0 AS INTEGER) AS provariadic, 'f' AS prokind, 0 AS prosecdef,
+			0 AS proleakproof, 0 AS proisstrict, 0 AS proretset, 'v' AS provolatile, 'u' AS proparallel, 0 AS pronargs, 0 AS pronargdefaults,
+			CAST(0 AS INTEGER) AS prorettype, '' AS proargtypes, NULL AS proallargtypes, NULL AS proargmodes, NULL AS proargnames,
+			NULL AS proargdefaults, NULL AS protrftypes, NULL AS prosrc, NULL AS probin, NULL AS prosqlbody, NULL AS proconfig, NULL AS proacl WHERE 0`)
 	for _, empty := range []struct{ name, cols string }{
 		{"pg_inherits", "CAST(0 AS INTEGER) AS inhrelid, CAST(0 AS INTEGER) AS inhparent, 0 AS inhseqno, 0 AS inhdetachpending"},
-		{"pg_trigger", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS tgrelid, CAST(0 AS INTEGER) AS tgparentid, '' AS tgname, 0 AS tgisinternal, 'O' AS tgenabled"},
-		{"pg_rewrite", "CAST(0 AS INTEGER) AS oid, '' AS rulename, CAST(0 AS INTEGER) AS ev_class, '' AS ev_type"},
+		{"pg_trigger", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS tgrelid, CAST(0 AS INTEGER) AS tgparentid, '' AS tgname, CAST(0 AS INTEGER) AS tgfoid, 0 AS tgtype, 0 AS tgisinternal, 'O' AS tgenabled, CAST(0 AS INTEGER) AS tgconstrrelid, CAST(0 AS INTEGER) AS tgconstrindid, CAST(0 AS INTEGER) AS tgconstraint, 0 AS tgdeferrable, 0 AS tginitdeferred, 0 AS tgnargs, '' AS tgattr, NULL AS tgargs, NULL AS tgqual, NULL AS tgoldtable, NULL AS tgnewtable"},
 		{"pg_policy", "CAST(0 AS INTEGER) AS oid, '' AS polname, CAST(0 AS INTEGER) AS polrelid, '' AS polcmd, 1 AS polpermissive, NULL AS polroles, NULL AS polqual, NULL AS polwithcheck"},
-		{"pg_statistic_ext", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS stxrelid, '' AS stxname, CAST(0 AS INTEGER) AS stxnamespace, '' AS stxkeys, -1 AS stxstattarget, '' AS stxkind"},
-		{"pg_publication", "CAST(0 AS INTEGER) AS oid, '' AS pubname, 0 AS puballtables, 0 AS pubinsert, 0 AS pubupdate, 0 AS pubdelete, 0 AS pubtruncate, 0 AS pubviaroot"},
+		{"pg_statistic_ext", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS stxrelid, '' AS stxname, CAST(0 AS INTEGER) AS stxnamespace, CAST(10 AS INTEGER) AS stxowner, '' AS stxkeys, -1 AS stxstattarget, '' AS stxkind, NULL AS stxexprs"},
+		{"pg_publication", "CAST(0 AS INTEGER) AS oid, '' AS pubname, CAST(10 AS INTEGER) AS pubowner, 0 AS puballtables, 0 AS pubinsert, 0 AS pubupdate, 0 AS pubdelete, 0 AS pubtruncate, 0 AS pubviaroot"},
 		{"pg_publication_rel", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS prpubid, CAST(0 AS INTEGER) AS prrelid, NULL AS prqual, NULL AS prattrs"},
 		{"pg_publication_namespace", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS pnpubid, CAST(0 AS INTEGER) AS pnnspid"},
-		{"pg_partitioned_table", "CAST(0 AS INTEGER) AS partrelid, '' AS partstrat, 0 AS partnatts"},
+		{"pg_partitioned_table", "CAST(0 AS INTEGER) AS partrelid, '' AS partstrat, 0 AS partnatts, CAST(0 AS INTEGER) AS partdefid, '' AS partattrs, '' AS partclass, '' AS partcollation, NULL AS partexprs"},
 		{"pg_foreign_table", "CAST(0 AS INTEGER) AS ftrelid, CAST(0 AS INTEGER) AS ftserver"},
-		{"pg_extension", "CAST(0 AS INTEGER) AS oid, '' AS extname, CAST(0 AS INTEGER) AS extowner, CAST(0 AS INTEGER) AS extnamespace, '' AS extversion"},
-		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname"},
-		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype"},
-		{"pg_operator", "CAST(0 AS INTEGER) AS oid, '' AS oprname, CAST(11 AS INTEGER) AS oprnamespace"},
+		{"pg_extension", "CAST(0 AS INTEGER) AS oid, '' AS extname, CAST(0 AS INTEGER) AS extowner, CAST(0 AS INTEGER) AS extnamespace, 0 AS extrelocatable, '' AS extversion, NULL AS extconfig, NULL AS extcondition"},
+		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname, '' AS evtevent, CAST(10 AS INTEGER) AS evtowner, CAST(0 AS INTEGER) AS evtfoid, 'O' AS evtenabled, NULL AS evttags"},
+		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, CAST(10 AS INTEGER) AS opcowner, CAST(0 AS INTEGER) AS opcfamily, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype, CAST(0 AS INTEGER) AS opckeytype"},
+		{"pg_opfamily", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS opfmethod, '' AS opfname, CAST(11 AS INTEGER) AS opfnamespace, CAST(10 AS INTEGER) AS opfowner"},
+		{"pg_amop", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS amopfamily, CAST(0 AS INTEGER) AS amoplefttype, CAST(0 AS INTEGER) AS amoprighttype, 0 AS amopstrategy, 's' AS amoppurpose, CAST(0 AS INTEGER) AS amopopr, CAST(0 AS INTEGER) AS amopmethod, CAST(0 AS INTEGER) AS amopsortfamily"},
+		{"pg_amproc", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS amprocfamily, CAST(0 AS INTEGER) AS amproclefttype, CAST(0 AS INTEGER) AS amprocrighttype, 0 AS amprocnum, CAST(0 AS INTEGER) AS amproc"},
+		{"pg_language", "CAST(0 AS INTEGER) AS oid, '' AS lanname, CAST(10 AS INTEGER) AS lanowner, 0 AS lanispl, 0 AS lanpltrusted, CAST(0 AS INTEGER) AS lanplcallfoid, CAST(0 AS INTEGER) AS laninline, CAST(0 AS INTEGER) AS lanvalidator, NULL AS lanacl"},
+		{"pg_aggregate", "CAST(0 AS INTEGER) AS aggfnoid, 'n' AS aggkind, 0 AS aggnumdirectargs, CAST(0 AS INTEGER) AS aggtransfn, CAST(0 AS INTEGER) AS aggfinalfn, CAST(0 AS INTEGER) AS aggtranstype, NULL AS agginitval"},
+		{"pg_ts_parser", "CAST(0 AS INTEGER) AS oid, '' AS prsname, CAST(11 AS INTEGER) AS prsnamespace, CAST(0 AS INTEGER) AS prsstart, CAST(0 AS INTEGER) AS prstoken, CAST(0 AS INTEGER) AS prsend, CAST(0 AS INTEGER) AS prsheadline, CAST(0 AS INTEGER) AS prslextype"},
+		{"pg_ts_template", "CAST(0 AS INTEGER) AS oid, '' AS tmplname, CAST(11 AS INTEGER) AS tmplnamespace, CAST(0 AS INTEGER) AS tmplinit, CAST(0 AS INTEGER) AS tmpllexize"},
+		{"pg_ts_dict", "CAST(0 AS INTEGER) AS oid, '' AS dictname, CAST(11 AS INTEGER) AS dictnamespace, CAST(10 AS INTEGER) AS dictowner, CAST(0 AS INTEGER) AS dicttemplate, NULL AS dictinitoption"},
+		{"pg_ts_config", "CAST(0 AS INTEGER) AS oid, '' AS cfgname, CAST(11 AS INTEGER) AS cfgnamespace, CAST(10 AS INTEGER) AS cfgowner, CAST(0 AS INTEGER) AS cfgparser"},
+		{"pg_foreign_data_wrapper", "CAST(0 AS INTEGER) AS oid, '' AS fdwname, CAST(10 AS INTEGER) AS fdwowner, CAST(0 AS INTEGER) AS fdwhandler, CAST(0 AS INTEGER) AS fdwvalidator, NULL AS fdwacl, NULL AS fdwoptions"},
+		{"pg_default_acl", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS defaclrole, CAST(0 AS INTEGER) AS defaclnamespace, 'r' AS defaclobjtype, NULL AS defaclacl"},
+		{"pg_conversion", "CAST(0 AS INTEGER) AS oid, '' AS conname, CAST(11 AS INTEGER) AS connamespace, CAST(10 AS INTEGER) AS conowner, 0 AS conforencoding, 0 AS contoencoding, CAST(0 AS INTEGER) AS conproc, 0 AS condefault"},
+		{"pg_cast", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS castsource, CAST(0 AS INTEGER) AS casttarget, CAST(0 AS INTEGER) AS castfunc, 'e' AS castcontext, 'f' AS castmethod"},
+		{"pg_transform", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS trftype, CAST(0 AS INTEGER) AS trflang, CAST(0 AS INTEGER) AS trffromsql, CAST(0 AS INTEGER) AS trftosql"},
+		{"pg_subscription", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS subdbid, '' AS subname, CAST(10 AS INTEGER) AS subowner, 0 AS subenabled, 0 AS subbinary, 0 AS substream, 'd' AS subtwophasestate, 0 AS subdisableonerr, '' AS subconninfo, NULL AS subslotname, '' AS subsynccommit, NULL AS subpublications"},
+		{"pg_largeobject_metadata", "CAST(0 AS INTEGER) AS oid, CAST(10 AS INTEGER) AS lomowner, NULL AS lomacl"},
+		{"pg_init_privs", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, 0 AS objsubid, 'i' AS privtype, NULL AS initprivs"},
+		{"pg_seclabel", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, 0 AS objsubid, '' AS provider, '' AS label"},
+		{"pg_seclabels", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, 0 AS objsubid, '' AS objtype, CAST(0 AS INTEGER) AS objnamespace, '' AS objname, '' AS provider, '' AS label"},
+		{"pg_db_role_setting", "CAST(0 AS INTEGER) AS setdatabase, CAST(0 AS INTEGER) AS setrole, NULL AS setconfig"},
+		{"pg_shseclabel", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS provider, '' AS label"},
+		{"pg_options_to_table", "'' AS option_name, '' AS option_value"},
+		{"pg_user_mapping", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS umuser, CAST(0 AS INTEGER) AS umserver, NULL AS umoptions"},
+		{"pg_operator", "CAST(0 AS INTEGER) AS oid, '' AS oprname, CAST(11 AS INTEGER) AS oprnamespace, CAST(10 AS INTEGER) AS oprowner, 'b' AS oprkind, 0 AS oprcanmerge, 0 AS oprcanhash, CAST(0 AS INTEGER) AS oprleft, CAST(0 AS INTEGER) AS oprright, CAST(0 AS INTEGER) AS oprresult, CAST(0 AS INTEGER) AS oprcom, CAST(0 AS INTEGER) AS oprnegate, CAST(0 AS INTEGER) AS oprcode, CAST(0 AS INTEGER) AS oprrest, CAST(0 AS INTEGER) AS oprjoin"},
 		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
-		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname"},
+		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname, CAST(10 AS INTEGER) AS srvowner, CAST(0 AS INTEGER) AS srvfdw, NULL AS srvtype, NULL AS srvversion, NULL AS srvacl, NULL AS srvoptions"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
 		{"pg_tablespace", "CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions"},
-		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype"},
+		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype, CAST(0 AS INTEGER) AS rngmultitypid, CAST(0 AS INTEGER) AS rngcollation, CAST(0 AS INTEGER) AS rngsubopc, CAST(0 AS INTEGER) AS rngcanonical, CAST(0 AS INTEGER) AS rngsubdiff"},
 	} {
 		add(empty.name, "SELECT "+empty.cols+" WHERE 0")
 	}
@@ -490,10 +553,48 @@ func FormatType(oid int64, typmod int64) string {
 // information_schema.columns): nextval('t_id_seq'::regclass) for a serial
 // column, none for an identity column, else SQLite's default expression
 // (p: its pragma_table_info row, tc: its _tandem_columns row).
-const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || quote_ident(tc.sequence) || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
+const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || _tandem_qualify(tc.sequence) || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
+	// searchPath: the schemas of the session's search_path, in order.
+	searchPath := func() []string {
+		path := `"$user", public`
+		if v, ok := clocks.Load(c); ok {
+			if st := v.(*clock).sessionSettings(); st != nil {
+				if p, ok := st.Setting("search_path"); ok {
+					path = p
+				}
+			}
+		}
+		var out []string
+		for _, part := range strings.Split(path, ",") {
+			part = strings.TrimSpace(part)
+			if len(part) >= 2 && part[0] == '"' && part[len(part)-1] == '"' {
+				part = part[1 : len(part)-1]
+			} else {
+				part = strings.ToLower(part)
+			}
+			if part != "" && part != "$user" {
+				out = append(out, part)
+			}
+		}
+		return out
+	}
+	onPath := func(schema string) bool {
+		for _, s := range searchPath() {
+			if s == schema {
+				return true
+			}
+		}
+		return false
+	}
+	qualify := func(name string) string {
+		if onPath("public") {
+			return quoteIdentIfNeeded(name)
+		}
+		return "public." + quoteIdentIfNeeded(name)
+	}
 	// enumName is the name of an enum type (CREATE TYPE ... AS ENUM).
 	enumName := func(oid int64) (string, bool) {
 		if oid < firstEnumOID {
@@ -587,7 +688,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				return nil
 			}
 			if name, ok := enumName(o); ok {
-				return quoteIdentIfNeeded(name)
+				return qualify(name) // an enum type lives in public
 			}
 			m, ok := typmod.(int64)
 			if !ok {
@@ -596,6 +697,10 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			return FormatType(o, m)
 		}},
 		{"pg_get_userbyid", func(any) string { return users[0] }},
+		// No object has privileges of its own (every user may do
+		// everything): a NULL ACL is PostgreSQL's "the default".
+		{"acldefault", func(any, any) any { return nil }},
+		{"pg_get_triggerdef", func(args ...any) any { return nil }},
 		// Argument types of a function: there are none (pg_proc is empty).
 		{"oidvectortypes", func(any) string { return "" }},
 		{"pg_table_is_visible", func(any) bool { return true }},
@@ -612,7 +717,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if expr == nil {
 				return nil
 			}
-			d := displayExpr(fmt.Sprint(expr))
+			d := displayExpr(fmt.Sprint(expr), qualify)
 			o, _ := oid.(int64)
 			t := Types[uint32(o)]
 			if t != nil && t.Name == "bool" {
@@ -640,7 +745,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if expr == nil {
 				return nil
 			}
-			return displayExpr(fmt.Sprint(expr))
+			return displayExpr(fmt.Sprint(expr), qualify)
 		}},
 		{"obj_description", func(args ...any) any { return nil }},
 		{"col_description", func(args ...any) any { return nil }},
@@ -666,10 +771,43 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_table_size", func(args ...any) int64 { return 8192 }},
 		{"pg_database_size", func(args ...any) int64 { return 8192 }},
 		{"current_schemas", func(implicit bool) string { // pg_catalog first when asked for the implicit schemas, as PostgreSQL
-			if implicit {
-				return "{pg_catalog,public}"
+			var out []string
+			has := false
+			for _, sch := range searchPath() {
+				if sch == "pg_catalog" || sch == "public" || sch == "information_schema" {
+					out = append(out, sch)
+					has = has || sch == "pg_catalog"
+				}
 			}
-			return "{public}"
+			if implicit && !has {
+				out = append([]string{"pg_catalog"}, out...)
+			}
+			return "{" + strings.Join(out, ",") + "}"
+		}},
+		// A relation's name as regclass prints it: qualified when public
+		// is not on the search path (pg_dump sets it empty).
+		{"_tandem_qualify", qualify},
+		// The sequence a column's DEFAULT draws from: its serial's, or the
+		// one a nextval default names (pg_depend: pg_dump creates the
+		// sequence before it sets such a default).
+		{"_tandem_default_seq", func(seq, dflt any) any {
+			if s, ok := seq.(string); ok && s != "" {
+				return s
+			}
+			if d, ok := dflt.(string); ok {
+				if s := defaultSequence(d); s != "" {
+					return s
+				}
+			}
+			return nil
+		}},
+		// The relations a view's query reads (a JSON array of names).
+		{"_tandem_view_refs", viewReads},
+		{"_tandem_viewdef", func(def any) any {
+			if def == nil {
+				return nil
+			}
+			return viewDefinition(fmt.Sprint(def), !onPath("public"))
 		}},
 		{"pg_is_in_recovery", func() bool { return false }},
 		// No table is partitioned: a relation is its own only ancestor
@@ -771,11 +909,22 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 // wrote it.
 var nextvalCallRe = regexp.MustCompile(`^_tandem_nextval\('((?:[^']|'')*)'\)$`)
 
-func displayExpr(s string) string {
+// defaultSequence is the sequence a stored DEFAULT _tandem_nextval('s')
+// draws from ("" for another default).
+func defaultSequence(s string) string {
+	if m := nextvalCallRe.FindStringSubmatch(s); m != nil && m[0] == s {
+		return RegclassName(strings.ReplaceAll(m[1], "''", "'"))
+	}
+	return ""
+}
+
+// displayExpr is a stored DEFAULT as PostgreSQL prints it; qualify names
+// a nextval's sequence as regclass prints it on the session's path.
+func displayExpr(s string, qualify func(string) string) string {
 	r := strings.NewReplacer("_pg_now()", "now()", "_pg_current_date()", "CURRENT_DATE", "_pg_random()", "random()")
 	s = r.Replace(s)
-	if m := nextvalCallRe.FindStringSubmatch(s); m != nil && m[0] == s {
-		return "nextval('" + m[1] + "'::regclass)"
+	if seq := defaultSequence(s); seq != "" {
+		return "nextval(" + quoteLit(qualify(seq)) + "::regclass)"
 	}
 	if strings.HasPrefix(s, "_cast_") {
 		if i := strings.Index(s, "("); i > 0 && strings.HasSuffix(s, ")") {
@@ -804,4 +953,52 @@ func keywordsSQL() string {
 	}
 	b.WriteString(")")
 	return b.String()
+}
+
+// viewDefinition is a view's query as pg_get_viewdef prints it: a space,
+// the query, a semicolon; with qualify, every relation it reads that is
+// not a CTE of its own is written public.name (pg_dump reads definitions
+// with an empty search_path). Text that does not parse (SQLite's own
+// query, for a view whose PostgreSQL text is not known) is kept as is.
+func viewDefinition(def string, qualify bool) string {
+	def = strings.TrimSuffix(strings.TrimSpace(def), ";")
+	if qualify {
+		if tree, err := pg_query.Parse(def); err == nil && len(tree.Stmts) == 1 {
+			ctes := map[string]bool{}
+			visit(tree.Stmts[0].Stmt.ProtoReflect(), func(n *pg_query.Node) {
+				if c := n.GetCommonTableExpr(); c != nil {
+					ctes[strings.ToLower(c.Ctename)] = true
+				}
+			})
+			visit(tree.Stmts[0].Stmt.ProtoReflect(), func(n *pg_query.Node) {
+				if r := n.GetRangeVar(); r != nil && r.Schemaname == "" && !ctes[strings.ToLower(r.Relname)] {
+					if _, isCat := CatalogRelation("", r.Relname); !isCat {
+						r.Schemaname = "public"
+					}
+				}
+			})
+			if out, err := pg_query.Deparse(tree); err == nil {
+				def = out
+			}
+		}
+	}
+	return " " + def + ";"
+}
+
+// viewReads lists, as a JSON array, the relations a CREATE VIEW statement
+// (as SQLite stores it) names besides the view itself.
+func viewReads(view, sql string) string {
+	refs, _ := viewRefs(map[string]string{view: sql})
+	var names []string
+	for r := range refs[view].rels {
+		if r != strings.ToLower(view) {
+			names = append(names, r)
+		}
+	}
+	sort.Strings(names)
+	b, _ := json.Marshal(names)
+	if names == nil {
+		return "[]"
+	}
+	return string(b)
 }

@@ -215,7 +215,7 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 		// (temporary tables keep SQLite's numbering: sequences are not
 		// session-local here).
 		maxv := map[string]int64{"int2": 32767, "int4": 2147483647, "int8": 9223372036854775807}[typ.Name]
-		parts = append(parts, "DEFAULT ("+"_tandem_nextval("+quoteLit(seqName)+"))")
+		parts = append(parts, "DEFAULT ("+"_tandem_nextval("+quoteLit(quoteIdentIfNeeded(seqName))+"))")
 		if !intPK {
 			parts = append(parts, "NOT NULL")
 		}
@@ -422,6 +422,8 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		return nil, err
 	}
 	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
+	// The query as PostgreSQL's SQL, for pg_get_viewdef (pg_dump).
+	pgDef, _ := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: s.Query}}})
 	// The view's column types, as PostgreSQL would type its query.
 	var meta []string
 	if sel := s.Query.GetSelectStmt(); sel != nil {
@@ -482,6 +484,14 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	// PostgreSQL (42703, 42P01).
 	tr.Script = append(tr.Script, "SELECT * FROM "+quoteIdent(s.View.Relname)+" LIMIT 0")
 	tr.Script = append(tr.Script, meta...)
+	if pgDef != "" && s.View.Relpersistence != "t" {
+		tr.Script = append(tr.Script, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_views (name, definition, sqlite_sql) VALUES (%s, %s, %s)",
+			quoteLit(s.View.Relname), quoteLit(pgDef), quoteLit(out)))
+	}
+	if pgDef != "" && s.View.Relpersistence != "t" {
+		tr.Script = append(tr.Script, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_views (name, definition, sqlite_sql) VALUES (%s, %s, %s)",
+			quoteLit(s.View.Relname), quoteLit(pgDef), quoteLit(out)))
+	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	if len(tr.Script) == 1 {
 		tr.Script = nil
@@ -596,7 +606,8 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		}
 		for _, d := range deps {
 			tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
-				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view))
+				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view),
+				"DELETE FROM _tandem_views WHERE name = "+quoteLit(d.view))
 		}
 	}
 	for _, o := range s.Objects {
@@ -620,6 +631,9 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		if what == "TABLE" || what == "VIEW" {
 			tr.Script = append(tr.Script, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name),
 				"DELETE FROM _tandem_constraints WHERE table_name = "+quoteLit(name))
+		}
+		if what == "VIEW" {
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_views WHERE name = "+quoteLit(name))
 		}
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
@@ -673,7 +687,9 @@ func (t *translator) renameView(s *pg_query.RenameStmt, tr *Translation) (*Trans
 		return nil, unsupported("renaming this view")
 	}
 	tr.Script = []string{"DROP VIEW " + quoteIdent(name), "CREATE VIEW " + quoteIdent(s.Newname) + def[as:],
-		"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name)}
+		"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
+		"UPDATE _tandem_views SET name = " + quoteLit(s.Newname) + ", sqlite_sql = " + quoteLit("CREATE VIEW "+quoteIdent(s.Newname)+def[as:]) +
+			" WHERE name = " + quoteLit(name) + " AND sqlite_sql = " + quoteLit(def)}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
 }
@@ -807,6 +823,19 @@ func dependents(refs map[string]viewRef, names []string, kind string, dropped []
 
 func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "ALTER TABLE"
+	if ownerOnly(s.Cmds) {
+		// OWNER TO (every pg_dump writes it): the SQLite back end has no
+		// owners (every user may do everything), so it changes nothing
+		// once the role is known.
+		for _, c := range s.Cmds {
+			if err := knownRole(c.GetAlterTableCmd().Newowner); err != nil {
+				return nil, err
+			}
+		}
+		tr.Tag = "ALTER " + strings.TrimPrefix(s.Objtype.String(), "OBJECT_")
+		tr.Noop = true
+		return tr, nil
+	}
 	if s.Objtype != pg_query.ObjectType_OBJECT_TABLE {
 		return nil, unsupported("ALTER %s", strings.TrimPrefix(s.Objtype.String(), "OBJECT_"))
 	}
@@ -936,6 +965,15 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				action, arg = AlterSetDefault, e
 			}
 			tr.Script = append(tr.Script, alterColumnScript(name, cmd.Name, action, arg, check)...)
+		case pg_query.AlterTableType_AT_AddIdentity:
+			// ALTER COLUMN c ADD GENERATED ... AS IDENTITY [(options)]
+			// (pg_dump writes every identity column so): a sequence of the
+			// column's type numbers it from now on.
+			script, err := t.addIdentity(name, cmd)
+			if err != nil {
+				return nil, err
+			}
+			tr.Script = append(tr.Script, script...)
 		case pg_query.AlterTableType_AT_AlterColumnType:
 			script, err := t.alterColumnType(name, cmd)
 			if err != nil {
@@ -974,6 +1012,92 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
+}
+
+// addIdentity is ALTER TABLE t ALTER COLUMN c ADD GENERATED ALWAYS|BY
+// DEFAULT AS IDENTITY [(sequence options)]: the sequence (named by
+// SEQUENCE NAME, else t_c_seq), the column's DEFAULT drawing from it, and
+// the column recorded as identity.
+func (t *translator) addIdentity(table string, cmd *pg_query.AlterTableCmd) ([]string, error) {
+	c := cmd.Def.GetConstraint()
+	if c == nil {
+		return nil, unsupported("ALTER TABLE ADD IDENTITY without a definition")
+	}
+	var col *Column
+	if t.sch != nil {
+		for _, x := range t.sch.Columns(table) {
+			if strings.EqualFold(x.Name, cmd.Name) {
+				x := x
+				col = &x
+			}
+		}
+	}
+	if col == nil {
+		return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q of relation %q does not exist", cmd.Name, table)}
+	}
+	if col.Identity != "" {
+		return nil, &pgwire.Error{Code: "55000", Message: fmt.Sprintf("column %q of relation %q is already an identity column", cmd.Name, table)}
+	}
+	if col.Type == nil || (col.Type.Name != "int2" && col.Type.Name != "int4" && col.Type.Name != "int8") {
+		return nil, &pgwire.Error{Code: "22023", Message: "identity column type must be smallint, integer, or bigint"}
+	}
+	seqName := table + "_" + cmd.Name + "_seq"
+	var opts []*pg_query.Node
+	for _, o := range c.Options {
+		if d := o.GetDefElem(); d != nil && d.Defname == "sequence_name" {
+			names := strs(d.Arg.GetList().GetItems())
+			if len(names) > 0 {
+				seqName = names[len(names)-1]
+			}
+			continue
+		}
+		opts = append(opts, o)
+	}
+	asType := &pg_query.TypeName{Names: []*pg_query.Node{pg_query.MakeStrNode(col.Type.Name)}}
+	opts = append(opts, pg_query.MakeSimpleDefElemNode("as", &pg_query.Node{Node: &pg_query.Node_TypeName{TypeName: asType}}, -1))
+	seq, err := t.createSequence(&pg_query.CreateSeqStmt{Sequence: &pg_query.RangeVar{Relname: seqName}, Options: opts}, &Translation{})
+	if err != nil {
+		return nil, err
+	}
+	identity := c.GeneratedWhen
+	if identity == "" {
+		identity = "d"
+	}
+	script := []string{seq.SQL,
+		"UPDATE _tandem_sequences SET owner_table = " + quoteLit(table) + ", owner_column = " + quoteLit(col.Name) + " WHERE name = " + quoteLit(seqName)}
+	script = append(script, alterColumnScript(table, col.Name, AlterSetDefault, "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(seqName))+")", "")...)
+	return append(script, "UPDATE _tandem_columns SET identity = "+quoteLit(identity)+", sequence = "+quoteLit(seqName)+
+		" WHERE table_name = "+quoteLit(table)+" AND column_name = "+quoteLit(col.Name)), nil
+}
+
+// ownerOnly: every command is OWNER TO.
+func ownerOnly(cmds []*pg_query.Node) bool {
+	for _, c := range cmds {
+		if c.GetAlterTableCmd().GetSubtype() != pg_query.AlterTableType_AT_ChangeOwner {
+			return false
+		}
+	}
+	return len(cmds) > 0
+}
+
+// knownRole: a role OWNER TO may name (one of the cluster's users, or
+// CURRENT_USER / SESSION_USER / CURRENT_ROLE), else 42704 as PostgreSQL.
+func knownRole(r *pg_query.RoleSpec) error {
+	if r == nil || r.Roletype != pg_query.RoleSpecType_ROLESPEC_CSTRING {
+		return nil
+	}
+	usersMu.Lock()
+	defer usersMu.Unlock()
+	for _, u := range users {
+		if u == r.Rolename {
+			return nil
+		}
+	}
+	if r.Rolename == "pg_database_owner" {
+		return nil
+	}
+	return &pgwire.Error{Code: "42704", Message: fmt.Sprintf("role %q does not exist", r.Rolename),
+		Hint: "the SQLite back end's roles are the cluster file's users; restore a dump made elsewhere with pg_restore --no-owner, or psql after pg_dump --no-owner"}
 }
 
 // addConstraint is ALTER TABLE ADD [CONSTRAINT name] FOREIGN KEY / CHECK:
@@ -1163,7 +1287,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42P01', %s) WHERE NOT EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)",
 				quoteLit(fmt.Sprintf("relation %q does not exist", name)), quoteLit(name)))
 		}
-		oldCall, newCall := "_tandem_nextval("+quoteLit(name)+")", "_tandem_nextval("+quoteLit(s.Newname)+")"
+		oldCall, newCall := "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(name))+")", "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(s.Newname))+")"
 		tr.Script = append(tr.Script,
 			fmt.Sprintf("SELECT _pg_raise('42P07', %s) WHERE EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)", quoteLit(fmt.Sprintf("relation %q already exists", s.Newname)), quoteLit(s.Newname)),
 			"UPDATE _tandem_sequences SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),

@@ -1469,6 +1469,22 @@ func init() {
 			}
 			return nil
 		}},
+		namedFunc{"array_remove", func(arr, x any) any {
+			if arr == nil {
+				return nil
+			}
+			var keep []any
+			for _, e := range arrayElems(arr) {
+				if x == nil && e == "NULL" {
+					continue
+				}
+				if x != nil && e == fmt.Sprint(toText(x)) {
+					continue
+				}
+				keep = append(keep, e)
+			}
+			return arrayLiteral(keep)
+		}},
 		namedFunc{"cardinality", func(arr any) any {
 			if arr == nil {
 				return nil

@@ -38,6 +38,11 @@ CREATE TABLE IF NOT EXISTS _tandem_constraints (
 	table_name TEXT NOT NULL,
 	kind       TEXT NOT NULL     -- 'p' (PRIMARY KEY) | 'u' (UNIQUE)
 );
+CREATE TABLE IF NOT EXISTS _tandem_views (
+	name       TEXT PRIMARY KEY,
+	definition TEXT NOT NULL, -- the view's query as PostgreSQL's SQL (pg_get_viewdef)
+	sqlite_sql TEXT NOT NULL  -- sqlite_schema.sql when it was recorded: a rewrite since (RENAME) makes it stale
+);
 CREATE TABLE IF NOT EXISTS _tandem_enums (
 	oid    INTEGER PRIMARY KEY,  -- the type's OID (from 900000)
 	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM

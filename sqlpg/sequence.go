@@ -25,43 +25,66 @@ func (t *translator) createSequence(s *pg_query.CreateSeqStmt, tr *Translation) 
 		return nil, err
 	}
 	start, inc, minv, maxv, cycle := int64(1), int64(1), int64(1), int64(9223372036854775807), 0
-	startSet, minSet := false, false
+	typeOID := int64(20)
+	startSet, minSet, maxSet := false, false, false
+	var owner []string
 	for _, o := range s.Options {
 		d := o.GetDefElem()
 		if d == nil {
 			continue
 		}
-		val := func() int64 {
-			if c := d.Arg.GetInteger(); c != nil {
-				return int64(c.Ival)
-			}
-			if c := d.Arg.GetFloat(); c != nil {
-				var v int64
-				fmt.Sscan(c.Fval, &v)
-				return v
-			}
-			return 0
-		}
 		switch d.Defname {
 		case "start":
-			start, startSet = val(), true
+			start, startSet = seqOptionInt(d), true
 		case "increment":
-			inc = val()
+			inc = seqOptionInt(d)
 		case "minvalue":
-			minv, minSet = val(), true
+			// NO MINVALUE has no argument: the type's default.
+			if d.Arg != nil {
+				minv, minSet = seqOptionInt(d), true
+			}
 		case "maxvalue":
-			maxv = val()
+			if d.Arg != nil {
+				maxv, maxSet = seqOptionInt(d), true
+			}
 		case "cycle":
 			if b := d.Arg.GetBoolean(); b != nil && b.Boolval {
 				cycle = 1
 			}
-		case "cache", "as", "owned_by":
+		case "as":
+			tn := d.Arg.GetTypeName()
+			if tn == nil {
+				return nil, unsupported("CREATE SEQUENCE AS without a type")
+			}
+			switch lastName(tn.Names) {
+			case "int2", "smallint":
+				typeOID = 21
+			case "int4", "integer", "int":
+				typeOID = 23
+			case "int8", "bigint":
+				typeOID = 20
+			default:
+				return nil, &pgwire.Error{Code: "22023", Message: "sequence type must be smallint, integer, or bigint"}
+			}
+		case "owned_by":
+			var err error
+			if owner, err = seqOwner(d); err != nil {
+				return nil, err
+			}
+		case "cache":
 		default:
 			return nil, unsupported("CREATE SEQUENCE option %s", strings.ToUpper(d.Defname))
 		}
 	}
+	typeMax := map[int64]int64{21: 32767, 23: 2147483647, 20: 9223372036854775807}[typeOID]
+	if !maxSet {
+		maxv = typeMax
+		if inc < 0 {
+			maxv = -1
+		}
+	}
 	if inc < 0 && !minSet {
-		minv = -9223372036854775808
+		minv = -typeMax - 1
 	}
 	if !startSet {
 		start = minv
@@ -69,13 +92,43 @@ func (t *translator) createSequence(s *pg_query.CreateSeqStmt, tr *Translation) 
 			start = maxv
 		}
 	}
+	ownerTable, ownerColumn := "NULL", "NULL"
+	if owner != nil {
+		ownerTable, ownerColumn = quoteLit(owner[0]), quoteLit(owner[1])
+	}
 	verb := "INSERT"
 	if s.IfNotExists {
 		verb = "INSERT OR IGNORE"
 	}
-	tr.SQL = fmt.Sprintf("%s INTO _tandem_sequences (name, start_value, increment, min_value, max_value, cycle, last_value, is_called) VALUES (%s, %d, %d, %d, %d, %d, %d, 0)",
-		verb, quoteLit(name), start, inc, minv, maxv, cycle, start)
+	tr.SQL = fmt.Sprintf("%s INTO _tandem_sequences (name, type_oid, start_value, increment, min_value, max_value, cycle, last_value, is_called, owner_table, owner_column) VALUES (%s, %d, %d, %d, %d, %d, %d, %d, 0, %s, %s)",
+		verb, quoteLit(name), typeOID, start, inc, minv, maxv, cycle, start, ownerTable, ownerColumn)
 	return tr, nil
+}
+
+// seqOptionInt is a sequence option's integer argument.
+func seqOptionInt(d *pg_query.DefElem) int64 {
+	if c := d.Arg.GetInteger(); c != nil {
+		return int64(c.Ival)
+	}
+	if c := d.Arg.GetFloat(); c != nil {
+		var v int64
+		fmt.Sscan(c.Fval, &v)
+		return v
+	}
+	return 0
+}
+
+// seqOwner reads OWNED BY [schema.]table.column as (table, column); nil
+// for OWNED BY NONE.
+func seqOwner(d *pg_query.DefElem) ([]string, error) {
+	names := strs(d.Arg.GetList().GetItems())
+	if len(names) == 1 && strings.EqualFold(names[0], "none") {
+		return nil, nil
+	}
+	if len(names) < 2 || len(names) > 3 || (len(names) == 3 && !strings.EqualFold(names[0], "public")) {
+		return nil, &pgwire.Error{Code: "42P16", Message: "invalid OWNED BY option", Hint: "Specify OWNED BY table.column or OWNED BY NONE."}
+	}
+	return names[len(names)-2:], nil
 }
 
 // alterSequence: ALTER SEQUENCE s RESTART [WITH n] | INCREMENT BY n |
@@ -119,6 +172,21 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 		case d.Defname == "cycle":
 			c := d.Arg.GetBoolean()
 			sets = append(sets, fmt.Sprintf("cycle = %d", map[bool]int{true: 1, false: 0}[c != nil && c.Boolval]))
+		case d.Defname == "owned_by":
+			owner, err := seqOwner(d)
+			if err != nil {
+				return nil, err
+			}
+			if owner == nil {
+				sets = append(sets, "owner_table = NULL", "owner_column = NULL")
+			} else {
+				sets = append(sets, "owner_table = "+quoteLit(owner[0]), "owner_column = "+quoteLit(owner[1]))
+			}
+		case (d.Defname == "minvalue" || d.Defname == "maxvalue") && d.Arg == nil:
+			// NO MINVALUE / NO MAXVALUE: the sequence type's bounds.
+			bound := map[string]string{"minvalue": "min_value = CASE WHEN increment > 0 THEN 1 ELSE -(CASE type_oid WHEN 21 THEN 32767 WHEN 23 THEN 2147483647 ELSE 9223372036854775807 END) - 1 END",
+				"maxvalue": "max_value = CASE WHEN increment > 0 THEN CASE type_oid WHEN 21 THEN 32767 WHEN 23 THEN 2147483647 ELSE 9223372036854775807 END ELSE -1 END"}
+			sets = append(sets, bound[d.Defname])
 		case d.Defname == "cache":
 		default:
 			return nil, unsupported("ALTER SEQUENCE option %s", strings.ToUpper(d.Defname))

@@ -176,6 +176,12 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	kind := firstWord(sql)
 	t := &translator{sch: sch}
 	tr = &Translation{Kind: kind}
+	// Before anything types the statement: catalogs' tableoid, sequences
+	// read as relations.
+	tableOIDs(raw)
+	if sch != nil {
+		t.sequenceRelations(raw)
+	}
 	defer func() {
 		if tr != nil {
 			tr.SeqNames = t.seqNames
@@ -424,6 +430,14 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		return t.createSequence(n.CreateSeqStmt, tr)
 	case *pg_query.Node_AlterSeqStmt:
 		return t.alterSequence(n.AlterSeqStmt, tr)
+	case *pg_query.Node_AlterOwnerStmt:
+		// ALTER SCHEMA|TYPE|FUNCTION ... OWNER TO: no owners here (see
+		// alterTable).
+		if err := knownRole(n.AlterOwnerStmt.Newowner); err != nil {
+			return nil, err
+		}
+		tr.Noop, tr.Tag = true, "ALTER "+strings.TrimPrefix(n.AlterOwnerStmt.ObjectType.String(), "OBJECT_")
+		return tr, nil
 	case *pg_query.Node_CommentStmt:
 		tr.Noop, tr.Tag = true, "COMMENT"
 		return tr, nil
@@ -1142,8 +1156,7 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 	switch strings.ToLower(names[len(names)-1]) {
 	case "regclass":
 		if sv := c.Arg.GetAConst().GetSval(); sv != nil {
-			name := strings.TrimPrefix(strings.Trim(sv.Sval, `"`), "public.")
-			n.Node = call("_tandem_oid", strConst(name)).Node
+			n.Node = call("_tandem_oid", strConst(RegclassName(sv.Sval))).Node
 			return
 		}
 		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__)", c.Arg).Node
@@ -1694,7 +1707,9 @@ func partitionAncestorsFrom(rf *pg_query.RangeFunction) *pg_query.Node {
 
 // catalogInFrom: set-returning catalog functions without arguments whose
 // rows are a catalog view of the same name.
-var catalogInFrom = map[string]bool{"pg_get_keywords": true}
+// pg_options_to_table(options) has no rows: no relation, server or
+// wrapper has options here.
+var catalogInFrom = map[string]bool{"pg_get_keywords": true, "pg_options_to_table": true}
 
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
@@ -1742,7 +1757,7 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		n.Node = from.Node
 		return
 	}
-	if catalogInFrom[name] && len(f.Args) == 0 {
+	if catalogInFrom[name] && (len(f.Args) == 0 || name == "pg_options_to_table") {
 		// A catalog function returning a fixed table is its catalog view.
 		alias := rf.Alias
 		if alias == nil {

@@ -924,7 +924,9 @@ func init() {
 		typnotnull datistemplate datallowconn hasindexes hasrules hastriggers rowsecurity rolsuper rolinherit rolcreaterole
 		rolcreatedb rolcanlogin rolreplication rolbypassrls usecreatedb usesuper userepl usebypassrls collisdeterministic
 		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
-		inhdetachpending pending_restart seqcycle barelabel`) {
+		inhdetachpending pending_restart seqcycle barelabel is_called extrelocatable lanispl lanpltrusted prosecdef proleakproof
+		proisstrict opcdefault oprcanmerge oprcanhash is_instead tgdeferrable tginitdeferred subenabled subbinary substream
+		subdisableonerr condefault`) {
 		catalogBools[n] = true
 	}
 }
@@ -966,13 +968,17 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 		case c.Name == "relkind" || c.Name == "contype" || c.Name == "typtype" || c.Name == "typcategory" || c.Name == "relpersistence" ||
 			c.Name == "attidentity" || c.Name == "attgenerated" || c.Name == "typalign" || c.Name == "typstorage" || c.Name == "attalign" ||
 			c.Name == "attstorage" || c.Name == "relreplident" || c.Name == "confupdtype" || c.Name == "confdeltype" || c.Name == "confmatchtype" ||
-			c.Name == "typdelim":
+			c.Name == "typdelim" || c.Name == "prokind" || c.Name == "provolatile" || c.Name == "proparallel" || c.Name == "castcontext" ||
+			c.Name == "castmethod" || c.Name == "defaclobjtype" || c.Name == "ev_type" || c.Name == "ev_enabled" || c.Name == "tgenabled" ||
+			c.Name == "evtenabled" || c.Name == "polcmd" || c.Name == "amtype" || c.Name == "oprkind" || c.Name == "partstrat" ||
+			c.Name == "privtype" || c.Name == "deptype" || c.Name == "subtwophasestate" || c.Name == "aggkind" || c.Name == "amoppurpose":
 			c.Type = Types[18]
 		case catalogBools[c.Name]:
 			c.Type = Types[16]
 		case c.Name == "oid" || strings.HasSuffix(c.Name, "relid") || strings.HasSuffix(c.Name, "namespace") ||
 			strings.HasSuffix(c.Name, "owner") || strings.HasSuffix(c.Name, "typid") || c.Name == "typelem" || c.Name == "typarray" ||
-			c.Name == "indexrelid" || c.Name == "conindid" || c.Name == "relam" || c.Name == "datdba" || c.Name == "attcollation":
+			c.Name == "indexrelid" || c.Name == "conindid" || c.Name == "relam" || c.Name == "datdba" || c.Name == "attcollation" ||
+			c.Name == "classid" || c.Name == "objid" || c.Name == "refclassid" || c.Name == "refobjid" || c.Name == "ev_class":
 			c.Type = Types[26]
 		case strings.HasSuffix(c.Name, "name") && c.Name != "name" && !strings.Contains(c.Name, "_"):
 			c.Type = Types[19]

@@ -2865,3 +2865,13 @@ func (s *Session) querySQL(ctx context.Context, sql string) (any, error) {
 	}
 	return first, nil
 }
+
+// IsSequence implements sqlpg.SequenceLister.
+func (sc schema) IsSequence(name string) bool {
+	rows, err := sc.c.c.Query(`SELECT 1 FROM main._tandem_sequences WHERE name = ?`, []driver.Value{name})
+	if err != nil {
+		return false
+	}
+	defer rows.Close()
+	return rows.Next(make([]driver.Value, 1)) == nil
+}
