@@ -42,6 +42,9 @@ INSERT INTO "Users" (email, m, score, data, at) VALUES ('a@x', 'happy', 1.5, '\x
 INSERT INTO orders (user_id, total, tags, doc, paid) VALUES (1, 10.50, '{a,"b c"}', '{"k": [1, 2]}', true),
   (2, 0, '{}', NULL, false), (NULL, 3, NULL, '{}', NULL);
 CREATE VIEW big_orders AS SELECT o.id, u.email FROM orders o JOIN "Users" u ON u.id = o.user_id WHERE o.total > 1;
+COMMENT ON TABLE orders IS 'All orders';
+COMMENT ON COLUMN "Users".email IS 'login, as typed';
+COMMENT ON TYPE mood IS 'feelings';
 `), 0o644)
 	if out, err := psql(src, "-v", "ON_ERROR_STOP=1", "-q", "-f", schema); err != nil {
 		t.Fatalf("schema: %v\n%s", err, out)
@@ -56,7 +59,7 @@ CREATE VIEW big_orders AS SELECT o.id, u.email FROM orders o JOIN "Users" u ON u
 		"CREATE SEQUENCE public.orders_id_seq", "ALTER TABLE ONLY public.orders ALTER COLUMN id SET DEFAULT nextval('public.orders_id_seq'::regclass)",
 		"CONSTRAINT orders_total_check CHECK", "FOREIGN KEY (user_id) REFERENCES public.\"Users\"(id) ON DELETE CASCADE",
 		"CREATE INDEX orders_user ON public.orders USING btree (user_id)", "CREATE VIEW public.big_orders AS",
-		"SELECT pg_catalog.setval('public.counter', 100, true)", "COPY public.orders (id, user_id, total, note, tags, doc, paid) FROM stdin"} {
+		"SELECT pg_catalog.setval('public.counter', 100, true)", "COMMENT ON COLUMN public.\"Users\".email IS 'login, as typed'", "COPY public.orders (id, user_id, total, note, tags, doc, paid) FROM stdin"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the dump lacks %q", want)
 		}
@@ -81,6 +84,7 @@ CREATE VIEW big_orders AS SELECT o.id, u.email FROM orders o JOIN "Users" u ON u
 		`SELECT id, user_id, total, note, tags, doc, paid FROM orders ORDER BY id`,
 		`SELECT * FROM big_orders ORDER BY id`,
 		`SELECT nextval('counter')`,
+		`SELECT obj_description('orders'::regclass, 'pg_class'), col_description('"Users"'::regclass, 2)`,
 		`INSERT INTO orders (user_id, total) VALUES (3, 7) RETURNING id, note`,
 		`INSERT INTO "Users" (email) VALUES ('new') RETURNING id, m`,
 		`DELETE FROM "Users" WHERE id = 1`,

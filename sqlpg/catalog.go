@@ -336,7 +336,7 @@ func catalogSQL() []string {
 	add("pg_auth_members", `SELECT CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS roleid, CAST(0 AS INTEGER) AS member, CAST(0 AS INTEGER) AS grantor, 0 AS admin_option WHERE 0`)
 	add("pg_collation", `SELECT CAST(100 AS INTEGER) AS oid, 'default' AS collname, CAST(11 AS INTEGER) AS collnamespace, CAST(10 AS INTEGER) AS collowner,
 			'd' AS collprovider, 1 AS collisdeterministic, -1 AS collencoding, NULL AS collcollate, NULL AS collctype, NULL AS colliculocale, NULL AS collversion`)
-	add("pg_description", `SELECT CAST(2200 AS INTEGER) AS objoid, CAST(2615 AS INTEGER) AS classoid, 0 AS objsubid, 'standard public schema' AS description`)
+	add("pg_description", descriptionSQL)
 	add("pg_proc", `SELECT CAST(0 AS INTEGER) AS oid, '' AS proname, CAST(11 AS INTEGER) AS pronamespace, CAST(10 AS INTEGER) AS proowner,
 			CAST(0 AS INTEGER) AS prolang, 0 AS procost, 0 AS prorows, CAST(0 AS INTEGER) AS provariadic, 'f' AS prokind, 0 AS prosecdef,
 			0 AS proleakproof, 0 AS proisstrict, 0 AS proretset, 'v' AS provolatile, 'u' AS proparallel, 0 AS pronargs, 0 AS pronargdefaults,
@@ -747,8 +747,25 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return displayExpr(fmt.Sprint(expr), qualify)
 		}},
-		{"obj_description", func(args ...any) any { return nil }},
-		{"col_description", func(args ...any) any { return nil }},
+		{"obj_description", func(args ...any) any {
+			if len(args) == 0 || args[0] == nil {
+				return nil
+			}
+			q, vals := `SELECT description FROM pg_description WHERE objoid = ? AND objsubid = 0`, []driver.Value{args[0]}
+			if len(args) > 1 {
+				if cat, ok := args[1].(string); ok {
+					q += ` AND classoid = ?`
+					vals = append(vals, RelOID(RegclassName(cat)))
+				}
+			}
+			return lookupOne(c, q, vals)
+		}},
+		{"col_description", func(oid, n any) any {
+			if oid == nil || n == nil {
+				return nil
+			}
+			return lookupOne(c, `SELECT description FROM pg_description WHERE objoid = ? AND classoid = 1259 AND objsubid = ?`, []driver.Value{oid, n})
+		}},
 		{"shobj_description", func(args ...any) any { return nil }},
 		{"has_table_privilege", func(args ...any) bool { return true }},
 		{"has_schema_privilege", func(args ...any) bool { return true }},
@@ -1001,4 +1018,18 @@ func viewReads(view, sql string) string {
 		return "[]"
 	}
 	return string(b)
+}
+
+// lookupOne is the first column of the first row of a query on c, or nil.
+func lookupOne(c *sqlite3.SQLiteConn, q string, args []driver.Value) any {
+	rows, err := c.Query(q, args)
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	v := make([]driver.Value, len(rows.Columns()))
+	if rows.Next(v) != nil || len(v) == 0 {
+		return nil
+	}
+	return v[0]
 }

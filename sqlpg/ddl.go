@@ -488,10 +488,6 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		tr.Script = append(tr.Script, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_views (name, definition, sqlite_sql) VALUES (%s, %s, %s)",
 			quoteLit(s.View.Relname), quoteLit(pgDef), quoteLit(out)))
 	}
-	if pgDef != "" && s.View.Relpersistence != "t" {
-		tr.Script = append(tr.Script, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_views (name, definition, sqlite_sql) VALUES (%s, %s, %s)",
-			quoteLit(s.View.Relname), quoteLit(pgDef), quoteLit(out)))
-	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	if len(tr.Script) == 1 {
 		tr.Script = nil
@@ -516,7 +512,7 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 			if len(names) == 0 {
 				continue
 			}
-			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE name = "+quoteLit(names[len(names)-1]))
+			tr.Script = append(tr.Script, "DELETE FROM _tandem_sequences WHERE name = "+quoteLit(names[len(names)-1]), dropComments(names[len(names)-1]))
 		}
 		tr.SQL = strings.Join(tr.Script, ";\n")
 		if len(tr.Script) == 1 {
@@ -635,6 +631,7 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		if what == "VIEW" {
 			tr.Script = append(tr.Script, "DELETE FROM _tandem_views WHERE name = "+quoteLit(name))
 		}
+		tr.Script = append(tr.Script, dropComments(name))
 	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
@@ -688,6 +685,7 @@ func (t *translator) renameView(s *pg_query.RenameStmt, tr *Translation) (*Trans
 	}
 	tr.Script = []string{"DROP VIEW " + quoteIdent(name), "CREATE VIEW " + quoteIdent(s.Newname) + def[as:],
 		"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
+		renameComments(name, s.Newname),
 		"UPDATE _tandem_views SET name = " + quoteLit(s.Newname) + ", sqlite_sql = " + quoteLit("CREATE VIEW "+quoteIdent(s.Newname)+def[as:]) +
 			" WHERE name = " + quoteLit(name) + " AND sqlite_sql = " + quoteLit(def)}
 	tr.SQL = strings.Join(tr.Script, ";\n")
@@ -1001,7 +999,8 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				}
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),
-				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
+				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name),
+				"DELETE FROM _tandem_comments WHERE kind = 'col' AND name = "+quoteLit(name)+" AND column_name = "+quoteLit(cmd.Name))
 		default:
 			return nil, unsupported("ALTER TABLE %s", strings.ToUpper(strings.ReplaceAll(strings.TrimPrefix(cmd.Subtype.String(), "AT_"), "_", " ")))
 		}
@@ -1274,7 +1273,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			fmt.Sprintf("UPDATE sqlite_master SET name = %[2]s, sql = CASE WHEN upper(sql) LIKE 'CREATE UNIQUE%%' THEN 'CREATE UNIQUE INDEX ' ELSE 'CREATE INDEX ' END || %[3]s || substr(sql, instr(upper(sql), ' ON ')) WHERE type = 'index' AND name = %[1]s",
 				quoteLit(name), quoteLit(s.Newname), quoteLit(quoteIdent(s.Newname))),
 			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`,
-			"UPDATE _tandem_constraints SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name))
+			"UPDATE _tandem_constraints SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name), renameComments(name, s.Newname))
 	case pg_query.ObjectType_OBJECT_SEQUENCE:
 		// The sequence's row, the columns it numbers, and their
 		// defaults (_tandem_nextval('name') in the tables' definitions).
@@ -1291,7 +1290,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		tr.Script = append(tr.Script,
 			fmt.Sprintf("SELECT _pg_raise('42P07', %s) WHERE EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)", quoteLit(fmt.Sprintf("relation %q already exists", s.Newname)), quoteLit(s.Newname)),
 			"UPDATE _tandem_sequences SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
-			"UPDATE _tandem_columns SET sequence = "+quoteLit(s.Newname)+" WHERE sequence = "+quoteLit(name),
+			"UPDATE _tandem_columns SET sequence = "+quoteLit(s.Newname)+" WHERE sequence = "+quoteLit(name), renameComments(name, s.Newname),
 			"PRAGMA writable_schema = ON",
 			fmt.Sprintf("UPDATE sqlite_master SET sql = replace(sql, %s, %s) WHERE type = 'table' AND instr(sql, %s) > 0", quoteLit(oldCall), quoteLit(newCall), quoteLit(oldCall)),
 			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
@@ -1310,7 +1309,8 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
 			"UPDATE _tandem_constraints SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
-			"UPDATE _tandem_sequences SET owner_table = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name)}
+			"UPDATE _tandem_sequences SET owner_table = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name),
+			renameComments(name, s.Newname)}
 	case pg_query.ObjectType_OBJECT_COLUMN:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
@@ -1318,7 +1318,8 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		}
 		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME COLUMN " + quoteIdent(s.Subname) + " TO " + quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname),
-			"UPDATE _tandem_sequences SET owner_column = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name) + " AND owner_column = " + quoteLit(s.Subname)}
+			"UPDATE _tandem_sequences SET owner_column = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name) + " AND owner_column = " + quoteLit(s.Subname),
+			"UPDATE _tandem_comments SET column_name = " + quoteLit(s.Newname) + " WHERE kind = 'col' AND name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname)}
 	default:
 		return nil, unsupported("ALTER ... RENAME of a %s", strings.ToLower(strings.TrimPrefix(s.RenameType.String(), "OBJECT_")))
 	}

@@ -229,7 +229,8 @@ func (t *translator) dropEnums(s *pg_query.DropStmt, tr *Translation) (*Translat
 			check = fmt.Sprintf(`SELECT _pg_raise('0A000', 'DROP TYPE %s CASCADE would drop column ' || column_name || ' of table ' || table_name || ', which the SQLite back end does not do: drop or alter the column first') FROM _tandem_columns WHERE type_oid = %d LIMIT 1`,
 				strings.ReplaceAll(e.Name, "'", "''"), e.OID)
 		}
-		tr.Script = append(tr.Script, check, fmt.Sprintf("DELETE FROM _tandem_enums WHERE oid = %d", e.OID))
+		tr.Script = append(tr.Script, check, fmt.Sprintf("DELETE FROM _tandem_enums WHERE oid = %d", e.OID),
+			"DELETE FROM _tandem_comments WHERE kind = 'type' AND name = "+quoteLit(e.Name))
 	}
 	if len(tr.Script) == 0 {
 		tr.Noop = true

@@ -28,6 +28,14 @@ func TestPgDumpStatements(t *testing.T) {
 		{"ALTER TABLE public.t OWNER TO tandem", "", ""},
 		{"ALTER TABLE public.t OWNER TO somebody_else", "", "42704"},
 		{"ALTER SCHEMA public OWNER TO pg_database_owner", "", ""},
+		// comments are kept, and dropped with IS NULL
+		{"COMMENT ON TABLE public.t IS 'x''y'", "VALUES ('rel', 't', '', 'x''y')", ""},
+		{`COMMENT ON COLUMN "T".c IS 'z'`, "VALUES ('col', 'T', 'c', 'z')", ""},
+		{"COMMENT ON COLUMN t.c IS NULL", "DELETE FROM _tandem_comments WHERE kind = 'col' AND name = 't' AND column_name = 'c'", ""},
+		{"COMMENT ON SCHEMA public IS NULL", "VALUES ('schema', 'public', '', NULL)", ""},
+		{"COMMENT ON SCHEMA other IS 'x'", "", "3F000"},
+		{"COMMENT ON COLUMN other.t.c IS 'x'", "", "3F000"},
+		{"COMMENT ON FUNCTION f() IS 'x'", "", ""},
 	} {
 		tr, err := Translate(c.sql, nil)
 		if c.code != "" {

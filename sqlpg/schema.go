@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS _tandem_views (
 	definition TEXT NOT NULL, -- the view's query as PostgreSQL's SQL (pg_get_viewdef)
 	sqlite_sql TEXT NOT NULL  -- sqlite_schema.sql when it was recorded: a rewrite since (RENAME) makes it stale
 );
+CREATE TABLE IF NOT EXISTS _tandem_comments (
+	kind        TEXT NOT NULL,           -- 'rel' | 'col' | 'schema' | 'type'
+	name        TEXT NOT NULL,           -- the relation, schema or type
+	column_name TEXT NOT NULL DEFAULT '', -- for 'col'
+	comment     TEXT,                    -- NULL: none (for the public schema: not even the default)
+	PRIMARY KEY (kind, name, column_name)
+);
 CREATE TABLE IF NOT EXISTS _tandem_enums (
 	oid    INTEGER PRIMARY KEY,  -- the type's OID (from 900000)
 	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM

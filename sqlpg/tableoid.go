@@ -148,7 +148,7 @@ func (t *translator) sequenceRelations(stmt *pg_query.Node) {
 			case *pg_query.Node_RangeVar:
 				r := y.RangeVar
 				schema := strings.ToLower(r.Schemaname)
-				if (schema != "" && schema != "public") || ctes[strings.ToLower(r.Relname)] || t.sch.Columns(r.Relname) != nil || !sl.IsSequence(r.Relname) {
+				if (schema != "" && schema != "public") || ctes[strings.ToLower(r.Relname)] || !sl.IsSequence(r.Relname) || t.sch.Columns(r.Relname) != nil {
 					return
 				}
 				alias := r.Relname

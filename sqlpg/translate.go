@@ -178,7 +178,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	tr = &Translation{Kind: kind}
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
-	tableOIDs(raw)
+	if strings.Contains(strings.ToLower(sql), "tableoid") {
+		tableOIDs(raw)
+	}
 	if sch != nil {
 		t.sequenceRelations(raw)
 	}
@@ -439,8 +441,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		tr.Noop, tr.Tag = true, "ALTER "+strings.TrimPrefix(n.AlterOwnerStmt.ObjectType.String(), "OBJECT_")
 		return tr, nil
 	case *pg_query.Node_CommentStmt:
-		tr.Noop, tr.Tag = true, "COMMENT"
-		return tr, nil
+		return t.comment(n.CommentStmt, tr)
 	case *pg_query.Node_LockStmt:
 		tr.Noop, tr.Tag = true, "LOCK TABLE"
 		return tr, nil

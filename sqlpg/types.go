@@ -982,6 +982,9 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[26]
 		case strings.HasSuffix(c.Name, "name") && c.Name != "name" && !strings.Contains(c.Name, "_"):
 			c.Type = Types[19]
+		case c.Name == "reloptions" || c.Name == "attoptions" || c.Name == "attfdwoptions" || c.Name == "fdwoptions" || c.Name == "srvoptions" ||
+			c.Name == "umoptions" || c.Name == "setconfig" || c.Name == "rolconfig" || c.Name == "useconfig" || c.Name == "proconfig":
+			c.Type = Types[1009] // text[]: NULL || array is the array
 		case c.Name == "enumlabel":
 			c.Type = Types[19]
 		case c.Name == "enumsortorder":
