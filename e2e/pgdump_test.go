@@ -1,11 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestPgDumpSQLite: pg_dump reads a tandem node on the SQLite back end
@@ -100,6 +104,38 @@ COMMENT ON TYPE mood IS 'feelings';
 		}
 		if outs[0] != outs[1] || outs[0] != outs[2] || outs[0] != outs[3] {
 			t.Errorf("%s:\nsource:   %q\nrestored: %q\npostgres: %q\npg_restore: %q", q, outs[0], outs[1], outs[2], outs[3])
+		}
+	}
+}
+
+// TestCommentsReplicateSQLite: COMMENT ON, in autocommit and in a
+// transaction block, reaches the SQLite pair's standby (it is DDL of its
+// own verb: it used to stay on the primary), and a rename carries it.
+func TestCommentsReplicateSQLite(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "")
+	h.start("n1")
+	h.start("n2")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := connect(t, h.dsn(h.nodes["n1"]))
+	s := connect(t, h.dsn(h.nodes["n2"]))
+	for _, q := range []string{
+		"CREATE TABLE cm_t (id int PRIMARY KEY, v text)",
+		"COMMENT ON TABLE cm_t IS 'the table'",
+		"BEGIN",
+		"COMMENT ON COLUMN cm_t.v IS 'a value'",
+		"ALTER TABLE cm_t RENAME TO cm_u",
+		"COMMIT",
+	} {
+		if _, err := p.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const q = `SELECT obj_description('cm_u'::regclass, 'pg_class') || '/' || col_description('cm_u'::regclass, 2)`
+	for name, c := range map[string]*pgx.Conn{"primary": p, "standby": s} {
+		var got string
+		if err := c.QueryRow(ctx, q).Scan(&got); err != nil || got != "the table/a value" {
+			t.Errorf("%s: %q %v", name, got, err)
 		}
 	}
 }

@@ -2342,7 +2342,8 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 		return nil, err
 	}
 	ddl := ""
-	if isDDL(st.kind) && !local {
+	if (isDDL(st.kind) || st.ddl) && !local {
+		// (st.ddl: DDL of another verb, COMMENT ON)
 		ddl = st.sql
 	} else if !st.releaseText() && bigArgs {
 		// Large parameter values (the client's Bind message, which
