@@ -49,6 +49,11 @@ CREATE VIEW big_orders AS SELECT o.id, u.email FROM orders o JOIN "Users" u ON u
 COMMENT ON TABLE orders IS 'All orders';
 COMMENT ON COLUMN "Users".email IS 'login, as typed';
 COMMENT ON TYPE mood IS 'feelings';
+CREATE TABLE notes (id int PRIMARY KEY, body text);
+CREATE VIEW note_bodies AS SELECT id, body FROM notes WHERE body <> '';
+ALTER TABLE notes RENAME COLUMN body TO text_body;
+ALTER TABLE notes RENAME TO memos;
+INSERT INTO memos VALUES (1, 'hello'), (2, '');
 `), 0o644)
 	if out, err := psql(src, "-v", "ON_ERROR_STOP=1", "-q", "-f", schema); err != nil {
 		t.Fatalf("schema: %v\n%s", err, out)
@@ -63,6 +68,7 @@ COMMENT ON TYPE mood IS 'feelings';
 		"CREATE SEQUENCE public.orders_id_seq", "ALTER TABLE ONLY public.orders ALTER COLUMN id SET DEFAULT nextval('public.orders_id_seq'::regclass)",
 		"CONSTRAINT orders_total_check CHECK", "FOREIGN KEY (user_id) REFERENCES public.\"Users\"(id) ON DELETE CASCADE",
 		"CREATE INDEX orders_user ON public.orders USING btree (user_id)", "CREATE VIEW public.big_orders AS",
+		"SELECT id, text_body AS body FROM public.memos WHERE text_body <> ''",
 		"SELECT pg_catalog.setval('public.counter', 100, true)", "COMMENT ON COLUMN public.\"Users\".email IS 'login, as typed'", "COPY public.orders (id, user_id, total, note, tags, doc, paid) FROM stdin"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the dump lacks %q", want)
@@ -87,6 +93,7 @@ COMMENT ON TYPE mood IS 'feelings';
 		`SELECT id, email, m, created, score, data, at FROM "Users" ORDER BY id`,
 		`SELECT id, user_id, total, note, tags, doc, paid FROM orders ORDER BY id`,
 		`SELECT * FROM big_orders ORDER BY id`,
+		`SELECT * FROM note_bodies ORDER BY id`,
 		`SELECT nextval('counter')`,
 		`SELECT obj_description('orders'::regclass, 'pg_class'), col_description('"Users"'::regclass, 2)`,
 		`INSERT INTO orders (user_id, total) VALUES (3, 7) RETURNING id, note`,

@@ -820,6 +820,12 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		}},
 		// The relations a view's query reads (a JSON array of names).
 		{"_tandem_view_refs", viewReads},
+		{"_tandem_view_rename", func(def, table, old, new string, column bool) any {
+			if out, ok := viewRename(def, table, old, new, column); ok {
+				return out
+			}
+			return nil
+		}},
 		{"_tandem_viewdef", func(def any) any {
 			if def == nil {
 				return nil

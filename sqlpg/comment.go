@@ -111,3 +111,111 @@ const descriptionSQL = `SELECT CAST(CASE c.kind WHEN 'schema' THEN 2200 WHEN 'ty
 	FROM main._tandem_comments c WHERE c.comment IS NOT NULL
 	UNION ALL
 	SELECT 2200, 2615, 0, 'standard public schema' WHERE NOT EXISTS (SELECT 1 FROM main._tandem_comments WHERE kind = 'schema' AND name = 'public')`
+
+// viewRename is a view's PostgreSQL text after a rename of what it reads:
+// the table old renamed new, or (column) table's column old renamed new.
+// ok is false when the text cannot be followed for sure (a column named
+// without its table in a query of several relations): the caller then
+// forgets the text, and pg_get_viewdef gives the query SQLite runs.
+func viewRename(def, table, old, new string, column bool) (string, bool) {
+	tree, err := pg_query.Parse(def)
+	if err != nil || len(tree.Stmts) != 1 {
+		return "", false
+	}
+	root := tree.Stmts[0].Stmt
+	var rels []*pg_query.RangeVar
+	visit(root.ProtoReflect(), func(n *pg_query.Node) {
+		if r := n.GetRangeVar(); r != nil && (r.Schemaname == "" || r.Schemaname == "public") {
+			rels = append(rels, r)
+		}
+	})
+	if !column {
+		changed := false
+		for _, r := range rels {
+			if r.Relname == old {
+				r.Relname, changed = new, true
+			}
+		}
+		if !changed {
+			return def, true
+		}
+		visit(root.ProtoReflect(), func(n *pg_query.Node) {
+			if cr := n.GetColumnRef(); cr != nil && len(cr.Fields) >= 2 {
+				if q := cr.Fields[len(cr.Fields)-2].GetString_(); q != nil && q.Sval == old {
+					q.Sval = new
+				}
+			}
+		})
+	} else {
+		names := map[string]bool{} // what the table is called in the query
+		for _, r := range rels {
+			if r.Relname == table {
+				if r.Alias != nil {
+					names[r.Alias.Aliasname] = true
+				} else {
+					names[table] = true
+				}
+			}
+		}
+		if len(names) == 0 {
+			return def, true
+		}
+		ok := true
+		rename := func(cr *pg_query.ColumnRef) bool {
+			last := cr.Fields[len(cr.Fields)-1].GetString_()
+			if last == nil || last.Sval != old {
+				return false
+			}
+			if len(cr.Fields) >= 2 {
+				q := cr.Fields[len(cr.Fields)-2].GetString_()
+				if q == nil || !names[q.Sval] {
+					return false
+				}
+			} else if len(rels) != 1 {
+				ok = false // whose column? not known here
+				return false
+			}
+			last.Sval = new
+			return true
+		}
+		renamed := map[*pg_query.ColumnRef]bool{}
+		visit(root.ProtoReflect(), func(n *pg_query.Node) {
+			if cr := n.GetColumnRef(); cr != nil && rename(cr) {
+				renamed[cr] = true
+			}
+			// The view's column keeps its name, as in PostgreSQL (children
+			// are visited first: the reference is renamed by now).
+			if rt := n.GetResTarget(); rt != nil && rt.Name == "" && renamed[rt.Val.GetColumnRef()] {
+				rt.Name = old
+			}
+		})
+		if !ok {
+			return "", false
+		}
+	}
+	out, err := pg_query.Deparse(tree)
+	if err != nil {
+		return "", false
+	}
+	return out, true
+}
+
+// viewRenameScripts keep the recorded PostgreSQL text of the views that
+// are current (SQLite's text unchanged since it was recorded) through a
+// rename, around the rename statement itself: before it, the text is
+// followed (or forgotten) and marked; after it, SQLite's rewritten text
+// is recorded with it.
+func viewRenameScripts(table, old, new string, column bool) (before, after []string) {
+	col := "0"
+	if column {
+		col = "1"
+	}
+	call := fmt.Sprintf("_tandem_view_rename(definition, %s, %s, %s, %s)", quoteLit(table), quoteLit(old), quoteLit(new), col)
+	current := "sqlite_sql = (SELECT m.sql FROM sqlite_master m WHERE m.type = 'view' AND m.name = _tandem_views.name)"
+	before = []string{
+		"DELETE FROM _tandem_views WHERE " + current + " AND " + call + " IS NULL",
+		"UPDATE _tandem_views SET definition = " + call + ", sqlite_sql = '' WHERE " + current,
+	}
+	after = []string{"UPDATE _tandem_views SET sqlite_sql = coalesce((SELECT m.sql FROM sqlite_master m WHERE m.type = 'view' AND m.name = _tandem_views.name), '') WHERE sqlite_sql = ''"}
+	return before, after
+}

@@ -1306,20 +1306,24 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 				return t.renameView(s, tr) // ALTER TABLE v RENAME TO w: PostgreSQL allows it (Liquibase's renameView)
 			}
 		}
-		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME TO " + quoteIdent(s.Newname),
-			"UPDATE _tandem_columns SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
-			"UPDATE _tandem_constraints SET table_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name),
-			"UPDATE _tandem_sequences SET owner_table = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name),
-			renameComments(name, s.Newname)}
+		before, after := viewRenameScripts(name, name, s.Newname, false)
+		tr.Script = append(before, "ALTER TABLE "+quoteIdent(name)+" RENAME TO "+quoteIdent(s.Newname),
+			"UPDATE _tandem_columns SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
+			"UPDATE _tandem_constraints SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
+			"UPDATE _tandem_sequences SET owner_table = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name),
+			renameComments(name, s.Newname))
+		tr.Script = append(tr.Script, after...)
 	case pg_query.ObjectType_OBJECT_COLUMN:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
 			return nil, err
 		}
-		tr.Script = []string{"ALTER TABLE " + quoteIdent(name) + " RENAME COLUMN " + quoteIdent(s.Subname) + " TO " + quoteIdent(s.Newname),
-			"UPDATE _tandem_columns SET column_name = " + quoteLit(s.Newname) + " WHERE table_name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname),
-			"UPDATE _tandem_sequences SET owner_column = " + quoteLit(s.Newname) + " WHERE owner_table = " + quoteLit(name) + " AND owner_column = " + quoteLit(s.Subname),
-			"UPDATE _tandem_comments SET column_name = " + quoteLit(s.Newname) + " WHERE kind = 'col' AND name = " + quoteLit(name) + " AND column_name = " + quoteLit(s.Subname)}
+		before, after := viewRenameScripts(name, s.Subname, s.Newname, true)
+		tr.Script = append(before, "ALTER TABLE "+quoteIdent(name)+" RENAME COLUMN "+quoteIdent(s.Subname)+" TO "+quoteIdent(s.Newname),
+			"UPDATE _tandem_columns SET column_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(s.Subname),
+			"UPDATE _tandem_sequences SET owner_column = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name)+" AND owner_column = "+quoteLit(s.Subname),
+			"UPDATE _tandem_comments SET column_name = "+quoteLit(s.Newname)+" WHERE kind = 'col' AND name = "+quoteLit(name)+" AND column_name = "+quoteLit(s.Subname))
+		tr.Script = append(tr.Script, after...)
 	default:
 		return nil, unsupported("ALTER ... RENAME of a %s", strings.ToLower(strings.TrimPrefix(s.RenameType.String(), "OBJECT_")))
 	}

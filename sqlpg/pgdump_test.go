@@ -85,3 +85,30 @@ func TestCatalogRelOIDs(t *testing.T) {
 		t.Errorf("a user relation's OID is below 16384")
 	}
 }
+
+func TestViewRename(t *testing.T) {
+	for _, c := range []struct {
+		def, table, old, new string
+		column               bool
+		want                 string // "" : cannot follow
+	}{
+		{"SELECT a.id FROM a WHERE a.x > 1", "a", "a", "b", false, "SELECT b.id FROM b WHERE b.x > 1"},
+		{"SELECT id FROM a x JOIN c ON c.id = x.id", "a", "a", "b", false, "SELECT id FROM b x JOIN c ON c.id = x.id"},
+		{"SELECT id, c FROM t", "t", "c", "d", true, "SELECT id, d AS c FROM t"},
+		{"SELECT x.c FROM t x JOIN u ON u.id = x.id", "t", "c", "d", true, "SELECT x.d AS c FROM t x JOIN u ON u.id = x.id"},
+		{"SELECT u.c FROM t JOIN u ON true", "t", "c", "d", true, "SELECT u.c FROM t JOIN u ON true"},
+		{"SELECT c FROM t JOIN u ON true", "t", "c", "d", true, ""},
+		{"SELECT id FROM other", "t", "c", "d", true, "SELECT id FROM other"},
+	} {
+		got, ok := viewRename(c.def, c.table, c.old, c.new, c.column)
+		if c.want == "" {
+			if ok {
+				t.Errorf("%s: followed to %q, want it given up", c.def, got)
+			}
+			continue
+		}
+		if !ok || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.def, got, ok, c.want)
+		}
+	}
+}
