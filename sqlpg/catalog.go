@@ -216,7 +216,8 @@ func catalogSQL() []string {
 			(p."notnull" OR p.pk > 0) AS attnotnull, (`+colDefault+` IS NOT NULL) AS atthasdef,
 			0 AS atthasmissing, coalesce(tc.identity, '') AS attidentity, '' AS attgenerated, 0 AS attisdropped, 1 AS attislocal,
 			0 AS attinhcount, CAST(0 AS INTEGER) AS attcollation, -1 AS attstattarget, 0 AS attndims, -1 AS attlen, 0 AS attbyval,
-			'i' AS attalign, 'p' AS attstorage, '' AS attcompression, NULL AS attacl, NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
+			'i' AS attalign, _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attstorage, '' AS attcompression, NULL AS attacl,
+			NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
 	add("pg_attrdef", `SELECT CAST(_tandem_oid(m.name || '.' || p.name) AS INTEGER) AS oid, CAST(_tandem_oid(m.name) AS INTEGER) AS adrelid,
@@ -279,7 +280,7 @@ func catalogSQL() []string {
 	add("pg_type", `SELECT CAST(column1 AS INTEGER) AS oid, column2 AS typname, CAST(column3 AS INTEGER) AS typnamespace, CAST(10 AS INTEGER) AS typowner,
 			column4 AS typlen, column5 AS typbyval, column6 AS typtype, column7 AS typcategory, 0 AS typispreferred, column8 AS typisdefined,
 			column9 AS typdelim, CAST(column10 AS INTEGER) AS typrelid, CAST(column11 AS INTEGER) AS typelem, CAST(column12 AS INTEGER) AS typarray,
-			column13 AS typinput, column14 AS typoutput, column13 AS typreceive, column14 AS typsend, 'i' AS typalign, 'p' AS typstorage,
+			column13 AS typinput, column14 AS typoutput, column13 AS typreceive, column14 AS typsend, 'i' AS typalign, _tandem_typstorage(column1) AS typstorage,
 			column15 AS typnotnull, CAST(column16 AS INTEGER) AS typbasetype, column17 AS typtypmod, column18 AS typndims,
 			CAST(column19 AS INTEGER) AS typcollation, column20 AS typdefault, NULL AS typdefaultbin, NULL AS typacl, CAST(0 AS INTEGER) AS typsubscript, '-' AS typanalyze
 		FROM (VALUES `+strings.Join(types, ", ")+`
@@ -310,6 +311,8 @@ func catalogSQL() []string {
 	// A sequence read as a relation (SELECT last_value, is_called FROM s):
 	// the translator reads this view for s (sequenceRelations).
 	add("_pg_seqrel", `SELECT name AS seqname, last_value, CAST(0 AS INTEGER) AS log_cnt, is_called FROM main._tandem_sequences`)
+	add("pg_tablespace", `SELECT CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions
+		UNION ALL SELECT 1664, 'pg_global', 10, NULL, NULL`)
 	add("pg_settings", `SELECT column1 AS name, column2 AS setting, NULL AS unit, 'tandem' AS category, '' AS short_desc, '' AS extra_desc,
 			'user' AS context, 'string' AS vartype, 'default' AS source, NULL AS min_val, NULL AS max_val, NULL AS enumvals,
 			column2 AS boot_val, column2 AS reset_val, NULL AS sourcefile, NULL AS sourceline, 0 AS pending_restart
@@ -382,7 +385,6 @@ func catalogSQL() []string {
 		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
 		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname, CAST(10 AS INTEGER) AS srvowner, CAST(0 AS INTEGER) AS srvfdw, NULL AS srvtype, NULL AS srvversion, NULL AS srvacl, NULL AS srvoptions"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
-		{"pg_tablespace", "CAST(1663 AS INTEGER) AS oid, 'pg_default' AS spcname, CAST(10 AS INTEGER) AS spcowner, NULL AS spcacl, NULL AS spcoptions"},
 		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype, CAST(0 AS INTEGER) AS rngmultitypid, CAST(0 AS INTEGER) AS rngcollation, CAST(0 AS INTEGER) AS rngsubopc, CAST(0 AS INTEGER) AS rngcanonical, CAST(0 AS INTEGER) AS rngsubdiff"},
 	} {
 		add(empty.name, "SELECT "+empty.cols+" WHERE 0")
@@ -696,11 +698,34 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return FormatType(o, m)
 		}},
-		{"pg_get_userbyid", func(any) string { return users[0] }},
+		{"pg_get_userbyid", func(oid any) string {
+			if oid == int64(6171) {
+				return "pg_database_owner" // the public schema's owner
+			}
+			return users[0]
+		}},
+		// How a type's values are stored (pg_type.typstorage, psql's
+		// Storage column): plain for fixed-length types, main for
+		// numeric, extended for the other variable-length ones.
+		{"_tandem_typstorage", func(oid any) string {
+			o, _ := oid.(int64)
+			t := Types[uint32(o)]
+			switch {
+			case t == nil || t.Len > 0:
+				return "p"
+			case t.Name == "numeric":
+				return "m"
+			}
+			return "x"
+		}},
 		// No object has privileges of its own (every user may do
 		// everything): a NULL ACL is PostgreSQL's "the default".
 		{"acldefault", func(any, any) any { return nil }},
 		{"pg_get_triggerdef", func(args ...any) any { return nil }},
+		{"pg_get_function_sqlbody", func(any) any { return nil }},
+		// The one tablespace, pg_default: its location is the data
+		// directory's, which PostgreSQL prints as ''.
+		{"pg_tablespace_location", func(any) string { return "" }},
 		// Argument types of a function: there are none (pg_proc is empty).
 		{"oidvectortypes", func(any) string { return "" }},
 		{"pg_table_is_visible", func(any) bool { return true }},

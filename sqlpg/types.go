@@ -943,6 +943,18 @@ func untyped(cols []Column) bool {
 	return true
 }
 
+// CatalogColumns types the columns of catalog view view (the SQLite name
+// CatalogRelation gives) as PostgreSQL's catalog types them, by name: a
+// view's declared types say nothing (a UNION's columns have none), and a
+// parameter compared with one (relname = $1) takes its type from here.
+func CatalogColumns(view string, cols []Column) []Column {
+	bare := make([]Column, len(cols))
+	for i, c := range cols {
+		bare[i] = Column{Name: c.Name}
+	}
+	return catalogColumns(bare, strings.HasPrefix(view, "_is_"))
+}
+
 func catalogColumns(cols []Column, infoSchema bool) []Column {
 	out := make([]Column, len(cols))
 	for i, c := range cols {

@@ -717,7 +717,13 @@ func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
 func tableColumns(c *conn, table string) map[string]string {
 	out := map[string]string{}
 	var order []string
-	for _, col := range tableColumnList(c, table) {
+	cols := tableColumnList(c, table)
+	if view, ok := sqlpg.CatalogRelation("", table); ok && strings.EqualFold(view, table) {
+		// A catalog view: typed by name as PostgreSQL's catalog (its
+		// UNION's declared types would make relname bytea).
+		cols = sqlpg.CatalogColumns(view, cols)
+	}
+	for _, col := range cols {
 		name := strings.ToLower(col.Name)
 		if col.Type != nil {
 			out[name] = col.Type.Name // lower case: a PostgreSQL type name

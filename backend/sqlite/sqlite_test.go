@@ -415,3 +415,46 @@ func TestAddSerialColumn(t *testing.T) {
 		t.Error("NULL into a serial column (NOT NULL) accepted")
 	}
 }
+
+// TestCatalogParamTypes: a parameter compared with a catalog column takes
+// the catalog's type (relname = $1 is name, oid = $1 is oid), where the
+// catalog view's declared types made it bytea and the text a client sent
+// matched no row.
+func TestCatalogParamTypes(t *testing.T) {
+	db := open(t)
+	s, _ := db.NewSession(context.Background(), "u", "d")
+	defer s.Close()
+	if _, err := run(t, s, "CREATE TABLE cpt (id int PRIMARY KEY, v text)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		sql  string
+		oid  uint32
+		arg  any
+		rows int
+	}{
+		{"SELECT relname FROM pg_class WHERE relname = $1", 19, "cpt", 1},
+		{"SELECT attname FROM pg_attribute WHERE attname = $1", 19, "v", 1},
+		{"SELECT relname FROM pg_class WHERE oid = $1", 26, nil, 0},
+	} {
+		st, err := s.Prepare(ctx, c.sql)
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		if got := st.(*Statement).ParamOIDs(); len(got) != 1 || got[0] != c.oid {
+			t.Errorf("%s: parameter types %v, want [%d]", c.sql, got, c.oid)
+		}
+		if c.arg == nil {
+			continue
+		}
+		res, err := s.Execute(ctx, st, []any{c.arg})
+		if err != nil {
+			t.Fatalf("%s: %v", c.sql, err)
+		}
+		rows, _, _, err := drain(res)
+		if err != nil || len(rows) != c.rows {
+			t.Errorf("%s with %v: %d rows, %v; want %d", c.sql, c.arg, len(rows), err, c.rows)
+		}
+	}
+}
