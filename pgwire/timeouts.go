@@ -230,10 +230,12 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 		}
 	}
 	typ, frame, err := c.ReadFrame()
-	if err != nil {
-		if kerr := s.killedErr(); kerr != nil {
-			return 0, nil, kerr
-		}
+	// A session terminated while it waited never runs what it read, also
+	// when the read returned the client's next message rather than
+	// terminate's deadline (seen under load: the statement after
+	// pg_terminate_backend ran and the one after it got the FATAL).
+	if kerr := s.killedErr(); kerr != nil {
+		return 0, nil, kerr
 	}
 	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		s.e.log().Info("session ended", "reason", ErrMessageTimeout.Error(), "remote", c.RemoteAddr, "user", c.User, "timeout", s.e.MessageReadTimeout)
