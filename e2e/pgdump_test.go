@@ -58,6 +58,12 @@ INSERT INTO memos VALUES (1, 'hello'), (2, '');
 	if out, err := psql(src, "-v", "ON_ERROR_STOP=1", "-q", "-f", schema); err != nil {
 		t.Fatalf("schema: %v\n%s", err, out)
 	}
+	// psql's \d of an index lists its columns (pg_attribute has the
+	// index's rows, as PostgreSQL's).
+	if out, err := psql(src, "-c", `\d orders_note_total`); err != nil || !strings.Contains(out, "note   | text          | yes  | note") ||
+		!strings.Contains(out, "total  | numeric(12,2) | yes  | total") {
+		t.Errorf("\\d of an index: %v\n%s", err, out)
+	}
 	dump := filepath.Join(dir, "dump.sql")
 	cmd := exec.Command("pg_dump", "-f", dump, src.DSN)
 	if out, err := cmd.CombinedOutput(); err != nil {

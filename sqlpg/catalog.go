@@ -219,7 +219,21 @@ func catalogSQL() []string {
 			'i' AS attalign, _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attstorage, '' AS attcompression, NULL AS attacl,
 			NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')
+		UNION ALL
+		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), p.name, CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER),
+			CAST(coalesce(tc.typmod, -1) AS INTEGER), CAST(ii.seqno + 1 AS INTEGER), 0, 0, 0, '', '', 0, 1, 0, CAST(0 AS INTEGER), -1, 0, -1, 0,
+			'i', _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), '', NULL, NULL, NULL, NULL
+		FROM _pg_index_all i, pragma_index_info(coalesce(i.sqlite_name, '')) ii JOIN pragma_table_info(i.tbl) p ON p.name = ii.name
+			LEFT JOIN main._tandem_columns tc ON tc.table_name = i.tbl AND tc.column_name = p.name
+		WHERE i.sqlite_name IS NOT NULL
+		UNION ALL
+		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), p.name, CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER),
+			CAST(coalesce(tc.typmod, -1) AS INTEGER), 1, 0, 0, 0, '', '', 0, 1, 0, CAST(0 AS INTEGER), -1, 0, -1, 0,
+			'i', _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), '', NULL, NULL, NULL, NULL
+		FROM _pg_index_all i JOIN pragma_table_info(i.tbl) p ON p.pk = 1
+			LEFT JOIN main._tandem_columns tc ON tc.table_name = i.tbl AND tc.column_name = p.name
+		WHERE i.sqlite_name IS NULL`)
 	add("pg_attrdef", `SELECT CAST(_tandem_oid(m.name || '.' || p.name) AS INTEGER) AS oid, CAST(_tandem_oid(m.name) AS INTEGER) AS adrelid,
 			CAST(p.cid + 1 AS INTEGER) AS adnum,
 			`+colDefault+` AS adbin
@@ -644,7 +658,15 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		name string
 		fn   any
 	}{
-		{"_tandem_oid", RelOID},
+		{"_tandem_oid", func(name any) any { // NULL::regclass is NULL
+			if s, ok := name.(string); ok {
+				return RelOID(s)
+			}
+			if b, ok := name.([]byte); ok {
+				return RelOID(string(b))
+			}
+			return nil
+		}},
 		{"_tandem_relname", RegclassName},
 		// The connection's addresses are not known to the back end:
 		// NULL, as PostgreSQL answers over a Unix socket.
