@@ -87,20 +87,7 @@ func markKeywords(stmt *pg_query.Node) (restore func()) {
 				return
 			}
 		}
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			if fd.Message() == nil || fd.IsMap() {
-				return true
-			}
-			if fd.IsList() {
-				l := v.List()
-				for i := 0; i < l.Len(); i++ {
-					walk(l.Get(i).Message())
-				}
-				return true
-			}
-			walk(v.Message())
-			return true
-		})
+		eachChild(m, walk)
 	}
 	walk(stmt.ProtoReflect())
 	return func() {

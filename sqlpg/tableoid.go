@@ -98,20 +98,7 @@ func tableOIDs(stmt *pg_query.Node) {
 				return
 			}
 		}
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			if fd.Message() == nil || fd.IsMap() {
-				return true
-			}
-			if fd.IsList() {
-				l := v.List()
-				for i := 0; i < l.Len(); i++ {
-					walk(l.Get(i).Message(), scopes)
-				}
-				return true
-			}
-			walk(v.Message(), scopes)
-			return true
-		})
+		eachChild(m, func(c protoreflect.Message) { walk(c, scopes) })
 	}
 	walk(stmt.ProtoReflect(), nil)
 }

@@ -772,6 +772,11 @@ func walkNode(n *pg_query.Node, fn func(*pg_query.Node)) {
 }
 
 func walkMsg(m protoreflect.Message, fn func(*pg_query.Node)) {
+	eachChild(m, func(c protoreflect.Message) { visit(c, fn) })
+}
+
+// eachChild calls f for each message m holds, in a field or a list.
+func eachChild(m protoreflect.Message, f func(protoreflect.Message)) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		if fd.Message() == nil || fd.IsMap() {
 			return true
@@ -779,11 +784,11 @@ func walkMsg(m protoreflect.Message, fn func(*pg_query.Node)) {
 		if fd.IsList() {
 			l := v.List()
 			for i := 0; i < l.Len(); i++ {
-				visit(l.Get(i).Message(), fn)
+				f(l.Get(i).Message())
 			}
 			return true
 		}
-		visit(v.Message(), fn)
+		f(v.Message())
 		return true
 	})
 }
