@@ -833,7 +833,17 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_relation_size", func(args ...any) int64 { return 8192 }},
 		{"pg_total_relation_size", func(args ...any) int64 { return 8192 }},
 		{"pg_table_size", func(args ...any) int64 { return 8192 }},
-		{"pg_database_size", func(args ...any) int64 { return 8192 }},
+		// The database's size: SQLite's pages times their size (the
+		// main file; the WAL is not counted).
+		{"pg_database_size", func(args ...any) any {
+			pages, size := lookupOne(c, "PRAGMA page_count", nil), lookupOne(c, "PRAGMA page_size", nil)
+			p, ok1 := pages.(int64)
+			z, ok2 := size.(int64)
+			if !ok1 || !ok2 {
+				return nil
+			}
+			return p * z
+		}},
 		{"current_schemas", func(implicit bool) string { // pg_catalog first when asked for the implicit schemas, as PostgreSQL
 			var out []string
 			has := false

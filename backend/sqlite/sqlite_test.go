@@ -457,4 +457,17 @@ func TestCatalogParamTypes(t *testing.T) {
 			t.Errorf("%s with %v: %d rows, %v; want %d", c.sql, c.arg, len(rows), err, c.rows)
 		}
 	}
+	// pg_database_size is the file's pages (it answered 8192 always).
+	st, err := s.Prepare(ctx, "SELECT pg_database_size(current_database())")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Execute(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _, _, err := drain(res)
+	if n, ok := rows[0][0].(int64); err != nil || !ok || n <= 8192 || n%512 != 0 {
+		t.Errorf("pg_database_size: %v %v", rows, err)
+	}
 }
