@@ -326,18 +326,23 @@ func (e *Engine) startExternal(ctx context.Context, st state) error {
 // timeline is not in p's history at all. PostgreSQL then refuses to
 // follow ("new timeline forked off current database system timeline
 // before current recovery point"), and until it is rewound its reads
-// would show those commits. A standby that streams already follows; one
-// whose last restartpoint is older than its switch to p's timeline looks
-// past the fork too, so it is given a few seconds to start streaming.
+// would show those commits. A standby that receives p's timeline already
+// follows; one whose last restartpoint is older than its switch to p's
+// timeline looks past the fork too, so it is given a few seconds to
+// start streaming it.
 func (e *Engine) pastFork(ctx context.Context, c *pgconn.PgConn, p *config.Node) (string, error) {
 	const probe = "SELECT coalesce(pg_last_wal_replay_lsn()::text, ''), (SELECT timeline_id FROM pg_control_checkpoint())::text, coalesce((SELECT status FROM pg_stat_wal_receiver), ''), coalesce((SELECT received_tli FROM pg_stat_wal_receiver)::text, '0')"
 	rows, err := query(ctx, c, probe)
 	if err != nil {
 		return "", err
 	}
-	if rows[0][2] == "streaming" || rows[0][0] == "" {
+	if rows[0][0] == "" {
 		return "", nil
 	}
+	// (A receiver that streams is not enough: pointed at the promoted
+	// standby, it streams the old timeline's tail up to the switch and
+	// stops, again every few seconds; only one that receives the
+	// primary's timeline follows it.)
 	replay, err := parseLSN(rows[0][0])
 	if err != nil {
 		return "", err
@@ -383,7 +388,9 @@ func (e *Engine) pastFork(ctx context.Context, c *pgconn.PgConn, p *config.Node)
 		case <-time.After(100 * time.Millisecond):
 		}
 		if rows, err := query(ctx, c, probe); err == nil && rows[0][2] == "streaming" {
-			return "", nil
+			if rtli, _ := strconv.ParseUint(rows[0][3], 10, 32); rtli >= ptli {
+				return "", nil
+			}
 		}
 	}
 	return why, nil
