@@ -323,9 +323,11 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 			MemLatencyNS float64 `json:"mem_latency_ns"`
 		} `json:"rows"`
 		Points []struct {
-			N           int     `json:"n"`
-			MachineBusy float64 `json:"machine_busy"`
-			MachineCPUs int     `json:"machine_cpus"`
+			N           int               `json:"n"`
+			X           float64           `json:"x"`
+			MachineBusy float64           `json:"machine_busy"`
+			MachineCPUs int               `json:"machine_cpus"`
+			Routed      map[string]uint64 `json:"routed"`
 			Hosts       []struct {
 				Name string  `json:"name"`
 				Kind string  `json:"kind"`
@@ -361,6 +363,19 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 		}
 		if kinds["node"] != p.N || kinds["client"] != 1 || (p.N > 1) != (kinds["router"] == 1) {
 			t.Errorf("N = %d: hosts %v", p.N, kinds)
+		}
+		// Behind the router, what it sent each node over the window: the
+		// window's transactions (3 s at X), every node among them.
+		if p.N > 1 {
+			var routed uint64
+			for _, v := range p.Routed {
+				routed += v
+			}
+			if len(p.Routed) != p.N || p.Routed["n1"] == 0 || float64(routed) < 0.5*3*p.X || float64(routed) > 2*3*p.X {
+				t.Errorf("N = %d: routed %v over a 3 s window at %.0f tx/s", p.N, p.Routed, p.X)
+			}
+		} else if len(p.Routed) != 0 {
+			t.Errorf("N = 1 has no router, yet routed %v", p.Routed)
 		}
 		// The whole machine was busy at least as much as the hosts it
 		// ran, and no more than its cores.

@@ -1,5 +1,23 @@
 package pgwire_test
 
-import "os"
+import (
+	"os"
+	"testing"
+)
 
-func filepathTemp() (string, error) { return os.MkdirTemp("", "tandem-fuzz") }
+// fuzzDir holds the fuzz server's database; TestMain removes it.
+var fuzzDir string
+
+func filepathTemp() (string, error) {
+	dir, err := os.MkdirTemp("", "tandem-fuzz")
+	fuzzDir = dir
+	return dir, err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fuzzDir != "" {
+		_ = os.RemoveAll(fuzzDir)
+	}
+	os.Exit(code)
+}

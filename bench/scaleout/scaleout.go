@@ -142,6 +142,10 @@ type Point struct {
 	// did to this machine's caches, which moves a transaction's CPU cost
 	// by up to 2x without any stolen time (lab/speed.go).
 	MemLatencyNS float64 `json:"mem_latency_ns,omitempty"`
+	// Routed is, at N > 1, how many transactions the router sent each
+	// node over the window (its /status counts at both ends): what each
+	// host served, which its CPU is divided by to get a demand.
+	Routed map[string]uint64 `json:"routed,omitempty"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -295,18 +299,17 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 		return nil, err
 	}
 	defer env.Close()
-	lb, lc, dsn := env.Lab, env.Cluster, env.DSN
 	var pts []Point
 	for _, mix := range o.Mixes {
 		var p Point
 		for try := 0; ; try++ {
 			o.quiesce(ctx, env)
-			p, err = o.measure(ctx, lb, lc, dsn, n, mix)
+			p, err = o.measure(ctx, env, mix)
 			p.Round, p.StealRetries = round, try
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -326,13 +329,15 @@ const StealRetries = 2
 
 // measure runs one mix and reads every host's cgroup over the measured
 // window (from the end of the ramp-up to the end of the run).
-func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, dsn string, n int, mix string) (Point, error) {
+func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, error) {
+	lb, lc, dsn, n := env.Lab, env.Cluster, env.DSN, env.N
 	p := Point{N: n, Mix: mix, Clients: n * o.ClientsPerNode}
 	type sample struct {
 		at      time.Time
 		u       map[string]lab.Usage
 		machine time.Duration // every process's CPU time
 		host    profiler.HostCPU
+		routed  map[string]uint64
 		ok, hok bool
 	}
 	read := func() sample {
@@ -344,6 +349,10 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 			s.host, s.hok = h, true
 		}
 		s.u = lb.Usage()
+		if n > 1 && env.Config != nil {
+			// Best effort: a router without an admin address has none.
+			s.routed, _ = RoutedTransactions(ctx, env.Config)
+		}
 		return s
 	}
 	first := make(chan sample, 1)
@@ -392,6 +401,12 @@ func (o *Options) measure(ctx context.Context, lb *lab.Lab, lc *cluster.Local, d
 		// sample, so /proc/stat's figure holds.
 		p.Steal = round3(float64(last.host.Steal-s0.host.Steal) / (wall * profiler.ClockTicks))
 	}
+	if s0.routed != nil && last.routed != nil {
+		p.Routed = make(map[string]uint64, len(last.routed))
+		for id, v := range last.routed {
+			p.Routed[id] = v - s0.routed[id]
+		}
+	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
 		kinds[pr.Name] = pr.Kind
@@ -426,6 +441,26 @@ func hostsLine(hs []Host) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", h.Name, h.Util))
 	}
 	return "CPU " + strings.Join(parts, ", ")
+}
+
+// routedLine is the progress lines' share of the window's transactions
+// the router sent each node ("" without the router's counts).
+func routedLine(r map[string]uint64) string {
+	var total uint64
+	ids := make([]string, 0, len(r))
+	for id, v := range r {
+		total += v
+		ids = append(ids, id)
+	}
+	if total == 0 {
+		return ""
+	}
+	slices.Sort(ids)
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprintf("%s %.0f%%", id, 100*float64(r[id])/float64(total))
+	}
+	return "; routed " + strings.Join(parts, ", ")
 }
 
 // Summarise takes the median over rounds of each (N, mix) and the

@@ -228,3 +228,19 @@ func TestRoutedTransactions(t *testing.T) {
 		t.Error("router gone: no error")
 	}
 }
+
+func TestRoutedLine(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]uint64
+		want string
+	}{
+		{nil, ""},
+		{map[string]uint64{"n1": 0, "n2": 0}, ""},
+		{map[string]uint64{"n2": 300, "n1": 100}, "; routed n1 25%, n2 75%"},
+		{map[string]uint64{"n1": 1, "n2": 1, "n3": 1}, "; routed n1 33%, n2 33%, n3 33%"},
+	} {
+		if got := routedLine(tc.in); got != tc.want {
+			t.Errorf("routedLine(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
