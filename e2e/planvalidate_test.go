@@ -57,7 +57,9 @@ type validateOut struct {
 				WS        float64 `json:"ws_s"`
 				BG        float64 `json:"bg"`
 				BGReplica float64 `json:"bg_replica"`
+				WCSat     float64 `json:"wc_saturated_s"`
 			} `json:"resources"`
+			MasterReadShare float64 `json:"master_read_share"`
 		} `json:"profile"`
 	} `json:"replicated_profiles"`
 	ProfileRounds []struct {
@@ -234,6 +236,12 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		if r.Name == "cpu" && (r.RC <= 0 || r.WC <= 0 || r.WS <= 0) {
 			t.Errorf("replicated profile cpu demands rc %g wc %g ws %g: nothing measured", r.RC, r.WC, r.WS)
 		}
+		// Single-master with --demands mix: wc from the mix (the master
+		// serving reads too), and the update phase's as the demand of a
+		// master that runs updates alone.
+		if r.Name == "cpu" && design == "single-master" && (r.WCSat <= 0 || repl.Profile.MasterReadShare <= 0 || repl.Profile.MasterReadShare >= 1) {
+			t.Errorf("replicated profile: wc_saturated_s %g, master_read_share %g: want both measured", r.WCSat, repl.Profile.MasterReadShare)
+		}
 	}
 	checkProfileRounds(t, &doc, rounds)
 	checkSpeed(t, &doc)
@@ -304,6 +312,60 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("--html page lacks %q", want)
 		}
+	}
+	var predicted []float64
+	for _, p := range v.Points {
+		predicted = append(predicted, p.PredictedTPS)
+	}
+	checkReplay(t, out, predicted)
+}
+
+// checkReplay re-models the saved document (--replay): the same build
+// gives the same predictions; an assumption given on the command line
+// (a load-balancer delay) lowers them.
+func checkReplay(t *testing.T, saved []byte, predicted []float64) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "v.json")
+	if err := os.WriteFile(file, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(extra ...string) []float64 {
+		out, err := exec.Command(tandemBin, append([]string{"plan", "validate", "--replay", file, "--json"}, extra...)...).Output()
+		if err != nil {
+			t.Fatalf("plan validate --replay: %v", err)
+		}
+		var doc struct {
+			ReplayOf    string `json:"replay_of"`
+			Validations []struct {
+				Points []struct {
+					PredictedTPS float64 `json:"predicted_tps"`
+				} `json:"points"`
+			} `json:"validations"`
+		}
+		if err := json.Unmarshal(out, &doc); err != nil || len(doc.Validations) != 1 || !strings.Contains(doc.ReplayOf, "plan validate") {
+			t.Fatalf("replay document: %v, replay_of %q, %d validations", err, doc.ReplayOf, len(doc.Validations))
+		}
+		var tps []float64
+		for _, p := range doc.Validations[0].Points {
+			tps = append(tps, p.PredictedTPS)
+		}
+		return tps
+	}
+	same := replay()
+	if len(same) != len(predicted) {
+		t.Fatalf("replay: %d points, the run %d", len(same), len(predicted))
+	}
+	for i, p := range predicted {
+		if math.Abs(same[i]-p) > 1e-6*p {
+			t.Errorf("replay, N = %d: predicted %g, the run %g", i+1, same[i], p)
+		}
+	}
+	slow := replay("--lb-delay", "20ms")
+	if slow[0] > same[0] || slow[1] >= same[1] {
+		t.Errorf("replay with --lb-delay 20ms: predicted %v, without %v: want N = 2 lower", slow, same)
+	}
+	if out, err := exec.Command(tandemBin, "plan", "validate", "--replay", filepath.Join(t.TempDir(), "none.json")).CombinedOutput(); err == nil || !strings.Contains(string(out), "--replay") {
+		t.Errorf("replay of a missing file: %v, %s", err, out)
 	}
 }
 

@@ -197,7 +197,7 @@ func TestSingleMasterSpareEqualisesReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []int{2, 4, 16} {
-		st, err := m.balance(n, p.A1, float64(n-1)*p.Pw/p.Pr)
+		st, err := m.balance(n, p.A1, float64(n-1)*p.Pw/p.Pr, p.MasterReadShare)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,5 +535,68 @@ func TestBackground(t *testing.T) {
 		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "bg_replica") {
 			t.Errorf("bg_replica %g: want an error naming it, got %v", v, err)
 		}
+	}
+}
+
+// masterWCAt moves the master's update demand from wc (measured with the
+// profile's share of reads) to the saturated demand (updates alone) as
+// the master's read share falls; wsend still comes on top per replica.
+func TestMasterWCAt(t *testing.T) {
+	r := Resource{Name: "cpu", WC: 0.004, WCSat: 0.003, WSend: 0.0002}
+	for _, tc := range []struct {
+		name          string
+		r             Resource
+		n             int
+		share, shareP float64
+		want          float64
+	}{
+		{"at the profile's share", r, 2, 0.4, 0.4, 0.004},
+		{"above it", r, 2, 0.7, 0.4, 0.004},
+		{"no reads", r, 2, 0, 0.4, 0.003},
+		{"half way", r, 2, 0.2, 0.4, 0.0035},
+		{"no reads, four replicas", r, 4, 0, 0.4, 0.003 + 2*0.0002},
+		{"not measured", Resource{WC: 0.004}, 3, 0, 0.4, 0.004},
+		{"no share measured", r, 2, 0, 0, 0.004},
+		// Updates alone no cheaper: nothing to move towards.
+		{"saturated dearer", Resource{WC: 0.004, WCSat: 0.005}, 2, 0, 0.4, 0.004},
+	} {
+		if got := masterWCAt(tc.r, tc.n, tc.share, tc.shareP); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("%s: masterWCAt = %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}
+
+// With the saturated demand measured, a master that is the bottleneck
+// (it serves no reads) runs its updates at that demand: more update
+// throughput than with wc alone, and the same where the master keeps
+// the profile's share of reads.
+func TestSingleMasterSaturatedDemand(t *testing.T) {
+	base := Profile{Version: ProfileVersion, Name: "p", Workload: "w", Mix: "m", Pr: 0.8, Pw: 0.2, ClientsPerReplica: 8,
+		Resources: []Resource{{Name: "cpu", RC: 0.0005, WC: 0.004, WS: 0.001}}}
+	sat := base
+	sat.Resources = []Resource{{Name: "cpu", RC: 0.0005, WC: 0.004, WS: 0.001, WCSat: 0.003}}
+	sat.MasterReadShare = 0.4
+	par := Params{ClientsPerReplica: 8, CWMode: CWFixedPoint}
+	p0, err := Predict(base, SingleMaster, []int{1, 4}, par)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := Predict(sat, SingleMaster, []int{1, 4}, par)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p0.At(4)
+	b, _ := p1.At(4)
+	if a.MasterReadTPS > 1e-6 || b.MasterReadTPS > 1e-6 {
+		t.Fatalf("N = 4: the master serves reads (%g, %g): not the bottleneck case", a.MasterReadTPS, b.MasterReadTPS)
+	}
+	// Updates alone at 0.003 s: the master commits 1/0.003 a second.
+	if math.Abs(b.WriteTPS-1/0.003) > 1 || math.Abs(a.WriteTPS-1/0.004) > 1 {
+		t.Errorf("N = 4 update rates %g (wc) and %g (saturated), want %g and %g", a.WriteTPS, b.WriteTPS, 1/0.004, 1/0.003)
+	}
+	s0, _ := p0.At(1)
+	s1, _ := p1.At(1)
+	if s0.ThroughputTPS != s1.ThroughputTPS {
+		t.Errorf("N = 1 moved: %g, %g (one node runs the mix at wc)", s0.ThroughputTPS, s1.ThroughputTPS)
 	}
 }

@@ -57,6 +57,11 @@ type Profile struct {
 	// replica count is missing the model estimates A'_N.
 	SingleMasterAborts []MeasuredAbort `json:"single_master_aborts,omitempty"`
 
+	// MasterReadShare is the share of read-only transactions among those
+	// the master ran in the phase its WC comes from (see Resource.WCSat);
+	// 0 with no WCSat.
+	MasterReadShare float64 `json:"master_read_share,omitempty"`
+
 	// Measured records where and how the numbers were obtained.
 	Measured Measurement `json:"measured"`
 	// Trust holds a note per field ("pr", "a1", "l1_s", "resources.cpu.ws_s",
@@ -93,6 +98,14 @@ type Resource struct {
 	// overcharges a node that runs faster. 0: none measured.
 	BG        float64 `json:"bg,omitempty"`
 	BGReplica float64 `json:"bg_replica,omitempty"`
+	// WCSat is an update attempt's demand on a master that runs updates
+	// alone, every client of the profile updating (a replicated
+	// profile's update phase), where WC is one measured in the mix, the
+	// master serving reads beside its updates (Profile.MasterReadShare
+	// of what it ran). The single-master model moves the master's update
+	// demand from WC towards WCSat as the reads it serves fall (none when
+	// it is the bottleneck). 0: not measured (WC throughout).
+	WCSat float64 `json:"wc_saturated_s,omitempty"`
 }
 
 // masterScale is the factor a node's demands at this resource take for
@@ -341,7 +354,9 @@ func MedianProfile(ps []Profile) (Profile, error) {
 		r.WSend = min(r.WC, med(func(p Profile) float64 { return p.Resources[i].WSend }))
 		r.BG = med(func(p Profile) float64 { return p.Resources[i].BG })
 		r.BGReplica = med(func(p Profile) float64 { return p.Resources[i].BGReplica })
+		r.WCSat = med(func(p Profile) float64 { return p.Resources[i].WCSat })
 	}
+	out.MasterReadShare = med(func(p Profile) float64 { return p.MasterReadShare })
 	if len(ps) > 1 {
 		out.Measured.Source = fmt.Sprintf("median of %d profiles (each demand, A_1 and L(1) separately); the first: %s", len(ps), ps[0].Measured.Source)
 	}

@@ -236,17 +236,21 @@ func TestMedianProfile(t *testing.T) {
 			{Name: "cpu", RC: rc, WC: wc, WS: ws, WSend: wsend}, {Name: "disk", RC: 0, WC: wc / 10}}}
 	}
 	a, b, c := mk("a", 0.1, 1.0, 0.5, 0.1, 0.01), mk("b", 0.3, 0.6, 0.7, 0.05, 0.03), mk("c", 0.2, 0.8, 0.2, 0.9, 0.02)
+	// The saturated update demand and the master's read share: medians too.
+	a.Resources[0].WCSat, b.Resources[0].WCSat, c.Resources[0].WCSat = 0.9, 0.5, 0.7
+	a.MasterReadShare, b.MasterReadShare, c.MasterReadShare = 0.4, 0.2, 0.3
 	for _, tc := range []struct {
 		name             string
 		ps               []Profile
 		rc, wc, ws, send float64
 		a1               float64
+		wcSat, share     float64
 	}{
-		{"one", []Profile{a}, 0.1, 1.0, 0.5, 0.1, 0.01},
+		{"one", []Profile{a}, 0.1, 1.0, 0.5, 0.1, 0.01, 0.9, 0.4},
 		// wsend's median 0.1 stays; each column sorted on its own.
-		{"three", []Profile{a, b, c}, 0.2, 0.8, 0.5, 0.1, 0.02},
+		{"three", []Profile{a, b, c}, 0.2, 0.8, 0.5, 0.1, 0.02, 0.7, 0.3},
 		// Two: means of the pair; wsend (0.5) capped at wc (0.7).
-		{"two", []Profile{b, c}, 0.25, 0.7, 0.45, 0.475, 0.025},
+		{"two", []Profile{b, c}, 0.25, 0.7, 0.45, 0.475, 0.025, 0.6, 0.25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := MedianProfile(tc.ps)
@@ -257,7 +261,8 @@ func TestMedianProfile(t *testing.T) {
 			for _, f := range []struct {
 				name      string
 				got, want float64
-			}{{"rc", r.RC, tc.rc}, {"wc", r.WC, tc.wc}, {"ws", r.WS, tc.ws}, {"wsend", r.WSend, tc.send}, {"a1", got.A1, tc.a1}, {"l1", got.L1, 10 * tc.a1}, {"disk wc", got.Resources[1].WC, tc.wc / 10}} {
+			}{{"rc", r.RC, tc.rc}, {"wc", r.WC, tc.wc}, {"ws", r.WS, tc.ws}, {"wsend", r.WSend, tc.send}, {"a1", got.A1, tc.a1}, {"l1", got.L1, 10 * tc.a1}, {"disk wc", got.Resources[1].WC, tc.wc / 10},
+				{"wc_saturated", r.WCSat, tc.wcSat}, {"master_read_share", got.MasterReadShare, tc.share}} {
 				if math.Abs(f.got-f.want) > 1e-12 {
 					t.Errorf("%s = %g, want %g", f.name, f.got, f.want)
 				}

@@ -93,7 +93,7 @@ func (m *singleMaster) masterOnlyNetwork(n int, a float64) Network {
 	att := m.updateAttempts(a)
 	net := Network{Think: m.par.ThinkTime}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: (m.p.Pr*r.RC + att*masterWC(r, n)) * r.masterScale()})
+		net.Centers = append(net.Centers, Center{Name: "master." + r.Name, Kind: Queueing, Demand: (m.p.Pr*r.RC + att*m.onlyWC(r, n)) * r.masterScale()})
 	}
 	net.Centers = append(net.Centers, Center{Name: centreLB, Kind: Delay, Demand: (m.p.Pr + att) * m.par.LBDelay})
 	return net
@@ -109,14 +109,35 @@ func masterWC(r Resource, n int) float64 {
 	return r.WC + float64(n-2)*r.WSend
 }
 
+// onlyWC is the update demand of a master that receives every client
+// (the whole mix): its share of reads is the mix's.
+func (m *singleMaster) onlyWC(r Resource, n int) float64 {
+	if n == 1 {
+		return masterWC(r, n)
+	}
+	return masterWCAt(r, n, m.p.Pr, m.p.MasterReadShare)
+}
+
+// masterWCAt is masterWC on a master whose transactions are a share of
+// reads: with a measured WCSat (updates alone) the update demand goes
+// from WC, measured with the profile's share (shareP), down to WCSat as
+// the share falls to 0, in proportion; at or above shareP it is WC.
+func masterWCAt(r Resource, n int, share, shareP float64) float64 {
+	wc := masterWC(r, n)
+	if r.WCSat <= 0 || r.WCSat >= r.WC || shareP <= 0 || share >= shareP {
+		return wc
+	}
+	return wc - (r.WC-r.WCSat)*(1-math.Max(0, share)/shareP)
+}
+
 // masterNetwork is the two-class master of n replicas: class 0 reads,
 // class 1 updates.
-func (m *singleMaster) masterNetwork(n int, a float64) ClassNetwork {
+func (m *singleMaster) masterNetwork(n int, a, share float64) ClassNetwork {
 	retry := 1 / (1 - a)
 	net := ClassNetwork{Think: [2]float64{m.par.ThinkTime, m.par.ThinkTime}}
 	for _, r := range m.p.Resources {
 		f := r.masterScale()
-		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC * f, masterWC(r, n) * retry * f}})
+		net.Centers = append(net.Centers, ClassCenter{Name: "master." + r.Name, Kind: Queueing, Demand: [2]float64{r.RC * f, masterWCAt(r, n, share, m.p.MasterReadShare) * retry * f}})
 	}
 	net.Centers = append(net.Centers, ClassCenter{Name: centreLB, Kind: Delay, Demand: [2]float64{m.par.LBDelay, m.par.LBDelay * retry}})
 	return net
@@ -141,7 +162,7 @@ func (m *singleMaster) singleClassCW(n int, s Solution) float64 {
 	}
 	cw := 0.0
 	for i, r := range m.p.Resources {
-		cw += masterWC(r, n) * r.masterScale() * (1 + s.Centers[i].ArrivalQueue)
+		cw += m.onlyWC(r, n) * r.masterScale() * (1 + s.Centers[i].ArrivalQueue)
 	}
 	return cw
 }
@@ -349,11 +370,14 @@ func (m *singleMaster) solveBalanced(n int) (Point, error) {
 	a := m.initialAbort(n)
 	_, measured := m.p.singleMasterAbort(n)
 	rho := float64(n-1) * m.p.Pw / m.p.Pr
+	// share: the master's reads among its transactions, which sets its
+	// update demand (masterWCAt); it starts where the profile measured WC.
+	share := m.p.MasterReadShare
 	var st smState
-	var da, dr damper
+	var da, dr, ds damper
 	for it := 1; it <= maxIterations; it++ {
 		var err error
-		st, err = m.balance(n, a, rho)
+		st, err = m.balance(n, a, rho, share)
 		if err != nil {
 			return Point{}, err
 		}
@@ -365,16 +389,20 @@ func (m *singleMaster) solveBalanced(n int) (Point, error) {
 			// (the slaves are then useless for reads, which is the answer).
 			nextRho = math.Min(xw/xs, maxWritesetsPerRead)
 		}
+		nextShare := share
+		if e := st.master.Throughput[0]; e+xw > 0 {
+			nextShare = e / (e + xw)
+		}
 		nextA, _ := m.masterAbort(n, xw, m.classCW(st.master, a))
 		if err := checkAbort(nextA); err != nil {
 			return Point{}, err
 		}
-		if math.Abs(nextA-a) <= smAbortTol && math.Abs(nextRho-rho) <= smRatioTol*math.Max(1, rho) {
+		if math.Abs(nextA-a) <= smAbortTol && math.Abs(nextRho-rho) <= smRatioTol*math.Max(1, rho) && math.Abs(nextShare-share) <= smRatioTol {
 			return m.balancedPoint(n, st, a, measured, it), nil
 		}
-		a, rho = da.step(a, nextA), dr.step(rho, nextRho)
+		a, rho, share = da.step(a, nextA), dr.step(rho, nextRho), ds.step(share, nextShare)
 	}
-	return Point{}, fmt.Errorf("%w: single-master balance still moving after %d iterations (A'_N = %g, writesets per slave read = %g)", ErrNotConverged, maxIterations, a, rho)
+	return Point{}, fmt.Errorf("%w: single-master balance still moving after %d iterations (A'_N = %g, writesets per slave read = %g, master read share = %g)", ErrNotConverged, maxIterations, a, rho, share)
 }
 
 // balance is the balancing algorithm of seed 003 figure 3 for given
@@ -406,7 +434,7 @@ func (m *singleMaster) solveBalanced(n int) (Point, error) {
 //
 // Both cases are one rule: w from the ratio, e = 0 unless a read would wait
 // less on the master than on a slave. See planner/DESIGN.md.
-func (m *singleMaster) balance(n int, a, rho float64) (smState, error) {
+func (m *singleMaster) balance(n int, a, rho, share float64) (smState, error) {
 	p := m.p
 	nm1 := float64(n - 1)
 	total := float64(n * m.par.ClientsPerReplica)
@@ -419,7 +447,7 @@ func (m *singleMaster) balance(n int, a, rho float64) (smState, error) {
 	}
 	// The master: e read clients (class 0) and w update clients (class 1);
 	// the rest of the N·C clients are spread over the slaves.
-	grid := &lazyGrid{net: m.masterNetwork(n, a), limit: int(math.Ceil(total))}
+	grid := &lazyGrid{net: m.masterNetwork(n, a, share), limit: int(math.Ceil(total))}
 	split := func(e, w float64) (smState, error) {
 		ms, err := grid.at(e, w)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tandemdb/tandem/bench"
 	"github.com/tandemdb/tandem/bench/scaleout"
@@ -39,7 +40,7 @@ type planValidateFlags struct {
 	profileIdle                                                 time.Duration
 	tolerance                                                   float64
 	json, standaloneOnly, interleave                            bool
-	demands                                                     string
+	demands, replay                                             string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -63,6 +64,9 @@ type validateDoc struct {
 	// during the sweep's windows (lab.MemoryProbe).
 	Speed  *speedSummary `json:"speed,omitempty"`
 	Errors []string      `json:"errors,omitempty"`
+	// ReplayOf is the command of the validation this document re-models
+	// (--replay): its profiles and measurements, this build's planner.
+	ReplayOf string `json:"replay_of,omitempty"`
 }
 
 // newPlanValidateCmd builds `tandem plan validate`: profile a standalone
@@ -104,7 +108,13 @@ See docs/planner.md, "Validating the model".`,
 			return runPlanValidate(cmd, f)
 		},
 	}
-	fs := cmd.Flags()
+	addPlanValidateFlags(cmd.Flags(), f)
+	return cmd
+}
+
+// addPlanValidateFlags defines the command's flags on fs (also used to read
+// back a saved validation's command line: --replay).
+func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master) or mm (multi-master)")
 	fs.StringVar(&f.so.Engine, "engine", "writeset", "sm: the replication engine of the replicated profile and the sweep: writeset (tandem's log) or physical (PostgreSQL's streaming replication); mm runs writeset")
 	fs.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "mm: the certifier's delay per update attempt in the model (assumed; tandem_mm_certifier_round_trip_seconds measures it)")
@@ -132,93 +142,19 @@ See docs/planner.md, "Validating the model".`,
 	fs.StringVar(&f.dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
 	fs.Float64Var(&f.so.MaxSteal, "max-steal", scaleout.DefaultMaxSteal, "measure a sweep window or a profile again (twice at most) when the hypervisor took more than this many cores from the machine during it (steal); 0 keeps everything")
 	fs.BoolVar(&f.so.NoQuiesce, "no-quiesce", false, "do not VACUUM the workload's tables and CHECKPOINT every node before each of the sweep's measured windows (the profiler still does before its phases)")
-	return cmd
+	fs.StringVar(&f.replay, "replay", "", "re-model a validation saved with --out: its profiles and measurements, this build's planner (nothing is run, no lab or root needed); the saved command's flags apply, --lb-delay, --certifier-delay and --tolerance given here override theirs")
 }
 
 func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
-	designs, err := planner.ParseDesigns(f.design)
+	if f.replay != "" {
+		return replayPlanValidate(cmd, f)
+	}
+	design, o, err := planValidateSetup(f)
 	if err != nil {
-		return fmt.Errorf("--design: %w", err)
-	}
-	if len(designs) != 1 {
-		return fmt.Errorf("--design %s: %w: validate one design at a time (sm or mm)", f.design, errPlanFlag)
-	}
-	design := designs[0]
-	o := f.so
-	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
-	o.Superuser = true                                // the profiler's CHECKPOINT between phases
-	if design == planner.MultiMaster {
-		if o.Engine == config.EnginePhysical {
-			return fmt.Errorf("--engine physical: %w: multi-master certifies and applies writesets on every node (use --engine writeset)", errPlanFlag)
-		}
-		o.Design = "multi-master"
-		c := config.Cluster{Name: "v", Design: "multi-master", Nodes: []config.Node{{ID: "n1", Backend: "postgres"}, {ID: "n2", Backend: "postgres"}}}
-		if _, err := c.CheckMultiMasterBackends(); err != nil {
-			return fmt.Errorf("--design mm: %w: %v", errNoDesign, err)
-		}
-	}
-	if o.MaxSteal < 0 {
-		return fmt.Errorf("--max-steal %g: %w: give cores >= 0 (0 keeps everything)", o.MaxSteal, errPlanFlag)
-	}
-	if f.certifierDelay < 0 {
-		return fmt.Errorf("--certifier-delay: %w: must be >= 0", errPlanFlag)
-	}
-	if o.ReadConsistency == "" {
-		o.ReadConsistency = "eventual"
-		if design == planner.MultiMaster {
-			o.ReadConsistency = "session"
-		}
-		f.so.ReadConsistency = o.ReadConsistency
-	}
-	if !slices.Contains(config.ReadConsistencies, o.ReadConsistency) {
-		return fmt.Errorf("--read-consistency %q: %w: use %s", o.ReadConsistency, errPlanFlag, strings.Join(config.ReadConsistencies, ", "))
-	}
-	if f.demands != "phases" && f.demands != "mix" {
-		return fmt.Errorf("--demands %q: %w: use phases or mix", f.demands, errPlanFlag)
-	}
-	if o.Nodes, err = scaleout.ParseNodes(f.nodes); err != nil {
 		return err
-	}
-	if o.Workload, err = bench.Lookup(f.workload); err != nil {
-		return fmt.Errorf("--workload: %w", err)
-	}
-	for _, m := range strings.Split(f.mixes, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			o.Mixes = append(o.Mixes, m)
-		}
-	}
-	if len(o.Mixes) == 0 {
-		return fmt.Errorf("--mix: %w: give at least one mix", errPlanFlag)
-	}
-	for _, m := range o.Mixes {
-		if _, err := bench.ResolveMix(o.Workload, m, ""); err != nil {
-			return fmt.Errorf("--mix %s: %w", m, err)
-		}
-	}
-	switch {
-	case f.profileDuration <= 0:
-		return fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
-	case f.profileIdle < 0:
-		return fmt.Errorf("--profile-idle: %w: must be >= 0 (0: no idle phase), got %s", errPlanFlag, f.profileIdle)
-	case f.profileRampup < 0:
-		return fmt.Errorf("--profile-rampup: %w: must be >= 0, got %s", errPlanFlag, f.profileRampup)
-	case f.lbDelay < 0:
-		return fmt.Errorf("--lb-delay: %w: must be >= 0, got %s", errPlanFlag, f.lbDelay)
-	case !(f.tolerance > 0 && f.tolerance < 10):
-		return fmt.Errorf("--tolerance: %w: want a fraction > 0 (0.15 = 15 %%), got %g", errPlanFlag, f.tolerance)
-	}
-	if o.Lab, err = config.ParseLabFlag(f.lab, config.Lab{}); err != nil {
-		return fmt.Errorf("--lab: %w", err)
-	}
-	if o.Lab.CPUPerNode == 0 {
-		return fmt.Errorf("--lab: %w: give the nodes a CPU quota (cpu=0.25): without one every node shares this machine's cores and the profile is not one host's", errPlanFlag)
 	}
 	if err := lab.Check(o.Lab); err != nil {
 		return fmt.Errorf("--lab: %w", err)
-	}
-	// Checked here rather than after the profiling minutes.
-	if err := planner.ValidateReplicas(o.Nodes, o.ClientsPerNode); err != nil {
-		return fmt.Errorf("--nodes/--clients-per-node: %w", err)
 	}
 	dir := f.dir
 	if dir == "" {
@@ -326,23 +262,9 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 
 	// 2. Predict: N = 1 from the standalone node's profile, N >= 2 from the
 	// replicated path's when there is one.
-	preds := make([]planner.Prediction, len(o.Mixes))
-	for i, rep := range doc.Profiles {
-		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
-			CertifierDelay: 0, CWMode: planner.CWFixedPoint}
-		if design == planner.MultiMaster {
-			par.CertifierDelay = f.certifierDelay.Seconds()
-		}
-		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
-			return fmt.Errorf("predict %s: %w", o.Mixes[i], err)
-		}
-		if doc.Replicated != nil {
-			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, par)
-			if err != nil {
-				return fmt.Errorf("predict %s (replicated path): %w", o.Mixes[i], err)
-			}
-			preds[i] = mergePredictions(preds[i], rp)
-		}
+	preds, err := predictAll(doc, design, o, f)
+	if err != nil {
+		return err
 	}
 
 	// 3. Measure (all rounds at once unless interleaved).
@@ -364,6 +286,119 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 
 	doc.Speed = summariseSpeed(doc.ProfileRounds, doc.Profiles, doc.Replicated, so)
+	if err := compareAndWrite(cmd, &doc, preds, o, f); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return fmt.Errorf("measure: %w", runErr)
+	}
+	return nil
+}
+
+// replayPlanValidate re-models a validation saved with --out: the
+// profiles and the sweep it measured, predicted again by this build's
+// planner with the saved command's flags (the model's assumptions given on
+// this command line override theirs). Nothing is started.
+func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
+	b, err := os.ReadFile(f.replay)
+	if err != nil {
+		return fmt.Errorf("--replay: %w", err)
+	}
+	var doc validateDoc
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("--replay %s: %w: not a document of tandem plan validate --out: %v", f.replay, errPlanFlag, err)
+	}
+	args := strings.Fields(doc.Command)
+	if doc.Measured == nil || len(doc.Profiles) == 0 || len(args) < 3 || args[1] != "plan" || args[2] != "validate" {
+		return fmt.Errorf("--replay %s: %w: not a document of tandem plan validate --out (no command, profiles or measurements)", f.replay, errPlanFlag)
+	}
+	if doc.ReplayOf != "" {
+		args = strings.Fields(doc.ReplayOf) // a replay of a replay: the run's own flags
+	}
+	saved := &planValidateFlags{}
+	sfs := pflag.NewFlagSet("saved", pflag.ContinueOnError)
+	sfs.ParseErrorsWhitelist.UnknownFlags = true // flags of other builds
+	sfs.SetOutput(io.Discard)
+	addPlanValidateFlags(sfs, saved)
+	if err := sfs.Parse(args[3:]); err != nil {
+		return fmt.Errorf("--replay %s: the saved command %q: %w", f.replay, strings.Join(args, " "), err)
+	}
+	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance"} {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			if err := sfs.Set(name, fl.Value.String()); err != nil {
+				return err
+			}
+		}
+	}
+	saved.json, saved.outFile, saved.htmlFile, saved.replay = f.json, f.outFile, f.htmlFile, ""
+	design, o, err := planValidateSetup(saved)
+	if err != nil {
+		return fmt.Errorf("--replay %s: the saved command: %w", f.replay, err)
+	}
+	doc.ReplayOf = strings.Join(args, " ")
+	doc.Command = "tandem " + strings.Join(os.Args[1:], " ")
+	doc.Validations = nil
+	if saved.demands == "mix" {
+		// Derived from each report's own phases, as the run did: a newer
+		// build may derive more.
+		rounds := doc.ProfileRounds
+		if len(rounds) == 0 {
+			rounds = []profileRound{{Standalone: doc.Profiles, Replicated: doc.Replicated}}
+		}
+		for _, round := range rounds {
+			for _, rep := range round.Standalone {
+				rep.Profile, _ = rep.MixDemands()
+			}
+			for _, rep := range round.Replicated {
+				rep.Profile, _ = rep.ReplicatedMixDemands()
+			}
+		}
+	}
+	if len(doc.ProfileRounds) > 0 {
+		if doc.Profiles, doc.Replicated, err = combineProfiles(doc.ProfileRounds); err != nil {
+			return err
+		}
+	}
+	if len(doc.Profiles) != len(o.Mixes) || (doc.Replicated != nil && len(doc.Replicated) != len(o.Mixes)) {
+		return fmt.Errorf("--replay %s: %d profiles for %d mixes (%s)", f.replay, len(doc.Profiles), len(o.Mixes), saved.mixes)
+	}
+	preds, err := predictAll(doc, design, o, saved)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "re-modelled (nothing run): %s\n", doc.ReplayOf)
+	return compareAndWrite(cmd, &doc, preds, o, saved)
+}
+
+// predictAll predicts every mix: N = 1 from the standalone node's
+// profile, N >= 2 from the replicated path's when there is one.
+func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *planValidateFlags) ([]planner.Prediction, error) {
+	var err error
+	preds := make([]planner.Prediction, len(o.Mixes))
+	for i, rep := range doc.Profiles {
+		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
+			CertifierDelay: 0, CWMode: planner.CWFixedPoint}
+		if design == planner.MultiMaster {
+			par.CertifierDelay = f.certifierDelay.Seconds()
+		}
+		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
+			return nil, fmt.Errorf("predict %s: %w", o.Mixes[i], err)
+		}
+		if doc.Replicated != nil {
+			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, par)
+			if err != nil {
+				return nil, fmt.Errorf("predict %s (replicated path): %w", o.Mixes[i], err)
+			}
+			preds[i] = mergePredictions(preds[i], rp)
+		}
+	}
+	return preds, nil
+}
+
+// compareAndWrite lines the predictions up with the sweep's medians
+// (step 4) and prints or writes the document.
+func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Prediction, o scaleout.Options, f *planValidateFlags) error {
+	so := doc.Measured
 	// 4. Compare.
 	for i, m := range o.Mixes {
 		var obs []planner.Observation
@@ -414,7 +449,7 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		if err := enc.Encode(doc); err != nil {
 			return err
 		}
-	} else if err := writeValidation(out, doc); err != nil {
+	} else if err := writeValidation(out, *doc); err != nil {
 		return err
 	}
 	if f.outFile != "" {
@@ -434,10 +469,95 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			return fmt.Errorf("--html: %w", err)
 		}
 	}
-	if runErr != nil {
-		return fmt.Errorf("measure: %w", runErr)
-	}
 	return nil
+}
+
+// planValidateSetup checks the flags and turns them into the design and
+// the sweep's options (nothing is started).
+func planValidateSetup(f *planValidateFlags) (planner.Design, scaleout.Options, error) {
+	var design planner.Design
+	o := f.so
+	designs, err := planner.ParseDesigns(f.design)
+	if err != nil {
+		return design, o, fmt.Errorf("--design: %w", err)
+	}
+	if len(designs) != 1 {
+		return design, o, fmt.Errorf("--design %s: %w: validate one design at a time (sm or mm)", f.design, errPlanFlag)
+	}
+	design = designs[0]
+	o.Design, o.Backend = "single-master", "postgres" // the profiler measures PostgreSQL
+	o.Superuser = true                                // the profiler's CHECKPOINT between phases
+	if design == planner.MultiMaster {
+		if o.Engine == config.EnginePhysical {
+			return design, o, fmt.Errorf("--engine physical: %w: multi-master certifies and applies writesets on every node (use --engine writeset)", errPlanFlag)
+		}
+		o.Design = "multi-master"
+		c := config.Cluster{Name: "v", Design: "multi-master", Nodes: []config.Node{{ID: "n1", Backend: "postgres"}, {ID: "n2", Backend: "postgres"}}}
+		if _, err := c.CheckMultiMasterBackends(); err != nil {
+			return design, o, fmt.Errorf("--design mm: %w: %v", errNoDesign, err)
+		}
+	}
+	if o.MaxSteal < 0 {
+		return design, o, fmt.Errorf("--max-steal %g: %w: give cores >= 0 (0 keeps everything)", o.MaxSteal, errPlanFlag)
+	}
+	if f.certifierDelay < 0 {
+		return design, o, fmt.Errorf("--certifier-delay: %w: must be >= 0", errPlanFlag)
+	}
+	if o.ReadConsistency == "" {
+		o.ReadConsistency = "eventual"
+		if design == planner.MultiMaster {
+			o.ReadConsistency = "session"
+		}
+		f.so.ReadConsistency = o.ReadConsistency
+	}
+	if !slices.Contains(config.ReadConsistencies, o.ReadConsistency) {
+		return design, o, fmt.Errorf("--read-consistency %q: %w: use %s", o.ReadConsistency, errPlanFlag, strings.Join(config.ReadConsistencies, ", "))
+	}
+	if f.demands != "phases" && f.demands != "mix" {
+		return design, o, fmt.Errorf("--demands %q: %w: use phases or mix", f.demands, errPlanFlag)
+	}
+	if o.Nodes, err = scaleout.ParseNodes(f.nodes); err != nil {
+		return design, o, err
+	}
+	if o.Workload, err = bench.Lookup(f.workload); err != nil {
+		return design, o, fmt.Errorf("--workload: %w", err)
+	}
+	for _, m := range strings.Split(f.mixes, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			o.Mixes = append(o.Mixes, m)
+		}
+	}
+	if len(o.Mixes) == 0 {
+		return design, o, fmt.Errorf("--mix: %w: give at least one mix", errPlanFlag)
+	}
+	for _, m := range o.Mixes {
+		if _, err := bench.ResolveMix(o.Workload, m, ""); err != nil {
+			return design, o, fmt.Errorf("--mix %s: %w", m, err)
+		}
+	}
+	switch {
+	case f.profileDuration <= 0:
+		return design, o, fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
+	case f.profileIdle < 0:
+		return design, o, fmt.Errorf("--profile-idle: %w: must be >= 0 (0: no idle phase), got %s", errPlanFlag, f.profileIdle)
+	case f.profileRampup < 0:
+		return design, o, fmt.Errorf("--profile-rampup: %w: must be >= 0, got %s", errPlanFlag, f.profileRampup)
+	case f.lbDelay < 0:
+		return design, o, fmt.Errorf("--lb-delay: %w: must be >= 0, got %s", errPlanFlag, f.lbDelay)
+	case !(f.tolerance > 0 && f.tolerance < 10):
+		return design, o, fmt.Errorf("--tolerance: %w: want a fraction > 0 (0.15 = 15 %%), got %g", errPlanFlag, f.tolerance)
+	}
+	if o.Lab, err = config.ParseLabFlag(f.lab, config.Lab{}); err != nil {
+		return design, o, fmt.Errorf("--lab: %w", err)
+	}
+	if o.Lab.CPUPerNode == 0 {
+		return design, o, fmt.Errorf("--lab: %w: give the nodes a CPU quota (cpu=0.25): without one every node shares this machine's cores and the profile is not one host's", errPlanFlag)
+	}
+	// Checked here rather than after the profiling minutes.
+	if err := planner.ValidateReplicas(o.Nodes, o.ClientsPerNode); err != nil {
+		return design, o, fmt.Errorf("--nodes/--clients-per-node: %w", err)
+	}
+	return design, o, nil
 }
 
 // profileRound is one round's profiles (per mix): the standalone node's
@@ -764,6 +884,14 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
 		wsInput(repl, o.Engine),
 	)
+	if repl != nil && o.Design == "single-master" {
+		for _, r := range repl.Profile.Resources {
+			if r.Name == profiler.ResCPU && r.WCSat > 0 {
+				in = append(in, planner.Input{Name: "master's update demand", Value: fmt.Sprintf("%.4f ms (mix, %.0f %% reads) to %.4f ms (updates alone)", 1000*r.WC, 100*repl.Profile.MasterReadShare, 1000*r.WCSat), Measured: true,
+					Source: "the replicated profile's mix phase (the primary serving its share of reads) and its update phase (the primary running updates alone): the model moves the master's demand per update from the first to the second in proportion as the reads it serves fall (none where it is the bottleneck)"})
+			}
+		}
+	}
 	if repl != nil && o.Engine == config.EnginePhysical {
 		send := 0.0
 		for _, r := range repl.Profile.Resources {

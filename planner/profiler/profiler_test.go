@@ -356,6 +356,19 @@ func TestSplitMix(t *testing.T) {
 			if r.Profile.Resources[0].WC != 0.004 {
 				t.Errorf("the report's own profile changed: %+v", r.Profile.Resources[0])
 			}
+			if p.Resources[0].WCSat != 0 || p.MasterReadShare != 0 {
+				t.Errorf("no update phase, yet wc_saturated %g, master read share %g", p.Resources[0].WCSat, p.MasterReadShare)
+			}
+			// With the update phase (updates alone: 1.5 CPU-s over 1,500
+			// attempts on 0.25 CPU = 0.004 s each) and the mix phase, the
+			// saturated demand and the primary's read share in the mix.
+			r.Phases = []*Phase{{Name: PhaseUpdate, Completions: 1500, ServerCPUS: 1.5}, {Name: PhaseMix, UpdateStarted: tc.ph.UpdateStarted}}
+			r.CPUs = tc.cpus
+			p, _ = r.ReplicatedMixDemands()
+			share := tc.want.ReadsPrimary / (tc.want.ReadsPrimary + float64(tc.ph.UpdateStarted))
+			if math.Abs(p.Resources[0].WCSat-0.004) > 1e-12 || math.Abs(p.MasterReadShare-share) > 1e-12 || p.Resources[1].WCSat != 0 {
+				t.Errorf("wc_saturated %g (disk %g), master read share %g; want 0.004, %g", p.Resources[0].WCSat, p.Resources[1].WCSat, p.MasterReadShare, share)
+			}
 		})
 	}
 }

@@ -143,10 +143,17 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 		return p, false
 	}
 	p.Resources = append([]planner.Resource(nil), r.Profile.Resources...)
+	update, mix := r.lastPhase(PhaseUpdate), r.lastPhase(PhaseMix)
 	for i := range p.Resources {
 		if p.Resources[i].Name == ResCPU {
 			p.Resources[i].WC = r.Split.WC
 			p.Resources[i].WS = r.Split.WS
+			// The update phase's demand (what the profile's WC was before
+			// the split replaced it): the master running updates alone.
+			if update != nil && update.Completions > 0 && r.CPUs > 0 && mix != nil && mix.UpdateStarted > 0 {
+				p.Resources[i].WCSat = update.ServerCPUS / r.CPUs / float64(update.Completions)
+				p.MasterReadShare = r.Split.ReadsPrimary / (r.Split.ReadsPrimary + float64(mix.UpdateStarted))
+			}
 			if p.Resources[i].WSend > p.Resources[i].WC {
 				p.Resources[i].WSend = p.Resources[i].WC
 			}
@@ -154,6 +161,16 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 		}
 	}
 	return r.Profile, false
+}
+
+// lastPhase is the report's last phase called name (nil: none).
+func (r *Report) lastPhase(name string) *Phase {
+	for i := len(r.Phases) - 1; i >= 0; i-- {
+		if r.Phases[i].Name == name {
+			return r.Phases[i]
+		}
+	}
+	return nil
 }
 
 func pct(a, b float64) string {
