@@ -109,6 +109,20 @@ func masterWC(r Resource, n int) float64 {
 	return r.WC + float64(n-2)*r.WSend
 }
 
+// twoDemands reports whether the profile measured the master's update
+// demand in both regimes (masterWCAt), so that its read share matters.
+func (m *singleMaster) twoDemands() bool {
+	if m.p.MasterReadShare <= 0 {
+		return false
+	}
+	for _, r := range m.p.Resources {
+		if r.WCSat > 0 && r.WCSat < r.WC {
+			return true
+		}
+	}
+	return false
+}
+
 // onlyWC is the update demand of a master that receives every client
 // (the whole mix): its share of reads is the mix's.
 func (m *singleMaster) onlyWC(r Resource, n int) float64 {
@@ -390,7 +404,7 @@ func (m *singleMaster) solveBalanced(n int) (Point, error) {
 			nextRho = math.Min(xw/xs, maxWritesetsPerRead)
 		}
 		nextShare := share
-		if e := st.master.Throughput[0]; e+xw > 0 {
+		if e := st.master.Throughput[0]; e+xw > 0 && m.twoDemands() {
 			nextShare = e / (e + xw)
 		}
 		nextA, _ := m.masterAbort(n, xw, m.classCW(st.master, a))
