@@ -13,10 +13,8 @@
 # same port. A test not named here runs in the second half: none is lost.
 # The halves are balanced by a CI run's test times (2026-12-01: about
 # 11-12 minutes each, the whole test stage 15 minutes instead of 21;
-# 2026-12-04: 904 s and 1,006 s, and the race detector and fuzz
-# corpora after them 263 s with a cold build cache, 1,290 s in all; now
-# those run after the first half, beside the second, and
-# TestAutomaticFailover, 85 s, moved to SHARD: about 1,090 s each).
+# 2026-12-04: 904 s and 1,006 s, so the race detector and the fuzz
+# corpora now run after the first half, beside the second).
 #
 # TEST_FLAGS: more flags for both halves (e.g. -v to see each test's time).
 set -uo pipefail
@@ -24,7 +22,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 FLAGS=(-count=1 -timeout 30m ${TEST_FLAGS:-})
 
-SHARD='^(TestReadConsistency|TestAlembicMigrations|TestPhysicalPair|TestPhysicalPromoteAfterCrash|TestPhysicalSyncRepArmed|TestPhysicalReseedLostSlot|TestPhysicalDeposedPrimaryStepsDown|TestPhysicalAutomaticFailover|TestPhysicalSessionsSurvive|TestPhysicalFencePartition|TestPhysicalRewindWaitsForCheckpoint|TestPhysicalSingleMasterCost|TestPhysicalSingleMaster|TestPhysicalFreezeThaw|TestPhysicalCommitInFlight|TestPhysicalExternalServers|TestPhysicalExternalFence|TestPhysicalExternalSingleMaster|TestPhysicalExternalPastFork|TestMultiMasterFirstCommitterWins|TestMultiMasterLostUpdate|TestMultiMasterWriteSkew|TestMultiMasterBank|TestMultiMasterCertifierLeaderKill|TestMultiMasterEarlyAbort|TestMultiMasterUniqueConflict|TestMultiMasterReseed|TestMultiMasterPostgresConflicts|TestMultiMasterPostgresDDL|TestLabQuotaUnderLoad|TestLabCleanupAfterSIGKILL|TestLabNetnsLinks|TestLabNetemDelay|TestLabScaleout|TestPlanValidateTiny|TestPlanValidateOneDesign|TestSweepHAProxyCLI|TestSweepSeed001CLI|TestTPCCThroughTandem|TestTPCWThroughTandem|TestRUBiSThroughTandem|TestEpinionsThroughTandem|TestPartitionPrimary|TestPartitionPrimaryFromVoters|TestRaftLeaderKilled|TestAutomaticFailover)$'
+SHARD='^(TestReadConsistency|TestAlembicMigrations|TestPhysicalPair|TestPhysicalPromoteAfterCrash|TestPhysicalSyncRepArmed|TestPhysicalReseedLostSlot|TestPhysicalDeposedPrimaryStepsDown|TestPhysicalAutomaticFailover|TestPhysicalSessionsSurvive|TestPhysicalFencePartition|TestPhysicalRewindWaitsForCheckpoint|TestPhysicalSingleMasterCost|TestPhysicalSingleMaster|TestPhysicalFreezeThaw|TestPhysicalCommitInFlight|TestPhysicalExternalServers|TestPhysicalExternalFence|TestPhysicalExternalSingleMaster|TestPhysicalExternalPastFork|TestMultiMasterFirstCommitterWins|TestMultiMasterLostUpdate|TestMultiMasterWriteSkew|TestMultiMasterBank|TestMultiMasterCertifierLeaderKill|TestMultiMasterEarlyAbort|TestMultiMasterUniqueConflict|TestMultiMasterReseed|TestMultiMasterPostgresConflicts|TestMultiMasterPostgresDDL|TestLabQuotaUnderLoad|TestLabCleanupAfterSIGKILL|TestLabNetnsLinks|TestLabNetemDelay|TestLabScaleout|TestPlanValidateTiny|TestPlanValidateOneDesign|TestSweepHAProxyCLI|TestSweepSeed001CLI|TestTPCCThroughTandem|TestTPCWThroughTandem|TestRUBiSThroughTandem|TestEpinionsThroughTandem|TestPartitionPrimary|TestPartitionPrimaryFromVoters|TestRaftLeaderKilled)$'
 
 log=$(mktemp /tmp/tandem-e2e-half.XXXXXX)
 TANDEM_E2E_PORTS=20000-26383 "$GO" test "${FLAGS[@]}" -run "$SHARD" ./e2e >"$log" 2>&1 &
