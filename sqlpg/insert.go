@@ -271,6 +271,7 @@ func (t *translator) serialFill(s *pg_query.InsertStmt, cols []Column) {
 	if npk != 1 || pk.Sequence == "" {
 		pk = nil
 	}
+	t.noSeqCalls = false // the nextval calls below
 	next := func(c Column) *pg_query.Node { return call("nextval", strConst(quoteIdentIfNeeded(c.Sequence))) }
 	sel := s.SelectStmt.GetSelectStmt()
 	if s.SelectStmt == nil {

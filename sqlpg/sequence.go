@@ -209,6 +209,9 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 // before the bottom-up rewrite would turn a 's'::regclass argument into
 // an OID. Literal names are kept for the check at Parse.
 func (t *translator) sequenceFuncs(n *pg_query.Node) {
+	if t.noSeqCalls {
+		return
+	}
 	visit(n.ProtoReflect(), func(m *pg_query.Node) {
 		f := m.GetFuncCall()
 		if f == nil {

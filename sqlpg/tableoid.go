@@ -109,6 +109,27 @@ type SequenceLister interface {
 	IsSequence(name string) bool
 }
 
+// SequenceNamer is a Schema that can list its sequences: a statement whose
+// text names none of them is not searched for sequences read as relations.
+type SequenceNamer interface {
+	SequenceNames() []string
+}
+
+// namesNoSequence reports whether lower (a statement's text in lower case)
+// cannot name any of sch's sequences.
+func namesNoSequence(sch Schema, lower string) bool {
+	sn, ok := sch.(SequenceNamer)
+	if !ok {
+		return false
+	}
+	for _, name := range sn.SequenceNames() {
+		if strings.Contains(name, `"`) || strings.Contains(lower, strings.ToLower(name)) {
+			return false
+		}
+	}
+	return true
+}
+
 // sequenceRelations rewrites a sequence in a select's FROM list as the
 // catalog view of every sequence's state, restricted to that sequence:
 // FROM s becomes FROM _pg_seqrel AS s WHERE s.seqname = 's'.
@@ -118,16 +139,16 @@ func (t *translator) sequenceRelations(stmt *pg_query.Node) {
 		return
 	}
 	ctes := map[string]bool{}
+	var sels []*pg_query.SelectStmt
 	visit(stmt.ProtoReflect(), func(n *pg_query.Node) {
 		if c := n.GetCommonTableExpr(); c != nil {
 			ctes[strings.ToLower(c.Ctename)] = true
 		}
-	})
-	visit(stmt.ProtoReflect(), func(n *pg_query.Node) {
-		sel := n.GetSelectStmt()
-		if sel == nil {
-			return
+		if sel := n.GetSelectStmt(); sel != nil {
+			sels = append(sels, sel)
 		}
+	})
+	for _, sel := range sels {
 		var conds []*pg_query.Node
 		var add func(f *pg_query.Node)
 		add = func(f *pg_query.Node) {
@@ -154,7 +175,7 @@ func (t *translator) sequenceRelations(stmt *pg_query.Node) {
 			add(f)
 		}
 		if len(conds) == 0 {
-			return
+			continue
 		}
 		if sel.WhereClause != nil {
 			conds = append(conds, sel.WhereClause)
@@ -164,5 +185,5 @@ func (t *translator) sequenceRelations(stmt *pg_query.Node) {
 		} else {
 			sel.WhereClause = pg_query.MakeBoolExprNode(pg_query.BoolExprType_AND_EXPR, conds, -1)
 		}
-	})
+	}
 }

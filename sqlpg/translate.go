@@ -107,8 +107,13 @@ func unsupported(format string, args ...any) error {
 // version are re-made (their result types may have changed).
 var schemaVersion atomic.Uint64
 
-// SchemaChanged invalidates cached translations.
+// SchemaChanged invalidates cached translations (and what back ends cache
+// under SchemaVersion).
 func SchemaChanged() { schemaVersion.Add(1) }
+
+// SchemaVersion is the number SchemaChanged bumps: a back end that caches
+// what its Schema answers keeps it while the number stays the same.
+func SchemaVersion() uint64 { return schemaVersion.Load() }
 
 type cached struct {
 	tr  *Translation
@@ -161,6 +166,13 @@ func Translate(sql string, sch Schema) (*Translation, error) {
 	return tr, nil
 }
 
+// TranslateFresh translates without the shared cache, neither reading nor
+// filling it: for a connection whose schema other sessions do not see (its
+// own temporary tables, or DDL its open transaction has not committed).
+func TranslateFresh(sql string, sch Schema) (*Translation, error) {
+	return translate(sql, sch)
+}
+
 func translate(sql string, sch Schema) (tr *Translation, err error) {
 	tree, err := Parse(sql)
 	if err != nil {
@@ -178,12 +190,16 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	tr = &Translation{Kind: kind}
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
-	if strings.Contains(strings.ToLower(sql), "tableoid") {
+	lower := strings.ToLower(sql)
+	if strings.Contains(lower, "tableoid") {
 		tableOIDs(raw)
 	}
-	if sch != nil {
+	if sch != nil && !namesNoSequence(sch, lower) {
 		t.sequenceRelations(raw)
 	}
+	// No nextval, currval or setval in the text: sequenceFuncs has
+	// nothing to find unless the translation adds one (serialFill).
+	t.noSeqCalls = !strings.Contains(lower, "nextval") && !strings.Contains(lower, "currval") && !strings.Contains(lower, "setval")
 	defer func() {
 		if tr != nil {
 			tr.SeqNames = t.seqNames
@@ -690,15 +706,18 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
-	sch      Schema
-	err      error
-	intPK    bool
-	pkName   string // CREATE TABLE: the name of its primary key constraint, if given
-	subq     int
-	triggers []string
-	ctes     map[string][]Column
-	opTypes  map[*pg_query.A_Expr][2]ColType
-	aggArg   map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
+	// noSeqCalls: the statement calls no sequence function (sequenceFuncs
+	// skips its walk).
+	noSeqCalls bool
+	sch        Schema
+	err        error
+	intPK      bool
+	pkName     string // CREATE TABLE: the name of its primary key constraint, if given
+	subq       int
+	triggers   []string
+	ctes       map[string][]Column
+	opTypes    map[*pg_query.A_Expr][2]ColType
+	aggArg     map[*pg_query.FuncCall]ColType // sum/avg/min/max: the argument's type
 	// typeofArg: pg_typeof's argument's type, found with its scope.
 	typeofArg map[*pg_query.FuncCall]ColType
 	castArg   map[*pg_query.TypeCast]ColType // casts of a numeric: its type

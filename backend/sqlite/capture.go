@@ -14,6 +14,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/sqlpg"
 	"github.com/tandemdb/tandem/writeset"
 )
 
@@ -398,6 +399,7 @@ func (db *DB) ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, 
 		return fail(err)
 	}
 	var last *writeset.Writeset
+	ddl := false
 	for _, ws := range batch {
 		cur = ws
 		if ws.GSN <= applied {
@@ -407,6 +409,7 @@ func (db *DB) ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, 
 			return fail(fmt.Errorf("gap: database is at GSN %d", applied))
 		}
 		if ws.IsDDL() {
+			ddl = true
 			db.pks.Clear()
 			if stmt, err := c.execScript(ws.DDL); err != nil {
 				return refused(stmt, err)
@@ -451,6 +454,12 @@ func (db *DB) ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, 
 	}
 	if err := c.exec("COMMIT"); err != nil {
 		return fail(mapError(err))
+	}
+	if ddl {
+		// Translations and column lists cached before the DDL would
+		// describe the old schema (a standby's reads, a peer's
+		// certified DDL).
+		sqlpg.SchemaChanged()
 	}
 	return nil
 }

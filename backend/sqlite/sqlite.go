@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -88,6 +89,25 @@ type conn struct {
 	// of its own (prepareFor), since a cached statement run again is
 	// reset under the result that steps it.
 	busy map[*sqlite3.SQLiteStmt]int
+	// meta caches what the translator asks about the schema (columns,
+	// sequences) at one schema version (sqlpg.SchemaVersion): a
+	// statement's translation asks for a table's columns several times,
+	// and the simple protocol translates every statement text anew.
+	meta schemaCache
+}
+
+// schemaCache: a connection's cached answers of one schema version.
+type schemaCache struct {
+	ver  uint64
+	cols map[string][]sqlpg.Column
+	seqs map[string]bool // nil until read
+}
+
+// current empties the cache when the schema version has moved on.
+func (m *schemaCache) current() {
+	if ver := sqlpg.SchemaVersion(); m.cols == nil || m.ver != ver {
+		*m = schemaCache{ver: ver, cols: map[string][]sqlpg.Column{}}
+	}
 }
 
 const (
@@ -490,13 +510,17 @@ type Session struct {
 	// so the shared pool would mix sessions' temporary tables): from
 	// then on every statement of the session runs on it, taking the
 	// shared writer as the write lock while it writes.
-	priv     *conn
-	inTx     bool
-	txDDL    []string    // DDL run in the open transaction block, in order (replicated designs)
-	marks    []savepoint // savepoints of the open block, for txDDL
-	mu       sync.Mutex
-	cancel   context.CancelFunc
-	canceled bool
+	priv *conn
+	inTx bool
+	// schemaDirty: a DDL statement ran in the transaction that is open
+	// (or just ended): settleSchema invalidates the cached translations
+	// and column lists once it has committed or rolled back.
+	schemaDirty bool
+	txDDL       []string    // DDL run in the open transaction block, in order (replicated designs)
+	marks       []savepoint // savepoints of the open block, for txDDL
+	mu          sync.Mutex
+	cancel      context.CancelFunc
+	canceled    bool
 	// cancelPending: a cancel came while no run was going on, inside a
 	// request (Cancel, armCancel, Idle).
 	cancelPending bool
@@ -844,7 +868,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		if err != nil {
 			return nil, err
 		}
-		tr, err := sqlpg.Translate(text, schema{c})
+		tr, err := s.translate(c, text)
 		release()
 		if err != nil {
 			var pe *pgwire.Error
@@ -1429,6 +1453,35 @@ func (s *Session) executeOn(ctx context.Context, c *conn, st *Statement, args []
 	return s.run(ctx, c, st, args, func() {})
 }
 
+// translate translates a statement for connection c. The translations
+// cached by text are shared by every session, so a connection whose schema
+// the others do not see (the session's own temporary tables, DDL of its
+// open transaction) neither reads nor fills them.
+func (s *Session) translate(c *conn, text string) (*sqlpg.Translation, error) {
+	if c.private || (s.schemaDirty && c == s.held) {
+		return sqlpg.TranslateFresh(text, schema{c})
+	}
+	return sqlpg.Translate(text, schema{c})
+}
+
+// forgetSchema empties the schema cache of the connection the session
+// holds before it goes back to the pool, if the transaction ran DDL: what
+// it cached meanwhile described the transaction's own schema.
+func (s *Session) forgetSchema(c *conn) {
+	if s.schemaDirty && c != nil {
+		c.meta = schemaCache{}
+	}
+}
+
+// settleSchema invalidates cached translations and column lists after a
+// transaction that ran DDL has ended.
+func (s *Session) settleSchema() {
+	if s.schemaDirty {
+		s.schemaDirty = false
+		sqlpg.SchemaChanged()
+	}
+}
+
 // run executes st on c; release is called when the statement is done.
 func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, release func()) (pgwire.Result, error) {
 	if st.noop {
@@ -1436,7 +1489,16 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		return &cmdResult{tag: commandTag(st, 0)}, nil
 	}
 	if st.ddl {
+		// Bumped now for this connection's next statements, and again
+		// when the transaction ends (settleSchema): until it commits
+		// or rolls back, other connections still read the old schema
+		// and may cache it under the new version.
+		if s.inTx {
+			s.schemaDirty = true
+		}
 		defer sqlpg.SchemaChanged()
+	} else if s.schemaDirty && st.kind == "ROLLBACK" {
+		defer sqlpg.SchemaChanged() // ROLLBACK TO: DDL may be undone
 	}
 	sqlpg.StatementStart(c.c)
 	sqlpg.UseSession(c.c, s.settings, &s.seqs, s.adv.Bind(ctx))
@@ -1705,6 +1767,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 	if !s.inTx {
 		return &cmdResult{tag: verb}, nil
 	}
+	defer s.settleSchema()
 	s.db.clearHolder(s)
 	kept, cerr := s.endBlockCursors(ctx, verb == "COMMIT")
 	if cerr != nil {
@@ -1712,6 +1775,7 @@ func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error
 	}
 	s.endBlockResults()
 	c := s.held
+	s.forgetSchema(c)
 	ddl := strings.Join(s.txDDL, ";\n")
 	s.txDDL, s.marks = nil, nil
 	if verb == "COMMIT" && !c.ro && s.db.repl != nil {
@@ -1922,9 +1986,11 @@ func (s *Session) Close() error {
 	s.closeCursors()
 	s.endBlockResults()
 	if s.inTx {
+		s.forgetSchema(s.held)
 		_ = s.held.exec("ROLLBACK")
 		s.db.release(s.held)
 		s.held, s.inTx = nil, false
+		s.settleSchema()
 	}
 	if s.priv != nil {
 		// Its temporary objects go with it, as on PostgreSQL.
@@ -1995,7 +2061,7 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 					ph[i] = fmt.Sprintf("$%d", i+1)
 				}
 				pgq := strings.TrimSuffix(q, strings.Repeat("?, ", width-1)+"?)") + strings.Join(ph, ", ") + ")"
-				if tr, err := sqlpg.Translate(pgq, schema{c}); err == nil && len(tr.Script) == 0 && tr.SQL != "" {
+				if tr, err := s.translate(c, pgq); err == nil && len(tr.Script) == 0 && tr.SQL != "" {
 					q = tr.SQL
 				}
 			}
@@ -2331,9 +2397,11 @@ func (s *Session) replicatedAutocommit(ctx context.Context, st *Statement, args 
 		return nil, mapError(err)
 	}
 	s.held, s.inTx = c, true
+	defer s.settleSchema()
 	bigArgs := argsBytes(args) >= releaseTextMin
 	res, err := s.executeOn(ctx, c, st, args)
 	args = nil // SQLite has its own copy: see the collection below
+	s.forgetSchema(c)
 	s.held, s.inTx = nil, false
 	if err != nil {
 		_ = c.exec("ROLLBACK")
@@ -2404,6 +2472,20 @@ func (r *bufResult) Close() error { return nil }
 // from _tandem_columns where the translator recorded them, else by the
 // declared SQLite type. nil when the table does not exist.
 func tableColumnList(c *conn, table string) []sqlpg.Column {
+	c.meta.current()
+	cols, ok := c.meta.cols[table]
+	if !ok {
+		cols = readColumnList(c, table)
+		if len(c.meta.cols) >= 256 {
+			clear(c.meta.cols)
+		}
+		c.meta.cols[table] = cols
+	}
+	return slices.Clone(cols)
+}
+
+// readColumnList reads a table's columns from SQLite and tandem's metadata.
+func readColumnList(c *conn, table string) []sqlpg.Column {
 	meta := "_tandem_columns"
 	if c.private {
 		// The session's own connection: a temporary table (which hides
@@ -2875,10 +2957,34 @@ func (s *Session) querySQL(ctx context.Context, sql string) (any, error) {
 
 // IsSequence implements sqlpg.SequenceLister.
 func (sc schema) IsSequence(name string) bool {
-	rows, err := sc.c.c.Query(`SELECT 1 FROM main._tandem_sequences WHERE name = ?`, []driver.Value{name})
+	return sc.sequences()[name]
+}
+
+// SequenceNames implements sqlpg.SequenceNamer.
+func (sc schema) SequenceNames() []string {
+	return slices.Collect(maps.Keys(sc.sequences()))
+}
+
+// sequences: the database's sequences by name, cached at the schema
+// version (CREATE and DROP SEQUENCE, and serial columns, are DDL).
+func (sc schema) sequences() map[string]bool {
+	m := &sc.c.meta
+	m.current()
+	if m.seqs != nil {
+		return m.seqs
+	}
+	seqs := map[string]bool{}
+	rows, err := sc.c.c.Query(`SELECT name FROM main._tandem_sequences`, nil)
 	if err != nil {
-		return false
+		return seqs // not kept: the next statement asks again
 	}
 	defer rows.Close()
-	return rows.Next(make([]driver.Value, 1)) == nil
+	vals := make([]driver.Value, 1)
+	for rows.Next(vals) == nil {
+		if name, ok := vals[0].(string); ok {
+			seqs[name] = true
+		}
+	}
+	m.seqs = seqs
+	return seqs
 }
