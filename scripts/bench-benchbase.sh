@@ -216,7 +216,9 @@ bbconfig() {
 bb() {
   local wl=$1 target=$2 dir=$3; shift 3
   bbconfig "$wl" "$target" "$W/$wl-$target.xml"
-  mkdir -p "$dir"
+  # A fresh directory: BenchBase names its files by time, and the summary
+  # reads the first it finds (an earlier invocation's, with the same OUT).
+  rm -rf "$dir"; mkdir -p "$dir"
   local host=${BB_HOST:-}
   ( cd "$BB" && ${host:+inhost "$host"} cputime "$dir.cpu" java -jar benchbase.jar -b "$wl" -c "$W/$wl-$target.xml" -d "$dir" \
       --json-histograms "$dir/histograms.json" "$@" ) > "$dir.log" 2>&1 \
