@@ -15,6 +15,28 @@ import (
 // affinities, each column's PostgreSQL type is recorded in _tandem_columns
 // by the same script); the rest is rewritten and deparsed.
 
+// onCommit checks a CREATE TABLE's ON COMMIT clause: PostgreSQL's error
+// for a table that is not temporary, and a refusal of the actions the
+// SQLite back end does not carry out (accepted, they would leave the
+// table, or its rows, in place after COMMIT).
+func onCommit(a pg_query.OnCommitAction, temp bool) error {
+	switch a {
+	case pg_query.OnCommitAction_ON_COMMIT_ACTION_UNDEFINED, pg_query.OnCommitAction_ONCOMMIT_NOOP:
+		return nil
+	}
+	if !temp {
+		return &pgwire.Error{Code: "42P16", Message: "ON COMMIT can only be used on temporary tables"}
+	}
+	switch a {
+	case pg_query.OnCommitAction_ONCOMMIT_DROP, pg_query.OnCommitAction_ONCOMMIT_DELETE_ROWS:
+		what := map[pg_query.OnCommitAction]string{pg_query.OnCommitAction_ONCOMMIT_DROP: "ON COMMIT DROP", pg_query.OnCommitAction_ONCOMMIT_DELETE_ROWS: "ON COMMIT DELETE ROWS"}[a]
+		return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: what + " is not supported on the SQLite back end",
+			Hint: "drop the table (DROP TABLE) or empty it (DELETE FROM) before COMMIT yourself; ON COMMIT PRESERVE ROWS, the default, is supported",
+			Err:  ErrNotSupported}
+	}
+	return nil
+}
+
 func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "CREATE TABLE"
 	name, err := t.tableName(s.Relation)
@@ -36,6 +58,9 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 		}
 	}
 	temp := s.Relation.Relpersistence == "t"
+	if err := onCommit(s.Oncommit, temp); err != nil {
+		return nil, err
+	}
 	// Which single column is the primary key (for INTEGER PRIMARY KEY)?
 	pkCols := map[string]bool{}
 	for _, e := range s.TableElts {

@@ -385,6 +385,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		tr.DDL, tr.Tag = true, "SELECT"
 		into := n.CreateTableAsStmt.Into
 		if into != nil && into.Rel != nil {
+			if err := onCommit(into.OnCommit, into.Rel.Relpersistence == "t"); err != nil {
+				return nil, err
+			}
 			name, err := t.tableName(into.Rel)
 			if err != nil {
 				return nil, err
