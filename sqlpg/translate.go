@@ -258,6 +258,10 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			})
 		}
 	}
+	if strings.Contains(lower, "distinct") && nullsNotDistinct(raw) {
+		// Accepted, SQLite's unique index would still let NULLs repeat.
+		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
+	}
 	var ctasMeta []string // CREATE TABLE AS: the new table's column types
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
@@ -784,6 +788,24 @@ var setReturning = map[string]bool{"generate_series": true, "unnest": true, "gen
 func isSetReturning(name string) bool {
 	_, j := jsonSRFs[name]
 	return j || setReturning[name]
+}
+
+// nullsNotDistinct reports whether a statement declares a unique
+// constraint or index NULLS NOT DISTINCT.
+func nullsNotDistinct(n *pg_query.Node) bool {
+	found := false
+	walkNode(n, func(x *pg_query.Node) {
+		if c := x.GetConstraint(); c != nil && c.NullsNotDistinct {
+			found = true
+		}
+		if i := x.GetIndexStmt(); i != nil && i.NullsNotDistinct {
+			found = true
+		}
+	})
+	if i := n.GetIndexStmt(); i != nil && i.NullsNotDistinct {
+		found = true
+	}
+	return found
 }
 
 func walkNode(n *pg_query.Node, fn func(*pg_query.Node)) {

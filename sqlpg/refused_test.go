@@ -7,10 +7,11 @@ import (
 	"github.com/tandemdb/tandem/pgwire"
 )
 
-// ON COMMIT: PostgreSQL's 42P16 on a permanent table; on a temporary one
-// PRESERVE ROWS (the default) is accepted, DROP and DELETE ROWS are refused
-// (0A000) rather than silently not carried out.
-func TestOnCommit(t *testing.T) {
+// Clauses the SQLite back end cannot carry out are refused (0A000) rather
+// than accepted and ignored: ON COMMIT DROP / DELETE ROWS on a temporary
+// table (PRESERVE ROWS, the default, is accepted; ON COMMIT on a permanent
+// table is PostgreSQL's 42P16), UNIQUE NULLS NOT DISTINCT.
+func TestRefusedClauses(t *testing.T) {
 	for _, tc := range []struct {
 		sql, code string // "" = translated
 	}{
@@ -24,6 +25,13 @@ func TestOnCommit(t *testing.T) {
 		{"CREATE TABLE t (a int) ON COMMIT DELETE ROWS", "42P16"},
 		{"CREATE TABLE t (a int) ON COMMIT PRESERVE ROWS", "42P16"},
 		{"CREATE TABLE t ON COMMIT PRESERVE ROWS AS SELECT 1 AS a", "42P16"},
+		// NULLS NOT DISTINCT: SQLite's unique index lets NULLs repeat.
+		{"CREATE TABLE t (a int UNIQUE NULLS NOT DISTINCT)", "0A000"},
+		{"CREATE TABLE t (a int, UNIQUE NULLS NOT DISTINCT (a))", "0A000"},
+		{"CREATE UNIQUE INDEX i ON t (a) NULLS NOT DISTINCT", "0A000"},
+		{"ALTER TABLE t ADD CONSTRAINT c UNIQUE NULLS NOT DISTINCT (a)", "0A000"},
+		{"CREATE TABLE t (a int UNIQUE NULLS DISTINCT)", ""},
+		{"SELECT DISTINCT a FROM (VALUES (1)) v(a)", ""},
 	} {
 		_, err := TranslateFresh(tc.sql, nil)
 		if tc.code == "" {
