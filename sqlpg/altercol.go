@@ -30,6 +30,9 @@ const (
 	// AlterSetEnumCheck: the column's enum CHECK (_tandem_enum_ok) is
 	// replaced by arg (its new CHECK text, or "" for none).
 	AlterSetEnumCheck = "set_enum_check"
+	// AlterSetLimitCheck: the column's type-limit CHECK (limitCheck) is
+	// replaced by arg (its new text, or "" for none).
+	AlterSetLimitCheck = "set_limit_check"
 	// Table-level (col is empty): add a table constraint (arg: its SQLite
 	// text), drop the constraint named arg (a no-op when it is not in the
 	// text: a UNIQUE constraint is an index).
@@ -48,7 +51,7 @@ func alterColumnScript(table, col, action, arg, check string) []string {
 		out = append(out, check)
 	}
 	a := "NULL"
-	if action == AlterSetDefault || action == AlterSetType || action == AlterSetEnumCheck || action == AlterAddConstraint || action == AlterDropConstraint || action == AlterDropReferences {
+	if action == AlterSetDefault || action == AlterSetType || action == AlterSetEnumCheck || action == AlterSetLimitCheck || action == AlterAddConstraint || action == AlterDropConstraint || action == AlterDropReferences {
 		a = quoteLit(arg)
 	}
 	return append(out,
@@ -242,8 +245,12 @@ func dropReferenceWhere(create string, open int, items [][2]int, match func(toks
 
 // alterDef rewrites one column definition.
 func alterDef(def string, toks []token, action, arg string) (string, error) {
-	if action == AlterSetEnumCheck {
-		def = stripEnumCheck(def)
+	if action == AlterSetEnumCheck || action == AlterSetLimitCheck {
+		if action == AlterSetEnumCheck {
+			def = stripEnumCheck(def)
+		} else {
+			def = stripLimitCheck(def)
+		}
 		if arg != "" {
 			def = strings.TrimRight(def, " \t\n") + " " + arg
 		}
@@ -534,6 +541,41 @@ func ConstraintName(create, kind, cols string) string {
 
 // stripEnumCheck removes a column definition's enum CHECK
 // (CHECK (_tandem_enum_ok(...))), quotes and parentheses balanced.
+// stripLimitCheck removes a column definition's type-limit constraint
+// (CONSTRAINT "_tandem_lim_..." CHECK (...)).
+func stripLimitCheck(def string) string {
+	i := strings.Index(def, `CONSTRAINT "`+limitPrefix)
+	if i < 0 {
+		return def
+	}
+	c := strings.Index(def[i:], "CHECK (")
+	if c < 0 {
+		return def
+	}
+	depth, in, inIdent := 0, false, false
+	for j := i + c + len("CHECK "); j < len(def); j++ {
+		switch ch := def[j]; {
+		case ch == '\'' && !inIdent:
+			in = !in
+		case ch == '"' && !in:
+			inIdent = !inIdent
+		case in || inIdent:
+		case ch == '(':
+			depth++
+		case ch == ')':
+			depth--
+			if depth == 0 {
+				start := i
+				for start > 0 && (def[start-1] == ' ' || def[start-1] == '\t') {
+					start--
+				}
+				return def[:start] + def[j+1:]
+			}
+		}
+	}
+	return def
+}
+
 func stripEnumCheck(def string) string {
 	const mark = "CHECK (_tandem_enum_ok("
 	i := strings.Index(def, mark)

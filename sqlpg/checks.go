@@ -68,6 +68,9 @@ func CheckConstraints(create string) []CheckConstraint {
 			if strings.HasPrefix(toks[j+1].text, "(_tandem_") {
 				continue // tandem's own (an enum column's values): not a constraint of the user's
 			}
+			if j >= 2 && strings.EqualFold(toks[j-2].text, "CONSTRAINT") && strings.HasPrefix(unquoteIdent(toks[j-1].text), limitPrefix) {
+				continue // tandem's own (the column type's limits)
+			}
 			c := CheckConstraint{Group: toks[j+1].text, start: base + toks[j].start, end: base + toks[j+1].end, at: base + toks[j].start}
 			if j >= 2 && strings.EqualFold(toks[j-2].text, "CONSTRAINT") {
 				c.Name, c.named = unquoteIdent(toks[j-1].text), true

@@ -15,6 +15,70 @@ import (
 // affinities, each column's PostgreSQL type is recorded in _tandem_columns
 // by the same script); the rest is rewritten and deparsed.
 
+// limitPrefix names the CHECK constraints that hold a column to its type's
+// limits: hidden from the catalog (CheckConstraints), answered with
+// PostgreSQL's error (LimitError).
+const limitPrefix = "_tandem_lim_"
+
+// limitCheck is the constraint that keeps a column's values within what
+// its PostgreSQL type holds, "" for a type without such a limit: a
+// smallint's or integer's range (22003), varchar(n) / char(n)'s length
+// (22001; trailing spaces past n are allowed, as PostgreSQL truncates
+// them), numeric(p,s)'s precision (22003). SQLite checks it on every write
+// (INSERT, UPDATE, COPY, a standby's apply) in its own code; values of
+// another storage class (text a column's affinity could not convert) are
+// left to the checks that read literals (22P02).
+func limitCheck(col string, typ *Type, mod int32) string {
+	c := quoteIdent(col)
+	switch {
+	case typ.Name == "int2":
+		return "CONSTRAINT " + quoteIdent(limitPrefix+"int2") + " CHECK (typeof(" + c + ") <> 'integer' OR " + c + " BETWEEN -32768 AND 32767)"
+	case typ.Name == "int4":
+		return "CONSTRAINT " + quoteIdent(limitPrefix+"int4") + " CHECK (typeof(" + c + ") <> 'integer' OR " + c + " BETWEEN -2147483648 AND 2147483647)"
+	case (typ.Name == "varchar" || typ.Name == "bpchar") && mod > 4:
+		return "CONSTRAINT " + quoteIdent(fmt.Sprintf("%s%s_%d", limitPrefix, typ.Name, mod-4)) +
+			fmt.Sprintf(" CHECK (typeof(%s) <> 'text' OR length(rtrim(%s, ' ')) <= %d)", c, c, mod-4)
+	case typ.Name == "numeric" && mod >= 4:
+		p, sc := (mod-4)>>16, (mod-4)&0xffff
+		if p <= sc {
+			return ""
+		}
+		return "CONSTRAINT " + quoteIdent(fmt.Sprintf("%snumeric_%d_%d", limitPrefix, p, sc)) +
+			fmt.Sprintf(" CHECK (typeof(%s) NOT IN ('integer', 'real') OR abs(round(%s, %d)) < 1e%d)", c, c, sc, p-sc)
+	}
+	return ""
+}
+
+// LimitError is PostgreSQL's error for a row that broke the type limit
+// checked by the constraint named name (limitCheck); ok is false for any
+// other constraint.
+func LimitError(name string) (err *pgwire.Error, ok bool) {
+	kind, ok := strings.CutPrefix(name, limitPrefix)
+	if !ok {
+		return nil, false
+	}
+	var n, p, sc int
+	switch {
+	case kind == "int2":
+		return &pgwire.Error{Code: "22003", Message: "smallint out of range"}, true
+	case kind == "int4":
+		return &pgwire.Error{Code: "22003", Message: "integer out of range"}, true
+	case scan(kind, "varchar_%d", &n):
+		return &pgwire.Error{Code: "22001", Message: fmt.Sprintf("value too long for type character varying(%d)", n)}, true
+	case scan(kind, "bpchar_%d", &n):
+		return &pgwire.Error{Code: "22001", Message: fmt.Sprintf("value too long for type character(%d)", n)}, true
+	case scan(kind, "numeric_%d_%d", &p, &sc):
+		return &pgwire.Error{Code: "22003", Message: "numeric field overflow",
+			Detail: fmt.Sprintf("A field with precision %d, scale %d must round to an absolute value less than 10^%d.", p, sc, p-sc)}, true
+	}
+	return nil, false
+}
+
+func scan(s, format string, args ...any) bool {
+	n, err := fmt.Sscanf(s, format, args...)
+	return err == nil && n == len(args)
+}
+
 // onCommit checks a CREATE TABLE's ON COMMIT clause: PostgreSQL's error
 // for a table that is not temporary, and a refusal of the actions the
 // SQLite back end does not carry out (accepted, they would leave the
@@ -234,6 +298,8 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 	if enum != nil {
 		parts = append(parts, enumCheck(cd.Colname, enum))
 		typeOID = enum.OID
+	} else if lim := limitCheck(cd.Colname, typ, mod); lim != "" {
+		parts = append(parts, lim)
 	}
 	if numbered && !temp {
 		// A sequence of the column's type numbers it, as in PostgreSQL
@@ -1258,6 +1324,14 @@ func (t *translator) alterColumnType(table string, cmd *pg_query.AlterTableCmd) 
 		}
 		script = append(script, alterColumnScript(table, cmd.Name, AlterSetEnumCheck, check, "")...)
 	}
+	// The new type's limits (none for an enum), checked on every row by
+	// the UPDATE below as PostgreSQL checks them when it rewrites the
+	// table (22003, 22001).
+	lim := ""
+	if enum == nil {
+		lim = limitCheck(cmd.Name, typ, mod)
+	}
+	script = append(script, alterColumnScript(table, cmd.Name, AlterSetLimitCheck, lim, "")...)
 	script = append(script,
 		fmt.Sprintf("UPDATE %s SET %s = %s", quoteIdent(table), col, conv),
 		fmt.Sprintf("INSERT OR IGNORE INTO _tandem_columns (table_name, column_name, type_oid, typmod) VALUES (%s, %s, %d, %d)", quoteLit(table), quoteLit(cmd.Name), typeOID, mod),

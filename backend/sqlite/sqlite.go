@@ -2288,6 +2288,10 @@ func mapError(err error) error {
 		case sqlite3.ErrConstraintCheck:
 			code = "23514"
 			if name, ok := strings.CutPrefix(msg, "CHECK constraint failed: "); ok {
+				if le, ok := sqlpg.LimitError(name); ok {
+					le.Err = err
+					return le
+				}
 				return &pgwire.Error{Code: code, Message: fmt.Sprintf("new row violates check constraint %q", name), Constraint: name, Err: err}
 			}
 		default:
