@@ -552,38 +552,23 @@ func stripLimitCheck(def string) string {
 	if c < 0 {
 		return def
 	}
-	depth, in, inIdent := 0, false, false
-	for j := i + c + len("CHECK "); j < len(def); j++ {
-		switch ch := def[j]; {
-		case ch == '\'' && !inIdent:
-			in = !in
-		case ch == '"' && !in:
-			inIdent = !inIdent
-		case in || inIdent:
-		case ch == '(':
-			depth++
-		case ch == ')':
-			depth--
-			if depth == 0 {
-				start := i
-				for start > 0 && (def[start-1] == ' ' || def[start-1] == '\t') {
-					start--
-				}
-				return def[:start] + def[j+1:]
-			}
-		}
-	}
-	return def
+	return cutCheck(def, i, i+c)
 }
 
+// stripEnumCheck removes a column definition's enum CHECK.
 func stripEnumCheck(def string) string {
-	const mark = "CHECK (_tandem_enum_ok("
-	i := strings.Index(def, mark)
+	i := strings.Index(def, "CHECK (_tandem_enum_ok(")
 	if i < 0 {
 		return def
 	}
+	return cutCheck(def, i, i)
+}
+
+// cutCheck removes def[from:] up to the end of the CHECK (...) at check,
+// with the blanks before from.
+func cutCheck(def string, from, check int) string {
 	depth, in, inIdent := 0, false, false
-	for j := i + len("CHECK "); j < len(def); j++ {
+	for j := check + len("CHECK "); j < len(def); j++ {
 		switch c := def[j]; {
 		case c == '\'' && !inIdent:
 			in = !in
@@ -595,7 +580,7 @@ func stripEnumCheck(def string) string {
 		case c == ')':
 			depth--
 			if depth == 0 {
-				start := i
+				start := from
 				for start > 0 && (def[start-1] == ' ' || def[start-1] == '\t') {
 					start--
 				}
