@@ -245,12 +245,8 @@ func dropReferenceWhere(create string, open int, items [][2]int, match func(toks
 
 // alterDef rewrites one column definition.
 func alterDef(def string, toks []token, action, arg string) (string, error) {
-	if action == AlterSetEnumCheck || action == AlterSetLimitCheck {
-		if action == AlterSetEnumCheck {
-			def = stripEnumCheck(def)
-		} else {
-			def = stripLimitCheck(def)
-		}
+	if strip, ok := map[string]func(string) string{AlterSetEnumCheck: stripEnumCheck, AlterSetLimitCheck: stripLimitCheck}[action]; ok {
+		def = strip(def)
 		if arg != "" {
 			def = strings.TrimRight(def, " \t\n") + " " + arg
 		}
@@ -539,8 +535,6 @@ func ConstraintName(create, kind, cols string) string {
 	return ""
 }
 
-// stripEnumCheck removes a column definition's enum CHECK
-// (CHECK (_tandem_enum_ok(...))), quotes and parentheses balanced.
 // stripLimitCheck removes a column definition's type-limit constraint
 // (CONSTRAINT "_tandem_lim_..." CHECK (...)).
 func stripLimitCheck(def string) string {
@@ -555,7 +549,8 @@ func stripLimitCheck(def string) string {
 	return cutCheck(def, i, i+c)
 }
 
-// stripEnumCheck removes a column definition's enum CHECK.
+// stripEnumCheck removes a column definition's enum CHECK
+// (CHECK (_tandem_enum_ok(...))).
 func stripEnumCheck(def string) string {
 	i := strings.Index(def, "CHECK (_tandem_enum_ok(")
 	if i < 0 {
@@ -564,8 +559,8 @@ func stripEnumCheck(def string) string {
 	return cutCheck(def, i, i)
 }
 
-// cutCheck removes def[from:] up to the end of the CHECK (...) at check,
-// with the blanks before from.
+// cutCheck removes def[from:] up to the end of the CHECK (...) at check
+// (quotes and parentheses balanced), with the blanks before from.
 func cutCheck(def string, from, check int) string {
 	depth, in, inIdent := 0, false, false
 	for j := check + len("CHECK "); j < len(def); j++ {

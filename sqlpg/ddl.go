@@ -40,7 +40,7 @@ func limitCheck(col string, typ *Type, mod int32) string {
 			fmt.Sprintf(" CHECK (typeof(%s) <> 'text' OR length(rtrim(%s, ' ')) <= %d)", c, c, mod-4)
 	case typ.Name == "numeric" && mod >= 4:
 		p, sc := (mod-4)>>16, (mod-4)&0xffff
-		if p <= sc {
+		if p < sc {
 			return ""
 		}
 		return "CONSTRAINT " + quoteIdent(fmt.Sprintf("%snumeric_%d_%d", limitPrefix, p, sc)) +

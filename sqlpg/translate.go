@@ -258,7 +258,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			})
 		}
 	}
-	if strings.Contains(lower, "distinct") && nullsNotDistinct(raw) {
+	if isSchemaStmt(raw) && strings.Contains(lower, "distinct") && nullsNotDistinct(raw) {
 		// Accepted, SQLite's unique index would still let NULLs repeat.
 		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
 	}
@@ -788,6 +788,16 @@ var setReturning = map[string]bool{"generate_series": true, "unnest": true, "gen
 func isSetReturning(name string) bool {
 	_, j := jsonSRFs[name]
 	return j || setReturning[name]
+}
+
+// isSchemaStmt: CREATE TABLE, CREATE INDEX or ALTER TABLE (the statements
+// that can declare a unique constraint).
+func isSchemaStmt(n *pg_query.Node) bool {
+	switch n.Node.(type) {
+	case *pg_query.Node_CreateStmt, *pg_query.Node_IndexStmt, *pg_query.Node_AlterTableStmt:
+		return true
+	}
+	return false
 }
 
 // nullsNotDistinct reports whether a statement declares a unique

@@ -82,6 +82,16 @@ func TestTypeLimits(t *testing.T) {
 	if _, err := run(t, s, "CREATE TABLE lim2 (a smallint, v varchar(2))"); err != nil {
 		t.Fatal(err)
 	}
+	// numeric(4,4), a scale equal to the precision (TPC-C's taxes): below 1.
+	if _, err := run(t, s, "CREATE TABLE tax (r numeric(4,4))"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, s, "INSERT INTO tax VALUES (0.1234)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, s, "INSERT INTO tax VALUES (1.5)"); !errors.As(err, &pe) || pe.Code != "22003" {
+		t.Errorf("1.5 into numeric(4,4): %v, want 22003", err)
+	}
 	str := func(v string) *string { return &v }
 	for _, tc := range []struct {
 		row  []*string
