@@ -251,14 +251,20 @@ func numericTypmod(v any, p, s int64) (any, error) {
 		f = float64(x)
 	case float64:
 		f = x
+	case string:
+		// A parameter sent as text: the column's affinity would read it
+		// as a number after this.
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(x), 64); err != nil {
+			return v, nil
+		}
 	default:
 		return v, nil
 	}
 	if math.IsNaN(f) {
 		return f, nil
 	}
-	scale := math.Pow(10, float64(s))
-	r := math.Round(f*scale) / scale
+	r := RoundNumeric(f, int(s))
 	if math.Abs(r) >= math.Pow(10, float64(p-s)) {
 		return nil, fmt.Errorf("[SQLSTATE 22003] numeric field overflow")
 	}
@@ -984,7 +990,7 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 				}
 				return strconv.FormatInt(x, 10) + "." + strings.Repeat("0", int(scale))
 			case float64:
-				return strconv.FormatFloat(x, 'f', int(scale), 64)
+				return FormatNumeric(x, int(scale))
 			}
 			return v
 		}, true},
@@ -1048,10 +1054,18 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return best
 		}, true},
-		{"_pg_round", func(v any) any {
+		{"_pg_round", func(v any, digits ...int64) any {
+			d := 0
+			if len(digits) > 0 {
+				d = int(digits[0])
+			}
 			switch x := v.(type) {
 			case float64:
-				return math.Round(x)
+				return RoundNumeric(x, d)
+			case int64:
+				if d < 0 {
+					return int64(RoundNumeric(float64(x), d))
+				}
 			}
 			return v
 		}, true},

@@ -3,8 +3,12 @@ package sqlpg
 import (
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 
@@ -120,6 +124,11 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 				continue
 			}
 			sv := ac.GetSval()
+			if sv != nil {
+				if err := dateFieldError(c, sv.Sval); err != nil {
+					return err
+				}
+			}
 			if sv != nil && normalizeTimeLiteral(c, sv) {
 				continue
 			}
@@ -164,7 +173,7 @@ func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
 		return true // read when the statement runs (its text may be cached)
 	}
 	if fn, ok := castFunc(c.Type).(func(any) (any, error)); ok {
-		if out, err := fn(sv.Sval); err == nil {
+		if out, err := fn(padISO(sv.Sval)); err == nil {
 			if text, ok := out.(string); ok {
 				sv.Sval = text
 			}
@@ -174,10 +183,10 @@ func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
 }
 
 // updateDefaults: SET col = DEFAULT for a column without a default is
-// SET col = NULL.
-func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
+// SET col = NULL; a time literal is checked and stored as INSERT stores it.
+func (t *translator) updateDefaults(s *pg_query.UpdateStmt) error {
 	if s.Relation == nil || t.sch == nil {
-		return
+		return nil
 	}
 	var cols []Column
 	for _, n := range s.TargetList {
@@ -202,6 +211,9 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 				t.fillDefault(rt.Val, c)
 			}
 			if ac != nil && ac.GetSval() != nil {
+				if err := dateFieldError(c, ac.GetSval().Sval); err != nil {
+					return err
+				}
 				normalizeTimeLiteral(c, ac.GetSval()) // as INSERT does
 			}
 			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
@@ -212,6 +224,7 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) {
 			}
 		}
 	}
+	return nil
 }
 
 // fillDefault replaces DEFAULT at v with column c's default expression as
@@ -436,11 +449,14 @@ func CopyValue(c Column, s string) (any, error) {
 		if l := strings.ToLower(strings.TrimSpace(s)); l == "infinity" || l == "-infinity" {
 			return s, nil
 		}
+		if err := dateFieldError(c, s); err != nil {
+			return nil, err
+		}
 		fn, ok := castFunc(c.Type).(func(any) (any, error))
 		if !ok {
 			return s, nil
 		}
-		out, err := fn(s) // now and today too: read as COPY reads the row
+		out, err := fn(padISO(s)) // now and today too: read as COPY reads the row
 		if err != nil {
 			return nil, &pgwire.Error{Code: "22007", Message: fmt.Sprintf("invalid input syntax for type %s: %q", c.Type.SQL, s)}
 		}
@@ -463,5 +479,197 @@ func CopyValue(c Column, s string) (any, error) {
 		}
 		return int64(0), nil
 	}
+	if _, sc, ok := numericScaleOf(c); ok {
+		// Stored rounded to the column's scale, as an INSERT (roundTo).
+		if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return FormatNumeric(f, int(sc)), nil
+		}
+	}
 	return s, nil
+}
+
+// numericScaleOf is the precision and scale a numeric(p,s) column rounds
+// its values to; ok is false for any other column.
+func numericScaleOf(c Column) (p, s int64, ok bool) {
+	if c.Type == nil || c.Type.Name != "numeric" || c.Typmod < 4 {
+		return 0, 0, false
+	}
+	p, s = int64((c.Typmod-4)>>16), int64((c.Typmod-4)&0xffff)
+	return p, s, p >= s
+}
+
+// roundTo makes v, a value assigned to column c, the value PostgreSQL
+// stores: a numeric(p,s) column keeps its values rounded to s digits
+// (1.005 is stored as 1.01), where SQLite would keep what it was given
+// and only the output was rounded. A numeric literal is rounded here; any
+// other value goes through the assignment cast (_pg_numeric_typmod,
+// which also refuses an overflow with 22003).
+func roundTo(c Column, v *pg_query.Node) {
+	_, s, ok := numericScaleOf(c)
+	if !ok || v == nil || v.GetSetToDefault() != nil {
+		return
+	}
+	if ac := v.GetAConst(); ac != nil {
+		switch {
+		case ac.Isnull, ac.GetIval() != nil:
+			return
+		case ac.GetFval() != nil:
+			if f, err := strconv.ParseFloat(ac.GetFval().Fval, 64); err == nil && !math.IsInf(f, 0) {
+				ac.GetFval().Fval = FormatNumeric(f, int(s))
+				return
+			}
+		}
+	}
+	p, _, _ := numericScaleOf(c)
+	v.Node = call("_pg_numeric_typmod", &pg_query.Node{Node: v.Node}, pg_query.MakeAConstIntNode(p, -1), pg_query.MakeAConstIntNode(s, -1)).Node
+}
+
+// roundInsert rounds what an INSERT writes to numeric(p,s) columns (see
+// roundTo): VALUES rows, a plain SELECT's targets, ON CONFLICT's SET.
+func (t *translator) roundInsert(s *pg_query.InsertStmt, cols []Column) {
+	rounds := false
+	for _, c := range cols {
+		if _, _, ok := numericScaleOf(c); ok {
+			rounds = true
+			break
+		}
+	}
+	if !rounds {
+		return
+	}
+	byName := func(name string) (Column, bool) {
+		for _, c := range cols {
+			if c.Name == name {
+				return c, true
+			}
+		}
+		return Column{}, false
+	}
+	target := cols
+	if len(s.Cols) > 0 {
+		target = nil
+		for _, n := range s.Cols {
+			rt := n.GetResTarget()
+			if rt == nil {
+				return
+			}
+			c, ok := byName(rt.Name)
+			if !ok {
+				return
+			}
+			target = append(target, c)
+		}
+	}
+	if sel := s.SelectStmt.GetSelectStmt(); sel != nil && sel.Op == pg_query.SetOperation_SETOP_NONE {
+		for _, row := range sel.ValuesLists {
+			for i, v := range row.GetList().GetItems() {
+				if i < len(target) {
+					roundTo(target[i], v)
+				}
+			}
+		}
+		if len(sel.ValuesLists) == 0 {
+			for i, n := range sel.TargetList {
+				rt := n.GetResTarget()
+				if rt == nil || i >= len(target) || hasStar(rt.Val) {
+					break
+				}
+				roundTo(target[i], rt.Val)
+			}
+		}
+	}
+	if oc := s.OnConflictClause; oc != nil {
+		for _, n := range oc.TargetList {
+			if rt := n.GetResTarget(); rt != nil && len(rt.Indirection) == 0 {
+				if c, ok := byName(rt.Name); ok {
+					roundTo(c, rt.Val)
+				}
+			}
+		}
+	}
+}
+
+// roundUpdate rounds what an UPDATE's SET writes to numeric(p,s) columns.
+func (t *translator) roundUpdate(s *pg_query.UpdateStmt) {
+	if s.Relation == nil || t.sch == nil {
+		return
+	}
+	var cols []Column
+	for _, n := range s.TargetList {
+		rt := n.GetResTarget()
+		if rt == nil || len(rt.Indirection) > 0 || rt.Val.GetMultiAssignRef() != nil {
+			continue
+		}
+		if cols == nil {
+			if cols = t.sch.Columns(s.Relation.Relname); cols == nil {
+				return
+			}
+		}
+		for _, c := range cols {
+			if c.Name == rt.Name {
+				roundTo(c, rt.Val)
+			}
+		}
+	}
+}
+
+// hasStar: n is a column reference ending in * (t.* or *).
+func hasStar(n *pg_query.Node) bool {
+	cr := n.GetColumnRef()
+	return cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil
+}
+
+// isoDateTime reads the fields of an ISO date, with a time after it.
+var isoDateTime = regexp.MustCompile(`^\s*(\d{4,})-(\d{1,2})-(\d{1,2})(?:(?:\s+|T)(\d{1,2}):(\d{1,2})(?::(\d{1,2}))?)?`)
+
+// dateFieldError is PostgreSQL's 22008 for a literal written to a date,
+// timestamp or timestamptz column whose ISO year-month-day (or hour,
+// minute, second) is no date or time at all: '2024-02-30', '2024-13-01',
+// '2024-01-01 25:00'. Without it SQLite keeps the text, and it compares
+// and sorts as text with the real dates.
+func dateFieldError(c Column, s string) error {
+	if c.Type == nil || (c.Type.Name != "timestamptz" && c.Type.Name != "timestamp" && c.Type.Name != "date") {
+		return nil
+	}
+	m := isoDateTime.FindStringSubmatch(s)
+	if m == nil {
+		return nil
+	}
+	num := func(s string) int {
+		n, _ := strconv.Atoi(s)
+		return n
+	}
+	y, mo, d := num(m[1]), num(m[2]), num(m[3])
+	bad := mo < 1 || mo > 12 || d < 1 || d > time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if m[4] != "" {
+		h, mi, sec := num(m[4]), num(m[5]), num(m[6])
+		bad = bad || h > 24 || mi > 59 || sec > 60 || h == 24 && (mi > 0 || sec > 0)
+	}
+	if !bad {
+		return nil
+	}
+	return &pgwire.Error{Code: "22008", Message: fmt.Sprintf("date/time field value out of range: %q", s)}
+}
+
+// padISO writes an ISO date and time with every field in its width and
+// in range ('2024-1-5 1:2:3+01' is '2024-01-05 01:02:03+01', 24:00:00 the
+// next day's midnight, a 60th second the next minute, a zone named UTC
+// +00), as PostgreSQL reads them; anything else is returned as it is.
+func padISO(s string) string {
+	m := isoDateTime.FindStringSubmatch(s)
+	if m == nil || m[4] == "" {
+		if m != nil {
+			num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+			return fmt.Sprintf("%04d-%02d-%02d", num(m[1]), num(m[2]), num(m[3])) + s[len(m[0]):]
+		}
+		return s
+	}
+	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	t := time.Date(num(m[1]), time.Month(num(m[2])), num(m[3]), num(m[4]), num(m[5]), num(m[6]), 0, time.UTC)
+	rest := s[len(m[0]):]
+	switch strings.ToUpper(strings.TrimSpace(rest)) {
+	case "UTC", "GMT", "Z", "ZULU":
+		rest = "+00"
+	}
+	return t.Format("2006-01-02 15:04:05") + rest
 }

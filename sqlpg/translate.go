@@ -324,6 +324,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		if err := t.insertChecks(s, tcols); err != nil {
 			return nil, err
 		}
+		t.roundInsert(s, tcols)
 		for _, c := range s.Cols {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
 				return nil, unsupported("INSERT into a subfield or array element (%s...)", rt.Name)
@@ -345,7 +346,10 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 				return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
 			}
 		}
-		t.updateDefaults(n.UpdateStmt)
+		if err := t.updateDefaults(n.UpdateStmt); err != nil {
+			return nil, err
+		}
+		t.roundUpdate(n.UpdateStmt)
 		tr.Cols = t.returningTypes(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		tr.Names = t.returningNames(n.UpdateStmt.Relation, n.UpdateStmt.ReturningList)
 		nameTargets(n.UpdateStmt.ReturningList)
@@ -1687,7 +1691,9 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			f.AggStar = true
 		}
 	case "round":
-		if len(f.Args) == 1 {
+		// Halves away from zero on the decimal written (numeric.go):
+		// SQLite's round(2.675, 2) is 2.67, PostgreSQL's 2.68.
+		if len(f.Args) == 1 || len(f.Args) == 2 {
 			n.Node = call("_pg_round", f.Args...).Node
 			return
 		}

@@ -2605,9 +2605,12 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 			scale := int((mod - 4) & 0xffff)
 			switch x := v.(type) {
 			case float64:
-				vals[i] = strconv.FormatFloat(x, 'f', scale, 64)
+				vals[i] = sqlpg.FormatNumeric(x, scale)
 			case int64:
-				vals[i] = strconv.FormatFloat(float64(x), 'f', scale, 64)
+				vals[i] = strconv.FormatInt(x, 10)
+				if scale > 0 {
+					vals[i] = strconv.FormatInt(x, 10) + "." + strings.Repeat("0", scale)
+				}
 			}
 		case 3802: // jsonb prints normalised
 			if x, ok := v.(string); ok {

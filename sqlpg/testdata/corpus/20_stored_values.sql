@@ -1,0 +1,25 @@
+-- What a column stores: numeric(p,s) rounded to its scale (halves away from zero), dates and times that exist.
+CREATE TABLE sv_money (id int PRIMARY KEY, amount numeric(8,2), whole numeric(5,0), free numeric);
+INSERT INTO sv_money VALUES (1, 1.005, 2.5, 1.005), (2, 2.675, -2.5, 2.675), (3, 10.125, 0.4, 10.125);
+INSERT INTO sv_money VALUES (4, -0.005, 99999.4, -0.005), (5, '0.285', '1.5', '0.285');
+INSERT INTO sv_money (id, amount) VALUES (6, 1.1 * 1.15);
+INSERT INTO sv_money (id, amount) SELECT 7, 3.335;
+INSERT INTO sv_money (id, amount) VALUES (7, 0) ON CONFLICT (id) DO UPDATE SET amount = excluded.amount + 1.115;
+UPDATE sv_money SET amount = amount + 0.005 WHERE id = 1;
+SELECT id, amount, whole, free FROM sv_money ORDER BY id;
+SELECT sum(amount), sum(amount * 100), count(*) FILTER (WHERE amount = 2.68) FROM sv_money;
+SELECT round(1.005, 2), round(2.675, 2), round(-2.675, 2), round(2.5), round(-2.5), round(0.285, 2);
+SELECT 1.005::numeric(6,2), 2.675::numeric(6,2), (1.1 * 1.15)::numeric(6,2);
+INSERT INTO sv_money (id, amount) VALUES (8, 999999.995);
+UPDATE sv_money SET whole = 99999.5 WHERE id = 1;
+CREATE TABLE sv_when (id int PRIMARY KEY, d date, ts timestamp);
+INSERT INTO sv_when VALUES (1, '2024-02-29', '2024-01-01 24:00:00');
+INSERT INTO sv_when VALUES (2, '2024-2-9', '2024-1-5 1:2:3.25');
+INSERT INTO sv_when VALUES (3, '2024-02-30', NULL);
+INSERT INTO sv_when VALUES (4, '2023-02-29', NULL);
+INSERT INTO sv_when VALUES (5, '2024-13-01', NULL);
+INSERT INTO sv_when VALUES (6, NULL, '2024-01-01 24:00:01');
+INSERT INTO sv_when VALUES (7, NULL, '2024-01-01 10:61:00');
+UPDATE sv_when SET d = '2024-04-31' WHERE id = 1;
+SELECT id, d, ts FROM sv_when ORDER BY id;
+SELECT count(*) FROM sv_when WHERE ts > '2024-01-01 12:00';
