@@ -3,6 +3,7 @@ package sqlpg
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -107,6 +108,7 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	if err != nil {
 		return nil, err
 	}
+	t.creating = name
 	if len(s.InhRelations) > 0 {
 		return nil, unsupported("INHERITS")
 	}
@@ -362,7 +364,11 @@ func (t *translator) columnConstraint(c *pg_query.Constraint, intPK bool) (strin
 		}
 		return name + "CHECK (" + e + ")", nil
 	case pg_query.ConstrType_CONSTR_FOREIGN:
-		return name + t.references(c), nil
+		ref, err := t.references(c)
+		if err != nil {
+			return "", err
+		}
+		return name + ref, nil
 	case pg_query.ConstrType_CONSTR_IDENTITY:
 		return "", nil
 	case pg_query.ConstrType_CONSTR_GENERATED:
@@ -378,7 +384,10 @@ func (t *translator) columnConstraint(c *pg_query.Constraint, intPK bool) (strin
 	return "", unsupported("this column constraint")
 }
 
-func (t *translator) references(c *pg_query.Constraint) string {
+func (t *translator) references(c *pg_query.Constraint) (string, error) {
+	if err := t.checkReferenced(c); err != nil {
+		return "", err
+	}
 	s := "REFERENCES " + quoteIdent(c.Pktable.Relname)
 	if len(c.PkAttrs) > 0 {
 		s += " (" + identList(strs(c.PkAttrs)) + ")"
@@ -408,7 +417,7 @@ func (t *translator) references(c *pg_query.Constraint) string {
 			s += " INITIALLY DEFERRED"
 		}
 	}
-	return s
+	return s, nil
 }
 
 func identList(cols []string) string {
@@ -436,7 +445,11 @@ func (t *translator) tableConstraint(c *pg_query.Constraint) (string, error) {
 		}
 		return name + "CHECK (" + e + ")", nil
 	case pg_query.ConstrType_CONSTR_FOREIGN:
-		return name + "FOREIGN KEY (" + identList(strs(c.FkAttrs)) + ") " + t.references(c), nil
+		ref, err := t.references(c)
+		if err != nil {
+			return "", err
+		}
+		return name + "FOREIGN KEY (" + identList(strs(c.FkAttrs)) + ") " + ref, nil
 	case pg_query.ConstrType_CONSTR_EXCLUSION:
 		return "", unsupported("EXCLUDE constraints")
 	}
@@ -1261,6 +1274,45 @@ func (t *translator) addConstraint(table string, c *pg_query.Constraint) ([]stri
 
 // primaryKeyOf reads a table's primary key columns from the schema's
 // catalog, when the schema can tell.
+// checkReferenced checks the parent side of a foreign key when it is
+// declared, as PostgreSQL does: the table exists (42P01), the columns
+// exist (42703) and are its primary key or a unique constraint's, in any
+// order (42830). SQLite accepts all of these in CREATE TABLE and then
+// fails every write to the child with "foreign key mismatch". A table
+// that references itself in its CREATE TABLE is not in the schema yet;
+// SQLite checks that one.
+func (t *translator) checkReferenced(c *pg_query.Constraint) error {
+	if t.sch == nil || c.Pktable == nil || strings.EqualFold(c.Pktable.Relname, t.creating) {
+		return nil
+	}
+	parent := c.Pktable.Relname
+	cols := t.sch.Columns(parent)
+	if cols == nil {
+		return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", parent)}
+	}
+	want := strs(c.PkAttrs)
+	if len(want) == 0 {
+		return nil // the primary key, looked up where the check is built
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(cols, func(col Column) bool { return strings.EqualFold(col.Name, w) }) {
+			return &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q referenced in foreign key constraint does not exist", w)}
+		}
+	}
+	uk, ok := t.sch.(interface{ UniqueKeys(string) [][]string })
+	if !ok {
+		return nil
+	}
+	for _, key := range append(uk.UniqueKeys(parent), t.primaryKeyOf(parent)) {
+		if len(key) == len(want) && !slices.ContainsFunc(want, func(w string) bool {
+			return !slices.ContainsFunc(key, func(k string) bool { return strings.EqualFold(k, w) })
+		}) {
+			return nil
+		}
+	}
+	return &pgwire.Error{Code: "42830", Message: fmt.Sprintf("there is no unique constraint matching given keys for referenced table %q", parent)}
+}
+
 func (t *translator) primaryKeyOf(table string) []string {
 	if pk, ok := t.sch.(interface{ PrimaryKey(string) []string }); ok {
 		return pk.PrimaryKey(table)

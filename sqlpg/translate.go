@@ -717,6 +717,9 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
+	// creating: the table a CREATE TABLE makes (a foreign key may
+	// reference it before it exists).
+	creating string
 	// noSeqCalls: the statement calls no sequence function (sequenceFuncs
 	// skips its walk).
 	noSeqCalls bool

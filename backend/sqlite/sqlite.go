@@ -2995,3 +2995,38 @@ func (sc schema) sequences() map[string]bool {
 	m.seqs = seqs
 	return seqs
 }
+
+// UniqueKeys are the column lists of a table's unique indexes that are
+// neither partial nor on expressions (the primary key's among them,
+// unless it is the rowid), for sqlpg's foreign-key checks.
+func (sc schema) UniqueKeys(table string) [][]string {
+	rows, err := sc.c.c.Query(`SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
+		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.seq, ii.seqno`, []driver.Value{table})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out [][]string
+	var last string
+	expr := false
+	vals := make([]driver.Value, 2)
+	for rows.Next(vals) == nil {
+		idx := asString(vals[0])
+		if idx != last || len(out) == 0 {
+			if expr && len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+			out, last, expr = append(out, nil), idx, false
+		}
+		col, ok := vals[1].(string)
+		if !ok {
+			expr = true // an expression: no column list to match
+			continue
+		}
+		out[len(out)-1] = append(out[len(out)-1], col)
+	}
+	if expr && len(out) > 0 {
+		out = out[:len(out)-1]
+	}
+	return out
+}
