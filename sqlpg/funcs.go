@@ -377,6 +377,11 @@ func castFunc(t *Type) any {
 				return tm.Format("15:04:05.999999"), nil
 			}
 			s := fmt.Sprint(toText(v))
+			if t.Name == "time" {
+				if out, ok, err := timeOfDay(s); ok {
+					return out, err
+				}
+			}
 			for _, l := range []string{"15:04:05.999999", "15:04"} {
 				if tm, err := time.Parse(l, s); err == nil {
 					return tm.Format("15:04:05.999999"), nil
@@ -1688,4 +1693,37 @@ func nullsAsNil(fn any) any {
 		}
 		return v.Call(args)
 	}).Interface()
+}
+
+var timeOfDayRe = regexp.MustCompile(`^\s*(\d{1,2}):(\d{1,2})(?::(\d{1,2})(\.\d{1,6})?)?\s*$`)
+
+// timeOfDay reads a time of day written as H:M[:S[.frac]] the way
+// PostgreSQL's time input does: fields padded ('1:2' is 01:02:00), a 60th
+// second carried into the minute, 24:00:00 kept, and a field out of range
+// 22008 (ok is false for any other spelling).
+func timeOfDay(s string) (out string, ok bool, err error) {
+	m := timeOfDayRe.FindStringSubmatch(s)
+	if m == nil {
+		return "", false, nil
+	}
+	h, _ := strconv.Atoi(m[1])
+	mi, _ := strconv.Atoi(m[2])
+	sec, _ := strconv.Atoi(m[3])
+	frac := strings.TrimRight(m[4], "0")
+	if frac == "." {
+		frac = ""
+	}
+	if h > 24 || mi > 59 || sec > 60 || h == 24 && (mi > 0 || sec > 0 || frac != "") {
+		return "", true, fmt.Errorf("[SQLSTATE 22008] date/time field value out of range: %q", s)
+	}
+	if sec == 60 {
+		sec, mi = 0, mi+1
+		if mi == 60 {
+			mi, h = 0, h+1
+		}
+		if h > 24 || h == 24 && (mi > 0 || frac != "") {
+			return "", true, fmt.Errorf("[SQLSTATE 22008] date/time field value out of range: %q", s)
+		}
+	}
+	return fmt.Sprintf("%02d:%02d:%02d%s", h, mi, sec, frac), true, nil
 }

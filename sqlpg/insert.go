@@ -165,6 +165,12 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 // as text. A literal the cast cannot read (now, today, infinity) stays as
 // it was. It reports whether the column is of such a type.
 func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
+	if c.Type != nil && c.Type.Name == "time" {
+		if out, ok, err := timeOfDay(sv.Sval); ok && err == nil {
+			sv.Sval = out // '9:30' sorts after '10:00' as text; 09:30:00 does not
+		}
+		return true
+	}
 	if c.Type == nil || (c.Type.Name != "timestamptz" && c.Type.Name != "timestamp" && c.Type.Name != "date") {
 		return false
 	}
@@ -445,6 +451,14 @@ func CopyValue(c Column, s string) (any, error) {
 		return s, nil
 	}
 	switch c.Type.Name {
+	case "time":
+		if out, ok, err := timeOfDay(s); ok {
+			if err != nil {
+				return nil, &pgwire.Error{Code: "22008", Message: fmt.Sprintf("date/time field value out of range: %q", s)}
+			}
+			return out, nil
+		}
+		return s, nil
 	case "timestamptz", "timestamp", "date":
 		if l := strings.ToLower(strings.TrimSpace(s)); l == "infinity" || l == "-infinity" {
 			return s, nil
@@ -623,11 +637,17 @@ func hasStar(n *pg_query.Node) bool {
 var isoDateTime = regexp.MustCompile(`^\s*(\d{4,})-(\d{1,2})-(\d{1,2})(?:(?:\s+|T)(\d{1,2}):(\d{1,2})(?::(\d{1,2}))?)?`)
 
 // dateFieldError is PostgreSQL's 22008 for a literal written to a date,
-// timestamp or timestamptz column whose ISO year-month-day (or hour,
+// timestamp, timestamptz or time column whose ISO year-month-day (or hour,
 // minute, second) is no date or time at all: '2024-02-30', '2024-13-01',
 // '2024-01-01 25:00'. Without it SQLite keeps the text, and it compares
 // and sorts as text with the real dates.
 func dateFieldError(c Column, s string) error {
+	if c.Type != nil && c.Type.Name == "time" {
+		if _, _, err := timeOfDay(s); err != nil {
+			return &pgwire.Error{Code: "22008", Message: fmt.Sprintf("date/time field value out of range: %q", s)}
+		}
+		return nil
+	}
 	if c.Type == nil || (c.Type.Name != "timestamptz" && c.Type.Name != "timestamp" && c.Type.Name != "date") {
 		return nil
 	}

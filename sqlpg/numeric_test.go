@@ -98,3 +98,25 @@ func TestDateFields(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeOfDay(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok, bad  bool
+	}{
+		{"1:2", "01:02:00", true, false},
+		{"9:30:15.50", "09:30:15.5", true, false},
+		{"10:00:60", "10:01:00", true, false},
+		{"23:59:60", "24:00:00", true, false},
+		{"24:00", "24:00:00", true, false},
+		{"24:00:01", "", true, true},
+		{"25:61", "", true, true},
+		{"10:00+02", "", false, false},
+		{"allballs", "", false, false},
+	} {
+		got, ok, err := timeOfDay(c.in)
+		if ok != c.ok || (err != nil) != c.bad || !c.bad && got != c.want {
+			t.Errorf("timeOfDay(%q) = %q, %v, %v; want %q, %v, bad=%v", c.in, got, ok, err, c.want, c.ok, c.bad)
+		}
+	}
+}
