@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -40,7 +41,10 @@ func appendText(dst []byte, oid uint32, v any) []byte {
 		if oid == OIDInt8 && x == math.Trunc(x) && math.Abs(x) < 1e18 {
 			return strconv.AppendInt(dst, int64(x), 10)
 		}
-		return strconv.AppendFloat(dst, x, 'g', -1, 64)
+		if oid == OIDFloat4 {
+			return AppendFloat(dst, x, 32)
+		}
+		return AppendFloat(dst, x, 64)
 	case bool:
 		if x {
 			return append(dst, 't')
@@ -338,4 +342,29 @@ func decodeBinary(oid uint32, format int16, src []byte) (any, error) {
 		}
 	}
 	return nil, Errorf(CodeFeatureNotSupported, "binary parameters of type OID %d are not supported on this back end; send them in text format", oid)
+}
+
+// AppendFloat appends x as PostgreSQL's float8out (bits 64) or float4out
+// (bits 32) prints it: the shortest digits that read back as the same
+// value, in exponent form only when the decimal exponent is below -4 or
+// at least 15 (float4: 6), so 123456789.123 and 1234567 print as written
+// where Go's shortest %g switches to 1.23456789123e+08 from 1e6 up.
+func AppendFloat(dst []byte, x float64, bits int) []byte {
+	if math.IsInf(x, 0) || math.IsNaN(x) || x == 0 {
+		return strconv.AppendFloat(dst, x, 'g', -1, bits)
+	}
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], x, 'e', -1, bits)
+	exp := 0
+	if i := bytes.IndexByte(e, 'e'); i >= 0 {
+		exp, _ = strconv.Atoi(string(e[i+1:]))
+	}
+	limit := 15
+	if bits == 32 {
+		limit = 6
+	}
+	if exp < -4 || exp >= limit {
+		return append(dst, e...)
+	}
+	return strconv.AppendFloat(dst, x, 'f', -1, bits)
 }

@@ -47,3 +47,31 @@ func TestValuesConcurrentSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Floats print as PostgreSQL's float8out and float4out print them.
+func TestAppendFloat(t *testing.T) {
+	for _, c := range []struct {
+		x    float64
+		bits int
+		want string
+	}{
+		{123456789.123, 64, "123456789.123"},
+		{1234567, 64, "1234567"},
+		{123456789012345, 64, "123456789012345"},
+		{1234567890123456, 64, "1.234567890123456e+15"},
+		{1e20, 64, "1e+20"},
+		{0.0001, 64, "0.0001"},
+		{0.00001, 64, "1e-05"},
+		{1e-7, 64, "1e-07"},
+		{0.30000000000000004, 64, "0.30000000000000004"},
+		{-2.5, 64, "-2.5"},
+		{0, 64, "0"},
+		{float64(float32(1.1)), 32, "1.1"},
+		{123456, 32, "123456"},
+		{1234567, 32, "1.234567e+06"},
+	} {
+		if got := string(AppendFloat(nil, c.x, c.bits)); got != c.want {
+			t.Errorf("AppendFloat(%v, %d) = %s, want %s", c.x, c.bits, got, c.want)
+		}
+	}
+}

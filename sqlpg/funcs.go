@@ -178,7 +178,7 @@ func toText(v any) any {
 	case int64:
 		return strconv.FormatInt(x, 10)
 	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
+		return string(pgwire.AppendFloat(nil, x, 64))
 	case time.Time:
 		return x.UTC().Format(TimestamptzLayout)
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // jsonb values print as PostgreSQL prints them: object keys sorted
@@ -88,7 +90,7 @@ func jsonValue(v any) any {
 	case int64:
 		return json.Number(strconv.FormatInt(x, 10))
 	case float64:
-		return json.Number(strconv.FormatFloat(x, 'g', -1, 64))
+		return json.Number(pgwire.AppendFloat(nil, x, 64))
 	case []byte:
 		return string(x)
 	case string:

@@ -77,3 +77,5 @@ INSERT INTO nx_t VALUES (1, 0.1, 0.1), (2, 0.2, 0.2), (3, 19.99, 19.99);
 SELECT sum(x), sum(m), x * 3, m * 3 FROM nx_t GROUP BY id, x, m ORDER BY id;
 SELECT sum(x) FROM nx_t;
 DROP TABLE nx_t;
+select 123456789.123::float8, 1234567::float8, 1e15::float8, 1e14::float8, 0.00001::float8, 1234567::real, 123456::real, 1.1::real, (1234567.5::float8)::text;
+select to_json(1234567.5::float8), json_build_object('a', 1e6::float8);
