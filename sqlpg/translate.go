@@ -1156,7 +1156,21 @@ func (t *translator) setOpLiterals(s *pg_query.SelectStmt) {
 // an enum column in its labels' order.
 func (t *translator) sortNulls(s *pg_query.SelectStmt) {
 	t.sortEnums(s)
-	for _, sb := range s.SortClause {
+	t.nullsLast(s.SortClause)
+	for _, w := range s.WindowClause {
+		if wd := w.GetWindowDef(); wd != nil {
+			t.nullsLast(wd.OrderClause)
+		}
+	}
+}
+
+// nullsLast gives an ORDER BY list (a query's, a window's, an
+// aggregate's) PostgreSQL's default NULL placement: PostgreSQL sorts NULLs
+// as larger than any value, SQLite as smaller, so without it rank() over
+// (ORDER BY x DESC) and string_agg(... ORDER BY x) disagreed wherever x
+// was NULL.
+func (t *translator) nullsLast(order []*pg_query.Node) {
+	for _, sb := range order {
 		b := sb.GetSortBy()
 		if b == nil {
 			continue
@@ -1165,8 +1179,6 @@ func (t *translator) sortNulls(s *pg_query.SelectStmt) {
 			t.fail(unsupported("ORDER BY ... USING"))
 		}
 		if b.SortbyNulls == pg_query.SortByNulls_SORTBY_NULLS_DEFAULT || b.SortbyNulls == pg_query.SortByNulls_SORT_BY_NULLS_UNDEFINED {
-			// PostgreSQL sorts NULLs as larger than any value; SQLite
-			// as smaller.
 			if b.SortbyDir == pg_query.SortByDir_SORTBY_DESC {
 				b.SortbyNulls = pg_query.SortByNulls_SORTBY_NULLS_FIRST
 			} else {
@@ -1541,6 +1553,10 @@ var unsupportedFuncs = map[string]string{
 }
 
 func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
+	t.nullsLast(f.AggOrder)
+	if f.Over != nil {
+		t.nullsLast(f.Over.OrderClause)
+	}
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
 	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") ||

@@ -32,3 +32,9 @@ SELECT id, count(*) FILTER (WHERE v > 10) OVER (PARTITION BY grp) FROM wi_s ORDE
 SELECT row_number() OVER ();
 SELECT id, row_number() OVER (ORDER BY grp DESC, v) FROM wi_s ORDER BY 2;
 DROP TABLE wi_s;
+create table win_nulls (id int primary key, g text, v int);
+insert into win_nulls values (1, 'a', 5), (2, 'a', null), (3, 'a', 7), (4, 'b', null), (5, 'b', 1);
+select id, rank() over (partition by g order by v desc), row_number() over (order by v), first_value(id) over (partition by g order by v desc) from win_nulls order by id;
+select id, rank() over w from win_nulls window w as (order by v desc) order by id;
+select g, string_agg(coalesce(v::text, 'null'), ',' order by v desc), string_agg(id::text, ',' order by v), array_agg(v order by v) from win_nulls group by g order by g;
+select id, lead(id) over (order by v desc nulls last) from win_nulls order by id;
