@@ -18,6 +18,7 @@ var aggregates = map[string]bool{
 	"bool_and": true, "bool_or": true, "every": true, "json_agg": true, "jsonb_agg": true, "json_object_agg": true,
 	"jsonb_object_agg": true, "stddev": true, "stddev_samp": true, "stddev_pop": true, "variance": true,
 	"var_samp": true, "var_pop": true, "bit_and": true, "bit_or": true,
+	"percentile_cont": true, "percentile_disc": true, "mode": true,
 }
 
 // groupCheck fails with 42803, as PostgreSQL does, when a grouped SELECT

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
@@ -163,7 +165,116 @@ func registerAggregates(c *sqlite3.SQLiteConn) error {
 	if err := c.RegisterAggregator("_pg_string_agg_distinct", func() *stringAggDistinct { return &stringAggDistinct{} }, true); err != nil {
 		return fmt.Errorf("sqlpg: register _pg_string_agg_distinct: %w", err)
 	}
+	for name, disc := range map[string]bool{"_pg_percentile_cont": false, "_pg_percentile_disc": true} {
+		if err := c.RegisterAggregator(name, func() *percentileAgg { return &percentileAgg{disc: disc} }, true); err != nil {
+			return fmt.Errorf("sqlpg: register %s: %w", name, err)
+		}
+	}
+	if err := c.RegisterAggregator("_pg_mode", func() *modeAgg { return &modeAgg{} }, true); err != nil {
+		return fmt.Errorf("sqlpg: register _pg_mode: %w", err)
+	}
 	return nil
+}
+
+// percentileAgg is percentile_cont (interpolated between the two nearest
+// values) and percentile_disc (the first value whose position reaches
+// the fraction) over the non-NULL values, in ascending or (desc)
+// descending order.
+type percentileAgg struct {
+	disc, desc bool
+	frac       float64
+	fracSet    bool
+	bad        error
+	xs         []float64
+	vals       []any // percentile_disc keeps the values themselves
+}
+
+func (a *percentileAgg) Step(frac, v any, desc int64) {
+	if !a.fracSet {
+		f, ok := numeric(frac)
+		if frac == nil || !ok || f < 0 || f > 1 || math.IsNaN(f) {
+			a.bad = fmt.Errorf("[SQLSTATE 22003] percentile value %v is not between 0 and 1", frac)
+		}
+		a.frac, a.fracSet, a.desc = f, true, desc != 0
+	}
+	if v == nil {
+		return
+	}
+	if a.disc {
+		a.vals = append(a.vals, v)
+		return
+	}
+	if x, ok := numeric(v); ok {
+		a.xs = append(a.xs, x)
+	}
+}
+
+func (a *percentileAgg) Done() (any, error) {
+	if a.bad != nil {
+		return nil, a.bad
+	}
+	if a.disc {
+		if len(a.vals) == 0 {
+			return nil, nil
+		}
+		sort.SliceStable(a.vals, func(i, j int) bool {
+			if a.desc {
+				return cmpAny(a.vals[i], a.vals[j]) > 0
+			}
+			return cmpAny(a.vals[i], a.vals[j]) < 0
+		})
+		// PostgreSQL: the first value whose cumulative share reaches
+		// the fraction.
+		k := int(math.Ceil(a.frac*float64(len(a.vals)))) - 1
+		return a.vals[max(k, 0)], nil
+	}
+	if len(a.xs) == 0 {
+		return nil, nil
+	}
+	sort.Float64s(a.xs)
+	if a.desc {
+		slices.Reverse(a.xs)
+	}
+	pos := a.frac * float64(len(a.xs)-1)
+	lo := math.Floor(pos)
+	hi := math.Ceil(pos)
+	x := a.xs[int(lo)]
+	if hi != lo {
+		x += (pos - lo) * (a.xs[int(hi)] - x)
+	}
+	return x, nil
+}
+
+// modeAgg is mode(): the most frequent non-NULL value, the first in sort
+// order among equally frequent ones.
+type modeAgg struct {
+	vals []any
+}
+
+func (a *modeAgg) Step(v any) {
+	if v != nil {
+		a.vals = append(a.vals, v)
+	}
+}
+
+func (a *modeAgg) Done() any {
+	if len(a.vals) == 0 {
+		return nil
+	}
+	sort.SliceStable(a.vals, func(i, j int) bool { return cmpAny(a.vals[i], a.vals[j]) < 0 })
+	var best any
+	bestN, n := 0, 0
+	for i, v := range a.vals {
+		if i > 0 && cmpAny(v, a.vals[i-1]) == 0 {
+			n++
+		} else {
+			n = 1
+		}
+		if n > bestN {
+			best, bestN = v, n
+		}
+	}
+	return best
 }
 
 func init() {

@@ -1545,8 +1545,7 @@ var funcRename = map[string]string{
 
 var unsupportedFuncs = map[string]string{
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
-	"to_tsquery":      "full-text search",
-	"percentile_cont": "ordered-set aggregates", "percentile_disc": "ordered-set aggregates", "mode": "ordered-set aggregates",
+	"to_tsquery":  "full-text search",
 	"pg_sleep":    "pg_sleep",
 	"row_to_json": "row_to_json of anything but a FROM item of known columns", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current",
@@ -1605,7 +1604,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	if f.AggWithinGroup {
-		t.fail(unsupported("WITHIN GROUP"))
+		t.orderedSetAgg(f, name)
 		return
 	}
 	if f.Over != nil && f.Over.FrameOptions&0x10000 != 0 {
@@ -2571,4 +2570,43 @@ func (t *translator) intervalMul(n *pg_query.Node, e *pg_query.A_Expr) {
 	case r.Type != nil && r.Type.Name == "interval" && l.Type != nil && l.Type.Cat == 'N':
 		n.Node = call("_pg_interval_mul", e.Rexpr, e.Lexpr).Node
 	}
+}
+
+// orderedSetAgg is percentile_cont(f), percentile_disc(f) or mode() WITHIN
+// GROUP (ORDER BY x [DESC]): an aggregate of tandem's own over x with the
+// fraction and the direction as arguments (SQLite has no WITHIN GROUP).
+func (t *translator) orderedSetAgg(f *pg_query.FuncCall, name string) {
+	if len(f.AggOrder) != 1 || f.Over != nil || f.AggFilter != nil {
+		t.fail(unsupported("WITHIN GROUP with more than one ORDER BY expression, a FILTER or OVER"))
+		return
+	}
+	sb := f.AggOrder[0].GetSortBy()
+	if sb == nil || sb.SortbyDir == pg_query.SortByDir_SORTBY_USING {
+		t.fail(unsupported("WITHIN GROUP (ORDER BY ... USING)"))
+		return
+	}
+	desc := int64(0)
+	if sb.SortbyDir == pg_query.SortByDir_SORTBY_DESC {
+		desc = 1
+	}
+	var args []*pg_query.Node
+	switch name {
+	case "percentile_cont", "percentile_disc":
+		if len(f.Args) != 1 || f.Args[0].GetAArrayExpr() != nil || f.Args[0].GetArrayCoerceExpr() != nil {
+			t.fail(unsupported("%s with an array of fractions", name))
+			return
+		}
+		args = []*pg_query.Node{f.Args[0], sb.Node, pg_query.MakeAConstIntNode(desc, -1)}
+	case "mode":
+		if len(f.Args) != 0 {
+			t.fail(&pgwire.Error{Code: "42883", Message: "function mode takes no arguments outside WITHIN GROUP"})
+			return
+		}
+		args = []*pg_query.Node{sb.Node}
+	default:
+		t.fail(unsupported("WITHIN GROUP for %s", name))
+		return
+	}
+	f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_pg_" + name)}
+	f.Args, f.AggOrder, f.AggWithinGroup = args, nil, false
 }

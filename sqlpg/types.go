@@ -475,6 +475,7 @@ func (t *translator) returningTypes(rel *pg_query.RangeVar, list []*pg_query.Nod
 func ct(oid uint32) ColType { return ColType{Type: Types[oid], Typmod: -1} }
 
 var funcTypes = map[string]uint32{
+	"percentile_cont": 701, "_pg_percentile_cont": 701,
 	"count": 20, "row_number": 20, "rank": 20, "dense_rank": 20, "ntile": 23, "percent_rank": 701, "cume_dist": 701,
 	"now": 1184, "current_timestamp": 1184, "clock_timestamp": 1184, "statement_timestamp": 1184, "transaction_timestamp": 1184,
 	"length": 23, "char_length": 23, "character_length": 23, "octet_length": 23, "strpos": 23, "position": 23, "ascii": 23,
@@ -671,6 +672,21 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 			return ct(1009)
+		case "percentile_disc", "mode":
+			// Of the WITHIN GROUP (ORDER BY x) expression's type.
+			if len(x.FuncCall.AggOrder) == 1 {
+				if sb := x.FuncCall.AggOrder[0].GetSortBy(); sb != nil {
+					return t.exprType(sb.Node, sc)
+				}
+			}
+		case "_pg_percentile_disc", "_pg_mode":
+			if k := len(x.FuncCall.Args); k > 0 {
+				i := 0
+				if k == 3 {
+					i = 1
+				}
+				return t.exprType(x.FuncCall.Args[i], sc)
+			}
 		case "round":
 			if len(x.FuncCall.Args) == 2 {
 				if c := x.FuncCall.Args[1].GetAConst(); c != nil && c.GetIval() != nil {
