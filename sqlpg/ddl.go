@@ -603,6 +603,15 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 	tr.DDL = true
 	var what string
 	switch s.RemoveType {
+	case pg_query.ObjectType_OBJECT_EXTENSION:
+		// The extensions CREATE EXTENSION accepts hold nothing to drop.
+		for _, o := range s.Objects {
+			if name := o.GetString_().GetSval(); !extensions[strings.ToLower(name)] && !s.MissingOk {
+				return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("extension %q does not exist", name)}
+			}
+		}
+		tr.DDL, tr.Noop, tr.Tag = false, true, "DROP EXTENSION"
+		return tr, nil
 	case pg_query.ObjectType_OBJECT_TABLE:
 		what = "TABLE"
 	case pg_query.ObjectType_OBJECT_INDEX:

@@ -1296,7 +1296,7 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return err
 		}
 	}
-	return nil
+	return registerExtensionFunctions(c)
 }
 
 // Arrays are carried as PostgreSQL's text form, '{a,b}' (see docs/sql.md).

@@ -469,6 +469,8 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		return tr, nil
 	case *pg_query.Node_CommentStmt:
 		return t.comment(n.CommentStmt, tr)
+	case *pg_query.Node_CreateExtensionStmt:
+		return createExtension(n.CreateExtensionStmt, tr)
 	case *pg_query.Node_LockStmt:
 		tr.Noop, tr.Tag = true, "LOCK TABLE"
 		return tr, nil
