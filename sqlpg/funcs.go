@@ -1335,6 +1335,23 @@ func arrayElems(a any) []string {
 	return append(out, b.String())
 }
 
+// elemValues are an array's elements as arrayLiteral takes them back
+// (NULL elements as nil).
+func elemValues(arr any) []any {
+	if arr == nil {
+		return nil
+	}
+	var out []any
+	for _, e := range arrayElems(arr) {
+		if e == "NULL" {
+			out = append(out, nil)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func arrayLiteral(args []any) string {
 	parts := make([]string, len(args))
 	for i, a := range args {
@@ -1503,6 +1520,30 @@ func init() {
 				keep = append(keep, e)
 			}
 			return arrayLiteral(keep)
+		}},
+		namedFunc{"array_append", func(arr, x any) any {
+			return arrayLiteral(append(elemValues(arr), x))
+		}},
+		namedFunc{"array_prepend", func(x, arr any) any {
+			return arrayLiteral(append([]any{x}, elemValues(arr)...))
+		}},
+		namedFunc{"array_cat", func(a, b any) any {
+			if a == nil && b == nil {
+				return nil
+			}
+			return arrayLiteral(append(elemValues(a), elemValues(b)...))
+		}},
+		namedFunc{"array_replace", func(arr, from, to any) any {
+			if arr == nil {
+				return nil
+			}
+			out := elemValues(arr)
+			for i, e := range out {
+				if e == nil && from == nil || e != nil && from != nil && e == fmt.Sprint(toText(from)) {
+					out[i] = to
+				}
+			}
+			return arrayLiteral(out)
 		}},
 		namedFunc{"cardinality", func(arr any) any {
 			if arr == nil {

@@ -1276,6 +1276,9 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		if sc := scaleOf(a); sc >= 0 {
 			c.Arg = call("_pg_numeric_text", c.Arg, pg_query.MakeAConstIntNode(int64(sc), -1))
 		}
+		if a.Type != nil && a.Type.Name == "bool" {
+			c.Arg = boolText(c.Arg) // true::text is true, not SQLite's 1
+		}
 	}
 	cast := call("_cast_"+typ.Name, c.Arg)
 	if typ.Name == "numeric" && mod >= 4 {
@@ -2446,7 +2449,22 @@ func (t *translator) concatOp(n *pg_query.Node, e *pg_query.A_Expr) {
 		n.Node = call("_pg_jsonb_concat", e.Lexpr, e.Rexpr).Node
 	case isArr(l) || isArr(r):
 		n.Node = call("_pg_array_cat", e.Lexpr, e.Rexpr, boolConst(isArr(l)), boolConst(isArr(r))).Node
+	default:
+		// A boolean concatenated prints as PostgreSQL's text of it,
+		// true / false, not SQLite's 1 / 0.
+		isBool := func(c ColType) bool { return c.Type != nil && c.Type.Name == "bool" }
+		if isBool(l) {
+			e.Lexpr = boolText(e.Lexpr)
+		}
+		if isBool(r) {
+			e.Rexpr = boolText(e.Rexpr)
+		}
 	}
+}
+
+// boolText is a boolean's text as PostgreSQL prints it.
+func boolText(b *pg_query.Node) *pg_query.Node {
+	return template("CASE WHEN (__arg0__) THEN 'true' WHEN NOT (__arg0__) THEN 'false' END", b)
 }
 
 // unknownOperand: an untyped string literal next to a number takes the

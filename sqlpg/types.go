@@ -609,6 +609,17 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 				return ColType{Type: a.Type, Typmod: -1}
 			}
+		case "array_append", "array_remove", "array_cat", "array_replace", "array_prepend":
+			// The array argument's type.
+			i := 0
+			if name == "array_prepend" {
+				i = 1
+			}
+			if len(x.FuncCall.Args) > i {
+				if a := t.exprType(x.FuncCall.Args[i], sc); a.Type != nil && a.Type.Elem != 0 {
+					return ColType{Type: a.Type, Typmod: -1}
+				}
+			}
 		case "timezone":
 			if len(x.FuncCall.Args) == 2 {
 				a := t.exprType(x.FuncCall.Args[1], sc)
@@ -1186,7 +1197,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	if tc := n.GetTypeCast(); tc != nil {
-		if a := t.exprType(tc.Arg, sc); a.Type != nil && a.Type.Name == "numeric" {
+		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool") {
 			if t.castArg == nil {
 				t.castArg = map[*pg_query.TypeCast]ColType{}
 			}

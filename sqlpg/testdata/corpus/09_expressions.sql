@@ -79,3 +79,8 @@ SELECT sum(x) FROM nx_t;
 DROP TABLE nx_t;
 select 123456789.123::float8, 1234567::float8, 1e15::float8, 1e14::float8, 0.00001::float8, 1234567::real, 123456::real, 1.1::real, (1234567.5::float8)::text;
 select to_json(1234567.5::float8), json_build_object('a', 1e6::float8);
+create table arr_more (id int primary key, a int[], t text[], b boolean);
+insert into arr_more values (1, '{1,2}', '{x,y}', true), (2, '{}', '{}', false), (3, null, null, null);
+select id, array_append(a, 3), array_prepend(0, a), array_cat(a, array[9]), array_replace(a, 1, 7), array_append(t, 'z'), 'x' || b, b || '!' from arr_more order by id;
+select 'x' || 1 || true, true::text || false::text;
+select b::text, b::varchar, cast(b as text), (1=1)::text from arr_more order by id;
