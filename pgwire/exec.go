@@ -85,6 +85,10 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	if u, ok := bs.(TerminateUser); ok {
 		u.UseTerminate(s.terminate)
 	}
+	if n, ok := bs.(Notifier); ok {
+		n.UseNotify(c.ProcessID, s.queueNotify)
+		s.notifier = n
+	}
 	s.idler, _ = bs.(Idler)
 	c.HoldMemoryUntilRelease() // released when a batch ends (readMessage)
 	register(s)
@@ -154,6 +158,10 @@ type execSession struct {
 	reportedApplied uint64
 	// killed: the session was terminated from outside (terminate.go).
 	killed atomic.Pointer[Error]
+	// notifier: the back end's LISTEN / NOTIFY; notes: what waits for
+	// the client (notify.go).
+	notifier Notifier
+	notes    notifyQueue
 	// act: what pg_stat_activity shows of the session (activity.go).
 	act activity
 	// idler: bs, when it wants to know (Idler).
@@ -194,6 +202,10 @@ func (s *execSession) Close() {
 // ready appends ReadyForQuery and notes the session idle.
 func (s *execSession) ready() {
 	tx := s.txStatus()
+	if s.notifier != nil {
+		s.notifier.RequestDone()
+		s.appendNotifies(tx)
+	}
 	s.c.Append(&pgproto3.ReadyForQuery{TxStatus: tx})
 	s.idle(tx)
 	if s.idler != nil {

@@ -184,9 +184,27 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 		// Bind's values are in use until its Execute has run.
 		c.ReleaseMemory()
 	}
-	if c.Buffered() == 0 {
+	for c.Buffered() == 0 {
+		// Idle outside a transaction block, a session gets the
+		// notifications it was sent at once (notify.go): a wait for the
+		// client is woken for them and resumed after.
+		listen := s.notifier != nil && !s.inBatch && s.txStatus() == 'I'
+		if listen {
+			if s.idleWait(true) {
+				_ = c.Conn.SetReadDeadline(time.Time{})
+			}
+			// Still marked waiting: one queued from here on wakes the
+			// wait below at once.
+			s.appendNotifies('I')
+		}
 		if err := c.Flush(); err != nil {
+			if listen {
+				s.idleWait(false)
+			}
 			return 0, nil, err
+		}
+		if listen && s.hasNotifies() {
+			continue
 		}
 		var idle time.Duration
 		var code, msg string
@@ -205,9 +223,22 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 			deadline = true
 		}
 		if err := s.killedErr(); err != nil {
+			if listen {
+				s.idleWait(false)
+			}
 			return 0, nil, err
 		}
-		if err := c.WaitInput(); err != nil {
+		err := c.WaitInput()
+		if listen && s.idleWait(false) {
+			// A notification woke the wait (or came while it ended):
+			// its deadline goes; the idle timeout starts again.
+			_ = c.Conn.SetReadDeadline(time.Time{})
+			deadline = false
+			if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && s.killedErr() == nil {
+				continue
+			}
+		}
+		if err != nil {
 			if kerr := s.killedErr(); kerr != nil {
 				return 0, nil, kerr
 			}
@@ -219,6 +250,7 @@ func (s *execSession) readMessage() (byte, []byte, error) {
 			}
 			return 0, nil, err
 		}
+		break
 	}
 	if !c.FrameBuffered() {
 		if rd := s.e.MessageReadTimeout; rd > 0 {

@@ -55,6 +55,15 @@ type Translation struct {
 	// Writes: a query that changes rows although SQLite sees a read
 	// (SELECT nextval(...) writes _tandem_sequences through a function).
 	Writes bool
+	// Notify: LISTEN, UNLISTEN or NOTIFY, which the back end carries out
+	// itself (SQL is empty).
+	Notify *Notify
+}
+
+// Notify is a LISTEN, UNLISTEN (Channel "*": every channel) or NOTIFY.
+type Notify struct {
+	Kind             string // LISTEN, UNLISTEN, NOTIFY
+	Channel, Payload string
 }
 
 // ColType is a result column's PostgreSQL type.
@@ -471,6 +480,19 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		return t.comment(n.CommentStmt, tr)
 	case *pg_query.Node_CreateExtensionStmt:
 		return createExtension(n.CreateExtensionStmt, tr)
+	case *pg_query.Node_ListenStmt:
+		tr.Notify, tr.Tag = &Notify{Kind: "LISTEN", Channel: n.ListenStmt.Conditionname}, "LISTEN"
+		return tr, nil
+	case *pg_query.Node_UnlistenStmt:
+		ch := n.UnlistenStmt.Conditionname
+		if ch == "" {
+			ch = "*"
+		}
+		tr.Notify, tr.Tag = &Notify{Kind: "UNLISTEN", Channel: ch}, "UNLISTEN"
+		return tr, nil
+	case *pg_query.Node_NotifyStmt:
+		tr.Notify, tr.Tag = &Notify{Kind: "NOTIFY", Channel: n.NotifyStmt.Conditionname, Payload: n.NotifyStmt.Payload}, "NOTIFY"
+		return tr, nil
 	case *pg_query.Node_LockStmt:
 		tr.Noop, tr.Tag = true, "LOCK TABLE"
 		return tr, nil
@@ -1541,7 +1563,8 @@ var sqliteOps = map[string]bool{"+": true, "-": true, "*": true, "/": true, "%":
 
 // funcRename maps PostgreSQL functions to SQLite's or tandem's own (funcs.go).
 var funcRename = map[string]string{
-	"strpos": "instr", "btrim": "trim", "char_length": "length", "character_length": "length",
+	"pg_notify": "_tandem_notify",
+	"strpos":    "instr", "btrim": "trim", "char_length": "length", "character_length": "length",
 	"string_agg": "group_concat", "now": "_pg_now", "transaction_timestamp": "_pg_now",
 	"statement_timestamp": "_pg_statement_timestamp", "clock_timestamp": "_pg_clock_timestamp", "random": "_pg_random",
 	"date_part": "_pg_date_part", "extract": "_pg_date_part", "bool_and": "min", "bool_or": "max", "every": "min",
@@ -1564,7 +1587,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
 	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") ||
-		name == "pg_terminate_backend" || name == "pg_cancel_backend" {
+		name == "pg_terminate_backend" || name == "pg_cancel_backend" || name == "pg_notify" {
 		t.volatile = true // a side effect: never run to be described
 	}
 	if name == "_pg_expandarray" {

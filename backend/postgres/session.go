@@ -85,10 +85,18 @@ func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire
 			Message: fmt.Sprintf("database %q does not exist: this hot-standby pair replicates database %q", database, b.cfg.Database),
 			Hint:    fmt.Sprintf("connect to database %q (CREATE DATABASE does not replicate)", b.cfg.Database)}
 	}
-	cfg := b.cfg
+	cfg := b.cfg.Copy()
 	if b.sessionRoles {
-		cfg = b.cfg.Copy()
 		cfg.User = user
+	}
+	// The server's notifications for this session (LISTEN) go to its
+	// client: they arrive while the session runs a statement, so an idle
+	// session gets them with its next one (pgwire.Notifier).
+	var s *Session
+	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
+		if s != nil && s.queueNotify != nil {
+			s.queueNotify(n.Channel, n.Payload, n.PID)
+		}
 	}
 	c, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -98,7 +106,7 @@ func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire
 		}
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow, Message: "tandem: cannot reach the PostgreSQL back end: " + err.Error(), Err: err}
 	}
-	s := &Session{b: b, c: c, pid: c.PID()}
+	s = &Session{b: b, c: c, pid: c.PID()}
 	if b.mm != nil {
 		b.mm.register(s)
 	}
@@ -118,10 +126,21 @@ func (s *Session) ParameterStatus() [][2]string {
 	return out
 }
 
+// UseNotify implements pgwire.Notifier.
+func (s *Session) UseNotify(_ uint32, queue func(channel, payload string, sender uint32)) {
+	s.queueNotify = queue
+}
+
+// RequestDone implements pgwire.Notifier: the server sent what there was
+// with the statements' answers.
+func (s *Session) RequestDone() {}
+
 // Session is one client session on its own server connection.
 type Session struct {
 	b *Backend
 	c *pgconn.PgConn
+	// queueNotify passes the server's notifications to the client.
+	queueNotify func(channel, payload string, sender uint32)
 	// committing: the COMMIT of a transaction whose writeset is logged is
 	// running; Cancel leaves it alone (cancelMu: a cancel already sent has
 	// landed before the COMMIT starts).

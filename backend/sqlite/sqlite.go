@@ -54,15 +54,17 @@ type Options struct {
 
 // DB is one SQLite database shared by every session of a node.
 type DB struct {
-	opts    Options
-	log     *slog.Logger
-	writer  chan *conn // capacity 1: holding it is holding the write lock
-	readers chan *conn
-	all     []*conn
-	mu      sync.Mutex
-	closed  bool
-	repl    Replicator // nil: standalone
-	pks     sync.Map   // table -> primary-key columns (replicated designs)
+	// listeners: the sessions' LISTENs (notify.go).
+	listeners listeners
+	opts      Options
+	log       *slog.Logger
+	writer    chan *conn // capacity 1: holding it is holding the write lock
+	readers   chan *conn
+	all       []*conn
+	mu        sync.Mutex
+	closed    bool
+	repl      Replicator // nil: standalone
+	pks       sync.Map   // table -> primary-key columns (replicated designs)
 	// holder: the session whose transaction block holds the write lock
 	// (multi-master aborts it when it holds up certified writesets).
 	holderMu sync.Mutex
@@ -72,6 +74,9 @@ type DB struct {
 }
 
 type conn struct {
+	// owner: the session that holds the connection now (pg_notify's
+	// transaction), nil while it waits in a pool.
+	owner atomic.Pointer[Session]
 	c     *sqlite3.SQLiteConn
 	stmts map[string]*sqlite3.SQLiteStmt
 	ro    bool
@@ -302,6 +307,10 @@ func (db *DB) openConn(ro bool) (*conn, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", opts.Path, err)
 	}
 	c := &conn{c: dc.(*sqlite3.SQLiteConn), stmts: map[string]*sqlite3.SQLiteStmt{}, ro: ro}
+	if err := c.c.RegisterFunc("_tandem_notify", notifyFunc(c), false); err != nil {
+		c.close()
+		return nil, fmt.Errorf("sqlite: register pg_notify: %w", err)
+	}
 	// PostgreSQL's LIKE is case-sensitive (ILIKE is translated).
 	if err := c.exec("PRAGMA case_sensitive_like = ON"); err != nil {
 		c.close()
@@ -479,6 +488,7 @@ func (db *DB) release(c *conn) {
 		}
 		return
 	}
+	c.owner.Store(nil)
 	if c.ro {
 		db.readers <- c
 	} else {
@@ -490,6 +500,14 @@ func (db *DB) release(c *conn) {
 // a connection only while a statement or a transaction block runs.
 type Session struct {
 	db *DB
+	// LISTEN / NOTIFY (notify.go): the session's process ID and the
+	// function that queues a notification for its client (pgwire's);
+	// the running transaction's NOTIFYs, and those committed and not
+	// yet handed to the listeners.
+	pid         uint32
+	queueNotify func(channel, payload string, sender uint32)
+	notes       []notification
+	committed   []notification
 	// sqlPrepared: the statements of SQL's PREPARE, by name (the
 	// protocol's named statements are pgwire's).
 	sqlPrepared map[string]*sqlpg.PreparedStmt
@@ -569,6 +587,8 @@ type savepoint struct {
 // Statement is a parsed statement.
 type Statement struct {
 	created string // CREATE TABLE AS's new table
+	// notify: LISTEN, UNLISTEN or NOTIFY (notify.go).
+	notify *sqlpg.Notify
 	// doBlock: a DO block (run statement by statement: executeDo).
 	doBlock *sqlpg.DoBlock
 	// sqlPrep: SQL's PREPARE or DEALLOCATE (EXECUTE is prepared as the
@@ -878,6 +898,10 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			}
 			return nil, err
 		}
+		if tr.Notify != nil {
+			st.notify, st.tag, st.readonly, st.tableFree = tr.Notify, tr.Tag, true, true
+			return st, nil
+		}
 		for _, name := range tr.SeqNames {
 			// nextval('s') resolves 's' when the statement is parsed,
 			// as PostgreSQL's regclass does.
@@ -1174,6 +1198,9 @@ func returningColumns(sql string) []pgwire.Column {
 // Execute implements pgwire.BackendSession.
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	res, err := s.execute(ctx, ps, args)
+	if err != nil && s.TxStatus() == 'I' {
+		s.notes = nil // a statement that was its own transaction failed
+	}
 	var pe *pgwire.Error
 	if err != nil && errors.As(err, &pe) && pe.Code == "23505" && pe.Constraint == "" && pe.Table != "" {
 		s.nameUniqueViolation(ctx, pe)
@@ -1278,6 +1305,9 @@ func (s *Session) execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.doBlock != nil {
 		return s.executeDo(ctx, st.doBlock)
+	}
+	if st.notify != nil {
+		return s.runNotify(st.notify)
 	}
 	if !s.inTx && s.lazy == nil && s.adv != nil {
 		// The last statement outside a block was its own transaction:
@@ -1754,6 +1784,19 @@ func (s *Session) startLazy(ctx context.Context) error {
 }
 
 func (s *Session) finish(ctx context.Context, verb string) (pgwire.Result, error) {
+	res, err := s.finishTx(ctx, verb)
+	committed := false
+	if err == nil {
+		if r, ok := res.(*cmdResult); ok && r.tag == "COMMIT" {
+			committed = true
+		}
+	}
+	s.endNotes(committed)
+	return res, err
+}
+
+// finishTx is finish before the transaction's NOTIFYs are settled.
+func (s *Session) finishTx(ctx context.Context, verb string) (pgwire.Result, error) {
 	if s.adv != nil {
 		defer s.adv.EndTransaction()
 	}
@@ -1980,6 +2023,8 @@ func (s *Session) Close() error {
 	if s.adv != nil {
 		s.adv.ReleaseAll()
 	}
+	s.db.listeners.unlisten(s, "*")
+	s.notes, s.committed = nil, nil
 	s.lazy = nil
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
@@ -2643,7 +2688,11 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 // once it has one (taking the shared writer as the write lock for rw).
 func (s *Session) acquire(ctx context.Context, rw bool) (*conn, error) {
 	if s.priv == nil {
-		return s.db.acquire(ctx, rw)
+		c, err := s.db.acquire(ctx, rw)
+		if c != nil {
+			c.owner.Store(s)
+		}
+		return c, err
 	}
 	if rw {
 		w, err := s.db.acquire(ctx, true)
@@ -2669,6 +2718,7 @@ func (s *Session) ensurePrivate() error {
 		return err
 	}
 	c.private = true
+	c.owner.Store(s)
 	// The counters of the session's temporary serial columns.
 	serials := map[string]int64{}
 	if err := c.c.RegisterFunc("_tandem_temp_serial", func(col string) int64 {

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestListenNotifySQLite: LISTEN / NOTIFY between two sessions of a SQLite
+// node, directly and through the router: a session idle outside a block
+// gets a notification at once; a NOTIFY (or pg_notify with a parameter)
+// inside a block is sent at COMMIT, once per distinct payload, and not at
+// all after ROLLBACK; a listener inside a block gets what came meanwhile
+// when its block ends; UNLISTEN stops them.
+func TestListenNotifySQLite(t *testing.T) {
+	for _, router := range []bool{false, true} {
+		name := map[bool]string{false: "node", true: "router"}[router]
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t, clusterSpec{backend: "sqlite", router: router})
+			ctx := context.Background()
+			n := connect(t, c.DSN)
+			// pgconn hands notifications to OnNotification.
+			got := make(chan *pgconn.Notification, 16)
+			lc, err := pgconn.ParseConfig(c.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lc.OnNotification = func(_ *pgconn.PgConn, nt *pgconn.Notification) { got <- nt }
+			lconn, err := pgconn.ConnectConfig(ctx, lc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lconn.Close(ctx)
+			exec := func(conn *pgconn.PgConn, sql string) {
+				t.Helper()
+				if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			next := func(d time.Duration) *pgconn.Notification {
+				t.Helper()
+				select {
+				case nt := <-got:
+					return nt
+				default:
+				}
+				wctx, cancel := context.WithTimeout(ctx, d)
+				defer cancel()
+				if err := lconn.WaitForNotification(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+					t.Fatalf("waiting for a notification: %v", err)
+				}
+				select {
+				case nt := <-got:
+					return nt
+				default:
+					return nil
+				}
+			}
+			exec(lconn, "LISTEN jobs")
+
+			// Idle listener, NOTIFY outside a block: at once.
+			start := time.Now()
+			exec(n.PgConn(), "NOTIFY jobs, 'one'")
+			nt := next(5 * time.Second)
+			if nt == nil || nt.Channel != "jobs" || nt.Payload != "one" {
+				t.Fatalf("first notification: %+v", nt)
+			}
+			if !router && nt.PID != n.PgConn().PID() {
+				t.Errorf("sender PID %d, want the notifying session's %d", nt.PID, n.PgConn().PID())
+			}
+			t.Logf("delivered to an idle listener in %v", time.Since(start))
+
+			// In a block: nothing until COMMIT, then once per payload.
+			tx, err := n.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"two", "two", "three"} {
+				if _, err := tx.Exec(ctx, "SELECT pg_notify('jobs', $1)", p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if nt := next(300 * time.Millisecond); nt != nil {
+				t.Fatalf("a notification before COMMIT: %+v", nt)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"two", "three"} {
+				if nt := next(5 * time.Second); nt == nil || nt.Payload != want {
+					t.Fatalf("after COMMIT: %+v, want payload %q", nt, want)
+				}
+			}
+			if nt := next(300 * time.Millisecond); nt != nil {
+				t.Fatalf("a duplicate payload was sent twice: %+v", nt)
+			}
+
+			// Rolled back: nothing.
+			exec(n.PgConn(), "BEGIN; NOTIFY jobs, 'never'; ROLLBACK")
+			if nt := next(300 * time.Millisecond); nt != nil {
+				t.Fatalf("a rolled back NOTIFY was sent: %+v", nt)
+			}
+
+			// A listener in a block gets what came meanwhile when it ends.
+			exec(lconn, "BEGIN; SELECT 1")
+			exec(n.PgConn(), "NOTIFY jobs, 'later'")
+			select {
+			case nt := <-got:
+				t.Fatalf("delivered inside the listener's block: %+v", nt)
+			case <-time.After(300 * time.Millisecond):
+			}
+			exec(lconn, "COMMIT")
+			if nt := next(time.Second); nt == nil || nt.Payload != "later" {
+				t.Fatalf("after the listener's block: %+v", nt)
+			}
+
+			// Another channel, then UNLISTEN: nothing.
+			exec(n.PgConn(), "NOTIFY other, 'x'")
+			exec(lconn, "UNLISTEN jobs")
+			exec(n.PgConn(), "NOTIFY jobs, 'gone'")
+			if nt := next(300 * time.Millisecond); nt != nil {
+				t.Fatalf("after UNLISTEN: %+v", nt)
+			}
+			// The listener's session is still in order.
+			exec(lconn, "SELECT 1")
+		})
+	}
+}
+
+// TestListenNotifyPostgres: on a PostgreSQL back end behind tandem's
+// executor the server's notifications reach the listening client with the
+// answers to its next statement (an idle session is not woken for them).
+func TestListenNotifyPostgres(t *testing.T) {
+	c := startCluster(t, clusterSpec{backend: "postgres"})
+	ctx := context.Background()
+	n := connect(t, c.DSN)
+	got := make(chan *pgconn.Notification, 16)
+	lc, err := pgconn.ParseConfig(c.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.OnNotification = func(_ *pgconn.PgConn, nt *pgconn.Notification) { got <- nt }
+	l, err := pgconn.ConnectConfig(ctx, lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	for _, step := range []struct {
+		conn *pgconn.PgConn
+		sql  string
+	}{
+		{l, "LISTEN jobs"},
+		{n.PgConn(), "NOTIFY jobs, 'one'"},
+		{n.PgConn(), "BEGIN; NOTIFY jobs, 'never'; ROLLBACK"},
+		{l, "SELECT 1"},
+	} {
+		if _, err := step.conn.Exec(ctx, step.sql).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", step.sql, err)
+		}
+	}
+	select {
+	case nt := <-got:
+		if nt.Channel != "jobs" || nt.Payload != "one" {
+			t.Fatalf("got %+v", nt)
+		}
+	default:
+		t.Fatal("no notification with the listener's next statement")
+	}
+	select {
+	case nt := <-got:
+		t.Fatalf("a rolled back NOTIFY arrived: %+v", nt)
+	default:
+	}
+}
