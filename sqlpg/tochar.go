@@ -328,15 +328,17 @@ var dateTimeFuncs = []namedFunc{
 		if v == nil {
 			return nil, nil
 		}
-		switch v.(type) {
-		case int64, float64:
-			return nil, fmt.Errorf("[SQLSTATE 0A000] to_char of a number is not supported on the SQLite back end")
+		switch x := v.(type) {
+		case int64:
+			return toCharNumber(float64(x), f)
+		case float64:
+			return toCharNumber(x, f)
 		}
 		tm, ok := toTime(v)
 		if !ok {
 			if s, isStr := v.(string); isStr {
-				if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-					return nil, fmt.Errorf("[SQLSTATE 0A000] to_char of a number is not supported on the SQLite back end")
+				if x, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+					return toCharNumber(x, f)
 				}
 			}
 			return nil, invalid("timestamp", v)
