@@ -687,9 +687,29 @@ func padISO(s string) string {
 	num := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	t := time.Date(num(m[1]), time.Month(num(m[2])), num(m[3]), num(m[4]), num(m[5]), num(m[6]), 0, time.UTC)
 	rest := s[len(m[0]):]
-	switch strings.ToUpper(strings.TrimSpace(rest)) {
-	case "UTC", "GMT", "Z", "ZULU":
-		rest = "+00"
+	frac, zone := splitFraction(rest)
+	switch z := strings.TrimSpace(zone); {
+	case strings.EqualFold(z, "UTC"), strings.EqualFold(z, "GMT"), strings.EqualFold(z, "Z"), strings.EqualFold(z, "ZULU"):
+		rest = frac + "+00"
+	case len(z) > 1 && !strings.ContainsAny(z[:1], "+-0123456789") && !strings.EqualFold(z, "BC") && !strings.EqualFold(z, "AD"):
+		// A zone name (America/New_York): its offset at that wall time.
+		if loc, err := zoneLocation(z); err == nil {
+			local := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
+			rest = frac + local.Format("-07:00")
+		}
 	}
 	return t.Format("2006-01-02 15:04:05") + rest
+}
+
+// splitFraction splits what follows an ISO time's seconds into its
+// fraction (".25") and the rest (a zone).
+func splitFraction(rest string) (frac, zone string) {
+	i := 0
+	if strings.HasPrefix(rest, ".") {
+		i = 1
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+	}
+	return rest[:i], rest[i:]
 }
