@@ -108,27 +108,35 @@ func parseInterval(s string) (interval, bool) {
 }
 
 func (iv interval) String() string {
+	// As PostgreSQL's IntervalStyle postgres: units plural unless the
+	// value is 1 ("-1 days"), and a positive field after a negative one
+	// signed ("-1 mons +1 day", "-1 days +02:00:00").
 	var parts []string
-	plural := func(n int64, unit, units string) string {
-		if n == 1 || n == -1 {
-			return fmt.Sprintf("%d %s", n, unit)
+	before := false // the last field written was negative
+	add := func(n int64, unit string) {
+		if n == 0 {
+			return
 		}
-		return fmt.Sprintf("%d %s", n, units)
+		p := ""
+		if before && n > 0 {
+			p = "+"
+		}
+		if n != 1 {
+			unit += "s"
+		}
+		parts = append(parts, fmt.Sprintf("%s%d %s", p, n, unit))
+		before = n < 0
 	}
-	if y := iv.months / 12; y != 0 {
-		parts = append(parts, plural(y, "year", "years"))
-	}
-	if m := iv.months % 12; m != 0 {
-		parts = append(parts, plural(m, "mon", "mons"))
-	}
-	if iv.days != 0 {
-		parts = append(parts, plural(iv.days, "day", "days"))
-	}
+	add(iv.months/12, "year")
+	add(iv.months%12, "mon")
+	add(iv.days, "day")
 	if iv.micros != 0 || len(parts) == 0 {
 		us := iv.micros
 		sign := ""
 		if us < 0 {
 			sign, us = "-", -us
+		} else if before {
+			sign = "+"
 		}
 		h := us / 3600e6
 		us -= h * 3600e6
@@ -221,6 +229,9 @@ func init() {
 			}
 			return interval{x.months + sign*y.months, x.days + sign*y.days, x.micros + sign*y.micros}.String(), nil
 		}},
+		namedFunc{"justify_hours", justify(func(iv interval) interval { return iv.justifyHours() })},
+		namedFunc{"justify_days", justify(func(iv interval) interval { return iv.justifyDays() })},
+		namedFunc{"justify_interval", justify(interval.justifyInterval)},
 		namedFunc{"_pg_interval_mul", func(a, k any) (any, error) {
 			if a == nil || k == nil {
 				return nil, nil
@@ -303,4 +314,85 @@ func tsAdd(ts, ivs any, sign int64, layout string) (any, error) {
 		iv.months = 0
 	}
 	return addInterval(tm, iv, sign).Format(layout), nil
+}
+
+const usPerDay = 86400e6
+
+// justify wraps one of PostgreSQL's justify_* functions over interval text.
+func justify(f func(interval) interval) func(any) (any, error) {
+	return func(a any) (any, error) {
+		if a == nil {
+			return nil, nil
+		}
+		iv, ok := parseInterval(fmt.Sprint(toText(a)))
+		if !ok {
+			return nil, invalid("interval", a)
+		}
+		return f(iv).String(), nil
+	}
+}
+
+// justifyHours moves whole 24-hour periods into days (justify_hours).
+func (iv interval) justifyHours() interval {
+	whole := iv.micros / usPerDay
+	iv.micros -= whole * usPerDay
+	iv.days += whole
+	switch {
+	case iv.days > 0 && iv.micros < 0:
+		iv.micros += usPerDay
+		iv.days--
+	case iv.days < 0 && iv.micros > 0:
+		iv.micros -= usPerDay
+		iv.days++
+	}
+	return iv
+}
+
+// justifyDays moves whole 30-day periods into months (justify_days).
+func (iv interval) justifyDays() interval {
+	whole := iv.days / 30
+	iv.days -= whole * 30
+	iv.months += whole
+	switch {
+	case iv.months > 0 && iv.days < 0:
+		iv.days += 30
+		iv.months--
+	case iv.months < 0 && iv.days > 0:
+		iv.days -= 30
+		iv.months++
+	}
+	return iv
+}
+
+// justifyInterval is PostgreSQL's justify_interval: both, with the signs
+// made to agree.
+func (iv interval) justifyInterval() interval {
+	if iv.days > 0 && iv.micros > 0 || iv.days < 0 && iv.micros < 0 {
+		whole := iv.days / 30
+		iv.days -= whole * 30
+		iv.months += whole
+	}
+	wholeDay := iv.micros / usPerDay
+	iv.micros -= wholeDay * usPerDay
+	iv.days += wholeDay
+	wholeMonth := iv.days / 30
+	iv.days -= wholeMonth * 30
+	iv.months += wholeMonth
+	switch {
+	case iv.months > 0 && (iv.days < 0 || iv.days == 0 && iv.micros < 0):
+		iv.days += 30
+		iv.months--
+	case iv.months < 0 && (iv.days > 0 || iv.days == 0 && iv.micros > 0):
+		iv.days -= 30
+		iv.months++
+	}
+	switch {
+	case iv.days > 0 && iv.micros < 0:
+		iv.micros += usPerDay
+		iv.days--
+	case iv.days < 0 && iv.micros > 0:
+		iv.micros -= usPerDay
+		iv.days++
+	}
+	return iv
 }

@@ -58,3 +58,7 @@ insert into tz11 values (3, '2024-03-10 02:30:00 America/New_York', null);
 insert into tz11 values (4, '2024-01-05 10:00:00 UTC', '2024-01-05 10:00 utc');
 select * from tz11 order by id;
 select id from tz11 where t > '2024-01-05 14:00:00 Europe/London' order by id;
+select justify_hours(interval '36 hours'), justify_hours(interval '-36 hours'), justify_hours(interval '1 day -1 hour'), justify_hours(interval '2 days 50 hours 10 minutes');
+select justify_days(interval '35 days'), justify_days(interval '-35 days'), justify_days(interval '1 mon -5 days'), justify_days(interval '65 days 3 hours');
+select justify_interval(interval '1 mon -1 hour'), justify_interval(interval '-1 mon 1 hour'), justify_interval(interval '50 days 30 hours'), justify_interval(interval '-50 days -30 hours'), justify_interval(interval '1 mon -31 days');
+select interval '-1 mon 1 day', interval '-1 day 2 hours', interval '1 year -1 mon', interval '-1 year', interval '1 day -1 hour', interval '-2 days -3 hours', interval '1 mon -1 day +1 hour';
