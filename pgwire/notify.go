@@ -30,16 +30,32 @@ type Notifier interface {
 
 // notifyQueue holds the notifications for one session's client.
 type notifyQueue struct {
-	mu      sync.Mutex
-	q       []pgproto3.NotificationResponse
-	waiting bool // the session waits for its client's next message, idle outside a block
-	woken   bool // a deadline was set to wake that wait
+	mu       sync.Mutex
+	q        []pgproto3.NotificationResponse
+	waiting  bool // the session waits for its client's next message, idle outside a block
+	woken    bool // a deadline was set to wake that wait
+	overflow bool // some were dropped (logged once)
 }
+
+// maxQueuedNotifies bounds what waits for one client (a session in a long
+// block, or a client that does not read its socket): past it the newest
+// are dropped and the session's log says so, rather than the node's
+// memory growing without end.
+const maxQueuedNotifies = 1 << 16
 
 // queueNotify is the function a Notifier calls for this session.
 func (s *execSession) queueNotify(channel, payload string, sender uint32) {
 	n := &s.notes
 	n.mu.Lock()
+	if len(n.q) >= maxQueuedNotifies {
+		first := !n.overflow
+		n.overflow = true
+		n.mu.Unlock()
+		if first {
+			s.e.log().Warn("notifications dropped: the session's client has not taken the ones queued for it", "remote", s.c.RemoteAddr, "queued", maxQueuedNotifies)
+		}
+		return
+	}
 	n.q = append(n.q, pgproto3.NotificationResponse{PID: sender, Channel: channel, Payload: payload})
 	wake := n.waiting && !n.woken
 	if wake {
@@ -61,7 +77,7 @@ func (s *execSession) appendNotifies(tx byte) {
 	n := &s.notes
 	n.mu.Lock()
 	q := n.q
-	n.q = nil
+	n.q, n.overflow = nil, false
 	n.mu.Unlock()
 	for i := range q {
 		s.c.Append(&q[i])
