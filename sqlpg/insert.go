@@ -691,8 +691,11 @@ func padISO(s string) string {
 	switch z := strings.TrimSpace(zone); {
 	case strings.EqualFold(z, "UTC"), strings.EqualFold(z, "GMT"), strings.EqualFold(z, "Z"), strings.EqualFold(z, "ZULU"):
 		rest = frac + "+00"
-	case len(z) > 1 && !strings.ContainsAny(z[:1], "+-0123456789") && !strings.EqualFold(z, "BC") && !strings.EqualFold(z, "AD"):
-		// A zone name (America/New_York): its offset at that wall time.
+	case strings.Contains(z, "/") && !strings.ContainsAny(z[:1], "+-0123456789"):
+		// An IANA zone name (America/New_York): its offset at that wall
+		// time. Abbreviations (CET, EST) are left to the cast:
+		// PostgreSQL reads them as fixed offsets, where the IANA zone
+		// of the same name follows daylight saving time.
 		if loc, err := zoneLocation(z); err == nil {
 			local := time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), 0, loc)
 			rest = frac + local.Format("-07:00")
