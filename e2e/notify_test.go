@@ -22,18 +22,7 @@ func TestListenNotifySQLite(t *testing.T) {
 			c := startCluster(t, clusterSpec{backend: "sqlite", router: router})
 			ctx := context.Background()
 			n := connect(t, c.DSN)
-			// pgconn hands notifications to OnNotification.
-			got := make(chan *pgconn.Notification, 16)
-			lc, err := pgconn.ParseConfig(c.DSN)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lc.OnNotification = func(_ *pgconn.PgConn, nt *pgconn.Notification) { got <- nt }
-			lconn, err := pgconn.ConnectConfig(ctx, lc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer lconn.Close(ctx)
+			lconn, got := listener(t, c.DSN)
 			exec := func(conn *pgconn.PgConn, sql string) {
 				t.Helper()
 				if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
@@ -137,17 +126,7 @@ func TestListenNotifyPostgres(t *testing.T) {
 	c := startCluster(t, clusterSpec{backend: "postgres"})
 	ctx := context.Background()
 	n := connect(t, c.DSN)
-	got := make(chan *pgconn.Notification, 16)
-	lc, err := pgconn.ParseConfig(c.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc.OnNotification = func(_ *pgconn.PgConn, nt *pgconn.Notification) { got <- nt }
-	l, err := pgconn.ConnectConfig(ctx, lc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
+	l, got := listener(t, c.DSN)
 	for _, step := range []struct {
 		conn *pgconn.PgConn
 		sql  string
@@ -174,4 +153,22 @@ func TestListenNotifyPostgres(t *testing.T) {
 		t.Fatalf("a rolled back NOTIFY arrived: %+v", nt)
 	default:
 	}
+}
+
+// listener is a protocol-level connection whose notifications go to the
+// channel it returns (pgconn hands them to OnNotification).
+func listener(t *testing.T, dsn string) (*pgconn.PgConn, chan *pgconn.Notification) {
+	t.Helper()
+	got := make(chan *pgconn.Notification, 16)
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OnNotification = func(_ *pgconn.PgConn, nt *pgconn.Notification) { got <- nt }
+	conn, err := pgconn.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, got
 }

@@ -332,35 +332,36 @@ func justify(f func(interval) interval) func(any) (any, error) {
 	}
 }
 
+// carry moves lo's whole units of size into hi; agree then makes their
+// signs agree (1 day -1 hour is 23:00:00).
+func carry(hi, lo *int64, size int64) {
+	whole := *lo / size
+	*lo -= whole * size
+	*hi += whole
+}
+
+func agree(hi, lo *int64, size int64) {
+	switch {
+	case *hi > 0 && *lo < 0:
+		*lo += size
+		*hi--
+	case *hi < 0 && *lo > 0:
+		*lo -= size
+		*hi++
+	}
+}
+
 // justifyHours moves whole 24-hour periods into days (justify_hours).
 func (iv interval) justifyHours() interval {
-	whole := iv.micros / usPerDay
-	iv.micros -= whole * usPerDay
-	iv.days += whole
-	switch {
-	case iv.days > 0 && iv.micros < 0:
-		iv.micros += usPerDay
-		iv.days--
-	case iv.days < 0 && iv.micros > 0:
-		iv.micros -= usPerDay
-		iv.days++
-	}
+	carry(&iv.days, &iv.micros, usPerDay)
+	agree(&iv.days, &iv.micros, usPerDay)
 	return iv
 }
 
 // justifyDays moves whole 30-day periods into months (justify_days).
 func (iv interval) justifyDays() interval {
-	whole := iv.days / 30
-	iv.days -= whole * 30
-	iv.months += whole
-	switch {
-	case iv.months > 0 && iv.days < 0:
-		iv.days += 30
-		iv.months--
-	case iv.months < 0 && iv.days > 0:
-		iv.days -= 30
-		iv.months++
-	}
+	carry(&iv.months, &iv.days, 30)
+	agree(&iv.months, &iv.days, 30)
 	return iv
 }
 
@@ -368,16 +369,10 @@ func (iv interval) justifyDays() interval {
 // made to agree.
 func (iv interval) justifyInterval() interval {
 	if iv.days > 0 && iv.micros > 0 || iv.days < 0 && iv.micros < 0 {
-		whole := iv.days / 30
-		iv.days -= whole * 30
-		iv.months += whole
+		carry(&iv.months, &iv.days, 30)
 	}
-	wholeDay := iv.micros / usPerDay
-	iv.micros -= wholeDay * usPerDay
-	iv.days += wholeDay
-	wholeMonth := iv.days / 30
-	iv.days -= wholeMonth * 30
-	iv.months += wholeMonth
+	carry(&iv.days, &iv.micros, usPerDay)
+	carry(&iv.months, &iv.days, 30)
 	switch {
 	case iv.months > 0 && (iv.days < 0 || iv.days == 0 && iv.micros < 0):
 		iv.days += 30
@@ -386,13 +381,6 @@ func (iv interval) justifyInterval() interval {
 		iv.days -= 30
 		iv.months++
 	}
-	switch {
-	case iv.days > 0 && iv.micros < 0:
-		iv.micros += usPerDay
-		iv.days--
-	case iv.days < 0 && iv.micros > 0:
-		iv.micros -= usPerDay
-		iv.days++
-	}
+	agree(&iv.days, &iv.micros, usPerDay)
 	return iv
 }
