@@ -480,6 +480,11 @@ func datePart(field string, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
+	if str, isStr := v.(string); isStr && !dateShapeRe.MatchString(str) {
+		if iv, ok := parseInterval(str); ok {
+			return intervalPart(field, iv)
+		}
+	}
 	tm, ok := toTime(v)
 	if !ok {
 		return nil, invalid("timestamp", v)
@@ -524,6 +529,35 @@ func datePart(field string, v any) (any, error) {
 		return float64((tm.Year() + 99) / 100), nil
 	}
 	return nil, fmt.Errorf("unit %q not supported", field)
+}
+
+// intervalPart is extract / date_part of an interval: its fields as
+// PostgreSQL keeps them (months, days, time), epoch counting a month as
+// 30 days and a year as 365.25.
+func intervalPart(field string, iv interval) (any, error) {
+	us := iv.micros
+	switch strings.ToLower(field) {
+	case "epoch":
+		years, months := iv.months/12, iv.months%12
+		return float64(years)*365.25*86400 + float64(months)*30*86400 + float64(iv.days)*86400 + float64(us)/1e6, nil
+	case "year":
+		return float64(iv.months / 12), nil
+	case "month":
+		return float64(iv.months % 12), nil
+	case "day":
+		return float64(iv.days), nil
+	case "hour":
+		return float64(us / 3600e6), nil
+	case "minute":
+		return float64(us % 3600e6 / 60e6), nil
+	case "second":
+		return float64(us%60e6) / 1e6, nil
+	case "milliseconds":
+		return float64(us%60e6) / 1e3, nil
+	case "microseconds":
+		return float64(us % 60e6), nil
+	}
+	return nil, fmt.Errorf("[SQLSTATE 0A000] interval unit %q not supported", field)
 }
 
 func dateTrunc(field string, v any) (any, error) {
@@ -1274,6 +1308,16 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return b.String()
 		}, true},
+		// PostgreSQL's upper / lower under a UTF-8 locale change every
+		// letter; SQLite's only ASCII ones (ILIKE is lower() LIKE lower()).
+		{"upper", caseFunc(strings.ToUpper), true},
+		{"lower", caseFunc(strings.ToLower), true},
+		{"_pg_rint", func(v any) any {
+			if x, ok := v.(float64); ok {
+				return math.RoundToEven(x) // round(double precision) is rint()
+			}
+			return v
+		}, true},
 		{"gen_random_uuid", func() string {
 			var b [16]byte
 			_, _ = rand.Read(b[:])
@@ -1767,4 +1811,14 @@ func timeOfDay(s string) (out string, ok bool, err error) {
 		}
 	}
 	return fmt.Sprintf("%02d:%02d:%02d%s", h, mi, sec, frac), true, nil
+}
+
+// caseFunc is upper or lower over any value (NULL stays NULL).
+func caseFunc(f func(string) string) func(any) any {
+	return func(v any) any {
+		if v == nil {
+			return nil
+		}
+		return f(fmt.Sprint(toText(v)))
+	}
 }

@@ -1739,6 +1739,12 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	case "round":
 		// Halves away from zero on the decimal written (numeric.go):
 		// SQLite's round(2.675, 2) is 2.67, PostgreSQL's 2.68.
+		if len(f.Args) == 1 {
+			if a := t.exprType(f.Args[0], nil); a.Type != nil && (a.Type.Name == "float8" || a.Type.Name == "float4") {
+				n.Node = call("_pg_rint", f.Args...).Node
+				return
+			}
+		}
 		if len(f.Args) == 1 || len(f.Args) == 2 {
 			n.Node = call("_pg_round", f.Args...).Node
 			return

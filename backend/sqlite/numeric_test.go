@@ -88,3 +88,27 @@ func TestNumericStoredAtScale(t *testing.T) {
 		t.Errorf("9999.995 into numeric(6,2): %v, want 22003", err)
 	}
 }
+
+// TestUnicodeCase: upper, lower and ILIKE change every letter, as
+// PostgreSQL does under the C.UTF-8 locale tandem reports (SQLite's own
+// upper and lower change only ASCII letters); round of a double rounds
+// halves to even, as PostgreSQL's rint(); extract of an interval.
+func TestUnicodeCase(t *testing.T) {
+	db := open(t)
+	bs, _ := db.NewSession(context.Background(), "u", "d")
+	defer bs.Close()
+	s := bs.(*Session)
+	for _, sql := range []string{
+		"CREATE TABLE uc (id int PRIMARY KEY, name text)",
+		"INSERT INTO uc VALUES (1, 'éclair'), (2, 'Ölmühle'), (3, 'apple')",
+	} {
+		if _, err := run(t, s, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	wantRows(t, s, "SELECT upper(name) FROM uc ORDER BY id", "ÉCLAIR,ÖLMÜHLE,APPLE")
+	wantRows(t, s, "SELECT lower(name) FROM uc ORDER BY id", "éclair,ölmühle,apple")
+	wantRows(t, s, "SELECT id FROM uc WHERE name ILIKE 'É%' OR name ILIKE 'ö%' ORDER BY id", "1,2")
+	wantRows(t, s, "SELECT round(2.5::float8)::text || ' ' || round(3.5::float8)::text || ' ' || round(2.5)::text", "2 4 3")
+	wantRows(t, s, "SELECT extract(epoch from interval '1 day 2 hours')::text", "93600.000000")
+}

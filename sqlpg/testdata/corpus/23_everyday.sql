@@ -1,0 +1,23 @@
+-- Text functions, booleans, rounding, intervals: what applications ask (ASCII here: the reference server runs the C locale, where upper() leaves é alone; tandem answers as C.UTF-8, which it reports, does: backend/sqlite TestUnicodeCase).
+create table probe_text (id int primary key, name text, flag boolean, qty int, price numeric(6,2));
+insert into probe_text values (1, 'eclair', true, 3, 2.50), (2, 'Zebra', false, null, 10), (3, 'apple', null, 7, 0.99), (4, 'Olmuhle', true, 0, 5);
+select upper(name), lower(name), length(name), initcap(name), substring(name from 2 for 3), left(name, 2), reverse(name) from probe_text order by id;
+select name from probe_text where name ilike 'E%' or name ilike 'o%' order by id;
+select id from probe_text where flag order by id;
+select id from probe_text where not flag order by id;
+select id from probe_text where flag is not true order by id;
+select id, qty / 2, qty % 3, price * qty, -price from probe_text order by id;
+select name from probe_text order by name;
+select name from probe_text order by lower(name);
+select trim(both 'x' from 'xxabcxx'), ltrim('  a'), rtrim('a  ') || '|', btrim('  b  '), lpad('ab', 5, '*'), rpad('ab', 5), translate('abc', 'ab', 'xy'), chr(65), ascii('A'), repeat('-', 3);
+select extract(epoch from interval '1 day 2 hours'), extract(epoch from timestamptz '2024-01-01 00:00:00+00'), date '2024-01-31' + interval '1 month', current_date - current_date;
+select id from probe_text order by id limit all offset 2;
+select id from probe_text order by id fetch first 2 rows only;
+select distinct flag from probe_text order by flag;
+select count(*) filter (where flag), bool_and(flag), bool_or(flag), every(qty > 0) from probe_text;
+select id, coalesce(qty, -1), greatest(qty, 5) from probe_text order by id;
+select string_agg(name, ', ' order by name), max(name), min(price) from probe_text;
+select id, case when qty is null then 'none' when qty = 0 then 'zero' else 'some' end from probe_text order by 1;
+select position('b' in 'abc'), strpos('abc', 'c'), split_part('a.b.c', '.', -1), regexp_split_to_array('a1b2c', '\d'), substr('hello', -1, 3);
+select 'abc' < 'abd', 'B' < 'a', 'é' > 'z', 'a' || null, concat('a', null, 'b');
+select round(2.5::float8), round(-2.5::float8), round(3.5::float8), trunc(2.7), ceil(-1.5), floor(-1.5), abs(-3), sign(-2.5), mod(7, 3), power(2, 10), sqrt(16), 7 / 2;
