@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/tandemdb/tandem/pgwire"
@@ -79,7 +78,7 @@ func (s *Session) RequestDone() {
 		return
 	}
 	s.committed = append(s.committed, s.notes...) // statements that were their own transactions
-	s.notes = nil
+	s.dropNotes()
 	if len(s.committed) == 0 {
 		return
 	}
@@ -89,7 +88,8 @@ func (s *Session) RequestDone() {
 }
 
 // addNote records a NOTIFY of the running transaction; a second one with
-// the same channel and payload is dropped, as PostgreSQL drops it.
+// the same channel and payload in the same transaction is dropped, as
+// PostgreSQL drops it (noteSet: a transaction may notify many times).
 func (s *Session) addNote(channel, payload string) error {
 	if channel == "" {
 		return pgwire.Errorf("22023", "channel name cannot be empty")
@@ -101,7 +101,11 @@ func (s *Session) addNote(channel, payload string) error {
 		return pgwire.Errorf("22023", "payload string too long")
 	}
 	n := notification{channel, payload}
-	if !slices.Contains(s.notes, n) {
+	if s.noteSet == nil {
+		s.noteSet = map[notification]bool{}
+	}
+	if !s.noteSet[n] {
+		s.noteSet[n] = true
 		s.notes = append(s.notes, n)
 	}
 	return nil
@@ -111,13 +115,14 @@ func (s *Session) addNote(channel, payload string) error {
 // committed, dropped when it rolled back.
 func (s *Session) endNotes(committed bool) {
 	if committed {
-		for _, n := range s.notes {
-			if !slices.Contains(s.committed, n) {
-				s.committed = append(s.committed, n)
-			}
-		}
+		s.committed = append(s.committed, s.notes...)
 	}
-	s.notes = nil
+	s.dropNotes()
+}
+
+// dropNotes forgets the running transaction's NOTIFYs.
+func (s *Session) dropNotes() {
+	s.notes, s.noteSet = nil, nil
 }
 
 // runNotify carries out LISTEN, UNLISTEN and NOTIFY.

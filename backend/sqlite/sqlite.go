@@ -507,6 +507,7 @@ type Session struct {
 	pid         uint32
 	queueNotify func(channel, payload string, sender uint32)
 	notes       []notification
+	noteSet     map[notification]bool
 	committed   []notification
 	// sqlPrepared: the statements of SQL's PREPARE, by name (the
 	// protocol's named statements are pgwire's).
@@ -1199,7 +1200,7 @@ func returningColumns(sql string) []pgwire.Column {
 func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) (pgwire.Result, error) {
 	res, err := s.execute(ctx, ps, args)
 	if err != nil && s.TxStatus() == 'I' {
-		s.notes = nil // a statement that was its own transaction failed
+		s.dropNotes() // a statement that was its own transaction failed
 	}
 	var pe *pgwire.Error
 	if err != nil && errors.As(err, &pe) && pe.Code == "23505" && pe.Constraint == "" && pe.Table != "" {
@@ -2024,7 +2025,8 @@ func (s *Session) Close() error {
 		s.adv.ReleaseAll()
 	}
 	s.db.listeners.unlisten(s, "*")
-	s.notes, s.committed = nil, nil
+	s.dropNotes()
+	s.committed = nil
 	s.lazy = nil
 	s.db.clearHolder(s)
 	s.txDDL, s.marks = nil, nil
@@ -2245,6 +2247,9 @@ func (r *rowResult) Next(dst []any) (bool, error) {
 		if err == io.EOF {
 			r.eof = true
 			return false, nil
+		}
+		if s := r.st.s; s != nil && s.TxStatus() == 'I' {
+			s.dropNotes() // the statement, its own transaction, failed
 		}
 		return false, mapError(err)
 	} else if r.types != nil {
