@@ -685,6 +685,10 @@ func physicalHS(t *testing.T, safeness, extra string, coordinated bool) *hsClust
 				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
 				t.Logf("%s node log:\n%s\n%s server log (tail):\n%s", id, tailText(string(l), 40), id, tailText(string(b), 25))
 			}
+			// Where clients went (a switchover's writers, say).
+			if r, err := os.ReadFile(filepath.Join(h.dir, "router.log")); err == nil {
+				t.Logf("router log:\n%s", tailText(string(r), 40))
+			}
 		}
 	})
 	return h
