@@ -2657,9 +2657,10 @@ func normalizeRow(vals []driver.Value, types []sqlpg.ColType) {
 			case float64:
 				vals[i] = sqlpg.FormatNumeric(x, scale)
 			case int64:
-				vals[i] = strconv.FormatInt(x, 10)
 				if scale > 0 {
 					vals[i] = strconv.FormatInt(x, 10) + "." + strings.Repeat("0", scale)
+				} else {
+					vals[i] = strconv.FormatInt(x, 10)
 				}
 			}
 		case 3802: // jsonb prints normalised
