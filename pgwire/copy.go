@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -178,6 +179,7 @@ func (s *execSession) copyOut(ctx context.Context, m []string) error {
 	row := make([]any, len(cols))
 	var n int64
 	var field []byte
+	loc := s.zone()
 	for {
 		ok, err := res.Next(row)
 		if err != nil {
@@ -197,7 +199,7 @@ func (s *execSession) copyOut(ctx context.Context, m []string) error {
 				}
 				at := len(line)
 				line = append(line, 0, 0, 0, 0)
-				if line, err = appendValue(line, cols[i].OID, 1, v); err != nil {
+				if line, err = appendValue(line, cols[i].OID, 1, v, loc); err != nil {
 					return err
 				}
 				binary.BigEndian.PutUint32(line[at:], uint32(len(line)-at-4))
@@ -210,7 +212,7 @@ func (s *execSession) copyOut(ctx context.Context, m []string) error {
 				line = append(line, o.null...)
 				continue
 			}
-			if field, err = appendValue(field[:0], cols[i].OID, 0, v); err != nil {
+			if field, err = appendValue(field[:0], cols[i].OID, 0, v, loc); err != nil {
 				return err
 			}
 			if o.csv {
@@ -352,7 +354,7 @@ func (b *binaryCopyReader) next() ([]*string, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		v, err := decodeParam(b.oids[i], 1, raw)
+		v, err := decodeParam(b.oids[i], 1, raw, time.UTC)
 		if err != nil {
 			return nil, false, Errorf("22P03", "incorrect binary data format in COPY field %d: %v", i+1, err)
 		}
@@ -367,7 +369,7 @@ func (b *binaryCopyReader) next() ([]*string, bool, error) {
 				txt = string(x)
 			}
 		default:
-			txt = string(appendText(nil, b.oids[i], v))
+			txt = string(appendText(nil, b.oids[i], v, time.UTC))
 		}
 		row[i] = &txt
 	}

@@ -76,6 +76,10 @@ func (e *Executor) Open(ctx context.Context, c *Conn) (Session, error) {
 	}
 	s := &execSession{c: c, bs: bs, params: params, stmts: map[string]*prepared{}, portals: map[string]*portal{}, settings: map[string]string{}, defTimeout: e.StatementTimeout, e: e}
 	s.watch.s = s
+	if err := s.startupZone(ctx); err != nil {
+		bs.Close()
+		return nil, err
+	}
 	if tag := c.Params[SessionTagParam]; tag != "" {
 		s.note = &CommitNote{Tag: tag}
 	}
@@ -134,6 +138,10 @@ type execSession struct {
 	stmts    map[string]*prepared
 	portals  map[string]*portal
 	settings map[string]string
+	// startZone: the TimeZone of the startup packet ("": UTC);
+	// zoneName / zoneLoc: the zone rows were last printed in.
+	startZone, zoneName string
+	zoneLoc             *time.Location
 	// txIsolation: the level the open transaction block asked for.
 	txIsolation string
 	failed      bool // an error inside a transaction block: only ROLLBACK works
@@ -595,6 +603,7 @@ func (s *execSession) sendRows(res Result, cols []Column, formats []int16, max i
 		s.row = make([]any, len(cols))
 	}
 	row := s.row[:len(cols)]
+	loc := s.zone()
 	var sent int64
 	for {
 		if max > 0 && sent >= max {
@@ -607,7 +616,7 @@ func (s *execSession) sendRows(res Result, cols []Column, formats []int16, max i
 		if !ok {
 			return false, nil
 		}
-		if err := s.appendDataRow(cols, formats, row); err != nil {
+		if err := s.appendDataRow(cols, formats, row, loc); err != nil {
 			return false, err
 		}
 		sent++
@@ -620,7 +629,7 @@ func (s *execSession) sendRows(res Result, cols []Column, formats []int16, max i
 }
 
 // appendDataRow encodes a DataRow straight into the output buffer.
-func (s *execSession) appendDataRow(cols []Column, formats []int16, row []any) error {
+func (s *execSession) appendDataRow(cols []Column, formats []int16, row []any, loc *time.Location) error {
 	b := s.buf[:0]
 	b = append(b, 'D', 0, 0, 0, 0)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(row)))
@@ -632,7 +641,7 @@ func (s *execSession) appendDataRow(cols []Column, formats []int16, row []any) e
 		at := len(b)
 		b = append(b, 0, 0, 0, 0)
 		var err error
-		b, err = appendValue(b, cols[i].OID, formatFor(formats, i), v)
+		b, err = appendValue(b, cols[i].OID, formatFor(formats, i), v, loc)
 		if err != nil {
 			return err
 		}
@@ -800,9 +809,9 @@ func (s *execSession) bind(body []byte) error {
 			if f := formatFor(m.ParameterFormatCodes, i); f == 0 && len(rv) >= BudgetMinMessage && len(body)+5 >= OwnedFrameBytes {
 				// A large text value of an owned frame: read in place
 				// (see OwnedFrameBytes), not copied.
-				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)))
+				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)), s.zone())
 			} else {
-				v, err = decodeParam(p.paramOIDs[i], f, rv)
+				v, err = decodeParam(p.paramOIDs[i], f, rv, s.zone())
 			}
 			if err != nil {
 				return err
@@ -1192,20 +1201,30 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
-		if name == "application_name" || name == "client_encoding" || name == "datestyle" || name == "timezone" {
+		if name == "application_name" || name == "client_encoding" || name == "datestyle" {
 			s.c.Append(&pgproto3.ParameterStatus{Name: m[1], Value: val})
+		}
+		if name == "timezone" {
+			v, _ := s.Setting("timezone")
+			s.c.Append(&pgproto3.ParameterStatus{Name: "TimeZone", Value: v})
 		}
 		return true, nil
 	case "RESET":
+		zone, _ := s.Setting("timezone")
 		if len(kw) > 1 {
 			if kw[1] == "ALL" {
 				s.settings = map[string]string{}
+			} else if kw[1] == "TIME" {
+				delete(s.settings, "timezone") // RESET TIME ZONE
 			} else {
 				delete(s.settings, strings.ToLower(kw[1]))
 			}
 			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
+		if now, _ := s.Setting("timezone"); now != zone {
+			s.c.Append(&pgproto3.ParameterStatus{Name: "TimeZone", Value: now})
+		}
 		return true, nil
 	case "DISCARD":
 		what := "ALL"
@@ -1247,7 +1266,7 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		if pt != nil {
 			formats = pt.formats
 		}
-		if err := s.appendDataRow(cols, formats, []any{val}); err != nil {
+		if err := s.appendDataRow(cols, formats, []any{val}, time.UTC); err != nil {
 			return true, err
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SHOW")})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 )
 
 func TestSplitStatements(t *testing.T) {
@@ -104,7 +105,7 @@ func TestDecodeParam(t *testing.T) {
 		{OIDText, 7, []byte("x"), nil, true},
 	}
 	for _, c := range cases {
-		got, err := decodeParam(c.oid, c.format, c.src)
+		got, err := decodeParam(c.oid, c.format, c.src, time.UTC)
 		if (err != nil) != c.bad || (!c.bad && !reflect.DeepEqual(got, c.want)) {
 			t.Errorf("decodeParam(%d,%d,%q) = %#v, %v", c.oid, c.format, c.src, got, err)
 		}

@@ -49,6 +49,9 @@ func (s *execSession) Setting(name string) (string, bool) {
 	if v, ok := s.c.Params[name]; ok && name == "application_name" {
 		return v, true // the startup packet's: the session's default
 	}
+	if name == "timezone" && s.startZone != "" {
+		return s.startZone, true // the startup packet's (pgjdbc sends the JVM's)
+	}
 	if name == "statement_timeout" {
 		return FormatTimeout(s.defTimeout), true
 	}

@@ -89,6 +89,12 @@ func normalizeSetting(name, val string) (string, error) {
 		return FormatTimeout(d), nil
 	}
 	switch name {
+	case "timezone":
+		_, canon, err := LoadZone(val)
+		if err != nil {
+			return "", err
+		}
+		return canon, nil
 	case "statement_timeout":
 		d, err := ParseTimeout(name, val)
 		if err != nil {

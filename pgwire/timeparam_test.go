@@ -36,7 +36,7 @@ func TestTimeParams(t *testing.T) {
 		{OIDTimestamptz, 0, []byte("now"), "now"}, // read when the statement runs
 	}
 	for _, tc := range tests {
-		got, err := decodeParam(tc.oid, tc.format, tc.src)
+		got, err := decodeParam(tc.oid, tc.format, tc.src, time.UTC)
 		if err != nil || got != tc.want {
 			t.Errorf("OID %d format %d %q: %v (%v), want %v", tc.oid, tc.format, tc.src, got, err, tc.want)
 		}

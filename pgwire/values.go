@@ -19,7 +19,7 @@ import (
 var typeMaps = sync.Pool{New: func() any { return pgtype.NewMap() }}
 
 // appendText appends the PostgreSQL text form of v.
-func appendText(dst []byte, oid uint32, v any) []byte {
+func appendText(dst []byte, oid uint32, v any, loc *time.Location) []byte {
 	switch x := v.(type) {
 	case int64:
 		if oid == OIDBool {
@@ -63,7 +63,7 @@ func appendText(dst []byte, oid uint32, v any) []byte {
 			return x.AppendFormat(dst, "2006-01-02")
 		}
 		if oid == OIDTimestamptz {
-			return x.AppendFormat(dst, "2006-01-02 15:04:05.999999-07")
+			return AppendTimestamptz(dst, x, loc)
 		}
 		return x.AppendFormat(dst, "2006-01-02 15:04:05.999999")
 	default:
@@ -125,7 +125,7 @@ func coerce(oid uint32, v any) (any, error) {
 		case []byte:
 			return string(x), nil
 		default:
-			return string(appendText(nil, oid, v)), nil
+			return string(appendText(nil, oid, v, time.UTC)), nil
 		}
 	case OIDBytea:
 		switch x := v.(type) {
@@ -150,18 +150,18 @@ func coerce(oid uint32, v any) (any, error) {
 }
 
 // appendValue appends a DataRow field (without its length) for v.
-func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
+func appendValue(dst []byte, oid uint32, format int16, v any, loc *time.Location) ([]byte, error) {
 	if r, ok := v.(Raw); ok {
 		return append(dst, r...), nil
 	}
 	if format == 0 {
-		return appendText(dst, oid, v), nil
+		return appendText(dst, oid, v, loc), nil
 	}
 	switch oid {
 	case 114: // json: binary is the text
-		return appendText(dst, OIDText, v), nil
+		return appendText(dst, OIDText, v, loc), nil
 	case 3802: // jsonb: a version byte, then the text
-		return appendText(append(dst, 1), OIDText, v), nil
+		return appendText(append(dst, 1), OIDText, v, loc), nil
 	case 2950: // uuid held in its text form: 16 bytes
 		if s, ok := v.(string); ok {
 			b, err := hex.DecodeString(strings.ReplaceAll(strings.Trim(s, "{}"), "-", ""))
@@ -185,12 +185,12 @@ func appendValue(dst []byte, oid uint32, format int16, v any) ([]byte, error) {
 }
 
 // decodeParam turns a Bind parameter into a back-end value.
-func decodeParam(oid uint32, format int16, src []byte) (any, error) {
+func decodeParam(oid uint32, format int16, src []byte, loc *time.Location) (any, error) {
 	if src == nil {
 		return nil, nil
 	}
 	if format == 0 {
-		return decodeText(oid, string(src))
+		return decodeText(oid, string(src), loc)
 	}
 	return decodeBinary(oid, format, src)
 }
@@ -214,7 +214,7 @@ func timeParam(oid uint32, t time.Time) string {
 }
 
 // decodeText turns a text-format parameter into a back-end value.
-func decodeText(oid uint32, s string) (any, error) {
+func decodeText(oid uint32, s string, loc *time.Location) (any, error) {
 	{
 		switch oid {
 		case OIDText, OIDVarchar, OIDBPChar:
@@ -253,8 +253,13 @@ func decodeText(oid uint32, s string) (any, error) {
 			}
 			return i, nil
 		case OIDTimestamp, OIDTimestamptz, OIDDate:
+			if loc == nil || oid != OIDTimestamptz {
+				loc = time.UTC // a timestamp's or date's wall clock as written
+			}
 			for _, layout := range timeParamLayouts {
-				if t, err := time.Parse(layout, strings.TrimSpace(s)); err == nil {
+				// Without an offset, a timestamptz is a time in the
+				// session's zone.
+				if t, err := time.ParseInLocation(layout, strings.TrimSpace(s), loc); err == nil {
 					return timeParam(oid, t), nil
 				}
 			}

@@ -28,13 +28,13 @@ func TestValuesConcurrentSessions(t *testing.T) {
 			var buf []byte
 			for i := 0; i < 2000; i++ {
 				tv := values[(g+i)%len(values)]
-				out, err := appendValue(buf[:0], tv.oid, 1, tv.v)
+				out, err := appendValue(buf[:0], tv.oid, 1, tv.v, time.UTC)
 				if err != nil {
 					errs <- err
 					return
 				}
 				buf = out
-				if _, err := decodeParam(tv.oid, 1, out); err != nil {
+				if _, err := decodeParam(tv.oid, 1, out, time.UTC); err != nil {
 					errs <- err
 					return
 				}

@@ -60,7 +60,8 @@ const (
 var timeLayouts = []string{
 	"2006-01-02 15:04:05.999999999-07:00", "2006-01-02 15:04:05.999999999-07", "2006-01-02T15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999Z07:00", "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999",
-	"2006-01-02 15:04", "2006-01-02", "2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02 15:04:05.999999999-0700",
+	"2006-01-02 15:04", "2006-01-02 15:04-07", "2006-01-02 15:04-07:00", "2006-01-02T15:04",
+	"2006-01-02", "2006-01-02 15:04:05.999999999 -0700 MST", "2006-01-02 15:04:05.999999999-0700",
 	"2006-01-02 -07", "2006-01-02 -07:00", "2006-01-02 15:04:05.999999999 -07", "2006-01-02 15:04:05.999999999 -07:00",
 	// Unpadded months, days and hours, which PostgreSQL reads too.
 	"2006-1-2 15:04:05.999999999-07:00", "2006-1-2 15:04:05.999999999-07", "2006-1-2 15:04:05.999999999", "2006-1-2 15:04", "2006-1-2",
@@ -328,7 +329,11 @@ func pgSubstring(s any, args ...any) (any, error) {
 	return string(r[from-1 : to-1]), nil
 }
 
-func castFunc(t *Type) any {
+func castFunc(t *Type) any { return castFuncIn(t, utcZone) }
+
+// castFuncIn is the cast to t, text without an offset read in loc's zone
+// when t is timestamptz.
+func castFuncIn(t *Type, loc zoneOf) any {
 	switch t.Name {
 	case "int2", "int4":
 		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
@@ -356,7 +361,7 @@ func castFunc(t *Type) any {
 			if v == nil {
 				return nil, nil
 			}
-			tm, ok := toTime(v)
+			tm, _, ok := toTimeIn(v, loc())
 			if !ok {
 				if s, isStr := v.(string); isStr && dateShapeRe.MatchString(s) {
 					return nil, fmt.Errorf("[SQLSTATE 22008] date/time field value out of range: %q", s)
@@ -366,6 +371,10 @@ func castFunc(t *Type) any {
 			if t.Name == "timestamptz" {
 				tm = tm.UTC()
 			}
+			// A date or timestamp of text with an offset keeps its wall
+			// clock ('2024-01-05 23:00-05'::date is 2024-01-05); a
+			// timestamptz value is first made the session's wall clock
+			// by the translation (_pg_tstz_local).
 			return tm.Format(layout), nil
 		}
 	case "time", "timetz":
@@ -489,6 +498,11 @@ func datePart(field string, v any) (any, error) {
 	if !ok {
 		return nil, invalid("timestamp", v)
 	}
+	return datePartTime(field, tm)
+}
+
+// datePartTime is date_part of a time's fields in its own zone.
+func datePartTime(field string, tm time.Time) (any, error) {
 	switch strings.ToLower(field) {
 	case "year":
 		return float64(tm.Year()), nil
@@ -627,6 +641,9 @@ type clock struct {
 	seqs *Sequences
 	// adv: that session's advisory locks.
 	adv *AdvisorySession
+	// zoneName, zone: the session's TimeZone as last read (loc).
+	zoneName string
+	zone     *time.Location
 }
 
 var clocks sync.Map // *sqlite3.SQLiteConn -> *clock
@@ -1337,6 +1354,14 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 	}
 	for _, f := range extraFuncs {
 		if err := reg(f.name, f.fn, true); err != nil {
+			return err
+		}
+	}
+	for _, f := range zoneFuncs(k) {
+		// Over the zone-less versions above: the clock's read the
+		// statement's time, the rest are deterministic as before.
+		pure := !strings.HasPrefix(f.name, "_pg_current_") && f.name != "_pg_localtimestamp"
+		if err := reg(f.name, f.fn, pure); err != nil {
 			return err
 		}
 	}

@@ -129,7 +129,7 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 					return err
 				}
 			}
-			if sv != nil && normalizeTimeLiteral(c, sv) {
+			if sv != nil && normalizeTimeLiteral(c, sv, t.loc) {
 				continue
 			}
 			if sv != nil && c.Enum != nil && !slices.Contains(c.Enum.Labels, sv.Sval) {
@@ -164,7 +164,7 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 // a literal kept its offset and ORDER BY, min/max and comparisons read it
 // as text. A literal the cast cannot read (now, today, infinity) stays as
 // it was. It reports whether the column is of such a type.
-func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
+func normalizeTimeLiteral(c Column, sv *pg_query.String, loc *time.Location) bool {
 	if c.Type != nil && c.Type.Name == "time" {
 		if out, ok, err := timeOfDay(sv.Sval); ok && err == nil {
 			sv.Sval = out // '9:30' sorts after '10:00' as text; 09:30:00 does not
@@ -178,7 +178,7 @@ func normalizeTimeLiteral(c Column, sv *pg_query.String) bool {
 	case "now", "today", "tomorrow", "yesterday", "epoch", "infinity", "-infinity", "allballs":
 		return true // read when the statement runs (its text may be cached)
 	}
-	if fn, ok := castFunc(c.Type).(func(any) (any, error)); ok {
+	if fn, ok := castFuncIn(c.Type, func() *time.Location { return loc }).(func(any) (any, error)); ok {
 		if out, err := fn(padISO(sv.Sval)); err == nil {
 			if text, ok := out.(string); ok {
 				sv.Sval = text
@@ -220,7 +220,7 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) error {
 				if err := dateFieldError(c, ac.GetSval().Sval); err != nil {
 					return err
 				}
-				normalizeTimeLiteral(c, ac.GetSval()) // as INSERT does
+				normalizeTimeLiteral(c, ac.GetSval(), t.loc) // as INSERT does
 			}
 			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
 				// SET flag = 't': stored as 1 / 0, as INSERT does.
@@ -443,7 +443,11 @@ func (t *translator) defaultFill(s *pg_query.InsertStmt, cols []Column) {
 // INSERT of the literal would store it: a boolean as 1 / 0, a date or
 // timestamp in the column's form (a timestamptz in UTC), numbers, uuids
 // and enum labels checked (22P02); other types as they are.
-func CopyValue(c Column, s string) (any, error) {
+func CopyValue(c Column, s string) (any, error) { return CopyValueIn(c, s, time.UTC) }
+
+// CopyValueIn is CopyValue with a timestamptz without an offset read in
+// the session's zone loc.
+func CopyValueIn(c Column, s string, loc *time.Location) (any, error) {
 	if c.Enum != nil && !slices.Contains(c.Enum.Labels, s) {
 		return nil, &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", quoteIdentIfNeeded(c.Enum.Name), s)}
 	}
@@ -466,7 +470,7 @@ func CopyValue(c Column, s string) (any, error) {
 		if err := dateFieldError(c, s); err != nil {
 			return nil, err
 		}
-		fn, ok := castFunc(c.Type).(func(any) (any, error))
+		fn, ok := castFuncIn(c.Type, func() *time.Location { return loc }).(func(any) (any, error))
 		if !ok {
 			return s, nil
 		}
@@ -547,6 +551,9 @@ func (t *translator) roundInsert(s *pg_query.InsertStmt, cols []Column) {
 			rounds = true
 			break
 		}
+		if c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp" || c.Type.Name == "date" || c.Type.Name == "time") {
+			rounds = true // a SELECT's time literal, below
+		}
 	}
 	if !rounds {
 		return
@@ -589,6 +596,11 @@ func (t *translator) roundInsert(s *pg_query.InsertStmt, cols []Column) {
 					break
 				}
 				roundTo(target[i], rt.Val)
+				if sv := rt.Val.GetAConst().GetSval(); sv != nil {
+					// Stored as a VALUES row stores it (in the session's
+					// zone for a timestamptz without an offset).
+					normalizeTimeLiteral(target[i], sv, t.loc)
+				}
 			}
 		}
 	}

@@ -243,25 +243,7 @@ func init() {
 			}
 			return interval{int64(float64(iv.months) * f), int64(float64(iv.days) * f), int64(float64(iv.micros) * f)}.String(), nil
 		}},
-		namedFunc{"age", func(a, b any) (any, error) {
-			if a == nil || b == nil {
-				return nil, nil
-			}
-			ta, ok1 := toTime(a)
-			tb, ok2 := toTime(b)
-			if !ok1 || !ok2 {
-				return nil, invalid("timestamp", a)
-			}
-			months := (ta.Year()-tb.Year())*12 + int(ta.Month()-tb.Month())
-			mid := addMonthsClamped(tb, months)
-			if mid.After(ta) {
-				months--
-				mid = addMonthsClamped(tb, months)
-			}
-			rest := ta.Sub(mid)
-			days := int64(rest.Hours() / 24)
-			return interval{int64(months), days, rest.Microseconds() - days*86400e6}.String(), nil
-		}},
+		namedFunc{"age", func(a, b any) (any, error) { return ageIn(a, b, time.UTC) }},
 		namedFunc{"encode", func(b any, format string) (any, error) {
 			if b == nil {
 				return nil, nil

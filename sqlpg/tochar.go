@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"github.com/tandemdb/tandem/pgwire"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ type fmtToken struct {
 }
 
 // datePatterns, longest first so HH24 wins over HH and MONTH over MON.
-var datePatterns = []string{"MONTH", "YYYY", "HH24", "HH12", "YYY", "MON", "DAY", "DDD", "MS", "US", "YY", "MM", "DD", "HH", "MI", "SS", "DY", "AM", "PM", "TZ", "Q", "D", "Y"}
+var datePatterns = []string{"MONTH", "YYYY", "HH24", "HH12", "YYY", "MON", "DAY", "DDD", "MS", "US", "YY", "MM", "DD", "HH", "MI", "SS", "DY", "AM", "PM", "TZH", "TZM", "TZ", "OF", "Q", "D", "Y"}
 
 func tokenizeDateFormat(f string) ([]fmtToken, error) {
 	var out []fmtToken
@@ -168,7 +169,22 @@ func formatDate(tm time.Time, f string) (string, error) {
 			b.WriteString(m)
 		case "TZ":
 			name, _ := tm.Zone()
+			if t.lower {
+				name = strings.ToLower(name)
+			}
 			b.WriteString(name)
+		case "OF": // the offset from UTC: +01, -05, +05:30
+			_, off := tm.Zone()
+			b.Write(pgwire.AppendOffset(nil, off))
+		case "TZH":
+			_, off := tm.Zone()
+			b.Write(pgwire.AppendOffset(nil, off/3600*3600)[:3])
+		case "TZM":
+			_, off := tm.Zone()
+			if off < 0 {
+				off = -off
+			}
+			fmt.Fprintf(&b, "%02d", off%3600/60)
 		}
 	}
 	return b.String(), nil
@@ -304,47 +320,70 @@ func parseDate(s, f string) (time.Time, error) {
 	return tm, nil
 }
 
-// zoneLocation reads AT TIME ZONE's zone: a name the IANA database knows
-// (UTC, Europe/Paris ...). Numeric offsets, which PostgreSQL reads with
-// POSIX's inverted sign, are refused.
+// zoneLocation reads AT TIME ZONE's zone as PostgreSQL does: a name of
+// the zone database in any case (UTC, europe/paris), an abbreviation that
+// names a zone (EST), a POSIX string (UTC+3), or an offset alone, which
+// is POSIX's too: '+3' is three hours west of Greenwich, 07:00 for 10:00
+// UTC (unlike SET TIME ZONE '+3', which reads hours east).
 func zoneLocation(zone string) (*time.Location, error) {
 	z := strings.TrimSpace(zone)
 	switch strings.ToUpper(z) {
 	case "UTC", "GMT", "Z", "ZULU", "UCT":
 		return time.UTC, nil
 	}
-	if z == "" || strings.ContainsAny(z[:1], "+-0123456789") {
-		return nil, fmt.Errorf("[SQLSTATE 0A000] the time zone %q in AT TIME ZONE is not supported on the SQLite back end (use a zone name)", zone)
+	if z != "" && strings.ContainsAny(z[:1], "+-0123456789") {
+		if off, ok := pgwire.ParseOffset(z); ok {
+			return time.FixedZone(z, -off), nil
+		}
+	} else if loc, _, err := pgwire.LoadZone(z); err == nil {
+		return loc, nil
 	}
-	loc, err := time.LoadLocation(z)
+	return nil, fmt.Errorf("[SQLSTATE 22023] time zone %q not recognized", zone)
+}
+
+// toChar is to_char of a number, or of a date or timestamp in its own
+// zone (a timestamptz in UTC; zoneFuncs reads it in the session's).
+func toChar(v any, f string) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case int64:
+		return toCharNumber(float64(x), f)
+	case float64:
+		return toCharNumber(x, f)
+	}
+	tm, ok := toTime(v)
+	if !ok {
+		if s, isStr := v.(string); isStr {
+			if x, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+				return toCharNumber(x, f)
+			}
+		}
+		return nil, invalid("timestamp", v)
+	}
+	return formatDate(tm.UTC(), f)
+}
+
+// atZoneTZ is timestamptz AT TIME ZONE zone: the wall-clock time there
+// (a timestamp).
+func atZoneTZ(zone string, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	loc, err := zoneLocation(zone)
 	if err != nil {
-		return nil, fmt.Errorf("[SQLSTATE 22023] time zone %q not recognized", zone)
+		return nil, err
 	}
-	return loc, nil
+	tm, ok := toTime(v)
+	if !ok {
+		return nil, invalid("timestamp with time zone", v)
+	}
+	return tm.In(loc).Format(TimestampLayout), nil
 }
 
 var dateTimeFuncs = []namedFunc{
-	{"to_char", func(v any, f string) (any, error) {
-		if v == nil {
-			return nil, nil
-		}
-		switch x := v.(type) {
-		case int64:
-			return toCharNumber(float64(x), f)
-		case float64:
-			return toCharNumber(x, f)
-		}
-		tm, ok := toTime(v)
-		if !ok {
-			if s, isStr := v.(string); isStr {
-				if x, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
-					return toCharNumber(x, f)
-				}
-			}
-			return nil, invalid("timestamp", v)
-		}
-		return formatDate(tm.UTC(), f)
-	}},
+	{"to_char", toChar},
 	{"to_date", func(s, f string) (any, error) {
 		tm, err := parseDate(s, f)
 		if err != nil {
@@ -362,20 +401,7 @@ var dateTimeFuncs = []namedFunc{
 	// _pg_at_zone_tz: timestamptz AT TIME ZONE zone, the wall-clock time
 	// there (a timestamp). _pg_at_zone_ts: timestamp AT TIME ZONE zone,
 	// that wall-clock time there as a timestamptz.
-	{"_pg_at_zone_tz", func(zone string, v any) (any, error) {
-		if v == nil {
-			return nil, nil
-		}
-		loc, err := zoneLocation(zone)
-		if err != nil {
-			return nil, err
-		}
-		tm, ok := toTime(v)
-		if !ok {
-			return nil, invalid("timestamp with time zone", v)
-		}
-		return tm.In(loc).Format(TimestampLayout), nil
-	}},
+	{"_pg_at_zone_tz", atZoneTZ},
 	{"_pg_at_zone_ts", func(zone string, v any) (any, error) {
 		if v == nil {
 			return nil, nil

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -83,6 +84,23 @@ type Schema interface {
 	Columns(table string) []Column
 }
 
+// Zoned is a Schema that knows the session's TimeZone: a timestamptz
+// literal without an offset that the translation stores or compares is
+// read in it (otherwise in UTC).
+type Zoned interface {
+	Zone() *time.Location
+}
+
+// zoneOfSchema is sch's zone, UTC when it has none.
+func zoneOfSchema(sch Schema) *time.Location {
+	if z, ok := sch.(Zoned); ok {
+		if l := z.Zone(); l != nil {
+			return l
+		}
+	}
+	return time.UTC
+}
+
 // Column is one table column.
 type Column struct {
 	Name   string
@@ -149,7 +167,11 @@ const maxCachedText = 16 << 10
 // Query already). Translations are cached by text.
 func Translate(sql string, sch Schema) (*Translation, error) {
 	ver := schemaVersion.Load()
-	if v, ok := cache.Load(sql); ok {
+	key := sql
+	if loc := zoneOfSchema(sch); loc != time.UTC {
+		key = sql + "\x00" + loc.String() // its literals read in the zone
+	}
+	if v, ok := cache.Load(key); ok {
 		c := v.(cached)
 		if c.ver == ver {
 			return c.tr, nil
@@ -171,7 +193,7 @@ func Translate(sql string, sch Schema) (*Translation, error) {
 		cacheSize.Store(0)
 		cacheBytes.Store(0)
 	}
-	cache.Store(sql, cached{tr, ver})
+	cache.Store(key, cached{tr, ver})
 	return tr, nil
 }
 
@@ -195,7 +217,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	}
 	raw := tree.Stmts[0].Stmt
 	kind := firstWord(sql)
-	t := &translator{sch: sch}
+	t := &translator{sch: sch, loc: zoneOfSchema(sch)}
 	tr = &Translation{Kind: kind}
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
@@ -741,6 +763,8 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
+	// loc: the session's zone (Zoned), for literals read at translation.
+	loc *time.Location
 	// creating: the table a CREATE TABLE makes (a foreign key may
 	// reference it before it exists).
 	creating string
@@ -1301,6 +1325,16 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		if a.Type != nil && a.Type.Name == "bool" {
 			c.Arg = boolText(c.Arg) // true::text is true, not SQLite's 1
 		}
+		if a.Type != nil && a.Type.Name == "timestamptz" {
+			c.Arg = call("_pg_tstz_text", c.Arg) // in the session's zone
+		}
+	}
+	if a, ok := t.castArg[c]; ok && a.Type != nil && a.Type.Name == "timestamptz" {
+		switch typ.Name {
+		case "date", "timestamp", "time":
+			// The instant's wall clock in the session's zone.
+			c.Arg = call("_pg_tstz_local", c.Arg)
+		}
 	}
 	cast := call("_cast_"+typ.Name, c.Arg)
 	if typ.Name == "numeric" && mod >= 4 {
@@ -1392,7 +1426,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		if known, ok := t.opTypes[e]; ok {
 			for _, b := range e.Rexpr.GetList().GetItems() {
 				if sv := b.GetAConst().GetSval(); sv != nil {
-					normalizeTimeLiteral(Column{Type: known[0].Type}, sv)
+					normalizeTimeLiteral(Column{Type: known[0].Type}, sv, t.loc)
 				}
 			}
 		}
@@ -1720,6 +1754,17 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		if f.Args[0].GetTypeCast() == nil && f.Args[0].GetAConst() == nil && f.Args[0].GetColumnRef() == nil && f.Args[0].GetParamRef() == nil && f.Args[0].GetFuncCall() == nil {
 			t.fail(unsupported("AT TIME ZONE with this zone"))
 			return
+		}
+		isInterval := false
+		if tc := f.Args[0].GetTypeCast(); tc != nil && len(tc.TypeName.Names) > 0 && strings.EqualFold(lastName(tc.TypeName.Names), "interval") {
+			isInterval = true
+		}
+		if fc := f.Args[0].GetFuncCall(); fc != nil && lastName(fc.Funcname) == "_cast_interval" {
+			isInterval = true // the cast, translated already
+		}
+		if isInterval {
+			// AT TIME ZONE INTERVAL '+03:00': hours east, not POSIX's west.
+			f.Args[0] = call("_pg_interval_zone", f.Args[0])
 		}
 		n.Node = call(fn, f.Args...).Node
 		return
@@ -2488,6 +2533,14 @@ func (t *translator) concatOp(n *pg_query.Node, e *pg_query.A_Expr) {
 		if isBool(r) {
 			e.Rexpr = boolText(e.Rexpr)
 		}
+		// A timestamptz prints in the session's zone.
+		isTZ := func(c ColType) bool { return c.Type != nil && c.Type.Name == "timestamptz" }
+		if isTZ(l) {
+			e.Lexpr = call("_pg_tstz_text", e.Lexpr)
+		}
+		if isTZ(r) {
+			e.Rexpr = call("_pg_tstz_text", e.Rexpr)
+		}
 	}
 }
 
@@ -2562,10 +2615,10 @@ func (t *translator) timeLiteral(e *pg_query.A_Expr) {
 	}
 	l, r := t.operandTypes(e)
 	if sv := e.Rexpr.GetAConst().GetSval(); sv != nil && e.Lexpr.GetAConst() == nil {
-		normalizeTimeLiteral(Column{Type: l.Type}, sv)
+		normalizeTimeLiteral(Column{Type: l.Type}, sv, t.loc)
 	}
 	if sv := e.Lexpr.GetAConst().GetSval(); sv != nil && e.Rexpr.GetAConst() == nil {
-		normalizeTimeLiteral(Column{Type: r.Type}, sv)
+		normalizeTimeLiteral(Column{Type: r.Type}, sv, t.loc)
 	}
 }
 

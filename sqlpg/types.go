@@ -1198,7 +1198,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	if tc := n.GetTypeCast(); tc != nil {
-		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool") {
+		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool" || a.Type.Name == "timestamptz") {
 			if t.castArg == nil {
 				t.castArg = map[*pg_query.TypeCast]ColType{}
 			}
@@ -1249,6 +1249,11 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 				c := t.exprType(a, sc)
 				if c.Type != nil && c.Type.Name == "bool" {
 					f.Args[i] = call("_pg_json_bool", a)
+				}
+				if c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp") {
+					// ISO 8601, as PostgreSQL writes times in JSON: a
+					// timestamptz in the session's zone.
+					f.Args[i] = call("_pg_json_"+c.Type.Name, a)
 				}
 				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.HasSuffix(lastName(f.Funcname), "_agg") {
 					if t.jsonArg == nil {

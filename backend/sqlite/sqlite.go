@@ -668,7 +668,29 @@ func (st *Statement) releaseText() bool {
 var translateOff = os.Getenv("TANDEM_SQLITE_TRANSLATE") == "off"
 
 // schema answers the translator's questions about tables on a connection.
-type schema struct{ c *conn }
+type schema struct {
+	c   *conn
+	loc *time.Location
+}
+
+// Zone implements sqlpg.Zoned: the session's TimeZone.
+func (sc schema) Zone() *time.Location { return sc.loc }
+
+// zone is the session's TimeZone (UTC unless the client set one).
+func (s *Session) zone() *time.Location {
+	if s.settings == nil {
+		return time.UTC
+	}
+	name, ok := s.settings.Setting("timezone")
+	if !ok || name == "UTC" {
+		return time.UTC
+	}
+	loc, _, err := pgwire.LoadZone(name)
+	if err != nil {
+		return time.UTC // checked when set
+	}
+	return loc
+}
 
 // Columns implements sqlpg.Schema.
 func (sc schema) Columns(table string) []sqlpg.Column {
@@ -1490,9 +1512,9 @@ func (s *Session) executeOn(ctx context.Context, c *conn, st *Statement, args []
 // open transaction) neither reads nor fills them.
 func (s *Session) translate(c *conn, text string) (*sqlpg.Translation, error) {
 	if c.private || (s.schemaDirty && c == s.held) {
-		return sqlpg.TranslateFresh(text, schema{c})
+		return sqlpg.TranslateFresh(text, schema{c, s.zone()})
 	}
-	return sqlpg.Translate(text, schema{c})
+	return sqlpg.Translate(text, schema{c, s.zone()})
 }
 
 // forgetSchema empties the schema cache of the connection the session
@@ -2050,6 +2072,7 @@ func (s *Session) Close() error {
 // CopyFrom implements pgwire.CopyFromer with one INSERT per row in one
 // transaction (the session's own when in a transaction block).
 func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, next func() ([]*string, bool, error)) (int64, error) {
+	loc := s.zone() // a timestamptz without an offset is in the session's zone
 	if err := s.startLazy(ctx); err != nil {
 		return 0, err
 	}
@@ -2142,7 +2165,7 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 			if i < len(copyCols) && !translateOff {
 				// As an INSERT of the literal stores it: a boolean as
 				// 1 / 0, a timestamptz in UTC (SQLite compares the text).
-				val, err := sqlpg.CopyValue(copyCols[i], *v)
+				val, err := sqlpg.CopyValueIn(copyCols[i], *v, loc)
 				if err != nil {
 					return fail(fmt.Errorf("COPY %s, line %d, column %s: %w", table, n+1, copyCols[i].Name, err))
 				}

@@ -152,6 +152,30 @@ public class JdbcClient {
                 s.execute("DROP TABLE jd_acct");
             }
         }
+        // pgjdbc sends the JVM's zone as the TimeZone startup parameter:
+        // timestamptz values print in it, and text without an offset is
+        // read in it; setTimestamp and getTimestamp keep the instant.
+        TimeZone saved = TimeZone.getDefault();
+        TimeZone.setDefault(TimeZone.getTimeZone("Europe/Berlin"));
+        try (Connection c = DriverManager.getConnection(args[0], d)) {
+            try (Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT current_setting('TimeZone'), '2024-01-05 10:00'::timestamptz::text, '2024-01-05 10:00'::timestamptz, extract(hour from '2024-07-01 12:00+00'::timestamptz)")) {
+                rs.next();
+                if (!rs.getString(1).equals("Europe/Berlin")) fail("TimeZone of a Europe/Berlin JVM: " + rs.getString(1));
+                if (!rs.getString(2).equals("2024-01-05 10:00:00+01")) fail("a literal in the JVM's zone printed as " + rs.getString(2));
+                if (!rs.getTimestamp(3).toInstant().toString().equals("2024-01-05T09:00:00Z")) fail("getTimestamp of 10:00 Berlin: " + rs.getTimestamp(3).toInstant());
+                if (rs.getInt(4) != 14) fail("extract(hour) of 12:00 UTC in Berlin's summer: " + rs.getInt(4));
+            }
+            try (PreparedStatement ps = c.prepareStatement("SELECT ?::timestamptz::text")) {
+                ps.setTimestamp(1, Timestamp.from(java.time.Instant.parse("2024-07-01T12:00:00Z")));
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    if (!rs.getString(1).equals("2024-07-01 14:00:00+02")) fail("setTimestamp of 12:00Z read back as " + rs.getString(1));
+                }
+            }
+        } finally {
+            TimeZone.setDefault(saved);
+        }
         System.out.println("ok");
     }
 }
