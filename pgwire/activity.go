@@ -84,7 +84,7 @@ func (s *execSession) started(sql string) {
 // appName is the session's application_name (its goroutine only: SET
 // changes the settings map).
 func (s *execSession) appName() string {
-	if v, ok := s.settings["application_name"]; ok {
+	if v, ok := s.setting("application_name"); ok {
 		return v
 	}
 	return s.c.Params["application_name"]

@@ -142,6 +142,9 @@ type execSession struct {
 	// zoneName / zoneLoc: the zone rows were last printed in.
 	startZone, zoneName string
 	zoneLoc             *time.Location
+	// tx: what the open transaction block did to the settings
+	// (txsettings.go).
+	tx txSettings
 	// txIsolation: the level the open transaction block asked for.
 	txIsolation string
 	failed      bool // an error inside a transaction block: only ROLLBACK works
@@ -182,7 +185,7 @@ func (s *execSession) statementTimeout() time.Duration {
 	if _, raw := s.bs.(RawSession); raw {
 		return 0
 	}
-	if v, ok := s.settings["statement_timeout"]; ok {
+	if v, ok := s.setting("statement_timeout"); ok {
 		d, _ := ParseTimeout("statement_timeout", v) // checked at SET
 		return d
 	}
@@ -209,6 +212,7 @@ func (s *execSession) Close() {
 
 // ready appends ReadyForQuery and notes the session idle.
 func (s *execSession) ready() {
+	s.syncTx()
 	tx := s.txStatus()
 	if s.notifier != nil {
 		s.notifier.RequestDone()
@@ -408,6 +412,7 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 		// is used (a back end may release a large one early, OneShot).
 		sql := stmts[i]
 		stmts[i] = ""
+		kw := s.txWords(sql)
 		if err := s.runSimple(ctx, sql); err != nil {
 			var fe *fatalError
 			if errors.As(err, &fe) || errors.Is(err, io.EOF) {
@@ -416,9 +421,11 @@ func (s *execSession) simpleQuery(ctx context.Context, body []byte) error {
 			failed = err
 			break
 		}
+		s.afterTx(kw)
 	}
 	if implicit {
 		if failed != nil {
+			s.tx.ending = "ROLLBACK" // the SETs of the failed statements' block too
 			_ = s.runInternal(ctx, "ROLLBACK")
 		} else if err := s.runInternal(ctx, "COMMIT"); err != nil {
 			failed = err
@@ -522,11 +529,13 @@ func (s *execSession) failedTx(ctx context.Context, sql string) (handled bool, e
 		if len(kw) > 1 && kw[1] == "PREPARED" {
 			break
 		}
+		s.tx.ending = "ROLLBACK"
 		if s.bs.TxStatus() != 'I' {
 			if err := s.runInternal(ctx, "ROLLBACK"); err != nil {
 				return true, err
 			}
 		}
+		s.syncTx()
 		s.failed = false
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("ROLLBACK")})
 		return true, nil
@@ -997,6 +1006,7 @@ func (s *execSession) execute(ctx context.Context, body []byte) error {
 	s.reportCommit()
 	s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte(tag)})
 	s.afterStatement(pt.stmt.sql)
+	s.afterTx(s.txWords(pt.stmt.sql))
 	return nil
 }
 
@@ -1168,6 +1178,8 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		if len(kw) > 1 && (kw[1] == "TRANSACTION" || (kw[1] == "SESSION" && len(kw) > 2 && kw[2] == "CHARACTERISTICS")) {
 			if l := isolationLevel(sql); l != "" {
 				if kw[1] == "SESSION" {
+					s.beforeSet()
+					delete(s.tx.local, "default_transaction_isolation")
 					s.settings["default_transaction_isolation"] = l
 				} else if s.bs.TxStatus() != 'I' {
 					s.txIsolation = l
@@ -1192,6 +1204,21 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 			}
 			val = v
 		}
+		if len(kw) > 1 && kw[1] == "LOCAL" {
+			// Until the block ends; outside one, a warning and nothing.
+			if strings.EqualFold(val, "default") {
+				val = s.sessionValue(name)
+			}
+			before := s.reported()
+			if !s.setLocal(name, val) {
+				s.c.Append(localWarning())
+			}
+			s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("SET")})
+			s.reportChanged(before)
+			return true, nil
+		}
+		s.beforeSet()
+		delete(s.tx.local, name)
 		if strings.EqualFold(val, "default") {
 			delete(s.settings, name)
 		} else {
@@ -1210,21 +1237,24 @@ func (s *execSession) special(ctx context.Context, sql string, pt *portal, simpl
 		}
 		return true, nil
 	case "RESET":
-		zone, _ := s.Setting("timezone")
+		before := s.reported()
 		if len(kw) > 1 {
+			s.beforeSet()
 			if kw[1] == "ALL" {
 				s.settings = map[string]string{}
-			} else if kw[1] == "TIME" {
-				delete(s.settings, "timezone") // RESET TIME ZONE
+				s.tx.local = nil
 			} else {
-				delete(s.settings, strings.ToLower(kw[1]))
+				name := strings.ToLower(kw[1])
+				if kw[1] == "TIME" {
+					name = "timezone" // RESET TIME ZONE
+				}
+				delete(s.settings, name)
+				delete(s.tx.local, name)
 			}
 			s.applyKeepalive()
 		}
 		s.c.Append(&pgproto3.CommandComplete{CommandTag: []byte("RESET")})
-		if now, _ := s.Setting("timezone"); now != zone {
-			s.c.Append(&pgproto3.ParameterStatus{Name: "TimeZone", Value: now})
-		}
+		s.reportChanged(before)
 		return true, nil
 	case "DISCARD":
 		what := "ALL"

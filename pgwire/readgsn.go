@@ -100,12 +100,12 @@ func (s *execSession) showPosition(name string) (string, bool) {
 	case NodeSetting:
 		return s.e.NodeID, true
 	case "tandem.route":
-		if v, ok := s.settings[name]; ok {
+		if v, ok := s.setting(name); ok {
 			return v, true
 		}
 		return "auto", true
 	case "tandem.read_consistency":
-		if v, ok := s.settings[name]; ok {
+		if v, ok := s.setting(name); ok {
 			return v, true
 		}
 		if s.e.ReadConsistency != "" {

@@ -17,6 +17,12 @@ type Settings interface {
 	SetSetting(name, value string) error
 }
 
+// LocalSettings is Settings with set_config(name, value, true): the
+// value lasts until the transaction block ends (outside one, nothing).
+type LocalSettings interface {
+	SetLocalSetting(name, value string) error
+}
+
 // SettingsUser is a BackendSession that reads the session's settings.
 type SettingsUser interface {
 	UseSettings(Settings)
@@ -42,6 +48,9 @@ func (s *execSession) Setting(name string) (string, bool) {
 	}
 	if v, ok := s.showTandemSetting(name); ok {
 		return v, true
+	}
+	if v, ok := s.tx.local[name]; ok {
+		return v, true // SET LOCAL: until the block ends
 	}
 	if v, ok := s.settings[name]; ok {
 		return v, true
@@ -73,6 +82,8 @@ func (s *execSession) SetSetting(name, value string) error {
 	if err != nil {
 		return err
 	}
+	s.beforeSet()
+	delete(s.tx.local, name)
 	s.settings[name] = v
 	if strings.HasPrefix(name, "tcp_keepalives_") {
 		s.applyKeepalive()

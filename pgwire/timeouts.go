@@ -123,7 +123,7 @@ func parseTime(name, val string, unit time.Duration) (time.Duration, error) {
 
 // sessionTime is a session's value of a time setting: SET, else def.
 func (s *execSession) sessionTime(name string, def time.Duration) time.Duration {
-	if v, ok := s.settings[name]; ok {
+	if v, ok := s.setting(name); ok {
 		d, _ := parseTime(name, v, timeoutSetting[name]) // checked at SET
 		return d
 	}
@@ -137,7 +137,7 @@ func (s *execSession) keepalive() Keepalive {
 		Interval: s.sessionTime("tcp_keepalives_interval", s.e.Keepalive.Interval),
 		Count:    s.e.Keepalive.Count,
 	}
-	if v, ok := s.settings["tcp_keepalives_count"]; ok {
+	if v, ok := s.setting("tcp_keepalives_count"); ok {
 		k.Count, _ = strconv.Atoi(v)
 	}
 	return k.effective()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -311,6 +312,40 @@ func registerAdvisoryFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_try_advisory_xact_lock_shared", lockFn("pg_try_advisory_xact_lock_shared", false, true, true)},
 		{"pg_advisory_unlock", unlockFn("pg_advisory_unlock", true)},
 		{"pg_advisory_unlock_shared", unlockFn("pg_advisory_unlock_shared", false)},
+		// pg_sleep and its forms wait as long as the statement may: a
+		// cancel or statement_timeout ends the wait (57014), as the
+		// advisory locks' waits. The connection (and a write lock its
+		// block holds) stays taken while it sleeps, as on PostgreSQL.
+		{"pg_sleep", func(secs any) (any, error) {
+			if secs == nil {
+				return "", nil
+			}
+			x, ok := numeric(secs)
+			if !ok {
+				return nil, invalid("double precision", secs)
+			}
+			return sleepFor(session, "pg_sleep", time.Duration(x*float64(time.Second)))
+		}},
+		{"pg_sleep_for", func(iv any) (any, error) {
+			if iv == nil {
+				return "", nil
+			}
+			d, ok := parseInterval(fmt.Sprint(toText(iv)))
+			if !ok {
+				return nil, invalid("interval", iv)
+			}
+			return sleepFor(session, "pg_sleep_for", time.Duration(d.micros+(d.days+d.months*30)*usPerDay)*time.Microsecond)
+		}},
+		{"pg_sleep_until", func(ts any) (any, error) {
+			if ts == nil {
+				return "", nil
+			}
+			tm, ok := toTime(ts)
+			if !ok {
+				return nil, invalid("timestamp with time zone", ts)
+			}
+			return sleepFor(session, "pg_sleep_until", time.Until(tm))
+		}},
 		{"pg_advisory_unlock_all", func() (any, error) {
 			s, err := session("pg_advisory_unlock_all")
 			if err != nil {
@@ -327,4 +362,24 @@ func registerAdvisoryFunctions(c *sqlite3.SQLiteConn) error {
 		}
 	}
 	return nil
+}
+
+// sleepFor waits d (pg_sleep) or until the running statement's context
+// ends.
+func sleepFor(session func(string) (*AdvisorySession, error), name string, d time.Duration) (any, error) {
+	if d <= 0 {
+		return "", nil
+	}
+	ctx := context.Background()
+	if s, err := session(name); err == nil {
+		ctx = s.context()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return "", nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("[SQLSTATE 57014] canceling statement due to user request (in %s): %w", name, ctx.Err())
+	}
 }

@@ -973,11 +973,16 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 		if value != nil {
 			v = fmt.Sprint(toText(value))
 		}
-		if b, _ := toBool(local); b == true {
-			return v, nil // until the transaction's end: not kept
-		}
 		if st := k.sessionSettings(); st != nil {
-			if err := st.SetSetting(n, v); err != nil {
+			set := st.SetSetting
+			if b, _ := toBool(local); b == true {
+				ls, ok := st.(pgwire.LocalSettings)
+				if !ok {
+					return v, nil // a session without blocks of its own
+				}
+				set = ls.SetLocalSetting // until the block ends
+			}
+			if err := set(n, v); err != nil {
 				var pe *pgwire.Error
 				if errors.As(err, &pe) {
 					return nil, fmt.Errorf("[SQLSTATE %s] %s", pe.Code, pe.Message)

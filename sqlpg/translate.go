@@ -1608,7 +1608,6 @@ var funcRename = map[string]string{
 var unsupportedFuncs = map[string]string{
 	"regexp_matches": "regexp_matches", "to_tsvector": "full-text search",
 	"to_tsquery":  "full-text search",
-	"pg_sleep":    "pg_sleep",
 	"row_to_json": "row_to_json of anything but a FROM item of known columns", "json_populate_record": "json_populate_record", "jsonb_populate_record": "jsonb_populate_record",
 	"txid_current": "txid_current",
 }
@@ -1621,7 +1620,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	names := strs(f.Funcname)
 	name := strings.ToLower(names[len(names)-1])
 	if strings.HasPrefix(name, "pg_advisory_") || strings.HasPrefix(name, "pg_try_advisory_") ||
-		name == "pg_terminate_backend" || name == "pg_cancel_backend" || name == "pg_notify" {
+		name == "pg_terminate_backend" || name == "pg_cancel_backend" || name == "pg_notify" || strings.HasPrefix(name, "pg_sleep") {
 		t.volatile = true // a side effect: never run to be described
 	}
 	if name == "_pg_expandarray" {
