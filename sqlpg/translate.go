@@ -784,6 +784,7 @@ type translator struct {
 	typeofArg map[*pg_query.FuncCall]ColType
 	castArg   map[*pg_query.TypeCast]ColType // casts of a numeric: its type
 	jsonArg   map[*pg_query.FuncCall]bool    // json_agg of a json or jsonb value
+	rowAgg    map[*pg_query.FuncCall]bool    // json_agg of a whole row
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
@@ -1712,8 +1713,12 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			elem = call("to_json", elem)
 		}
 		elem = call("coalesce", elem, strConst("null")) // NULL is a json null in the array
+		sep := ", "
+		if t.rowAgg[f] && name == "json_agg" {
+			sep = ", \n " // rows: each on a line, as PostgreSQL's json_agg
+		}
 		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
-		f.Args = []*pg_query.Node{elem, strConst(", ")}
+		f.Args = []*pg_query.Node{elem, strConst(sep)}
 		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
 		cat := func(l, r *pg_query.Node) *pg_query.Node {
 			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)

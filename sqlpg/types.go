@@ -1216,6 +1216,36 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			return
 		}
 	}
+	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 && len(f.Args) == 1 && sc != nil {
+		switch lastName(f.Funcname) {
+		case "json_agg", "jsonb_agg", "to_json", "to_jsonb":
+			// json_agg(r) of a FROM item r (not a column): its rows as
+			// objects, row_to_json(r) each.
+			if wholeRow(f.Args[0], sc) {
+				row := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: &pg_query.FuncCall{
+					Funcname: []*pg_query.Node{pg_query.MakeStrNode("row_to_json")}, Args: []*pg_query.Node{f.Args[0]}, Funcformat: pg_query.CoercionForm_COERCE_EXPLICIT_CALL}}}
+				t.noteOp(row, sc)
+				switch lastName(f.Funcname) {
+				case "to_json":
+					n.Node = row.Node
+					return
+				case "to_jsonb":
+					n.Node = (&pg_query.Node{Node: &pg_query.Node_TypeCast{TypeCast: &pg_query.TypeCast{Arg: row,
+						TypeName: &pg_query.TypeName{Names: []*pg_query.Node{pg_query.MakeStrNode("jsonb")}, Typemod: -1}}}}).Node
+					return
+				}
+				f.Args[0] = row
+				if t.jsonArg == nil {
+					t.jsonArg = map[*pg_query.FuncCall]bool{}
+				}
+				t.jsonArg[f] = true // json already: aggregated as it is
+				if t.rowAgg == nil {
+					t.rowAgg = map[*pg_query.FuncCall]bool{}
+				}
+				t.rowAgg[f] = true // rows: PostgreSQL puts each on a line of its own
+			}
+		}
+	}
 	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 && lastName(f.Funcname) == "row_to_json" && len(f.Args) == 1 && sc != nil {
 		// row_to_json(r) of a FROM item: json_object of its columns
 		// (SQLite's layout is PostgreSQL's, compact).
@@ -1232,6 +1262,8 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 						v = template("json(CASE WHEN __arg0__ THEN 'true' WHEN NOT __arg0__ THEN 'false' END)", v)
 					} else if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") {
 						v = call("json", v)
+					} else if c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp") {
+						v = call("_pg_json_"+c.Type.Name, v) // ISO 8601, in the session's zone
 					}
 					args = append(args, strConst(c.Name), v)
 				}
@@ -1291,4 +1323,27 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "=", "<>", "!=", "<", ">", "<=", ">=":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
+}
+
+// wholeRow reports whether n names a FROM item of sc with known columns
+// and no column of that name is in scope (PostgreSQL's whole-row
+// reference).
+func wholeRow(n *pg_query.Node, sc *scope) bool {
+	cr := n.GetColumnRef()
+	if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetString_() == nil {
+		return false
+	}
+	name := strings.ToLower(cr.Fields[0].GetString_().Sval)
+	found := false
+	for _, tb := range sc.tables {
+		for _, c := range tb.cols {
+			if strings.EqualFold(c.Name, name) {
+				return false
+			}
+		}
+		if tb.alias == name && len(tb.cols) > 0 {
+			found = true
+		}
+	}
+	return found
 }
