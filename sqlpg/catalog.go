@@ -894,13 +894,6 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		// and root (psql's \d asks for a table's "Referenced by").
 		{"pg_partition_ancestors", func(rel any) any { return rel }},
 		{"pg_partition_root", func(rel any) any { return rel }},
-		{"array_to_string", func(a any, sep string) any {
-			if a == nil {
-				return nil
-			}
-			s := strings.Trim(fmt.Sprint(toText(a)), "{}")
-			return strings.ReplaceAll(s, ",", sep)
-		}},
 		{"_tandem_regtype", func(v any) any {
 			switch x := v.(type) {
 			case int64:

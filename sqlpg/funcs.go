@@ -1476,6 +1476,16 @@ func arrayMatch(a, b any, all bool) any {
 func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"_pg_array", func(args ...any) string { return arrayLiteral(args) }},
+		namedFunc{"_pg_array_md", func(args ...any) (any, error) {
+			parts := make([]string, len(args))
+			for i, a := range args {
+				if a == nil {
+					return nil, fmt.Errorf("[SQLSTATE 2202E] multidimensional arrays must have array expressions with matching dimensions")
+				}
+				parts[i] = fmt.Sprint(toText(a))
+			}
+			return "{" + strings.Join(parts, ",") + "}", nil
+		}},
 		namedFunc{"_pg_substring", pgSubstring},
 		namedFunc{"_pg_array_has", arrayHas},
 		// a @> b: every element of b is in a; a && b: they share one.
@@ -1551,14 +1561,10 @@ func init() {
 			return r
 		}},
 		namedFunc{"array_length", func(arr any, dim int64) any {
-			if arr == nil {
-				return nil
+			if d := arrayDims(arr); dim >= 1 && dim <= int64(len(d)) {
+				return int64(d[dim-1])
 			}
-			n := len(arrayElems(arr))
-			if n == 0 {
-				return nil
-			}
-			return int64(n)
+			return nil
 		}},
 		namedFunc{"_pg_array_get", func(arr any, i int64) any {
 			e := arrayElems(arr)
@@ -1568,13 +1574,13 @@ func init() {
 			return e[i-1]
 		}},
 		namedFunc{"array_upper", func(arr any, dim int64) any {
-			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
-				return int64(n)
+			if d := arrayDims(arr); dim >= 1 && dim <= int64(len(d)) {
+				return int64(d[dim-1])
 			}
 			return nil
 		}},
 		namedFunc{"array_lower", func(arr any, dim int64) any {
-			if n := len(arrayElems(arr)); n > 0 && dim == 1 {
+			if d := arrayDims(arr); dim >= 1 && dim <= int64(len(d)) {
 				return int64(1)
 			}
 			return nil
@@ -1623,7 +1629,7 @@ func init() {
 			if arr == nil {
 				return nil
 			}
-			return int64(len(arrayElems(arr)))
+			return int64(len(arrayValues(arr))) // every element of every dimension
 		}},
 	)
 }
@@ -1723,17 +1729,6 @@ func init() {
 			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
 		}},
 		namedFunc{"quote_ident", QuoteIdent},
-		namedFunc{"string_to_array", func(s any, sep string) any {
-			if s == nil {
-				return nil
-			}
-			parts := strings.Split(fmt.Sprint(toText(s)), sep)
-			args := make([]any, len(parts))
-			for i, p := range parts {
-				args[i] = p
-			}
-			return arrayLiteral(args)
-		}},
 		namedFunc{"make_date", func(y, m, d int64) string {
 			return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC).Format(DateLayout)
 		}},

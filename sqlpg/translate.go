@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1062,6 +1063,17 @@ func (t *translator) node(n *pg_query.Node) {
 			n.Node = e.Node
 		}
 	case *pg_query.Node_AArrayExpr:
+		nested := len(x.AArrayExpr.Elements) > 0
+		for _, e := range x.AArrayExpr.Elements {
+			if fn := lastName(e.GetFuncCall().GetFuncname()); e.GetAArrayExpr() == nil && fn != "_pg_array" && fn != "_pg_array_md" {
+				nested = false
+			}
+		}
+		if nested {
+			// ARRAY[[1,2],[3,4]]: a multidimensional array, {{1,2},{3,4}}.
+			n.Node = call("_pg_array_md", x.AArrayExpr.Elements...).Node
+			return
+		}
 		n.Node = call("_pg_array", x.AArrayExpr.Elements...).Node
 	case *pg_query.Node_AIndirection:
 		ind := x.AIndirection.Indirection
@@ -1731,6 +1743,9 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		// (NULL for no rows, as PostgreSQL).
 		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("group_concat")}
 		f.Args = []*pg_query.Node{call("_pg_array_elem", f.Args[0]), strConst(",")}
+		if f.AggDistinct {
+			f.Args = f.Args[:1] // SQLite's DISTINCT takes one argument: "," is its separator
+		}
 		agg := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: f}}
 		cat := func(l, r *pg_query.Node) *pg_query.Node {
 			return pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("||")}, l, r, -1)
@@ -1739,6 +1754,46 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		return
 	}
 	switch name {
+	case "make_interval":
+		// Named arguments (days => 3) in their positions, 0 for the rest.
+		names := []string{"years", "months", "weeks", "days", "hours", "mins", "secs"}
+		named := false
+		for _, a := range f.Args {
+			if a.GetNamedArgExpr() != nil {
+				named = true
+			}
+		}
+		if !named {
+			break
+		}
+		args := make([]*pg_query.Node, len(names))
+		for i, a := range f.Args {
+			na := a.GetNamedArgExpr()
+			if na == nil {
+				if i < len(args) {
+					args[i] = a
+				}
+				continue
+			}
+			j := slices.Index(names, strings.ToLower(na.Name))
+			if j < 0 {
+				t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function make_interval has no argument named %q", na.Name)})
+				return
+			}
+			args[j] = na.Arg
+		}
+		last := 0
+		for i, a := range args {
+			if a != nil {
+				last = i
+			}
+		}
+		for i := range args[:last+1] {
+			if args[i] == nil {
+				args[i] = pg_query.MakeAConstIntNode(0, -1)
+			}
+		}
+		f.Args = args[:last+1]
 	case "timezone":
 		if len(f.Args) != 2 {
 			break

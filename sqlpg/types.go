@@ -500,6 +500,9 @@ var funcTypes = map[string]uint32{
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
 	"jsonb_set": 3802, "regexp_replace": 25, "overlay": 25, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
+	"factorial": 1700, "div": 1700, "scale": 23, "min_scale": 23, "trim_scale": 1700, "width_bucket": 23,
+	"sha224": 17, "sha256": 17, "sha384": 17, "sha512": 17, "regexp_match": 1009, "regexp_count": 23, "array_to_string": 25,
+	"make_interval": 1186, "make_timestamp": 1114, "make_timestamptz": 1184,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
 }
 
@@ -593,6 +596,24 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 			return ct(1700)
+		case "gcd", "lcm":
+			if len(x.FuncCall.Args) == 2 {
+				a, b := t.exprType(x.FuncCall.Args[0], sc), t.exprType(x.FuncCall.Args[1], sc)
+				if a.Type != nil && b.Type != nil && (a.Type.Name == "int8" || b.Type.Name == "int8") {
+					return ct(20)
+				}
+				if a.Type != nil && a.Type.Name == "numeric" {
+					return ct(1700)
+				}
+				return ct(23)
+			}
+		case "date_bin":
+			if len(x.FuncCall.Args) == 3 {
+				if a := t.exprType(x.FuncCall.Args[1], sc); a.Type != nil && a.Type.Name == "timestamptz" {
+					return ct(1184)
+				}
+			}
+			return ct(1114)
 		case "min", "max", "abs", "lag", "lead", "first_value", "last_value", "nth_value", "coalesce", "nullif", "ceil", "ceiling", "floor", "mod", "trunc":
 			if len(x.FuncCall.Args) > 0 {
 				a := t.exprType(x.FuncCall.Args[0], sc)
@@ -825,6 +846,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 		}
 	case *pg_query.Node_AArrayExpr:
 		for _, e := range x.AArrayExpr.Elements {
+			if e.GetAArrayExpr() != nil {
+				return t.exprType(e, sc) // ARRAY[[1,2],[3,4]]: its rows' type
+			}
 			if c := t.exprType(e, sc); c.Type != nil && c.Type.Array != 0 && Types[c.Type.Array] != nil {
 				return ColType{Type: Types[c.Type.Array], Typmod: -1}
 			}

@@ -180,6 +180,21 @@ func zoneFuncs(k *clock) []namedFunc {
 		}},
 		{"age", func(a, b any) (any, error) { return ageIn(a, b, loc()) }},
 		{"_pg_interval_zone", intervalZone},
+		{"make_timestamptz", func(y, mo, d, h, mi int64, sec any, zone ...string) (any, error) {
+			l := loc()
+			if len(zone) > 0 {
+				z, err := zoneLocation(zone[0])
+				if err != nil {
+					return nil, err
+				}
+				l = z
+			}
+			tm, err := makeTime(y, mo, d, h, mi, sec, l)
+			if err != nil {
+				return nil, err
+			}
+			return formatTZ(tm), nil
+		}},
 		{"_pg_tstz_text", func(v any) any {
 			if v == nil {
 				return nil
