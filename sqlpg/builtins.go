@@ -21,6 +21,16 @@ import (
 func init() {
 	extraFuncs = append(extraFuncs,
 		namedFunc{"gcd", func(a, b any) (any, error) { return gcdLcm(a, b, false) }},
+		namedFunc{"bit_length", func(v any) any {
+			switch x := v.(type) {
+			case nil:
+				return nil
+			case []byte:
+				return int64(8 * len(x))
+			default:
+				return int64(8 * len(fmt.Sprint(toText(x))))
+			}
+		}},
 		namedFunc{"array_ndims", func(a any) any {
 			if d := arrayDims(a); len(d) > 0 {
 				return int64(len(d))
@@ -446,4 +456,86 @@ func arrayDims(a any) []int {
 		}
 	}
 	return dims
+}
+
+func init() {
+	extraFuncs = append(extraFuncs,
+		namedFunc{"jsonb_strip_nulls", func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
+			}
+			x, err := decodeJSON(v)
+			if err != nil {
+				return nil, err
+			}
+			var b strings.Builder
+			writeJSONB(&b, stripNulls(x))
+			return b.String(), nil
+		}},
+		namedFunc{"to_number", toNumber},
+	)
+}
+
+// stripNulls drops the null-valued fields of every object in v (array
+// elements stay, as PostgreSQL's jsonb_strip_nulls).
+func stripNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+				continue
+			}
+			x[k] = stripNulls(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = stripNulls(e)
+		}
+	}
+	return v
+}
+
+// toNumber is to_number(text, format): the digits of text, its decimal
+// point where the format has D or '.', negative with a minus sign, MI,
+// PR's angle brackets or parentheses; group separators and other text
+// are skipped. The result has the format's digits after its point.
+func toNumber(s, f any) (any, error) {
+	if s == nil || f == nil {
+		return nil, nil
+	}
+	text, format := fmt.Sprint(toText(s)), strings.ToUpper(fmt.Sprint(toText(f)))
+	scale := 0
+	if i := strings.IndexAny(format, "D."); i >= 0 {
+		for _, c := range format[i+1:] {
+			if c == '9' || c == '0' {
+				scale++
+			}
+		}
+	}
+	var digits strings.Builder
+	neg, point := false, false
+	for _, c := range text {
+		switch {
+		case c >= '0' && c <= '9':
+			digits.WriteRune(c)
+		case c == '.' && !point && (strings.ContainsAny(format, "D.")):
+			digits.WriteByte('.')
+			point = true
+		case c == '-' || c == '<' || c == '(':
+			neg = true
+		}
+	}
+	d := digits.String()
+	if d == "" || d == "." {
+		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type numeric: \" \"")
+	}
+	x, err := strconv.ParseFloat(d, 64)
+	if err != nil {
+		return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type numeric: %q", d)
+	}
+	if neg {
+		x = -x
+	}
+	return FormatNumeric(x, scale), nil
 }

@@ -232,17 +232,8 @@ func init() {
 		namedFunc{"justify_hours", justify(func(iv interval) interval { return iv.justifyHours() })},
 		namedFunc{"justify_days", justify(func(iv interval) interval { return iv.justifyDays() })},
 		namedFunc{"justify_interval", justify(interval.justifyInterval)},
-		namedFunc{"_pg_interval_mul", func(a, k any) (any, error) {
-			if a == nil || k == nil {
-				return nil, nil
-			}
-			iv, ok := parseInterval(fmt.Sprint(toText(a)))
-			f, ok2 := numeric(k)
-			if !ok || !ok2 {
-				return nil, invalid("interval", a)
-			}
-			return interval{int64(float64(iv.months) * f), int64(float64(iv.days) * f), int64(float64(iv.micros) * f)}.String(), nil
-		}},
+		namedFunc{"_pg_interval_mul", func(a, k any) (any, error) { return intervalScale(a, k, false) }},
+		namedFunc{"_pg_interval_div", func(a, k any) (any, error) { return intervalScale(a, k, true) }},
 		namedFunc{"age", func(a, b any) (any, error) { return ageIn(a, b, time.UTC) }},
 		namedFunc{"encode", func(b any, format string) (any, error) {
 			if b == nil {
@@ -365,4 +356,39 @@ func (iv interval) justifyInterval() interval {
 	}
 	agree(&iv.days, &iv.micros, usPerDay)
 	return iv
+}
+
+// intervalScale is interval * factor (or / divisor) as PostgreSQL's
+// interval_mul and interval_div: a fraction of a month becomes days (30
+// to a month), a fraction of a day becomes time, rounded to microseconds
+// ('1 month' / 2 is 15 days, '1 day' * 1.5 is 1 day 12:00:00).
+func intervalScale(a, k any, div bool) (any, error) {
+	if a == nil || k == nil {
+		return nil, nil
+	}
+	iv, ok := parseInterval(fmt.Sprint(toText(a)))
+	f, ok2 := numeric(k)
+	if !ok || !ok2 {
+		return nil, invalid("interval", a)
+	}
+	scale := func(x float64) float64 { return x * f }
+	if div {
+		if f == 0 {
+			return nil, fmt.Errorf("[SQLSTATE 22012] division by zero")
+		}
+		scale = func(x float64) float64 { return x / f }
+	}
+	months := scale(float64(iv.months))
+	days := scale(float64(iv.days))
+	out := interval{months: int64(months), days: int64(days)}
+	monthDays := (months - float64(out.months)) * 30
+	secRemainder := (days - float64(out.days) + monthDays - math.Trunc(monthDays)) * 86400
+	secRemainder = math.Round(secRemainder*1e6) / 1e6
+	if math.Abs(secRemainder) >= 86400 {
+		out.days += int64(secRemainder / 86400)
+		secRemainder -= math.Trunc(secRemainder/86400) * 86400
+	}
+	out.days += int64(monthDays)
+	out.micros = int64(math.RoundToEven(scale(float64(iv.micros)) + secRemainder*1e6))
+	return out.String(), nil
 }

@@ -272,6 +272,18 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		if t.rangeVar(target); t.err != nil {
 			return nil, t.err
 		}
+		// RETURNING t.* of the target: SQLite's RETURNING takes * only.
+		for _, r := range returning {
+			rt := r.GetResTarget()
+			if rt == nil {
+				continue
+			}
+			if cr := rt.Val.GetColumnRef(); cr != nil && len(cr.Fields) == 2 && cr.Fields[1].GetAStar() != nil {
+				if f := cr.Fields[0].GetString_(); f != nil && (strings.EqualFold(f.Sval, target.Relname) || (target.Alias != nil && strings.EqualFold(f.Sval, target.Alias.Aliasname))) {
+					cr.Fields = cr.Fields[1:]
+				}
+			}
+		}
 		// RETURNING a.col with the target's alias a: SQLite's RETURNING
 		// knows the table by its name only.
 		if target.Alias != nil && target.Alias.Aliasname != "" {
@@ -1529,6 +1541,16 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		case "||":
 			t.concatOp(n, e)
 		case "/", "%":
+			if op == "/" && e.Lexpr != nil {
+				l := t.exprType(e.Lexpr, nil)
+				if known, ok := t.opTypes[e]; ok && known[0].Type != nil {
+					l = known[0] // a column's type, read with the statement's tables
+				}
+				if l.Type != nil && l.Type.Name == "interval" {
+					n.Node = call("_pg_interval_div", e.Lexpr, e.Rexpr).Node // interval / number
+					return
+				}
+			}
 			if e.Lexpr != nil {
 				// SQLite answers NULL for a division by zero; PostgreSQL
 				// fails with 22012.

@@ -500,7 +500,7 @@ var funcTypes = map[string]uint32{
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
 	"jsonb_set": 3802, "regexp_replace": 25, "overlay": 25, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,
-	"factorial": 1700, "div": 1700, "scale": 23, "min_scale": 23, "trim_scale": 1700, "width_bucket": 23,
+	"factorial": 1700, "div": 1700, "bit_length": 23, "timeofday": 25, "to_number": 1700, "jsonb_strip_nulls": 3802, "scale": 23, "min_scale": 23, "trim_scale": 1700, "width_bucket": 23,
 	"sha224": 17, "sha256": 17, "sha384": 17, "sha512": 17, "regexp_match": 1009, "regexp_count": 23, "array_to_string": 25,
 	"make_interval": 1186, "make_timestamp": 1114, "make_timestamptz": 1184,
 	"to_timestamp": 1184, "make_date": 1082, "age": 1186, "encode": 25, "decode": 17, "pg_typeof": 2206,
@@ -1140,6 +1140,8 @@ func dateType(l, r ColType, op string) ColType {
 	case ln == "interval" && rn == "interval":
 		return ct(1186)
 	case op == "*" && (ln == "interval" && r.Type.Cat == 'N' || rn == "interval" && l.Type.Cat == 'N'):
+		return ct(1186)
+	case op == "/" && ln == "interval" && r.Type.Cat == 'N':
 		return ct(1186)
 	}
 	return ColType{}

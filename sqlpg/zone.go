@@ -180,6 +180,10 @@ func zoneFuncs(k *clock) []namedFunc {
 		}},
 		{"age", func(a, b any) (any, error) { return ageIn(a, b, loc()) }},
 		{"_pg_interval_zone", intervalZone},
+		{"timeofday", func() string {
+			// The clock's time as text: Sat Dec 05 01:23:45.123456 2026 UTC.
+			return time.Now().In(loc()).Format("Mon Jan 02 15:04:05.000000 2006 MST")
+		}},
 		{"make_timestamptz", func(y, mo, d, h, mi int64, sec any, zone ...string) (any, error) {
 			l := loc()
 			if len(zone) > 0 {

@@ -29,3 +29,10 @@ select make_timestamptz(2024, 7, 1, 12, 0, 0), make_timestamptz(2024, 7, 1, 12, 
 select sha224('abc'), sha384(''), sha512('x'::bytea), regexp_match('foo bar', '(o+) (b)'), regexp_match('x', 'y'), regexp_count('a.b.c', '\.'), regexp_count('AbAb', 'a', 2, 'i');
 select array_to_string(array['a', null, 'c'], '/'), string_to_array('a b c', ' '), string_to_array('abc', null), string_to_array('', ','), trim_scale(10.500), scale(10), factorial(0), factorial(20), lcm(0, 5), gcd(-12, 8);
 select date_bin('1 hour', timestamptz '2024-01-05 10:37:00+00', timestamptz '2024-01-01 00:00:00+00'), date_bin('10 minutes', timestamp '2024-01-05 09:55:00', timestamp '2024-01-05 10:02:00');
+select jsonb_strip_nulls('{"a":null,"b":{"c":null,"d":[null,1]}}'), to_number('1,234.50', '9G999D99'), to_number('-12.3', '99D9'), to_number('<45>', '99PR'), to_number('12,454.8-', '99G999D9S'), to_number('1234', '9999'), timeofday() like '% UTC', bit_length('abc');
+select interval '1 month' / 2, interval '1 day' * 1.5, interval '3 hours' / 4, interval '1 year 1 month' / 3, 2 * interval '1 month 1 day', interval '1 day' / 0;
+create table probe_ret (id int primary key, v text);
+insert into probe_ret values (1, 'a') returning probe_ret.*;
+update probe_ret p set v = 'b' returning p.*, id * 2;
+delete from probe_ret returning probe_ret.*;
+drop table probe_ret;
