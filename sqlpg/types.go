@@ -282,6 +282,11 @@ func unifyNumeric(l, r ColType) ColType {
 	}
 	lr, lok := rank[l.Type.Name]
 	rr, rok := rank[r.Type.Name]
+	if lok && rok && lr == rr && l.Type.Name == "numeric" && l.Typmod != r.Typmod {
+		// Two scales: each value keeps its own (3.75 is not 3.8 in a
+		// column whose first value was 1.5).
+		return ColType{Type: l.Type, Typmod: -1}
+	}
 	if !lok || !rok || lr >= rr {
 		return l
 	}
@@ -384,6 +389,13 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 		out := make([]ColType, len(row))
 		for i, e := range row {
 			out[i] = t.exprType(e, nil)
+		}
+		for _, r := range s.ValuesLists[1:] {
+			for i, e := range r.GetList().GetItems() {
+				if i < len(out) {
+					out[i] = unifyNumeric(out[i], t.exprType(e, nil)) // every row's, not the first's
+				}
+			}
 		}
 		return out
 	}

@@ -36,3 +36,6 @@ insert into probe_ret values (1, 'a') returning probe_ret.*;
 update probe_ret p set v = 'b' returning p.*, id * 2;
 delete from probe_ret returning probe_ret.*;
 drop table probe_ret;
+select sum(x), avg(x), max(x), min(x) from (values (1.5), (2.25)) t(x);
+select x from (values (1.5), (2.25)) t(x) order by x;
+select 1.5 as x union all select 2.25 order by 1;
