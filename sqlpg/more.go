@@ -170,6 +170,9 @@ func registerAggregates(c *sqlite3.SQLiteConn) error {
 			return fmt.Errorf("sqlpg: register %s: %w", name, err)
 		}
 	}
+	if err := c.RegisterAggregator("_pg_avg_exact", func() *avgExact { return &avgExact{} }, true); err != nil {
+		return err
+	}
 	if err := c.RegisterAggregator("_pg_mode", func() *modeAgg { return &modeAgg{} }, true); err != nil {
 		return fmt.Errorf("sqlpg: register _pg_mode: %w", err)
 	}

@@ -219,6 +219,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	raw := tree.Stmts[0].Stmt
 	kind := firstWord(sql)
 	t := &translator{sch: sch, loc: zoneOfSchema(sch)}
+	t.exactAvg, t.exactDiv = exactAvgTargets(raw.GetSelectStmt())
 	tr = &Translation{Kind: kind}
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
@@ -776,6 +777,9 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
+	// exactAvg: avg calls whose value is only printed (numdiv.go).
+	exactAvg map[*pg_query.FuncCall]bool
+	exactDiv map[*pg_query.A_Expr]bool
 	// loc: the session's zone (Zoned), for literals read at translation.
 	loc *time.Location
 	// creating: the table a CREATE TABLE makes (a foreign key may
@@ -1541,6 +1545,14 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		case "||":
 			t.concatOp(n, e)
 		case "/", "%":
+			if op == "/" && t.exactDiv[e] {
+				if known, ok := t.opTypes[e]; ok && exactDivTypes(known[0], known[1]) {
+					// A numeric quotient only printed: PostgreSQL's digits.
+					n.Node = call("_pg_numeric_div_exact", e.Lexpr, e.Rexpr,
+						pg_query.MakeAConstIntNode(int64(scaleOf(known[0])), -1), pg_query.MakeAConstIntNode(int64(scaleOf(known[1])), -1)).Node
+					return
+				}
+			}
 			if op == "/" && e.Lexpr != nil {
 				l := t.exprType(e.Lexpr, nil)
 				if known, ok := t.opTypes[e]; ok && known[0].Type != nil {
@@ -1686,6 +1698,14 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		if bad {
 			t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s(%s) does not exist", name, a.Type.SQL),
 				Hint: "No function matches the given name and argument types. You might need to add explicit type casts."})
+			return
+		}
+	}
+	if name == "avg" && t.exactAvg[f] {
+		if a, ok := t.aggArg[f]; ok && a.Type != nil && (a.Type.Name == "int2" || a.Type.Name == "int4" || a.Type.Name == "int8" || a.Type.Name == "numeric") {
+			// Printed as PostgreSQL prints avg: exact digits, its scale.
+			f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_pg_avg_exact")}
+			f.Args = append(f.Args, pg_query.MakeAConstIntNode(int64(scaleOf(a)), -1))
 			return
 		}
 	}

@@ -1,0 +1,22 @@
+-- avg of integers and numerics and numeric division as PostgreSQL prints them: exact digits at select_div_scale's scale (16 significant digits or more, the inputs' scale at least), sorted as numbers.
+select avg(x) from (values (1000000),(2000000)) t(x);
+select avg(x) from (values (1),(1)) t(x);
+select avg(x) from (values (0.001),(0.002)) t(x);
+select avg(x) from (values (123456789),(2)) t(x);
+select avg(x) from (values (1),(2),(4)) t(x);
+select avg(x) from (values (-1),(-2),(-4)) t(x);
+select avg(x), avg(x::numeric(8,3)), avg(x::float8) from (values (1),(2),(4)) t(x);
+select k, avg(v) as a from (values ('a', 1), ('a', 2), ('b', 10), ('b', 20), ('b', 25)) t(k, v) group by k order by a desc;
+select k, avg(v) from (values ('a', 1), ('a', 2), ('b', 10), ('b', 20), ('b', 25)) t(k, v) group by k order by 2;
+select k, avg(v) from (values ('a', 1), ('a', 2), ('b', 10), ('b', 20), ('b', 25)) t(k, v) group by k having avg(v) > 5 order by k;
+select avg(v) filter (where v > 1) from (values (1), (2), (3)) t(v);
+select avg(x) from (select 1 as x where false) t;
+select avg(0) , avg(x) from (values (0), (0)) t(x);
+create table av (id int primary key, p numeric(10,2), q int);
+insert into av values (1, 10.10, 3), (2, 20.25, 4), (3, 5.5, 7);
+select avg(p), avg(q), avg(p * q), sum(p) / count(*) from av;
+select (select avg(q) from av) > 4, round(avg(p), 1) from av;
+drop table av;
+select 10::numeric / 4, 1::numeric/3, 2.0/3, 100.5/7, 7 / 2, 7.0 / 2, 1 / 3.0, 10.0 / 4 as q order by q;
+select 1000000::numeric / 3, 0.001 / 3, 5.0 / 5, -7.5 / 2.5, 1 / 7::numeric(5,2);
+select 1.0 / 0;
