@@ -2528,6 +2528,22 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		if t.jsonTargetSRF(s, rt, f, name, len(eaches)) || t.seriesTargetSRF(s, rt, f, name) {
 			continue
 		}
+		holder := f // the call whose argument is the series
+		if w := f.Args[0].GetFuncCall(); w != nil && lastName(w.Funcname) == "_pg_tstz_local" && len(w.Args) == 1 {
+			holder = w // a timestamptz series cast to date: its wall clock first
+		}
+		if inner := holder.Args[0].GetFuncCall(); strings.HasPrefix(name, "_cast_") && len(f.Args) == 1 && inner != nil && lastName(inner.Funcname) == "generate_series" {
+			// generate_series(...)::date: the series placed as above, the
+			// cast over its column.
+			scratch := &pg_query.ResTarget{Name: rt.Name}
+			if t.seriesTargetSRF(s, scratch, inner, "generate_series") {
+				holder.Args[0] = scratch.Val
+				if rt.Name == "" {
+					rt.Name = "generate_series"
+				}
+				continue
+			}
+		}
 		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
 			continue
 		}

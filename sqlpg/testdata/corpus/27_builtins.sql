@@ -39,3 +39,6 @@ drop table probe_ret;
 select sum(x), avg(x), max(x), min(x) from (values (1.5), (2.25)) t(x);
 select x from (values (1.5), (2.25)) t(x) order by x;
 select 1.5 as x union all select 2.25 order by 1;
+select generate_series(date '2024-01-01', date '2024-01-03', interval '1 day')::date;
+select generate_series(1, 3)::text as s;
+select generate_series('2024-01-01'::timestamp, '2024-01-02'::timestamp, '12 hours')::date;
