@@ -755,6 +755,16 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_function_is_visible", func(any) bool { return true }},
 		{"pg_collation_is_visible", func(any) bool { return true }},
 		{"pg_conversion_is_visible", func(any) bool { return true }},
+		{"pg_statistics_obj_is_visible", func(any) bool { return true }},
+		{"pg_opfamily_is_visible", func(any) bool { return true }},
+		// The database's encoding (psql's \dO, \l).
+		{"getdatabaseencoding", func() string { return "UTF8" }},
+		{"pg_char_to_encoding", func(name any) int64 {
+			if strings.EqualFold(fmt.Sprint(toText(name)), "UTF8") {
+				return 6
+			}
+			return -1
+		}},
 		{"pg_opclass_is_visible", func(any) bool { return true }},
 		{"pg_operator_is_visible", func(any) bool { return true }},
 		{"pg_ts_config_is_visible", func(any) bool { return true }},
