@@ -27,6 +27,9 @@ type avgExact struct {
 	sum    big.Rat
 	n      int64
 	dscale int
+	// isum: integers summed without big.Rat while they fit (most avg
+	// calls are over integer columns); folded into sum at the end.
+	isum int64
 }
 
 func (a *avgExact) Step(v any, scale int64) {
@@ -36,6 +39,12 @@ func (a *avgExact) Step(v any, scale int64) {
 	case nil:
 		return
 	case int64:
+		if s := a.isum + x; (x >= 0) == (s >= a.isum) {
+			a.isum = s // no overflow
+			a.n++
+			a.dscale = max(a.dscale, ds, 0)
+			return
+		}
 		r.SetInt64(x)
 		ds = max(ds, 0)
 	case float64:
@@ -66,6 +75,7 @@ func (a *avgExact) Done() any {
 	if a.n == 0 {
 		return nil
 	}
+	a.sum.Add(&a.sum, new(big.Rat).SetInt64(a.isum))
 	count := new(big.Rat).SetInt64(a.n)
 	return numericDivText(&a.sum, count, a.dscale, 0)
 }
