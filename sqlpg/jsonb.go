@@ -100,6 +100,9 @@ func jsonValue(v any) any {
 		case jsonFalse:
 			return false
 		}
+		if strings.HasPrefix(x, jsonNumber) {
+			return json.Number(x[len(jsonNumber):])
+		}
 		return x
 	}
 	return fmt.Sprint(v)
@@ -110,9 +113,21 @@ func jsonValue(v any) any {
 const (
 	jsonTrue  = "\x00json:true"
 	jsonFalse = "\x00json:false"
+	// jsonNumber prefixes a number's text as _pg_json_numeric hands it
+	// over (a numeric(p,s) keeps its scale in JSON: 1.500).
+	jsonNumber = "\x00json:num:"
 )
 
 func init() {
+	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_numeric", func(v any, scale int64) any {
+		switch x := v.(type) {
+		case float64:
+			return jsonNumber + FormatNumeric(x, int(scale))
+		case int64:
+			return jsonNumber + FormatNumeric(float64(x), int(scale))
+		}
+		return v
+	}})
 	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_bool", func(v any) any {
 		switch x := v.(type) {
 		case nil:

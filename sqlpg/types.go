@@ -630,6 +630,11 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			if len(x.FuncCall.Args) > 0 {
 				a := t.exprType(x.FuncCall.Args[0], sc)
 				if name == "trunc" || name == "ceil" || name == "ceiling" || name == "floor" {
+					if name == "trunc" && len(x.FuncCall.Args) == 2 && a.Type != nil && a.Type.Name != "float8" && a.Type.Name != "float4" {
+						if c := x.FuncCall.Args[1].GetAConst(); c != nil && c.GetIval() != nil && c.GetIval().Ival >= 0 {
+							return numericScale(c.GetIval().Ival) // trunc(x, 2): two decimals, as round
+						}
+					}
 					if a.Type != nil && a.Type.Name == "numeric" {
 						return ct(1700)
 					}
@@ -1302,6 +1307,8 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 						v = call("json", v)
 					} else if c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp") {
 						v = call("_pg_json_"+c.Type.Name, v) // ISO 8601, in the session's zone
+					} else if sc := scaleOf(ColType{Type: c.Type, Typmod: c.Typmod}); c.Type != nil && c.Type.Name == "numeric" && sc > 0 {
+						v = call("json", call("_pg_numeric_text", v, pg_query.MakeAConstIntNode(int64(sc), -1))) // with its scale
 					}
 					args = append(args, strConst(c.Name), v)
 				}
@@ -1324,6 +1331,10 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 					// ISO 8601, as PostgreSQL writes times in JSON: a
 					// timestamptz in the session's zone.
 					f.Args[i] = call("_pg_json_"+c.Type.Name, a)
+				}
+				if c.Type != nil && c.Type.Name == "numeric" && scaleOf(c) > 0 {
+					// A numeric(p,s) with its scale (1.500, not 1.5).
+					f.Args[i] = call("_pg_json_numeric", a, pg_query.MakeAConstIntNode(int64(scaleOf(c)), -1))
 				}
 				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.HasSuffix(lastName(f.Funcname), "_agg") {
 					if t.jsonArg == nil {
