@@ -278,7 +278,7 @@ func TestSemantics(t *testing.T) {
 		{"SELECT name, count(*) FROM se_t GROUP BY ROLLUP (name) ORDER BY name", "a|1;b|2;NULL|3"},
 		{"SELECT name, ok, grouping(name, ok) FROM se_t GROUP BY GROUPING SETS ((name, ok), (name), ()) ORDER BY 3, 1, 2", "a|1|0;b|0|0;b|NULL|0;a|NULL|1;b|NULL|1;NULL|NULL|3"},
 		// row_to_json of a FROM item
-		{"SELECT row_to_json(t) FROM se_t t WHERE id = 2", `{"id":2,"name":"b","ok":false,"n":2}`},
+		{"SELECT row_to_json(t) FROM se_t t WHERE id = 2", `{"id":2,"name":"b","ok":false,"n":2.00}`},
 		{"SELECT row_to_json(r) FROM (SELECT 1 AS a, 'b' AS b) r", `{"a":1,"b":"b"}`},
 		// names that are keywords to SQLite only
 		{"SELECT 0 AS set, 1 AS plan, 2 key", "0|1|2"},
