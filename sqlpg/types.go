@@ -1251,6 +1251,12 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && len(f.Funcname) == 1 {
 		switch lastName(f.Funcname) {
+		case "array_agg":
+			if a := t.exprType(f.Args[0], sc); a.Type != nil && a.Type.Name == "numeric" && scaleOf(a) > 0 {
+				// Elements with the column's scale ({1.500}, not {1.5}).
+				f.Args[0] = call("_pg_numeric_text", f.Args[0], pg_query.MakeAConstIntNode(int64(scaleOf(a)), -1))
+			}
+			return
 		case "sum", "avg", "min", "max":
 			if t.aggArg == nil {
 				t.aggArg = map[*pg_query.FuncCall]ColType{}

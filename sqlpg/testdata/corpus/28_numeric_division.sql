@@ -29,3 +29,4 @@ select json_build_object('a', a, 'b', b, 'c', c), to_json(b), jsonb_build_object
 select sum(a), sum(b), sum(c), max(c), min(b), sum(a + b), sum(a * b) from probe_sc;
 select sum(x) from (select a as x from probe_sc union all select b from probe_sc) t;
 drop table probe_sc;
+select array_agg(b order by id), array_agg(a) filter (where a > 2) from (values (1, 1.500::numeric(6,3), 2.5::numeric(4,1))) t(id, b, a);
