@@ -24,12 +24,7 @@ func TestSessionTimeZoneSQLite(t *testing.T) {
 	defer cancel()
 	c := startCluster(t, clusterSpec{backend: "sqlite"})
 
-	cfg, err := pgx.ParseConfig(c.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.RuntimeParams["TimeZone"] = "europe/berlin"
-	berlin, err := pgx.ConnectConfig(ctx, cfg)
+	berlin, err := connectZone(ctx, c.DSN, "europe/berlin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +119,23 @@ func TestSessionTimeZoneSQLite(t *testing.T) {
 		t.Fatalf("SET to a zone that does not exist: %v", err)
 	}
 
-	cfg.RuntimeParams["TimeZone"] = "Mars/Olympus"
-	if bad, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+	if bad, err := connectZone(ctx, c.DSN, "Mars/Olympus"); err == nil {
 		bad.Close(ctx)
 		t.Fatal("a startup TimeZone that does not exist was accepted")
 	} else if !errors.As(err, &pe) || pe.Code != "22023" || pe.Severity != "FATAL" {
 		t.Fatalf("a startup TimeZone that does not exist: %v", err)
 	}
+}
+
+// connectZone connects with the TimeZone startup parameter, as pgjdbc
+// sends its JVM's zone.
+func connectZone(ctx context.Context, dsn, zone string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["TimeZone"] = zone
+	return pgx.ConnectConfig(ctx, cfg)
 }
 
 func mustExec(t *testing.T, c *pgx.Conn, sql string) {
@@ -150,12 +155,7 @@ func TestSessionTimeZonePostgres(t *testing.T) {
 	check := func(t *testing.T, dsn string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		cfg, err := pgx.ParseConfig(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.RuntimeParams["TimeZone"] = "Europe/Berlin"
-		c, err := pgx.ConnectConfig(ctx, cfg)
+		c, err := connectZone(ctx, dsn, "Europe/Berlin")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,9 +167,8 @@ func TestSessionTimeZonePostgres(t *testing.T) {
 		if zone != "Europe/Berlin" || text != "2024-01-05 10:00:00+01" {
 			t.Fatalf("a Europe/Berlin session: TimeZone %q, 10:00 printed as %q", zone, text)
 		}
-		cfg.RuntimeParams["TimeZone"] = "Mars/Olympus"
 		var pe *pgconn.PgError
-		if bad, err := pgx.ConnectConfig(ctx, cfg); err == nil {
+		if bad, err := connectZone(ctx, dsn, "Mars/Olympus"); err == nil {
 			bad.Close(ctx)
 			t.Fatal("a startup TimeZone that does not exist was accepted")
 		} else if !errors.As(err, &pe) || pe.Code != "22023" {

@@ -390,27 +390,11 @@ func (a *stringAggDistinct) Done() any {
 // between the pattern's matches (an empty pattern splits into
 // characters); flag i ignores case.
 func regexpSplit(s, pattern any, flags ...any) (any, error) {
-	if s == nil || pattern == nil {
-		return nil, nil
+	re, text, null, err := regexFor("regexp_split_to_array", s, pattern, flags)
+	if null || err != nil {
+		return nil, err
 	}
-	fold := ""
-	if len(flags) > 0 && flags[0] != nil {
-		for _, c := range fmt.Sprint(toText(flags[0])) {
-			switch c {
-			case 'i':
-				fold = "i"
-			case 'c':
-				fold = ""
-			default:
-				return nil, fmt.Errorf("[SQLSTATE 0A000] regexp_split_to_array flag %q is not supported on the SQLite back end", string(c))
-			}
-		}
-	}
-	re, err := compile(fmt.Sprint(toText(pattern)), fold)
-	if err != nil {
-		return nil, fmt.Errorf("[SQLSTATE 2201B] %v", err)
-	}
-	parts := re.Split(fmt.Sprint(toText(s)), -1)
+	parts := re.Split(text, -1)
 	out := make([]any, len(parts))
 	for i, p := range parts {
 		out[i] = p
