@@ -567,6 +567,12 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 	case *pg_query.Node_TypeCast:
 		typ, mod, err := resolveType(x.TypeCast.TypeName)
 		if err == nil {
+			if sv := x.TypeCast.Arg.GetAConst().GetSval(); sv != nil && typ.Name == "numeric" && mod < 4 {
+				// '3.50'::numeric keeps the scale it is written with.
+				if v := strings.TrimSpace(sv.Sval); plainDecimal(v) {
+					return numericScale(int32(fracDigits(v)))
+				}
+			}
 			return ColType{Type: typ, Typmod: mod}
 		}
 	case *pg_query.Node_FuncCall:
@@ -1401,4 +1407,24 @@ func wholeRow(n *pg_query.Node, sc *scope) bool {
 		}
 	}
 	return found
+}
+
+// plainDecimal: digits with at most one point and a sign (no exponent,
+// NaN or Infinity).
+func plainDecimal(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "" || s == "." {
+		return false
+	}
+	point := false
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '.' && !point:
+			point = true
+		default:
+			return false
+		}
+	}
+	return true
 }

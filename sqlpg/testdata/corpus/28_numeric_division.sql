@@ -30,3 +30,4 @@ select sum(a), sum(b), sum(c), max(c), min(b), sum(a + b), sum(a * b) from probe
 select sum(x) from (select a as x from probe_sc union all select b from probe_sc) t;
 drop table probe_sc;
 select array_agg(b order by id), array_agg(a) filter (where a > 2) from (values (1, 1.500::numeric(6,3), 2.5::numeric(4,1))) t(id, b, a);
+select '3.5'::numeric * 2, '3.50'::numeric, '10'::numeric / 4, '1e3'::numeric, ' 2.25 '::numeric + 1, numeric '1.10', '-0.5'::numeric * 3;
