@@ -812,15 +812,16 @@ func (s *execSession) bind(body []byte) error {
 		rawFmt = append([]int16(nil), m.ParameterFormatCodes...)
 	} else {
 		args = make([]any, len(m.Parameters))
+		loc := s.zone() // once per Bind: text timestamptz values without an offset
 		for i, rv := range m.Parameters {
 			var v any
 			var err error
 			if f := formatFor(m.ParameterFormatCodes, i); f == 0 && len(rv) >= BudgetMinMessage && len(body)+5 >= OwnedFrameBytes {
 				// A large text value of an owned frame: read in place
 				// (see OwnedFrameBytes), not copied.
-				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)), s.zone())
+				v, err = decodeText(p.paramOIDs[i], unsafe.String(&rv[0], len(rv)), loc)
 			} else {
-				v, err = decodeParam(p.paramOIDs[i], f, rv, s.zone())
+				v, err = decodeParam(p.paramOIDs[i], f, rv, loc)
 			}
 			if err != nil {
 				return err

@@ -49,11 +49,8 @@ func (s *execSession) Setting(name string) (string, bool) {
 	if v, ok := s.showTandemSetting(name); ok {
 		return v, true
 	}
-	if v, ok := s.tx.local[name]; ok {
-		return v, true // SET LOCAL: until the block ends
-	}
-	if v, ok := s.settings[name]; ok {
-		return v, true
+	if v, ok := s.setting(name); ok {
+		return v, true // SET LOCAL (until the block ends), else SET
 	}
 	if v, ok := s.c.Params[name]; ok && name == "application_name" {
 		return v, true // the startup packet's: the session's default
