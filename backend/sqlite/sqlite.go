@@ -2078,12 +2078,22 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 	}
 	own := !s.inTx
 	c := s.held
+	consumed := false // replicatedCommit released c
 	if own {
+		if s.db.repl != nil {
+			if err := s.db.repl.Writable(); err != nil {
+				return 0, err
+			}
+		}
 		var err error
 		if c, err = s.acquire(ctx, true); err != nil {
 			return 0, err
 		}
-		defer s.db.release(c)
+		defer func() {
+			if !consumed {
+				s.db.release(c)
+			}
+		}()
 		if err := c.exec("BEGIN IMMEDIATE"); err != nil {
 			return 0, mapError(err)
 		}
@@ -2176,6 +2186,16 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 			return fail(fmt.Errorf("COPY %s, line %d: %w", table, n+1, mapError(err)))
 		}
 		n++
+	}
+	if own && s.db.repl != nil {
+		// A COPY outside a block is a replicated transaction like any
+		// other (certified in multi-master, shipped at its safeness in
+		// a hot-standby pair) before it is acknowledged.
+		consumed = true
+		if err := s.db.replicatedCommit(ctx, c, ""); err != nil {
+			return 0, err
+		}
+		return n, nil
 	}
 	if own {
 		if err := c.exec("COMMIT"); err != nil {
