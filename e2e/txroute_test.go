@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // Transaction routing (issue 12, router/txroute.go), on a hot-standby pair
@@ -48,6 +49,59 @@ func splitCluster(t *testing.T, backend, routerExtra, delay string) (*hsCluster,
 	}
 	c := upFile(t, h.dir, h.file, filepath.Join(h.dir, "run"))
 	return h, c
+}
+
+// flushThenWrite runs read as a plain query, then prepares write with
+// Parse, Describe and Flush, reads the answers, and runs it with Bind,
+// Execute and Sync, as asyncpg does a statement it has not prepared
+// before.
+func flushThenWrite(t *testing.T, pc *pgconn.PgConn, write, read string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := pc.Exec(ctx, read).ReadAll(); err != nil {
+		t.Fatalf("%s: %v", read, err)
+	}
+	fe := pc.Frontend()
+	fe.Send(&pgproto3.Parse{Name: "flushed_1", Query: write})
+	fe.Send(&pgproto3.Describe{ObjectType: 'S', Name: "flushed_1"})
+	fe.Send(&pgproto3.Flush{})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	next := func() pgproto3.BackendMessage {
+		t.Helper()
+		_ = pc.Conn().SetReadDeadline(time.Now().Add(15 * time.Second))
+		m, err := fe.Receive()
+		if err != nil {
+			t.Fatalf("%s: %v", write, err)
+		}
+		return m
+	}
+	for done := false; !done; {
+		switch m := next().(type) {
+		case *pgproto3.ErrorResponse:
+			t.Fatalf("Parse/Describe/Flush of %s: %s %s", write, m.Code, m.Message)
+		case *pgproto3.NoData, *pgproto3.RowDescription:
+			done = true
+		}
+	}
+	fe.Send(&pgproto3.Bind{PreparedStatement: "flushed_1"})
+	fe.Send(&pgproto3.Execute{})
+	fe.Send(&pgproto3.Close{ObjectType: 'S', Name: "flushed_1"})
+	fe.Send(&pgproto3.Sync{})
+	if err := fe.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		switch m := next().(type) {
+		case *pgproto3.ErrorResponse:
+			t.Errorf("Bind/Execute/Sync of %s after a flushed Parse: %s %s", write, m.Code, m.Message)
+		case *pgproto3.ReadyForQuery:
+			_ = pc.Conn().SetReadDeadline(time.Time{})
+			return
+		}
+	}
 }
 
 // nodeOf runs sql followed by SHOW tandem.node as one simple-protocol
@@ -144,6 +198,10 @@ func TestTxRouting(t *testing.T) {
 					t.Errorf("%s: ran on %s; want the primary n1", q, n)
 				}
 			}
+			// asyncpg prepares with Parse, Describe, Flush, then sends
+			// Bind, Execute, Sync: after a read (the session's home is
+			// the replica), the insert still reaches the primary.
+			flushThenWrite(t, conn.PgConn(), "INSERT INTO acct VALUES (5, 50)", "SELECT v FROM acct WHERE id = 1")
 			// A write transaction runs on the primary, every statement.
 			tx, err := conn.Begin(ctx)
 			if err != nil {

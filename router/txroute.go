@@ -1269,7 +1269,10 @@ func (s *splitSession) decide(complete bool) (d decision, done bool, err error) 
 	if s.rt.cfg.MultiMaster && want == routePrimary {
 		want = routeReplica // any node takes it
 	}
-	if !complete && want == routeReplica && !s.rt.cfg.MultiMaster {
+	if !complete && (want == routeReplica || want == routeAuto) && !s.rt.cfg.MultiMaster {
+		// Flushed before its Sync (asyncpg prepares with Parse, Describe,
+		// Flush, then sends Bind, Execute, Sync): what follows up to the
+		// Sync goes where this goes, and may write.
 		want = routePrimary
 	}
 	d.want = want
