@@ -168,6 +168,21 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "python3", "sqlalchemy_orm.py", u.String())
 				clientPassed(t)
 			})
+			t.Run("asyncpg", func(t *testing.T) {
+				havePython(t, "asyncpg")
+				runClient(t, "python3", "asyncpg_client.py", tg.dsn)
+				clientPassed(t)
+			})
+			t.Run("sqlalchemy-asyncpg", func(t *testing.T) {
+				havePython(t, "asyncpg, greenlet, sqlalchemy")
+				u := tg.url(t)
+				u.Scheme = "postgresql+asyncpg"
+				q := u.Query()
+				q.Del("sslmode") // asyncpg's URL takes ssl=, not libpq's sslmode
+				u.RawQuery = q.Encode()
+				runClient(t, "python3", "sqlalchemy_orm.py", u.String())
+				clientPassed(t)
+			})
 			t.Run("pgjdbc", func(t *testing.T) { testPgjdbc(t, tg) })
 			t.Run("hibernate", func(t *testing.T) { testHibernate(t, tg) })
 			t.Run("node-postgres", func(t *testing.T) {

@@ -67,9 +67,22 @@ type answer struct {
 // describe is the answer to Parse and Describe (statement): the row
 // description, or the error.
 type describe struct {
-	Code  string
-	Names []string
-	OIDs  []uint32
+	Code   string
+	Names  []string
+	OIDs   []uint32
+	Params []uint32 // ParameterDescription: the types drivers encode by
+}
+
+// userType stands for any type a database created (an enum): PostgreSQL
+// numbers them from 16384, tandem's SQLite back end from 900000, so
+// answers compare them as one.
+const userType = 16384
+
+func typeOID(oid uint32) uint32 {
+	if oid >= userType {
+		return userType
+	}
+	return oid
 }
 
 // verdict of one statement.
@@ -238,7 +251,10 @@ func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
 	} else {
 		for _, fd := range sd.Fields {
 			a.Desc.Names = append(a.Desc.Names, fd.Name)
-			a.Desc.OIDs = append(a.Desc.OIDs, fd.DataTypeOID)
+			a.Desc.OIDs = append(a.Desc.OIDs, typeOID(fd.DataTypeOID))
+		}
+		for _, p := range sd.ParamOIDs {
+			a.Desc.Params = append(a.Desc.Params, typeOID(p))
 		}
 	}
 	res := c.ExecParams(ctx, sql, nil, nil, nil, nil).Read()
@@ -254,7 +270,7 @@ func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
 	a.Tag = res.CommandTag.String()
 	for _, fd := range res.FieldDescriptions {
 		a.Names = append(a.Names, fd.Name)
-		a.OIDs = append(a.OIDs, fd.DataTypeOID)
+		a.OIDs = append(a.OIDs, typeOID(fd.DataTypeOID))
 	}
 	for _, row := range res.Rows {
 		r := make([]*string, len(row))
@@ -286,6 +302,8 @@ func compare(st corpusStmt, pg, td answer) (string, string) {
 		return vBug, fmt.Sprintf("Describe (statement) column names: postgres %q, tandem %q", p.Names, t.Names)
 	case fmt.Sprint(p.OIDs) != fmt.Sprint(t.OIDs):
 		return vBug, fmt.Sprintf("Describe (statement) column types: postgres %s, tandem %s", typeNames(p.OIDs), typeNames(t.OIDs))
+	case fmt.Sprint(p.Params) != fmt.Sprint(t.Params):
+		return vBug, fmt.Sprintf("Describe (statement) parameter types: postgres %s, tandem %s", typeNames(p.Params), typeNames(t.Params))
 	}
 	return vMatch, ""
 }
@@ -400,7 +418,8 @@ func sameValue(oid uint32, p, t *string) bool {
 var oidNames = map[uint32]string{16: "bool", 17: "bytea", 18: "char", 19: "name", 20: "int8", 21: "int2", 23: "int4",
 	25: "text", 26: "oid", 114: "json", 700: "float4", 701: "float8", 705: "unknown", 1042: "bpchar", 1043: "varchar",
 	1082: "date", 1083: "time", 1114: "timestamp", 1184: "timestamptz", 1186: "interval", 1266: "timetz",
-	1700: "numeric", 2205: "regclass", 2950: "uuid", 3802: "jsonb", 1007: "int4[]", 1009: "text[]", 1016: "int8[]"}
+	1700: "numeric", 2205: "regclass", 2950: "uuid", 3802: "jsonb", 1007: "int4[]", 1009: "text[]", 1016: "int8[]",
+	0: "unspecified", 22: "int2vector", 30: "oidvector", 1028: "oid[]", userType: "(a user type)"}
 
 func typeNames(oids []uint32) string {
 	var s []string

@@ -163,3 +163,12 @@ const (
 	OIDTimestamptz = 1184
 	OIDNumeric     = 1700
 )
+
+// FirstEnumOID: a back end that numbers its enum types from here (the
+// SQLite back end's CREATE TYPE ... AS ENUM) gets them sent as
+// PostgreSQL sends an enum: its label, in the binary format too, and a
+// parameter of the type read as its label.
+const FirstEnumOID = 900000
+
+// IsEnumOID reports whether oid is such an enum type.
+func IsEnumOID(oid uint32) bool { return oid >= FirstEnumOID && oid < FirstEnumOID+1<<20 }

@@ -1048,6 +1048,7 @@ var defaultSettings = map[string]string{
 	"server_version_num": "150000", "max_identifier_length": "63", "default_transaction_read_only": "off",
 	"intervalstyle": "postgres", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8", "is_superuser": "on",
 	"max_connections": "100", "idle_in_transaction_session_timeout": "0", "lock_timeout": "0",
+	"jit": "off", // no JIT on this back end; asyncpg reads and sets it around its type introspection
 }
 
 // showName is the setting a SHOW names, in PostgreSQL's spelling.

@@ -122,3 +122,52 @@ func TestEmptyStatements(t *testing.T) {
 		t.Error("statement after a comment is not empty")
 	}
 }
+
+// Binary values asyncpg sends and asks for (it uses the binary format for
+// every type it knows): arrays and intervals through pgtype's codecs,
+// enums as their labels, "char" as one byte, the catalogs' int2vector and
+// oidvector as arrays from 0.
+func TestBinaryValues(t *testing.T) {
+	int4Array := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 3, 0, 0, 0, 1,
+		0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 3}
+	params := []struct {
+		oid  uint32
+		src  []byte
+		want any
+	}{
+		{1007, int4Array, "{1,2,3}"}, // was Go's "[1 2 3]"
+		{FirstEnumOID + 3, []byte("42"), "42"},
+		{18, []byte{0}, ""},
+		{18, []byte("a"), "a"},
+		{1186, []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}, "1 day 00:00:00"}, // read into the column as PostgreSQL prints it
+	}
+	for _, c := range params {
+		got, err := decodeParam(c.oid, 1, c.src, time.UTC)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("decodeParam(%d, binary, %v) = %#v, %v; want %#v", c.oid, c.src, got, err, c.want)
+		}
+	}
+	results := []struct {
+		oid  uint32
+		v    any
+		want []byte
+	}{
+		{1007, "{1,2,3}", int4Array},
+		{FirstEnumOID, "happy", []byte("happy")},
+		{18, "", []byte{0}},
+		{18, "r", []byte("r")},
+		{22, "1 3", []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 21, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 0, 2, 0, 3}},
+		{30, "", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 26}},
+		{1186, "1 day", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}},
+	}
+	for _, c := range results {
+		got, err := appendValue([]byte("prefix"), c.oid, 1, c.v, time.UTC)
+		if err != nil || string(got) != "prefix"+string(c.want) {
+			t.Errorf("appendValue(%d, binary, %q) = %v, %v; want %v", c.oid, c.v, got, err, c.want)
+		}
+	}
+	// A value with no binary form is an error, never a short row.
+	if got, err := appendValue([]byte("prefix"), 22, 1, "1 x", time.UTC); err == nil {
+		t.Errorf("appendValue(int2vector \"1 x\") = %v, want an error", got)
+	}
+}

@@ -2,6 +2,7 @@ package pgwire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -154,10 +155,18 @@ func appendValue(dst []byte, oid uint32, format int16, v any, loc *time.Location
 	if r, ok := v.(Raw); ok {
 		return append(dst, r...), nil
 	}
-	if format == 0 {
-		return appendText(dst, oid, v, loc), nil
+	if format == 0 || IsEnumOID(oid) {
+		return appendText(dst, oid, v, loc), nil // an enum's binary form is its label
 	}
 	switch oid {
+	case 18: // "char": one byte, the empty value's a zero
+		t := appendText(nil, oid, v, loc)
+		if len(t) == 0 {
+			return append(dst, 0), nil
+		}
+		return append(dst, t[0]), nil
+	case 22, 30: // int2vector, oidvector: "1 2" as a one-dimensional array from 0
+		return appendVector(dst, oid, string(appendText(nil, oid, v, loc)))
 	case 114: // json: binary is the text
 		return appendText(dst, OIDText, v, loc), nil
 	case 3802: // jsonb: a version byte, then the text
@@ -171,17 +180,64 @@ func appendValue(dst []byte, oid uint32, format int16, v any, loc *time.Location
 			return append(dst, b...), nil
 		}
 	}
+	typeMap := typeMaps.Get().(*pgtype.Map)
+	defer typeMaps.Put(typeMap)
 	cv, err := coerce(oid, v)
 	if err != nil {
+		// Any other type pgtype knows (arrays, interval, time, inet ...):
+		// the value's text form read by the type's codec, then encoded.
+		if dt, ok := typeMap.TypeForOID(oid); ok {
+			if val, derr := dt.Codec.DecodeValue(typeMap, oid, pgtype.TextFormatCode, appendText(nil, oid, v, loc)); derr == nil {
+				if out, eerr := typeMap.Encode(oid, pgtype.BinaryFormatCode, val, dst); eerr == nil && out != nil {
+					return out, nil
+				}
+			}
+		}
 		return nil, Errorf("22P03", "%v", err)
 	}
-	typeMap := typeMaps.Get().(*pgtype.Map)
 	out, err := typeMap.Encode(oid, pgtype.BinaryFormatCode, cv, dst)
-	typeMaps.Put(typeMap)
 	if err != nil {
 		return nil, Errorf("22P03", "encode %T as OID %d: %v", v, oid, err)
 	}
+	if out == nil {
+		// pgtype's NULL: v is not (that is nil, sent as NULL before this).
+		return nil, Errorf("22P03", "encode %T as OID %d: no binary form", v, oid)
+	}
 	return out, nil
+}
+
+// appendVector appends the binary form of an int2vector (oid 22) or
+// oidvector (30) written "1 2 3": PostgreSQL sends them as arrays (its
+// array_send), with a lower bound of 0.
+func appendVector(dst []byte, oid uint32, text string) ([]byte, error) {
+	elems := strings.Fields(text)
+	elem, size := uint32(21), 2
+	if oid == 30 {
+		elem, size = 26, 4
+	}
+	if len(elems) == 0 {
+		dst = binary.BigEndian.AppendUint32(dst, 0) // no dimension
+		dst = binary.BigEndian.AppendUint32(dst, 0)
+		return binary.BigEndian.AppendUint32(dst, elem), nil
+	}
+	dst = binary.BigEndian.AppendUint32(dst, 1)
+	dst = binary.BigEndian.AppendUint32(dst, 0) // no NULL
+	dst = binary.BigEndian.AppendUint32(dst, elem)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(elems)))
+	dst = binary.BigEndian.AppendUint32(dst, 0) // lower bound
+	for _, e := range elems {
+		n, err := strconv.ParseInt(e, 10, 64)
+		if err != nil {
+			return nil, Errorf("22P03", "invalid vector element %q", e)
+		}
+		dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+		if size == 2 {
+			dst = binary.BigEndian.AppendUint16(dst, uint16(n))
+		} else {
+			dst = binary.BigEndian.AppendUint32(dst, uint32(n))
+		}
+	}
+	return dst, nil
 }
 
 // decodeParam turns a Bind parameter into a back-end value.
@@ -192,7 +248,7 @@ func decodeParam(oid uint32, format int16, src []byte, loc *time.Location) (any,
 	if format == 0 {
 		return decodeText(oid, string(src), loc)
 	}
-	return decodeBinary(oid, format, src)
+	return decodeBinary(oid, format, src, loc)
 }
 
 // timeParamLayouts are the text forms of date and time parameters read.
@@ -216,6 +272,9 @@ func timeParam(oid uint32, t time.Time) string {
 // decodeText turns a text-format parameter into a back-end value.
 func decodeText(oid uint32, s string, loc *time.Location) (any, error) {
 	{
+		if IsEnumOID(oid) {
+			return s, nil // a label, even one that reads as a number
+		}
 		switch oid {
 		case OIDText, OIDVarchar, OIDBPChar:
 			return s, nil
@@ -276,9 +335,12 @@ func decodeText(oid uint32, s string, loc *time.Location) (any, error) {
 }
 
 // decodeBinary turns a binary-format parameter into a back-end value.
-func decodeBinary(oid uint32, format int16, src []byte) (any, error) {
+func decodeBinary(oid uint32, format int16, src []byte, loc *time.Location) (any, error) {
 	if format != 1 {
 		return nil, Errorf(CodeProtocolViolation, "unsupported parameter format code %d", format)
+	}
+	if IsEnumOID(oid) {
+		return string(src), nil // an enum's binary form is its label
 	}
 	typeMap := typeMaps.Get().(*pgtype.Map)
 	defer typeMaps.Put(typeMap)
@@ -332,19 +394,33 @@ func decodeBinary(oid uint32, format int16, src []byte) (any, error) {
 		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 	case 114: // json: the text itself
 		return string(src), nil
+	case 18: // "char": one byte, a zero the empty value
+		if len(src) == 0 || src[0] == 0 {
+			return "", nil
+		}
+		return string(src[:1]), nil
 	case 3802: // jsonb: a version byte, then the text
 		if len(src) == 0 || src[0] != 1 {
 			return nil, Errorf("22P03", "unsupported jsonb binary version")
 		}
 		return string(src[1:]), nil
 	}
-	var v any
 	if dt, ok := typeMap.TypeForOID(oid); ok {
+		// Any other type pgtype knows (arrays, interval, time, inet ...):
+		// decoded, then written in its text form (an int4[] as {1,2},
+		// not Go's [1 2]) and read as a text parameter of the type.
 		val, err := dt.Codec.DecodeValue(typeMap, oid, pgtype.BinaryFormatCode, src)
-		if err == nil {
-			v = fmt.Sprint(val)
-			return v, nil
+		if err != nil {
+			return nil, Errorf("22P03", "invalid binary parameter of type OID %d: %v", oid, err)
 		}
+		txt, err := typeMap.Encode(oid, pgtype.TextFormatCode, val, nil)
+		if err != nil {
+			return nil, Errorf("22P03", "binary parameter of type OID %d: %v", oid, err)
+		}
+		if txt == nil {
+			return nil, nil
+		}
+		return decodeText(oid, string(txt), loc)
 	}
 	return nil, Errorf(CodeFeatureNotSupported, "binary parameters of type OID %d are not supported on this back end; send them in text format", oid)
 }

@@ -421,7 +421,10 @@ func arrayDims(a any) []int {
 		return nil
 	}
 	s := strings.TrimSpace(fmt.Sprint(toText(a)))
-	if len(s) < 2 || s[0] != '{' || s == "{}" {
+	if s != "" && s[0] != '{' {
+		return []int{len(strings.Fields(s))} // an int2vector or oidvector: "1 2 3"
+	}
+	if len(s) < 2 || s == "{}" {
 		return nil
 	}
 	var dims []int

@@ -141,12 +141,13 @@ func catalogSQL() []string {
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
-			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols
+			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols,
+			(SELECT group_concat(CASE WHEN x."desc" THEN 3 ELSE 0 END, ' ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS options
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
 		SELECT m.name, NULL, coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT p.name FROM pragma_table_info(m.name) p WHERE p.pk = 1)), m.name || '_pkey'), 1, 1, 'pk', 0,
 			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
-			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1
+			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1, '0'
 		FROM `+userTables+` AND m.type = 'table'
 			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1
 			AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE pk = 1 AND upper(type) = 'INTEGER')`)
@@ -207,7 +208,7 @@ func catalogSQL() []string {
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
-			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, _tandem_zeros(i.ncols) AS indclass, _tandem_zeros(i.ncols) AS indoption,
+			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, _tandem_zeros(i.ncols) AS indclass, coalesce(i.options, _tandem_zeros(i.ncols)) AS indoption,
 			NULL AS indexprs, NULL AS indpred
 		FROM _pg_index_all i`)
 	add("pg_attribute", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS attrelid, p.name AS attname,

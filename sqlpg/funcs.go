@@ -1375,6 +1375,13 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 
 // Arrays are carried as PostgreSQL's text form, '{a,b}' (see docs/sql.md).
 
+// isVector reports whether a is an int2vector or oidvector ("1 2 3", the
+// catalogs' pg_index.indkey): its subscripts start at 0.
+func isVector(a any) bool {
+	s := strings.TrimSpace(fmt.Sprint(toText(a)))
+	return s != "" && s[0] != '{'
+}
+
 func arrayElems(a any) []string {
 	s := strings.TrimSpace(fmt.Sprint(toText(a)))
 	if len(s) > 0 && s[0] != '{' {
@@ -1568,6 +1575,9 @@ func init() {
 		}},
 		namedFunc{"_pg_array_get", func(arr any, i int64) any {
 			e := arrayElems(arr)
+			if isVector(arr) {
+				i++ // an int2vector's or oidvector's subscripts start at 0
+			}
 			if i < 1 || i > int64(len(e)) || e[i-1] == "NULL" {
 				return nil
 			}
@@ -1575,12 +1585,18 @@ func init() {
 		}},
 		namedFunc{"array_upper", func(arr any, dim int64) any {
 			if d := arrayDims(arr); dim >= 1 && dim <= int64(len(d)) {
+				if isVector(arr) {
+					return int64(d[dim-1] - 1)
+				}
 				return int64(d[dim-1])
 			}
 			return nil
 		}},
 		namedFunc{"array_lower", func(arr any, dim int64) any {
 			if d := arrayDims(arr); dim >= 1 && dim <= int64(len(d)) {
+				if isVector(arr) {
+					return int64(0)
+				}
 				return int64(1)
 			}
 			return nil

@@ -107,10 +107,12 @@ func init() {
 		{19, "name", "name", 64, 0, 1003, 'S', "TEXT"},
 		{20, "int8", "bigint", 8, 0, 1016, 'N', "INTEGER"},
 		{21, "int2", "smallint", 2, 0, 1005, 'N', "INTEGER"},
+		{22, "int2vector", "int2vector", -1, 21, 1006, 'A', "TEXT"}, // pg_index.indkey: "1 2" (arrayElems reads it)
 		{23, "int4", "integer", 4, 0, 1007, 'N', "INTEGER"},
 		{24, "regproc", "regproc", 4, 0, 1008, 'N', "INTEGER"},
 		{25, "text", "text", -1, 0, 1009, 'S', "TEXT"},
 		{26, "oid", "oid", 4, 0, 1028, 'N', "INTEGER"},
+		{30, "oidvector", "oidvector", -1, 26, 1013, 'A', "TEXT"}, // pg_index.indclass
 		{114, "json", "json", -1, 0, 199, 'U', "TEXT"},
 		{142, "xml", "xml", -1, 0, 143, 'U', "TEXT"},
 		{700, "float4", "real", 4, 0, 1021, 'N', "REAL"},

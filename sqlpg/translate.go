@@ -60,6 +60,10 @@ type Translation struct {
 	// Notify: LISTEN, UNLISTEN or NOTIFY, which the back end carries out
 	// itself (SQL is empty).
 	Notify *Notify
+	// Params: the types of parameters $1.. the statement gives them
+	// (params.go), 0 where it says nothing; may be shorter than the
+	// statement's parameters.
+	Params []uint32
 }
 
 // Notify is a LISTEN, UNLISTEN (Channel "*": every channel) or NOTIFY.
@@ -221,6 +225,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	t := &translator{sch: sch, loc: zoneOfSchema(sch)}
 	t.exactAvg, t.exactDiv = exactAvgTargets(raw.GetSelectStmt())
 	tr = &Translation{Kind: kind}
+	if strings.IndexByte(sql, '$') >= 0 {
+		t.castParams(raw)
+	}
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
 	lower := strings.ToLower(sql)
@@ -235,6 +242,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	t.noSeqCalls = !strings.Contains(lower, "nextval") && !strings.Contains(lower, "currval") && !strings.Contains(lower, "setval")
 	defer func() {
 		if tr != nil {
+			tr.Params = t.params
 			tr.SeqNames = t.seqNames
 			tr.Volatile = t.volatile
 			tr.Locking = t.locking
@@ -779,6 +787,8 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 type translator struct {
 	// exactAvg: avg calls whose value is only printed (numdiv.go).
 	exactAvg map[*pg_query.FuncCall]bool
+	// params: the parameters' types found so far (params.go).
+	params   []uint32
 	exactDiv map[*pg_query.A_Expr]bool
 	// loc: the session's zone (Zoned), for literals read at translation.
 	loc *time.Location

@@ -360,7 +360,7 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 				}
 				if types != nil && len(names) == len(types) {
 					for i, ty := range types {
-						cols = append(cols, Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod})
+						cols = append(cols, Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod, Enum: ty.Enum})
 					}
 				}
 			}
@@ -405,7 +405,7 @@ func (t *translator) selectTypes(s *pg_query.SelectStmt) []ColType {
 	}
 	out := make([]ColType, len(cols))
 	for i, c := range cols {
-		out[i] = ColType{Type: c.Type, Typmod: c.Typmod}
+		out[i] = ColType{Type: c.Type, Typmod: c.Typmod, Enum: c.Enum}
 	}
 	return out
 }
@@ -420,7 +420,7 @@ func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
 		}
 		out := make([]Column, len(types))
 		for i, ty := range types {
-			out[i] = Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod}
+			out[i] = Column{Name: names[i], Type: ty.Type, Typmod: ty.Typmod, Enum: ty.Enum}
 		}
 		return out
 	}
@@ -444,7 +444,7 @@ func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
 				for _, u := range sc.using {
 					for _, c := range sc.tables[0].cols {
 						if c.Name == u {
-							out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
+							out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod, Enum: c.Enum})
 							merged[u] = true
 						}
 					}
@@ -456,7 +456,7 @@ func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
 				}
 				for _, c := range tb.cols {
 					if !merged[c.Name] {
-						out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod})
+						out = append(out, Column{Name: c.Name, Type: c.Type, Typmod: c.Typmod, Enum: c.Enum})
 					}
 				}
 			}
@@ -471,7 +471,7 @@ func (t *translator) selectCols(s *pg_query.SelectStmt) []Column {
 			}
 		}
 		ty := t.exprType(rt.Val, sc)
-		out = append(out, Column{Name: name, Type: ty.Type, Typmod: ty.Typmod})
+		out = append(out, Column{Name: name, Type: ty.Type, Typmod: ty.Typmod, Enum: ty.Enum})
 	}
 	return out
 }
@@ -574,6 +574,9 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 			return ColType{Type: typ, Typmod: mod}
+		}
+		if e, ok := t.enumOf(x.TypeCast.TypeName); ok {
+			return ColType{Type: TypeByName["text"], Typmod: -1, Enum: &e}
 		}
 	case *pg_query.Node_FuncCall:
 		name := lastName(x.FuncCall.Funcname)
@@ -1073,6 +1076,10 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 		case c.Name == "reloptions" || c.Name == "attoptions" || c.Name == "attfdwoptions" || c.Name == "fdwoptions" || c.Name == "srvoptions" ||
 			c.Name == "umoptions" || c.Name == "setconfig" || c.Name == "rolconfig" || c.Name == "useconfig" || c.Name == "proconfig":
 			c.Type = Types[1009] // text[]: NULL || array is the array
+		case c.Name == "indkey" || c.Name == "indoption" || c.Name == "stxkeys" || c.Name == "partattrs":
+			c.Type = Types[22]
+		case c.Name == "indclass" || c.Name == "indcollation" || c.Name == "proargtypes" || c.Name == "partclass" || c.Name == "partcollation":
+			c.Type = Types[30]
 		case c.Name == "enumlabel":
 			c.Type = Types[19]
 		case c.Name == "enumsortorder":
@@ -1246,6 +1253,9 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
+	if e := n.GetAExpr(); e != nil && sc != nil {
+		t.noteParams(e, sc)
+	}
 	if tc := n.GetTypeCast(); tc != nil {
 		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool" || a.Type.Name == "timestamptz") {
 			if t.castArg == nil {

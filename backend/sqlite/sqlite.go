@@ -609,6 +609,7 @@ type Statement struct {
 	kind      string
 	words     []string
 	paramOIDs []uint32
+	params    []uint32 // the types the translation found (sqlpg.Translation.Params)
 	s         *Session
 	orig      string          // the client's text (PostgreSQL SQL)
 	script    []string        // DDL translated into several SQLite statements
@@ -792,7 +793,9 @@ func tableColumns(c *conn, table string) map[string]string {
 	}
 	for _, col := range cols {
 		name := strings.ToLower(col.Name)
-		if col.Type != nil {
+		if col.Enum != nil {
+			out[name] = enumDecl + strconv.FormatUint(uint64(col.Enum.OID), 10)
+		} else if col.Type != nil {
 			out[name] = col.Type.Name // lower case: a PostgreSQL type name
 		}
 		order = append(order, name)
@@ -936,6 +939,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.hoisted = nil
 		} else {
 			st.sql, st.script, st.noop, st.ddl, st.tag, st.types, st.names, st.writes = tr.SQL, tr.Script, tr.Noop, tr.DDL, tr.Tag, tr.Cols, tr.Names, tr.Writes
+			st.params = tr.Params
 			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
 			st.created = tr.Created
 		}
@@ -962,6 +966,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			orig = st.sql // the short text: its first parameters are the client's
 		}
 		st.paramOIDs = inferParams(orig, st.nparams, func(table string) map[string]string { return tableColumns(c, table) })
+		for i, oid := range st.params {
+			if i < len(st.paramOIDs) && oid != 0 {
+				st.paramOIDs[i] = oid // the statement's own word (a cast) first
+			}
+		}
 	}
 	switch st.kind {
 	case "SELECT", "WITH", "VALUES", "PRAGMA", "EXPLAIN", "TABLE":
@@ -1033,8 +1042,8 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 			cols := make([]pgwire.Column, len(st.names))
 			for i, n := range st.names {
 				cols[i] = pgwire.Column{Name: n, OID: pgwire.OIDText}
-				if st.types[i].Type != nil {
-					cols[i].OID = st.types[i].Type.OID
+				if oid := st.types[i].OID(); oid != 0 {
+					cols[i].OID = oid
 				}
 			}
 			return cols, nil
@@ -1042,8 +1051,8 @@ func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
 		cols := returningColumns(st.sql)
 		if len(st.types) == len(cols) {
 			for i, t := range st.types {
-				if t.Type != nil {
-					cols[i].OID = t.Type.OID
+				if oid := t.OID(); oid != 0 {
+					cols[i].OID = oid
 				}
 			}
 		}
@@ -1136,7 +1145,7 @@ func columnsFor(names, decl []string, vals []driver.Value, types []sqlpg.ColType
 	}
 	for i, n := range names {
 		if types != nil && types[i].Type != nil {
-			cols[i] = pgwire.Column{Name: n, OID: types[i].Type.OID}
+			cols[i] = pgwire.Column{Name: n, OID: types[i].OID()}
 			continue
 		}
 		oid := oidForDecl(decl[i])
@@ -1148,7 +1157,14 @@ func columnsFor(names, decl []string, vals []driver.Value, types []sqlpg.ColType
 	return cols
 }
 
+// enumDecl marks an enum column's type in tableColumns: its OID follows.
+const enumDecl = "\x00enum "
+
 func oidForDecl(d string) uint32 {
+	if rest, ok := strings.CutPrefix(d, enumDecl); ok {
+		oid, _ := strconv.ParseUint(rest, 10, 32)
+		return uint32(oid)
+	}
 	if t := sqlpg.TypeByName[d]; t != nil && t.Name == d {
 		return t.OID // a PostgreSQL type name from _tandem_columns
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
-# tandem's SQLite back end): psycopg 3, SQLAlchemy 2, alembic and Django from PyPI,
+# tandem's SQLite back end): psycopg 3, asyncpg, SQLAlchemy 2 (with greenlet for its
+# asyncio engine), alembic and Django from PyPI,
 # node-postgres and TypeORM from npm into e2e/testdata/clients/node_modules (no global
 # install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
 # Hibernate ORM 7 with its dependencies into e2e/testdata/clients/hibernate/lib,
@@ -15,10 +16,10 @@ PGJDBC_VERSION=42.7.4
 status=0
 
 if command -v python3 >/dev/null 2>&1; then
-  if ! python3 -c 'import psycopg, sqlalchemy, alembic, django' >/dev/null 2>&1; then
-    echo "deps.d/clients: pip install psycopg[binary] sqlalchemy alembic django" >&2
-    python3 -m pip install -q 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 'django>=4.2' 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'sqlalchemy>=2.0' alembic 'django>=4.2' || status=1
+  if ! python3 -c 'import psycopg, asyncpg, greenlet, sqlalchemy, alembic, django' >/dev/null 2>&1; then
+    echo "deps.d/clients: pip install psycopg[binary] asyncpg sqlalchemy[asyncio] alembic django" >&2
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' || status=1
   fi
 else
   echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2

@@ -1,0 +1,62 @@
+package sqlpg_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tandemdb/tandem/sqlpg"
+)
+
+// paramSchema is one table, pt(id int4, s varchar(20), n numeric, m mood),
+// and the enum type mood (OID 900001).
+type paramSchema struct{}
+
+var mood = sqlpg.Enum{OID: 900001, Name: "mood", Labels: []string{"sad", "happy"}}
+
+func (paramSchema) Columns(table string) []sqlpg.Column {
+	if !strings.EqualFold(table, "pt") {
+		return nil
+	}
+	return []sqlpg.Column{
+		{Name: "id", Type: sqlpg.TypeByName["int4"], Typmod: -1},
+		{Name: "s", Type: sqlpg.TypeByName["varchar"], Typmod: 24},
+		{Name: "n", Type: sqlpg.TypeByName["numeric"], Typmod: -1},
+		{Name: "m", Type: sqlpg.TypeByName["text"], Typmod: -1, Enum: &mood},
+	}
+}
+
+func (paramSchema) Enum(name string) (sqlpg.Enum, bool) {
+	return mood, strings.EqualFold(name, "mood")
+}
+
+// The parameter types a statement gives (ParameterDescription), as
+// PostgreSQL 15 reports them (checked against it in the e2e corpus,
+// 29_parameter_types.sql).
+func TestParamTypes(t *testing.T) {
+	cases := []struct {
+		sql  string
+		want []uint32
+	}{
+		{"SELECT $1::int, $2::text[], $3::oid[], CAST($4 AS bigint)", []uint32{23, 1009, 1028, 20}},
+		{"SELECT $1::mood, $2::regclass", []uint32{900001, 2205}},
+		{"SELECT id FROM pt WHERE id = $1 AND $2 < n", []uint32{23, 1700}},
+		{"SELECT id FROM pt WHERE s = $1 AND s LIKE $2", []uint32{25, 25}}, // varchar compares as text
+		{"SELECT id FROM pt p WHERE p.m = $1", []uint32{900001}},
+		{"SELECT id FROM pt WHERE id = ANY($1) AND s <> ALL($2)", []uint32{1007, 1009}},
+		{"SELECT id FROM pt WHERE id IN ($1, $2)", []uint32{23, 23}},
+		{"SELECT id FROM pt WHERE id = $1::int8", []uint32{20}}, // the cast, not the column
+		{"DELETE FROM pt WHERE id = $1", []uint32{23}},
+		{"SELECT $1", nil},
+	}
+	for _, c := range cases {
+		tr, err := sqlpg.TranslateFresh(c.sql, paramSchema{})
+		if err != nil {
+			t.Errorf("%s: %v", c.sql, err)
+			continue
+		}
+		if fmt.Sprint(tr.Params) != fmt.Sprint(c.want) {
+			t.Errorf("%s: parameter types %v, want %v", c.sql, tr.Params, c.want)
+		}
+	}
+}
