@@ -11,14 +11,17 @@ import (
 
 // Comments (COMMENT ON) live in _tandem_comments, one row per object:
 // kind 'rel' (a table, view, sequence or index, by name), 'col' (a
-// table's or view's column), 'schema' (public) or 'type' (an enum). The
+// table's or view's column), 'schema' (public), 'type' (an enum) or 'con'
+// (a constraint: its name, and its table in column_name). The
 // catalog's pg_description, obj_description and col_description read
 // them (psql's \d+ and \dt+, pg_dump, ORMs' column comments). Renames
 // and drops keep them in step (renameComments, dropComments).
 
 // comment is COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN |
-// SCHEMA | TYPE ... IS 'text' | NULL. Other objects (functions,
-// constraints, ...) do not exist here or have no place for a comment:
+// SCHEMA | TYPE | CONSTRAINT c ON t ... IS 'text' | NULL (a constraint's
+// comment goes when its table does; one whose constraint was dropped is
+// kept but not shown). Other objects (functions, ...) do not exist here or
+// have no place for a comment:
 // the statement is accepted and nothing is kept, as before.
 func (t *translator) comment(s *pg_query.CommentStmt, tr *Translation) (*Translation, error) {
 	tr.Tag = "COMMENT"
@@ -53,6 +56,18 @@ func (t *translator) comment(s *pg_query.CommentStmt, tr *Translation) (*Transla
 			"SELECT _pg_raise('42703', %s) WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = %s AND a.attname = %s)",
 			quoteLit(fmt.Sprintf("relation %q does not exist", name)), quoteLit(name),
 			quoteLit(fmt.Sprintf("column %q of relation %q does not exist", col, name)), quoteLit(name), quoteLit(col))
+	case pg_query.ObjectType_OBJECT_TABCONSTRAINT:
+		// COMMENT ON CONSTRAINT c ON t: kind 'con', the constraint's
+		// name, its table in column_name.
+		if len(names) < 2 {
+			return nil, &pgwire.Error{Code: "42601", Message: "COMMENT ON CONSTRAINT needs a constraint and its table"}
+		}
+		if err := qualified(names, 2); err != nil {
+			return nil, err
+		}
+		kind, name, col = "con", names[len(names)-1], names[len(names)-2]
+		check = fmt.Sprintf("SELECT _pg_raise('42704', %s) WHERE NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = %s AND conrelid = _tandem_oid(%s))",
+			quoteLit(fmt.Sprintf("constraint %q for table %q does not exist", name, col)), quoteLit(name), quoteLit(col))
 	case pg_query.ObjectType_OBJECT_SCHEMA:
 		kind, name = "schema", s.Object.GetString_().GetSval()
 		if name != "public" {
@@ -92,23 +107,27 @@ func (t *translator) comment(s *pg_query.CommentStmt, tr *Translation) (*Transla
 // renameComments: the statements that keep comments with a relation
 // renamed from old to new (its columns' too).
 func renameComments(old, new string) string {
-	return "UPDATE _tandem_comments SET name = " + quoteLit(new) + " WHERE kind IN ('rel', 'col') AND name = " + quoteLit(old)
+	o, n := quoteLit(old), quoteLit(new)
+	return "UPDATE _tandem_comments SET name = CASE WHEN name = " + o + " THEN " + n + " ELSE name END, " +
+		"column_name = CASE WHEN kind = 'con' AND column_name = " + o + " THEN " + n + " ELSE column_name END " +
+		"WHERE kind IN ('rel', 'col', 'con') AND name = " + o + " OR kind = 'con' AND column_name = " + o
 }
 
 // dropComments: the statement that drops the comments of a relation and
 // its columns.
 func dropComments(name string) string {
-	return "DELETE FROM _tandem_comments WHERE kind IN ('rel', 'col') AND name = " + quoteLit(name)
+	return "DELETE FROM _tandem_comments WHERE kind IN ('rel', 'col') AND name = " + quoteLit(name) + " OR kind = 'con' AND column_name = " + quoteLit(name)
 }
 
 // descriptionSQL is pg_description: the comments kept, and the public
 // schema's default one unless a COMMENT ON SCHEMA public replaced it.
-const descriptionSQL = `SELECT CAST(CASE c.kind WHEN 'schema' THEN 2200 WHEN 'type' THEN (SELECT e.oid FROM main._tandem_enums e WHERE e.name = c.name)
+const descriptionSQL = `SELECT * FROM (SELECT CAST(CASE c.kind WHEN 'schema' THEN 2200 WHEN 'type' THEN (SELECT e.oid FROM main._tandem_enums e WHERE e.name = c.name)
+			WHEN 'con' THEN (SELECT k.oid FROM pg_constraint k WHERE k.conname = c.name AND k.conrelid = _tandem_oid(c.column_name))
 			ELSE _tandem_oid(c.name) END AS INTEGER) AS objoid,
-		CAST(CASE c.kind WHEN 'schema' THEN 2615 WHEN 'type' THEN 1247 ELSE 1259 END AS INTEGER) AS classoid,
+		CAST(CASE c.kind WHEN 'schema' THEN 2615 WHEN 'type' THEN 1247 WHEN 'con' THEN 2606 ELSE 1259 END AS INTEGER) AS classoid,
 		CASE WHEN c.kind = 'col' THEN (SELECT p.cid + 1 FROM pragma_table_info(c.name) p WHERE p.name = c.column_name) ELSE 0 END AS objsubid,
 		c.comment AS description
-	FROM main._tandem_comments c WHERE c.comment IS NOT NULL
+	FROM main._tandem_comments c WHERE c.comment IS NOT NULL) WHERE objoid IS NOT NULL
 	UNION ALL
 	SELECT 2200, 2615, 0, 'standard public schema' WHERE NOT EXISTS (SELECT 1 FROM main._tandem_comments WHERE kind = 'schema' AND name = 'public')`
 

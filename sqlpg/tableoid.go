@@ -40,9 +40,10 @@ func tableOIDs(stmt *pg_query.Node) {
 	}
 	var walk func(m protoreflect.Message, scopes []scope)
 	walk = func(m protoreflect.Message, scopes []scope) {
-		if n, ok := m.Interface().(*pg_query.Node); ok {
-			switch x := n.Node.(type) {
-			case *pg_query.Node_SelectStmt:
+		// Every select's FROM list, an arm of a UNION too (arms are
+		// SelectStmt messages, not Nodes).
+		if sel, ok := m.Interface().(*pg_query.SelectStmt); ok {
+			{
 				sc := scope{byAlias: map[string]int64{}}
 				var add func(f *pg_query.Node)
 				add = func(f *pg_query.Node) {
@@ -68,10 +69,14 @@ func tableOIDs(stmt *pg_query.Node) {
 						sc.rels++
 					}
 				}
-				for _, f := range x.SelectStmt.FromClause {
+				for _, f := range sel.FromClause {
 					add(f)
 				}
 				scopes = append(scopes[:len(scopes):len(scopes)], sc)
+			}
+		}
+		if n, ok := m.Interface().(*pg_query.Node); ok {
+			switch x := n.Node.(type) {
 			case *pg_query.Node_ResTarget:
 				// The column keeps its name once the reference is a constant.
 				if cr := x.ResTarget.Val.GetColumnRef(); cr != nil && x.ResTarget.Name == "" {

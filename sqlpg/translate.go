@@ -1154,6 +1154,12 @@ func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 		if arm == nil || (arm.Op == pg_query.SetOperation_SETOP_NONE && len(arm.SortClause) == 0 && arm.LimitCount == nil && arm.WithClause == nil) {
 			return arm
 		}
+		if arm.Op != pg_query.SetOperation_SETOP_NONE {
+			// A set operation of set operations (four UNION ALL arms
+			// are ((a, b), c), d): the walk visits nodes, not the arms
+			// of one, so each level is made here, its own arms first.
+			t.selectStmt(arm)
+		}
 		t.sortNulls(arm)
 		t.subq++
 		return &pg_query.SelectStmt{

@@ -85,3 +85,16 @@ ALTER TABLE cat_o2 DROP CONSTRAINT "FK_o2_o1";
 SELECT count(*) FROM pg_constraint WHERE conrelid = 'cat_o2'::regclass AND contype = 'f';
 DROP TABLE cat_o2;
 DROP TABLE cat_o1;
+-- Comments on constraints (psql's \dd), and tableoid in every arm of a UNION (psql's \dd reads six catalogs so).
+CREATE TABLE cm_t (id int PRIMARY KEY, code text UNIQUE);
+COMMENT ON CONSTRAINT cm_t_pkey ON cm_t IS 'the key';
+COMMENT ON CONSTRAINT cm_nope ON cm_t IS 'x';
+SELECT k.conname, d.description, d.classoid = 'pg_constraint'::regclass FROM pg_description d JOIN pg_constraint k ON k.oid = d.objoid WHERE k.conrelid = 'cm_t'::regclass;
+SELECT obj_description(oid, 'pg_constraint') FROM pg_constraint WHERE conname = 'cm_t_pkey';
+SELECT x.tableoid = 'pg_constraint'::regclass, x.conname FROM pg_constraint x WHERE x.conname = 'cm_t_pkey' UNION ALL SELECT t.tableoid = 'pg_type'::regclass, t.typname::text FROM pg_type t WHERE t.typname = 'int4' UNION ALL SELECT c.tableoid = 'pg_class'::regclass, c.relname::text FROM pg_class c WHERE c.relname = 'cm_t';
+COMMENT ON CONSTRAINT cm_t_code_key ON cm_t IS 'unique code';
+SELECT k.conname, d.description FROM pg_description d JOIN pg_constraint k ON k.oid = d.objoid WHERE k.conrelid = 'cm_t'::regclass ORDER BY 1;
+COMMENT ON CONSTRAINT cm_t_pkey ON cm_t IS NULL;
+SELECT count(*) FROM pg_description d JOIN pg_constraint k ON k.oid = d.objoid WHERE k.conrelid = 'cm_t'::regclass;
+DROP TABLE cm_t;
+SELECT count(*) FROM pg_description WHERE classoid = 'pg_constraint'::regclass;
