@@ -400,6 +400,11 @@ func catalogSQL() []string {
 		{"pg_shdescription", "CAST(0 AS INTEGER) AS objoid, CAST(0 AS INTEGER) AS classoid, '' AS description"},
 		{"pg_foreign_server", "CAST(0 AS INTEGER) AS oid, '' AS srvname, CAST(10 AS INTEGER) AS srvowner, CAST(0 AS INTEGER) AS srvfdw, NULL AS srvtype, NULL AS srvversion, NULL AS srvacl, NULL AS srvoptions"},
 		{"pg_matviews", "'' AS schemaname, '' AS matviewname, '' AS matviewowner, NULL AS tablespace, 0 AS hasindexes, 0 AS ispopulated, '' AS definition"},
+		{"pg_policy", "CAST(0 AS INTEGER) AS oid, '' AS polname, CAST(0 AS INTEGER) AS polrelid, '*' AS polcmd, 1 AS polpermissive, NULL AS polroles, NULL AS polqual, NULL AS polwithcheck"},
+		{"pg_policies", "'' AS schemaname, '' AS tablename, '' AS policyname, '' AS permissive, NULL AS roles, '' AS cmd, NULL AS qual, NULL AS with_check"},
+		{"pg_rules", "'' AS schemaname, '' AS tablename, '' AS rulename, '' AS definition"},
+		{"pg_prepared_xacts", "CAST(0 AS INTEGER) AS \"transaction\", '' AS gid, NULL AS prepared, '' AS owner, '' AS \"database\""},
+		{"pg_publication_tables", "'' AS pubname, '' AS schemaname, '' AS tablename, NULL AS attnames, NULL AS rowfilter"},
 		{"pg_range", "CAST(0 AS INTEGER) AS rngtypid, CAST(0 AS INTEGER) AS rngsubtype, CAST(0 AS INTEGER) AS rngmultitypid, CAST(0 AS INTEGER) AS rngcollation, CAST(0 AS INTEGER) AS rngsubopc, CAST(0 AS INTEGER) AS rngcanonical, CAST(0 AS INTEGER) AS rngsubdiff"},
 	} {
 		add(empty.name, "SELECT "+empty.cols+" WHERE 0")
@@ -668,7 +673,15 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return nil
 		}},
-		{"_tandem_relname", RegclassName},
+		{"_tandem_relname", func(v any) any { // NULL (or a number) is NULL: pg_get_serial_sequence(NULL, c)
+			switch x := v.(type) {
+			case string:
+				return RegclassName(x)
+			case []byte:
+				return RegclassName(string(x))
+			}
+			return nil
+		}},
 		// The connection's addresses are not known to the back end:
 		// NULL, as PostgreSQL answers over a Unix socket.
 		{"inet_server_port", func() any { return nil }},

@@ -1744,6 +1744,12 @@ func init() {
 			}
 			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
 		}},
+		namedFunc{"quote_nullable", func(v any) any {
+			if v == nil {
+				return "NULL"
+			}
+			return "'" + strings.ReplaceAll(fmt.Sprint(toText(v)), "'", "''") + "'"
+		}},
 		namedFunc{"quote_ident", QuoteIdent},
 		namedFunc{"make_date", func(y, m, d int64) string {
 			return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC).Format(DateLayout)
@@ -1785,6 +1791,9 @@ func jsonTypeof(v any) any {
 func nullsAsNil(fn any) any {
 	v := reflect.ValueOf(fn)
 	t := v.Type()
+	if w := strict(fn); reflect.ValueOf(w).Pointer() != v.Pointer() {
+		return w
+	}
 	has := false
 	for i := 0; i < t.NumIn(); i++ {
 		in := t.In(i)
@@ -1819,6 +1828,173 @@ func nullsAsNil(fn any) any {
 		}
 		return v.Call(args)
 	}).Interface()
+}
+
+var (
+	anyType   = reflect.TypeOf((*any)(nil)).Elem()
+	errorType = reflect.TypeOf((*error)(nil)).Elem()
+)
+
+// strict makes fn, a function of typed arguments (string, int64, float64,
+// bool, []byte), a strict SQL function as PostgreSQL's are: NULL when any
+// argument is NULL. Called with a NULL, the SQLite driver refused the
+// call for such a function ("argument must be BLOB or TEXT"), so
+// lpad(c, 3) of a NULL c failed the whole statement. A number given for
+// a text argument is its text, a whole double or a numeric text for an
+// integer one its value. Other functions are returned as they are.
+func strict(fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumIn() == 0 || t.NumOut() == 0 || t.NumOut() > 2 ||
+		t.NumOut() == 2 && t.Out(1) != errorType {
+		return fn
+	}
+	simple := func(p reflect.Type) bool {
+		switch p.Kind() {
+		case reflect.String, reflect.Int64, reflect.Float64, reflect.Bool:
+			return true
+		case reflect.Slice:
+			return p.Elem().Kind() == reflect.Uint8
+		}
+		return false
+	}
+	fixed := t.NumIn()
+	if t.IsVariadic() {
+		fixed--
+	}
+	if fixed == 0 {
+		return fn
+	}
+	for i := 0; i < fixed; i++ {
+		if !simple(t.In(i)) {
+			return fn
+		}
+	}
+	// A variadic tail of a simple type is strict too (lpad's fill); one
+	// of any type takes NULLs (concat_ws skips them).
+	var tail reflect.Type
+	if t.IsVariadic() {
+		tail = t.In(fixed).Elem()
+		if !simple(tail) && tail != anyType {
+			return fn
+		}
+	}
+	ins := make([]reflect.Type, fixed)
+	for i := range ins {
+		ins[i] = anyType
+	}
+	if tail != nil {
+		ins = append(ins, reflect.TypeOf([]any(nil)))
+	}
+	// Always with an error: a conversion's failure is the call's error.
+	outs := []reflect.Type{anyType, errorType}
+	ft := reflect.FuncOf(ins, outs, tail != nil)
+	nilErr := reflect.Zero(errorType)
+	answer := func(val reflect.Value, err error) []reflect.Value {
+		out := []reflect.Value{reflect.Zero(anyType), nilErr}
+		if val.IsValid() {
+			out[0] = reflect.ValueOf(&[]any{val.Interface()}[0]).Elem()
+		}
+		if err != nil {
+			out[1] = reflect.ValueOf(&err).Elem()
+		}
+		return out
+	}
+	return reflect.MakeFunc(ft, func(args []reflect.Value) []reflect.Value {
+		vals := make([]any, 0, len(args))
+		for i, a := range args {
+			if tail != nil && i == fixed {
+				vals = append(vals, a.Interface().([]any)...)
+				continue
+			}
+			vals = append(vals, a.Interface())
+		}
+		call := make([]reflect.Value, len(vals))
+		for i, x := range vals {
+			to := tail
+			if i < fixed {
+				to = t.In(i)
+			}
+			if to == anyType {
+				if b, ok := x.([]byte); ok && b == nil {
+					x = nil
+				}
+				call[i] = reflect.ValueOf(&x).Elem()
+				continue
+			}
+			if b, ok := x.([]byte); x == nil || ok && b == nil && to.Kind() != reflect.Slice {
+				return answer(reflect.Value{}, nil) // NULL in, NULL out
+			}
+			c, err := strictArg(x, to)
+			if err != nil {
+				return answer(reflect.Value{}, err)
+			}
+			call[i] = c
+		}
+		res := v.Call(call)
+		if len(res) == 2 && !res[1].IsNil() {
+			return answer(reflect.Value{}, res[1].Interface().(error))
+		}
+		return answer(res[0], nil)
+	}).Interface()
+}
+
+// strictArg converts a SQLite value to a strict function's argument type.
+func strictArg(x any, to reflect.Type) (reflect.Value, error) {
+	switch to.Kind() {
+	case reflect.String:
+		switch y := x.(type) {
+		case string:
+			return reflect.ValueOf(y).Convert(to), nil
+		case []byte:
+			return reflect.ValueOf(string(y)).Convert(to), nil
+		case int64:
+			return reflect.ValueOf(strconv.FormatInt(y, 10)).Convert(to), nil
+		case float64:
+			return reflect.ValueOf(string(pgwire.AppendFloat(nil, y, 64))).Convert(to), nil
+		}
+	case reflect.Int64:
+		switch y := x.(type) {
+		case int64:
+			return reflect.ValueOf(y).Convert(to), nil
+		case float64:
+			if y == math.Trunc(y) && math.Abs(y) < 1<<62 {
+				return reflect.ValueOf(int64(y)).Convert(to), nil
+			}
+		case string, []byte:
+			if n, err := strconv.ParseInt(strings.TrimSpace(fmt.Sprint(toText(y))), 10, 64); err == nil {
+				return reflect.ValueOf(n).Convert(to), nil
+			}
+			return reflect.Value{}, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type integer: %q", toText(y))
+		}
+		return reflect.Value{}, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type integer: %v", x)
+	case reflect.Float64:
+		switch y := x.(type) {
+		case float64:
+			return reflect.ValueOf(y).Convert(to), nil
+		case int64:
+			return reflect.ValueOf(float64(y)).Convert(to), nil
+		case string, []byte:
+			if f, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(toText(y))), 64); err == nil {
+				return reflect.ValueOf(f).Convert(to), nil
+			}
+		}
+		return reflect.Value{}, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type double precision: %v", toText(x))
+	case reflect.Bool:
+		b, err := toBool(x)
+		if bb, ok := b.(bool); ok && err == nil {
+			return reflect.ValueOf(bb).Convert(to), nil
+		}
+		return reflect.Value{}, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type boolean: %v", toText(x))
+	case reflect.Slice:
+		switch y := x.(type) {
+		case []byte:
+			return reflect.ValueOf(y).Convert(to), nil
+		case string:
+			return reflect.ValueOf([]byte(y)).Convert(to), nil
+		}
+	}
+	return reflect.Value{}, fmt.Errorf("[SQLSTATE 42883] argument of type %T where %s was expected", x, to)
 }
 
 var timeOfDayRe = regexp.MustCompile(`^\s*(\d{1,2}):(\d{1,2})(?::(\d{1,2})(\.\d{1,6})?)?\s*$`)

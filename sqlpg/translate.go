@@ -228,6 +228,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if strings.IndexByte(sql, '$') >= 0 {
 		t.castParams(raw)
 	}
+	existsTargets(raw)
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
 	lower := strings.ToLower(sql)
@@ -1134,6 +1135,21 @@ func (t *translator) node(n *pg_query.Node) {
 	}
 }
 
+// existsTargets gives EXISTS (SELECT FROM ...) a column: PostgreSQL
+// allows a select list with none, SQLite does not, and EXISTS reads none
+// (drizzle-kit's introspection writes it so).
+func existsTargets(raw *pg_query.Node) {
+	walkNode(raw, func(n *pg_query.Node) {
+		sl := n.GetSubLink()
+		if sl == nil || sl.SubLinkType != pg_query.SubLinkType_EXISTS_SUBLINK {
+			return
+		}
+		if sel := sl.Subselect.GetSelectStmt(); sel != nil && sel.Op == pg_query.SetOperation_SETOP_NONE && len(sel.TargetList) == 0 && len(sel.ValuesLists) == 0 {
+			sel.TargetList = []*pg_query.Node{pg_query.MakeResTargetNodeWithVal(pg_query.MakeAConstIntNode(1, -1), -1)}
+		}
+	})
+}
+
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if len(s.LockingClause) > 0 {
 		t.locking = true
@@ -1331,7 +1347,8 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 			n.Node = call("_tandem_oid", strConst(RegclassName(sv.Sval))).Node
 			return
 		}
-		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = __arg0__)", c.Arg).Node
+		// An OID, or a name (text: pg_get_serial_sequence(...)::regclass).
+		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = CASE WHEN typeof(__arg0__) = 'text' THEN _tandem_oid(_tandem_relname(__arg0__)) ELSE __arg0__ END)", c.Arg).Node
 		return
 	case "regtype":
 		n.Node = call("_tandem_regtype", c.Arg).Node

@@ -868,7 +868,10 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			pg_query.A_Expr_Kind_AEXPR_NOT_DISTINCT, pg_query.A_Expr_Kind_AEXPR_SIMILAR:
 			return ct(16)
 		case pg_query.A_Expr_Kind_AEXPR_NULLIF:
-			return t.exprType(a.Lexpr, sc)
+			if l := t.exprType(a.Lexpr, sc); l.Type != nil || a.Lexpr.GetAConst() == nil || !a.Lexpr.GetAConst().Isnull {
+				return l
+			}
+			return t.exprType(a.Rexpr, sc) // nullif(NULL, 1): the other's type
 		}
 	case *pg_query.Node_AArrayExpr:
 		for _, e := range x.AArrayExpr.Elements {
@@ -1080,6 +1083,10 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[22]
 		case c.Name == "indclass" || c.Name == "indcollation" || c.Name == "proargtypes" || c.Name == "partclass" || c.Name == "partcollation":
 			c.Type = Types[30]
+		case c.Name == "roles":
+			c.Type = Types[1003] // pg_policies.roles: name[]
+		case c.Name == "polroles":
+			c.Type = Types[1028] // oid[]
 		case c.Name == "enumlabel":
 			c.Type = Types[19]
 		case c.Name == "enumsortorder":

@@ -98,3 +98,13 @@ COMMENT ON CONSTRAINT cm_t_pkey ON cm_t IS NULL;
 SELECT count(*) FROM pg_description d JOIN pg_constraint k ON k.oid = d.objoid WHERE k.conrelid = 'cm_t'::regclass;
 DROP TABLE cm_t;
 SELECT count(*) FROM pg_description WHERE classoid = 'pg_constraint'::regclass;
+-- drizzle-kit's introspection: EXISTS (SELECT FROM ...) with no select list, a sequence name as text cast to regclass, pg_policies.
+CREATE TABLE dz_t (id bigserial PRIMARY KEY, title text);
+SELECT a.attname FROM pg_attribute a WHERE a.attrelid = 'dz_t'::regclass AND EXISTS (SELECT FROM pg_attrdef ad WHERE ad.adrelid = a.attrelid AND ad.adnum = a.attnum AND pg_get_expr(ad.adbin, ad.adrelid) = 'nextval(''' || pg_get_serial_sequence(a.attrelid::regclass::text, a.attname)::regclass || '''::regclass)') ORDER BY 1;
+SELECT pg_get_serial_sequence('dz_t', 'id')::regclass::text, pg_get_serial_sequence('"public"."dz_t"', 'id'), pg_get_serial_sequence(NULL, 'id'), pg_get_serial_sequence('dz_t', 'title');
+SELECT count(*) FROM pg_attribute a WHERE a.attrelid = 'dz_t'::regclass AND a.attnum > 0 AND NOT EXISTS (SELECT FROM pg_class WHERE false);
+SELECT schemaname, tablename, policyname, permissive, roles, cmd, qual, with_check FROM pg_policies;
+SELECT count(*) FROM pg_policy;
+SELECT count(*) FROM pg_rules WHERE schemaname = 'public';
+SELECT count(*) FROM pg_prepared_xacts;
+DROP TABLE dz_t;
