@@ -13,6 +13,8 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 // The catalog: pg_catalog and information_schema answered from SQLite's
@@ -103,6 +105,68 @@ func CatalogRelation(schema, name string) (string, bool) {
 	return "", false
 }
 
+// relOIDArg is an OID argument as the OID: a relation's name (a
+// non-constant x::regclass is the name here) becomes its OID.
+func relOIDArg(v any) any {
+	if b, ok := v.([]byte); ok {
+		v = string(b)
+	}
+	if s, ok := v.(string); ok {
+		if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+			return n
+		}
+		return RelOID(RegclassName(s))
+	}
+	return v
+}
+
+// btreeOpclass is a default btree operator class of PostgreSQL 15 (its
+// pg_opclass row): an index column's indclass entry by its type.
+type btreeOpclass struct {
+	oid, family, intype uint32
+	name                string
+}
+
+var btreeOpclasses = []btreeOpclass{
+	{10003, 424, 16, "bool_ops"}, {10006, 428, 17, "bytea_ops"}, {10007, 429, 18, "char_ops"}, {10028, 1994, 19, "name_ops"},
+	{3124, 1976, 20, "int8_ops"}, {1979, 1976, 21, "int2_ops"}, {1978, 1976, 23, "int4_ops"}, {3126, 1994, 25, "text_ops"},
+	{1981, 1989, 26, "oid_ops"}, {10012, 1970, 700, "float4_ops"}, {3123, 1970, 701, "float8_ops"}, {10004, 426, 1042, "bpchar_ops"},
+	{3122, 434, 1082, "date_ops"}, {10038, 1996, 1083, "time_ops"}, {3128, 434, 1114, "timestamp_ops"}, {3127, 434, 1184, "timestamptz_ops"},
+	{10022, 1982, 1186, "interval_ops"}, {10041, 2000, 1266, "timetz_ops"}, {3125, 1988, 1700, "numeric_ops"}, {10000, 397, 2277, "array_ops"},
+	{10065, 2968, 2950, "uuid_ops"}, {10069, 3522, 3500, "enum_ops"}, {10088, 4033, 3802, "jsonb_ops"},
+}
+
+// opclassOf is the default btree operator class of a column of type oid
+// (0 when there is none): varchar's is text's, an enum's enum_ops, an
+// array's array_ops.
+func opclassOf(oid uint32) uint32 {
+	switch {
+	case oid == 1043:
+		oid = 25
+	case pgwire.IsEnumOID(oid):
+		oid = 3500
+	case Types[oid] != nil && Types[oid].Cat == 'A':
+		oid = 2277
+	}
+	for _, c := range btreeOpclasses {
+		if c.intype == oid {
+			return c.oid
+		}
+	}
+	return 0
+}
+
+// opclassSQL is pg_opclass: the default btree classes.
+func opclassSQL() string {
+	rows := make([]string, len(btreeOpclasses))
+	for i, c := range btreeOpclasses {
+		rows[i] = fmt.Sprintf("(%d, '%s', 403, 11, 10, %d, 1, %d, 0)", c.oid, c.name, c.family, c.intype)
+	}
+	return `SELECT CAST(column1 AS INTEGER) AS oid, column2 AS opcname, CAST(column3 AS INTEGER) AS opcmethod, CAST(column4 AS INTEGER) AS opcnamespace,
+		CAST(column5 AS INTEGER) AS opcowner, CAST(column6 AS INTEGER) AS opcfamily, column7 AS opcdefault, CAST(column8 AS INTEGER) AS opcintype,
+		CAST(column9 AS INTEGER) AS opckeytype FROM (VALUES ` + strings.Join(rows, ", ") + `)`
+}
+
 // fkNameSQL is the name of the foreign key of row f of
 // pragma_foreign_key_list(m.name): the name it was given, else
 // PostgreSQL's table_col1_col2_fkey.
@@ -128,6 +192,7 @@ func catalogSQL() []string {
 	}
 	add("pg_namespace", `SELECT CAST(11 AS INTEGER) AS oid, 'pg_catalog' AS nspname, CAST(10 AS INTEGER) AS nspowner, NULL AS nspacl
 		UNION ALL SELECT 2200, 'public', 6171, NULL UNION ALL SELECT 13000, 'information_schema', 10, NULL`)
+	add("pg_opclass", opclassSQL())
 	add("pg_am", `SELECT CAST(2 AS INTEGER) AS oid, 'heap' AS amname, 't' AS amtype, 0 AS amhandler UNION ALL SELECT 403, 'btree', 'i', 0`)
 	// Indexes, with PostgreSQL's names for the ones SQLite makes itself
 	// (primary keys and UNIQUE constraints), and the rowid alias of an
@@ -140,14 +205,20 @@ func catalogSQL() []string {
 			il."unique" AS isunique, (il.origin = 'pk' OR coalesce(k.kind, '') = 'p') AS isprimary,
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
+			(SELECT group_concat(quote_ident(x.name) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END, ', ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS keys,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols,
-			(SELECT group_concat(CASE WHEN x."desc" THEN 3 ELSE 0 END, ' ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS options
+			(SELECT group_concat(CASE WHEN x."desc" THEN 3 ELSE 0 END, ' ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS options,
+			(SELECT group_concat(_tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name
+				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = ii.name) AS classes
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
 		SELECT m.name, NULL, coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT p.name FROM pragma_table_info(m.name) p WHERE p.pk = 1)), m.name || '_pkey'), 1, 1, 'pk', 0,
 			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
-			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1, '0'
+			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
+			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1, '0',
+			(SELECT _tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) FROM pragma_table_info(m.name) p
+				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name WHERE p.pk = 1)
 		FROM `+userTables+` AND m.type = 'table'
 			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1
 			AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE pk = 1 AND upper(type) = 'INTEGER')`)
@@ -208,7 +279,7 @@ func catalogSQL() []string {
 	add("pg_index", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, CAST(_tandem_oid(i.tbl) AS INTEGER) AS indrelid,
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
-			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, _tandem_zeros(i.ncols) AS indclass, coalesce(i.options, _tandem_zeros(i.ncols)) AS indoption,
+			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, coalesce(i.classes, _tandem_zeros(i.ncols)) AS indclass, coalesce(i.options, _tandem_zeros(i.ncols)) AS indoption,
 			NULL AS indexprs, NULL AS indpred
 		FROM _pg_index_all i`)
 	add("pg_attribute", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS attrelid, p.name AS attname,
@@ -216,7 +287,7 @@ func catalogSQL() []string {
 			CAST(coalesce(tc.typmod, -1) AS INTEGER) AS atttypmod, CAST(p.cid + 1 AS INTEGER) AS attnum,
 			(p."notnull" OR p.pk > 0) AS attnotnull, (`+colDefault+` IS NOT NULL) AS atthasdef,
 			0 AS atthasmissing, coalesce(tc.identity, '') AS attidentity, '' AS attgenerated, 0 AS attisdropped, 1 AS attislocal,
-			0 AS attinhcount, CAST(0 AS INTEGER) AS attcollation, -1 AS attstattarget, 0 AS attndims, -1 AS attlen, 0 AS attbyval,
+			0 AS attinhcount, CAST(0 AS INTEGER) AS attcollation, -1 AS attstattarget, _tandem_attndims(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attndims, -1 AS attlen, 0 AS attbyval,
 			'i' AS attalign, _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attstorage, '' AS attcompression, NULL AS attacl,
 			NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
@@ -317,7 +388,7 @@ func catalogSQL() []string {
 				substr(m.sql, instr(upper(m.sql), ' AS ') + 4))) AS definition
 		FROM `+userTables+` AND m.type = 'view'`)
 	add("pg_indexes", `SELECT 'public' AS schemaname, i.tbl AS tablename, i.relname AS indexname, NULL AS tablespace,
-			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.cols || ')' AS indexdef
+			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.keys || ')' AS indexdef
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
 			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
@@ -372,7 +443,6 @@ func catalogSQL() []string {
 		{"pg_foreign_table", "CAST(0 AS INTEGER) AS ftrelid, CAST(0 AS INTEGER) AS ftserver"},
 		{"pg_extension", "CAST(0 AS INTEGER) AS oid, '' AS extname, CAST(0 AS INTEGER) AS extowner, CAST(0 AS INTEGER) AS extnamespace, 0 AS extrelocatable, '' AS extversion, NULL AS extconfig, NULL AS extcondition"},
 		{"pg_event_trigger", "CAST(0 AS INTEGER) AS oid, '' AS evtname, '' AS evtevent, CAST(10 AS INTEGER) AS evtowner, CAST(0 AS INTEGER) AS evtfoid, 'O' AS evtenabled, NULL AS evttags"},
-		{"pg_opclass", "CAST(0 AS INTEGER) AS oid, '' AS opcname, CAST(0 AS INTEGER) AS opcmethod, CAST(11 AS INTEGER) AS opcnamespace, CAST(10 AS INTEGER) AS opcowner, CAST(0 AS INTEGER) AS opcfamily, 1 AS opcdefault, CAST(0 AS INTEGER) AS opcintype, CAST(0 AS INTEGER) AS opckeytype"},
 		{"pg_opfamily", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS opfmethod, '' AS opfname, CAST(11 AS INTEGER) AS opfnamespace, CAST(10 AS INTEGER) AS opfowner"},
 		{"pg_amop", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS amopfamily, CAST(0 AS INTEGER) AS amoplefttype, CAST(0 AS INTEGER) AS amoprighttype, 0 AS amopstrategy, 's' AS amoppurpose, CAST(0 AS INTEGER) AS amopopr, CAST(0 AS INTEGER) AS amopmethod, CAST(0 AS INTEGER) AS amopsortfamily"},
 		{"pg_amproc", "CAST(0 AS INTEGER) AS oid, CAST(0 AS INTEGER) AS amprocfamily, CAST(0 AS INTEGER) AS amproclefttype, CAST(0 AS INTEGER) AS amprocrighttype, 0 AS amprocnum, CAST(0 AS INTEGER) AS amproc"},
@@ -439,6 +509,17 @@ func catalogSQL() []string {
 			NULL AS n_ins_since_vacuum, NULL AS last_vacuum, NULL AS last_autovacuum, NULL AS last_analyze, NULL AS last_autoanalyze,
 			NULL AS vacuum_count, NULL AS autovacuum_count, NULL AS analyze_count, NULL AS autoanalyze_count
 		FROM `+userTables+` AND m.type = 'table'`)
+	}
+	// Index statistics: the indexes, counts NULL (not kept here).
+	for _, v := range []string{"pg_stat_all_indexes", "pg_stat_user_indexes"} {
+		add(v, `SELECT CAST(_tandem_oid(i.tbl) AS INTEGER) AS relid, CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, 'public' AS schemaname,
+			i.tbl AS relname, i.relname AS indexrelname, NULL AS idx_scan, NULL AS idx_tup_read, NULL AS idx_tup_fetch
+		FROM _pg_index_all i`)
+	}
+	for _, v := range []string{"pg_statio_all_indexes", "pg_statio_user_indexes"} {
+		add(v, `SELECT CAST(_tandem_oid(i.tbl) AS INTEGER) AS relid, CAST(_tandem_oid(i.relname) AS INTEGER) AS indexrelid, 'public' AS schemaname,
+			i.tbl AS relname, i.relname AS indexrelname, NULL AS idx_blks_read, NULL AS idx_blks_hit
+		FROM _pg_index_all i`)
 	}
 	add("information_schema.schemata", `SELECT 'tandem' AS catalog_name, column1 AS schema_name, 'tandem' AS schema_owner, NULL AS default_character_set_catalog,
 			NULL AS default_character_set_schema, NULL AS default_character_set_name, NULL AS sql_path
@@ -660,6 +741,38 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		oid, ok := v[0].(int64)
 		return oid, ok
 	}
+	// regtypeFn is x::regtype: a type's SQL name for an OID, the OID for a
+	// name (NULL when unknown).
+	regtypeFn := func(v any) any {
+		switch x := v.(type) {
+		case int64:
+			if t := Types[uint32(x)]; t != nil {
+				return t.SQL
+			}
+			if name, ok := enumName(x); ok {
+				return quoteIdentIfNeeded(name)
+			}
+			return fmt.Sprint(x)
+		case string:
+			n := strings.ToLower(strings.TrimSpace(x))
+			if t := TypeByName[n]; t != nil {
+				return int64(t.OID)
+			}
+			// A qualified, quoted name: "pg_catalog"."int4" (TypeORM).
+			if i := strings.LastIndexByte(n, '.'); i >= 0 {
+				if schema := strings.Trim(n[:i], `"`); schema == "pg_catalog" || schema == "public" {
+					n = n[i+1:]
+				}
+			}
+			if t := TypeByName[strings.Trim(n, `"`)]; t != nil {
+				return int64(t.OID)
+			}
+			if oid, ok := enumOID(x); ok {
+				return oid
+			}
+		}
+		return nil
+	}
 	fns := []struct {
 		name string
 		fn   any
@@ -672,6 +785,15 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				return RelOID(string(b))
 			}
 			return nil
+		}},
+		{"_tandem_attndims", func(typeOID int64) int64 { // an array column's dimensions: 1 (what CREATE TABLE declares)
+			if t := Types[uint32(typeOID)]; t != nil && t.Cat == 'A' && t.Elem != 0 && t.OID != 22 && t.OID != 30 {
+				return 1
+			}
+			return 0
+		}},
+		{"_tandem_opclass", func(typeOID int64) int64 { // the default btree operator class of a column's type
+			return int64(opclassOf(uint32(typeOID)))
 		}},
 		{"_tandem_relname", func(v any) any { // NULL (or a number) is NULL: pg_get_serial_sequence(NULL, c)
 			switch x := v.(type) {
@@ -822,7 +944,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if len(args) == 0 || args[0] == nil {
 				return nil
 			}
-			q, vals := `SELECT description FROM pg_description WHERE objoid = ? AND objsubid = 0`, []driver.Value{args[0]}
+			q, vals := `SELECT description FROM pg_description WHERE objoid = ? AND objsubid = 0`, []driver.Value{relOIDArg(args[0])}
 			if len(args) > 1 {
 				if cat, ok := args[1].(string); ok {
 					q += ` AND classoid = ?`
@@ -835,7 +957,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if oid == nil || n == nil {
 				return nil
 			}
-			return lookupOne(c, `SELECT description FROM pg_description WHERE objoid = ? AND classoid = 1259 AND objsubid = ?`, []driver.Value{oid, n})
+			return lookupOne(c, `SELECT description FROM pg_description WHERE objoid = ? AND classoid = 1259 AND objsubid = ?`, []driver.Value{relOIDArg(oid), n})
 		}},
 		{"shobj_description", func(args ...any) any { return nil }},
 		{"has_table_privilege", func(args ...any) bool { return true }},
@@ -918,35 +1040,21 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		// and root (psql's \d asks for a table's "Referenced by").
 		{"pg_partition_ancestors", func(rel any) any { return rel }},
 		{"pg_partition_root", func(rel any) any { return rel }},
-		{"_tandem_regtype", func(v any) any {
-			switch x := v.(type) {
-			case int64:
-				if t := Types[uint32(x)]; t != nil {
-					return t.SQL
-				}
-				if name, ok := enumName(x); ok {
-					return quoteIdentIfNeeded(name)
-				}
-				return fmt.Sprint(x)
-			case string:
-				n := strings.ToLower(strings.TrimSpace(x))
-				if t := TypeByName[n]; t != nil {
-					return int64(t.OID)
-				}
-				// A qualified, quoted name: "pg_catalog"."int4" (TypeORM).
-				if i := strings.LastIndexByte(n, '.'); i >= 0 {
-					if schema := strings.Trim(n[:i], `"`); schema == "pg_catalog" || schema == "public" {
-						n = n[i+1:]
-					}
-				}
-				if t := TypeByName[strings.Trim(n, `"`)]; t != nil {
-					return int64(t.OID)
-				}
-				if oid, ok := enumOID(x); ok {
-					return oid
-				}
+		{"_tandem_regtype", regtypeFn},
+		// '{int,int8}'::regtype[]: each name's OID ({23,20}).
+		{"_tandem_regtype_array", func(v any) (any, error) {
+			if v == nil {
+				return nil, nil
 			}
-			return nil
+			var out []string
+			for _, e := range arrayElems(v) {
+				oid, ok := regtypeFn(e).(int64)
+				if !ok {
+					return nil, fmt.Errorf("[SQLSTATE 42704] type %q does not exist", e)
+				}
+				out = append(out, strconv.FormatInt(oid, 10))
+			}
+			return "{" + strings.Join(out, ",") + "}", nil
 		}},
 		// x::regtype::text: the type's name whether x is an OID or a name.
 		{"_tandem_regtype_name", func(v any) any {

@@ -232,6 +232,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
 	lower := strings.ToLower(sql)
+	if strings.Contains(lower, "generate_subscripts") {
+		t.subscriptLaterals(raw)
+	}
 	if strings.Contains(lower, "tableoid") {
 		tableOIDs(raw)
 	}
@@ -789,8 +792,13 @@ type translator struct {
 	// exactAvg: avg calls whose value is only printed (numdiv.go).
 	exactAvg map[*pg_query.FuncCall]bool
 	// params: the parameters' types found so far (params.go).
-	params   []uint32
-	exactDiv map[*pg_query.A_Expr]bool
+	params []uint32
+	// subscripts: unnests that stand for LATERAL (SELECT unnest(a),
+	// generate_subscripts(a, 1)) (unnest.go).
+	subscripts map[*pg_query.RangeFunction]subscriptShift
+	// regclassOf: x::regclass rewritten, with its x (x::regclass::oid).
+	regclassOf map[*pg_query.Node]*pg_query.Node
+	exactDiv   map[*pg_query.A_Expr]bool
 	// loc: the session's zone (Zoned), for literals read at translation.
 	loc *time.Location
 	// creating: the table a CREATE TABLE makes (a foreign key may
@@ -1339,6 +1347,13 @@ func (t *translator) tableName(r *pg_query.RangeVar) (string, error) {
 	return "", &pgwire.Error{Code: "3F000", Message: fmt.Sprintf("schema %q does not exist", r.Schemaname), Hint: "the SQLite back end has only the public schema"}
 }
 
+// regclassLookup is the SQL of x::regclass (col "_tandem_n": the name) or
+// x::regclass::oid ("_tandem_o") for an x that is an OID or a name.
+func regclassLookup(col string) string {
+	return "(SELECT _r." + col + " FROM (SELECT oid AS _tandem_o, relname AS _tandem_n FROM pg_class) _r WHERE _r._tandem_o = " +
+		"CASE WHEN typeof(__arg0__) = 'text' THEN _tandem_oid(_tandem_relname(__arg0__)) ELSE __arg0__ END)"
+}
+
 func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 	names := strs(c.TypeName.Names)
 	switch strings.ToLower(names[len(names)-1]) {
@@ -1347,10 +1362,21 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 			n.Node = call("_tandem_oid", strConst(RegclassName(sv.Sval))).Node
 			return
 		}
-		// An OID, or a name (text: pg_get_serial_sequence(...)::regclass).
-		n.Node = template("(SELECT _t.relname FROM pg_class _t WHERE _t.oid = CASE WHEN typeof(__arg0__) = 'text' THEN _tandem_oid(_tandem_relname(__arg0__)) ELSE __arg0__ END)", c.Arg).Node
+		// An OID, or a name (text: pg_get_serial_sequence(...)::regclass):
+		// the relation's name. pg_class's columns are renamed inside so
+		// that an unqualified oid in the argument (SELECT oid::regclass
+		// FROM pg_class) is the outer row's.
+		if t.regclassOf == nil {
+			t.regclassOf = map[*pg_query.Node]*pg_query.Node{}
+		}
+		t.regclassOf[n] = c.Arg
+		n.Node = template(regclassLookup("_tandem_n"), c.Arg).Node
 		return
 	case "regtype":
+		if len(c.TypeName.ArrayBounds) > 0 {
+			n.Node = call("_tandem_regtype_array", c.Arg).Node // '{int,int8}'::regtype[]
+			return
+		}
 		n.Node = call("_tandem_regtype", c.Arg).Node
 		return
 	case "regproc", "regprocedure", "regnamespace", "regrole":
@@ -1358,6 +1384,11 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		return
 	}
 	typ, mod, err := resolveType(c.TypeName)
+	if a, ok := t.regclassOf[c.Arg]; ok && err == nil && typ.Cat == 'N' {
+		// x::regclass::oid: the relation's OID.
+		n.Node = template(regclassLookup("_tandem_o"), a).Node
+		return
+	}
 	if err != nil {
 		if e, ok := t.enumOf(c.TypeName); ok {
 			n.Node = enumCast(c.Arg, &e).Node

@@ -169,6 +169,9 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 				}
 				if rf.Ordinality {
 					c := Column{Name: "ordinality", Type: Types[20], Typmod: -1}
+					if _, ok := t.subscripts[rf]; ok {
+						c.Type = Types[23] // generate_subscripts' integer (subscriptsLateral)
+					}
 					if len(args) < len(names) {
 						c.Name = names[len(args)]
 					}
@@ -1008,7 +1011,7 @@ func init() {
 		polpermissive puballtables pubinsert pubupdate pubdelete pubtruncate pubviaroot admin_option proretset tgisinternal
 		inhdetachpending pending_restart seqcycle barelabel is_called extrelocatable lanispl lanpltrusted prosecdef proleakproof
 		proisstrict opcdefault oprcanmerge oprcanhash is_instead tgdeferrable tginitdeferred subenabled subbinary substream
-		subdisableonerr condefault`) {
+		subdisableonerr condefault cycle ispopulated`) {
 		catalogBools[n] = true
 	}
 }
@@ -1083,6 +1086,8 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[22]
 		case c.Name == "indclass" || c.Name == "indcollation" || c.Name == "proargtypes" || c.Name == "partclass" || c.Name == "partcollation":
 			c.Type = Types[30]
+		case c.Name == "attndims":
+			c.Type = Types[23]
 		case c.Name == "roles":
 			c.Type = Types[1003] // pg_policies.roles: name[]
 		case c.Name == "polroles":

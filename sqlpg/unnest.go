@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tandemdb/tandem/pgwire"
@@ -199,6 +200,77 @@ func (t *translator) placeLateral(n *pg_query.Node, rs *pg_query.RangeSubselect)
 	return it
 }
 
+// subscriptShift: an unnest WITH ORDINALITY that stands for a LATERAL
+// subquery of unnest(arr) and generate_subscripts(arr, 1) + plus.
+type subscriptShift struct {
+	arr  *pg_query.Node
+	plus int64
+}
+
+// subscriptLaterals replaces, before anything else reads the statement,
+// each LATERAL subquery subscriptsLateral recognises by its unnest.
+func (t *translator) subscriptLaterals(raw *pg_query.Node) {
+	walkNode(raw, func(n *pg_query.Node) {
+		rs := n.GetRangeSubselect()
+		if rs == nil || !rs.Lateral {
+			return
+		}
+		if rf, arr, plus, ok := subscriptsLateral(rs); ok {
+			if t.subscripts == nil {
+				t.subscripts = map[*pg_query.RangeFunction]subscriptShift{}
+			}
+			t.subscripts[rf] = subscriptShift{arr: arr, plus: plus}
+			n.Node = &pg_query.Node_RangeFunction{RangeFunction: rf}
+		}
+	})
+}
+
+// subscriptsLateral recognises LATERAL (SELECT unnest(a), generate_subscripts(a, 1) [+ k]) AS x(v, i),
+// each element with its subscript (drizzle-kit reads an index's columns
+// so), and gives it as unnest(a) WITH ORDINALITY AS x(v, i); the caller
+// makes i the subscript from a's lower bound, plus k.
+func subscriptsLateral(rs *pg_query.RangeSubselect) (rf *pg_query.RangeFunction, arr *pg_query.Node, plus int64, ok bool) {
+	sub := rs.Subquery.GetSelectStmt()
+	if sub == nil || rs.Alias == nil || len(rs.Alias.Colnames) != 2 || sub.Op != pg_query.SetOperation_SETOP_NONE || len(sub.FromClause) > 0 ||
+		sub.WhereClause != nil || len(sub.GroupClause) > 0 || len(sub.SortClause) > 0 || sub.LimitCount != nil || len(sub.TargetList) != 2 {
+		return nil, nil, 0, false
+	}
+	u := sub.TargetList[0].GetResTarget().GetVal().GetFuncCall()
+	g := sub.TargetList[1].GetResTarget().GetVal()
+	if e := g.GetAExpr(); e != nil && e.Kind == pg_query.A_Expr_Kind_AEXPR_OP && lastName(e.Name) == "+" && e.Rexpr.GetAConst().GetIval() != nil {
+		plus = int64(e.Rexpr.GetAConst().GetIval().Ival)
+		g = e.Lexpr
+	}
+	gs := g.GetFuncCall()
+	if u == nil || gs == nil || lastName(u.Funcname) != "unnest" || lastName(gs.Funcname) != "generate_subscripts" || len(u.Args) != 1 || len(gs.Args) != 2 ||
+		gs.Args[1].GetAConst().GetIval() == nil || gs.Args[1].GetAConst().GetIval().Ival != 1 || !sameExpr(u.Args[0], gs.Args[0]) {
+		return nil, nil, 0, false
+	}
+	return &pg_query.RangeFunction{
+		Functions:  []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{{Node: &pg_query.Node_FuncCall{FuncCall: u}}, {}})},
+		Ordinality: true,
+		Alias:      rs.Alias,
+	}, u.Args[0], plus, true
+}
+
+// sameExpr reports whether a and b are the same expression, wherever
+// each is written in the statement.
+func sameExpr(a, b *pg_query.Node) bool {
+	strip := func(n *pg_query.Node) *pg_query.Node {
+		c := proto.Clone(n).(*pg_query.Node)
+		var clear func(m protoreflect.Message)
+		clear = func(m protoreflect.Message) {
+			if f := m.Descriptor().Fields().ByName("location"); f != nil {
+				m.Clear(f)
+			}
+			eachChild(m, clear)
+		}
+		clear(c.ProtoReflect())
+		return c
+	}
+	return proto.Equal(strip(a), strip(b))
+}
+
 // fromLeaf is one FROM item in order: an unnest (item) or another (name).
 type fromLeaf struct {
 	item *unnestItem
@@ -223,7 +295,18 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 			}
 		case *pg_query.Node_RangeFunction:
 			if isUnnestFrom(x.RangeFunction) {
+				shift, shifted := t.subscripts[x.RangeFunction]
 				if it := t.placeUnnest(n, x.RangeFunction); it != nil {
+					if shifted {
+						ord := it.exprs[1]
+						it.exprs[1] = func() *pg_query.Node { // from the array's lower bound: 0 for an int2vector; an integer
+							sum := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")}, ord(),
+								pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("-")},
+									call("array_lower", proto.Clone(shift.arr).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)),
+									pg_query.MakeAConstIntNode(1-shift.plus, -1), -1), -1)
+							return call("_cast_int4", sum)
+						}
+					}
 					items = append(items, it)
 					leaves = append(leaves, fromLeaf{item: it})
 				}

@@ -108,3 +108,25 @@ SELECT count(*) FROM pg_policy;
 SELECT count(*) FROM pg_rules WHERE schemaname = 'public';
 SELECT count(*) FROM pg_prepared_xacts;
 DROP TABLE dz_t;
+-- drizzle-kit push's introspection: an index's columns with their subscripts through LATERAL, sort order (indoption, pg_indexes), operator classes (indclass, pg_opclass), serial detection with regtype[], array columns (attndims), pg_sequences.cycle, pg_stat_user_indexes.
+CREATE TABLE dk_t (id serial PRIMARY KEY, b varchar(10), c text, d timestamptz, e numeric, tags int[]);
+CREATE INDEX dk_t_bcde ON dk_t (b, c DESC, d, e);
+SELECT ic.relname, k.attnum, k.i, i.indoption[k.i-1] & 1 = 1 AS descending, i.indoption[k.i-1] & 2 = 2 AS nulls_first FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid CROSS JOIN LATERAL (SELECT unnest(i.indkey), generate_subscripts(i.indkey, 1) + 1) AS k(attnum, i) WHERE i.indrelid = 'dk_t'::regclass ORDER BY 1, 3;
+SELECT k.v, k.s FROM (SELECT ARRAY[10, 20, 30] AS a) t, LATERAL (SELECT unnest(t.a), generate_subscripts(t.a, 1)) AS k(v, s);
+SELECT ic.relname, i.indclass::text FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid WHERE i.indrelid = 'dk_t'::regclass ORDER BY 1;
+SELECT ic.relname, opc.opcname FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_opclass opc ON opc.oid = i.indclass[0] WHERE i.indrelid = 'dk_t'::regclass ORDER BY 1;
+SELECT opcname, opcdefault, opcintype::regtype::text FROM pg_opclass WHERE opcmethod = 403 AND opcdefault AND opcintype IN (23, 25, 1184, 1700, 2950) ORDER BY 1;
+SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'dk_t' ORDER BY 1;
+SELECT a.attname, a.attndims, CASE WHEN a.atttypid = ANY ('{int,int8,int2}'::regtype[]) THEN 'integer' ELSE 'other' END FROM pg_attribute a WHERE a.attrelid = 'dk_t'::regclass AND a.attnum > 0 ORDER BY a.attnum;
+SELECT sequencename, cycle, increment_by FROM pg_sequences WHERE sequencename = 'dk_t_id_seq';
+SELECT relname, indexrelname FROM pg_stat_user_indexes WHERE relname = 'dk_t' ORDER BY 2;
+DROP TABLE dk_t;
+-- x::regclass of a column (an unqualified oid is the row's, not pg_class's first), of a name built as text (TypeORM's obj_description and col_description), ::regclass::oid.
+CREATE TABLE rc_t (id int PRIMARY KEY, v text);
+COMMENT ON TABLE rc_t IS 'rc table';
+COMMENT ON COLUMN rc_t.v IS 'the v';
+SELECT oid::regclass::text FROM pg_class WHERE relname = 'rc_t';
+SELECT c.oid::regclass::text, relname FROM pg_class c WHERE relname = 'rc_t';
+SELECT obj_description(('"' || 'public' || '"."' || 'rc_t' || '"')::regclass, 'pg_class');
+SELECT col_description(('"public"."rc_t"')::regclass::oid, 2), ('rc_t'::text)::regclass::oid = 'rc_t'::regclass;
+DROP TABLE rc_t;
