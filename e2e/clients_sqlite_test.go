@@ -161,6 +161,18 @@ func TestClientsSQLite(t *testing.T) {
 				}
 				clientPassed(t)
 			})
+			t.Run("drizzle-kit", func(t *testing.T) {
+				// Before the clients that leave enum types behind:
+				// drizzle-kit would ask whether its enum is one of
+				// theirs renamed (a prompt, which needs a terminal).
+				_, err := exec.LookPath("node")
+				if err == nil {
+					_, err = os.Stat(filepath.Join(clientsDir, "node_modules", "drizzle-kit", "package.json"))
+				}
+				needSQLiteClient(t, "node and drizzle-kit", err)
+				runClient(t, "node", "drizzle.js", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("sqlalchemy", func(t *testing.T) {
 				havePython(t, "psycopg, sqlalchemy")
 				u := tg.url(t)

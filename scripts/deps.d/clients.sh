@@ -26,8 +26,8 @@ else
 fi
 
 if command -v npm >/dev/null 2>&1; then
-  if [[ ! -d "$clients/node_modules/pg" || ! -d "$clients/node_modules/typeorm" || ! -d "$clients/node_modules/sequelize" ]]; then
-    echo "deps.d/clients: npm install pg typeorm sequelize (into $clients)" >&2
+  if [[ ! -d "$clients/node_modules/pg" || ! -d "$clients/node_modules/typeorm" || ! -d "$clients/node_modules/sequelize" || ! -d "$clients/node_modules/drizzle-kit" ]]; then
+    echo "deps.d/clients: npm install pg typeorm sequelize drizzle-kit (into $clients)" >&2
     (cd "$clients" && npm install --no-audit --no-fund --silent) || status=1
   fi
 else
