@@ -205,10 +205,12 @@ func catalogSQL() []string {
 			il."unique" AS isunique, (il.origin = 'pk' OR coalesce(k.kind, '') = 'p') AS isprimary,
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
-			(SELECT group_concat(quote_ident(x.name) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END, ', ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS keys,
+			(SELECT group_concat(quote_ident(x.name) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END || _tandem_index_nulls(coalesce(ix.sql, ''), x.seqno, x."desc"), ', ')
+				FROM pragma_index_xinfo(il.name) x LEFT JOIN main.sqlite_schema ix ON ix.name = il.name WHERE x.key = 1) AS keys,
 			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols,
-			(SELECT group_concat(CASE WHEN x."desc" THEN 3 ELSE 0 END, ' ') FROM pragma_index_xinfo(il.name) x WHERE x.key = 1) AS options,
+			(SELECT group_concat(_tandem_indoption(coalesce(ix.sql, ''), x.seqno, x."desc"), ' ')
+				FROM pragma_index_xinfo(il.name) x LEFT JOIN main.sqlite_schema ix ON ix.name = il.name WHERE x.key = 1) AS options,
 			(SELECT group_concat(_tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name
 				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = ii.name) AS classes
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
@@ -791,6 +793,31 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				return 1
 			}
 			return 0
+		}},
+		// An index key column's indoption bits (1 DESC, 2 NULLS FIRST),
+		// and the words pg_get_indexdef adds for its NULLS ordering.
+		{"_tandem_indoption", func(sql string, seq int64, desc bool) int64 {
+			first := desc // PostgreSQL's defaults: ASC NULLS LAST, DESC NULLS FIRST
+			if n := indexNulls(sql, int(seq)); n != 0 {
+				first = n == 'F'
+			}
+			var o int64
+			if desc {
+				o |= 1
+			}
+			if first {
+				o |= 2
+			}
+			return o // ASC (NULLS LAST) 0, DESC (NULLS FIRST) 3
+		}},
+		{"_tandem_index_nulls", func(sql string, seq int64, desc bool) string {
+			switch n := indexNulls(sql, int(seq)); {
+			case n == 'F' && !desc:
+				return " NULLS FIRST"
+			case n == 'L' && desc:
+				return " NULLS LAST"
+			}
+			return ""
 		}},
 		{"_tandem_opclass", func(typeOID int64) int64 { // the default btree operator class of a column's type
 			return int64(opclassOf(uint32(typeOID)))

@@ -497,12 +497,22 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 			s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_key"
 		}
 	}
+	// SQLite's indexes have no NULLS FIRST / LAST: an explicit one is
+	// kept as a comment in the column list, which SQLite keeps in the
+	// index's stored text (nullsMarker), for the catalog.
+	nulls, explicit := make([]byte, 0, len(s.IndexParams)), false
 	for _, p := range s.IndexParams {
 		if ie := p.GetIndexElem(); ie != nil {
 			ie.Opclass, ie.Collation = nil, nil
-			if ie.NullsOrdering != pg_query.SortByNulls_SORTBY_NULLS_DEFAULT {
-				ie.NullsOrdering = pg_query.SortByNulls_SORTBY_NULLS_DEFAULT
+			switch ie.NullsOrdering {
+			case pg_query.SortByNulls_SORTBY_NULLS_FIRST:
+				nulls, explicit = append(nulls, 'F'), true
+			case pg_query.SortByNulls_SORTBY_NULLS_LAST:
+				nulls, explicit = append(nulls, 'L'), true
+			default:
+				nulls = append(nulls, '-')
 			}
+			ie.NullsOrdering = pg_query.SortByNulls_SORTBY_NULLS_DEFAULT
 		}
 	}
 	if err := t.rewrite(raw); err != nil {
@@ -513,8 +523,58 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 		return nil, err
 	}
 	out = strings.Replace(out, " USING  (", " (", 1)
+	if explicit {
+		out = withNullsMarker(out, string(nulls))
+	}
 	tr.SQL = out
 	return tr, nil
+}
+
+// nullsMarker starts the comment that keeps an index's NULLS FIRST /
+// LAST: one letter per column, F, L or - (not given).
+const nullsMarker = "/*tandem:nulls="
+
+// withNullsMarker puts the comment before the closing parenthesis of
+// the CREATE INDEX's column list (SQLite keeps comments there).
+func withNullsMarker(sql, nulls string) string {
+	on := strings.Index(sql, " ON ")
+	if on < 0 {
+		return sql
+	}
+	depth, quote := 0, byte(0)
+	for i := on; i < len(sql); i++ {
+		c := sql[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+			if depth == 0 {
+				return sql[:i] + " " + nullsMarker + nulls + "*/" + sql[i:]
+			}
+		}
+	}
+	return sql
+}
+
+// indexNulls reads an index column's NULLS ordering from its stored
+// text (withNullsMarker): 'F', 'L', or 0 when not given.
+func indexNulls(sql string, seq int) byte {
+	i := strings.Index(sql, nullsMarker)
+	if i < 0 {
+		return 0
+	}
+	codes := sql[i+len(nullsMarker):]
+	if seq < 0 || seq >= len(codes) || (codes[seq] != 'F' && codes[seq] != 'L') {
+		return 0
+	}
+	return codes[seq]
 }
 
 func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Translation) (*Translation, error) {

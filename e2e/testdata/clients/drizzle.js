@@ -1,6 +1,7 @@
 // drizzle-kit against tandem: push a schema (enum, serial and bigserial,
 // a unique constraint, a foreign key with ON DELETE CASCADE, numeric(8,2),
-// timestamptz with a default, a text array, an index), push it again (its
+// timestamptz with a default, a text array, two indexes, one DESC NULLS
+// LAST), push it again (its
 // introspection of what it created must find nothing to change), change it
 // (a column added, a varchar widened, a table added) and push twice more,
 // then pull the schema back. Usage: node drizzle.js DSN; prints ok.

@@ -130,3 +130,14 @@ SELECT c.oid::regclass::text, relname FROM pg_class c WHERE relname = 'rc_t';
 SELECT obj_description(('"' || 'public' || '"."' || 'rc_t' || '"')::regclass, 'pg_class');
 SELECT col_description(('"public"."rc_t"')::regclass::oid, 2), ('rc_t'::text)::regclass::oid = 'rc_t'::regclass;
 DROP TABLE rc_t;
+-- An index column's NULLS FIRST / LAST (kept in the SQLite index's text) in indoption and pg_indexes, through a table rename.
+CREATE TABLE nl_t (a int, b int, c text);
+CREATE INDEX nl_t_1 ON nl_t (a DESC NULLS LAST, b NULLS FIRST, c);
+CREATE INDEX nl_t_2 ON nl_t (a DESC, b ASC NULLS LAST);
+CREATE UNIQUE INDEX nl_t_3 ON nl_t (c DESC NULLS FIRST);
+SELECT indexrelid::regclass::text, indoption::text FROM pg_index WHERE indrelid = 'nl_t'::regclass ORDER BY 1;
+SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'nl_t' ORDER BY 1;
+ALTER TABLE nl_t RENAME TO nl_t2;
+SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'nl_t2' ORDER BY 1;
+SELECT pg_get_indexdef('nl_t_1'::regclass);
+DROP TABLE nl_t2;

@@ -17,4 +17,7 @@ export const dztBook = pgTable("dzt_book", {
   fmt: dztFmt().default("paper"),
   published: timestamp({ withTimezone: true, mode: "string" }).defaultNow(),
   tags: text().array(),
-}, (t) => [index("dzt_book_title").using("btree", t.title.asc().nullsLast().op("text_ops"))])
+}, (t) => [
+  index("dzt_book_title").using("btree", t.title.asc().nullsLast().op("text_ops")),
+  index("dzt_book_price").on(t.price.desc()), // drizzle writes DESC NULLS LAST
+])
