@@ -541,26 +541,17 @@ func withNullsMarker(sql, nulls string) string {
 	if on < 0 {
 		return sql
 	}
-	depth, quote := 0, byte(0)
-	for i := on; i < len(sql); i++ {
-		c := sql[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-			if depth == 0 {
-				return sql[:i] + " " + nullsMarker + nulls + "*/" + sql[i:]
-			}
-		}
+	open := strings.IndexByte(sql[on:], '(')
+	if open < 0 {
+		return sql
 	}
-	return sql
+	open += on
+	items, err := splitTop(sql[open+1:])
+	if err != nil || len(items) == 0 {
+		return sql
+	}
+	end := open + 1 + items[len(items)-1][1] // the closing parenthesis
+	return sql[:end] + " " + nullsMarker + nulls + "*/" + sql[end:]
 }
 
 // indexNulls reads an index column's NULLS ordering from its stored

@@ -228,10 +228,12 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if strings.IndexByte(sql, '$') >= 0 {
 		t.castParams(raw)
 	}
-	existsTargets(raw)
 	// Before anything types the statement: catalogs' tableoid, sequences
 	// read as relations.
 	lower := strings.ToLower(sql)
+	if strings.Contains(lower, "exists") {
+		existsTargets(raw)
+	}
 	if strings.Contains(lower, "generate_subscripts") {
 		t.subscriptLaterals(raw)
 	}
