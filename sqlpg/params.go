@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"strconv"
 	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
@@ -20,6 +21,10 @@ import (
 // It runs on the parsed statement, before anything rewrites it.
 func (t *translator) castParams(raw *pg_query.Node) {
 	walkNode(raw, func(n *pg_query.Node) {
+		if f := n.GetFuncCall(); f != nil {
+			t.noteFuncParams(f)
+			return
+		}
 		c := n.GetTypeCast()
 		if c == nil || c.Arg.GetParamRef() == nil || c.TypeName == nil {
 			return
@@ -70,6 +75,30 @@ func (t *translator) setParam(i int32, oid uint32) {
 	}
 	if t.params[i-1] == 0 {
 		t.params[i-1] = oid
+	}
+}
+
+// funcParams are the argument types of functions a client calls with
+// parameters (pg_terminate_backend($1)), by name and argument count.
+var funcParams = map[string][]uint32{
+	"pg_terminate_backend/1": {23}, "pg_cancel_backend/1": {23}, "pg_sleep/1": {701},
+	"pg_advisory_lock/1": {20}, "pg_advisory_unlock/1": {20}, "pg_try_advisory_lock/1": {20},
+	"pg_advisory_xact_lock/1": {20}, "pg_try_advisory_xact_lock/1": {20},
+	"pg_advisory_lock_shared/1": {20}, "pg_advisory_unlock_shared/1": {20}, "pg_try_advisory_lock_shared/1": {20},
+	"pg_advisory_lock/2": {23, 23}, "pg_advisory_unlock/2": {23, 23}, "pg_try_advisory_lock/2": {23, 23},
+	"pg_advisory_xact_lock/2": {23, 23}, "pg_try_advisory_xact_lock/2": {23, 23},
+	"current_setting/1": {25}, "current_setting/2": {25, 16}, "set_config/3": {25, 25, 16},
+	"pg_notify/2": {25, 25},
+}
+
+// noteFuncParams types the parameters passed straight to a function of
+// funcParams.
+func (t *translator) noteFuncParams(f *pg_query.FuncCall) {
+	types := funcParams[lastName(f.Funcname)+"/"+strconv.Itoa(len(f.Args))]
+	for i, a := range f.Args {
+		if p := a.GetParamRef(); p != nil && i < len(types) {
+			t.setParam(p.Number, types[i])
+		}
 	}
 }
 

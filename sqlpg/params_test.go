@@ -48,6 +48,8 @@ func TestParamTypes(t *testing.T) {
 		{"SELECT id FROM pt WHERE id = $1::int8", []uint32{20}}, // the cast, not the column
 		{"DELETE FROM pt WHERE id = $1", []uint32{23}},
 		{"SELECT $1", nil},
+		{"SELECT pg_terminate_backend($1), pg_advisory_lock($2), pg_advisory_lock($3, $4)", []uint32{23, 20, 23, 23}},
+		{"SELECT set_config($1, $2, $3), pg_sleep($4)", []uint32{25, 25, 16, 701}},
 	}
 	for _, c := range cases {
 		tr, err := sqlpg.TranslateFresh(c.sql, paramSchema{})

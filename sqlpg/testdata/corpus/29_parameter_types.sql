@@ -26,5 +26,8 @@ insert into pt_t (id, m) values (1, 'ok'), (2, 'happy');
 select id, m from pt_t order by m;
 create index pt_t_b_desc on pt_t (b desc, id);
 select indkey, indoption, indkey[0], indkey[1], array_lower(indkey, 1), array_upper(indkey, 1), array_length(indkey, 1) from pg_index where indexrelid = 'pt_t_b_desc'::regclass;
+select pg_terminate_backend($1), pg_cancel_backend($2);
+select pg_try_advisory_lock($1), pg_try_advisory_lock($2, $3), pg_advisory_unlock($4);
+select set_config($1, $2, $3), current_setting($4);
 drop table pt_t;
 drop type pt_mood;
