@@ -47,9 +47,22 @@ func TestParamTypes(t *testing.T) {
 		{"SELECT id FROM pt WHERE id IN ($1, $2)", []uint32{23, 23}},
 		{"SELECT id FROM pt WHERE id = $1::int8", []uint32{20}}, // the cast, not the column
 		{"DELETE FROM pt WHERE id = $1", []uint32{23}},
-		{"SELECT $1", nil},
+		{"SELECT $1", []uint32{25}}, // an unknown output column is text
 		{"SELECT pg_terminate_backend($1), pg_advisory_lock($2), pg_advisory_lock($3, $4)", []uint32{23, 20, 23, 23}},
 		{"SELECT set_config($1, $2, $3), pg_sleep($4)", []uint32{25, 25, 16, 701}},
+		// From where a parameter stands, bottom-up as PostgreSQL's parse
+		// analysis: the operator's other operand, a function's argument,
+		// the column written.
+		{"SELECT $1 + 1, $2 || 'x'", []uint32{23, 25}},
+		{"SELECT id FROM pt WHERE id + $1 > 3 AND n = $2 / 2", []uint32{23, 23}},
+		{"SELECT lower($1), coalesce($2, n), CASE WHEN $3 THEN s END FROM pt", []uint32{25, 1700, 16}},
+		{"SELECT id FROM pt WHERE s IN ($1, $2) AND id BETWEEN $3 AND $4", []uint32{1043, 1043, 23, 23}},
+		{"SELECT id FROM pt p JOIN pt q ON q.id = p.id + $1", []uint32{23}},
+		{"INSERT INTO pt (id, s) VALUES ($1, $2), ($3, $4)", []uint32{23, 1043, 23, 1043}},
+		{"INSERT INTO pt (id, n) SELECT $1, $2", []uint32{23, 1700}},
+		{"UPDATE pt SET (s, n) = ($1, $2) WHERE id = $3", []uint32{1043, 1700, 23}},
+		{"SELECT generate_series(1, $1)", []uint32{23}},
+		{"SELECT id FROM pt LIMIT $1", []uint32{20}},
 	}
 	for _, c := range cases {
 		tr, err := sqlpg.TranslateFresh(c.sql, paramSchema{})

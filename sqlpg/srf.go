@@ -74,7 +74,7 @@ func (t *translator) jsonSRFFrom(name string, arg *pg_query.Node, alias string, 
 	}
 	sub := fmt.Sprintf("SELECT * FROM (SELECT %s FROM (SELECT %s AS j) AS _ja, json_each(%s) AS _je ORDER BY %s) AS %s",
 		strings.Join(sel, ", "), argSQL, check, order, quoteIdent(alias))
-	tree, err := pg_query.Parse(sub)
+	tree, err := parseGenerated(sub)
 	if err != nil {
 		return nil, unsupported("%s with these arguments", name)
 	}

@@ -226,6 +226,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	t.exactAvg, t.exactDiv = exactAvgTargets(raw.GetSelectStmt())
 	tr = &Translation{Kind: kind}
 	if strings.IndexByte(sql, '$') >= 0 {
+		t.hasParams = true
 		t.castParams(raw)
 	}
 	// Before anything types the statement: catalogs' tableoid, sequences
@@ -320,6 +321,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if isSchemaStmt(raw) && strings.Contains(lower, "distinct") && nullsNotDistinct(raw) {
 		// Accepted, SQLite's unique index would still let NULLs repeat.
 		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
+	}
+	if t.hasParams {
+		t.inferParams(raw)
 	}
 	var ctasMeta []string // CREATE TABLE AS: the new table's column types
 	switch n := raw.Node.(type) {
@@ -781,6 +785,33 @@ func dollarParams(s string) string {
 	return b.String()
 }
 
+// parseGenerated parses SQL the translator wrote around deparsed parts:
+// their parameters, ?n for SQLite already, are $n again for PostgreSQL's
+// parser (which reads `?1` as the prefix operator ? applied to 1).
+func parseGenerated(s string) (*pg_query.ParseResult, error) {
+	if strings.Contains(s, "?") {
+		var b strings.Builder
+		b.Grow(len(s))
+		var quote byte
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"':
+				quote = c
+			case c == '?' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || !isIdent(s[i-1])):
+				c = '$'
+			}
+			b.WriteByte(c)
+		}
+		s = b.String()
+	}
+	return pg_query.Parse(s)
+}
+
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -795,6 +826,10 @@ type translator struct {
 	exactAvg map[*pg_query.FuncCall]bool
 	// params: the parameters' types found so far (params.go).
 	params []uint32
+	// outputParams: bare parameters in select lists, text unless the
+	// rest of the statement types them (selectParams).
+	outputParams []int32
+	hasParams    bool // the text has a $: parameter types are looked for
 	// subscripts: unnests that stand for LATERAL (SELECT unnest(a),
 	// generate_subscripts(a, 1)) (unnest.go).
 	subscripts map[*pg_query.RangeFunction]subscriptShift
@@ -2028,7 +2063,7 @@ func partitionAncestorsFrom(rf *pg_query.RangeFunction) *pg_query.Node {
 	if rf.Ordinality {
 		sel += ", 1 AS " + quoteIdent(cols[1])
 	}
-	tree, err := pg_query.Parse(fmt.Sprintf("SELECT * FROM (SELECT %s) AS %s", sel, quoteIdent(alias)))
+	tree, err := parseGenerated(fmt.Sprintf("SELECT * FROM (SELECT %s) AS %s", sel, quoteIdent(alias)))
 	if err != nil {
 		return nil
 	}
@@ -2113,7 +2148,7 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 			t.fail(err)
 			return
 		}
-		tree, err := pg_query.Parse(fmt.Sprintf("SELECT * FROM (SELECT %s AS %s) AS %s", call, quoteIdent(col), quoteIdent(alias)))
+		tree, err := parseGenerated(fmt.Sprintf("SELECT * FROM (SELECT %s AS %s) AS %s", call, quoteIdent(col), quoteIdent(alias)))
 		if err != nil {
 			t.fail(unsupported("%s in FROM", name))
 			return
@@ -2175,7 +2210,7 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		t.fail(unsupported("generate_series over %s", gsType))
 		return
 	}
-	tree, err := pg_query.Parse(sub)
+	tree, err := parseGenerated(sub)
 	if err != nil {
 		t.fail(unsupported("generate_series with these arguments"))
 		return
@@ -2238,7 +2273,7 @@ func (t *translator) quantified(n *pg_query.Node, s *pg_query.SubLink, all bool)
 	} else {
 		sql = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %[1]s WHERE %[2]s) THEN 1 WHEN EXISTS (SELECT 1 FROM %[1]s WHERE (%[2]s) IS NULL) THEN NULL ELSE 0 END", from, cmp)
 	}
-	tree, err := pg_query.Parse("SELECT " + sql)
+	tree, err := parseGenerated("SELECT " + sql)
 	if err != nil {
 		t.fail(unsupported("%s %s (subquery) here", op, kind))
 		return

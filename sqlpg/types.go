@@ -546,6 +546,11 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				}
 			}
 		}
+	case *pg_query.Node_ParamRef:
+		// A parameter typed so far (by a cast, or an operator below).
+		if oid := t.paramType(x.ParamRef.Number); oid != 0 && Types[oid] != nil {
+			return ColType{Type: Types[oid], Typmod: -1}
+		}
 	case *pg_query.Node_AConst:
 		c := x.AConst
 		switch {
@@ -1265,9 +1270,6 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
-	if e := n.GetAExpr(); e != nil && sc != nil {
-		t.noteParams(e, sc)
-	}
 	if tc := n.GetTypeCast(); tc != nil {
 		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool" || a.Type.Name == "timestamptz") {
 			if t.castArg == nil {
