@@ -46,6 +46,12 @@ func Raised(msg string) (code, text string, ok bool) {
 var ErrInvalidInput = errors.New("invalid input syntax")
 
 func invalid(typ string, v any) error {
+	switch typ {
+	case "date", "timestamp", "timestamptz", "timestamp with time zone", "timestamp without time zone",
+		"time", "time without time zone", "time with time zone", "interval":
+		// PostgreSQL's datetime input fails with 22007.
+		return fmt.Errorf("[SQLSTATE 22007] invalid input syntax for type %s: %q", typ, fmt.Sprint(v))
+	}
 	return fmt.Errorf("%w for type %s: %q", ErrInvalidInput, typ, fmt.Sprint(v))
 }
 
@@ -209,7 +215,31 @@ func toBool(v any) (any, error) {
 	return nil, invalid("boolean", v)
 }
 
-var uuidRe = regexp.MustCompile(`^\{?([0-9a-fA-F]{8})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{4})-?([0-9a-fA-F]{12})\}?$`)
+// uuidHex reads a uuid as PostgreSQL's uuid_in does: 32 hex digits,
+// optionally in braces, a hyphen allowed after any group of four; it
+// gives the digits in lower case.
+func uuidHex(s string) (string, bool) {
+	if strings.HasPrefix(s, "{") {
+		if !strings.HasSuffix(s, "}") {
+			return "", false
+		}
+		s = s[1 : len(s)-1]
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
+			b.WriteByte(c)
+		case c >= 'A' && c <= 'F':
+			b.WriteByte(c + 'a' - 'A')
+		case c == '-' && b.Len() > 0 && b.Len()%4 == 0 && i+1 < len(s) && s[i+1] != '-':
+		default:
+			return "", false
+		}
+	}
+	return b.String(), b.Len() == 32
+}
 
 var plainIdentRe = regexp.MustCompile(`^[a-z_][a-z0-9_$]*$`)
 
@@ -334,6 +364,20 @@ func castFunc(t *Type) any { return castFuncIn(t, utcZone) }
 // castFuncIn is the cast to t, text without an offset read in loc's zone
 // when t is timestamptz.
 func castFuncIn(t *Type, loc zoneOf) any {
+	if t.Elem != 0 && t.Cat == 'A' && Types[t.Elem] != nil && t.Name != "int2vector" && t.Name != "oidvector" {
+		elem := Types[t.Elem]
+		return func(v any) (any, error) {
+			switch x := v.(type) {
+			case nil:
+				return nil, nil
+			case string:
+				return arrayIn(x, elem)
+			case []byte:
+				return arrayIn(string(x), elem)
+			}
+			return v, nil
+		}
+	}
 	switch t.Name {
 	case "int2", "int4":
 		lo, hi := int64(math.MinInt32), int64(math.MaxInt32)
@@ -343,6 +387,10 @@ func castFuncIn(t *Type, loc zoneOf) any {
 		return func(v any) (any, error) {
 			r, err := toInt(t.SQL, v)
 			if i, ok := r.(int64); ok && (i < lo || i > hi) {
+				if s, ok := v.(string); ok {
+					// Read from text: PostgreSQL's input message.
+					return nil, fmt.Errorf("[SQLSTATE 22003] value %q is out of range for type %s", strings.TrimSpace(s), t.SQL)
+				}
 				return nil, fmt.Errorf("[SQLSTATE 22003] %s out of range", t.SQL)
 			}
 			return r, err
@@ -404,11 +452,11 @@ func castFuncIn(t *Type, loc zoneOf) any {
 				return nil, nil
 			}
 			s := fmt.Sprint(toText(v))
-			m := uuidRe.FindStringSubmatch(strings.TrimSpace(s))
-			if m == nil {
+			h, ok := uuidHex(strings.TrimSpace(s))
+			if !ok {
 				return nil, invalid("uuid", s)
 			}
-			return strings.ToLower(m[1] + "-" + m[2] + "-" + m[3] + "-" + m[4] + "-" + m[5]), nil
+			return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 		}
 	case "bytea":
 		return func(v any) (any, error) {
@@ -418,14 +466,7 @@ func castFuncIn(t *Type, loc zoneOf) any {
 			case []byte:
 				return x, nil
 			case string:
-				if strings.HasPrefix(x, `\x`) {
-					b, err := hex.DecodeString(x[2:])
-					if err != nil {
-						return nil, invalid("bytea", x)
-					}
-					return b, nil
-				}
-				return []byte(x), nil
+				return byteaIn(x)
 			}
 			return []byte(fmt.Sprint(toText(v))), nil
 		}
@@ -1695,8 +1736,62 @@ func numeric(v any) (float64, bool) {
 	return 0, false
 }
 
+// byteaIn reads bytea's input forms: hex (\x0001ff, spaces between
+// pairs allowed) and escape (characters as they are, \\ for a backslash,
+// \ooo for a byte in octal).
+func byteaIn(s string) ([]byte, error) {
+	if strings.HasPrefix(s, `\x`) {
+		digits := strings.Join(strings.Fields(s[2:]), "")
+		for _, r := range digits {
+			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+				return nil, fmt.Errorf("[SQLSTATE 22023] invalid hexadecimal digit: %q", string(r))
+			}
+		}
+		if len(digits)%2 != 0 {
+			return nil, fmt.Errorf("[SQLSTATE 22023] invalid hexadecimal data: odd number of digits")
+		}
+		b, err := hex.DecodeString(digits)
+		if err != nil {
+			return nil, invalid("bytea", s)
+		}
+		return b, nil
+	}
+	if !strings.Contains(s, `\`) {
+		return []byte(s), nil
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			out = append(out, s[i])
+			continue
+		}
+		switch {
+		case i+1 < len(s) && s[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' && s[i+2] >= '0' && s[i+2] <= '7' && s[i+3] >= '0' && s[i+3] <= '7':
+			out = append(out, (s[i+1]-'0')<<6|(s[i+2]-'0')<<3|(s[i+3]-'0'))
+			i += 3
+		default:
+			return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type bytea")
+		}
+	}
+	return out, nil
+}
+
 func init() {
 	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_bytea_text", func(a any) (any, error) {
+			switch x := a.(type) {
+			case nil:
+				return nil, nil
+			case []byte:
+				return `\x` + hex.EncodeToString(x), nil
+			case string:
+				return `\x` + hex.EncodeToString([]byte(x)), nil
+			}
+			return `\x` + hex.EncodeToString([]byte(fmt.Sprint(toText(a)))), nil
+		}},
 		namedFunc{"_pg_div", func(a, b any) (any, error) {
 			if a == nil || b == nil {
 				return nil, nil
@@ -1708,6 +1803,21 @@ func init() {
 					return nil, errDivZero
 				}
 				return ai / bi, nil
+			}
+			x, ok1 := numeric(a)
+			y, ok2 := numeric(b)
+			if !ok1 || !ok2 {
+				return nil, invalid("numeric", b)
+			}
+			if y == 0 {
+				return nil, errDivZero
+			}
+			return x / y, nil
+		}},
+		namedFunc{"_pg_fdiv", func(a, b any) (any, error) {
+			// a / b of a numeric or a float: never an integer division.
+			if a == nil || b == nil {
+				return nil, nil
 			}
 			x, ok1 := numeric(a)
 			y, ok2 := numeric(b)

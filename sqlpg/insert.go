@@ -136,6 +136,11 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 				// As PostgreSQL, when the statement is parsed.
 				return &pgwire.Error{Code: "22P02", Message: fmt.Sprintf("invalid input value for enum %s: %q", quoteIdentIfNeeded(c.Enum.Name), sv.Sval)}
 			}
+			if sv != nil && c.Type != nil && !checkedLiteralTypes[c.Type.Name] {
+				if err := checkLiteral(c, sv.Sval); err != nil {
+					return err
+				}
+			}
 			if sv == nil || c.Type == nil || !checkedLiteralTypes[c.Type.Name] {
 				continue
 			}
@@ -152,7 +157,30 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 				// left as text would read false in WHERE.
 				v.Node = boolConst(b).Node
 			}
+			if u, ok := out.(string); ok && c.Type.Name == "uuid" {
+				sv.Sval = u // as uuid_out writes it: lower case, hyphens
+			}
 		}
+	}
+	return nil
+}
+
+// checkLiteral fails, as PostgreSQL does when it parses the statement,
+// when a string written to a column of c's type cannot be read as one:
+// the numbers, booleans, uuids, byteas and arrays (22P02, 22003, 22023).
+func checkLiteral(c Column, text string) error {
+	if c.Type == nil || c.Enum != nil {
+		return nil
+	}
+	if !checkedLiteralTypes[c.Type.Name] && c.Type.Name != "bytea" && (c.Type.Cat != 'A' || c.Type.Elem == 0) {
+		return nil
+	}
+	fn, ok := castFunc(c.Type).(func(any) (any, error))
+	if !ok {
+		return nil
+	}
+	if _, err := fn(text); err != nil {
+		return literalError(err)
 	}
 	return nil
 }
@@ -221,6 +249,9 @@ func (t *translator) updateDefaults(s *pg_query.UpdateStmt) error {
 					return err
 				}
 				normalizeTimeLiteral(c, ac.GetSval(), t.loc) // as INSERT does
+				if err := checkLiteral(c, ac.GetSval().Sval); err != nil {
+					return err
+				}
 			}
 			if ac != nil && ac.GetSval() != nil && c.Type != nil && c.Type.Name == "bool" {
 				// SET flag = 't': stored as 1 / 0, as INSERT does.
@@ -523,6 +554,28 @@ func numericScaleOf(c Column) (p, s int64, ok bool) {
 // other value goes through the assignment cast (_pg_numeric_typmod,
 // which also refuses an overflow with 22003).
 func roundTo(c Column, v *pg_query.Node) {
+	if c.Type != nil && c.Type.Name == "bytea" && c.Enum == nil && v != nil && v.GetAConst().GetSval() != nil {
+		// A string written to a bytea column is bytea's input form
+		// ('\x0001ff' is three bytes), not the string's characters.
+		lit := &pg_query.Node{Node: v.Node}
+		v.Node = byteaValue(lit).Node
+		return
+	}
+	if c.Type != nil && c.Type.Elem != 0 && c.Type.Cat == 'A' && v != nil && (v.GetAConst().GetSval() != nil || v.GetParamRef() != nil) {
+		// An array's text in PostgreSQL's output form (see arrayIn).
+		v.Node = call("_cast_"+c.Type.Name, &pg_query.Node{Node: v.Node}).Node
+		return
+	}
+	if c.Type != nil && c.Type.Name == "uuid" && v != nil {
+		if sv := v.GetAConst().GetSval(); sv != nil {
+			if h, ok := uuidHex(strings.TrimSpace(sv.Sval)); ok {
+				sv.Sval = h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+			} else {
+				v.Node = call("_cast_uuid", &pg_query.Node{Node: v.Node}).Node // 22P02 when it runs
+			}
+		}
+		return
+	}
 	_, s, ok := numericScaleOf(c)
 	if !ok || v == nil || v.GetSetToDefault() != nil {
 		return
@@ -553,6 +606,9 @@ func (t *translator) roundInsert(s *pg_query.InsertStmt, cols []Column) {
 		}
 		if c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp" || c.Type.Name == "date" || c.Type.Name == "time") {
 			rounds = true // a SELECT's time literal, below
+		}
+		if c.Type != nil && (c.Type.Name == "bytea" || c.Type.Name == "uuid" || c.Type.Elem != 0 && c.Type.Cat == 'A') {
+			rounds = true // a string literal is bytea's (an array's) input form
 		}
 	}
 	if !rounds {

@@ -812,6 +812,32 @@ func parseGenerated(s string) (*pg_query.ParseResult, error) {
 	return pg_query.Parse(s)
 }
 
+// byteaValue is v read as bytea. The SQLite driver returns an empty
+// blob from a function as NULL, so an empty bytea is SQLite's own
+// zeroblob(0): an empty literal is that, any other value is checked.
+func byteaValue(v *pg_query.Node) *pg_query.Node {
+	if sv := v.GetAConst().GetSval(); sv != nil {
+		if b, err := byteaIn(sv.Sval); err == nil && len(b) == 0 {
+			return call("zeroblob", pg_query.MakeAConstIntNode(0, -1))
+		}
+		return call("_cast_bytea", v)
+	}
+	return template("coalesce(_cast_bytea(__arg0__), CASE WHEN (__arg0__) IS NOT NULL THEN zeroblob(0) END)", v)
+}
+
+// fractional reports whether c is a type whose division is not an
+// integer division: numeric, real, double precision.
+func fractional(c ColType) bool {
+	if c.Type == nil || c.Enum != nil {
+		return false
+	}
+	switch c.Type.Name {
+	case "numeric", "float4", "float8":
+		return true
+	}
+	return false
+}
+
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
@@ -1434,6 +1460,13 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		t.fail(err)
 		return
 	}
+	if sv := c.Arg.GetAConst().GetSval(); sv != nil && (typ.Cat == 'A' || typ.Name == "bytea") {
+		// '{1,x}'::int[] fails when the statement is parsed, as in PostgreSQL.
+		if err := checkLiteral(Column{Type: typ}, sv.Sval); err != nil {
+			t.fail(err)
+			return
+		}
+	}
 	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_regtype" && typ.Cat == 'S' {
 		// x::regtype::text: the type's name, as regtype's output.
 		n.Node = call("_tandem_regtype_name", f.Args...).Node
@@ -1458,6 +1491,9 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		if a.Type != nil && a.Type.Name == "timestamptz" {
 			c.Arg = call("_pg_tstz_text", c.Arg) // in the session's zone
 		}
+		if a.Type != nil && a.Type.Name == "bytea" {
+			c.Arg = call("_pg_bytea_text", c.Arg) // bytea's output form, \x and hex
+		}
 	}
 	if a, ok := t.castArg[c]; ok && a.Type != nil && a.Type.Name == "timestamptz" {
 		switch typ.Name {
@@ -1467,6 +1503,9 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		}
 	}
 	cast := call("_cast_"+typ.Name, c.Arg)
+	if typ.Name == "bytea" {
+		cast = byteaValue(c.Arg)
+	}
 	if typ.Name == "numeric" && mod >= 4 {
 		p, s := int64((mod-4)>>16), int64((mod-4)&0xffff)
 		cast = call("_pg_numeric_typmod", cast, pg_query.MakeAConstIntNode(p, -1), pg_query.MakeAConstIntNode(s, -1))
@@ -1605,6 +1644,7 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 		case "=", "<>", "!=", "<", ">", "<=", ">=":
 			t.boolLiteral(e)
 			t.timeLiteral(e)
+			t.typedLiteral(e)
 		}
 		switch op {
 		case "<", ">", "<=", ">=":
@@ -1668,6 +1708,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				// SQLite answers NULL for a division by zero; PostgreSQL
 				// fails with 22012.
 				fn := map[string]string{"/": "_pg_div", "%": "_pg_mod"}[op]
+				if known, ok := t.opTypes[e]; ok && op == "/" && (fractional(known[0]) || fractional(known[1])) {
+					// A numeric holding a whole number is an integer in
+					// SQLite (11.00 is 11): its quotient must not be
+					// an integer division.
+					fn = "_pg_fdiv"
+				}
 				n.Node = call(fn, e.Lexpr, e.Rexpr).Node
 			}
 		case "~~", "!~~":
@@ -2597,6 +2643,8 @@ func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) 
 		n.Node = call("_pg_date_diff", e.Lexpr, e.Rexpr).Node
 	case isTS(ln) && rn == "interval":
 		n.Node = call("_pg_ts_add_"+map[bool]string{true: "tz", false: "ts"}[ln == "timestamptz"], e.Lexpr, e.Rexpr, sign).Node
+	case ln == "interval" && isTS(rn) && op == "+":
+		n.Node = call("_pg_ts_add_"+map[bool]string{true: "tz", false: "ts"}[rn == "timestamptz"], e.Rexpr, e.Lexpr, sign).Node
 	case isTS(ln) && isTS(rn) && op == "-" && ln != "date":
 		n.Node = call("_pg_ts_diff", e.Lexpr, e.Rexpr).Node
 	case ln == "interval" && rn == "interval":
@@ -2778,11 +2826,36 @@ func (t *translator) unknownOperand(e *pg_query.A_Expr) {
 	isNum := func(c ColType) bool {
 		return c.Type != nil && (c.Type.Name == "int2" || c.Type.Name == "int4" || c.Type.Name == "int8" || c.Type.Name == "numeric" || c.Type.Name == "float4" || c.Type.Name == "float8")
 	}
+	isTime := func(c ColType) bool {
+		return c.Type != nil && (c.Type.Name == "timestamptz" || c.Type.Name == "timestamp" || c.Type.Name == "date" || c.Type.Name == "interval")
+	}
+	// A literal beside a time or an interval is read as PostgreSQL
+	// resolves the operator (opParam): now() + '1 day' is an interval,
+	// now() - '2024-01-01' a timestamptz; SQLite's own arithmetic on the
+	// texts gave 2025 for now() - '1 day'.
+	timeLit := func(lit **pg_query.Node, other ColType, onRight bool, i int) {
+		oid := opParam(lastName(e.Name), other, onRight)
+		typ := Types[oid]
+		if typ == nil {
+			return
+		}
+		*lit = call("_cast_"+typ.Name, *lit)
+		known := t.opTypes[e]
+		known[i] = ct(oid)
+		if t.opTypes == nil {
+			t.opTypes = map[*pg_query.A_Expr][2]ColType{}
+		}
+		t.opTypes[e] = known
+	}
 	switch {
 	case isLit(e.Lexpr) && !isLit(e.Rexpr) && isNum(r):
 		e.Lexpr = call("_cast_"+r.Type.Name, e.Lexpr)
 	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isNum(l):
 		e.Rexpr = call("_cast_"+l.Type.Name, e.Rexpr)
+	case isLit(e.Lexpr) && !isLit(e.Rexpr) && isTime(r):
+		timeLit(&e.Lexpr, r, false, 0)
+	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isTime(l):
+		timeLit(&e.Rexpr, l, true, 1)
 	}
 }
 
@@ -2802,6 +2875,52 @@ func (t *translator) boolLiteral(e *pg_query.A_Expr) {
 	case isLit(e.Rexpr) && !isLit(e.Lexpr) && isBool(l):
 		e.Rexpr = call("_cast_bool", e.Rexpr)
 	}
+}
+
+// typedLiteral: a string literal compared with a number or a uuid is
+// read as that type when the statement is translated, as PostgreSQL
+// reads it when it parses the statement: `id = 'abc'` fails with 22P02
+// whether or not a row is read (SQLite compared the text and found
+// nothing), and a uuid written in capitals finds the stored one.
+func (t *translator) typedLiteral(e *pg_query.A_Expr) {
+	if e.Lexpr == nil || e.Rexpr == nil {
+		return
+	}
+	l, r := t.operandTypes(e)
+	check := func(lit, other *pg_query.Node, c ColType) {
+		sv := lit.GetAConst().GetSval()
+		if sv == nil || other.GetAConst() != nil || c.Type == nil || c.Enum != nil {
+			return
+		}
+		switch {
+		case c.Type.Name == "bytea":
+			if err := checkLiteral(Column{Type: c.Type}, sv.Sval); err != nil {
+				t.fail(err)
+				return
+			}
+			lit.Node = byteaValue(&pg_query.Node{Node: lit.Node}).Node // bytes, not the text
+			return
+		case c.Type.Cat == 'A' && c.Type.Elem != 0:
+		case c.Type.Name == "int2", c.Type.Name == "int4", c.Type.Name == "int8", c.Type.Name == "numeric",
+			c.Type.Name == "float4", c.Type.Name == "float8", c.Type.Name == "uuid":
+		default:
+			return
+		}
+		fn, ok := castFunc(c.Type).(func(any) (any, error))
+		if !ok {
+			return
+		}
+		out, err := fn(sv.Sval)
+		if err != nil {
+			t.fail(literalError(err))
+			return
+		}
+		if u, ok := out.(string); ok && (c.Type.Name == "uuid" || c.Type.Cat == 'A') {
+			sv.Sval = u // as the column keeps it: a uuid in lower case, an array as array_out writes it
+		}
+	}
+	check(e.Rexpr, e.Lexpr, l)
+	check(e.Lexpr, e.Rexpr, r)
 }
 
 // arrayOperands: an operator's operands are arrays (a column or cast of

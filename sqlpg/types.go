@@ -841,6 +841,17 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 				return ct(3802)
 			case "+", "-", "*", "/", "%":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
+				// A string beside a time or an interval is read as the
+				// operator takes it (opParam): ts + '1 day' an interval.
+				if unknownLit(a.Rexpr) && timeLike(l) {
+					if oid := opParam(op, l, true); oid != 0 {
+						r = ct(oid)
+					}
+				} else if unknownLit(a.Lexpr) && timeLike(r) {
+					if oid := opParam(op, r, false); oid != 0 {
+						l = ct(oid)
+					}
+				}
 				if op == "-" && l.Type != nil && l.Type.Name == "jsonb" {
 					return l
 				}
@@ -1166,6 +1177,24 @@ func scaleOf(c ColType) int32 {
 }
 
 // dateType is the type of date and timestamp arithmetic.
+// unknownLit: a string literal, of no type until its operator gives it one.
+func unknownLit(n *pg_query.Node) bool {
+	c := n.GetAConst()
+	return c != nil && c.GetSval() != nil
+}
+
+// timeLike: a date, timestamp, timestamptz or interval.
+func timeLike(c ColType) bool {
+	if c.Type == nil {
+		return false
+	}
+	switch c.Type.Name {
+	case "date", "timestamp", "timestamptz", "interval":
+		return true
+	}
+	return false
+}
+
 func dateType(l, r ColType, op string) ColType {
 	if l.Type == nil || r.Type == nil {
 		return ColType{}
@@ -1182,6 +1211,10 @@ func dateType(l, r ColType, op string) ColType {
 		return ct(1114)
 	case (ln == "timestamp" || ln == "timestamptz") && rn == "interval":
 		return ColType{Type: l.Type, Typmod: -1}
+	case ln == "interval" && rn == "date" && op == "+":
+		return ct(1114)
+	case ln == "interval" && (rn == "timestamp" || rn == "timestamptz") && op == "+":
+		return ColType{Type: r.Type, Typmod: -1}
 	case (ln == "timestamp" || ln == "timestamptz") && (rn == "timestamp" || rn == "timestamptz") && op == "-":
 		return ct(1186)
 	case ln == "interval" && rn == "interval":
@@ -1271,7 +1304,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	if tc := n.GetTypeCast(); tc != nil {
-		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool" || a.Type.Name == "timestamptz") {
+		if a := t.exprType(tc.Arg, sc); a.Type != nil && (a.Type.Name == "numeric" || a.Type.Name == "bool" || a.Type.Name == "timestamptz" || a.Type.Name == "bytea") {
 			if t.castArg == nil {
 				t.castArg = map[*pg_query.TypeCast]ColType{}
 			}
