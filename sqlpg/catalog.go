@@ -322,7 +322,7 @@ func catalogSQL() []string {
 			NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
 		FROM _pg_index_all i WHERE i.origin IN ('pk', 'u')
 		UNION ALL
-		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', 0, 0, 1,
+		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', (fk.deferral & 1) <> 0, (fk.deferral & 2) <> 0, 1,
 			CAST(_tandem_oid(fk.tbl) AS INTEGER), 0,
 			coalesce((SELECT CAST(_tandem_oid(i.relname) AS INTEGER) FROM _pg_index_all i WHERE i.tbl = fk.reftbl AND i.isunique AND CAST(i.colnums AS TEXT) = fk.refnums), 0),
 			0, CAST(_tandem_oid(fk.reftbl) AS INTEGER),
@@ -330,8 +330,11 @@ func catalogSQL() []string {
 			CASE fk.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL,
 			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || _tandem_qualify(fk.reftbl) || '(' || fk.refcols || ')'
-				|| CASE fk.on_delete WHEN 'CASCADE' THEN ' ON DELETE CASCADE' WHEN 'SET NULL' THEN ' ON DELETE SET NULL' WHEN 'SET DEFAULT' THEN ' ON DELETE SET DEFAULT' WHEN 'RESTRICT' THEN ' ON DELETE RESTRICT' ELSE '' END
+				|| CASE WHEN fk.on_update IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON UPDATE ' || fk.on_update ELSE '' END
+				|| CASE WHEN fk.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON DELETE ' || fk.on_delete ELSE '' END
+				|| CASE WHEN fk.deferral & 1 THEN ' DEFERRABLE' ELSE '' END || CASE WHEN fk.deferral & 2 THEN ' INITIALLY DEFERRED' ELSE '' END
 		FROM (SELECT m.name AS tbl, f."table" AS reftbl, f.on_update AS on_update, f.on_delete AS on_delete, `+fkNameSQL+` AS name,
+				_tandem_fk_deferral(m.sql, (SELECT group_concat(x.c, ',') FROM (SELECT g."from" AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x)) AS deferral,
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
 				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(g."from") AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS cols,
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
@@ -393,7 +396,7 @@ func catalogSQL() []string {
 			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.keys || ')' AS indexdef
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
-			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
+			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, CASE WHEN is_called THEN last_value END AS last_value FROM main._tandem_sequences`)
 	add("pg_sequence", `SELECT CAST(_tandem_oid(name) AS INTEGER) AS seqrelid, CAST(type_oid AS INTEGER) AS seqtypid, start_value AS seqstart,
 			increment AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache, cycle AS seqcycle FROM main._tandem_sequences`)
 	// A sequence read as a relation (SELECT last_value, is_called FROM s):
@@ -569,7 +572,8 @@ func catalogSQL() []string {
 	add("information_schema.table_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
 			'tandem' AS table_catalog, 'public' AS table_schema, (SELECT relname FROM pg_class WHERE oid = c.conrelid) AS table_name,
 			CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'f' THEN 'FOREIGN KEY' ELSE 'CHECK' END AS constraint_type,
-			'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, NULL AS nulls_distinct
+			CASE WHEN c.condeferrable THEN 'YES' ELSE 'NO' END AS is_deferrable, CASE WHEN c.condeferred THEN 'YES' ELSE 'NO' END AS initially_deferred,
+			'YES' AS enforced, NULL AS nulls_distinct
 		FROM pg_constraint c
 		UNION ALL
 		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
@@ -589,8 +593,8 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', `+fkNameSQL+`, 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
-	// The columns each constraint uses: its own table's for a key, the
-	// referenced table's for a foreign key (as PostgreSQL).
+	// The columns each constraint uses: its own table's for a key or a
+	// CHECK, the referenced table's for a foreign key (as PostgreSQL).
 	add("information_schema.constraint_column_usage", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, k.table_name AS table_name,
 			k.column_name AS column_name, 'tandem' AS constraint_catalog, 'public' AS constraint_schema, k.constraint_name AS constraint_name
 		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
@@ -598,7 +602,12 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = f.seq + 1)),
 			'tandem', 'public', `+fkNameSQL+`
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'
+		UNION ALL
+		SELECT 'tandem', 'public', m.name, p.name, 'tandem', 'public', json_extract(c.value, '$.name')
+		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c, json_each(json_extract(c.value, '$.cols')) k
+			JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	return v
 }
 

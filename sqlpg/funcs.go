@@ -1073,6 +1073,10 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return nil
 		}, true},
+		{"_tandem_fk_deferral", func(create any, cols string) int64 {
+			c, _ := create.(string)
+			return int64(FKDeferral(c, cols))
+		}, true},
 		{"_tandem_checks", func(create any) (string, error) {
 			// The table's CHECK constraints as JSON (pg_constraint's
 			// contype 'c' rows): name, definition, columns read.

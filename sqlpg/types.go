@@ -1095,8 +1095,10 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[23]
 		case c.Name == "roles":
 			c.Type = Types[1003] // pg_policies.roles: name[]
-		case c.Name == "polroles":
+		case c.Name == "polroles" || c.Name == "conexclop":
 			c.Type = Types[1028] // oid[]
+		case c.Name == "last_value":
+			c.Type = Types[20] // pg_sequences.last_value: NULL before the first nextval
 		case c.Name == "enumlabel":
 			c.Type = Types[19]
 		case c.Name == "enumsortorder":
