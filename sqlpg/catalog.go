@@ -319,7 +319,7 @@ func catalogSQL() []string {
 			CAST(_tandem_oid(i.tbl) AS INTEGER) AS conrelid, CAST(0 AS INTEGER) AS contypid, CAST(_tandem_oid(i.relname) AS INTEGER) AS conindid,
 			CAST(0 AS INTEGER) AS conparentid, CAST(0 AS INTEGER) AS confrelid, ' ' AS confupdtype, ' ' AS confdeltype, ' ' AS confmatchtype,
 			1 AS conislocal, 0 AS coninhcount, 1 AS connoinherit, '{' || replace(i.colnums, ' ', ',') || '}' AS conkey, NULL AS confkey,
-			NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
+			NULL AS conexclop, NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
 		FROM _pg_index_all i WHERE i.origin IN ('pk', 'u')
 		UNION ALL
 		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', (fk.deferral & 1) <> 0, (fk.deferral & 2) <> 0, 1,
@@ -328,7 +328,7 @@ func catalogSQL() []string {
 			0, CAST(_tandem_oid(fk.reftbl) AS INTEGER),
 			CASE fk.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			CASE fk.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
-			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL,
+			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL, NULL,
 			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || _tandem_qualify(fk.reftbl) || '(' || fk.refcols || ')'
 				|| CASE WHEN fk.on_update IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON UPDATE ' || fk.on_update ELSE '' END
 				|| CASE WHEN fk.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON DELETE ' || fk.on_delete ELSE '' END
@@ -345,7 +345,7 @@ func catalogSQL() []string {
 		SELECT CAST(_tandem_oid(m.name || '.' || json_extract(c.value, '$.name')) AS INTEGER), json_extract(c.value, '$.name'), 2200, 'c', 0, 0, 1,
 			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, 0, ' ', ' ', ' ', 1, 0, 0,
 			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
-			NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
+			NULL, NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
 		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	// pg_type from tandem's type table.
@@ -628,6 +628,36 @@ func InstallCatalog(exec func(sql string) error) error {
 	return nil
 }
 
+var namespaces = map[int64]string{nsCatalog: "pg_catalog", nsPublic: "public", nsInfo: "information_schema"}
+
+// regnamespaceName is regnamespace's output: the schema's name, or the
+// number of an OID that names none.
+func regnamespaceName(v any) any {
+	if x, ok := v.(int64); ok {
+		if name, ok := namespaces[x]; ok {
+			return quoteIdentIfNeeded(name)
+		}
+		return strconv.FormatInt(x, 10)
+	}
+	return v
+}
+
+// regnamespaceOID is regnamespace's input: a schema's name (as an
+// identifier: lower case unless quoted) or an OID written as digits.
+func regnamespaceOID(s string) (any, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	name := RegclassName(s)
+	for oid, n := range namespaces {
+		if n == name {
+			return oid, nil
+		}
+	}
+	return nil, fmt.Errorf("[SQLSTATE 3F000] schema %q does not exist", name)
+}
+
 // FormatType is PostgreSQL's format_type(oid, typmod).
 func FormatType(oid int64, typmod int64) string {
 	t := Types[uint32(oid)]
@@ -818,6 +848,31 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				o |= 2
 			}
 			return o // ASC (NULLS LAST) 0, DESC (NULLS FIRST) 3
+		}},
+		// pg_index_column_has_property for a btree index column (options:
+		// the index's indoption); NULL for a column it does not have or a
+		// property btree does not know.
+		{"_tandem_index_column_property", func(options string, col int64, prop string) any {
+			opts := strings.Fields(options)
+			if col < 1 || col > int64(len(opts)) {
+				return nil
+			}
+			o, _ := strconv.Atoi(opts[col-1])
+			switch strings.ToLower(prop) {
+			case "asc":
+				return o&1 == 0
+			case "desc":
+				return o&1 != 0
+			case "nulls_first":
+				return o&2 != 0
+			case "nulls_last":
+				return o&2 == 0
+			case "orderable", "returnable", "search_array", "search_nulls":
+				return true
+			case "distance_orderable":
+				return false
+			}
+			return nil
 		}},
 		{"_tandem_index_nulls", func(sql string, seq int64, desc bool) string {
 			switch n := indexNulls(sql, int(seq)); {
@@ -1077,6 +1132,42 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_partition_ancestors", func(rel any) any { return rel }},
 		{"pg_partition_root", func(rel any) any { return rel }},
 		{"_tandem_regtype", regtypeFn},
+		// x::regnamespace: a schema's name for an OID, the OID for a name.
+		{"_tandem_regnamespace", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				return regnamespaceOID(s)
+			}
+			return regnamespaceName(v), nil
+		}},
+		{"_tandem_regnamespace_name", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				oid, err := regnamespaceOID(s)
+				if err != nil {
+					return nil, err
+				}
+				v = oid
+			}
+			return regnamespaceName(v), nil
+		}},
+		{"_tandem_regnamespace_oid", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				return regnamespaceOID(s)
+			}
+			return v, nil
+		}},
+		// x::regoper: tandem knows no operators by OID; NULL stays NULL
+		// and an OID prints as its number (PostgreSQL's form for an OID
+		// it does not know).
+		{"_tandem_regoper", func(v any) (any, error) {
+			switch x := v.(type) {
+			case string:
+				if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+					return n, nil
+				}
+				return nil, fmt.Errorf("[SQLSTATE 42883] operator does not exist: %s", x)
+			}
+			return v, nil
+		}},
 		// '{int,int8}'::regtype[]: each name's OID ({23,20}).
 		{"_tandem_regtype_array", func(v any) (any, error) {
 			if v == nil {
