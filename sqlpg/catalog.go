@@ -346,7 +346,7 @@ func catalogSQL() []string {
 			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, 0, ' ', ' ', ' ', 1, 0, 0,
 			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
 			NULL, NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
-		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c
+		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql, (SELECT json_group_object(lower(tc.column_name), tc.type_oid) FROM main._tandem_columns tc WHERE tc.table_name = m.name))) c
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	// pg_type from tandem's type table.
 	var types []string
@@ -578,6 +578,17 @@ func catalogSQL() []string {
 		UNION ALL
 		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
 			'CHECK', 'NO', 'NO', 'YES', NULL
+		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
+	// CHECK constraints as PostgreSQL 15 lists them: each CHECK with its
+	// deparsed expression, and each NOT NULL column as a check of its own
+	// (named as in table_constraints). PostgreSQL's also lists its
+	// catalogs' NOT NULL columns; tandem's, the user tables' only.
+	add("information_schema.check_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
+			substr(c._condef, 7) AS check_clause
+		FROM pg_constraint c WHERE c.contype = 'c'
+		UNION ALL
+		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', p.name || ' IS NOT NULL'
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	// The columns of PRIMARY KEY, UNIQUE and FOREIGN KEY constraints
