@@ -246,9 +246,9 @@ func (d *checkDeparser) operands(l, r dexpr) (dexpr, dexpr) {
 	case l.typ == "unknown" && r.typ == "unknown":
 		return d.coerce(l, "text"), d.coerce(r, "text")
 	case l.typ == "unknown":
-		l = d.coerce(l, r.typ)
+		l = d.coerce(l, textFor(r.typ))
 	case r.typ == "unknown":
-		r = d.coerce(r, l.typ)
+		r = d.coerce(r, textFor(l.typ))
 	}
 	switch {
 	case l.typ == r.typ && l.typ != "varchar":
@@ -263,6 +263,15 @@ func (d *checkDeparser) operands(l, r dexpr) (dexpr, dexpr) {
 	}
 	d.bad = true
 	return l, r
+}
+
+// textFor is the type a string literal compared with a t takes: t, but
+// text for a varchar (varchar's comparisons are text's).
+func textFor(t string) string {
+	if t == "varchar" {
+		return "text"
+	}
+	return t
 }
 
 func (d *checkDeparser) binary(op string, l, r dexpr) dexpr {
