@@ -535,6 +535,102 @@ func ConstraintName(create, kind, cols string) string {
 	return ""
 }
 
+// FKDeferral reads from a CREATE TABLE text whether the foreign key on
+// cols (comma-separated) is DEFERRABLE (1) and INITIALLY DEFERRED too
+// (3), or neither (0): SQLite keeps the clause in the text only.
+func FKDeferral(create, cols string) int {
+	open := strings.IndexByte(create, '(')
+	if open < 0 {
+		return 0
+	}
+	items, err := splitTop(create[open+1:])
+	if err != nil {
+		return 0
+	}
+	want := strings.Split(cols, ",")
+	same := func(group string) bool {
+		if len(group) < 2 || group[0] != '(' {
+			return false
+		}
+		got := strings.Split(group[1:len(group)-1], ",")
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range got {
+			if !identIs(strings.TrimSpace(got[i]), strings.TrimSpace(want[i])) {
+				return false
+			}
+		}
+		return true
+	}
+	// deferral reads the clause's words after REFERENCES, up to the next
+	// constraint of a column.
+	deferral := func(toks []token) int {
+		d := 0
+		for j := 0; j < len(toks); j++ {
+			w := strings.ToUpper(toks[j].text)
+			next := ""
+			if j+1 < len(toks) {
+				next = strings.ToUpper(toks[j+1].text)
+			}
+			prev := ""
+			if j > 0 {
+				prev = strings.ToUpper(toks[j-1].text)
+			}
+			switch {
+			case w == "CONSTRAINT" || w == "PRIMARY" || w == "UNIQUE" || w == "CHECK" || (w == "DEFAULT" && prev != "SET") || w == "COLLATE" ||
+				w == "GENERATED" || w == "REFERENCES" || (w == "NOT" && next == "NULL"):
+				return d
+			case w == "NOT" && next == "DEFERRABLE":
+				d = 0
+				j++
+			case w == "DEFERRABLE":
+				d |= 1
+			case w == "INITIALLY" && next == "DEFERRED":
+				d |= 2
+				j++
+			case w == "INITIALLY" && next == "IMMEDIATE":
+				d &^= 2
+				j++
+			}
+		}
+		return d
+	}
+	for _, it := range items {
+		toks := tokens(create[open+1+it[0] : open+1+it[1]])
+		if len(toks) < 3 {
+			continue
+		}
+		k := 0
+		if strings.EqualFold(toks[0].text, "CONSTRAINT") {
+			k = 2
+		}
+		if k+2 < len(toks) && strings.EqualFold(toks[k].text, "FOREIGN") {
+			if !same(toks[k+2].text) {
+				continue
+			}
+			for j := k + 3; j < len(toks); j++ {
+				if strings.EqualFold(toks[j].text, "REFERENCES") {
+					return deferral(toks[j+1:])
+				}
+			}
+			continue
+		}
+		if k > 0 || strings.EqualFold(toks[0].text, "PRIMARY") || strings.EqualFold(toks[0].text, "UNIQUE") || strings.EqualFold(toks[0].text, "CHECK") {
+			continue
+		}
+		if len(want) != 1 || !identIs(toks[0].text, strings.TrimSpace(want[0])) {
+			continue
+		}
+		for j := 1; j < len(toks); j++ {
+			if strings.EqualFold(toks[j].text, "REFERENCES") {
+				return deferral(toks[j+1:])
+			}
+		}
+	}
+	return 0
+}
+
 // stripLimitCheck removes a column definition's type-limit constraint
 // (CONSTRAINT "_tandem_lim_..." CHECK (...)).
 func stripLimitCheck(def string) string {

@@ -319,19 +319,22 @@ func catalogSQL() []string {
 			CAST(_tandem_oid(i.tbl) AS INTEGER) AS conrelid, CAST(0 AS INTEGER) AS contypid, CAST(_tandem_oid(i.relname) AS INTEGER) AS conindid,
 			CAST(0 AS INTEGER) AS conparentid, CAST(0 AS INTEGER) AS confrelid, ' ' AS confupdtype, ' ' AS confdeltype, ' ' AS confmatchtype,
 			1 AS conislocal, 0 AS coninhcount, 1 AS connoinherit, '{' || replace(i.colnums, ' ', ',') || '}' AS conkey, NULL AS confkey,
-			NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
+			NULL AS conexclop, NULL AS conbin, CASE WHEN i.isprimary THEN 'PRIMARY KEY (' ELSE 'UNIQUE (' END || i.cols || ')' AS _condef
 		FROM _pg_index_all i WHERE i.origin IN ('pk', 'u')
 		UNION ALL
-		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', 0, 0, 1,
+		SELECT CAST(_tandem_oid(fk.name) AS INTEGER), fk.name, 2200, 'f', (fk.deferral & 1) <> 0, (fk.deferral & 2) <> 0, 1,
 			CAST(_tandem_oid(fk.tbl) AS INTEGER), 0,
 			coalesce((SELECT CAST(_tandem_oid(i.relname) AS INTEGER) FROM _pg_index_all i WHERE i.tbl = fk.reftbl AND i.isunique AND CAST(i.colnums AS TEXT) = fk.refnums), 0),
 			0, CAST(_tandem_oid(fk.reftbl) AS INTEGER),
 			CASE fk.on_update WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
 			CASE fk.on_delete WHEN 'CASCADE' THEN 'c' WHEN 'SET NULL' THEN 'n' WHEN 'SET DEFAULT' THEN 'd' WHEN 'RESTRICT' THEN 'r' ELSE 'a' END,
-			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL,
+			's', 1, 0, 1, '{' || replace(fk.nums, ' ', ',') || '}', '{' || replace(fk.refnums, ' ', ',') || '}', NULL, NULL,
 			'FOREIGN KEY (' || fk.cols || ') REFERENCES ' || _tandem_qualify(fk.reftbl) || '(' || fk.refcols || ')'
-				|| CASE fk.on_delete WHEN 'CASCADE' THEN ' ON DELETE CASCADE' WHEN 'SET NULL' THEN ' ON DELETE SET NULL' WHEN 'SET DEFAULT' THEN ' ON DELETE SET DEFAULT' WHEN 'RESTRICT' THEN ' ON DELETE RESTRICT' ELSE '' END
+				|| CASE WHEN fk.on_update IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON UPDATE ' || fk.on_update ELSE '' END
+				|| CASE WHEN fk.on_delete IN ('CASCADE', 'SET NULL', 'SET DEFAULT', 'RESTRICT') THEN ' ON DELETE ' || fk.on_delete ELSE '' END
+				|| CASE WHEN fk.deferral & 1 THEN ' DEFERRABLE' ELSE '' END || CASE WHEN fk.deferral & 2 THEN ' INITIALLY DEFERRED' ELSE '' END
 		FROM (SELECT m.name AS tbl, f."table" AS reftbl, f.on_update AS on_update, f.on_delete AS on_delete, `+fkNameSQL+` AS name,
+				_tandem_fk_deferral(m.sql, (SELECT group_concat(x.c, ',') FROM (SELECT g."from" AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x)) AS deferral,
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
 				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(g."from") AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS cols,
 				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
@@ -342,8 +345,8 @@ func catalogSQL() []string {
 		SELECT CAST(_tandem_oid(m.name || '.' || json_extract(c.value, '$.name')) AS INTEGER), json_extract(c.value, '$.name'), 2200, 'c', 0, 0, 1,
 			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, 0, ' ', ' ', ' ', 1, 0, 0,
 			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
-			NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
-		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c
+			NULL, NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
+		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql, (SELECT json_group_object(lower(tc.column_name), tc.type_oid) FROM main._tandem_columns tc WHERE tc.table_name = m.name))) c
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	// pg_type from tandem's type table.
 	var types []string
@@ -393,7 +396,7 @@ func catalogSQL() []string {
 			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.keys || ')' AS indexdef
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
-			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, last_value FROM main._tandem_sequences`)
+			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, CASE WHEN is_called THEN last_value END AS last_value FROM main._tandem_sequences`)
 	add("pg_sequence", `SELECT CAST(_tandem_oid(name) AS INTEGER) AS seqrelid, CAST(type_oid AS INTEGER) AS seqtypid, start_value AS seqstart,
 			increment AS seqincrement, max_value AS seqmax, min_value AS seqmin, 1 AS seqcache, cycle AS seqcycle FROM main._tandem_sequences`)
 	// A sequence read as a relation (SELECT last_value, is_called FROM s):
@@ -569,11 +572,23 @@ func catalogSQL() []string {
 	add("information_schema.table_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
 			'tandem' AS table_catalog, 'public' AS table_schema, (SELECT relname FROM pg_class WHERE oid = c.conrelid) AS table_name,
 			CASE c.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' WHEN 'f' THEN 'FOREIGN KEY' ELSE 'CHECK' END AS constraint_type,
-			'NO' AS is_deferrable, 'NO' AS initially_deferred, 'YES' AS enforced, NULL AS nulls_distinct
+			CASE WHEN c.condeferrable THEN 'YES' ELSE 'NO' END AS is_deferrable, CASE WHEN c.condeferred THEN 'YES' ELSE 'NO' END AS initially_deferred,
+			'YES' AS enforced, NULL AS nulls_distinct
 		FROM pg_constraint c
 		UNION ALL
 		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
 			'CHECK', 'NO', 'NO', 'YES', NULL
+		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
+	// CHECK constraints as PostgreSQL 15 lists them: each CHECK with its
+	// deparsed expression, and each NOT NULL column as a check of its own
+	// (named as in table_constraints). PostgreSQL's also lists its
+	// catalogs' NOT NULL columns; tandem's, the user tables' only.
+	add("information_schema.check_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
+			substr(c._condef, 7) AS check_clause
+		FROM pg_constraint c WHERE c.contype = 'c'
+		UNION ALL
+		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', p.name || ' IS NOT NULL'
 		FROM main.sqlite_schema m, pragma_table_info(m.name) p
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	// The columns of PRIMARY KEY, UNIQUE and FOREIGN KEY constraints
@@ -589,8 +604,8 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', `+fkNameSQL+`, 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
-	// The columns each constraint uses: its own table's for a key, the
-	// referenced table's for a foreign key (as PostgreSQL).
+	// The columns each constraint uses: its own table's for a key or a
+	// CHECK, the referenced table's for a foreign key (as PostgreSQL).
 	add("information_schema.constraint_column_usage", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, k.table_name AS table_name,
 			k.column_name AS column_name, 'tandem' AS constraint_catalog, 'public' AS constraint_schema, k.constraint_name AS constraint_name
 		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
@@ -598,7 +613,12 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = f.seq + 1)),
 			'tandem', 'public', `+fkNameSQL+`
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'
+		UNION ALL
+		SELECT 'tandem', 'public', m.name, p.name, 'tandem', 'public', json_extract(c.value, '$.name')
+		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c, json_each(json_extract(c.value, '$.cols')) k
+			JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	return v
 }
 
@@ -617,6 +637,36 @@ func InstallCatalog(exec func(sql string) error) error {
 		}
 	}
 	return nil
+}
+
+var namespaces = map[int64]string{nsCatalog: "pg_catalog", nsPublic: "public", nsInfo: "information_schema"}
+
+// regnamespaceName is regnamespace's output: the schema's name, or the
+// number of an OID that names none.
+func regnamespaceName(v any) any {
+	if x, ok := v.(int64); ok {
+		if name, ok := namespaces[x]; ok {
+			return quoteIdentIfNeeded(name)
+		}
+		return strconv.FormatInt(x, 10)
+	}
+	return v
+}
+
+// regnamespaceOID is regnamespace's input: a schema's name (as an
+// identifier: lower case unless quoted) or an OID written as digits.
+func regnamespaceOID(s string) (any, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	name := RegclassName(s)
+	for oid, n := range namespaces {
+		if n == name {
+			return oid, nil
+		}
+	}
+	return nil, fmt.Errorf("[SQLSTATE 3F000] schema %q does not exist", name)
 }
 
 // FormatType is PostgreSQL's format_type(oid, typmod).
@@ -809,6 +859,31 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				o |= 2
 			}
 			return o // ASC (NULLS LAST) 0, DESC (NULLS FIRST) 3
+		}},
+		// pg_index_column_has_property for a btree index column (options:
+		// the index's indoption); NULL for a column it does not have or a
+		// property btree does not know.
+		{"_tandem_index_column_property", func(options string, col int64, prop string) any {
+			opts := strings.Fields(options)
+			if col < 1 || col > int64(len(opts)) {
+				return nil
+			}
+			o, _ := strconv.Atoi(opts[col-1])
+			switch strings.ToLower(prop) {
+			case "asc":
+				return o&1 == 0
+			case "desc":
+				return o&1 != 0
+			case "nulls_first":
+				return o&2 != 0
+			case "nulls_last":
+				return o&2 == 0
+			case "orderable", "returnable", "search_array", "search_nulls":
+				return true
+			case "distance_orderable":
+				return false
+			}
+			return nil
 		}},
 		{"_tandem_index_nulls", func(sql string, seq int64, desc bool) string {
 			switch n := indexNulls(sql, int(seq)); {
@@ -1068,6 +1143,42 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 		{"pg_partition_ancestors", func(rel any) any { return rel }},
 		{"pg_partition_root", func(rel any) any { return rel }},
 		{"_tandem_regtype", regtypeFn},
+		// x::regnamespace: a schema's name for an OID, the OID for a name.
+		{"_tandem_regnamespace", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				return regnamespaceOID(s)
+			}
+			return regnamespaceName(v), nil
+		}},
+		{"_tandem_regnamespace_name", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				oid, err := regnamespaceOID(s)
+				if err != nil {
+					return nil, err
+				}
+				v = oid
+			}
+			return regnamespaceName(v), nil
+		}},
+		{"_tandem_regnamespace_oid", func(v any) (any, error) {
+			if s, ok := v.(string); ok {
+				return regnamespaceOID(s)
+			}
+			return v, nil
+		}},
+		// x::regoper: tandem knows no operators by OID; NULL stays NULL
+		// and an OID prints as its number (PostgreSQL's form for an OID
+		// it does not know).
+		{"_tandem_regoper", func(v any) (any, error) {
+			switch x := v.(type) {
+			case string:
+				if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+					return n, nil
+				}
+				return nil, fmt.Errorf("[SQLSTATE 42883] operator does not exist: %s", x)
+			}
+			return v, nil
+		}},
 		// '{int,int8}'::regtype[]: each name's OID ({23,20}).
 		{"_tandem_regtype_array", func(v any) (any, error) {
 			if v == nil {

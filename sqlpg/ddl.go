@@ -283,6 +283,7 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 	} else {
 		parts = append(parts, typ.SQLite)
 	}
+	constraintAttrs(cd.Constraints)
 	for _, cn := range cd.Constraints {
 		c := cn.GetConstraint()
 		if c == nil {
@@ -382,6 +383,42 @@ func (t *translator) columnConstraint(c *pg_query.Constraint, intPK bool) (strin
 		return "", nil
 	}
 	return "", unsupported("this column constraint")
+}
+
+// constraintAttrs applies a column's DEFERRABLE, NOT DEFERRABLE,
+// INITIALLY DEFERRED and INITIALLY IMMEDIATE (separate items of its
+// constraint list in the raw parse tree) to the constraint before them,
+// as PostgreSQL's transformConstraintAttrs: INITIALLY DEFERRED alone
+// makes it deferrable.
+func constraintAttrs(list []*pg_query.Node) {
+	var last *pg_query.Constraint
+	sawDeferrability := false
+	for _, n := range list {
+		c := n.GetConstraint()
+		if c == nil {
+			continue
+		}
+		switch c.Contype {
+		case pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE, pg_query.ConstrType_CONSTR_ATTR_NOT_DEFERRABLE:
+			if last != nil {
+				last.Deferrable = c.Contype == pg_query.ConstrType_CONSTR_ATTR_DEFERRABLE
+				sawDeferrability = true
+			}
+		case pg_query.ConstrType_CONSTR_ATTR_DEFERRED:
+			if last != nil {
+				last.Initdeferred = true
+				if !sawDeferrability {
+					last.Deferrable = true
+				}
+			}
+		case pg_query.ConstrType_CONSTR_ATTR_IMMEDIATE:
+			if last != nil {
+				last.Initdeferred = false
+			}
+		default:
+			last, sawDeferrability = c, false
+		}
+	}
 }
 
 func (t *translator) references(c *pg_query.Constraint) (string, error) {

@@ -1114,10 +1114,26 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return nil
 		}, true},
-		{"_tandem_checks", func(create any) (string, error) {
-			// The table's CHECK constraints as JSON (pg_constraint's
-			// contype 'c' rows): name, definition, columns read.
+		{"_tandem_fk_deferral", func(create any, cols string) int64 {
 			c, _ := create.(string)
+			return int64(FKDeferral(c, cols))
+		}, true},
+		{"_tandem_checks", func(args ...any) (string, error) {
+			// The table's CHECK constraints as JSON (pg_constraint's
+			// contype 'c' rows): name, definition, columns read. With
+			// the table's column types (JSON: name -> type OID) the
+			// definition is PostgreSQL's deparse where pgCheckExpr
+			// knows it.
+			var c string
+			if len(args) > 0 {
+				c, _ = args[0].(string)
+			}
+			var types map[string]uint32
+			if len(args) > 1 {
+				if s, ok := args[1].(string); ok {
+					_ = json.Unmarshal([]byte(s), &types)
+				}
+			}
 			type check struct {
 				Name string   `json:"name"`
 				Def  string   `json:"def"`
@@ -1125,7 +1141,13 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			out := []check{}
 			for _, k := range CheckConstraints(c) {
-				out = append(out, check{k.Name, "CHECK (" + k.Group + ")", k.Cols})
+				def := "CHECK (" + k.Group + ")"
+				if types != nil {
+					if e, ok := pgCheckExpr(k.Group, types); ok {
+						def = "CHECK (" + e + ")"
+					}
+				}
+				out = append(out, check{k.Name, def, k.Cols})
 			}
 			b, err := json.Marshal(out)
 			return string(b), err

@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -176,7 +177,80 @@ func registerAggregates(c *sqlite3.SQLiteConn) error {
 	if err := c.RegisterAggregator("_pg_mode", func() *modeAgg { return &modeAgg{} }, true); err != nil {
 		return fmt.Errorf("sqlpg: register _pg_mode: %w", err)
 	}
+	for name, binary := range map[string]bool{"_pg_json_object_agg": false, "_pg_jsonb_object_agg": true} {
+		if err := c.RegisterAggregator(name, func() *objectAgg { return &objectAgg{jsonb: binary} }, true); err != nil {
+			return fmt.Errorf("sqlpg: register %s: %w", name, err)
+		}
+	}
 	return nil
+}
+
+// objectAgg is json_object_agg(k, v) and jsonb_object_agg(k, v), v as
+// json text (the translator wraps a value that is not json in to_json):
+// json keeps the pairs in order, duplicates too, laid out as PostgreSQL's
+// json_object_agg ({ "a" : 1, "b" : 2 }); jsonb keeps the last value of
+// each key, in jsonb's key order.
+type objectAgg struct {
+	jsonb bool
+	keys  []string
+	vals  []string
+	bad   error
+}
+
+func (a *objectAgg) Step(k, v any) {
+	if b, ok := k.([]byte); ok && b == nil {
+		k = nil // SQL NULL, as the driver hands it to an aggregate
+	}
+	if k == nil {
+		if a.bad == nil {
+			a.bad = fmt.Errorf("[SQLSTATE 22023] field name must not be null")
+		}
+		return
+	}
+	val := "null"
+	if v != nil {
+		val = fmt.Sprint(toText(v))
+	}
+	if val == "" {
+		val = "null" // NULL (never json text)
+	}
+	a.keys = append(a.keys, fmt.Sprint(toText(k)))
+	a.vals = append(a.vals, val)
+}
+
+func (a *objectAgg) Done() (any, error) {
+	if a.bad != nil {
+		return nil, a.bad
+	}
+	if len(a.keys) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	if !a.jsonb {
+		b.WriteString("{ ")
+		for i, k := range a.keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeJSONString(&b, k)
+			b.WriteString(" : ")
+			b.WriteString(a.vals[i])
+		}
+		b.WriteString(" }")
+		return b.String(), nil
+	}
+	obj := map[string]any{}
+	for i, k := range a.keys {
+		dec := json.NewDecoder(strings.NewReader(a.vals[i]))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("[SQLSTATE 22P02] invalid input syntax for type json")
+		}
+		obj[k] = v
+	}
+	writeJSONB(&b, obj)
+	return b.String(), nil
 }
 
 // percentileAgg is percentile_cont (interpolated between the two nearest

@@ -129,6 +129,8 @@ func init() {
 		{1700, "numeric", "numeric", -1, 0, 1231, 'N', "NUMERIC"},
 		{2205, "regclass", "regclass", 4, 0, 2210, 'N', "INTEGER"},
 		{2206, "regtype", "regtype", 4, 0, 2211, 'N', "INTEGER"},
+		{2203, "regoper", "regoper", 4, 0, 2208, 'N', "INTEGER"},
+		{4089, "regnamespace", "regnamespace", 4, 0, 4090, 'N', "INTEGER"},
 		{2950, "uuid", "uuid", 16, 0, 2951, 'U', "TEXT"},
 		{3802, "jsonb", "jsonb", -1, 0, 3807, 'U', "TEXT"},
 	} {

@@ -1442,7 +1442,14 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		}
 		n.Node = call("_tandem_regtype", c.Arg).Node
 		return
-	case "regproc", "regprocedure", "regnamespace", "regrole":
+	case "regnamespace":
+		// As regtype: an OID prints the schema's name, a name is its OID.
+		n.Node = call("_tandem_regnamespace", c.Arg).Node
+		return
+	case "regoper":
+		n.Node = call("_tandem_regoper", c.Arg).Node
+		return
+	case "regproc", "regprocedure", "regrole":
 		n.Node = c.Arg.Node
 		return
 	}
@@ -1466,6 +1473,18 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 			t.fail(err)
 			return
 		}
+	}
+	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_regnamespace" && (typ.Cat == 'S' || typ.Cat == 'N') {
+		// x::regnamespace::text: the schema's name; ::oid its OID.
+		fn := "_tandem_regnamespace_name"
+		if typ.Cat == 'N' {
+			fn = "_tandem_regnamespace_oid"
+		}
+		n.Node = call(fn, f.Args...).Node
+		if typ.Name != "oid" && typ.Cat == 'N' {
+			n.Node = call("_cast_"+typ.Name, n).Node
+		}
+		return
 	}
 	if f := c.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_tandem_regtype" && typ.Cat == 'S' {
 		// x::regtype::text: the type's name, as regtype's output.
@@ -1900,6 +1919,16 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			tpl = "(SELECT CASE WHEN __arg1__ = 0 THEN _t._d ELSE split_part(_t._c, ', ', __arg1__) END FROM (SELECT x.indexname AS _n, x.indexdef AS _d, i.cols AS _c FROM pg_indexes x JOIN _pg_index_all i ON i.relname = x.indexname AND i.tbl = x.tablename) _t WHERE _tandem_oid(_t._n) = __arg0__)"
 		}
 		n.Node = template(tpl, f.Args...).Node
+		return
+	}
+	if (name == "json_object_agg" || name == "jsonb_object_agg") && len(f.Args) == 2 && f.Over == nil && !f.AggDistinct {
+		// An aggregate of tandem's own, over the value as json text.
+		val := f.Args[1]
+		if !t.jsonArg[f] {
+			val = call("to_json", val)
+		}
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("_pg_" + name)}
+		f.Args = []*pg_query.Node{f.Args[0], val}
 		return
 	}
 	if (name == "json_agg" || name == "jsonb_agg") && len(f.Args) == 1 && f.Over == nil {
@@ -2502,12 +2531,13 @@ func figureColname(n *pg_query.Node) (string, int) {
 // a column of the caller's row (pg_get_constraintdef(oid) over
 // pg_constraint) is not taken for the view's column of the same name.
 var catalogTemplates = map[string]string{
-	"pg_get_indexdef":        "(SELECT _t._d FROM (SELECT indexname AS _n, indexdef AS _d FROM pg_indexes) _t WHERE _tandem_oid(_t._n) = __arg0__)",
-	"pg_get_constraintdef":   "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
-	"pg_get_viewdef":         "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
-	"to_regclass":            "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
-	"pg_sequence_last_value": "(SELECT CASE WHEN _t._c THEN _t._l END FROM (SELECT name AS _n, last_value AS _l, is_called AS _c FROM main._tandem_sequences) _t WHERE _t._n = __arg0__ OR _tandem_oid(_t._n) = __arg0__)",
-	"pg_get_serial_sequence": "(SELECT 'public.' || quote_ident(_t._s) FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = _tandem_relname(__arg0__) AND _t._cn = __arg1__)",
+	"pg_get_indexdef":              "(SELECT _t._d FROM (SELECT indexname AS _n, indexdef AS _d FROM pg_indexes) _t WHERE _tandem_oid(_t._n) = __arg0__)",
+	"pg_get_constraintdef":         "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
+	"pg_get_viewdef":               "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
+	"pg_index_column_has_property": "(SELECT _tandem_index_column_property(_t._p, __arg1__, __arg2__) FROM (SELECT indexrelid AS _i, indoption AS _p FROM pg_index) _t WHERE _t._i = __arg0__)",
+	"to_regclass":                  "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
+	"pg_sequence_last_value":       "(SELECT CASE WHEN _t._c THEN _t._l END FROM (SELECT name AS _n, last_value AS _l, is_called AS _c FROM main._tandem_sequences) _t WHERE _t._n = __arg0__ OR _tandem_oid(_t._n) = __arg0__)",
+	"pg_get_serial_sequence":       "(SELECT 'public.' || quote_ident(_t._s) FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = _tandem_relname(__arg0__) AND _t._cn = __arg1__)",
 }
 
 var templateCache sync.Map

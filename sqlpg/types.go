@@ -508,6 +508,7 @@ var funcTypes = map[string]uint32{
 	"has_sequence_privilege": 16, "has_function_privilege": 16, "pg_table_is_visible": 16, "pg_type_is_visible": 16,
 	"pg_function_is_visible": 16, "_pg_array_contains": 16, "_pg_array_overlap": 16, "pg_is_in_recovery": 16, "current_schemas": 1003,
 	"gen_random_uuid": 2950, "date_trunc": 1114, "pg_backend_pid": 23, "pg_terminate_backend": 16, "pg_cancel_backend": 16, "nextval": 20, "currval": 20, "setval": 20, "json_agg": 114, "jsonb_agg": 3802, "row_to_json": 114,
+	"json_object_agg": 114, "jsonb_object_agg": 3802, "_pg_json_object_agg": 114, "_pg_jsonb_object_agg": 3802, "pg_index_column_has_property": 16,
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20, "lastval": 20,
 	"pg_try_advisory_lock": 16, "pg_try_advisory_lock_shared": 16, "pg_try_advisory_xact_lock": 16, "pg_try_advisory_xact_lock_shared": 16,
 	"pg_advisory_unlock": 16, "pg_advisory_unlock_shared": 16,
@@ -1106,8 +1107,10 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[23]
 		case c.Name == "roles":
 			c.Type = Types[1003] // pg_policies.roles: name[]
-		case c.Name == "polroles":
+		case c.Name == "polroles" || c.Name == "conexclop":
 			c.Type = Types[1028] // oid[]
+		case c.Name == "last_value":
+			c.Type = Types[20] // pg_sequences.last_value: NULL before the first nextval
 		case c.Name == "enumlabel":
 			c.Type = Types[19]
 		case c.Name == "enumsortorder":
@@ -1389,7 +1392,8 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Funcname) == 1 {
 		switch lastName(f.Funcname) {
-		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb", "json_agg", "jsonb_agg":
+		case "jsonb_build_object", "json_build_object", "jsonb_build_array", "json_build_array", "to_json", "to_jsonb", "json_agg", "jsonb_agg",
+			"json_object_agg", "jsonb_object_agg":
 			// Booleans are integers in SQLite: mark them for the builder.
 			for i, a := range f.Args {
 				c := t.exprType(a, sc)
