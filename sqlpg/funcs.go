@@ -1596,6 +1596,56 @@ func init() {
 			}
 			return nil
 		}},
+		namedFunc{"_pg_array_subscripts", func(args ...any) (any, error) {
+			// generate_subscripts(arr [, dim]) as an array: 1..n, or
+			// 0..n-1 for an int2vector or oidvector (pg_index.indkey).
+			if len(args) == 0 || args[0] == nil || len(args) > 1 && args[1] == nil {
+				return "{}", nil
+			}
+			if len(args) > 1 {
+				if d, ok := args[1].(int64); !ok || d != 1 {
+					dims := arrayDims(args[0])
+					if !ok || d < 1 || int(d) > len(dims) {
+						return "{}", nil
+					}
+					return seriesText(1, int64(dims[d-1]), 1), nil
+				}
+			}
+			n := int64(len(arrayElems(args[0])))
+			if dims := arrayDims(args[0]); len(dims) > 0 {
+				n = int64(dims[0])
+			}
+			if isVector(args[0]) {
+				return seriesText(0, n-1, 1), nil
+			}
+			return seriesText(1, n, 1), nil
+		}},
+		namedFunc{"_pg_series_array", func(args ...any) (any, error) {
+			// generate_series(a, b [, step]) of integers as an array.
+			if len(args) < 2 || args[0] == nil || args[1] == nil || len(args) > 2 && args[2] == nil {
+				return "{}", nil
+			}
+			var v [3]int64
+			v[2] = 1
+			for i, a := range args {
+				x, ok := a.(int64)
+				if !ok {
+					f, isF := a.(float64)
+					if !isF || f != math.Trunc(f) {
+						return nil, fmt.Errorf("[SQLSTATE 0A000] generate_series over a column of a type other than an integer is not supported on the SQLite back end")
+					}
+					x = int64(f)
+				}
+				v[i] = x
+			}
+			if v[2] == 0 {
+				return nil, fmt.Errorf("[SQLSTATE 22023] step size cannot equal zero")
+			}
+			if n := (v[1] - v[0]) / v[2]; n > 10_000_000 {
+				return nil, fmt.Errorf("[SQLSTATE 54000] generate_series over a column is limited to 10000000 values on the SQLite back end")
+			}
+			return seriesText(v[0], v[1], v[2]), nil
+		}},
 		namedFunc{"_pg_array_json", func(arr any) any {
 			if arr == nil {
 				return "[]"
@@ -1756,6 +1806,22 @@ func numeric(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
+}
+
+// seriesText is the integer array {a, a+step, ... up to b}.
+func seriesText(a, b, step int64) string {
+	var sb strings.Builder
+	sb.WriteByte('{')
+	first := true
+	for x := a; step > 0 && x <= b || step < 0 && x >= b; x += step {
+		if !first {
+			sb.WriteByte(',')
+		}
+		first = false
+		sb.WriteString(strconv.FormatInt(x, 10))
+	}
+	sb.WriteByte('}')
+	return sb.String()
 }
 
 // byteaIn reads bytea's input forms: hex (\x0001ff, spaces between

@@ -125,16 +125,8 @@ func (t *translator) seriesTargetSRF(s *pg_query.SelectStmt, rt *pg_query.ResTar
 	if name != "generate_series" || srfCount(s) > 1 {
 		return false
 	}
-	cols := false
-	for _, a := range f.Args {
-		walkNode(a, func(m *pg_query.Node) {
-			if m.GetColumnRef() != nil {
-				cols = true
-			}
-		})
-	}
-	if cols {
-		return false
+	if readsColumn(f.Args) {
+		return false // over a column: unnested beside the FROM (targetSRFs)
 	}
 	t.subq++
 	alias := fmt.Sprintf("_tandem_srf%d", t.subq)

@@ -238,6 +238,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if strings.Contains(lower, "generate_subscripts") {
 		t.subscriptLaterals(raw)
 	}
+	if strings.Contains(lower, "generate_s") {
+		t.seriesAsUnnest(raw)
+	}
 	if strings.Contains(lower, "tableoid") {
 		tableOIDs(raw)
 	}
@@ -2723,6 +2726,18 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 				continue
 			}
 		}
+		if name == "generate_series" && (len(f.Args) == 2 || len(f.Args) == 3) && field == "" {
+			// Beside other set-returning functions, or over a column:
+			// the series as an array, unnested with them in lockstep
+			// (Atlas: generate_series(1, array_length(i.indkey, 1)) AS
+			// ord, unnest(i.indkey) AS key).
+			f.Args = []*pg_query.Node{call("_pg_series_array", f.Args...)}
+			f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("unnest")}
+			name = "unnest"
+			if rt.Name == "" {
+				rt.Name = "generate_series"
+			}
+		}
 		if name != "unnest" && name != "generate_subscripts" && name != "_pg_expandarray" {
 			continue
 		}
@@ -2744,6 +2759,10 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		}
 		alias, ok := eaches[txt]
 		if !ok {
+			if len(eaches) == 0 {
+				t.qualifyEachNames(s)
+				starOfFrom(s)
+			}
 			// Several arrays are zipped, as PostgreSQL does, by position.
 			t.subq++
 			alias = fmt.Sprintf("_tandem_srf%d", t.subq)

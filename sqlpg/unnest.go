@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"fmt"
+	"strings"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
 	"google.golang.org/protobuf/proto"
@@ -334,6 +335,7 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 	if len(items) == 0 {
 		return
 	}
+	t.qualifyEachNames(s)
 	// * in the select list: every FROM item's columns in order.
 	var targets []*pg_query.Node
 	for _, tn := range s.TargetList {
@@ -390,6 +392,19 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 		}
 		return nil
 	}
+	// A bare name inside a nested select reads an unnest column only
+	// when no FROM item of the nested selects can have that column (the
+	// catalog functions' templates nest selects over derived tables of
+	// their own: pg_get_indexdef(i.indexrelid, k + 1)).
+	var nested []*pg_query.SelectStmt
+	free := func(col string) bool {
+		for _, sel := range nested {
+			if t.fromMayHave(sel.FromClause, col) {
+				return false
+			}
+		}
+		return true
+	}
 	var walk func(m protoreflect.Message, top bool)
 	walk = func(m protoreflect.Message, top bool) {
 		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
@@ -405,7 +420,7 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 						switch {
 						case len(f) == 2 && cr.Fields[1].GetString_() != nil:
 							e = find(f[0], f[1])
-						case len(f) == 1 && top && cr.Fields[0].GetString_() != nil:
+						case len(f) == 1 && cr.Fields[0].GetString_() != nil && (top || free(f[0])):
 							e = find("", f[0])
 						}
 						if e != nil {
@@ -414,7 +429,9 @@ func (t *translator) unnestFrom(s *pg_query.SelectStmt) {
 						return
 					}
 					if sel := n.GetSelectStmt(); sel != nil {
+						nested = append(nested, sel)
 						walk(x, false)
+						nested = nested[:len(nested)-1]
 						return
 					}
 				}
@@ -635,4 +652,195 @@ func (t *translator) distinctOn(s *pg_query.SelectStmt) bool {
 		Op:          pg_query.SetOperation_SETOP_NONE,
 	}
 	return true
+}
+
+// seriesAsUnnest rewrites, before anything else reads the statement, the
+// FROM items SQLite's derived tables cannot express as unnest of an array
+// the series' arguments give, so that they take unnest's json_each path,
+// which may read the FROM items before it (PostgreSQL's implicit
+// LATERAL): generate_subscripts(arr, dim) in FROM (MikroORM's index query:
+// FROM generate_subscripts(idx.indkey, 1) AS k), and generate_series
+// whose bounds read a column (FROM t, generate_series(1, t.n) g). A
+// generate_series of constants keeps its own plan (a recursive CTE, any
+// length, any type).
+func (t *translator) seriesAsUnnest(raw *pg_query.Node) {
+	walkNode(raw, func(n *pg_query.Node) {
+		rf := n.GetRangeFunction()
+		if rf == nil || rf.IsRowsfrom || len(rf.Functions) != 1 {
+			return
+		}
+		items := rf.Functions[0].GetList().GetItems()
+		if len(items) == 0 || items[0].GetFuncCall() == nil || (len(items) > 1 && items[1] != nil && items[1].Node != nil) {
+			return
+		}
+		f := items[0].GetFuncCall()
+		name := lastName(f.Funcname)
+		var arr *pg_query.Node
+		switch {
+		case name == "generate_subscripts" && (len(f.Args) == 1 || len(f.Args) == 2):
+			arr = call("_pg_array_subscripts", f.Args...)
+		case name == "generate_series" && (len(f.Args) == 2 || len(f.Args) == 3) && readsColumn(f.Args):
+			arr = call("_pg_series_array", f.Args...)
+		default:
+			return
+		}
+		f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("unnest")}
+		f.Args = []*pg_query.Node{arr}
+		if rf.Alias == nil {
+			rf.Alias = &pg_query.Alias{Aliasname: name}
+		}
+	})
+}
+
+// readsColumn: one of the expressions names a column.
+func readsColumn(args []*pg_query.Node) bool {
+	found := false
+	for _, a := range args {
+		if a.GetColumnRef() != nil {
+			return true
+		}
+		walkNode(a, func(m *pg_query.Node) {
+			if m.GetColumnRef() != nil {
+				found = true
+			}
+		})
+	}
+	return found
+}
+
+// fromMayHave reports whether a FROM list may have a column named col:
+// a table of the schema that has it (or whose columns tandem does not
+// know), a subquery with an output of that name, any function.
+func (t *translator) fromMayHave(from []*pg_query.Node, col string) bool {
+	for _, n := range from {
+		switch x := n.Node.(type) {
+		case *pg_query.Node_RangeVar:
+			if t.sch == nil {
+				return true
+			}
+			cols := t.sch.Columns(x.RangeVar.Relname)
+			if cols == nil {
+				return true
+			}
+			for _, c := range cols {
+				if strings.EqualFold(c.Name, col) {
+					return true
+				}
+			}
+		case *pg_query.Node_RangeSubselect:
+			sub := x.RangeSubselect.Subquery.GetSelectStmt()
+			if sub == nil {
+				return true
+			}
+			names := targetNames(sub)
+			if names == nil {
+				return true
+			}
+			if x.RangeSubselect.Alias != nil {
+				for _, c := range strs(x.RangeSubselect.Alias.Colnames) {
+					if strings.EqualFold(c, col) {
+						return true
+					}
+				}
+			}
+			for _, c := range names {
+				if strings.EqualFold(c, col) {
+					return true
+				}
+			}
+		case *pg_query.Node_JoinExpr:
+			if t.fromMayHave([]*pg_query.Node{x.JoinExpr.Larg, x.JoinExpr.Rarg}, col) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// eachColumns are the columns of SQLite's json_each, which unnest and
+// the select list's set-returning functions become.
+var eachColumns = map[string]bool{"key": true, "value": true, "type": true, "atom": true, "id": true, "parent": true, "fullkey": true, "path": true, "json": true, "root": true}
+
+// qualifyEachNames qualifies the select's bare column names that a
+// json_each about to join its FROM also has (id, key, value, type ...)
+// with the FROM item they belong to: `SELECT id, unnest(tags) FROM posts`
+// is otherwise an ambiguous column in SQLite.
+func (t *translator) qualifyEachNames(s *pg_query.SelectStmt) {
+	sc, _ := t.scopeOf(s.FromClause)
+	if sc == nil {
+		return
+	}
+	owner := func(col string) string {
+		found := ""
+		for _, tb := range sc.tables {
+			for _, c := range tb.cols {
+				if strings.EqualFold(c.Name, col) {
+					if found != "" {
+						return "" // PostgreSQL's error, not ours to settle
+					}
+					found = tb.alias
+				}
+			}
+		}
+		return found
+	}
+	fix := func(n *pg_query.Node) {
+		walkNode(n, func(m *pg_query.Node) {
+			if m.GetSelectStmt() != nil {
+				return
+			}
+			cr := m.GetColumnRef()
+			if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetString_() == nil {
+				return
+			}
+			col := cr.Fields[0].GetString_().Sval
+			if !eachColumns[strings.ToLower(col)] {
+				return
+			}
+			if a := owner(col); a != "" {
+				cr.Fields = []*pg_query.Node{pg_query.MakeStrNode(a), pg_query.MakeStrNode(col)}
+			}
+		})
+	}
+	wrap := func(n *pg_query.Node) {
+		if n == nil || n.Node == nil {
+			return
+		}
+		fix(&pg_query.Node{Node: &pg_query.Node_List{List: &pg_query.List{Items: []*pg_query.Node{n}}}})
+	}
+	for _, n := range s.TargetList {
+		wrap(n)
+	}
+	wrap(s.WhereClause)
+	wrap(s.HavingClause)
+	for _, n := range s.GroupClause {
+		wrap(n)
+	}
+	for _, n := range s.SortClause {
+		wrap(n)
+	}
+}
+
+// starOfFrom writes a bare * in the select list as each FROM item's own
+// (t.*, ...) before json_each joins the FROM: its columns (key, value ...)
+// are not the query's.
+func starOfFrom(s *pg_query.SelectStmt) {
+	var out []*pg_query.Node
+	for _, tn := range s.TargetList {
+		cr := tn.GetResTarget().GetVal().GetColumnRef()
+		if cr == nil || len(cr.Fields) != 1 || cr.Fields[0].GetAStar() == nil {
+			out = append(out, tn)
+			continue
+		}
+		for _, f := range s.FromClause {
+			name := fromItemName(f)
+			if name == "" {
+				return // a join's merged columns: left as it was
+			}
+			out = append(out, pg_query.MakeResTargetNodeWithVal(pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(name), pg_query.MakeAStarNode()}, -1), -1))
+		}
+	}
+	s.TargetList = out
 }
