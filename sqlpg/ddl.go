@@ -1098,6 +1098,12 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				return nil, unsupported("ALTER TABLE ADD CONSTRAINT of this kind")
 			}
 		case pg_query.AlterTableType_AT_DropConstraint:
+			if script, ok, err := t.dropPrimaryKey(name, cmd); err != nil {
+				return nil, err
+			} else if ok {
+				tr.Script = append(tr.Script, script...)
+				continue
+			}
 			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0"+
 				" OR EXISTS (SELECT 1 FROM pg_constraint WHERE contype IN ('f', 'c') AND conrelid = _tandem_oid(%s) AND conname = %s)",
 				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)), quoteLit(name), quoteLit(cmd.Name))

@@ -777,6 +777,66 @@ func (sc schema) PrimaryKey(table string) []string {
 	return out
 }
 
+// TableDef implements sqlpg.TableDefiner: a table's stored text, its
+// stored columns and the texts of its indexes and triggers (not the
+// capture triggers, which refreshCapture makes).
+func (sc schema) TableDef(table string) (create string, cols []string, others []string) {
+	rows, err := sc.c.c.Query(`SELECT type, sql FROM main.sqlite_schema WHERE tbl_name = ?1 AND sql IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?1)
+			AND NOT (type = 'trigger' AND name LIKE '\_tandem\_%' ESCAPE '\' AND sql LIKE '%INTO _tandem_capture%')
+		ORDER BY type = 'table' DESC, rowid`, []driver.Value{table})
+	if err != nil {
+		return "", nil, nil
+	}
+	vals := make([]driver.Value, 2)
+	for rows.Next(vals) == nil {
+		typ, sql := asString(vals[0]), asString(vals[1])
+		switch {
+		case typ == "table" && create == "":
+			create = sql
+		case typ == "index" || typ == "trigger":
+			others = append(others, sql)
+		}
+	}
+	rows.Close()
+	if create == "" {
+		return "", nil, nil
+	}
+	rows, err = sc.c.c.Query(`SELECT name FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, []driver.Value{table})
+	if err != nil {
+		return "", nil, nil
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	for rows.Next(v) == nil {
+		cols = append(cols, asString(v[0]))
+	}
+	return create, cols, others
+}
+
+// ReferencingKeys implements sqlpg.TableDefiner: the foreign keys that
+// reference table, as the catalog names them.
+func (sc schema) ReferencingKeys(table string) []sqlpg.ForeignKeyRef {
+	rows, err := sc.c.c.Query(`SELECT (SELECT relname FROM pg_class WHERE oid = c.conrelid AND relkind = 'r'), c.conname, c.confkey
+		FROM pg_constraint c WHERE c.contype = 'f' AND c.confrelid = _tandem_oid(?) ORDER BY 1, 2`, []driver.Value{table})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []sqlpg.ForeignKeyRef
+	vals := make([]driver.Value, 3)
+	for rows.Next(vals) == nil {
+		fk := sqlpg.ForeignKeyRef{Table: asString(vals[0]), Name: asString(vals[1])}
+		for _, n := range strings.Split(strings.Trim(asString(vals[2]), "{}"), ",") {
+			if i, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+				fk.RefCols = append(fk.RefCols, i)
+			}
+		}
+		out = append(out, fk)
+	}
+	return out
+}
+
 // ParamOIDs implements pgwire.ParamTyper.
 func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
 
