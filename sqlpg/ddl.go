@@ -1021,73 +1021,22 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 					continue
 				}
 			}
-			def, meta, err := t.columnDef(name, cd, false, false)
+			script, err := t.addColumn(name, cd)
 			if err != nil {
 				return nil, err
 			}
-			if m := nextvalDefaultRe.FindStringSubmatchIndex(def); m != nil {
-				// SQLite adds columns with constant defaults only: the
-				// column is added bare, its sequence made, the rows there
-				// numbered, then the default (and NOT NULL) written into
-				// the table's stored definition, as PostgreSQL fills them.
-				call := def[m[2]:m[3]]
-				bare := def[:m[0]] + def[m[1]:]
-				notNull := strings.Contains(bare, " NOT NULL")
-				bare = strings.Replace(bare, " NOT NULL", "", 1)
-				tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+bare, meta)
-				tr.Script = append(tr.Script, t.triggers...)
-				t.triggers = nil
-				tr.Script = append(tr.Script, "UPDATE "+quoteIdent(name)+" SET "+quoteIdent(cd.Colname)+" = "+call)
-				tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetDefault, call, "")...)
-				if notNull {
-					tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetNotNull, "", "")...)
-				}
-				continue
-			}
-			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
-			tr.Script = append(tr.Script, t.triggers...)
-			t.triggers = nil
+			tr.Script = append(tr.Script, script...)
 		case pg_query.AlterTableType_AT_AddConstraint:
 			c := cmd.Def.GetConstraint()
 			if c == nil {
 				return nil, unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
 			if c.Conname != "" {
-				// A table's constraint names are its own (Hibernate's schema
-				// "update" relies on the error to not add a key twice).
-				// CHECK constraints are found in the table's definition.
-				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42710', %s) WHERE EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = _tandem_oid(%s) AND conname = %s)"+
-					" OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0",
-					quoteLit(fmt.Sprintf("constraint %q for relation %q already exists", c.Conname, name)), quoteLit(name), quoteLit(c.Conname),
-					quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(c.Conname))))
+				tr.Script = append(tr.Script, constraintNameFree(name, c.Conname))
 			}
 			switch c.Contype {
 			case pg_query.ConstrType_CONSTR_PRIMARY, pg_query.ConstrType_CONSTR_UNIQUE:
-				keys := strs(c.Keys)
-				idx := c.Conname
-				if idx == "" {
-					if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
-						idx = name + "_pkey"
-					} else {
-						idx = name + "_" + strings.Join(keys, "_") + "_key"
-					}
-					// Numbered when taken, as PostgreSQL chooses (Sequelize's
-					// sync({alter}) adds the same UNIQUE again each time).
-					if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok {
-						base := idx
-						for n := 1; ix.RelationExists(idx); n++ {
-							idx = base + itoa(n)
-						}
-					}
-				}
-				// SQLite cannot add a constraint to a table: a unique index
-				// enforces the same rows.
-				kind := "u"
-				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
-					kind = "p"
-				}
-				tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")",
-					fmt.Sprintf("INSERT OR REPLACE INTO _tandem_constraints (name, table_name, kind) VALUES (%s, %s, %s)", quoteLit(idx), quoteLit(name), quoteLit(kind)))
+				tr.Script = append(tr.Script, t.addKey(name, c)...)
 			case pg_query.ConstrType_CONSTR_FOREIGN, pg_query.ConstrType_CONSTR_CHECK:
 				script, err := t.addConstraint(name, c)
 				if err != nil {
@@ -1166,6 +1115,13 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				for _, d := range deps {
 					tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
 						"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view))
+				}
+			}
+			if td, ok := t.sch.(TableDefiner); ok {
+				// The indexes that read it go with it, as in PostgreSQL
+				// (SQLite refuses to drop an indexed column).
+				for _, idx := range td.ColumnIndexes(name, cmd.Name) {
+					tr.Script = append(tr.Script, "DROP INDEX "+quoteIdent(idx), "DELETE FROM _tandem_constraints WHERE name = "+quoteLit(idx), dropComments(idx))
 				}
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),

@@ -33,6 +33,9 @@ type TableDefiner interface {
 	// ReferencingKeys: the foreign keys that reference table, of any
 	// table (itself included).
 	ReferencingKeys(table string) []ForeignKeyRef
+	// ColumnIndexes: the indexes of table that read column col, other
+	// than those its text declares (CREATE INDEX, ADD CONSTRAINT).
+	ColumnIndexes(table, col string) []string
 }
 
 // ForeignKeyRef is a foreign key: the table it is on, its name as the

@@ -814,6 +814,27 @@ func (sc schema) TableDef(table string) (create string, cols []string, others []
 	return create, cols, others
 }
 
+// ColumnIndexes implements sqlpg.TableDefiner: the indexes made by
+// CREATE INDEX or ADD CONSTRAINT (not those the table's text declares)
+// that read column col of table.
+func (sc schema) ColumnIndexes(table, col string) []string {
+	rows, err := sc.c.c.Query(`SELECT m.name FROM main.sqlite_schema m WHERE m.type = 'index' AND m.tbl_name = ?1 AND m.sql IS NOT NULL
+			AND (EXISTS (SELECT 1 FROM pragma_index_xinfo(m.name) x WHERE x.key = 1 AND lower(x.name) = lower(?2))
+				OR EXISTS (SELECT 1 FROM pragma_index_xinfo(m.name) x WHERE x.cid = -2) AND instr(lower(m.sql), lower('"' || replace(?2, '"', '""') || '"')) > 0
+				OR instr(lower(substr(m.sql, instr(upper(m.sql), ' WHERE '))), lower('"' || replace(?2, '"', '""') || '"')) > 0 AND instr(upper(m.sql), ' WHERE ') > 0)
+		ORDER BY m.rowid`, []driver.Value{table, col})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	v := make([]driver.Value, 1)
+	for rows.Next(v) == nil {
+		out = append(out, asString(v[0]))
+	}
+	return out
+}
+
 // ReferencingKeys implements sqlpg.TableDefiner: the foreign keys that
 // reference table, as the catalog names them.
 func (sc schema) ReferencingKeys(table string) []sqlpg.ForeignKeyRef {
