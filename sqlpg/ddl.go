@@ -577,6 +577,9 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		return nil, err
 	}
 	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
+	if err := t.viewColumnNames(s); err != nil {
+		return nil, err
+	}
 	// The query as PostgreSQL's SQL, for pg_get_viewdef (pg_dump).
 	pgDef, _ := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: s.Query}}})
 	// The view's column types, as PostgreSQL would type its query.
@@ -585,7 +588,7 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		types := t.selectTypes(sel)
 		names := targetNames(sel)
 		if len(s.Aliases) > 0 {
-			names = strs(s.Aliases)
+			names = strs(s.Aliases) // VALUES: every column named (viewColumnNames)
 		}
 		if types != nil && len(names) == len(types) {
 			meta = append(meta, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(s.View.Relname))
@@ -597,9 +600,6 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 					quoteLit(s.View.Relname), quoteLit(names[i]), c.Type.OID, c.Typmod))
 			}
 		}
-	}
-	if len(s.Aliases) > 0 {
-		return nil, unsupported("CREATE VIEW with a column list (name the columns with AS in the query)")
 	}
 	replace := s.Replace
 	s.Replace = false
