@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -578,7 +579,15 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 	}
 	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
 	if err := t.viewColumnNames(s); err != nil {
-		return nil, err
+		var pe *pgwire.Error
+		if !errors.As(err, &pe) || pe.Code == pgwire.CodeFeatureNotSupported {
+			return nil, err
+		}
+		// PostgreSQL finds these when it runs the statement, not at
+		// Parse (a Describe succeeds).
+		tr.Script = []string{fmt.Sprintf("SELECT _pg_raise(%s, %s)", quoteLit(pe.Code), quoteLit(pe.Message))}
+		tr.SQL = tr.Script[0]
+		return tr, nil
 	}
 	// The query as PostgreSQL's SQL, for pg_get_viewdef (pg_dump).
 	pgDef, _ := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: s.Query}}})
