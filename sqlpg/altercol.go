@@ -237,7 +237,11 @@ func dropReferenceWhere(create string, open int, items [][2]int, match func(toks
 			if k >= 2 && strings.EqualFold(toks[k-2].text, "CONSTRAINT") {
 				j = k - 2
 			}
-			return cutClause(create, start, end, toks, j, k+2)
+			from := k + 1 // REFERENCES t: the next clause starts after t
+			if k+2 < len(toks) && strings.HasPrefix(toks[k+2].text, "(") {
+				from = k + 2 // REFERENCES t (cols)
+			}
+			return cutClause(create, start, end, toks, j, from)
 		}
 	}
 	return create

@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -614,6 +615,17 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		return nil, err
 	}
 	s.View.Schemaname = "" // public: SQLite's main (Liquibase qualifies every name)
+	if err := t.viewColumnNames(s); err != nil {
+		var pe *pgwire.Error
+		if !errors.As(err, &pe) || pe.Code == pgwire.CodeFeatureNotSupported {
+			return nil, err
+		}
+		// PostgreSQL finds these when it runs the statement, not at
+		// Parse (a Describe succeeds).
+		tr.Script = []string{fmt.Sprintf("SELECT _pg_raise(%s, %s)", quoteLit(pe.Code), quoteLit(pe.Message))}
+		tr.SQL = tr.Script[0]
+		return tr, nil
+	}
 	// The query as PostgreSQL's SQL, for pg_get_viewdef (pg_dump).
 	pgDef, _ := pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: s.Query}}})
 	// The view's column types, as PostgreSQL would type its query.
@@ -622,7 +634,7 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 		types := t.selectTypes(sel)
 		names := targetNames(sel)
 		if len(s.Aliases) > 0 {
-			names = strs(s.Aliases)
+			names = strs(s.Aliases) // VALUES: every column named (viewColumnNames)
 		}
 		if types != nil && len(names) == len(types) {
 			meta = append(meta, "DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(s.View.Relname))
@@ -634,9 +646,6 @@ func (t *translator) createView(raw *pg_query.Node, s *pg_query.ViewStmt, tr *Tr
 					quoteLit(s.View.Relname), quoteLit(names[i]), c.Type.OID, c.Typmod))
 			}
 		}
-	}
-	if len(s.Aliases) > 0 {
-		return nil, unsupported("CREATE VIEW with a column list (name the columns with AS in the query)")
 	}
 	replace := s.Replace
 	s.Replace = false
@@ -1058,73 +1067,22 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 					continue
 				}
 			}
-			def, meta, err := t.columnDef(name, cd, false, false)
+			script, err := t.addColumn(name, cd)
 			if err != nil {
 				return nil, err
 			}
-			if m := nextvalDefaultRe.FindStringSubmatchIndex(def); m != nil {
-				// SQLite adds columns with constant defaults only: the
-				// column is added bare, its sequence made, the rows there
-				// numbered, then the default (and NOT NULL) written into
-				// the table's stored definition, as PostgreSQL fills them.
-				call := def[m[2]:m[3]]
-				bare := def[:m[0]] + def[m[1]:]
-				notNull := strings.Contains(bare, " NOT NULL")
-				bare = strings.Replace(bare, " NOT NULL", "", 1)
-				tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+bare, meta)
-				tr.Script = append(tr.Script, t.triggers...)
-				t.triggers = nil
-				tr.Script = append(tr.Script, "UPDATE "+quoteIdent(name)+" SET "+quoteIdent(cd.Colname)+" = "+call)
-				tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetDefault, call, "")...)
-				if notNull {
-					tr.Script = append(tr.Script, alterColumnScript(name, cd.Colname, AlterSetNotNull, "", "")...)
-				}
-				continue
-			}
-			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" ADD COLUMN "+def, meta)
-			tr.Script = append(tr.Script, t.triggers...)
-			t.triggers = nil
+			tr.Script = append(tr.Script, script...)
 		case pg_query.AlterTableType_AT_AddConstraint:
 			c := cmd.Def.GetConstraint()
 			if c == nil {
 				return nil, unsupported("this ALTER TABLE ADD CONSTRAINT")
 			}
 			if c.Conname != "" {
-				// A table's constraint names are its own (Hibernate's schema
-				// "update" relies on the error to not add a key twice).
-				// CHECK constraints are found in the table's definition.
-				tr.Script = append(tr.Script, fmt.Sprintf("SELECT _pg_raise('42710', %s) WHERE EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = _tandem_oid(%s) AND conname = %s)"+
-					" OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0",
-					quoteLit(fmt.Sprintf("constraint %q for relation %q already exists", c.Conname, name)), quoteLit(name), quoteLit(c.Conname),
-					quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(c.Conname))))
+				tr.Script = append(tr.Script, constraintNameFree(name, c.Conname))
 			}
 			switch c.Contype {
 			case pg_query.ConstrType_CONSTR_PRIMARY, pg_query.ConstrType_CONSTR_UNIQUE:
-				keys := strs(c.Keys)
-				idx := c.Conname
-				if idx == "" {
-					if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
-						idx = name + "_pkey"
-					} else {
-						idx = name + "_" + strings.Join(keys, "_") + "_key"
-					}
-					// Numbered when taken, as PostgreSQL chooses (Sequelize's
-					// sync({alter}) adds the same UNIQUE again each time).
-					if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok {
-						base := idx
-						for n := 1; ix.RelationExists(idx); n++ {
-							idx = base + itoa(n)
-						}
-					}
-				}
-				// SQLite cannot add a constraint to a table: a unique index
-				// enforces the same rows.
-				kind := "u"
-				if c.Contype == pg_query.ConstrType_CONSTR_PRIMARY {
-					kind = "p"
-				}
-				tr.Script = append(tr.Script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(name)+" ("+identList(keys)+")",
-					fmt.Sprintf("INSERT OR REPLACE INTO _tandem_constraints (name, table_name, kind) VALUES (%s, %s, %s)", quoteLit(idx), quoteLit(name), quoteLit(kind)))
+				tr.Script = append(tr.Script, t.addKey(name, c)...)
 			case pg_query.ConstrType_CONSTR_FOREIGN, pg_query.ConstrType_CONSTR_CHECK:
 				script, err := t.addConstraint(name, c)
 				if err != nil {
@@ -1135,6 +1093,12 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				return nil, unsupported("ALTER TABLE ADD CONSTRAINT of this kind")
 			}
 		case pg_query.AlterTableType_AT_DropConstraint:
+			if script, ok, err := t.dropPrimaryKey(name, cmd); err != nil {
+				return nil, err
+			} else if ok {
+				tr.Script = append(tr.Script, script...)
+				continue
+			}
 			exists := fmt.Sprintf("EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = %s AND tbl_name = %s) OR instr((SELECT sql FROM sqlite_master WHERE type = 'table' AND name = %s), %s) > 0"+
 				" OR EXISTS (SELECT 1 FROM pg_constraint WHERE contype IN ('f', 'c') AND conrelid = _tandem_oid(%s) AND conname = %s)",
 				quoteLit(cmd.Name), quoteLit(name), quoteLit(name), quoteLit("CONSTRAINT "+quoteIdent(cmd.Name)), quoteLit(name), quoteLit(cmd.Name))
@@ -1197,6 +1161,13 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 				for _, d := range deps {
 					tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
 						"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view))
+				}
+			}
+			if td, ok := t.sch.(TableDefiner); ok {
+				// The indexes that read it go with it, as in PostgreSQL
+				// (SQLite refuses to drop an indexed column).
+				for _, idx := range td.ColumnIndexes(name, cmd.Name) {
+					tr.Script = append(tr.Script, "DROP INDEX "+quoteIdent(idx), "DELETE FROM _tandem_constraints WHERE name = "+quoteLit(idx), dropComments(idx))
 				}
 			}
 			tr.Script = append(tr.Script, "ALTER TABLE "+quoteIdent(name)+" DROP COLUMN "+quoteIdent(cmd.Name),

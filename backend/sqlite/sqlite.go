@@ -777,6 +777,87 @@ func (sc schema) PrimaryKey(table string) []string {
 	return out
 }
 
+// TableDef implements sqlpg.TableDefiner: a table's stored text, its
+// stored columns and the texts of its indexes and triggers (not the
+// capture triggers, which refreshCapture makes).
+func (sc schema) TableDef(table string) (create string, cols []string, others []string) {
+	rows, err := sc.c.c.Query(`SELECT type, sql FROM main.sqlite_schema WHERE tbl_name = ?1 AND sql IS NOT NULL
+			AND NOT EXISTS (SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?1)
+			AND NOT (type = 'trigger' AND name LIKE '\_tandem\_%' ESCAPE '\' AND sql LIKE '%INTO _tandem_capture%')
+		ORDER BY type = 'table' DESC, rowid`, []driver.Value{table})
+	if err != nil {
+		return "", nil, nil
+	}
+	vals := make([]driver.Value, 2)
+	for rows.Next(vals) == nil {
+		typ, sql := asString(vals[0]), asString(vals[1])
+		switch {
+		case typ == "table" && create == "":
+			create = sql
+		case typ == "index" || typ == "trigger":
+			others = append(others, sql)
+		}
+	}
+	rows.Close()
+	if create == "" {
+		return "", nil, nil
+	}
+	rows, err = sc.c.c.Query(`SELECT name FROM pragma_table_xinfo(?) WHERE hidden = 0 ORDER BY cid`, []driver.Value{table})
+	if err != nil {
+		return "", nil, nil
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	for rows.Next(v) == nil {
+		cols = append(cols, asString(v[0]))
+	}
+	return create, cols, others
+}
+
+// ColumnIndexes implements sqlpg.TableDefiner: the indexes made by
+// CREATE INDEX or ADD CONSTRAINT (not those the table's text declares)
+// that read column col of table.
+func (sc schema) ColumnIndexes(table, col string) []string {
+	rows, err := sc.c.c.Query(`SELECT m.name FROM main.sqlite_schema m WHERE m.type = 'index' AND m.tbl_name = ?1 AND m.sql IS NOT NULL
+			AND (EXISTS (SELECT 1 FROM pragma_index_xinfo(m.name) x WHERE x.key = 1 AND lower(x.name) = lower(?2))
+				OR EXISTS (SELECT 1 FROM pragma_index_xinfo(m.name) x WHERE x.cid = -2) AND instr(lower(m.sql), lower('"' || replace(?2, '"', '""') || '"')) > 0
+				OR instr(lower(substr(m.sql, instr(upper(m.sql), ' WHERE '))), lower('"' || replace(?2, '"', '""') || '"')) > 0 AND instr(upper(m.sql), ' WHERE ') > 0)
+		ORDER BY m.rowid`, []driver.Value{table, col})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	v := make([]driver.Value, 1)
+	for rows.Next(v) == nil {
+		out = append(out, asString(v[0]))
+	}
+	return out
+}
+
+// ReferencingKeys implements sqlpg.TableDefiner: the foreign keys that
+// reference table, as the catalog names them.
+func (sc schema) ReferencingKeys(table string) []sqlpg.ForeignKeyRef {
+	rows, err := sc.c.c.Query(`SELECT (SELECT relname FROM pg_class WHERE oid = c.conrelid AND relkind = 'r'), c.conname, c.confkey
+		FROM pg_constraint c WHERE c.contype = 'f' AND c.confrelid = _tandem_oid(?) ORDER BY 1, 2`, []driver.Value{table})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []sqlpg.ForeignKeyRef
+	vals := make([]driver.Value, 3)
+	for rows.Next(vals) == nil {
+		fk := sqlpg.ForeignKeyRef{Table: asString(vals[0]), Name: asString(vals[1])}
+		for _, n := range strings.Split(strings.Trim(asString(vals[2]), "{}"), ",") {
+			if i, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+				fk.RefCols = append(fk.RefCols, i)
+			}
+		}
+		out = append(out, fk)
+	}
+	return out
+}
+
 // ParamOIDs implements pgwire.ParamTyper.
 func (st *Statement) ParamOIDs() []uint32 { return st.paramOIDs }
 
