@@ -67,6 +67,17 @@ func (t *translator) addKey(table string, c *pg_query.Constraint) []string {
 			script = append(script, alterColumnScript(table, k, AlterSetNotNull, "", notNullCheck(table, k))...)
 		}
 	}
+	for _, k := range keys {
+		// SQLite reads a quoted name that is no column as a string (an
+		// index on a constant): PostgreSQL's 42703 first. Checked when
+		// the script runs, after columns this statement adds.
+		msg := fmt.Sprintf("column %q named in key does not exist", k)
+		if primary {
+			msg = fmt.Sprintf("column %q of relation %q does not exist", k, table) // its NOT NULL comes first
+		}
+		script = append(script, fmt.Sprintf("SELECT _pg_raise('42703', %s) WHERE NOT EXISTS (SELECT 1 FROM pragma_table_info(%s) WHERE name = %s)",
+			quoteLit(msg), quoteLit(table), quoteLit(k)))
+	}
 	return append(script, "CREATE UNIQUE INDEX "+quoteIdent(idx)+" ON "+quoteIdent(table)+" ("+identList(keys)+")",
 		fmt.Sprintf("INSERT OR REPLACE INTO _tandem_constraints (name, table_name, kind) VALUES (%s, %s, %s)", quoteLit(idx), quoteLit(table), quoteLit(kind)))
 }

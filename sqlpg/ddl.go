@@ -523,6 +523,22 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 		return nil, err
 	}
 	s.Relation.Schemaname, s.Relation.Catalogname = "", ""
+	if t.sch != nil {
+		// A quoted name that is no column would be a string to SQLite
+		// (its double-quoted string literal in DDL): an index on a
+		// constant, unique over the whole table.
+		if cols := t.sch.Columns(s.Relation.Relname); cols != nil {
+			for _, p := range s.IndexParams {
+				ie := p.GetIndexElem()
+				if ie == nil || ie.Name == "" {
+					continue
+				}
+				if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ie.Name }) {
+					return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q does not exist", ie.Name)}
+				}
+			}
+		}
+	}
 	if s.Idxname == "" {
 		cols := []string{}
 		for _, p := range s.IndexParams {

@@ -385,6 +385,9 @@ func ownerOnly(path string) error {
 }
 
 func registerFunctions(c *sqlite3.SQLiteConn) error {
+	if err := noDoubleQuotedStrings(c); err != nil {
+		return err
+	}
 	if err := c.RegisterFunc("version", func() string {
 		v, _, _ := sqlite3.Version()
 		return "PostgreSQL 15.0 (tandem, SQLite " + v + " back end)"
@@ -2533,7 +2536,12 @@ func mapError(err error) error {
 			code = "2201E"
 		case strings.Contains(msg, "no such column"):
 			code = "42703"
-			if name, ok := strings.CutPrefix(msg, "no such column: "); ok && !strings.ContainsAny(name, " \"") {
+			if name, ok := strings.CutPrefix(msg, "no such column: "); ok && strings.HasPrefix(name, `"`) {
+				// "Nmae" - should this be a string literal in single-quotes?
+				if i := strings.Index(name[1:], `"`); i >= 0 {
+					msg = fmt.Sprintf("column %q does not exist", name[1:i+1])
+				}
+			} else if ok && !strings.ContainsAny(name, " \"") {
 				if strings.Contains(name, ".") {
 					msg = fmt.Sprintf("column %s does not exist", name) // PostgreSQL's form for t.c
 				} else {
