@@ -1443,7 +1443,7 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "=", "<>", "!=", "<", ">", "<=", ">=":
+	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "&&", "=", "<>", "!=", "<", ">", "<=", ">=":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }

@@ -26,6 +26,8 @@ select id, ia, ta, na, ba, ua, ia = '{3,1,2}', ia = array[3,1,2], ia @> '{1}' fr
 select id from av_a where ia = '{"3", "1", "2"}' order by id;
 select id from av_a where ia <> '{ 3,1, 2 }' or ta = '{"x"}' order by id;
 select id from av_a where ia = '{3,x}';
+select id from av_a a where a.ta && '{q,c}' order by id;
+select id from av_a where ta && '{"a b"}' or ia && '{9}' order by id;
 select '{"3","1","2"}'::int[], '{ 3 , 1,2}'::int[], '{"a b",c}'::text[], '{1.50,2}'::numeric[], '{NULL, "NULL"}'::text[], '{ {1,2} , {3,4} }'::int[];
 insert into av_a (id, ia) values (9, '{a}');
 insert into av_a (id, ia) values (9, '{1,2');
