@@ -355,7 +355,22 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	case *pg_query.Node_InsertStmt:
 		s := n.InsertStmt
 		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil && s.OnConflictClause.Infer.Conname != "" {
-			return nil, unsupported("ON CONFLICT ON CONSTRAINT")
+			// ON CONFLICT ON CONSTRAINT name: SQLite names the columns of
+			// the conflict; they are the constraint's.
+			inf := s.OnConflictClause.Infer
+			ck, ok := t.sch.(interface{ ConstraintKey(string, string) []string })
+			if !ok || s.Relation == nil {
+				return nil, unsupported("ON CONFLICT ON CONSTRAINT")
+			}
+			cols := ck.ConstraintKey(s.Relation.Relname, inf.Conname)
+			if len(cols) == 0 {
+				return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("constraint %q for table %q does not exist", inf.Conname, s.Relation.Relname)}
+			}
+			inf.Conname = ""
+			for _, c := range cols {
+				inf.IndexElems = append(inf.IndexElems, &pg_query.Node{Node: &pg_query.Node_IndexElem{IndexElem: &pg_query.IndexElem{Name: c,
+					Ordering: pg_query.SortByDir_SORTBY_DEFAULT, NullsOrdering: pg_query.SortByNulls_SORTBY_NULLS_DEFAULT}}})
+			}
 		}
 		if s.OnConflictClause != nil && s.OnConflictClause.Infer != nil {
 			for _, e := range s.OnConflictClause.Infer.IndexElems {

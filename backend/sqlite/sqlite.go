@@ -3203,6 +3203,23 @@ func (sc schema) sequences() map[string]bool {
 // UniqueKeys are the column lists of a table's unique indexes that are
 // neither partial nor on expressions (the primary key's among them,
 // unless it is the rowid), for sqlpg's foreign-key checks.
+// ConstraintKey is the columns of table's primary key or unique
+// constraint name, in order (nil when it has none of that name).
+func (sc schema) ConstraintKey(table, name string) []string {
+	rows, err := sc.c.c.Query(`SELECT column_name FROM _is_key_column_usage WHERE lower(table_name) = lower(?) AND constraint_name = ?
+		AND position_in_unique_constraint IS NULL ORDER BY ordinal_position`, []driver.Value{table, name})
+	if err != nil {
+		return nil
+	}
+	defer rows.Close()
+	var out []string
+	vals := make([]driver.Value, 1)
+	for rows.Next(vals) == nil {
+		out = append(out, asString(vals[0]))
+	}
+	return out
+}
+
 func (sc schema) UniqueKeys(table string) [][]string {
 	rows, err := sc.c.c.Query(`SELECT il.name, ii.name FROM pragma_index_list(?) il, pragma_index_info(il.name) ii
 		WHERE il."unique" = 1 AND il.partial = 0 ORDER BY il.seq, ii.seqno`, []driver.Value{table})
