@@ -149,9 +149,9 @@ func valueOf(n *pg_query.Node) WriteValue {
 
 // RowsQuery is a query, in PostgreSQL's SQL, of targets over the rows an
 // UPDATE or DELETE touches that also satisfy cond (both written with Ref
-// naming the target table), first row only. ok is false for an INSERT or
+// naming the target table), limit rows at most. ok is false for an INSERT or
 // a statement with WITH.
-func (w *WriteShape) RowsQuery(targets, cond string) (string, bool) {
+func (w *WriteShape) RowsQuery(targets, cond string, limit int64) (string, bool) {
 	if w.Kind == "INSERT" || w.With {
 		return "", false
 	}
@@ -161,7 +161,7 @@ func (w *WriteShape) RowsQuery(targets, cond string) (string, bool) {
 	}
 	sel := tl.Stmts[0].Stmt.GetSelectStmt()
 	q := &pg_query.SelectStmt{TargetList: sel.TargetList, LimitOption: pg_query.LimitOption_LIMIT_OPTION_COUNT,
-		LimitCount: pg_query.MakeAConstIntNode(1, -1)}
+		LimitCount: pg_query.MakeAConstIntNode(limit, -1)}
 	q.FromClause = append([]*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: w.rel}}}, w.from...)
 	q.WhereClause = sel.WhereClause
 	if w.where != nil {

@@ -46,7 +46,7 @@ func (s *Session) completeConstraintError(ctx context.Context, st *Statement, ar
 		}
 	case "23502":
 		if w != nil && pe.Table == w.Table {
-			if row, ok := e.failingRow(func(vals map[string]pgVal) bool { return vals[pe.Column].null }); ok {
+			if row, ok := e.failingRow(func(vals map[string]pgVal) bool { return vals[pe.Column].null }, false); ok {
 				pe.Detail = "Failing row contains (" + row + ")."
 			}
 		}
@@ -209,23 +209,105 @@ func indexOf(names []string, n string) int {
 	return -1
 }
 
-// failingRow prints the row of a single-row INSERT as PostgreSQL's
-// "Failing row contains (...)" does, when fails says it is that row.
-func (e *errCtx) failingRow(fails func(map[string]pgVal) bool) (string, bool) {
-	if e.w == nil || e.w.Kind != "INSERT" || len(e.w.Rows) != 1 || e.w.OnConflict == "UPDATE" {
+// failingRow prints the row PostgreSQL's "Failing row contains (...)"
+// shows: of an INSERT, the first row fails says is the one (any row
+// when each says so: then the statement must write one row); of an
+// UPDATE that changes one row, that row as it was to become.
+func (e *errCtx) failingRow(fails func(map[string]pgVal) bool, any bool) (string, bool) {
+	w := e.w
+	if w == nil || w.OnConflict == "UPDATE" || w.With {
 		return "", false
 	}
 	var names []string
 	for _, c := range e.columns() {
 		names = append(names, c.Name)
 	}
-	vals, ok := e.rowValues(0, names)
-	if !ok || !fails(vals) {
+	if len(names) == 0 {
+		return "", false
+	}
+	if w.Kind == "UPDATE" {
+		return e.updatedRow(names)
+	}
+	if w.Kind != "INSERT" || any && len(w.Rows) != 1 {
+		return "", false
+	}
+	for i := range w.Rows {
+		vals, ok := e.rowValues(i, names)
+		if !ok {
+			return "", false
+		}
+		if fails(vals) {
+			parts := make([]string, len(names))
+			for i, n := range names {
+				parts[i] = vals[n].text
+			}
+			return strings.Join(parts, ", "), true
+		}
+	}
+	return "", false
+}
+
+// updatedRow is the one row an UPDATE changes, with its SET values
+// (constants or parameters); ok is false when it changes another number
+// of rows.
+func (e *errCtx) updatedRow(names []string) (string, bool) {
+	w := e.w
+	ref := sqlpg.QuoteIdent(w.Ref)
+	set := map[string]pgVal{}
+	for j, c := range w.Columns {
+		col := e.column(c)
+		if col == nil {
+			return "", false
+		}
+		v, ok := formatValue(col.Type, w.Rows[0][j], e.args)
+		if !ok {
+			return "", false
+		}
+		set[c] = v
+	}
+	var targets []string
+	for _, n := range names {
+		targets = append(targets, ref+"."+sqlpg.QuoteIdent(n))
+	}
+	q, ok := w.RowsQuery(strings.Join(targets, ", "), "true", 2)
+	if !ok {
+		return "", false
+	}
+	tr, err := e.s.translate(e.c, q)
+	if err != nil || tr.SQL == "" || len(tr.Script) > 1 {
+		return "", false
+	}
+	var qa []driver.Value
+	for _, a := range e.args {
+		qa = append(qa, a)
+	}
+	rows, err := e.c.c.Query(tr.SQL, qa)
+	if err != nil {
+		return "", false
+	}
+	defer rows.Close()
+	v := make([]driver.Value, len(names))
+	if rows.Next(v) != nil {
 		return "", false
 	}
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = vals[n].text
+		if x, ok := set[n]; ok {
+			parts[i] = x.text
+			continue
+		}
+		if v[i] == nil {
+			parts[i] = "null"
+			continue
+		}
+		t, ok := formatStored(e.column(n).Type, v[i])
+		if !ok {
+			return "", false
+		}
+		parts[i] = t
+	}
+	if rows.Next(make([]driver.Value, len(names))) == nil {
+		return "", false // more than one row: which is first is not certain
 	}
 	return strings.Join(parts, ", "), true
 }
@@ -251,7 +333,7 @@ func (e *errCtx) check(pe *pgwire.Error) {
 	rows.Close()
 	if pe.Table != "" && table == pe.Table {
 		// Which row: a single row is the one.
-		if row, ok := e.failingRow(func(map[string]pgVal) bool { return true }); ok {
+		if row, ok := e.failingRow(func(map[string]pgVal) bool { return true }, true); ok {
 			pe.Detail = "Failing row contains (" + row + ")."
 		}
 	}
@@ -342,34 +424,52 @@ func (e *errCtx) unique(pe *pgwire.Error) {
 		pe.Detail = fmt.Sprintf("Key (%s)=(%s) already exists.", sqlpg.QuoteIdents(ix.cols), strings.Join(parts, ", "))
 	}
 	if w.Kind == "UPDATE" {
-		// The rows' other columns are not known: only the reported
-		// index, when the statement sets all its columns and no
-		// earlier index's.
-		for _, ix := range idx[:reported] {
-			for _, c := range ix.cols {
-				if indexOf(w.Columns, c) >= 0 {
+		// Index by index in PostgreSQL's order, those whose columns the
+		// statement sets: the first whose new key a row already has.
+		for k, ix := range idx[:reported+1] {
+			if ix.cols == nil {
+				return // an expression: its value is not known here
+			}
+			vals := map[string]pgVal{}
+			q := "SELECT 1 FROM " + sqlpg.QuoteIdent(w.Table) + " WHERE "
+			var qa []driver.Value
+			n := 0
+			for j, c := range ix.cols {
+				col := e.column(c)
+				i := indexOf(w.Columns, c)
+				if col == nil || i < 0 {
+					continue
+				}
+				v, ok := formatValue(col.Type, w.Rows[0][i], e.args)
+				if !ok || v.null {
 					return
 				}
+				vals[c] = v
+				if j > 0 {
+					q += " AND "
+				}
+				q += sqlpg.QuoteIdent(c) + " = ?"
+				qa = append(qa, v.v)
+				n++
 			}
-			if ix.cols == nil {
+			if n == 0 {
+				continue // unchanged
+			}
+			if n < len(ix.cols) {
+				return
+			}
+			found, err := e.exists(q+" LIMIT 1", qa)
+			if err != nil {
+				return
+			}
+			if found {
+				setDetail(ix, vals)
+				return
+			}
+			if k == reported {
 				return
 			}
 		}
-		ix := idx[reported]
-		vals := map[string]pgVal{}
-		for _, c := range ix.cols {
-			j := indexOf(w.Columns, c)
-			col := e.column(c)
-			if j < 0 || col == nil {
-				return
-			}
-			v, ok := formatValue(col.Type, w.Rows[0][j], e.args)
-			if !ok || v.null {
-				return
-			}
-			vals[c] = v
-		}
-		setDetail(ix, vals)
 		return
 	}
 	if w.Kind != "INSERT" || w.Rows == nil || (w.OnConflict != "" && len(w.Rows) != 1) {
@@ -692,7 +792,7 @@ func (e *errCtx) referencedViolation(keys []*fkey) (*fkey, string, bool) {
 				}
 			}
 		}
-		q, ok := w.RowsQuery(strings.Join(targets, ", "), cond)
+		q, ok := w.RowsQuery(strings.Join(targets, ", "), cond, 1)
 		if !ok {
 			return nil, "", false
 		}
