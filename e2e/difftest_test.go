@@ -5,7 +5,10 @@ package e2e
 // PostgreSQL and through a real tandem node on SQLite, and the answers are
 // compared: column names, column type OIDs, command tag and values (rows
 // order-insensitive unless the statement has a top-level ORDER BY; float4
-// and float8 with a relative tolerance), errors by SQLSTATE.
+// and float8 with a relative tolerance), errors by SQLSTATE (and, in a
+// file that says "difftest: error fields" in a comment, by message and
+// the DETAIL / schema / table / column / constraint fields PostgreSQL
+// sends).
 //
 // Each corpus file is one script, run in order on one fresh connection on
 // each side; scripts create (and drop) their own tables, so they are
@@ -51,17 +54,29 @@ type corpusStmt struct {
 	SQL     string // as written (comments before it removed)
 	Key     string // file + normalised text (+ occurrence): stable across insertions
 	Ordered bool   // has a top-level ORDER BY: compare rows in order
+	// ErrorFields: the file asks (errorFieldsMarker) for errors to be
+	// compared by message and by the DETAIL, SCHEMA, TABLE, COLUMN and
+	// CONSTRAINT fields PostgreSQL sends, not by SQLSTATE alone.
+	ErrorFields bool
 }
+
+// errorFieldsMarker, in a corpus file's comments, turns on the exact
+// comparison of errors for its statements (opt-in: the older files'
+// errors match by SQLSTATE, their messages and details often do not).
+const errorFieldsMarker = "difftest: error fields"
 
 // answer is what one server answered to one statement.
 type answer struct {
-	Desc  describe // Parse + Describe of the statement first (what drivers that prepare see)
-	Code  string   // SQLSTATE, "" on success
-	Msg   string
-	Tag   string
-	Names []string
-	OIDs  []uint32
-	Rows  [][]*string
+	Desc describe // Parse + Describe of the statement first (what drivers that prepare see)
+	Code string   // SQLSTATE, "" on success
+	Msg  string
+	// An error's fields (PostgreSQL's DETAIL, SCHEMA NAME, TABLE NAME,
+	// COLUMN NAME, CONSTRAINT NAME).
+	Detail, Schema, Table, Column, Constraint string
+	Tag                                       string
+	Names                                     []string
+	OIDs                                      []uint32
+	Rows                                      [][]*string
 }
 
 // describe is the answer to Parse and Describe (statement): the row
@@ -128,6 +143,12 @@ func splitScript(name, text string) ([]corpusStmt, error) {
 	}
 	seen := map[string]int{}
 	var out []corpusStmt
+	fields := false
+	for _, line := range strings.Split(text, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "--") && strings.Contains(l, errorFieldsMarker) {
+			fields = true
+		}
+	}
 	for _, p := range parts {
 		sql := stripComments(p)
 		if sql == "" {
@@ -139,7 +160,7 @@ func splitScript(name, text string) ([]corpusStmt, error) {
 		if n := seen[norm]; n > 1 {
 			key += fmt.Sprintf(" #%d", n)
 		}
-		out = append(out, corpusStmt{File: name, Index: len(out) + 1, SQL: sql, Key: key, Ordered: topLevelOrdered(sql)})
+		out = append(out, corpusStmt{File: name, Index: len(out) + 1, SQL: sql, Key: key, Ordered: topLevelOrdered(sql), ErrorFields: fields})
 	}
 	return out, nil
 }
@@ -262,6 +283,7 @@ func run(ctx context.Context, c *pgconn.PgConn, sql string) answer {
 		var pe *pgconn.PgError
 		if errors.As(res.Err, &pe) {
 			a.Code, a.Msg = pe.Code, pe.Message
+			a.Detail, a.Schema, a.Table, a.Column, a.Constraint = pe.Detail, pe.SchemaName, pe.TableName, pe.ColumnName, pe.ConstraintName
 		} else {
 			a.Code, a.Msg = "client", res.Err.Error()
 		}
@@ -314,6 +336,9 @@ func compareExec(st corpusStmt, pg, td answer) (string, string) {
 	}
 	if pg.Code != "" || td.Code != "" {
 		if pg.Code == td.Code {
+			if st.ErrorFields {
+				return compareErrorFields(pg, td)
+			}
 			return vMatch, ""
 		}
 		why := fmt.Sprintf("SQLSTATE: postgres %q, tandem %q", pg.Code, td.Code)
@@ -343,6 +368,23 @@ func compareExec(st corpusStmt, pg, td answer) (string, string) {
 			if j >= len(tr[i]) || !sameValue(pg.OIDs[j], pr[i][j], tr[i][j]) {
 				return vBug, fmt.Sprintf("row %d column %q: postgres %s, tandem %s", i+1, pg.Names[j], show(pr[i][j]), show(at(tr[i], j)))
 			}
+		}
+	}
+	return vMatch, ""
+}
+
+// compareErrorFields compares two errors of the same SQLSTATE: the
+// message, and each field PostgreSQL sent.
+func compareErrorFields(pg, td answer) (string, string) {
+	if pg.Msg != td.Msg {
+		return vBug, fmt.Sprintf("error message: postgres %q, tandem %q", pg.Msg, td.Msg)
+	}
+	for _, f := range []struct{ name, p, t string }{
+		{"DETAIL", pg.Detail, td.Detail}, {"SCHEMA NAME", pg.Schema, td.Schema}, {"TABLE NAME", pg.Table, td.Table},
+		{"COLUMN NAME", pg.Column, td.Column}, {"CONSTRAINT NAME", pg.Constraint, td.Constraint},
+	} {
+		if f.p != "" && f.p != f.t {
+			return vBug, fmt.Sprintf("error %s: postgres %q, tandem %q", f.name, f.p, f.t)
 		}
 	}
 	return vMatch, ""

@@ -1325,72 +1325,21 @@ func (s *Session) Execute(ctx context.Context, ps pgwire.Statement, args []any) 
 		s.dropNotes() // a statement that was its own transaction failed
 	}
 	var pe *pgwire.Error
-	if err != nil && errors.As(err, &pe) && pe.Code == "23505" && pe.Constraint == "" && pe.Table != "" {
-		s.nameUniqueViolation(ctx, pe)
-		pe.Column = "" // PostgreSQL names the constraint, not its columns
-	}
-	if err != nil && errors.As(err, &pe) && pe.Code == "23503" && pe.Constraint == "" {
-		if st, ok := ps.(*Statement); ok {
-			s.nameForeignKeyViolation(ctx, st, pe)
+	if err != nil && errors.As(err, &pe) && pe.Detail == "" {
+		switch pe.Code {
+		case "23505", "23503", "23502", "23514":
+			st, _ := ps.(*Statement)
+			s.completeConstraintError(ctx, st, args, pe)
 		}
 	}
 	return res, err
-}
-
-// nameForeignKeyViolation words a foreign key violation as PostgreSQL does
-// when the statement's table has one foreign key that can be the one
-// (SQLite says only "FOREIGN KEY constraint failed"): an INSERT or UPDATE
-// of the referencing table, a DELETE or UPDATE of the referenced one.
-func (s *Session) nameForeignKeyViolation(ctx context.Context, st *Statement, pe *pgwire.Error) {
-	kind, table := sqlpg.DMLTarget(st.orig)
-	if table == "" {
-		return
-	}
-	c, done, err := s.readConn(ctx)
-	if err != nil {
-		return
-	}
-	defer done()
-	q := `SELECT 'child', conname, (SELECT relname FROM pg_class WHERE oid = confrelid) FROM pg_constraint WHERE contype = 'f' AND conrelid = _tandem_oid(?1) AND ?2 IN ('INSERT', 'UPDATE')
-		UNION ALL SELECT 'parent', conname, (SELECT relname FROM pg_class WHERE oid = conrelid) FROM pg_constraint WHERE contype = 'f' AND confrelid = _tandem_oid(?1) AND ?2 IN ('DELETE', 'UPDATE')`
-	rows, err := c.c.Query(q, []driver.Value{table, kind})
-	if err != nil {
-		return
-	}
-	defer rows.Close()
-	var found [][3]string
-	v := make([]driver.Value, 3)
-	for rows.Next(v) == nil {
-		var r [3]string
-		for i := range r {
-			r[i], _ = v[i].(string)
-		}
-		found = append(found, r)
-	}
-	pe.Schema, pe.Table = "public", table
-	if len(found) != 1 {
-		pe.Message = fmt.Sprintf("%s on table %q violates a foreign key constraint", map[bool]string{true: "update or delete", false: "insert or update"}[kind == "DELETE"], table)
-		return
-	}
-	pe.Constraint = found[0][1]
-	if found[0][0] == "child" {
-		pe.Message = fmt.Sprintf("insert or update on table %q violates foreign key constraint %q", table, found[0][1])
-	} else {
-		pe.Message = fmt.Sprintf("update or delete on table %q violates foreign key constraint %q on table %q", table, found[0][1], found[0][2])
-		pe.Table = found[0][2]
-	}
 }
 
 // nameUniqueViolation completes a unique violation's error with the name
 // of the constraint (or unique index) on its columns, as PostgreSQL names
 // it ("duplicate key value violates unique constraint "t_a_key""): SQLite
 // names only the columns, and ORMs read the constraint's name.
-func (s *Session) nameUniqueViolation(ctx context.Context, pe *pgwire.Error) {
-	c, done, err := s.readConn(ctx)
-	if err != nil {
-		return
-	}
-	defer done()
+func (s *Session) nameUniqueViolationOn(c *conn, pe *pgwire.Error) {
 	var quoted []string
 	for _, col := range strings.Split(pe.Column, ", ") {
 		quoted = append(quoted, sqlpg.QuoteIdent(col))
@@ -1958,6 +1907,7 @@ func (s *Session) finishTx(ctx context.Context, verb string) (pgwire.Result, err
 	}
 	err := c.exec(verb)
 	if err != nil && verb == "COMMIT" {
+		err = deferredForeignKeyError(c, err) // read before the rollback
 		// The commit failed: roll back so the connection is clean.
 		_ = c.exec("ROLLBACK")
 		s.dropCursors(kept)
@@ -2019,8 +1969,9 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 		return fail(mapError(err))
 	}
 	if err := c.exec("COMMIT"); err != nil {
+		err = deferredForeignKeyError(c, err)
 		_ = after(ctx, false)
-		return fail(mapError(err))
+		return fail(err)
 	}
 	db.release(c)
 	return after(ctx, true)
@@ -2459,6 +2410,13 @@ func mapError(err error) error {
 			// "UNIQUE constraint failed: t.a, t.b": PostgreSQL's message,
 			// with the table and the key's columns (the constraint's name
 			// is looked up by the session: constraintNames).
+			if ix, ok := strings.CutPrefix(msg, "UNIQUE constraint failed: index '"); ok {
+				// An expression index: SQLite names the index (the
+				// session finds its table).
+				name := strings.TrimSuffix(ix, "'")
+				return &pgwire.Error{Code: code, Message: fmt.Sprintf("duplicate key value violates unique constraint %q", name), Schema: "public",
+					Constraint: name, Err: err}
+			}
 			if cols, ok := strings.CutPrefix(msg, "UNIQUE constraint failed: "); ok {
 				table, names := "", []string{}
 				for _, tc := range strings.Split(cols, ", ") {

@@ -338,7 +338,7 @@ func TestConstraintErrors(t *testing.T) {
 		{"INSERT INTO ech VALUES (2, 'a', 2, 2)", "23505", `duplicate key value violates unique constraint "ech_u_key"`, "ech_u_key", ""},
 		{"INSERT INTO ech VALUES (3, 'c', 1, 1)", "23505", `duplicate key value violates unique constraint "ab_uq"`, "ab_uq", ""},
 		{"UPDATE ech SET n = NULL", "23502", `null value in column "n" of relation "ech" violates not-null constraint`, "", "n"},
-		{"UPDATE ech SET n = 0", "23514", `new row violates check constraint "ech_n_check"`, "ech_n_check", ""},
+		{"UPDATE ech SET n = 0", "23514", `new row for relation "ech" violates check constraint "ech_n_check"`, "ech_n_check", ""},
 		{"INSERT INTO ech_c VALUES (2, 9)", "23503", `insert or update on table "ech_c" violates foreign key constraint "ech_c_p_fkey"`, "ech_c_p_fkey", ""},
 		{"DELETE FROM ech", "23503", `update or delete on table "ech" violates foreign key constraint "ech_c_p_fkey" on table "ech_c"`, "ech_c_p_fkey", ""},
 	}
@@ -347,6 +347,48 @@ func TestConstraintErrors(t *testing.T) {
 		var pe *pgwire.Error
 		if !errors.As(err, &pe) || pe.Code != tc.code || pe.Message != tc.msg || pe.Constraint != tc.constraint || pe.Column != tc.column {
 			t.Errorf("%s: %+v, want %s %q constraint %q column %q", tc.sql, pe, tc.code, tc.msg, tc.constraint, tc.column)
+		}
+	}
+}
+
+// Constraint violations with PostgreSQL's DETAIL and fields: which of
+// two foreign keys failed (SQLite does not say), the referenced side, an
+// expression index named from SQLite's "index 'x'", the unique key's
+// values, the failing row of a not-null violation.
+func TestConstraintErrorDetails(t *testing.T) {
+	db := open(t)
+	s, _ := db.NewSession(context.Background(), "u", "d")
+	defer s.Close()
+	for _, sql := range []string{
+		"CREATE TABLE r6a (id int PRIMARY KEY)",
+		"CREATE TABLE r6b (id int, a int CONSTRAINT r6b_a_fk REFERENCES r6a (id), b int CONSTRAINT r6b_b_fk REFERENCES r6a (id))",
+		"INSERT INTO r6a VALUES (1)",
+		"INSERT INTO r6b VALUES (1, 1, 1)",
+		"CREATE TABLE u2 (id bigserial PRIMARY KEY, name varchar(64) NOT NULL, UNIQUE (name))",
+		"CREATE UNIQUE INDEX u2_lower_name ON u2 (lower(name))",
+		"INSERT INTO u2 (name) VALUES ('bob')",
+		"CREATE TABLE m2 (a int, b text, PRIMARY KEY (a, b))",
+		"CREATE TABLE nn (id int PRIMARY KEY, v text NOT NULL)",
+	} {
+		if _, err := run(t, s, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ sql, code, msg, detail, table, constraint string }{
+		{"INSERT INTO r6b VALUES (2, 99, NULL)", "23503", `insert or update on table "r6b" violates foreign key constraint "r6b_a_fk"`, `Key (a)=(99) is not present in table "r6a".`, "r6b", "r6b_a_fk"},
+		{"INSERT INTO r6b VALUES (2, 1, 99)", "23503", `insert or update on table "r6b" violates foreign key constraint "r6b_b_fk"`, `Key (b)=(99) is not present in table "r6a".`, "r6b", "r6b_b_fk"},
+		{"UPDATE r6b SET b = 7", "23503", `insert or update on table "r6b" violates foreign key constraint "r6b_b_fk"`, `Key (b)=(7) is not present in table "r6a".`, "r6b", "r6b_b_fk"},
+		{"DELETE FROM r6a", "23503", `update or delete on table "r6a" violates foreign key constraint "r6b_a_fk" on table "r6b"`, `Key (id)=(1) is still referenced from table "r6b".`, "r6b", "r6b_a_fk"},
+		{"INSERT INTO u2 (name) VALUES ('bob')", "23505", `duplicate key value violates unique constraint "u2_name_key"`, `Key (name)=(bob) already exists.`, "u2", "u2_name_key"},
+		{"INSERT INTO u2 (name) VALUES ('BOB')", "23505", `duplicate key value violates unique constraint "u2_lower_name"`, "", "u2", "u2_lower_name"},
+		{"INSERT INTO m2 VALUES (1, 'x'), (1, 'x')", "23505", `duplicate key value violates unique constraint "m2_pkey"`, `Key (a, b)=(1, x) already exists.`, "m2", "m2_pkey"},
+		{"INSERT INTO nn (id) VALUES (1)", "23502", `null value in column "v" of relation "nn" violates not-null constraint`, `Failing row contains (1, null).`, "nn", ""},
+	}
+	for _, tc := range tests {
+		_, err := run(t, s, tc.sql)
+		var pe *pgwire.Error
+		if !errors.As(err, &pe) || pe.Code != tc.code || pe.Message != tc.msg || pe.Detail != tc.detail || pe.Table != tc.table || pe.Constraint != tc.constraint || pe.Schema != "public" {
+			t.Errorf("%s: %+v, want %s %q detail %q table %q constraint %q", tc.sql, pe, tc.code, tc.msg, tc.detail, tc.table, tc.constraint)
 		}
 	}
 }
