@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -160,7 +161,7 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 			if num == "" {
 				num = "start_value"
 			}
-			sets = append(sets, "last_value = "+num, "is_called = 0")
+			sets = append(sets, "last_value = coalesce(_tandem_seq_reset(name), "+num+")", "is_called = 0")
 		case d.Defname == "increment" && num != "":
 			sets = append(sets, "increment = "+num)
 		case d.Defname == "start" && num != "":
@@ -249,10 +250,12 @@ func (t *translator) sequenceFuncs(n *pg_query.Node) {
 
 // nextvalSQL advances one sequence and answers its new value (a
 // sequence past its bound cycles or fails with 2200H).
-const nextvalSQL = `UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called THEN last_value
+const nextvalSQL = `UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called AND (?2 IS NULL OR increment > 0 AND ?2 < last_value OR increment < 0 AND ?2 > last_value) THEN last_value
+	WHEN ?2 IS NOT NULL AND increment > 0 AND ?2 >= last_value + increment AND ?2 <= max_value - increment THEN ?2 + increment
+	WHEN ?2 IS NOT NULL AND increment < 0 AND ?2 <= last_value + increment AND ?2 >= min_value - increment THEN ?2 + increment
 	WHEN last_value + increment > max_value OR last_value + increment < min_value THEN
 		CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name, CASE WHEN increment > 0 THEN max_value ELSE min_value END, increment > 0) END
-	ELSE last_value + increment END, is_called = 1 WHERE name = ? RETURNING last_value`
+	ELSE last_value + increment END, is_called = 1 WHERE name = ?1 RETURNING last_value`
 
 // SeqRelName is the sequence a regclass text names, as PostgreSQL reads
 // it: an unquoted name folds to lower case, a quoted one is kept, the
@@ -277,11 +280,13 @@ func SeqRelName(s string) string {
 // wherever PostgreSQL allows it (a column's DEFAULT, which is how serial
 // and identity columns number rows, INSERT ... SELECT, several calls in
 // one select list), and the row change is captured and replicated like
-// any other. Unlike PostgreSQL's, a rolled-back nextval is undone.
+// any other. A rolled-back draw undoes the row's change, but the node
+// does not hand the value out again (seqHighWater).
 // currval and lastval answer from the session's own state (Sequences,
 // which the back end binds to the connection before each statement), as
 // PostgreSQL's do: another session's nextval does not change them.
 func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
+	hwm := highWater{db: databaseFile(c)}
 	one := func(q string, args ...driver.Value) (any, bool, error) {
 		rows, err := c.Query(q, args)
 		if err != nil {
@@ -309,16 +314,25 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 				return nil, nil
 			}
 			name := SeqRelName(fmt.Sprint(toText(rel)))
-			v, ok, err := one(nextvalSQL, name)
+			v, ok, err := one(nextvalSQL, name, hwm.last(name))
 			if err == nil && !ok {
 				err = missing(name)
 			}
 			if n, isInt := v.(int64); err == nil && isInt {
+				hwm.set(name, n)
 				if q := sessionSequences(c); q != nil {
 					q.set(name, n, true)
 				}
 			}
 			return v, err
+		}},
+		{"_tandem_seq_reset", func(rel any) any {
+			// ALTER SEQUENCE ... RESTART, TRUNCATE ... RESTART IDENTITY:
+			// the next value is the restart's, whatever was handed out.
+			if rel != nil {
+				hwm.forget(fmt.Sprint(toText(rel)))
+			}
+			return nil
 		}},
 		{"lastval", func() (any, error) {
 			q := sessionSequences(c)
@@ -394,6 +408,9 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 				return nil, fmt.Errorf("[SQLSTATE 22003] setval: value %d is out of bounds for sequence %q (%d..%d)", n, name, lo, hi)
 			}
 			v, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = ? WHERE name = ? RETURNING last_value`, n, int64(isCalled), name)
+			if err == nil {
+				hwm.forget(name) // the sequence starts where setval puts it
+			}
 			if q := sessionSequences(c); err == nil && isCalled == 1 && q != nil {
 				q.set(name, n, false) // as PostgreSQL: currval, not lastval
 			}
@@ -406,4 +423,69 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 		}
 	}
 	return nil
+}
+
+// Sequences are not transactional in PostgreSQL: a value nextval handed
+// out is never handed out again, even when its transaction rolls back.
+// Here the sequence's row is written by the transaction that draws from
+// it, so a rollback undoes the draw; the node remembers, per database
+// file and sequence, the last value it handed out, and the next draw
+// starts past it (an id seen inside a rolled-back transaction does not
+// come back for another row). The memory is the node's: after a restart
+// or a failover the next value follows the committed row, which may give
+// again a value only a rolled-back transaction saw. setval, and a
+// restart (ALTER SEQUENCE ... RESTART leaves the row not called), start
+// over from the row.
+var seqHighWater = struct {
+	mu sync.Mutex
+	m  map[string]int64 // database file + "\x00" + sequence: last value handed out
+}{m: map[string]int64{}}
+
+type highWater struct{ db string }
+
+// SequenceTriggersDDL makes a writing connection forget what it handed
+// out from a sequence that is created or dropped (a table dropped and
+// created again gets a new serial sequence of the same name, which
+// starts at its start value). Temporary triggers: the connection's own,
+// nothing in the database file needs tandem's functions.
+const SequenceTriggersDDL = `CREATE TEMP TRIGGER IF NOT EXISTS _tandem_seq_created AFTER INSERT ON main._tandem_sequences
+BEGIN SELECT _tandem_seq_reset(NEW.name); END;
+CREATE TEMP TRIGGER IF NOT EXISTS _tandem_seq_dropped AFTER DELETE ON main._tandem_sequences
+BEGIN SELECT _tandem_seq_reset(OLD.name); END`
+
+// last is the last value the node handed out from the sequence, nil
+// when none (nextvalSQL's ?2).
+func (h highWater) last(name string) driver.Value {
+	seqHighWater.mu.Lock()
+	defer seqHighWater.mu.Unlock()
+	if v, ok := seqHighWater.m[h.db+"\x00"+name]; ok {
+		return v
+	}
+	return nil
+}
+
+func (h highWater) set(name string, v int64) {
+	seqHighWater.mu.Lock()
+	seqHighWater.m[h.db+"\x00"+name] = v
+	seqHighWater.mu.Unlock()
+}
+
+func (h highWater) forget(name string) {
+	seqHighWater.mu.Lock()
+	delete(seqHighWater.m, h.db+"\x00"+name)
+	seqHighWater.mu.Unlock()
+}
+
+// databaseFile is the connection's main database file ("" in memory).
+func databaseFile(c *sqlite3.SQLiteConn) string {
+	rows, err := c.Query(`SELECT file FROM pragma_database_list WHERE name = 'main'`, nil)
+	if err != nil {
+		return ""
+	}
+	defer rows.Close()
+	v := make([]driver.Value, 1)
+	if rows.Next(v) != nil {
+		return ""
+	}
+	return fmt.Sprint(toText(v[0]))
 }

@@ -321,6 +321,10 @@ func (db *DB) openConn(ro bool) (*conn, error) {
 			c.close()
 			return nil, fmt.Errorf("sqlite: create metadata tables: %w", err)
 		}
+		if err := c.exec(sqlpg.SequenceTriggersDDL); err != nil {
+			c.close()
+			return nil, fmt.Errorf("sqlite: sequence triggers: %w", err)
+		}
 	}
 	if err := sqlpg.InstallCatalog(c.exec); err != nil {
 		c.close()
