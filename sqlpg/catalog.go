@@ -1023,18 +1023,31 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 					return "false"
 				}
 			}
-			if t == nil || len(d) < 2 || d[0] != '\'' || d[len(d)-1] != '\'' || strings.Count(d, "'")%2 != 0 {
+			if strings.HasPrefix(d, "-") {
+				// A negative number: PostgreSQL keeps the constant it
+				// folded, typed integer or numeric ('-1'::integer).
+				if _, err := strconv.ParseInt(d, 10, 32); err == nil {
+					return "'" + d + "'::integer"
+				}
+				if _, err := strconv.ParseFloat(d, 64); err == nil {
+					return "'" + d + "'::numeric"
+				}
+			}
+			if len(d) < 2 || d[0] != '\'' || d[len(d)-1] != '\'' || strings.Count(d, "'")%2 != 0 {
 				return d
 			}
-			switch {
-			case t.Cat == 'N':
-				if _, err := strconv.ParseFloat(d[1:len(d)-1], 64); err == nil {
-					return d[1 : len(d)-1]
+			if t == nil {
+				// An enum's label: 'a'::mood.
+				if name, ok := enumName(o); ok {
+					return d + "::" + quoteIdentIfNeeded(name)
 				}
-			case t.Cat == 'S':
-				return d + "::" + t.SQL // 'x'::text, 'x'::character varying
 			}
-			return d
+			if t == nil {
+				return d
+			}
+			// A string constant keeps its cast to the column's type:
+			// '0'::numeric, '{}'::jsonb, 'x'::character varying.
+			return d + "::" + t.SQL
 		}},
 		{"pg_get_expr", func(expr any, args ...any) any {
 			if expr == nil {
@@ -1264,8 +1277,15 @@ func defaultSequence(s string) string {
 // displayExpr is a stored DEFAULT as PostgreSQL prints it; qualify names
 // a nextval's sequence as regclass prints it on the session's path.
 func displayExpr(s string, qualify func(string) string) string {
-	r := strings.NewReplacer("_pg_now()", "now()", "_pg_current_date()", "CURRENT_DATE", "_pg_random()", "random()")
+	r := strings.NewReplacer("_pg_now()", "now()", "_pg_current_timestamp()", "CURRENT_TIMESTAMP", "_pg_current_date()", "CURRENT_DATE",
+		"_pg_localtimestamp()", "LOCALTIMESTAMP", "_pg_current_time()", "CURRENT_TIME", "_pg_random()", "random()", `"current_user"()`, "CURRENT_USER")
 	s = r.Replace(s)
+	for _, w := range []string{"_pg_int2_range(", "_pg_int4_range(", "_pg_int8_range("} {
+		// Integer arithmetic's range check: PostgreSQL's parenthesised expression.
+		if strings.HasPrefix(s, w) && strings.HasSuffix(s, ")") {
+			s = "(" + s[len(w):len(s)-1] + ")"
+		}
+	}
 	if seq := defaultSequence(s); seq != "" {
 		return "nextval(" + quoteLit(qualify(seq)) + "::regclass)"
 	}

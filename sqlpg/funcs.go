@@ -1071,6 +1071,7 @@ func RegisterFunctions(c *sqlite3.SQLiteConn) error {
 			return !re.MatchString(fmt.Sprint(toText(s))), nil
 		}, true},
 		{"_pg_now", now, false},
+		{"_pg_current_timestamp", now, false},
 		{"current_setting", currentSetting, false},
 		{"set_config", setConfig, false},
 		{"pg_backend_pid", func() int64 {

@@ -2108,7 +2108,7 @@ func (t *translator) sqlValue(n *pg_query.Node, v *pg_query.SQLValueFunction) {
 	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_DATE:
 		n.Node = call("_pg_current_date").Node
 	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIMESTAMP_N:
-		n.Node = call("_pg_now").Node
+		n.Node = call("_pg_current_timestamp").Node // now(), under the name a DEFAULT shows
 	case pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP, pg_query.SQLValueFunctionOp_SVFOP_LOCALTIMESTAMP_N:
 		n.Node = call("_pg_localtimestamp").Node
 	case pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME, pg_query.SQLValueFunctionOp_SVFOP_CURRENT_TIME_N,

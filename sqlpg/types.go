@@ -513,7 +513,7 @@ var funcTypes = map[string]uint32{
 	"_tandem_nextval": 20, "_tandem_currval": 20, "_tandem_setval": 20, "lastval": 20,
 	"pg_try_advisory_lock": 16, "pg_try_advisory_lock_shared": 16, "pg_try_advisory_xact_lock": 16, "pg_try_advisory_xact_lock_shared": 16,
 	"pg_advisory_unlock": 16, "pg_advisory_unlock_shared": 16,
-	"_pg_now": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
+	"_pg_now": 1184, "_pg_current_timestamp": 1184, "_pg_statement_timestamp": 1184, "_pg_clock_timestamp": 1184, "_pg_current_date": 1082, "_pg_localtimestamp": 1114, "_pg_current_time": 1083,
 	"jsonb_build_object": 3802, "json_build_object": 114, "json_build_array": 114, "jsonb_build_array": 3802, "to_json": 114, "to_jsonb": 3802,
 	"json_array_length": 23, "jsonb_array_length": 23, "array_length": 23, "cardinality": 23, "array_position": 23, "array_upper": 23, "array_lower": 23, "array_ndims": 23, "json_typeof": 25, "jsonb_typeof": 25,
 	"jsonb_set": 3802, "regexp_replace": 25, "overlay": 25, "inet_server_port": 23, "inet_client_port": 23, "inet_server_addr": 869, "inet_client_addr": 869,

@@ -1,0 +1,9 @@
+-- Column defaults as information_schema.columns.column_default and pg_get_expr(adbin) print them (ORMs' schema diffs compare them): a string constant with its cast to the column's type ('0'::numeric, '{}'::jsonb, '{}'::integer[], 'a'::enum_type, '1 day'::interval), a negative number as the constant PostgreSQL folded ('-1'::integer), CURRENT_TIMESTAMP, LOCALTIMESTAMP, CURRENT_DATE, CURRENT_TIME and CURRENT_USER by those names, an integer expression in parentheses (was tandem's own _pg_int4_range(...)).
+create type dflt_e as enum ('a','b');
+create table dflt(id serial primary key, a numeric(12,2) default '0', f bigint default '0', i int default 0, n numeric default 1.5, b jsonb default '{}', j json default '[]', c timestamptz default current_timestamp, c2 timestamptz default now(), d dflt_e default 'a', t text default 'x', v varchar(10) default 'y', bo boolean default false, dt date default current_date, u uuid default gen_random_uuid(), ar int[] default '{}', ta text[] default '{a}', fl float8 default 0.5, iv interval default '1 day', ts timestamp default localtimestamp, neg int default -1, ex int default (1 + 2));
+select column_name, column_default from information_schema.columns where table_name = 'dflt' order by ordinal_position;
+select a.attname, pg_get_expr(d.adbin, d.adrelid) from pg_attrdef d join pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum where d.adrelid = 'dflt'::regclass order by a.attnum;
+drop table dflt; drop type dflt_e;
+create table q1(a bigint default -1, b numeric default -1.5, c int default (-1), d float8 default -0.5, e int default 1+2, h date default current_date, i time default current_time, k text default current_user, m numeric(5,2) default 0, o date default '2024-01-01', p uuid default '00000000-0000-0000-0000-000000000000', q bytea default '\x00');
+select column_name, column_default from information_schema.columns where table_name='q1' order by ordinal_position;
+drop table q1;
