@@ -125,6 +125,8 @@ type Column struct {
 	// Sequence: the sequence its DEFAULT draws from (serial and identity
 	// columns of tables created since sequences number them), else "".
 	Sequence string
+	// Generated: "s" for GENERATED ALWAYS AS (...) STORED, else "".
+	Generated string
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -387,6 +389,14 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 				}
 			}
 		}
+		if err := t.generatedInsert(s, tcols); err != nil {
+			return nil, err
+		}
+		if s.OnConflictClause != nil && len(s.OnConflictClause.TargetList) > 0 {
+			if s.OnConflictClause.TargetList, err = generatedTargets(s.OnConflictClause.TargetList, tcols); err != nil {
+				return nil, err
+			}
+		}
 		if err := t.insertChecks(s, tcols); err != nil {
 			return nil, err
 		}
@@ -410,6 +420,11 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		for _, c := range n.UpdateStmt.TargetList {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
 				return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
+			}
+		}
+		if u := n.UpdateStmt; u.Relation != nil && t.sch != nil {
+			if u.TargetList, err = generatedTargets(u.TargetList, t.sch.Columns(u.Relation.Relname)); err != nil {
+				return nil, err
 			}
 		}
 		if err := t.updateDefaults(n.UpdateStmt); err != nil {

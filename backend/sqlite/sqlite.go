@@ -2697,13 +2697,14 @@ func readColumnList(c *conn, table string) []sqlpg.Column {
 			UNION ALL SELECT * FROM main._tandem_columns WHERE NOT EXISTS (SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name = ?1))`
 	}
 	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
-		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels FROM pragma_table_info(?1) p
-		LEFT JOIN `+meta+` m ON m.table_name = ?1 AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid ORDER BY p.cid`, []driver.Value{table})
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels, p.hidden FROM pragma_table_xinfo(?1) p
+		LEFT JOIN `+meta+` m ON m.table_name = ?1 AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid
+		WHERE p.hidden IN (0, 2, 3) ORDER BY p.cid`, []driver.Value{table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 12)
+	vals := make([]driver.Value, 13)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
@@ -2715,6 +2716,9 @@ func readColumnList(c *conn, table string) []sqlpg.Column {
 		col.PK, _ = vals[7].(int64)
 		col.Sequence, _ = vals[8].(string)
 		col.DefaultSQL, _ = vals[9].(string)
+		if h, _ := vals[12].(int64); h == 2 || h == 3 {
+			col.Generated = "s" // a generated column (hidden from pragma_table_info)
+		}
 		if name, ok := vals[10].(string); ok {
 			labels, _ := vals[11].(string)
 			col.Enum = &sqlpg.Enum{OID: uint32(vals[2].(int64)), Name: name, Labels: sqlpg.ParseEnumLabels(labels)}
