@@ -327,6 +327,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		// Accepted, SQLite's unique index would still let NULLs repeat.
 		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
 	}
+	if strings.Contains(lower, "enum_") {
+		t.enumFuncs(raw)
+	}
 	if t.hasParams {
 		t.inferParams(raw)
 	}
@@ -2717,6 +2720,18 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			field = ind.Indirection[0].GetString_().GetSval()
 			val = ind.Arg
 		}
+		// unnest(...)::text: placed as unnest(...) is, under its cast.
+		cast := rt.Val
+		var slot **pg_query.Node
+		isElems := func(n *pg_query.Node) bool {
+			g := n.GetFuncCall()
+			return g != nil && len(g.Args) > 0 && (lastName(g.Funcname) == "unnest" || lastName(g.Funcname) == "generate_subscripts")
+		}
+		if tc := val.GetTypeCast(); tc != nil && field == "" && isElems(tc.Arg) {
+			slot, val = &tc.Arg, tc.Arg
+		} else if g := val.GetFuncCall(); g != nil && field == "" && strings.HasPrefix(lastName(g.Funcname), "_cast_") && len(g.Args) == 1 && isElems(g.Args[0]) {
+			slot, val = &g.Args[0], g.Args[0]
+		}
 		f := val.GetFuncCall()
 		if f == nil || len(f.Args) == 0 {
 			continue
@@ -2807,6 +2822,9 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		} else {
 			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
 				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
+		}
+		if slot != nil {
+			*slot, rt.Val = rt.Val, cast
 		}
 	}
 }
