@@ -911,6 +911,19 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return ""
 		}},
+		{"_tandem_pretty_indexdef", func(def any, pretty any) any {
+			s, ok := def.(string)
+			if !ok || !truthy(pretty) {
+				return def
+			}
+			// Its table qualified only when not on the search_path.
+			if i := strings.Index(s, " ON public."); i >= 0 {
+				if j := strings.Index(s[i:], " USING "); j > 0 {
+					s = s[:i] + " ON " + qualify(unquoteIdent(s[i+len(" ON public."):i+j])) + s[i+j:]
+				}
+			}
+			return prettyIndexdef(s)
+		}},
 		{"_tandem_index_method", func(sql any) string {
 			s, _ := sql.(string)
 			return indexMethod(s)
@@ -1084,7 +1097,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			out := displayExpr(fmt.Sprint(expr), qualify)
 			if len(args) > 1 && truthy(args[1]) {
-				out = unparen(out) // pretty: without the outer parentheses
+				out = prettyExpr(out) // pretty: psql's \d
 			}
 			return out
 		}},

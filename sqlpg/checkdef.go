@@ -302,7 +302,7 @@ func (d *checkDeparser) binary(op string, l, r dexpr) dexpr {
 	case "=", "<>", "<", ">", "<=", ">=":
 		l, r = d.operands(l, r)
 		return dexpr{text: "(" + l.text + " " + op + " " + r.text + ")", typ: "bool"}
-	case "+", "-", "*", "/":
+	case "+", "-", "*", "/", "%":
 		if checkNumRank[l.typ] == 0 || checkNumRank[l.typ] > 3 || l.typ != r.typ {
 			return d.fail() // integers of one type only
 		}
@@ -365,6 +365,14 @@ func (d *checkDeparser) funcCall(f *pg_query.FuncCall) dexpr {
 	}
 	name := strings.ToLower(f.Funcname[0].GetString_().GetSval())
 	switch {
+	case (name == "_pg_div" || name == "_pg_mod") && len(f.Args) == 2:
+		// tandem's / and % (PostgreSQL's division by zero, integer
+		// division of integers).
+		return d.binary(map[string]string{"_pg_div": "/", "_pg_mod": "%"}[name], d.expr(f.Args[0]), d.expr(f.Args[1]))
+	case (name == "_pg_int2_range" || name == "_pg_int4_range" || name == "_pg_int8_range") && len(f.Args) == 1:
+		// tandem's overflow check around integer arithmetic: the
+		// arithmetic itself.
+		return d.expr(f.Args[0])
 	case name == "like" && len(f.Args) == 3:
 		// LIKE as tandem writes it: like(pattern, x, escape '\').
 		if esc := f.Args[2].GetAConst().GetSval(); esc == nil || esc.Sval != `\` {

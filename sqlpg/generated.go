@@ -84,7 +84,7 @@ func (t *translator) generatedInsert(s *pg_query.InsertStmt, cols []Column) erro
 
 // generatedTargets takes the generated columns' SET c = DEFAULT out of an
 // UPDATE's (or ON CONFLICT DO UPDATE's) target list; any other value for
-// one is 42601, as PostgreSQL.
+// one is 428C9, as PostgreSQL.
 func generatedTargets(list []*pg_query.Node, cols []Column) ([]*pg_query.Node, error) {
 	gen := map[string]bool{}
 	var first string
@@ -106,7 +106,7 @@ func generatedTargets(list []*pg_query.Node, cols []Column) ([]*pg_query.Node, e
 			continue
 		}
 		if rt.Val.GetSetToDefault() == nil || len(rt.Indirection) > 0 {
-			return nil, &pgwire.Error{Code: "42601", Message: fmt.Sprintf("column %q can only be updated to DEFAULT", rt.Name),
+			return nil, &pgwire.Error{Code: "428C9", Message: fmt.Sprintf("column %q can only be updated to DEFAULT", rt.Name),
 				Detail: fmt.Sprintf("Column %q is a generated column.", rt.Name)}
 		}
 	}

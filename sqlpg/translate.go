@@ -1938,6 +1938,10 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 			// definition, column k the k-th key column (pgjdbc's and
 			// Hibernate's index metadata).
 			tpl = "(SELECT CASE WHEN __arg1__ = 0 THEN _t._d ELSE split_part(_t._c, ', ', __arg1__) END FROM (SELECT x.indexname AS _n, x.indexdef AS _d, i.cols AS _c FROM pg_indexes x JOIN _pg_index_all i ON i.relname = x.indexname AND i.tbl = x.tablename) _t WHERE _tandem_oid(_t._n) = __arg0__)"
+			if len(f.Args) >= 3 {
+				// pretty (psql's \d): its expressions and predicate so.
+				tpl = strings.Replace(tpl, "THEN _t._d ELSE", "THEN _tandem_pretty_indexdef(_t._d, __arg2__) ELSE", 1)
+			}
 		}
 		n.Node = template(tpl, f.Args...).Node
 		return
