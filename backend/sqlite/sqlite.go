@@ -1092,6 +1092,42 @@ func sequenceExists(c *conn, name string) error {
 	return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
 }
 
+// CopyColumns implements pgwire.CopyColumner: COPY t TO without a column
+// list leaves t's generated columns out, as PostgreSQL does (nil when t
+// has none: every column, SELECT *).
+func (s *Session) CopyColumns(ctx context.Context, table string) []string {
+	if translateOff {
+		return nil
+	}
+	name := strings.TrimSpace(table)
+	if len(name) > 7 && strings.EqualFold(name[:7], "public.") {
+		name = name[7:]
+	}
+	if strings.HasPrefix(name, `"`) && strings.HasSuffix(name, `"`) && len(name) > 1 {
+		name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	} else {
+		name = strings.ToLower(name)
+	}
+	c, done, err := s.readConn(ctx)
+	if err != nil {
+		return nil
+	}
+	defer done()
+	var out []string
+	generated := false
+	for _, col := range tableColumnList(c, name) {
+		if col.Generated != "" {
+			generated = true
+			continue
+		}
+		out = append(out, quoteIdent(col.Name))
+	}
+	if !generated {
+		return nil
+	}
+	return out
+}
+
 // readConn is the session's connection inside a transaction block (it
 // sees the block's own changes), else a reader from the pool; done returns
 // a borrowed one.
@@ -2206,6 +2242,16 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 		}
 		return 0, err
 	}
+	if !translateOff && len(columns) > 0 {
+		for _, col := range tableColumnList(c, table) {
+			for _, name := range columns {
+				if col.Generated != "" && strings.EqualFold(name, col.Name) {
+					return fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("column %q is a generated column", col.Name),
+						Detail: "Generated columns cannot be used in COPY."})
+				}
+			}
+		}
+	}
 	var n int64
 	var stmt *sqlite3.SQLiteStmt
 	width := -1
@@ -2251,7 +2297,14 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 			args = make([]driver.NamedValue, width)
 			// The row's columns, in the order of its values.
 			all := tableColumnList(c, table)
-			copyCols = all
+			copyCols = nil
+			for _, col := range all {
+				if col.Generated == "" {
+					// COPY without a column list leaves generated
+					// columns out, as SQLite's INSERT does.
+					copyCols = append(copyCols, col)
+				}
+			}
 			if len(columns) > 0 {
 				copyCols = make([]sqlpg.Column, len(columns))
 				for i, name := range columns {
