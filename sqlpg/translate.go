@@ -1931,7 +1931,7 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		if name == "pg_get_constraintdef" && len(f.Args) >= 2 {
 			// pretty: a CHECK's expression without the outer parentheses
 			// PostgreSQL adds (psql's \d).
-			tpl = "(SELECT CASE WHEN _t._k = 'c' AND __arg1__ THEN 'CHECK ' || _t._b ELSE _t._d END FROM (SELECT oid AS _o, contype AS _k, conbin AS _b, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)"
+			tpl = "(SELECT CASE WHEN _t._k = 'c' AND __arg1__ THEN 'CHECK (' || pg_get_expr(_t._b, 0, 1) || ')' ELSE _t._d END FROM (SELECT oid AS _o, contype AS _k, conbin AS _b, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)"
 		}
 		if name == "pg_get_indexdef" && len(f.Args) >= 2 {
 			// pg_get_indexdef(index, column, pretty): column 0 is the whole
