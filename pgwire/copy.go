@@ -126,12 +126,24 @@ var copyBinarySignature = []byte("PGCOPY\n\377\r\n\x00")
 
 // copyOut runs COPY table|(query) TO STDOUT over the back end's SELECT, in
 // text, CSV or binary format. m is copyToRe's match.
+// CopyColumner is a BackendSession that knows which columns COPY t TO
+// copies when it names none: a quoted column list, nil for every column.
+type CopyColumner interface {
+	CopyColumns(ctx context.Context, table string) []string
+}
+
 func (s *execSession) copyOut(ctx context.Context, m []string) error {
 	query := m[1]
 	if query == "" {
 		cols := "*"
 		if m[3] != "" {
 			cols = strings.Join(splitCopyColumns(m[3]), ", ")
+		} else if cc, ok := s.bs.(CopyColumner); ok {
+			// Without a column list: the table's columns but its
+			// generated ones, as PostgreSQL copies.
+			if names := cc.CopyColumns(ctx, m[2]); len(names) > 0 {
+				cols = strings.Join(names, ", ")
+			}
 		}
 		query = "SELECT " + cols + " FROM " + m[2]
 	}

@@ -176,7 +176,7 @@ const fkNameSQL = `coalesce(_tandem_constraint_name(m.sql, 'f', (SELECT group_co
 // fkToSQL is the referenced column of row g of pragma_foreign_key_list
 // (for table f."table"): named, or that table's primary key column at the
 // same position when the key names none.
-const fkToSQL = `coalesce(g."to", (SELECT q.name FROM pragma_table_info(f."table") q WHERE q.pk = g.seq + 1))`
+const fkToSQL = `coalesce(g."to", (SELECT q.name FROM pragma_table_xinfo(f."table") q WHERE q.pk = g.seq + 1))`
 
 const userTables = `main.sqlite_schema m WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\'`
 
@@ -193,7 +193,8 @@ func catalogSQL() []string {
 	add("pg_namespace", `SELECT CAST(11 AS INTEGER) AS oid, 'pg_catalog' AS nspname, CAST(10 AS INTEGER) AS nspowner, NULL AS nspacl
 		UNION ALL SELECT 2200, 'public', 6171, NULL UNION ALL SELECT 13000, 'information_schema', 10, NULL`)
 	add("pg_opclass", opclassSQL())
-	add("pg_am", `SELECT CAST(2 AS INTEGER) AS oid, 'heap' AS amname, 't' AS amtype, 0 AS amhandler UNION ALL SELECT 403, 'btree', 'i', 0`)
+	add("pg_am", `SELECT CAST(2 AS INTEGER) AS oid, 'heap' AS amname, 't' AS amtype, 0 AS amhandler UNION ALL SELECT 403, 'btree', 'i', 0
+		UNION ALL SELECT 405, 'hash', 'i', 0`)
 	// Indexes, with PostgreSQL's names for the ones SQLite makes itself
 	// (primary keys and UNIQUE constraints), and the rowid alias of an
 	// INTEGER PRIMARY KEY as the _pkey index PostgreSQL would have.
@@ -204,26 +205,31 @@ func catalogSQL() []string {
 			     ELSE il.name END AS relname,
 			il."unique" AS isunique, (il.origin = 'pk' OR coalesce(k.kind, '') = 'p') AS isprimary,
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
-			(SELECT group_concat(quote_ident(ii.name), ', ') FROM pragma_index_info(il.name) ii) AS cols,
-			(SELECT group_concat(quote_ident(x.name) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END || _tandem_index_nulls(coalesce(ix.sql, ''), x.seqno, x."desc"), ', ')
+			(SELECT group_concat(coalesce(quote_ident(ii.name), _tandem_index_key((SELECT ix.sql FROM main.sqlite_schema ix WHERE ix.name = il.name), ii.seqno, `+indexTypes+`, 0)), ', ')
+				FROM pragma_index_info(il.name) ii) AS cols,
+			(SELECT group_concat(coalesce(quote_ident(x.name), _tandem_index_key(ix.sql, x.seqno, `+indexTypes+`, 1)) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END || _tandem_index_nulls(coalesce(ix.sql, ''), x.seqno, x."desc"), ', ')
 				FROM pragma_index_xinfo(il.name) x LEFT JOIN main.sqlite_schema ix ON ix.name = il.name WHERE x.key = 1) AS keys,
-			(SELECT group_concat(p.cid + 1, ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name) AS colnums,
+			(SELECT group_concat(coalesce(p.cid + 1, 0), ' ') FROM pragma_index_info(il.name) ii LEFT JOIN pragma_table_xinfo(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols,
 			(SELECT group_concat(_tandem_indoption(coalesce(ix.sql, ''), x.seqno, x."desc"), ' ')
 				FROM pragma_index_xinfo(il.name) x LEFT JOIN main.sqlite_schema ix ON ix.name = il.name WHERE x.key = 1) AS options,
-			(SELECT group_concat(_tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_info(m.name) p ON p.name = ii.name
-				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = ii.name) AS classes
+			(SELECT group_concat(_tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), ' ') FROM pragma_index_info(il.name) ii JOIN pragma_table_xinfo(m.name) p ON p.name = ii.name
+				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = ii.name) AS classes,
+			(SELECT _tandem_index_method(ix.sql) FROM main.sqlite_schema ix WHERE ix.name = il.name) AS method,
+			(SELECT _tandem_index_pred(ix.sql, `+indexTypes+`) FROM main.sqlite_schema ix WHERE ix.name = il.name AND il.partial) AS pred,
+			(SELECT _tandem_index_exprs(ix.sql, `+indexTypes+`) FROM main.sqlite_schema ix WHERE ix.name = il.name) AS exprs
 		FROM `+userTables+` AND m.type = 'table' AND il.name IS NOT NULL
 		UNION ALL
-		SELECT m.name, NULL, coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT p.name FROM pragma_table_info(m.name) p WHERE p.pk = 1)), m.name || '_pkey'), 1, 1, 'pk', 0,
-			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
-			(SELECT quote_ident(p.name) FROM pragma_table_info(m.name) p WHERE p.pk = 1),
-			(SELECT p.cid + 1 FROM pragma_table_info(m.name) p WHERE p.pk = 1), 1, '0',
-			(SELECT _tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) FROM pragma_table_info(m.name) p
-				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name WHERE p.pk = 1)
+		SELECT m.name, NULL, coalesce(_tandem_constraint_name(m.sql, 'p', (SELECT p.name FROM pragma_table_xinfo(m.name) p WHERE p.pk = 1)), m.name || '_pkey'), 1, 1, 'pk', 0,
+			(SELECT quote_ident(p.name) FROM pragma_table_xinfo(m.name) p WHERE p.pk = 1),
+			(SELECT quote_ident(p.name) FROM pragma_table_xinfo(m.name) p WHERE p.pk = 1),
+			(SELECT p.cid + 1 FROM pragma_table_xinfo(m.name) p WHERE p.pk = 1), 1, '0',
+			(SELECT _tandem_opclass(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) FROM pragma_table_xinfo(m.name) p
+				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name WHERE p.pk = 1),
+			'btree', NULL, NULL
 		FROM `+userTables+` AND m.type = 'table'
-			AND (SELECT count(*) FROM pragma_table_info(m.name) WHERE pk > 0) = 1
-			AND EXISTS (SELECT 1 FROM pragma_table_info(m.name) WHERE pk = 1 AND upper(type) = 'INTEGER')`)
+			AND (SELECT count(*) FROM pragma_table_xinfo(m.name) WHERE pk > 0) = 1
+			AND EXISTS (SELECT 1 FROM pragma_table_xinfo(m.name) WHERE pk = 1 AND upper(type) = 'INTEGER')`)
 	// pragma_index_list needs the table as an argument: join it per table.
 	// An index ALTER TABLE ADD CONSTRAINT made (SQLite cannot add a key to
 	// a table) is that constraint (_tandem_constraints).
@@ -235,7 +241,7 @@ func catalogSQL() []string {
 			CAST(0 AS INTEGER) AS reltablespace, 0 AS relpages, -1.0 AS reltuples, 0 AS relallvisible, CAST(0 AS INTEGER) AS reltoastrelid,
 			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = m.name) AS relhasindex, 0 AS relisshared, 'p' AS relpersistence,
 			CASE m.type WHEN 'table' THEN 'r' ELSE 'v' END AS relkind,
-			(SELECT count(*) FROM pragma_table_info(m.name)) AS relnatts, CASE m.type WHEN 'table' THEN json_array_length(_tandem_checks(m.sql)) ELSE 0 END AS relchecks,
+			(SELECT count(*) FROM pragma_table_xinfo(m.name)) AS relnatts, CASE m.type WHEN 'table' THEN json_array_length(_tandem_checks(m.sql)) ELSE 0 END AS relchecks,
 			0 AS relhasrules,
 			(m.type = 'table' AND (EXISTS (SELECT 1 FROM pragma_foreign_key_list(m.name))
 				OR EXISTS (SELECT 1 FROM main.sqlite_schema o, pragma_foreign_key_list(o.name) f WHERE o.type = 'table' AND f."table" = m.name))) AS relhastriggers,
@@ -243,7 +249,7 @@ func catalogSQL() []string {
 			0 AS relispartition, CAST(0 AS INTEGER) AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid, NULL AS relacl, NULL AS reloptions, NULL AS relpartbound
 		FROM `+userTables+` AND m.type IN ('table', 'view')
 		UNION ALL
-		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), i.relname, 2200, 0, 0, 10, 403, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'i', i.ncols,
+		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), i.relname, 2200, 0, 0, 10, CASE i.method WHEN 'hash' THEN 405 ELSE 403 END, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'i', i.ncols,
 			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
 		FROM _pg_index_all i
 		UNION ALL
@@ -255,13 +261,13 @@ func catalogSQL() []string {
 	// it (Django's get_sequences).
 	add("pg_depend", `SELECT CAST(_tandem_oid('pg_class') AS INTEGER) AS classid, CAST(_tandem_oid(s.name) AS INTEGER) AS objid, 0 AS objsubid,
 			CAST(_tandem_oid('pg_class') AS INTEGER) AS refclassid, CAST(_tandem_oid(s.owner_table) AS INTEGER) AS refobjid,
-			(SELECT p.cid + 1 FROM pragma_table_info(s.owner_table) p WHERE p.name = s.owner_column) AS refobjsubid,
+			(SELECT p.cid + 1 FROM pragma_table_xinfo(s.owner_table) p WHERE p.name = s.owner_column) AS refobjsubid,
 			CASE WHEN coalesce((SELECT c.identity FROM main._tandem_columns c WHERE c.table_name = s.owner_table AND c.column_name = s.owner_column), '') = '' THEN 'a' ELSE 'i' END AS deptype
 		FROM main._tandem_sequences s WHERE s.owner_table IS NOT NULL
 		UNION ALL
 		SELECT 2604, CAST(_tandem_oid(d.tbl || '.' || d.col) AS INTEGER), 0, 1259, CAST(_tandem_oid(d.seq) AS INTEGER), 0, 'n'
 		FROM (SELECT m.name AS tbl, p.name AS col, _tandem_default_seq(CASE WHEN coalesce(tc.identity, '') = '' THEN tc.sequence END, p.dflt_value) AS seq
-			FROM main.sqlite_schema m, pragma_table_info(m.name) p
+			FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p
 				LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table') d
 		WHERE d.seq IS NOT NULL AND EXISTS (SELECT 1 FROM main._tandem_sequences s WHERE s.name = d.seq)
@@ -282,36 +288,36 @@ func catalogSQL() []string {
 			i.ncols AS indnatts, i.ncols AS indnkeyatts, i.isunique AS indisunique, 0 AS indnullsnotdistinct, i.isprimary AS indisprimary,
 			0 AS indisexclusion, 1 AS indimmediate, 0 AS indisclustered, 1 AS indisvalid, 0 AS indcheckxmin, 1 AS indisready,
 			1 AS indislive, 0 AS indisreplident, i.colnums AS indkey, _tandem_zeros(i.ncols) AS indcollation, coalesce(i.classes, _tandem_zeros(i.ncols)) AS indclass, coalesce(i.options, _tandem_zeros(i.ncols)) AS indoption,
-			NULL AS indexprs, NULL AS indpred
+			nullif(i.exprs, '') AS indexprs, nullif(i.pred, '') AS indpred
 		FROM _pg_index_all i`)
 	add("pg_attribute", `SELECT CAST(_tandem_oid(m.name) AS INTEGER) AS attrelid, p.name AS attname,
 			CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER) AS atttypid,
 			CAST(coalesce(tc.typmod, -1) AS INTEGER) AS atttypmod, CAST(p.cid + 1 AS INTEGER) AS attnum,
 			(p."notnull" OR p.pk > 0) AS attnotnull, (`+colDefault+` IS NOT NULL) AS atthasdef,
-			0 AS atthasmissing, coalesce(tc.identity, '') AS attidentity, '' AS attgenerated, 0 AS attisdropped, 1 AS attislocal,
+			0 AS atthasmissing, coalesce(tc.identity, '') AS attidentity, CASE WHEN p.hidden IN (2, 3) THEN 's' ELSE '' END AS attgenerated, 0 AS attisdropped, 1 AS attislocal,
 			0 AS attinhcount, CAST(0 AS INTEGER) AS attcollation, -1 AS attstattarget, _tandem_attndims(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attndims, -1 AS attlen, 0 AS attbyval,
 			'i' AS attalign, _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS attstorage, '' AS attcompression, NULL AS attacl,
 			NULL AS attoptions, NULL AS attfdwoptions, NULL AS attmissingval
-		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')
+		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view') AND p.hidden IN (0, 2, 3)
 		UNION ALL
 		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), p.name, CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER),
 			CAST(coalesce(tc.typmod, -1) AS INTEGER), CAST(ii.seqno + 1 AS INTEGER), 0, 0, 0, '', '', 0, 1, 0, CAST(0 AS INTEGER), -1, 0, -1, 0,
 			'i', _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), '', NULL, NULL, NULL, NULL
-		FROM _pg_index_all i, pragma_index_info(coalesce(i.sqlite_name, '')) ii JOIN pragma_table_info(i.tbl) p ON p.name = ii.name
+		FROM _pg_index_all i, pragma_index_info(coalesce(i.sqlite_name, '')) ii JOIN pragma_table_xinfo(i.tbl) p ON p.name = ii.name
 			LEFT JOIN main._tandem_columns tc ON tc.table_name = i.tbl AND tc.column_name = p.name
 		WHERE i.sqlite_name IS NOT NULL
 		UNION ALL
 		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), p.name, CAST(coalesce(tc.type_oid, _tandem_decl_oid(p.type)) AS INTEGER),
 			CAST(coalesce(tc.typmod, -1) AS INTEGER), 1, 0, 0, 0, '', '', 0, 1, 0, CAST(0 AS INTEGER), -1, 0, -1, 0,
 			'i', _tandem_typstorage(coalesce(tc.type_oid, _tandem_decl_oid(p.type))), '', NULL, NULL, NULL, NULL
-		FROM _pg_index_all i JOIN pragma_table_info(i.tbl) p ON p.pk = 1
+		FROM _pg_index_all i JOIN pragma_table_xinfo(i.tbl) p ON p.pk = 1
 			LEFT JOIN main._tandem_columns tc ON tc.table_name = i.tbl AND tc.column_name = p.name
 		WHERE i.sqlite_name IS NULL`)
 	add("pg_attrdef", `SELECT CAST(_tandem_oid(m.name || '.' || p.name) AS INTEGER) AS oid, CAST(_tandem_oid(m.name) AS INTEGER) AS adrelid,
 			CAST(p.cid + 1 AS INTEGER) AS adnum,
 			`+colDefault+` AS adbin
-		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
+		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'
 			AND `+colDefault+` IS NOT NULL`)
 	add("pg_constraint", `SELECT CAST(_tandem_oid(i.relname) AS INTEGER) AS oid, i.relname AS conname, CAST(2200 AS INTEGER) AS connamespace,
@@ -335,16 +341,16 @@ func catalogSQL() []string {
 				|| CASE WHEN fk.deferral & 1 THEN ' DEFERRABLE' ELSE '' END || CASE WHEN fk.deferral & 2 THEN ' INITIALLY DEFERRED' ELSE '' END
 		FROM (SELECT m.name AS tbl, f."table" AS reftbl, f.on_update AS on_update, f.on_delete AS on_delete, `+fkNameSQL+` AS name,
 				_tandem_fk_deferral(m.sql, (SELECT group_concat(x.c, ',') FROM (SELECT g."from" AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x)) AS deferral,
-				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
+				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_xinfo(m.name) p ON p.name = g."from" WHERE g.id = f.id ORDER BY g.seq) x) AS nums,
 				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(g."from") AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS cols,
-				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_info(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
+				(SELECT group_concat(x.n, ' ') FROM (SELECT p.cid + 1 AS n FROM pragma_foreign_key_list(m.name) g JOIN pragma_table_xinfo(f."table") p ON p.name = `+fkToSQL+` WHERE g.id = f.id ORDER BY g.seq) x) AS refnums,
 				(SELECT group_concat(x.c, ', ') FROM (SELECT quote_ident(`+fkToSQL+`) AS c FROM pragma_foreign_key_list(m.name) g WHERE g.id = f.id ORDER BY g.seq) x) AS refcols
 			FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 			WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND f.seq = 0) fk
 		UNION ALL
 		SELECT CAST(_tandem_oid(m.name || '.' || json_extract(c.value, '$.name')) AS INTEGER), json_extract(c.value, '$.name'), 2200, 'c', 0, 0, 1,
 			CAST(_tandem_oid(m.name) AS INTEGER), 0, 0, 0, 0, ' ', ' ', ' ', 1, 0, 0,
-			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
+			'{' || coalesce((SELECT group_concat(x.n, ',') FROM (SELECT p.cid + 1 AS n FROM json_each(json_extract(c.value, '$.cols')) k JOIN pragma_table_xinfo(m.name) p ON lower(p.name) = lower(k.value) ORDER BY k.key) x), '') || '}',
 			NULL, NULL, substr(json_extract(c.value, '$.def'), 8, length(json_extract(c.value, '$.def')) - 8), json_extract(c.value, '$.def')
 		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql, (SELECT json_group_object(lower(tc.column_name), tc.type_oid) FROM main._tandem_columns tc WHERE tc.table_name = m.name))) c
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
@@ -393,7 +399,7 @@ func catalogSQL() []string {
 				substr(m.sql, instr(upper(m.sql), ' AS ') + 4))) AS definition
 		FROM `+userTables+` AND m.type = 'view'`)
 	add("pg_indexes", `SELECT 'public' AS schemaname, i.tbl AS tablename, i.relname AS indexname, NULL AS tablespace,
-			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING btree (' || i.keys || ')' AS indexdef
+			'CREATE ' || CASE WHEN i.isunique THEN 'UNIQUE ' ELSE '' END || 'INDEX ' || quote_ident(i.relname) || ' ON public.' || quote_ident(i.tbl) || ' USING ' || coalesce(i.method, 'btree') || ' (' || i.keys || ')' || coalesce(' WHERE ' || nullif(i.pred, ''), '') AS indexdef
 		FROM _pg_index_all i`)
 	add("pg_sequences", `SELECT 'public' AS schemaname, name AS sequencename, 'tandem' AS sequenceowner, CAST(type_oid AS INTEGER) AS data_type,
 			start_value, min_value, max_value, increment AS increment_by, cycle, 1 AS cache_size, CASE WHEN is_called THEN last_value END AS last_value FROM main._tandem_sequences`)
@@ -541,7 +547,7 @@ func catalogSQL() []string {
 			CASE m.type WHEN 'table' THEN 'YES' ELSE 'NO' END AS is_insertable_into, 'NO' AS is_typed, NULL AS commit_action
 		FROM `+userTables+` AND m.type IN ('table', 'view')`)
 	add("information_schema.columns", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, m.name AS table_name, p.name AS column_name,
-			p.cid + 1 AS ordinal_position, `+colDefault+` AS column_default, CASE WHEN p."notnull" OR p.pk > 0 THEN 'NO' ELSE 'YES' END AS is_nullable,
+			p.cid + 1 AS ordinal_position, CASE WHEN p.hidden IN (2, 3) THEN NULL ELSE `+colDefault+` END AS column_default, CASE WHEN p."notnull" OR p.pk > 0 THEN 'NO' ELSE 'YES' END AS is_nullable,
 			_tandem_type_sql(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS data_type,
 			CASE WHEN coalesce(tc.type_oid, 0) IN (1043, 1042) AND tc.typmod > 4 THEN tc.typmod - 4 END AS character_maximum_length,
 			NULL AS character_octet_length,
@@ -563,8 +569,9 @@ func catalogSQL() []string {
 			CAST(sq.start_value AS TEXT) AS identity_start, CAST(sq.increment AS TEXT) AS identity_increment,
 			CAST(sq.max_value AS TEXT) AS identity_maximum, CAST(sq.min_value AS TEXT) AS identity_minimum,
 			CASE WHEN sq.cycle THEN 'YES' ELSE 'NO' END AS identity_cycle,
-			'NEVER' AS is_generated, NULL AS generation_expression, 'YES' AS is_updatable
-		FROM main.sqlite_schema m, pragma_table_info(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
+			CASE WHEN p.hidden IN (2, 3) THEN 'ALWAYS' ELSE 'NEVER' END AS is_generated,
+			CASE WHEN p.hidden IN (2, 3) THEN `+colGenerated+` END AS generation_expression, 'YES' AS is_updatable
+		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 			LEFT JOIN main._tandem_sequences sq ON sq.name = tc.sequence AND coalesce(tc.identity, '') <> ''
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
 	// As PostgreSQL 15, table_constraints lists each NOT NULL column as a
@@ -578,7 +585,7 @@ func catalogSQL() []string {
 		UNION ALL
 		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', 'tandem', 'public', m.name,
 			'CHECK', 'NO', 'NO', 'YES', NULL
-		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	// CHECK constraints as PostgreSQL 15 lists them: each CHECK with its
 	// deparsed expression, and each NOT NULL column as a check of its own
@@ -589,7 +596,7 @@ func catalogSQL() []string {
 		FROM pg_constraint c WHERE c.contype = 'c'
 		UNION ALL
 		SELECT 'tandem', 'public', '2200_' || _tandem_oid(m.name) || '_' || (p.cid + 1) || '_not_null', p.name || ' IS NOT NULL'
-		FROM main.sqlite_schema m, pragma_table_info(m.name) p
+		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND (p."notnull" OR p.pk > 0)`)
 	// The columns of PRIMARY KEY, UNIQUE and FOREIGN KEY constraints
 	// (GORM's AutoMigrate reads them to find a table's unique columns).
@@ -598,7 +605,7 @@ func catalogSQL() []string {
 			ii.seqno + 1 AS ordinal_position, CAST(NULL AS INTEGER) AS position_in_unique_constraint
 		FROM _pg_index_all i, pragma_index_info(i.sqlite_name) ii WHERE i.origin IN ('pk', 'u') AND i.sqlite_name IS NOT NULL
 		UNION ALL
-		SELECT 'tandem', 'public', i.relname, 'tandem', 'public', i.tbl, (SELECT p.name FROM pragma_table_info(i.tbl) p WHERE p.pk = 1), 1, NULL
+		SELECT 'tandem', 'public', i.relname, 'tandem', 'public', i.tbl, (SELECT p.name FROM pragma_table_xinfo(i.tbl) p WHERE p.pk = 1), 1, NULL
 		FROM _pg_index_all i WHERE i.origin = 'pk' AND i.sqlite_name IS NULL
 		UNION ALL
 		SELECT 'tandem', 'public', `+fkNameSQL+`, 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
@@ -610,14 +617,14 @@ func catalogSQL() []string {
 			k.column_name AS column_name, 'tandem' AS constraint_catalog, 'public' AS constraint_schema, k.constraint_name AS constraint_name
 		FROM _is_key_column_usage k WHERE k.position_in_unique_constraint IS NULL
 		UNION ALL
-		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_info(f."table") p WHERE p.pk = f.seq + 1)),
+		SELECT 'tandem', 'public', f."table", coalesce(f."to", (SELECT p.name FROM pragma_table_xinfo(f."table") p WHERE p.pk = f.seq + 1)),
 			'tandem', 'public', `+fkNameSQL+`
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'
 		UNION ALL
 		SELECT 'tandem', 'public', m.name, p.name, 'tandem', 'public', json_extract(c.value, '$.name')
 		FROM main.sqlite_schema m, json_each(_tandem_checks(m.sql)) c, json_each(json_extract(c.value, '$.cols')) k
-			JOIN pragma_table_info(m.name) p ON lower(p.name) = lower(k.value)
+			JOIN pragma_table_xinfo(m.name) p ON lower(p.name) = lower(k.value)
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	return v
 }
@@ -707,8 +714,18 @@ func FormatType(oid int64, typmod int64) string {
 // colDefault is a column's default as PostgreSQL shows it (pg_attrdef,
 // information_schema.columns): nextval('t_id_seq'::regclass) for a serial
 // column, none for an identity column, else SQLite's default expression
-// (p: its pragma_table_info row, tc: its _tandem_columns row).
-const colDefault = `(CASE WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || _tandem_qualify(tc.sequence) || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
+// (p: its pragma_table_xinfo row, tc: its _tandem_columns row; the catalog
+// reads pragma_table_xinfo, which lists generated columns too).
+const colDefault = `(CASE WHEN p.hidden IN (2, 3) THEN ` + colGenerated + ` WHEN tc.sequence IS NOT NULL THEN CASE WHEN coalesce(tc.identity, '') = '' THEN 'nextval(''' || _tandem_qualify(tc.sequence) || '''::regclass)' END ELSE _tandem_display_default(p.dflt_value, coalesce(tc.type_oid, _tandem_decl_oid(p.type))) END)`
+
+// indexTypes is the column types (JSON: name -> type OID) of an index's
+// table m, for the deparse of its expressions.
+const indexTypes = `(SELECT json_group_object(lower(g.column_name), g.type_oid) FROM main._tandem_columns g WHERE g.table_name = m.name)`
+
+// colGenerated is a generated column's expression as PostgreSQL prints
+// it (pg_attrdef.adbin, information_schema.columns.generation_expression),
+// read from the table's CREATE text (m: its sqlite_schema row).
+const colGenerated = `_tandem_generated(m.sql, p.name, (SELECT json_group_object(lower(g.column_name), g.type_oid) FROM main._tandem_columns g WHERE g.table_name = m.name))`
 
 // RegisterCatalogFunctions registers the catalog's SQL functions.
 func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
@@ -894,6 +911,44 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			}
 			return ""
 		}},
+		{"_tandem_pretty_indexdef", func(def any, pretty any) any {
+			s, ok := def.(string)
+			if !ok || !truthy(pretty) {
+				return def
+			}
+			// Its table qualified only when not on the search_path.
+			if i := strings.Index(s, " ON public."); i >= 0 {
+				if j := strings.Index(s[i:], " USING "); j > 0 {
+					s = s[:i] + " ON " + qualify(unquoteIdent(s[i+len(" ON public."):i+j])) + s[i+j:]
+				}
+			}
+			return prettyIndexdef(s)
+		}},
+		{"_tandem_index_method", func(sql any) string {
+			s, _ := sql.(string)
+			return indexMethod(s)
+		}},
+		{"_tandem_index_key", func(sql any, seq int64, types any, wrap bool) any {
+			s, _ := sql.(string)
+			if k := indexKey(s, int(seq), jsonTypes(types), wrap); k != "" {
+				return k
+			}
+			return nil
+		}},
+		{"_tandem_index_pred", func(sql, types any) any {
+			s, _ := sql.(string)
+			if p := indexPred(s, jsonTypes(types)); p != "" {
+				return p
+			}
+			return nil
+		}},
+		{"_tandem_index_exprs", func(sql, types any) any {
+			s, _ := sql.(string)
+			if e := indexExprs(s, jsonTypes(types)); e != "" {
+				return e
+			}
+			return nil
+		}},
 		{"_tandem_opclass", func(typeOID int64) int64 { // the default btree operator class of a column's type
 			return int64(opclassOf(uint32(typeOID)))
 		}},
@@ -1053,7 +1108,30 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if expr == nil {
 				return nil
 			}
-			return displayExpr(fmt.Sprint(expr), qualify)
+			out := displayExpr(fmt.Sprint(expr), qualify)
+			if len(args) > 1 && truthy(args[1]) {
+				out = prettyExpr(out) // pretty: psql's \d
+			}
+			return out
+		}},
+		// A generated column's expression (the table's CREATE text, the
+		// column, its table's column types as JSON): PostgreSQL's deparse
+		// where the subset knows it, else the stored text.
+		{"_tandem_generated", func(create, col, types any) any {
+			c, _ := create.(string)
+			name, _ := col.(string)
+			g := GeneratedExpr(c, name)
+			if g == "" {
+				return nil
+			}
+			var m map[string]uint32
+			if s, ok := types.(string); ok {
+				_ = json.Unmarshal([]byte(s), &m)
+			}
+			if e, ok := pgExpr(g, m); ok {
+				return e
+			}
+			return g
 		}},
 		{"obj_description", func(args ...any) any {
 			if len(args) == 0 || args[0] == nil {
@@ -1276,6 +1354,52 @@ func defaultSequence(s string) string {
 
 // displayExpr is a stored DEFAULT as PostgreSQL prints it; qualify names
 // a nextval's sequence as regclass prints it on the session's path.
+// jsonTypes reads a table's column types as the catalog passes them
+// (JSON: lower-case name -> type OID).
+func jsonTypes(v any) map[string]uint32 {
+	var m map[string]uint32
+	if s, ok := v.(string); ok {
+		_ = json.Unmarshal([]byte(s), &m)
+	}
+	return m
+}
+
+// truthy: a SQL boolean argument that is true.
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case int64:
+		return x != 0
+	case bool:
+		return x
+	case string:
+		return x == "t" || x == "true" || x == "1"
+	}
+	return false
+}
+
+// unparen is s without the parentheses around all of it, if it has them.
+func unparen(s string) string {
+	if len(s) < 2 || s[0] != '(' || s[len(s)-1] != ')' {
+		return s
+	}
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\'':
+			for i++; i < len(s) && s[i] != '\''; i++ {
+			}
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 && i < len(s)-1 {
+				return s
+			}
+		}
+	}
+	return s[1 : len(s)-1]
+}
+
 func displayExpr(s string, qualify func(string) string) string {
 	r := strings.NewReplacer("_pg_now()", "now()", "_pg_current_timestamp()", "CURRENT_TIMESTAMP", "_pg_current_date()", "CURRENT_DATE",
 		"_pg_localtimestamp()", "LOCALTIMESTAMP", "_pg_current_time()", "CURRENT_TIME", "_pg_random()", "random()", `"current_user"()`, "CURRENT_USER")

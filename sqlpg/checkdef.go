@@ -57,6 +57,10 @@ type dexpr struct {
 var checkTypeSQL = map[string]string{
 	"text": "text", "varchar": "character varying", "bpchar": "bpchar", "int2": "smallint", "int4": "integer",
 	"int8": "bigint", "numeric": "numeric", "bool": "boolean",
+	// Columns of these types are printed, compared with their own type
+	// and tested for NULL; no literal is coerced to them.
+	"timestamptz": "timestamp with time zone", "timestamp": "timestamp without time zone", "date": "date",
+	"float8": "double precision", "float4": "real", "uuid": "uuid", "jsonb": "jsonb", "json": "json", "bytea": "bytea",
 }
 
 func (d *checkDeparser) fail() dexpr {
@@ -146,6 +150,19 @@ func (d *checkDeparser) expr(n *pg_query.Node) dexpr {
 			return dexpr{text: "(" + e.text + " IS NOT NULL)", typ: "bool"}
 		}
 		return dexpr{text: "(" + e.text + " IS NULL)", typ: "bool"}
+	case n.GetBooleanTest() != nil:
+		t := n.GetBooleanTest()
+		e := d.expr(t.Arg)
+		if d.bad || e.typ != "bool" {
+			return d.fail()
+		}
+		test := map[pg_query.BoolTestType]string{pg_query.BoolTestType_IS_TRUE: "IS TRUE", pg_query.BoolTestType_IS_NOT_TRUE: "IS NOT TRUE",
+			pg_query.BoolTestType_IS_FALSE: "IS FALSE", pg_query.BoolTestType_IS_NOT_FALSE: "IS NOT FALSE",
+			pg_query.BoolTestType_IS_UNKNOWN: "IS UNKNOWN", pg_query.BoolTestType_IS_NOT_UNKNOWN: "IS NOT UNKNOWN"}[t.Booltesttype]
+		if test == "" {
+			return d.fail()
+		}
+		return dexpr{text: "(" + e.text + " " + test + ")", typ: "bool"}
 	case n.GetAExpr() != nil:
 		return d.aexpr(n.GetAExpr())
 	case n.GetFuncCall() != nil:
@@ -285,7 +302,7 @@ func (d *checkDeparser) binary(op string, l, r dexpr) dexpr {
 	case "=", "<>", "<", ">", "<=", ">=":
 		l, r = d.operands(l, r)
 		return dexpr{text: "(" + l.text + " " + op + " " + r.text + ")", typ: "bool"}
-	case "+", "-", "*", "/":
+	case "+", "-", "*", "/", "%":
 		if checkNumRank[l.typ] == 0 || checkNumRank[l.typ] > 3 || l.typ != r.typ {
 			return d.fail() // integers of one type only
 		}
@@ -348,6 +365,14 @@ func (d *checkDeparser) funcCall(f *pg_query.FuncCall) dexpr {
 	}
 	name := strings.ToLower(f.Funcname[0].GetString_().GetSval())
 	switch {
+	case (name == "_pg_div" || name == "_pg_mod") && len(f.Args) == 2:
+		// tandem's / and % (PostgreSQL's division by zero, integer
+		// division of integers).
+		return d.binary(map[string]string{"_pg_div": "/", "_pg_mod": "%"}[name], d.expr(f.Args[0]), d.expr(f.Args[1]))
+	case (name == "_pg_int2_range" || name == "_pg_int4_range" || name == "_pg_int8_range") && len(f.Args) == 1:
+		// tandem's overflow check around integer arithmetic: the
+		// arithmetic itself.
+		return d.expr(f.Args[0])
 	case name == "like" && len(f.Args) == 3:
 		// LIKE as tandem writes it: like(pattern, x, escape '\').
 		if esc := f.Args[2].GetAConst().GetSval(); esc == nil || esc.Sval != `\` {
@@ -376,4 +401,50 @@ func (d *checkDeparser) funcCall(f *pg_query.FuncCall) dexpr {
 		return dexpr{text: name + "(" + a.text + ")", typ: typ}
 	}
 	return d.fail()
+}
+
+// pgExpr is expr (a stored expression, its parenthesised group) as
+// PostgreSQL prints it, of any type the subset knows (a generated
+// column's expression, an index's predicate).
+func pgExpr(expr string, types map[string]uint32) (out string, ok bool) {
+	tree, err := pg_query.Parse("SELECT " + expr)
+	if err != nil || len(tree.Stmts) != 1 {
+		return "", false
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 || sel.FromClause != nil {
+		return "", false
+	}
+	d := checkDeparser{types: types}
+	e := d.expr(sel.TargetList[0].GetResTarget().GetVal())
+	if d.bad || e.typ == "unknown" {
+		return "", false
+	}
+	return e.text, true
+}
+
+// GeneratedExpr is the parenthesised expression of column col's
+// GENERATED ALWAYS AS (...) in a CREATE TABLE text, "" if it has none.
+func GeneratedExpr(create, col string) string {
+	open := strings.IndexByte(create, '(')
+	if open < 0 {
+		return ""
+	}
+	items, err := splitTop(create[open+1:])
+	if err != nil {
+		return ""
+	}
+	for _, it := range items {
+		toks := tokens(create[open+1+it[0] : open+1+it[1]])
+		if len(toks) == 0 || !strings.EqualFold(unquoteIdent(toks[0].text), col) {
+			continue
+		}
+		for j := 1; j+1 < len(toks); j++ {
+			if strings.EqualFold(toks[j].text, "AS") && strings.HasPrefix(toks[j+1].text, "(") &&
+				(strings.EqualFold(toks[j-1].text, "ALWAYS") || strings.EqualFold(toks[j-1].text, "GENERATED")) {
+				return toks[j+1].text
+			}
+		}
+	}
+	return ""
 }

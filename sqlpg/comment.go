@@ -125,7 +125,7 @@ const descriptionSQL = `SELECT * FROM (SELECT CAST(CASE c.kind WHEN 'schema' THE
 			WHEN 'con' THEN (SELECT k.oid FROM pg_constraint k WHERE k.conname = c.name AND k.conrelid = _tandem_oid(c.column_name))
 			ELSE _tandem_oid(c.name) END AS INTEGER) AS objoid,
 		CAST(CASE c.kind WHEN 'schema' THEN 2615 WHEN 'type' THEN 1247 WHEN 'con' THEN 2606 ELSE 1259 END AS INTEGER) AS classoid,
-		CASE WHEN c.kind = 'col' THEN (SELECT p.cid + 1 FROM pragma_table_info(c.name) p WHERE p.name = c.column_name) ELSE 0 END AS objsubid,
+		CASE WHEN c.kind = 'col' THEN (SELECT p.cid + 1 FROM pragma_table_xinfo(c.name) p WHERE p.name = c.column_name) ELSE 0 END AS objsubid,
 		c.comment AS description
 	FROM main._tandem_comments c WHERE c.comment IS NOT NULL) WHERE objoid IS NOT NULL
 	UNION ALL

@@ -504,7 +504,8 @@ func (t *translator) expr(e *pg_query.Node) (string, error) {
 
 func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *Translation) (*Translation, error) {
 	tr.DDL, tr.Tag = true, "CREATE INDEX"
-	switch strings.ToLower(s.AccessMethod) {
+	method := strings.ToLower(s.AccessMethod)
+	switch method {
 	case "", "btree", "hash":
 		s.AccessMethod = ""
 	default:
@@ -540,10 +541,20 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 		}
 	}
 	if s.Idxname == "" {
+		// As PostgreSQL's ChooseIndexColumnNames: a column's name, a
+		// function call's name, else "expr".
 		cols := []string{}
 		for _, p := range s.IndexParams {
-			if ie := p.GetIndexElem(); ie != nil && ie.Name != "" {
+			ie := p.GetIndexElem()
+			switch {
+			case ie == nil:
+			case ie.Name != "":
 				cols = append(cols, ie.Name)
+			case ie.Expr.GetFuncCall() != nil && len(ie.Expr.GetFuncCall().Funcname) > 0:
+				fn := ie.Expr.GetFuncCall().Funcname
+				cols = append(cols, fn[len(fn)-1].GetString_().GetSval())
+			case ie.Expr != nil:
+				cols = append(cols, "expr")
 			}
 		}
 		s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_idx"
@@ -579,6 +590,9 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 	out = strings.Replace(out, " USING  (", " (", 1)
 	if explicit {
 		out = withNullsMarker(out, string(nulls))
+	}
+	if method == "hash" {
+		out = withMarker(out, methodMarker+method+"*/")
 	}
 	tr.SQL = out
 	return tr, nil

@@ -365,6 +365,16 @@ func registerEnumFunctions(c *sqlite3.SQLiteConn) error {
 	}), true); err != nil {
 		return fmt.Errorf("sqlpg: register _tandem_enum_ord: %w", err)
 	}
+	// _tandem_enum_range(lo, hi, labels...): enum_range(lo, hi).
+	if err := c.RegisterFunc("_tandem_enum_range", nullsAsNil(func(lo, hi any, labels ...any) (string, error) {
+		ls := make([]string, len(labels))
+		for i, l := range labels {
+			ls[i] = fmt.Sprint(toText(l))
+		}
+		return enumRange(lo, hi, ls)
+	}), true); err != nil {
+		return fmt.Errorf("sqlpg: register _tandem_enum_range: %w", err)
+	}
 	// _tandem_enum_relabel(create, type, labels): the CREATE TABLE text
 	// with the type's CHECKs listing the new labels.
 	if err := c.RegisterFunc("_tandem_enum_relabel", func(sql, name, labelsJSON string) string {
@@ -441,4 +451,119 @@ func quoteIdentIfNeeded(s string) string {
 		return quoteIdent(s)
 	}
 	return s
+}
+
+// enumFuncs replaces enum_range, enum_first and enum_last of an enum
+// type's value (x::mood, NULL::mood: the argument gives the type) by the
+// labels they answer, before anything else reads the tree: a typed array
+// literal (enum_range, '{sad,ok,happy}'::text[]; the labels are text, as
+// an enum's values are) or a label. enum_range(a, b) with a or b not
+// NULL is the labels from a to b, found when the statement runs.
+func (t *translator) enumFuncs(raw *pg_query.Node) {
+	// A select list's enum_range(...)::text is named enum_range, as
+	// PostgreSQL names it, whatever it becomes.
+	walkNode(raw, func(n *pg_query.Node) {
+		rt := n.GetResTarget()
+		if rt == nil || rt.Name != "" || rt.Val == nil {
+			return
+		}
+		v := rt.Val
+		for v.GetTypeCast() != nil {
+			v = v.GetTypeCast().Arg
+		}
+		if f := v.GetFuncCall(); f != nil {
+			if name := lastName(f.Funcname); name == "enum_range" || name == "enum_first" || name == "enum_last" {
+				rt.Name = name
+			}
+		}
+	})
+	walkNode(raw, func(n *pg_query.Node) {
+		f := n.GetFuncCall()
+		if f == nil || len(f.Args) == 0 || len(f.Args) > 2 || f.AggStar || f.Over != nil {
+			return
+		}
+		name := lastName(f.Funcname)
+		if name != "enum_range" && ((name != "enum_first" && name != "enum_last") || len(f.Args) != 1) {
+			return
+		}
+		var e Enum
+		found := false
+		for _, a := range f.Args {
+			if tc := a.GetTypeCast(); tc != nil {
+				if x, ok := t.enumOf(tc.TypeName); ok {
+					e, found = x, true
+					break
+				}
+			}
+		}
+		if !found || len(e.Labels) == 0 {
+			return
+		}
+		labels := make([]any, len(e.Labels))
+		for i, l := range e.Labels {
+			labels[i] = l
+		}
+		switch {
+		case name == "enum_first":
+			n.Node = strConst(e.Labels[0]).Node
+		case name == "enum_last":
+			n.Node = strConst(e.Labels[len(e.Labels)-1]).Node
+		case len(f.Args) == 1 || (isTypedNull(f.Args[0]) && isTypedNull(f.Args[1])):
+			n.Node = castNode(strConst(arrayLiteral(labels)), "text", true).Node
+		default:
+			args := []*pg_query.Node{f.Args[0], f.Args[1]}
+			for _, l := range e.Labels {
+				args = append(args, strConst(l))
+			}
+			n.Node = castNode(call("_tandem_enum_range", args...), "text", true).Node
+		}
+	})
+}
+
+// isTypedNull: n is NULL, or NULL cast to a type.
+func isTypedNull(n *pg_query.Node) bool {
+	if tc := n.GetTypeCast(); tc != nil {
+		n = tc.Arg
+	}
+	return isNullConst(n)
+}
+
+// castNode is x::typ (typ[] when array).
+func castNode(x *pg_query.Node, typ string, array bool) *pg_query.Node {
+	tn := &pg_query.TypeName{Names: []*pg_query.Node{pg_query.MakeStrNode(typ)}, Typemod: -1}
+	if array {
+		tn.ArrayBounds = []*pg_query.Node{pg_query.MakeIntNode(-1)}
+	}
+	return &pg_query.Node{Node: &pg_query.Node_TypeCast{TypeCast: &pg_query.TypeCast{Arg: x, TypeName: tn, Location: -1}}}
+}
+
+// enumRange is enum_range(lo, hi) over an enum's labels (lo, hi: labels
+// or NULL for the first / last).
+func enumRange(lo, hi any, labels []string) (string, error) {
+	from, to := 0, len(labels)-1
+	find := func(v any) (int, error) {
+		s := fmt.Sprint(toText(v))
+		for i, l := range labels {
+			if l == s {
+				return i, nil
+			}
+		}
+		return 0, fmt.Errorf("[SQLSTATE 22P02] invalid input value for enum: %q", s)
+	}
+	var err error
+	if lo != nil {
+		if from, err = find(lo); err != nil {
+			return "", err
+		}
+	}
+	if hi != nil {
+		if to, err = find(hi); err != nil {
+			return "", err
+		}
+	}
+	var out []any
+	for i := from; i <= to; i++ {
+		out = append(out, labels[i])
+	}
+	return arrayLiteral(out), nil
 }

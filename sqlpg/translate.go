@@ -125,6 +125,8 @@ type Column struct {
 	// Sequence: the sequence its DEFAULT draws from (serial and identity
 	// columns of tables created since sequences number them), else "".
 	Sequence string
+	// Generated: "s" for GENERATED ALWAYS AS (...) STORED, else "".
+	Generated string
 }
 
 // ErrNotSupported is wrapped by every 0A000 refusal.
@@ -325,6 +327,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		// Accepted, SQLite's unique index would still let NULLs repeat.
 		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
 	}
+	if strings.Contains(lower, "enum_") {
+		t.enumFuncs(raw)
+	}
 	if t.hasParams {
 		t.inferParams(raw)
 	}
@@ -402,6 +407,14 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 				}
 			}
 		}
+		if err := t.generatedInsert(s, tcols); err != nil {
+			return nil, err
+		}
+		if s.OnConflictClause != nil && len(s.OnConflictClause.TargetList) > 0 {
+			if s.OnConflictClause.TargetList, err = generatedTargets(s.OnConflictClause.TargetList, tcols); err != nil {
+				return nil, err
+			}
+		}
 		if err := t.insertChecks(s, tcols); err != nil {
 			return nil, err
 		}
@@ -425,6 +438,11 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 		for _, c := range n.UpdateStmt.TargetList {
 			if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
 				return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
+			}
+		}
+		if u := n.UpdateStmt; u.Relation != nil && t.sch != nil {
+			if u.TargetList, err = generatedTargets(u.TargetList, t.sch.Columns(u.Relation.Relname)); err != nil {
+				return nil, err
 			}
 		}
 		if err := t.updateDefaults(n.UpdateStmt); err != nil {
@@ -1932,13 +1950,17 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		if name == "pg_get_constraintdef" && len(f.Args) >= 2 {
 			// pretty: a CHECK's expression without the outer parentheses
 			// PostgreSQL adds (psql's \d).
-			tpl = "(SELECT CASE WHEN _t._k = 'c' AND __arg1__ THEN 'CHECK ' || _t._b ELSE _t._d END FROM (SELECT oid AS _o, contype AS _k, conbin AS _b, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)"
+			tpl = "(SELECT CASE WHEN _t._k = 'c' AND __arg1__ THEN 'CHECK (' || pg_get_expr(_t._b, 0, 1) || ')' ELSE _t._d END FROM (SELECT oid AS _o, contype AS _k, conbin AS _b, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)"
 		}
 		if name == "pg_get_indexdef" && len(f.Args) >= 2 {
 			// pg_get_indexdef(index, column, pretty): column 0 is the whole
 			// definition, column k the k-th key column (pgjdbc's and
 			// Hibernate's index metadata).
 			tpl = "(SELECT CASE WHEN __arg1__ = 0 THEN _t._d ELSE split_part(_t._c, ', ', __arg1__) END FROM (SELECT x.indexname AS _n, x.indexdef AS _d, i.cols AS _c FROM pg_indexes x JOIN _pg_index_all i ON i.relname = x.indexname AND i.tbl = x.tablename) _t WHERE _tandem_oid(_t._n) = __arg0__)"
+			if len(f.Args) >= 3 {
+				// pretty (psql's \d): its expressions and predicate so.
+				tpl = strings.Replace(tpl, "THEN _t._d ELSE", "THEN _tandem_pretty_indexdef(_t._d, __arg2__) ELSE", 1)
+			}
 		}
 		n.Node = template(tpl, f.Args...).Node
 		return
@@ -2721,6 +2743,18 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			field = ind.Indirection[0].GetString_().GetSval()
 			val = ind.Arg
 		}
+		// unnest(...)::text: placed as unnest(...) is, under its cast.
+		cast := rt.Val
+		var slot **pg_query.Node
+		isElems := func(n *pg_query.Node) bool {
+			g := n.GetFuncCall()
+			return g != nil && len(g.Args) > 0 && (lastName(g.Funcname) == "unnest" || lastName(g.Funcname) == "generate_subscripts")
+		}
+		if tc := val.GetTypeCast(); tc != nil && field == "" && isElems(tc.Arg) {
+			slot, val = &tc.Arg, tc.Arg
+		} else if g := val.GetFuncCall(); g != nil && field == "" && strings.HasPrefix(lastName(g.Funcname), "_cast_") && len(g.Args) == 1 && isElems(g.Args[0]) {
+			slot, val = &g.Args[0], g.Args[0]
+		}
 		f := val.GetFuncCall()
 		if f == nil || len(f.Args) == 0 {
 			continue
@@ -2811,6 +2845,9 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		} else {
 			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
 				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
+		}
+		if slot != nil {
+			*slot, rt.Val = rt.Val, cast
 		}
 	}
 }

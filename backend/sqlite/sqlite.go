@@ -1096,6 +1096,42 @@ func sequenceExists(c *conn, name string) error {
 	return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
 }
 
+// CopyColumns implements pgwire.CopyColumner: COPY t TO without a column
+// list leaves t's generated columns out, as PostgreSQL does (nil when t
+// has none: every column, SELECT *).
+func (s *Session) CopyColumns(ctx context.Context, table string) []string {
+	if translateOff {
+		return nil
+	}
+	name := strings.TrimSpace(table)
+	if len(name) > 7 && strings.EqualFold(name[:7], "public.") {
+		name = name[7:]
+	}
+	if strings.HasPrefix(name, `"`) && strings.HasSuffix(name, `"`) && len(name) > 1 {
+		name = strings.ReplaceAll(name[1:len(name)-1], `""`, `"`)
+	} else {
+		name = strings.ToLower(name)
+	}
+	c, done, err := s.readConn(ctx)
+	if err != nil {
+		return nil
+	}
+	defer done()
+	var out []string
+	generated := false
+	for _, col := range tableColumnList(c, name) {
+		if col.Generated != "" {
+			generated = true
+			continue
+		}
+		out = append(out, quoteIdent(col.Name))
+	}
+	if !generated {
+		return nil
+	}
+	return out
+}
+
 // readConn is the session's connection inside a transaction block (it
 // sees the block's own changes), else a reader from the pool; done returns
 // a borrowed one.
@@ -2161,6 +2197,16 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 		}
 		return 0, err
 	}
+	if !translateOff && len(columns) > 0 {
+		for _, col := range tableColumnList(c, table) {
+			for _, name := range columns {
+				if col.Generated != "" && strings.EqualFold(name, col.Name) {
+					return fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("column %q is a generated column", col.Name),
+						Detail: "Generated columns cannot be used in COPY."})
+				}
+			}
+		}
+	}
 	var n int64
 	var stmt *sqlite3.SQLiteStmt
 	width := -1
@@ -2206,7 +2252,14 @@ func (s *Session) CopyFrom(ctx context.Context, table string, columns []string, 
 			args = make([]driver.NamedValue, width)
 			// The row's columns, in the order of its values.
 			all := tableColumnList(c, table)
-			copyCols = all
+			copyCols = nil
+			for _, col := range all {
+				if col.Generated == "" {
+					// COPY without a column list leaves generated
+					// columns out, as SQLite's INSERT does.
+					copyCols = append(copyCols, col)
+				}
+			}
 			if len(columns) > 0 {
 				copyCols = make([]sqlpg.Column, len(columns))
 				for i, name := range columns {
@@ -2659,13 +2712,14 @@ func readColumnList(c *conn, table string) []sqlpg.Column {
 			UNION ALL SELECT * FROM main._tandem_columns WHERE NOT EXISTS (SELECT 1 FROM temp.sqlite_master WHERE type = 'table' AND name = ?1))`
 	}
 	rows, err := c.c.Query(`SELECT p.name, p.type, m.type_oid, m.typmod, m.identity, p.dflt_value IS NOT NULL, m.sequence IS NOT NULL, p.pk,
-		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels FROM pragma_table_info(?1) p
-		LEFT JOIN `+meta+` m ON m.table_name = ?1 AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid ORDER BY p.cid`, []driver.Value{table})
+		CASE WHEN p.dflt_value LIKE '\_tandem\_nextval(%' ESCAPE '\' THEN m.sequence END, p.dflt_value, en.name, en.labels, p.hidden FROM pragma_table_xinfo(?1) p
+		LEFT JOIN `+meta+` m ON m.table_name = ?1 AND m.column_name = p.name LEFT JOIN _tandem_enums en ON en.oid = m.type_oid
+		WHERE p.hidden IN (0, 2, 3) ORDER BY p.cid`, []driver.Value{table})
 	if err != nil {
 		return nil
 	}
 	defer rows.Close()
-	vals := make([]driver.Value, 12)
+	vals := make([]driver.Value, 13)
 	var out []sqlpg.Column
 	for rows.Next(vals) == nil {
 		name, _ := vals[0].(string)
@@ -2677,6 +2731,9 @@ func readColumnList(c *conn, table string) []sqlpg.Column {
 		col.PK, _ = vals[7].(int64)
 		col.Sequence, _ = vals[8].(string)
 		col.DefaultSQL, _ = vals[9].(string)
+		if h, _ := vals[12].(int64); h == 2 || h == 3 {
+			col.Generated = "s" // a generated column (hidden from pragma_table_info)
+		}
 		if name, ok := vals[10].(string); ok {
 			labels, _ := vals[11].(string)
 			col.Enum = &sqlpg.Enum{OID: uint32(vals[2].(int64)), Name: name, Labels: sqlpg.ParseEnumLabels(labels)}
