@@ -185,3 +185,23 @@ func elemOut(text string, elem *Type) (string, error) {
 	}
 	return text, nil
 }
+
+// ParamIn is a parameter sent as text to a uuid or array parameter in
+// the form the column keeps (a uuid in lower case with hyphens, an array
+// as array_out writes it), or PostgreSQL's 22P02; any other value as it
+// came.
+func ParamIn(oid uint32, s string) (any, error) {
+	t := Types[oid]
+	if t == nil {
+		return s, nil
+	}
+	switch {
+	case t.Name == "uuid", t.Cat == 'A' && t.Elem != 0 && t.Name != "int2vector" && t.Name != "oidvector":
+		fn, ok := castFunc(t).(func(any) (any, error))
+		if !ok {
+			return s, nil
+		}
+		return fn(s)
+	}
+	return s, nil
+}

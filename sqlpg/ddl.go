@@ -820,7 +820,7 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 					"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
 			}
 		} else if len(dropped) > 0 {
-			tr.Script = append(tr.Script, fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop table ' || f."table" || ' because other objects depend on it (constraint ' || m.name || '_' || f."from" || '_fkey on table ' || m.name || '): use DROP ... CASCADE to drop the dependent objects too') FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND lower(m.name) NOT IN (%s) AND lower(f."table") IN (%s) LIMIT 1`, list, list))
+			tr.Script = append(tr.Script, fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop table ' || f."table" || ' because other objects depend on it' || char(31) || 'D:constraint ' || m.name || '_' || f."from" || '_fkey on table ' || quote_ident(m.name) || ' depends on table ' || f."table" || char(31) || 'H:Use DROP ... CASCADE to drop the dependent objects too.') FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f WHERE m.type = 'table' AND lower(m.name) NOT IN (%s) AND lower(f."table") IN (%s) LIMIT 1`, list, list))
 		}
 	}
 	if what == "TABLE" || what == "VIEW" {

@@ -220,8 +220,8 @@ func (t *translator) dropEnums(s *pg_query.DropStmt, tr *Translation) (*Translat
 			}
 			return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("type %q does not exist", strings.Join(strs(tn.Names), "."))}
 		}
-		check := fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop type %s because other objects depend on it (column ' || column_name || ' of table ' || table_name || '): use DROP ... CASCADE to drop the dependent objects too') FROM _tandem_columns WHERE type_oid = %d LIMIT 1`,
-			strings.ReplaceAll(e.Name, "'", "''"), e.OID)
+		check := fmt.Sprintf(`SELECT _pg_raise('2BP01', 'cannot drop type %s because other objects depend on it' || char(31) || 'D:column ' || quote_ident(column_name) || ' of table ' || quote_ident(table_name) || ' depends on type %s' || char(31) || 'H:Use DROP ... CASCADE to drop the dependent objects too.') FROM _tandem_columns WHERE type_oid = %d LIMIT 1`,
+			strings.ReplaceAll(e.Name, "'", "''"), strings.ReplaceAll(e.Name, "'", "''"), e.OID)
 		if cascade {
 			// With nothing of the type left (Flyway's clean drops the
 			// tables first) CASCADE has nothing to drop; dropping the

@@ -42,6 +42,25 @@ func Raised(msg string) (code, text string, ok bool) {
 	return m[1], m[2], true
 }
 
+// A raised message may carry PostgreSQL's DETAIL and HINT after these
+// markers: "msg\x1fD:detail\x1fH:hint" (SplitRaised).
+const (
+	RaisedDetail = "\x1fD:"
+	RaisedHint   = "\x1fH:"
+)
+
+// SplitRaised separates a raised message from its DETAIL and HINT.
+func SplitRaised(text string) (msg, detail, hint string) {
+	msg = text
+	if i := strings.Index(msg, RaisedHint); i >= 0 {
+		msg, hint = msg[:i], msg[i+len(RaisedHint):]
+	}
+	if i := strings.Index(msg, RaisedDetail); i >= 0 {
+		msg, detail = msg[:i], msg[i+len(RaisedDetail):]
+	}
+	return msg, detail, hint
+}
+
 // ErrInvalidInput marks a value a cast cannot read (SQLSTATE 22P02).
 var ErrInvalidInput = errors.New("invalid input syntax")
 

@@ -287,8 +287,9 @@ func (t *translator) fillDefault(v *pg_query.Node, c Column) {
 
 // literalError is a conversion function's error as PostgreSQL's.
 func literalError(err error) error {
-	if code, msg, ok := Raised(err.Error()); ok {
-		return &pgwire.Error{Code: code, Message: msg}
+	if code, text, ok := Raised(err.Error()); ok {
+		msg, detail, hint := SplitRaised(text)
+		return &pgwire.Error{Code: code, Message: msg, Detail: detail, Hint: hint}
 	}
 	if errors.Is(err, ErrInvalidInput) {
 		return &pgwire.Error{Code: "22P02", Message: err.Error()}

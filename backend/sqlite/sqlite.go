@@ -1702,6 +1702,16 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 	release = func() { closeStmt(); rel() }
 	nargs := make([]driver.NamedValue, len(args), len(args)+len(st.hoisted))
 	for i, a := range args {
+		if str, ok := a.(string); ok && i < len(st.paramOIDs) && st.paramOIDs[i] != 0 {
+			// A uuid or an array sent as text: in the form the column
+			// keeps (lower case; array_out's), as a literal is, or 22P02.
+			v, err := sqlpg.ParamIn(st.paramOIDs[i], str)
+			if err != nil {
+				release()
+				return nil, mapError(err)
+			}
+			a = v
+		}
 		if tm, ok := a.(time.Time); ok {
 			// In the form the column keeps, as a literal is (the driver
 			// would write "+00:00", which compares unequal as text).
@@ -2447,7 +2457,8 @@ func mapError(err error) error {
 	}
 	var se sqlite3.Error
 	if code, text, ok := sqlpg.Raised(err.Error()); ok {
-		return &pgwire.Error{Code: code, Message: text, Err: err}
+		msg, detail, hint := sqlpg.SplitRaised(text)
+		return &pgwire.Error{Code: code, Message: msg, Detail: detail, Hint: hint, Err: err}
 	}
 	if msg := err.Error(); strings.Contains(msg, sqlpg.ErrInvalidInput.Error()) {
 		return &pgwire.Error{Code: "22P02", Message: msg, Err: err}
