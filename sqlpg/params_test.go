@@ -75,3 +75,33 @@ func TestParamTypes(t *testing.T) {
 		}
 	}
 }
+
+// Text parameters of uuid and array type are read as the column keeps
+// them (node-postgres sends every array as '{"3","1","2"}').
+func TestParamIn(t *testing.T) {
+	cases := []struct {
+		oid  uint32
+		in   string
+		want string
+		err  string
+	}{
+		{2950, "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", ""},
+		{2950, "{a0eebc999c0b4ef8bb6d6bb9bd380a11}", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", ""},
+		{2950, "nope", "", "invalid input syntax for type uuid"},
+		{1007, `{"3","1","2"}`, "{3,1,2}", ""},
+		{1007, "{ 3 , 1,2}", "{3,1,2}", ""},
+		{1007, "{1,x}", "", "invalid input syntax for type integer"},
+		{1009, `{"a b",c,NULL,"NULL"}`, `{"a b",c,NULL,"NULL"}`, ""},
+		{1009, "{1,2", "", "malformed array literal"},
+		{25, "{1,2", "{1,2", ""},
+	}
+	for _, c := range cases {
+		got, err := sqlpg.ParamIn(c.oid, c.in)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("ParamIn(%d, %q) = %v, %v; want error %q", c.oid, c.in, got, err, c.err)
+		case c.err == "" && (err != nil || fmt.Sprint(got) != c.want):
+			t.Errorf("ParamIn(%d, %q) = %v, %v; want %q", c.oid, c.in, got, err, c.want)
+		}
+	}
+}
