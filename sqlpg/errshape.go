@@ -18,10 +18,11 @@ import (
 // WriteValue is one value a statement writes: known when it is a
 // constant or a parameter.
 type WriteValue struct {
-	Known bool
-	Null  bool
-	Text  string // the constant as written (a string's contents)
-	Param int    // 1-based parameter number, 0 if a constant
+	Known   bool
+	Null    bool
+	Default bool   // DEFAULT: the column's default (a serial column's sequence)
+	Text    string // the constant as written (a string's contents)
+	Param   int    // 1-based parameter number, 0 if a constant
 }
 
 // WriteShape is an INSERT, UPDATE or DELETE as error reports need it.
@@ -126,6 +127,9 @@ func valueOf(n *pg_query.Node) WriteValue {
 	}
 	if p := n.GetParamRef(); p != nil {
 		return WriteValue{Known: true, Param: int(p.Number)}
+	}
+	if n.GetSetToDefault() != nil {
+		return WriteValue{Default: true}
 	}
 	c := n.GetAConst()
 	if c == nil {

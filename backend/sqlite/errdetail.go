@@ -550,8 +550,14 @@ func (e *errCtx) unique(pe *pgwire.Error) {
 
 // serialOnly: the key is one column the row leaves to its sequence.
 func (e *errCtx) serialOnly(cols []string, row int) bool {
-	if len(cols) != 1 || indexOf(e.w.Columns, cols[0]) >= 0 && e.w.Columns != nil {
+	if len(cols) != 1 {
 		return false
+	}
+	if i := indexOf(e.w.Columns, cols[0]); i >= 0 && e.w.Columns != nil {
+		// Named with DEFAULT (bun: VALUES (DEFAULT, 'bob')): drawn too.
+		if row >= len(e.w.Rows) || i >= len(e.w.Rows[row]) || !e.w.Rows[row][i].Default {
+			return false
+		}
 	}
 	col := e.column(cols[0])
 	return col != nil && (col.Serial || col.Identity != "") && e.w.Columns != nil

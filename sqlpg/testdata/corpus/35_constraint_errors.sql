@@ -75,3 +75,8 @@ UPDATE nn SET v = NULL;
 INSERT INTO nn VALUES (2, 'b') ON CONFLICT (id) DO UPDATE SET v = NULL;
 INSERT INTO nn VALUES (3, 'c'), (4, NULL);
 DROP TABLE mc, dc, dp, tr, r6b, r6a, r1b, r1a, u2, m2, uq3, sq, ck, nn;
+CREATE TABLE "b_users" ("id" BIGSERIAL NOT NULL, "name" varchar(64) NOT NULL, "nick" VARCHAR, PRIMARY KEY ("id"), UNIQUE ("name"));
+CREATE UNIQUE INDEX "users_lower_name" ON "b_users" (lower(name));
+INSERT INTO "b_users" ("id", "name") VALUES (DEFAULT, 'bob');
+INSERT INTO "b_users" ("id", "name") VALUES (DEFAULT, 'bob');
+DROP TABLE b_users;
