@@ -446,6 +446,8 @@ func castFuncIn(t *Type, loc zoneOf) any {
 			}
 			return nil, invalid(t.SQL, v)
 		}
+	case "jsonpath":
+		return castJSONPath
 	case "uuid":
 		return func(v any) (any, error) {
 			if v == nil {

@@ -1799,7 +1799,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				}
 			}
 			t.fail(unsupported("the operator %s", op))
-		case "?|", "?&", "#-", "@@", "&&", "|/", "||/", "@":
+		case "@?", "@@":
+			if t.jsonPathOp(n, e, op) {
+				return
+			}
+			t.fail(unsupported("the operator %s", op))
+		case "?|", "?&", "#-", "&&", "|/", "||/", "@":
 			if op == "&&" && e.Lexpr != nil && t.arrayOperands(e) {
 				n.Node = call("_pg_array_overlap", e.Lexpr, e.Rexpr).Node
 				return
@@ -1856,6 +1861,11 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
+	}
+	if _, ok := jsonPathKinds[name]; ok && len(names) == 1 {
+		if !t.jsonPathCall(n, f, name) {
+			return
+		}
 	}
 	if isSetReturning(name) && len(names) == 1 {
 		if t.srfPending == nil {
@@ -2205,6 +2215,9 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 		if rf.Alias != nil {
 			alias = rf.Alias.Aliasname
 			colnames = strs(rf.Alias.Colnames)
+			if len(colnames) == 0 && name == "jsonb_path_query" {
+				colnames = []string{alias} // SETOF jsonb: the column is named after the alias
+			}
 		}
 		from, err := t.jsonSRFFrom(name, f.Args[0], alias, colnames)
 		if err != nil {
