@@ -531,8 +531,8 @@ func (c *jpCtx) execOpt(n *jpNode, v any, found *jpList, unwrap bool) jpRes {
 		return res
 
 	case jpNull, jpBoolLit, jpNumeric, jpString, jpVariable:
-		if n.next == nil && found == nil {
-			return jperOk
+		if n.next == nil && found == nil && n.kind != jpVariable {
+			return jperOk // a missing variable is an error even here
 		}
 		var val any
 		switch n.kind {
@@ -1010,7 +1010,8 @@ func jpRun(jp *jpPath, target, vars any, throw bool, found *jpList) (res jpRes, 
 
 // jsonPathFunc is _pg_jsonpath(kind, target, path, vars, silent): the
 // jsonb_path_* functions and the @? / @@ operators (kind items is the
-// set-returning jsonb_path_query's rows, a JSON array of jsonb texts).
+// set-returning jsonb_path_query's rows, an array of jsonb texts that
+// unnest turns into rows).
 func jsonPathFunc(kind, target, path, vars, silent any) (any, error) {
 	if target == nil || path == nil || vars == nil || silent == nil {
 		return nil, nil
@@ -1073,17 +1074,12 @@ func jsonPathFunc(kind, target, path, vars, silent any) (any, error) {
 	case "array":
 		return jpText(&jpArr{elems: found.items}), nil
 	}
-	// items: the rows as a JSON array of strings.
-	var b strings.Builder
-	b.WriteByte('[')
+	// items: the rows as a text array of jsonb texts, which unnest reads.
+	texts := make([]any, len(found.items))
 	for i, it := range found.items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		writeJSONString(&b, jpText(it))
+		texts[i] = jpText(it)
 	}
-	b.WriteByte(']')
-	return b.String(), nil
+	return arrayLiteral(texts), nil
 }
 
 func init() {
@@ -1104,7 +1100,8 @@ var jsonPathKinds = map[string]string{
 // jsonPathCall rewrites jsonb_path_*(target, path [, vars [, silent]])
 // (named arguments too) to _pg_jsonpath. jsonb_path_query keeps its name
 // with the one argument, the rows' array, and goes on as a set-returning
-// function (true); the others are replaced (false).
+// function (true), placed as unnest of that array (jsonPathUnnest); the
+// others are replaced (false).
 func (t *translator) jsonPathCall(n *pg_query.Node, f *pg_query.FuncCall, name string) bool {
 	params := []string{"target", "path", "vars", "silent"}
 	args := make([]*pg_query.Node, 4)
@@ -1127,6 +1124,25 @@ func (t *translator) jsonPathCall(n *pg_query.Node, f *pg_query.FuncCall, name s
 	if args[0] == nil || args[1] == nil {
 		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s does not exist", name)})
 		return false
+	}
+	if known, ok := t.jsonPathArgs[f]; ok && len(f.Args) >= 2 && f.Args[0].GetNamedArgExpr() == nil && f.Args[1].GetNamedArgExpr() == nil {
+		// A typed expression must be jsonb and jsonpath (a literal or a
+		// parameter takes the type): text does not cast implicitly.
+		for i, want := range []string{"jsonb", "jsonpath"} {
+			c := known[i]
+			if c.Type == nil || c.Type.Name == want || c.Type.Name == "unknown" || isLiteralOrParam(f.Args[i]) {
+				continue
+			}
+			sql := func(c ColType) string {
+				if c.Type == nil || isLiteralOrParam(f.Args[i]) {
+					return "unknown"
+				}
+				return c.Type.SQL
+			}
+			t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("function %s(%s, %s) does not exist", name, sql(known[0]), sql(known[1])),
+				Hint: "No function matches the given name and argument types. You might need to add explicit type casts."})
+			return false
+		}
 	}
 	if args[2] == nil {
 		args[2] = strConst("{}")
@@ -1162,4 +1178,41 @@ func (t *translator) jsonPathOp(n *pg_query.Node, e *pg_query.A_Expr, op string)
 	}
 	n.Node = call("_pg_jsonpath", strConst(kind), e.Lexpr, e.Rexpr, strConst("{}"), pg_query.MakeAConstIntNode(1, -1)).Node
 	return true
+}
+
+// jsonPathUnnest turns jsonb_path_query(rows), its argument rewritten by
+// jsonPathCall, into unnest(rows): in FROM (a table-valued function may
+// read the columns of the FROM items before it, PostgreSQL's implicit
+// LATERAL) and in a select list (in lockstep with other set-returning
+// functions there). Its column keeps PostgreSQL's name: the function's,
+// or the FROM item's alias.
+func jsonPathUnnest(f *pg_query.FuncCall, rf *pg_query.RangeFunction, rt *pg_query.ResTarget) bool {
+	if lastName(f.Funcname) != "jsonb_path_query" || len(f.Args) != 1 {
+		return false
+	}
+	if c := f.Args[0].GetFuncCall(); c == nil || lastName(c.Funcname) != "_pg_jsonpath" {
+		return false
+	}
+	f.Funcname = []*pg_query.Node{pg_query.MakeStrNode("unnest")}
+	if rf != nil {
+		if rf.Alias == nil {
+			rf.Alias = &pg_query.Alias{Aliasname: "jsonb_path_query"}
+		}
+		if len(rf.Alias.Colnames) == 0 {
+			rf.Alias.Colnames = []*pg_query.Node{pg_query.MakeStrNode(rf.Alias.Aliasname)}
+		}
+	}
+	if rt != nil && rt.Name == "" {
+		rt.Name = "jsonb_path_query"
+	}
+	return true
+}
+
+// isLiteralOrParam: a string literal or a parameter, which takes the type
+// its place asks for.
+func isLiteralOrParam(n *pg_query.Node) bool {
+	if c := n.GetAConst(); c != nil {
+		return c.GetSval() != nil || c.Isnull
+	}
+	return n.GetParamRef() != nil
 }

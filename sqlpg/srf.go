@@ -32,8 +32,8 @@ var jsonSRFs = map[string]jsonSRF{
 	"json_array_elements":       {[]string{"value"}, []uint32{114}, []string{"json"}, "array"},
 	"jsonb_array_elements_text": {[]string{"value"}, []uint32{25}, []string{"text"}, "array"},
 	"json_array_elements_text":  {[]string{"value"}, []uint32{25}, []string{"text"}, "array"},
-	// jsonb_path_query's argument is rewritten to _pg_jsonpath('items',
-	// ...): a JSON array of the results' jsonb texts (jsonpath_exec.go).
+	// jsonb_path_query is typed here; it is placed as unnest of an array
+	// of its results' jsonb texts (jsonPathUnnest).
 	"jsonb_path_query": {[]string{"jsonb_path_query"}, []uint32{3802}, []string{"text"}, "array"},
 }
 

@@ -1430,6 +1430,13 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			return
 		}
 	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) >= 2 && len(f.Funcname) == 1 && jsonPathKinds[lastName(f.Funcname)] != "" {
+		if t.jsonPathArgs == nil {
+			t.jsonPathArgs = map[*pg_query.FuncCall][2]ColType{}
+		}
+		t.jsonPathArgs[f] = [2]ColType{t.exprType(f.Args[0], sc), t.exprType(f.Args[1], sc)}
+		return
+	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && lastName(f.Funcname) == "pg_typeof" {
 		if t.typeofArg == nil {
 			t.typeofArg = map[*pg_query.FuncCall]ColType{}
@@ -1453,7 +1460,7 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "&&", "=", "<>", "!=", "<", ">", "<=", ">=":
+	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "&&", "@?", "@@", "=", "<>", "!=", "<", ">", "<=", ">=":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }
