@@ -401,9 +401,15 @@ func isPred(n *jpNode) bool {
 
 // parseJSONPath parses a jsonpath's text.
 func parseJSONPath(s string) (*jpPath, error) {
+	if !utf8.ValidString(s) {
+		return nil, &jpError{"22021", "invalid byte sequence for encoding \"UTF8\""}
+	}
 	toks, err := jpLex(s)
 	if err != nil {
 		return nil, err
+	}
+	if len(toks) == 0 {
+		return nil, &jpError{"22P02", fmt.Sprintf("invalid input syntax for type jsonpath: \"%s\"", s)}
 	}
 	p := &jpParser{toks: toks}
 	jp := &jpPath{lax: true}

@@ -2,6 +2,7 @@ package sqlpg
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -236,9 +237,10 @@ type jpCtx struct {
 	steps         int
 }
 
-// jpMaxSteps bounds one evaluation (.** over a large document inside
-// filters is quadratic; PostgreSQL has its interrupts).
-const jpMaxSteps = 50_000_000
+// jpMaxSteps bounds one evaluation: nested .** and filters multiply, and
+// a Go function cannot be interrupted as PostgreSQL's executor can (a
+// statement_timeout). A var so that the fuzz target can lower it.
+var jpMaxSteps = 20_000_000
 
 func (c *jpCtx) raise(code, msg string) {
 	panic(jpThrown{&jpError{code, msg}})
@@ -283,6 +285,7 @@ func (c *jpCtx) anyItem(n *jpNode, cont any, found *jpList, level, first, last i
 		vals = x.vals
 	}
 	for _, v := range vals {
+		c.step()
 		_, isCont := v.(*jpArr)
 		if _, o := v.(*jpObj); o {
 			isCont = true
@@ -354,11 +357,15 @@ func (c *jpCtx) execUnwrapResultNoThrow(n *jpNode, v any, unwrap bool, found *jp
 	return c.execUnwrapResult(n, v, unwrap, found)
 }
 
-func (c *jpCtx) execOpt(n *jpNode, v any, found *jpList, unwrap bool) jpRes {
+func (c *jpCtx) step() {
 	c.steps++
 	if c.steps > jpMaxSteps {
-		c.raise("54001", "jsonpath evaluation is too long")
+		c.raise("54001", "jsonpath evaluation is too long for the SQLite back end")
 	}
+}
+
+func (c *jpCtx) execOpt(n *jpNode, v any, found *jpList, unwrap bool) jpRes {
+	c.step()
 	switch n.kind {
 	case jpAnd, jpOr, jpNot, jpIsUnknown, jpCmp, jpExists, jpStartsWith, jpLikeRegex:
 		st := c.boolItem(n, v, true)
@@ -1144,6 +1151,10 @@ func (t *translator) jsonPathCall(n *pg_query.Node, f *pg_query.FuncCall, name s
 			return false
 		}
 	}
+	args[1] = uncastPath(args[1])
+	if !t.checkPathLiteral(args[1]) {
+		return false
+	}
 	if args[2] == nil {
 		args[2] = strConst("{}")
 	}
@@ -1171,6 +1182,10 @@ func (t *translator) jsonPathOp(n *pg_query.Node, e *pg_query.A_Expr, op string)
 	l, _ := t.operandTypes(e)
 	if op == "@@" && (l.Type == nil || l.Type.Name != "jsonb") {
 		return false
+	}
+	e.Rexpr = uncastPath(e.Rexpr)
+	if !t.checkPathLiteral(e.Rexpr) {
+		return true // failed
 	}
 	kind := "exists"
 	if op == "@@" {
@@ -1215,4 +1230,38 @@ func isLiteralOrParam(n *pg_query.Node) bool {
 		return c.GetSval() != nil || c.Isnull
 	}
 	return n.GetParamRef() != nil
+}
+
+// checkPathLiteral parses a jsonpath written as a literal when the
+// statement is translated: PostgreSQL reads it at parse analysis, so its
+// errors come at Parse / Describe, before any row.
+func (t *translator) checkPathLiteral(n *pg_query.Node) bool {
+	c := n.GetAConst()
+	if c == nil || c.GetSval() == nil {
+		return true
+	}
+	if _, err := parseJSONPath(c.GetSval().Sval); err != nil {
+		t.fail(jpPgError(err))
+		return false
+	}
+	return true
+}
+
+func jpPgError(err error) error {
+	var je *jpError
+	if errors.As(err, &je) {
+		return &pgwire.Error{Code: je.code, Message: je.msg}
+	}
+	return err
+}
+
+// uncastPath: x::jsonpath, as an argument, is x. The cast's value is the
+// path as jsonpath_out prints it, which PostgreSQL does not always read
+// back the same ($."a" * 2.abs() for ($.a * 2).abs()); PostgreSQL hands
+// the parsed path over, so the function must read what was written.
+func uncastPath(n *pg_query.Node) *pg_query.Node {
+	if f := n.GetFuncCall(); f != nil && lastName(f.Funcname) == "_cast_jsonpath" && len(f.Args) == 1 {
+		return f.Args[0]
+	}
+	return n
 }

@@ -34,7 +34,7 @@ func parseJPNum(t string) (jpNum, bool) {
 			eneg = e[0] == '-'
 			e = e[1:]
 		}
-		if e == "" || len(e) > 6 {
+		if e == "" || len(e) > 4 {
 			return jpNum{}, false
 		}
 		for _, r := range e {
@@ -42,6 +42,9 @@ func parseJPNum(t string) (jpNum, bool) {
 				return jpNum{}, false
 			}
 			exp = exp*10 + int(r-'0')
+		}
+		if exp > 1000 {
+			return jpNum{}, false // numeric_in's limit (NUMERIC_MAX_PRECISION)
 		}
 		if eneg {
 			exp = -exp

@@ -1464,6 +1464,12 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		}
 		n.Node = call("_tandem_regtype", c.Arg).Node
 		return
+	case "jsonpath":
+		// A literal path is read now, as PostgreSQL reads it at parse
+		// analysis: its errors come at Describe.
+		if len(c.TypeName.ArrayBounds) == 0 && !t.checkPathLiteral(c.Arg) {
+			return
+		}
 	case "regnamespace":
 		// As regtype: an OID prints the schema's name, a name is its OID.
 		n.Node = call("_tandem_regnamespace", c.Arg).Node
