@@ -34,9 +34,10 @@ test-short: ## unit tests only
 test-faults: ## fault tests with many trials: SIGKILL the primary (automatic and manual failover), and promote --force under writers, 20 times per safeness level
 	TANDEM_FAULT_TRIALS=20 $(GO) test -count=1 -timeout 60m -v -run 'TestAutomaticFailover|TestFailoverSafeness|TestPromoteForced' ./e2e 2>&1 | tee test-faults.log | grep -E 'trials|--- |^ok|FAIL'
 
-fuzz: ## fuzz the wire protocol, the translator and the replication frame reader (5 minutes each); findings land in testdata/fuzz and run in every go test
+fuzz: ## fuzz the wire protocol, the translator, the jsonpath parser and evaluator and the replication frame reader (5 minutes each); findings land in testdata/fuzz and run in every go test
 	$(GO) test -run '^$$' -fuzz FuzzMessageLoop -fuzztime 5m ./pgwire
 	$(GO) test -run '^$$' -fuzz FuzzTranslate -fuzztime 5m ./sqlpg
+	$(GO) test -run '^$$' -fuzz FuzzJSONPath -fuzztime 5m ./sqlpg
 	$(GO) test -run '^$$' -fuzz FuzzReadFrame -fuzztime 5m ./replication
 
 bench-overhead: build ## pgbench direct vs through tandem vs HAProxy (alternating)

@@ -169,7 +169,7 @@ func appendValue(dst []byte, oid uint32, format int16, v any, loc *time.Location
 		return appendVector(dst, oid, string(appendText(nil, oid, v, loc)))
 	case 114: // json: binary is the text
 		return appendText(dst, OIDText, v, loc), nil
-	case 3802: // jsonb: a version byte, then the text
+	case 3802, 4072: // jsonb, jsonpath: a version byte, then the text
 		return appendText(append(dst, 1), OIDText, v, loc), nil
 	case 2950: // uuid held in its text form: 16 bytes
 		if s, ok := v.(string); ok {
@@ -402,6 +402,16 @@ func decodeBinary(oid uint32, format int16, src []byte, loc *time.Location) (any
 	case 3802: // jsonb: a version byte, then the text
 		if len(src) == 0 || src[0] != 1 {
 			return nil, Errorf("22P03", "unsupported jsonb binary version")
+		}
+		return string(src[1:]), nil
+	case 4072: // jsonpath: the same layout as jsonb
+		if len(src) == 0 || src[0] != 1 {
+			return nil, Errorf("22P03", "unsupported jsonpath version number: %d", func() int {
+				if len(src) == 0 {
+					return 0
+				}
+				return int(src[0])
+			}())
 		}
 		return string(src[1:]), nil
 	}

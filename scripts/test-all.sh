@@ -48,6 +48,7 @@ extra=0
 "$GO" test -race -count=1 -timeout 10m ./pgwire ./router ./replog ./writeset ./backend/sqlite ./replication ./multimaster || extra=1
 "$GO" test -run '^$' -fuzz FuzzMessageLoop -fuzztime 30000x ./pgwire || extra=1
 "$GO" test -run '^$' -fuzz FuzzReadFrame -fuzztime 30000x ./replication || extra=1
+"$GO" test -run '^$' -fuzz FuzzJSONPath -fuzztime 30000x ./sqlpg || extra=1
 echo "== (race detector and fuzz corpora done at $(( $(date +%s) - start )) s; waiting for the other half of ./e2e)"
 
 wait $half

@@ -465,6 +465,8 @@ func castFuncIn(t *Type, loc zoneOf) any {
 			}
 			return nil, invalid(t.SQL, v)
 		}
+	case "jsonpath":
+		return castJSONPath
 	case "uuid":
 		return func(v any) (any, error) {
 			if v == nil {
@@ -1666,26 +1668,18 @@ func init() {
 			}
 			return seriesText(v[0], v[1], v[2]), nil
 		}},
-		namedFunc{"_pg_array_json", func(arr any) any {
-			if arr == nil {
-				return "[]"
-			}
-			var b strings.Builder
-			b.WriteByte('[')
-			for i, e := range arrayElems(arr) {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				if _, err := strconv.ParseInt(e, 10, 64); err == nil {
-					b.WriteString(e)
-				} else if e == "NULL" {
-					b.WriteString("null")
-				} else {
-					writeJSONString(&b, e)
+		namedFunc{"_pg_array_json", func(arr any) any { return arrayJSON(arr, 0) }},
+		// _pg_array_json_pad(a, a1, ..., an): a's elements padded with
+		// nulls to the longest of a1 ... an (set-returning functions in
+		// one select list run in lockstep until the longest ends).
+		namedFunc{"_pg_array_json_pad", func(args ...any) any {
+			n := 0
+			for _, a := range args[1:] {
+				if a != nil {
+					n = max(n, len(arrayElems(a)))
 				}
 			}
-			b.WriteByte(']')
-			return b.String()
+			return arrayJSON(args[0], n)
 		}},
 		namedFunc{"_pg_array_elem", func(v any) string {
 			if v == nil {
@@ -2362,4 +2356,35 @@ func caseFunc(f func(string) string) func(any) any {
 		}
 		return f(fmt.Sprint(toText(v)))
 	}
+}
+
+// arrayJSON is an array's elements as a JSON array (integers as numbers,
+// NULL as null), padded with nulls to at least n elements.
+func arrayJSON(arr any, n int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	var elems []string
+	if arr != nil {
+		elems = arrayElems(arr)
+	}
+	for i, e := range elems {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if _, err := strconv.ParseInt(e, 10, 64); err == nil {
+			b.WriteString(e)
+		} else if e == "NULL" {
+			b.WriteString("null")
+		} else {
+			writeJSONString(&b, e)
+		}
+	}
+	for i := len(elems); i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("null")
+	}
+	b.WriteByte(']')
+	return b.String()
 }

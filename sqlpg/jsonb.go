@@ -103,6 +103,12 @@ func jsonValue(v any) any {
 		if strings.HasPrefix(x, jsonNumber) {
 			return json.Number(x[len(jsonNumber):])
 		}
+		if strings.HasPrefix(x, jsonRaw) {
+			if d, err := decodeJSON(x[len(jsonRaw):]); err == nil {
+				return d
+			}
+			return x[len(jsonRaw):]
+		}
 		return x
 	}
 	return fmt.Sprint(v)
@@ -116,6 +122,10 @@ const (
 	// jsonNumber prefixes a number's text as _pg_json_numeric hands it
 	// over (a numeric(p,s) keeps its scale in JSON: 1.500).
 	jsonNumber = "\x00json:num:"
+	// jsonRaw prefixes a json or jsonb value's text as _pg_json_raw hands
+	// it to the builders (jsonb_build_object('x', '[1]'::jsonb) holds
+	// the array, not a string).
+	jsonRaw = "\x00json:raw:"
 )
 
 func init() {
@@ -127,6 +137,12 @@ func init() {
 			return jsonNumber + FormatNumeric(float64(x), int(scale))
 		}
 		return v
+	}})
+	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_raw", func(v any) any {
+		if v == nil {
+			return nil
+		}
+		return jsonRaw + fmt.Sprint(toText(v))
 	}})
 	extraFuncs = append(extraFuncs, namedFunc{"_pg_json_bool", func(v any) any {
 		switch x := v.(type) {

@@ -338,6 +338,10 @@ func opParam(op string, o ColType, onRight bool) uint32 {
 		if name == "jsonb" && op != "&&" || o.Type.Elem != 0 {
 			return o.Type.OID
 		}
+	case "@?", "@@":
+		if onRight && name == "jsonb" {
+			return 4072
+		}
 	}
 	if op == "-" && onRight && name == "jsonb" {
 		return 25 // jsonb - key
@@ -422,6 +426,10 @@ var funcArgs = map[string][]uint32{
 	"jsonb_set": {0, 1009, 3802, 16}, "jsonb_insert": {0, 1009, 3802, 16}, "jsonb_extract_path_text": {0, 25},
 	"jsonb_extract_path": {0, 25}, "to_tsvector/1": {25}, "to_tsquery/1": {25}, "plainto_tsquery/1": {25},
 	"gen_random_uuid": {}, "uuid_generate_v4": {},
+	"jsonb_path_query": {3802, 4072, 3802, 16}, "jsonb_path_query_array": {3802, 4072, 3802, 16}, "jsonb_path_query_first": {3802, 4072, 3802, 16},
+	"jsonb_path_exists": {3802, 4072, 3802, 16}, "jsonb_path_match": {3802, 4072, 3802, 16},
+	"jsonb_path_query_tz": {3802, 4072, 3802, 16}, "jsonb_path_query_array_tz": {3802, 4072, 3802, 16}, "jsonb_path_query_first_tz": {3802, 4072, 3802, 16},
+	"jsonb_path_exists_tz": {3802, 4072, 3802, 16}, "jsonb_path_match_tz": {3802, 4072, 3802, 16},
 }
 
 // arrayElemFuncs take an array and an element: an unknown element gets

@@ -133,6 +133,7 @@ func init() {
 		{4089, "regnamespace", "regnamespace", 4, 0, 4090, 'N', "INTEGER"},
 		{2950, "uuid", "uuid", 16, 0, 2951, 'U', "TEXT"},
 		{3802, "jsonb", "jsonb", -1, 0, 3807, 'U', "TEXT"},
+		{4072, "jsonpath", "jsonpath", -1, 0, 4073, 'U', "TEXT"},
 	} {
 		Types[t.OID] = t
 		TypeByName[t.Name] = t

@@ -32,6 +32,9 @@ var jsonSRFs = map[string]jsonSRF{
 	"json_array_elements":       {[]string{"value"}, []uint32{114}, []string{"json"}, "array"},
 	"jsonb_array_elements_text": {[]string{"value"}, []uint32{25}, []string{"text"}, "array"},
 	"json_array_elements_text":  {[]string{"value"}, []uint32{25}, []string{"text"}, "array"},
+	// jsonb_path_query is typed here; it is placed as unnest of an array
+	// of its results' jsonb texts (jsonPathUnnest).
+	"jsonb_path_query": {[]string{"jsonb_path_query"}, []uint32{3802}, []string{"text"}, "array"},
 }
 
 // jsonSRFColumn is the SQL of one output column over json_each's row

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pg_query "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tandemdb/tandem/pgwire"
@@ -927,6 +928,9 @@ type translator struct {
 	// srfPending: set-returning functions not (yet) placed where SQLite
 	// can run them (FROM, or a select list's top level).
 	srfPending map[*pg_query.FuncCall]string
+	// jsonPathArgs: a jsonb_path_* call's target and path types, found
+	// with their scope (a text column is not a jsonpath: 42883).
+	jsonPathArgs map[*pg_query.FuncCall][2]ColType
 	// unnestPending: unnest(...) FROM items not (yet) placed by their
 	// select.
 	unnestPending map[*pg_query.RangeFunction]bool
@@ -1482,6 +1486,12 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		}
 		n.Node = call("_tandem_regtype", c.Arg).Node
 		return
+	case "jsonpath":
+		// A literal path is read now, as PostgreSQL reads it at parse
+		// analysis: its errors come at Describe.
+		if len(c.TypeName.ArrayBounds) == 0 && !t.checkPathLiteral(c.Arg) {
+			return
+		}
 	case "regnamespace":
 		// As regtype: an OID prints the schema's name, a name is its OID.
 		n.Node = call("_tandem_regnamespace", c.Arg).Node
@@ -1821,7 +1831,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				}
 			}
 			t.fail(unsupported("the operator %s", op))
-		case "?|", "?&", "#-", "@@", "&&", "|/", "||/", "@":
+		case "@?", "@@":
+			if t.jsonPathOp(n, e, op) {
+				return
+			}
+			t.fail(unsupported("the operator %s", op))
+		case "?|", "?&", "#-", "&&", "|/", "||/", "@":
 			if op == "&&" && e.Lexpr != nil && t.arrayOperands(e) {
 				n.Node = call("_pg_array_overlap", e.Lexpr, e.Rexpr).Node
 				return
@@ -1878,6 +1893,11 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
+	}
+	if _, ok := jsonPathKinds[name]; ok && len(names) == 1 {
+		if !t.jsonPathCall(n, f, name) {
+			return
+		}
 	}
 	if isSetReturning(name) && len(names) == 1 {
 		if t.srfPending == nil {
@@ -2198,6 +2218,13 @@ var catalogInFrom = map[string]bool{"pg_get_keywords": true, "pg_options_to_tabl
 // rangeFunction: generate_series in FROM becomes a recursive CTE subquery.
 func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction) {
 	expandarrayAsUnnest(rf)
+	if len(rf.Functions) == 1 && !rf.IsRowsfrom {
+		if items := rf.Functions[0].GetList().GetItems(); len(items) > 0 && items[0].GetFuncCall() != nil {
+			if f := items[0].GetFuncCall(); jsonPathUnnest(f, rf, nil) {
+				delete(t.srfPending, f)
+			}
+		}
+	}
 	if isUnnestFrom(rf) {
 		// Placed by its select (unnestFrom), which knows the FROM list.
 		if t.unnestPending == nil {
@@ -2732,6 +2759,23 @@ func (t *translator) dateArith(n *pg_query.Node, e *pg_query.A_Expr, op string) 
 func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 	var each string // alias of the json_each of the first array
 	eaches := map[string]string{}
+	var arrays []*pg_query.Node    // each json_each's array
+	var eachCalls []*pg_query.Node // each json_each's argument, _pg_array_json(array)
+	defer func() {
+		// Zipped arrays run until the longest ends, the others padded
+		// with NULLs (PostgreSQL's rule for set-returning functions in a
+		// select list).
+		if len(arrays) < 2 {
+			return
+		}
+		for i, c := range eachCalls {
+			args := []*pg_query.Node{proto.Clone(arrays[i]).(*pg_query.Node)}
+			for _, a := range arrays {
+				args = append(args, proto.Clone(a).(*pg_query.Node))
+			}
+			c.Node = call("_pg_array_json_pad", args...).Node
+		}
+	}()
 	for _, tn := range s.TargetList {
 		rt := tn.GetResTarget()
 		if rt == nil {
@@ -2760,6 +2804,9 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			continue
 		}
 		name := lastName(f.Funcname)
+		if field == "" && jsonPathUnnest(f, nil, rt) {
+			name = "unnest"
+		}
 		if t.jsonTargetSRF(s, rt, f, name, len(eaches)) || t.seriesTargetSRF(s, rt, f, name) {
 			continue
 		}
@@ -2820,8 +2867,11 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			t.subq++
 			alias = fmt.Sprintf("_tandem_srf%d", t.subq)
 			eaches[txt] = alias
+			arg := call("_pg_array_json", f.Args[0])
+			arrays = append(arrays, f.Args[0])
+			eachCalls = append(eachCalls, arg)
 			s.FromClause = append(s.FromClause, &pg_query.Node{Node: &pg_query.Node_RangeFunction{RangeFunction: &pg_query.RangeFunction{
-				Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", call("_pg_array_json", f.Args[0])), nil})},
+				Functions: []*pg_query.Node{pg_query.MakeListNode([]*pg_query.Node{call("json_each", arg), nil})},
 				Alias:     &pg_query.Alias{Aliasname: alias},
 			}}})
 			if each == "" {

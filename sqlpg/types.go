@@ -106,7 +106,7 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 				sc.tables = append(sc.tables, scopeTable{alias: strings.ToLower(alias), cols: catalogColumns(t.sch.Columns(view), false)})
 				return
 			}
-			if f != nil && len(f.Args) == 1 {
+			if f != nil && (len(f.Args) == 1 || lastName(f.Funcname) == "jsonb_path_query") {
 				if d, isJSON := jsonSRFs[lastName(f.Funcname)]; isJSON {
 					alias := lastName(f.Funcname)
 					names := d.cols
@@ -114,6 +114,8 @@ func (t *translator) scopeOf(from []*pg_query.Node) (*scope, bool) {
 						alias = rf.Alias.Aliasname
 						if cn := strs(rf.Alias.Colnames); len(cn) > 0 {
 							names = append(append([]string{}, cn...), d.cols[min(len(cn), len(d.cols)):]...)
+						} else if alias != "" && lastName(f.Funcname) == "jsonb_path_query" {
+							names = []string{alias}
 						}
 					}
 					var cols []Column
@@ -692,6 +694,10 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			if typ := typeByName(t.seriesType(x.FuncCall.Args)); typ != nil && len(x.FuncCall.Args) >= 2 {
 				return ColType{Type: typ, Typmod: -1}
 			}
+		case "jsonb_path_query", "jsonb_path_query_tz", "jsonb_path_query_array", "jsonb_path_query_array_tz", "jsonb_path_query_first", "jsonb_path_query_first_tz":
+			return ct(3802)
+		case "jsonb_path_exists", "jsonb_path_exists_tz", "jsonb_path_match", "jsonb_path_match_tz":
+			return ct(16)
 		case "jsonb_object_keys", "json_object_keys", "jsonb_array_elements", "json_array_elements", "jsonb_array_elements_text", "json_array_elements_text":
 			return ct(jsonSRFs[name].types[0])
 		case "unnest":
@@ -814,7 +820,7 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 					return ColType{Type: l.Type, Typmod: -1}
 				}
 				return r
-			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?", "&&":
+			case "=", "<>", "!=", "<", ">", "<=", ">=", "~*", "!~", "!~*", "~~", "!~~", "~~*", "!~~*", "@>", "<@", "?", "&&", "@?", "@@":
 				return ct(16)
 			case "||":
 				l, r := t.exprType(a.Lexpr, sc), t.exprType(a.Rexpr, sc)
@@ -1410,6 +1416,10 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 					// A numeric(p,s) with its scale (1.500, not 1.5).
 					f.Args[i] = call("_pg_json_numeric", a, pg_query.MakeAConstIntNode(int64(scaleOf(c)), -1))
 				}
+				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.Contains(lastName(f.Funcname), "_build_") {
+					// A json value is embedded as it is, not as a string.
+					f.Args[i] = call("_pg_json_raw", a)
+				}
 				if c.Type != nil && (c.Type.Name == "json" || c.Type.Name == "jsonb") && strings.HasSuffix(lastName(f.Funcname), "_agg") {
 					if t.jsonArg == nil {
 						t.jsonArg = map[*pg_query.FuncCall]bool{}
@@ -1419,6 +1429,13 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 			}
 			return
 		}
+	}
+	if f := n.GetFuncCall(); f != nil && len(f.Args) >= 2 && len(f.Funcname) == 1 && jsonPathKinds[lastName(f.Funcname)] != "" {
+		if t.jsonPathArgs == nil {
+			t.jsonPathArgs = map[*pg_query.FuncCall][2]ColType{}
+		}
+		t.jsonPathArgs[f] = [2]ColType{t.exprType(f.Args[0], sc), t.exprType(f.Args[1], sc)}
+		return
 	}
 	if f := n.GetFuncCall(); f != nil && len(f.Args) == 1 && lastName(f.Funcname) == "pg_typeof" {
 		if t.typeofArg == nil {
@@ -1443,7 +1460,7 @@ func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
 		return
 	}
 	switch lastName(e.Name) {
-	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "&&", "=", "<>", "!=", "<", ">", "<=", ">=":
+	case "+", "-", "*", "/", "%", "||", "@>", "<@", "?", "#>", "#>>", "&&", "@?", "@@", "=", "<>", "!=", "<", ">", "<=", ">=":
 		t.opTypes[e] = [2]ColType{t.exprType(e.Lexpr, sc), t.exprType(e.Rexpr, sc)}
 	}
 }
