@@ -711,36 +711,23 @@ func (t *translator) paramSelect(s *pg_query.SelectStmt) {
 		return
 	}
 	sc, _ := t.scopeOf(s.FromClause)
-	var sels []*pg_query.SelectStmt
-	walk := func(nodes ...*pg_query.Node) {
+	visitNodes := func(nodes ...*pg_query.Node) {
 		for _, n := range nodes {
-			if n == nil || n.Node == nil {
-				continue
+			if n != nil && n.Node != nil {
+				visit(n.ProtoReflect(), func(m *pg_query.Node) { t.paramNode(m, sc) })
 			}
-			visit(n.ProtoReflect(), func(m *pg_query.Node) {
-				if sel := m.GetSelectStmt(); sel != nil {
-					sels = append(sels, sel)
-				}
-				t.paramNode(m, sc)
-			})
 		}
 	}
-	walk(s.TargetList...)
-	walk(s.WhereClause, s.HavingClause)
-	walk(joinQuals(s.FromClause)...)
-	walk(s.GroupClause...)
-	walk(s.SortClause...)
+	sels := selectClauses(s, true, func(m *pg_query.Node) { t.paramNode(m, sc) })
 	for _, f := range s.FromClause {
 		if rs := f.GetRangeSubselect(); rs != nil {
 			sels = append(sels, rs.Subquery.GetSelectStmt())
 		}
 		if rf := f.GetRangeFunction(); rf != nil {
-			walk(rf.Functions...)
+			visitNodes(rf.Functions...)
 		}
 	}
-	for _, v := range s.ValuesLists {
-		walk(v)
-	}
+	visitNodes(s.ValuesLists...)
 	for _, sel := range sels {
 		t.paramSelect(sel)
 	}

@@ -806,6 +806,12 @@ func dollarParams(s string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
+	return swapParamMarks(s, '$', '?')
+}
+
+// swapParamMarks writes each parameter mark from (a $ or ? before a
+// digit) outside literals and quoted identifiers as to.
+func swapParamMarks(s string, from, to byte) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	var quote byte
@@ -818,8 +824,8 @@ func dollarParams(s string) string {
 			}
 		case c == '\'' || c == '"':
 			quote = c
-		case c == '$' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || !isIdent(s[i-1])):
-			c = '?'
+		case c == from && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || !isIdent(s[i-1])):
+			c = to
 		}
 		b.WriteByte(c)
 	}
@@ -831,24 +837,7 @@ func dollarParams(s string) string {
 // parser (which reads `?1` as the prefix operator ? applied to 1).
 func parseGenerated(s string) (*pg_query.ParseResult, error) {
 	if strings.Contains(s, "?") {
-		var b strings.Builder
-		b.Grow(len(s))
-		var quote byte
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			switch {
-			case quote != 0:
-				if c == quote {
-					quote = 0
-				}
-			case c == '\'' || c == '"':
-				quote = c
-			case c == '?' && i+1 < len(s) && s[i+1] >= '0' && s[i+1] <= '9' && (i == 0 || !isIdent(s[i-1])):
-				c = '$'
-			}
-			b.WriteByte(c)
-		}
-		s = b.String()
+		s = swapParamMarks(s, '?', '$')
 	}
 	return pg_query.Parse(s)
 }

@@ -1282,24 +1282,7 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 	}
 	sc, _ := t.scopeOf(s.FromClause)
 	t.groupCheck(s)
-	var sels []*pg_query.SelectStmt
-	walk := func(nodes ...*pg_query.Node) {
-		for _, n := range nodes {
-			if n == nil || n.Node == nil {
-				continue
-			}
-			visit(n.ProtoReflect(), func(m *pg_query.Node) {
-				if sel := m.GetSelectStmt(); sel != nil {
-					sels = append(sels, sel)
-				}
-				t.noteOp(m, sc)
-			})
-		}
-	}
-	walk(s.TargetList...)
-	walk(s.WhereClause, s.HavingClause)
-	walk(s.GroupClause...)
-	walk(s.SortClause...)
+	sels := selectClauses(s, false, func(m *pg_query.Node) { t.noteOp(m, sc) })
 	for _, f := range s.FromClause {
 		if rs := f.GetRangeSubselect(); rs != nil {
 			if sel := rs.Subquery.GetSelectStmt(); sel != nil {
@@ -1310,6 +1293,34 @@ func (t *translator) annotateSelect(s *pg_query.SelectStmt) {
 	for _, sel := range sels {
 		t.annotateSelect(sel)
 	}
+}
+
+// selectClauses visits, bottom-up, every node of the clauses of a SELECT
+// that read its FROM: the select list, WHERE, HAVING, with quals the join
+// conditions, GROUP BY and ORDER BY. It answers the SELECTs nested in them.
+func selectClauses(s *pg_query.SelectStmt, quals bool, fn func(*pg_query.Node)) []*pg_query.SelectStmt {
+	var sels []*pg_query.SelectStmt
+	walk := func(nodes ...*pg_query.Node) {
+		for _, n := range nodes {
+			if n == nil || n.Node == nil {
+				continue
+			}
+			visit(n.ProtoReflect(), func(m *pg_query.Node) {
+				if sel := m.GetSelectStmt(); sel != nil {
+					sels = append(sels, sel)
+				}
+				fn(m)
+			})
+		}
+	}
+	walk(s.TargetList...)
+	walk(s.WhereClause, s.HavingClause)
+	if quals {
+		walk(joinQuals(s.FromClause)...)
+	}
+	walk(s.GroupClause...)
+	walk(s.SortClause...)
+	return sels
 }
 
 func (t *translator) noteOp(n *pg_query.Node, sc *scope) {
