@@ -128,6 +128,15 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	if err := onCommit(s.Oncommit, temp); err != nil {
 		return nil, err
 	}
+	var lc *likeCopy
+	for _, e := range s.TableElts {
+		if e.GetTableLikeClause() != nil {
+			if lc, err = t.expandLike(s, name); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	// Which single column is the primary key (for INTEGER PRIMARY KEY)?
 	pkCols := map[string]bool{}
 	for _, e := range s.TableElts {
@@ -174,6 +183,15 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			if err != nil {
 				return nil, err
 			}
+			if lc != nil {
+				if d, ok := lc.defaults[x.ColumnDef.Colname]; ok {
+					// LIKE ... INCLUDING DEFAULTS: the source's, as stored.
+					def += " DEFAULT " + d
+					if seq := lc.seqs[x.ColumnDef.Colname]; seq != "" && m != "" {
+						m = strings.Replace(m, ", NULL)", ", "+quoteLit(seq)+")", 1)
+					}
+				}
+			}
 			defs = append(defs, def)
 			if m != "" {
 				meta = append(meta, m)
@@ -190,11 +208,12 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			if def != "" {
 				cons = append(cons, def)
 			}
-		case *pg_query.Node_TableLikeClause:
-			return nil, unsupported("CREATE TABLE ... (LIKE ...)")
 		default:
 			return nil, unsupported("this table element")
 		}
+	}
+	if lc != nil {
+		cons = append(cons, lc.checks...)
 	}
 	defs = append(defs, cons...)
 	create := "CREATE "
@@ -219,6 +238,9 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 		}
 	}
 	tr.Script = append(tr.Script, meta...)
+	if lc != nil {
+		tr.Script = append(tr.Script, lc.after...)
+	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
 }
@@ -540,16 +562,10 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 		}
 	}
 	if s.Idxname == "" {
-		cols := []string{}
-		for _, p := range s.IndexParams {
-			if ie := p.GetIndexElem(); ie != nil && ie.Name != "" {
-				cols = append(cols, ie.Name)
-			}
-		}
-		s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_idx"
-		if s.Unique {
-			s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_key"
-		}
+		// PostgreSQL's name: table_cols_idx (an expression's function
+		// name, else expr), numbered when taken; a UNIQUE index is an
+		// index too (_key is for constraints).
+		s.Idxname = t.chooseName(s.Relation.Relname, indexColumnNames(s.IndexParams), "idx", map[string]bool{})
 	}
 	// SQLite's indexes have no NULLS FIRST / LAST: an explicit one is
 	// kept as a comment in the column list, which SQLite keeps in the

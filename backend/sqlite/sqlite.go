@@ -3213,3 +3213,47 @@ func (sc schema) UniqueKeys(table string) [][]string {
 	}
 	return out
 }
+
+// LikeSource implements sqlpg.LikeSourcer: what CREATE TABLE ... (LIKE
+// table) copies besides the columns (nil: no such table).
+func (sc schema) LikeSource(table string) *sqlpg.LikeSource {
+	create, _, _ := sc.TableDef(table)
+	if create == "" {
+		return nil
+	}
+	ls := &sqlpg.LikeSource{Create: create, NotNull: map[string]bool{}, Comments: map[string]string{}}
+	query := func(sql string, n int, each func([]driver.Value)) {
+		rows, err := sc.c.c.Query(sql, []driver.Value{table})
+		if err != nil {
+			return
+		}
+		defer rows.Close()
+		vals := make([]driver.Value, n)
+		for rows.Next(vals) == nil {
+			each(vals)
+		}
+	}
+	query(`SELECT name FROM pragma_table_info(?1) WHERE "notnull" OR pk > 0`, 1, func(v []driver.Value) { ls.NotNull[asString(v[0])] = true })
+	query(`SELECT il.name FROM pragma_index_list(?1) il WHERE il.origin = 'u' ORDER BY length(il.name), il.name`, 1, func(v []driver.Value) {
+		var cols []string
+		query2, err := sc.c.c.Query(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, []driver.Value{asString(v[0])})
+		if err != nil {
+			return
+		}
+		vals := make([]driver.Value, 1)
+		for query2.Next(vals) == nil {
+			cols = append(cols, asString(vals[0]))
+		}
+		query2.Close()
+		ls.Uniques = append(ls.Uniques, cols)
+	})
+	kinds := map[string]string{}
+	query(`SELECT name, kind FROM main._tandem_constraints WHERE table_name = ?1`, 2, func(v []driver.Value) { kinds[asString(v[0])] = asString(v[1]) })
+	query(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL ORDER BY rowid`, 2, func(v []driver.Value) {
+		ls.Indexes = append(ls.Indexes, sqlpg.LikeIndex{SQL: asString(v[1]), Kind: kinds[asString(v[0])]})
+	})
+	query(`SELECT column_name, comment FROM main._tandem_comments WHERE kind = 'col' AND name = ?1 AND comment IS NOT NULL`, 2, func(v []driver.Value) {
+		ls.Comments[asString(v[0])] = asString(v[1])
+	})
+	return ls
+}
