@@ -743,10 +743,18 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		return tr, nil
 	case pg_query.ObjectType_OBJECT_TABLE:
 		what = "TABLE"
+		if err := t.notMatview(s, "table"); err != nil {
+			return nil, err
+		}
 	case pg_query.ObjectType_OBJECT_INDEX:
 		what = "INDEX"
 	case pg_query.ObjectType_OBJECT_VIEW:
 		what = "VIEW"
+		if err := t.notMatview(s, "view"); err != nil {
+			return nil, err
+		}
+	case pg_query.ObjectType_OBJECT_MATVIEW:
+		return t.dropMatviews(s, tr)
 	case pg_query.ObjectType_OBJECT_SEQUENCE:
 		tr.Tag = "DROP SEQUENCE"
 		for _, o := range s.Objects {
@@ -1547,10 +1555,23 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
 	case pg_query.ObjectType_OBJECT_VIEW:
 		return t.renameView(s, tr)
-	case pg_query.ObjectType_OBJECT_TABLE:
+	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_MATVIEW:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
 			return nil, err
+		}
+		if s.RenameType == pg_query.ObjectType_OBJECT_MATVIEW {
+			tr.Tag = "ALTER MATERIALIZED VIEW"
+			if _, ok := t.matviews()[name]; !ok {
+				if s.MissingOk {
+					tr.DDL, tr.Noop = false, true
+					return tr, nil
+				}
+				if t.sch != nil && t.sch.Columns(name) != nil {
+					return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a materialized view", name)}
+				}
+				return nil, &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
+			}
 		}
 		if vl, ok := t.sch.(ViewLister); ok {
 			if _, isView := vl.Views()[name]; isView {
@@ -1562,6 +1583,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			"UPDATE _tandem_columns SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
 			"UPDATE _tandem_constraints SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
 			"UPDATE _tandem_sequences SET owner_table = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name),
+			"UPDATE _tandem_matviews SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
 			renameComments(name, s.Newname))
 		tr.Script = append(tr.Script, after...)
 	case pg_query.ObjectType_OBJECT_COLUMN:

@@ -105,7 +105,8 @@ type conn struct {
 type schemaCache struct {
 	ver  uint64
 	cols map[string][]sqlpg.Column
-	seqs map[string]bool // nil until read
+	seqs map[string]bool          // nil until read
+	mvs  map[string]sqlpg.Matview // nil until read
 }
 
 // current empties the cache when the schema version has moved on.
@@ -1006,7 +1007,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		release()
 		if err != nil {
 			var pe *pgwire.Error
-			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
+			if (isDDL(st.kind) || st.kind == "REFRESH" || st.kind == "TRUNCATE") && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
 				st.deferred, st.readonly = err, false
 				return st, nil
 			}
@@ -1030,6 +1031,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.params = tr.Params
 			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
 			st.created = tr.Created
+			st.deferred = tr.Deferred
 		}
 		if st.noop {
 			st.readonly = true
@@ -3256,4 +3258,31 @@ func (sc schema) LikeSource(table string) *sqlpg.LikeSource {
 		ls.Comments[asString(v[0])] = asString(v[1])
 	})
 	return ls
+}
+
+// Matviews implements sqlpg.MatviewLister (cached per connection at the
+// schema version: whether a view is populated changes by DDL only).
+func (sc schema) Matviews() map[string]sqlpg.Matview {
+	if !sc.c.private {
+		sc.c.meta.current()
+		if sc.c.meta.mvs != nil {
+			return sc.c.meta.mvs
+		}
+	}
+	out := map[string]sqlpg.Matview{}
+	rows, err := sc.c.c.Query(`SELECT mv.name, mv.query, mv.populated,
+			EXISTS (SELECT 1 FROM pragma_index_list(mv.name) il WHERE il."unique" AND NOT il.partial)
+		FROM main._tandem_matviews mv`, nil)
+	if err != nil {
+		return out // a database from before materialized views, read only
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 4)
+	for rows.Next(vals) == nil {
+		out[asString(vals[0])] = sqlpg.Matview{Query: asString(vals[1]), Populated: vals[2] == int64(1), UniqueIndex: vals[3] == int64(1)}
+	}
+	if !sc.c.private {
+		sc.c.meta.mvs = out
+	}
+	return out
 }
