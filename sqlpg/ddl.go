@@ -3,6 +3,7 @@ package sqlpg
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -844,13 +845,23 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		if len(deps) > 0 && s.Behavior != pg_query.DropBehavior_DROP_CASCADE {
 			var detail []string
 			for _, d := range deps {
-				detail = append(detail, fmt.Sprintf("view %s depends on %s %s", d.view, d.kind, d.on))
+				what := "view"
+				if d.matview {
+					what = "materialized view"
+				}
+				detail = append(detail, fmt.Sprintf("%s %s depends on %s %s", what, d.view, d.kind, d.on))
 			}
 			return nil, &pgwire.Error{Code: "2BP01",
 				Message: fmt.Sprintf("cannot drop %s %s because other objects depend on it", deps[0].kind, deps[0].on),
 				Detail:  strings.Join(detail, "\n"), Hint: "Use DROP ... CASCADE to drop the dependent objects too."}
 		}
 		for _, d := range deps {
+			if d.matview {
+				tr.Script = append(tr.Script, "DROP TABLE IF EXISTS "+quoteIdent(d.view),
+					"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view),
+					"DELETE FROM _tandem_matviews WHERE name = "+quoteLit(d.view), dropComments(d.view))
+				continue
+			}
 			tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view),
 				"DELETE FROM _tandem_views WHERE name = "+quoteLit(d.view))
@@ -952,7 +963,10 @@ type ViewLister interface {
 
 // viewDependent: view depends on the object on, of kind "table" or
 // "view".
-type viewDependent struct{ view, kind, on string }
+type viewDependent struct {
+	view, kind, on string
+	matview        bool // view is a materialized view
+}
 
 // viewDependents lists the views that depend on the dropped objects of
 // kind ("table" or "view"), directly or through other views, in the
@@ -963,9 +977,24 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 	if !ok || len(dropped) == 0 {
 		return nil
 	}
-	refs, names := viewRefs(vl.Views())
+	views := vl.Views()
+	mvs := t.matviews()
+	if len(mvs) > 0 {
+		// Materialized views depend on what their query reads too.
+		views = maps.Clone(views)
+		for n, mv := range mvs {
+			views[n] = "CREATE VIEW " + quoteIdent(n) + " AS " + mv.Query
+		}
+	}
+	refs, names := viewRefs(views)
 	if len(names) == 0 {
 		return nil
+	}
+	for n := range mvs {
+		if r, ok := refs[n]; ok {
+			r.matview = true
+			refs[n] = r
+		}
 	}
 	return dependents(refs, names, kind, dropped, nil)
 }
@@ -975,6 +1004,7 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 type viewRef struct {
 	rels, cols map[string]bool
 	star       bool
+	matview    bool // a materialized view's query
 }
 
 // viewRefs parses each view's text (names sorted).
@@ -1061,8 +1091,11 @@ func dependents(refs map[string]viewRef, names []string, kind string, dropped []
 			} else if !refs[v].rels[strings.ToLower(on)] {
 				continue
 			}
-			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on})
+			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on, matview: refs[v].matview})
 			gone[strings.ToLower(v)] = "view"
+			if refs[v].matview {
+				gone[strings.ToLower(v)] = "materialized view"
+			}
 			order = append(order, v)
 		}
 	}

@@ -1,6 +1,7 @@
 package sqlpg
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -165,6 +166,14 @@ func (t *translator) dropMatviews(s *pg_query.DropStmt, tr *Translation) (*Trans
 	t.droppingMatviews = true
 	out, err := t.drop(s, tr)
 	if err != nil {
+		var pe *pgwire.Error
+		if errors.As(err, &pe) && pe.Code == "2BP01" {
+			// Views that read it: named as what it is.
+			for _, name := range names {
+				pe.Message = strings.Replace(pe.Message, "cannot drop table "+name+" ", "cannot drop materialized view "+name+" ", 1)
+				pe.Detail = strings.ReplaceAll(pe.Detail, " depends on table "+name, " depends on materialized view "+name)
+			}
+		}
 		return nil, err
 	}
 	for _, name := range names {
