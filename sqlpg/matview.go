@@ -47,15 +47,7 @@ func (t *translator) matviews() map[string]Matview {
 // a query or a write: reading one not populated (55000), changing one
 // (42809).
 func (t *translator) matviewAccess(raw *pg_query.Node, target *pg_query.RangeVar) error {
-	var names []string
-	walkNode(raw, func(n *pg_query.Node) {
-		if r := n.GetRangeVar(); r != nil {
-			names = append(names, r.Relname)
-		}
-	})
-	if target == nil && len(names) == 0 {
-		return nil
-	}
+	// The (cached) list first: without materialized views, no walk.
 	mvs := t.matviews()
 	if len(mvs) == 0 {
 		return nil
@@ -65,12 +57,15 @@ func (t *translator) matviewAccess(raw *pg_query.Node, target *pg_query.RangeVar
 			return &pgwire.Error{Code: "42809", Message: fmt.Sprintf("cannot change materialized view %q", target.Relname)}
 		}
 	}
-	for _, n := range names {
-		if mv, ok := mvs[n]; ok && !mv.Populated {
-			return notPopulated(n)
+	var err error
+	walkNode(raw, func(n *pg_query.Node) {
+		if r := n.GetRangeVar(); r != nil && err == nil {
+			if mv, ok := mvs[r.Relname]; ok && !mv.Populated {
+				err = notPopulated(r.Relname)
+			}
 		}
-	}
-	return nil
+	})
+	return err
 }
 
 func notPopulated(name string) error {
