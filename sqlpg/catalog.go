@@ -240,12 +240,13 @@ func catalogSQL() []string {
 			CAST(CASE m.type WHEN 'table' THEN 2 ELSE 0 END AS INTEGER) AS relam, CAST(0 AS INTEGER) AS relfilenode,
 			CAST(0 AS INTEGER) AS reltablespace, 0 AS relpages, -1.0 AS reltuples, 0 AS relallvisible, CAST(0 AS INTEGER) AS reltoastrelid,
 			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = m.name) AS relhasindex, 0 AS relisshared, 'p' AS relpersistence,
-			CASE m.type WHEN 'table' THEN 'r' ELSE 'v' END AS relkind,
+			CASE WHEN m.type = 'view' THEN 'v' WHEN EXISTS (SELECT 1 FROM main._tandem_matviews mv WHERE mv.name = m.name) THEN 'm' ELSE 'r' END AS relkind,
 			(SELECT count(*) FROM pragma_table_xinfo(m.name)) AS relnatts, CASE m.type WHEN 'table' THEN json_array_length(_tandem_checks(m.sql)) ELSE 0 END AS relchecks,
 			0 AS relhasrules,
 			(m.type = 'table' AND (EXISTS (SELECT 1 FROM pragma_foreign_key_list(m.name))
 				OR EXISTS (SELECT 1 FROM main.sqlite_schema o, pragma_foreign_key_list(o.name) f WHERE o.type = 'table' AND f."table" = m.name))) AS relhastriggers,
-			0 AS relhassubclass, 0 AS relrowsecurity, 0 AS relforcerowsecurity, 1 AS relispopulated, 'd' AS relreplident,
+			0 AS relhassubclass, 0 AS relrowsecurity, 0 AS relforcerowsecurity,
+			coalesce((SELECT mv.populated FROM main._tandem_matviews mv WHERE mv.name = m.name), 1) AS relispopulated, 'd' AS relreplident,
 			0 AS relispartition, CAST(0 AS INTEGER) AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid, NULL AS relacl, NULL AS reloptions, NULL AS relpartbound
 		FROM `+userTables+` AND m.type IN ('table', 'view')
 		UNION ALL
@@ -389,7 +390,12 @@ func catalogSQL() []string {
 			NULL AS datcollversion, NULL AS datacl, CAST(1663 AS INTEGER) AS dattablespace, 0 AS datfrozenxid, 0 AS datminmxid`)
 	add("pg_tables", `SELECT 'public' AS schemaname, m.name AS tablename, 'tandem' AS tableowner, NULL AS tablespace,
 			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = m.name) AS hasindexes, 0 AS hasrules, 0 AS hastriggers, 0 AS rowsecurity
-		FROM `+userTables+` AND m.type = 'table'`)
+		FROM `+userTables+` AND m.type = 'table' AND NOT EXISTS (SELECT 1 FROM main._tandem_matviews mv WHERE mv.name = m.name)`)
+	// A materialized view: its table and its record (_tandem_matviews).
+	add("pg_matviews", `SELECT 'public' AS schemaname, mv.name AS matviewname, 'tandem' AS matviewowner, NULL AS tablespace,
+			EXISTS (SELECT 1 FROM _pg_index_all i WHERE i.tbl = mv.name) AS hasindexes, mv.populated AS ispopulated,
+			_tandem_viewdef(mv.definition) AS definition
+		FROM main._tandem_matviews mv WHERE EXISTS (SELECT 1 FROM main.sqlite_schema m WHERE m.type = 'table' AND m.name = mv.name)`)
 	// A view's definition: its query as PostgreSQL's SQL, as recorded at
 	// CREATE VIEW, while SQLite's text is still the one recorded with it;
 	// else (a view from before, or one SQLite rewrote for a rename) the
@@ -545,7 +551,7 @@ func catalogSQL() []string {
 			CASE m.type WHEN 'table' THEN 'BASE TABLE' ELSE 'VIEW' END AS table_type, NULL AS self_referencing_column_name,
 			NULL AS reference_generation, NULL AS user_defined_type_catalog, NULL AS user_defined_type_schema, NULL AS user_defined_type_name,
 			CASE m.type WHEN 'table' THEN 'YES' ELSE 'NO' END AS is_insertable_into, 'NO' AS is_typed, NULL AS commit_action
-		FROM `+userTables+` AND m.type IN ('table', 'view')`)
+		FROM `+userTables+` AND m.type IN ('table', 'view') AND NOT EXISTS (SELECT 1 FROM main._tandem_matviews mv WHERE mv.name = m.name)`)
 	add("information_schema.columns", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, m.name AS table_name, p.name AS column_name,
 			p.cid + 1 AS ordinal_position, CASE WHEN p.hidden IN (2, 3) THEN NULL ELSE `+colDefault+` END AS column_default, CASE WHEN p."notnull" OR p.pk > 0 THEN 'NO' ELSE 'YES' END AS is_nullable,
 			_tandem_type_sql(coalesce(tc.type_oid, _tandem_decl_oid(p.type))) AS data_type,
@@ -573,7 +579,7 @@ func catalogSQL() []string {
 			CASE WHEN p.hidden IN (2, 3) THEN `+colGenerated+` END AS generation_expression, 'YES' AS is_updatable
 		FROM main.sqlite_schema m, pragma_table_xinfo(m.name) p LEFT JOIN main._tandem_columns tc ON tc.table_name = m.name AND tc.column_name = p.name
 			LEFT JOIN main._tandem_sequences sq ON sq.name = tc.sequence AND coalesce(tc.identity, '') <> ''
-		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view')`)
+		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type IN ('table', 'view') AND NOT EXISTS (SELECT 1 FROM main._tandem_matviews mv WHERE mv.name = m.name)`)
 	// As PostgreSQL 15, table_constraints lists each NOT NULL column as a
 	// CHECK constraint named <namespace oid>_<table oid>_<column>_not_null.
 	add("information_schema.table_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,

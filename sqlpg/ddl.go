@@ -3,6 +3,7 @@ package sqlpg
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -128,6 +129,15 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	if err := onCommit(s.Oncommit, temp); err != nil {
 		return nil, err
 	}
+	var lc *likeCopy
+	for _, e := range s.TableElts {
+		if e.GetTableLikeClause() != nil {
+			if lc, err = t.expandLike(s, name); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	// Which single column is the primary key (for INTEGER PRIMARY KEY)?
 	pkCols := map[string]bool{}
 	for _, e := range s.TableElts {
@@ -174,6 +184,15 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			if err != nil {
 				return nil, err
 			}
+			if lc != nil {
+				if d, ok := lc.defaults[x.ColumnDef.Colname]; ok {
+					// LIKE ... INCLUDING DEFAULTS: the source's, as stored.
+					def += " DEFAULT " + d
+					if seq := lc.seqs[x.ColumnDef.Colname]; seq != "" && m != "" {
+						m = strings.Replace(m, ", NULL)", ", "+quoteLit(seq)+")", 1)
+					}
+				}
+			}
 			defs = append(defs, def)
 			if m != "" {
 				meta = append(meta, m)
@@ -190,11 +209,12 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 			if def != "" {
 				cons = append(cons, def)
 			}
-		case *pg_query.Node_TableLikeClause:
-			return nil, unsupported("CREATE TABLE ... (LIKE ...)")
 		default:
 			return nil, unsupported("this table element")
 		}
+	}
+	if lc != nil {
+		cons = append(cons, lc.checks...)
 	}
 	defs = append(defs, cons...)
 	create := "CREATE "
@@ -219,6 +239,9 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 		}
 	}
 	tr.Script = append(tr.Script, meta...)
+	if lc != nil {
+		tr.Script = append(tr.Script, lc.after...)
+	}
 	tr.SQL = strings.Join(tr.Script, ";\n")
 	return tr, nil
 }
@@ -541,26 +564,10 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 		}
 	}
 	if s.Idxname == "" {
-		// As PostgreSQL's ChooseIndexColumnNames: a column's name, a
-		// function call's name, else "expr".
-		cols := []string{}
-		for _, p := range s.IndexParams {
-			ie := p.GetIndexElem()
-			switch {
-			case ie == nil:
-			case ie.Name != "":
-				cols = append(cols, ie.Name)
-			case ie.Expr.GetFuncCall() != nil && len(ie.Expr.GetFuncCall().Funcname) > 0:
-				fn := ie.Expr.GetFuncCall().Funcname
-				cols = append(cols, fn[len(fn)-1].GetString_().GetSval())
-			case ie.Expr != nil:
-				cols = append(cols, "expr")
-			}
-		}
-		s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_idx"
-		if s.Unique {
-			s.Idxname = s.Relation.Relname + "_" + strings.Join(cols, "_") + "_key"
-		}
+		// PostgreSQL's name: table_cols_idx (an expression's function
+		// name, else expr), numbered when taken; a UNIQUE index is an
+		// index too (_key is for constraints).
+		s.Idxname = t.chooseName(s.Relation.Relname, indexColumnNames(s.IndexParams), "idx", map[string]bool{})
 	}
 	// SQLite's indexes have no NULLS FIRST / LAST: an explicit one is
 	// kept as a comment in the column list, which SQLite keeps in the
@@ -741,10 +748,18 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		return tr, nil
 	case pg_query.ObjectType_OBJECT_TABLE:
 		what = "TABLE"
+		if err := t.notMatview(s, "table"); err != nil {
+			return nil, err
+		}
 	case pg_query.ObjectType_OBJECT_INDEX:
 		what = "INDEX"
 	case pg_query.ObjectType_OBJECT_VIEW:
 		what = "VIEW"
+		if err := t.notMatview(s, "view"); err != nil {
+			return nil, err
+		}
+	case pg_query.ObjectType_OBJECT_MATVIEW:
+		return t.dropMatviews(s, tr)
 	case pg_query.ObjectType_OBJECT_SEQUENCE:
 		tr.Tag = "DROP SEQUENCE"
 		for _, o := range s.Objects {
@@ -834,13 +849,23 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		if len(deps) > 0 && s.Behavior != pg_query.DropBehavior_DROP_CASCADE {
 			var detail []string
 			for _, d := range deps {
-				detail = append(detail, fmt.Sprintf("view %s depends on %s %s", d.view, d.kind, d.on))
+				what := "view"
+				if d.matview {
+					what = "materialized view"
+				}
+				detail = append(detail, fmt.Sprintf("%s %s depends on %s %s", what, d.view, d.kind, d.on))
 			}
 			return nil, &pgwire.Error{Code: "2BP01",
 				Message: fmt.Sprintf("cannot drop %s %s because other objects depend on it", deps[0].kind, deps[0].on),
 				Detail:  strings.Join(detail, "\n"), Hint: "Use DROP ... CASCADE to drop the dependent objects too."}
 		}
 		for _, d := range deps {
+			if d.matview {
+				tr.Script = append(tr.Script, "DROP TABLE IF EXISTS "+quoteIdent(d.view),
+					"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view),
+					"DELETE FROM _tandem_matviews WHERE name = "+quoteLit(d.view), dropComments(d.view))
+				continue
+			}
 			tr.Script = append(tr.Script, "DROP VIEW IF EXISTS "+quoteIdent(d.view),
 				"DELETE FROM _tandem_columns WHERE table_name = "+quoteLit(d.view),
 				"DELETE FROM _tandem_views WHERE name = "+quoteLit(d.view))
@@ -942,7 +967,10 @@ type ViewLister interface {
 
 // viewDependent: view depends on the object on, of kind "table" or
 // "view".
-type viewDependent struct{ view, kind, on string }
+type viewDependent struct {
+	view, kind, on string
+	matview        bool // view is a materialized view
+}
 
 // viewDependents lists the views that depend on the dropped objects of
 // kind ("table" or "view"), directly or through other views, in the
@@ -953,9 +981,24 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 	if !ok || len(dropped) == 0 {
 		return nil
 	}
-	refs, names := viewRefs(vl.Views())
+	views := vl.Views()
+	mvs := t.matviews()
+	if len(mvs) > 0 {
+		// Materialized views depend on what their query reads too.
+		views = maps.Clone(views)
+		for n, mv := range mvs {
+			views[n] = "CREATE VIEW " + quoteIdent(n) + " AS " + mv.Query
+		}
+	}
+	refs, names := viewRefs(views)
 	if len(names) == 0 {
 		return nil
+	}
+	for n := range mvs {
+		if r, ok := refs[n]; ok {
+			r.matview = true
+			refs[n] = r
+		}
 	}
 	return dependents(refs, names, kind, dropped, nil)
 }
@@ -965,6 +1008,7 @@ func (t *translator) viewDependents(kind string, dropped []string) []viewDepende
 type viewRef struct {
 	rels, cols map[string]bool
 	star       bool
+	matview    bool // a materialized view's query
 }
 
 // viewRefs parses each view's text (names sorted).
@@ -1051,8 +1095,11 @@ func dependents(refs map[string]viewRef, names []string, kind string, dropped []
 			} else if !refs[v].rels[strings.ToLower(on)] {
 				continue
 			}
-			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on})
+			out = append(out, viewDependent{view: v, kind: gone[strings.ToLower(on)], on: on, matview: refs[v].matview})
 			gone[strings.ToLower(v)] = "view"
+			if refs[v].matview {
+				gone[strings.ToLower(v)] = "materialized view"
+			}
 			order = append(order, v)
 		}
 	}
@@ -1545,10 +1592,23 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			"PRAGMA writable_schema = RESET", `CREATE TABLE "_tandem_schema_bump" (x)`, `DROP TABLE "_tandem_schema_bump"`)
 	case pg_query.ObjectType_OBJECT_VIEW:
 		return t.renameView(s, tr)
-	case pg_query.ObjectType_OBJECT_TABLE:
+	case pg_query.ObjectType_OBJECT_TABLE, pg_query.ObjectType_OBJECT_MATVIEW:
 		name, err := t.tableName(s.Relation)
 		if err != nil {
 			return nil, err
+		}
+		if s.RenameType == pg_query.ObjectType_OBJECT_MATVIEW {
+			tr.Tag = "ALTER MATERIALIZED VIEW"
+			if _, ok := t.matviews()[name]; !ok {
+				if s.MissingOk {
+					tr.DDL, tr.Noop = false, true
+					return tr, nil
+				}
+				if t.sch != nil && t.sch.Columns(name) != nil {
+					return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a materialized view", name)}
+				}
+				return nil, &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name)}
+			}
 		}
 		if vl, ok := t.sch.(ViewLister); ok {
 			if _, isView := vl.Views()[name]; isView {
@@ -1560,6 +1620,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 			"UPDATE _tandem_columns SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
 			"UPDATE _tandem_constraints SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
 			"UPDATE _tandem_sequences SET owner_table = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name),
+			"UPDATE _tandem_matviews SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
 			renameComments(name, s.Newname))
 		tr.Script = append(tr.Script, after...)
 	case pg_query.ObjectType_OBJECT_COLUMN:

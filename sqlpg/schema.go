@@ -43,6 +43,12 @@ CREATE TABLE IF NOT EXISTS _tandem_views (
 	definition TEXT NOT NULL, -- the view's query as PostgreSQL's SQL (pg_get_viewdef)
 	sqlite_sql TEXT NOT NULL  -- sqlite_schema.sql when it was recorded: a rewrite since (RENAME) makes it stale
 );
+CREATE TABLE IF NOT EXISTS _tandem_matviews (
+	name       TEXT PRIMARY KEY,  -- the table holding the rows
+	definition TEXT NOT NULL,     -- the query as PostgreSQL's SQL (pg_matviews.definition)
+	query      TEXT NOT NULL,     -- the SQLite query REFRESH runs
+	populated  INTEGER NOT NULL DEFAULT 1
+);
 CREATE TABLE IF NOT EXISTS _tandem_comments (
 	kind        TEXT NOT NULL,           -- 'rel' | 'col' | 'schema' | 'type'
 	name        TEXT NOT NULL,           -- the relation, schema or type

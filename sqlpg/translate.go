@@ -61,6 +61,10 @@ type Translation struct {
 	// Notify: LISTEN, UNLISTEN or NOTIFY, which the back end carries out
 	// itself (SQL is empty).
 	Notify *Notify
+	// Deferred: the statement fails with this error when executed (not
+	// when parsed or described), as PostgreSQL's executor refuses it (a
+	// materialized view not populated, or written to).
+	Deferred error
 	// Params: the types of parameters $1.. the statement gives them
 	// (params.go), 0 where it says nothing; may be shorter than the
 	// statement's parameters.
@@ -324,6 +328,13 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			})
 		}
 	}
+	switch raw.Node.(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_InsertStmt, *pg_query.Node_UpdateStmt, *pg_query.Node_DeleteStmt,
+		*pg_query.Node_DeclareCursorStmt:
+		// PostgreSQL finds these when it runs the statement (Describe
+		// succeeds): the translation is made, and fails when executed.
+		tr.Deferred = t.matviewAccess(raw, target)
+	}
 	if isSchemaStmt(raw) && strings.Contains(lower, "distinct") && nullsNotDistinct(raw) {
 		// Accepted, SQLite's unique index would still let NULLs repeat.
 		return nil, unsupported("UNIQUE NULLS NOT DISTINCT")
@@ -334,7 +345,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if t.hasParams {
 		t.inferParams(raw)
 	}
-	var ctasMeta []string // CREATE TABLE AS: the new table's column types
+	var ctasMeta []string    // CREATE TABLE AS: the new table's column types
+	var matview, mvSkip bool // CREATE MATERIALIZED VIEW [WITH NO DATA]
+	var mvDef string         // its query as PostgreSQL's SQL
 	switch n := raw.Node.(type) {
 	case *pg_query.Node_TransactionStmt, *pg_query.Node_VariableSetStmt, *pg_query.Node_VariableShowStmt,
 		*pg_query.Node_DiscardStmt:
@@ -487,11 +500,52 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	case *pg_query.Node_CreateStmt:
 		return t.createTable(n.CreateStmt, tr)
 	case *pg_query.Node_CreateTableAsStmt:
-		if n.CreateTableAsStmt.Objtype != pg_query.ObjectType_OBJECT_TABLE {
-			return nil, unsupported("CREATE MATERIALIZED VIEW")
+		ctas := n.CreateTableAsStmt
+		matview = ctas.Objtype == pg_query.ObjectType_OBJECT_MATVIEW
+		if ctas.Objtype != pg_query.ObjectType_OBJECT_TABLE && !matview {
+			return nil, unsupported("%s", nodeName(raw))
 		}
 		tr.DDL, tr.Tag = true, "SELECT"
-		into := n.CreateTableAsStmt.Into
+		into := ctas.Into
+		if into != nil && into.Rel != nil && len(into.ColNames) > 0 {
+			// CREATE TABLE t (a, b) AS: the names become the query's AS
+			// names (SQLite's CREATE TABLE AS takes no column list).
+			if sel := ctas.Query.GetSelectStmt(); sel != nil && starOf(sel) == "" {
+				targets := leftmost(sel).TargetList
+				if len(into.ColNames) > len(targets) {
+					return nil, &pgwire.Error{Code: "42601", Message: "too many column names were specified"}
+				}
+				for i, c := range strs(into.ColNames) {
+					if rt := targets[i].GetResTarget(); rt != nil && len(sel.ValuesLists) == 0 {
+						rt.Name = c
+					}
+				}
+				if len(sel.ValuesLists) == 0 {
+					into.ColNames = nil
+				}
+			}
+		}
+		if matview && into != nil && into.Rel != nil {
+			if into.Rel.Relpersistence == "t" {
+				return nil, &pgwire.Error{Code: "0A000", Message: "materialized views must not use temporary tables or views"}
+			}
+			if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok && ix.RelationExists(into.Rel.Relname) {
+				if ctas.IfNotExists {
+					tr.DDL, tr.Noop, tr.Tag = false, true, "CREATE MATERIALIZED VIEW"
+					return tr, nil
+				}
+				return nil, &pgwire.Error{Code: "42P07", Message: fmt.Sprintf("relation %q already exists", into.Rel.Relname)}
+			}
+			if err := t.matviewAccess(ctas.Query, nil); err != nil {
+				return nil, err
+			}
+			mvDef, _ = pg_query.Deparse(&pg_query.ParseResult{Stmts: []*pg_query.RawStmt{{Stmt: ctas.Query}}})
+			mvSkip, into.SkipData = into.SkipData, false
+			ctas.Objtype = pg_query.ObjectType_OBJECT_TABLE
+			if mvSkip {
+				tr.Tag = "CREATE MATERIALIZED VIEW"
+			}
+		}
 		if into != nil && into.Rel != nil {
 			if err := onCommit(into.OnCommit, into.Rel.Relpersistence == "t"); err != nil {
 				return nil, err
@@ -527,6 +581,8 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			}
 		}
 		err = t.rewrite(raw)
+	case *pg_query.Node_RefreshMatViewStmt:
+		return t.refreshMatview(n.RefreshMatViewStmt, tr)
 	case *pg_query.Node_IndexStmt:
 		return t.createIndex(raw, n.IndexStmt, tr)
 	case *pg_query.Node_ViewStmt:
@@ -543,6 +599,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			name, err := t.tableName(r.GetRangeVar())
 			if err != nil {
 				return nil, err
+			}
+			if _, ok := t.matviews()[name]; ok {
+				return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a table", name)}
 			}
 			tr.Script = append(tr.Script, "DELETE FROM "+quoteIdent(name))
 			if n.TruncateStmt.RestartSeqs {
@@ -621,6 +680,20 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if tr.Created != "" {
 		// The types first; the back end counts the new table's rows.
 		tr.Script = append(ctasMeta, out)
+		if matview {
+			query, err := deparseStmt(raw.GetCreateTableAsStmt().Query)
+			if err != nil {
+				return nil, err
+			}
+			populated := 1
+			if mvSkip {
+				populated = 0
+				tr.Script = append(tr.Script, "DELETE FROM "+quoteIdent(tr.Created))
+				tr.Created = "" // the command tag counts no rows
+			}
+			tr.Script = append(tr.Script, fmt.Sprintf("INSERT OR REPLACE INTO _tandem_matviews (name, definition, query, populated) VALUES (%s, %s, %s, %d)",
+				quoteLit(raw.GetCreateTableAsStmt().Into.Rel.Relname), quoteLit(mvDef), quoteLit(query), populated))
+		}
 		tr.SQL = strings.Join(tr.Script, ";\n")
 	}
 	return tr, nil
@@ -878,6 +951,9 @@ func quoteLit(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 
 // translator carries one statement's state.
 type translator struct {
+	// droppingMatviews: DROP MATERIALIZED VIEW drops the tables as DROP
+	// TABLE does (which otherwise refuses a materialized view).
+	droppingMatviews bool
 	// exactAvg: avg calls whose value is only printed (numdiv.go).
 	exactAvg map[*pg_query.FuncCall]bool
 	// params: the parameters' types found so far (params.go).
@@ -2593,7 +2669,7 @@ func figureColname(n *pg_query.Node) (string, int) {
 var catalogTemplates = map[string]string{
 	"pg_get_indexdef":              "(SELECT _t._d FROM (SELECT indexname AS _n, indexdef AS _d FROM pg_indexes) _t WHERE _tandem_oid(_t._n) = __arg0__)",
 	"pg_get_constraintdef":         "(SELECT _t._d FROM (SELECT oid AS _o, _condef AS _d FROM pg_constraint) _t WHERE _t._o = __arg0__)",
-	"pg_get_viewdef":               "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views) _t WHERE _tandem_oid(_t._n) = __arg0__)",
+	"pg_get_viewdef":               "(SELECT _t._d FROM (SELECT viewname AS _n, definition AS _d FROM pg_views UNION ALL SELECT matviewname, definition FROM pg_matviews) _t WHERE _tandem_oid(_t._n) = __arg0__)",
 	"pg_index_column_has_property": "(SELECT _tandem_index_column_property(_t._p, __arg1__, __arg2__) FROM (SELECT indexrelid AS _i, indoption AS _p FROM pg_index) _t WHERE _t._i = __arg0__)",
 	"to_regclass":                  "(SELECT _t._o FROM (SELECT oid AS _o, relname AS _n FROM pg_class) _t WHERE _t._n = __arg0__)",
 	"pg_sequence_last_value":       "(SELECT CASE WHEN _t._c THEN _t._l END FROM (SELECT name AS _n, last_value AS _l, is_called AS _c FROM main._tandem_sequences) _t WHERE _t._n = __arg0__ OR _tandem_oid(_t._n) = __arg0__)",

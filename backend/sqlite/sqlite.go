@@ -105,7 +105,8 @@ type conn struct {
 type schemaCache struct {
 	ver  uint64
 	cols map[string][]sqlpg.Column
-	seqs map[string]bool // nil until read
+	seqs map[string]bool          // nil until read
+	mvs  map[string]sqlpg.Matview // nil until read
 }
 
 // current empties the cache when the schema version has moved on.
@@ -1006,7 +1007,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		release()
 		if err != nil {
 			var pe *pgwire.Error
-			if isDDL(st.kind) && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
+			if (isDDL(st.kind) || st.kind == "REFRESH" || st.kind == "TRUNCATE") && !(errors.As(err, &pe) && pe.Code == pgwire.CodeSyntax) {
 				st.deferred, st.readonly = err, false
 				return st, nil
 			}
@@ -1030,6 +1031,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.params = tr.Params
 			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
 			st.created = tr.Created
+			st.deferred = tr.Deferred
 		}
 		if st.noop {
 			st.readonly = true
@@ -3278,6 +3280,77 @@ func (sc schema) UniqueKeys(table string) [][]string {
 	}
 	if expr && len(out) > 0 {
 		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// LikeSource implements sqlpg.LikeSourcer: what CREATE TABLE ... (LIKE
+// table) copies besides the columns (nil: no such table).
+func (sc schema) LikeSource(table string) *sqlpg.LikeSource {
+	create, _, _ := sc.TableDef(table)
+	if create == "" {
+		return nil
+	}
+	ls := &sqlpg.LikeSource{Create: create, NotNull: map[string]bool{}, Comments: map[string]string{}}
+	query := func(sql string, n int, each func([]driver.Value)) {
+		rows, err := sc.c.c.Query(sql, []driver.Value{table})
+		if err != nil {
+			return
+		}
+		defer rows.Close()
+		vals := make([]driver.Value, n)
+		for rows.Next(vals) == nil {
+			each(vals)
+		}
+	}
+	query(`SELECT name FROM pragma_table_info(?1) WHERE "notnull" OR pk > 0`, 1, func(v []driver.Value) { ls.NotNull[asString(v[0])] = true })
+	query(`SELECT il.name FROM pragma_index_list(?1) il WHERE il.origin = 'u' ORDER BY length(il.name), il.name`, 1, func(v []driver.Value) {
+		var cols []string
+		query2, err := sc.c.c.Query(`SELECT name FROM pragma_index_info(?) ORDER BY seqno`, []driver.Value{asString(v[0])})
+		if err != nil {
+			return
+		}
+		vals := make([]driver.Value, 1)
+		for query2.Next(vals) == nil {
+			cols = append(cols, asString(vals[0]))
+		}
+		query2.Close()
+		ls.Uniques = append(ls.Uniques, cols)
+	})
+	kinds := map[string]string{}
+	query(`SELECT name, kind FROM main._tandem_constraints WHERE table_name = ?1`, 2, func(v []driver.Value) { kinds[asString(v[0])] = asString(v[1]) })
+	query(`SELECT name, sql FROM main.sqlite_schema WHERE type = 'index' AND tbl_name = ?1 AND sql IS NOT NULL ORDER BY rowid`, 2, func(v []driver.Value) {
+		ls.Indexes = append(ls.Indexes, sqlpg.LikeIndex{SQL: asString(v[1]), Kind: kinds[asString(v[0])]})
+	})
+	query(`SELECT column_name, comment FROM main._tandem_comments WHERE kind = 'col' AND name = ?1 AND comment IS NOT NULL`, 2, func(v []driver.Value) {
+		ls.Comments[asString(v[0])] = asString(v[1])
+	})
+	return ls
+}
+
+// Matviews implements sqlpg.MatviewLister (cached per connection at the
+// schema version: whether a view is populated changes by DDL only).
+func (sc schema) Matviews() map[string]sqlpg.Matview {
+	if !sc.c.private {
+		sc.c.meta.current()
+		if sc.c.meta.mvs != nil {
+			return sc.c.meta.mvs
+		}
+	}
+	out := map[string]sqlpg.Matview{}
+	rows, err := sc.c.c.Query(`SELECT mv.name, mv.query, mv.populated,
+			EXISTS (SELECT 1 FROM pragma_index_list(mv.name) il WHERE il."unique" AND NOT il.partial)
+		FROM main._tandem_matviews mv`, nil)
+	if err != nil {
+		return out // a database from before materialized views, read only
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 4)
+	for rows.Next(vals) == nil {
+		out[asString(vals[0])] = sqlpg.Matview{Query: asString(vals[1]), Populated: vals[2] == int64(1), UniqueIndex: vals[3] == int64(1)}
+	}
+	if !sc.c.private {
+		sc.c.meta.mvs = out
 	}
 	return out
 }
