@@ -33,10 +33,14 @@ func arrayIn(s string, elem *Type) (string, error) {
 }
 
 type arrayParser struct {
-	s    string
-	i    int
-	elem *Type
+	s     string
+	i     int
+	elem  *Type
+	depth int
 }
+
+// maxArrayDims is PostgreSQL's MAXDIM.
+const maxArrayDims = 6
 
 func (p *arrayParser) malformed(string) error {
 	return fmt.Errorf("[SQLSTATE 22P02] malformed array literal: %q", p.s)
@@ -50,6 +54,11 @@ func (p *arrayParser) skipSpace() {
 
 // array reads one {...} level at p.i and writes it to b.
 func (p *arrayParser) array(b *strings.Builder) error {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxArrayDims {
+		return fmt.Errorf("[SQLSTATE 54000] number of array dimensions (%d) exceeds the maximum allowed (%d)", p.depth, maxArrayDims)
+	}
 	p.i++ // {
 	b.WriteByte('{')
 	p.skipSpace()

@@ -33,6 +33,8 @@ insert into av_a (id, ia) values (9, '{a}');
 insert into av_a (id, ia) values (9, '{1,2');
 select '{1,2}x'::int[];
 select '{99999999999}'::int[];
+select '{{{{{{{1}}}}}}}'::int[];
+select '{{{{{{1}}}}}}'::int[];
 create table av_u (id uuid, n int, x numeric, f float8);
 insert into av_u values ('A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', 5, 1.5, 2);
 select id, n from av_u where id = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11';
