@@ -61,14 +61,23 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 			pk = &cols[i]
 		}
 	}
-	if npk != 1 || pk.Type == nil || (pk.Type.Name != "int2" && pk.Type.Name != "int4" && pk.Type.Name != "int8") || pk.Serial || pk.Default {
+	if npk != 1 || pk.Type == nil || (pk.Type.Name != "int2" && pk.Type.Name != "int4" && pk.Type.Name != "int8") {
+		pk = nil
+	}
+	// rowid: the INTEGER PRIMARY KEY SQLite numbers itself when given
+	// NULL, serial or not: an explicit NULL fails as PostgreSQL's NOT
+	// NULL does. pk: one that is neither serial nor defaulted, which
+	// must be given.
+	rowid := pk
+	if pk != nil && (pk.Serial || pk.Default) {
 		pk = nil
 	}
 	// The row fails when it is written (not when the statement is
 	// parsed): an INSERT ... SELECT of no rows succeeds.
-	notNull := func() *pg_query.Node {
-		return call("_pg_raise", strConst("23502"), strConst(fmt.Sprintf("null value in column %q of relation %q violates not-null constraint", pk.Name, s.Relation.Relname)))
+	notNullOf := func(c *Column) *pg_query.Node {
+		return call("_pg_raise", strConst("23502"), strConst(fmt.Sprintf("null value in column %q of relation %q violates not-null constraint", c.Name, s.Relation.Relname)))
 	}
+	notNull := func() *pg_query.Node { return notNullOf(pk) }
 	sel := s.SelectStmt.GetSelectStmt()
 	if pk != nil && len(s.Cols) > 0 && sel != nil {
 		listed := false
@@ -119,8 +128,8 @@ func (t *translator) insertChecks(s *pg_query.InsertStmt, cols []Column) error {
 			if ac == nil {
 				continue
 			}
-			if ac.Isnull && pk != nil && c.Name == pk.Name {
-				v.Node = notNull().Node
+			if ac.Isnull && rowid != nil && c.Name == rowid.Name {
+				v.Node = notNullOf(rowid).Node
 				continue
 			}
 			sv := ac.GetSval()
