@@ -271,9 +271,13 @@ func (db *DB) capture(c *conn) ([]writeset.Row, error) {
 			args[i] = driver.NamedValue{Ordinal: i + 1, Value: x}
 			where[i] = quoteIdent(pkCols[i]) + " = ?"
 		}
-		image := "SELECT * FROM "
+		sel, err := db.imageOf(c, k.tbl)
+		if err != nil {
+			return nil, err
+		}
+		image := "SELECT " + sel + " FROM "
 		if len(pkCols) == 1 && pkCols[0] == rowidKey {
-			image = "SELECT rowid AS rowid, * FROM "
+			image = "SELECT rowid AS rowid, " + sel + " FROM "
 			where[0] = "rowid = ?"
 		}
 		st, err := c.prepare(image + quoteIdent(k.tbl) + " WHERE " + strings.Join(where, " AND "))
@@ -335,6 +339,37 @@ func (db *DB) pkOf(c *conn, table string) ([]string, error) {
 	}
 	db.pks.Store(table, pk)
 	return pk, nil
+}
+
+// imageOf is the select list of a row's after-image: "*", or, for a
+// table with generated columns, every other column. A standby computes
+// its generated columns itself; the apply's INSERT naming one fails
+// ("cannot INSERT into generated column"), and the standby stopped.
+func (db *DB) imageOf(c *conn, table string) (string, error) {
+	if v, ok := db.images.Load(table); ok {
+		return v.(string), nil
+	}
+	rows, err := c.c.Query(`SELECT name, hidden FROM pragma_table_xinfo(?)`, []driver.Value{table})
+	if err != nil {
+		return "", mapError(err)
+	}
+	var cols []string
+	generated := false
+	v := make([]driver.Value, 2)
+	for rows.Next(v) == nil {
+		if h, _ := v[1].(int64); h == 2 || h == 3 {
+			generated = true
+			continue
+		}
+		cols = append(cols, quoteIdent(asString(v[0])))
+	}
+	rows.Close()
+	sel := "*"
+	if generated {
+		sel = strings.Join(cols, ", ")
+	}
+	db.images.Store(table, sel)
+	return sel, nil
 }
 
 func asString(v driver.Value) string {
@@ -411,6 +446,7 @@ func (db *DB) ApplyBatchWithin(ctx context.Context, batch []*writeset.Writeset, 
 		if ws.IsDDL() {
 			ddl = true
 			db.pks.Clear()
+			db.images.Clear()
 			if stmt, err := c.execScript(ws.DDL); err != nil {
 				return refused(stmt, err)
 			}

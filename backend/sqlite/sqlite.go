@@ -65,6 +65,7 @@ type DB struct {
 	closed    bool
 	repl      Replicator // nil: standalone
 	pks       sync.Map   // table -> primary-key columns (replicated designs)
+	images    sync.Map   // table -> select list of a row's after-image (capture.go imageOf)
 	// holder: the session whose transaction block holds the write lock
 	// (multi-master aborts it when it holds up certified writesets).
 	holderMu sync.Mutex
@@ -1550,6 +1551,7 @@ func (s *Session) execute(ctx context.Context, ps pgwire.Statement, args []any) 
 			// Capture the rows later statements of the block write to
 			// the tables it created.
 			s.db.pks.Clear()
+			s.db.images.Clear()
 			if err := refreshCapture(s.held); err != nil {
 				return nil, err
 			}
@@ -1987,6 +1989,7 @@ func (db *DB) replicatedCommit(ctx context.Context, c *conn, ddl string) error {
 	ws := &writeset.Writeset{DDL: ddl}
 	if ddl != "" {
 		db.pks.Clear()
+		db.images.Clear()
 		if err := refreshCapture(c); err != nil {
 			return fail(err)
 		}
