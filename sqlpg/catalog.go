@@ -1100,7 +1100,7 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 			if t == nil {
 				// An enum's label: 'a'::mood.
 				if name, ok := enumName(o); ok {
-					return d + "::" + quoteIdentIfNeeded(name)
+					return d + "::" + qualify(name) // public.mood for pg_dump's empty search_path
 				}
 			}
 			if t == nil {

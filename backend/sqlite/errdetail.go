@@ -93,6 +93,8 @@ func formatValue(t *sqlpg.Type, wv sqlpg.WriteValue, args []any) (pgVal, bool) {
 			return pgVal{}, false
 		}
 		switch a := args[wv.Param-1].(type) {
+		case omittedArg:
+			return pgVal{}, false // too large to keep (smallArgs)
 		case nil:
 			return pgVal{null: true, text: "null"}, true
 		case string:
