@@ -2,8 +2,10 @@ package e2e
 
 // Real PostgreSQL clients on the SQLite back end, standalone,
 // hot-standby, single-master (through the transaction router) and
-// multi-master: psycopg 3, SQLAlchemy 2, pgjdbc, node-postgres (programs in
-// testdata/clients/, installed by scripts/deps.d/clients.sh) and pgbench.
+// multi-master: psycopg 3, SQLAlchemy 2, asyncpg, pgjdbc, Hibernate,
+// node-postgres, TypeORM, Sequelize, drizzle-kit, Knex, Kysely, MikroORM,
+// GORM, bun, golang-migrate (programs in testdata/clients/, installed by
+// scripts/deps.d/clients.sh) and pgbench.
 // Each program checks its own results and prints "ok"; the Go test runs it
 // against a real tandem cluster. A client that is not installed fails the
 // test in CI (CI=true) and skips it elsewhere.
@@ -224,9 +226,16 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "node", "sequelize.js", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("knex", func(t *testing.T) { runNodeClient(t, "knex", "knex.js", tg.dsn) })
 			t.Run("gorm", func(t *testing.T) {
 				bin, err := buildGoClient("gorm")
 				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)
+				runClient(t, bin, tg.dsn)
+				clientPassed(t)
+			})
+			t.Run("bun", func(t *testing.T) {
+				bin, err := buildGoClient("bun")
+				needSQLiteClient(t, "the bun client (go build in e2e/testdata/clients/bun: its modules)", err)
 				runClient(t, bin, tg.dsn)
 				clientPassed(t)
 			})
@@ -245,6 +254,19 @@ func TestClientsSQLite(t *testing.T) {
 			t.Run("pgbench", func(t *testing.T) { testPgbenchClient(t, tg) })
 		})
 	}
+}
+
+// runNodeClient runs a Node program of testdata/clients that needs the
+// npm package pkg (installed into testdata/clients/node_modules).
+func runNodeClient(t *testing.T, pkg, program, dsn string) {
+	t.Helper()
+	_, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(clientsDir, "node_modules", filepath.FromSlash(pkg), "package.json"))
+	}
+	needSQLiteClient(t, "node and "+pkg, err)
+	runClient(t, "node", program, dsn)
+	clientPassed(t)
 }
 
 var goClients sync.Map // dir -> *goClient
