@@ -104,9 +104,7 @@ async function expectError(p, code, constraint) {
 }
 
 async function main() {
-  await knex.raw("DROP VIEW IF EXISTS kx_post_counts")
-  for (const t of ["kx_post_tags", "kx_posts", "kx_users", "kx_migrations", "kx_migrations_lock"]) await knex.schema.dropTableIfExists(t)
-  await knex.raw("DROP TYPE IF EXISTS kx_role")
+  await cleanup()
 
   // Migrations: latest, rollback all, latest.
   const [batch, run] = await knex.migrate.latest(mcfg)
@@ -211,4 +209,16 @@ async function main() {
   console.log("ok")
 }
 
-main().catch((e) => { console.log("FAIL: " + (e.stack || e)); process.exitCode = 1 }).finally(() => knex.destroy())
+// cleanup leaves nothing behind for the next client after a failure
+// (MikroORM's schema diff would see the enum type).
+async function cleanup() {
+  await knex.raw("DROP VIEW IF EXISTS kx_post_counts")
+  for (const t of ["kx_post_tags", "kx_posts", "kx_users", "kx_migrations", "kx_migrations_lock"]) await knex.schema.dropTableIfExists(t)
+  await knex.raw("DROP TYPE IF EXISTS kx_role")
+}
+
+main().catch(async (e) => {
+  console.log("FAIL: " + (e.stack || e))
+  process.exitCode = 1
+  await cleanup().catch(() => {})
+}).finally(() => knex.destroy())
