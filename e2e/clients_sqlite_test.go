@@ -61,7 +61,16 @@ var knownClientFailures = map[string]string{
 	"standalone/kysely":    kyselyNumericScale,
 	"hot-standby/kysely":   kyselyNumericScale,
 	"single-master/kysely": kyselyNumericScale,
-	"multi-master/kysely":  kyselyNumericScale,
+	// The first insert into a table with a stored generated column fails:
+	// INSERT INTO "ky_product" ("sku", "price", "qty") VALUES ($1, $2, $3), ($4, $5, $6) RETURNING "id", "value"
+	// ends with `cannot INSERT into generated column "value" (the transaction
+	// conflicted with a concurrent transaction of another node; it was not
+	// committed)`: the generated column travels in the writeset.
+	"multi-master/kysely": "a row of a table with a stored generated column is not committed (cannot INSERT into generated column \"value\", reported as a conflict with another node)",
+	// kysely.js's migrations leave the standby unable to go on: pgbench's
+	// tables (created after it) never reach it. Reproduce with
+	// -run 'TestClientsSQLite/hot-standby/(kysely|pgbench)$'.
+	"hot-standby/pgbench": "after kysely.js the standby stops applying: pgbench_history never appears there (42P01)",
 }
 
 // kyselyNumericScale: an unconstrained numeric column drops the display
