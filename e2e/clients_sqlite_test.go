@@ -2,8 +2,10 @@ package e2e
 
 // Real PostgreSQL clients on the SQLite back end, standalone,
 // hot-standby, single-master (through the transaction router) and
-// multi-master: psycopg 3, SQLAlchemy 2, pgjdbc, node-postgres (programs in
-// testdata/clients/, installed by scripts/deps.d/clients.sh) and pgbench.
+// multi-master: psycopg 3, SQLAlchemy 2, asyncpg, pgjdbc, Hibernate,
+// node-postgres, TypeORM, Sequelize, drizzle-kit, Knex, Kysely, MikroORM,
+// GORM, bun, golang-migrate (programs in testdata/clients/, installed by
+// scripts/deps.d/clients.sh) and pgbench.
 // Each program checks its own results and prints "ok"; the Go test runs it
 // against a real tandem cluster. A client that is not installed fails the
 // test in CI (CI=true) and skips it elsewhere.
@@ -55,8 +57,28 @@ func havePython(t *testing.T, modules string) {
 }
 
 // knownClientFailures: subtest (target/client) -> why it fails today.
-// None today: every client passes on both designs.
-var knownClientFailures = map[string]string{}
+var knownClientFailures = map[string]string{
+	"standalone/kysely":    kyselyNumericScale,
+	"hot-standby/kysely":   kyselyNumericScale,
+	"single-master/kysely": kyselyNumericScale,
+	// The first insert into a table with a stored generated column fails:
+	// INSERT INTO "ky_product" ("sku", "price", "qty") VALUES ($1, $2, $3), ($4, $5, $6) RETURNING "id", "value"
+	// ends with `cannot INSERT into generated column "value" (the transaction
+	// conflicted with a concurrent transaction of another node; it was not
+	// committed)`: the generated column travels in the writeset.
+	"multi-master/kysely": "a row of a table with a stored generated column is not committed (cannot INSERT into generated column \"value\", reported as a conflict with another node)",
+	// kysely.js's migrations leave the standby unable to go on: pgbench's
+	// tables (created after it) never reach it. Reproduce with
+	// -run 'TestClientsSQLite/hot-standby/(kysely|pgbench)$'.
+	"hot-standby/pgbench": "after kysely.js the standby stops applying: pgbench_history never appears there (42P01)",
+}
+
+// kyselyNumericScale: an unconstrained numeric column drops the display
+// scale of what is stored in it (INSERT INTO t (n) VALUES (2.50 * 4) reads
+// back 10, PostgreSQL 10.00); kysely.js's stored generated column
+// value numeric GENERATED ALWAYS AS (price * qty) with price numeric(10,2)
+// reads 10 and 27 for 10.00 and 27.00. Its last check.
+const kyselyNumericScale = "an unconstrained numeric column loses the scale of the value stored (10.00 reads back 10)"
 
 // clientFailed reports a client's failure: fatal, unless the subtest is a
 // known failure.
@@ -224,9 +246,18 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "node", "sequelize.js", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("knex", func(t *testing.T) { runNodeClient(t, "knex", "knex.js", tg.dsn) })
+			t.Run("kysely", func(t *testing.T) { runNodeClient(t, "kysely", "kysely.js", tg.dsn) })
+			t.Run("mikroorm", func(t *testing.T) { runNodeClient(t, "@mikro-orm/postgresql", "mikroorm.mjs", tg.dsn) })
 			t.Run("gorm", func(t *testing.T) {
 				bin, err := buildGoClient("gorm")
 				needSQLiteClient(t, "the GORM client (go build in e2e/testdata/clients/gorm: its modules)", err)
+				runClient(t, bin, tg.dsn)
+				clientPassed(t)
+			})
+			t.Run("bun", func(t *testing.T) {
+				bin, err := buildGoClient("bun")
+				needSQLiteClient(t, "the bun client (go build in e2e/testdata/clients/bun: its modules)", err)
 				runClient(t, bin, tg.dsn)
 				clientPassed(t)
 			})
@@ -245,6 +276,19 @@ func TestClientsSQLite(t *testing.T) {
 			t.Run("pgbench", func(t *testing.T) { testPgbenchClient(t, tg) })
 		})
 	}
+}
+
+// runNodeClient runs a Node program of testdata/clients that needs the
+// npm package pkg (installed into testdata/clients/node_modules).
+func runNodeClient(t *testing.T, pkg, program, dsn string) {
+	t.Helper()
+	_, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(clientsDir, "node_modules", filepath.FromSlash(pkg), "package.json"))
+	}
+	needSQLiteClient(t, "node and "+pkg, err)
+	runClient(t, "node", program, dsn)
+	clientPassed(t)
 }
 
 var goClients sync.Map // dir -> *goClient
@@ -377,7 +421,7 @@ func testPgbenchClient(t *testing.T, tg clientTarget) {
 }
 
 // waitStandbyCount waits until a session on the read port (the standby)
-// counts want.
+// counts want (a client's failure: knownClientFailures may list it).
 func waitStandbyCount(t *testing.T, dsn, query string, want int) {
 	t.Helper()
 	ctx := context.Background()
@@ -399,7 +443,7 @@ func waitStandbyCount(t *testing.T, dsn, query string, want int) {
 			return
 		}
 	}
-	t.Fatalf("standby: %s = %s, want %d", query, last, want)
+	clientFailed(t, "standby: %s = %s, want %d", query, last, want)
 }
 
 func mustAtoi(t *testing.T, s string) int {

@@ -2,11 +2,12 @@
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
 # tandem's SQLite back end): psycopg 3, asyncpg, SQLAlchemy 2 (with greenlet for its
 # asyncio engine), alembic and Django from PyPI,
-# node-postgres and TypeORM from npm into e2e/testdata/clients/node_modules (no global
-# install), the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
+# node-postgres, TypeORM, Sequelize, drizzle-kit, Knex, Kysely and MikroORM from npm
+# into e2e/testdata/clients/node_modules (package.json there; no global install),
+# the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
 # Hibernate ORM 7 with its dependencies into e2e/testdata/clients/hibernate/lib,
-# GORM's and golang-migrate's Go modules (e2e/testdata/clients/gorm and
-# .../migrate have a go.mod of their own).
+# GORM's, bun's and golang-migrate's Go modules (e2e/testdata/clients/gorm,
+# .../bun and .../migrate have a go.mod of their own).
 # Idempotent: installs only what is missing. A tool that is absent (python3,
 # npm, mvn) is reported and skipped; the tests then fail in CI.
 set -uo pipefail
@@ -26,8 +27,12 @@ else
 fi
 
 if command -v npm >/dev/null 2>&1; then
-  if [[ ! -d "$clients/node_modules/pg" || ! -d "$clients/node_modules/typeorm" || ! -d "$clients/node_modules/sequelize" || ! -d "$clients/node_modules/drizzle-kit" ]]; then
-    echo "deps.d/clients: npm install pg typeorm sequelize drizzle-kit (into $clients)" >&2
+  missing=()
+  for p in pg typeorm sequelize drizzle-kit knex kysely @mikro-orm/core @mikro-orm/postgresql; do
+    [[ -f "$clients/node_modules/$p/package.json" ]] || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "deps.d/clients: npm install (missing: ${missing[*]}; into $clients)" >&2
     (cd "$clients" && npm install --no-audit --no-fund --silent) || status=1
   fi
 else
@@ -56,10 +61,10 @@ if ! ls "$hib"/lib/hibernate-core-*.jar >/dev/null 2>&1; then
   fi
 fi
 
-# GORM and golang-migrate: Go modules of their own (e2e/testdata/clients/gorm,
-# .../migrate), built by the test.
+# GORM, bun and golang-migrate: Go modules of their own (e2e/testdata/clients/gorm,
+# .../bun, .../migrate), built by the test.
 if command -v go >/dev/null 2>&1; then
-  for m in gorm migrate; do
+  for m in gorm bun migrate; do
     (cd "$clients/$m" && go mod download) || status=1
   done
 fi
