@@ -57,28 +57,7 @@ func havePython(t *testing.T, modules string) {
 }
 
 // knownClientFailures: subtest (target/client) -> why it fails today.
-var knownClientFailures = map[string]string{
-	"standalone/kysely":    kyselyNumericScale,
-	"hot-standby/kysely":   kyselyNumericScale,
-	"single-master/kysely": kyselyNumericScale,
-	// The first insert into a table with a stored generated column fails:
-	// INSERT INTO "ky_product" ("sku", "price", "qty") VALUES ($1, $2, $3), ($4, $5, $6) RETURNING "id", "value"
-	// ends with `cannot INSERT into generated column "value" (the transaction
-	// conflicted with a concurrent transaction of another node; it was not
-	// committed)`: the generated column travels in the writeset.
-	"multi-master/kysely": "a row of a table with a stored generated column is not committed (cannot INSERT into generated column \"value\", reported as a conflict with another node)",
-	// kysely.js's migrations leave the standby unable to go on: pgbench's
-	// tables (created after it) never reach it. Reproduce with
-	// -run 'TestClientsSQLite/hot-standby/(kysely|pgbench)$'.
-	"hot-standby/pgbench": "after kysely.js the standby stops applying: pgbench_history never appears there (42P01)",
-}
-
-// kyselyNumericScale: an unconstrained numeric column drops the display
-// scale of what is stored in it (INSERT INTO t (n) VALUES (2.50 * 4) reads
-// back 10, PostgreSQL 10.00); kysely.js's stored generated column
-// value numeric GENERATED ALWAYS AS (price * qty) with price numeric(10,2)
-// reads 10 and 27 for 10.00 and 27.00. Its last check.
-const kyselyNumericScale = "an unconstrained numeric column loses the scale of the value stored (10.00 reads back 10)"
+var knownClientFailures = map[string]string{}
 
 // clientFailed reports a client's failure: fatal, unless the subtest is a
 // known failure.
