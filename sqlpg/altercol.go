@@ -472,22 +472,7 @@ func ConstraintName(create, kind, cols string) string {
 		return ""
 	}
 	want := strings.Split(cols, ",")
-	same := func(group string) bool {
-		group = strings.TrimSpace(group)
-		if len(group) < 2 || group[0] != '(' {
-			return false
-		}
-		got := strings.Split(group[1:len(group)-1], ",")
-		if len(got) != len(want) {
-			return false
-		}
-		for i := range got {
-			if !identIs(strings.TrimSpace(got[i]), strings.TrimSpace(want[i])) {
-				return false
-			}
-		}
-		return true
-	}
+	same := func(group string) bool { return sameColumnList(strings.TrimSpace(group), want) }
 	kindOf := func(w string) string {
 		switch strings.ToUpper(w) {
 		case "PRIMARY":
@@ -552,21 +537,7 @@ func FKDeferral(create, cols string) int {
 		return 0
 	}
 	want := strings.Split(cols, ",")
-	same := func(group string) bool {
-		if len(group) < 2 || group[0] != '(' {
-			return false
-		}
-		got := strings.Split(group[1:len(group)-1], ",")
-		if len(got) != len(want) {
-			return false
-		}
-		for i := range got {
-			if !identIs(strings.TrimSpace(got[i]), strings.TrimSpace(want[i])) {
-				return false
-			}
-		}
-		return true
-	}
+	same := func(group string) bool { return sameColumnList(group, want) }
 	// deferral reads the clause's words after REFERENCES, up to the next
 	// constraint of a column.
 	deferral := func(toks []token) int {
@@ -684,4 +655,22 @@ func cutCheck(def string, from, check int) string {
 		}
 	}
 	return def
+}
+
+// sameColumnList: group, a parenthesised column list of a table's text,
+// names the columns of want in order.
+func sameColumnList(group string, want []string) bool {
+	if len(group) < 2 || group[0] != '(' {
+		return false
+	}
+	got := strings.Split(group[1:len(group)-1], ",")
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if !identIs(strings.TrimSpace(got[i]), strings.TrimSpace(want[i])) {
+			return false
+		}
+	}
+	return true
 }

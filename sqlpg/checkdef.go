@@ -25,20 +25,27 @@ import (
 // PostgreSQL prints it; types maps each column (lower case) to its type
 // OID. ok is false when some part is outside the subset.
 func pgCheckExpr(expr string, types map[string]uint32) (out string, ok bool) {
-	tree, err := pg_query.Parse("SELECT " + expr)
-	if err != nil || len(tree.Stmts) != 1 {
-		return "", false
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || len(sel.TargetList) != 1 || sel.FromClause != nil {
-		return "", false
-	}
-	d := checkDeparser{types: types}
-	e := d.expr(sel.TargetList[0].GetResTarget().GetVal())
-	if d.bad || e.typ != "bool" {
+	e, ok := deparseStored(expr, types)
+	if !ok || e.typ != "bool" {
 		return "", false
 	}
 	return e.text, true
+}
+
+// deparseStored parses a stored expression and deparses it as
+// PostgreSQL prints it; ok is false when some part is outside the subset.
+func deparseStored(expr string, types map[string]uint32) (dexpr, bool) {
+	tree, err := pg_query.Parse("SELECT " + expr)
+	if err != nil || len(tree.Stmts) != 1 {
+		return dexpr{}, false
+	}
+	sel := tree.Stmts[0].Stmt.GetSelectStmt()
+	if sel == nil || len(sel.TargetList) != 1 || sel.FromClause != nil {
+		return dexpr{}, false
+	}
+	d := checkDeparser{types: types}
+	e := d.expr(sel.TargetList[0].GetResTarget().GetVal())
+	return e, !d.bad
 }
 
 type checkDeparser struct {
@@ -407,17 +414,8 @@ func (d *checkDeparser) funcCall(f *pg_query.FuncCall) dexpr {
 // PostgreSQL prints it, of any type the subset knows (a generated
 // column's expression, an index's predicate).
 func pgExpr(expr string, types map[string]uint32) (out string, ok bool) {
-	tree, err := pg_query.Parse("SELECT " + expr)
-	if err != nil || len(tree.Stmts) != 1 {
-		return "", false
-	}
-	sel := tree.Stmts[0].Stmt.GetSelectStmt()
-	if sel == nil || len(sel.TargetList) != 1 || sel.FromClause != nil {
-		return "", false
-	}
-	d := checkDeparser{types: types}
-	e := d.expr(sel.TargetList[0].GetResTarget().GetVal())
-	if d.bad || e.typ == "unknown" {
+	e, ok := deparseStored(expr, types)
+	if !ok || e.typ == "unknown" {
 		return "", false
 	}
 	return e.text, true

@@ -471,46 +471,29 @@ func jpCheck(n *jpNode, inFilter, inSub bool) error {
 	return nil
 }
 
-func (p *jpParser) parseOr() (*jpNode, error) {
-	l, err := p.parseAnd()
-	if err != nil {
-		return nil, err
-	}
-	for p.isOp("||") {
-		if !isPred(l) {
-			return nil, p.fail()
-		}
-		p.pos++
-		r, err := p.parseAnd()
-		if err != nil {
-			return nil, err
-		}
-		if !isPred(r) {
-			return nil, p.fail()
-		}
-		l = &jpNode{kind: jpOr, left: l, right: r}
-	}
-	return l, nil
-}
+func (p *jpParser) parseOr() (*jpNode, error) { return p.parseChain("||", jpOr, p.parseAnd) }
 
-func (p *jpParser) parseAnd() (*jpNode, error) {
-	l, err := p.parseNot()
+func (p *jpParser) parseAnd() (*jpNode, error) { return p.parseChain("&&", jpAnd, p.parseNot) }
+
+// parseChain reads next (op next)*, each side a predicate, left to right.
+func (p *jpParser) parseChain(op string, kind jpKind, next func() (*jpNode, error)) (*jpNode, error) {
+	l, err := next()
 	if err != nil {
 		return nil, err
 	}
-	for p.isOp("&&") {
+	for p.isOp(op) {
 		if !isPred(l) {
 			return nil, p.fail()
 		}
 		p.pos++
-		r, err := p.parseNot()
+		r, err := next()
 		if err != nil {
 			return nil, err
 		}
 		if !isPred(r) {
 			return nil, p.fail()
 		}
-		l = &jpNode{kind: jpAnd, left: l, right: r}
+		l = &jpNode{kind: kind, left: l, right: r}
 	}
 	return l, nil
 }

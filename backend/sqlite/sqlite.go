@@ -1389,8 +1389,17 @@ type omittedArg struct{}
 
 // smallArgs is args with values of more than 4 KiB left out (omittedArg).
 func smallArgs(args []any) []any {
-	if len(args) == 0 {
-		return nil
+	large := false
+	for _, a := range args {
+		switch x := a.(type) {
+		case string:
+			large = large || len(x) > 4096
+		case []byte:
+			large = large || len(x) > 4096
+		}
+	}
+	if !large {
+		return args // nothing to let go of: no copy on the common path
 	}
 	out := make([]any, len(args))
 	for i, a := range args {
