@@ -72,6 +72,10 @@ type group struct {
 	dirs   map[string]string
 	regs   map[string]*prometheus.Registry
 	cs     map[string]*Coordinator
+	// slow, when set, gives the group timers a loaded CI machine keeps
+	// (a 2 s lease, 1 s Raft timeouts) for tests that check liveness
+	// rather than how fast a loss is noticed.
+	slow bool
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -88,10 +92,14 @@ func (g *group) start(id string) *Coordinator {
 		g.t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
+	lease, grace, raftTimeout := 400*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	if g.slow {
+		lease, grace, raftTimeout = 2*time.Second, time.Second, time.Second
+	}
 	c, err := Start(Config{ID: id, Dir: g.dirs[id], Voters: g.voters, NonVoters: g.nonv, Identity: ident,
 		InitialPrimary: "n1", InitialEpoch: 1, Safeness: "2-safe-received", Automatic: true,
-		Lease: 400 * time.Millisecond, Grace: 300 * time.Millisecond,
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
+		Lease: lease, Grace: grace,
+		HeartbeatTimeout: raftTimeout, ElectionTimeout: raftTimeout,
 		Logger: testLogger(g.t).With("voter", id), Registerer: reg})
 	if err != nil {
 		g.t.Fatal(err)

@@ -31,7 +31,7 @@ func TestKeeper(t *testing.T) {
 	t.Cleanup(func() { noLeaks(t, base) })
 	root := t.TempDir()
 	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
-		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}, slow: true}
 	issue(t, g.certs, "n1", "n2", "w")
 	addrs := freeAddrs(t, 3)
 	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
@@ -65,7 +65,7 @@ func TestKeeper(t *testing.T) {
 	waitFor(t, 5*time.Second, "standby refused", func() bool { return errors.Is(k2.Check(1), ErrNotPrimary) })
 
 	// Renewals keep it valid without a gap, well past D.
-	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(n1.cfg.Lease + n1.cfg.Lease/2); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		gsn.Add(1)
 		if err := k1.Check(1); err != nil {
 			t.Fatalf("lease lapsed while the group answered: %v", err)
