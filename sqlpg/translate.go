@@ -65,6 +65,9 @@ type Translation struct {
 	// when parsed or described), as PostgreSQL's executor refuses it (a
 	// materialized view not populated, or written to).
 	Deferred error
+	// Merge: a MERGE, carried out by the back end in steps (merge.go);
+	// SQL is empty.
+	Merge *MergePlan
 	// Params: the types of parameters $1.. the statement gives them
 	// (params.go), 0 where it says nothing; may be shorter than the
 	// statement's parameters.
@@ -232,6 +235,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	t := &translator{sch: sch, loc: zoneOfSchema(sch)}
 	t.exactAvg, t.exactDiv = exactAvgTargets(raw.GetSelectStmt())
 	tr = &Translation{Kind: kind}
+	if ms := raw.GetMergeStmt(); ms != nil {
+		return t.merge(ms)
+	}
 	if strings.IndexByte(sql, '$') >= 0 {
 		t.hasParams = true
 		t.castParams(raw)

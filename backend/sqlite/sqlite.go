@@ -620,13 +620,14 @@ type Statement struct {
 	paramOIDs []uint32
 	params    []uint32 // the types the translation found (sqlpg.Translation.Params)
 	s         *Session
-	orig      string          // the client's text (PostgreSQL SQL)
-	script    []string        // DDL translated into several SQLite statements
-	noop      bool            // accepted, nothing to run (COMMENT ON, LOCK)
-	ddl       bool            // changes the schema
-	tag       string          // command tag verb when it is not the first keyword
-	types     []sqlpg.ColType // PostgreSQL result types the translator inferred
-	names     []string        // RETURNING column names, when the translator knows them
+	orig      string           // the client's text (PostgreSQL SQL)
+	script    []string         // DDL translated into several SQLite statements
+	merge     *sqlpg.MergePlan // a MERGE, run in steps (merge.go)
+	noop      bool             // accepted, nothing to run (COMMENT ON, LOCK)
+	ddl       bool             // changes the schema
+	tag       string           // command tag verb when it is not the first keyword
+	types     []sqlpg.ColType  // PostgreSQL result types the translator inferred
+	names     []string         // RETURNING column names, when the translator knows them
 	// hoisted: the values of a large statement's long literals, bound
 	// after the client's parameters (hoist.go); the statement runs on a
 	// prepared program of its own, finalized after it runs, so SQLite
@@ -1033,6 +1034,11 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			st.volatile, st.tableFree, st.locking = tr.Volatile, tr.TableFree, tr.Locking
 			st.created = tr.Created
 			st.deferred = tr.Deferred
+			if tr.Merge != nil {
+				// Prepared as its plan's query (its parameters); run
+				// in steps (runMerge).
+				st.merge, st.sql, st.tag = tr.Merge, tr.Merge.Query, ""
+			}
 		}
 		if st.noop {
 			st.readonly = true
@@ -1049,7 +1055,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 		return nil, mapError(err)
 	}
 	st.nparams = ps.NumInput() - len(st.hoisted)
-	st.readonly = ps.Readonly() && !st.writes
+	st.readonly = ps.Readonly() && !st.writes && st.merge == nil
 	closePS()
 	if st.nparams > 0 {
 		orig := st.orig
@@ -1786,6 +1792,14 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 			// transaction-level advisory locks end with it.
 			s.adv.EndTransaction()
 		}
+	}
+	if st.merge != nil {
+		n, err := runMerge(sctx, c, st.merge, nargs)
+		done()
+		if err != nil {
+			return nil, err
+		}
+		return &cmdResult{tag: fmt.Sprintf("MERGE %d", n)}, nil
 	}
 	if !st.rows {
 		r, err := sqlst.ExecContext(sctx, nargs)
