@@ -120,6 +120,9 @@ func (t *translator) createTable(s *pg_query.CreateStmt, tr *Translation) (*Tran
 	if s.OfTypename != nil {
 		return nil, unsupported("CREATE TABLE OF type")
 	}
+	if len(s.TableElts) == 0 {
+		return nil, unsupported("a table without columns")
+	}
 	if s.Relation.Relpersistence != "t" {
 		if err := t.caseClash(name); err != nil {
 			return nil, err
@@ -843,6 +846,23 @@ func (t *translator) drop(s *pg_query.DropStmt, tr *Translation) (*Translation, 
 		for _, o := range s.Objects {
 			if n := strs(o.GetList().GetItems()); len(n) > 0 {
 				names = append(names, n[len(n)-1])
+			}
+		}
+		if vl, ok := t.sch.(ViewLister); ok {
+			// The wrong kind, before what depends on it (PostgreSQL's
+			// order).
+			views := vl.Views()
+			for _, n := range names {
+				_, isView := views[n]
+				if _, mv := t.matviews()[n]; mv {
+					continue
+				}
+				switch {
+				case what == "TABLE" && isView:
+					return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a table", n), Hint: "Use DROP VIEW to remove a view."}
+				case what == "VIEW" && !isView && t.sch.Columns(n) != nil:
+					return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a view", n), Hint: "Use DROP TABLE to remove a table."}
+				}
 			}
 		}
 		deps := t.viewDependents(strings.ToLower(what), names)

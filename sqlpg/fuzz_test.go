@@ -20,6 +20,7 @@ package sqlpg_test
 import (
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,7 +105,10 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`has no column named|already exists|there is already an? \w+ named|duplicate column name|ambiguous column name|no tables specified|unknown database|` +
 	`columns but \d+ values were supplied|values for \d+ columns|term out of range|` +
 	`do not have the same number of result columns|all VALUES must have the same number of terms|` +
-	`no such function: [^_]|wrong number of arguments to function [^_]|ON CONFLICT clause does not match any`)
+	`no such function: [^_]|wrong number of arguments to function [^_]|ON CONFLICT clause does not match any|` +
+	`use DROP (VIEW|TABLE) to delete|because it is a view|` +
+	`ORDER BY term does not match any column|cannot join using column|` +
+	`cannot rename columns of view`)
 
 var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 
@@ -143,6 +147,7 @@ func knownBug(msg string) string {
 // checkTranslate applies the property to one statement.
 func checkTranslate(t *testing.T, c *sqlite3.SQLiteConn, sql string) {
 	out, err := translateForFuzz(c, sql)
+	defer c.Exec("DROP TABLE IF EXISTS temp._tandem_merge", nil) // a MERGE's work table
 	if err != nil {
 		var pe *pgwire.Error
 		if !errors.As(err, &pe) {
@@ -218,6 +223,17 @@ func translateForFuzz(c *sqlite3.SQLiteConn, sql string) ([]string, error) {
 		return nil, nil
 	case len(tr.Script) > 0:
 		return tr.Script, nil
+	case tr.Merge != nil:
+		// Its steps read the work table, which exists while it runs.
+		mp := tr.Merge
+		if _, err := c.Exec(mp.Drop+"; "+mp.Create, nil); err != nil {
+			return nil, fmt.Errorf("MERGE work table %q: %w", mp.Create, err)
+		}
+		out := append([]string{mp.Query, mp.Fill, mp.Count}, mp.Steps...)
+		if mp.Twice != "" {
+			out = append(out, mp.Twice)
+		}
+		return out, nil
 	}
 	return []string{tr.SQL}, nil
 }

@@ -32,16 +32,33 @@ func (t *translator) groupCheck(s *pg_query.SelectStmt) {
 		return
 	}
 	grouped := len(s.GroupClause) > 0 || s.HavingClause != nil
-	if len(s.GroupClause) == 0 && s.HavingClause != nil && !hasAggregate(s.HavingClause) {
+	if len(s.GroupClause) == 0 && s.HavingClause != nil {
 		agg := false
 		for _, n := range s.TargetList {
 			agg = agg || hasAggregate(n)
 		}
 		if !agg {
-			// One group of all rows in PostgreSQL; SQLite refuses HAVING
-			// in a query without an aggregate.
-			t.fail(unsupported("HAVING without GROUP BY or an aggregate"))
-			return
+			// One group of all rows in PostgreSQL (one row even of no
+			// rows); SQLite refuses HAVING unless its select list has an
+			// aggregate: the first column gets one it does not show,
+			// iif(count(*) IS NULL, NULL, x), which is x.
+			wrapped := false
+			for _, n := range s.TargetList {
+				rt := n.GetResTarget()
+				if rt == nil || rt.Val == nil || rt.Val.GetColumnRef() != nil && hasStar(rt.Val) {
+					continue
+				}
+				cnt := &pg_query.Node{Node: &pg_query.Node_FuncCall{FuncCall: &pg_query.FuncCall{
+					Funcname: []*pg_query.Node{pg_query.MakeStrNode("count")}, AggStar: true, Funcformat: pg_query.CoercionForm_COERCE_EXPLICIT_CALL}}}
+				isNull := &pg_query.Node{Node: &pg_query.Node_NullTest{NullTest: &pg_query.NullTest{Arg: cnt, Nulltesttype: pg_query.NullTestType_IS_NULL}}}
+				rt.Val = call("iif", isNull, &pg_query.Node{Node: &pg_query.Node_AConst{AConst: &pg_query.A_Const{Isnull: true}}}, rt.Val)
+				wrapped = true
+				break
+			}
+			if !wrapped {
+				t.fail(unsupported("HAVING without GROUP BY or an aggregate"))
+				return
+			}
 		}
 	}
 	if !grouped {

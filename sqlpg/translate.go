@@ -238,6 +238,19 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if ms := raw.GetMergeStmt(); ms != nil {
 		return t.merge(ms)
 	}
+	if raw.GetViewStmt() != nil || raw.GetCreateTableAsStmt() != nil || isSchemaStmt(raw) {
+		// A view's query, a CHECK or DEFAULT are kept, not run, and
+		// PostgreSQL binds no parameter to a utility statement.
+		var pr *pg_query.ParamRef
+		walkNode(raw, func(n *pg_query.Node) {
+			if p := n.GetParamRef(); p != nil && pr == nil {
+				pr = p
+			}
+		})
+		if pr != nil {
+			return nil, &pgwire.Error{Code: "42P02", Message: fmt.Sprintf("there is no parameter $%d", pr.Number)}
+		}
+	}
 	if strings.IndexByte(sql, '$') >= 0 {
 		t.hasParams = true
 		t.castParams(raw)
@@ -256,6 +269,16 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	}
 	if strings.Contains(lower, "tableoid") {
 		tableOIDs(raw)
+	}
+	// FROM t AS x(a, b): a subquery, before anything types the statement.
+	walkNode(raw, func(n *pg_query.Node) {
+		if r := n.GetRangeVar(); r != nil && r.Alias != nil && len(r.Alias.Colnames) > 0 && t.err == nil &&
+			(r.Schemaname == "" || strings.EqualFold(r.Schemaname, "public")) {
+			t.renamedColumns(n, r)
+		}
+	})
+	if t.err != nil {
+		return nil, t.err
 	}
 	if sch != nil && !namesNoSequence(sch, lower) {
 		t.sequenceRelations(raw)
@@ -446,6 +469,13 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			if rt := c.GetResTarget(); rt != nil && always[rt.Name] {
 				return nil, &pgwire.Error{Code: "428C9", Message: fmt.Sprintf("cannot insert a non-DEFAULT value into column %q", rt.Name),
 					Detail: fmt.Sprintf("Column %q is an identity column defined as GENERATED ALWAYS.", rt.Name)}
+			}
+		}
+		if s.OnConflictClause != nil {
+			for _, c := range s.OnConflictClause.TargetList {
+				if rt := c.GetResTarget(); rt != nil && len(rt.Indirection) > 0 {
+					return nil, unsupported("UPDATE of a subfield or array element (%s...)", rt.Name)
+				}
 			}
 		}
 		t.serialFill(s, tcols)
@@ -1336,12 +1366,23 @@ func existsTargets(raw *pg_query.Node) {
 	})
 }
 
+// noColumns: s, or an arm of it, is a SELECT without columns.
+func noColumns(s *pg_query.SelectStmt) bool {
+	if s == nil {
+		return false
+	}
+	if s.Op != pg_query.SetOperation_SETOP_NONE {
+		return noColumns(s.Larg) || noColumns(s.Rarg)
+	}
+	return len(s.TargetList) == 0 && len(s.ValuesLists) == 0
+}
+
 func (t *translator) selectStmt(s *pg_query.SelectStmt) {
 	if len(s.LockingClause) > 0 {
 		t.locking = true
 	}
 	s.LockingClause = nil
-	if s.Op == pg_query.SetOperation_SETOP_NONE && len(s.TargetList) == 0 && len(s.ValuesLists) == 0 {
+	if noColumns(s) {
 		t.fail(unsupported("a SELECT without columns"))
 		return
 	}
@@ -1514,6 +1555,47 @@ func (t *translator) rangeVar(r *pg_query.RangeVar) {
 	r.Catalogname = ""
 }
 
+// renamedColumns rewrites FROM t AS x(a, b), which renames t's first
+// columns, into the subquery (SELECT c1 AS a, c2 AS b, c3 ... FROM t) AS
+// x: SQLite's table aliases take no column list.
+func (t *translator) renamedColumns(n *pg_query.Node, r *pg_query.RangeVar) {
+	var cols []Column
+	if t.sch != nil {
+		cols = t.sch.Columns(r.Relname)
+	}
+	if cols == nil {
+		if _, ok := CatalogRelation("", r.Relname); ok || r.Relname != "" && strings.HasPrefix(r.Relname, "_") {
+			t.fail(unsupported("column aliases for a catalog relation"))
+			return
+		}
+		t.fail(&pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", r.Relname)})
+		return
+	}
+	names := strs(r.Alias.Colnames)
+	if len(names) > len(cols) {
+		t.fail(&pgwire.Error{Code: "42P10", Message: fmt.Sprintf("table \"%s\" has %d columns available but %d columns specified", r.Alias.Aliasname, len(cols), len(names))})
+		return
+	}
+	var targets []*pg_query.Node
+	for i, c := range cols {
+		ref := pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(c.Name)}, -1)
+		name := c.Name
+		if i < len(names) {
+			name = names[i]
+		}
+		targets = append(targets, &pg_query.Node{Node: &pg_query.Node_ResTarget{ResTarget: &pg_query.ResTarget{Name: name, Val: ref}}})
+	}
+	inner := &pg_query.RangeVar{Schemaname: r.Schemaname, Relname: r.Relname, Inh: true, Relpersistence: r.Relpersistence}
+	n.Node = &pg_query.Node_RangeSubselect{RangeSubselect: &pg_query.RangeSubselect{
+		Subquery: &pg_query.Node{Node: &pg_query.Node_SelectStmt{SelectStmt: &pg_query.SelectStmt{
+			TargetList: targets,
+			FromClause: []*pg_query.Node{{Node: &pg_query.Node_RangeVar{RangeVar: inner}}},
+			Op:         pg_query.SetOperation_SETOP_NONE,
+		}}},
+		Alias: &pg_query.Alias{Aliasname: r.Alias.Aliasname},
+	}}
+}
+
 func (t *translator) tableName(r *pg_query.RangeVar) (string, error) {
 	if r == nil {
 		return "", unsupported("this table reference")
@@ -1544,6 +1626,12 @@ func (t *translator) typeCast(n *pg_query.Node, c *pg_query.TypeCast) {
 		// the relation's name. pg_class's columns are renamed inside so
 		// that an unqualified oid in the argument (SELECT oid::regclass
 		// FROM pg_class) is the outer row's.
+		if hasAggregate(c.Arg) {
+			// The lookup is a subquery, where SQLite cannot see the
+			// outer query's aggregate.
+			t.fail(unsupported("::regclass of an aggregate"))
+			return
+		}
 		if t.regclassOf == nil {
 			t.regclassOf = map[*pg_query.Node]*pg_query.Node{}
 		}
@@ -1703,6 +1791,12 @@ func resolveType(tn *pg_query.TypeName) (*Type, int32, error) {
 
 func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 	op := lastName(e.Name)
+	if e.Lexpr == nil && (e.Kind != pg_query.A_Expr_Kind_AEXPR_OP || strings.Contains(op, "~~")) {
+		// ~~ 'x' and its family as prefix operators: PostgreSQL has none.
+		t.fail(&pgwire.Error{Code: "42883", Message: fmt.Sprintf("operator does not exist: %s unknown", op),
+			Hint: "No operator matches the given name and argument type. You might need to add an explicit type cast."})
+		return
+	}
 	switch e.Kind {
 	case pg_query.A_Expr_Kind_AEXPR_ILIKE:
 		e.Kind = pg_query.A_Expr_Kind_AEXPR_LIKE
@@ -1964,6 +2058,13 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 	}
 	if name == "_pg_expandarray" {
 		return // a set-returning function in a select list: targetSRFs
+	}
+	if f.Over == nil && !f.AggWithinGroup && len(names) == 1 {
+		switch name {
+		case "row_number", "ntile", "lag", "lead", "first_value", "last_value", "nth_value", "rank", "dense_rank", "percent_rank", "cume_dist":
+			t.fail(&pgwire.Error{Code: "42809", Message: fmt.Sprintf("window function %s requires an OVER clause", name)})
+			return
+		}
 	}
 	if _, ok := jsonPathKinds[name]; ok && len(names) == 1 {
 		if !t.jsonPathCall(n, f, name) {

@@ -2603,6 +2603,22 @@ func mapError(err error) error {
 			}
 		case strings.Contains(msg, "duplicate column name"):
 			code = "42701"
+		case strings.HasPrefix(msg, "cannot modify ") && strings.HasSuffix(msg, " because it is a view"):
+			name := strings.TrimSuffix(strings.TrimPrefix(msg, "cannot modify "), " because it is a view")
+			return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: fmt.Sprintf("writing to the view %q is not supported on the SQLite back end", name),
+				Hint: "PostgreSQL writes through a simple view to its table; write to the table, or use a PostgreSQL back end", Err: errors.Join(err, sqlpg.ErrNotSupported)}
+		case strings.HasPrefix(msg, "cannot rename columns of view "):
+			return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "renaming a view's column is not supported on the SQLite back end",
+				Hint: "recreate the view with the column named in its query (CREATE OR REPLACE VIEW ... AS SELECT x AS new_name ...)", Err: errors.Join(err, sqlpg.ErrNotSupported)}
+		case strings.HasPrefix(msg, "cannot join using column "):
+			name, _, _ := strings.Cut(strings.TrimPrefix(msg, "cannot join using column "), " ")
+			code, msg = "42703", fmt.Sprintf("column %q specified in USING clause does not exist in both tables", name)
+		case strings.HasPrefix(msg, "use DROP VIEW to delete view "):
+			name := strings.TrimPrefix(msg, "use DROP VIEW to delete view ")
+			return &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a table", name), Hint: "Use DROP VIEW to remove a view.", Err: err}
+		case strings.HasPrefix(msg, "use DROP TABLE to delete table "):
+			name := strings.TrimPrefix(msg, "use DROP TABLE to delete table ")
+			return &pgwire.Error{Code: "42809", Message: fmt.Sprintf("%q is not a view", name), Hint: "Use DROP TABLE to remove a table.", Err: err}
 		case strings.Contains(msg, "no such index"), strings.Contains(msg, "no such view"):
 			code = "42704"
 		case strings.Contains(msg, "has no column named"):
@@ -2611,6 +2627,10 @@ func mapError(err error) error {
 			code = "42601"
 		case strings.Contains(msg, "ORDER BY term out of range"), strings.Contains(msg, "GROUP BY term out of range"):
 			code = "42P10"
+		case strings.Contains(msg, "ORDER BY term does not match any column in the result set"):
+			// ORDER BY of a UNION (or of grouping sets, run as one) by
+			// a name that is no output column.
+			code, msg = "42703", "a column in ORDER BY is not a column of the set operation's result"
 		case strings.Contains(msg, "ON CONFLICT clause does not match"):
 			code, msg = "42P10", "there is no unique or exclusion constraint matching the ON CONFLICT specification"
 		case strings.Contains(msg, "ambiguous column name"):

@@ -1,0 +1,24 @@
+-- A table's columns renamed in FROM (t AS x(a, b): SQLite takes no column list; was a syntax error), and misuses the translator's fuzzing found that reached SQLite: window functions without OVER (42809), a LIKE operator without a left operand (42883), DROP TABLE of a view and DROP VIEW of a table (42809), ORDER BY a name that is no column of a UNION (42703), ON CONFLICT ... SET of a field (0A000 here, PostgreSQL 42804).
+create table ra(id int primary key, v text, w int);
+insert into ra values (1, 'a', 10), (2, 'b', 20);
+select * from ra as x(i, t) order by i;
+select x.i, x.w from ra x(i) where x.i = 2;
+select count(*) from ra as x(a, b, c, d);
+select * from ra x(i) join ra y(j) on x.i = y.j order by 1;
+select * from ra_nosuch x(a);
+select rank();
+select row_number();
+select ntile(2);
+select lag(1);
+select ~~ 'a';
+create view ra_v as select id from ra;
+drop table ra_v;
+drop view ra;
+select id from ra union select 3 order by nosuch;
+drop view ra_v;
+drop table ra;
+select 1 having count(*) > 0;
+select 1 having sum(0) > 0;
+select 1 as x from (values (1)) v(a) having sum(a) = 1;
+select 'k', 2 from (select 1 where false) e having true;
+select 1 having false;
