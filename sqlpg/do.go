@@ -28,6 +28,11 @@ type DoItem struct {
 	If    *DoIf
 	Block *DoBlock
 	Raise *DoRaise
+	// Into: the OUT parameter (of a TempFunction) SQL's first row goes
+	// into, "" for none.
+	Into string
+	// Diag: GET [STACKED] DIAGNOSTICS (a TempFunction's handler).
+	Diag []DoDiag
 }
 
 // DoIf: the first condition that is true runs its body, else Else.
@@ -121,7 +126,7 @@ func ParseDo(sql string) (block *DoBlock, ok bool, err error) {
 		return nil, true, unsupported("variables in a DO block (DECLARE)")
 	}
 	// The function's body is the DO block, then an implicit RETURN.
-	items, err := convertItems(fns[0].Fn.Action.Block.Body)
+	items, err := convertItemsIn(fns[0].Fn.Action.Block.Body, nil)
 	if err != nil {
 		return nil, true, err
 	}
@@ -156,23 +161,69 @@ type plBlock struct {
 	} `json:"exceptions"`
 }
 
-func convertItems(list []map[string]json.RawMessage) ([]DoItem, error) {
+// convertItemsIn converts a PL/pgSQL body; datums names the function's
+// variables by number (nil in a DO block, which has none).
+func convertItemsIn(list []map[string]json.RawMessage, datums []string) ([]DoItem, error) {
+	convertItems := func(l []map[string]json.RawMessage) ([]DoItem, error) { return convertItemsIn(l, datums) }
 	var out []DoItem
 	for _, m := range list {
 		for kind, raw := range m {
 			switch kind {
 			case "PLpgSQL_stmt_execsql":
 				var x struct {
-					SQL  plExpr `json:"sqlstmt"`
-					Into bool   `json:"into"`
+					SQL    plExpr `json:"sqlstmt"`
+					Into   bool   `json:"into"`
+					Target struct {
+						Row *struct {
+							Fields []struct {
+								Name string `json:"name"`
+							} `json:"fields"`
+						} `json:"PLpgSQL_row"`
+						Var *struct {
+							Refname string `json:"refname"`
+						} `json:"PLpgSQL_var"`
+					} `json:"target"`
 				}
 				if err := json.Unmarshal(raw, &x); err != nil {
 					return nil, err
 				}
+				it := DoItem{SQL: x.SQL.Expr.Query}
 				if x.Into {
-					return nil, unsupported("SELECT ... INTO in a DO block")
+					switch {
+					case datums == nil:
+						return nil, unsupported("SELECT ... INTO in a DO block")
+					case x.Target.Row != nil && len(x.Target.Row.Fields) == 1:
+						it.Into = x.Target.Row.Fields[0].Name
+					case x.Target.Var != nil:
+						it.Into = x.Target.Var.Refname
+					default:
+						return nil, unsupported("INTO several variables in a function")
+					}
 				}
-				out = append(out, DoItem{SQL: x.SQL.Expr.Query})
+				out = append(out, it)
+			case "PLpgSQL_stmt_getdiag":
+				var x struct {
+					Items []struct {
+						Item struct {
+							Kind   string `json:"kind"`
+							Target int    `json:"target"`
+						} `json:"PLpgSQL_diag_item"`
+					} `json:"diag_items"`
+				}
+				if err := json.Unmarshal(raw, &x); err != nil {
+					return nil, err
+				}
+				if datums == nil {
+					return nil, unsupported("GET DIAGNOSTICS in a DO block")
+				}
+				var it DoItem
+				for _, d := range x.Items {
+					if d.Item.Target < 0 || d.Item.Target >= len(datums) || datums[d.Item.Target] == "" {
+						return nil, unsupported("GET DIAGNOSTICS into this target")
+					}
+					it.Diag = append(it.Diag, DoDiag{Var: datums[d.Item.Target], Item: d.Item.Kind})
+				}
+				out = append(out, it)
 			case "PLpgSQL_stmt_if":
 				var x struct {
 					Cond   plExpr                       `json:"cond"`

@@ -108,7 +108,8 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`no such function: [^_]|wrong number of arguments to function [^_]|ON CONFLICT clause does not match any|` +
 	`use DROP (VIEW|TABLE) to delete|because it is a view|` +
 	`ORDER BY term does not match any column|cannot join using column|` +
-	`cannot rename columns of view`)
+	`cannot rename columns of view|no such window|misuse of aggregate|misuse of window function|` +
+	`IN\(\.\.\.\) element has \d+ terms? - expected`)
 
 var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 

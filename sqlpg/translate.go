@@ -140,6 +140,10 @@ type Column struct {
 // ErrNotSupported is wrapped by every 0A000 refusal.
 var ErrNotSupported = fmt.Errorf("not supported on the SQLite back end")
 
+// Unsupported is the 0A000 refusal of what the back end itself cannot
+// do, worded as the translator's.
+func Unsupported(format string, args ...any) error { return unsupported(format, args...) }
+
 func unsupported(format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: msg + " is not supported on the SQLite back end", Hint: "see docs/sql.md for the supported subset, or use a PostgreSQL back end", Err: ErrNotSupported}

@@ -568,6 +568,10 @@ type Session struct {
 	cursors      map[string]*cursor
 	blockCursors []string
 	cursorMarks  []cursorMark
+	// funcs: the session's own functions (CREATE FUNCTION pg_temp...,
+	// function.go); frame: the OUT parameters of the one running.
+	funcs map[string]*sqlpg.TempFunction
+	frame *funcFrame
 }
 
 // UseTerminate implements pgwire.TerminateUser.
@@ -586,6 +590,9 @@ func (s *Session) Discard(what string) {
 		s.DeallocateSQL("")
 		s.closeCursors()
 	}
+	if what == "ALL" || what == "TEMP" || what == "TEMPORARY" {
+		s.funcs = nil // pg_temp's functions
+	}
 }
 
 // savepoint remembers how much DDL a transaction had run when it was set.
@@ -601,6 +608,11 @@ type Statement struct {
 	notify *sqlpg.Notify
 	// doBlock: a DO block (run statement by statement: executeDo).
 	doBlock *sqlpg.DoBlock
+	// fn: CREATE FUNCTION pg_temp...; dropFn: DROP FUNCTION of one;
+	// call: a query over one (function.go).
+	fn     *sqlpg.TempFunction
+	dropFn *dropFunc
+	call   *sqlpg.FuncCall
 	// sqlPrep: SQL's PREPARE or DEALLOCATE (EXECUTE is prepared as the
 	// statement it runs).
 	sqlPrep *sqlpg.PreparedStmt
@@ -927,6 +939,9 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 			return st, nil
 		}
 	}
+	if done, err := prepareFunction(st, sql); done || err != nil {
+		return st, err
+	}
 	if st.kind == "DO" {
 		b, ok, err := sqlpg.ParseDo(sql)
 		if err != nil {
@@ -1159,6 +1174,9 @@ func (s *Session) readConn(ctx context.Context) (*conn, func(), error) {
 // with NULL parameters and no row is returned to anyone; their column
 // names, declared types and (for expressions) first values give the types.
 func (st *Statement) Describe(ctx context.Context) ([]pgwire.Column, error) {
+	if st.call != nil {
+		return st.s.callColumns(ctx, st.call)
+	}
 	if !st.rows {
 		return nil, nil
 	}
@@ -1468,6 +1486,9 @@ func (s *Session) execute(ctx context.Context, ps pgwire.Statement, args []any) 
 	}
 	if st.doBlock != nil {
 		return s.executeDo(ctx, st.doBlock)
+	}
+	if st.fn != nil || st.dropFn != nil || st.call != nil {
+		return s.executeFunction(ctx, st)
 	}
 	if st.notify != nil {
 		return s.runNotify(st.notify)
@@ -2610,6 +2631,18 @@ func mapError(err error) error {
 		case strings.HasPrefix(msg, "cannot rename columns of view "):
 			return &pgwire.Error{Code: pgwire.CodeFeatureNotSupported, Message: "renaming a view's column is not supported on the SQLite back end",
 				Hint: "recreate the view with the column named in its query (CREATE OR REPLACE VIEW ... AS SELECT x AS new_name ...)", Err: errors.Join(err, sqlpg.ErrNotSupported)}
+		case strings.HasPrefix(msg, "misuse of aggregate"):
+			// An aggregate where PostgreSQL allows none (WHERE, or an
+			// outer query's aggregate inside a subquery there).
+			code = "42803"
+			msg = "aggregate functions are not allowed here (" + msg + ")"
+		case strings.HasPrefix(msg, "misuse of window function"):
+			code = "42P20"
+			msg = "window functions are not allowed here (" + msg + ")"
+		case strings.Contains(msg, "IN(...) element has"), strings.Contains(msg, "sub-select returns") && strings.Contains(msg, "expected"):
+			code, msg = "42601", "unequal number of entries in row expressions ("+msg+")"
+		case strings.HasPrefix(msg, "no such window: "):
+			code, msg = "42704", fmt.Sprintf("window %q does not exist", strings.TrimPrefix(msg, "no such window: "))
 		case strings.HasPrefix(msg, "cannot join using column "):
 			name, _, _ := strings.Cut(strings.TrimPrefix(msg, "cannot join using column "), " ")
 			code, msg = "42703", fmt.Sprintf("column %q specified in USING clause does not exist in both tables", name)
@@ -3163,6 +3196,9 @@ func (s *Session) runDoBlock(ctx context.Context, b *sqlpg.DoBlock, depth int) e
 		if e := s.runSQL(ctx, "ROLLBACK TO SAVEPOINT "+sp); e != nil {
 			return e
 		}
+		if s.frame != nil {
+			s.frame.caught = pe // GET STACKED DIAGNOSTICS reads it
+		}
 		if e := s.runSQL(ctx, "RELEASE SAVEPOINT "+sp); e != nil {
 			return e
 		}
@@ -3191,10 +3227,16 @@ func handles(codes []string, code string) bool {
 func (s *Session) runDoItems(ctx context.Context, items []sqlpg.DoItem, depth int) error {
 	for _, it := range items {
 		switch {
+		case it.SQL != "" && it.Into != "":
+			if err := s.runInto(ctx, it.SQL, it.Into); err != nil {
+				return err
+			}
 		case it.SQL != "":
 			if err := s.runSQL(ctx, it.SQL); err != nil {
 				return err
 			}
+		case len(it.Diag) > 0:
+			s.getDiagnostics(it.Diag)
 		case it.Block != nil:
 			if err := s.runDoBlock(ctx, it.Block, depth+1); err != nil {
 				return err

@@ -4,8 +4,8 @@
 // ignores duplicate_object), then sync({alter: true}) over the same
 // models, CRUD, eager loading, findAndCountAll with paging, a managed
 // transaction that rolls back, upsert, a unique violation reported as
-// Sequelize's UniqueConstraintError naming the constraint, and
-// describeTable (which joins pg_statio_all_tables). Usage: node
+// Sequelize's UniqueConstraintError naming the constraint, findOrCreate
+// (a pg_temp function of the session's own), and describeTable (which joins pg_statio_all_tables). Usage: node
 // sequelize.js DSN. Prints "ok", or "FAIL: ..." and exits non-zero.
 const { Sequelize, DataTypes, Op } = require("sequelize");
 
@@ -53,6 +53,17 @@ async function main() {
   } catch (e) {
     if (e.name !== "SequelizeUniqueConstraintError" || e.parent.constraint !== "SqUsers_username_key") throw new Error(`unique violation: ${e.name} ${e.parent && e.parent.constraint}`);
   }
+
+  // findOrCreate: Sequelize creates pg_temp.testfunc (a PL/pgSQL function
+  // that INSERTs ... RETURNING * INTO an OUT parameter and catches
+  // unique_violation), calls it and drops it, in a transaction.
+  const [carol, made] = await User.findOrCreate({ where: { username: "carol" }, defaults: { karma: 3 } });
+  if (!made || carol.username !== "carol" || carol.karma !== "3" || !(carol.id > 2)) throw new Error(`findOrCreate (create): ${made} ${JSON.stringify(carol)}`);
+  const [again, made2] = await User.findOrCreate({ where: { username: "carol" } });
+  if (made2 || again.id !== carol.id) throw new Error(`findOrCreate (find): ${made2} ${again.id} ${carol.id}`);
+  if ((await User.count({ where: { username: "carol" } })) !== 1) throw new Error("findOrCreate made two rows");
+  const [dup] = await User.findOrCreate({ where: { username: "bob" }, defaults: { karma: 99 } });
+  if (dup.id !== bob.id || dup.karma !== "7") throw new Error(`findOrCreate (existing): ${JSON.stringify(dup)}`);
 
   const desc = await sq.getQueryInterface().describeTable("SqUsers");
   if (desc.username.type !== "CHARACTER VARYING(50)" || desc.username.allowNull !== false || !desc.id.primaryKey ||
