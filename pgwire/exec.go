@@ -1049,6 +1049,17 @@ var defaultSettings = map[string]string{
 	"intervalstyle": "postgres", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8", "is_superuser": "on",
 	"max_connections": "100", "idle_in_transaction_session_timeout": "0", "lock_timeout": "0",
 	"jit": "off", // no JIT on this back end; asyncpg reads and sets it around its type introspection
+	// PostgreSQL 15's defaults that clients and tools read (SQLAlchemy
+	// 2.1's reflection reads default_table_access_method; Rails and
+	// pg_dump's scripts set client_min_messages and read it back).
+	"default_table_access_method": "heap", "default_tablespace": "", "temp_tablespaces": "", "row_security": "on",
+	"bytea_output": "hex", "client_min_messages": "notice", "check_function_bodies": "on", "xmloption": "content",
+	"lc_messages": "C.UTF-8", "lc_monetary": "C.UTF-8", "lc_numeric": "C.UTF-8", "lc_time": "C.UTF-8",
+	"default_toast_compression": "pglz", "password_encryption": "scram-sha-256", "escape_string_warning": "on",
+	"array_nulls": "on", "backslash_quote": "safe_encoding", "block_size": "8192", "session_replication_role": "origin",
+	"track_commit_timestamp": "off", "synchronous_commit": "on", "default_with_oids": "off", "quote_all_identifiers": "off",
+	"log_min_messages": "warning", "transform_null_equals": "off", "enable_seqscan": "on", "random_page_cost": "4",
+	"work_mem": "4MB", "maintenance_work_mem": "64MB",
 }
 
 // showName is the setting a SHOW names, in PostgreSQL's spelling.

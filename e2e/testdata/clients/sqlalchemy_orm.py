@@ -1,6 +1,6 @@
 """SQLAlchemy 2 against tandem: create_all with foreign keys and an Enum
 column (CREATE TYPE ... AS ENUM), ORM insert and query, reflection with
-inspect(). Through psycopg 3, or through asyncpg with SQLAlchemy's asyncio
+inspect() and MetaData.reflect(). Through psycopg 3, or through asyncpg with SQLAlchemy's asyncio
 engine (the same ORM code, run in its greenlet as AsyncSession.run_sync
 runs it). Usage:
 sqlalchemy_orm.py postgresql+psycopg://user:pw@host:port/db
@@ -114,6 +114,18 @@ def run(engine):
     uniq = insp.get_unique_constraints("sa_author")
     if not any(u["column_names"] == ["name"] for u in uniq) and not any(i["unique"] and i["column_names"] == ["name"] for i in insp.get_indexes("sa_author")):
         fail(f"unique on sa_author.name not reflected: {uniq}")
+    # Whole-table reflection (MetaData.reflect: SQLAlchemy 2.1 reads each
+    # table's options too, current_setting('default_table_access_method'),
+    # pg_am, pg_tablespace, pg_inherits; pandas' read_sql_table uses it).
+    from sqlalchemy import MetaData
+    meta = MetaData()
+    meta.reflect(bind=engine, only=["sa_author", "sa_book"])
+    rb = meta.tables["sa_book"]
+    if [c.name for c in rb.columns] != list(cols) or [fk.column.table.name for fk in rb.foreign_keys] != ["sa_author"]:
+        fail(f"MetaData.reflect: {[c.name for c in rb.columns]} {[fk.target_fullname for fk in rb.foreign_keys]}")
+    with engine.connect() as c:
+        if c.scalar(select(func.count()).select_from(rb)) != 2:
+            fail("a query over a reflected table")
     Base.metadata.drop_all(engine)
     if "sa_book" in inspect(engine).get_table_names() or inspect(engine).get_enums():
         fail("drop_all")
