@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,7 +195,8 @@ func catalogSQL() []string {
 		UNION ALL SELECT 2200, 'public', 6171, NULL UNION ALL SELECT 13000, 'information_schema', 10, NULL`)
 	add("pg_opclass", opclassSQL())
 	add("pg_am", `SELECT CAST(2 AS INTEGER) AS oid, 'heap' AS amname, 't' AS amtype, 0 AS amhandler UNION ALL SELECT 403, 'btree', 'i', 0
-		UNION ALL SELECT 405, 'hash', 'i', 0`)
+		UNION ALL SELECT 405, 'hash', 'i', 0 UNION ALL SELECT 783, 'gist', 'i', 0 UNION ALL SELECT 2742, 'gin', 'i', 0
+		UNION ALL SELECT 4000, 'spgist', 'i', 0 UNION ALL SELECT 3580, 'brin', 'i', 0`)
 	// Indexes, with PostgreSQL's names for the ones SQLite makes itself
 	// (primary keys and UNIQUE constraints), and the rowid alias of an
 	// INTEGER PRIMARY KEY as the _pkey index PostgreSQL would have.
@@ -207,7 +209,7 @@ func catalogSQL() []string {
 			CASE k.kind WHEN 'p' THEN 'pk' WHEN 'u' THEN 'u' ELSE il.origin END AS origin, il.partial AS partial,
 			(SELECT group_concat(coalesce(quote_ident(ii.name), _tandem_index_key((SELECT ix.sql FROM main.sqlite_schema ix WHERE ix.name = il.name), ii.seqno, `+indexTypes+`, 0)), ', ')
 				FROM pragma_index_info(il.name) ii) AS cols,
-			(SELECT group_concat(coalesce(quote_ident(x.name), _tandem_index_key(ix.sql, x.seqno, `+indexTypes+`, 1)) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END || _tandem_index_nulls(coalesce(ix.sql, ''), x.seqno, x."desc"), ', ')
+			(SELECT group_concat(coalesce(quote_ident(x.name), _tandem_index_key(ix.sql, x.seqno, `+indexTypes+`, 1)) || _tandem_index_opclass(coalesce(ix.sql, ''), x.seqno) || CASE WHEN x."desc" THEN ' DESC' ELSE '' END || _tandem_index_nulls(coalesce(ix.sql, ''), x.seqno, x."desc"), ', ')
 				FROM pragma_index_xinfo(il.name) x LEFT JOIN main.sqlite_schema ix ON ix.name = il.name WHERE x.key = 1) AS keys,
 			(SELECT group_concat(coalesce(p.cid + 1, 0), ' ') FROM pragma_index_info(il.name) ii LEFT JOIN pragma_table_xinfo(m.name) p ON p.name = ii.name) AS colnums,
 			(SELECT count(*) FROM pragma_index_info(il.name)) AS ncols,
@@ -250,7 +252,7 @@ func catalogSQL() []string {
 			0 AS relispartition, CAST(0 AS INTEGER) AS relrewrite, 0 AS relfrozenxid, 0 AS relminmxid, NULL AS relacl, NULL AS reloptions, NULL AS relpartbound
 		FROM `+userTables+` AND m.type IN ('table', 'view')
 		UNION ALL
-		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), i.relname, 2200, 0, 0, 10, CASE i.method WHEN 'hash' THEN 405 ELSE 403 END, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'i', i.ncols,
+		SELECT CAST(_tandem_oid(i.relname) AS INTEGER), i.relname, 2200, 0, 0, 10, CASE i.method WHEN 'hash' THEN 405 WHEN 'gin' THEN 2742 WHEN 'gist' THEN 783 WHEN 'spgist' THEN 4000 WHEN 'brin' THEN 3580 ELSE 403 END, 0, 0, 0, -1.0, 0, 0, 0, 0, 'p', 'i', i.ncols,
 			0, 0, 0, 0, 0, 0, 1, 'n', 0, 0, 0, 0, NULL, NULL, NULL
 		FROM _pg_index_all i
 		UNION ALL
@@ -617,6 +619,16 @@ func catalogSQL() []string {
 		SELECT 'tandem', 'public', `+fkNameSQL+`, 'tandem', 'public', m.name, f."from", f.seq + 1, f.seq + 1
 		FROM main.sqlite_schema m, pragma_foreign_key_list(m.name) f
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table'`)
+	// Foreign keys with the key constraint they reference (none when that
+	// is a unique index, not a constraint) and their actions (peewee's
+	// and Doctrine's introspection read it).
+	add("information_schema.referential_constraints", `SELECT 'tandem' AS constraint_catalog, 'public' AS constraint_schema, c.conname AS constraint_name,
+			CASE WHEN k.conname IS NOT NULL THEN 'tandem' END AS unique_constraint_catalog,
+			CASE WHEN k.conname IS NOT NULL THEN 'public' END AS unique_constraint_schema, k.conname AS unique_constraint_name,
+			CASE c.confmatchtype WHEN 'f' THEN 'FULL' WHEN 'p' THEN 'PARTIAL' ELSE 'NONE' END AS match_option,
+			`+fkRule("c.confupdtype")+` AS update_rule, `+fkRule("c.confdeltype")+` AS delete_rule
+		FROM pg_constraint c LEFT JOIN pg_constraint k ON k.contype IN ('p', 'u') AND k.conrelid = c.confrelid AND _tandem_same_keys(k.conkey, c.confkey)
+		WHERE c.contype = 'f'`)
 	// The columns each constraint uses: its own table's for a key or a
 	// CHECK, the referenced table's for a foreign key (as PostgreSQL).
 	add("information_schema.constraint_column_usage", `SELECT 'tandem' AS table_catalog, 'public' AS table_schema, k.table_name AS table_name,
@@ -633,6 +645,11 @@ func catalogSQL() []string {
 			JOIN pragma_table_xinfo(m.name) p ON lower(p.name) = lower(k.value)
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	return v
+}
+
+// fkRule is information_schema's word for a foreign key action code.
+func fkRule(col string) string {
+	return "CASE " + col + " WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'd' THEN 'SET DEFAULT' WHEN 'r' THEN 'RESTRICT' ELSE 'NO ACTION' END"
 }
 
 var (
@@ -907,6 +924,27 @@ func RegisterCatalogFunctions(c *sqlite3.SQLiteConn) error {
 				return false
 			}
 			return nil
+		}},
+		// Two int2vector / smallint[] texts with the same members in any
+		// order ('{3,4}' and '{4,3}': a foreign key names the key's
+		// columns in its own order).
+		{"_tandem_same_keys", func(a, b any) bool {
+			set := func(v any) []string {
+				s := strings.Trim(strings.TrimSpace(fmt.Sprint(toText(v))), "{}")
+				f := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+				slices.Sort(f)
+				return f
+			}
+			if a == nil || b == nil {
+				return false
+			}
+			return slices.Equal(set(a), set(b))
+		}},
+		{"_tandem_index_opclass", func(sql string, seq int64) string {
+			if oc := indexOpclass(sql, int(seq)); oc != "" {
+				return " " + oc
+			}
+			return ""
 		}},
 		{"_tandem_index_nulls", func(sql string, seq int64, desc bool) string {
 			switch n := indexNulls(sql, int(seq)); {

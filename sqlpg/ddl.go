@@ -534,8 +534,18 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 	switch method {
 	case "", "btree", "hash":
 		s.AccessMethod = ""
+	case "gin", "gist", "brin", "spgist":
+		// SQLite builds a b-tree over the same columns (it serves
+		// equality and order, not containment or overlap: those scan),
+		// and the catalog shows the method asked for, so that schema
+		// tools (peewee's jsonb and array fields, Django's GinIndex)
+		// find the index they made.
+		if s.Unique {
+			return nil, &pgwire.Error{Code: "0A000", Message: fmt.Sprintf("access method %q does not support unique indexes", method)}
+		}
+		s.AccessMethod = ""
 	default:
-		return nil, unsupported("index method %s", s.AccessMethod)
+		return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("access method %q does not exist", s.AccessMethod)}
 	}
 	if len(s.IndexIncludingParams) > 0 {
 		return nil, unsupported("CREATE INDEX ... INCLUDE")
@@ -560,8 +570,13 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 				if ie == nil || ie.Name == "" {
 					continue
 				}
-				if !slices.ContainsFunc(cols, func(c Column) bool { return c.Name == ie.Name }) {
+				i := slices.IndexFunc(cols, func(c Column) bool { return c.Name == ie.Name })
+				if i < 0 {
 					return nil, &pgwire.Error{Code: "42703", Message: fmt.Sprintf("column %q does not exist", ie.Name)}
+				}
+				if c := cols[i]; len(ie.Opclass) == 0 && c.Type != nil && !defaultOpclass(method, c) {
+					return nil, &pgwire.Error{Code: "42704", Message: fmt.Sprintf("data type %s has no default operator class for access method %q", c.Type.SQL, method),
+						Hint: "You must specify an operator class for the index or define a default operator class for the data type."}
 				}
 			}
 		}
@@ -576,9 +591,21 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 	// kept as a comment in the column list, which SQLite keeps in the
 	// index's stored text (nullsMarker), for the catalog.
 	nulls, explicit := make([]byte, 0, len(s.IndexParams)), false
+	opclasses, anyOpclass := make([]string, 0, len(s.IndexParams)), false
 	for _, p := range s.IndexParams {
 		if ie := p.GetIndexElem(); ie != nil {
-			ie.Opclass, ie.Collation = nil, nil
+			// A non-default operator class (gin's jsonb_path_ops) means
+			// nothing to SQLite's b-tree; it is kept for the catalog.
+			oc := ""
+			if names := strs(ie.Opclass); len(names) > 0 && len(ie.Opclassopts) == 0 {
+				oc = strings.ToLower(names[len(names)-1])
+				if !isIdent(oc[0]) || strings.IndexFunc(oc, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) >= 0 {
+					oc = ""
+				}
+				anyOpclass = anyOpclass || oc != ""
+			}
+			opclasses = append(opclasses, oc)
+			ie.Opclass, ie.Opclassopts, ie.Collation = nil, nil, nil
 			switch ie.NullsOrdering {
 			case pg_query.SortByNulls_SORTBY_NULLS_FIRST:
 				nulls, explicit = append(nulls, 'F'), true
@@ -601,11 +628,34 @@ func (t *translator) createIndex(raw *pg_query.Node, s *pg_query.IndexStmt, tr *
 	if explicit {
 		out = withNullsMarker(out, string(nulls))
 	}
-	if method == "hash" {
+	if anyOpclass {
+		out = withMarker(out, opclassMarker+strings.Join(opclasses, ",")+"*/")
+	}
+	if method != "" && method != "btree" {
 		out = withMarker(out, methodMarker+method+"*/")
 	}
 	tr.SQL = out
 	return tr, nil
+}
+
+// defaultOpclass reports whether PostgreSQL has a default operator class
+// of the access method for the column's type (gin: jsonb and arrays;
+// gist: ranges; spgist: ranges and text; brin: scalars).
+func defaultOpclass(method string, c Column) bool {
+	if c.Enum != nil {
+		return method == "" || method == "btree" || method == "hash"
+	}
+	switch method {
+	case "gin":
+		return c.Type.Name == "jsonb" || c.Type.Cat == 'A'
+	case "gist":
+		return c.Type.Cat == 'R'
+	case "spgist":
+		return c.Type.Cat == 'R' || c.Type.Name == "text"
+	case "brin":
+		return c.Type.Cat != 'A' && c.Type.Name != "jsonb" && c.Type.Name != "json" && c.Type.Name != "bool"
+	}
+	return true
 }
 
 // nullsMarker starts the comment that keeps an index's NULLS FIRST /
@@ -630,6 +680,27 @@ func withNullsMarker(sql, nulls string) string {
 	}
 	end := open + 1 + items[len(items)-1][1] // the closing parenthesis
 	return sql[:end] + " " + nullsMarker + nulls + "*/" + sql[end:]
+}
+
+// opclassMarker keeps the operator classes an index's columns named
+// (comma-separated, "" for the default).
+const opclassMarker = "/*tandem:opclass="
+
+// indexOpclass is the operator class an index column named, "" if none.
+func indexOpclass(sql string, seq int) string {
+	i := strings.Index(sql, opclassMarker)
+	if i < 0 {
+		return ""
+	}
+	rest := sql[i+len(opclassMarker):]
+	if j := strings.Index(rest, "*/"); j >= 0 {
+		rest = rest[:j]
+	}
+	list := strings.Split(rest, ",")
+	if seq < 0 || seq >= len(list) {
+		return ""
+	}
+	return list[seq]
 }
 
 // indexNulls reads an index column's NULLS ordering from its stored

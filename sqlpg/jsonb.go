@@ -642,8 +642,64 @@ func jsonPath(asText bool) func(a, p any) (any, error) {
 	}
 }
 
+// jsonFieldText is json ->> key: an object's member (a text key) or an
+// array's element (an integer, negative from the end) as text, PostgreSQL's
+// way: a string unquoted, true and false and numbers as their JSON text,
+// JSON null as NULL. (SQLite's own ->> answers numbers and booleans as
+// SQL numbers: 1 for true, and 1 unequal to the text '1'.)
+func jsonFieldText(a, k any) (any, error) {
+	if a == nil || k == nil {
+		return nil, nil
+	}
+	x, err := decodeJSON(a)
+	if err != nil {
+		return nil, err
+	}
+	switch xv := x.(type) {
+	case map[string]any:
+		key, ok := k.(string)
+		if !ok {
+			if b, isBytes := k.([]byte); isBytes {
+				key, ok = string(b), true
+			}
+		}
+		if !ok {
+			return nil, nil
+		}
+		v, found := xv[key]
+		if !found {
+			return nil, nil
+		}
+		x = v
+	case []any:
+		i, ok := k.(int64)
+		if !ok {
+			return nil, nil
+		}
+		if i < 0 {
+			i += int64(len(xv))
+		}
+		if i < 0 || i >= int64(len(xv)) {
+			return nil, nil
+		}
+		x = xv[i]
+	default:
+		return nil, nil
+	}
+	switch xv := x.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return xv, nil
+	}
+	var b strings.Builder
+	writeJSONB(&b, x)
+	return b.String(), nil
+}
+
 func init() {
 	extraFuncs = append(extraFuncs,
+		namedFunc{"_pg_json_field_text", jsonFieldText},
 		namedFunc{"_pg_jsonb_contains", jsonbContains},
 		namedFunc{"_pg_jsonb_exists", jsonbExists},
 		namedFunc{"_pg_json_path", jsonPath(false)},

@@ -2000,6 +2000,12 @@ func (t *translator) aExpr(n *pg_query.Node, e *pg_query.A_Expr) {
 				}
 			}
 			t.fail(unsupported("the operator %s", op))
+		case "->>":
+			if e.Lexpr != nil {
+				n.Node = call("_pg_json_field_text", e.Lexpr, e.Rexpr).Node
+				return
+			}
+			t.fail(unsupported("the operator %s", op))
 		case "@?", "@@":
 			if t.jsonPathOp(n, e, op) {
 				return

@@ -2670,6 +2670,12 @@ func mapError(err error) error {
 			code = "42702"
 		case strings.Contains(msg, "wrong number of arguments to function"):
 			code = "42883"
+			// PostgreSQL's words, and the function by the name the
+			// client used (now is tandem's _pg_now).
+			if name, ok := strings.CutPrefix(msg[strings.Index(msg, "wrong number of arguments to function"):], "wrong number of arguments to function "); ok {
+				name = strings.TrimSuffix(strings.TrimPrefix(name, "_pg_"), "()")
+				msg = fmt.Sprintf("function %s with this number of arguments does not exist", name)
+			}
 		case strings.Contains(msg, "cannot take square root"):
 			code = "2201F"
 		case strings.Contains(msg, "cannot take logarithm"):

@@ -1,0 +1,22 @@
+-- Index access methods other than btree and hash (gin, gist, brin, spgist: were 0A000; peewee's jsonb and array fields and Django's GinIndex create them): SQLite builds a b-tree over the same columns, the catalog shows the method and a named operator class as PostgreSQL does; PostgreSQL's refusals: no default operator class for the column's type (42704), UNIQUE (0A000), an unknown method (42704); and information_schema.referential_constraints (was 0A000: peewee's introspection reads it).
+create table gi(id int primary key, j jsonb, tags text[], body text);
+create index gi_j on gi using gin (j);
+create index on gi using gin (tags);
+create index gi_jp on gi using gin (j jsonb_path_ops);
+create index gi_b on gi using brin (id);
+create index gi_g on gi using gist (body);
+create index gi_sp on gi using spgist (body);
+create index gi_t on gi (body text_pattern_ops);
+create unique index gi_u on gi using gin (j);
+create index gi_x on gi using nosuch (j);
+select indexname, indexdef from pg_indexes where tablename = 'gi' order by 1;
+select c.relname, a.amname from pg_class c join pg_am a on a.oid = c.relam where c.relname like 'gi%' order by 1;
+select pg_get_indexdef('gi_jp'::regclass);
+insert into gi values (1, '{"a": 1}', '{x,y}', 'hello');
+select id from gi where j @> '{"a": 1}' and tags @> '{x}' and body like 'he%';
+drop table gi;
+create table rp(id int primary key, u text unique);
+create table rc(id int primary key, p int references rp on delete cascade, q text references rp(u) on update set null);
+select constraint_schema, constraint_name, unique_constraint_schema, unique_constraint_name, match_option, update_rule, delete_rule from information_schema.referential_constraints order by constraint_name;
+drop table rc;
+drop table rp;
