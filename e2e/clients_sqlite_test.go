@@ -181,6 +181,11 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "python3", "sqlalchemy_orm.py", u.String())
 				clientPassed(t)
 			})
+			t.Run("peewee", func(t *testing.T) {
+				havePython(t, "peewee, psycopg2")
+				runClient(t, "python3", "peewee_client.py", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("asyncpg", func(t *testing.T) {
 				havePython(t, "asyncpg")
 				runClient(t, "python3", "asyncpg_client.py", tg.dsn)

@@ -17,10 +17,10 @@ PGJDBC_VERSION=42.7.4
 status=0
 
 if command -v python3 >/dev/null 2>&1; then
-  if ! python3 -c 'import psycopg, asyncpg, greenlet, sqlalchemy, alembic, django' >/dev/null 2>&1; then
-    echo "deps.d/clients: pip install psycopg[binary] asyncpg sqlalchemy[asyncio] alembic django" >&2
-    python3 -m pip install -q 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' || status=1
+  if ! python3 -c 'import psycopg, asyncpg, greenlet, sqlalchemy, alembic, django, peewee, psycopg2' >/dev/null 2>&1; then
+    echo "deps.d/clients: pip install psycopg[binary] asyncpg sqlalchemy[asyncio] alembic django peewee psycopg2-binary" >&2
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary || status=1
   fi
 else
   echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2
