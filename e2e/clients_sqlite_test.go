@@ -186,6 +186,15 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "python3", "peewee_client.py", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("activerecord", func(t *testing.T) {
+				out, err := exec.Command("ruby", "-e", `require "active_record"; require "pg"`).CombinedOutput()
+				if err != nil {
+					err = fmt.Errorf("%v: %s", err, out)
+				}
+				needSQLiteClient(t, "ruby with ActiveRecord and pg", err)
+				runClient(t, "ruby", "activerecord.rb", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("asyncpg", func(t *testing.T) {
 				havePython(t, "asyncpg")
 				runClient(t, "python3", "asyncpg_client.py", tg.dsn)

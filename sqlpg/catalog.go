@@ -374,17 +374,18 @@ func catalogSQL() []string {
 		if t.Cat == 'S' {
 			coll = 100
 		}
-		types = append(types, fmt.Sprintf("(%d, %s, %d, %d, %d, 'b', %s, 1, ',', 0, %d, %d, %s, %s, 0, 0, -1, 0, %d, NULL)",
-			t.OID, quoteLit(t.Name), nsCatalog, t.Len, byval, quoteLit(string(t.Cat)), t.Elem, t.Array, quoteLit(t.Name+"in"), quoteLit(t.Name+"out"), coll))
+		in, out, recv, send := typeIOFuncs(t)
+		types = append(types, fmt.Sprintf("(%d, %s, %d, %d, %d, 'b', %s, 1, ',', 0, %d, %d, %s, %s, 0, 0, -1, 0, %d, NULL, %s, %s)",
+			t.OID, quoteLit(t.Name), nsCatalog, t.Len, byval, quoteLit(string(t.Cat)), t.Elem, t.Array, quoteLit(in), quoteLit(out), coll, quoteLit(recv), quoteLit(send)))
 	}
 	add("pg_type", `SELECT CAST(column1 AS INTEGER) AS oid, column2 AS typname, CAST(column3 AS INTEGER) AS typnamespace, CAST(10 AS INTEGER) AS typowner,
 			column4 AS typlen, column5 AS typbyval, column6 AS typtype, column7 AS typcategory, 0 AS typispreferred, column8 AS typisdefined,
 			column9 AS typdelim, CAST(column10 AS INTEGER) AS typrelid, CAST(column11 AS INTEGER) AS typelem, CAST(column12 AS INTEGER) AS typarray,
-			column13 AS typinput, column14 AS typoutput, column13 AS typreceive, column14 AS typsend, 'i' AS typalign, _tandem_typstorage(column1) AS typstorage,
+			column13 AS typinput, column14 AS typoutput, column21 AS typreceive, column22 AS typsend, 'i' AS typalign, _tandem_typstorage(column1) AS typstorage,
 			column15 AS typnotnull, CAST(column16 AS INTEGER) AS typbasetype, column17 AS typtypmod, column18 AS typndims,
 			CAST(column19 AS INTEGER) AS typcollation, column20 AS typdefault, NULL AS typdefaultbin, NULL AS typacl, CAST(0 AS INTEGER) AS typsubscript, '-' AS typanalyze
 		FROM (VALUES `+strings.Join(types, ", ")+`
-			UNION ALL SELECT oid, name, 2200, 4, 1, 'e', 'E', 1, ',', 0, 0, 0, 'enum_in', 'enum_out', 0, 0, -1, 0, 0, NULL FROM _tandem_enums)`)
+			UNION ALL SELECT oid, name, 2200, 4, 1, 'e', 'E', 1, ',', 0, 0, 0, 'enum_in', 'enum_out', 0, 0, -1, 0, 0, NULL, 'enum_recv', 'enum_send' FROM _tandem_enums)`)
 	add("pg_enum", `SELECT CAST(e.oid * 1000 + j.key AS INTEGER) AS oid, CAST(e.oid AS INTEGER) AS enumtypid, j.key + 1.0 AS enumsortorder, j.value AS enumlabel
 		FROM _tandem_enums e, json_each(e.labels) j`)
 	add("pg_database", `SELECT CAST(16384 AS INTEGER) AS oid, 'tandem' AS datname, CAST(10 AS INTEGER) AS datdba, 6 AS encoding, 'c' AS datlocprovider,
@@ -645,6 +646,26 @@ func catalogSQL() []string {
 			JOIN pragma_table_xinfo(m.name) p ON lower(p.name) = lower(k.value)
 		WHERE m.name NOT LIKE 'sqlite\_%' ESCAPE '\' AND m.name NOT LIKE '\_tandem\_%' ESCAPE '\' AND m.type = 'table' AND m.sql LIKE '%CHECK%'`)
 	return v
+}
+
+// typeIOFuncs are a type's input, output, receive and send functions as
+// PostgreSQL names them (array_in for every array type: ActiveRecord
+// registers an array type only when its typinput is array_in).
+func typeIOFuncs(t *Type) (in, out, recv, send string) {
+	if t.Cat == 'A' && t.Elem != 0 && t.Name != "int2vector" && t.Name != "oidvector" {
+		return "array_in", "array_out", "array_recv", "array_send"
+	}
+	switch t.Name {
+	case "numeric", "date", "time", "timetz", "timestamp", "timestamptz", "interval", "uuid", "json", "jsonb", "jsonpath",
+		"inet", "cidr", "macaddr", "xml", "bit", "varbit", "pg_lsn":
+		return t.Name + "_in", t.Name + "_out", t.Name + "_recv", t.Name + "_send"
+	case "money":
+		return "cash_in", "cash_out", "cash_recv", "cash_send"
+	}
+	if t.Cat == 'R' {
+		return "range_in", "range_out", "range_recv", "range_send"
+	}
+	return t.Name + "in", t.Name + "out", t.Name + "recv", t.Name + "send"
 }
 
 // fkRule is information_schema's word for a foreign key action code.

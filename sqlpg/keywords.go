@@ -53,6 +53,14 @@ func markKeywords(stmt *pg_query.Node) (restore func()) {
 				}
 			}
 			return
+		case *pg_query.FuncCall:
+			// A function named as a SQLite keyword (set()): SQLite takes
+			// a quoted function name.
+			if n := len(x.Funcname); n > 0 {
+				if s := x.Funcname[n-1].GetString_(); s != nil {
+					mark(&s.Sval)
+				}
+			}
 		case *pg_query.ResTarget:
 			mark(&x.Name)
 		case *pg_query.RangeVar:

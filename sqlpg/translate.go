@@ -3075,8 +3075,20 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 		if name == "unnest" {
 			rt.Val = pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("value")}, -1)
 		} else {
-			rt.Val = pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")},
-				pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1), pg_query.MakeAConstIntNode(1, -1), -1)
+			// From the array's lower bound: 1, or 0 for an int2vector
+			// (pg_index.indkey: ActiveRecord's primary key query).
+			// NULL past the array's end, where a longer array zipped
+			// beside it goes on (its json_each is padded).
+			key := func() *pg_query.Node {
+				return pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1)
+			}
+			sub := call("_cast_int4", pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")}, key(),
+				call("coalesce", call("array_lower", proto.Clone(f.Args[0]).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)), pg_query.MakeAConstIntNode(1, -1)), -1))
+			within := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("<")}, key(),
+				call("coalesce", call("array_length", proto.Clone(f.Args[0]).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)), pg_query.MakeAConstIntNode(0, -1)), -1)
+			rt.Val = &pg_query.Node{Node: &pg_query.Node_CaseExpr{CaseExpr: &pg_query.CaseExpr{
+				Args: []*pg_query.Node{{Node: &pg_query.Node_CaseWhen{CaseWhen: &pg_query.CaseWhen{Expr: within, Result: sub}}}},
+			}}}
 		}
 		if slot != nil {
 			*slot, rt.Val = rt.Val, cast

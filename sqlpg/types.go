@@ -492,7 +492,7 @@ func (t *translator) returningTypes(rel *pg_query.RangeVar, list []*pg_query.Nod
 func ct(oid uint32) ColType { return ColType{Type: Types[oid], Typmod: -1} }
 
 var funcTypes = map[string]uint32{
-	"_pg_series_array": 1007, "_pg_array_subscripts": 1007,
+	"_pg_series_array": 1007, "_pg_array_subscripts": 1007, "generate_subscripts": 23,
 	"justify_hours": 1186, "justify_days": 1186, "justify_interval": 1186,
 	"uuid_generate_v4": 2950, "uuid_nil": 2950, "digest": 17, "hmac": 17, "gen_random_bytes": 17, "crypt": 25, "gen_salt": 25,
 	"percentile_cont": 701, "_pg_percentile_cont": 701,
@@ -1112,6 +1112,8 @@ func catalogColumns(cols []Column, infoSchema bool) []Column {
 			c.Type = Types[30]
 		case c.Name == "attndims":
 			c.Type = Types[23]
+		case (c.Name == "typinput" || c.Name == "typoutput" || c.Name == "typreceive" || c.Name == "typsend") && Types[24] != nil:
+			c.Type = Types[24] // regproc
 		case c.Name == "roles":
 			c.Type = Types[1003] // pg_policies.roles: name[]
 		case c.Name == "polroles" || c.Name == "conexclop":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
 # tandem's SQLite back end): psycopg 3, asyncpg, SQLAlchemy 2 (with greenlet for its
-# asyncio engine), alembic and Django from PyPI,
+# asyncio engine), alembic, Django, peewee and psycopg2 from PyPI,
+# ActiveRecord (ruby-activerecord, ruby-pg) from Debian,
 # node-postgres, TypeORM, Sequelize, drizzle-kit, Knex, Kysely and MikroORM from npm
 # into e2e/testdata/clients/node_modules (package.json there; no global install),
 # the pgjdbc jar from Maven Central into e2e/testdata/clients/lib,
@@ -37,6 +38,14 @@ if command -v npm >/dev/null 2>&1; then
   fi
 else
   echo "deps.d/clients: npm missing (node-postgres test will fail in CI)" >&2
+fi
+
+# ActiveRecord: Debian's (Rails 6.1 with ruby-pg), the registries reachable
+# here having no RubyGems.
+if ! ruby -e 'require "active_record"; require "pg"' >/dev/null 2>&1; then
+  echo "deps.d/clients: apt-get install ruby-activerecord ruby-pg" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO=sudo
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq ruby-activerecord ruby-pg >/dev/null; } || status=1
 fi
 
 jar="$clients/lib/postgresql-$PGJDBC_VERSION.jar"
