@@ -15,8 +15,10 @@ import (
 // TestDjangoMigrations: Django's own migrate (contenttypes and auth, then an
 // app whose second migration adds a field with a default, which Django
 // sends as ADD COLUMN ... DEFAULT then ALTER COLUMN ... DROP DEFAULT, and
-// widens a varchar) and its ORM (create, filter across a foreign key,
-// update, a rolled-back atomic block) and its schema introspection
+// widens a varchar, and whose third makes a model of django.contrib.postgres
+// fields, an ArrayField and a JSONField with gin indexes) and its ORM
+// (create, filter across a foreign key, update, a rolled-back atomic
+// block, array and JSON lookups) and its schema introspection
 // (columns, constraints, indexes, sequences, relations) through the router
 // of the PostgreSQL hot-standby pair; the standby ends with the same schema
 // and rows.
@@ -80,7 +82,12 @@ shop_book constraints ["(('author_id',), False, False, ('shop_author', 'id'), Fa
 shop_book sequences [{'name': 'shop_book_id_seq', 'table': 'shop_book', 'column': 'id'}]
 shop_book primary key id
 shop_book relations {'author_id': ('id', 'shop_author')}
-tables ['shop_author', 'shop_book']
+shop_doc columns [('id', 20, False, False), ('title', 1043, False, False), ('tags', 1015, False, False), ('data', 3802, False, False)]
+shop_doc constraints ["(('data',), False, False, None, False, True, ())", "(('id',), True, True, None, False, False, ())", "(('tags',), False, False, None, False, True, ())"]
+shop_doc sequences [{'name': 'shop_doc_id_seq', 'table': 'shop_doc', 'column': 'id'}]
+shop_doc primary key id
+shop_doc relations {}
+tables ['shop_author', 'shop_book', 'shop_doc']
 `
 	if got := django("introspect.py"); got != introspection {
 		t.Fatalf("Django's introspection:\n%s\nwant\n%s", got, introspection)

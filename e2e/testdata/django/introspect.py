@@ -8,7 +8,7 @@ from django.db import connection  # noqa: E402
 
 with connection.cursor() as cursor:
     intro = connection.introspection
-    for table in ["shop_author", "shop_book"]:
+    for table in ["shop_author", "shop_book", "shop_doc"]:
         cols = intro.get_table_description(cursor, table)
         print(table, "columns", [(c.name, c.type_code, c.null_ok, c.default is not None) for c in cols])
         cons = intro.get_constraints(cursor, table)

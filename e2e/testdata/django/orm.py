@@ -3,7 +3,7 @@ import django
 
 django.setup()
 from django.db import transaction  # noqa: E402
-from shop.models import Author, Book  # noqa: E402
+from shop.models import Author, Book, Doc  # noqa: E402
 
 with transaction.atomic():
     ursula = Author.objects.create(name="Ursula")
@@ -27,4 +27,12 @@ titles = [b.title for b in Book.objects.order_by("title").iterator(chunk_size=2)
 assert titles == ["Solaris", "The Dispossessed", "The Lathe of Heaven"], titles
 with transaction.atomic():
     assert [b.pages for b in Book.objects.order_by("pages").iterator(chunk_size=1)] == [184, 205, 387]
+# django.contrib.postgres: array and JSON lookups over gin-indexed columns.
+Doc.objects.create(title="a", tags=["x", "y"], data={"k": 1, "s": "v", "b": True})
+Doc.objects.create(title="b", tags=["y"], data={"k": 2, "n": {"m": [1, 2]}})
+got = [Doc.objects.filter(tags__contains=["x"]).count(), Doc.objects.filter(tags__overlap=["y"]).count(), Doc.objects.filter(tags__len=1).count(),
+       Doc.objects.filter(data__k=1).count(), Doc.objects.filter(data__s="v").count(), Doc.objects.filter(data__b=True).count(),
+       Doc.objects.filter(data__has_key="n").count(), Doc.objects.filter(data__contains={"k": 2}).count(), Doc.objects.filter(data__n__m__1=2).count()]
+assert got == [1, 2, 1, 1, 1, 1, 1, 1, 1], got
+assert list(Doc.objects.order_by("-data__k").values_list("title", flat=True)) == ["b", "a"]
 print("orm ok", Book.objects.count())

@@ -3,7 +3,7 @@
 import os
 
 SECRET_KEY = "tandem-e2e"
-INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "shop"]
+INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "django.contrib.postgres", "shop"]
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.postgresql",
