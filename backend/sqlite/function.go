@@ -267,24 +267,11 @@ func (s *Session) callFunction(ctx context.Context, call *sqlpg.FuncCall) (pgwir
 		}
 		frame.outs[strings.ToLower(o.Name)] = &funcValue{rowType: rt, cols: cols}
 	}
-	own := !s.inTx && s.lazy == nil
-	if own {
-		if err := s.runSQL(ctx, "BEGIN"); err != nil {
-			return nil, err
-		}
-	}
-	s.frame = frame
-	err = s.runDoBlock(ctx, fn.Body, 0)
-	s.frame = nil
-	if own {
-		end := "COMMIT"
-		if err != nil {
-			end = "ROLLBACK"
-		}
-		if e := s.runSQL(ctx, end); err == nil {
-			err = e
-		}
-	}
+	err = s.inTransaction(ctx, func() error {
+		s.frame = frame
+		defer func() { s.frame = nil }()
+		return s.runDoBlock(ctx, fn.Body, 0)
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -3156,13 +3156,23 @@ func timeArg(tm time.Time, oid uint32) string {
 // own, or the block the session is in), each handled exception undoing
 // its block's statements first (a savepoint per block with handlers).
 func (s *Session) executeDo(ctx context.Context, b *sqlpg.DoBlock) (pgwire.Result, error) {
+	if err := s.inTransaction(ctx, func() error { return s.runDoBlock(ctx, b, 0) }); err != nil {
+		return nil, err
+	}
+	return &cmdResult{tag: "DO"}, nil
+}
+
+// inTransaction runs body in the session's transaction block, or in one
+// of its own that commits when body succeeds and rolls back when it fails
+// (a DO block, a call of the session's function: one statement each).
+func (s *Session) inTransaction(ctx context.Context, body func() error) error {
 	own := !s.inTx && s.lazy == nil
 	if own {
 		if err := s.runSQL(ctx, "BEGIN"); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	err := s.runDoBlock(ctx, b, 0)
+	err := body()
 	if own {
 		end := "COMMIT"
 		if err != nil {
@@ -3172,10 +3182,7 @@ func (s *Session) executeDo(ctx context.Context, b *sqlpg.DoBlock) (pgwire.Resul
 			err = e
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &cmdResult{tag: "DO"}, nil
+	return err
 }
 
 func (s *Session) runDoBlock(ctx context.Context, b *sqlpg.DoBlock, depth int) error {
