@@ -115,10 +115,9 @@ func (t *translator) merge(m *pg_query.MergeStmt) (*Translation, error) {
 	// One CASE picks each joined row's clause (1-based); the values of
 	// clause i are computed only for the rows that take it.
 	type action struct {
-		kind  pg_query.CmdType
-		cols  []string // the target columns it writes
-		vals  []string // their values' columns in the work table ("" for DEFAULT)
-		exprs []string // and the expressions computing them
+		kind pg_query.CmdType
+		cols []string // the target columns it writes
+		vals []string // their values' columns in the work table ("" for DEFAULT)
 	}
 	var acts []action
 	var whens []string
@@ -155,7 +154,7 @@ func (t *translator) merge(m *pg_query.MergeStmt) (*Translation, error) {
 			}
 			a.cols = append(a.cols, col)
 			if e == nil || e.GetSetToDefault() != nil {
-				a.vals, a.exprs = append(a.vals, ""), append(a.exprs, "")
+				a.vals = append(a.vals, "")
 				return nil
 			}
 			if sv := e.GetAConst().GetSval(); sv != nil {
@@ -171,7 +170,7 @@ func (t *translator) merge(m *pg_query.MergeStmt) (*Translation, error) {
 			}
 			values = append(values, "CASE WHEN _tandem_act = "+strconv.Itoa(i+1)+" THEN CAST(("+x+") AS "+castTypeOf(c)+") END")
 			name := "_v" + strconv.Itoa(len(values))
-			a.vals, a.exprs = append(a.vals, name), append(a.exprs, x)
+			a.vals = append(a.vals, name)
 			return nil
 		}
 		switch wc.CommandType {
