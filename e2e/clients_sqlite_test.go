@@ -186,6 +186,11 @@ func TestClientsSQLite(t *testing.T) {
 				runClient(t, "python3", "peewee_client.py", tg.dsn)
 				clientPassed(t)
 			})
+			t.Run("tortoise", func(t *testing.T) {
+				havePython(t, "tortoise, asyncpg")
+				runClient(t, "python3", "tortoise_client.py", tg.dsn)
+				clientPassed(t)
+			})
 			t.Run("activerecord", func(t *testing.T) {
 				out, err := exec.Command("ruby", "-e", `require "active_record"; require "pg"`).CombinedOutput()
 				if err != nil {

@@ -174,6 +174,13 @@ func (t *translator) noteParams(e *pg_query.A_Expr, sc *scope) {
 			t.setParam(p, o.OID())
 		}
 	case pg_query.A_Expr_Kind_AEXPR_LIKE, pg_query.A_Expr_Kind_AEXPR_ILIKE:
+		if f := e.Rexpr.GetFuncCall(); f != nil && lastName(f.Funcname) == "like_escape" && len(f.Args) == 2 {
+			// x LIKE $1 ESCAPE 'c' is x LIKE like_escape($1, 'c'): text
+			// (Tortoise ORM's startswith; asyncpg cannot send an
+			// untyped parameter).
+			t.setParam(paramOf(f.Args[0]), 25)
+			t.setParam(paramOf(f.Args[1]), 25)
+		}
 		if rp != 0 {
 			if ct := t.exprType(e.Lexpr, sc); ct.Type == nil || ct.Type.Cat == 'S' && ct.Enum == nil {
 				t.setParam(rp, 25)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Client libraries for e2e/clients_*_test.go (real PostgreSQL drivers against
 # tandem's SQLite back end): psycopg 3, asyncpg, SQLAlchemy 2 (with greenlet for its
-# asyncio engine), alembic, Django, peewee and psycopg2 from PyPI,
+# asyncio engine), alembic, Django, peewee, psycopg2 and Tortoise ORM from PyPI,
 # ActiveRecord (ruby-activerecord, ruby-pg) from Debian,
 # node-postgres, TypeORM, Sequelize, drizzle-kit, Knex, Kysely and MikroORM from npm
 # into e2e/testdata/clients/node_modules (package.json there; no global install),
@@ -18,10 +18,10 @@ PGJDBC_VERSION=42.7.4
 status=0
 
 if command -v python3 >/dev/null 2>&1; then
-  if ! python3 -c 'import psycopg, asyncpg, greenlet, sqlalchemy, alembic, django, peewee, psycopg2' >/dev/null 2>&1; then
-    echo "deps.d/clients: pip install psycopg[binary] asyncpg sqlalchemy[asyncio] alembic django peewee psycopg2-binary" >&2
-    python3 -m pip install -q 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary 2>/dev/null ||
-      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary || status=1
+  if ! python3 -c 'import psycopg, asyncpg, greenlet, sqlalchemy, alembic, django, peewee, psycopg2, tortoise' >/dev/null 2>&1; then
+    echo "deps.d/clients: pip install psycopg[binary] asyncpg sqlalchemy[asyncio] alembic django peewee psycopg2-binary tortoise-orm" >&2
+    python3 -m pip install -q 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary tortoise-orm 2>/dev/null ||
+      python3 -m pip install -q --break-system-packages 'psycopg[binary]>=3.1' 'asyncpg>=0.29' 'sqlalchemy[asyncio]>=2.0' alembic 'django>=4.2' 'peewee>=3.17' psycopg2-binary tortoise-orm || status=1
   fi
 else
   echo "deps.d/clients: python3 missing (psycopg, SQLAlchemy tests will fail in CI)" >&2

@@ -14,6 +14,7 @@ select * from pi_t where s like $1 || '%';
 select * from pi_t where t ~ $1 or t ~* $2 or t !~ $3;
 select * from pi_t where t similar to $1;
 select * from pi_t where $1 like 'a%';
+select * from pi_t where cast(s as varchar) like $1 escape '\' and s ilike $2 escape $3;
 select j ->> $1, j -> $2, j #> $3, j #>> $4, j ? $5, j - $6, j || $7, j @> $8 from pi_t;
 select ia @> $1, ia && $2, ia || $3 from pi_t;
 select * from pi_t where j ->> $1 = 'x';
