@@ -41,7 +41,7 @@ func TestParamTypes(t *testing.T) {
 		{"SELECT $1::int, $2::text[], $3::oid[], CAST($4 AS bigint)", []uint32{23, 1009, 1028, 20}},
 		{"SELECT $1::mood, $2::regclass", []uint32{900001, 2205}},
 		{"SELECT id FROM pt WHERE id = $1 AND $2 < n", []uint32{23, 1700}},
-		{"SELECT id FROM pt WHERE s = $1 AND s LIKE $2", []uint32{25, 25}}, // varchar compares as text
+		{"SELECT id FROM pt WHERE s = $1 AND s LIKE $2", []uint32{25, 25}},                                               // varchar compares as text
 		{`SELECT id FROM pt WHERE CAST(s AS varchar) LIKE $1 ESCAPE '\' AND s ILIKE $2 ESCAPE $3`, []uint32{25, 25, 25}}, // Tortoise ORM's startswith
 		{"SELECT id FROM pt p WHERE p.m = $1", []uint32{900001}},
 		{"SELECT id FROM pt WHERE id = ANY($1) AND s <> ALL($2)", []uint32{1007, 1009}},
