@@ -109,7 +109,7 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`use DROP (VIEW|TABLE) to delete|because it is a view|` +
 	`ORDER BY term does not match any column|cannot join using column|` +
 	`cannot rename columns of view|no such window|misuse of aggregate|misuse of window function|` +
-	`IN\(\.\.\.\) element has \d+ terms? - expected`)
+	`IN\(\.\.\.\) element has \d+ terms? - expected|may not be used as a window function`)
 
 var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 

@@ -2641,6 +2641,10 @@ func mapError(err error) error {
 			msg = "window functions are not allowed here (" + msg + ")"
 		case strings.Contains(msg, "IN(...) element has"), strings.Contains(msg, "sub-select returns") && strings.Contains(msg, "expected"):
 			code, msg = "42601", "unequal number of entries in row expressions ("+msg+")"
+		case strings.Contains(msg, "may not be used as a window function"):
+			// min() OVER w: SQLite's scalar min of no arguments.
+			code = "42883"
+			msg = fmt.Sprintf("function %s does not exist as an aggregate or window function", strings.TrimSuffix(msg, " may not be used as a window function"))
 		case strings.HasPrefix(msg, "no such window: "):
 			code, msg = "42704", fmt.Sprintf("window %q does not exist", strings.TrimPrefix(msg, "no such window: "))
 		case strings.HasPrefix(msg, "cannot join using column "):
