@@ -109,7 +109,8 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`use DROP (VIEW|TABLE) to delete|because it is a view|` +
 	`ORDER BY term does not match any column|cannot join using column|` +
 	`cannot rename columns of view|no such window|misuse of aggregate|misuse of window function|` +
-	`IN\(\.\.\.\) element has \d+ terms? - expected|may not be used as a window function`)
+	`IN\(\.\.\.\) element has \d+ terms? - expected|may not be used as a window function|` +
+	`circular reference: `)
 
 var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 

@@ -2641,6 +2641,10 @@ func mapError(err error) error {
 			msg = "window functions are not allowed here (" + msg + ")"
 		case strings.Contains(msg, "IN(...) element has"), strings.Contains(msg, "sub-select returns") && strings.Contains(msg, "expected"):
 			code, msg = "42601", "unequal number of entries in row expressions ("+msg+")"
+		case strings.HasPrefix(msg, "circular reference: "):
+			name := strings.TrimPrefix(msg, "circular reference: ")
+			return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name),
+				Hint: fmt.Sprintf("There is a WITH item named %q, but it cannot be referenced from this part of the query. Use WITH RECURSIVE, or re-order the WITH items to remove forward references.", name), Err: err}
 		case strings.Contains(msg, "may not be used as a window function"):
 			// min() OVER w: SQLite's scalar min of no arguments.
 			code = "42883"
