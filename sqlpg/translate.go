@@ -3024,7 +3024,9 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			continue
 		}
 		delete(t.srfPending, f)
+		fromOne := false // _pg_expandarray's n counts from 1, whatever the array's lower bound
 		if name == "_pg_expandarray" {
+			fromOne = field == "n"
 			// information_schema._pg_expandarray(arr): records (x, n),
 			// element and position (pgjdbc's metadata queries).
 			name = "unnest"
@@ -3082,8 +3084,11 @@ func (t *translator) targetSRFs(s *pg_query.SelectStmt) {
 			key := func() *pg_query.Node {
 				return pg_query.MakeColumnRefNode([]*pg_query.Node{pg_query.MakeStrNode(alias), pg_query.MakeStrNode("key")}, -1)
 			}
-			sub := call("_cast_int4", pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")}, key(),
-				call("coalesce", call("array_lower", proto.Clone(f.Args[0]).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)), pg_query.MakeAConstIntNode(1, -1)), -1))
+			lower := call("coalesce", call("array_lower", proto.Clone(f.Args[0]).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)), pg_query.MakeAConstIntNode(1, -1))
+			if fromOne {
+				lower = pg_query.MakeAConstIntNode(1, -1)
+			}
+			sub := call("_cast_int4", pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("+")}, key(), lower, -1))
 			within := pg_query.MakeAExprNode(pg_query.A_Expr_Kind_AEXPR_OP, []*pg_query.Node{pg_query.MakeStrNode("<")}, key(),
 				call("coalesce", call("array_length", proto.Clone(f.Args[0]).(*pg_query.Node), pg_query.MakeAConstIntNode(1, -1)), pg_query.MakeAConstIntNode(0, -1)), -1)
 			rt.Val = &pg_query.Node{Node: &pg_query.Node_CaseExpr{CaseExpr: &pg_query.CaseExpr{

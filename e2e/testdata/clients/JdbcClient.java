@@ -1,6 +1,6 @@
 // pgjdbc against tandem: PreparedStatement (server-prepared after a few
-// executions, binary transfer), batch, DatabaseMetaData.getTables and
-// getColumns. Usage: java -cp postgresql.jar:. JdbcClient JDBC_URL USER PASSWORD
+// executions, binary transfer), batch, DatabaseMetaData.getTables,
+// getColumns, getPrimaryKeys and getIndexInfo. Usage: java -cp postgresql.jar:. JdbcClient JDBC_URL USER PASSWORD
 import java.math.BigDecimal;
 import java.sql.*;
 import java.util.*;
@@ -125,6 +125,13 @@ public class JdbcClient {
             try (ResultSet rs = md.getPrimaryKeys(null, "public", "jd_acct")) {
                 if (!rs.next() || !rs.getString("COLUMN_NAME").equals("id")) fail("getPrimaryKeys");
             }
+            // getIndexInfo: each index column by name and 1-based position
+            // ((_pg_expandarray(indkey)).n, then pg_get_indexdef(oid, n)).
+            List<String> idx = new ArrayList<>();
+            try (ResultSet rs = md.getIndexInfo(null, "public", "jd_acct", false, false)) {
+                while (rs.next()) idx.add(rs.getString("INDEX_NAME") + ":" + rs.getString("COLUMN_NAME") + ":" + rs.getInt("ORDINAL_POSITION") + ":" + rs.getBoolean("NON_UNIQUE"));
+            }
+            if (!idx.contains("jd_acct_pkey:id:1:false")) fail("getIndexInfo: " + idx);
         }
         // pgjdbc's defaults (unnamed statements for the first five
         // executions): with autocommit off its BEGIN travels with the first
