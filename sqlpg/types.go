@@ -785,6 +785,18 @@ func (t *translator) exprType(e *pg_query.Node, sc *scope) ColType {
 			}
 		}
 	case *pg_query.Node_AIndirection:
+		// (information_schema._pg_expandarray(arr)).n / .x: the position
+		// (integer) and the element.
+		if f := x.AIndirection.Arg.GetFuncCall(); f != nil && lastName(f.Funcname) == "_pg_expandarray" && len(f.Args) == 1 && len(x.AIndirection.Indirection) == 1 {
+			switch x.AIndirection.Indirection[0].GetString_().GetSval() {
+			case "n":
+				return ct(23)
+			case "x":
+				if at := t.exprType(f.Args[0], sc); at.Type != nil && at.Type.Elem != 0 {
+					return ct(at.Type.Elem)
+				}
+			}
+		}
 		// arr[i]: the element type (a slice arr[i:j] keeps the array type)
 		at := t.exprType(x.AIndirection.Arg, sc)
 		if at.Type != nil && at.Type.Elem != 0 {
