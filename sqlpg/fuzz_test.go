@@ -110,7 +110,7 @@ var sqliteInputErrors = regexp.MustCompile(`no such (table|column|index|view|sav
 	`ORDER BY term does not match any column|cannot join using column|` +
 	`cannot rename columns of view|no such window|misuse of aggregate|misuse of window function|` +
 	`IN\(\.\.\.\) element has \d+ terms? - expected|may not be used as a window function|` +
-	`circular reference: `)
+	`circular reference: |variable number must be between`)
 
 var noSuchFunction = regexp.MustCompile(`no such function: (\S+)`)
 

@@ -257,6 +257,17 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	}
 	if strings.IndexByte(sql, '$') >= 0 {
 		t.hasParams = true
+		var bad int32
+		walkNode(raw, func(n *pg_query.Node) {
+			if p := n.GetParamRef(); p != nil && p.Number > 65535 && bad == 0 {
+				bad = p.Number
+			}
+		})
+		if bad != 0 {
+			// The protocol binds at most 65535 (PostgreSQL's answer
+			// when the Bind cannot have given it).
+			return nil, &pgwire.Error{Code: "42P02", Message: fmt.Sprintf("there is no parameter $%d", bad)}
+		}
 		t.castParams(raw)
 	}
 	// Before anything types the statement: catalogs' tableoid, sequences

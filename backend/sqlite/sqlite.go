@@ -2641,6 +2641,8 @@ func mapError(err error) error {
 			msg = "window functions are not allowed here (" + msg + ")"
 		case strings.Contains(msg, "IN(...) element has"), strings.Contains(msg, "sub-select returns") && strings.Contains(msg, "expected"):
 			code, msg = "42601", "unequal number of entries in row expressions ("+msg+")"
+		case strings.HasPrefix(msg, "variable number must be between"):
+			code, msg = "54000", "a statement on the SQLite back end takes at most 32766 parameters ("+msg+")"
 		case strings.HasPrefix(msg, "circular reference: "):
 			name := strings.TrimPrefix(msg, "circular reference: ")
 			return &pgwire.Error{Code: "42P01", Message: fmt.Sprintf("relation %q does not exist", name),
