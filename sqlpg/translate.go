@@ -2091,6 +2091,9 @@ func (t *translator) funcCall(n *pg_query.Node, f *pg_query.FuncCall) {
 		if !t.jsonPathCall(n, f, name) {
 			return
 		}
+	} else if name != "make_interval" && slices.ContainsFunc(f.Args, func(a *pg_query.Node) bool { return a.GetNamedArgExpr() != nil }) {
+		t.fail(unsupported("named arguments (name => value) to %s", name))
+		return
 	}
 	if isSetReturning(name) && len(names) == 1 {
 		if t.srfPending == nil {
