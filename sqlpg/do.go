@@ -165,6 +165,10 @@ type plBlock struct {
 // variables by number (nil in a DO block, which has none).
 func convertItemsIn(list []map[string]json.RawMessage, datums []string) ([]DoItem, error) {
 	convertItems := func(l []map[string]json.RawMessage) ([]DoItem, error) { return convertItemsIn(l, datums) }
+	where := "a DO block"
+	if datums != nil {
+		where = "a function"
+	}
 	var out []DoItem
 	for _, m := range list {
 		for kind, raw := range m {
@@ -296,7 +300,7 @@ func convertItemsIn(list []map[string]json.RawMessage, datums []string) ([]DoIte
 					return nil, err
 				}
 				if len(x.Params) > 0 {
-					return nil, unsupported("RAISE with parameters in a DO block")
+					return nil, unsupported("RAISE with parameters in %s", where)
 				}
 				r := &DoRaise{Error: x.Level >= 21, Message: x.Message, Code: "P0001"}
 				if c, ok := conditionCodes[strings.ToLower(x.Code)]; ok && c != "" {
@@ -306,7 +310,7 @@ func convertItemsIn(list []map[string]json.RawMessage, datums []string) ([]DoIte
 			case "PLpgSQL_stmt_return":
 				// the implicit RETURN after the block
 			default:
-				return nil, unsupported("%s in a DO block", strings.TrimPrefix(kind, "PLpgSQL_stmt_"))
+				return nil, unsupported("%s in %s", strings.TrimPrefix(kind, "PLpgSQL_stmt_"), where)
 			}
 		}
 	}

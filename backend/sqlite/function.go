@@ -323,9 +323,9 @@ func (s *Session) runInto(ctx context.Context, sql, into string) error {
 
 // getDiagnostics sets OUT parameters from the error the enclosing
 // handler caught (GET STACKED DIAGNOSTICS).
-func (s *Session) getDiagnostics(items []sqlpg.DoDiag) {
-	if s.frame == nil {
-		return
+func (s *Session) getDiagnostics(items []sqlpg.DoDiag) error {
+	if s.frame == nil || s.frame.caught == nil {
+		return &pgwire.Error{Code: "0Z002", Message: "GET STACKED DIAGNOSTICS cannot be used outside an exception handler"}
 	}
 	e := s.frame.caught
 	for _, d := range items {
@@ -334,26 +334,25 @@ func (s *Session) getDiagnostics(items []sqlpg.DoDiag) {
 			continue
 		}
 		var text string
-		if e != nil {
-			switch d.Item {
-			case "PG_EXCEPTION_DETAIL":
-				text = e.Detail
-			case "PG_EXCEPTION_HINT":
-				text = e.Hint
-			case "MESSAGE_TEXT":
-				text = e.Message
-			case "RETURNED_SQLSTATE":
-				text = e.Code
-			case "CONSTRAINT_NAME":
-				text = e.Constraint
-			case "TABLE_NAME":
-				text = e.Table
-			case "COLUMN_NAME":
-				text = e.Column
-			case "SCHEMA_NAME":
-				text = e.Schema
-			}
+		switch d.Item {
+		case "PG_EXCEPTION_DETAIL":
+			text = e.Detail
+		case "PG_EXCEPTION_HINT":
+			text = e.Hint
+		case "MESSAGE_TEXT":
+			text = e.Message
+		case "RETURNED_SQLSTATE":
+			text = e.Code
+		case "CONSTRAINT_NAME":
+			text = e.Constraint
+		case "TABLE_NAME":
+			text = e.Table
+		case "COLUMN_NAME":
+			text = e.Column
+		case "SCHEMA_NAME":
+			text = e.Schema
 		}
 		v.row = []any{text}
 	}
+	return nil
 }

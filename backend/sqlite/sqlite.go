@@ -3259,7 +3259,9 @@ func (s *Session) runDoItems(ctx context.Context, items []sqlpg.DoItem, depth in
 				return err
 			}
 		case len(it.Diag) > 0:
-			s.getDiagnostics(it.Diag)
+			if err := s.getDiagnostics(it.Diag); err != nil {
+				return err
+			}
 		case it.Block != nil:
 			if err := s.runDoBlock(ctx, it.Block, depth+1); err != nil {
 				return err
