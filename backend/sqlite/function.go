@@ -58,6 +58,9 @@ func prepareFunction(st *Statement, sql string) (done bool, err error) {
 		}
 		st.dropFn = &dropFunc{name: name, missingOk: missingOk}
 	case "SELECT":
+		if !containsFold(sql, "PG_TEMP") {
+			return false, nil // every SELECT passes here: no copy of its text
+		}
 		call, ok, err := sqlpg.ParseFuncCall(sql)
 		if !ok {
 			return false, nil
