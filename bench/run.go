@@ -77,11 +77,23 @@ type RunOptions struct {
 	// Tracer, when set, traces every statement of every client connection
 	// (`tandem bench record` sets a trace.Recorder).
 	Tracer pgx.QueryTracer
+	// Wait is how each client waits for the server's answers (--wait):
+	// WaitPoller ("" too) parks the client's goroutine in the Go runtime's
+	// network poller; WaitThread waits in the kernel on the goroutine's own
+	// thread, as a JDBC driver's threads do, and needs more Go Ps
+	// (GOMAXPROCS) than clients.
+	Wait string
 	// OnStart, if set, is called with the run's start (time 0 of the
 	// timeline) once every client is connected, e.g. to schedule a fault
 	// in the measured window.
 	OnStart func(start time.Time)
 }
+
+// How clients wait for the server's answers (RunOptions.Wait).
+const (
+	WaitPoller = "poller"
+	WaitThread = "thread"
+)
 
 // Run drives the workload against opts.DSN: Clients closed-loop clients, each
 // on its own connection, for Rampup and then Duration. Transactions started
@@ -156,6 +168,19 @@ func newRunner(opts RunOptions) (*runner, error) {
 	}
 	if opts.Simple {
 		cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	}
+	switch opts.Wait {
+	case "", WaitPoller:
+	case WaitThread:
+		if !threadWaitSupported {
+			return nil, fmt.Errorf("%w: --wait %s needs Linux", ErrBadOption, WaitThread)
+		}
+		if p := runtime.GOMAXPROCS(0); p <= opts.Clients {
+			return nil, fmt.Errorf("%w: --wait %s needs more Go processors than clients (GOMAXPROCS %d, %d clients): each client keeps one while it waits; raise --procs or use --wait %s", ErrBadOption, WaitThread, p, opts.Clients, WaitPoller)
+		}
+		cfg.DialFunc = dialThreadWait
+	default:
+		return nil, fmt.Errorf("%w: --wait %q (want %s or %s)", ErrBadOption, opts.Wait, WaitPoller, WaitThread)
 	}
 	if opts.Tracer != nil {
 		cfg.Tracer = opts.Tracer
@@ -305,6 +330,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	if opts.Simple {
 		res.Protocol = "simple"
+	}
+	res.Environment.Wait = WaitPoller
+	if opts.Wait != "" {
+		res.Environment.Wait = opts.Wait
 	}
 	if res.TandemVersion == "" {
 		res.TandemVersion = buildVersion()
@@ -566,11 +595,13 @@ func (r *runner) printProgress(p TimelinePoint) {
 
 // Environment describes where a run happened.
 type Environment struct {
-	GoVersion     string `json:"go_version"`
-	OS            string `json:"os"`
-	Arch          string `json:"arch"`
-	CPUs          int    `json:"cpus"`
-	GoMaxProcs    int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	CPUs       int    `json:"cpus"`
+	GoMaxProcs int    `json:"gomaxprocs"`
+	// Wait is how the clients waited for answers (RunOptions.Wait).
+	Wait          string `json:"wait,omitempty"`
 	Hostname      string `json:"hostname"`
 	ServerVersion string `json:"server_version,omitempty"`
 }

@@ -149,6 +149,7 @@ type benchRunFlags struct {
 	label    string
 	quiet    bool
 	procs    int
+	wait     string
 	trace    string // bench record: the trace file
 	lab      string // --lab: the client's emulated host
 }
@@ -173,7 +174,10 @@ func benchProcs(flag, clients, cpus int) int {
 
 // runProcs is the GOMAXPROCS of `tandem bench run`: the --procs flag, or one
 // P per client, at most twice the CPUs, and at most the client's CPU quota
-// (rounded up) when --lab gives it one. Clients are independent terminals,
+// (rounded up) when --lab gives it one; with --wait thread, one P per
+// client and one for everything else (a waiting client keeps its P, and a
+// blocked thread uses no CPU, so neither the CPUs nor a quota bound them).
+// Clients are independent terminals,
 // as a JDBC driver's threads are: with fewer Ps than clients, a client whose
 // answer has arrived waits in the Go scheduler's queue while another client
 // builds its next statement. That wait is small where a client does little
@@ -183,9 +187,12 @@ func benchProcs(flag, clients, cpus int) int {
 // an idle machine where one P each ran 0.95-1.22 (docs/benchmarks.md). A
 // quota bounds the useful Ps: more threads than it allows only get
 // throttled together.
-func runProcs(flag, clients, cpus int, quota float64) int {
+func runProcs(flag, clients, cpus int, quota float64, wait string) int {
 	if flag > 0 {
 		return flag
+	}
+	if wait == bench.WaitThread {
+		return clients + 1
 	}
 	return capByQuota(max(1, min(clients, 2*cpus)), quota)
 }
@@ -197,6 +204,29 @@ func capByQuota(n int, quota float64) int {
 		n = min(n, max(1, int(math.Ceil(quota))))
 	}
 	return n
+}
+
+// threadWaitClients is the most clients --wait auto lets wait on threads
+// of their own: each holds a Go P, and the garbage collector's workers
+// grow with the Ps.
+const threadWaitClients = 16
+
+// runWait resolves --wait. A client blocked in the kernel on its own
+// thread answers the server sooner than one parked in Go's network poller
+// and woken through it (pgx against pgjdbc on one statement: the poller
+// costs about 4 µs of client and 2 µs of server CPU per round trip;
+// docs/benchmarks.md, "Waiting on the client's own thread").
+func runWait(flag string, clients int) (string, error) {
+	switch flag {
+	case "auto", "":
+		if runtime.GOOS == "linux" && clients > 0 && clients <= threadWaitClients {
+			return bench.WaitThread, nil
+		}
+		return bench.WaitPoller, nil
+	case bench.WaitThread, bench.WaitPoller:
+		return flag, nil
+	}
+	return "", fmt.Errorf("--wait %q: want auto, %s or %s", flag, bench.WaitThread, bench.WaitPoller)
 }
 
 func newBenchRunCmd() *cobra.Command { return newBenchRunCmdWith(&benchRunFlags{}) }
@@ -240,7 +270,8 @@ Ctrl-C stops early and still reports what was measured.`,
 	fs.BoolVar(&f.json, "json", false, "print the result as JSON instead of the summary table")
 	fs.StringVar(&f.label, "label", "", "name of this run in comparisons (default: the --out directory name)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no live progress line")
-	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per client, at most twice the CPUs and at most --lab's client quota rounded up)")
+	fs.IntVar(&f.procs, "procs", 0, "GOMAXPROCS of the driver (0 = one per client, at most twice the CPUs and at most --lab's client quota rounded up; with --wait thread, one more than the clients)")
+	fs.StringVar(&f.wait, "wait", "auto", "how each client waits for answers: thread (in the kernel on its own thread, as JDBC's; needs Linux), poller (Go's network poller), or auto: thread up to 16 clients, poller above")
 	fs.StringVar(&f.lab, "lab", "", "run the client in its own emulated host (cgroup; needs root): client=CORES sets its CPU quota, \"on\" none; the CPU it used is reported")
 	_ = cmd.MarkFlagRequired("dsn")
 	return cmd
@@ -272,12 +303,17 @@ func (f *benchRunFlags) run(cmd *cobra.Command) error {
 			f.opts.Clients = n
 		}
 	}
+	wait, err := runWait(f.wait, f.opts.Clients)
+	if err != nil {
+		return err
+	}
+	f.opts.Wait = wait
 	if f.opts.Clients > 0 {
 		var quota float64
 		if spec, err := labSpec(cmd, nil, f.lab); err == nil && spec != nil {
 			quota = spec.CPUClient
 		}
-		prev := runtime.GOMAXPROCS(runProcs(f.procs, f.opts.Clients, runtime.NumCPU(), quota))
+		prev := runtime.GOMAXPROCS(runProcs(f.procs, f.opts.Clients, runtime.NumCPU(), quota, wait))
 		defer runtime.GOMAXPROCS(prev)
 	}
 	f.opts.Workload = w

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -73,19 +74,48 @@ func TestRunProcs(t *testing.T) {
 	tests := []struct {
 		flag, clients, cpus int
 		quota               float64
+		wait                string
 		want                int
 	}{
-		{0, 4, 2, 0, 4},    // one P per client
-		{0, 1, 2, 0, 1},    //
-		{0, 8, 2, 0, 4},    // at most twice the CPUs
-		{0, 64, 16, 0, 32}, //
-		{0, 8, 2, 0.4, 1},  // a client quota of 0.4 cores: one P
-		{0, 8, 2, 1.5, 2},  // rounded up
-		{3, 8, 2, 0.4, 3},  // --procs wins
+		{0, 4, 2, 0, bench.WaitPoller, 4},    // one P per client
+		{0, 1, 2, 0, bench.WaitPoller, 1},    //
+		{0, 8, 2, 0, bench.WaitPoller, 4},    // at most twice the CPUs
+		{0, 64, 16, 0, bench.WaitPoller, 32}, //
+		{0, 8, 2, 0.4, bench.WaitPoller, 1},  // a client quota of 0.4 cores: one P
+		{0, 8, 2, 1.5, bench.WaitPoller, 2},  // rounded up
+		{3, 8, 2, 0.4, bench.WaitPoller, 3},  // --procs wins
+		{0, 4, 2, 0, bench.WaitThread, 5},    // waiting on threads: one P per client and one more
+		{0, 8, 2, 0.4, bench.WaitThread, 9},  // whatever the quota
+		{3, 8, 2, 0, bench.WaitThread, 3},    // --procs wins (the run refuses too few)
 	}
 	for _, tc := range tests {
-		if got := runProcs(tc.flag, tc.clients, tc.cpus, tc.quota); got != tc.want {
-			t.Errorf("runProcs(%d, %d, %d, %g) = %d, want %d", tc.flag, tc.clients, tc.cpus, tc.quota, got, tc.want)
+		if got := runProcs(tc.flag, tc.clients, tc.cpus, tc.quota, tc.wait); got != tc.want {
+			t.Errorf("runProcs(%d, %d, %d, %g, %s) = %d, want %d", tc.flag, tc.clients, tc.cpus, tc.quota, tc.wait, got, tc.want)
+		}
+	}
+}
+
+func TestRunWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("waiting on threads is Linux's")
+	}
+	tests := []struct {
+		flag    string
+		clients int
+		want    string
+		err     bool
+	}{
+		{"auto", 4, bench.WaitThread, false},
+		{"", 16, bench.WaitThread, false},
+		{"auto", 17, bench.WaitPoller, false},
+		{"thread", 64, bench.WaitThread, false},
+		{"poller", 1, bench.WaitPoller, false},
+		{"threads", 4, "", true},
+	}
+	for _, tc := range tests {
+		got, err := runWait(tc.flag, tc.clients)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("runWait(%q, %d) = %q, %v; want %q (error %v)", tc.flag, tc.clients, got, err, tc.want, tc.err)
 		}
 	}
 }
