@@ -24,6 +24,10 @@
 # the summary as CPU per transaction.
 # LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
 # TD_ARGS: more flags for tandem bench run (e.g. "--procs 2").
+# TD2_ARGS: when set, tandem's driver runs a second time in every round
+# with these flags instead (e.g. "--wait poller"), as "td2": two settings of
+# tandem's driver against the same BenchBase runs. The three runs of a
+# round rotate their order (bb td td2, td td2 bb, td2 bb td).
 # The server's CPU per transaction (all PostgreSQL processes, /proc) is in
 # the summary for every run; PERF=1 (perf installed) adds a profile of the
 # server's CPU by symbol for each run (*.perf).
@@ -231,6 +235,7 @@ summary() {
   python3 - "$@" <<'PY'
 import json, sys, glob, os
 label, bbdir, tddir = sys.argv[1:4]
+td2dir = sys.argv[4] if len(sys.argv) > 4 else None
 def bb(d):
     # Throughput: BenchBase's own figure (transactions that started and ended
     # in the measured window, whatever their outcome, per second). Its
@@ -294,6 +299,13 @@ print(f"{label}  BenchBase      tps {a[0]:8.1f}  goodput {a[1]:8.1f}{tpmc(a[2])}
 print(f"{label}  tandem driver  tps {b[0]:8.1f}  goodput {b[1]:8.1f}{tpmc(b[2])}{cpt(b)}{scpu(tddir, b)}{srv(tddir)}")
 r = lambda x, y: f"{x / y:5.3f}" if y else "  n/a"
 print(f"{label}  ratio td/bb    tps {r(b[0], a[0])}     goodput {r(b[1], a[1])}    " + (f"  tpmC {r(b[2], a[2])}" if a[2] else ""))
+if td2dir:
+    try:
+        c = td(td2dir)
+    except Exception as e:
+        print(f"{label}: no td2 result ({e})"); sys.exit(0)
+    print(f"{label}  tandem td2     tps {c[0]:8.1f}  goodput {c[1]:8.1f}{tpmc(c[2])}{cpt(c)}{scpu(td2dir, c)}{srv(td2dir)}")
+    print(f"{label}  ratio td2/bb   tps {r(c[0], a[0])}     goodput {r(c[1], a[1])}    " + (f"  tpmC {r(c[2], a[2])}" if a[2] else ""))
 PY
 }
 
@@ -313,6 +325,9 @@ for wl in $WORKLOADS; do
     for target in $TARGETS; do
       # Odd rounds BenchBase first, even rounds tandem's driver first.
       order="bb td"; [ $((r % 2)) = 0 ] && order="td bb"
+      if [ -n "${TD2_ARGS:-}" ]; then
+        case $((r % 3)) in 1) order="bb td td2";; 2) order="td td2 bb";; 0) order="td2 bb td";; esac
+      fi
       echo "== $wl round $r on $target: $order" >&2
       for drv in $order; do
         if [ $drv = bb ]; then
@@ -322,19 +337,20 @@ for wl in $WORKLOADS; do
           [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-bb.srv"
           pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
         else
-          pgss /dev/null td; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-td"
-          ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-td.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
-            --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet ${TD_ARGS:-} --out "$OUT/$wl-r$r-$target-td" \
-            > "$OUT/$wl-r$r-$target-td.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-td.txt" >&2; }
-          perfstop "$OUT/$wl-r$r-$target-td"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-td.scpu"
-          [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-td.srv"
-          pgss "$OUT/$wl-r$r-$target-td.pgss" td
+          args=${TD_ARGS:-}; [ $drv = td2 ] && args=$TD2_ARGS
+          pgss /dev/null td; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-$drv"
+          ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-$drv.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
+            --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet $args --out "$OUT/$wl-r$r-$target-$drv" \
+            > "$OUT/$wl-r$r-$target-$drv.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-$drv.txt" >&2; }
+          perfstop "$OUT/$wl-r$r-$target-$drv"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-$drv.scpu"
+          [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-$drv.srv"
+          pgss "$OUT/$wl-r$r-$target-$drv.pgss" td
         fi
       done
     done
   done
   echo "### $wl, scale $scale, $TERM_N terminals, ${DUR}s measured after ${RAMP}s warm-up, $ISOLATION${CG:+, emulated hosts $HOSTS}${NOFK:+, BenchBase foreign keys dropped}"
   for r in $(seq 1 "$R"); do for target in $TARGETS; do
-    SPAN=$((RAMP + DUR)) summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td"
+    SPAN=$((RAMP + DUR)) summary "$wl r$r $target" "$OUT/$wl-r$r-$target-bb" "$OUT/$wl-r$r-$target-td" ${TD2_ARGS:+"$OUT/$wl-r$r-$target-td2"}
   done; done
 done

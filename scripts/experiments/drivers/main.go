@@ -3,10 +3,12 @@
 // backends' CPU per call and its own (read from /proc, so run it on the
 // server's host). Its pgjdbc twin is Multi.java; run.sh runs both, alternating.
 //
-//	drivers [-raw] [-calls N] [-conns C] [-dsn DSN]
+//	drivers [-raw] [-thread] [-calls N] [-conns C] [-dsn DSN]
 //
 // -raw executes through pgconn (pgx's protocol layer) with text results,
-// skipping pgx's row scanning and type map.
+// skipping pgx's row scanning and type map. -thread waits for answers in
+// the kernel on each goroutine's own thread, as `tandem bench run --wait
+// thread` does (threadconn_linux.go, a copy of bench's).
 package main
 
 import (
@@ -41,6 +43,7 @@ func cpu(pid int) float64 {
 
 func main() {
 	raw := flag.Bool("raw", false, "execute through pgconn with text results")
+	thread := flag.Bool("thread", false, "wait for answers in the kernel on the goroutine's own thread (tandem bench run --wait thread); needs GOMAXPROCS > conns")
 	calls := flag.Int("calls", 30000, "calls per connection")
 	conns := flag.Int("conns", 4, "connections, one goroutine each")
 	dsn := flag.String("dsn", "postgres://postgres@127.0.0.1:5499/postgres", "server")
@@ -52,7 +55,14 @@ func main() {
 	}
 	var cls []client
 	for range *conns {
-		c, err := pgx.Connect(ctx, *dsn)
+		cfg, err := pgx.ParseConfig(*dsn)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if *thread {
+			cfg.DialFunc = dialThreadWait
+		}
+		c, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -118,6 +128,9 @@ func main() {
 	mode := "pgx"
 	if *raw {
 		mode = "pgconn"
+	}
+	if *thread {
+		mode += " (thread wait)"
 	}
 	fmt.Printf("%s %d conns: %.0f calls/s, server %.2f us/call, driver %.2f us/call\n", mode, *conns, total/el.Seconds(), (after-before)*1e6/total, self*1e6/total)
 }

@@ -1,6 +1,8 @@
 #!/bin/bash
 # The TPC-C driver gap (issue 16) on one statement: pgx (as tandem's
-# drivers use it), pgx's pgconn layer, and pgjdbc (BenchBase's driver), on
+# drivers used it with Go's network poller), pgx's pgconn layer, pgx
+# waiting on each goroutine's own thread (`tandem bench run --wait thread`,
+# its default up to 16 clients), and pgjdbc (BenchBase's driver), on
 # the same prepared single-row SELECT against a scratch PostgreSQL (port
 # 5499, table item of 100,000 rows), alternating, ROUNDS times.
 #   scripts/experiments/drivers/run.sh [ROUNDS] [CONNS]
@@ -22,6 +24,7 @@ for r in $(seq "$ROUNDS"); do
   echo "== round $r"
   "$W/drivers" -conns "$CONNS"
   "$W/drivers" -conns "$CONNS" -raw
+  GOMAXPROCS=$((CONNS + 1)) "$W/drivers" -conns "$CONNS" -thread
   GOMAXPROCS=1 "$W/drivers" -conns "$CONNS" | sed 's/^pgx/pgx GOMAXPROCS=1/'
   java -cp "$JAR:$W" Multi 30000 "$CONNS" | tail -1
 done
