@@ -24,6 +24,9 @@
 # the summary as CPU per transaction.
 # LOAD_TARGET=direct (default) or tandem-pg: where both loaders write.
 # TD_ARGS: more flags for tandem bench run (e.g. "--procs 2").
+# SWAP_DB=1: after the loads, each driver runs on the other's database
+# (BenchBase on td, tandem's driver on bb): whether a difference is the
+# data and schema a loader made or the driver.
 # TD2_ARGS: when set, tandem's driver runs a second time in every round
 # with these flags instead (e.g. "--wait poller"), as "td2": two settings of
 # tandem's driver against the same BenchBase runs. The three runs of a
@@ -194,7 +197,7 @@ cputime() { local f=$1; shift; if [ -x /usr/bin/time ]; then /usr/bin/time -o "$
 # bbconfig WORKLOAD TARGET FILE: BenchBase's sample configuration for
 # PostgreSQL with this run's scale, terminals, times, isolation and mix.
 bbconfig() {
-  local wl=$1 url="jdbc:postgresql://$(hostport "$2" bb)/bb?sslmode=disable&amp;ApplicationName=$1&amp;reWriteBatchedInserts=true"
+  local wl=$1 url="jdbc:postgresql://$(hostport "$2" "$BBDB")/$BBDB?sslmode=disable&amp;ApplicationName=$1&amp;reWriteBatchedInserts=true"
   local scale weights types
   case $wl in
     tpcc) scale=$WH; weights=45,43,4,4,4
@@ -310,6 +313,7 @@ PY
 }
 
 for wl in $WORKLOADS; do
+  BBDB=bb TDDB=td
   case $wl in tpcc) scale=$WH;; epinions) scale=$EP_SCALE;; *) echo "bench-benchbase: workload $wl: only tpcc and epinions" >&2; exit 1;; esac
   echo "== loading $wl at scale $scale ($LOAD_TARGET): BenchBase into database bb, tandem into td" >&2
   bb "$wl" "$LOAD_TARGET" "$OUT/load-$wl" --create=true --load=true --execute=false
@@ -321,6 +325,7 @@ for wl in $WORKLOADS; do
   fi
   "${PSQL[@]}" -d bb -c "VACUUM ANALYZE"; "${PSQL[@]}" -d td -c "VACUUM ANALYZE"
   "${PSQL[@]}" -c "CHECKPOINT"
+  if [ -n "${SWAP_DB:-}" ]; then BBDB=td TDDB=bb; echo "== SWAP_DB: BenchBase runs on td, tandem's driver on bb" >&2; fi
   for r in $(seq 1 "$R"); do
     for target in $TARGETS; do
       # Odd rounds BenchBase first, even rounds tandem's driver first.
@@ -331,20 +336,20 @@ for wl in $WORKLOADS; do
       echo "== $wl round $r on $target: $order" >&2
       for drv in $order; do
         if [ $drv = bb ]; then
-          pgss /dev/null bb; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-bb"
+          pgss /dev/null $BBDB; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-bb"
           BB_HOST=${CG:+driver} bb "$wl" "$target" "$OUT/$wl-r$r-$target-bb" --create=false --load=false --execute=true || true
           perfstop "$OUT/$wl-r$r-$target-bb"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-bb.scpu"
           [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-bb.srv"
-          pgss "$OUT/$wl-r$r-$target-bb.pgss" bb
+          pgss "$OUT/$wl-r$r-$target-bb.pgss" $BBDB
         else
           args=${TD_ARGS:-}; [ $drv = td2 ] && args=$TD2_ARGS
-          pgss /dev/null td; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-$drv"
-          ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-$drv.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" td)/td?sslmode=disable" \
+          pgss /dev/null $TDDB; s0=$(srvstat || true); c0=$(srvcpu); perfstart "$OUT/$wl-r$r-$target-$drv"
+          ${CG:+inhost driver} cputime "$OUT/$wl-r$r-$target-$drv.cpu" "$T" bench run --workload "$wl" --dsn "postgres://postgres@$(hostport "$target" $TDDB)/$TDDB?sslmode=disable" \
             --clients "$TERM_N" --rampup "${RAMP}s" --duration "${DUR}s" --quiet $args --out "$OUT/$wl-r$r-$target-$drv" \
             > "$OUT/$wl-r$r-$target-$drv.txt" 2>&1 || { echo "tandem bench run $wl on $target FAILED:" >&2; tail -20 "$OUT/$wl-r$r-$target-$drv.txt" >&2; }
           perfstop "$OUT/$wl-r$r-$target-$drv"; sleep 0.3; echo "$c0 $(srvcpu)" > "$OUT/$wl-r$r-$target-$drv.scpu"
           [ -n "$CG" ] && echo "$s0 $(srvstat)" > "$OUT/$wl-r$r-$target-$drv.srv"
-          pgss "$OUT/$wl-r$r-$target-$drv.pgss" td
+          pgss "$OUT/$wl-r$r-$target-$drv.pgss" $TDDB
         fi
       done
     done
