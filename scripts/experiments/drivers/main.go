@@ -8,7 +8,8 @@
 // -raw executes through pgconn (pgx's protocol layer) with text results,
 // skipping pgx's row scanning and type map. -thread waits for answers in
 // the kernel on each goroutine's own thread, as `tandem bench run --wait
-// thread` does (threadconn_linux.go, a copy of bench's).
+// thread` does: run.sh builds it with bench/threadwait_linux.go copied in
+// (dialThreadWait), so build it through run.sh.
 package main
 
 import (

@@ -18,7 +18,11 @@ runuser -u postgres -- "$B/initdb" -D "$W/d" -A trust >/dev/null
 runuser -u postgres -- "$B/pg_ctl" -D "$W/d" -l "$W/log" -w -o "-p 5499 -k $W -c listen_addresses=127.0.0.1 -c shared_buffers=256MB" start >/dev/null
 "$B/psql" -qh 127.0.0.1 -p 5499 -U postgres -c "CREATE TABLE item (i_id int PRIMARY KEY, i_im_id int, i_name varchar(24), i_price decimal(5,2), i_data varchar(50))" \
   -c "INSERT INTO item SELECT g, g, md5(g::text)::varchar(24), (g % 9999) / 100.0, md5((g * 7)::text) FROM generate_series(1, 100000) g" -c "VACUUM ANALYZE item"
-go build -o "$W/drivers" .
+# -thread uses bench's own connection (bench/threadwait_linux.go), copied
+# into a scratch build of this program.
+mkdir "$W/src" && cp ./*.go go.mod go.sum "$W/src"
+sed 's/^package bench$/package main/' ../../../bench/threadwait_linux.go > "$W/src/threadconn_linux.go"
+(cd "$W/src" && go build -o "$W/drivers" .)
 javac -d "$W" -cp "$JAR" Multi.java
 for r in $(seq "$ROUNDS"); do
   echo "== round $r"
