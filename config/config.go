@@ -139,6 +139,36 @@ type Router struct {
 	// ReadOnlyFunctions: user functions that change nothing, so that an
 	// autocommit SELECT calling them may run on a replica.
 	ReadOnlyFunctions []string `toml:"read_only_functions"`
+	// Direct (engine = "physical", managed servers): the router logs in
+	// to each node's PostgreSQL server itself, over TLS with its cluster
+	// certificate, which the servers map to the cluster's roles (with
+	// security.inter_node = "none": in clear text, by SCRAM with
+	// passwords derived from the admin token): one hop
+	// between the client and the server, as HAProxy's, instead of the
+	// router's and the node's. The nodes keep relaying the clients that
+	// come to them directly. Unset: on wherever it can be (RouterDirect).
+	Direct *bool `toml:"direct"`
+}
+
+// RouterDirect reports whether the router logs in to the nodes' servers
+// itself (router.direct): as the file says, and by default wherever it
+// can, the physical engine on managed servers.
+func (c *Cluster) RouterDirect() bool {
+	if c.Router == nil {
+		return false
+	}
+	if c.Router.Direct != nil {
+		return *c.Router.Direct
+	}
+	if !c.Physical() {
+		return false
+	}
+	for _, n := range c.Nodes {
+		if n.DSN != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultMaxLagGSNs is router.max_lag when unset.
@@ -935,6 +965,16 @@ func (c *Cluster) Validate() error {
 		}
 		if c.Router.ReadWait.Duration < 0 {
 			return bad("router.read_wait", "must not be negative")
+		}
+		if c.Router.Direct != nil && *c.Router.Direct {
+			if !c.Physical() {
+				return bad("router.direct", "the router logs in to each node's PostgreSQL server itself, which only engine = \"physical\" on managed PostgreSQL servers lets it do; remove router.direct")
+			}
+			for i, n := range c.Nodes {
+				if n.DSN != "" {
+					return bad("router.direct", "nodes[%d] (%s) names a dsn: an operator's server admits whom its operator's pg_hba.conf says, not tandem's router; remove router.direct", i, n.ID)
+				}
+			}
 		}
 		for i, f := range c.Router.ReadOnlyFunctions {
 			if strings.TrimSpace(f) == "" || strings.ContainsAny(f, " ();") {

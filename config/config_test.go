@@ -461,6 +461,10 @@ func TestEngine(t *testing.T) {
 		{"single-master with a relaxed log defaults to writeset", "postgres", "[replication]\ndurability = \"relaxed\"\n[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
 		{"single-master with an external server defaults to writeset", "postgres", "dsn = \"postgres://x@127.0.0.1/db\"\n[router]\nlisten = \"127.0.0.1:7300\"", EngineWriteset, "", "single-master"},
 		{"single-master physical with sqlite", "sqlite", "[replication]\nengine = \"physical\"", "", "use engine = \"writeset\" for SQLite", "single-master"},
+		{"router.direct on physical", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"\ndirect = true", EnginePhysical, "", "single-master"},
+		{"router.direct on writeset", "postgres", "[replication]\nengine = \"writeset\"\n[router]\nlisten = \"127.0.0.1:7300\"\ndirect = true", "", "field router.direct: the router logs in to each node's PostgreSQL server itself, which only engine = \"physical\"", "single-master"},
+		{"router.direct in clear text", "postgres", "[router]\nlisten = \"127.0.0.1:7300\"\ndirect = true\n[security]\ninter_node = \"none\"", EnginePhysical, "", "single-master"},
+		{"router.direct on external servers", "postgres", "dsn = \"postgres://x@127.0.0.1:5433/db\"\n[replication]\nengine = \"physical\"\nserver_role = \"op\"\n[router]\nlisten = \"127.0.0.1:7300\"\ndirect = true", "", "field router.direct: nodes[0] (n1) names a dsn", "external"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := fmt.Sprintf(pgPair, tc.backend2, tc.extra)
@@ -597,5 +601,37 @@ func TestPrivateDir(t *testing.T) {
 	}
 	if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("a new directory: %v %v, want 0700", st.Mode().Perm(), err)
+	}
+}
+
+// TestRouterDirectDefault: the router logs in to the servers itself by
+// default on the physical engine's managed servers, not elsewhere, and the
+// file's direct = false keeps the node's relay.
+func TestRouterDirectDefault(t *testing.T) {
+	router := "\n[router]\nlisten = \"127.0.0.1:7300\""
+	for _, tc := range []struct {
+		name, backend2, extra string
+		want                  bool
+	}{
+		{"physical pair", "postgres", router, true},
+		{"physical pair, direct = false", "postgres", router + "\ndirect = false", false},
+		{"writeset pair", "postgres", "[replication]\nengine = \"writeset\"" + router, false},
+		{"sqlite pair", "sqlite", router, false},
+		{"external servers", "postgres", "dsn = \"postgres://x@127.0.0.1:5433/db\"\n[replication]\nengine = \"physical\"\nserver_role = \"op\"" + router, false},
+		{"no router", "postgres", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := fmt.Sprintf(pgPair, tc.backend2, tc.extra)
+			if strings.Contains(tc.extra, "dsn =") {
+				text = strings.Replace(text, "repl_listen = \"127.0.0.1:7101\"\nmetrics = \"127.0.0.1:7201\"\nbackend = \"postgres\"\n", "metrics = \"127.0.0.1:7201\"\nbackend = \"postgres\"\ndsn = \"postgres://x@127.0.0.1:5432/db\"\n", 1)
+			}
+			c, err := Parse("d.toml", []byte(text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.RouterDirect(); got != tc.want {
+				t.Fatalf("RouterDirect() = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

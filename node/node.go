@@ -352,17 +352,7 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		// The relay hands each client a server session of its own: the
 		// server enforces the idle timeouts (its own SQLSTATEs, SET and
 		// SHOW), set at connect unless nodes.postgres.settings names them.
-		for name, d := range map[string]time.Duration{
-			"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
-			"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
-		} {
-			if _, set := n.Postgres.Settings[name]; !set && d > 0 {
-				if up.Settings == nil {
-					up.Settings = map[string]string{}
-				}
-				up.Settings[name] = strconv.FormatInt(d.Milliseconds(), 10)
-			}
-		}
+		up.Settings = SessionSettings(c, n)
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
 		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again
 		handler = rt
@@ -518,6 +508,26 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 // pgRoles are the cluster file's users as roles of a managed PostgreSQL.
 // With auth = "trust" and no users listed, the default user (what `tandem
 // up` prints and logs in as) is one, an ordinary role.
+// SessionSettings are the run-time settings a relayed session starts with
+// on node n's PostgreSQL server: the cluster file's idle timeouts, which
+// the server then enforces (its own SQLSTATEs, SET and SHOW), unless
+// nodes.postgres.settings names them (nil: none).
+func SessionSettings(c *config.Cluster, n *config.Node) map[string]string {
+	var s map[string]string
+	for name, d := range map[string]time.Duration{
+		"idle_in_transaction_session_timeout": c.Limits.IdleInTransaction("postgres"),
+		"idle_session_timeout":                c.Limits.IdleSessionTimeout.Duration,
+	} {
+		if _, set := n.Postgres.Settings[name]; !set && d > 0 {
+			if s == nil {
+				s = map[string]string{}
+			}
+			s[name] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
+	}
+	return s
+}
+
 func pgRoles(c *config.Cluster) []postgres.Role {
 	if len(c.Users) == 0 {
 		name, _ := c.InternalUser()

@@ -433,7 +433,94 @@ func (e *Engine) hba() string {
 			fmt.Fprintf(&b, "%s postgres %s %s%s scram-sha-256\n", kind, ReplicationRole, a, mask)
 		}
 	}
+	switch {
+	case e.direct() && e.cfg.Ident != nil:
+		// router.direct: sessions from the router, wherever it runs, by
+		// its cluster certificate alone (verified with the cluster CA,
+		// its name mapped to the cluster's roles by routerMap).
+		b.WriteString("# router.direct: the router's sessions, by its cluster certificate\n")
+		fmt.Fprintf(&b, "hostssl all all 0.0.0.0/0 cert map=%s\nhostssl all all ::/0 cert map=%s\n", routerMap, routerMap)
+	case e.direct():
+		// inter_node = "none": no certificates; SCRAM with the router's
+		// derived passwords (RouterPassword), over loopback unless the
+		// file forced clear text between hosts (allow_insecure).
+		b.WriteString("# router.direct without inter-node TLS: the router's sessions, by SCRAM\n")
+		nets := []string{"127.0.0.0/8", "::1/128"}
+		if !e.c.AllLoopback() {
+			nets = []string{"0.0.0.0/0", "::/0"}
+		}
+		for _, n := range nets {
+			fmt.Fprintf(&b, "host all all %s scram-sha-256\n", n)
+		}
+	}
 	return b.String()
+}
+
+// routerMap is the pg_ident.conf map of router.direct.
+const routerMap = "tandem_router"
+
+// direct reports whether the router logs in to this node's server itself
+// (router.direct on a managed server).
+func (e *Engine) direct() bool {
+	return e.c.RouterDirect() && !e.external
+}
+
+// RouterPassword is the password the router logs in with as role on the
+// servers of cluster, with router.direct and no cluster certificates
+// (security.inter_node = "none"): an HMAC of the admin token, which the
+// router and every node hold, as the replication role's password is. The
+// servers keep only its SCRAM verifier; no user knows it.
+func RouterPassword(token, cluster, role string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("tandem router direct " + cluster + "\x00" + role))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// setRolePasswords gives the users' roles the router's passwords
+// (router.direct in clear text: SCRAM over loopback), and none otherwise,
+// so a password left from an earlier configuration admits nobody. The
+// roles and their passwords reach the replicas with the WAL.
+func (e *Engine) setRolePasswords(ctx context.Context, c *pgconn.PgConn) error {
+	for _, r := range e.roles() {
+		pw := "NULL"
+		if e.direct() && e.cfg.Ident == nil {
+			v, err := pgwire.SCRAMVerifier(RouterPassword(e.cfg.Token, e.c.Name, r.Name))
+			if err != nil {
+				return err
+			}
+			pw = quoteLiteral(v)
+		}
+		if err := execAll(ctx, c, "ALTER ROLE "+quoteIdent(r.Name)+" PASSWORD "+pw); err != nil {
+			return fmt.Errorf("physical: %w", err)
+		}
+	}
+	return nil
+}
+
+// ident maps the router's certificate to every role of the cluster's
+// users (router.direct): PostgreSQL 15 has no "any role" in a map, so one
+// line per role; the replication role and the server's superuser are not
+// among them.
+func (e *Engine) ident() string {
+	if !e.direct() || e.cfg.Ident == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range e.roles() {
+		fmt.Fprintf(&b, "%s %s %s\n", routerMap, secure.RouterID, quoteIdentName(r.Name))
+	}
+	return b.String()
+}
+
+// quoteIdentName writes a role name as pg_ident.conf reads it (double
+// quotes around names with anything but letters, digits and _).
+func quoteIdentName(name string) string {
+	for _, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+		}
+	}
+	return name
 }
 
 // settings are the server's replication settings for role; the cluster
@@ -464,6 +551,10 @@ func (e *Engine) settings(st state) map[string]string {
 		s["ssl_cert_file"] = "'" + filepath.Join(e.dir, "server.crt") + "'"
 		s["ssl_key_file"] = "'" + filepath.Join(e.dir, "server.key") + "'"
 		s["ssl_min_protocol_version"] = "'TLSv1.2'"
+		if e.direct() { // (Ident != nil here)
+			// cert authentication of the router (hba) verifies with it
+			s["ssl_ca_file"] = "'" + filepath.Join(e.dir, "ca.crt") + "'"
+		}
 	}
 	if st.Role == RoleStandby {
 		if p, ok := e.c.Node(st.Primary); ok {
@@ -510,6 +601,7 @@ func (e *Engine) startServer(ctx context.Context, st state) error {
 		Port:      e.port,
 		Listen:    e.host,
 		HBA:       e.hba(),
+		Ident:     e.ident(),
 		NoInitdb:  st.Role == RoleStandby,
 		Settings:  e.settings(st),
 		Logger:    e.log,
@@ -811,6 +903,9 @@ func (e *Engine) setUpPrimary(ctx context.Context) error {
 	// standalone managed server); the database tandem's DSNs name
 	// belongs to the first user, who may create tables in it.
 	if err := postgres.EnsureRolesConn(ctx, c, e.roles()); err != nil {
+		return err
+	}
+	if err := e.setRolePasswords(ctx, c); err != nil {
 		return err
 	}
 	rows, err = query(ctx, c, "SELECT 1 FROM pg_database WHERE datname = $1", config.DefaultDatabase)

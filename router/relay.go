@@ -34,7 +34,10 @@ type Upstream struct {
 	Admin    string // the node's admin (metrics) address: health and role
 	User     string // "" means the client's user
 	Password string
-	Database string // "" means the client's database
+	// PasswordFor, when set, gives the password for the role a session
+	// logs in as (router.direct in clear text: one per role).
+	PasswordFor func(user string) string
+	Database    string // "" means the client's database
 	// TLS, when set, encrypts the hop and presents tandem's certificate
 	// (the node lets the router in by it); AdminToken goes with /status.
 	TLS        *tls.Config
@@ -163,6 +166,9 @@ func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg 
 		return nil, err
 	}
 	cfg.User, cfg.Password, cfg.Database = user, up.Password, db
+	if up.PasswordFor != nil {
+		cfg.Password = up.PasswordFor(user)
+	}
 	if up.TLS != nil {
 		cfg.TLSConfig = up.TLS.Clone()
 		// Over a connection the relay can later drive from an epoll

@@ -284,6 +284,21 @@ func failoverError(code, old, now string) *pgwire.Error {
 		Hint:    "roll back and retry the transaction; the session goes on " + where + " with its prepared statements and settings", Err: ErrFailover}
 }
 
+// errStandbyNow: the server a session was moved to reports itself a hot
+// standby (in_hot_standby, PostgreSQL 14 and later).
+var errStandbyNow = errors.New("its server is a hot standby now")
+
+// hotStandby reports whether the relay's server said it is a hot standby
+// (the in_hot_standby parameter, reported at startup).
+func (r *relay) hotStandby() bool {
+	for _, p := range r.params {
+		if p[0] == "in_hot_standby" {
+			return p[1] == "on"
+		}
+	}
+	return false
+}
+
 // rerouteWait is how long a session waits for a new primary.
 const rerouteWait = 30 * time.Second
 
@@ -297,7 +312,14 @@ func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, erro
 		up, st := r.pick()
 		if st.Healthy {
 			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost, r.tag)
-			if err == nil {
+			if err == nil && nr.hotStandby() {
+				// The router's map still names the old primary, whose
+				// server is back as a standby (a switchover's old
+				// primary follows at once; with router.direct nothing
+				// stands between the two): wait for the new one.
+				nr.conn.Close()
+				err = fmt.Errorf("node %s: %w", up.Node, errStandbyNow)
+			} else if err == nil {
 				if err = r.mem.replay(nr.upFr); err == nil {
 					return nr, nil
 				}

@@ -72,6 +72,9 @@ type ManagedConfig struct {
 	// cluster's hosts). Empty: the socket alone (or TCP above).
 	Listen string
 	HBA    string
+	// Ident is the whole pg_ident.conf (user name maps the HBA lines
+	// name); empty: one with no map.
+	Ident string
 	// NoInitdb: the data directory must already hold a cluster (a base
 	// backup); a missing one is an error, never a fresh initdb.
 	NoInitdb bool
@@ -450,6 +453,13 @@ func writeConf(dataDir string, port int, cfg ManagedConfig, cred *syscall.Creden
 	}
 	if cred != nil {
 		_ = os.Chown(hbaPath, int(cred.Uid), int(cred.Gid))
+	}
+	identPath := filepath.Join(dataDir, "pg_ident.conf")
+	if err := os.WriteFile(identPath, []byte("# written by tandem at every start\n"+cfg.Ident), 0o600); err != nil {
+		return err
+	}
+	if cred != nil {
+		_ = os.Chown(identPath, int(cred.Uid), int(cred.Gid))
 	}
 	base := map[string]string{
 		"listen_addresses":           listen,

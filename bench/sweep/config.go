@@ -73,6 +73,9 @@ type Config struct {
 	// ReadConsistency is router.read_consistency of such a cluster ("":
 	// the router's default, session; Options.ReadConsistency sets it).
 	ReadConsistency string `json:"read_consistency,omitempty"`
+	// Direct is router.direct: the router logs in to the physical
+	// engine's servers itself (one hop, in the router's host).
+	Direct bool `json:"router_direct,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	// StandbyWeight is pgpool-II's backend_weight of the standby
@@ -93,6 +96,9 @@ type Config struct {
 // SYSTEM; the standalone server its two).
 func (c Config) setup() string {
 	if c.sharedPhysical() {
+		if c.Direct {
+			return "hs-pgphys-router" + map[bool]string{true: "-cleartext"}[c.InterNode == "none"]
+		}
 		return "hs-pgphys"
 	}
 	if c.kind == kindTandem {
@@ -106,7 +112,7 @@ func (c Config) setup() string {
 // PostgreSQL pair serves its four synchronous_commit levels: the pair
 // compared runs on the same servers and data at every level.
 func (c Config) sharedPhysical() bool {
-	return c.kind == kindTandem && c.Engine == "physical" && c.Design == "hot-standby" && c.Policy == "" && c.InterNode == ""
+	return c.kind == kindTandem && c.Engine == "physical" && c.Design == "hot-standby" && (c.Policy == "" && c.InterNode == "" || c.Direct)
 }
 
 func hs(name, level, durability, standbyDurability string) Config {
@@ -139,6 +145,16 @@ func hsPhys(name, level string) Config {
 		Design: "hot-standby", Safeness: level, Durability: "strict", StandbyDurability: "strict",
 		Setting: fmt.Sprintf("tandem hot-standby on PostgreSQL back ends, physical engine (streaming replication), %s", level),
 	}
+}
+
+// hsPhysRouter is hsPhys behind tandem's router with router.direct: the
+// clients' front door in its own place (the router's host on emulated
+// hosts), as HAProxy's is, one hop from the servers.
+func hsPhysRouter(name, level string) Config {
+	c := hsPhys(name, level)
+	c.Policy, c.Direct = "least-connected", true
+	c.Setting += ", clients through tandem's router, which logs in to the servers itself (router.direct)"
+	return c
 }
 
 // cleartext is c without TLS between tandem's processes (what TLS costs).
@@ -184,6 +200,14 @@ func Configs() []Config {
 		hsPhys("hs-pgphys-received", "2-safe-received"),
 		hsPhys("hs-pgphys-visible", "2-safe-visible"),
 		hsPhys("hs-pgphys-durable", "2-safe-durable"),
+		hsPhysRouter("hs-pgphys-router-1safe", "1-safe"),
+		hsPhysRouter("hs-pgphys-router-received", "2-safe-received"),
+		hsPhysRouter("hs-pgphys-router-visible", "2-safe-visible"),
+		hsPhysRouter("hs-pgphys-router-durable", "2-safe-durable"),
+		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-1safe", "1-safe")),
+		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-received", "2-safe-received")),
+		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-visible", "2-safe-visible")),
+		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-durable", "2-safe-durable")),
 	}
 }
 
@@ -314,6 +338,14 @@ var physicalPairs = []struct{ Level, Physical, HAProxy, Direct string }{
 	{"2-safe-received", "hs-pgphys-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
 	{"2-safe-visible", "hs-pgphys-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pgphys-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+	{"1-safe", "hs-pgphys-router-1safe", "pg-pair-haproxy-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-router-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-router-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-router-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+	{"1-safe", "hs-pgphys-router-cleartext-1safe", "pg-pair-haproxy-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-router-cleartext-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-router-cleartext-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-router-cleartext-durable", "pg-pair-haproxy-on", "pg-pair-on"},
 }
 
 // MinPhysicalVsDirect is issue 13's goal: tandem's physical pair keeps at

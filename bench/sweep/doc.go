@@ -5,7 +5,11 @@
 // and durability level, and for PostgreSQL's own streaming replication pair
 // at the matching synchronous_commit levels, with clients connected
 // directly (pg-pair-*) and through HAProxy (pg-pair-haproxy-*), the stack
-// users assemble instead of tandem's physical pair (hs-pgphys-*).
+// users assemble instead of tandem's physical pair (hs-pgphys-*: clients
+// on the primary node, its relay beside the server; hs-pgphys-router-*:
+// clients through tandem's router, which logs in to the servers itself,
+// router.direct, with TLS on that hop, or in clear text as HAProxy's
+// hop is, hs-pgphys-router-cleartext-*).
 //
 // HAProxy runs as a child of the sweep (haproxy -db, its own process
 // group, Pdeathsig) with haproxy.cfg, haproxy.log and a read-only stats

@@ -85,13 +85,18 @@ func TestSweepInterleave(t *testing.T) {
 	}
 }
 
-// TestSweepInterleaveRefusesLab: two systems at once cannot share the
-// emulated hosts.
-func TestSweepInterleaveRefusesLab(t *testing.T) {
+// TestSweepInterleaveRefusesLabNetns: systems side by side share the
+// emulated hosts' CPU, not a host's one network address.
+func TestSweepInterleaveRefusesLabNetns(t *testing.T) {
 	configs, _ := SelectConfigs("standalone-relaxed")
+	on := true
 	o := Options{Subscribers: 10, Clients: 1, Duration: time.Second, Rounds: 1, Mixes: []string{"r80w20"}, Configs: configs,
-		Lab: &config.Lab{CPUPerNode: 0.5}, Interleave: true}
+		Lab: &config.Lab{CPUPerNode: 0.5, Netns: &on}, Interleave: true}
 	if err := o.validate(); err == nil || !strings.Contains(err.Error(), "--interleave") {
-		t.Fatalf("validate with Interleave and Lab = %v, want a refusal naming --interleave", err)
+		t.Fatalf("validate with Interleave and a Lab with netns = %v, want a refusal naming --interleave", err)
+	}
+	o.Lab = &config.Lab{CPUPerNode: 0.5}
+	if err := o.validate(); err != nil {
+		t.Fatalf("validate with Interleave and a Lab without netns: %v", err)
 	}
 }

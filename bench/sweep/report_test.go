@@ -175,6 +175,8 @@ func TestBuildChecks(t *testing.T) {
 		"pg-pair-remote_write":              {1800, 700},
 		"pg-pair-on":                        {1800, 650},
 		"pg-pair-remote_apply":              {1700, 600},
+		"pg-pair-haproxy-local":             {1800, 900},
+		"hs-pgphys-router-1safe":            {1900, 800},
 	}
 	var runs []Measurement
 	for name, x := range v {
@@ -193,6 +195,9 @@ func TestBuildChecks(t *testing.T) {
 		{"a", "r20w80", "hs-received-relaxed", "PASS", 1.25, 0.7},
 		{"a", "r20w80", "hs-durable-relaxed-standby-strict", "FAIL", 0.4, 0.65},
 		{"b", "r20w80", "hs-received-relaxed", "PASS", 500, 400},
+		// tandem's router in front of its physical pair (router.direct)
+		{"c", "r80w20", "hs-pgphys-router-1safe", "PASS", 1900, 1800},
+		{"c", "r20w80", "hs-pgphys-router-1safe", "FAIL", 800, 900},
 	}
 	for _, w := range tests {
 		found := false
@@ -209,7 +214,8 @@ func TestBuildChecks(t *testing.T) {
 			t.Errorf("no check (%s) %s %s", w.id, w.mix, w.left)
 		}
 	}
-	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*len(physicalPairs)+1; n != want {
+	// The router's rows (8 of physicalPairs) only where they ran: 1-safe.
+	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*(len(physicalPairs)-8)+2*2+1; n != want {
 		t.Errorf("%d checks, want %d", n, want)
 	}
 
@@ -323,8 +329,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 27 {
-		t.Errorf("all: %d configurations, want 27", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 35 {
+		t.Errorf("all: %d configurations, want 35", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},
@@ -491,5 +497,40 @@ func TestBuildPhysical(t *testing.T) {
 	_ = r.Print(&out)
 	if len(r.Physical) != 0 || strings.Contains(out.String(), "(c)") {
 		t.Errorf("physical section without physical configurations: %+v\n%s", r.Physical, out.String())
+	}
+}
+
+// TestRouterDirectConfigs: the router.direct configurations put the
+// router in front with direct = true, share one cluster per TLS setting
+// over their four levels, and never the node-relay pair's cluster.
+func TestRouterDirectConfigs(t *testing.T) {
+	port := 7000
+	addr := func() (string, error) { port++; return fmt.Sprintf("127.0.0.1:%d", port), nil }
+	for _, tc := range []struct{ name, setup, internode string }{
+		{"hs-pgphys-router-received", "hs-pgphys-router", ""},
+		{"hs-pgphys-router-cleartext-durable", "hs-pgphys-router-cleartext", "inter_node = \"none\""},
+		{"hs-pgphys-visible", "hs-pgphys", ""},
+	} {
+		c, ok := configByName(tc.name)
+		if !ok {
+			t.Fatalf("no configuration %s", tc.name)
+		}
+		if got := c.setup(); got != tc.setup || !c.sharedPhysical() {
+			t.Errorf("%s: setup %q shared %v, want %q shared", tc.name, got, c.sharedPhysical(), tc.setup)
+		}
+		text, err := clusterFile(c, "/tmp/x", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		direct := strings.HasPrefix(tc.name, "hs-pgphys-router")
+		if strings.Contains(text, "direct = true\n") != direct || strings.Contains(text, "[router]\n") != direct {
+			t.Errorf("%s: router section and direct = true should be there: %v\n%s", tc.name, direct, text)
+		}
+		if tc.internode != "" && !strings.Contains(text, tc.internode) {
+			t.Errorf("%s: no %s\n%s", tc.name, tc.internode, text)
+		}
+		if _, err := config.Parse("x.toml", []byte(text)); err != nil {
+			t.Errorf("%s: the cluster file does not parse: %v", tc.name, err)
+		}
 	}
 }

@@ -74,9 +74,15 @@ type Options struct {
 	// minutes this is what makes their ratio trustworthy. While one is
 	// measured, the others' tandem processes wait stopped (SIGSTOP: an
 	// idle node's own polling would be on the machine during the others'
-	// windows); PostgreSQL servers stay up, idle. Not with Lab: two
-	// systems would need the same emulated hosts.
+	// windows); PostgreSQL servers stay up, idle. With Lab the systems
+	// share one set of emulated hosts (each system's primary server in
+	// host n1, and so on), as software installed side by side on the
+	// same machines: an idle one costs its host next to nothing. Not
+	// with the lab's network namespaces (a host has one address).
 	Interleave bool
+	// sharedLab is the emulated hosts every system of an interleaved
+	// sweep runs in (Interleave with Lab), opened once by Run.
+	sharedLab *lab.Lab
 	// Exe is the tandem binary that runs the nodes (default: this executable).
 	Exe string
 	// PGBinDir holds PostgreSQL's binaries ("" = PATH, /usr/lib/postgresql/*/bin).
@@ -117,8 +123,8 @@ func (o *Options) validate() error {
 	case len(o.Configs) == 0:
 		return fmt.Errorf("%w: --configs: no configuration", ErrBadOption)
 	}
-	if o.Interleave && o.Lab != nil {
-		return fmt.Errorf("%w: --interleave keeps several systems running at once, and --lab gives each configuration the same emulated hosts: use one or the other", ErrBadOption)
+	if o.Interleave && o.Lab != nil && o.Lab.NetnsOn() {
+		return fmt.Errorf("%w: --interleave keeps several systems running at once in the same emulated hosts, and with netns each host has one address: use --lab without netns, or no --interleave", ErrBadOption)
 	}
 	if o.Lab != nil {
 		if o.Lab.NetnsOn() {
@@ -276,6 +282,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var runs []Measurement
 	if o.Interleave {
 		o.Configs = byLevel(o.Configs)
+		if o.Lab != nil {
+			lb, err := o.openLab(log)
+			if err != nil {
+				return nil, err
+			}
+			o.sharedLab = lb
+			defer func() {
+				if err := lb.Close(); err != nil {
+					log.Warn("could not remove the emulated hosts", "err", err)
+				}
+			}()
+		}
 	}
 	steps := plan(o.Configs, o.Rounds)
 
@@ -298,7 +316,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			p.resume() // a stopped process cannot shut down cleanly
 		}
 		l.sys.stop()
-		if l.lab != nil {
+		if l.lab != nil && l.lab != o.sharedLab {
 			if err := l.lab.Close(); err != nil {
 				log.Warn("could not remove the configuration's emulated hosts", "err", err)
 			}
@@ -443,16 +461,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // with Options.Lab), loads the workload into it and waits until it has
 // settled; then, with a lab, this process joins the client's host.
 func (o *Options) startAndLoad(ctx context.Context, c Config, dir string, w bench.Workload, log *slog.Logger) (system, *lab.Lab, time.Duration, error) {
-	lb, err := o.openLab(log)
-	if err != nil {
-		return nil, nil, 0, err
+	lb := o.sharedLab
+	if lb == nil {
+		var err error
+		if lb, err = o.openLab(log); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	var s system
 	fail := func(err error) (system, *lab.Lab, time.Duration, error) {
 		if s != nil {
 			s.stop()
 		}
-		if lb != nil {
+		if lb != nil && lb != o.sharedLab {
 			_ = lb.Close()
 		}
 		return nil, nil, 0, err

@@ -77,6 +77,9 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 		if c.ReadConsistency != "" {
 			fmt.Fprintf(&b, "read_consistency = %q\n", c.ReadConsistency)
 		}
+		if c.Direct {
+			b.WriteString("direct = true\n")
+		}
 		b.WriteString("\n")
 	}
 	if c.InterNode != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/pgwire"
+	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/router"
 	"github.com/tandemdb/tandem/secure"
 )
@@ -79,7 +80,7 @@ func newRouterCmd() *cobra.Command {
 			}
 			user, pass := c.InternalUser()
 			var ups []router.Upstream
-			for _, n := range c.Nodes {
+			for i, n := range c.Nodes {
 				up := router.Upstream{Node: n.ID, Addr: n.Listen, Admin: n.Metrics, User: user, Password: pass, AdminToken: token}
 				up.AdminURL = c.AdminURL(n.Metrics, "/status")
 				if ident != nil {
@@ -97,6 +98,20 @@ func newRouterCmd() *cobra.Command {
 					// encrypt as sslmode=require does, without
 					// verifying, since no cluster CA exists.
 					up.TLS = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // sslmode=require semantics, loopback only
+				}
+				if c.RouterDirect() {
+					// router.direct: to the node's PostgreSQL server
+					// itself, where it streams WAL, in the client's
+					// role: by the router's certificate, which the
+					// server maps to the role, or without inter-node
+					// TLS by SCRAM with the role's derived password
+					// (physical/DESIGN.md).
+					up.Addr, up.Settings = n.Repl, node.SessionSettings(c, &c.Nodes[i])
+					if ident == nil {
+						cluster := c.Name
+						up.TLS, up.User = nil, ""
+						up.PasswordFor = func(role string) string { return physical.RouterPassword(token, cluster, role) }
+					}
 				}
 				ups = append(ups, up)
 			}

@@ -195,7 +195,7 @@ only: one disk, loopback.`,
 	f.IntVar(&o.Rounds, "rounds", 1, "rounds; with more than one every round runs every configuration (alternating order) and the table shows medians")
 	f.StringVar(&out, "out", "tandem-sweep", "directory for sweep.json, sweep.csv and sweep.html, and failed-logs/ with the logs of any configuration that failed (empty: write no files)")
 	f.StringVar(&o.ReadConsistency, "read-consistency", "", "read_consistency of tandem's router in the configurations that have one: session, strong, bounded or eventual (default: the router's, session; eventual is what pgpool-II's and HAProxy's balancing give)")
-	f.BoolVar(&o.Interleave, "interleave", false, "keep every system of a round running and run the configurations of one safeness level side by side, one window after another: the systems compared at a level are measured seconds apart, not minutes (tandem's processes wait, stopped, during the others' windows; not with --lab)")
+	f.BoolVar(&o.Interleave, "interleave", false, "keep every system of a round running and run the configurations of one safeness level side by side, one window after another: the systems compared at a level are measured seconds apart, not minutes (tandem's processes wait, stopped, during the others' windows; with --lab they share the emulated hosts, not with its netns)")
 	f.BoolVar(&o.Unix, "unix", false, "clients connect over Unix sockets (PostgreSQL's, HAProxy's, pgpool-II's, tandem's unix_socket_dir) instead of TCP loopback")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of the table")
 	f.StringVar(&o.Workload, "workload", "tm1", "workload every configuration runs: tm1, or tpcc or epinions (with --scale; mixes default to the workload's first)")
