@@ -505,9 +505,6 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 	return runErr
 }
 
-// pgRoles are the cluster file's users as roles of a managed PostgreSQL.
-// With auth = "trust" and no users listed, the default user (what `tandem
-// up` prints and logs in as) is one, an ordinary role.
 // SessionSettings are the run-time settings a relayed session starts with
 // on node n's PostgreSQL server: the cluster file's idle timeouts, which
 // the server then enforces (its own SQLSTATEs, SET and SHOW), unless
@@ -528,6 +525,9 @@ func SessionSettings(c *config.Cluster, n *config.Node) map[string]string {
 	return s
 }
 
+// pgRoles are the cluster file's users as roles of a managed PostgreSQL.
+// With auth = "trust" and no users listed, the default user (what `tandem
+// up` prints and logs in as) is one, an ordinary role.
 func pgRoles(c *config.Cluster) []postgres.Role {
 	if len(c.Users) == 0 {
 		name, _ := c.InternalUser()

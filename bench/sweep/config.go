@@ -96,8 +96,11 @@ type Config struct {
 // SYSTEM; the standalone server its two).
 func (c Config) setup() string {
 	if c.sharedPhysical() {
+		if c.Direct && c.InterNode == "none" {
+			return "hs-pgphys-router-cleartext"
+		}
 		if c.Direct {
-			return "hs-pgphys-router" + map[bool]string{true: "-cleartext"}[c.InterNode == "none"]
+			return "hs-pgphys-router"
 		}
 		return "hs-pgphys"
 	}

@@ -314,7 +314,7 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 		for _, pp := range physicalPairs {
 			row := PhysicalRow{Level: pp.Level, Mix: mix, Physical: pp.Physical, HAProxy: pp.HAProxy, Direct: pp.Direct}
 			pv, pok := mqth(pp.Physical, mix)
-			if !pok && strings.HasPrefix(pp.Physical, "hs-pgphys-router-") {
+			if c, _ := configByName(pp.Physical); !pok && c.Direct {
 				continue // the router's rows only where they ran
 			}
 			hv, hok := mqth(pp.HAProxy, mix)
