@@ -263,6 +263,22 @@ func TestPhysicalPair(t *testing.T) {
 	if s2 := p.status("n2"); s2.Physical.Receiver != "streaming" || s2.Physical.Replayed == "" {
 		t.Fatalf("standby status: %+v", s2.Physical)
 	}
+	// The router's probe (?probe=1): role, epoch and the position the
+	// router reads (the primary's LSN, the standby's replay position),
+	// without the replication views (no replicas, no slots).
+	for id, role := range map[string]string{"n1": "primary", "n2": "standby"} {
+		var pr physStatus
+		if err := getStatusJSON("http://"+p.admin[id]+"/status?probe=1", &pr); err != nil || pr.Physical == nil {
+			t.Fatalf("probe of %s: %v %+v", id, err, pr)
+		}
+		ph := pr.Physical
+		if pr.Role != role || ph.Epoch == 0 || ph.Error != "" || len(ph.Replicas) != 0 || len(ph.Slots) != 0 {
+			t.Fatalf("probe of %s: %+v, want role %s, an epoch, no replicas or slots", id, ph, role)
+		}
+		if (role == "primary") != (ph.LSN != "") || (role == "standby") != (ph.Replayed != "") {
+			t.Fatalf("probe of %s: lsn %q replay_lsn %q, want the %s's position", id, ph.LSN, ph.Replayed, role)
+		}
+	}
 	text := p.tandem("status")
 	for _, want := range []string{"REPLICA", "streaming", "sync", "tandem_n2", "SYNCHRONOUS_COMMIT"} {
 		if !strings.Contains(text, want) {

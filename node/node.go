@@ -353,8 +353,12 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		// server enforces the idle timeouts (its own SQLSTATEs, SET and
 		// SHOW), set at connect unless nodes.postgres.settings names them.
 		up.Settings = SessionSettings(c, n)
-		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg})
-		go rt.Watch(ctx, 500*time.Millisecond) // a server seen down is seen up again
+		// Watch: a server seen down is seen up again within 500 ms; one
+		// seen up is dialed every 10 s, or at once when a session's
+		// connect fails or its connection ends (each dial forks a
+		// server process: QuietDialEvery).
+		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg, QuietDialEvery: 10 * time.Second})
+		go rt.Watch(ctx, 500*time.Millisecond)
 		handler = rt
 		if door != nil {
 			door.Handler = rt
@@ -422,7 +426,14 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				s.Repl, s.Role = &rs, rs.Role
 			}
 			if phys != nil {
-				ps := phys.Status(req.Context())
+				var ps physical.Status
+				if req.URL.Query().Has("probe") {
+					// The router's health probe (router.Watch), twice a
+					// second: role, epoch and position only.
+					ps = phys.Probe(req.Context())
+				} else {
+					ps = phys.Status(req.Context())
+				}
 				// The role, epoch and primary where the router and the
 				// command line read them for either engine.
 				s.Repl = &replication.Status{Role: ps.Role, Epoch: ps.Epoch, Primary: ps.Primary, Safeness: ps.Safeness, Durability: "strict", Effective: "strict", Degraded: ps.Degraded}

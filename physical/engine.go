@@ -784,7 +784,8 @@ func (e *Engine) newerPrimary(ctx context.Context, epoch uint64) (string, uint64
 		if e.cfg.Ident != nil && e.c.AdminTLS(n.Metrics) {
 			cl.Transport = &http.Transport{TLSClientConfig: e.cfg.Ident.ClientTLS(n.ID)}
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.c.AdminURL(n.Metrics, "/status"), nil)
+		// The probe's answer has the role and epoch (Probe).
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.c.AdminURL(n.Metrics, "/status")+"?probe=1", nil)
 		req.Header.Set("Authorization", "Bearer "+e.cfg.Token)
 		resp, err := cl.Do(req)
 		if err != nil {
