@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -88,4 +89,32 @@ func HostDSN(dsn, addr string) (string, error) {
 	}
 	u.Host = addr
 	return u.String(), nil
+}
+
+// ServerSocketDSN is dsn (a URL) pointed at the Unix socket of the managed
+// PostgreSQL server in dataDir/pgdata (a standalone node's): the same user
+// and database, no tandem process on the way.
+func ServerSocketDSN(dsn, dataDir string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's DSN: %w", err)
+	}
+	dir := filepath.Join(dataDir, "pgdata")
+	socks, err := filepath.Glob(filepath.Join(dir, ".s.PGSQL.*"))
+	if err != nil {
+		return "", err
+	}
+	for _, s := range socks {
+		if strings.HasSuffix(s, ".lock") {
+			continue
+		}
+		port := strings.TrimPrefix(filepath.Base(s), ".s.PGSQL.")
+		q := u.Query()
+		q.Set("host", dir)
+		q.Set("port", port)
+		q.Set("sslmode", "disable")
+		u.Host, u.RawQuery = "", q.Encode()
+		return u.String(), nil
+	}
+	return "", fmt.Errorf("no PostgreSQL socket in %s", dir)
 }

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tandemdb/tandem/bench/workloads/tm1"
 	"github.com/tandemdb/tandem/config"
@@ -242,5 +246,35 @@ func TestRoutedLine(t *testing.T) {
 		if got := routedLine(tc.in); got != tc.want {
 			t.Errorf("routedLine(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestServerSocketDSN: N = 1 on the physical engine reaches the standalone
+// node's server on its socket (the port from the socket's name, not its
+// lock file), with the cluster DSN's user, password and database.
+func TestServerSocketDSN(t *testing.T) {
+	data := t.TempDir()
+	pg := filepath.Join(data, "pgdata")
+	if err := os.MkdirAll(pg, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServerSocketDSN("postgres://tandem:pw@127.0.0.1:6432/tandem?sslmode=disable", data); err == nil {
+		t.Fatal("no socket: want an error")
+	}
+	for _, f := range []string{".s.PGSQL.54321.lock", ".s.PGSQL.54321"} {
+		if err := os.WriteFile(filepath.Join(pg, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ServerSocketDSN("postgres://tandem:pw@127.0.0.1:6432/tandem?sslmode=disable", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(got)
+	if err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if cfg.Host != pg || cfg.Port != 54321 || cfg.User != "tandem" || cfg.Password != "pw" || cfg.Database != "tandem" || cfg.TLSConfig != nil {
+		t.Fatalf("%s: host %q port %d user %q password %q database %q tls %v", got, cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database, cfg.TLSConfig != nil)
 	}
 }
