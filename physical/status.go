@@ -80,11 +80,7 @@ type Status struct {
 
 // Status reads the engine's state and the server's replication views.
 func (e *Engine) Status(ctx context.Context) Status {
-	st, _ := e.state()
-	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness, Degraded: e.degraded.Load()}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+	return e.status(ctx, func(ctx context.Context, c *pgconn.PgConn, s *Status) error {
 		var recovering string
 		if set, ok := e.cachedSettings(); ok {
 			rows, err := query(ctx, c, `SELECT pg_is_in_recovery()::text`)
@@ -102,11 +98,21 @@ func (e *Engine) Status(ctx context.Context) Status {
 			e.cacheSettings([2]string{rows[0][0], rows[0][1]})
 		}
 		if recovering == "false" {
-			return e.primaryStatus(ctx, c, &s)
+			return e.primaryStatus(ctx, c, s)
 		}
-		return e.standbyStatus(ctx, c, &s)
+		return e.standbyStatus(ctx, c, s)
 	})
-	if err != nil {
+}
+
+// status is the engine's state and what ask reads of the server into it
+// (Error: the server could not be asked), with an external server's
+// address and what its operator must do.
+func (e *Engine) status(ctx context.Context, ask func(context.Context, *pgconn.PgConn, *Status) error) Status {
+	st, _ := e.state()
+	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness, Degraded: e.degraded.Load()}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := e.withConn(ctx, func(c *pgconn.PgConn) error { return ask(ctx, c, &s) }); err != nil {
 		s.Error = err.Error()
 	}
 	if e.external {
@@ -125,11 +131,7 @@ func (e *Engine) Status(ctx context.Context) Status {
 // backend's CPU per query against 0.07 for its function, measured) and the
 // slots, which only a person reads.
 func (e *Engine) Probe(ctx context.Context) Status {
-	st, _ := e.state()
-	s := Status{Engine: config.EnginePhysical, Role: st.Role, Epoch: st.Epoch, Primary: st.Primary, Safeness: st.Safeness, Degraded: e.degraded.Load()}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	err := e.withConn(ctx, func(c *pgconn.PgConn) error {
+	return e.status(ctx, func(ctx context.Context, c *pgconn.PgConn, s *Status) error {
 		rows, err := query(ctx, c, `SELECT pg_catalog.pg_is_in_recovery()::text,
 			coalesce((CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.pg_last_wal_replay_lsn() ELSE pg_catalog.pg_current_wal_lsn() END)::text, '')`)
 		if err != nil {
@@ -142,16 +144,6 @@ func (e *Engine) Probe(ctx context.Context) Status {
 		}
 		return nil
 	})
-	if err != nil {
-		s.Error = err.Error()
-	}
-	if e.external {
-		s.ExternalServer = e.where()
-		if r := e.rejoin.Load(); r != nil {
-			s.Rejoin = *r
-		}
-	}
-	return s
 }
 
 func atoi64(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }

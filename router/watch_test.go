@@ -18,10 +18,16 @@ import (
 // per probe opened a connection (and paid a TLS handshake on both ends)
 // every health_interval and left each one open: the node's admin server
 // keeps idle connections, so they piled up for as long as the router ran.
+//
+// Each probe asks for the probe's answer (?probe=1: on the physical
+// engine one small query instead of the replication views).
 func TestWatchKeepsItsTLSConnection(t *testing.T) {
-	var conns, probes atomic.Int64
+	var conns, probes, asked atomic.Int64
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		probes.Add(1)
+		if r.URL.Path == "/status" && r.URL.Query().Get("probe") == "1" {
+			asked.Add(1)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"role":"primary","replication":{"epoch":1,"assigned_gsn":5,"applied_gsn":5}}`+"\n")
 	}))
@@ -46,6 +52,12 @@ func TestWatchKeepsItsTLSConnection(t *testing.T) {
 	<-done
 	if p := probes.Load(); p < 20 {
 		t.Fatalf("only %d probes in 10 s", p)
+	}
+	if asked.Load() != probes.Load() {
+		t.Errorf("%d of %d probes asked for /status?probe=1", asked.Load(), probes.Load())
+	}
+	if st := r.Status()[0]; st.Role != "primary" || st.Epoch != 1 {
+		t.Errorf("role %q epoch %d from the probes, want primary 1", st.Role, st.Epoch)
 	}
 	if c := conns.Load(); c != 1 {
 		t.Errorf("%d probes opened %d connections, want 1 kept open", probes.Load(), c)
@@ -123,37 +135,5 @@ func TestWatchQuietDial(t *testing.T) {
 			t.Fatal("a node that refuses every dial was not marked down within 2 s")
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// TestWatchAsksForTheProbe: the router's probe of a node's admin address
-// asks for the probe's answer (?probe=1: on the physical engine, one small
-// query instead of the replication views).
-func TestWatchAsksForTheProbe(t *testing.T) {
-	var asked, probe atomic.Int64
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		if r.URL.Path == "/status" && r.URL.Query().Get("probe") == "1" {
-			probe.Add(1)
-		}
-		_, _ = io.WriteString(w, `{"role":"primary","replication":{"epoch":1}}`+"\n")
-	}))
-	defer ts.Close()
-	r := New(Config{Nodes: []Upstream{{Node: "n1", Addr: "127.0.0.1:1", Admin: ts.Listener.Addr().String(), AdminURL: ts.URL + "/status"}},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); r.Watch(ctx, 10*time.Millisecond) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for asked.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	<-done
-	if asked.Load() < 3 || probe.Load() != asked.Load() {
-		t.Fatalf("%d of %d requests asked for /status?probe=1", probe.Load(), asked.Load())
-	}
-	if st := r.Status()[0]; st.Role != "primary" || st.Epoch != 1 {
-		t.Fatalf("role %q epoch %d from the probe, want primary 1", st.Role, st.Epoch)
 	}
 }
