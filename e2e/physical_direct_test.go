@@ -80,6 +80,14 @@ func testPhysicalRouterDirect(t *testing.T, cleartext bool) {
 		}
 		return port, dn, user
 	}
+	// routerOn: the router's sessions run on node id's server (its repl
+	// address) after what happened (when).
+	routerOn := func(id, when string) {
+		t.Helper()
+		if port, _, _ := where(h.router); !strings.HasSuffix(repl[id], ":"+port) {
+			t.Fatalf("after the %s the router's sessions run on port %s; want %s's server (%s)", when, port, id, repl[id])
+		}
+	}
 	wantDN := "/O=tandem/CN=router"
 	if cleartext {
 		wantDN = ""
@@ -134,27 +142,16 @@ func testPhysicalRouterDirect(t *testing.T, cleartext bool) {
 	if cleartext {
 		acked := switchoverUnderLoad(t, p, "n2")
 		checkAcked(t, h.dsn(h.nodes["n2"]), acked)
-		if port, _, _ := where(h.router); !strings.HasSuffix(repl["n2"], ":"+port) {
-			t.Fatalf("after the switchover the router's sessions run on port %s; want n2's server (%s)", port, repl["n2"])
-		}
+		routerOn("n2", "switchover")
 		return
 	}
-	rw, stop := startWriters(h.dsn(h.router), 4)
-	waitCoordinated(t, h.admin["n1"], "n1", "n2")
-	rw.killedAt.Store(time.Now().UnixNano())
-	h.kill("n1")
-	acked := failedOver(t, p, rw, "n2", 30*time.Second, stop)
-	requireNoneLost(t, acked, ids(t, h.dsn(h.nodes["n2"])))
-	if port, _, _ := where(h.router); !strings.HasSuffix(repl["n2"], ":"+port) {
-		t.Fatalf("after the failover the router's sessions run on port %s; want n2's server (%s)", port, repl["n2"])
-	}
+	killPrimaryUnderWriters(t, h, p)
+	routerOn("n2", "failover")
 	h.start("n1")
 	p.waitStreaming("n2", "n1")
-	acked = switchoverUnderLoad(t, p, "n1")
+	acked := switchoverUnderLoad(t, p, "n1")
 	checkAcked(t, h.dsn(h.nodes["n1"]), acked)
-	if port, _, _ := where(h.router); !strings.HasSuffix(repl["n1"], ":"+port) {
-		t.Fatalf("after the switchover the router's sessions run on port %s; want n1's server (%s)", port, repl["n1"])
-	}
+	routerOn("n1", "switchover")
 }
 
 // TestPhysicalSingleMasterDirect: router.direct on a physical single-master

@@ -988,12 +988,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	h := physicalHS(t, "2-safe-received", "failover = \"automatic\"\nlease = \"1s\"\nlease_grace = \"500ms\"\nack_timeout = \"2s\"\n", true)
 	p := h.startCoordinatedPair()
 	createTestTable(t, h.dsn(h.router))
-	rw, stop := startWriters(h.dsn(h.router), 4)
-	waitCoordinated(t, h.admin["n1"], "n1", "n2")
-	rw.killedAt.Store(time.Now().UnixNano())
-	h.kill("n1")
-	acked := failedOver(t, p, rw, "n2", 30*time.Second, stop)
-	requireNoneLost(t, acked, ids(t, h.dsn(h.nodes["n2"])))
+	killPrimaryUnderWriters(t, h, p)
 	// The old primary comes back as a standby of the new one.
 	h.start("n1")
 	p.waitStreaming("n2", "n1")
@@ -1003,7 +998,7 @@ func TestPhysicalAutomaticFailover(t *testing.T) {
 	// A switchover back goes through the coordinator (the old primary
 	// stops, releases its lease; the map hands over once n1 reported its
 	// last WAL record): nothing lost under writes.
-	acked = switchoverUnderLoad(t, p, "n1")
+	acked := switchoverUnderLoad(t, p, "n1")
 	checkAcked(t, h.dsn(h.nodes["n1"]), acked)
 	p.waitStreaming("n1", "n2")
 	if s := p.status("n1"); s.Physical.Epoch != 3 {
@@ -1077,6 +1072,19 @@ func waitCoordinated(t *testing.T, admin, primary, standby string) {
 // failedOver waits until node id is the primary of epoch 2 (within), then
 // until 100 more commits went through rw, stops the writers (stop) and
 // returns the ids whose commit was acknowledged.
+// killPrimaryUnderWriters SIGKILLs n1's node and server under 4 writers
+// through the router of a coordinated pair and waits until n2 is the
+// primary of epoch 2 with every acknowledged commit.
+func killPrimaryUnderWriters(t *testing.T, h *hsCluster, p *physPair) {
+	t.Helper()
+	rw, stop := startWriters(h.dsn(h.router), 4)
+	waitCoordinated(t, h.admin["n1"], "n1", "n2")
+	rw.killedAt.Store(time.Now().UnixNano())
+	h.kill("n1")
+	acked := failedOver(t, p, rw, "n2", 30*time.Second, stop)
+	requireNoneLost(t, acked, ids(t, h.dsn(h.nodes["n2"])))
+}
+
 func failedOver(t *testing.T, p *physPair, rw *retryingWriters, id string, within time.Duration, stop func()) []int64 {
 	t.Helper()
 	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
