@@ -359,8 +359,15 @@ func TestSingleMasterConfig(t *testing.T) {
 	if c, err = Parse("sm.toml", []byte(nodes(16)+router)); err != nil || len(c.Nodes) != 16 {
 		t.Fatalf("16 nodes: %v", err)
 	}
+	// A primary alone: the physical engine on 1-safe commits only.
+	alone := nodes(1) + "backend = \"postgres\"\n" + router + "[replication]\nengine = \"physical\"\nsafeness = \"1-safe\"\n"
+	if c, err = Parse("sm.toml", []byte(alone)); err != nil || len(c.Nodes) != 1 || !c.RouterDirect() {
+		t.Fatalf("a primary alone: %v", err)
+	}
 	cases := []struct{ name, text, want string }{
 		{"one node", nodes(1), "field nodes: design single-master takes a primary and 1 to 15 replicas"},
+		{"one node waiting for a replica", strings.Replace(alone, "1-safe", "2-safe-received", 1), `a primary alone needs replication.engine = "physical" and replication.safeness = "1-safe"`},
+		{"one node on the writeset engine", strings.Replace(alone, "physical", "writeset", 1), `a primary alone needs replication.engine = "physical"`},
 		{"seventeen nodes", nodes(17), "found 17 node(s)"},
 		{"pair without witness", nodes(2), "field witness: missing"},
 		{"zero weight", nodes(3) + "weight = 0\n", "field nodes[2].weight: 0"},

@@ -316,6 +316,7 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 	var rep struct {
 		Emulated bool   `json:"emulated"`
 		Engine   string `json:"engine"`
+		Alone    string `json:"alone"`
 		Rows     []struct {
 			N            int     `json:"n"`
 			X            float64 `json:"x"`
@@ -342,6 +343,13 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 	if !rep.Emulated || rep.Engine != engine || len(rep.Rows) != 2 || rep.Rows[0].N != 1 || rep.Rows[1].N != 2 {
 		t.Fatalf("report: %s", out)
 	}
+	// N = 1 on the physical engine is the primary alone behind the
+	// router (--alone router, the default): its clients reach the server
+	// over the router's TLS hop, as at N = 2.
+	routedAlone := engine == "physical"
+	if wantAlone := map[bool]string{true: "router"}[routedAlone]; rep.Alone != wantAlone {
+		t.Errorf("N = 1 reached by %q, want %q", rep.Alone, wantAlone)
+	}
 	for _, r := range rep.Rows {
 		if r.X <= 0 || r.Efficiency <= 0 {
 			t.Errorf("N = %d: X %v, efficiency %v", r.N, r.X, r.Efficiency)
@@ -361,12 +369,13 @@ func testLabScaleout(t *testing.T, backend, engine string) {
 				t.Errorf("N = %d: node %s quota %v used %v", p.N, h.Name, h.CPU, h.Util)
 			}
 		}
-		if kinds["node"] != p.N || kinds["client"] != 1 || (p.N > 1) != (kinds["router"] == 1) {
+		routed := p.N > 1 || routedAlone
+		if kinds["node"] != p.N || kinds["client"] != 1 || routed != (kinds["router"] == 1) {
 			t.Errorf("N = %d: hosts %v", p.N, kinds)
 		}
 		// Behind the router, what it sent each node over the window: the
 		// window's transactions (3 s at X), every node among them.
-		if p.N > 1 {
+		if routed {
 			var routed uint64
 			for _, v := range p.Routed {
 				routed += v

@@ -25,7 +25,8 @@ type Env struct {
 	Lab     *lab.Lab
 	Cluster *cluster.Local
 	Config  *config.Cluster
-	// DSN is the cluster's front door (the router at N > 1).
+	// DSN is the cluster's front door (the router at N > 1, and at N = 1
+	// on the physical engine's single-master: Options.Alone).
 	DSN string
 
 	close []func()
@@ -121,12 +122,12 @@ func start(ctx context.Context, o Options, n int, name string) (*Env, error) {
 	e.Cluster = lc
 	e.close = append(e.close, lc.Stop)
 	e.DSN = lc.DSN()
-	if n == 1 && o.Backend == "postgres" && o.Engine == config.EnginePhysical {
-		// N = 1 is the database as its clients reach it alone: the
-		// server's own socket, as the router reaches the servers at N >= 2
-		// (router.direct, the physical engine's default). Through the
-		// node's relay, whose CPU is in the host's quota, N = 2 came out
-		// 3.4x N = 1 (read-only, 0.25-core hosts, 2026-12-06).
+	if n == 1 && o.Backend == "postgres" && o.Engine == config.EnginePhysical && !o.routedAlone() {
+		// N = 1 is the database as a client on its host reaches it: the
+		// server's own socket (Options.Alone, AloneSocket; single-master's
+		// default is the primary alone behind the router). Not through
+		// the node's relay, whose CPU is in the host's quota: N = 2 came
+		// out 3.4x N = 1 that way (read-only, 0.25-core hosts, 2026-12-06).
 		if e.DSN, err = ServerSocketDSN(e.DSN, c.Nodes[0].DataDir); err != nil {
 			return nil, err
 		}

@@ -19,7 +19,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 		what += ", read consistency " + r.ReadConsistency
 	}
 	fmt.Fprintf(w, "scale-out of %s, workload %s (scale %d), lab %s: EMULATED hosts on one machine\n", what, r.Workload, r.Scale, r.Lab)
-	fmt.Fprintf(w, "ramp-up %s, measured %s per run; medians over rounds; N = 1 is a standalone node; CPU in cores used (of the quota)\n\n", r.Rampup, r.Duration)
+	alone := "N = 1 is a standalone node"
+	switch r.Alone {
+	case AloneRouted:
+		alone = "N = 1 is the primary alone behind the router (--alone router)"
+	case AloneSocket:
+		alone = "N = 1 is the server's own socket (--alone socket)"
+	}
+	fmt.Fprintf(w, "ramp-up %s, measured %s per run; medians over rounds; %s; CPU in cores used (of the quota)\n\n", r.Rampup, r.Duration, alone)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mix\tN\tclients\tX (tx/s)\tefficiency\tmean ms\tp90 ms\tnode CPU\tbusiest node\trouter CPU\tclient CPU\tmachine busy\trounds\t")
 	for _, row := range r.Rows {
@@ -28,7 +35,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			eff = strconv.FormatFloat(row.Efficiency, 'f', 2, 64)
 		}
 		router := "-"
-		if row.N > 1 {
+		if row.N > 1 || r.Alone == AloneRouted {
 			router = fmt.Sprintf("%.2f", row.RouterUtil)
 		}
 		mem := "-"

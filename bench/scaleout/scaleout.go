@@ -1,7 +1,7 @@
 // Package scaleout measures how a replicated design scales with the number
 // of nodes on emulated hosts (package lab): for each N it starts a fresh
-// cluster of N nodes under the lab's CPU quotas (N = 1: one standalone
-// node), loads the workload, runs each mix with the workload client in its
+// cluster of N nodes under the lab's CPU quotas (N = 1: one node alone,
+// Options.Alone), loads the workload, runs each mix with the workload client in its
 // own cgroup, and records throughput X(N), response times and every host's
 // CPU utilisation from its cgroup; medians over rounds, and the efficiency
 // X(N) / (N * X(1)). Results are emulated.
@@ -91,6 +91,43 @@ type Options struct {
 	// Speed, when set, gives each window the machine's memory latency
 	// over it (Point.MemLatencyNS): lab.MemoryProbe.
 	Speed SpeedProbe
+	// Alone is how clients reach N = 1 on the physical engine
+	// (single-master): AloneRouted (the default) or AloneSocket.
+	Alone string
+}
+
+// How clients reach N = 1 on the physical engine (Options.Alone).
+const (
+	// AloneRouted: the primary alone behind the router, on its own host,
+	// which reaches the server over TCP with TLS as it reaches every
+	// server at N >= 2 (router.direct): N = 1 differs from N >= 2 only in
+	// the replicas, and its clients are on other hosts, as seed 003's.
+	AloneRouted = "router"
+	// AloneSocket: the standalone server's own Unix socket, as a client
+	// on the database's host reaches it (no TCP, no TLS: 0.036 against
+	// 0.089 ms of the host's CPU per TM1 read through the router's TLS
+	// hop on 0.15-core hosts, 2026-12-06).
+	AloneSocket = "socket"
+)
+
+// AloneModes are Options.Alone's values.
+var AloneModes = []string{AloneRouted, AloneSocket}
+
+// alone is Report.Alone.
+func (o Options) alone() string {
+	switch {
+	case o.routedAlone():
+		return AloneRouted
+	case o.Backend == "postgres" && o.Engine == config.EnginePhysical:
+		return AloneSocket
+	}
+	return ""
+}
+
+// routedAlone reports whether N = 1 is the primary alone behind the
+// router (Options.Alone).
+func (o Options) routedAlone() bool {
+	return o.Backend == "postgres" && o.Engine == config.EnginePhysical && o.Design == "single-master" && o.Alone != AloneSocket
 }
 
 // SpeedProbe says how fast the machine's memory was between two times:
@@ -177,16 +214,19 @@ type Report struct {
 	Backend string `json:"backend"`
 	Engine  string `json:"engine,omitempty"`
 	// ReadConsistency is the router's at N > 1 ("" for its default).
-	ReadConsistency string    `json:"read_consistency,omitempty"`
-	Workload        string    `json:"workload"`
-	Scale           int       `json:"scale"`
-	Lab             string    `json:"lab"`
-	Emulated        bool      `json:"emulated"`
-	Duration        string    `json:"duration"`
-	Rampup          string    `json:"rampup"`
-	Started         time.Time `json:"started"`
-	Rows            []Row     `json:"rows"`
-	Points          []Point   `json:"points"`
+	ReadConsistency string `json:"read_consistency,omitempty"`
+	// Alone is how N = 1 was reached on the physical engine's
+	// single-master (Options.Alone), "" elsewhere.
+	Alone    string    `json:"alone,omitempty"`
+	Workload string    `json:"workload"`
+	Scale    int       `json:"scale"`
+	Lab      string    `json:"lab"`
+	Emulated bool      `json:"emulated"`
+	Duration string    `json:"duration"`
+	Rampup   string    `json:"rampup"`
+	Started  time.Time `json:"started"`
+	Rows     []Row     `json:"rows"`
+	Points   []Point   `json:"points"`
 }
 
 func (o *Options) check() error {
@@ -198,6 +238,9 @@ func (o *Options) check() error {
 	}
 	if o.ReadConsistency != "" && !slices.Contains(config.ReadConsistencies, o.ReadConsistency) {
 		return fmt.Errorf("%w: --read-consistency %q: use %s", ErrBadOption, o.ReadConsistency, strings.Join(config.ReadConsistencies, ", "))
+	}
+	if o.Alone != "" && !slices.Contains(AloneModes, o.Alone) {
+		return fmt.Errorf("%w: --alone %q: use %s", ErrBadOption, o.Alone, strings.Join(AloneModes, " or "))
 	}
 	switch o.Engine {
 	case "", config.EngineWriteset:
@@ -276,7 +319,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		o.Exe = exe
 	}
-	rep := &Report{Design: o.Design, Backend: o.Backend, Engine: o.Engine, ReadConsistency: o.ReadConsistency, Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
+	rep := &Report{Design: o.Design, Backend: o.Backend, Engine: o.Engine, ReadConsistency: o.ReadConsistency, Alone: o.alone(), Workload: o.Workload.Name(), Scale: o.Scale, Lab: o.Lab.String(),
 		Emulated: true, Duration: o.Duration.String(), Rampup: o.Rampup.String(), Started: time.Now().UTC()}
 	for r := 1; r <= o.Rounds; r++ {
 		for _, n := range o.Nodes {
@@ -349,7 +392,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 			s.host, s.hok = h, true
 		}
 		s.u = lb.Usage()
-		if n > 1 && env.Config != nil {
+		if env.Config != nil && env.Config.Router != nil {
 			// Best effort: a router without an admin address has none.
 			s.routed, _ = RoutedTransactions(ctx, env.Config)
 		}
@@ -567,7 +610,9 @@ func kindUtil(hs []Host, kind string) float64 {
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // clusterFile is the cluster of N nodes: N = 1 a standalone node (its own
-// front door, no router, no replication), else the design with a router
+// front door, no router, no replication) or, on the physical engine's
+// single-master (Options.Alone), the primary alone behind the router on
+// 1-safe commits; else the design with a router
 // (single-master routes each transaction: reads to replicas, writes to the
 // primary; hot-standby sends everything to the primary; multi-master
 // balances every transaction over every node, each node a coordinator
@@ -583,7 +628,8 @@ func clusterFile(o Options, n int, runDir string) (string, error) {
 	addr := ports.Addr
 	var b strings.Builder
 	d := design
-	if n == 1 {
+	alone := n == 1 && o.routedAlone()
+	if n == 1 && !alone {
 		d = "standalone"
 	}
 	fmt.Fprintf(&b, "# written by tandem bench scaleout\ncluster = \"scaleout-%d\"\ndesign = %q\nrun_dir = %q\nlog_level = \"warn\"\n", n, d, runDir)
@@ -598,11 +644,15 @@ func clusterFile(o Options, n int, runDir string) (string, error) {
 		}
 		fmt.Fprintf(&b, "[witness]\nid = \"w\"\nraft_listen = %q\n", w)
 	}
-	if n > 1 {
-		if engine == config.EnginePhysical {
+	if n > 1 || alone {
+		switch {
+		case alone:
+			// No replica to wait for.
+			b.WriteString("[replication]\nengine = \"physical\"\nsafeness = \"1-safe\"\n")
+		case engine == config.EnginePhysical:
 			// remote_write, FIRST 1; PostgreSQL's own WAL flush (strict).
 			b.WriteString("[replication]\nengine = \"physical\"\nsafeness = \"2-safe-received\"\nack = \"one\"\n")
-		} else {
+		default:
 			b.WriteString("[replication]\nengine = \"writeset\"\nsafeness = \"2-safe-received\"\nack = \"one\"\ndurability = \"relaxed\"\n")
 		}
 		r, err := addr()
@@ -634,7 +684,7 @@ func clusterFile(o Options, n int, runDir string) (string, error) {
 		case n > 1 && d == "multi-master":
 			// The certifier runs on the coordinator: every node votes.
 			fmt.Fprintf(&b, "raft_listen = %q\n", a[2])
-		case n > 1:
+		case n > 1 || alone:
 			fmt.Fprintf(&b, "repl_listen = %q\n", a[2])
 		}
 		if backend == "postgres" {

@@ -126,6 +126,28 @@ func TestEngineOption(t *testing.T) {
 	if !c.Physical() || strings.Contains(text, "durability") || c.Router.ReadConsistency != "eventual" {
 		t.Errorf("physical %v, read consistency %q, file:\n%s", c.Physical(), c.Router.ReadConsistency, text)
 	}
+	// N = 1 on the physical engine: the primary alone behind the router
+	// (--alone router, the default), or the standalone node (socket).
+	for _, alone := range []string{"", AloneRouted, AloneSocket} {
+		o := Options{Design: "single-master", Backend: "postgres", Engine: config.EnginePhysical, Alone: alone}
+		text, err = clusterFile(o, 1, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err = config.Parse("so.toml", []byte(text)); err != nil {
+			t.Fatalf("--alone %q: %v\n%s", alone, err, text)
+		}
+		routed := alone != AloneSocket
+		if (c.Design == "single-master") != routed || c.RouterDirect() != routed || len(c.Nodes) != 1 || (routed && c.Repl.Safeness != "1-safe") {
+			t.Errorf("--alone %q: design %s, router.direct %v, %d nodes, safeness %q", alone, c.Design, c.RouterDirect(), len(c.Nodes), c.Repl.Safeness)
+		}
+		if got, want := o.alone(), map[bool]string{true: AloneRouted, false: AloneSocket}[routed]; got != want {
+			t.Errorf("--alone %q: the report says %q, want %q", alone, got, want)
+		}
+	}
+	if o := (Options{Design: "single-master", Backend: "postgres"}); o.alone() != "" || o.routedAlone() {
+		t.Errorf("the writeset engine's N = 1 is the standalone node, not %q", o.alone())
+	}
 	text, err = clusterFile(Options{Design: "single-master", Backend: "postgres", Superuser: true}, 2, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +175,11 @@ func TestEngineOption(t *testing.T) {
 		}
 	}
 	o := base
+	o.Engine, o.Alone = config.EnginePhysical, "relay"
+	if err := o.check(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--alone") {
+		t.Errorf("--alone relay: %v", err)
+	}
+	o = base
 	o.MaxSteal = -0.1
 	if err := o.check(); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "--max-steal") {
 		t.Errorf("--max-steal -0.1: %v", err)

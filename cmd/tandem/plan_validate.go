@@ -124,6 +124,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.StringVar(&f.lab, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, router=CORES, client=CORES (see tandem bench scaleout)")
 	fs.IntVar(&f.so.Rounds, "rounds", 1, "rounds of the sweep (medians over them)")
 	fs.BoolVar(&f.interleave, "interleave", true, "with --rounds > 1, profile again before each round of the sweep (fresh clusters) and take each demand's median over the rounds' profiles; false profiles once, before every round")
+	fs.StringVar(&f.so.Alone, "alone", scaleout.AloneRouted, "sm on the physical engine: how N = 1 (profile and sweep) is reached: router (the primary alone behind the router on its own host, over the TLS hop every N >= 2 uses) or socket (the server's Unix socket, as a client on its host)")
 	fs.StringVar(&f.so.ReadConsistency, "read-consistency", "", "the router's read_consistency in the replicated profile and the sweep (default: eventual for sm, session for mm): eventual runs a read on its replica's latest snapshot without waiting for the session's last write, as seed 003's single-master does (GSI), which the model describes; session (tandem's default for applications) makes a read after a write wait until its node has the write, round trips the model does not have; mm needs session: every node takes writes, and a session's next transaction must find its last one where it runs, as seed 003's clients bound to one replica did")
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
@@ -804,6 +805,17 @@ func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
+// aloneNote says how the sweep's and the profile's N = 1 is reached.
+func aloneNote(o scaleout.Options) string {
+	switch {
+	case o.Design == "single-master" && o.Backend == "postgres" && o.Engine == config.EnginePhysical && o.Alone == scaleout.AloneSocket:
+		return "N = 1 is the server's own Unix socket (--alone socket): no router, no TCP, no TLS, which every N >= 2 has"
+	case o.Design == "single-master" && o.Backend == "postgres" && o.Engine == config.EnginePhysical:
+		return "N = 1 is the primary alone behind the router (--alone router): the router's TLS hop to the server as at every N >= 2"
+	}
+	return "the model adds it at N = 1 too, where the sweep has no router"
+}
+
 // validationInputs lists the model's inputs: what the profile measured on
 // the emulated host, what the sweep set, and what is assumed.
 func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options, f *planValidateFlags) []planner.Input {
@@ -879,7 +891,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the standalone profile, the model and the sweep; single-master's replicated profile runs 2 x C over its two nodes, the sweep's load at N = 2"},
 		planner.Input{Name: "Z (think time)", Value: "0", Measured: false, Source: "set: closed loop without think time, as the sweep runs"},
 		planner.Input{Name: "load-balancer delay (router + network)", Value: f.lbDelay.String(), Measured: false,
-			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; the model adds it at N = 1 too, where the sweep has no router", o.Lab.CPURouter)},
+			Source: fmt.Sprintf("--lb-delay, a delay centre at every N; the router's CPU (quota %g, 0 = none) is not in the model; %s", o.Lab.CPURouter, aloneNote(o))},
 		planner.Input{Name: "network delay", Value: o.Lab.NetDelay.String(), Measured: false, Source: "the lab's links (none unless --lab delay=...); not a model input"},
 		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
 		wsInput(repl, o.Engine),

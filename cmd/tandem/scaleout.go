@@ -141,6 +141,7 @@ the machine. See docs/operations.md, "The emulated-host lab".`,
 	fs.DurationVar(&o.Rampup, "rampup", 3*time.Second, "ramp-up before each measured window")
 	fs.DurationVar(&o.Duration, "duration", 15*time.Second, "measured window of each run")
 	fs.IntVar(&o.Rounds, "rounds", 1, "rounds (medians over them)")
+	fs.StringVar(&o.Alone, "alone", scaleout.AloneRouted, "single-master on the physical engine: how N = 1 is reached: router (the primary alone behind the router on its own host, over the TLS hop every N >= 2 uses) or socket (the server's Unix socket, as a client on its host)")
 	fs.StringVar(&o.ReadConsistency, "read-consistency", "", "the router's read_consistency at N > 1: "+strings.Join(config.ReadConsistencies, ", ")+" (default: the router's, session)")
 	fs.StringVar(&labFlag, "lab", "cpu=0.25", "the emulated hosts: cpu=CORES per node, client=CORES, router=CORES, netns=true (see tandem up --lab)")
 	fs.BoolVar(&asJSON, "json", false, "print the report (every round and host) as JSON")
