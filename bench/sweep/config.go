@@ -78,6 +78,10 @@ type Config struct {
 	Direct bool `json:"router_direct,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
+	// ClientTLS: the servers speak TLS and the workload's clients encrypt
+	// end to end through HAProxy (sslmode=require), as users of that
+	// stack who need encryption in transit do.
+	ClientTLS bool `json:"client_tls,omitempty"`
 	// StandbyWeight is pgpool-II's backend_weight of the standby
 	// (pg-pair-pgpool-*; the primary's is 1): 1 balances the reads evenly,
 	// 0 keeps every statement on the primary (pgpool a pass-through).
@@ -171,6 +175,14 @@ func pg(kind, name, level, syncCommit, setting string) Config {
 	return Config{Name: name, Family: FamilyPostgres, Level: level, kind: kind, SynchronousCommit: syncCommit, Setting: setting}
 }
 
+// haproxyTLS is HAProxy's stack with its clients' sessions encrypted to
+// the servers: the peer of tandem's router with TLS on its hop.
+func haproxyTLS(name, level, syncCommit string) Config {
+	c := pg(kindPGPairHAProxy, name, level, syncCommit, fmt.Sprintf("HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=%s (%s), clients' sessions in TLS to the servers (sslmode=require through HAProxy)", syncCommit, level))
+	c.ClientTLS = true
+	return c
+}
+
 // Configs returns every configuration, in the order the sweep runs them.
 func Configs() []Config {
 	return []Config{
@@ -195,6 +207,10 @@ func Configs() []Config {
 		pg(kindPGPairHAProxy, "pg-pair-haproxy-remote_write", "2-safe-received", "remote_write", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=remote_write (2-safe received)"),
 		pg(kindPGPairHAProxy, "pg-pair-haproxy-on", "2-safe-durable", "on", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=on (2-safe durable)"),
 		pg(kindPGPairHAProxy, "pg-pair-haproxy-remote_apply", "2-safe-visible", "remote_apply", "HAProxy (mode tcp, primary check) in front of the streaming pair, synchronous_commit=remote_apply (2-safe visible)"),
+		haproxyTLS("pg-pair-haproxy-tls-local", "1-safe", "local"),
+		haproxyTLS("pg-pair-haproxy-tls-remote_write", "2-safe-received", "remote_write"),
+		haproxyTLS("pg-pair-haproxy-tls-on", "2-safe-durable", "on"),
+		haproxyTLS("pg-pair-haproxy-tls-remote_apply", "2-safe-visible", "remote_apply"),
 		hsPG("hs-pg-1safe-relaxed", "1-safe", "relaxed", "relaxed"),
 		hsPG("hs-pg-received-relaxed", "2-safe-received", "relaxed", "relaxed"),
 		hsPG("hs-pg-visible-relaxed", "2-safe-visible", "relaxed", "relaxed"),
@@ -349,6 +365,12 @@ var physicalPairs = []struct{ Level, Physical, HAProxy, Direct string }{
 	{"2-safe-received", "hs-pgphys-router-cleartext-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
 	{"2-safe-visible", "hs-pgphys-router-cleartext-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pgphys-router-cleartext-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+	// Encrypted to the servers on both sides: tandem's router (TLS on its
+	// hop, the default) against HAProxy's stack with its clients in TLS.
+	{"1-safe", "hs-pgphys-router-1safe", "pg-pair-haproxy-tls-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-router-received", "pg-pair-haproxy-tls-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-router-visible", "pg-pair-haproxy-tls-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-router-durable", "pg-pair-haproxy-tls-on", "pg-pair-on"},
 }
 
 // MinPhysicalVsDirect is issue 13's goal: tandem's physical pair keeps at

@@ -261,3 +261,58 @@ func TestNoHAProxy(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrBadOption naming pg-pair-haproxy-on and apt-get install haproxy", err)
 	}
 }
+
+// TestHAProxyClientTLS: the pg-pair-haproxy-tls-* configurations' clients
+// reach the primary through HAProxy in TLS (sslmode=require, HAProxy
+// passing the session through), both servers speak TLS, and the
+// clear-text configurations' clients do not.
+func TestHAProxyClientTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and HAProxy; skipped with -short")
+	}
+	if _, err := postgres.FindBinDir(""); err != nil {
+		t.Skip("PostgreSQL is not installed:", err)
+	}
+	needHAProxy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, ok := configByName("pg-pair-haproxy-tls-remote_write")
+	if !ok || !c.ClientTLS || c.kind != kindPGPairHAProxy {
+		t.Fatalf("configuration %+v", c)
+	}
+	s, err := startPG(ctx, c, t.TempDir(), "", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.stop()
+	if !strings.Contains(s.dsn(), "sslmode=require") || !strings.Contains(s.dsn(), ":"+strconv.Itoa(s.proxy.Port())+"/") {
+		t.Fatalf("DSN %s: not HAProxy's port %d with sslmode=require", s.dsn(), s.proxy.Port())
+	}
+	conn, err := pgx.Connect(ctx, s.dsn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var tlsOn, rec bool
+	var version string
+	if err := conn.QueryRow(ctx, "SELECT s.ssl, coalesce(s.version, ''), pg_is_in_recovery() FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()").Scan(&tlsOn, &version, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !tlsOn || rec || !strings.HasPrefix(version, "TLS") {
+		t.Errorf("through HAProxy: ssl %v (%q), in recovery %v; want a TLS session on the primary", tlsOn, version, rec)
+	}
+	// The standby takes over with the same settings.
+	sc, err := pgx.Connect(ctx, s.pair.Standby.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close(context.Background())
+	var sslSetting string
+	if err := sc.QueryRow(ctx, "SHOW ssl").Scan(&sslSetting); err != nil || sslSetting != "on" {
+		t.Errorf("the standby's ssl = %q (%v), want on", sslSetting, err)
+	}
+	clear, _ := configByName("pg-pair-haproxy-remote_write")
+	if clear.ClientTLS {
+		t.Errorf("%s encrypts; it is the clear-text peer", clear.Name)
+	}
+}

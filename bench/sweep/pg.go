@@ -48,6 +48,11 @@ type PGPair struct {
 // the standby on another port and waits until pg_stat_replication shows it
 // streaming as the synchronous standby.
 func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PGPair, error) {
+	return startPGPair(ctx, dir, binDir, nil, log)
+}
+
+// startPGPair is StartPGPair with more settings on both servers.
+func startPGPair(ctx context.Context, dir, binDir string, extra map[string]string, log *slog.Logger) (*PGPair, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -55,7 +60,11 @@ func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PG
 	if err != nil {
 		return nil, err
 	}
-	settings := clone(pgSettings)
+	base := clone(pgSettings)
+	for k, v := range extra {
+		base[k] = v
+	}
+	settings := clone(base)
 	settings["synchronous_standby_names"] = "'*'"
 	primary, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
 		DataDir: filepath.Join(dir, "primary", "pgdata"), BinDir: bin, Settings: settings, Logger: log,
@@ -71,7 +80,7 @@ func StartPGPair(ctx context.Context, dir, binDir string, log *slog.Logger) (*PG
 		return nil, err
 	}
 	standby, err := postgres.StartManaged(ctx, postgres.ManagedConfig{
-		DataDir: standbyData, BinDir: bin, Settings: clone(pgSettings), Logger: log, TCP: true,
+		DataDir: standbyData, BinDir: bin, Settings: clone(base), Logger: log, TCP: true,
 	})
 	if err != nil {
 		p.Stop()
@@ -237,12 +246,22 @@ type pgSystem struct {
 	version string
 	// unix: the workload's clients connect over Unix sockets (--unix).
 	unix bool
+	// tls: the workload's clients speak TLS to the servers, through
+	// HAProxy (Config.ClientTLS).
+	tls bool
 }
 
 func startPG(ctx context.Context, c Config, dir, binDir string, log *slog.Logger) (*pgSystem, error) {
-	s := &pgSystem{log: log, dir: dir}
+	s := &pgSystem{log: log, dir: dir, tls: c.ClientTLS}
 	if c.kind == kindPGPair || c.kind == kindPGPairHAProxy || c.kind == kindPGPairPgpool {
-		p, err := StartPGPair(ctx, dir, binDir, log)
+		var extra map[string]string
+		if c.ClientTLS {
+			var err error
+			if extra, err = serverTLS(filepath.Join(dir, "tls")); err != nil {
+				return nil, fmt.Errorf("configuration %s: the servers' certificate: %w", c.Name, err)
+			}
+		}
+		p, err := startPGPair(ctx, dir, binDir, extra, log)
 		if err != nil {
 			return nil, err
 		}
@@ -296,6 +315,9 @@ func (s *pgSystem) dsn() string {
 			return s.pool.UnixDSN("postgres")
 		}
 		return s.server.SocketDSN("postgres")
+	}
+	if s.proxy != nil && s.tls {
+		return strings.Replace(s.proxy.DSN("postgres"), "sslmode=disable", "sslmode=require", 1)
 	}
 	if s.proxy != nil {
 		return s.proxy.DSN("postgres")

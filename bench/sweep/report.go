@@ -311,6 +311,15 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 		return &v
 	}
 	for _, mix := range p.Mixes {
+		// A configuration of tandem's with a HAProxy peer that ran (in
+		// clear text or TLS) is not listed again against one that did
+		// not; (d) does not depend on the peer: once per configuration.
+		peered, directDone := map[string]bool{}, map[string]bool{}
+		for _, pp := range physicalPairs {
+			if _, ok := mqth(pp.HAProxy, mix); ok {
+				peered[pp.Physical] = true
+			}
+		}
 		for _, pp := range physicalPairs {
 			row := PhysicalRow{Level: pp.Level, Mix: mix, Physical: pp.Physical, HAProxy: pp.HAProxy, Direct: pp.Direct}
 			pv, pok := mqth(pp.Physical, mix)
@@ -318,6 +327,9 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 				continue // the router's rows only where they ran
 			}
 			hv, hok := mqth(pp.HAProxy, mix)
+			if c, _ := configByName(pp.HAProxy); !hok && (c.ClientTLS || peered[pp.Physical]) {
+				continue // HAProxy's TLS rows only where they ran; one peer that ran is enough
+			}
 			dv, dok := mqth(pp.Direct, mix)
 			row.PhysicalV, row.HAProxyV, row.DirectV = pv, hv, dv
 			row.VsHAProxy, row.VsDirect, row.HAProxyVsDirect = div(pv, hv, pok, hok), div(pv, dv, pok, dok), div(hv, dv, hok, dok)
@@ -334,6 +346,10 @@ func Build(p Params, env Environment, configs []Config, runs []Measurement) *Rep
 					strings.ToUpper(mix), pp.Level, pp.Physical, pv, cmpSign(pv, hv), pp.HAProxy, hv, *row.VsHAProxy)
 			}
 			r.Checks = append(r.Checks, c)
+			if directDone[pp.Physical] {
+				continue
+			}
+			directDone[pp.Physical] = true
 			d := Check{ID: "d", Mix: mix, Level: pp.Level, Left: pp.Physical, Right: pp.Direct, LeftV: pv, RightV: dv}
 			if row.VsDirect == nil {
 				d.Status = "SKIP"

@@ -214,8 +214,9 @@ func TestBuildChecks(t *testing.T) {
 			t.Errorf("no check (%s) %s %s", w.id, w.mix, w.left)
 		}
 	}
-	// The router's rows (8 of physicalPairs) only where they ran: 1-safe.
-	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*(len(physicalPairs)-8)+2*2+1; n != want {
+	// The router's rows (12 of physicalPairs) only where they ran: 1-safe
+	// (against HAProxy in clear text; HAProxy's TLS rows did not run).
+	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*(len(physicalPairs)-12)+2*2+1; n != want {
 		t.Errorf("%d checks, want %d", n, want)
 	}
 
@@ -532,5 +533,40 @@ func TestRouterDirectConfigs(t *testing.T) {
 		if _, err := config.Parse("x.toml", []byte(text)); err != nil {
 			t.Errorf("%s: the cluster file does not parse: %v", tc.name, err)
 		}
+	}
+}
+
+// The router with TLS against HAProxy's stack with its clients in TLS:
+// one (c) against the peer that ran, one (d), no row against the
+// clear-text HAProxy that did not run.
+func TestPhysicalChecksTLSPeer(t *testing.T) {
+	r := Build(Params{Mixes: []string{"r80w20"}}, Environment{}, cfgs(t, "pg-pair-local", "pg-pair-haproxy-tls-local", "hs-pgphys-router-1safe"),
+		[]Measurement{ms("pg-pair-local", "r80w20", 1, 4000), ms("pg-pair-haproxy-tls-local", "r80w20", 1, 3000), ms("hs-pgphys-router-1safe", "r80w20", 1, 3300)})
+	var c, d []Check
+	for _, ch := range r.Checks {
+		if ch.Left != "hs-pgphys-router-1safe" {
+			continue
+		}
+		switch ch.ID {
+		case "c":
+			c = append(c, ch)
+		case "d":
+			d = append(d, ch)
+		}
+	}
+	if len(c) != 1 || c[0].Right != "pg-pair-haproxy-tls-local" || c[0].Status != "PASS" || !approx(c[0].RightV, 3000) {
+		t.Errorf("(c) checks %+v, want one PASS against pg-pair-haproxy-tls-local", c)
+	}
+	if len(d) != 1 || d[0].Status != "FAIL" || !approx(d[0].RightV, 4000) {
+		t.Errorf("(d) checks %+v, want one FAIL (0.82x of the pair direct)", d)
+	}
+	var rows []string
+	for _, row := range r.Physical {
+		if row.Physical == "hs-pgphys-router-1safe" {
+			rows = append(rows, row.HAProxy)
+		}
+	}
+	if len(rows) != 1 || rows[0] != "pg-pair-haproxy-tls-local" {
+		t.Errorf("the router's rows against %v, want only pg-pair-haproxy-tls-local", rows)
 	}
 }
