@@ -21,6 +21,14 @@ var ErrBadPolicy = errors.New("unknown balancing policy")
 // Policies NewBalancer knows ("" is least-connected).
 var Policies = []string{"least-connected", "round-robin", "single", "random", "source"}
 
+// stickyReads reports whether the policy balances sessions' reads rather
+// than each read: least-connected (the default) keeps a session's reads
+// on one node at eventual consistency too (pickReplica); round-robin,
+// random, single and source choose per transaction there.
+func (r *Router) stickyReads() bool {
+	return r.cfg.Policy == "" || r.cfg.Policy == "least-connected"
+}
+
 // Candidate is a node a transaction may be sent to.
 type Candidate struct {
 	Index  int // the node's index in Config.Nodes

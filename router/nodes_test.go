@@ -152,3 +152,42 @@ func TestMaxLagTime(t *testing.T) {
 		t.Fatalf("n3 caught up: %v", got)
 	}
 }
+
+// TestPickReplicaSticky: on the physical engine (LSN) least-connected
+// keeps a session's reads on the node of its last read at eventual as at
+// session, while that node is a candidate; round-robin still chooses per
+// transaction at eventual; a drained node lets the session move.
+func TestPickReplicaSticky(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		cons   consistency
+		sticky bool
+	}{
+		{"", consEventual, true},
+		{"least-connected", consEventual, true},
+		{"least-connected", consSession, true},
+		{"round-robin", consEventual, false},
+	} {
+		r := testRouter(Config{LSN: true, Policy: tc.policy, ReadWeights: []int{0, -1, -1}})
+		r.setRole("n1", "primary", 1)
+		r.setRole("n2", "standby", 1)
+		r.setRole("n3", "standby", 1)
+		s := &splitSession{rt: r, cons: tc.cons, stick: 2} // n3
+		picks := map[int]int{}
+		for i := 0; i < 20; i++ {
+			picks[s.pickReplica()]++
+		}
+		if tc.sticky && picks[2] != 20 {
+			t.Errorf("policy %q, consistency %d: reads on %v, want all 20 on n3 (the session's node)", tc.policy, tc.cons, picks)
+		}
+		if !tc.sticky && (picks[1] == 0 || picks[2] == 0) {
+			t.Errorf("policy %q, consistency %d: reads on %v, want both replicas", tc.policy, tc.cons, picks)
+		}
+		if tc.sticky {
+			_ = r.SetDraining("n3", true)
+			if got := s.pickReplica(); got != 1 {
+				t.Errorf("policy %q: n3 drained, the read went to node %d, want n2", tc.policy, got)
+			}
+		}
+	}
+}
