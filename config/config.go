@@ -847,8 +847,8 @@ func (c *Cluster) Validate() error {
 	}
 	if c.Design == "single-master" && len(c.Nodes) == 1 && !(c.Physical() && c.Repl.Safeness == "1-safe") {
 		// A primary alone behind its router: the physical engine on
-		// 1-safe commits, which wait for no replica (replicas join later
-		// by a restart with the longer file).
+		// 1-safe commits, which wait for no replica (the scale-out
+		// sweep's N = 1, --alone router).
 		return bad("nodes", "design single-master takes a primary and 1 to %d replicas (2 to %d nodes), found 1 node; a primary alone needs replication.engine = \"physical\" and replication.safeness = \"1-safe\"", MaxSingleMasterNodes-1, MaxSingleMasterNodes)
 	}
 	if c.Design == "single-master" && (len(c.Nodes) < 1 || len(c.Nodes) > MaxSingleMasterNodes) {
