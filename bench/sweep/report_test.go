@@ -330,8 +330,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 35 {
-		t.Errorf("all: %d configurations, want 35", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 39 {
+		t.Errorf("all: %d configurations, want 39", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},
