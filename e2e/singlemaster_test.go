@@ -606,11 +606,13 @@ func TestSingleMasterLagRotation(t *testing.T) {
 	// Wait for the router to see the whole lag, not only the flag: n3 may
 	// be flagged already from its restart (applied 0 before it reported
 	// its 6), while the router's view of the primary still trails the
-	// inserts (a CI run saw Lagging with Lag 18).
+	// inserts (a CI run saw Lagging with Lag 18), and healthy again: its
+	// admin address may have refused a probe while it restarted (a CI
+	// run saw Healthy false, connection refused, with Lag 59).
 	var n3st router.NodeStatus
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		n3st = s.routerStatus()["n3"]
-		if n3st.Lagging && n3st.Lag > 20 || time.Now().After(deadline) {
+		if n3st.Healthy && n3st.Lagging && n3st.Lag > 20 || time.Now().After(deadline) {
 			break
 		}
 	}
