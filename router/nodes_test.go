@@ -191,3 +191,54 @@ func TestPickReplicaSticky(t *testing.T) {
 		}
 	}
 }
+
+// TestPickMultiMasterSticky: in a multi-master cluster least-connected
+// keeps a session on the node of its last transaction while that node has
+// applied what the session needs; not when it has not (nor drained), and
+// round-robin balances every transaction.
+func TestPickMultiMasterSticky(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		sticky bool
+	}{
+		{"", true},
+		{"least-connected", true},
+		{"round-robin", false},
+	} {
+		r := testRouter(Config{MultiMaster: true, Policy: tc.policy})
+		for _, id := range []string{"n1", "n2", "n3"} {
+			r.setRole(id, "primary", 1)
+		}
+		for i := range 3 {
+			r.noteApplied(i, 10)
+		}
+		s := &splitSession{rt: r, cons: consSession, stick: 2, lastCommit: 10} // n3
+		picks := map[int]int{}
+		for range 30 {
+			picks[s.pickReplica()]++
+		}
+		if tc.sticky && picks[2] != 30 {
+			t.Errorf("policy %q: transactions on %v, want all 30 on n3 (the session's node)", tc.policy, picks)
+		}
+		if !tc.sticky && (picks[0] == 0 || picks[1] == 0 || picks[2] == 0) {
+			t.Errorf("policy %q: transactions on %v, want every node", tc.policy, picks)
+		}
+		if !tc.sticky {
+			continue
+		}
+		// n3 has not applied the session's last commit (known): another node.
+		s.lastCommit = 11
+		r.noteApplied(0, 11)
+		if got := s.pickReplica(); got != 0 {
+			t.Errorf("policy %q: n3 behind the session, the transaction went to node %d, want n1 (the only one ready)", tc.policy, got)
+		}
+		r.noteApplied(2, 11)
+		if got := s.pickReplica(); got != 2 {
+			t.Errorf("policy %q: n3 caught up, the transaction went to node %d, want n3", tc.policy, got)
+		}
+		_ = r.SetDraining("n3", true)
+		if got := s.pickReplica(); got == 2 {
+			t.Errorf("policy %q: n3 drained, the transaction still went there", tc.policy)
+		}
+	}
+}

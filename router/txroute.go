@@ -1541,6 +1541,19 @@ func (s *splitSession) pickReplica() int {
 		}
 		if len(ready) > 0 {
 			cands = ready
+			if s.rt.stickyReads() {
+				// least-connected balances sessions here too: the
+				// session stays on the node of its last transaction
+				// while that node is ready for it (it is, after a
+				// commit there), so a node holds backends for its own
+				// sessions only, not for every session (pickReplica's
+				// eventual case above says what that cost).
+				for _, c := range ready {
+					if c.Index == stick {
+						return stick
+					}
+				}
+			}
 		}
 	}
 	i := s.rt.balancer.Pick(cands, s.clientIP)
