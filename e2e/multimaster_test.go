@@ -131,7 +131,11 @@ type mmStatus struct {
 		Commits     uint64 `json:"commits"`
 		Aborts      uint64 `json:"aborts"`
 		EarlyAborts uint64 `json:"early_aborts"`
-		Certifier   struct {
+		// Batches of certified writesets applied, and the writesets in
+		// them (the node's own commits are applied by their sessions).
+		ApplyBatches   uint64 `json:"apply_batches"`
+		ApplyWritesets uint64 `json:"apply_batch_writesets"`
+		Certifier      struct {
 			Last uint64 `json:"last_gsn"`
 		} `json:"certifier"`
 	} `json:"multi_master"`
@@ -431,6 +435,28 @@ func testMultiMasterLostUpdate(t *testing.T, backend string) {
 	t.Logf("360 increments acknowledged, %d aborts (40001) retried", aborts.Load())
 	if aborts.Load() == 0 {
 		t.Fatal("no conflict at all among 9 clients on 4 counters: the test did not test anything")
+	}
+	// Each node applied at least every other node's commits, in batches
+	// (its /status counters, which bench scaleout divides).
+	sts := map[string]mmStatus{}
+	for _, id := range s.ids {
+		st, err := s.mmStatus(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sts[id] = st
+	}
+	for _, id := range s.ids {
+		var others uint64
+		for _, o := range s.ids {
+			if o != id {
+				others += sts[o].MM.Commits
+			}
+		}
+		st := sts[id].MM
+		if st.ApplyWritesets < others || st.ApplyBatches == 0 || st.ApplyBatches > st.ApplyWritesets {
+			t.Errorf("%s applied %d writesets in %d batches; the other nodes committed %d", id, st.ApplyWritesets, st.ApplyBatches, others)
+		}
 	}
 }
 

@@ -132,7 +132,11 @@ type Agent struct {
 	stalled   atomic.Pointer[string] // why the apply loop stopped (nil: running)
 
 	commits, aborts, tooOld, unknown, skipped, earlyAborts atomic.Uint64
-	mWait, mCert                                           prometheus.Histogram
+	// applyBatches and applyWritesets count the batches of certified
+	// writesets Run applied and the writesets in them (a committer's own
+	// writeset, applied by its session, is in neither).
+	applyBatches, applyWritesets atomic.Uint64
+	mWait, mCert                 prometheus.Histogram
 }
 
 // New returns an agent at the store's applied GSN; Run applies.
@@ -168,6 +172,8 @@ func New(cfg Config) (*Agent, error) {
 			counter("tandem_mm_too_old_total", "Update transactions refused because their snapshot was older than the certifier's window.", &a.tooOld),
 			counter("tandem_mm_early_aborts_total", "Local transactions aborted because they held the write lock a certified writeset needed.", &a.earlyAborts),
 			counter("tandem_mm_apply_skipped_total", "Certified writesets that failed to apply (on every node alike) and were skipped.", &a.skipped),
+			counter("tandem_mm_apply_batches_total", "Batches of certified writesets of other sessions this node applied, each in one back-end transaction.", &a.applyBatches),
+			counter("tandem_mm_apply_batch_writesets_total", "Writesets in those batches (divided by the batches: how many a batch carried).", &a.applyWritesets),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_mm_applied_gsn", Help: "The last certified GSN this node applied."}, func() float64 { return float64(a.applied.Load()) }),
 		)
 	}
@@ -420,6 +426,8 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 		err := a.applyBatch(ctx, batch)
 		if err == nil {
 			a.done(batch)
+			a.applyBatches.Add(1)
+			a.applyWritesets.Add(uint64(len(batch)))
 		}
 		a.applyMu.Unlock()
 		if err == nil {
@@ -689,24 +697,29 @@ func (a *Agent) reseed(ctx context.Context, cause error) {
 
 // Status is the agent as /status shows it.
 type Status struct {
-	AppliedGSN   uint64                 `json:"applied_gsn"`
-	Lag          uint64                 `json:"lag_gsns"` // certified (as this node's certifier copy knows) but not applied here
-	Commits      uint64                 `json:"commits"`
-	Aborts       uint64                 `json:"aborts"`
-	TooOld       uint64                 `json:"too_old"`
-	Unknown      uint64                 `json:"unknown"`
-	EarlyAborts  uint64                 `json:"early_aborts"`
-	ApplySkipped uint64                 `json:"apply_skipped"`
-	Reseeding    bool                   `json:"reseeding,omitempty"`
-	Stalled      string                 `json:"stalled,omitempty"`
-	Certifier    coordinator.CertStatus `json:"certifier"`
+	AppliedGSN   uint64 `json:"applied_gsn"`
+	Lag          uint64 `json:"lag_gsns"` // certified (as this node's certifier copy knows) but not applied here
+	Commits      uint64 `json:"commits"`
+	Aborts       uint64 `json:"aborts"`
+	TooOld       uint64 `json:"too_old"`
+	Unknown      uint64 `json:"unknown"`
+	EarlyAborts  uint64 `json:"early_aborts"`
+	ApplySkipped uint64 `json:"apply_skipped"`
+	// ApplyBatches and ApplyWritesets: the batches of certified
+	// writesets applied here and the writesets they carried.
+	ApplyBatches   uint64                 `json:"apply_batches"`
+	ApplyWritesets uint64                 `json:"apply_batch_writesets"`
+	Reseeding      bool                   `json:"reseeding,omitempty"`
+	Stalled        string                 `json:"stalled,omitempty"`
+	Certifier      coordinator.CertStatus `json:"certifier"`
 }
 
 // Status reports the agent.
 func (a *Agent) Status() Status {
 	cs := a.cfg.Cert.CertStatus()
 	s := Status{AppliedGSN: a.applied.Load(), Commits: a.commits.Load(), Aborts: a.aborts.Load(), TooOld: a.tooOld.Load(),
-		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs}
+		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs,
+		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load()}
 	if cs.Last > s.AppliedGSN {
 		s.Lag = cs.Last - s.AppliedGSN
 	}

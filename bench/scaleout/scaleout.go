@@ -183,6 +183,12 @@ type Point struct {
 	// node over the window (its /status counts at both ends): what each
 	// host served, which its CPU is divided by to get a demand.
 	Routed map[string]uint64 `json:"routed,omitempty"`
+	// ApplyBatch is, in a multi-master cluster, how many writesets a
+	// node's batch of certified writesets carried over the window, all
+	// nodes together (their /status apply counters at both ends): a
+	// batch is one back-end transaction, so its fixed cost is shared by
+	// this many writesets.
+	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -352,7 +358,7 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p.ApplyBatch), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -381,7 +387,9 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		machine time.Duration // every process's CPU time
 		host    profiler.HostCPU
 		routed  map[string]uint64
+		apply   [2]uint64 // batches, writesets (multi-master)
 		ok, hok bool
+		aok     bool
 	}
 	read := func() sample {
 		s := sample{at: time.Now()}
@@ -395,6 +403,15 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		if env.Config != nil && env.Config.Router != nil {
 			// Best effort: a router without an admin address has none.
 			s.routed, _ = RoutedTransactions(ctx, env.Config)
+		}
+		if env.Config != nil && env.Config.MultiMaster() && n > 1 {
+			if sts, err := mmStatuses(ctx, env.Config, nil); err == nil {
+				for _, st := range sts {
+					s.apply[0] += st.ApplyBatches
+					s.apply[1] += st.ApplyWritesets
+				}
+				s.aok = true
+			}
 		}
 		return s
 	}
@@ -450,6 +467,9 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 			p.Routed[id] = v - s0.routed[id]
 		}
 	}
+	if s0.aok && last.aok && last.apply[0] > s0.apply[0] {
+		p.ApplyBatch = round3(float64(last.apply[1]-s0.apply[1]) / float64(last.apply[0]-s0.apply[0]))
+	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
 		kinds[pr.Name] = pr.Kind
@@ -484,6 +504,15 @@ func hostsLine(hs []Host) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", h.Name, h.Util))
 	}
 	return "CPU " + strings.Join(parts, ", ")
+}
+
+// applyLine is the progress lines' writesets per apply batch
+// (multi-master), "" when not measured.
+func applyLine(b float64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %.1f writesets per apply batch", b)
 }
 
 // routedLine is the progress lines' share of the window's transactions
@@ -800,54 +829,26 @@ func physicalBehind(lsn string, nodes, replayed []string, want int) string {
 // waitConverged polls every node of a multi-master cluster until each has
 // applied the certifier's last GSN.
 func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) error {
-	ident, err := node.Identity(c, secure.AdminID, nil)
+	clients, closeIdle, err := mmClients(c)
 	if err != nil {
 		return err
 	}
 	// One client per node for the whole wait (a transport per poll left
 	// a connection open each time).
-	clients := make([]*http.Client, len(c.Nodes))
-	for i, n := range c.Nodes {
-		clients[i] = &http.Client{Timeout: 2 * time.Second}
-		if c.AdminTLS(n.Metrics) && ident != nil {
-			tr := &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
-			defer tr.CloseIdleConnections()
-			clients[i].Transport = tr
-		}
-	}
+	defer closeIdle()
 	deadline := time.Now().Add(limit)
 	last := "no answer"
 	for {
-		var applied []uint64
-		var certified uint64
-		for i, n := range c.Nodes {
-			cl := clients[i]
-			var st struct {
-				MM *struct {
-					Applied   uint64 `json:"applied_gsn"`
-					Certifier struct {
-						Last uint64 `json:"last_gsn"`
-					} `json:"certifier"`
-				} `json:"multi_master"`
+		sts, err := mmStatuses(ctx, c, clients)
+		if err != nil {
+			last = err.Error()
+		} else {
+			var certified uint64
+			applied := make([]uint64, len(sts))
+			for i, st := range sts {
+				applied[i] = st.AppliedGSN
+				certified = max(certified, st.Certifier.Last)
 			}
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(n.Metrics, "/status"), nil)
-			resp, err := cl.Do(req)
-			if err == nil {
-				err = json.NewDecoder(resp.Body).Decode(&st)
-				resp.Body.Close()
-			}
-			if err == nil && st.MM == nil {
-				err = errors.New("no multi_master section in /status")
-			}
-			if err != nil {
-				last = n.ID + ": " + err.Error()
-				applied = nil
-				break
-			}
-			applied = append(applied, st.MM.Applied)
-			certified = max(certified, st.MM.Certifier.Last)
-		}
-		if len(applied) == len(c.Nodes) {
 			done := true
 			for _, a := range applied {
 				done = done && a >= certified
@@ -866,4 +867,90 @@ func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) 
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// mmStatus is what scaleout reads of a multi-master node's /status.
+type mmStatus struct {
+	AppliedGSN     uint64 `json:"applied_gsn"`
+	ApplyBatches   uint64 `json:"apply_batches"`
+	ApplyWritesets uint64 `json:"apply_batch_writesets"`
+	Certifier      struct {
+		Last uint64 `json:"last_gsn"`
+	} `json:"certifier"`
+}
+
+// mmClients is an HTTP client per node of c for its admin address (HTTPS
+// with the cluster's certificates off loopback), and a function that
+// closes their idle connections.
+func mmClients(c *config.Cluster) ([]*http.Client, func(), error) {
+	ident, err := node.Identity(c, secure.AdminID, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var trs []*http.Transport
+	clients := make([]*http.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = &http.Client{Timeout: 2 * time.Second}
+		if c.AdminTLS(n.Metrics) && ident != nil {
+			tr := &http.Transport{TLSClientConfig: ident.ClientTLS(n.ID)}
+			trs = append(trs, tr)
+			clients[i].Transport = tr
+		}
+	}
+	return clients, func() {
+		for _, tr := range trs {
+			tr.CloseIdleConnections()
+		}
+	}, nil
+}
+
+// ApplyBatches is, per node of a multi-master cluster (c.Nodes' order),
+// the batches of certified writesets it applied so far and the writesets
+// in them (its /status).
+func ApplyBatches(ctx context.Context, c *config.Cluster) ([][2]uint64, error) {
+	sts, err := mmStatuses(ctx, c, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][2]uint64, len(sts))
+	for i, st := range sts {
+		out[i] = [2]uint64{st.ApplyBatches, st.ApplyWritesets}
+	}
+	return out, nil
+}
+
+// mmStatuses reads every node's multi-master /status, in c.Nodes' order;
+// clients nil makes (and closes) its own.
+func mmStatuses(ctx context.Context, c *config.Cluster, clients []*http.Client) ([]mmStatus, error) {
+	if clients == nil {
+		cls, closeIdle, err := mmClients(c)
+		if err != nil {
+			return nil, err
+		}
+		defer closeIdle()
+		clients = cls
+	}
+	out := make([]mmStatus, len(c.Nodes))
+	for i, n := range c.Nodes {
+		var st struct {
+			MM *mmStatus `json:"multi_master"`
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.AdminURL(n.Metrics, "/status"), nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := clients[i].Do(req)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		if err == nil && st.MM == nil {
+			err = errors.New("no multi_master section in /status")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.ID, err)
+		}
+		out[i] = *st.MM
+	}
+	return out, nil
 }

@@ -707,9 +707,21 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 				return routed["n2"], err
 			}
 		}
+		var before [][2]uint64
+		if o.Design == "multi-master" {
+			before, _ = scaleout.ApplyBatches(ctx, env.Config)
+		}
 		rep, err := profileSteady(ctx, po, o.MaxSteal, o.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s on the replicated path: %w", m, err)
+		}
+		if before != nil {
+			// How n2 batched n1's writesets (a batch is one back-end
+			// transaction): the sweep's lines print the same per N.
+			if after, err := scaleout.ApplyBatches(ctx, env.Config); err == nil && len(after) > 1 && after[1][0] > before[1][0] {
+				fmt.Fprintf(o.Progress, "  n2 applied %d writesets in %d batches (%.1f per batch) during the profile\n",
+					after[1][1]-before[1][1], after[1][0]-before[1][0], float64(after[1][1]-before[1][1])/float64(after[1][0]-before[1][0]))
+			}
 		}
 		reps = append(reps, rep)
 	}
