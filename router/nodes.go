@@ -231,12 +231,16 @@ func (r *Router) setProgress(node, role string, applied, assigned uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nodes[i].hasProgress, r.nodes[i].applied = true, applied
-	if r.cfg.LSN && role != "primary" && applied > 0 {
+	if (r.cfg.LSN && role != "primary" || r.cfg.MultiMaster) && applied > 0 {
 		// A replay position read now holds from now on (until a
 		// rewind, which comes with a change of epoch: setRole): reads
-		// that need no more skip the replica's wait. (A writeset
-		// standby's applied GSN is an upper bound while it applies,
-		// not this.)
+		// that need no more skip the replica's wait. A multi-master
+		// node reports the GSN it has applied and committed (its
+		// agent's), so without this a node no session had used lately
+		// was never known to be ready, and every new session (whose
+		// need is the highest GSN known anywhere) went to the node of
+		// the last commit. (A writeset standby's applied GSN is an
+		// upper bound while it applies, not this.)
 		r.noteApplied(i, applied)
 	}
 	if role == "primary" {

@@ -242,3 +242,41 @@ func TestPickMultiMasterSticky(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiMasterProbeApplied: in a multi-master cluster the health
+// probe's applied GSN makes a node ready for new sessions. Known only
+// from sessions' answers, every new session (needing the highest GSN known
+// anywhere) went to the node of the last commit.
+func TestMultiMasterProbeApplied(t *testing.T) {
+	for _, probed := range []bool{false, true} {
+		r := testRouter(Config{MultiMaster: true})
+		for _, id := range []string{"n1", "n2", "n3"} {
+			r.setRole(id, "primary", 1)
+		}
+		r.noteApplied(1, 20) // a commit answered on n2
+		if probed {
+			for _, id := range []string{"n1", "n2", "n3"} {
+				r.setProgress(id, "primary", 20, 20)
+			}
+		}
+		picks := map[int]int{}
+		for range 30 {
+			s := &splitSession{rt: r, cons: consSession, stick: -1, lastRead: r.maxApplied()}
+			picks[s.pickReplica()]++
+		}
+		if probed && (picks[0] == 0 || picks[1] == 0 || picks[2] == 0) {
+			t.Errorf("every node probed at GSN 20: 30 new sessions went to %v, want every node", picks)
+		}
+		if !probed && picks[1] != 30 {
+			t.Errorf("only n2 known at GSN 20: new sessions went to %v, want all on n2", picks)
+		}
+	}
+	// A standby of the writeset engine reports an upper bound: not noted.
+	r := testRouter(Config{})
+	r.setRole("n1", "primary", 1)
+	r.setRole("n2", "standby", 1)
+	r.setProgress("n2", "standby", 20, 0)
+	if got := r.applied(1); got != 0 {
+		t.Errorf("writeset standby's probe noted as applied %d, want 0", got)
+	}
+}
