@@ -387,7 +387,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		machine time.Duration // every process's CPU time
 		host    profiler.HostCPU
 		routed  map[string]uint64
-		apply   [2]uint64 // batches, writesets (multi-master)
+		apply   ApplyCount // multi-master: every node's together
 		ok, hok bool
 		aok     bool
 	}
@@ -405,10 +405,10 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 			s.routed, _ = RoutedTransactions(ctx, env.Config)
 		}
 		if env.Config != nil && env.Config.MultiMaster() && n > 1 {
-			if sts, err := mmStatuses(ctx, env.Config, nil); err == nil {
-				for _, st := range sts {
-					s.apply[0] += st.ApplyBatches
-					s.apply[1] += st.ApplyWritesets
+			if counts, err := ApplyBatches(ctx, env.Config); err == nil {
+				for _, c := range counts {
+					s.apply.Batches += c.Batches
+					s.apply.Writesets += c.Writesets
 				}
 				s.aok = true
 			}
@@ -467,8 +467,8 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 			p.Routed[id] = v - s0.routed[id]
 		}
 	}
-	if s0.aok && last.aok && last.apply[0] > s0.apply[0] {
-		p.ApplyBatch = round3(float64(last.apply[1]-s0.apply[1]) / float64(last.apply[0]-s0.apply[0]))
+	if s0.aok && last.aok {
+		p.ApplyBatch = round3(last.apply.Sub(s0.apply).PerBatch())
 	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
@@ -904,17 +904,32 @@ func mmClients(c *config.Cluster) ([]*http.Client, func(), error) {
 	}, nil
 }
 
-// ApplyBatches is, per node of a multi-master cluster (c.Nodes' order),
-// the batches of certified writesets it applied so far and the writesets
-// in them (its /status).
-func ApplyBatches(ctx context.Context, c *config.Cluster) ([][2]uint64, error) {
+// ApplyCount is how many batches of certified writesets a multi-master
+// node applied and how many writesets they carried (its /status).
+type ApplyCount struct{ Batches, Writesets uint64 }
+
+// Sub is the count since earlier.
+func (a ApplyCount) Sub(earlier ApplyCount) ApplyCount {
+	return ApplyCount{a.Batches - earlier.Batches, a.Writesets - earlier.Writesets}
+}
+
+// PerBatch is the writesets per batch, 0 without a batch.
+func (a ApplyCount) PerBatch() float64 {
+	if a.Batches == 0 {
+		return 0
+	}
+	return float64(a.Writesets) / float64(a.Batches)
+}
+
+// ApplyBatches is every node's ApplyCount so far, in c.Nodes' order.
+func ApplyBatches(ctx context.Context, c *config.Cluster) ([]ApplyCount, error) {
 	sts, err := mmStatuses(ctx, c, nil)
 	if err != nil {
 		return nil, err
 	}
-	out := make([][2]uint64, len(sts))
+	out := make([]ApplyCount, len(sts))
 	for i, st := range sts {
-		out[i] = [2]uint64{st.ApplyBatches, st.ApplyWritesets}
+		out[i] = ApplyCount{st.ApplyBatches, st.ApplyWritesets}
 	}
 	return out, nil
 }

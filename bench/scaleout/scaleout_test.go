@@ -305,3 +305,19 @@ func TestServerSocketDSN(t *testing.T) {
 		t.Fatalf("%s: host %q port %d user %q password %q database %q tls %v", got, cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database, cfg.TLSConfig != nil)
 	}
 }
+
+// ApplyCount: writesets per apply batch over a window.
+func TestApplyCount(t *testing.T) {
+	for _, tc := range []struct {
+		from, to ApplyCount
+		want     float64
+	}{
+		{ApplyCount{10, 20}, ApplyCount{30, 120}, 5},
+		{ApplyCount{10, 20}, ApplyCount{10, 20}, 0}, // no batch in the window
+		{ApplyCount{}, ApplyCount{4, 6}, 1.5},
+	} {
+		if got := tc.to.Sub(tc.from).PerBatch(); got != tc.want {
+			t.Errorf("%+v -> %+v: %g writesets per batch, want %g", tc.from, tc.to, got, tc.want)
+		}
+	}
+}

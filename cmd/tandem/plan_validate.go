@@ -707,7 +707,7 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 				return routed["n2"], err
 			}
 		}
-		var before [][2]uint64
+		var before []scaleout.ApplyCount
 		if o.Design == "multi-master" {
 			before, _ = scaleout.ApplyBatches(ctx, env.Config)
 		}
@@ -718,9 +718,10 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 		if before != nil {
 			// How n2 batched n1's writesets (a batch is one back-end
 			// transaction): the sweep's lines print the same per N.
-			if after, err := scaleout.ApplyBatches(ctx, env.Config); err == nil && len(after) > 1 && after[1][0] > before[1][0] {
-				fmt.Fprintf(o.Progress, "  n2 applied %d writesets in %d batches (%.1f per batch) during the profile\n",
-					after[1][1]-before[1][1], after[1][0]-before[1][0], float64(after[1][1]-before[1][1])/float64(after[1][0]-before[1][0]))
+			if after, err := scaleout.ApplyBatches(ctx, env.Config); err == nil && len(after) > 1 && len(before) > 1 {
+				if d := after[1].Sub(before[1]); d.Batches > 0 {
+					fmt.Fprintf(o.Progress, "  n2 applied %d writesets in %d batches (%.1f per batch) during the profile\n", d.Writesets, d.Batches, d.PerBatch())
+				}
 			}
 		}
 		reps = append(reps, rep)
