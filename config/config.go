@@ -70,6 +70,16 @@ type MultiMasterConf struct {
 	// CertifyTimeout bounds a COMMIT's wait for the certifier (no
 	// leader); past it the client gets 08007 (outcome unknown). Default 30s.
 	CertifyTimeout Duration `toml:"certify_timeout"`
+	// ApplyBatchDelay makes a node's apply loop wait this long after the
+	// first certified writeset of other nodes arrives before it applies
+	// what has arrived, in one back-end transaction (at most 512). A
+	// batch costs one commit (and its WAL flush) whatever it holds, so
+	// an apply-bound node spends less per writeset; the price is
+	// freshness: a session whose next transaction needs another node's
+	// commit, and a local commit certified after it, wait up to this
+	// much longer (PostgreSQL's commit_delay trades the same way).
+	// Default 0: apply at once. At most 1s.
+	ApplyBatchDelay Duration `toml:"apply_batch_delay"`
 }
 
 // Cluster is one cluster file.
@@ -1206,6 +1216,9 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 	}
 	if mm.ApplyConflictWait.Duration < 0 || mm.CertifyTimeout.Duration < 0 {
 		return bad("multi_master", "apply_conflict_wait and certify_timeout must be positive")
+	}
+	if d := mm.ApplyBatchDelay.Duration; d < 0 || d > time.Second {
+		return bad("multi_master.apply_batch_delay", "%s: must be between 0 (apply at once, the default) and 1s", d)
 	}
 	return nil
 }

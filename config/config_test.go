@@ -94,6 +94,13 @@ func TestMultiMasterConfig(t *testing.T) {
 	if len(c.Voters()) != 3 {
 		t.Fatalf("voters %v", c.Voters())
 	}
+	if c.MM.ApplyBatchDelay.Duration != 0 {
+		t.Fatalf("apply_batch_delay defaults to %s, want 0", c.MM.ApplyBatchDelay.Duration)
+	}
+	d, err := Parse("mm.toml", []byte(mm("", "")+"[multi_master]\napply_batch_delay = \"25ms\"\n"))
+	if err != nil || d.MM.ApplyBatchDelay.Duration != 25*time.Millisecond {
+		t.Fatalf("apply_batch_delay = \"25ms\": %v, %v", d, err)
+	}
 	// PostgreSQL back ends run it on the writeset engine (the default).
 	pg := strings.ReplaceAll(mm("", ""), "raft_listen", "backend = \"postgres\"\nraft_listen")
 	if c, err = Parse("mm.toml", []byte(pg)); err != nil {
@@ -120,6 +127,7 @@ func TestBadConfigs(t *testing.T) {
 		{"multi-master without raft", strings.Replace(mm("", ""), `raft_listen = "127.0.0.1:8102"`, "", 1), `field nodes[1].raft_listen: missing: multi-master certifies`},
 		{"multi-master pair without witness", mm("", "x"), `field witness: missing: two multi-master nodes`},
 		{"multi-master negative window", mm("", "") + "[multi_master]\nwindow_writesets = -1\n", `field multi_master.window_writesets`},
+		{"multi-master batch delay too long", mm("", "") + "[multi_master]\napply_batch_delay = \"2s\"\n", `field multi_master.apply_batch_delay: 2s: must be between 0`},
 		{"bad design name", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"triple\"", 1), `field design: "triple" is not a design`},
 		{"bad auth", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nauth = \"ldap\"", 1), `field auth: "ldap"`},
 		{"no users", "cluster = \"c\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:7001\"\n", "field users: no users"},

@@ -133,9 +133,10 @@ type mmStatus struct {
 		EarlyAborts uint64 `json:"early_aborts"`
 		// Batches of certified writesets applied, and the writesets in
 		// them (the node's own commits are applied by their sessions).
-		ApplyBatches   uint64 `json:"apply_batches"`
-		ApplyWritesets uint64 `json:"apply_batch_writesets"`
-		Certifier      struct {
+		ApplyBatches    uint64 `json:"apply_batches"`
+		ApplyWritesets  uint64 `json:"apply_batch_writesets"`
+		ApplyBatchDelay string `json:"apply_batch_delay"`
+		Certifier       struct {
 			Last uint64 `json:"last_gsn"`
 		} `json:"certifier"`
 	} `json:"multi_master"`
@@ -379,6 +380,30 @@ func testMultiMasterLostUpdate(t *testing.T, backend string) {
 	}
 	c.Close(ctx)
 	s.waitConverged(s.ids, 20*time.Second)
+	// The nodes apply with multi_master.apply_batch_delay, set at run time
+	// (`tandem set`, admin token from the cluster file): applies wait for
+	// more writesets, and nothing may be lost for it.
+	if out, err := exec.Command(tandemBin, "set", "-c", s.File, "apply_batch_delay=10ms").CombinedOutput(); err != nil {
+		t.Fatalf("tandem set apply_batch_delay=10ms: %v\n%s", err, out)
+	}
+	for _, bad := range []struct{ arg, env, want string }{
+		{"apply_batch_delay=2s", "", "between 0 and 1s"},
+		{"safeness=1-safe", "", "takes apply_batch_delay"},
+		{"apply_batch_delay=5ms", "TANDEM_ADMIN_TOKEN=wrong", "401"},
+	} {
+		cmd := exec.Command(tandemBin, "set", "-c", s.File, bad.arg)
+		if bad.env != "" {
+			cmd.Env = append(os.Environ(), bad.env)
+		}
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), bad.want) {
+			t.Errorf("tandem set %s (%s): err %v, output %s; want a failure saying %q", bad.arg, bad.env, err, out, bad.want)
+		}
+	}
+	for _, id := range s.ids {
+		if st, err := s.mmStatus(id); err != nil || st.MM.ApplyBatchDelay != "10ms" {
+			t.Fatalf("%s: apply_batch_delay in /status %+v (%v), want 10ms", id, st.MM, err)
+		}
+	}
 	var acked [5]atomic.Int64
 	var aborts atomic.Int64
 	var wg sync.WaitGroup

@@ -98,6 +98,10 @@ type Config struct {
 	ApplyConflictWait time.Duration
 	// CertifyTimeout bounds a COMMIT's wait for the certifier.
 	CertifyTimeout time.Duration
+	// ApplyBatchDelay: how long the apply loop lets other nodes'
+	// writesets gather after the first before applying them in one batch
+	// (0: at once; multi_master.apply_batch_delay).
+	ApplyBatchDelay time.Duration
 	// MaxWritesetBytes bounds one transaction's writeset (54000 past it).
 	MaxWritesetBytes int64
 	// Reseed fetches a snapshot from a peer when this node fell behind
@@ -136,7 +140,26 @@ type Agent struct {
 	// writesets Run applied and the writesets in them (a committer's own
 	// writeset, applied by its session, is in neither).
 	applyBatches, applyWritesets atomic.Uint64
-	mWait, mCert                 prometheus.Histogram
+	// batchDelay is ApplyBatchDelay as set now (SetApplyBatchDelay).
+	batchDelay   atomic.Int64
+	mWait, mCert prometheus.Histogram
+}
+
+// MaxApplyBatchDelay bounds apply_batch_delay.
+const MaxApplyBatchDelay = time.Second
+
+// ErrBadDelay: an apply batch delay out of [0, MaxApplyBatchDelay].
+var ErrBadDelay = errors.New("multi-master: apply_batch_delay must be between 0 and 1s")
+
+// SetApplyBatchDelay changes multi_master.apply_batch_delay on the
+// running node, from the next batch on.
+func (a *Agent) SetApplyBatchDelay(d time.Duration) error {
+	if d < 0 || d > MaxApplyBatchDelay {
+		return fmt.Errorf("%w: got %s", ErrBadDelay, d)
+	}
+	a.batchDelay.Store(int64(d))
+	a.log.Info("apply batch delay set", "apply_batch_delay", d)
+	return nil
 }
 
 // New returns an agent at the store's applied GSN; Run applies.
@@ -157,6 +180,7 @@ func New(cfg Config) (*Agent, error) {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("design", "multi-master"), boot: hex.EncodeToString(b[:]), failed: map[uint64]error{}}
+	a.batchDelay.Store(int64(cfg.ApplyBatchDelay))
 	a.applied.Store(g)
 	a.mWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_certify_seconds",
 		Help: "Time from an update transaction's COMMIT to its certification and local apply.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
@@ -313,18 +337,7 @@ func (a *Agent) Run(ctx context.Context) {
 		var batch []*writeset.Writeset
 		for e := range ch {
 			batch = append(batch[:0], a.decode(e))
-		more:
-			for len(batch) < 512 {
-				select {
-				case e, ok := <-ch:
-					if !ok {
-						break more
-					}
-					batch = append(batch, a.decode(e))
-				default:
-					break more
-				}
-			}
+			batch = a.gather(ch, batch)
 			if !a.apply(ctx, batch) {
 				break
 			}
@@ -361,6 +374,49 @@ func (a *Agent) Run(ctx context.Context) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// maxBatch bounds the writesets of one apply batch.
+const maxBatch = 512
+
+// gather adds to batch what else the log has brought, up to maxBatch:
+// what is there already, or, with ApplyBatchDelay, what arrives within it
+// of the first writeset of another node (the node's own commits, which
+// their committers apply, do not start the wait).
+func (a *Agent) gather(ch <-chan *certifier.Committed, batch []*writeset.Writeset) []*writeset.Writeset {
+	var timeout <-chan time.Time
+	delay := time.Duration(a.batchDelay.Load())
+	arm := func() {
+		if timeout == nil && delay > 0 && batch[len(batch)-1].Origin != a.cfg.ID {
+			timeout = time.After(delay) // collected unfired (Go 1.23)
+		}
+	}
+	arm()
+	for len(batch) < maxBatch {
+		if timeout == nil {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					return batch
+				}
+				batch = append(batch, a.decode(e))
+				arm()
+				continue
+			default:
+				return batch
+			}
+		}
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, a.decode(e))
+		case <-timeout:
+			return batch
+		}
+	}
+	return batch
 }
 
 // decode turns a certified entry into the writeset to apply. An entry
@@ -707,11 +763,13 @@ type Status struct {
 	ApplySkipped uint64 `json:"apply_skipped"`
 	// ApplyBatches and ApplyWritesets: the batches of certified
 	// writesets applied here and the writesets they carried.
-	ApplyBatches   uint64                 `json:"apply_batches"`
-	ApplyWritesets uint64                 `json:"apply_batch_writesets"`
-	Reseeding      bool                   `json:"reseeding,omitempty"`
-	Stalled        string                 `json:"stalled,omitempty"`
-	Certifier      coordinator.CertStatus `json:"certifier"`
+	ApplyBatches   uint64 `json:"apply_batches"`
+	ApplyWritesets uint64 `json:"apply_batch_writesets"`
+	// ApplyBatchDelay is multi_master.apply_batch_delay as set now.
+	ApplyBatchDelay string                 `json:"apply_batch_delay"`
+	Reseeding       bool                   `json:"reseeding,omitempty"`
+	Stalled         string                 `json:"stalled,omitempty"`
+	Certifier       coordinator.CertStatus `json:"certifier"`
 }
 
 // Status reports the agent.
@@ -719,7 +777,7 @@ func (a *Agent) Status() Status {
 	cs := a.cfg.Cert.CertStatus()
 	s := Status{AppliedGSN: a.applied.Load(), Commits: a.commits.Load(), Aborts: a.aborts.Load(), TooOld: a.tooOld.Load(),
 		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs,
-		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load()}
+		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load(), ApplyBatchDelay: time.Duration(a.batchDelay.Load()).String()}
 	if cs.Last > s.AppliedGSN {
 		s.Lag = cs.Last - s.AppliedGSN
 	}

@@ -383,3 +383,64 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// TestGatherBatch: without apply_batch_delay a batch is what the log holds
+// already; with it, what another node's writesets bring within the delay
+// of the first (the node's own commits do not start the wait).
+func TestGatherBatch(t *testing.T) {
+	enc := writeset.Encode(&writeset.Writeset{})
+	entry := func(g uint64, origin string) *certifier.Committed {
+		return &certifier.Committed{GSN: g, Origin: origin, Writeset: enc}
+	}
+	for _, tc := range []struct {
+		name        string
+		delay       time.Duration
+		firstOrigin string
+		want        int // writesets in the batch
+	}{
+		{"no delay takes what is there", 0, "n2", 2},
+		{"delay waits for later arrivals", 400 * time.Millisecond, "n2", 4},
+		{"own commit does not start the wait", 400 * time.Millisecond, "n1", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Agent{cfg: Config{ID: "n1"}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if err := a.SetApplyBatchDelay(tc.delay); err != nil {
+				t.Fatal(err)
+			}
+			ch := make(chan *certifier.Committed, 8)
+			ch <- entry(2, tc.firstOrigin) // already there with the first
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				ch <- entry(3, "n3")
+				ch <- entry(4, "n2")
+			}()
+			start := time.Now()
+			batch := a.gather(ch, []*writeset.Writeset{a.decode(entry(1, tc.firstOrigin))})
+			if len(batch) != tc.want {
+				t.Fatalf("batch of %d writesets, want %d", len(batch), tc.want)
+			}
+			for i, ws := range batch {
+				if ws.GSN != uint64(i+1) {
+					t.Fatalf("batch[%d] is GSN %d", i, ws.GSN)
+				}
+			}
+			if tc.delay > 0 && tc.want > 2 && time.Since(start) < tc.delay {
+				t.Fatalf("returned after %s, before the delay %s", time.Since(start), tc.delay)
+			}
+		})
+	}
+}
+
+// TestSetApplyBatchDelayBounds: a delay out of [0, 1s] is refused and
+// changes nothing.
+func TestSetApplyBatchDelayBounds(t *testing.T) {
+	a := &Agent{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, d := range []time.Duration{-time.Millisecond, 2 * time.Second} {
+		if err := a.SetApplyBatchDelay(d); !errors.Is(err, ErrBadDelay) {
+			t.Errorf("SetApplyBatchDelay(%s) = %v, want ErrBadDelay", d, err)
+		}
+	}
+	if err := a.SetApplyBatchDelay(time.Second); err != nil || a.batchDelay.Load() != int64(time.Second) {
+		t.Errorf("SetApplyBatchDelay(1s) = %v, delay now %s", err, time.Duration(a.batchDelay.Load()))
+	}
+}

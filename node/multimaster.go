@@ -39,6 +39,7 @@ func startMultiMaster(ctx context.Context, c *config.Cluster, id string, db mult
 		ID: id, Store: db, Cert: coord,
 		ApplyConflictWait: c.MM.ApplyConflictWait.Duration,
 		CertifyTimeout:    c.MM.CertifyTimeout.Duration,
+		ApplyBatchDelay:   c.MM.ApplyBatchDelay.Duration,
 		MaxWritesetBytes:  c.Repl.MaxWritesetBytes,
 		Reseed: func(ctx context.Context, minGSN uint64) ([]byte, error) {
 			return fetchPeerSnapshot(ctx, c, id, ident, token, minGSN)
@@ -73,6 +74,21 @@ func registerMultiMasterAdmin(mux *http.ServeMux, agent *multimaster.Agent, db m
 		w.Header().Set("X-Tandem-GSN", strconv.FormatUint(gsn, 10))
 		_, _ = w.Write(data)
 	})))
+	// POST /admin/set?apply_batch_delay=D: multi_master.apply_batch_delay
+	// on this running node (`tandem set`); the node's /status.
+	mux.Handle("/admin/set", secure.AdminAction(token, log, func(w http.ResponseWriter, req *http.Request) {
+		v := req.URL.Query().Get("apply_batch_delay")
+		d, err := time.ParseDuration(v)
+		switch {
+		case v == "":
+			err = errors.New("multi-master: only apply_batch_delay can be set at run time (e.g. apply_batch_delay=25ms)")
+		case err != nil:
+			err = fmt.Errorf("apply_batch_delay %q: %w (write a duration such as 25ms)", v, err)
+		default:
+			err = agent.SetApplyBatchDelay(d)
+		}
+		secure.ReplyJSON(w, agent.Status(), err)
+	}))
 	// GET /session?tag=T: as on the replication core (router/survive.go).
 	mux.Handle("/session", secure.RequireToken(token, log, false, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		g, found := agent.SessionGSN(req.URL.Query().Get("tag"))

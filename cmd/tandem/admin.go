@@ -309,16 +309,50 @@ func roles(c *config.Cluster) (*config.Node, []*config.Node, error) {
 	return primary, standbys, nil
 }
 
+// setMultiMaster sets apply_batch_delay on every node of a multi-master
+// cluster (each applies on its own; a node that is down keeps its file's
+// value when it starts).
+func setMultiMaster(cmd *cobra.Command, c *config.Cluster, args []string) error {
+	q := url.Values{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k != "apply_batch_delay" {
+			return fmt.Errorf("%q: a multi-master cluster takes apply_batch_delay=DURATION (e.g. apply_batch_delay=25ms) at run time", a)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > multimaster.MaxApplyBatchDelay {
+			return fmt.Errorf("%q: apply_batch_delay must be a duration between 0 and %s", a, multimaster.MaxApplyBatchDelay)
+		}
+		q.Set(k, d.String())
+	}
+	var failed []string
+	for i := range c.Nodes {
+		n := &c.Nodes[i]
+		if err := adminPost(n, "/admin/set", q, nil); err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "node %s: %s\n", n.ID, strings.Join(args, " "))
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("not set on every node (a node that is down takes the cluster file's value when it starts): %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
 func newSetCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "set -c FILE safeness=LEVEL durability=LEVEL",
-		Short: "Change safeness and durability on a running cluster (no restart)",
+		Use:   "set -c FILE safeness=LEVEL durability=LEVEL | apply_batch_delay=DURATION",
+		Short: "Change safeness and durability (or a multi-master cluster's apply_batch_delay) on a running cluster (no restart)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := loadCluster(file)
 			if err != nil {
 				return err
+			}
+			if c.MultiMaster() {
+				return setMultiMaster(cmd, c, args)
 			}
 			q := url.Values{}
 			for _, a := range args {
@@ -334,6 +368,8 @@ func newSetCmd() *cobra.Command {
 					if _, err := config.ParseDurability(v); err != nil {
 						return err
 					}
+				case k == "apply_batch_delay":
+					return fmt.Errorf("%q: apply_batch_delay is a multi-master setting; %s is %s", a, file, c.Design)
 				default:
 					return fmt.Errorf("%q: only safeness and durability can be set at run time", k)
 				}
