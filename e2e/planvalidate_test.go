@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,9 +59,17 @@ type validateOut struct {
 				BG        float64 `json:"bg"`
 				BGReplica float64 `json:"bg_replica"`
 				WCSat     float64 `json:"wc_saturated_s"`
+				WSBatch   float64 `json:"ws_batch_s"`
 			} `json:"resources"`
 			MasterReadShare float64 `json:"master_read_share"`
+			ApplyBatch      float64 `json:"apply_batch_writesets"`
 		} `json:"profile"`
+		Batched *struct {
+			ReplicaPID int `json:"replica_pid"`
+			Profile    struct {
+				ApplyBatch float64 `json:"apply_batch_writesets"`
+			} `json:"profile"`
+		} `json:"batched_profile"`
 	} `json:"replicated_profiles"`
 	ProfileRounds []struct {
 		Round      int `json:"round"`
@@ -149,6 +158,32 @@ func TestPlanValidateTiny(t *testing.T) {
 			testPlanValidateTiny(t, d.flag, d.design)
 		})
 	}
+}
+
+// checkApplyBatches: multi-master's replicated profile knows n2's apply
+// batch size, and the same n2 was profiled again at a larger one
+// (multi_master.apply_batch_delay set at run time); ws was split into a
+// part per batch and one per writeset, or a warning says why not.
+func checkApplyBatches(t *testing.T, doc *validateOut) {
+	t.Helper()
+	repl := doc.Replicated[0]
+	b := repl.Batched
+	if repl.Profile.ApplyBatch < 1 || b == nil || b.Profile.ApplyBatch < 1 || b.ReplicaPID != repl.ReplicaPID {
+		t.Fatalf("apply batches: replicated profile %g writesets per batch (n2 pid %d), batched profile %+v: want both measured, on the same n2", repl.Profile.ApplyBatch, repl.ReplicaPID, b)
+	}
+	split := false
+	for _, r := range repl.Profile.Resources {
+		if r.Name == "cpu" && r.WSBatch > 0 {
+			split = true
+			if r.WSBatch/repl.Profile.ApplyBatch > r.WS*(1+1e-9) {
+				t.Errorf("cpu ws_batch_s %g over %g writesets is more than ws_s %g", r.WSBatch, repl.Profile.ApplyBatch, r.WS)
+			}
+		}
+	}
+	if !split && !slices.ContainsFunc(repl.Warnings, func(w string) bool { return strings.Contains(w, "too close to split ws") }) {
+		t.Errorf("ws not split (batches %g and %g writesets) and no warning says why: %v", repl.Profile.ApplyBatch, b.Profile.ApplyBatch, repl.Warnings)
+	}
+	t.Logf("apply batches %.2f and %.2f writesets; ws split: %v", repl.Profile.ApplyBatch, b.Profile.ApplyBatch, split)
 }
 
 func testPlanValidateTiny(t *testing.T, flag, design string) {
@@ -242,6 +277,9 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		if r.Name == "cpu" && design == "single-master" && (r.WCSat <= 0 || repl.Profile.MasterReadShare <= 0 || repl.Profile.MasterReadShare >= 1) {
 			t.Errorf("replicated profile: wc_saturated_s %g, master_read_share %g: want both measured", r.WCSat, repl.Profile.MasterReadShare)
 		}
+	}
+	if design == "multi-master" {
+		checkApplyBatches(t, &doc)
 	}
 	checkProfileRounds(t, &doc, rounds)
 	checkSpeed(t, &doc)

@@ -55,6 +55,9 @@ type MeasuredProfile struct {
 	// (ws). A class the mix does not contain (Pr = 0 or Pw = 0) needs no
 	// phase; its demands are 0.
 	Reads, Updates, Writesets PhaseBusy
+	// ApplyBatch is the writesets per apply batch during the writeset
+	// phase (Profile.ApplyBatch); 0: not known.
+	ApplyBatch float64
 	// Resources names the resources to put in the profile, in order.
 	Resources []string
 	// ThinkTime and ClientsPerReplica are Z and C of the profiling run.
@@ -81,6 +84,7 @@ func ProfileFromMeasurements(m MeasuredProfile) (Profile, error) {
 		L1:                m.L1,
 		ThinkTime:         m.ThinkTime,
 		ClientsPerReplica: m.ClientsPerReplica,
+		ApplyBatch:        m.ApplyBatch,
 		Measured:          m.Measured,
 	}
 	if len(m.Trust) > 0 {

@@ -600,3 +600,72 @@ func TestSingleMasterSaturatedDemand(t *testing.T) {
 		t.Errorf("N = 1 moved: %g, %g (one node runs the mix at wc)", s0.ThroughputTPS, s1.ThroughputTPS)
 	}
 }
+
+// TestApplyBatches: with a per-batch part of ws (Resource.WSBatch) the
+// multi-master model applies the other nodes' writesets in batches that
+// grow with N, charges less per writeset than the profile measured at its
+// smaller batch, and so predicts more than the flat ws; without one,
+// nothing changes. The batch size obeys its own equation at the solution.
+func TestApplyBatches(t *testing.T) {
+	flat := syntheticProfile(0.2, 0.004, 0.008, 0.004, 8)
+	flat.ThinkTime = 0
+	batched := flat
+	batched.Resources = append([]Resource(nil), flat.Resources...)
+	batched.ApplyBatch = 1.5
+	batched.Resources[0].WSBatch = 0.7 * 0.004 * 1.5
+	par := DefaultParams(flat)
+	pf := predict(t, flat, MultiMaster, span(1, 4), par)
+	pb := predict(t, batched, MultiMaster, span(1, 4), par)
+	prev := 0.0
+	for i, n := range span(1, 4) {
+		f, b := pf.Points[i], pb.Points[i]
+		if f.ApplyBatch != 0 {
+			t.Errorf("N=%d: flat ws gave a batch size %g", n, f.ApplyBatch)
+		}
+		if n == 1 {
+			if b.ApplyBatch != 0 || !near(b.ThroughputTPS, f.ThroughputTPS, 1e-9) {
+				t.Errorf("N=1 applies nothing: batch %g, X %g vs %g", b.ApplyBatch, b.ThroughputTPS, f.ThroughputTPS)
+			}
+			continue
+		}
+		if b.ApplyBatch <= prev || b.ApplyBatch < 1 {
+			t.Errorf("N=%d: batch %g, want > %g (grows with N)", n, b.ApplyBatch, prev)
+		}
+		prev = b.ApplyBatch
+		if n >= 3 && b.ThroughputTPS <= f.ThroughputTPS {
+			t.Errorf("N=%d: X %g with batches of %.1f, not above %g with ws flat", n, b.ThroughputTPS, b.ApplyBatch, f.ThroughputTPS)
+		}
+		// B = (1 + λ·ws_batch·(1+U)) / (1 − λ·ws_1·(1+U)) at the solution.
+		u := b.Resources[0].Utilization
+		lambda := float64(n-1) * batched.Pw * b.ThroughputTPS / float64(n)
+		r := batched.Resources[0]
+		one := r.WS - r.WSBatch/batched.ApplyBatch
+		want := (1 + lambda*r.WSBatch*(1+u)) / (1 - lambda*one*(1+u))
+		if !near(b.ApplyBatch, want, 1e-3) {
+			t.Errorf("N=%d: batch %g, its equation gives %g", n, b.ApplyBatch, want)
+		}
+	}
+}
+
+// TestWSAt: ws at the profile's batch size is WS; larger batches share
+// the per-batch part; without it or at b <= 0, WS.
+func TestWSAt(t *testing.T) {
+	p := Profile{ApplyBatch: 2}
+	r := Resource{WS: 0.004, WSBatch: 0.006} // 0.003 per batch at 2: 0.001 per writeset
+	for _, tc := range []struct {
+		name string
+		r    Resource
+		b    float64
+		want float64
+	}{
+		{"profile's batch", r, 2, 0.004},
+		{"one per batch", r, 1, 0.007},
+		{"large batches", r, 6, 0.002},
+		{"b <= 0 is the profile's", r, 0, 0.004},
+		{"no per-batch part", Resource{WS: 0.004}, 6, 0.004},
+	} {
+		if got := p.WSAt(tc.r, tc.b); !near(got, tc.want, 1e-12) {
+			t.Errorf("%s: WSAt = %g, want %g", tc.name, got, tc.want)
+		}
+	}
+}

@@ -18,13 +18,19 @@ const (
 //
 // Per replica:
 //
-//	CPU, disk:      queueing centres, D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·(N-1)·ws
+//	CPU, disk:      queueing centres, D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·(N-1)·ws(B_N)
 //	load balancer:  delay centre, (Pr + Pw/(1-A_N))·lb   every attempt crosses it
 //	certifier:      delay centre, Pw/(1-A_N)·cert       every update attempt is certified
 //	think time Z:   delay centre outside the response time
 //
 // Aborted update attempts are retried until they commit, so a committed
 // update costs 1/(1-A_N) attempts (§3.3.1); the throughput counts commits.
+//
+// ws(B) is seed 003's ws when the profile has no per-batch part
+// (Resource.WSBatch). With one, a node applies the other nodes' writesets
+// in batches, one back-end transaction each, and pays the per-batch part
+// once per batch: ws(B) = ws_1 + ws_batch/B, B_N the writesets per batch at
+// N (batchSize; planner/DESIGN.md "Apply batches").
 type multiMaster struct {
 	p       Profile
 	par     Params
@@ -37,7 +43,7 @@ func newMultiMaster(p Profile, par Params) (*multiMaster, error) {
 	if p.L1 == 0 {
 		// L(1) not measured: use the model's own conflict window at one
 		// replica, so that A_N = A_1 at N = 1 (planner/DESIGN.md).
-		sol, err := SolveMVA(m.network(1, p.A1), par.ClientsPerReplica)
+		sol, err := SolveMVA(m.network(1, p.A1, p.ApplyBatch), par.ClientsPerReplica)
 		if err != nil {
 			return nil, fmt.Errorf("deriving L(1): %w", err)
 		}
@@ -49,10 +55,10 @@ func newMultiMaster(p Profile, par Params) (*multiMaster, error) {
 
 func (m *multiMaster) l1() (float64, bool) { return m.l1Value, m.derived }
 
-// demands returns the per-replica centre demands at n replicas and abort
-// probability a: the resources in profile order, then the load balancer
-// and the certifier.
-func (m *multiMaster) demands(n int, a float64) []float64 {
+// demands returns the per-replica centre demands at n replicas, abort
+// probability a and b writesets per apply batch: the resources in profile
+// order, then the load balancer and the certifier.
+func (m *multiMaster) demands(n int, a, b float64) []float64 {
 	p := m.p
 	attempts := 0.0 // update attempts per committed transaction
 	if p.Pw > 0 {
@@ -60,7 +66,7 @@ func (m *multiMaster) demands(n int, a float64) []float64 {
 	}
 	d := make([]float64, 0, len(p.Resources)+2)
 	for _, r := range p.Resources {
-		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*r.WS)*r.masterScale())
+		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*p.WSAt(r, b))*r.masterScale())
 	}
 	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*m.par.CertifierDelay)
 	return d
@@ -78,14 +84,57 @@ func (m *multiMaster) shape() ([]string, []CenterKind) {
 	return names, kinds
 }
 
-func (m *multiMaster) network(n int, a float64) Network {
+func (m *multiMaster) network(n int, a, b float64) Network {
 	names, kinds := m.shape()
-	d := m.demands(n, a)
+	d := m.demands(n, a, b)
 	net := Network{Think: m.par.ThinkTime}
 	for i := range names {
 		net.Centers = append(net.Centers, Center{Name: names[i], Kind: kinds[i], Demand: d[i]})
 	}
 	return net
+}
+
+// batched reports whether ws depends on the batch size at n replicas.
+func (m *multiMaster) batched(n int) bool {
+	if n < 2 || m.p.Pw == 0 || m.p.ApplyBatch <= 0 {
+		return false
+	}
+	for _, r := range m.p.Resources {
+		if r.WSBatch > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// maxApplyBatch is the most writesets a node applies in one batch
+// (multimaster's maxBatch).
+const maxApplyBatch = 512
+
+// batchSize is the writesets per apply batch at n replicas that solution s
+// implies: a node's apply loop takes what arrived while it applied the
+// previous batch, so B = λ·T, at least 1, where λ = (N − 1)·Pw·X_node is
+// the rate of the other nodes' writesets and T the batch's residence at
+// the node's centres, (ws_batch + B·ws_1)·(1 + Q) at each (the arrival
+// theorem's queue, the clients' transactions it shares the node with).
+// Solved for B: B = λ·Σ ws_batch·(1+Q) / (1 − λ·Σ ws_1·(1+Q)), capped at
+// maxApplyBatch when the loop cannot keep up.
+func (m *multiMaster) batchSize(n int, s Solution) float64 {
+	lambda := float64(n-1) * m.p.Pw * s.Throughput
+	var fixed, per float64
+	for i, r := range m.p.Resources {
+		q := 0.0
+		if i < len(s.Centers) {
+			q = s.Centers[i].Utilization
+		}
+		one := m.p.WSAt(r, math.Inf(1)) // ws_1: nothing of the batch's part
+		fixed += (m.p.WSAt(r, 1) - one) * r.masterScale() * (1 + q)
+		per += one * r.masterScale() * (1 + q)
+	}
+	if lambda*per >= 1 {
+		return maxApplyBatch
+	}
+	return math.Min(maxApplyBatch, (1+lambda*fixed)/(1-lambda*per))
 }
 
 // conflictWindow approximates CW(N) as in seed 003 §4.1.1: the time an update
@@ -120,10 +169,11 @@ func (m *multiMaster) solve(n int) (Point, error) {
 		a     float64
 		iters int
 	)
+	b := m.p.ApplyBatch
 	switch {
-	case m.p.Pw == 0 || m.p.A1 == 0:
+	case (m.p.Pw == 0 || m.p.A1 == 0) && !m.batched(n):
 		// No update can abort: A_N = 0 at every N.
-		s, err := SolveMVA(m.network(n, 0), c)
+		s, err := SolveMVA(m.network(n, 0, b), c)
 		if err != nil {
 			return Point{}, err
 		}
@@ -135,11 +185,17 @@ func (m *multiMaster) solve(n int) (Point, error) {
 			// step i, whose update residence is wc·(1 + Q_k(i-1)).
 			// prev is empty at step 0: no queues.
 			cw := m.conflictWindow(prev)
-			a = MultiMasterAbort(m.p.A1, n, cw, m.l1Value)
+			a = 0
+			if m.p.A1 > 0 {
+				a = MultiMasterAbort(m.p.A1, n, cw, m.l1Value)
+			}
 			if err := checkAbort(a); err != nil {
 				return nil, err
 			}
-			return m.demands(n, a), nil
+			if m.batched(n) {
+				b = m.batchSize(n, prev)
+			}
+			return m.demands(n, a, b), nil
 		})
 		if err != nil {
 			return Point{}, err
@@ -150,30 +206,50 @@ func (m *multiMaster) solve(n int) (Point, error) {
 		// (a larger A means larger demands, longer queues, a longer CW) and
 		// bounded (queues cannot exceed C), so iterating from A_1 climbs to
 		// the least fixed point.
+		//
+		// With batched applies B joins the iteration: B -> demands ->
+		// MVA -> X, Q -> B. A larger B lowers the demands, which raises X
+		// (more writesets per second, a larger B) but shortens the queues
+		// (a shorter batch, a smaller B), so B is damped (half a step).
 		a = m.p.A1
 		converged := false
 		for iters = 1; iters <= maxIterations; iters++ {
-			s, err := SolveMVA(m.network(n, a), c)
+			s, err := SolveMVA(m.network(n, a, b), c)
 			if err != nil {
 				return Point{}, err
 			}
 			sol = s
-			next := MultiMasterAbort(m.p.A1, n, m.conflictWindow(s), m.l1Value)
+			next := 0.0
+			if m.p.A1 > 0 {
+				next = MultiMasterAbort(m.p.A1, n, m.conflictWindow(s), m.l1Value)
+			}
 			if err := checkAbort(next); err != nil {
 				return Point{}, err
 			}
-			if math.Abs(next-a) <= abortTol {
+			nextB := b
+			if m.batched(n) {
+				nextB = (b + m.batchSize(n, s)) / 2
+			}
+			if math.Abs(next-a) <= abortTol && math.Abs(nextB-b) <= batchTol*b {
 				converged = true
 				break
 			}
-			a = next
+			a, b = next, nextB
 		}
 		if !converged {
-			return Point{}, fmt.Errorf("%w: abort rate still moving after %d iterations (A_N = %g)", ErrNotConverged, maxIterations, a)
+			return Point{}, fmt.Errorf("%w: abort rate or apply batch still moving after %d iterations (A_N = %g, B = %g)", ErrNotConverged, maxIterations, a, b)
 		}
 	}
-	return m.point(n, sol, a, iters), nil
+	pt := m.point(n, sol, a, iters)
+	if m.batched(n) {
+		pt.ApplyBatch = b
+	}
+	return pt, nil
 }
+
+// batchTol is the relative change of the apply batch size the fixed
+// point accepts as converged.
+const batchTol = 1e-4
 
 func (m *multiMaster) point(n int, sol Solution, a float64, iters int) Point {
 	c := m.par.ClientsPerReplica

@@ -182,6 +182,9 @@ type Point struct {
 	MasterReadTPS float64 `json:"master_read_tps,omitempty"`
 	// CertifierRPS is the certification requests per second (multi-master).
 	CertifierRPS float64 `json:"certifier_rps,omitempty"`
+	// ApplyBatch is the writesets a multi-master node applies per batch
+	// (the model's B_N); 0 when the profile's ws has no per-batch part.
+	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
 	// Iterations is how many outer fixed-point iterations the model needed.
 	Iterations int `json:"iterations"`
 }

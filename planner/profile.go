@@ -57,6 +57,12 @@ type Profile struct {
 	// replica count is missing the model estimates A'_N.
 	SingleMasterAborts []MeasuredAbort `json:"single_master_aborts,omitempty"`
 
+	// ApplyBatch is how many writesets a replica applied per batch (one
+	// back-end transaction each) while WS was measured. With a resource's
+	// WSBatch it makes ws depend on the batch size (Profile.WSAt); 0: not
+	// known, ws is charged as measured at every batch size.
+	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
+
 	// MasterReadShare is the share of read-only transactions among those
 	// the master ran in the phase its WC comes from (see Resource.WCSat);
 	// 0 with no WCSat.
@@ -87,6 +93,13 @@ type Resource struct {
 	// single-master model adds it once per replica beyond the first:
 	// WC + (N - 2)·WSend at N >= 2. 0: not measured (nothing added).
 	WSend float64 `json:"wsend_s,omitempty"`
+	// WSBatch is the part of applying writesets paid once per batch
+	// whatever it holds (BEGIN, the applied-GSN row, COMMIT and its WAL
+	// flush, the apply loop's wake-up), measured by profiling the
+	// replica at two batch sizes: at Profile.ApplyBatch writesets per
+	// batch WS holds WSBatch / ApplyBatch of it. 0: not measured (ws
+	// does not depend on the batch size).
+	WSBatch float64 `json:"ws_batch_s,omitempty"`
 	// BG is the fraction of the resource the profiled node keeps busy
 	// with no transaction at all (its own loops: a replicated node's
 	// coordinator, lease and probes; a PostgreSQL's background
@@ -106,6 +119,18 @@ type Resource struct {
 	// demand from WC towards WCSat as the reads it serves fall (none when
 	// it is the bottleneck). 0: not measured (WC throughout).
 	WCSat float64 `json:"wc_saturated_s,omitempty"`
+}
+
+// WSAt is the demand per writeset of applying batches of b writesets at
+// the resource: WS less its per-batch part at the profile's batch size,
+// plus that part shared by b (at least 1). Without WSBatch, or with b <= 0
+// (the profile's batch size), WS.
+func (p Profile) WSAt(r Resource, b float64) float64 {
+	if r.WSBatch <= 0 || p.ApplyBatch <= 0 || b <= 0 {
+		return r.WS
+	}
+	b = max(b, 1)
+	return max(0, r.WS-r.WSBatch/p.ApplyBatch) + r.WSBatch/b
 }
 
 // masterScale is the factor a node's demands at this resource take for
@@ -172,6 +197,9 @@ func (p Profile) Validate() error {
 	if len(p.Resources) == 0 {
 		return bad("resources", "at least one resource (cpu, disk) is needed")
 	}
+	if !finite(p.ApplyBatch) || p.ApplyBatch < 0 || p.ApplyBatch > 0 && p.ApplyBatch < 1 {
+		return bad("apply_batch_writesets", "must be 0 (not known) or >= 1 writesets per batch, got %g", p.ApplyBatch)
+	}
 	seen := map[string]bool{}
 	needs := false
 	for i, r := range p.Resources {
@@ -199,6 +227,15 @@ func (p Profile) Validate() error {
 		}
 		if r.WSend > r.WC {
 			return bad(where+".wsend_s", "%g s is more than wc_s (%g s), of which it is a part", r.WSend, r.WC)
+		}
+		if !finite(r.WSBatch) || r.WSBatch < 0 {
+			return bad(where+".ws_batch_s", "must be >= 0 seconds, got %g", r.WSBatch)
+		}
+		if r.WSBatch > 0 && p.ApplyBatch < 1 {
+			return bad(where+".ws_batch_s", "needs apply_batch_writesets (>= 1), the batch size at which ws_s was measured")
+		}
+		if r.WSBatch > 0 && r.WSBatch/p.ApplyBatch > r.WS*(1+1e-9) {
+			return bad(where+".ws_batch_s", "%g s shared by %g writesets is more than ws_s (%g s), of which it is a part", r.WSBatch, p.ApplyBatch, r.WS)
 		}
 		for _, f := range []struct {
 			name string
@@ -352,11 +389,21 @@ func MedianProfile(ps []Profile) (Profile, error) {
 		r.WC = med(func(p Profile) float64 { return p.Resources[i].WC })
 		r.WS = med(func(p Profile) float64 { return p.Resources[i].WS })
 		r.WSend = min(r.WC, med(func(p Profile) float64 { return p.Resources[i].WSend }))
+		r.WSBatch = med(func(p Profile) float64 { return p.Resources[i].WSBatch })
 		r.BG = med(func(p Profile) float64 { return p.Resources[i].BG })
 		r.BGReplica = med(func(p Profile) float64 { return p.Resources[i].BGReplica })
 		r.WCSat = med(func(p Profile) float64 { return p.Resources[i].WCSat })
 	}
 	out.MasterReadShare = med(func(p Profile) float64 { return p.MasterReadShare })
+	out.ApplyBatch = med(func(p Profile) float64 { return p.ApplyBatch })
+	for i := range out.Resources {
+		// The medians of WS and WSBatch come from different profiles:
+		// keep the per-batch part inside WS at the median batch size.
+		r := &out.Resources[i]
+		if out.ApplyBatch > 0 {
+			r.WSBatch = min(r.WSBatch, r.WS*out.ApplyBatch)
+		}
+	}
 	if len(ps) > 1 {
 		out.Measured.Source = fmt.Sprintf("median of %d profiles (each demand, A_1 and L(1) separately); the first: %s", len(ps), ps[0].Measured.Source)
 	}

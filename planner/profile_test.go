@@ -116,6 +116,9 @@ func TestDecodeProfileErrors(t *testing.T) {
 		{"no resources", `[{"name":"cpu","rc_s":0.04,"wc_s":0.01,"ws_s":0.003}]`, `[]`, `"resources"`},
 		{"dotted resource", `"name":"cpu"`, `"name":"cpu.0"`, `resources[0].name`},
 		{"trailing data", `"measured":{}}`, `"measured":{}}{}`, "trailing"},
+		{"per-batch part without the batch size", `"ws_s":0.003}`, `"ws_s":0.003,"ws_batch_s":0.002}`, `resources[0].ws_batch_s`},
+		{"per-batch part above ws", `"ws_s":0.003}],`, `"ws_s":0.003,"ws_batch_s":0.007}],"apply_batch_writesets":2,`, `resources[0].ws_batch_s`},
+		{"batch below one writeset", `"think_time_s":1`, `"apply_batch_writesets":0.5,"think_time_s":1`, `apply_batch_writesets`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,6 +277,16 @@ func TestMedianProfile(t *testing.T) {
 	}
 	if a.Resources[0].RC != 0.1 {
 		t.Errorf("an input profile changed: %+v", a.Resources[0])
+	}
+	// The apply batch and ws's per-batch part: medians, the part kept
+	// inside ws at the median batch (ws 0.45 at 1.5: at most 0.675).
+	b2, c2 := b, c
+	b2.Resources = append([]Resource(nil), b.Resources...)
+	c2.Resources = append([]Resource(nil), c.Resources...)
+	b2.ApplyBatch, c2.ApplyBatch = 1, 2
+	b2.Resources[0].WSBatch, c2.Resources[0].WSBatch = 0.7, 0.8
+	if got, err := MedianProfile([]Profile{b2, c2}); err != nil || got.ApplyBatch != 1.5 || math.Abs(got.Resources[0].WSBatch-0.675) > 1e-12 {
+		t.Errorf("apply batch %g, ws_batch %g (%v): want 1.5 and 0.675", got.ApplyBatch, got.Resources[0].WSBatch, err)
 	}
 	other := a
 	other.Resources = []Resource{{Name: "cpu"}}

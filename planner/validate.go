@@ -38,6 +38,11 @@ type ValidationPoint struct {
 	// used; set by the caller that has both (0: unknown).
 	ModelCPUPerTxS    float64 `json:"model_cpu_per_tx_s,omitempty"`
 	MeasuredCPUPerTxS float64 `json:"measured_cpu_per_tx_s,omitempty"`
+	// PredictedApplyBatch and MeasuredApplyBatch are the writesets a
+	// multi-master node applied per batch: the model's B_N and the
+	// nodes' counters (0: not modelled or not measured).
+	PredictedApplyBatch float64 `json:"predicted_apply_batch_writesets,omitempty"`
+	MeasuredApplyBatch  float64 `json:"measured_apply_batch_writesets,omitempty"`
 }
 
 // Validation compares one prediction with measurements of the same
@@ -192,8 +197,8 @@ p.note { font-size: 0.9em; color: #555; max-width: 60em; }
 {{range .Validations}}
 <h2>{{.Prediction.Workload}} / {{.Prediction.Mix}} &mdash; {{.Prediction.Design}}</h2>
 <table>
-<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th>CPU ms/tx model</th><th>CPU ms/tx measured</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
-{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td>{{ms3 .ModelCPUPerTxS}}</td><td>{{ms3 .MeasuredCPUPerTxS}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
+<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th>CPU ms/tx model</th><th>CPU ms/tx measured</th><th>writesets per apply batch, model / measured</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
+{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td>{{ms3 .ModelCPUPerTxS}}</td><td>{{ms3 .MeasuredCPUPerTxS}}</td><td>{{if or .PredictedApplyBatch .MeasuredApplyBatch}}{{f1 .PredictedApplyBatch}} / {{f1 .MeasuredApplyBatch}}{{else}}-{{end}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
 {{end}}</table>
 <p class="note">Throughput error: max {{apct .MaxAbsThroughputError}} % (N = {{.WorstReplicas}}), mean {{apct .MeanAbsThroughputError}} %.</p>
 <table>
@@ -237,18 +242,20 @@ func WriteValidationHTML(w io.Writer, title, note string, vs []Validation) error
 // (single-master's master, or any multi-master replica), and its writeset
 // ws on each of the N − 1 others,
 //
-//	Pr·rc + Pw/(1 − a)·wc + Pw·(N − 1)·ws
+//	Pr·rc + Pw/(1 − a)·wc + Pw·(N − 1)·ws(b)
 //
-// with a the abort rate (the master's, or A_N). Compared with a measured system-wide
-// busy time per transaction it tells whether replication costs what the
-// standalone profile says. It reports false for an unknown resource.
-func (p Profile) SystemDemand(resource string, n int, a float64) (float64, bool) {
+// with a the abort rate (the master's, or A_N) and b the writesets per
+// apply batch (Point.ApplyBatch; 0: the profile's, ws as measured).
+// Compared with a measured system-wide busy time per transaction it tells
+// whether replication costs what the standalone profile says. It reports
+// false for an unknown resource.
+func (p Profile) SystemDemand(resource string, n int, a, b float64) (float64, bool) {
 	if n < 1 || a < 0 || a >= 1 {
 		return 0, false
 	}
 	for _, r := range p.Resources {
 		if r.Name == resource {
-			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*r.WS, true
+			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*p.WSAt(r, b), true
 		}
 	}
 	return 0, false

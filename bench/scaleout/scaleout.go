@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -902,6 +903,38 @@ func mmClients(c *config.Cluster) ([]*http.Client, func(), error) {
 			tr.CloseIdleConnections()
 		}
 	}, nil
+}
+
+// SetApplyBatchDelay sets multi_master.apply_batch_delay on every node of
+// the running multi-master cluster c (POST /admin/set, admin token).
+func SetApplyBatchDelay(ctx context.Context, c *config.Cluster, d time.Duration) error {
+	clients, closeIdle, err := mmClients(c)
+	if err != nil {
+		return err
+	}
+	defer closeIdle()
+	token, err := node.AdminToken(c, false)
+	if err != nil {
+		return fmt.Errorf("set apply_batch_delay: %w", err)
+	}
+	for i, n := range c.Nodes {
+		u := c.AdminURL(n.Metrics, "/admin/set") + "?" + url.Values{"apply_batch_delay": {d.String()}}.Encode()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := clients[i].Do(req)
+		if err != nil {
+			return fmt.Errorf("set apply_batch_delay on %s: %w", n.ID, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("set apply_batch_delay on %s: %s: %s", n.ID, resp.Status, strings.TrimSpace(string(body)))
+		}
+	}
+	return nil
 }
 
 // ApplyCount is how many batches of certified writesets a multi-master

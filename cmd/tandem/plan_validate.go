@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -38,6 +39,7 @@ type planValidateFlags struct {
 	so                                                          scaleout.Options
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
 	profileIdle                                                 time.Duration
+	profileBatchDelay                                           time.Duration
 	tolerance                                                   float64
 	json, standaloneOnly, interleave                            bool
 	demands, replay                                             string
@@ -129,6 +131,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
+	fs.DurationVar(&f.profileBatchDelay, "profile-batch-delay", 40*time.Millisecond, "multi-master: after the replicated profile, profile n2's apply again on the same two nodes with multi_master.apply_batch_delay set to this at run time (larger batches), so that ws splits into a part per batch and one per writeset and the model charges it at the batch size each N leads to; 0: one profile, ws as measured at every N")
 	fs.DurationVar(&f.profileIdle, "profile-idle", 5*time.Second, "each profile's idle phase first (no transaction): the nodes' own CPU per second, left out of the demands and given to the model as a background share of each host (bg); 0: none, the background counts in the demands")
 	fs.DurationVar(&f.profileRampup, "profile-rampup", 2*time.Second, "ramp-up before each profiling phase")
 	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
@@ -355,6 +358,16 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			}
 		}
 	}
+	for _, round := range doc.ProfileRounds {
+		for _, rep := range round.Replicated {
+			splitApplyBatches(rep) // a newer build may split differently
+		}
+	}
+	for _, rep := range doc.Replicated {
+		if len(doc.ProfileRounds) == 0 {
+			splitApplyBatches(rep)
+		}
+	}
 	if len(doc.ProfileRounds) > 0 {
 		if doc.Profiles, doc.Replicated, err = combineProfiles(doc.ProfileRounds); err != nil {
 			return err
@@ -428,7 +441,8 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				prof = repl
 			}
 			if pt, ok := preds[i].At(p.Replicas); ok {
-				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate); ok {
+				p.PredictedApplyBatch = pt.ApplyBatch
+				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate, pt.ApplyBatch); ok {
 					p.ModelCPUPerTxS = d * prof.CPUs
 					// The nodes' background, which the model keeps out of
 					// the demands, per transaction at the predicted rate.
@@ -440,6 +454,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				}
 			}
 			p.MeasuredCPUPerTxS = nodeCPUPerTx(so, m, p.Replicas)
+			p.MeasuredApplyBatch = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyBatch })
 		}
 		doc.Validations = append(doc.Validations, v)
 	}
@@ -539,6 +554,8 @@ func planValidateSetup(f *planValidateFlags) (planner.Design, scaleout.Options, 
 	switch {
 	case f.profileDuration <= 0:
 		return design, o, fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
+	case f.profileBatchDelay < 0 || f.profileBatchDelay > time.Second:
+		return design, o, fmt.Errorf("--profile-batch-delay: %w: must be between 0 (no second profile) and 1s, got %s", errPlanFlag, f.profileBatchDelay)
 	case f.profileIdle < 0:
 		return design, o, fmt.Errorf("--profile-idle: %w: must be >= 0 (0: no idle phase), got %s", errPlanFlag, f.profileIdle)
 	case f.profileRampup < 0:
@@ -707,26 +724,126 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 				return routed["n2"], err
 			}
 		}
-		var before []scaleout.ApplyCount
 		if o.Design == "multi-master" {
-			before, _ = scaleout.ApplyBatches(ctx, env.Config)
+			po.ReplicaBatches = replicaBatches(env.Config)
 		}
 		rep, err := profileSteady(ctx, po, o.MaxSteal, o.Progress)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s on the replicated path: %w", m, err)
 		}
-		if before != nil {
+		if b := rep.Profile.ApplyBatch; b > 0 {
 			// How n2 batched n1's writesets (a batch is one back-end
 			// transaction): the sweep's lines print the same per N.
-			if after, err := scaleout.ApplyBatches(ctx, env.Config); err == nil && len(after) > 1 && len(before) > 1 {
-				if d := after[1].Sub(before[1]); d.Batches > 0 {
-					fmt.Fprintf(o.Progress, "  n2 applied %d writesets in %d batches (%.1f per batch) during the profile\n", d.Writesets, d.Batches, d.PerBatch())
-				}
-			}
+			fmt.Fprintf(o.Progress, "  n2 applied %.1f writesets per batch during the update phase\n", b)
 		}
 		reps = append(reps, rep)
 	}
+	if o.Design == "multi-master" && f.profileBatchDelay > 0 {
+		if err := profileBatched(ctx, o, f, env, dsn, reps); err != nil {
+			return nil, err
+		}
+	}
 	return reps, nil
+}
+
+// replicaBatches reads n2's apply counters (profiler.Options.ReplicaBatches).
+func replicaBatches(c *config.Cluster) func(context.Context) (uint64, uint64, error) {
+	return func(ctx context.Context) (uint64, uint64, error) {
+		counts, err := scaleout.ApplyBatches(ctx, c)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(counts) < 2 {
+			return 0, 0, errors.New("n2's apply counters were not read")
+		}
+		return counts[1].Batches, counts[1].Writesets, nil
+	}
+}
+
+// profileBatched profiles, for each mix, the update phase of the same
+// two nodes again with multi_master.apply_batch_delay set to
+// --profile-batch-delay at run time, so that n2 applies n1's writesets in
+// larger batches: n2's CPU per writeset at a second batch size, on the
+// same cluster (fresh clusters of one configuration differ in what a
+// transaction costs by up to 1.3x on this kind of machine, more than the
+// difference measured here). With the first profile's it splits each
+// resource's ws into a part per batch and one per writeset
+// (Resource.WSBatch), set on reps' profiles: ws at b writesets per batch
+// is ws_1 + ws_batch/b, the two profiles' batch sizes being two points of
+// that line.
+func profileBatched(ctx context.Context, o scaleout.Options, f *planValidateFlags, env *scaleout.Env, dsn string, reps []*profiler.Report) error {
+	if err := scaleout.SetApplyBatchDelay(ctx, env.Config, f.profileBatchDelay); err != nil {
+		return fmt.Errorf("profile the apply at a larger batch size: %w", err)
+	}
+	n1, n2 := env.Cluster.Proc("n1"), env.Cluster.Proc("n2")
+	for i, m := range o.Mixes {
+		rep := reps[i]
+		if rep.Profile.Pw == 0 {
+			continue
+		}
+		fmt.Fprintf(o.Progress, "  profiling %s's apply again, writesets gathering for %s before each batch (up to 2 phases of %s + %s ramp-up)\n", m, f.profileBatchDelay, f.profileDuration, f.profileRampup)
+		// No idle phase of its own: the first profile's background is
+		// subtracted from both (below). Measured again here, n2's idle
+		// CPU once came out at 5x the first's (0.05 core: work left by
+		// the phases before), which took half the apply's CPU away.
+		po := profiler.Options{Workload: o.Workload, DSN: dsn, Mix: m, Clients: o.ClientsPerNode,
+			Duration: f.profileDuration, Rampup: f.profileRampup, PID: n1.PID, ReplicaPID: n2.PID, Logger: o.Logger,
+			Name: o.Workload.Name() + "-" + m + "-batched", Speed: o.Speed, SkipMix: true,
+			ReplicaBatches: replicaBatches(env.Config)}
+		br, err := profileSteady(ctx, po, o.MaxSteal, o.Progress)
+		if err != nil {
+			return fmt.Errorf("profile %s's apply at a larger batch size: %w", m, err)
+		}
+		rep.Batched = br
+		for _, line := range splitApplyBatches(rep) {
+			fmt.Fprintf(o.Progress, "  %s\n", line)
+		}
+		if err := rep.Profile.Validate(); err != nil {
+			return fmt.Errorf("mix %s: split ws: %w", m, err)
+		}
+	}
+	return nil
+}
+
+// splitApplyBatches splits each resource's ws of rep's profile into a
+// part per apply batch and one per writeset (Resource.WSBatch) from rep's
+// batched profile, the line through ws at the two batch sizes; it says
+// what it did, one line per resource, or (also as a warning in rep) why
+// it did not. Both points are net of the first profile's n2 background
+// (the batched profile has no idle phase; one saved by an older build
+// that had one has its own added back).
+func splitApplyBatches(rep *profiler.Report) []string {
+	br := rep.Batched
+	if br == nil || br.Profile.Pw == 0 {
+		return nil
+	}
+	b1, b2 := rep.Profile.ApplyBatch, br.Profile.ApplyBatch
+	if b1 <= 0 || b2 < 1.5*b1 {
+		msg := fmt.Sprintf("mix %s: the apply batches were %.1f and %.1f writesets in the two profiles, too close to split ws into a part per batch and one per writeset: ws is charged as measured at every N", rep.Profile.Mix, b1, b2)
+		rep.Warnings = append(rep.Warnings, msg)
+		return []string{msg}
+	}
+	var apply *profiler.Phase
+	for _, ph := range br.Phases {
+		if ph.Name == profiler.PhaseApply {
+			apply = ph
+		}
+	}
+	var lines []string
+	for k := range rep.Profile.Resources {
+		r := &rep.Profile.Resources[k]
+		if k >= len(br.Profile.Resources) || br.Profile.Resources[k].Name != r.Name {
+			continue
+		}
+		ws1, ws2 := r.WS, br.Profile.Resources[k].WS
+		if bg := r.BGReplica - br.Profile.Resources[k].BGReplica; bg != 0 && apply != nil && apply.Completions > 0 {
+			ws2 = math.Max(0, ws2-bg*apply.WallS/float64(apply.Completions))
+		}
+		r.WSBatch = math.Min(math.Max(0, (ws1-ws2)/(1/b1-1/b2)), ws1*b1)
+		lines = append(lines, fmt.Sprintf("%s ws: %.3f ms at %.1f writesets per batch, %.3f ms at %.1f: %.3f ms per batch + %.3f ms per writeset",
+			r.Name, 1000*ws1, b1, 1000*ws2, b2, 1000*r.WSBatch, 1000*(ws1-r.WSBatch/b1)))
+	}
+	return lines
 }
 
 // idleNote is the progress lines' mention of the idle phase.
@@ -789,6 +906,27 @@ func mergePredictions(standalone, replicated planner.Prediction) planner.Predict
 	}
 	out.Profile = standalone.Profile + " (N = 1), " + replicated.Profile + " (N >= 2)"
 	return out
+}
+
+// medianPoint is the median over rounds of f of the sweep's points of mix
+// at n nodes where f is positive; 0 when there is none.
+func medianPoint(so *scaleout.Report, mix string, n int, f func(scaleout.Point) float64) float64 {
+	var vs []float64
+	for _, p := range so.Points {
+		if p.Mix == mix && p.N == n {
+			if v := f(p); v > 0 {
+				vs = append(vs, v)
+			}
+		}
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	sort.Float64s(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
 
 // nodeCPUPerTx is the CPU-seconds all nodes used per committed
@@ -870,6 +1008,11 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 			in = append(in, planner.Input{Name: "rc / wc / ws " + r.Name + " (N >= 2)",
 				Value:    fmt.Sprintf("%.4f / %.4f / %.4f ms", 1000*r.RC, 1000*r.WC, 1000*r.WS),
 				Measured: true, Source: src})
+			if r.WSBatch > 0 {
+				in = append(in, planner.Input{Name: "ws " + r.Name + " per batch + per writeset (N >= 2)",
+					Value:    fmt.Sprintf("%.4f + %.4f ms at %.1f writesets per batch", 1000*r.WSBatch, 1000*(r.WS-r.WSBatch/repl.Profile.ApplyBatch), repl.Profile.ApplyBatch),
+					Measured: true, Source: fmt.Sprintf("n2's ws measured at two batch sizes: the replicated profile's (%.1f writesets per batch) and again on the same two nodes with multi_master.apply_batch_delay %s set at run time (--profile-batch-delay); the model charges ws_1 + ws_batch/B at its B for each N", repl.Profile.ApplyBatch, f.profileBatchDelay)})
+			}
 		}
 	}
 	profiles := planner.Input{Name: "profiles", Value: "one", Measured: true, Source: "each profile measured once, on fresh clusters, before the sweep"}
@@ -989,6 +1132,17 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	for _, v := range doc.Validations {
+		var parts []string
+		for _, p := range v.Points {
+			if p.PredictedApplyBatch > 0 || p.MeasuredApplyBatch > 0 {
+				parts = append(parts, fmt.Sprintf("N = %d %.1f / %.1f", p.Replicas, p.PredictedApplyBatch, p.MeasuredApplyBatch))
+			}
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(w, "%s writesets per apply batch, model / measured: %s\n", v.Prediction.Mix, strings.Join(parts, ", "))
+		}
+	}
 	for _, v := range doc.Validations {
 		verdict := "every N within"
 		if !v.AllWithin {

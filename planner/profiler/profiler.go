@@ -105,6 +105,12 @@ type Options struct {
 	// the profiled node's update demand can be taken from the mix
 	// (Report.Split, Report.ReplicatedMixDemands). nil: no split.
 	ReplicaRouted func(context.Context) (uint64, error)
+	// ReplicaBatches, with ReplicaPID, returns the replica's apply
+	// counters so far: the batches of writesets it applied (one back-end
+	// transaction each) and the writesets in them. The profiler reads
+	// them around the update phase: the writesets per batch at which ws
+	// was measured (Profile.ApplyBatch). nil: not known.
+	ReplicaBatches func(context.Context) (batches, writesets uint64, err error)
 	// SkipMix skips the full-mix phase (--skip-mix): A_1 and L(1) then come
 	// from the update phase.
 	SkipMix bool
@@ -177,7 +183,11 @@ type Report struct {
 	// Background is the idle phase's CPU (Options.Idle), subtracted from
 	// every other phase's.
 	Background *Background `json:"background,omitempty"`
-	Warnings   []string    `json:"warnings,omitempty"`
+	// Batched is a second profile of the replica's apply at a larger
+	// batch size (`tandem plan validate`, multi-master), from which
+	// Profile's ws_batch_s comes; nil when not taken.
+	Batched  *Report  `json:"batched_profile,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Phase is what one measured phase did and used.
@@ -234,6 +244,11 @@ type Phase struct {
 	// RoutedToReplica is how many transactions the router sent the
 	// replica during the phase (Options.ReplicaRouted); nil when not read.
 	RoutedToReplica *uint64 `json:"routed_to_replica,omitempty"`
+	// ReplicaApplyBatches and ReplicaApplyWritesets are the batches the
+	// replica applied during the phase and the writesets in them
+	// (Options.ReplicaBatches; update and apply phases).
+	ReplicaApplyBatches   uint64 `json:"replica_apply_batches,omitempty"`
+	ReplicaApplyWritesets uint64 `json:"replica_apply_writesets,omitempty"`
 	// ClientCPUS is this process's CPU (the load driver and appliers).
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// HostBusyS and HostStealS are the whole host's CPU busy and stolen
@@ -851,6 +866,17 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 	p.log.Info("phase", "phase", name, "duration", p.opts.Duration)
 	var res *bench.Result
 	var routed *uint64
+	batches := p.opts.ReplicaBatches
+	var b0, w0 uint64
+	if batches != nil && name == PhaseUpdate {
+		var err error
+		if b0, w0, err = batches(ctx); err != nil {
+			p.warn(fmt.Sprintf("%s phase: reading the replica's apply batches: %v (the batch size of ws is not known)", name, err))
+			batches = nil
+		}
+	} else {
+		batches = nil
+	}
 	ph, err := p.measured(name, base, func() error {
 		count := p.opts.ReplicaRouted
 		var before uint64
@@ -879,6 +905,14 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 		return nil, err
 	}
 	ph.RoutedToReplica = routed
+	if batches != nil {
+		// After measured: the replica has worked off the phase's backlog.
+		if b1, w1, err := batches(ctx); err != nil {
+			p.warn(fmt.Sprintf("%s phase: reading the replica's apply batches: %v (the batch size of ws is not known)", name, err))
+		} else {
+			ph.ReplicaApplyBatches, ph.ReplicaApplyWritesets = sub(b1, b0), sub(w1, w0)
+		}
+	}
 	p.fillCounts(ph, res)
 	if p.opts.ReplicaReads && name != PhaseUpdate {
 		// Reads ran on both nodes: their cost is both trees' CPU.
@@ -986,6 +1020,7 @@ func (p *profiler) replicaApply(update *Phase) *Phase {
 		ReplicaCPUS: update.ReplicaCPUS, ReplicaIOBytes: update.ReplicaIOBytes,
 		HostBusyS: update.HostBusyS, HostStealS: update.HostStealS, HostCapacityS: update.HostCapacityS, ClientCPUS: update.ClientCPUS,
 		DeviceReadBytes: update.DeviceReadBytes, DeviceWriteBytes: update.DeviceWriteBytes,
+		ReplicaApplyBatches: update.ReplicaApplyBatches, ReplicaApplyWritesets: update.ReplicaApplyWritesets,
 		Samples: update.Samples, AutovacuumSamples: update.AutovacuumSamples}
 	if tp := p.treesProcs(); tp > 0 {
 		ph.ServerProcs = tp
@@ -1137,6 +1172,9 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 		Resources:         []string{ResCPU, ResDisk},
 		ThinkTime:         o.Think.Seconds(),
 		ClientsPerReplica: o.Clients,
+	}
+	if apply != nil && apply.ReplicaApplyBatches > 0 {
+		m.ApplyBatch = round(float64(apply.ReplicaApplyWritesets)/float64(apply.ReplicaApplyBatches), 3)
 	}
 	// A_1 and L(1) come from the full mix (seed 003 §4.1.1 replays both
 	// classes together for L(1)); without it, from the update phase.
