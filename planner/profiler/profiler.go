@@ -935,6 +935,7 @@ func (p *profiler) idlePhase(ctx context.Context) (*Phase, error) {
 		return nil, err
 	}
 	p.prepare(ctx)
+	p.replicaQuiet(20 * time.Second)
 	p.log.Info("phase", "phase", PhaseIdle, "duration", p.opts.Idle)
 	ph, err := p.measured(PhaseIdle, base, func() error {
 		select {
@@ -983,23 +984,35 @@ func (p *profiler) fillCounts(ph *Phase, res *bench.Result) {
 
 // replicaCaughtUp waits, when a replica is measured, until its tree has
 // stopped working off the phase's writesets: two 200 ms samples in a row
-// in which it used under 10 % of a CPU, at most 10 s (a replica under a
-// CPU quota may be behind when the clients stop; its backlog belongs to
-// the phase).
-func (p *profiler) replicaCaughtUp() {
+// in which it used under 10 % of its host (of a CPU, or of the server's
+// quota when that is less), at most 10 s (a replica under a CPU quota may
+// be behind when the clients stop; its backlog belongs to the phase).
+func (p *profiler) replicaCaughtUp() { p.replicaQuiet(10 * time.Second) }
+
+// replicaQuiet is replicaCaughtUp with a limit. Before the idle phase it
+// waits up to 20 s: a replica still busy with what the phases before
+// left (its own checkpoint, autovacuum: the profiler quiesces the
+// profiled server, not the replica) measured 0.16 of its 0.25-core host
+// busy there, 10x its background, which the later phases then had
+// subtracted from their ws.
+func (p *profiler) replicaQuiet(limit time.Duration) {
 	if p.opts.ReplicaPID <= 0 {
 		return
 	}
 	const step = 200 * time.Millisecond
+	quiet := 0.1 * step.Seconds()
+	if p.rep != nil && p.rep.CPUs > 0 && p.rep.CPUs < 1 {
+		quiet *= p.rep.CPUs
+	}
 	idle := 0
 	prev, err := p.fs.Tree(p.opts.ReplicaPID)
-	for deadline := time.Now().Add(10 * time.Second); err == nil && idle < 2 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(limit); err == nil && idle < 2 && time.Now().Before(deadline); {
 		time.Sleep(step)
 		var cur TreeUsage
 		if cur, err = p.fs.Tree(p.opts.ReplicaPID); err != nil {
 			break
 		}
-		if float64(sub(cur.Ticks, prev.Ticks))/ClockTicks < 0.1*step.Seconds() {
+		if float64(sub(cur.Ticks, prev.Ticks))/ClockTicks < quiet {
 			idle++
 		} else {
 			idle = 0
