@@ -112,24 +112,26 @@ func (m *multiMaster) batched(n int) bool {
 const maxApplyBatch = 512
 
 // batchSize is the writesets per apply batch at n replicas that solution s
-// implies: a node's apply loop takes what arrived while it applied the
-// previous batch, so B = λ·T, at least 1, where λ = (N − 1)·Pw·X_node is
-// the rate of the other nodes' writesets and T the batch's residence at
-// the node's centres, (ws_batch + B·ws_1)·(1 + Q) at each (the arrival
-// theorem's queue, the clients' transactions it shares the node with).
-// Solved for B: B = λ·Σ ws_batch·(1+Q) / (1 − λ·Σ ws_1·(1+Q)), capped at
-// maxApplyBatch when the loop cannot keep up.
+// implies: a batch is the writeset that wakes the node's apply loop plus
+// those that arrived while it applied the previous one, B = 1 + λ·T, where
+// λ = (N − 1)·Pw·X_node is the rate of the other nodes' writesets and T
+// the batch's time at the node's centres, (ws_batch + B·ws_1)·(1 + U) at
+// each: stretched by the centre's utilization U, the share of it the
+// node's own transactions take (not by the arrival theorem's queue, which
+// counts clients mostly not runnable: planner/DESIGN.md "Apply batches").
+// Solved for B: B = (1 + λ·Σ ws_batch·(1+U)) / (1 − λ·Σ ws_1·(1+U)), at
+// most maxApplyBatch (and that when the loop cannot keep up).
 func (m *multiMaster) batchSize(n int, s Solution) float64 {
 	lambda := float64(n-1) * m.p.Pw * s.Throughput
 	var fixed, per float64
 	for i, r := range m.p.Resources {
-		q := 0.0
+		u := 0.0
 		if i < len(s.Centers) {
-			q = s.Centers[i].Utilization
+			u = s.Centers[i].Utilization
 		}
 		one := m.p.WSAt(r, math.Inf(1)) // ws_1: nothing of the batch's part
-		fixed += (m.p.WSAt(r, 1) - one) * r.masterScale() * (1 + q)
-		per += one * r.masterScale() * (1 + q)
+		fixed += (m.p.WSAt(r, 1) - one) * r.masterScale() * (1 + u)
+		per += one * r.masterScale() * (1 + u)
 	}
 	if lambda*per >= 1 {
 		return maxApplyBatch
