@@ -485,6 +485,61 @@ func testMultiMasterLostUpdate(t *testing.T, backend string) {
 	}
 }
 
+// TestMultiMasterSessionStaysOnNode: through the router (least-connected,
+// the default), a session's transactions stay on the node of its last
+// one once every node is ready for it, so what it left there is found:
+// a WITH HOLD cursor declared in autocommit is fetched from in twenty
+// later autocommit statements. Balanced per transaction (the router once
+// never recorded a multi-master session's node), the fetches went round
+// the nodes that had applied the session's commit and one of them
+// answered 34000.
+func TestMultiMasterSessionStaysOnNode(t *testing.T) {
+	s := upMultiMaster(t, "sqlite", 3, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := connect(t, s.DSN)
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE TABLE stay (id int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO stay SELECT g FROM generate_series(1, 100) g"); err != nil {
+		t.Fatal(err)
+	}
+	// Every node applies the commit and the router's probes (every
+	// 100 ms here) learn it: every node is ready for the session.
+	s.waitConverged(s.ids, 20*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	if _, err := c.Exec(ctx, "DECLARE held CURSOR WITH HOLD FOR SELECT id FROM stay ORDER BY id"); err != nil {
+		t.Fatal(err)
+	}
+	next := 1
+	for i := 0; i < 20; i++ {
+		rows, err := c.Query(ctx, "FETCH 5 FROM held")
+		if err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+		for rows.Next() {
+			var id int
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			if id != next {
+				t.Fatalf("fetch %d: row %d, want %d", i, id, next)
+			}
+			next++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatalf("fetch %d (rows %d.. of the cursor): %v", i, next, err)
+		}
+	}
+	if _, err := c.Exec(ctx, "CLOSE held"); err != nil {
+		t.Fatal(err)
+	}
+	if next != 101 {
+		t.Fatalf("fetched %d rows, want 100", next-1)
+	}
+}
+
 // TestMultiMasterWriteSkew: GSI is not serializable. Two doctors are on
 // call; two transactions on two nodes each check that the other is on
 // call and take themselves off: both commit (write skew). Writing a common

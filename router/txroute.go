@@ -1382,6 +1382,13 @@ func (s *splitSession) routeReq(d decision, first int) error {
 		if !inTx && s.cur != target {
 			s.cur = target
 		}
+		if s.rt.cfg.MultiMaster && !inTx && target == picked {
+			// The node of the session's last transaction, which
+			// least-connected keeps the session on while it has what the
+			// session needs (pickReplica): its backends and what the
+			// session left there (a WITH HOLD cursor) stay with it.
+			s.stick = target // s.mu is held here
+		}
 		if begin != "" {
 			// In a transaction from here (its BEGIN's answer is the
 			// router's): a failure of this request loses a transaction.
