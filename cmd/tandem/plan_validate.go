@@ -933,10 +933,9 @@ func medianPoint(so *scaleout.Report, mix string, n int, f func(scaleout.Point) 
 // transaction of mix at n nodes (their cgroups over the measured window),
 // the median over rounds; 0 when not measured.
 func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
-	var vs []float64
-	for _, p := range so.Points {
-		if p.Mix != mix || p.N != n || p.X <= 0 {
-			continue
+	return medianPoint(so, mix, n, func(p scaleout.Point) float64 {
+		if p.X <= 0 {
+			return 0
 		}
 		var cores float64
 		for _, h := range p.Hosts {
@@ -944,16 +943,8 @@ func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 				cores += h.Util
 			}
 		}
-		vs = append(vs, cores/p.X)
-	}
-	if len(vs) == 0 {
-		return 0
-	}
-	sort.Float64s(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2]
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+		return cores / p.X
+	})
 }
 
 // aloneNote says how the sweep's and the profile's N = 1 is reached.
