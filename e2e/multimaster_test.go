@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // kill SIGKILLs node id's process (as tandem up started it).
@@ -959,6 +960,118 @@ func testMultiMasterEarlyAbort(t *testing.T, backend string) {
 	t.Logf("the COPY got: %v", copyErr)
 	if got := s.sameEverywhere(s.ids, "SELECT count(*) FROM acct WHERE id = 1001 OR (id = 9 AND bal = 600)"); got != "1\n" {
 		t.Fatalf("after the COPY's abort: %q rows, want n1's update only", got)
+	}
+}
+
+// TestMultiMasterEarlyAbortRouted: the early abort of
+// TestMultiMasterEarlyAbort through the router. The node ends the idle
+// session's transaction (SQLite: a FATAL 40001, and the connection) while
+// the client sends nothing; the client's next message is its COMMIT. The
+// router must not answer that COMMIT with success: libpq (psql,
+// psycopg2's commit()) reads the FATAL as an asynchronous notice and
+// then the CommandComplete, so a COMMIT tag after it reports a rolled
+// back transaction as committed. The test speaks the protocol itself
+// (pgx would stop at the FATAL whatever followed it).
+func TestMultiMasterEarlyAbortRouted(t *testing.T) {
+	eachMMBackend(t, testMultiMasterEarlyAbortRouted)
+}
+
+func testMultiMasterEarlyAbortRouted(t *testing.T, backend string) {
+	s := upMultiMaster(t, backend, 3, "[multi_master]\napply_conflict_wait = \"300ms\"\n[limits]\nidle_in_transaction_session_timeout = \"120s\"\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := connect(t, s.DSN)
+	defer c.Close(ctx)
+	s.setup(ctx, c, acctSchema...)
+	s.waitConverged(s.ids, 20*time.Second)
+
+	a, err := pgconn.Connect(ctx, s.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Exec(ctx, "BEGIN; UPDATE acct SET bal = 0 WHERE id = 7; SHOW tandem.node").ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := string(res[2].Rows[0][0])
+	var other string
+	for _, id := range s.ids {
+		if id != node {
+			other = id
+			break
+		}
+	}
+	hj, err := a.Hijack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hj.Conn.Close()
+	o := connect(t, s.dsn(s.nodes[other]))
+	defer o.Close(ctx)
+	if _, err := o.Exec(ctx, "UPDATE acct SET bal = 500 WHERE id = 7"); err != nil {
+		t.Fatal(err)
+	}
+	// The node serving the session applies the commit past it (early abort).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := s.mmStatus(node)
+		if err == nil && st.MM.EarlyAborts > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not abort the routed session's transaction 20 s after %s's conflicting commit: %+v %v", node, other, st.MM, err)
+		}
+	}
+	s.waitConverged(s.ids, 10*time.Second)
+	time.Sleep(300 * time.Millisecond) // the node's FATAL and end reach the router
+
+	fe := hj.Frontend
+	fe.Send(&pgproto3.Query{String: "COMMIT"})
+	werr := fe.Flush()
+	_ = hj.Conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	var got []string
+	var code string
+	fatal, ended := false, false
+	for {
+		msg, err := fe.Receive()
+		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("no answer to the COMMIT in 15 s (messages %v)", got)
+			}
+			ended = true
+			break
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			got = append(got, m.Severity+" "+m.Code)
+			if code == "" {
+				code = m.Code
+			}
+			fatal = fatal || m.Severity == "FATAL"
+		case *pgproto3.CommandComplete:
+			got = append(got, "tag "+string(m.CommandTag))
+			if string(m.CommandTag) == "COMMIT" {
+				t.Fatalf("the COMMIT of a transaction %s rolled back was answered %v: a client reads success", node, got)
+			}
+		case *pgproto3.ReadyForQuery:
+			got = append(got, "ready "+string(m.TxStatus))
+		case *pgproto3.NoticeResponse:
+			continue
+		default:
+			got = append(got, fmt.Sprintf("%T", m))
+		}
+		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	t.Logf("session on %s, conflicting commit on %s; the COMMIT (write error %v) got %v, connection ended %v", node, other, werr, got, ended)
+	if code != "40001" {
+		t.Fatalf("the session's transaction rolled back on %s; the client was told %v, want 40001", node, got)
+	}
+	if fatal && !ended {
+		t.Fatalf("after the FATAL the router kept the session open: %v", got)
+	}
+	if got := s.sameEverywhere(s.ids, "SELECT bal FROM acct WHERE id = 7"); got != "500\n" {
+		t.Fatalf("row 7: %q, want %s's 500", got, other)
 	}
 }
 

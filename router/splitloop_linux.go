@@ -524,6 +524,11 @@ func (sl *splitLoop) dropClient() {
 	sl.creg, sl.cgone = false, true
 }
 
+// endSession ends the session from the router's side (a node's server
+// ended it: splitSession.endClient); Serve writes out what the client is
+// still owed and closes its socket.
+func (sl *splitLoop) endSession() { sl.finish(errServerEnded) }
+
 // finish ends the session (Serve closes its sockets); with a helper
 // running, once it returns.
 func (sl *splitLoop) finish(err error) {

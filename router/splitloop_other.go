@@ -11,4 +11,6 @@ func (s *splitSession) serveLoop(context.Context) (bool, error) { return false, 
 
 func (*splitLoop) dispatch(s *splitSession, end bool) error { return s.dispatch(end) }
 
+func (*splitLoop) endSession() {}
+
 func (*splitLoop) addNode(*splitSession, *nodeConn) error { return nil }

@@ -614,9 +614,21 @@ func (s *splitSession) stillPrimary(node string) bool {
 	return st.Healthy && up.Node == node
 }
 
+// errServerEnded: a node's server ended the session (its FATAL was
+// relayed to the client).
+var errServerEnded = errors.New("the node's server ended the session")
+
 // endClient ends the client's connection from the router's side: its
 // reader (goroutine or epoll loop) sees the end and closes the session.
+//
+// On an epoll loop (the caller is the loop, under its mutex) the client's
+// descriptor is the loop's: the loop ends the session, writing out what
+// the client is still owed first (the server's FATAL).
 func (s *splitSession) endClient() {
+	if s.lp != nil {
+		s.lp.endSession()
+		return
+	}
 	if hc, ok := s.client.Conn.(interface {
 		CloseRead() error
 		CloseWrite() error
