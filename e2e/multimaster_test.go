@@ -1024,21 +1024,38 @@ func testMultiMasterEarlyAbortRouted(t *testing.T, backend string) {
 	s.waitConverged(s.ids, 10*time.Second)
 	time.Sleep(300 * time.Millisecond) // the node's FATAL and end reach the router
 
+	got, code, fatal, ended := commitRaw(t, hj)
+	t.Logf("session on %s, conflicting commit on %s; the COMMIT got %v, connection ended %v", node, other, got, ended)
+	if code != "40001" {
+		t.Fatalf("the session's transaction rolled back on %s; the client was told %v, want 40001", node, got)
+	}
+	if fatal && !ended {
+		t.Fatalf("after the FATAL the router kept the session open: %v", got)
+	}
+	if got := s.sameEverywhere(s.ids, "SELECT bal FROM acct WHERE id = 7"); got != "500\n" {
+		t.Fatalf("row 7: %q, want %s's 500", got, other)
+	}
+}
+
+// commitRaw sends COMMIT on a hijacked connection whose transaction the
+// server ended, and reads the answer as libpq would see it: the messages
+// (severity and SQLSTATE of errors, command tags, ReadyForQuery), the
+// first error's SQLSTATE, whether an error was FATAL, and whether the
+// connection ended. A COMMIT tag fails the test: libpq reports the last
+// result, so psql and psycopg2 would read success.
+func commitRaw(t *testing.T, hj *pgconn.HijackedConn) (got []string, code string, fatal, ended bool) {
+	t.Helper()
 	fe := hj.Frontend
 	fe.Send(&pgproto3.Query{String: "COMMIT"})
-	werr := fe.Flush()
+	_ = fe.Flush() // a write error: the router closed the connection already
 	_ = hj.Conn.SetReadDeadline(time.Now().Add(15 * time.Second))
-	var got []string
-	var code string
-	fatal, ended := false, false
 	for {
 		msg, err := fe.Receive()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				t.Fatalf("no answer to the COMMIT in 15 s (messages %v)", got)
 			}
-			ended = true
-			break
+			return got, code, fatal, true
 		}
 		switch m := msg.(type) {
 		case *pgproto3.ErrorResponse:
@@ -1050,28 +1067,14 @@ func testMultiMasterEarlyAbortRouted(t *testing.T, backend string) {
 		case *pgproto3.CommandComplete:
 			got = append(got, "tag "+string(m.CommandTag))
 			if string(m.CommandTag) == "COMMIT" {
-				t.Fatalf("the COMMIT of a transaction %s rolled back was answered %v: a client reads success", node, got)
+				t.Fatalf("the COMMIT of a transaction the server ended was answered %v: a client reads success", got)
 			}
 		case *pgproto3.ReadyForQuery:
-			got = append(got, "ready "+string(m.TxStatus))
+			return append(got, "ready "+string(m.TxStatus)), code, fatal, false
 		case *pgproto3.NoticeResponse:
-			continue
 		default:
 			got = append(got, fmt.Sprintf("%T", m))
 		}
-		if _, ok := msg.(*pgproto3.ReadyForQuery); ok {
-			break
-		}
-	}
-	t.Logf("session on %s, conflicting commit on %s; the COMMIT (write error %v) got %v, connection ended %v", node, other, werr, got, ended)
-	if code != "40001" {
-		t.Fatalf("the session's transaction rolled back on %s; the client was told %v, want 40001", node, got)
-	}
-	if fatal && !ended {
-		t.Fatalf("after the FATAL the router kept the session open: %v", got)
-	}
-	if got := s.sameEverywhere(s.ids, "SELECT bal FROM acct WHERE id = 7"); got != "500\n" {
-		t.Fatalf("row 7: %q, want %s's 500", got, other)
 	}
 }
 

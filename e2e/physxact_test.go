@@ -175,6 +175,42 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		}
 	}
 
+	// 0c. The same, the client's next message being its COMMIT, spoken
+	// as libpq would read it: the FATAL and the connection's end, never
+	// a COMMIT tag (routed sessions on the router's epoll loop once went
+	// on after the server's FATAL, and a COMMIT there, outside any
+	// transaction, was answered COMMIT: psql printed it after the error).
+	{
+		vc, err := pgconn.Connect(ctx, h.dsn(h.router))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := vc.Exec(ctx, "BEGIN; INSERT INTO slow VALUES (-8); SELECT pg_backend_pid()").ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid := string(res[2].Rows[0][0])
+		hj, err := vc.Hijack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := connect(t, h.dsn(h.nodes["n1"]))
+		var ok bool
+		if err := k.QueryRow(ctx, "SELECT pg_terminate_backend($1::int)", pid).Scan(&ok); err != nil || !ok {
+			t.Fatalf("pg_terminate_backend(%s): %v %v", pid, ok, err)
+		}
+		k.Close(ctx)
+		time.Sleep(500 * time.Millisecond) // the FATAL and the end reach the router
+		got, code, fatal, ended := commitRaw(t, hj)
+		hj.Conn.Close()
+		if code != "57P01" || !fatal || !ended {
+			t.Fatalf("a COMMIT after the server ended the session got %v (connection ended %v), want FATAL 57P01 and the end", got, ended)
+		}
+		if n := count(-8); n != 0 {
+			t.Fatalf("the terminated session's row is there (%d)", n)
+		}
+	}
+
 	// 1. The COMMIT never finished on n1; another session's plain SELECT
 	// was running there too.
 	r := connect(t, h.dsn(h.router))
