@@ -614,6 +614,7 @@ func TestApplyBatches(t *testing.T) {
 	batched.ApplyBatch = 1.5
 	batched.Resources[0].WSBatch = 0.7 * 0.004 * 1.5
 	par := DefaultParams(flat)
+	par.ApplyCost = ApplySplit
 	pf := predict(t, flat, MultiMaster, span(1, 4), par)
 	pb := predict(t, batched, MultiMaster, span(1, 4), par)
 	prev := 0.0
@@ -643,6 +644,76 @@ func TestApplyBatches(t *testing.T) {
 		want := (1 + lambda*r.WSBatch*(1+u)) / (1 - lambda*one*(1+u))
 		if !near(b.ApplyBatch, want, 1e-3) {
 			t.Errorf("N=%d: batch %g, its equation gives %g", n, b.ApplyBatch, want)
+		}
+	}
+}
+
+// TestApplyPerBatch: charged per batch (the default), ws at B writesets
+// per batch is ws·B_p/B, the batch grows with N and obeys B = 1 +
+// λ·ws·B_p·(1+U) at the solution, and the nodes' CPU per transaction
+// grows with N less than with ws flat. An unknown cost is refused.
+func TestApplyPerBatch(t *testing.T) {
+	p := syntheticProfile(0.2, 0.004, 0.008, 0.004, 8)
+	p.ThinkTime = 0
+	p.ApplyBatch = 1.5
+	par := DefaultParams(p)
+	if par.ApplyCost != ApplyPerBatch {
+		t.Fatalf("default apply cost %q, want %q", par.ApplyCost, ApplyPerBatch)
+	}
+	pb := predict(t, p, MultiMaster, span(1, 4), par)
+	flat := p
+	flat.ApplyBatch = 0
+	pf := predict(t, flat, MultiMaster, span(1, 4), par)
+	prev := 0.0
+	r := p.Resources[0]
+	for i, n := range span(2, 4) {
+		b := pb.Points[i+1]
+		if b.ApplyBatch <= prev || b.ApplyBatch < 1 {
+			t.Errorf("N=%d: batch %g, want > %g", n, b.ApplyBatch, prev)
+		}
+		prev = b.ApplyBatch
+		u := b.Resources[0].Utilization
+		lambda := float64(n-1) * p.Pw * b.ThroughputTPS / float64(n)
+		if want := 1 + lambda*r.WS*p.ApplyBatch*(1+u); !near(b.ApplyBatch, want, 1e-3) {
+			t.Errorf("N=%d: batch %g, its equation gives %g", n, b.ApplyBatch, want)
+		}
+	}
+	grow := func(pr Prediction, prof Profile) float64 {
+		d2, _ := prof.SystemDemand("cpu", 2, pr.Points[1].AbortRate, pr.Points[1].ApplyBatch, par.ApplyCost)
+		d4, _ := prof.SystemDemand("cpu", 4, pr.Points[3].AbortRate, pr.Points[3].ApplyBatch, par.ApplyCost)
+		return d4 / d2
+	}
+	if gb, gf := grow(pb, p), grow(pf, flat); gb >= gf {
+		t.Errorf("CPU per transaction from N = 2 to 4: x%.3f per batch, x%.3f flat; want less growth per batch", gb, gf)
+	}
+	par.ApplyCost = "per-writeset"
+	if _, err := Predict(p, MultiMaster, span(1, 2), par); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("apply cost %q: %v, want ErrInvalidParams", par.ApplyCost, err)
+	}
+}
+
+// TestWSFor: the split is WSAt; per batch, ws scales with B_p/B, and
+// without the profile's batch size or at b <= 0 it is ws.
+func TestWSFor(t *testing.T) {
+	p := Profile{ApplyBatch: 2}
+	r := Resource{WS: 0.004, WSBatch: 0.006}
+	for _, tc := range []struct {
+		name string
+		p    Profile
+		b    float64
+		c    ApplyCost
+		want float64
+	}{
+		{"split", p, 6, ApplySplit, 0.002},
+		{"per batch at the profile's", p, 2, ApplyPerBatch, 0.004},
+		{"per batch, larger", p, 8, ApplyPerBatch, 0.001},
+		{"default is per batch", p, 4, "", 0.002},
+		{"per batch, one", p, 0.5, ApplyPerBatch, 0.008},
+		{"b <= 0", p, 0, ApplyPerBatch, 0.004},
+		{"no batch size", Profile{}, 8, ApplyPerBatch, 0.004},
+	} {
+		if got := tc.p.WSFor(r, tc.b, tc.c); !near(got, tc.want, 1e-12) {
+			t.Errorf("%s: WSFor = %g, want %g", tc.name, got, tc.want)
 		}
 	}
 }

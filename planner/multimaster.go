@@ -66,7 +66,7 @@ func (m *multiMaster) demands(n int, a, b float64) []float64 {
 	}
 	d := make([]float64, 0, len(p.Resources)+2)
 	for _, r := range p.Resources {
-		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*p.WSAt(r, b))*r.masterScale())
+		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*p.WSFor(r, b, m.par.ApplyCost))*r.masterScale())
 	}
 	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*m.par.CertifierDelay)
 	return d
@@ -99,6 +99,9 @@ func (m *multiMaster) batched(n int) bool {
 	if n < 2 || m.p.Pw == 0 || m.p.ApplyBatch <= 0 {
 		return false
 	}
+	if m.par.ApplyCost != ApplySplit {
+		return len(m.p.Resources) > 0
+	}
 	for _, r := range m.p.Resources {
 		if r.WSBatch > 0 {
 			return true
@@ -129,8 +132,8 @@ func (m *multiMaster) batchSize(n int, s Solution) float64 {
 		if i < len(s.Centers) {
 			u = s.Centers[i].Utilization
 		}
-		one := m.p.WSAt(r, math.Inf(1)) // ws_1: nothing of the batch's part
-		fixed += (m.p.WSAt(r, 1) - one) * r.masterScale() * (1 + u)
+		one := m.p.WSFor(r, math.Inf(1), m.par.ApplyCost) // ws_1: nothing of the batch's part
+		fixed += (m.p.WSFor(r, 1, m.par.ApplyCost) - one) * r.masterScale() * (1 + u)
 		per += one * r.masterScale() * (1 + u)
 	}
 	if lambda*per >= 1 {

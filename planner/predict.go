@@ -87,7 +87,24 @@ type Params struct {
 	CertifierDelay float64 `json:"certifier_delay_s"`
 	// CWMode is how multi-master iterates the conflict window.
 	CWMode CWMode `json:"cw_mode"`
+	// ApplyCost is how multi-master charges a replica's apply of the
+	// other nodes' writesets at B writesets per apply batch ("" is
+	// ApplyPerBatch).
+	ApplyCost ApplyCost `json:"apply_cost,omitempty"`
 }
+
+// ApplyCost is how multi-master's ws depends on the writesets per apply
+// batch B (planner/DESIGN.md "Apply batches").
+type ApplyCost string
+
+const (
+	// ApplyPerBatch charges ws per batch: ws(B) = ws · B_p / B, B_p the
+	// batch size the profile measured ws at (apply_batch_writesets).
+	ApplyPerBatch ApplyCost = "per-batch"
+	// ApplySplit charges the profile's split: ws(B) = ws_1 + ws_batch / B
+	// (ws_batch_s; ws as measured without one).
+	ApplySplit ApplyCost = "split"
+)
 
 // DefaultParams takes C and Z from the profile and the delays from seed 003.
 func DefaultParams(p Profile) Params {
@@ -97,6 +114,7 @@ func DefaultParams(p Profile) Params {
 		LBDelay:           DefaultLBDelay,
 		CertifierDelay:    DefaultCertifierDelay,
 		CWMode:            CWFixedPoint,
+		ApplyCost:         ApplyPerBatch,
 	}
 }
 
@@ -121,6 +139,11 @@ func (par Params) validate() error {
 	case CWFixedPoint, CWPerPopulation:
 	default:
 		return bad("conflict window mode", "%q (want %s or %s)", par.CWMode, CWFixedPoint, CWPerPopulation)
+	}
+	switch par.ApplyCost {
+	case "", ApplyPerBatch, ApplySplit:
+	default:
+		return bad("apply cost", "%q (want %s or %s)", par.ApplyCost, ApplyPerBatch, ApplySplit)
 	}
 	return nil
 }

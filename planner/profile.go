@@ -133,6 +133,20 @@ func (p Profile) WSAt(r Resource, b float64) float64 {
 	return max(0, r.WS-r.WSBatch/p.ApplyBatch) + r.WSBatch/b
 }
 
+// WSFor is ws at b writesets per apply batch as cost c charges it:
+// ApplySplit is WSAt; ApplyPerBatch (and "") scales the whole of ws with
+// the batches, ws·ApplyBatch/b. Without the profile's batch size (or with
+// b <= 0) it is ws as measured.
+func (p Profile) WSFor(r Resource, b float64, c ApplyCost) float64 {
+	if c == ApplySplit {
+		return p.WSAt(r, b)
+	}
+	if p.ApplyBatch <= 0 || b <= 0 {
+		return r.WS
+	}
+	return r.WS * p.ApplyBatch / max(b, 1)
+}
+
 // masterScale is the factor a node's demands at this resource take for
 // its background (BG): 1 / (1 - BG).
 func (r Resource) masterScale() float64 { return bgScale(r.BG) }

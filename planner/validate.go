@@ -249,13 +249,13 @@ func WriteValidationHTML(w io.Writer, title, note string, vs []Validation) error
 // Compared with a measured system-wide busy time per transaction it tells
 // whether replication costs what the standalone profile says. It reports
 // false for an unknown resource.
-func (p Profile) SystemDemand(resource string, n int, a, b float64) (float64, bool) {
+func (p Profile) SystemDemand(resource string, n int, a, b float64, c ApplyCost) (float64, bool) {
 	if n < 1 || a < 0 || a >= 1 {
 		return 0, false
 	}
 	for _, r := range p.Resources {
 		if r.Name == resource {
-			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*p.WSAt(r, b), true
+			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*p.WSFor(r, b, c), true
 		}
 	}
 	return 0, false

@@ -181,12 +181,12 @@ func TestSystemDemand(t *testing.T) {
 		{2, 1, 0, false},
 	}
 	for _, tc := range cases {
-		got, ok := p.SystemDemand("cpu", tc.n, tc.a, 0)
+		got, ok := p.SystemDemand("cpu", tc.n, tc.a, 0, ApplyPerBatch)
 		if ok != tc.ok || math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("N=%d a=%g: %g %v, want %g %v", tc.n, tc.a, got, ok, tc.want, tc.ok)
 		}
 	}
-	if _, ok := p.SystemDemand("disk", 1, 0, 0); ok {
+	if _, ok := p.SystemDemand("disk", 1, 0, 0, ApplyPerBatch); ok {
 		t.Error("unknown resource reported ok")
 	}
 }

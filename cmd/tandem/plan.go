@@ -46,6 +46,7 @@ type planPredictFlags struct {
 	lbDelay           time.Duration
 	certifierDelay    time.Duration
 	cwMode            string
+	applyCost         string
 	json              bool
 	htmlFile          string
 	svgFile           string
@@ -74,6 +75,7 @@ func newPlanPredictCmd() *cobra.Command {
 	fl.DurationVar(&f.think, "think", 0, "think time Z (default: the profile's)")
 	fl.DurationVar(&f.lbDelay, "lb-delay", time.Duration(planner.DefaultLBDelay*float64(time.Second)), "load balancer and LAN delay per transaction attempt")
 	fl.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "certifier delay per update attempt (multi-master)")
+	fl.StringVar(&f.applyCost, "apply-cost", string(planner.ApplyPerBatch), "multi-master: how a replica's apply is charged at B writesets per batch: per-batch (ws x the profile's apply_batch_writesets / B) or split (ws_1 + ws_batch_s / B)")
 	fl.StringVar(&f.cwMode, "cw-mode", string(planner.CWFixedPoint), "multi-master conflict window iteration: fixed-point or per-population")
 	fl.BoolVar(&f.json, "json", false, "print the predictions as JSON instead of a table")
 	fl.StringVar(&f.htmlFile, "html", "", "also write a self-contained HTML report with charts to this file")
@@ -107,6 +109,9 @@ func runPlanPredict(cmd *cobra.Command, f *planPredictFlags) error {
 			return fmt.Errorf("--%s: %w: must be >= 0, got %s", d.name, errPlanFlag, d.v)
 		}
 	}
+	if c := planner.ApplyCost(f.applyCost); c != planner.ApplyPerBatch && c != planner.ApplySplit {
+		return fmt.Errorf("--apply-cost: %w: %q (want %s or %s)", errPlanFlag, f.applyCost, planner.ApplyPerBatch, planner.ApplySplit)
+	}
 	mode := planner.CWMode(f.cwMode)
 	if mode != planner.CWFixedPoint && mode != planner.CWPerPopulation {
 		return fmt.Errorf("--cw-mode: %w: %q (want %s or %s)", errPlanFlag, f.cwMode, planner.CWFixedPoint, planner.CWPerPopulation)
@@ -128,6 +133,7 @@ func runPlanPredict(cmd *cobra.Command, f *planPredictFlags) error {
 		par.LBDelay = f.lbDelay.Seconds()
 		par.CertifierDelay = f.certifierDelay.Seconds()
 		par.CWMode = mode
+		par.ApplyCost = planner.ApplyCost(f.applyCost)
 		if err := planner.ValidateReplicas(replicas, par.ClientsPerReplica); err != nil {
 			return fmt.Errorf("--replicas: %w", err)
 		}

@@ -62,7 +62,7 @@ func TestPlanPredictJSONAndFiles(t *testing.T) {
 	if len(set.Predictions) != 2 {
 		t.Fatalf("%d predictions, want 2", len(set.Predictions))
 	}
-	want := planner.Params{ClientsPerReplica: 20, ThinkTime: 0.5, LBDelay: 0.002, CertifierDelay: 0.01, CWMode: planner.CWFixedPoint}
+	want := planner.Params{ClientsPerReplica: 20, ThinkTime: 0.5, LBDelay: 0.002, CertifierDelay: 0.01, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyPerBatch}
 	for _, p := range set.Predictions {
 		if p.Design != planner.MultiMaster || len(p.Points) != 3 {
 			t.Errorf("%s: design %s, %d points", p.Profile, p.Design, len(p.Points))
@@ -139,7 +139,9 @@ func TestPlanErrors(t *testing.T) {
 		{"negative think", []string{"predict", "--profile", "tpcw-ordering", "--think", "-1s"}, "--think", errPlanFlag},
 		{"negative certifier", []string{"predict", "--profile", "tpcw-ordering", "--certifier-delay", "-1ms"}, "--certifier-delay", errPlanFlag},
 		{"bad cw mode", []string{"predict", "--profile", "tpcw-ordering", "--cw-mode", "magic"}, "--cw-mode", errPlanFlag},
+		{"bad apply cost", []string{"predict", "--profile", "tpcw-ordering", "--apply-cost", "per-writeset"}, "--apply-cost", errPlanFlag},
 		{"bad demands", []string{"validate", "--demands", "magic"}, "--demands", errPlanFlag},
+		{"bad validate apply cost", []string{"validate", "--apply-cost", "magic"}, "--apply-cost", errPlanFlag},
 		{"negative max-steal", []string{"validate", "--max-steal", "-1"}, "--max-steal", errPlanFlag},
 		{"unknown show", []string{"profiles", "--show", "tpcw"}, "--show", planner.ErrUnknownProfile},
 	}

@@ -43,6 +43,7 @@ type planValidateFlags struct {
 	tolerance                                                   float64
 	json, standaloneOnly, interleave                            bool
 	demands, replay                                             string
+	applyCost                                                   string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -131,6 +132,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.DurationVar(&f.so.Duration, "duration", 15*time.Second, "measured window of each sweep run")
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
+	fs.StringVar(&f.applyCost, "apply-cost", string(planner.ApplyPerBatch), "mm: how the model charges a replica's apply at B writesets per batch: per-batch (ws x the profile's batch size / B) or split (ws_1 + ws_batch / B, from --profile-batch-delay's two profiles); docs/planner.md \"Multi-master apply batches\"")
 	fs.DurationVar(&f.profileBatchDelay, "profile-batch-delay", 40*time.Millisecond, "multi-master: after the replicated profile, profile n2's apply again on the same two nodes with multi_master.apply_batch_delay set to this at run time (larger batches), so that ws splits into a part per batch and one per writeset and the model charges it at the batch size each N leads to; 0: one profile, ws as measured at every N")
 	fs.DurationVar(&f.profileIdle, "profile-idle", 5*time.Second, "each profile's idle phase first (no transaction): the nodes' own CPU per second, left out of the demands and given to the model as a background share of each host (bg); 0: none, the background counts in the demands")
 	fs.DurationVar(&f.profileRampup, "profile-rampup", 2*time.Second, "ramp-up before each profiling phase")
@@ -327,7 +329,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	if err := sfs.Parse(args[3:]); err != nil {
 		return fmt.Errorf("--replay %s: the saved command %q: %w", f.replay, strings.Join(args, " "), err)
 	}
-	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance"} {
+	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			if err := sfs.Set(name, fl.Value.String()); err != nil {
 				return err
@@ -391,7 +393,7 @@ func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *p
 	preds := make([]planner.Prediction, len(o.Mixes))
 	for i, rep := range doc.Profiles {
 		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
-			CertifierDelay: 0, CWMode: planner.CWFixedPoint}
+			CertifierDelay: 0, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyCost(f.applyCost)}
 		if design == planner.MultiMaster {
 			par.CertifierDelay = f.certifierDelay.Seconds()
 		}
@@ -442,7 +444,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 			}
 			if pt, ok := preds[i].At(p.Replicas); ok {
 				p.PredictedApplyBatch = pt.ApplyBatch
-				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate, pt.ApplyBatch); ok {
+				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate, pt.ApplyBatch, planner.ApplyCost(f.applyCost)); ok {
 					p.ModelCPUPerTxS = d * prof.CPUs
 					// The nodes' background, which the model keeps out of
 					// the demands, per transaction at the predicted rate.
@@ -554,6 +556,8 @@ func planValidateSetup(f *planValidateFlags) (planner.Design, scaleout.Options, 
 	switch {
 	case f.profileDuration <= 0:
 		return design, o, fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
+	case f.applyCost != string(planner.ApplyPerBatch) && f.applyCost != string(planner.ApplySplit):
+		return design, o, fmt.Errorf("--apply-cost: %w: %q (want %s or %s)", errPlanFlag, f.applyCost, planner.ApplyPerBatch, planner.ApplySplit)
 	case f.profileBatchDelay < 0 || f.profileBatchDelay > time.Second:
 		return design, o, fmt.Errorf("--profile-batch-delay: %w: must be between 0 (no second profile) and 1s, got %s", errPlanFlag, f.profileBatchDelay)
 	case f.profileIdle < 0:
@@ -1002,7 +1006,12 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 			if r.WSBatch > 0 {
 				in = append(in, planner.Input{Name: "ws " + r.Name + " per batch + per writeset (N >= 2)",
 					Value:    fmt.Sprintf("%.4f + %.4f ms at %.1f writesets per batch", 1000*r.WSBatch, 1000*(r.WS-r.WSBatch/repl.Profile.ApplyBatch), repl.Profile.ApplyBatch),
-					Measured: true, Source: fmt.Sprintf("n2's ws measured at two batch sizes: the replicated profile's (%.1f writesets per batch) and again on the same two nodes with multi_master.apply_batch_delay %s set at run time (--profile-batch-delay); the model charges ws_1 + ws_batch/B at its B for each N", repl.Profile.ApplyBatch, f.profileBatchDelay)})
+					Measured: true, Source: fmt.Sprintf("n2's ws measured at two batch sizes: the replicated profile's (%.1f writesets per batch) and again on the same two nodes with multi_master.apply_batch_delay %s set at run time (--profile-batch-delay); the model charges ws_1 + ws_batch/B at its B for each N with --apply-cost split", repl.Profile.ApplyBatch, f.profileBatchDelay)})
+			}
+			if repl.Profile.ApplyBatch > 0 && f.applyCost == string(planner.ApplyPerBatch) {
+				in = append(in, planner.Input{Name: "ws " + r.Name + " at B writesets per batch (N >= 2)",
+					Value:    fmt.Sprintf("%.4f x %.1f / B ms", 1000*r.WS, repl.Profile.ApplyBatch),
+					Measured: false, Source: "assumed: --apply-cost per-batch: a replica's apply costs per batch, so ws falls as 1/B from the profile's batch size (measured: on PostgreSQL back ends the nodes' CPU per transaction stays flat from N = 2 to 4; docs/benchmarks.md \"Where the CPU goes, by process\")"})
 			}
 		}
 	}
