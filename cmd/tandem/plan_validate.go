@@ -148,7 +148,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.StringVar(&f.dir, "dir", "", "keep the clusters' files and logs here (default: a temporary directory, removed)")
 	fs.Float64Var(&f.so.MaxSteal, "max-steal", scaleout.DefaultMaxSteal, "measure a sweep window or a profile again (twice at most) when the hypervisor took more than this many cores from the machine during it (steal); 0 keeps everything")
 	fs.BoolVar(&f.so.NoQuiesce, "no-quiesce", false, "do not VACUUM the workload's tables and CHECKPOINT every node before each of the sweep's measured windows (the profiler still does before its phases)")
-	fs.StringVar(&f.replay, "replay", "", "re-model a validation saved with --out: its profiles and measurements, this build's planner (nothing is run, no lab or root needed); the saved command's flags apply, --lb-delay, --certifier-delay and --tolerance given here override theirs")
+	fs.StringVar(&f.replay, "replay", "", "re-model a validation saved with --out: its profiles and measurements, this build's planner (nothing is run, no lab or root needed); the saved command's flags apply, --lb-delay, --certifier-delay, --tolerance and --apply-cost given here override theirs")
 }
 
 func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
