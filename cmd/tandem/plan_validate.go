@@ -1011,7 +1011,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 			if repl.Profile.ApplyBatch > 0 && f.applyCost == string(planner.ApplyPerBatch) {
 				in = append(in, planner.Input{Name: "ws " + r.Name + " at B writesets per batch (N >= 2)",
 					Value:    fmt.Sprintf("%.4f x %.1f / B ms", 1000*r.WS, repl.Profile.ApplyBatch),
-					Measured: false, Source: "assumed: --apply-cost per-batch: a replica's apply costs per batch, so ws falls as 1/B from the profile's batch size (measured: on PostgreSQL back ends the nodes' CPU per transaction stays flat from N = 2 to 4; docs/benchmarks.md \"Where the CPU goes, by process\")"})
+					Measured: false, Source: "--apply-cost per-batch: a replica's apply costs per batch, so ws falls as 1/B from the profile's batch size (measured: on PostgreSQL back ends the nodes' CPU per transaction stays flat from N = 2 to 4; docs/benchmarks.md \"Where the CPU goes, by process\")"})
 			}
 		}
 	}
