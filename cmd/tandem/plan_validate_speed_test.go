@@ -1,10 +1,12 @@
 package main
 
 import (
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/tandemdb/tandem/bench/scaleout"
+	"github.com/tandemdb/tandem/planner"
 	"github.com/tandemdb/tandem/planner/profiler"
 )
 
@@ -41,5 +43,40 @@ func TestSummariseSpeed(t *testing.T) {
 	}
 	if w := (&speedSummary{Ratio: 0.85}).warning(); w == "" {
 		t.Error("windows 15 % faster than the profiles: no warning")
+	}
+}
+
+// TestSplitApplyBatches: ws at two batch sizes splits along the line
+// through them; larger batches that cost no less per writeset leave no
+// part per batch, and a warning says so; batch sizes too close are not
+// split.
+func TestSplitApplyBatches(t *testing.T) {
+	rep := func(b1, ws1, b2, ws2 float64) *profiler.Report {
+		r := &profiler.Report{}
+		r.Profile.Mix, r.Profile.Pw, r.Profile.ApplyBatch = "r80w20", 0.2, b1
+		r.Profile.Resources = []planner.Resource{{Name: "cpu", WS: ws1}}
+		r.Batched = &profiler.Report{}
+		r.Batched.Profile.Pw, r.Batched.Profile.ApplyBatch = 0.2, b2
+		r.Batched.Profile.Resources = []planner.Resource{{Name: "cpu", WS: ws2}}
+		return r
+	}
+	for _, tc := range []struct {
+		name      string
+		r         *profiler.Report
+		wantBatch float64
+		warn      string
+	}{
+		{"split", rep(1.5, 0.004, 4.5, 0.002), 0.0045, ""},
+		{"larger batches cost more", rep(1.5, 0.003, 4.5, 0.0035), 0, "no part per batch to split off"},
+		{"too close", rep(1.5, 0.004, 2, 0.002), 0, "too close to split ws"},
+	} {
+		splitApplyBatches(tc.r)
+		if got := tc.r.Profile.Resources[0].WSBatch; math.Abs(got-tc.wantBatch) > 1e-12 {
+			t.Errorf("%s: ws_batch %g, want %g", tc.name, got, tc.wantBatch)
+		}
+		warned := strings.Join(tc.r.Warnings, "; ")
+		if (tc.warn == "") != (warned == "") || !strings.Contains(warned, tc.warn) {
+			t.Errorf("%s: warnings %q, want %q", tc.name, warned, tc.warn)
+		}
 	}
 }
