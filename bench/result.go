@@ -50,6 +50,19 @@ type Result struct {
 	// TotalTPS counts every transaction started in the measured window,
 	// whatever its outcome.
 	TotalTPS float64 `json:"total_tps"`
+	// CompletedTPS counts the transactions run to their end (committed, or
+	// rolled back by the workload's rules; not aborted or failed) per
+	// second, and CompletedMeanMs is their mean response time: the units
+	// of a planner profile's demands, which tandem plan validate compares
+	// (TM1 rolls back 17.5 % of its update transactions by its rules).
+	CompletedTPS    float64 `json:"completed_tps,omitempty"`
+	CompletedMeanMs float64 `json:"completed_mean_ms,omitempty"`
+	// UpdateAttempts counts the update transactions' attempts in the
+	// measured window, retries of aborted ones included, and
+	// UpdateAbortRate is the share of them that aborted (SQLSTATE class
+	// 40): the planner's abort rate A_N.
+	UpdateAttempts  int64   `json:"update_attempts,omitempty"`
+	UpdateAbortRate float64 `json:"update_abort_rate,omitempty"`
 	// PerMinute is the workload's per-minute figure (TPC-C: tpmC), if any.
 	PerMinute *PerMinute `json:"per_minute,omitempty"`
 	// Transactions by type name; TransactionOrder gives the workload's order.

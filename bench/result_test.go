@@ -81,6 +81,12 @@ func TestResultStatistics(t *testing.T) {
 		{"total counted", float64(res.Totals.Counted), 1300},
 		{"MQTh = counted / 10 s", res.MQTh, 130},
 		{"total tps", res.TotalTPS, 150},
+		// Run to their end: counted, rolled back by the rules (allowed
+		// errors included); not aborted, failed or unknown.
+		{"completed tps", res.CompletedTPS, 145},
+		// Update attempts (READ is read-only): 25 of WRITE's 500 aborted.
+		{"update attempts", float64(res.UpdateAttempts), 500},
+		{"update abort rate", res.UpdateAbortRate, 0.05},
 		{"READ share", read.Share, 1000.0 / 1500},
 		{"timeline points", float64(len(res.Timeline)), 2},
 		{"timeline ramp-up tps", res.Timeline[0].TPS, 500},
@@ -99,6 +105,8 @@ func TestResultStatistics(t *testing.T) {
 	}{
 		{"READ p50", read.P50Ms, 500}, {"READ p90", read.P90Ms, 900}, {"READ p99", read.P99Ms, 990}, {"READ max", read.MaxMs, 1000},
 		{"WRITE p50", write.P50Ms, 2},
+		// (Σ 1..1000 ms + 300 × 2 ms + 150 × 1 ms) / 1450
+		{"completed mean", res.CompletedMeanMs, (500500 + 600 + 150) / 1450.0},
 	}
 	for _, c := range lat {
 		if math.Abs(c.got-c.want) > c.want*0.002 {

@@ -446,9 +446,24 @@ func (r *runner) fill(res *Result, col *collector, measured float64) {
 		res.Transactions[t.Name] = &tr
 	}
 	res.Totals = txResult(all, allRetries, col.total, started, measured)
+	var upAborts int64
+	for _, t := range r.txs {
+		if !t.ReadOnly {
+			tr := res.Transactions[t.Name]
+			res.UpdateAttempts += tr.Attempts
+			upAborts += tr.Aborts
+		}
+	}
+	if res.UpdateAttempts > 0 {
+		res.UpdateAbortRate = round6(float64(upAborts) / float64(res.UpdateAttempts))
+	}
 	if measured > 0 {
 		res.MQTh = round3(float64(all.counted()) / measured)
 		res.TotalTPS = round3(float64(started) / measured)
+		res.CompletedTPS = round3(float64(all.completed()) / measured)
+	}
+	if col.done.TotalCount() > 0 {
+		res.CompletedMeanMs = round3(col.done.Mean() / 1000)
 	}
 	if pm, ok := r.w.(PerMinuteReporter); ok {
 		t, name := pm.PerMinute()

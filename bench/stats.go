@@ -77,17 +77,27 @@ func (c *outcomeCounts) started() int64 {
 
 func (c *outcomeCounts) counted() int64 { return c[Counted] + c[CountedNoRows] }
 
+// completed counts the transactions run to their end: counted, or rolled
+// back by the workload's rules.
+func (c *outcomeCounts) completed() int64 {
+	return c.counted() + c[RolledBack] + c[AllowedError]
+}
+
 // collector owns all statistics. Only one goroutine uses it at a time (the
 // ticker while clients run, then Run itself).
 type collector struct {
-	types    []TxInfo
-	recs     []*recorder
-	spares   [][]record
-	rampup   time.Duration
-	counts   []outcomeCounts // measured window
-	retries  []int64         // measured window, per type
-	hist     []*hdrhistogram.Histogram
-	total    *hdrhistogram.Histogram
+	types   []TxInfo
+	recs    []*recorder
+	spares  [][]record
+	rampup  time.Duration
+	counts  []outcomeCounts // measured window
+	retries []int64         // measured window, per type
+	hist    []*hdrhistogram.Histogram
+	total   *hdrhistogram.Histogram
+	// done: every transaction the workload ran to its end, committed or
+	// rolled back by its rules (not aborted, not failed): the unit a
+	// profile's demands are per (planner.PhaseBusy.Completions).
+	done     *hdrhistogram.Histogram
 	ivCounts []outcomeCounts // current interval, whole run
 	ivHist   []*hdrhistogram.Histogram
 	timeline []TimelinePoint
@@ -103,6 +113,7 @@ func newCollector(types []TxInfo, recs []*recorder, rampup time.Duration) *colle
 		retries:  make([]int64, len(types)),
 		ivCounts: make([]outcomeCounts, len(types)),
 		total:    newHist(),
+		done:     newHist(),
 	}
 	for range types {
 		c.hist = append(c.hist, newHist())
@@ -130,6 +141,9 @@ func (c *collector) collect() {
 				if counted {
 					recordLatency(c.hist[rec.typ], rec.lat)
 					recordLatency(c.total, rec.lat)
+				}
+				if rec.out.IsCompleted() {
+					recordLatency(c.done, rec.lat)
 				}
 			}
 		}

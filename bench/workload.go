@@ -97,6 +97,10 @@ func (o Outcome) String() string {
 // IsCounted reports whether the outcome counts for MQTh and latency.
 func (o Outcome) IsCounted() bool { return o == Counted || o == CountedNoRows }
 
+// IsCompleted reports whether the transaction ran to its end: counted, or
+// rolled back by the workload's rules (not aborted, unknown or failed).
+func (o Outcome) IsCompleted() bool { return o.IsCounted() || o == RolledBack || o == AllowedError }
+
 // Workload is a benchmark: a schema, a population and a set of transaction
 // types mixed in named proportions. Implementations live in
 // bench/workloads/<name> and call Register from an init function.
