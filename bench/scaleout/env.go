@@ -132,6 +132,15 @@ func start(ctx context.Context, o Options, n int, name string) (*Env, error) {
 			return nil, err
 		}
 	}
+	if n == 1 && o.Design == "multi-master" {
+		// The standalone node runs its sessions at snapshot isolation,
+		// as every multi-master node does (REPEATABLE READ on
+		// PostgreSQL): its aborts are then seed 003's A_1, which the
+		// model grows with N, and N = 1 aborts as the design would.
+		if e.DSN, err = withRuntimeParam(e.DSN, "default_transaction_isolation", "repeatable read"); err != nil {
+			return nil, err
+		}
+	}
 	loadDSN := e.DSN
 	if n > 1 && c.Design == "multi-master" {
 		// Through one node: the router balances each of the loader's

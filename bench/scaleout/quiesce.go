@@ -91,6 +91,22 @@ func HostDSN(dsn, addr string) (string, error) {
 	return u.String(), nil
 }
 
+// withRuntimeParam is dsn (a URL) with a run-time parameter that the
+// client sends in its startup packet (pgx passes unknown URL parameters
+// on as such).
+func withRuntimeParam(dsn, name, value string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("the cluster's DSN: %w", err)
+	}
+	q := u.Query()
+	q.Set(name, value)
+	// pgx reads a space as %20, not as the form encoding's '+' (a '+'
+	// in a value is encoded %2B, so every '+' here is a space).
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+	return u.String(), nil
+}
+
 // ServerSocketDSN is dsn (a URL) pointed at the Unix socket of the managed
 // PostgreSQL server in dataDir/pgdata (a standalone node's): the same user
 // and database, no tandem process on the way.

@@ -20,6 +20,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "scale-out of %s, workload %s (scale %d), lab %s: EMULATED hosts on one machine\n", what, r.Workload, r.Scale, r.Lab)
 	alone := "N = 1 is a standalone node"
+	if r.Design == "multi-master" {
+		alone += " at REPEATABLE READ (snapshot isolation, as every multi-master node)"
+	}
 	switch r.Alone {
 	case AloneRouted:
 		alone = "N = 1 is the primary alone behind the router (--alone router)"

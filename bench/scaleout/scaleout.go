@@ -162,8 +162,17 @@ type Point struct {
 	X       float64 `json:"x"` // MQTh, transactions/s
 	MeanMs  float64 `json:"mean_ms"`
 	P90Ms   float64 `json:"p90_ms"`
-	Errors  int64   `json:"errors"`
-	Hosts   []Host  `json:"hosts"`
+	// XDone and MeanDoneMs count every transaction run to its end
+	// (committed, or rolled back by the workload's rules): the unit of a
+	// planner profile's demands (bench.Result.CompletedTPS).
+	XDone      float64 `json:"x_completed,omitempty"`
+	MeanDoneMs float64 `json:"mean_completed_ms,omitempty"`
+	// AbortRate is the share of the UpdateAttempts that aborted (class
+	// 40, retries included: bench.Result.UpdateAbortRate).
+	AbortRate      float64 `json:"abort_rate,omitempty"`
+	UpdateAttempts int64   `json:"update_attempts,omitempty"`
+	Errors         int64   `json:"errors"`
+	Hosts          []Host  `json:"hosts"`
 	// MachineBusy is the cores every process of the machine used over
 	// the window (the root cgroup's CPU time: lab.MachineCPU), of
 	// MachineCPUs; Steal the cores the hypervisor took from this machine.
@@ -190,6 +199,10 @@ type Point struct {
 	// batch is one back-end transaction, so its fixed cost is shared by
 	// this many writesets.
 	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
+	// CertifyMs is, in a multi-master cluster, the nodes' mean
+	// certification round trip over the window (their /status): the
+	// certifier's delay on an update's commit.
+	CertifyMs float64 `json:"certify_ms,omitempty"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -201,6 +214,13 @@ type Row struct {
 	Efficiency float64 `json:"efficiency"` // X(N) / (N * X(1)); 0 without X(1)
 	MeanMs     float64 `json:"mean_ms"`
 	P90Ms      float64 `json:"p90_ms"`
+	// XDone, MeanDoneMs, AbortRate and UpdateAttempts are the medians of
+	// Point's (0: not measured; an abort rate is measured where
+	// UpdateAttempts > 0).
+	XDone          float64 `json:"x_completed,omitempty"`
+	MeanDoneMs     float64 `json:"mean_completed_ms,omitempty"`
+	AbortRate      float64 `json:"abort_rate,omitempty"`
+	UpdateAttempts float64 `json:"update_attempts,omitempty"`
 	// NodeUtil is the median node's utilisation (cores), MaxNodeUtil the
 	// busiest node's; RouterUtil and ClientUtil those processes'.
 	NodeUtil    float64 `json:"node_util"`
@@ -359,7 +379,7 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p.ApplyBatch), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p.ApplyBatch, p.CertifyMs)+abortLine(p.AbortRate), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -410,6 +430,8 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 				for _, c := range counts {
 					s.apply.Batches += c.Batches
 					s.apply.Writesets += c.Writesets
+					s.apply.Certifications += c.Certifications
+					s.apply.CertifySeconds += c.CertifySeconds
 				}
 				s.aok = true
 			}
@@ -448,6 +470,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		return p, errors.New("the measured window's start was never reached")
 	}
 	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
+	p.XDone, p.MeanDoneMs, p.AbortRate, p.UpdateAttempts = res.CompletedTPS, res.CompletedMeanMs, res.UpdateAbortRate, res.UpdateAttempts
 	wall := last.at.Sub(s0.at).Seconds()
 	if s0.ok && last.ok && wall > 0 {
 		p.MachineBusy = round3((last.machine - s0.machine).Seconds() / wall)
@@ -469,7 +492,9 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		}
 	}
 	if s0.aok && last.aok {
-		p.ApplyBatch = round3(last.apply.Sub(s0.apply).PerBatch())
+		d := last.apply.Sub(s0.apply)
+		p.ApplyBatch = round3(d.PerBatch())
+		p.CertifyMs = round3(1000 * d.CertifyMean())
 	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
@@ -509,11 +534,23 @@ func hostsLine(hs []Host) string {
 
 // applyLine is the progress lines' writesets per apply batch
 // (multi-master), "" when not measured.
-func applyLine(b float64) string {
-	if b <= 0 {
+// abortLine is the progress lines' update abort rate ("" with none).
+func abortLine(a float64) string {
+	if a <= 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %.1f writesets per apply batch", b)
+	return fmt.Sprintf("; %.2f%% of update attempts aborted", 100*a)
+}
+
+func applyLine(b, certifyMs float64) string {
+	var out string
+	if b > 0 {
+		out = fmt.Sprintf("; %.1f writesets per apply batch", b)
+	}
+	if certifyMs > 0 {
+		out += fmt.Sprintf("; certification %.2f ms", certifyMs)
+	}
+	return out
 }
 
 // routedLine is the progress lines' share of the window's transactions
@@ -566,6 +603,10 @@ func Summarise(pts []Point) []Row {
 		r.X = median(g, func(p Point) float64 { return p.X })
 		r.MeanMs = median(g, func(p Point) float64 { return p.MeanMs })
 		r.P90Ms = median(g, func(p Point) float64 { return p.P90Ms })
+		r.XDone = median(g, func(p Point) float64 { return p.XDone })
+		r.MeanDoneMs = median(g, func(p Point) float64 { return p.MeanDoneMs })
+		r.AbortRate = median(g, func(p Point) float64 { return p.AbortRate })
+		r.UpdateAttempts = median(g, func(p Point) float64 { return float64(p.UpdateAttempts) })
 		r.NodeUtil = median(g, func(p Point) float64 { return medianNode(p.Hosts) })
 		r.MaxNodeUtil = median(g, func(p Point) float64 { return maxNode(p.Hosts) })
 		r.RouterUtil = median(g, func(p Point) float64 { return kindUtil(p.Hosts, "router") })
@@ -872,9 +913,11 @@ func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) 
 
 // mmStatus is what scaleout reads of a multi-master node's /status.
 type mmStatus struct {
-	AppliedGSN     uint64 `json:"applied_gsn"`
-	ApplyBatches   uint64 `json:"apply_batches"`
-	ApplyWritesets uint64 `json:"apply_batch_writesets"`
+	AppliedGSN     uint64  `json:"applied_gsn"`
+	ApplyBatches   uint64  `json:"apply_batches"`
+	ApplyWritesets uint64  `json:"apply_batch_writesets"`
+	Certifications uint64  `json:"certifications"`
+	CertifySeconds float64 `json:"certify_seconds"`
 	Certifier      struct {
 		Last uint64 `json:"last_gsn"`
 	} `json:"certifier"`
@@ -938,12 +981,28 @@ func SetApplyBatchDelay(ctx context.Context, c *config.Cluster, d time.Duration)
 }
 
 // ApplyCount is how many batches of certified writesets a multi-master
-// node applied and how many writesets they carried (its /status).
-type ApplyCount struct{ Batches, Writesets uint64 }
+// node applied and how many writesets they carried, and how many
+// certification round trips it made and their summed seconds (its
+// /status).
+type ApplyCount struct {
+	Batches, Writesets uint64
+	Certifications     uint64
+	CertifySeconds     float64
+}
 
 // Sub is the count since earlier.
 func (a ApplyCount) Sub(earlier ApplyCount) ApplyCount {
-	return ApplyCount{a.Batches - earlier.Batches, a.Writesets - earlier.Writesets}
+	return ApplyCount{a.Batches - earlier.Batches, a.Writesets - earlier.Writesets,
+		a.Certifications - earlier.Certifications, a.CertifySeconds - earlier.CertifySeconds}
+}
+
+// CertifyMean is the mean certification round trip in seconds, 0
+// without one.
+func (a ApplyCount) CertifyMean() float64 {
+	if a.Certifications == 0 {
+		return 0
+	}
+	return a.CertifySeconds / float64(a.Certifications)
 }
 
 // PerBatch is the writesets per batch, 0 without a batch.
@@ -962,7 +1021,7 @@ func ApplyBatches(ctx context.Context, c *config.Cluster) ([]ApplyCount, error) 
 	}
 	out := make([]ApplyCount, len(sts))
 	for i, st := range sts {
-		out[i] = ApplyCount{st.ApplyBatches, st.ApplyWritesets}
+		out[i] = ApplyCount{st.ApplyBatches, st.ApplyWritesets, st.Certifications, st.CertifySeconds}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -306,18 +307,43 @@ func TestServerSocketDSN(t *testing.T) {
 	}
 }
 
-// ApplyCount: writesets per apply batch over a window.
+// ApplyCount: writesets per apply batch and the mean certification
+// round trip over a window.
 func TestApplyCount(t *testing.T) {
 	for _, tc := range []struct {
 		from, to ApplyCount
 		want     float64
+		certify  float64
 	}{
-		{ApplyCount{10, 20}, ApplyCount{30, 120}, 5},
-		{ApplyCount{10, 20}, ApplyCount{10, 20}, 0}, // no batch in the window
-		{ApplyCount{}, ApplyCount{4, 6}, 1.5},
+		{ApplyCount{10, 20, 100, 0.5}, ApplyCount{30, 120, 300, 1.5}, 5, 0.005},
+		{ApplyCount{10, 20, 7, 1}, ApplyCount{10, 20, 7, 1}, 0, 0}, // no batch, no certification in the window
+		{ApplyCount{}, ApplyCount{4, 6, 4, 0.01}, 1.5, 0.0025},
 	} {
-		if got := tc.to.Sub(tc.from).PerBatch(); got != tc.want {
+		d := tc.to.Sub(tc.from)
+		if got := d.CertifyMean(); math.Abs(got-tc.certify) > 1e-12 {
+			t.Errorf("%+v -> %+v: certification mean %g s, want %g", tc.from, tc.to, got, tc.certify)
+		}
+		if got := d.PerBatch(); got != tc.want {
 			t.Errorf("%+v -> %+v: %g writesets per batch, want %g", tc.from, tc.to, got, tc.want)
 		}
+	}
+}
+
+// withRuntimeParam adds a startup parameter that pgx sends to the server
+// (multi-master's standalone N = 1 at REPEATABLE READ), keeping the rest.
+func TestWithRuntimeParam(t *testing.T) {
+	got, err := withRuntimeParam("postgres://tandem:pw@127.0.0.1:5433/tandem?sslmode=require", "default_transaction_isolation", "repeatable read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(got)
+	if err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	if v := cfg.RuntimeParams["default_transaction_isolation"]; v != "repeatable read" || cfg.Host != "127.0.0.1" || cfg.Port != 5433 || cfg.Password != "pw" || cfg.TLSConfig == nil {
+		t.Errorf("%s: isolation %q host %s port %d password %q tls %v", got, v, cfg.Host, cfg.Port, cfg.Password, cfg.TLSConfig != nil)
+	}
+	if _, err := withRuntimeParam("postgres://%zz", "a", "b"); err == nil {
+		t.Error("a malformed DSN: no error")
 	}
 }
