@@ -58,6 +58,10 @@ type MeasuredProfile struct {
 	// ApplyBatch is the writesets per apply batch during the writeset
 	// phase (Profile.ApplyBatch); 0: not known.
 	ApplyBatch float64
+	// WritesetsPerUpdate is Profile.WritesetsPerUpdate; 0: not measured.
+	WritesetsPerUpdate float64
+	// CertifierDelay is Profile.CertifierDelay; 0: not measured.
+	CertifierDelay float64
 	// Resources names the resources to put in the profile, in order.
 	Resources []string
 	// ThinkTime and ClientsPerReplica are Z and C of the profiling run.
@@ -86,6 +90,9 @@ func ProfileFromMeasurements(m MeasuredProfile) (Profile, error) {
 		ClientsPerReplica: m.ClientsPerReplica,
 		ApplyBatch:        m.ApplyBatch,
 		Measured:          m.Measured,
+
+		WritesetsPerUpdate: m.WritesetsPerUpdate,
+		CertifierDelay:     m.CertifierDelay,
 	}
 	if len(m.Trust) > 0 {
 		p.Trust = make(map[string]string, len(m.Trust))

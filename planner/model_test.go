@@ -740,3 +740,69 @@ func TestWSAt(t *testing.T) {
 		}
 	}
 }
+
+// TestWritesetsPerUpdate: only the share f of update transactions that
+// commit a writeset is certified and applied elsewhere, so a profile with
+// f and ws predicts what one with every update having a writeset and
+// f·ws does (both models), f < 1 predicts more than f = 1, the certifier
+// sees f of the updates, and the batch equation counts f of them.
+func TestWritesetsPerUpdate(t *testing.T) {
+	const f = 0.6
+	for _, d := range []Design{MultiMaster, SingleMaster} {
+		p := syntheticProfile(0.3, 0.004, 0.008, 0.006, 8)
+		if d == SingleMaster {
+			// Read-heavy, costly apply: the slaves' load sets X.
+			p = syntheticProfile(0.8, 0.010, 0.002, 0.012, 8)
+		}
+		p.ThinkTime = 0 // saturated: the demands set X
+		p.WritesetsPerUpdate = f
+		scaled := p
+		scaled.WritesetsPerUpdate = 0 // not measured: every update has one
+		scaled.Resources = []Resource{p.Resources[0]}
+		scaled.Resources[0].WS *= f
+		all := p
+		all.WritesetsPerUpdate = 1
+		par := DefaultParams(p)
+		par.CertifierDelay = 0 // scaled would certify every update
+		got, want, every := predict(t, p, d, span(1, 4), par), predict(t, scaled, d, span(1, 4), par), predict(t, all, d, span(1, 4), par)
+		above := 0
+		for i, pt := range got.Points {
+			if !near(pt.ThroughputTPS, want.Points[i].ThroughputTPS, 1e-9) {
+				t.Errorf("%s N=%d: %g tps with f = %g, %g with ws x f", d, pt.Replicas, pt.ThroughputTPS, f, want.Points[i].ThroughputTPS)
+			}
+			if pt.ThroughputTPS < every.Points[i].ThroughputTPS*(1-1e-9) {
+				t.Errorf("%s N=%d: %g tps with f = %g, below f = 1's %g", d, pt.Replicas, pt.ThroughputTPS, f, every.Points[i].ThroughputTPS)
+			}
+			if pt.ThroughputTPS > every.Points[i].ThroughputTPS*(1+1e-6) {
+				above++
+			}
+			if d == MultiMaster {
+				if w := pt.ThroughputTPS * p.Pw * f / (1 - pt.AbortRate); !near(pt.CertifierRPS, w, 1e-9) {
+					t.Errorf("N=%d: certifier %g requests/s, want %g", pt.Replicas, pt.CertifierRPS, w)
+				}
+			}
+		}
+		if above == 0 {
+			t.Errorf("%s: f = %g predicts no more than f = 1 at any N", d, f)
+		}
+	}
+	// The batch equation: λ = (N − 1)·Pw·f·X_node.
+	p := syntheticProfile(0.2, 0.004, 0.008, 0.004, 8)
+	p.ThinkTime, p.ApplyBatch, p.WritesetsPerUpdate = 0, 1.5, f
+	par := DefaultParams(p)
+	pb := predict(t, p, MultiMaster, span(1, 3), par)
+	for _, b := range pb.Points[1:] {
+		n := b.Replicas
+		lambda := float64(n-1) * p.Pw * f * b.ThroughputTPS / float64(n)
+		if want := 1 + lambda*p.Resources[0].WS*p.ApplyBatch*(1+b.Resources[0].Utilization); !near(b.ApplyBatch, want, 1e-3) {
+			t.Errorf("N=%d: batch %g, its equation with f gives %g", n, b.ApplyBatch, want)
+		}
+	}
+	for _, bad := range []float64{-0.1, 1.01, math.NaN()} {
+		q := syntheticProfile(0.2, 0.004, 0.008, 0.004, 8)
+		q.WritesetsPerUpdate = bad
+		if err := q.Validate(); !errors.Is(err, ErrInvalidProfile) {
+			t.Errorf("writesets_per_update %g: %v, want ErrInvalidProfile", bad, err)
+		}
+	}
+}

@@ -18,10 +18,14 @@ const (
 //
 // Per replica:
 //
-//	CPU, disk:      queueing centres, D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·(N-1)·ws(B_N)
+//	CPU, disk:      queueing centres, D_MM(N) = Pr·rc + Pw/(1-A_N)·wc + Pw·f·(N-1)·ws(B_N)
 //	load balancer:  delay centre, (Pr + Pw/(1-A_N))·lb   every attempt crosses it
-//	certifier:      delay centre, Pw/(1-A_N)·cert       every update attempt is certified
+//	certifier:      delay centre, Pw·f/(1-A_N)·cert     every update attempt with a writeset is certified
 //	think time Z:   delay centre outside the response time
+//
+// f is Profile.WSShare, the share of update transactions that commit a
+// writeset (1 in seed 003; TM1 rolls 17.5 % of its updates back by its
+// rules, and those neither reach the certifier nor are applied elsewhere).
 //
 // Aborted update attempts are retried until they commit, so a committed
 // update costs 1/(1-A_N) attempts (§3.3.1); the throughput counts commits.
@@ -66,9 +70,9 @@ func (m *multiMaster) demands(n int, a, b float64) []float64 {
 	}
 	d := make([]float64, 0, len(p.Resources)+2)
 	for _, r := range p.Resources {
-		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*float64(n-1)*p.WSFor(r, b, m.par.ApplyCost))*r.masterScale())
+		d = append(d, (p.Pr*r.RC+attempts*r.WC+p.Pw*p.WSShare()*float64(n-1)*p.WSFor(r, b, m.par.ApplyCost))*r.masterScale())
 	}
-	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*m.par.CertifierDelay)
+	d = append(d, (p.Pr+attempts)*m.par.LBDelay, attempts*p.WSShare()*m.par.CertifierDelay)
 	return d
 }
 
@@ -117,7 +121,7 @@ const maxApplyBatch = 512
 // batchSize is the writesets per apply batch at n replicas that solution s
 // implies: a batch is the writeset that wakes the node's apply loop plus
 // those that arrived while it applied the previous one, B = 1 + λ·T, where
-// λ = (N − 1)·Pw·X_node is the rate of the other nodes' writesets and T
+// λ = (N − 1)·Pw·f·X_node is the rate of the other nodes' writesets and T
 // the batch's time at the node's centres, (ws_batch + B·ws_1)·(1 + U) at
 // each: stretched by the centre's utilization U, the share of it the
 // node's own transactions take (not by the arrival theorem's queue, which
@@ -125,7 +129,7 @@ const maxApplyBatch = 512
 // Solved for B: B = (1 + λ·Σ ws_batch·(1+U)) / (1 − λ·Σ ws_1·(1+U)), at
 // most maxApplyBatch (and that when the loop cannot keep up).
 func (m *multiMaster) batchSize(n int, s Solution) float64 {
-	lambda := float64(n-1) * m.p.Pw * s.Throughput
+	lambda := float64(n-1) * m.p.Pw * m.p.WSShare() * s.Throughput
 	var fixed, per float64
 	for i, r := range m.p.Resources {
 		u := 0.0
@@ -269,7 +273,7 @@ func (m *multiMaster) point(n int, sol Solution, a float64, iters int) Point {
 		Iterations:      iters,
 	}
 	if m.p.Pw > 0 {
-		pt.CertifierRPS = x * m.p.Pw / (1 - a)
+		pt.CertifierRPS = x * m.p.Pw * m.p.WSShare() / (1 - a)
 	}
 	for _, cr := range sol.Centers {
 		rp := ResourcePoint{

@@ -63,6 +63,20 @@ type Profile struct {
 	// known, ws is charged as measured at every batch size.
 	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
 
+	// WritesetsPerUpdate is the share of update transactions that commit a
+	// writeset: the rest end without one (rolled back by the workload's
+	// rules, as TM1 does with 17.5 % of its updates, or changing no row).
+	// Only those with one are certified and applied elsewhere, and WS is
+	// per writeset, so the models charge Pw·WritesetsPerUpdate writesets
+	// per transaction. 0: not measured, every update has one (seed 003).
+	WritesetsPerUpdate float64 `json:"writesets_per_update,omitempty"`
+
+	// CertifierDelay is the mean certification round trip measured on a
+	// multi-master node while it was profiled, seconds: what the
+	// certifier adds to an update's commit (Params.CertifierDelay takes
+	// it in tandem plan validate). 0: not measured.
+	CertifierDelay float64 `json:"certifier_delay_s,omitempty"`
+
 	// MasterReadShare is the share of read-only transactions among those
 	// the master ran in the phase its WC comes from (see Resource.WCSat);
 	// 0 with no WCSat.
@@ -131,6 +145,14 @@ func (p Profile) WSAt(r Resource, b float64) float64 {
 	}
 	b = max(b, 1)
 	return max(0, r.WS-r.WSBatch/p.ApplyBatch) + r.WSBatch/b
+}
+
+// WSShare is WritesetsPerUpdate, 1 when not measured.
+func (p Profile) WSShare() float64 {
+	if p.WritesetsPerUpdate > 0 {
+		return p.WritesetsPerUpdate
+	}
+	return 1
 }
 
 // WSFor is ws at b writesets per apply batch as cost c charges it:
@@ -210,6 +232,12 @@ func (p Profile) Validate() error {
 	}
 	if len(p.Resources) == 0 {
 		return bad("resources", "at least one resource (cpu, disk) is needed")
+	}
+	if !finite(p.CertifierDelay) || p.CertifierDelay < 0 {
+		return bad("certifier_delay_s", "must be >= 0 seconds, got %g", p.CertifierDelay)
+	}
+	if !finite(p.WritesetsPerUpdate) || p.WritesetsPerUpdate < 0 || p.WritesetsPerUpdate > 1 {
+		return bad("writesets_per_update", "must be in (0, 1] (0: not measured), got %g", p.WritesetsPerUpdate)
 	}
 	if !finite(p.ApplyBatch) || p.ApplyBatch < 0 || p.ApplyBatch > 0 && p.ApplyBatch < 1 {
 		return bad("apply_batch_writesets", "must be 0 (not known) or >= 1 writesets per batch, got %g", p.ApplyBatch)
@@ -410,6 +438,8 @@ func MedianProfile(ps []Profile) (Profile, error) {
 	}
 	out.MasterReadShare = med(func(p Profile) float64 { return p.MasterReadShare })
 	out.ApplyBatch = med(func(p Profile) float64 { return p.ApplyBatch })
+	out.WritesetsPerUpdate = med(func(p Profile) float64 { return p.WritesetsPerUpdate })
+	out.CertifierDelay = med(func(p Profile) float64 { return p.CertifierDelay })
 	for i := range out.Resources {
 		// The medians of WS and WSBatch come from different profiles:
 		// keep the per-batch part inside WS at the median batch size.

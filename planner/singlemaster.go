@@ -158,11 +158,12 @@ func (m *singleMaster) masterNetwork(n int, a, share float64) ClassNetwork {
 }
 
 // slaveNetwork is one slave: read-only transactions whose demand includes
-// rho writesets applied per read served.
+// rho update transactions per read served, of which the share
+// Profile.WSShare commit a writeset the slave applies.
 func (m *singleMaster) slaveNetwork(rho float64) Network {
 	net := Network{Think: m.par.ThinkTime}
 	for _, r := range m.p.Resources {
-		net.Centers = append(net.Centers, Center{Name: "slave." + r.Name, Kind: Queueing, Demand: (r.RC + rho*r.WS) * r.replicaScale()})
+		net.Centers = append(net.Centers, Center{Name: "slave." + r.Name, Kind: Queueing, Demand: (r.RC + rho*m.p.WSShare()*r.WS) * r.replicaScale()})
 	}
 	net.Centers = append(net.Centers, Center{Name: centreLB, Kind: Delay, Demand: m.par.LBDelay})
 	return net
@@ -259,7 +260,7 @@ func (m *singleMaster) solveMasterOnly(n, clients int, balance string) (Point, e
 		for _, r := range m.p.Resources {
 			pt.Resources = append(pt.Resources, ResourcePoint{
 				Name: "slave." + r.Name, Kind: Queueing.String(), DemandS: r.WS,
-				Utilization: pt.WriteTPS * r.WS,
+				Utilization: pt.WriteTPS * m.p.WSShare() * r.WS,
 			})
 		}
 	}

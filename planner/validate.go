@@ -43,6 +43,12 @@ type ValidationPoint struct {
 	// nodes' counters (0: not modelled or not measured).
 	PredictedApplyBatch float64 `json:"predicted_apply_batch_writesets,omitempty"`
 	MeasuredApplyBatch  float64 `json:"measured_apply_batch_writesets,omitempty"`
+	// PredictedAbortRate and MeasuredAbortRate are the share of update
+	// attempts that abort: the model's A_N and the sweep's (set by the
+	// caller that has both). Compared by their difference, not a ratio:
+	// a relative error of two rates near 0 says nothing.
+	PredictedAbortRate float64  `json:"predicted_abort_rate"`
+	MeasuredAbortRate  *float64 `json:"measured_abort_rate,omitempty"`
 }
 
 // Validation compares one prediction with measurements of the same
@@ -162,6 +168,12 @@ var validationFuncs = template.FuncMap{
 	"f2":   func(v float64) string { return fmt.Sprintf("%.2f", v) },
 	"pct":  func(v float64) string { return fmt.Sprintf("%+.1f", 100*v) },
 	"apct": func(v float64) string { return fmt.Sprintf("%.1f", 100*v) },
+	"rate": func(model float64, meas *float64) string {
+		if meas == nil {
+			return fmt.Sprintf("%.2f / -", 100*model)
+		}
+		return fmt.Sprintf("%.2f / %.2f", 100*model, 100**meas)
+	},
 	"ppct": func(v *float64) string {
 		if v == nil {
 			return "-"
@@ -197,8 +209,8 @@ p.note { font-size: 0.9em; color: #555; max-width: 60em; }
 {{range .Validations}}
 <h2>{{.Prediction.Workload}} / {{.Prediction.Mix}} &mdash; {{.Prediction.Design}}</h2>
 <table>
-<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th>CPU ms/tx model</th><th>CPU ms/tx measured</th><th>writesets per apply batch, model / measured</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
-{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td>{{ms3 .ModelCPUPerTxS}}</td><td>{{ms3 .MeasuredCPUPerTxS}}</td><td>{{if or .PredictedApplyBatch .MeasuredApplyBatch}}{{f1 .PredictedApplyBatch}} / {{f1 .MeasuredApplyBatch}}{{else}}-{{end}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
+<tr><th>N</th><th>predicted tps</th><th>measured tps</th><th>error %</th><th>predicted speedup</th><th>measured speedup</th><th>predicted ms</th><th>measured ms</th><th>error %</th><th>aborted update attempts %, model / measured</th><th>CPU ms/tx model</th><th>CPU ms/tx measured</th><th>writesets per apply batch, model / measured</th><th class="l">bottleneck (model)</th><th class="l">within</th></tr>
+{{range .Points}}<tr><td>{{.Replicas}}</td><td>{{f1 .PredictedTPS}}</td><td>{{f1 .MeasuredTPS}}</td><td>{{pct .ThroughputError}}</td><td>{{f2 .PredictedSpeedup}}</td><td>{{f2 .MeasuredSpeedup}}</td><td>{{ms .PredictedResponseS}}</td><td>{{ms .MeasuredResponseS}}</td><td>{{ppct .ResponseTimeError}}</td><td>{{rate .PredictedAbortRate .MeasuredAbortRate}}</td><td>{{ms3 .ModelCPUPerTxS}}</td><td>{{ms3 .MeasuredCPUPerTxS}}</td><td>{{if or .PredictedApplyBatch .MeasuredApplyBatch}}{{f1 .PredictedApplyBatch}} / {{f1 .MeasuredApplyBatch}}{{else}}-{{end}}</td><td class="l">{{.PredictedBottleneck}}</td><td class="l">{{if .Within}}yes{{else}}no{{end}}</td></tr>
 {{end}}</table>
 <p class="note">Throughput error: max {{apct .MaxAbsThroughputError}} % (N = {{.WorstReplicas}}), mean {{apct .MeanAbsThroughputError}} %.</p>
 <table>
@@ -240,9 +252,9 @@ func WriteValidationHTML(w io.Writer, title, note string, vs []Validation) error
 // resource summed over all N hosts, as both models charge it: every read
 // rc wherever it runs, every update attempt wc on the node that runs it
 // (single-master's master, or any multi-master replica), and its writeset
-// ws on each of the N − 1 others,
+// ws on each of the N − 1 others, f = WSShare() of the updates having one,
 //
-//	Pr·rc + Pw/(1 − a)·wc + Pw·(N − 1)·ws(b)
+//	Pr·rc + Pw/(1 − a)·wc + Pw·f·(N − 1)·ws(b)
 //
 // with a the abort rate (the master's, or A_N) and b the writesets per
 // apply batch (Point.ApplyBatch; 0: the profile's, ws as measured).
@@ -255,7 +267,7 @@ func (p Profile) SystemDemand(resource string, n int, a, b float64, c ApplyCost)
 	}
 	for _, r := range p.Resources {
 		if r.Name == resource {
-			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*float64(n-1)*p.WSFor(r, b, c), true
+			return p.Pr*r.RC + p.Pw/(1-a)*r.WC + p.Pw*p.WSShare()*float64(n-1)*p.WSFor(r, b, c), true
 		}
 	}
 	return 0, false

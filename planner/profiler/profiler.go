@@ -111,6 +111,11 @@ type Options struct {
 	// them around the update phase: the writesets per batch at which ws
 	// was measured (Profile.ApplyBatch). nil: not known.
 	ReplicaBatches func(context.Context) (batches, writesets uint64, err error)
+	// Certify returns the profiled node's certification round trips so
+	// far and their summed seconds (multi-master's /status). The profiler
+	// reads them around the update phase: their mean is the certifier
+	// delay of the model (Profile.CertifierDelay). nil: not measured.
+	Certify func(context.Context) (count uint64, seconds float64, err error)
 	// SkipMix skips the full-mix phase (--skip-mix): A_1 and L(1) then come
 	// from the update phase.
 	SkipMix bool
@@ -215,6 +220,10 @@ type Phase struct {
 	Writesets     int `json:"writesets,omitempty"`
 	WritesetRows  int `json:"writeset_rows,omitempty"`
 	CapturedTotal int `json:"captured_writesets,omitempty"`
+	// CaptureUpdates is how many update transactions the capture run ran
+	// to their end (committed, or rolled back by the workload's rules):
+	// CapturedTotal of them committed a writeset.
+	CaptureUpdates int64 `json:"capture_updates,omitempty"`
 
 	// ServerCPUS is CPU-seconds of the postmaster tree (raw, not divided).
 	ServerCPUS float64 `json:"server_cpu_s"`
@@ -249,6 +258,11 @@ type Phase struct {
 	// (Options.ReplicaBatches; update and apply phases).
 	ReplicaApplyBatches   uint64 `json:"replica_apply_batches,omitempty"`
 	ReplicaApplyWritesets uint64 `json:"replica_apply_writesets,omitempty"`
+	// Certifications and CertifyMeanS are the profiled node's
+	// certification round trips in the phase and their mean
+	// (Options.Certify; update phase).
+	Certifications uint64  `json:"certifications,omitempty"`
+	CertifyMeanS   float64 `json:"certify_mean_s,omitempty"`
 	// ClientCPUS is this process's CPU (the load driver and appliers).
 	ClientCPUS float64 `json:"client_cpu_s"`
 	// HostBusyS and HostStealS are the whole host's CPU busy and stolen
@@ -877,6 +891,18 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 	} else {
 		batches = nil
 	}
+	certify := p.opts.Certify
+	var c0 uint64
+	var s0 float64
+	if certify != nil && name == PhaseUpdate {
+		var err error
+		if c0, s0, err = certify(ctx); err != nil {
+			p.warn(fmt.Sprintf("%s phase: reading the node's certification round trips: %v (the certifier delay is not measured)", name, err))
+			certify = nil
+		}
+	} else {
+		certify = nil
+	}
 	ph, err := p.measured(name, base, func() error {
 		count := p.opts.ReplicaRouted
 		var before uint64
@@ -911,6 +937,13 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 			p.warn(fmt.Sprintf("%s phase: reading the replica's apply batches: %v (the batch size of ws is not known)", name, err))
 		} else {
 			ph.ReplicaApplyBatches, ph.ReplicaApplyWritesets = sub(b1, b0), sub(w1, w0)
+		}
+	}
+	if certify != nil {
+		if c1, s1, err := certify(ctx); err != nil {
+			p.warn(fmt.Sprintf("%s phase: reading the node's certification round trips: %v (the certifier delay is not measured)", name, err))
+		} else if c1 > c0 {
+			ph.Certifications, ph.CertifyMeanS = c1-c0, round((s1-s0)/float64(c1-c0), 6)
 		}
 	}
 	p.fillCounts(ph, res)
@@ -954,6 +987,53 @@ func (p *profiler) idlePhase(ctx context.Context) (*Phase, error) {
 		p.rep.Background = p.bg
 	}
 	return ph, nil
+}
+
+// writesetsPerUpdate is the share of update transactions that commit a
+// writeset (planner.Profile.WritesetsPerUpdate), over the update
+// transactions ws is measured against: with a real replica (ws per
+// committed update of the update phase) the update phase's committed
+// updates of those not aborted; else the captured writesets of the
+// capture run's updates. 0: not measured.
+func writesetsPerUpdate(update, apply *Phase) float64 {
+	var f float64
+	switch {
+	case apply == nil:
+		return 0
+	case apply.CaptureUpdates > 0:
+		f = float64(apply.CapturedTotal) / float64(apply.CaptureUpdates)
+	case update != nil && update.UpdateStarted-update.UpdateAborted > 0:
+		f = float64(update.UpdateCommitted) / float64(update.UpdateStarted-update.UpdateAborted)
+	}
+	if f <= 0 {
+		return 0
+	}
+	return round(math.Min(1, f), 4)
+}
+
+// FillWritesetsPerUpdate sets the profile's WritesetsPerUpdate from the
+// report's phases when the profile has none (a report of a build that did
+// not measure it; without the capture run's count, from the update
+// phase's committed share). It reports whether it set it.
+func (r *Report) FillWritesetsPerUpdate() bool {
+	if r.Profile.WritesetsPerUpdate > 0 {
+		return false
+	}
+	var update, apply *Phase
+	for _, ph := range r.Phases {
+		switch ph.Name {
+		case PhaseUpdate:
+			update = ph
+		case PhaseApply:
+			apply = ph
+		}
+	}
+	if update != nil && apply != nil && apply.CaptureUpdates == 0 {
+		// Replayed: the update phase's share stands in for the capture run's.
+		apply = &Phase{Name: PhaseApply}
+	}
+	r.Profile.WritesetsPerUpdate = writesetsPerUpdate(update, apply)
+	return r.Profile.WritesetsPerUpdate > 0
 }
 
 // fillCounts copies a bench result's outcome counts into ph, per class.
@@ -1084,7 +1164,8 @@ func (p *profiler) applyPhase(ctx context.Context) (*Phase, error) {
 		}
 	}()
 	p.log.Info("capturing writesets (unmeasured)", "duration", p.opts.Rampup+p.opts.Duration)
-	if _, err := bench.Run(ctx, p.runOptions(p.cls.weightsFor(false), p.opts.Rampup+p.opts.Duration)); err != nil {
+	capRes, err := bench.Run(ctx, p.runOptions(p.cls.weightsFor(false), p.opts.Rampup+p.opts.Duration))
+	if err != nil {
 		return nil, fmt.Errorf("%s phase: capture run: %w", PhaseApply, err)
 	}
 	t0 := time.Now()
@@ -1136,6 +1217,12 @@ func (p *profiler) applyPhase(ctx context.Context) (*Phase, error) {
 	}
 	ph.Completions, ph.What = int64(res.Applied), "writesets applied (one transaction each)"
 	ph.Writesets, ph.WritesetRows, ph.CapturedTotal = res.Applied, res.Rows, captured
+	if capRes != nil {
+		// The capture run's whole length, ramp-up included, as captured.
+		for _, t := range capRes.Transactions {
+			ph.CaptureUpdates += t.Counted + t.RolledBack
+		}
+	}
 	if res.Applied == len(forward) && ph.WallS < p.opts.Duration.Seconds()/2 {
 		p.warn(fmt.Sprintf("%s phase: the appliers used up the captured writesets in %.1f s of the %s allowed (applying is faster than the capture run): a short window, see the tick precision in the notes; raise --duration for a longer one", PhaseApply, ph.WallS, p.opts.Duration))
 	}
@@ -1188,6 +1275,10 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 	}
 	if apply != nil && apply.ReplicaApplyBatches > 0 {
 		m.ApplyBatch = round(float64(apply.ReplicaApplyWritesets)/float64(apply.ReplicaApplyBatches), 3)
+	}
+	m.WritesetsPerUpdate = writesetsPerUpdate(update, apply)
+	if update != nil {
+		m.CertifierDelay = update.CertifyMeanS
 	}
 	// A_1 and L(1) come from the full mix (seed 003 §4.1.1 replays both
 	// classes together for L(1)); without it, from the update phase.

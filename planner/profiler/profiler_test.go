@@ -411,3 +411,35 @@ func TestIdlePhase(t *testing.T) {
 		t.Errorf("table (%v) lacks the background line:\n%s", err, table.String())
 	}
 }
+
+// writesetsPerUpdate: the capture run's writesets of its updates run to
+// their end; with a real replica (no capture run) the update phase's
+// committed share of its updates not aborted; capped at 1, 0 without a
+// writeset phase or a count. FillWritesetsPerUpdate derives it for a
+// report of an older build (the update phase's share standing in for the
+// capture run's) and keeps a measured one.
+func TestWritesetsPerUpdate(t *testing.T) {
+	update := &Phase{Name: PhaseUpdate, UpdateStarted: 1000, UpdateAborted: 50, UpdateCommitted: 760}
+	for _, tc := range []struct {
+		name          string
+		update, apply *Phase
+		want          float64
+	}{
+		{"capture run", update, &Phase{Name: PhaseApply, CapturedTotal: 4284, CaptureUpdates: 5193}, 0.825},
+		{"real replica", update, &Phase{Name: PhaseApply}, 0.8},
+		{"no apply phase", update, nil, 0},
+		{"more writesets than updates", update, &Phase{Name: PhaseApply, CapturedTotal: 12, CaptureUpdates: 10}, 1},
+		{"nothing counted", &Phase{Name: PhaseUpdate}, &Phase{Name: PhaseApply}, 0},
+	} {
+		if got := writesetsPerUpdate(tc.update, tc.apply); math.Abs(got-tc.want) > 1e-4 {
+			t.Errorf("%s: %g, want %g", tc.name, got, tc.want)
+		}
+	}
+	old := &Report{Phases: []*Phase{update, {Name: PhaseApply, CapturedTotal: 700}}}
+	if !old.FillWritesetsPerUpdate() || old.Profile.WritesetsPerUpdate != 0.8 {
+		t.Errorf("older report: %g, want the update phase's 0.8", old.Profile.WritesetsPerUpdate)
+	}
+	if old.FillWritesetsPerUpdate() {
+		t.Error("a measured share was derived again")
+	}
+}

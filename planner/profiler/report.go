@@ -84,6 +84,12 @@ func (r *Report) PrintTable(w io.Writer) error {
 			row("resources."+res.Name+".bg_replica", fmt.Sprintf("%.4f", res.BGReplica))
 		}
 	}
+	if p.WritesetsPerUpdate > 0 {
+		row("writesets_per_update", fmt.Sprintf("%.4f", p.WritesetsPerUpdate))
+	}
+	if p.CertifierDelay > 0 {
+		row("certifier_delay_s", fmt.Sprintf("%.6f", p.CertifierDelay))
+	}
 	row("think_time_s", fmt.Sprintf("%g", p.ThinkTime))
 	row("clients_per_replica", fmt.Sprintf("%d", p.ClientsPerReplica))
 	if err := tw.Flush(); err != nil {

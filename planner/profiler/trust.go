@@ -48,6 +48,15 @@ func (p *profiler) trust(read, update, apply, mixPh, a1src *Phase) map[string]st
 		t["l1_s"] = fmt.Sprintf("measured in %s: mean response time of %d committed update transactions as the driver saw them (round trips and driver scheduling included; the driver used %.0f%% of the host's CPU)%s",
 			where, a1src.UpdateCommitted, 100*safeDiv(a1src.ClientCPUS, a1src.HostCapacityS), caveat)
 	}
+	switch {
+	case apply != nil && apply.CaptureUpdates > 0:
+		t["writesets_per_update"] = fmt.Sprintf("measured in the capture run: %d writesets captured of %d update transactions run to their end (the rest rolled back by the workload's rules or changed no row: no writeset to certify or apply)", apply.CapturedTotal, apply.CaptureUpdates)
+	case apply != nil && update != nil && update.UpdateStarted-update.UpdateAborted > 0:
+		t["writesets_per_update"] = fmt.Sprintf("measured in the update phase: %d committed of %d update transactions not aborted (the rest rolled back by the workload's rules: no writeset to certify or apply)", update.UpdateCommitted, update.UpdateStarted-update.UpdateAborted)
+	}
+	if update != nil && update.Certifications > 0 {
+		t["certifier_delay_s"] = fmt.Sprintf("measured in the update phase: mean of the profiled node's %d certification round trips (its /status; tandem_mm_certifier_round_trip_seconds), under the phase's load", update.Certifications)
+	}
 	t["think_time_s"] = fmt.Sprintf("the profiling run's think time (--think %s), not the deployment's: set Z with plan predict --think", o.Think)
 	t["clients_per_replica"] = fmt.Sprintf("the profiling run's client count (--clients %d), not the deployment's: set C with plan predict --clients-per-replica", o.Clients)
 
