@@ -38,12 +38,14 @@ type planValidateFlags struct {
 	design, nodes, workload, mixes, lab, dir, htmlFile, outFile string
 	so                                                          scaleout.Options
 	profileDuration, profileRampup, lbDelay, certifierDelay     time.Duration
-	profileIdle                                                 time.Duration
-	profileBatchDelay                                           time.Duration
-	tolerance                                                   float64
-	json, standaloneOnly, interleave                            bool
-	demands, replay                                             string
-	applyCost                                                   string
+	// certifierDelaySet: --certifier-delay was given.
+	certifierDelaySet                bool
+	profileIdle                      time.Duration
+	profileBatchDelay                time.Duration
+	tolerance                        float64
+	json, standaloneOnly, interleave bool
+	demands, replay                  string
+	applyCost                        string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -120,7 +122,7 @@ See docs/planner.md, "Validating the model".`,
 func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.StringVar(&f.design, "design", "sm", "design: sm (single-master) or mm (multi-master)")
 	fs.StringVar(&f.so.Engine, "engine", "writeset", "sm: the replication engine of the replicated profile and the sweep: writeset (tandem's log) or physical (PostgreSQL's streaming replication); mm runs writeset")
-	fs.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "mm: the certifier's delay per update attempt in the model (assumed; tandem_mm_certifier_round_trip_seconds measures it)")
+	fs.DurationVar(&f.certifierDelay, "certifier-delay", 0, "mm: the certifier's delay per update attempt in the model at every N; unset: none at N = 1 (the sweep's standalone node has no certifier) and at N >= 2 the replicated profile's measured mean certification round trip (tandem_mm_certifier_round_trip_seconds), seed 003's 12ms where not measured")
 	fs.StringVar(&f.nodes, "nodes", "1..3", "the Ns: N, N..M or a list (1,2,4)")
 	fs.StringVar(&f.workload, "workload", "tm1", benchWorkloadHelp())
 	fs.StringVar(&f.mixes, "mix", "r80w20", "mixes, comma-separated (tm1: read-only, r80w20, r20w80); each has its own profile")
@@ -152,6 +154,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 }
 
 func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
+	f.certifierDelaySet = cmd.Flags().Changed("certifier-delay")
 	if f.replay != "" {
 		return replayPlanValidate(cmd, f)
 	}
@@ -337,6 +340,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		}
 	}
 	saved.json, saved.outFile, saved.htmlFile, saved.replay = f.json, f.outFile, f.htmlFile, ""
+	saved.certifierDelaySet = sfs.Changed("certifier-delay")
 	design, o, err := planValidateSetup(saved)
 	if err != nil {
 		return fmt.Errorf("--replay %s: the saved command: %w", f.replay, err)
@@ -363,6 +367,19 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	for _, round := range doc.ProfileRounds {
 		for _, rep := range round.Replicated {
 			splitApplyBatches(rep) // a newer build may split differently
+		}
+	}
+	// A build before writesets_per_update measured none: derive it.
+	for _, reps := range [][]*profiler.Report{doc.Profiles, doc.Replicated} {
+		for _, rep := range reps {
+			rep.FillWritesetsPerUpdate()
+		}
+	}
+	for _, round := range doc.ProfileRounds {
+		for _, reps := range [][]*profiler.Report{round.Standalone, round.Replicated} {
+			for _, rep := range reps {
+				rep.FillWritesetsPerUpdate()
+			}
 		}
 	}
 	for _, rep := range doc.Replicated {
@@ -394,14 +411,21 @@ func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *p
 	for i, rep := range doc.Profiles {
 		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
 			CertifierDelay: 0, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyCost(f.applyCost)}
-		if design == planner.MultiMaster {
+		if design == planner.MultiMaster && f.certifierDelaySet {
 			par.CertifierDelay = f.certifierDelay.Seconds()
 		}
+		// Without --certifier-delay the sweep's N = 1, a standalone node,
+		// has no certifier (0), and N >= 2 the replicated profile's
+		// measured round trip (certifierDelayFor).
 		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
 			return nil, fmt.Errorf("predict %s: %w", o.Mixes[i], err)
 		}
 		if doc.Replicated != nil {
-			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, par)
+			rpar := par
+			if design == planner.MultiMaster && !f.certifierDelaySet {
+				rpar.CertifierDelay = certifierDelayFor(doc.Replicated[i].Profile)
+			}
+			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, rpar)
 			if err != nil {
 				return nil, fmt.Errorf("predict %s (replicated path): %w", o.Mixes[i], err)
 			}
@@ -420,7 +444,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 		var obs []planner.Observation
 		for _, r := range so.Rows {
 			if r.Mix == m && r.X > 0 {
-				obs = append(obs, planner.Observation{Replicas: r.N, ThroughputTPS: r.X, ResponseTimeS: r.MeanMs / 1000})
+				obs = append(obs, planner.Observation{Replicas: r.N, ThroughputTPS: completedX(r.X, r.XDone), ResponseTimeS: completedX(r.MeanMs, r.MeanDoneMs) / 1000})
 			}
 		}
 		if len(obs) == 0 {
@@ -435,7 +459,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 		if doc.Replicated != nil {
 			repl = doc.Replicated[i]
 		}
-		v.Inputs = validationInputs(doc.Profiles[i], repl, max(1, len(doc.ProfileRounds)), o, f)
+		v.Inputs = append([]planner.Input{unitInput(so, m)}, validationInputs(doc.Profiles[i], repl, max(1, len(doc.ProfileRounds)), o, f)...)
 		for j := range v.Points {
 			p := &v.Points[j]
 			prof := doc.Profiles[i]
@@ -443,6 +467,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				prof = repl
 			}
 			if pt, ok := preds[i].At(p.Replicas); ok {
+				p.PredictedAbortRate = pt.AbortRate
 				p.PredictedApplyBatch = pt.ApplyBatch
 				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate, pt.ApplyBatch, planner.ApplyCost(f.applyCost)); ok {
 					p.ModelCPUPerTxS = d * prof.CPUs
@@ -456,6 +481,12 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				}
 			}
 			p.MeasuredCPUPerTxS = nodeCPUPerTx(so, m, p.Replicas)
+			for _, r := range so.Rows {
+				if r.Mix == m && r.N == p.Replicas && r.UpdateAttempts > 0 {
+					a := r.AbortRate
+					p.MeasuredAbortRate = &a
+				}
+			}
 			p.MeasuredApplyBatch = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyBatch })
 		}
 		doc.Validations = append(doc.Validations, v)
@@ -730,6 +761,7 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 		}
 		if o.Design == "multi-master" {
 			po.ReplicaBatches = replicaBatches(env.Config)
+			po.Certify = nodeCertify(env.Config)
 		}
 		rep, err := profileSteady(ctx, po, o.MaxSteal, o.Progress)
 		if err != nil {
@@ -761,6 +793,46 @@ func replicaBatches(c *config.Cluster) func(context.Context) (uint64, uint64, er
 			return 0, 0, errors.New("n2's apply counters were not read")
 		}
 		return counts[1].Batches, counts[1].Writesets, nil
+	}
+}
+
+// certifierInput says where the model's certifier delay came from.
+func certifierInput(repl *profiler.Report, f *planValidateFlags) planner.Input {
+	const own = "; tandem's certifier runs on the nodes' Raft group inside their quotas (its CPU is in the nodes' demands; the delay is what a commit waits for it, queueing for those CPUs included)"
+	switch {
+	case f.certifierDelaySet:
+		return planner.Input{Name: "certifier delay", Value: f.certifierDelay.String(), Measured: false,
+			Source: "--certifier-delay, per update attempt with a writeset, at every N (the sweep's N = 1 is a standalone node without one)" + own}
+	case repl != nil && repl.Profile.CertifierDelay > 0:
+		return planner.Input{Name: "certifier delay", Value: fmt.Sprintf("N = 1: 0; N >= 2: %.2f ms", 1000*repl.Profile.CertifierDelay), Measured: true,
+			Source: "N = 1 is a standalone node (no certifier); N >= 2: the mean certification round trip of n1 in the replicated profile's update phase (its /status), per update with a writeset; the sweep's lines print it per N" + own}
+	}
+	return planner.Input{Name: "certifier delay", Value: fmt.Sprintf("N = 1: 0; N >= 2: %s", time.Duration(planner.DefaultCertifierDelay*float64(time.Second))), Measured: false,
+		Source: "N = 1 is a standalone node (no certifier); N >= 2: seed 003's 12 ms (the replicated profile did not measure the round trip: a validation saved by an older build)" + own}
+}
+
+// certifierDelayFor is the model's certifier delay at N >= 2 without
+// --certifier-delay: the replicated profile's measured round trip, else
+// seed 003's.
+func certifierDelayFor(p planner.Profile) float64 {
+	if p.CertifierDelay > 0 {
+		return p.CertifierDelay
+	}
+	return planner.DefaultCertifierDelay
+}
+
+// nodeCertify reads n1's certification round trips
+// (profiler.Options.Certify).
+func nodeCertify(c *config.Cluster) func(context.Context) (uint64, float64, error) {
+	return func(ctx context.Context) (uint64, float64, error) {
+		counts, err := scaleout.ApplyBatches(ctx, c)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(counts) < 1 {
+			return 0, 0, errors.New("n1's certification counters were not read")
+		}
+		return counts[0].Certifications, counts[0].CertifySeconds, nil
 	}
 }
 
@@ -945,7 +1017,8 @@ func medianPoint(so *scaleout.Report, mix string, n int, f func(scaleout.Point) 
 // the median over rounds; 0 when not measured.
 func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 	return medianPoint(so, mix, n, func(p scaleout.Point) float64 {
-		if p.X <= 0 {
+		x := completedX(p.X, p.XDone)
+		if x <= 0 {
 			return 0
 		}
 		var cores float64
@@ -954,8 +1027,33 @@ func nodeCPUPerTx(so *scaleout.Report, mix string, n int) float64 {
 				cores += h.Util
 			}
 		}
-		return cores / p.X
+		return cores / x
 	})
+}
+
+// unitInput says what the compared throughput and response time count.
+func unitInput(so *scaleout.Report, mix string) planner.Input {
+	for _, r := range so.Rows {
+		if r.Mix == mix && r.X > 0 && r.XDone == 0 {
+			return planner.Input{Name: "throughput counts", Value: "committed transactions (MQTh)", Measured: true,
+				Source: "a sweep saved by an older build, which measured only the committed (counted) transactions: the model's unit is every transaction run to its end (its demands are per update attempt, rolled back ones included), so the comparison is off by the committed share (TM1: 0.965 of R80W20, 0.86 of R20W80)"}
+		}
+	}
+	return planner.Input{Name: "throughput counts", Value: "completed transactions", Measured: true,
+		Source: "every transaction run to its end, committed or rolled back by the workload's rules (TM1 rolls 17.5 % of its updates back), and their mean response time: the unit of the profile's demands; the sweep's MQTh (committed only) is in its rows"}
+}
+
+// completedX picks the completed transactions' figure when the sweep
+// measured it, else the counted (qualified) one, for sweeps recorded before
+// it was measured. A profile's demands are per completed transaction (the
+// workload's rule-based rollbacks included: TM1 rolls back 17.5 % of its
+// updates), so the model's throughput and response time are too; compared
+// with MQTh they were off by the counted share (0.86 on TM1 R20W80).
+func completedX(counted, completed float64) float64 {
+	if completed > 0 {
+		return completed
+	}
+	return counted
 }
 
 // aloneNote says how the sweep's and the profile's N = 1 is reached.
@@ -1097,8 +1195,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 				Source: "the profile is of the standalone node; replicated nodes run with relaxed durability (the sweep's cluster file), so their update disk demand is lower than profiled"})
 	}
 	if o.Design == "multi-master" {
-		in = append(in, planner.Input{Name: "certifier delay", Value: f.certifierDelay.String(), Measured: false,
-			Source: "--certifier-delay, per update attempt; tandem's certifier runs on the nodes' Raft group inside their quotas (its CPU is not in the model); tandem_mm_certifier_round_trip_seconds measures the delay"})
+		in = append(in, certifierInput(repl, f))
 	}
 	return in
 }
@@ -1119,7 +1216,7 @@ func wsInput(repl *profiler.Report, engine string) planner.Input {
 func writeValidation(w io.Writer, doc validateDoc) error {
 	fmt.Fprintf(w, "%s (lab %s)\n\n", doc.Note, doc.Lab)
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "MIX\tN\tPRED_TPS\tMEAS_TPS\tERR_%\tPRED_SPEEDUP\tMEAS_SPEEDUP\tPRED_MS\tMEAS_MS\tERR_%\tCPU_MS/TX_MODEL\tCPU_MS/TX_MEAS\tBOTTLENECK (model)\tWITHIN")
+	fmt.Fprintln(tw, "MIX\tN\tPRED_TPS\tMEAS_TPS\tERR_%\tPRED_SPEEDUP\tMEAS_SPEEDUP\tPRED_MS\tMEAS_MS\tERR_%\tABORT_%_MODEL/MEAS\tCPU_MS/TX_MODEL\tCPU_MS/TX_MEAS\tBOTTLENECK (model)\tWITHIN")
 	for _, v := range doc.Validations {
 		for _, p := range v.Points {
 			rt := "-"
@@ -1130,9 +1227,13 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 			if p.Within {
 				within = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%.3f\t%.3f\t%s\t%s\n", v.Prediction.Mix, p.Replicas,
+			ab := fmt.Sprintf("%.2f/-", 100*p.PredictedAbortRate)
+			if p.MeasuredAbortRate != nil {
+				ab = fmt.Sprintf("%.2f/%.2f", 100*p.PredictedAbortRate, 100**p.MeasuredAbortRate)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.3f\t%.3f\t%s\t%s\n", v.Prediction.Mix, p.Replicas,
 				p.PredictedTPS, p.MeasuredTPS, 100*p.ThroughputError, p.PredictedSpeedup, p.MeasuredSpeedup,
-				1000*p.PredictedResponseS, 1000*p.MeasuredResponseS, rt, 1000*p.ModelCPUPerTxS, 1000*p.MeasuredCPUPerTxS, p.PredictedBottleneck, within)
+				1000*p.PredictedResponseS, 1000*p.MeasuredResponseS, rt, ab, 1000*p.ModelCPUPerTxS, 1000*p.MeasuredCPUPerTxS, p.PredictedBottleneck, within)
 		}
 	}
 	if err := tw.Flush(); err != nil {

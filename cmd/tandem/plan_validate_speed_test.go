@@ -80,3 +80,43 @@ func TestSplitApplyBatches(t *testing.T) {
 		}
 	}
 }
+
+// The validation compares the model's unit, completed transactions, when
+// the sweep measured them, and says which it compared; the certifier
+// delay is the flag's when given, else the replicated profile's
+// measurement at N >= 2 (none at N = 1), else seed 003's.
+func TestValidationUnitsAndCertifier(t *testing.T) {
+	if got := completedX(100, 120); got != 120 {
+		t.Errorf("completedX(100, 120) = %g, want the completed 120", got)
+	}
+	if got := completedX(100, 0); got != 100 {
+		t.Errorf("completedX(100, 0) = %g, want the counted 100 (an older sweep)", got)
+	}
+	now := &scaleout.Report{Rows: []scaleout.Row{{Mix: "r20w80", N: 1, X: 690, XDone: 802}}}
+	old := &scaleout.Report{Rows: []scaleout.Row{{Mix: "r20w80", N: 1, X: 690}}}
+	if in := unitInput(now, "r20w80"); in.Value != "completed transactions" {
+		t.Errorf("sweep with completions: %+v", in)
+	}
+	if in := unitInput(old, "r20w80"); !strings.Contains(in.Value, "MQTh") || !strings.Contains(in.Source, "older build") {
+		t.Errorf("older sweep: %+v", in)
+	}
+	measured := &profiler.Report{Profile: planner.Profile{CertifierDelay: 0.0098}}
+	for _, tc := range []struct {
+		name  string
+		repl  *profiler.Report
+		f     planValidateFlags
+		delay float64
+		want  string
+	}{
+		{"measured", measured, planValidateFlags{}, 0.0098, "N >= 2: 9.80 ms"},
+		{"not measured", &profiler.Report{}, planValidateFlags{}, planner.DefaultCertifierDelay, "12ms"},
+		{"flag", measured, planValidateFlags{certifierDelay: 3e6, certifierDelaySet: true}, 0.0098, "3ms"},
+	} {
+		if got := certifierDelayFor(tc.repl.Profile); math.Abs(got-tc.delay) > 1e-12 {
+			t.Errorf("%s: delay %g, want %g", tc.name, got, tc.delay)
+		}
+		if in := certifierInput(tc.repl, &tc.f); !strings.Contains(in.Value, tc.want) || in.Measured != (tc.name == "measured") {
+			t.Errorf("%s: input %+v, want value with %q", tc.name, in, tc.want)
+		}
+	}
+}
