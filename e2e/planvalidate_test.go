@@ -15,6 +15,16 @@ import (
 	"github.com/tandemdb/tandem/lab"
 )
 
+// measuredRow is one of the sweep's rows (medians over rounds).
+type measuredRow struct {
+	N          int     `json:"n"`
+	Mix        string  `json:"mix"`
+	X          float64 `json:"x"`
+	MeanMs     float64 `json:"mean_ms"`
+	XDone      float64 `json:"x_completed"`
+	MeanDoneMs float64 `json:"mean_completed_ms"`
+}
+
 // validateOut is the part of `tandem plan validate --json` the test reads.
 type validateOut struct {
 	Emulated bool `json:"emulated"`
@@ -117,16 +127,9 @@ type validateOut struct {
 		} `json:"inputs"`
 	} `json:"validations"`
 	Measured struct {
-		ReadConsistency string `json:"read_consistency"`
-		Rows            []struct {
-			N          int     `json:"n"`
-			Mix        string  `json:"mix"`
-			X          float64 `json:"x"`
-			MeanMs     float64 `json:"mean_ms"`
-			XDone      float64 `json:"x_completed"`
-			MeanDoneMs float64 `json:"mean_completed_ms"`
-		} `json:"rows"`
-		Points []struct {
+		ReadConsistency string        `json:"read_consistency"`
+		Rows            []measuredRow `json:"rows"`
+		Points          []struct {
 			N            int     `json:"n"`
 			Round        int     `json:"round"`
 			Mix          string  `json:"mix"`
@@ -313,14 +316,7 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		if p.Replicas != i+1 {
 			t.Errorf("point %d is N = %d", i, p.Replicas)
 		}
-		var row *struct {
-			N          int     `json:"n"`
-			Mix        string  `json:"mix"`
-			X          float64 `json:"x"`
-			MeanMs     float64 `json:"mean_ms"`
-			XDone      float64 `json:"x_completed"`
-			MeanDoneMs float64 `json:"mean_completed_ms"`
-		}
+		var row *measuredRow
 		for j := range doc.Measured.Rows {
 			if r := &doc.Measured.Rows[j]; r.N == p.Replicas && r.Mix == "r80w20" {
 				row = r

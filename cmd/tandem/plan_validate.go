@@ -782,17 +782,23 @@ func profileReplicated(ctx context.Context, o scaleout.Options, f *planValidateF
 	return reps, nil
 }
 
+// nodeCounts is the multi-master /status counters of c's node i (0: n1).
+func nodeCounts(ctx context.Context, c *config.Cluster, i int) (scaleout.ApplyCount, error) {
+	counts, err := scaleout.ApplyBatches(ctx, c)
+	if err != nil {
+		return scaleout.ApplyCount{}, err
+	}
+	if len(counts) <= i {
+		return scaleout.ApplyCount{}, fmt.Errorf("n%d's multi-master counters were not read", i+1)
+	}
+	return counts[i], nil
+}
+
 // replicaBatches reads n2's apply counters (profiler.Options.ReplicaBatches).
 func replicaBatches(c *config.Cluster) func(context.Context) (uint64, uint64, error) {
 	return func(ctx context.Context) (uint64, uint64, error) {
-		counts, err := scaleout.ApplyBatches(ctx, c)
-		if err != nil {
-			return 0, 0, err
-		}
-		if len(counts) < 2 {
-			return 0, 0, errors.New("n2's apply counters were not read")
-		}
-		return counts[1].Batches, counts[1].Writesets, nil
+		n, err := nodeCounts(ctx, c, 1)
+		return n.Batches, n.Writesets, err
 	}
 }
 
@@ -825,14 +831,8 @@ func certifierDelayFor(p planner.Profile) float64 {
 // (profiler.Options.Certify).
 func nodeCertify(c *config.Cluster) func(context.Context) (uint64, float64, error) {
 	return func(ctx context.Context) (uint64, float64, error) {
-		counts, err := scaleout.ApplyBatches(ctx, c)
-		if err != nil {
-			return 0, 0, err
-		}
-		if len(counts) < 1 {
-			return 0, 0, errors.New("n1's certification counters were not read")
-		}
-		return counts[0].Certifications, counts[0].CertifySeconds, nil
+		n, err := nodeCounts(ctx, c, 0)
+		return n.Certifications, n.CertifySeconds, err
 	}
 }
 
