@@ -77,6 +77,14 @@ type validateOut struct {
 			WritesetsPerUpdate float64 `json:"writesets_per_update"`
 			CertifierDelay     float64 `json:"certifier_delay_s"`
 		} `json:"profile"`
+		Split *struct {
+			MultiMaster  bool    `json:"multi_master"`
+			ReadsPrimary float64 `json:"reads_primary"`
+			ReadsReplica float64 `json:"reads_replica"`
+			WC           float64 `json:"wc_from_mix_s"`
+			WS           float64 `json:"ws_from_mix_s"`
+			ApplyBatch   float64 `json:"apply_batch_writesets"`
+		} `json:"mix_split"`
 		Batched *struct {
 			ReplicaPID int `json:"replica_pid"`
 			Profile    struct {
@@ -212,10 +220,14 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	// each round's sweep, their medians in the model) with the update
 	// demands from the mix phases, split between the nodes by the reads
 	// the router sent each.
+	// Multi-master takes them from its replicated path's mix phase: every
+	// read on n1, n2 applying n1's writesets.
 	rounds := 1
 	if design == "single-master" {
 		rounds = 2
 		args = append(args, "--rounds", "2", "--demands", "mix")
+	} else {
+		args = append(args, "--demands", "mix")
 	}
 	cmd := exec.CommandContext(ctx, tandemBin, args...)
 	var stderr strings.Builder
@@ -297,6 +309,17 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		}
 	}
 	if design == "multi-master" {
+		// wc and ws from the mix phase, at the batch size n2 applied in it.
+		sp := repl.Split
+		if sp == nil || !sp.MultiMaster || sp.ReadsReplica != 0 || sp.ReadsPrimary <= 0 || sp.WC <= 0 || sp.WS <= 0 || sp.ApplyBatch < 1 {
+			t.Errorf("replicated profile: mix split %+v, want multi-master's: every read on n1, wc, ws and n2's batch size measured", sp)
+		} else {
+			for _, r := range repl.Profile.Resources {
+				if near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }; r.Name == "cpu" && (!near(r.WC, sp.WC) || !near(r.WS, sp.WS) || !near(repl.Profile.ApplyBatch, sp.ApplyBatch)) {
+					t.Errorf("replicated profile cpu wc %g ws %g at %g writesets per batch, want the mix's %g, %g at %g", r.WC, r.WS, repl.Profile.ApplyBatch, sp.WC, sp.WS, sp.ApplyBatch)
+				}
+			}
+		}
 		checkApplyBatches(t, &doc)
 		if d := repl.Profile.CertifierDelay; d <= 0 || d > 1 {
 			t.Errorf("replicated profile: certifier_delay_s %g, want n1's measured round trip", d)

@@ -231,16 +231,23 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		// split between the two nodes by the reads the router sent each
 		// (single-master; the mix phase's busy time as a whole holds the
 		// replica's apply, which the model charges as ws: taken whole it
-		// predicted N >= 2 at half what was measured). Without a split the
-		// replicated path keeps its update phase's demands.
+		// predicted N >= 2 at half what was measured); multi-master's from
+		// n1's mix phase less its reads (wc) and n2's apply of n1's
+		// writesets in it (ws). Without a split the replicated path keeps
+		// its update phase's demands.
 		if f.demands == "mix" {
 			for _, rep := range st {
 				rep.Profile, _ = rep.MixDemands()
 			}
 			for i, rep := range rp {
 				var ok bool
-				if rep.Profile, ok = rep.ReplicatedMixDemands(); !ok && o.Design == "single-master" && rep.Profile.Pw > 0 && r == 1 {
+				if rep.Profile, ok = rep.ReplicatedMixDemands(); !ok && (o.Design == "single-master" || o.Design == "multi-master") && rep.Profile.Pw > 0 && r == 1 {
 					doc.Errors = append(doc.Errors, fmt.Sprintf("mix %s: the replicated path's mix phase was not split between its nodes; its wc and ws come from the update phase", o.Mixes[i]))
+				}
+				if ok && rep.Split.MultiMaster {
+					// ws and its batch size are now the mix's: split the
+					// part per batch from them, as --replay does.
+					splitApplyBatches(rep)
 				}
 			}
 		}
@@ -1094,6 +1101,10 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		for _, r := range repl.Profile.Resources {
 			src := fmt.Sprintf("measured on the replicated path: n1 of two emulated hosts of %s profiled through its own front door, its process tree (pid %d) for rc and wc, n2's (pid %d) during the update phase per committed update for ws, CPU divided by %g",
 				o.Design, repl.PID, repl.ReplicaPID, repl.CPUs)
+			if sp := repl.Split; sp != nil && sp.MultiMaster && f.demands == "mix" && r.Name == profiler.ResCPU {
+				src = fmt.Sprintf("measured on the replicated path: n1 of two emulated hosts of %s profiled through its own front door, its process tree (pid %d): rc per read in the read phase, wc from the mix phase (its CPU less its %.0f reads at rc, per update attempt); ws: n2's tree (pid %d) in the mix phase per committed update of n1, at the %.1f writesets per batch n2 applied then; CPU divided by %g",
+					o.Design, repl.PID, sp.ReadsPrimary, repl.ReplicaPID, sp.ApplyBatch, repl.CPUs)
+			}
 			if o.Design == "single-master" {
 				src = fmt.Sprintf("measured on the replicated path: two emulated hosts of single-master profiled through the router as the sweep's clients reach them, with the sweep's N = 2 load (2 x C clients); rc: both nodes' process trees (pids %d, %d) per read (the router balanced the reads over both), wc: the primary's per update attempt, ws: the replica's during the update phase per committed update; CPU divided by %g",
 					repl.PID, repl.ReplicaPID, repl.CPUs)
@@ -1146,7 +1157,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 	in = append(in, profiles, bgIn,
 		planner.Input{Name: "wc from", Value: f.demands, Measured: true, Source: map[string]string{
 			"phases": "the update phase (updates only, seed 003 §4.1.1); --demands mix takes it from the mix phase",
-			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path keeps its update phase's"}[f.demands]},
+			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path's n1 less its reads at rc per update attempt (wc) and n2 per committed update of n1 (ws)"}[f.demands]},
 		planner.Input{Name: "a1", Value: fmt.Sprintf("%.6f", p.A1), Measured: true, Source: "the profile's mix phase (SQLSTATE class 40 / update attempts)"},
 		planner.Input{Name: "l1", Value: fmt.Sprintf("%.3f ms", 1000*p.L1), Measured: true, Source: "the profile's mix phase: mean response time of committed updates"},
 		planner.Input{Name: "C (clients per node)", Value: fmt.Sprint(o.ClientsPerNode), Measured: false, Source: "set: --clients-per-node, the same in the standalone profile, the model and the sweep; single-master's replicated profile runs 2 x C over its two nodes, the sweep's load at N = 2"},

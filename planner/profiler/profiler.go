@@ -255,7 +255,8 @@ type Phase struct {
 	RoutedToReplica *uint64 `json:"routed_to_replica,omitempty"`
 	// ReplicaApplyBatches and ReplicaApplyWritesets are the batches the
 	// replica applied during the phase and the writesets in them
-	// (Options.ReplicaBatches; update and apply phases).
+	// (Options.ReplicaBatches; update and apply phases, and the mix phase
+	// when the replica serves no reads).
 	ReplicaApplyBatches   uint64 `json:"replica_apply_batches,omitempty"`
 	ReplicaApplyWritesets uint64 `json:"replica_apply_writesets,omitempty"`
 	// Certifications and CertifyMeanS are the profiled node's
@@ -882,7 +883,9 @@ func (p *profiler) benchPhase(ctx context.Context, name, weights string) (*Phase
 	var routed *uint64
 	batches := p.opts.ReplicaBatches
 	var b0, w0 uint64
-	if batches != nil && name == PhaseUpdate {
+	// The update phase's batches give ws its batch size; the mix phase's
+	// give it to ws taken from the mix (multi-master's MixSplit).
+	if batches != nil && (name == PhaseUpdate || name == PhaseMix && !p.opts.ReplicaReads) {
 		var err error
 		if b0, w0, err = batches(ctx); err != nil {
 			p.warn(fmt.Sprintf("%s phase: reading the replica's apply batches: %v (the batch size of ws is not known)", name, err))
@@ -1385,6 +1388,13 @@ func mixCheck(prof planner.Profile, cpus float64, mixPh *Phase) []MixCheck {
 // measures both with updates alone, at their own rate, each waiting for
 // the replica; on 0.25-core hosts it charged the primary more per update
 // than it could have spent in the mix at N = 3 and 4 (docs/benchmarks.md).
+//
+// Multi-master's replicated path (clients on the profiled node only, no
+// reads on the replica) splits the same way with every read on the
+// profiled node: its tree's CPU less the reads at rc is its update work
+// (wc, certification included), and the replica's CPU is its apply of
+// the profiled node's writesets (ws, per committed update), at the batch
+// size the replica applied them in during the mix (ApplyBatch).
 type MixSplit struct {
 	// ReadsPrimary and ReadsReplica are the mix's committed reads, shared
 	// out as the router routed the phase's read attempts.
@@ -1396,12 +1406,19 @@ type MixSplit struct {
 	RC           float64 `json:"rc_s"`
 	WC           float64 `json:"wc_from_mix_s"`
 	WS           float64 `json:"ws_from_mix_s"`
+	// ApplyBatch is the writesets per batch the replica applied during
+	// the mix (multi-master; 0: not read), the batch size WS holds.
+	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
+	// MultiMaster: the split of a multi-master replicated path (every
+	// read on the profiled node; no routing).
+	MultiMaster bool `json:"multi_master,omitempty"`
 }
 
 // splitMix is the MixSplit of a replicated profile's mix phase, nil when
 // the phase was not counted per node or the profile has no CPU resource.
 func splitMix(prof planner.Profile, cpus float64, mixPh *Phase) *MixSplit {
-	if mixPh.RoutedToReplica == nil || !mixPh.ReadsOnReplica || mixPh.ReadStarted == 0 || mixPh.UpdateStarted == 0 || cpus <= 0 {
+	mm := mixPh.ReplicaApplyWritesets > 0 && !mixPh.ReadsOnReplica
+	if !mm && (mixPh.RoutedToReplica == nil || !mixPh.ReadsOnReplica || mixPh.ReadStarted == 0) || mixPh.UpdateStarted == 0 || cpus <= 0 {
 		return nil
 	}
 	var rc float64
@@ -1413,6 +1430,19 @@ func splitMix(prof planner.Profile, cpus float64, mixPh *Phase) *MixSplit {
 	}
 	if !found {
 		return nil
+	}
+	if mm {
+		// ServerCPUS is the profiled tree's alone (no reads on the replica).
+		s := &MixSplit{ReadsPrimary: float64(mixPh.ReadCommitted), ReplicaBusyS: mixPh.ReplicaCPUS / cpus,
+			PrimaryBusyS: mixPh.ServerCPUS / cpus, RC: rc, MultiMaster: true}
+		s.WC = math.Max(0, s.PrimaryBusyS-s.ReadsPrimary*rc) / float64(mixPh.UpdateStarted)
+		if mixPh.UpdateCommitted > 0 {
+			s.WS = s.ReplicaBusyS / float64(mixPh.UpdateCommitted)
+		}
+		if mixPh.ReplicaApplyBatches > 0 {
+			s.ApplyBatch = round(float64(mixPh.ReplicaApplyWritesets)/float64(mixPh.ReplicaApplyBatches), 3)
+		}
+		return s
 	}
 	share := math.Min(1, float64(*mixPh.RoutedToReplica)/float64(mixPh.ReadStarted))
 	s := &MixSplit{

@@ -373,6 +373,60 @@ func TestSplitMix(t *testing.T) {
 	}
 }
 
+// TestSplitMixMultiMaster: multi-master's replicated path runs every read
+// on the profiled node and the replica applies its writesets, so the mix
+// phase splits with no routing: wc from n1's tree less its reads, ws from
+// n2's tree per committed update at the batch size n2 applied in the mix,
+// which becomes the profile's ApplyBatch (the per-batch apply cost scales
+// from there). Without n2's apply counters there is no split.
+func TestSplitMixMultiMaster(t *testing.T) {
+	prof := planner.Profile{Name: "p", Pr: 0.8, Pw: 0.2, ApplyBatch: 1.8, Resources: []planner.Resource{
+		{Name: "cpu", RC: 0.0004, WC: 0.006, WS: 0.0029, WSBatch: 0.001},
+		{Name: "disk", RC: 0, WC: 0.0002, WS: 0.0001},
+	}}
+	// R80W20 as measured on 2026-12-06: n1 2.3461 CPU-s, n2 0.7161, on
+	// 0.25 CPU; 4,459 reads, 1,076 update attempts, 891 committed, n2
+	// applied 891 writesets in 396 batches.
+	ph := Phase{Name: PhaseMix, ReadStarted: 4459, ReadCommitted: 4459, UpdateStarted: 1076, UpdateCommitted: 891,
+		ServerCPUS: 2.3461, ReplicaCPUS: 0.7161, ReplicaApplyWritesets: 891, ReplicaApplyBatches: 396}
+	got := splitMix(prof, 0.25, &ph)
+	if got == nil || !got.MultiMaster {
+		t.Fatalf("splitMix = %+v, want a multi-master split", got)
+	}
+	wantWC := (2.3461/0.25 - 4459*0.0004) / 1076
+	wantWS := 0.7161 / 0.25 / 891
+	if math.Abs(got.WC-wantWC) > 1e-12 || math.Abs(got.WS-wantWS) > 1e-12 || got.ReadsPrimary != 4459 || got.ReadsReplica != 0 || got.ApplyBatch != 2.25 {
+		t.Errorf("split = %+v; want wc %g ws %g, 4459 reads on n1, 2.25 writesets per batch", got, wantWC, wantWS)
+	}
+	r := &Report{Profile: prof, Split: got}
+	p, ok := r.ReplicatedMixDemands()
+	if !ok || math.Abs(p.Resources[0].WC-wantWC) > 1e-12 || math.Abs(p.Resources[0].WS-wantWS) > 1e-12 || p.ApplyBatch != 2.25 {
+		t.Errorf("ReplicatedMixDemands = %+v (apply batch %g), %v; want wc %g ws %g at 2.25", p.Resources[0], p.ApplyBatch, ok, wantWC, wantWS)
+	}
+	if p.Resources[0].RC != 0.0004 || p.Resources[0].WSBatch != 0.001 || p.Resources[1] != prof.Resources[1] || p.MasterReadShare != 0 || p.Resources[0].WCSat != 0 {
+		t.Errorf("more than wc, ws and the batch size changed: %+v", p)
+	}
+	if r.Profile.ApplyBatch != 1.8 || r.Profile.Resources[0].WS != 0.0029 {
+		t.Errorf("the report's own profile changed: %+v", r.Profile)
+	}
+	// n2's apply counters not read: no split (single-master's needs the
+	// router's counts, which multi-master has not).
+	ph.ReplicaApplyWritesets, ph.ReplicaApplyBatches = 0, 0
+	if s := splitMix(prof, 0.25, &ph); s != nil {
+		t.Errorf("split without n2's counters = %+v, want nil", s)
+	}
+	// Committed but no batches read: ws still splits, the batch size
+	// stays the update phase's.
+	ph.ReplicaApplyWritesets = 891
+	s := splitMix(prof, 0.25, &ph)
+	if s == nil || s.ApplyBatch != 0 {
+		t.Fatalf("split = %+v, want one without a batch size", s)
+	}
+	if p, _ := (&Report{Profile: prof, Split: s}).ReplicatedMixDemands(); p.ApplyBatch != 1.8 {
+		t.Errorf("apply batch = %g, want the update phase's 1.8", p.ApplyBatch)
+	}
+}
+
 // TestIdlePhase: with Options.Idle the profiler measures the server doing
 // nothing first, subtracts that CPU per second from every later phase and
 // gives it to the profile as the CPU's bg, with a trust note.

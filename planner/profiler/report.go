@@ -105,7 +105,11 @@ func (r *Report) PrintTable(w io.Writer) error {
 				c.Resource, c.MeasuredS, c.PredictS, 100*c.Error, c.WCFromMix, r.wc(c.Resource))
 		}
 	}
-	if sp := r.Split; sp != nil {
+	if sp := r.Split; sp != nil && sp.MultiMaster {
+		fmt.Fprintf(&b, "\nsplit of the mix phase between the profiled node (every read, rc %.7f s) and the replica (the profiled node's writesets):\n", sp.RC)
+		fmt.Fprintf(&b, "  profiled node: busy %.3f s, %.0f reads, wc from the mix %.7f s per update attempt (update phase: %.7f s)\n", sp.PrimaryBusyS, sp.ReadsPrimary, sp.WC, r.wc(ResCPU))
+		fmt.Fprintf(&b, "  replica: busy %.3f s, ws from the mix %.7f s per committed update at %.1f writesets per batch (update phase: %.7f s at %.1f)\n", sp.ReplicaBusyS, sp.WS, sp.ApplyBatch, r.ws(ResCPU), r.Profile.ApplyBatch)
+	} else if sp != nil {
 		fmt.Fprintf(&b, "\nsplit of the mix phase by the reads the router sent each node (rc %.7f s):\n", sp.RC)
 		fmt.Fprintf(&b, "  primary: busy %.3f s, %.0f reads, wc from the mix %.7f s per update attempt (update phase: %.7f s)\n", sp.PrimaryBusyS, sp.ReadsPrimary, sp.WC, r.wc(ResCPU))
 		fmt.Fprintf(&b, "  replica: busy %.3f s, %.0f reads, ws from the mix %.7f s per committed update (update phase: %.7f s)\n", sp.ReplicaBusyS, sp.ReadsReplica, sp.WS, r.ws(ResCPU))
@@ -151,6 +155,18 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 	p.Resources = append([]planner.Resource(nil), r.Profile.Resources...)
 	update, mix := r.lastPhase(PhaseUpdate), r.lastPhase(PhaseMix)
 	for i := range p.Resources {
+		if p.Resources[i].Name == ResCPU && r.Split.MultiMaster {
+			// ws at the mix's batch size: the per-batch apply cost scales
+			// from there (Profile.WSAt, WSPerBatch).
+			p.Resources[i].WC = r.Split.WC
+			if r.Split.WS > 0 {
+				p.Resources[i].WS = r.Split.WS
+				if r.Split.ApplyBatch >= 1 {
+					p.ApplyBatch = r.Split.ApplyBatch
+				}
+			}
+			return p, true
+		}
 		if p.Resources[i].Name == ResCPU {
 			p.Resources[i].WC = r.Split.WC
 			p.Resources[i].WS = r.Split.WS
