@@ -220,14 +220,13 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	// each round's sweep, their medians in the model) with the update
 	// demands from the mix phases, split between the nodes by the reads
 	// the router sent each.
-	// Multi-master takes them from its replicated path's mix phase: every
-	// read on n1, n2 applying n1's writesets.
+	// Multi-master takes them from its replicated path's mix phase by
+	// default (--demands mix): every read on n1, n2 applying n1's
+	// writesets.
 	rounds := 1
 	if design == "single-master" {
 		rounds = 2
 		args = append(args, "--rounds", "2", "--demands", "mix")
-	} else {
-		args = append(args, "--demands", "mix")
 	}
 	cmd := exec.CommandContext(ctx, tandemBin, args...)
 	var stderr strings.Builder

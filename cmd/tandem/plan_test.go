@@ -230,3 +230,27 @@ func TestPhaseSteal(t *testing.T) {
 		t.Errorf("no phases: %g, %q", worst, name)
 	}
 }
+
+// savedDemands: a replay of a validation whose command did not name
+// --demands uses what the run used (its "wc from" input), not this
+// build's default, which changed from phases to mix on 2026-12-06.
+func TestSavedDemands(t *testing.T) {
+	in := func(v string) []planner.Validation {
+		return []planner.Validation{{Inputs: []planner.Input{{Name: "pr / pw", Value: "0.8 / 0.2"}, {Name: "wc from", Value: v}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		vs   []planner.Validation
+		want string
+	}{
+		{"old default", in("phases"), "phases"},
+		{"mix", in("mix"), "mix"},
+		{"no input (older build)", []planner.Validation{{}}, "mix"},
+		{"unknown value", in("magic"), "mix"},
+		{"no validation", nil, "mix"},
+	} {
+		if got := savedDemands(tc.vs, "mix"); got != tc.want {
+			t.Errorf("%s: savedDemands = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

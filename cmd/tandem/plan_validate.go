@@ -141,7 +141,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.IntVar(&f.so.ClientsPerNode, "clients-per-node", 8, "closed-loop clients per node: the sweep runs N x this, the profile and the model use it as C")
 	fs.IntVar(&f.so.Scale, "subscribers", 10000, "the workload's scale (TM1 subscribers)")
 	fs.DurationVar(&f.lbDelay, "lb-delay", 0, "assumed router + network delay per transaction at N > 1 (the model's load-balancer delay centre; not measured)")
-	fs.StringVar(&f.demands, "demands", "phases", "where the update demands come from: phases (seed 003: a phase of updates only) or mix (the mix phase: the standalone node's busy time less its reads at rc, per update attempt; single-master's replicated path split between its nodes by the reads the router sent each: wc from the primary's share, ws from the replica's)")
+	fs.StringVar(&f.demands, "demands", "mix", "where the update demands come from: phases (seed 003: a phase of updates only) or mix (the default: the mix phase: the standalone node's busy time less its reads at rc, per update attempt; single-master's replicated path split between its nodes by the reads the router sent each: wc from the primary's share, ws from the replica's; multi-master's: wc from n1 less its reads, ws from n2's apply of n1's writesets)")
 	fs.Float64Var(&f.tolerance, "tolerance", planner.DefaultTolerance, "relative error counted as within (0.15 = seed 003's 15 %)")
 	fs.BoolVar(&f.standaloneOnly, "standalone-profile-only", false, "predict every N from the standalone node's profile alone (seed 003's method as published; tandem's replicated path costs more per transaction, see docs/planner.md)")
 	fs.BoolVar(&f.json, "json", false, "print everything (profiles, predictions, measurements, comparison, inputs) as JSON")
@@ -338,6 +338,11 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	addPlanValidateFlags(sfs, saved)
 	if err := sfs.Parse(args[3:]); err != nil {
 		return fmt.Errorf("--replay %s: the saved command %q: %w", f.replay, strings.Join(args, " "), err)
+	}
+	if !sfs.Changed("demands") {
+		// The run's default, which was phases before 2026-12-06: its
+		// "wc from" input says which it used.
+		saved.demands = savedDemands(doc.Validations, saved.demands)
 	}
 	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
@@ -934,6 +939,19 @@ func splitApplyBatches(rep *profiler.Report) []string {
 		}
 	}
 	return lines
+}
+
+// savedDemands is the --demands a saved validation ran with, from its
+// "wc from" input (def when none says).
+func savedDemands(vs []planner.Validation, def string) string {
+	for _, v := range vs {
+		for _, in := range v.Inputs {
+			if in.Name == "wc from" && (in.Value == "phases" || in.Value == "mix") {
+				return in.Value
+			}
+		}
+	}
+	return def
 }
 
 // idleNote is the progress lines' mention of the idle phase.
