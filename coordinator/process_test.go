@@ -146,7 +146,26 @@ func TestKillLeaderProcess(t *testing.T) {
 	}
 	before := until(t, n1, 5*time.Second, "lease applied here", func(m Map) bool { return m.Lease.Seq == g.Seq })
 
-	termBefore := n1.Status().Term
+	// An election on a loaded machine may have moved the leadership since
+	// it was looked up (CI saw the kill hit a former leader: no new term):
+	// kill the leader n1 sees now, in the term it sees it in, a child.
+	var termBefore uint64
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("no stable leader among the children")
+		}
+		leader = leaderOther("")
+		if leader == "n1" {
+			// Not an error if n1 has stepped down meanwhile.
+			_ = n1.raft.LeadershipTransfer().Error()
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		termBefore = n1.Status().Term
+		if id, _ := n1.Leader(); id == leader && n1.Status().Term == termBefore {
+			break
+		}
+	}
 
 	kill(leader)
 	newLeader := leaderOther(leader)
