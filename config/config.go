@@ -80,6 +80,34 @@ type MultiMasterConf struct {
 	// much longer (PostgreSQL's commit_delay trades the same way).
 	// Default 0: apply at once. At most 1s.
 	ApplyBatchDelay Duration `toml:"apply_batch_delay"`
+	// SequenceStride interleaves the nodes' sequences on PostgreSQL back
+	// ends: every sequence that counts up by 1 counts by the stride, and
+	// node i (its place in [[nodes]], from 0) draws only values that are
+	// i+1 modulo the stride, so two nodes never draw the same value
+	// (MySQL's auto_increment_increment and _offset, as Galera sets them).
+	// Default 0: the number of nodes. 1: no interleaving (concurrent draws
+	// on two nodes may collide: one transaction aborts). Every node must
+	// use the same value; a larger one leaves room to add nodes.
+	SequenceStride int `toml:"sequence_stride"`
+}
+
+// SequenceStride is multi-master's sequence stride (MultiMasterConf's
+// SequenceStride, defaulted) and the residue node id draws (its place in
+// [[nodes]] plus one, modulo the stride).
+func (c *Cluster) SequenceStride(id string) (stride, offset int) {
+	stride = c.MM.SequenceStride
+	if stride == 0 {
+		stride = len(c.Nodes)
+	}
+	if stride <= 1 {
+		return 1, 0
+	}
+	for i, n := range c.Nodes {
+		if n.ID == id {
+			return stride, (i + 1) % stride
+		}
+	}
+	return stride, 0
 }
 
 // Cluster is one cluster file.
@@ -1219,6 +1247,9 @@ func (c *Cluster) validateMultiMaster(bad func(field, format string, args ...any
 	}
 	if d := mm.ApplyBatchDelay.Duration; d < 0 || d > time.Second {
 		return bad("multi_master.apply_batch_delay", "%s: must be between 0 (apply at once, the default) and 1s", d)
+	}
+	if k := mm.SequenceStride; k < 0 || k > 1000 || (k > 1 && k < len(c.Nodes)) {
+		return bad("multi_master.sequence_stride", "%d: must be at least the number of nodes (%d) so that no two nodes draw the same sequence values, at most 1000 (0: the number of nodes, the default; 1: no interleaving)", k, len(c.Nodes))
 	}
 	return nil
 }

@@ -101,6 +101,22 @@ func TestMultiMasterConfig(t *testing.T) {
 	if err != nil || d.MM.ApplyBatchDelay.Duration != 25*time.Millisecond {
 		t.Fatalf("apply_batch_delay = \"25ms\": %v, %v", d, err)
 	}
+	// Sequences interleave over the nodes by default: node i draws i+1
+	// modulo the number of nodes.
+	for i, want := range [][2]int{{3, 1}, {3, 2}, {3, 0}} {
+		if k, r := c.SequenceStride(c.Nodes[i].ID); k != want[0] || r != want[1] {
+			t.Errorf("%s: sequence stride %d offset %d, want %v", c.Nodes[i].ID, k, r, want)
+		}
+	}
+	for text, want := range map[string][2]int{"sequence_stride = 8": {8, 3}, "sequence_stride = 1": {1, 0}} {
+		d, err := Parse("mm.toml", []byte(mm("", "")+"[multi_master]\n"+text+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if k, r := d.SequenceStride(d.Nodes[2].ID); k != want[0] || r != want[1] {
+			t.Errorf("%s: n3 stride %d offset %d, want %v", text, k, r, want)
+		}
+	}
 	// PostgreSQL back ends run it on the writeset engine (the default).
 	pg := strings.ReplaceAll(mm("", ""), "raft_listen", "backend = \"postgres\"\nraft_listen")
 	if c, err = Parse("mm.toml", []byte(pg)); err != nil {
@@ -128,6 +144,7 @@ func TestBadConfigs(t *testing.T) {
 		{"multi-master pair without witness", mm("", "x"), `field witness: missing: two multi-master nodes`},
 		{"multi-master negative window", mm("", "") + "[multi_master]\nwindow_writesets = -1\n", `field multi_master.window_writesets`},
 		{"multi-master batch delay too long", mm("", "") + "[multi_master]\napply_batch_delay = \"2s\"\n", `field multi_master.apply_batch_delay: 2s: must be between 0`},
+		{"multi-master sequence stride below the nodes", mm("", "") + "[multi_master]\nsequence_stride = 2\n", `field multi_master.sequence_stride: 2: must be at least the number of nodes (3)`},
 		{"bad design name", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\ndesign = \"triple\"", 1), `field design: "triple" is not a design`},
 		{"bad auth", strings.Replace(good, `cluster = "c"`, "cluster = \"c\"\nauth = \"ldap\"", 1), `field auth: "ldap"`},
 		{"no users", "cluster = \"c\"\n[[nodes]]\nid = \"n1\"\nlisten = \"127.0.0.1:7001\"\n", "field users: no users"},

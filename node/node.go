@@ -335,6 +335,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 				}
 			}
 			if c.MultiMaster() {
+				// Every node draws from its sequences only values of its
+				// own (multi_master.sequence_stride).
+				be.SetSequenceStride(c.SequenceStride(id))
 				if mm, coord, err = startMultiMaster(ctx, c, id, be, func(a *multimaster.Agent) error { return be.EnableMultiMaster(ctx, a) }, ident, token, log, reg); err != nil {
 					return err
 				}

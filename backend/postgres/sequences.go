@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -26,6 +27,9 @@ type seqFence struct {
 	// multi-master's fence after each applied batch; nil: not loaded
 	// (at start and after every applied DDL). Guarded by Backend.applyMu.
 	targets map[string][]fenceTarget
+	// stride and offset: multi-master's interleaved sequences
+	// (SetSequenceStride). Stride <= 1: none.
+	stride, offset int64
 }
 
 // fenceTarget is one sequence feeding one column: fenceSQL's loop body
@@ -33,12 +37,24 @@ type seqFence struct {
 type fenceTarget struct {
 	table, col, seq string // the table and sequence as regclass text, the column quoted
 	max             int64  // the sequence's MAXVALUE
+	inc             int64  // its INCREMENT
 }
 
 // sql moves the sequence past the column's largest value, as fenceSQL's
-// loop body does: never backwards, never past MAXVALUE.
-func (t fenceTarget) sql() string {
+// loop body does: never backwards, never past MAXVALUE. With a stride (a
+// sequence strideSQL interleaves), the next value is the first past the
+// column's largest that is the node's own (offset modulo stride).
+func (t fenceTarget) sql(stride, offset int64) string {
 	lit := "'" + strings.ReplaceAll(t.seq, "'", "''") + "'"
+	// A sequence that counted by 1 when the list was read counts by the
+	// stride by the time the node draws from it (strideSQL runs before
+	// the first write after an applied DDL).
+	if stride > 1 && (t.inc == stride || t.inc == 1) {
+		k, r := strconv.FormatInt(stride, 10), strconv.FormatInt(offset, 10)
+		return "SELECT setval(" + lit + "::regclass, s.n::bigint, false) FROM (SELECT x.m + 1 + (((" + r + " - (x.m + 1)) % " + k + ") + " + k + ") % " + k +
+			" AS n FROM (SELECT max(" + t.col + ")::numeric AS m FROM " + t.table + ") x) s, " + t.seq +
+			" q WHERE s.n IS NOT NULL AND s.n <= " + strconv.FormatInt(t.max, 10) + " AND s.n > CASE WHEN q.is_called THEN q.last_value + " + k + " ELSE q.last_value END"
+	}
 	return "SELECT setval(" + lit + "::regclass, s.m::bigint, true) FROM (SELECT max(" + t.col + ")::numeric AS m FROM " + t.table + ") s, " + t.seq +
 		" q WHERE s.m IS NOT NULL AND s.m <= " + strconv.FormatInt(t.max, 10) + " AND (s.m > q.last_value OR (s.m = q.last_value AND NOT q.is_called))"
 }
@@ -69,7 +85,7 @@ const fenceCatalog = `
     WHERE c.relname NOT LIKE '\_tandem\_%' AND q.seqincrement > 0`
 
 // fenceTargetsQuery lists what fenceSQL loops over, by table name.
-const fenceTargetsQuery = `SELECT DISTINCT c.relname, d.tbl::regclass::text, quote_ident(a.attname), d.seq::regclass::text, q.seqmax` + fenceCatalog
+const fenceTargetsQuery = `SELECT DISTINCT c.relname, d.tbl::regclass::text, quote_ident(a.attname), d.seq::regclass::text, q.seqmax, q.seqincrement` + fenceCatalog
 
 // loadFenceTargets reads fenceTargetsQuery on c (the apply connection,
 // outside a transaction).
@@ -84,7 +100,11 @@ func loadFenceTargets(ctx context.Context, c *pgconn.PgConn) (map[string][]fence
 		if err != nil {
 			return nil, fmt.Errorf("postgres: sequence %s: MAXVALUE %q: %w", r[3], r[4], err)
 		}
-		out[r[0]] = append(out[r[0]], fenceTarget{table: r[1], col: r[2], seq: r[3], max: mx})
+		inc, err := strconv.ParseInt(r[5], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: sequence %s: INCREMENT %q: %w", r[3], r[5], err)
+		}
+		out[r[0]] = append(out[r[0]], fenceTarget{table: r[1], col: r[2], seq: r[3], max: mx, inc: inc})
 	}
 	return out, nil
 }
@@ -117,7 +137,7 @@ func (b *Backend) fenceStatements(ctx context.Context, c *pgconn.PgConn, batch [
 			}
 			seen[r.Table] = true
 			for _, t := range b.seqs.targets[r.Table] {
-				out = append(out, t.sql())
+				out = append(out, t.sql(b.seqs.stride, b.seqs.offset))
 			}
 		}
 	}
@@ -127,11 +147,16 @@ func (b *Backend) fenceStatements(ctx context.Context, c *pgconn.PgConn, batch [
 // fenceSQL sets every sequence that feeds a column of a table
 // (fenceCatalog) to at least the column's largest value, so nextval
 // returns a larger one. Sequences that count down are left alone.
-const fenceSQL = `DO $f$
+var fenceSQL = fenceDO("")
+
+// fenceDO is fenceSQL for the sequences that also meet the condition
+// extra on q (pg_sequence): "AND ...", or "" for all.
+func fenceDO(extra string) string {
+	return `DO $f$
 DECLARE r record; m numeric; cur record;
 BEGIN
   FOR r IN
-    SELECT DISTINCT d.seq, d.tbl, a.attname AS col, q.seqincrement AS inc, q.seqmax AS mx` + fenceCatalog + `
+    SELECT DISTINCT d.seq, d.tbl, a.attname AS col, q.seqincrement AS inc, q.seqmax AS mx` + fenceCatalog + " " + extra + `
   LOOP
     EXECUTE format('SELECT max(%I)::numeric FROM %s', r.col, r.tbl::regclass) INTO m;
     CONTINUE WHEN m IS NULL OR m > r.mx;
@@ -141,6 +166,62 @@ BEGIN
     END IF;
   END LOOP;
 END $f$`
+}
+
+// strideSQL interleaves the node's sequences with the other nodes' in
+// multi-master (DESIGN.md, "Sequences in multi-master"): every sequence
+// of the database that counts up by 1 is altered to count up by stride,
+// and every sequence that counts by stride is moved to its next value
+// that is the node's own (offset modulo stride), past the values it
+// handed out and past the largest value of each column it feeds. Two
+// nodes then never draw the same value. ALTER SEQUENCE locks the
+// sequence against nextval until the block ends, so what it reads is
+// the last value drawn; a sequence already interleaved only moves
+// forward.
+func strideSQL(stride, offset int64) string {
+	k, r := strconv.FormatInt(stride, 10), strconv.FormatInt(offset, 10)
+	return `DO $f$
+DECLARE sq record; col record; mcol numeric; nxt numeric; was numeric; cur record;
+BEGIN
+  FOR sq IN
+    SELECT q.seqrelid AS seq, q.seqincrement AS inc, q.seqmax AS mx
+      FROM pg_sequence q
+      JOIN pg_class c ON c.oid = q.seqrelid AND c.relpersistence <> 't'
+      JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_temp%'
+      WHERE c.relname NOT LIKE '\_tandem\_%' AND q.seqincrement IN (1, ` + k + `)
+  LOOP
+    IF sq.inc <> ` + k + ` THEN
+      EXECUTE format('ALTER SEQUENCE %s INCREMENT BY ` + k + `', sq.seq::regclass);
+    END IF;
+    EXECUTE format('SELECT last_value, is_called FROM %s', sq.seq::regclass) INTO cur;
+    was := CASE WHEN cur.is_called THEN cur.last_value + sq.inc ELSE cur.last_value END;
+    nxt := was;
+    FOR col IN SELECT d.tbl, a.attname AS name` + fenceCatalog + ` AND d.seq = sq.seq
+    LOOP
+      EXECUTE format('SELECT max(%I)::numeric FROM %s', col.name, col.tbl::regclass) INTO mcol;
+      IF mcol IS NOT NULL AND mcol + 1 > nxt THEN
+        nxt := mcol + 1;
+      END IF;
+    END LOOP;
+    nxt := nxt + (((` + r + ` - nxt) % ` + k + `) + ` + k + `) % ` + k + `;
+    IF nxt <= sq.mx AND (sq.inc <> ` + k + ` OR nxt <> was) THEN
+      PERFORM setval(sq.seq::regclass, nxt::bigint, false);
+    END IF;
+  END LOOP;
+END $f$`
+}
+
+// SetSequenceStride makes a multi-master node draw from its sequences
+// only values that are offset modulo stride (stride > 1; the node's place
+// in the cluster), so that nodes drawing at the same moment never draw
+// the same value (MySQL's auto_increment_increment and _offset, which
+// Galera sets the same way). Call it before serving sessions.
+func (b *Backend) SetSequenceStride(stride, offset int) {
+	b.seqs.mu.Lock()
+	defer b.seqs.mu.Unlock()
+	b.seqs.stride, b.seqs.offset = int64(stride), int64(offset)
+	b.seqs.fenced.Store(false)
+}
 
 // fenceSequences runs the fence once before the first write transaction
 // after start-up and after each stretch of applying; other writers wait
@@ -159,6 +240,24 @@ func (b *Backend) fenceSequences(ctx context.Context) error {
 		return fmt.Errorf("postgres: fence sequences: %w", err)
 	}
 	defer c.Close(context.Background())
+	if k := b.seqs.stride; k > 1 {
+		// Interleave first, then fence the sequences that count by
+		// other steps as in the other designs. The ALTERs wait for
+		// sessions that drew from a sequence in an open transaction: if
+		// one does not end soon, this write goes on and the next one
+		// tries again (until then the node may draw a value another
+		// node draws: an abort, not a duplicate).
+		ks := strconv.FormatInt(k, 10)
+		if _, err := c.Exec(ctx, "SET lock_timeout = '200ms'; "+strideSQL(k, b.seqs.offset)+"; "+fenceDO("AND q.seqincrement NOT IN (1, "+ks+")")).ReadAll(); err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "55P03" {
+				return nil
+			}
+			return fmt.Errorf("postgres: interleave the sequences (multi_master.sequence_stride %d): %w", k, err)
+		}
+		b.seqs.fenced.Store(true)
+		return nil
+	}
 	if _, err := c.Exec(ctx, fenceSQL).ReadAll(); err != nil {
 		return fmt.Errorf("postgres: fence sequences past the replicated rows: %w", err)
 	}

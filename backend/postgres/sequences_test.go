@@ -169,3 +169,99 @@ func TestCopyLoads(t *testing.T) {
 		}
 	}
 }
+
+// TestStrideSequences: with a stride (multi-master), the fence makes every
+// sequence that counts up by 1 count by the stride and moves it to the
+// node's own residue past what it handed out and past its columns' values;
+// a descending sequence is left alone; the fence after an applied batch
+// keeps the residue; a second node's residue never meets the first's.
+func TestStrideSequences(t *testing.T) {
+	ctx := context.Background()
+	m, c := startTestServer(t)
+	fenceFixture(ctx, t, c)
+	b, err := NewBackend(ctx, m.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := pgconn.Connect(ctx, m.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close(ctx)
+	batch := []*writeset.Writeset{{Rows: []writeset.Row{{Table: "f_serial", Op: writeset.OpInsert}, {Table: "f_ahead", Op: writeset.OpInsert}}}}
+	// The batch fence's list is read while the sequences count by 1, as
+	// when a batch applied a CREATE TABLE before the node wrote.
+	if _, err := b.fenceStatements(ctx, ac, batch); err != nil {
+		t.Fatal(err)
+	}
+	b.SetSequenceStride(3, 2)
+	if err := b.fenceSequences(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{
+		"f_serial_id_seq":      8,          // past 7
+		"f_big_id_seq":         5000000003, // past 5000000000, 2 modulo 3
+		"f_ident_id_seq":       5,          // past 3
+		"f_free":               152,        // past 150
+		"f_ahead_id_seq":       53,         // past its own 50
+		"f_down":               -1,         // counts down: untouched
+		"f_unused":             2,
+		"f_empty_id_seq":       2,
+		`"Odd ""T'x_id_seq"`: 44,
+	}
+	draw := func(seq string) int64 {
+		t.Helper()
+		var got int64
+		if err := c.QueryRow(ctx, "SELECT nextval($1::regclass)", seq).Scan(&got); err != nil {
+			t.Fatalf("nextval(%s): %v", seq, err)
+		}
+		return got
+	}
+	for seq, w := range want {
+		if got := draw(seq); got != w {
+			t.Errorf("after the fence nextval(%s) = %d, want %d", seq, got, w)
+		}
+		step := int64(3)
+		if seq == "f_down" {
+			step = -1
+		}
+		if got := draw(seq); got != w+step {
+			t.Errorf("second nextval(%s) = %d, want %d", seq, got, w+step)
+		}
+	}
+	// Fenced again (a restart, a re-seed): interleaved sequences only move
+	// forward, and stay on the residue.
+	b.seqs.stale()
+	if err := b.fenceSequences(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := draw("f_serial_id_seq"); got != 14 {
+		t.Errorf("after a second fence nextval(f_serial_id_seq) = %d, want 14", got)
+	}
+	// A batch applied another node's rows: the batch's fence moves past
+	// them to the node's next own value, and leaves a sequence ahead.
+	for _, q := range []string{"INSERT INTO f_serial VALUES (19), (21)", "INSERT INTO f_ahead VALUES (30)"} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stmts, err := b.fenceStatements(ctx, ac, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range stmts {
+		if _, err := ac.Exec(ctx, q).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if got := draw("f_serial_id_seq"); got != 23 {
+		t.Errorf("after a batch of rows up to 21 nextval(f_serial_id_seq) = %d, want 23 (past 21, 2 modulo 3)", got)
+	}
+	if got := draw("f_ahead_id_seq"); got != 59 {
+		t.Errorf("f_ahead_id_seq (ahead of the batch's 30) drew %d, want 59", got)
+	}
+	var incs int
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_sequence WHERE seqincrement = 3").Scan(&incs); err != nil || incs != 8 {
+		t.Errorf("%d sequences count by 3 (%v), want 8 (all but the descending one)", incs, err)
+	}
+}
