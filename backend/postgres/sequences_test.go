@@ -199,14 +199,14 @@ func TestStrideSequences(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int64{
-		"f_serial_id_seq":      8,          // past 7
-		"f_big_id_seq":         5000000003, // past 5000000000, 2 modulo 3
-		"f_ident_id_seq":       5,          // past 3
-		"f_free":               152,        // past 150
-		"f_ahead_id_seq":       53,         // past its own 50
-		"f_down":               -1,         // counts down: untouched
-		"f_unused":             2,
-		"f_empty_id_seq":       2,
+		"f_serial_id_seq":    8,          // past 7
+		"f_big_id_seq":       5000000003, // past 5000000000, 2 modulo 3
+		"f_ident_id_seq":     5,          // past 3
+		"f_free":             152,        // past 150
+		"f_ahead_id_seq":     53,         // past its own 50
+		"f_down":             -1,         // counts down: untouched
+		"f_unused":           2,
+		"f_empty_id_seq":     2,
 		`"Odd ""T'x_id_seq"`: 44,
 	}
 	draw := func(seq string) int64 {
