@@ -78,6 +78,25 @@ func fenceFixture(ctx context.Context, t *testing.T, c *pgx.Conn) {
 	}
 }
 
+// fenceServer starts a server with fenceFixture's tables and returns a
+// back end on it, a client connection and an apply connection (closed
+// when the test ends).
+func fenceServer(ctx context.Context, t *testing.T) (*Backend, *pgx.Conn, *pgconn.PgConn) {
+	t.Helper()
+	m, c := startTestServer(t)
+	fenceFixture(ctx, t, c)
+	b, err := NewBackend(ctx, m.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := pgconn.Connect(ctx, m.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ac.Close(context.Background()) })
+	return b, c, ac
+}
+
 // checkFenced checks every sequence of fenceFixture after a fence.
 func checkFenced(ctx context.Context, t *testing.T, c *pgx.Conn) {
 	t.Helper()
@@ -110,17 +129,7 @@ func checkFenced(ctx context.Context, t *testing.T, c *pgx.Conn) {
 // and nothing for a batch of deletes or of tables without sequences.
 func TestFenceStatements(t *testing.T) {
 	ctx := context.Background()
-	m, c := startTestServer(t)
-	fenceFixture(ctx, t, c)
-	b, err := NewBackend(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := pgconn.Connect(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close(ctx)
+	b, c, ac := fenceServer(ctx, t)
 	rows := func(op writeset.Op, tables ...string) []*writeset.Writeset {
 		ws := &writeset.Writeset{}
 		for _, tb := range tables {
@@ -177,17 +186,7 @@ func TestCopyLoads(t *testing.T) {
 // keeps the residue; a second node's residue never meets the first's.
 func TestStrideSequences(t *testing.T) {
 	ctx := context.Background()
-	m, c := startTestServer(t)
-	fenceFixture(ctx, t, c)
-	b, err := NewBackend(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := pgconn.Connect(ctx, m.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ac.Close(ctx)
+	b, c, ac := fenceServer(ctx, t)
 	batch := []*writeset.Writeset{{Rows: []writeset.Row{{Table: "f_serial", Op: writeset.OpInsert}, {Table: "f_ahead", Op: writeset.OpInsert}}}}
 	// The batch fence's list is read while the sequences count by 1, as
 	// when a batch applied a CREATE TABLE before the node wrote.
