@@ -177,7 +177,8 @@ END $f$`
 // nodes then never draw the same value. ALTER SEQUENCE locks the
 // sequence against nextval until the block ends, so what it reads is
 // the last value drawn; a sequence already interleaved only moves
-// forward.
+// forward. A sequence the node's role may not alter (an external
+// server's, owned by another role) is left as it is.
 func strideSQL(stride, offset int64) string {
 	k, r := strconv.FormatInt(stride, 10), strconv.FormatInt(offset, 10)
 	return `DO $f$
@@ -191,7 +192,11 @@ BEGIN
       WHERE c.relname NOT LIKE '\_tandem\_%' AND q.seqincrement IN (1, ` + k + `)
   LOOP
     IF sq.inc <> ` + k + ` THEN
-      EXECUTE format('ALTER SEQUENCE %s INCREMENT BY ` + k + `', sq.seq::regclass);
+      BEGIN
+        EXECUTE format('ALTER SEQUENCE %s INCREMENT BY ` + k + `', sq.seq::regclass);
+      EXCEPTION WHEN insufficient_privilege THEN
+        CONTINUE; -- another role's sequence on an external server: left as it is
+      END;
     END IF;
     EXECUTE format('SELECT last_value, is_called FROM %s', sq.seq::regclass) INTO cur;
     was := CASE WHEN cur.is_called THEN cur.last_value + sq.inc ELSE cur.last_value END;

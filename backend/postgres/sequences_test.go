@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -262,5 +263,50 @@ func TestStrideSequences(t *testing.T) {
 	var incs int
 	if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_sequence WHERE seqincrement = 3").Scan(&incs); err != nil || incs != 8 {
 		t.Errorf("%d sequences count by 3 (%v), want 8 (all but the descending one)", incs, err)
+	}
+}
+
+// TestStrideSequencesNotOwner: a sequence the back end's role may not
+// alter (an external server's, another role's) is left as it is, and the
+// others are interleaved.
+func TestStrideSequencesNotOwner(t *testing.T) {
+	ctx := context.Background()
+	m, c := startTestServer(t)
+	for _, q := range []string{
+		"CREATE ROLE app LOGIN",
+		"GRANT CREATE, USAGE ON SCHEMA public TO app",
+		"CREATE TABLE theirs (id serial PRIMARY KEY)",
+		"CREATE TABLE mine (id serial PRIMARY KEY)",
+		"ALTER TABLE mine OWNER TO app",
+		"GRANT SELECT ON theirs TO app",
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	dsn := strings.NewReplacer("user=postgres", "user=app", "postgres://postgres@", "postgres://app@").Replace(m.DSN("postgres"))
+	b, err := NewBackend(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetSequenceStride(4, 3)
+	if err := b.fenceSequences(ctx); err != nil {
+		t.Fatalf("fence as a role that owns one sequence of two: %v", err)
+	}
+	rows, err := c.Query(ctx, "SELECT sequencename, increment_by FROM pg_sequences ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var inc int64
+		if err := rows.Scan(&name, &inc); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = inc
+	}
+	if got["mine_id_seq"] != 4 || got["theirs_id_seq"] != 1 {
+		t.Errorf("increments %v, want mine_id_seq 4 (its owner's) and theirs_id_seq 1 (another role's)", got)
 	}
 }
