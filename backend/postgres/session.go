@@ -166,8 +166,10 @@ type Session struct {
 	// statement, after doomed was reported (abortedErr).
 	cancelAt atomic.Int64
 	pid      uint32
-	snap     uint64
-	snapOK   bool
+	// setvalRan: the session's last statement called setval (restride).
+	setvalRan bool
+	snap      uint64
+	snapOK    bool
 	// certifying: the session's COMMIT is capturing, rolling back and
 	// certifying (the applier does not abort it).
 	certifying atomic.Bool
@@ -303,6 +305,7 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 
 func (s *Session) executeRaw(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Result, error) {
 	st := ps.(*Statement)
+	defer s.restride(st)()
 	switch st.kind {
 	case "BEGIN", "START":
 		if s.inTx {
@@ -551,6 +554,25 @@ func writes(st *Statement) bool {
 		return strings.Contains(u, "INSERT") || strings.Contains(u, "UPDATE") || strings.Contains(u, "DELETE")
 	}
 	return true
+}
+
+// restride: a client's setval puts a sequence where it says, which in
+// multi-master may be off the node's residue (the stride), so the next
+// write fences the sequences again (strideSQL moves it forward to the
+// node's next own value). Marked when the statement returns, and again
+// before the session's next statement, when the setval surely ran.
+func (s *Session) restride(st *Statement) func() {
+	if s.setvalRan {
+		s.setvalRan = false
+		s.b.seqs.stale()
+	}
+	if s.b.seqs.stride <= 1 || !strings.Contains(strings.ToLower(st.sql), "setval") {
+		return func() {}
+	}
+	return func() {
+		s.setvalRan = true
+		s.b.seqs.stale()
+	}
 }
 
 func isDDL(kind string) bool {
