@@ -169,7 +169,7 @@ END $f$`
 }
 
 // strideSQL interleaves the node's sequences with the other nodes' in
-// multi-master (DESIGN.md, "Sequences in multi-master"): every sequence
+// multi-master (DESIGN.md, "Sequences interleave in multi-master"): every sequence
 // of the database that counts up by 1 is altered to count up by stride,
 // and every sequence that counts by stride is moved to its next value
 // that is the node's own (offset modulo stride), past the values it

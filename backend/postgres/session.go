@@ -186,6 +186,9 @@ type Statement struct {
 	// oneShot: the statement runs once (a simple Query's): a large one
 	// lets go of its text before it runs (releaseText).
 	oneShot bool
+	// setval: multi-master with a sequence stride, and the text calls
+	// setval (restride); read once, at Prepare.
+	setval bool
 }
 
 // SetOneShot implements pgwire.OneShot.
@@ -261,6 +264,7 @@ func (s *Session) PrepareTyped(ctx context.Context, sql string, paramOIDs []uint
 	defer s.use.Unlock()
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
+	st.setval = s.b.seqs.stride > 1 && strings.Contains(strings.ToLower(sql), "setval")
 	if len(words) > 0 {
 		st.kind = words[0]
 	}
@@ -566,7 +570,7 @@ func (s *Session) restride(st *Statement) func() {
 		s.setvalRan = false
 		s.b.seqs.stale()
 	}
-	if s.b.seqs.stride <= 1 || !strings.Contains(strings.ToLower(st.sql), "setval") {
+	if !st.setval {
 		return func() {}
 	}
 	return func() {
