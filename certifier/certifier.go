@@ -157,13 +157,16 @@ func (s *State) Bytes() int64 { return s.bytes }
 func (s *State) Remembered() int { return len(s.ids) }
 
 // Validate checks what Certify requires of a request, apart from the
-// state: an id, and sorted unique keys with table names.
+// state: an id, and sorted unique keys with table names (none only with a
+// writeset).
 func (r *Request) Validate() error {
 	if r.ID == "" {
 		return fmt.Errorf("%w: the request has no id", ErrBadRequest)
 	}
-	if len(r.Keys) == 0 {
-		return fmt.Errorf("%w: request %s has no keys (a read-only transaction commits without certification)", ErrBadRequest, r.ID)
+	if len(r.Keys) == 0 && len(r.Writeset) == 0 {
+		// A writeset without keys is one that collides with nothing
+		// (interleaved sequence draws only): it always commits.
+		return fmt.Errorf("%w: request %s has no keys and no writeset (a read-only transaction commits without certification)", ErrBadRequest, r.ID)
 	}
 	for i, k := range r.Keys {
 		if k.Table == "" {

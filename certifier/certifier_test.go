@@ -268,3 +268,22 @@ func TestRequestEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestCertifyNoKeys: a writeset without keys (interleaved sequence draws
+// only) commits whatever was written after its snapshot.
+func TestCertifyNoKeys(t *testing.T) {
+	s := New()
+	k := Key{Table: "t", PK: "1"}
+	for i, id := range []string{"a", "b"} {
+		if d, err := s.Certify(Request{ID: id, Snapshot: uint64(i), Keys: []Key{k}, Writeset: []byte{1}}, Window{}); err != nil || !d.Committed {
+			t.Fatalf("%s: %+v %v", id, d, err)
+		}
+	}
+	d, err := s.Certify(Request{ID: "draw", Snapshot: 0, Writeset: []byte{1}}, Window{})
+	if err != nil || !d.Committed || d.GSN != 3 {
+		t.Fatalf("keyless writeset: %+v %v, want a commit at GSN 3", d, err)
+	}
+	if _, err := s.Certify(Request{ID: "empty", Snapshot: 3}, Window{}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("neither keys nor writeset: %v", err)
+	}
+}

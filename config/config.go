@@ -80,11 +80,13 @@ type MultiMasterConf struct {
 	// much longer (PostgreSQL's commit_delay trades the same way).
 	// Default 0: apply at once. At most 1s.
 	ApplyBatchDelay Duration `toml:"apply_batch_delay"`
-	// SequenceStride interleaves the nodes' sequences on PostgreSQL back
-	// ends: every sequence that counts up by 1 counts by the stride, and
-	// node i (its place in [[nodes]], from 0) draws only values that are
-	// i+1 modulo the stride, so two nodes never draw the same value
-	// (MySQL's auto_increment_increment and _offset, as Galera sets them).
+	// SequenceStride interleaves the nodes' sequences: node i (its place
+	// in [[nodes]], from 0) draws from every sequence that counts up by 1
+	// only values that are i+1 modulo the stride, so two nodes never draw
+	// the same value (MySQL's auto_increment_increment and _offset, as
+	// Galera sets them). On PostgreSQL back ends such sequences count by
+	// the stride; on SQLite the draw skips to the node's next value and
+	// conflicts with no other node's draw.
 	// Default 0: the number of nodes. 1: no interleaving (concurrent draws
 	// on two nodes may collide: one transaction aborts). Every node must
 	// use the same value; a larger one leaves room to add nodes.

@@ -217,6 +217,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 			}
 		}
 		if c.MultiMaster() {
+			// Every node draws from its sequences only values of its own
+			// (multi_master.sequence_stride).
+			db.SetSequenceStride(c.SequenceStride(id))
 			if mm, coord, err = startMultiMaster(ctx, c, id, db, func(a *multimaster.Agent) error { return db.EnableReplication(a) }, ident, token, log, reg); err != nil {
 				return err
 			}

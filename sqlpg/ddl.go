@@ -1403,7 +1403,7 @@ func (t *translator) addIdentity(table string, cmd *pg_query.AlterTableCmd) ([]s
 		identity = "d"
 	}
 	script := []string{seq.SQL,
-		"UPDATE _tandem_sequences SET owner_table = " + quoteLit(table) + ", owner_column = " + quoteLit(col.Name) + " WHERE name = " + quoteLit(seqName)}
+		"UPDATE _tandem_sequences SET owner_table = " + quoteLit(table) + ", owner_column = " + quoteLit(col.Name) + ", stride = 0 WHERE name = " + quoteLit(seqName)}
 	script = append(script, alterColumnScript(table, col.Name, AlterSetDefault, "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(seqName))+")", "")...)
 	return append(script, "UPDATE _tandem_columns SET identity = "+quoteLit(identity)+", sequence = "+quoteLit(seqName)+
 		" WHERE table_name = "+quoteLit(table)+" AND column_name = "+quoteLit(col.Name)), nil
@@ -1676,7 +1676,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		oldCall, newCall := "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(name))+")", "_tandem_nextval("+quoteLit(quoteIdentIfNeeded(s.Newname))+")"
 		tr.Script = append(tr.Script,
 			fmt.Sprintf("SELECT _pg_raise('42P07', %s) WHERE EXISTS (SELECT 1 FROM _tandem_sequences WHERE name = %s)", quoteLit(fmt.Sprintf("relation %q already exists", s.Newname)), quoteLit(s.Newname)),
-			"UPDATE _tandem_sequences SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
+			"UPDATE _tandem_sequences SET name = "+quoteLit(s.Newname)+", stride = 0 WHERE name = "+quoteLit(name),
 			"UPDATE _tandem_columns SET sequence = "+quoteLit(s.Newname)+" WHERE sequence = "+quoteLit(name), renameComments(name, s.Newname),
 			"PRAGMA writable_schema = ON",
 			fmt.Sprintf("UPDATE sqlite_master SET sql = replace(sql, %s, %s) WHERE type = 'table' AND instr(sql, %s) > 0", quoteLit(oldCall), quoteLit(newCall), quoteLit(oldCall)),
@@ -1710,7 +1710,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		tr.Script = append(before, "ALTER TABLE "+quoteIdent(name)+" RENAME TO "+quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
 			"UPDATE _tandem_constraints SET table_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name),
-			"UPDATE _tandem_sequences SET owner_table = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name),
+			"UPDATE _tandem_sequences SET owner_table = "+quoteLit(s.Newname)+", stride = 0 WHERE owner_table = "+quoteLit(name),
 			"UPDATE _tandem_matviews SET name = "+quoteLit(s.Newname)+" WHERE name = "+quoteLit(name),
 			renameComments(name, s.Newname))
 		tr.Script = append(tr.Script, after...)
@@ -1722,7 +1722,7 @@ func (t *translator) rename(s *pg_query.RenameStmt, tr *Translation) (*Translati
 		before, after := viewRenameScripts(name, s.Subname, s.Newname, true)
 		tr.Script = append(before, "ALTER TABLE "+quoteIdent(name)+" RENAME COLUMN "+quoteIdent(s.Subname)+" TO "+quoteIdent(s.Newname),
 			"UPDATE _tandem_columns SET column_name = "+quoteLit(s.Newname)+" WHERE table_name = "+quoteLit(name)+" AND column_name = "+quoteLit(s.Subname),
-			"UPDATE _tandem_sequences SET owner_column = "+quoteLit(s.Newname)+" WHERE owner_table = "+quoteLit(name)+" AND owner_column = "+quoteLit(s.Subname),
+			"UPDATE _tandem_sequences SET owner_column = "+quoteLit(s.Newname)+", stride = 0 WHERE owner_table = "+quoteLit(name)+" AND owner_column = "+quoteLit(s.Subname),
 			"UPDATE _tandem_comments SET column_name = "+quoteLit(s.Newname)+" WHERE kind = 'col' AND name = "+quoteLit(name)+" AND column_name = "+quoteLit(s.Subname))
 		tr.Script = append(tr.Script, after...)
 	default:

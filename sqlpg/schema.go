@@ -31,7 +31,9 @@ CREATE TABLE IF NOT EXISTS _tandem_sequences (
 	last_value  INTEGER NOT NULL DEFAULT 1,
 	is_called   INTEGER NOT NULL DEFAULT 0,
 	owner_table TEXT,
-	owner_column TEXT
+	owner_column TEXT,
+	generation  INTEGER NOT NULL DEFAULT 0, -- counts setval, RESTART and cycles: the writes that move last_value back (writeset.SequenceTable)
+	stride      INTEGER NOT NULL DEFAULT 0  -- the last draw's multi-master stride, 0 for any other write
 );
 CREATE TABLE IF NOT EXISTS _tandem_constraints (
 	name       TEXT PRIMARY KEY, -- the index ALTER TABLE ADD CONSTRAINT made
@@ -61,6 +63,26 @@ CREATE TABLE IF NOT EXISTS _tandem_enums (
 	name   TEXT NOT NULL UNIQUE, -- CREATE TYPE name AS ENUM
 	labels TEXT NOT NULL         -- the labels in order, a JSON array
 );`
+
+// MetadataUpgrade brings metadata tables made by an earlier tandem up to
+// MetadataDDL's shape: the statements to run, given a query that answers
+// whether a table has a column. The back end runs them after MetadataDDL.
+func MetadataUpgrade(hasColumn func(table, column string) (bool, error)) ([]string, error) {
+	var out []string
+	for _, c := range []struct{ table, column, def string }{
+		{"_tandem_sequences", "generation", "INTEGER NOT NULL DEFAULT 0"},
+		{"_tandem_sequences", "stride", "INTEGER NOT NULL DEFAULT 0"},
+	} {
+		ok, err := hasColumn(c.table, c.column)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, "ALTER TABLE "+c.table+" ADD COLUMN "+c.column+" "+c.def)
+		}
+	}
+	return out, nil
+}
 
 // TempColumnsDDL creates, in a connection's temporary schema, the copy of
 // _tandem_columns that describes the session's temporary tables (a

@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"sync"
 
@@ -161,7 +162,7 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 			if num == "" {
 				num = "start_value"
 			}
-			sets = append(sets, "last_value = coalesce(_tandem_seq_reset(name), "+num+")", "is_called = 0")
+			sets = append(sets, "last_value = coalesce(_tandem_seq_reset(name), "+num+")", "is_called = 0", "generation = generation + 1")
 		case d.Defname == "increment" && num != "":
 			sets = append(sets, "increment = "+num)
 		case d.Defname == "start" && num != "":
@@ -198,6 +199,8 @@ func (t *translator) alterSequence(s *pg_query.AlterSeqStmt, tr *Translation) (*
 		tr.Noop = true
 		return tr, nil
 	}
+	// stride = 0: the row's image is not a draw's (writeset.SequenceTable).
+	sets = append(sets, "stride = 0")
 	tr.SQL = fmt.Sprintf("UPDATE _tandem_sequences SET %s WHERE name = %s", strings.Join(sets, ", "), quoteLit(name))
 	if !s.MissingOk {
 		t.seqNames = append(t.seqNames, name)
@@ -248,14 +251,66 @@ func (t *translator) sequenceFuncs(n *pg_query.Node) {
 	})
 }
 
-// nextvalSQL advances one sequence and answers its new value (a
-// sequence past its bound cycles or fails with 2200H).
-const nextvalSQL = `UPDATE _tandem_sequences SET last_value = CASE WHEN NOT is_called AND (?2 IS NULL OR increment > 0 AND ?2 < last_value OR increment < 0 AND ?2 > last_value) THEN last_value
-	WHEN ?2 IS NOT NULL AND increment > 0 AND ?2 >= last_value + increment AND ?2 <= max_value - increment THEN ?2 + increment
-	WHEN ?2 IS NOT NULL AND increment < 0 AND ?2 <= last_value + increment AND ?2 >= min_value - increment THEN ?2 + increment
-	WHEN last_value + increment > max_value OR last_value + increment < min_value THEN
-		CASE WHEN cycle THEN CASE WHEN increment > 0 THEN min_value ELSE max_value END ELSE _tandem_seq_exhausted(name, CASE WHEN increment > 0 THEN max_value ELSE min_value END, increment > 0) END
-	ELSE last_value + increment END, is_called = 1 WHERE name = ?1 RETURNING last_value`
+// seqRow is what a draw reads of a sequence's row.
+type seqRow struct {
+	last, inc, min, max, gen int64
+	called, cycle            bool
+}
+
+const seqRowSQL = `SELECT last_value, increment, min_value, max_value, generation, is_called, cycle FROM _tandem_sequences WHERE name = ?`
+
+// nextSeqValue is the value a draw hands out after base (called: base was
+// handed out; otherwise base is the first value), and whether it wrapped
+// around (a cycle). With stride k > 1 and an increment of 1 the value is
+// the next one that is offset modulo k (multi-master interleaving).
+func nextSeqValue(name string, r seqRow, base int64, called bool, k, offset int64) (v int64, wrapped bool, err error) {
+	exhausted := func() (int64, bool, error) {
+		if r.inc > 0 {
+			return 0, false, fmt.Errorf("[SQLSTATE 2200H] nextval: reached maximum value of sequence %q (%d)", name, r.max)
+		}
+		return 0, false, fmt.Errorf("[SQLSTATE 2200H] nextval: reached minimum value of sequence %q (%d)", name, r.min)
+	}
+	if k > 1 && r.inc == 1 {
+		// roundUp: the smallest value >= x that is offset modulo k.
+		roundUp := func(x int64) (int64, bool) {
+			d := ((offset-x%k)%k + k) % k
+			if x > math.MaxInt64-d {
+				return 0, false
+			}
+			return x + d, true
+		}
+		x, ok := base, true
+		if called {
+			x, ok = base+1, base < math.MaxInt64
+		}
+		if ok {
+			x, ok = roundUp(x)
+		}
+		if ok && x <= r.max {
+			return x, false, nil
+		}
+		if !r.cycle {
+			return exhausted()
+		}
+		if x, ok = roundUp(r.min); !ok || x > r.max {
+			return exhausted()
+		}
+		return x, true, nil
+	}
+	if !called {
+		return base, false, nil
+	}
+	if r.inc > 0 && base <= r.max-r.inc || r.inc < 0 && base >= r.min-r.inc {
+		return base + r.inc, false, nil
+	}
+	if !r.cycle {
+		return exhausted()
+	}
+	if r.inc > 0 {
+		return r.min, true, nil
+	}
+	return r.max, true, nil
+}
 
 // SeqRelName is the sequence a regclass text names, as PostgreSQL reads
 // it: an unquoted name folds to lower case, a quoted one is kept, the
@@ -302,6 +357,27 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 		}
 		return v[0], true, nil
 	}
+	readSeq := func(name string) (seqRow, bool, error) {
+		var r seqRow
+		rows, err := c.Query(seqRowSQL, []driver.Value{name})
+		if err != nil {
+			return r, false, err
+		}
+		defer rows.Close()
+		v := make([]driver.Value, 7)
+		if err := rows.Next(v); err != nil {
+			if err == io.EOF {
+				return r, false, nil
+			}
+			return r, false, err
+		}
+		ints := make([]int64, 7)
+		for i := range v {
+			ints[i], _ = v[i].(int64)
+		}
+		r = seqRow{last: ints[0], inc: ints[1], min: ints[2], max: ints[3], gen: ints[4], called: ints[5] != 0, cycle: ints[6] != 0}
+		return r, true, nil
+	}
 	missing := func(name string) error {
 		return fmt.Errorf("[SQLSTATE 42P01] relation %q does not exist", name)
 	}
@@ -314,17 +390,38 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 				return nil, nil
 			}
 			name := SeqRelName(fmt.Sprint(toText(rel)))
-			v, ok, err := one(nextvalSQL, name, hwm.last(name))
-			if err == nil && !ok {
-				err = missing(name)
+			r, ok, err := readSeq(name)
+			if err != nil {
+				return nil, err
 			}
-			if n, isInt := v.(int64); err == nil && isInt {
-				hwm.set(name, n)
-				if q := sessionSequences(c); q != nil {
-					q.set(name, n, true)
-				}
+			if !ok {
+				return nil, missing(name)
 			}
-			return v, err
+			base, called := r.last, r.called
+			if h, ok := hwm.last(name); ok && h.gen == r.gen && (!called || r.inc > 0 && h.v > base || r.inc < 0 && h.v < base) {
+				// Handed out by a transaction that rolled back.
+				base, called = h.v, true
+			}
+			k, offset := hwm.stride()
+			v, wrapped, err := nextSeqValue(name, r, base, called, k, offset)
+			if err != nil {
+				return nil, err
+			}
+			if wrapped {
+				r.gen++
+			}
+			stride := int64(0)
+			if k > 1 && r.inc == 1 {
+				stride = k
+			}
+			if _, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = 1, generation = ?, stride = ? WHERE name = ? RETURNING 1`, v, r.gen, stride, name); err != nil {
+				return nil, err
+			}
+			hwm.set(name, r.gen, v)
+			if q := sessionSequences(c); q != nil {
+				q.set(name, v, true)
+			}
+			return v, nil
 		}},
 		{"_tandem_seq_reset", func(rel any) any {
 			// ALTER SEQUENCE ... RESTART, TRUNCATE ... RESTART IDENTITY:
@@ -407,7 +504,9 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 			if n < lo || n > hi {
 				return nil, fmt.Errorf("[SQLSTATE 22003] setval: value %d is out of bounds for sequence %q (%d..%d)", n, name, lo, hi)
 			}
-			v, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = ? WHERE name = ? RETURNING last_value`, n, int64(isCalled), name)
+			// A new generation: the apply of a draw made before it does
+			// not move the sequence off where setval put it.
+			v, _, err := one(`UPDATE _tandem_sequences SET last_value = ?, is_called = ?, generation = generation + 1, stride = 0 WHERE name = ? RETURNING last_value`, n, int64(isCalled), name)
 			if err == nil {
 				hwm.forget(name) // the sequence starts where setval puts it
 			}
@@ -435,13 +534,44 @@ func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 // or a failover the next value follows the committed row, which may give
 // again a value only a rolled-back transaction saw. setval, and a
 // restart (ALTER SEQUENCE ... RESTART leaves the row not called), start
-// over from the row.
+// over from the row: each bumps the row's generation, and a value handed
+// out in an earlier generation no longer counts. In multi-master the
+// node's stride (SetSequenceStride) interleaves the nodes' draws, and a
+// draw records it in the row's stride column (writeset.SequenceTable says
+// what that changes for conflicts and the apply).
 var seqHighWater = struct {
-	mu sync.Mutex
-	m  map[string]int64 // database file + "\x00" + sequence: last value handed out
-}{m: map[string]int64{}}
+	mu     sync.Mutex
+	m      map[string]drawn    // database file + "\x00" + sequence: last value handed out
+	stride map[string][2]int64 // database file: multi-master stride and offset
+}{m: map[string]drawn{}, stride: map[string][2]int64{}}
+
+// drawn is a value handed out, with the sequence's generation then (a
+// setval or RESTART since, here or on another node, makes it moot).
+type drawn struct{ gen, v int64 }
 
 type highWater struct{ db string }
+
+// SetSequenceStride makes the draws on the database of c, from sequences
+// that count up by 1, hand out only values that are offset modulo stride
+// (multi-master: node i of a cluster of stride nodes draws i+1, i+1+stride,
+// ...; writeset.SequenceTable). stride <= 1: every value.
+func SetSequenceStride(c *sqlite3.SQLiteConn, stride, offset int) {
+	db := databaseFile(c)
+	seqHighWater.mu.Lock()
+	defer seqHighWater.mu.Unlock()
+	if stride <= 1 {
+		delete(seqHighWater.stride, db)
+		return
+	}
+	seqHighWater.stride[db] = [2]int64{int64(stride), int64(((offset % stride) + stride) % stride)}
+}
+
+func (h highWater) stride() (k, offset int64) {
+	seqHighWater.mu.Lock()
+	defer seqHighWater.mu.Unlock()
+	s := seqHighWater.stride[h.db]
+	return s[0], s[1]
+}
 
 // SequenceTriggersDDL makes a writing connection forget what it handed
 // out from a sequence that is created or dropped (a table dropped and
@@ -453,20 +583,17 @@ BEGIN SELECT _tandem_seq_reset(NEW.name); END;
 CREATE TEMP TRIGGER IF NOT EXISTS _tandem_seq_dropped AFTER DELETE ON main._tandem_sequences
 BEGIN SELECT _tandem_seq_reset(OLD.name); END`
 
-// last is the last value the node handed out from the sequence, nil
-// when none (nextvalSQL's ?2).
-func (h highWater) last(name string) driver.Value {
+// last is the last value the node handed out from the sequence.
+func (h highWater) last(name string) (drawn, bool) {
 	seqHighWater.mu.Lock()
 	defer seqHighWater.mu.Unlock()
-	if v, ok := seqHighWater.m[h.db+"\x00"+name]; ok {
-		return v
-	}
-	return nil
+	d, ok := seqHighWater.m[h.db+"\x00"+name]
+	return d, ok
 }
 
-func (h highWater) set(name string, v int64) {
+func (h highWater) set(name string, gen, v int64) {
 	seqHighWater.mu.Lock()
-	seqHighWater.m[h.db+"\x00"+name] = v
+	seqHighWater.m[h.db+"\x00"+name] = drawn{gen, v}
 	seqHighWater.mu.Unlock()
 }
 

@@ -657,7 +657,7 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 			tr.Script = append(tr.Script, "DELETE FROM "+quoteIdent(name))
 			if n.TruncateStmt.RestartSeqs {
 				// RESTART IDENTITY: the table's own sequences start again.
-				tr.Script = append(tr.Script, "UPDATE _tandem_sequences SET last_value = coalesce(_tandem_seq_reset(name), start_value), is_called = 0 WHERE owner_table = "+quoteLit(name))
+				tr.Script = append(tr.Script, "UPDATE _tandem_sequences SET last_value = coalesce(_tandem_seq_reset(name), start_value), is_called = 0, generation = generation + 1, stride = 0 WHERE owner_table = "+quoteLit(name))
 			}
 		}
 		tr.SQL = strings.Join(tr.Script, ";\n")

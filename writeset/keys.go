@@ -15,6 +15,8 @@ import "slices"
 // and a text key '1' differ; capture must be consistent about key types).
 // For an update that changes the primary key, both the old and the new key
 // are returned. Rows that break the Row rules contribute what they can.
+// An interleaved sequence draw (Row.SequenceDraw) has no key: it collides
+// with nothing.
 func ConflictKeys(ws *Writeset) []string {
 	if ws == nil || len(ws.Rows) == 0 {
 		return nil
@@ -27,6 +29,9 @@ func ConflictKeys(ws *Writeset) []string {
 			// No key: a row of a table without one conflicts with every
 			// change to its table.
 			keys = append(keys, TableKey(r.Table))
+			continue
+		}
+		if r.SequenceDraw() {
 			continue
 		}
 		buf = appendRowKey(buf[:0], r.Table, r.Key)

@@ -100,6 +100,9 @@ func RowStatement(d Dialect, r *Row) (Stmt, error) {
 }
 
 func rowStatement(d Dialect, r *Row) (Stmt, error) {
+	if st, ok, err := sequenceStatement(d, r); ok {
+		return st, err
+	}
 	var (
 		sql  string
 		err  error

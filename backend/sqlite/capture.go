@@ -71,6 +71,16 @@ func (db *DB) EnableReplication(r Replicator) error {
 	return nil
 }
 
+// SetSequenceStride makes this node's draws from sequences that count up
+// by 1 hand out only values that are offset modulo stride (multi-master:
+// nodes never draw the same value, and a draw conflicts with nothing;
+// writeset.SequenceTable). stride <= 1: every value, as PostgreSQL.
+func (db *DB) SetSequenceStride(stride, offset int) {
+	c := <-db.writer
+	defer func() { db.writer <- c }()
+	sqlpg.SetSequenceStride(c.c, stride, offset)
+}
+
 // AppliedGSN and epoch recorded in the database.
 func (db *DB) AppliedGSN() (gsn, epoch uint64, err error) {
 	c := <-db.writer

@@ -323,6 +323,10 @@ func (db *DB) openConn(ro bool) (*conn, error) {
 			c.close()
 			return nil, fmt.Errorf("sqlite: create metadata tables: %w", err)
 		}
+		if err := upgradeMetadata(c); err != nil {
+			c.close()
+			return nil, fmt.Errorf("sqlite: upgrade metadata tables: %w", err)
+		}
 		if err := c.exec(sqlpg.SequenceTriggersDDL); err != nil {
 			c.close()
 			return nil, fmt.Errorf("sqlite: sequence triggers: %w", err)
@@ -339,6 +343,28 @@ func (db *DB) openConn(ro bool) (*conn, error) {
 		}
 	}
 	return c, nil
+}
+
+// upgradeMetadata adds what a database made by an earlier tandem lacks
+// (sqlpg.MetadataUpgrade).
+func upgradeMetadata(c *conn) error {
+	stmts, err := sqlpg.MetadataUpgrade(func(table, column string) (bool, error) {
+		rows, err := c.c.Query("SELECT 1 FROM pragma_table_info(?) WHERE name = ?", []driver.Value{table, column})
+		if err != nil {
+			return false, err
+		}
+		defer rows.Close()
+		return rows.Next(make([]driver.Value, 1)) == nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, st := range stmts {
+		if err := c.exec(st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Replace swaps the database file for another one (a re-seed from a
