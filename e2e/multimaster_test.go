@@ -1298,6 +1298,22 @@ func testMultiMasterSequences(t *testing.T, backend string) {
 	if id <= 1001 || id%3 != 2 {
 		t.Errorf("after setval(1001) on n1, n2 drew %d, want a value past 1001 that is 2 modulo 3 (n2's)", id)
 	}
+	// A transaction that only draws (an ORM fetching ids ahead): on
+	// SQLite its writeset has no conflict key, and the certifier commits
+	// it; every node's sequence then stands past the value.
+	var drawn int64
+	if err := conns["n3"].QueryRow(ctx, "SELECT nextval('items_id_seq')").Scan(&drawn); err != nil {
+		t.Fatalf("nextval alone on n3: %v", err)
+	}
+	if drawn <= id || drawn%3 != 0 {
+		t.Errorf("nextval alone on n3 drew %d, want a value past %d that is 0 modulo 3 (n3's)", drawn, id)
+	}
+	if backend == "sqlite" {
+		s.waitConverged(s.ids, 20*time.Second)
+		if got := s.sameEverywhere(s.ids, "SELECT last_value FROM items_id_seq"); got != fmt.Sprintf("%d\n", drawn) {
+			t.Errorf("items_id_seq's last_value on every node = %q, want %d (n3's draw, replicated)", got, drawn)
+		}
+	}
 	// Every node at the same moment. The nodes draw interleaved values,
 	// so no insert conflicts with another. Without the stride, on
 	// PostgreSQL two nodes drew the same value and the second insert met

@@ -272,6 +272,12 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 		a.tooOld.Add(1)
 		return &pgwire.Error{Code: "40001", Message: "could not serialize access: " + err.Error(),
 			Hint: "retry the transaction; if this node is far behind, it catches up first", Err: fmt.Errorf("%w: %w", ErrAborted, err)}
+	case errors.Is(err, certifier.ErrBadRequest):
+		// Refused before it was ordered: nothing was committed. A bug of
+		// this node's build (or of a mixed-version cluster), not the
+		// client's.
+		return &pgwire.Error{Code: pgwire.CodeInternal, Message: "tandem: internal error: the certifier refused this transaction's request as malformed, so it was not committed: " + err.Error(),
+			Hint: "report it with the node's log; check that every node runs the same tandem version", Err: fmt.Errorf("%w: %w", ErrAborted, err)}
 	case err != nil && ctx.Err() != nil:
 		return err // the client is gone or canceled
 	case err != nil:
