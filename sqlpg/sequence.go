@@ -342,41 +342,39 @@ func SeqRelName(s string) string {
 // PostgreSQL's do: another session's nextval does not change them.
 func registerSequenceFunctions(c *sqlite3.SQLiteConn) error {
 	hwm := highWater{db: databaseFile(c)}
-	one := func(q string, args ...driver.Value) (any, bool, error) {
+	// first reads the first row of q, n columns (ok false: no row).
+	first := func(n int, q string, args ...driver.Value) ([]driver.Value, bool, error) {
 		rows, err := c.Query(q, args)
 		if err != nil {
 			return nil, false, err
 		}
 		defer rows.Close()
-		v := make([]driver.Value, 1)
+		v := make([]driver.Value, n)
 		if err := rows.Next(v); err != nil {
 			if err == io.EOF {
 				return nil, false, nil
 			}
 			return nil, false, err
 		}
+		return v, true, nil
+	}
+	one := func(q string, args ...driver.Value) (any, bool, error) {
+		v, ok, err := first(1, q, args...)
+		if !ok {
+			return nil, ok, err
+		}
 		return v[0], true, nil
 	}
 	readSeq := func(name string) (seqRow, bool, error) {
-		var r seqRow
-		rows, err := c.Query(seqRowSQL, []driver.Value{name})
-		if err != nil {
-			return r, false, err
+		v, ok, err := first(7, seqRowSQL, name)
+		if !ok {
+			return seqRow{}, ok, err
 		}
-		defer rows.Close()
-		v := make([]driver.Value, 7)
-		if err := rows.Next(v); err != nil {
-			if err == io.EOF {
-				return r, false, nil
-			}
-			return r, false, err
-		}
-		ints := make([]int64, 7)
+		ints := make([]int64, len(v))
 		for i := range v {
 			ints[i], _ = v[i].(int64)
 		}
-		r = seqRow{last: ints[0], inc: ints[1], min: ints[2], max: ints[3], gen: ints[4], called: ints[5] != 0, cycle: ints[6] != 0}
-		return r, true, nil
+		return seqRow{last: ints[0], inc: ints[1], min: ints[2], max: ints[3], gen: ints[4], called: ints[5] != 0, cycle: ints[6] != 0}, true, nil
 	}
 	missing := func(name string) error {
 		return fmt.Errorf("[SQLSTATE 42P01] relation %q does not exist", name)
