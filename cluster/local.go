@@ -352,11 +352,38 @@ type state struct {
 	DSN     string  `json:"dsn"`
 	Procs   []*Proc `json:"procs"`
 	Started string  `json:"started"`
+	// UpPID is the process that started them (`tandem up`): SIGTERM to it
+	// stops them all (`tandem down`).
+	UpPID int `json:"up_pid,omitempty"`
 }
 
 func (l *Local) writeState() error {
-	b, _ := json.MarshalIndent(state{Cluster: l.opts.Config.Name, Design: l.opts.Config.Design, DSN: l.DSN(), Procs: l.Procs, Started: time.Now().Format(time.RFC3339)}, "", "  ")
+	b, _ := json.MarshalIndent(state{Cluster: l.opts.Config.Name, Design: l.opts.Config.Design, DSN: l.DSN(), Procs: l.Procs,
+		Started: time.Now().Format(time.RFC3339), UpPID: os.Getpid()}, "", "  ")
 	return os.WriteFile(filepath.Join(l.RunDir, "cluster.json"), b, 0o600)
+}
+
+// ReadUpPID returns the PID of the `tandem up` that recorded runDir's
+// state (ErrNotExist: none runs from there).
+func ReadUpPID(runDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(runDir, "cluster.json"))
+	if err != nil {
+		return 0, err
+	}
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return 0, fmt.Errorf("%s: %w", filepath.Join(runDir, "cluster.json"), err)
+	}
+	if s.UpPID <= 0 {
+		return 0, fmt.Errorf("%s names no `tandem up` process (written by an older build): stop it with Ctrl-C where it runs", filepath.Join(runDir, "cluster.json"))
+	}
+	return s.UpPID, nil
+}
+
+// RemoveState removes runDir's record of a `tandem up` that no longer
+// runs.
+func RemoveState(runDir string) error {
+	return os.Remove(filepath.Join(runDir, "cluster.json"))
 }
 
 // ReadState returns the processes a running `tandem up` recorded.

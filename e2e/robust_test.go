@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/tandemdb/tandem/cluster"
 	"golang.org/x/sys/unix"
 )
 
@@ -738,5 +739,60 @@ func TestUpRunDirFlag(t *testing.T) {
 		if !regexp(id + `\s+node\s+\S+\s+\S+\s+\S+\s+up`).MatchString(string(out)) {
 			t.Fatalf("tandem status --run-dir does not report %s up:\n%s", id, out)
 		}
+	}
+}
+
+// TestDown: `tandem down -c FILE` stops the `tandem up` of that file (in
+// the run directory --run-dir names): the up process exits, every node's
+// port closes and the run directory's record goes; a second down says no
+// cluster runs there (exit status non-zero), and a record left by an up
+// that was SIGKILLed is removed.
+func TestDown(t *testing.T) {
+	h := writeHSOn(t, "sqlite", "2-safe-visible", "relaxed", "")
+	run := filepath.Join(h.dir, "run")
+	c := upFileArgs(t, h.dir, h.file, run, "--run-dir", run)
+	procs, err := cluster.ReadState(run)
+	if err != nil || len(procs) == 0 {
+		t.Fatalf("cluster.json: %v %v", procs, err)
+	}
+	out, err := exec.Command(tandemBin, "down", "-c", h.file, "--run-dir", run).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tandem down: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "stopped") {
+		t.Errorf("tandem down said %q", out)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("tandem up still runs after tandem down returned")
+	}
+	for _, p := range procs {
+		if conn, err := net.DialTimeout("tcp", p.Addr, time.Second); err == nil {
+			conn.Close()
+			t.Errorf("%s (%s) still accepts connections after tandem down", p.Name, p.Addr)
+		}
+		if syscall.Kill(p.PID, 0) == nil {
+			t.Errorf("%s (pid %d) still runs after tandem down", p.Name, p.PID)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(run, "cluster.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("cluster.json after tandem down: %v", err)
+	}
+	out, err = exec.Command(tandemBin, "down", "-c", h.file, "--run-dir", run).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no `tandem up` runs") {
+		t.Errorf("second tandem down: %v\n%s", err, out)
+	}
+	// A record whose up process is gone (SIGKILLed, or a reboot).
+	stale := fmt.Sprintf(`{"cluster": "x", "procs": [], "up_pid": %d}`, c.cmd.Process.Pid)
+	if err := os.WriteFile(filepath.Join(run, "cluster.json"), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(tandemBin, "down", "-c", h.file, "--run-dir", run).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no longer runs") {
+		t.Errorf("tandem down of a stale record: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(run, "cluster.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stale cluster.json after tandem down: %v", err)
 	}
 }

@@ -62,6 +62,7 @@ func main() {
 
 	root.AddCommand(
 		newUpCmd(),
+		newDownCmd(),
 		newNodeCmd(),
 		newRouterCmd(),
 		newWitnessCmd(),

@@ -103,7 +103,7 @@ func newUpCmd() *cobra.Command {
 			} else {
 				fmt.Fprintln(out, "inter-node channels: NOT encrypted (security.inter_node = \"none\")")
 			}
-			fmt.Fprintln(out, "Ctrl-C stops everything.")
+			fmt.Fprintf(out, "Ctrl-C (or `tandem down -c %s` elsewhere) stops everything.\n", file)
 			<-cmd.Context().Done()
 			fmt.Fprintln(os.Stderr, "tandem: stopping the cluster")
 			return nil
