@@ -642,9 +642,13 @@ func TestPhysicalExternalPastFork(t *testing.T) {
 		n, _ := strconv.Atoi(s.superuserIn("tandem", "SELECT count(*) FROM t")[0][0])
 		return n
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(s2.superuserIn("tandem", "SELECT 1 FROM pg_class WHERE relname = 't'")) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the table never reached pg2")
+	// Both standbys must have the table before pg2 stops receiving (a
+	// count on pg3 below reads it; at 1-safe pg3 may lag).
+	for _, s := range []*extServer{s2, s3} {
+		for deadline := time.Now().Add(20 * time.Second); len(s.superuserIn("tandem", "SELECT 1 FROM pg_class WHERE relname = 't'")) == 0; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the table never reached %s", s.dir)
+			}
 		}
 	}
 	// pg2 stops receiving: its primary_conninfo names a port nobody
