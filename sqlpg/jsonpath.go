@@ -1001,6 +1001,10 @@ func jpOpName(n *jpNode) string {
 }
 
 func jpPrint(b *strings.Builder, n *jpNode, inKey, brackets bool) {
+	// An operator followed by an accessor, (1 + 2).a, keeps its brackets
+	// wherever it stands: PostgreSQL 15 prints 0 % 1."a" for 0 % (1)."a",
+	// which reads back as 0 % (1."a").
+	brackets = brackets || n.next != nil
 	switch n.kind {
 	case jpNull:
 		b.WriteString("null")
