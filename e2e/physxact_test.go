@@ -139,6 +139,52 @@ func testPhysicalCommitInFlight(t *testing.T, design string) {
 		t.Fatalf("the terminated COMMIT's row is there (%d)", n)
 	}
 
+	// 0a. The router's query that names a COMMIT's transaction (xactQuery,
+	// prepared once per server connection) fails, here because a
+	// function dropped every prepared statement where the router cannot
+	// see it: the transaction is aborted, and its COMMIT, which the
+	// server answers ROLLBACK, must reach the client as an error, in the
+	// simple and the extended protocol; the next COMMIT prepares the
+	// query again and commits.
+	for i, extended := range []bool{false, true} {
+		x := connect(t, h.dsn(h.router))
+		tx := func(id int, dealloc bool) error {
+			t.Helper()
+			for _, q := range []string{"BEGIN", fmt.Sprintf("INSERT INTO slow VALUES (%d)", id)} {
+				if _, err := x.Exec(ctx, q); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if dealloc {
+				if _, err := x.Exec(ctx, "DO $$ BEGIN EXECUTE chr(68) || 'EALLOCATE ALL'; END $$"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if extended {
+				_, err := x.PgConn().ExecParams(ctx, "COMMIT", nil, nil, nil, nil).Close()
+				return err
+			}
+			_, err := x.Exec(ctx, "COMMIT")
+			return err
+		}
+		base := 100 + 10*i // positive: no sleep at COMMIT
+		if err := tx(base, false); err != nil {
+			t.Fatal(err)
+		}
+		err := tx(base+1, true)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "26000" || !strings.Contains(pe.Message, "rolled back, not committed") {
+			t.Fatalf("extended %v: a COMMIT whose transaction the router's query aborted: %v, want the query's error (26000, rolled back)", extended, err)
+		}
+		if err := tx(base+2, false); err != nil {
+			t.Fatalf("extended %v: the next transaction: %v", extended, err)
+		}
+		if n0, n1, n2 := count(base), count(base+1), count(base+2); n0 != 1 || n1 != 0 || n2 != 1 {
+			t.Fatalf("extended %v: rows %d %d %d, want 1 0 1", extended, n0, n1, n2)
+		}
+		x.Close(ctx)
+	}
+
 	// 0b. The server ends a session idle in a transaction while its node
 	// stays primary (an operator's pg_terminate_backend): that is no
 	// failover, and the session ends as it would on PostgreSQL, with the

@@ -121,6 +121,9 @@ type relay struct {
 	lsn        bool
 	xact       xactRef
 	swallowing atomic.Int32
+	// xactReady: xactStmt is prepared on the server connection (under
+	// trackMu).
+	xactReady bool
 	// reqRead: every statement the request in flight runs is a plain
 	// SELECT (fastRead); reqBegin: it begins with BEGIN (so, without a
 	// COMMIT, it commits nothing).
@@ -328,7 +331,10 @@ func (r *relay) clientToUpstream() error {
 				continue
 			}
 			if r.track(typ, frame) {
-				r.upFr.AppendRaw(queryFrame(xactQuery))
+				r.trackMu.Lock()
+				ready := r.xactReady
+				r.trackMu.Unlock()
+				r.upFr.AppendRaw(xactFrames(ready))
 				r.swallowing.Add(1)
 			}
 		}
@@ -370,6 +376,9 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 	switch typ {
 	case 'Q':
 		q, _ := cstring(frame[5:])
+		if r.lsn && mentionsDeallocate(q) {
+			r.xactReady = false
+		}
 		r.pendingSyncs++
 		r.unsynced = false
 		r.reqRead = r.reqRead && fastRead(q)
@@ -384,8 +393,11 @@ func (r *relay) track(typ byte, frame []byte) (xact bool) {
 	case 'P':
 		// What the statement is was noted by remember; what runs is the
 		// Bind's. xactQuery goes before a Parse of COMMIT: between it
-		// and its Bind a simple Query would drop the unnamed statement.
-		name, _ := cstringT(frame[5:])
+		// and its Bind it would leave the unnamed portal its own.
+		name, rest := cstringT(frame[5:])
+		if q, _ := cstringT(rest); r.lsn && mentionsDeallocate(q) {
+			r.xactReady = false
+		}
 		if r.mem.kind(name).commit {
 			r.commitPending = true
 			xact = begins && r.lsn && r.txStatus.Load() == 'T'
@@ -516,6 +528,7 @@ func (r *relay) moveSession(cause error, ended bool) bool {
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
 	r.cur.Store(&upstreamNow{node: nr.up.Node, conn: nr.conn})
 	r.swallowing.Store(0) // an answer to xactQuery the old connection never gave
+	r.xactReady = false   // a new server connection (trackMu is held)
 	status := byte(r.txStatus.Load())
 	wasTx := status != 'I'
 	r.txStatus.Store('I')
@@ -683,17 +696,19 @@ func (r *relay) upstreamToClient() error {
 		if r.swallowing.Load() > 0 {
 			// xactQuery's answer: kept from the client.
 			r.trackMu.Lock()
-			switch typ {
-			case 'D':
-				r.xact.take(frame)
-				r.xact.known = true
-			case 'E':
-				r.log.Warn("the query naming a COMMIT's transaction failed; the COMMIT stays unresolved at a failover", "node", r.up.Node, "err", errorFrom(frame))
-			case 'Z':
+			if typ == 'E' {
+				r.log.Warn("the query naming a COMMIT's transaction failed: the transaction is aborted and its COMMIT gets this error", "node", r.up.Node, "err", errorFrom(frame))
+			}
+			if xactStep(&r.xact, &r.xactReady, typ, frame) {
 				r.swallowing.Add(-1)
 			}
 			r.trackMu.Unlock()
 			continue
+		}
+		if typ == 'C' && r.lsn {
+			r.trackMu.Lock()
+			frame = xactRollback(&r.xact, typ, frame)
+			r.trackMu.Unlock()
 		}
 		if r.survive && typ == 'S' && r.tag != "" {
 			name, rest := cstringT(frame[5:])

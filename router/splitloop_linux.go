@@ -438,7 +438,8 @@ func (sl *splitLoop) nodeStep(ln *loopNode) {
 			sl.nodeGone(ln, err)
 			return
 		}
-		if !s.nodeFrame(ln.nc, typ, frame) {
+		frame, ok := s.nodeFrame(ln.nc, typ, frame)
+		if !ok {
 			continue
 		}
 		s.rl.wmu.Lock()

@@ -92,6 +92,9 @@ type nodeConn struct {
 	// '3' a CloseComplete.
 	expect []byte
 	waiter chan error // told the outcome of the wait (the last 'Z')
+	// xactReady: xactStmt is prepared on this connection (under
+	// splitSession.mu).
+	xactReady bool
 	// capture: keep the first column of a DataRow among the swallowed
 	// answers in got (the primary's WAL position, lsn.go).
 	capture bool
@@ -368,7 +371,8 @@ func (s *splitSession) read(nc *nodeConn) {
 			}
 			return
 		}
-		if !s.nodeFrame(nc, typ, frame) {
+		frame, ok := s.nodeFrame(nc, typ, frame)
+		if !ok {
 			continue
 		}
 		s.rl.wmu.Lock()
@@ -386,8 +390,9 @@ func (s *splitSession) read(nc *nodeConn) {
 
 // nodeFrame takes one frame from node connection nc into the session's
 // state, and reports whether it goes on to the client (not tandem's own
-// GSN reports, nor the answers to replayed setup).
-func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
+// GSN reports, nor the answers to replayed setup), and as what (a
+// COMMIT's ROLLBACK after xactQuery failed: its error, xactRollback).
+func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, bool) {
 	if typ == 'S' {
 		if name, rest := cstringT(frame[5:]); name == pgwire.CommitGSNParam || name == pgwire.ReadGSNParam || name == pgwire.AppliedGSNSetting {
 			v, _ := cstringT(rest)
@@ -410,13 +415,13 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 				s.rt.noteApplied(nc.idx, g)
 			}
 			s.mu.Unlock()
-			return false // tandem's own: not for the client
+			return frame, false // tandem's own: not for the client
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(nc.expect) > 0 && s.swallowed(nc, typ, frame) {
-		return false
+		return frame, false
 	}
 	if typ == 'E' && s.rt.cfg.Survive && s.cur == nc.idx && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending && shutdownFatal(frame) {
 		// The server ended the session with the COMMIT in flight: its
@@ -424,14 +429,14 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 		// end, which follows, resolves it (lost, resolveInFlight), as
 		// the write port does (relay.go).
 		s.rt.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", nc.up.Node, "err", errorFrom(frame))
-		return false
+		return frame, false
 	}
 	if typ == 'E' && isFatal(frame) {
 		if s.cur != nc.idx {
 			// A connection that serves no request of the client's (an
 			// idle replica's): its end is the router's concern.
 			s.rt.log.Info("a node ended a session's idle connection", "node", nc.up.Node, "err", errorFrom(frame))
-			return false
+			return frame, false
 		}
 		if s.rt.cfg.Survive && shutdownFatal(frame) {
 			// As the write port does (relay.go): a failover's is
@@ -441,12 +446,13 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 			if nc.held == nil {
 				nc.held = bytes.Clone(frame)
 			}
-			return false
+			return frame, false
 		}
 		nc.fatal = true
 	}
 	if typ == 'C' && s.cur == nc.idx {
 		s.ccSeen = true
+		frame = xactRollback(&s.xact, typ, frame)
 	}
 	if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
 		if s.pending > 0 {
@@ -462,7 +468,7 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) bool {
 		}
 		s.cond.Broadcast()
 	}
-	return true
+	return frame, true
 }
 
 // swallowed reports whether an answer belongs to replayed setup (under
@@ -473,13 +479,10 @@ func (s *splitSession) swallowed(nc *nodeConn, typ byte, frame []byte) bool {
 	switch nc.expect[0] {
 	case 'X':
 		// xactQuery's answer (sendXact).
-		switch typ {
-		case 'D':
-			s.xact.take(frame)
-			s.xact.known = true
-		case 'E':
-			s.rt.log.Warn("the query naming a COMMIT's transaction failed; the COMMIT stays unresolved at a failover", "node", nc.up.Node, "err", errorFrom(frame))
-		case 'Z':
+		if typ == 'E' {
+			s.rt.log.Warn("the query naming a COMMIT's transaction failed: the transaction is aborted and its COMMIT gets this error", "node", nc.up.Node, "err", errorFrom(frame))
+		}
+		if xactStep(&s.xact, &nc.xactReady, typ, frame) {
 			nc.expect = nc.expect[1:]
 		}
 		return true
@@ -880,6 +883,14 @@ func (s *splitSession) track(typ byte, frame []byte) {
 	if begins && q != "" && isBegin(q) {
 		s.reqBegin = true
 	}
+	if (typ == 'Q' || typ == 'P') && s.rt.cfg.LSN && s.rt.cfg.Survive && mentionsDeallocate(q) {
+		// It may drop xactStmt where it runs: prepare it again.
+		for _, nc := range s.conns {
+			if nc != nil {
+				nc.xactReady = false
+			}
+		}
+	}
 	if isCommit(q) {
 		s.commitPending, s.reqCommit = true, true
 		s.xactNext = begins && s.txStatus == 'T' && s.rt.cfg.LSN && s.rt.cfg.Survive
@@ -909,8 +920,9 @@ func (s *splitSession) sendXact(nc *nodeConn) {
 	}
 	s.xact.asked = true
 	nc.expect = append(nc.expect, 'X')
+	ready := nc.xactReady
 	s.mu.Unlock()
-	nc.fr.AppendRaw(queryFrame(xactQuery))
+	nc.fr.AppendRaw(xactFrames(ready))
 }
 
 // absorb answers, without a node, messages that belong to lost work: a
