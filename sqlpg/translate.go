@@ -1302,6 +1302,10 @@ func (t *translator) node(n *pg_query.Node) {
 				return
 			}
 			s.OperName = nil
+			if err := inArity(s); err != nil {
+				t.fail(err)
+				return
+			}
 		case pg_query.SubLinkType_EXPR_SUBLINK:
 			t.scalarSubquery(n, s)
 		case pg_query.SubLinkType_ALL_SUBLINK:
@@ -2559,6 +2563,40 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	}
 	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 	n.Node = from.Node
+}
+
+// inArity: x IN (subquery) with as many columns on each side, checked as
+// PostgreSQL checks it (SQLite's "sub-select returns 1 columns - expected
+// 2" has no SQLSTATE). A subquery whose columns come from * is left to
+// SQLite.
+func inArity(s *pg_query.SubLink) error {
+	sel := s.Subselect.GetSelectStmt()
+	if sel == nil || s.Testexpr == nil {
+		return nil
+	}
+	left := 1
+	if r := s.Testexpr.GetRowExpr(); r != nil {
+		left = len(r.Args)
+	}
+	lm := leftmost(sel)
+	right := len(lm.TargetList)
+	if len(lm.ValuesLists) > 0 {
+		right = len(lm.ValuesLists[0].GetList().GetItems())
+	}
+	for _, tn := range lm.TargetList {
+		if cr := tn.GetResTarget().GetVal().GetColumnRef(); cr != nil && len(cr.Fields) > 0 && cr.Fields[len(cr.Fields)-1].GetAStar() != nil {
+			return nil
+		}
+	}
+	switch {
+	case right == 0:
+		return nil
+	case left > right:
+		return &pgwire.Error{Code: "42601", Message: "subquery has too few columns"}
+	case left < right:
+		return &pgwire.Error{Code: "42601", Message: "subquery has too many columns"}
+	}
+	return nil
 }
 
 // quantified: x op ANY / SOME / ALL (subquery) for a comparison op, with

@@ -22,3 +22,10 @@ select 1 having sum(0) > 0;
 select 1 as x from (values (1)) v(a) having sum(a) = 1;
 select 'k', 2 from (select 1 where false) e having true;
 select 1 having false;
+-- a row IN a subquery of another width (found by fuzzing: SQLite's own error had no SQLSTATE)
+SELECT 1 WHERE (1, 2) IN (SELECT 1);
+SELECT 1 WHERE 1 IN (SELECT 1, 2);
+SELECT 1 WHERE (1, 2) NOT IN (SELECT 1);
+SELECT 1 WHERE (1, 2) IN (SELECT 1, 2);
+SELECT 1 WHERE (1, 2) IN (VALUES (1, 2));
+SELECT 1 WHERE (1, 3) IN (SELECT 1, 2 UNION SELECT 1, 3);
