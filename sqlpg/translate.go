@@ -1232,7 +1232,23 @@ func (t *translator) node(n *pg_query.Node) {
 	case *pg_query.Node_RangeVar:
 		t.rangeVar(x.RangeVar)
 	case *pg_query.Node_SelectStmt:
+		if err := dupCTE(x.SelectStmt.WithClause); err != nil {
+			t.fail(err)
+			return
+		}
 		t.selectStmt(x.SelectStmt)
+	case *pg_query.Node_InsertStmt:
+		if err := dupCTE(x.InsertStmt.WithClause); err != nil {
+			t.fail(err)
+		}
+	case *pg_query.Node_UpdateStmt:
+		if err := dupCTE(x.UpdateStmt.WithClause); err != nil {
+			t.fail(err)
+		}
+	case *pg_query.Node_DeleteStmt:
+		if err := dupCTE(x.DeleteStmt.WithClause); err != nil {
+			t.fail(err)
+		}
 	case *pg_query.Node_ColumnRef:
 		// schema.table.column: SQLite knows no schemas; the catalog's
 		// relations are views with their own names.
@@ -2563,6 +2579,23 @@ func (t *translator) rangeFunction(n *pg_query.Node, rf *pg_query.RangeFunction)
 	}
 	from := tree.Stmts[0].Stmt.GetSelectStmt().FromClause[0]
 	n.Node = from.Node
+}
+
+// dupCTE: a WITH list naming one query twice is 42712, as in PostgreSQL
+// (SQLite's "duplicate WITH table name" has no SQLSTATE).
+func dupCTE(w *pg_query.WithClause) error {
+	if w == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, c := range w.Ctes {
+		name := c.GetCommonTableExpr().GetCtename()
+		if seen[name] {
+			return &pgwire.Error{Code: "42712", Message: fmt.Sprintf("WITH query name %q specified more than once", name)}
+		}
+		seen[name] = true
+	}
+	return nil
 }
 
 // inArity: x IN (subquery) with as many columns on each side, checked as
