@@ -1219,6 +1219,28 @@ func (t *translator) alterTable(s *pg_query.AlterTableStmt, tr *Translation) (*T
 	if err != nil {
 		return nil, err
 	}
+	if vl, ok := t.sch.(ViewLister); ok {
+		if _, isView := vl.Views()[name]; isView {
+			// PostgreSQL refuses these on a view (SQLite's "cannot drop
+			// column from view" has no SQLSTATE); the rest is not
+			// supported on a view here.
+			for _, c := range s.Cmds {
+				action := map[pg_query.AlterTableType]string{
+					pg_query.AlterTableType_AT_AddColumn:       "ADD COLUMN",
+					pg_query.AlterTableType_AT_DropColumn:      "DROP COLUMN",
+					pg_query.AlterTableType_AT_AlterColumnType: "ALTER COLUMN ... SET DATA TYPE",
+					pg_query.AlterTableType_AT_SetNotNull:      "ALTER COLUMN ... SET NOT NULL",
+					pg_query.AlterTableType_AT_DropNotNull:     "ALTER COLUMN ... DROP NOT NULL",
+					pg_query.AlterTableType_AT_AddConstraint:   "ADD CONSTRAINT",
+					pg_query.AlterTableType_AT_DropConstraint:  "DROP CONSTRAINT",
+				}[c.GetAlterTableCmd().Subtype]
+				if action != "" {
+					return nil, &pgwire.Error{Code: "42809", Message: fmt.Sprintf("ALTER action %s cannot be performed on relation %q", action, name)}
+				}
+			}
+			return nil, unsupported("ALTER TABLE of a view")
+		}
+	}
 	for _, c := range s.Cmds {
 		cmd := c.GetAlterTableCmd()
 		switch cmd.Subtype {

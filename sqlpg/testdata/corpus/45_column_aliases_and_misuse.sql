@@ -33,3 +33,13 @@ SELECT 1 WHERE (1, 3) IN (SELECT 1, 2 UNION SELECT 1, 3);
 WITH y AS (SELECT 0), y AS (SELECT 0) SELECT 1;
 SELECT (WITH a AS (SELECT 1), a AS (SELECT 2) SELECT 1);
 WITH a AS (SELECT 1 AS x), b AS (SELECT 2 AS y) SELECT * FROM a, b;
+-- ALTER TABLE of a view (found by fuzzing: SQLite's "cannot drop column from view" had no SQLSTATE)
+CREATE TABLE av_t (a int, b int);
+CREATE VIEW av_v AS SELECT a, b FROM av_t;
+ALTER TABLE av_v DROP a;
+ALTER TABLE av_v ADD c int;
+ALTER TABLE av_v ALTER a TYPE text;
+ALTER TABLE av_v ALTER a SET NOT NULL;
+SELECT * FROM av_v;
+DROP VIEW av_v;
+DROP TABLE av_t;
