@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,20 @@ func metrics(t *testing.T, admin string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// metricValue is the value of the sample named exactly series (name and
+// labels as /metrics prints them) in a /metrics text; 0 when absent.
+func metricValue(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return 0
 }
 
 // sqliteFile runs statements directly on a stopped node's SQLite file (as

@@ -87,7 +87,9 @@ func psqlBin(t *testing.T) string {
 // TestTLSRequireRouter (issue 18 item 8): a hot-standby cluster whose front
 // doors require TLS ([tls] require = true, an operator's certificate)
 // serves psql with sslmode=require through the router, refuses plain text
-// with a clear message, and `tandem status` shows every process up.
+// with a clear message, and `tandem status` shows every process up. The
+// router relays its TLS clients on its epoll loops, as clear-text ones
+// (since 2026-12-07; tandem_router_relayed_sessions_total).
 func TestTLSRequireRouter(t *testing.T) {
 	for _, backend := range []string{"sqlite", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
@@ -102,7 +104,8 @@ func TestTLSRequireRouter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ft := strings.Replace(string(f), "[router]\n", "[router]\nunix_socket_dir = \""+sock+"\"\n", 1)
+			routerMetrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			ft := strings.Replace(string(f), "[router]\n", "[router]\nunix_socket_dir = \""+sock+"\"\nmetrics = \""+routerMetrics+"\"\n", 1)
 			ft = strings.ReplaceAll(ft, "[[nodes]]\n", "[[nodes]]\nunix_socket_dir = \""+sock+"\"\n")
 			if err := os.WriteFile(h.file, []byte(ft), 0o644); err != nil {
 				t.Fatal(err)
@@ -124,6 +127,14 @@ func TestTLSRequireRouter(t *testing.T) {
 			}
 			if out, err := run(c.DSN, "SELECT count(*) FROM t"); err != nil || out != "2" {
 				t.Fatalf("select through the router: %q %v", out, err)
+			}
+			// Each of the three TLS sessions ran on an epoll loop.
+			m := metrics(t, routerMetrics)
+			if v := metricValue(m, `tandem_router_relayed_sessions_total{path="epoll",port="write"}`); v < 3 {
+				t.Fatalf("TLS sessions relayed on the epoll loops: %v, want 3 or more\n%s", v, m)
+			}
+			if v := metricValue(m, `tandem_router_relayed_sessions_total{path="goroutines",port="write"}`); v != 0 {
+				t.Fatalf("TLS sessions relayed on goroutines: %v, want 0", v)
 			}
 			plain := strings.Replace(c.DSN, "sslmode=require", "sslmode=disable", 1)
 			out, err := run(plain, "SELECT 1")

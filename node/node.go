@@ -366,6 +366,9 @@ func Run(ctx context.Context, c *config.Cluster, id string, log *slog.Logger, re
 		rt := router.New(router.Config{Nodes: []router.Upstream{up}, MaxMessageBytes: c.Limits.MaxMessageBytes, Logger: log, Registerer: reg, QuietDialEvery: 10 * time.Second})
 		go rt.Watch(ctx, 500*time.Millisecond)
 		handler = rt
+		// TLS clients (the router's hop, by default) are relayed on the
+		// epoll loops too.
+		pwcfg.TLSTransport = router.ClientTransport
 		if door != nil {
 			door.Handler = rt
 			handler = door

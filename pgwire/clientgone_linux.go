@@ -1,7 +1,6 @@
 package pgwire
 
 import (
-	"crypto/tls"
 	"net"
 	"syscall"
 
@@ -12,8 +11,14 @@ import (
 // without reading from it: poll for POLLRDHUP, as PostgreSQL's
 // client_connection_check_interval does.
 func clientGone(c net.Conn) bool {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
+	// Under TLS, and under a transport wrapped around the socket
+	// (Config.TLSTransport), is the socket.
+	for i := 0; i < 3; i++ {
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = u.NetConn()
 	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {

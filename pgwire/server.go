@@ -82,6 +82,11 @@ type Config struct {
 	Logger *slog.Logger
 	// TLS, when set, answers SSLRequest with 'S' and encrypts the session.
 	TLS *tls.Config
+	// TLSTransport, when set, wraps a client's socket before its TLS
+	// handshake: the TLS connection is made over what it returns (the
+	// router's epoll loops take such a session's TLS over later:
+	// router.ClientTransport).
+	TLSTransport func(net.Conn) net.Conn
 	// RequireTLS refuses clients that do not ask for TLS (over TCP: a
 	// Unix-socket client never leaves the host).
 	RequireTLS bool
@@ -351,7 +356,11 @@ func (s *Server) startup(c *Conn) (bool, error) {
 			if _, err := c.Conn.Write([]byte{'S'}); err != nil {
 				return false, err
 			}
-			tc := tls.Server(c.Conn, s.cfg.TLS)
+			under := c.Conn
+			if s.cfg.TLSTransport != nil {
+				under = s.cfg.TLSTransport(under)
+			}
+			tc := tls.Server(under, s.cfg.TLS)
 			if err := tc.Handshake(); err != nil {
 				return false, fmt.Errorf("TLS handshake: %w", err)
 			}

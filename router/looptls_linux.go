@@ -68,6 +68,10 @@ func loopable(c net.Conn) net.Conn {
 	return &loopConn{Conn: c, fd: -1}
 }
 
+// NetConn returns the connection c was made from (closed once c is
+// attached: the loop owns a duplicate of its descriptor).
+func (c *loopConn) NetConn() net.Conn { return c.Conn }
+
 // attach switches c to the loop's descriptor fd (the TCP connection was
 // duplicated and closed by rawFD); pend is where short writes leave the rest.
 func (c *loopConn) attach(fd int, pend *[]byte) {
@@ -142,9 +146,9 @@ func (c *loopConn) Close() error {
 	return nil
 }
 
-// tlsUpstream returns the TLS connection of a session's upstream and its
-// loopConn, when the session can take its TLS onto a loop.
-func tlsUpstream(c net.Conn) (*tls.Conn, *loopConn, bool) {
+// tlsOverLoop returns the TLS connection of a session's upstream or
+// client and its loopConn, when the session can take that TLS onto a loop.
+func tlsOverLoop(c net.Conn) (*tls.Conn, *loopConn, bool) {
 	tc, ok := c.(*tls.Conn)
 	if !ok {
 		return nil, nil, false
@@ -156,25 +160,25 @@ func tlsUpstream(c net.Conn) (*tls.Conn, *loopConn, bool) {
 	return tc, lc, true
 }
 
-// pumpUp passes what the TLS upstream has for the client: records the
+// pump passes on what a TLS side has for d's destination: records the
 // socket holds and whatever crypto/tls has already buffered (which epoll
-// does not see), until nothing more can be read without waiting, or the
-// client's socket is full (then the flush that empties it pumps again).
-// Plaintext of records read back to back goes to the client in one write.
-func (l *loop) pumpUp(s *psess) {
-	for len(s.u2c.pend) == 0 && !s.ended {
+// does not see), until nothing more can be read without waiting, or d's
+// destination is full (then the flush that empties it pumps again).
+// Plaintext of records read back to back goes on in one write.
+func (l *loop) pump(s *psess, d *direction) {
+	for len(d.pend) == 0 && !s.ended {
 		n := 0
 		var err error
 		for n < len(l.scratch) {
 			var k int
-			k, err = s.utls.Read(l.scratch[n:])
+			k, err = d.srcTLS.Read(l.scratch[n:])
 			n += k
 			if err != nil {
 				break
 			}
 		}
 		if n > 0 {
-			l.forward(s, &s.u2c, l.scratch[:n])
+			l.forward(s, d, l.scratch[:n])
 			if s.ended {
 				return
 			}
@@ -187,7 +191,7 @@ func (l *loop) pumpUp(s *psess) {
 		case errors.Is(err, io.EOF):
 			err = nil
 		}
-		l.srcGone(s, &s.u2c, err)
+		l.srcGone(s, d, err)
 		return
 	}
 }

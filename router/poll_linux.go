@@ -74,6 +74,11 @@ type direction struct {
 	zNext    bool // the next body byte is a ReadyForQuery status
 	fromCli  bool
 	lastTyp  byte // type of the last frame begun
+	// srcTLS / dstTLS: the TLS connection read from / written to, over
+	// srcLC / the other direction's loopConn (looptls_linux.go); nil on
+	// a clear-text side.
+	srcTLS, dstTLS *tls.Conn
+	srcLC          *loopConn
 }
 
 type psess struct {
@@ -88,11 +93,9 @@ type psess struct {
 	done     chan struct{}
 	err      error
 	ended    bool
-	// utls is the upstream's TLS connection, over ulc (looptls_linux.go);
-	// nil for a clear-text upstream. The client side is always clear
-	// text here.
-	utls *tls.Conn
-	ulc  *loopConn
+	// ulc, clc: the loopConns under a TLS upstream and a TLS client
+	// (looptls_linux.go); nil on a clear-text side.
+	ulc, clc *loopConn
 }
 
 func startLoops() {
@@ -146,23 +149,28 @@ func pollable(c net.Conn) bool {
 }
 
 // servePoll runs the session on an epoll loop; ok is false when the
-// session cannot (a TLS client, a non-socket connection), and the caller
-// relays it with goroutines instead. A TLS upstream made over a loopConn
-// (the router-to-node hop) runs on the loop.
+// session cannot (a non-socket connection, a TLS connection not made
+// over a loopConn), and the caller relays it with goroutines instead. A
+// TLS upstream (the router-to-node hop) and a TLS client (the front
+// door's TLSTransport) made over loopConns run on the loop.
 func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
-	upConn := r.conn
-	utls, ulc, isTLS := tlsUpstream(r.conn)
+	upConn, cliConn := r.conn, r.client.Conn
+	utls, ulc, isTLS := tlsOverLoop(r.conn)
 	if isTLS {
 		upConn = ulc.Conn
 	}
-	if pollDisabled || r.client.TLS || !pollable(r.client.Conn) || !pollable(upConn) || r.upFr.Buffered() > 0 {
+	ctls, clc, cliTLS := tlsOverLoop(r.client.Conn)
+	if cliTLS {
+		cliConn = clc.Conn
+	}
+	if pollDisabled || (r.client.TLS && !cliTLS) || !pollable(cliConn) || !pollable(upConn) || r.upFr.Buffered() > 0 {
 		return false, nil
 	}
 	loopsOnce.Do(startLoops)
 	if loopsErr != nil {
 		return false, nil
 	}
-	cfd, err := rawFD(r.client.Conn)
+	cfd, err := rawFD(cliConn)
 	if err != nil {
 		return false, nil
 	}
@@ -173,6 +181,7 @@ func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
 		return true, fmt.Errorf("relay: %w", err)
 	}
 	r.polled.Store(true)
+	r.countPath("epoll")
 	l := loops[int(loopNext.Add(1))%len(loops)]
 	s := &psess{id: int32(sessIDs.Add(1) & 0x7fffffff), r: r, cfd: cfd, ufd: ufd, done: make(chan struct{})}
 	s.c2u = direction{src: &s.cfd, dst: &s.ufd, fromCli: true}
@@ -180,15 +189,24 @@ func (r *relay) servePoll(ctx context.Context) (ok bool, err error) {
 	l.mu.Lock()
 	if isTLS {
 		ulc.attach(ufd, &s.c2u.pend)
-		s.utls, s.ulc = utls, ulc
+		s.ulc = ulc
+		s.c2u.dstTLS, s.u2c.srcTLS, s.u2c.srcLC = utls, utls, ulc
+	}
+	if cliTLS {
+		clc.attach(cfd, &s.u2c.pend)
+		s.clc = clc
+		s.u2c.dstTLS, s.c2u.srcTLS, s.c2u.srcLC = ctls, ctls, clc
 	}
 	// Bytes the client sent right after startup are already buffered.
 	if b := r.client.TakeBuffered(); len(b) > 0 {
 		l.forward(s, &s.c2u, b)
 	}
+	// crypto/tls may hold bytes read during startup.
+	if cliTLS && !s.ended {
+		l.pump(s, &s.c2u)
+	}
 	if isTLS && !s.ended {
-		// crypto/tls may hold bytes read during startup.
-		l.pumpUp(s)
+		l.pump(s, &s.u2c)
 	}
 	if !s.ended {
 		l.sess[s.id] = s
@@ -245,10 +263,11 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 		if !l.flush(s, out) {
 			return
 		}
-		if !up && s.utls != nil && len(out.pend) == 0 {
-			// The client took what waited: pass on what crypto/tls
-			// still holds (epoll does not report it).
-			l.pumpUp(s)
+		if out.srcTLS != nil && len(out.pend) == 0 {
+			// This side took what waited: pass on what crypto/tls
+			// still holds of the other side's records (epoll does not
+			// report it).
+			l.pump(s, out)
 			if s.ended {
 				return
 			}
@@ -260,9 +279,9 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 		l.srcGone(s, in, nil)
 		return
 	}
-	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 && up && s.utls != nil {
-		s.ulc.readable = true
-		l.pumpUp(s)
+	if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 && in.srcTLS != nil {
+		in.srcLC.readable = true
+		l.pump(s, in)
 	} else if ev&(unix.EPOLLIN|unix.EPOLLHUP|unix.EPOLLERR) != 0 && len(in.pend) == 0 {
 		n, err := rawRead(*in.src, l.scratch)
 		switch {
@@ -282,10 +301,10 @@ func (l *loop) event(s *psess, up bool, ev uint32) {
 // forward scans b for frame boundaries and writes it on.
 func (l *loop) forward(s *psess, d *direction, b []byte) {
 	n, perr := d.scan(b, s.r)
-	if n > 0 && d.fromCli && s.utls != nil {
+	if n > 0 && d.dstTLS != nil {
 		// Sealed into records; what the socket does not take waits in
 		// d.pend (loopConn.Write).
-		if _, err := s.utls.Write(b[:n]); err != nil {
+		if _, err := d.dstTLS.Write(b[:n]); err != nil {
 			l.dstGone(s, d, err)
 			return
 		}
@@ -378,7 +397,15 @@ func (l *loop) fatal(s *psess, e *pgwire.Error) {
 	}
 	l.errbuf = b
 	if len(s.u2c.pend) > 0 {
-		_, _ = writeAll(s.cfd, s.u2c.pend)
+		w, _ := writeAll(s.cfd, s.u2c.pend)
+		s.u2c.pend = s.u2c.pend[w:]
+		if len(s.u2c.pend) > 0 {
+			return // the client takes nothing more now
+		}
+	}
+	if s.u2c.dstTLS != nil {
+		_, _ = s.u2c.dstTLS.Write(b) // sealed, then written (loopConn.Write)
+		return
 	}
 	_, _ = writeAll(s.cfd, b)
 }
@@ -392,8 +419,12 @@ func (l *loop) end(s *psess, err error) {
 	s.ended = true
 	s.err = err
 	delete(l.sess, s.id)
+	// The descriptors' numbers may be reused once closed.
 	if s.ulc != nil {
-		s.ulc.closed = true // the descriptor's number may be reused once closed
+		s.ulc.closed = true
+	}
+	if s.clc != nil {
+		s.clc.closed = true
 	}
 	unix.Close(s.ufd)
 	unix.Close(s.cfd)

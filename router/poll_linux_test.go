@@ -50,22 +50,26 @@ func tcpPair(t testing.TB) (a, b net.Conn) {
 // pollRelay starts a relay between real sockets: client <-> relay <-> upstream.
 // pre is written by the client and framed by the front door before the
 // relay starts (bytes pipelined behind the startup).
-// With tlsHop the relay-to-upstream hop is mutual TLS with cluster
+// With tlsHop.up the relay-to-upstream hop is mutual TLS with cluster
 // certificates, as the router-to-node hop is by default (upstream is then
-// the server's end of that TLS connection).
-func pollRelay(t testing.TB, ctx context.Context, maxMsg int, pre []byte, tlsHop bool) (client, upstream net.Conn, r *relay, done chan error) {
+// the server's end of that TLS connection); with tlsHop.cli the client
+// speaks TLS to the relay, over the front door's ClientTransport.
+func pollRelay(t testing.TB, ctx context.Context, maxMsg int, pre []byte, tlsHop hop) (client, upstream net.Conn, r *relay, done chan error) {
 	return pollRelayLost(t, ctx, maxMsg, pre, nil, tlsHop)
 }
 
 // pollRelayLost is pollRelay with the router's loss callback set before
 // the relay starts (setting it later races with the loop).
-func pollRelayLost(t testing.TB, ctx context.Context, maxMsg int, pre []byte, onLost func(string, error), tlsHop bool) (client, upstream net.Conn, r *relay, done chan error) {
+func pollRelayLost(t testing.TB, ctx context.Context, maxMsg int, pre []byte, onLost func(string, error), tlsHop hop) (client, upstream net.Conn, r *relay, done chan error) {
 	cl, relayClientSide := tcpPair(t)
 	relayUpSide, up := tcpPair(t)
-	if tlsHop {
+	if tlsHop.up {
 		relayUpSide, up = tlsPair(t, relayUpSide, up)
 	}
-	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, maxMsg)}
+	if tlsHop.cli {
+		cl, relayClientSide = tlsClientPair(t, cl, relayClientSide)
+	}
+	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, maxMsg), TLS: tlsHop.cli}
 	if len(pre) > 0 {
 		if _, err := cl.Write(pre); err != nil {
 			t.Fatal(err)
@@ -95,6 +99,35 @@ var (
 // it), the other as node n1.
 func tlsPair(t testing.TB, relaySide, nodeSide net.Conn) (net.Conn, net.Conn) {
 	t.Helper()
+	lc := loopable(relaySide)
+	if _, ok := lc.(*loopConn); !ok {
+		t.Fatalf("the relay's side of the hop is a %T, want a loopConn", lc)
+	}
+	rc, nc := tlsHandshake(t, lc, nodeSide)
+	// The relay's end is the relay's to close (after Serve, as the
+	// router does); tcpPair closes the socket under it.
+	t.Cleanup(func() { nc.Close() })
+	return rc, nc
+}
+
+// tlsClientPair runs a TLS 1.3 handshake between a client and the
+// relay's front door, which serves it over ClientTransport as the
+// router's pgwire server does.
+func tlsClientPair(t testing.TB, clientSide, relaySide net.Conn) (net.Conn, net.Conn) {
+	t.Helper()
+	lc := ClientTransport(relaySide)
+	if _, ok := lc.(*loopConn); !ok {
+		t.Fatalf("the relay's side of the client's connection is a %T, want a loopConn", lc)
+	}
+	cc, sc := tlsHandshake(t, clientSide, lc)
+	t.Cleanup(func() { cc.Close() })
+	return cc, sc
+}
+
+// tlsHandshake makes c the TLS client (as the router) and s the server
+// (as node n1) and completes the handshake.
+func tlsHandshake(t testing.TB, c, s net.Conn) (*tls.Conn, *tls.Conn) {
+	t.Helper()
 	hopCertsOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "tandem-relay-certs")
 		if err != nil {
@@ -113,12 +146,8 @@ func tlsPair(t testing.TB, relaySide, nodeSide net.Conn) (net.Conn, net.Conn) {
 	if hopCertsErr != nil {
 		t.Fatal(hopCertsErr)
 	}
-	lc := loopable(relaySide)
-	if _, ok := lc.(*loopConn); !ok {
-		t.Fatalf("the relay's side of the hop is a %T, want a loopConn", lc)
-	}
-	rc := tls.Client(lc, hopRouter.ClientTLS("n1"))
-	nc := tls.Server(nodeSide, hopNode.ServerTLS(func(p string) bool { return p == secure.RouterID }))
+	rc := tls.Client(c, hopRouter.ClientTLS("n1"))
+	nc := tls.Server(s, hopNode.ServerTLS(func(p string) bool { return p == secure.RouterID }))
 	errc := make(chan error, 1)
 	go func() { errc <- nc.Handshake() }()
 	if err := rc.Handshake(); err != nil {
@@ -130,20 +159,35 @@ func tlsPair(t testing.TB, relaySide, nodeSide net.Conn) (net.Conn, net.Conn) {
 	if rc.ConnectionState().Version != tls.VersionTLS13 {
 		t.Fatalf("TLS version %x, want 1.3", rc.ConnectionState().Version)
 	}
-	// The relay's end is the relay's to close (after Serve, as the
-	// router does); tcpPair closes the socket under it.
-	t.Cleanup(func() { nc.Close() })
 	return rc, nc
 }
 
-// hops runs a test over a clear-text hop and over a TLS one.
-func hops(t *testing.T, f func(t *testing.T, tlsHop bool)) {
-	for _, tlsHop := range []bool{false, true} {
-		name := "clear"
-		if tlsHop {
-			name = "tls"
-		}
-		t.Run(name, func(t *testing.T) { f(t, tlsHop) })
+// hop says which sides of a test's relay speak TLS: up, the relay's hop
+// to its node; cli, the client to the relay.
+type hop struct{ up, cli bool }
+
+// allocs is the allocations per round trip crypto/tls makes: a small
+// reader each time it reads its connection (readFromUntil), for the
+// record on each end of a TLS side and for the relay's look for more
+// that finds nothing; nothing else.
+func (h hop) allocs() float64 {
+	n := 0.0
+	if h.up {
+		n += 3
+	}
+	if h.cli {
+		n += 3
+	}
+	return n
+}
+
+// hops runs a test over clear text, a TLS hop, a TLS client, and both.
+func hops(t *testing.T, f func(t *testing.T, tlsHop hop)) {
+	for _, h := range []struct {
+		name string
+		hop  hop
+	}{{"clear", hop{}}, {"tls", hop{up: true}}, {"tls-client", hop{cli: true}}, {"tls-both", hop{up: true, cli: true}}} {
+		t.Run(h.name, func(t *testing.T) { f(t, h.hop) })
 	}
 }
 
@@ -181,7 +225,7 @@ func waitDone(t *testing.T, done chan error) error {
 // epoll relay byte for byte, ReadyForQuery is tracked, and a round trip
 // allocates nothing.
 func TestPollRelayPassThroughNoAllocs(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil, tlsHop)
 		req := encode(t, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("42")}}, &pgproto3.Execute{}, &pgproto3.Sync{})
 		resp := encode(t, &pgproto3.BindComplete{}, &pgproto3.DataRow{Values: [][]byte{[]byte("hello")}}, &pgproto3.CommandComplete{CommandTag: []byte("SELECT 1")}, &pgproto3.ReadyForQuery{TxStatus: 'T'})
@@ -212,15 +256,10 @@ func TestPollRelayPassThroughNoAllocs(t *testing.T) {
 			t.Fatalf("transaction status not tracked: %c", r.txStatus.Load())
 		}
 		// The harness itself allocates nothing over bare sockets, so any
-		// allocation counted here is the relay's. Over TLS crypto/tls
-		// allocates a small reader each time it reads its connection
-		// (readFromUntil): for the record on each end of the hop, and for
-		// the relay's look for more that finds nothing; nothing else.
-		limit := 0.0
-		if tlsHop {
-			limit = 3
-		}
-		if a := testing.AllocsPerRun(500, roundTrip); a > limit && !(tlsHop && raceOn) {
+		// allocation counted here is the relay's, or crypto/tls's
+		// (hop.allocs).
+		limit := tlsHop.allocs()
+		if a := testing.AllocsPerRun(500, roundTrip); a > limit && !(limit > 0 && raceOn) {
 			t.Fatalf("the relay allocates per message: %.2f allocations per round trip (at most %v)", a, limit)
 		}
 		cl.Close()
@@ -234,7 +273,7 @@ func TestPollRelayPassThroughNoAllocs(t *testing.T) {
 // to a slow reader fill the sockets; the relay parks bytes, waits for
 // writability, and delivers everything in order.
 func TestPollRelayLargeMessagesBackpressure(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		cl, up, _, done := pollRelay(t, context.Background(), 64<<20, nil, tlsHop)
 		big := make([]byte, 8<<20)
 		_, _ = rand.Read(big)
@@ -283,7 +322,7 @@ func TestPollRelayLargeMessagesBackpressure(t *testing.T) {
 // length below 4, and a message over the cap each end the session with
 // FATAL 08P01, and the bad frame is not forwarded.
 func TestPollRelayProtocolViolations(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		for _, tc := range []struct {
 			name string
 			msg  []byte
@@ -316,7 +355,7 @@ func TestPollRelayProtocolViolations(t *testing.T) {
 // Terminate is a clean end; the server vanishing otherwise ends the session
 // with FATAL 57P01 and asks the router to probe the node (once).
 func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		t.Run("terminate", func(t *testing.T) {
 			var downs atomic.Int32
 			cl, up, _, done := pollRelayLost(t, context.Background(), 1<<20, nil, func(string, error) { downs.Add(1) }, tlsHop)
@@ -394,7 +433,7 @@ func TestPollRelayTerminateAndUpstreamLoss(t *testing.T) {
 // its startup are forwarded first; cancelling the server's context ends the
 // session and closes both sockets.
 func TestPollRelayPipelinedAndShutdown(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		first := encode(t, &pgproto3.Sync{})
 		second := encode(t, &pgproto3.Query{String: "select 2"})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -422,7 +461,7 @@ func TestPollRelayPipelinedAndShutdown(t *testing.T) {
 // reads them into its own buffer, which epoll does not see), each delivered
 // while the node sends nothing after it.
 func TestPollRelayTLSNothingHeldBack(t *testing.T) {
-	cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil, true)
+	cl, up, r, done := pollRelay(t, context.Background(), 1<<20, nil, hop{up: true})
 	expect := func(want []byte, what string) {
 		t.Helper()
 		got := make([]byte, len(want))

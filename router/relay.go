@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tandemdb/tandem/pgwire"
 )
@@ -76,7 +77,8 @@ type relay struct {
 	maxMsg   int
 	// readTimeout: see Config.MessageReadTimeout.
 	readTimeout time.Duration
-	polled      atomic.Bool // the session runs on an epoll loop
+	polled      atomic.Bool            // the session runs on an epoll loop
+	paths       *prometheus.CounterVec // Router.paths (nil in tests)
 	// onLost is told when the upstream connection ended without a
 	// Terminate. That is evidence about this session (the server may have
 	// ended just this connection: pg_terminate_backend, a protocol error it
@@ -151,6 +153,12 @@ func (r *relay) abandon(node string) bool {
 	cur.conn.Close()
 	return true
 }
+
+// ClientTransport is the front door's pgwire.Config.TLSTransport: a TLS
+// client's connection is made over a transport the epoll loops can take
+// over, so that its session is relayed there as a clear-text client's is
+// (looptls_linux.go).
+func ClientTransport(c net.Conn) net.Conn { return loopable(c) }
 
 func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int, tag string) (*pgconn.HijackedConn, error) {
 	user, db := up.User, up.Database
@@ -241,6 +249,13 @@ func newRelay(ctx context.Context, log *slog.Logger, up Upstream, client *pgwire
 
 func (r *relay) ParameterStatus() [][2]string { return r.params }
 
+// countPath counts the session under how it is relayed.
+func (r *relay) countPath(path string) {
+	if r.paths != nil {
+		r.paths.WithLabelValues(path).Inc()
+	}
+}
+
 // Serve relays until either side leaves.
 func (r *relay) Serve(ctx context.Context) error {
 	r.ctx = ctx
@@ -252,6 +267,7 @@ func (r *relay) Serve(ctx context.Context) error {
 			return err
 		}
 	}
+	r.countPath("goroutines")
 	done := make(chan error, 1)
 	go func() { done <- r.upstreamToClient() }()
 	err := r.clientToUpstream()

@@ -144,6 +144,8 @@ type Router struct {
 	// asked of the primary (physical engine, lsn.go).
 	waits     *prometheus.HistogramVec
 	positions prometheus.Counter
+	// paths: sessions by how they are relayed ("epoll", "goroutines")
+	paths *prometheus.CounterVec
 
 	// changed is closed at the next change of a node's role or health
 	// (under mu): sessions waiting for a new primary wake at once.
@@ -209,8 +211,11 @@ func New(cfg Config) *Router {
 		ConstLabels: labels, Buckets: []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5}}, []string{"outcome"})
 	r.positions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_commit_position_queries_total",
 		Help: "Physical engine, read consistency session: queries that asked the primary for a session's commit position (WAL insert LSN) before a read on a replica.", ConstLabels: labels})
+	r.paths = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tandem_router_relayed_sessions_total",
+		Help:        "Client sessions by how they were relayed: epoll (on the router's epoll loops, clear text or TLS on either side) or goroutines (two per session: sessions that survive a failover, connections that are not sockets, TANDEM_RELAY_POLL=off).",
+		ConstLabels: labels}, []string{"path"})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail, r.waits, r.positions)
+		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail, r.waits, r.positions, r.paths)
 	}
 	r.ups.Set(float64(len(cfg.Nodes)))
 	return r
@@ -329,6 +334,7 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect, tag)
 	if rl != nil {
 		rl.readTimeout = r.cfg.MessageReadTimeout
+		rl.paths = r.paths
 		if survive {
 			rl.survive, rl.pick, rl.changes, rl.mem = true, r.primary, r.changes, &sessionMemory{}
 			rl.lsn = r.cfg.LSN

@@ -39,11 +39,15 @@ const clientHigh = 256 << 10
 // splitLoop is a routed session's place on an epoll loop. Its fields are
 // the loop's (under l.mu), except where noted.
 type splitLoop struct {
-	l     *loop
-	id    int32
-	s     *splitSession
-	cfd   int
-	clc   *loopConn
+	l    *loop
+	id   int32
+	s    *splitSession
+	cfd  int
+	clc  *loopConn
+	ctls bool // the client speaks TLS (over clc; the Framer reads through it)
+	// held: the client's messages stopped for a node's full socket (a
+	// TLS client's may wait in crypto/tls, where nothing reports them)
+	held  bool
 	cmu   sync.Mutex // guards cpend (clc.mu)
 	cpend []byte
 	creg  bool
@@ -145,17 +149,23 @@ func flushPend(fd int, pend *[]byte) error {
 
 // nodePollable reports whether a node connection can join a loop.
 func nodePollable(nc *nodeConn) bool {
-	if _, _, ok := tlsUpstream(nc.conn); ok {
+	if _, _, ok := tlsOverLoop(nc.conn); ok {
 		return true
 	}
 	return pollable(nc.conn) && nc.fr.Buffered() == 0
 }
 
 // serveLoop runs the session on an epoll loop until it ends; ok is false
-// when it cannot (a TLS client, a connection that is not a socket,
-// TANDEM_RELAY_POLL=off), and the caller runs it on goroutines.
+// when it cannot (a connection that is not a socket, a TLS client not
+// made over a loopConn, TANDEM_RELAY_POLL=off), and the caller runs it
+// on goroutines.
 func (s *splitSession) serveLoop(ctx context.Context) (ok bool, err error) {
-	if pollDisabled || s.client.TLS || !pollable(s.client.Conn) {
+	cliConn := s.client.Conn
+	_, clc, cliTLS := tlsOverLoop(s.client.Conn)
+	if cliTLS {
+		cliConn = clc.Conn
+	}
+	if pollDisabled || (s.client.TLS && !cliTLS) || !pollable(cliConn) {
 		return false, nil
 	}
 	for _, nc := range s.conns {
@@ -167,20 +177,28 @@ func (s *splitSession) serveLoop(ctx context.Context) (ok bool, err error) {
 	if loopsErr != nil {
 		return false, nil
 	}
-	cfd, err := rawFD(s.client.Conn)
+	cfd, err := rawFD(cliConn)
 	if err != nil {
 		return false, nil
 	}
 	l := loops[int(loopNext.Add(1))%len(loops)]
 	sl := &splitLoop{l: l, id: int32(sessIDs.Add(1) & 0x7fffffff), s: s, cfd: cfd,
-		nodes: make([]*loopNode, len(s.conns)), done: make(chan struct{})}
-	sl.clc = &loopConn{Conn: s.client.Conn, mu: &sl.cmu}
+		nodes: make([]*loopNode, len(s.conns)), done: make(chan struct{}), ctls: cliTLS}
+	if cliTLS {
+		// The Framer already reads and writes through the TLS
+		// connection; only the transport under it changes.
+		clc.mu = &sl.cmu
+		sl.clc = clc
+	} else {
+		sl.clc = &loopConn{Conn: s.client.Conn, mu: &sl.cmu}
+		s.client.Framer.SetReader(sl.clc)
+		s.client.Framer.SetWriter(sl.clc)
+	}
 	sl.clc.attach(cfd, &sl.cpend)
-	s.client.Framer.SetReader(sl.clc)
-	s.client.Framer.SetWriter(sl.clc)
 	l.mu.Lock()
 	s.lp = sl
 	s.polled.Store(true)
+	s.rt.paths.WithLabelValues("epoll").Inc()
 	l.split[sl.id] = sl
 	for _, nc := range s.conns {
 		if nc == nil {
@@ -240,7 +258,7 @@ func (s *splitSession) serveLoop(ctx context.Context) (ok bool, err error) {
 // attachNode moves a node connection onto the loop (under l.mu).
 func (sl *splitLoop) attachNode(nc *nodeConn) error {
 	ln := &loopNode{nc: nc, fd: -1}
-	tc, lc, isTLS := tlsUpstream(nc.conn)
+	tc, lc, isTLS := tlsOverLoop(nc.conn)
 	upConn := nc.conn
 	if isTLS {
 		upConn = lc.Conn
@@ -343,9 +361,11 @@ func (sl *splitLoop) event(side int, ev uint32) {
 				sl.nodeStep(ln)
 			}
 		}
-		if !sl.busy && !sl.ended && sl.s.client.FrameBuffered() && !sl.nodesFull() {
+		if !sl.busy && !sl.ended && (sl.s.client.FrameBuffered() || sl.ctls && sl.held) && !sl.nodesFull() {
 			// Messages held back for a node that has since gone (its
-			// pending bytes with it): epoll will not report them.
+			// pending bytes with it): epoll will not report them. A TLS
+			// client's may sit in crypto/tls, which says nothing of
+			// them: reading finds them, or costs no system call.
 			sl.clientStep()
 		}
 	}
@@ -366,6 +386,8 @@ func (sl *splitLoop) clientStep() {
 
 func (sl *splitLoop) clientMsgs() {
 	s := sl.s
+	sl.held = false
+	defer func() { sl.held = !sl.ended && !sl.busy && sl.nodesFull() }()
 	for !sl.ended && !sl.busy && !sl.nodesFull() {
 		typ, frame, err := s.client.ReadFrame()
 		if err != nil {

@@ -19,28 +19,32 @@ import (
 // splitOverSockets starts a routed session between real sockets: the
 // client, and the session's connections to n1 (the primary) and n2 (a
 // replica, the only read candidate), each one end of a TCP pair (or, with
-// tlsHop, of the cluster's mutual TLS over one). It returns the client's
-// end, the nodes' ends and the session.
-func splitOverSockets(t *testing.T, tlsHop bool) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
+// tlsHop.up, of the cluster's mutual TLS over one; with tlsHop.cli the
+// client speaks TLS to the router). It returns the client's end, the
+// nodes' ends and the session.
+func splitOverSockets(t *testing.T, tlsHop hop) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
 	return splitOverSocketsTimeout(t, tlsHop, 0)
 }
 
 // splitOverSocketsTimeout is splitOverSockets with message_read_timeout.
-func splitOverSocketsTimeout(t *testing.T, tlsHop bool, readTimeout time.Duration) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
+func splitOverSocketsTimeout(t *testing.T, tlsHop hop, readTimeout time.Duration) (cl net.Conn, nodes [2]net.Conn, s *splitSession, done chan error) {
 	t.Helper()
 	r := testRouter(Config{Split: true, ReadWeights: []int{0, -1, -1}})
 	r.cfg.Nodes = r.cfg.Nodes[:2]
 	r.setRole("n2", "standby", 1)
 	cl, relayClient := tcpPair(t)
-	pc := &pgwire.Conn{Conn: relayClient, Framer: pgwire.NewFramer(relayClient, relayClient, 1<<20), RemoteAddr: "127.0.0.1:5"}
+	small(relayClient, cl)
+	if tlsHop.cli {
+		cl, relayClient = tlsClientPair(t, cl, relayClient)
+	}
+	pc := &pgwire.Conn{Conn: relayClient, Framer: pgwire.NewFramer(relayClient, relayClient, 1<<20), RemoteAddr: "127.0.0.1:5", TLS: tlsHop.cli}
 	s = r.newSplit(context.Background(), pc)
 	s.rl.readTimeout = readTimeout
 	s.conns = s.conns[:2]
-	small(relayClient, cl)
 	for i := range 2 {
 		routerSide, nodeSide := tcpPair(t)
 		small(routerSide, nodeSide)
-		if tlsHop {
+		if tlsHop.up {
 			routerSide, nodeSide = tlsPair(t, routerSide, nodeSide)
 		}
 		s.conns[i] = &nodeConn{idx: i, up: r.cfg.Nodes[i], conn: routerSide,
@@ -70,7 +74,7 @@ func small(cs ...net.Conn) {
 // byte, nothing reaches the primary, and a warm round trip allocates
 // nothing in the router.
 func TestSplitLoopReadsNoAllocs(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		cl, nodes, s, done := splitOverSockets(t, tlsHop)
 		parse := encode(t, &pgproto3.Parse{Name: "s1", Query: "SELECT abalance FROM pgbench_accounts WHERE aid = $1"})
 		req := encode(t, &pgproto3.Bind{PreparedStatement: "s1", Parameters: [][]byte{[]byte("42")}}, &pgproto3.Execute{}, &pgproto3.Sync{})
@@ -132,11 +136,8 @@ func TestSplitLoopReadsNoAllocs(t *testing.T) {
 		}
 		// As for the plain relay: over TLS crypto/tls allocates a small
 		// reader per read of its connection (three per round trip).
-		limit := 0.0
-		if tlsHop {
-			limit = 3
-		}
-		if a := testing.AllocsPerRun(300, roundTrip); a > limit && !(tlsHop && raceOn) {
+		limit := tlsHop.allocs()
+		if a := testing.AllocsPerRun(300, roundTrip); a > limit && !(limit > 0 && raceOn) {
 			t.Fatalf("routing allocates per message: %.2f allocations per round trip (at most %v)", a, limit)
 		}
 		_ = nodes[0].SetReadDeadline(time.Now().Add(50 * time.Millisecond))
@@ -163,7 +164,7 @@ func TestSplitLoopReadsNoAllocs(t *testing.T) {
 // and kept from the client) ahead of the read, and the session goes on
 // on the loop.
 func TestSplitLoopHelperWaits(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		cl, nodes, _, done := splitOverSockets(t, tlsHop)
 		for _, n := range nodes {
 			_ = n.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -236,7 +237,7 @@ func TestSplitLoopHelperWaits(t *testing.T) {
 // the goroutine relay: a client that begins a message and does not finish
 // it gets FATAL 08P01 and the session ends; nothing reaches a node.
 func TestSplitLoopHalfMessage(t *testing.T) {
-	cl, nodes, s, done := splitOverSocketsTimeout(t, false, 300*time.Millisecond)
+	cl, nodes, s, done := splitOverSocketsTimeout(t, hop{}, 300*time.Millisecond)
 	q := encode(t, &pgproto3.Query{String: "SELECT 1"})
 	start := time.Now()
 	if _, err := cl.Write(q[:len(q)-3]); err != nil {
@@ -270,7 +271,7 @@ func TestSplitLoopHalfMessage(t *testing.T) {
 // first's answer to leave the loop) reach the primary whole and in order,
 // and the answers reach the client whole and in order.
 func TestSplitLoopLargeMessages(t *testing.T) {
-	hops(t, func(t *testing.T, tlsHop bool) {
+	hops(t, func(t *testing.T, tlsHop hop) {
 		cl, nodes, s, done := splitOverSockets(t, tlsHop)
 		big := func(n int, c byte) string { return string(bytes.Repeat([]byte{c}, n)) }
 		var reqs [][]byte

@@ -335,6 +335,7 @@ func (s *splitSession) Serve(ctx context.Context) error {
 	if ok, lerr := s.serveLoop(ctx); ok {
 		err = lerr
 	} else {
+		s.rt.paths.WithLabelValues("goroutines").Inc()
 		for _, nc := range s.conns {
 			if nc != nil {
 				go s.read(nc)

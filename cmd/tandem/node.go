@@ -150,7 +150,7 @@ func newRouterCmd() *cobra.Command {
 				}
 				trustCert = func(cs tls.ConnectionState) bool { return secure.PeerID(cs) == secure.AdminID }
 			}
-			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
+			srv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, TLSTransport: router.ClientTransport, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 				MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
 				MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
 				Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rt)
@@ -178,7 +178,7 @@ func newRouterCmd() *cobra.Command {
 			if c.Router.ReadListen != "" {
 				go rr.Watch(cmd.Context(), c.Router.HealthInterval.Duration)
 				rr.FollowRoles(cmd.Context())
-				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, RequireTLS: c.TLS.Require, TrustCert: trustCert,
+				rsrv := pgwire.NewServer(pgwire.Config{Auth: pgwire.AuthMethod(c.Auth), Passwords: c.Password, TLS: tlsCfg, TLSTransport: router.ClientTransport, RequireTLS: c.TLS.Require, TrustCert: trustCert,
 					MaxMessageBytes: c.Limits.MaxMessageBytes, MaxConnections: c.Limits.MaxConnections, Logger: log,
 					MaxStartupConnections: c.Limits.MaxStartupConnections, StartupTimeout: c.Limits.StartupTimeout.Duration,
 					Keepalive: pgwire.Keepalive{Idle: c.Limits.TCPKeepalivesIdle.Duration, Interval: c.Limits.TCPKeepalivesInterval.Duration, Count: c.Limits.TCPKeepalivesCount}}, rr)
