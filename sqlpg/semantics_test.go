@@ -674,3 +674,36 @@ func TestORMCatalog(t *testing.T) {
 		}
 	}
 }
+
+// TestDerivedColumnNames: the unnamed columns of a subquery in FROM and of
+// a WITH query are named as PostgreSQL names them (FigureColname), so
+// that the outer query sees those names (SQLite names them by their text:
+// count(*), 1 + 1). Checked against PostgreSQL 15 in the differential
+// corpus (45_column_aliases_and_misuse.sql).
+func TestDerivedColumnNames(t *testing.T) {
+	c := fuzzDB(t)
+	for _, tc := range []struct{ sql, want string }{
+		{`SELECT * FROM (SELECT count(*) FROM (VALUES (1), (2)) v(x)) s`, "count"},
+		{`WITH w AS (SELECT 1 + 1, lower('A'), 3::text) SELECT * FROM w`, "?column?,lower,text"},
+		{`SELECT * FROM (SELECT 1 + 1) s(a)`, "a"},
+		{`WITH w(a) AS (SELECT 1 + 1) SELECT * FROM w`, "a"},
+		{`SELECT * FROM (SELECT x FROM (VALUES (1)) v(x)) s`, "x"},
+	} {
+		stmts, err := translateForFuzz(c, tc.sql)
+		if err != nil || len(stmts) == 0 {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		rows, err := c.Query(stmts[len(stmts)-1], nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sql, err)
+		}
+		got := strings.Join(rows.Columns(), ",")
+		rows.Close()
+		if got != tc.want {
+			t.Errorf("%s: columns %q, want %q", tc.sql, got, tc.want)
+		}
+	}
+	if got := runPG(t, c, `SELECT s.count FROM (SELECT count(*) FROM (VALUES (1), (2)) v(x)) s`); got != "2" {
+		t.Errorf("a subquery's count by its name: got %q, want 2", got)
+	}
+}

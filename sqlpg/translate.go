@@ -389,6 +389,9 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if t.hasParams {
 		t.inferParams(raw)
 	}
+	if strings.Contains(lower, "select") {
+		nameDerived(raw)
+	}
 	var ctasMeta []string    // CREATE TABLE AS: the new table's column types
 	var matview, mvSkip bool // CREATE MATERIALIZED VIEW [WITH NO DATA]
 	var mvDef string         // its query as PostgreSQL's SQL
@@ -2767,6 +2770,29 @@ func nameTargets(list []*pg_query.Node) {
 		name, _ := figureColname(rt.Val)
 		rt.Name = name
 	}
+}
+
+// nameDerived names the unnamed result columns of every subquery in FROM
+// and every WITH query that has no column list, as PostgreSQL does, so
+// that the query over them sees those names (SELECT * FROM (SELECT
+// count(*) FROM t) s has a column count; SQLite would call it count(*)).
+func nameDerived(raw *pg_query.Node) {
+	walkNode(raw, func(n *pg_query.Node) {
+		var sub *pg_query.Node
+		switch x := n.Node.(type) {
+		case *pg_query.Node_RangeSubselect:
+			if x.RangeSubselect.Alias == nil || len(x.RangeSubselect.Alias.Colnames) == 0 {
+				sub = x.RangeSubselect.Subquery
+			}
+		case *pg_query.Node_CommonTableExpr:
+			if len(x.CommonTableExpr.Aliascolnames) == 0 {
+				sub = x.CommonTableExpr.Ctequery
+			}
+		}
+		if sel := sub.GetSelectStmt(); sel != nil {
+			nameTargets(leftmost(sel).TargetList)
+		}
+	})
 }
 
 // figureColname is PostgreSQL's FigureColnameInternal; strength 2 is a

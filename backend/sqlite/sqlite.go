@@ -1863,7 +1863,7 @@ func (s *Session) run(ctx context.Context, c *conn, st *Statement, args []any, r
 		return nil, mapError(err)
 	}
 	r := rows.(*sqlite3.SQLiteRows)
-	names := r.Columns()
+	names := undedup(r.Columns()) // as Describe names them
 	if len(names) == 0 {
 		r.Close()
 		done()

@@ -43,3 +43,15 @@ ALTER TABLE av_v ALTER a SET NOT NULL;
 SELECT * FROM av_v;
 DROP VIEW av_v;
 DROP TABLE av_t;
+-- unnamed columns of a subquery in FROM and of a WITH query: PostgreSQL's names, also when repeated
+WITH w AS (SELECT 1) SELECT * FROM w;
+WITH w AS (SELECT 1 + 1, lower('A'), count(*) FROM (VALUES (1)) v(x)) SELECT * FROM w;
+SELECT * FROM (SELECT 1 + 1, lower('A')) s;
+SELECT s.count FROM (SELECT count(*) FROM (VALUES (1), (2)) v(x)) s;
+SELECT sum(count) FROM (SELECT x, count(*) FROM (VALUES (1), (1), (2)) v(x) GROUP BY x) s;
+SELECT * FROM (SELECT 1, 2) s;
+SELECT * FROM (SELECT 1 AS a) x, (SELECT 2 AS a) y;
+SELECT * FROM (SELECT 1::text, 'b'::varchar, now() IS NOT NULL) s;
+WITH w(a) AS (SELECT 1 + 1) SELECT * FROM w;
+SELECT * FROM (SELECT 1 + 1) s(a);
+SELECT "?column?" FROM (SELECT 1 + 1) s;
