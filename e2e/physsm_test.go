@@ -325,6 +325,41 @@ func TestPhysicalSingleMaster(t *testing.T) {
 			t.Errorf("read_consistency = strong: %d of 20 reads missed another session's acknowledged commit, %d ran on the replica (want 0 stale, most on it)", stale, replica)
 		}
 	})
+	t.Run("new-session", func(t *testing.T) {
+		// A new session at session consistency reads a commit another
+		// session had acknowledged before it connected (pgbench -S after
+		// pgbench -i): its first read on a replica waits for the
+		// primary's position, as a read after its own write does.
+		w := connect(t, s.DSN)
+		stale, replica := 0, 0
+		for i := int64(0); i < 20; i++ {
+			id := 5_000_000 + i
+			if _, err := w.Exec(ctx, "INSERT INTO ryw VALUES ($1, 10)", id); err != nil {
+				t.Fatal(err)
+			}
+			r, err := pgx.Connect(ctx, s.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			var rep bool
+			err = r.QueryRow(ctx, "SELECT count(*), pg_is_in_recovery() FROM ryw WHERE id = $1", id).Scan(&n, &rep)
+			r.Close(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				stale++
+			}
+			if rep {
+				replica++
+			}
+		}
+		t.Logf("new sessions: 20 first reads of another session's commit, %d stale, %d on a replica", stale, replica)
+		if stale != 0 || replica < 15 {
+			t.Errorf("read_consistency = session, a new session's first read: %d of 20 missed a commit acknowledged before it connected, %d ran on a replica (want 0 stale, most on one)", stale, replica)
+		}
+	})
 	t.Run("monotonic", func(t *testing.T) { monotonicReads(t, s) })
 	if t.Failed() {
 		return

@@ -482,6 +482,40 @@ func TestReadConsistency(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s: %d write-then-read pairs, %d stale, %d read on the replica; monotonic reader went back %d times", level, total, stale.Load(), onReplica.Load(), back.Load())
+			// A new session reads what another session committed before
+			// it connected (pgbench -S after pgbench -i): it starts where
+			// the router knows the cluster is.
+			const fresh = 20
+			var freshStale, freshReplica int
+			for k := 1; k <= fresh; k++ {
+				if _, err := setup.Exec(ctx, "UPDATE cell SET v = $1 WHERE id = 0", 1_000_000+k); err != nil {
+					t.Fatal(err)
+				}
+				conn, err := pgx.Connect(ctx, c.DSN)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := conn.PgConn().Exec(ctx, "SELECT v FROM cell WHERE id = 0; SHOW tandem.node").ReadAll()
+				conn.Close(ctx)
+				if err != nil {
+					t.Fatalf("a new session's first read: %v", err)
+				}
+				if v, _ := strconv.Atoi(string(res[0].Rows[0][0])); v != 1_000_000+k {
+					freshStale++
+				}
+				if string(res[1].Rows[0][0]) == "n2" {
+					freshReplica++
+				}
+			}
+			t.Logf("%s: %d new sessions read another's commit first: %d stale, %d on the replica", level, fresh, freshStale, freshReplica)
+			if level == "session" || level == "strong" {
+				if freshStale != 0 {
+					t.Errorf("%s: %d of %d new sessions did not see a commit acknowledged before they connected", level, freshStale, fresh)
+				}
+				if freshReplica == 0 {
+					t.Errorf("%s: no new session's first read ran on the replica: the check proves nothing", level)
+				}
+			}
 			switch level {
 			case "bounded":
 				// max_lag is 1 s and the replica is some 15 ms behind:

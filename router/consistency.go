@@ -33,6 +33,16 @@ func (r *Router) noteApplied(idx int, g uint64) {
 	}
 }
 
+// noteCommitted records a commit GSN a session was told of.
+func (r *Router) noteCommitted(g uint64) {
+	for {
+		cur := r.committed.Load()
+		if g <= cur || r.committed.CompareAndSwap(cur, g) {
+			return
+		}
+	}
+}
+
 // maxApplied is the highest GSN any node is known to have applied.
 func (r *Router) maxApplied() uint64 {
 	var g uint64

@@ -169,6 +169,9 @@ type Router struct {
 	cls   *classifier
 	cons  consistency
 	known []atomic.Uint64 // per node: a GSN it is known to have applied
+	// committed: the highest commit GSN a routed session was told of
+	// (the writeset engine's CommitGSNParam): a new session's floor.
+	committed atomic.Uint64
 	pmu   sync.Mutex
 	pcur  *gsnFetch
 	hc    map[string]*http.Client // by node: admin clients (under pmu)

@@ -234,12 +234,19 @@ func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session,
 	}
 	s.conns[pi] = nc
 	s.cur = pi
-	if r.cfg.MultiMaster {
-		// A new session starts where the cluster is known to be: a node
-		// serves its first transaction once it applied every commit the
-		// router has seen acknowledged (a table another session just
-		// created is there, wherever this session lands).
+	// A new session starts where the cluster is known to be: a node
+	// serves its first read once it applied every commit the router has
+	// seen acknowledged (a table another session just created, the rows
+	// `pgbench -i` just loaded, are there, wherever this session reads).
+	switch {
+	case r.cfg.MultiMaster:
 		s.lastRead = r.maxApplied()
+	case r.cfg.LSN:
+		// WAL positions are learned from the primary, not told: the
+		// first read on a replica asks the primary's (lsn.go).
+		s.lsnDirty = true
+	default:
+		s.lastRead = max(r.maxApplied(), r.committed.Load())
 	}
 	r.sess.Inc()
 	return s, nil
@@ -402,6 +409,7 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 			switch name {
 			case pgwire.CommitGSNParam:
 				s.lastCommit = max(s.lastCommit, g)
+				s.rt.noteCommitted(g)
 				if s.rt.cfg.MultiMaster {
 					// A multi-master node answers a commit once it
 					// applied it itself.
