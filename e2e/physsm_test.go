@@ -333,7 +333,7 @@ func TestPhysicalSingleMaster(t *testing.T) {
 		w := connect(t, s.DSN)
 		stale, replica := 0, 0
 		for i := int64(0); i < 20; i++ {
-			id := 5_000_000 + i
+			id := 6_000_000 + i
 			if _, err := w.Exec(ctx, "INSERT INTO ryw VALUES ($1, 10)", id); err != nil {
 				t.Fatal(err)
 			}
