@@ -172,9 +172,9 @@ type Router struct {
 	// committed: the highest commit GSN a routed session was told of
 	// (the writeset engine's CommitGSNParam): a new session's floor.
 	committed atomic.Uint64
-	pmu   sync.Mutex
-	pcur  *gsnFetch
-	hc    map[string]*http.Client // by node: admin clients (under pmu)
+	pmu       sync.Mutex
+	pcur      *gsnFetch
+	hc        map[string]*http.Client // by node: admin clients (under pmu)
 }
 
 // New builds a router.
