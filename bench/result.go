@@ -63,6 +63,10 @@ type Result struct {
 	// 40): the planner's abort rate A_N.
 	UpdateAttempts  int64   `json:"update_attempts,omitempty"`
 	UpdateAbortRate float64 `json:"update_abort_rate,omitempty"`
+	// UpdateMeanMs is the mean response time of the update transactions
+	// run to their end (retries included): what the planner's conflict
+	// window CW(N) models.
+	UpdateMeanMs float64 `json:"update_mean_ms,omitempty"`
 	// PerMinute is the workload's per-minute figure (TPC-C: tpmC), if any.
 	PerMinute *PerMinute `json:"per_minute,omitempty"`
 	// Transactions by type name; TransactionOrder gives the workload's order.

@@ -107,6 +107,8 @@ func TestResultStatistics(t *testing.T) {
 		{"WRITE p50", write.P50Ms, 2},
 		// (Σ 1..1000 ms + 300 × 2 ms + 150 × 1 ms) / 1450
 		{"completed mean", res.CompletedMeanMs, (500500 + 600 + 150) / 1450.0},
+		// WRITE's 300 counted at 2 ms and 150 rolled back at 1 ms
+		{"update mean", res.UpdateMeanMs, (600 + 150) / 450.0},
 	}
 	for _, c := range lat {
 		if math.Abs(c.got-c.want) > c.want*0.002 {

@@ -465,6 +465,9 @@ func (r *runner) fill(res *Result, col *collector, measured float64) {
 	if col.done.TotalCount() > 0 {
 		res.CompletedMeanMs = round3(col.done.Mean() / 1000)
 	}
+	if col.updDone.TotalCount() > 0 {
+		res.UpdateMeanMs = round3(col.updDone.Mean() / 1000)
+	}
 	if pm, ok := r.w.(PerMinuteReporter); ok {
 		t, name := pm.PerMinute()
 		if int(t) >= 0 && int(t) < len(r.txs) {

@@ -97,7 +97,10 @@ type collector struct {
 	// done: every transaction the workload ran to its end, committed or
 	// rolled back by its rules (not aborted, not failed): the unit a
 	// profile's demands are per (planner.PhaseBusy.Completions).
-	done     *hdrhistogram.Histogram
+	done *hdrhistogram.Histogram
+	// updDone: the update transactions among done (their response time
+	// is the window in which a concurrent commit can abort them).
+	updDone  *hdrhistogram.Histogram
 	ivCounts []outcomeCounts // current interval, whole run
 	ivHist   []*hdrhistogram.Histogram
 	timeline []TimelinePoint
@@ -114,6 +117,7 @@ func newCollector(types []TxInfo, recs []*recorder, rampup time.Duration) *colle
 		ivCounts: make([]outcomeCounts, len(types)),
 		total:    newHist(),
 		done:     newHist(),
+		updDone:  newHist(),
 	}
 	for range types {
 		c.hist = append(c.hist, newHist())
@@ -144,6 +148,9 @@ func (c *collector) collect() {
 				}
 				if rec.out.IsCompleted() {
 					recordLatency(c.done, rec.lat)
+					if !c.types[rec.typ].ReadOnly {
+						recordLatency(c.updDone, rec.lat)
+					}
 				}
 			}
 		}

@@ -128,6 +128,9 @@ type validateOut struct {
 			RespError       *float64 `json:"response_time_error"`
 			MeasuredAbort   *float64 `json:"measured_abort_rate"`
 			Within          bool     `json:"within"`
+			PredWindow      float64  `json:"predicted_conflict_window_s"`
+			MeasUpdate      float64  `json:"measured_update_response_s"`
+			MeasCertify     float64  `json:"measured_certify_s"`
 		} `json:"points"`
 		Inputs []struct {
 			Name     string `json:"name"`
@@ -376,6 +379,9 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 		}
 		if p.MeasuredAbort == nil || *p.MeasuredAbort < 0 || *p.MeasuredAbort >= 1 {
 			t.Errorf("N = %d: measured abort rate %v, want the sweep's share of update attempts aborted", p.Replicas, p.MeasuredAbort)
+		}
+		if design == "multi-master" && p.Replicas > 1 && (p.PredWindow <= 0 || p.MeasUpdate <= 0 || p.MeasCertify <= 0) {
+			t.Errorf("N = %d: the update window (model %g s, measured %g s) and the certification round trip (measured %g s) belong beside the abort rates", p.Replicas, p.PredWindow, p.MeasUpdate, p.MeasCertify)
 		}
 	}
 	var assumed, measured int

@@ -49,6 +49,17 @@ type ValidationPoint struct {
 	// a relative error of two rates near 0 says nothing.
 	PredictedAbortRate float64  `json:"predicted_abort_rate"`
 	MeasuredAbortRate  *float64 `json:"measured_abort_rate,omitempty"`
+	// PredictedWindowS is multi-master's conflict window CW(N), the
+	// model's update residence plus its certifier delay, and
+	// MeasuredUpdateS the update transactions' mean response time in the
+	// sweep, the window they actually had (0: not modelled or not
+	// measured); PredictedCertifyS and MeasuredCertifyS the certifier
+	// delay the model charged and the nodes' mean certification round
+	// trip. What the abort rate grows with (planner/DESIGN.md).
+	PredictedWindowS  float64 `json:"predicted_conflict_window_s,omitempty"`
+	MeasuredUpdateS   float64 `json:"measured_update_response_s,omitempty"`
+	PredictedCertifyS float64 `json:"predicted_certifier_delay_s,omitempty"`
+	MeasuredCertifyS  float64 `json:"measured_certify_s,omitempty"`
 }
 
 // Validation compares one prediction with measurements of the same

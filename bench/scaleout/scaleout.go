@@ -171,8 +171,11 @@ type Point struct {
 	// 40, retries included: bench.Result.UpdateAbortRate).
 	AbortRate      float64 `json:"abort_rate,omitempty"`
 	UpdateAttempts int64   `json:"update_attempts,omitempty"`
-	Errors         int64   `json:"errors"`
-	Hosts          []Host  `json:"hosts"`
+	// UpdateMeanMs is the update transactions' mean response time
+	// (bench.Result.UpdateMeanMs): the window the planner's CW(N) models.
+	UpdateMeanMs float64 `json:"update_mean_ms,omitempty"`
+	Errors       int64   `json:"errors"`
+	Hosts        []Host  `json:"hosts"`
 	// MachineBusy is the cores every process of the machine used over
 	// the window (the root cgroup's CPU time: lab.MachineCPU), of
 	// MachineCPUs; Steal the cores the hypervisor took from this machine.
@@ -471,6 +474,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 	}
 	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
 	p.XDone, p.MeanDoneMs, p.AbortRate, p.UpdateAttempts = res.CompletedTPS, res.CompletedMeanMs, res.UpdateAbortRate, res.UpdateAttempts
+	p.UpdateMeanMs = res.UpdateMeanMs
 	wall := last.at.Sub(s0.at).Seconds()
 	if s0.ok && last.ok && wall > 0 {
 		p.MachineBusy = round3((last.machine - s0.machine).Seconds() / wall)

@@ -481,6 +481,16 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 			if pt, ok := preds[i].At(p.Replicas); ok {
 				p.PredictedAbortRate = pt.AbortRate
 				p.PredictedApplyBatch = pt.ApplyBatch
+				if p.Replicas > 1 && prof.Profile.Pw > 0 {
+					p.PredictedWindowS = pt.ConflictWindowS
+					// The delay predictAll gave the model at this N.
+					p.PredictedCertifyS = preds[i].Params.CertifierDelay
+					if f.certifierDelaySet {
+						p.PredictedCertifyS = f.certifierDelay.Seconds()
+					} else if repl != nil {
+						p.PredictedCertifyS = certifierDelayFor(repl.Profile)
+					}
+				}
 				if d, ok := prof.Profile.SystemDemand("cpu", p.Replicas, pt.AbortRate, pt.ApplyBatch, planner.ApplyCost(f.applyCost)); ok {
 					p.ModelCPUPerTxS = d * prof.CPUs
 					// The nodes' background, which the model keeps out of
@@ -500,6 +510,8 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				}
 			}
 			p.MeasuredApplyBatch = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyBatch })
+			p.MeasuredUpdateS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.UpdateMeanMs }) / 1000
+			p.MeasuredCertifyS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.CertifyMs }) / 1000
 		}
 		doc.Validations = append(doc.Validations, v)
 	}
@@ -1278,6 +1290,25 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		}
 		if len(parts) > 0 {
 			fmt.Fprintf(w, "%s writesets per apply batch, model / measured: %s\n", v.Prediction.Mix, strings.Join(parts, ", "))
+		}
+	}
+	ms := func(s float64) string {
+		if s <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", 1000*s)
+	}
+	for _, v := range doc.Validations {
+		var win, cert []string
+		for _, p := range v.Points {
+			if p.PredictedWindowS > 0 {
+				win = append(win, fmt.Sprintf("N = %d %s / %s", p.Replicas, ms(p.PredictedWindowS), ms(p.MeasuredUpdateS)))
+				cert = append(cert, fmt.Sprintf("N = %d %s / %s", p.Replicas, ms(p.PredictedCertifyS), ms(p.MeasuredCertifyS)))
+			}
+		}
+		if len(win) > 0 {
+			fmt.Fprintf(w, "%s update window (ms), model CW / measured update response: %s\n", v.Prediction.Mix, strings.Join(win, ", "))
+			fmt.Fprintf(w, "%s certification (ms), model / measured round trip: %s\n", v.Prediction.Mix, strings.Join(cert, ", "))
 		}
 	}
 	for _, v := range doc.Validations {
