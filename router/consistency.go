@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,21 +24,16 @@ func (r *Router) primaryIndex() int {
 }
 
 // noteApplied records that node idx has applied at least g.
-func (r *Router) noteApplied(idx int, g uint64) {
-	k := &r.known[idx]
-	for {
-		cur := k.Load()
-		if g <= cur || k.CompareAndSwap(cur, g) {
-			return
-		}
-	}
-}
+func (r *Router) noteApplied(idx int, g uint64) { raise(&r.known[idx], g) }
 
 // noteCommitted records a commit GSN a session was told of.
-func (r *Router) noteCommitted(g uint64) {
+func (r *Router) noteCommitted(g uint64) { raise(&r.committed, g) }
+
+// raise makes a at least g.
+func raise(a *atomic.Uint64, g uint64) {
 	for {
-		cur := r.committed.Load()
-		if g <= cur || r.committed.CompareAndSwap(cur, g) {
+		cur := a.Load()
+		if g <= cur || a.CompareAndSwap(cur, g) {
 			return
 		}
 	}

@@ -703,6 +703,13 @@ func TestDerivedColumnNames(t *testing.T) {
 			t.Errorf("%s: columns %q, want %q", tc.sql, got, tc.want)
 		}
 	}
+	// A view over such a subquery keeps the names too.
+	if got := runPG(t, c, `CREATE VIEW dcn AS SELECT * FROM (SELECT count(*) FROM (VALUES (1), (2)) v(x)) s`); got != "" {
+		t.Fatalf("CREATE VIEW: %q", got)
+	}
+	if got := runPG(t, c, `SELECT count FROM dcn`); got != "2" {
+		t.Errorf("the view's column count: got %q, want 2", got)
+	}
 	if got := runPG(t, c, `SELECT s.count FROM (SELECT count(*) FROM (VALUES (1), (2)) v(x)) s`); got != "2" {
 		t.Errorf("a subquery's count by its name: got %q, want 2", got)
 	}

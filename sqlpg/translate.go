@@ -389,8 +389,13 @@ func translate(sql string, sch Schema) (tr *Translation, err error) {
 	if t.hasParams {
 		t.inferParams(raw)
 	}
-	if strings.Contains(lower, "select") {
-		nameDerived(raw)
+	switch raw.Node.(type) {
+	case *pg_query.Node_SelectStmt, *pg_query.Node_ViewStmt, *pg_query.Node_CreateTableAsStmt, *pg_query.Node_DeclareCursorStmt:
+		// Statements whose result or definition has column names (a
+		// large INSERT ... VALUES is not walked for nothing).
+		if strings.Contains(lower, "select") {
+			nameDerived(raw)
+		}
 	}
 	var ctasMeta []string    // CREATE TABLE AS: the new table's column types
 	var matview, mvSkip bool // CREATE MATERIALIZED VIEW [WITH NO DATA]
