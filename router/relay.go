@@ -111,8 +111,9 @@ type relay struct {
 	// tag names the session to the nodes (pgwire.SessionTagParam);
 	// commitGSN is the GSN of its last acknowledged commit (the nodes
 	// report it, the relay keeps it from the client); ackSeen and ccSeen:
-	// a commit acknowledgement, a CommandComplete, since the only sync
-	// point in flight was sent (under trackMu).
+	// a commit acknowledgement, a COMMIT's or ROLLBACK's CommandComplete
+	// (endsTransaction), since the only sync point in flight was sent
+	// (under trackMu).
 	tag       string
 	commitGSN uint64
 	ackSeen   bool
@@ -602,12 +603,33 @@ func (r *relay) resolveCommit(old string, status byte, autocommit bool) {
 	r.wmu.Unlock()
 }
 
+// endsTransaction reports whether a CommandComplete frame is a COMMIT's or
+// a ROLLBACK's, which the server sends once the transaction has ended (a
+// COMMIT's after its commit, a synchronous standby's confirmation
+// included). Another statement's does not tell: outside a transaction
+// block the extended protocol commits the statement's implicit
+// transaction at the Sync after its CommandComplete (PostgreSQL's
+// exec_execute_message; pgwire's implicit.go alike), and a simple Query
+// of several statements commits after the last one's. A server that
+// ends the session between the two (a fence's pg_terminate_backend)
+// rolls the statement back after the client saw its CommandComplete.
+func endsTransaction(frame []byte) bool {
+	if len(frame) < 6 {
+		return false
+	}
+	tag, _ := cstringT(frame[5:])
+	return tag == "COMMIT" || tag == "ROLLBACK"
+}
+
 // inFlightAnswer is what a client is told of the one COMMIT (or statement
 // outside a transaction) that was in flight when node old died, wherever
 // that is known; the ReadyForQuery follows it.
 //
-//   - The CommandComplete was already relayed (ccSeen): it committed;
-//     only the ReadyForQuery is missing.
+//   - The CommandComplete of the COMMIT (or of the ROLLBACK a failed
+//     transaction's COMMIT gets) was already relayed (ccSeen,
+//     endsTransaction): the transaction ended as it says; only the
+//     ReadyForQuery is missing. A statement's own CommandComplete does not
+//     count: its implicit transaction commits after it.
 //   - A request outside a transaction that changed nothing (noEffect:
 //     plain SELECTs, no function call, no locking clause,
 //     router/classify.go; or a BEGIN and statements after it, no COMMIT):
@@ -741,7 +763,7 @@ func (r *relay) upstreamToClient() error {
 				continue // read consistency's (txroute.go): not for the client
 			}
 		}
-		if r.survive && typ == 'C' {
+		if r.survive && typ == 'C' && endsTransaction(frame) {
 			r.trackMu.Lock()
 			r.ccSeen = true
 			r.trackMu.Unlock()

@@ -1,7 +1,17 @@
 package router
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/tandemdb/tandem/pgwire"
 )
 
 func TestStatementKinds(t *testing.T) {
@@ -111,5 +121,164 @@ func TestIsBegin(t *testing.T) {
 		if got := isBegin(q); got != want {
 			t.Errorf("isBegin(%q) = %v, want %v", q, got, want)
 		}
+	}
+}
+
+// fakePrimary is a server on a real socket that takes sessions without a
+// password and answers every Sync or Query with ReadyForQuery: the node a
+// surviving session moves to.
+func fakePrimary(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				be := pgproto3.NewBackend(c, c)
+				if _, err := be.ReceiveStartupMessage(); err != nil {
+					return
+				}
+				be.Send(&pgproto3.AuthenticationOk{})
+				be.Send(&pgproto3.ParameterStatus{Name: "in_hot_standby", Value: "off"})
+				be.Send(&pgproto3.BackendKeyData{ProcessID: 2, SecretKey: []byte{0, 0, 0, 2}})
+				be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+				if be.Flush() != nil {
+					return
+				}
+				for {
+					m, err := be.Receive()
+					if err != nil {
+						return
+					}
+					switch m.(type) {
+					case *pgproto3.Sync, *pgproto3.Query:
+						be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+						if be.Flush() != nil {
+							return
+						}
+					case *pgproto3.Terminate:
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// A session's server ends it (a fence's pg_terminate_backend: FATAL 57P01)
+// after the CommandComplete of its request and before the ReadyForQuery,
+// and the session moves to a new primary. A COMMIT's CommandComplete comes
+// after the commit: the client is told only the missing ReadyForQuery. An
+// INSERT's, outside a transaction, comes before its implicit transaction
+// commits at the Sync, which the server's end may have cut short: the
+// client must not take it for committed (here 08007: nothing can tell).
+// Before endsTransaction every CommandComplete counted as a commit, and a
+// switchover under writers lost an acknowledged INSERT
+// (TestPhysicalExternalServers, 2026-12-07).
+func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
+	tests := []struct {
+		name     string
+		stmt     string
+		txStatus byte
+		tag      string
+		wantCode string // "" : no error, the ReadyForQuery alone
+	}{
+		{"INSERT outside a transaction", "INSERT INTO t VALUES ($1)", 'I', "INSERT 0 1", codeResolutionUnknown},
+		{"UPDATE outside a transaction", "UPDATE t SET v = $1", 'I', "UPDATE 3", codeResolutionUnknown},
+		{"COMMIT of a transaction", "COMMIT", 'T', "COMMIT", ""},
+		{"COMMIT of a failed transaction", "COMMIT", 'E', "ROLLBACK", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := fakePrimary(t)
+			cl, relayClientSide := net.Pipe()
+			relayUpSide, up := net.Pipe()
+			defer cl.Close()
+			defer up.Close()
+			pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, 1<<20), User: "u", Database: "d"}
+			r := &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
+				upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20), maxMsg: 1 << 20,
+				survive: true, mem: &sessionMemory{},
+				pick:    func() (Upstream, NodeStatus) { return Upstream{Node: "n2", Addr: addr}, NodeStatus{Healthy: true} },
+				changes: func() <-chan struct{} { return make(chan struct{}) }}
+			r.txStatus.Store(uint32(tt.txStatus))
+			done := make(chan error, 1)
+			go func() { done <- r.Serve(context.Background()) }()
+
+			// The old server: reads the request, answers up to the
+			// CommandComplete, then ends the session.
+			go func() {
+				fe := pgproto3.NewBackend(up, up)
+				for {
+					m, err := fe.Receive()
+					if err != nil {
+						return
+					}
+					if _, ok := m.(*pgproto3.Sync); ok {
+						break
+					}
+				}
+				fe.Send(&pgproto3.ParseComplete{})
+				fe.Send(&pgproto3.BindComplete{})
+				fe.Send(&pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
+				fe.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: pgwire.CodeAdminShutdown, Message: "terminating connection due to administrator command"})
+				_ = fe.Flush()
+				up.Close()
+			}()
+
+			front := pgproto3.NewFrontend(cl, cl)
+			front.Send(&pgproto3.Parse{Query: tt.stmt})
+			front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
+			front.Send(&pgproto3.Execute{})
+			front.Send(&pgproto3.Sync{})
+			if err := front.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var got []string
+			code := ""
+			for {
+				m, err := front.Receive()
+				if err != nil {
+					t.Fatalf("after %v: %v", got, err)
+				}
+				switch m := m.(type) {
+				case *pgproto3.ErrorResponse:
+					code = m.Code
+					got = append(got, "E "+m.Code)
+				case *pgproto3.CommandComplete:
+					got = append(got, "C "+string(m.CommandTag))
+				case *pgproto3.ReadyForQuery:
+					got = append(got, "Z "+string(m.TxStatus))
+				default:
+					got = append(got, fmt.Sprintf("%T", m))
+				}
+				if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+					break
+				}
+			}
+			if code != tt.wantCode {
+				t.Fatalf("the client got %v: error code %q, want %q", got, code, tt.wantCode)
+			}
+			if code == "" && got[len(got)-2] != "C "+tt.tag {
+				t.Fatalf("the client got %v, want the server's CommandComplete then the ReadyForQuery", got)
+			}
+			front.Send(&pgproto3.Terminate{})
+			_ = front.Flush()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the relay did not end after Terminate")
+			}
+		})
 	}
 }

@@ -159,7 +159,8 @@ type splitSession struct {
 	// A request in flight that may commit (under mu; Survive): a COMMIT
 	// or a statement outside a transaction. ackSeen: the primary reported
 	// a commit GSN past commitBase (the session's last before it); ccSeen:
-	// its CommandComplete reached the client. resolving: the primary died
+	// the CommandComplete of its COMMIT (or ROLLBACK) reached the client
+	// (endsTransaction: a statement's own precedes its commit). resolving: the primary died
 	// with it in flight and the reader is finding out whether it committed.
 	commitPending, ackSeen, ccSeen, resolving bool
 	commitBase                                uint64
@@ -460,7 +461,7 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 		nc.fatal = true
 	}
 	if typ == 'C' && s.cur == nc.idx {
-		s.ccSeen = true
+		s.ccSeen = s.ccSeen || endsTransaction(frame)
 		frame = xactRollback(&s.xact, typ, frame)
 	}
 	if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
