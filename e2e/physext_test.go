@@ -192,6 +192,11 @@ func (s *extServer) superuserIn(db string, stmts ...string) [][]string {
 	return last
 }
 
+// superDSN reaches the tandem database as the superuser over the socket.
+func (s *extServer) superDSN() string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=tandem sslmode=disable", filepath.Join(s.dir, "sock"), s.port)
+}
+
 func (s *extServer) dsn() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=tandem_app password=app-secret dbname=tandem sslmode=require", s.port)
 }
@@ -431,11 +436,31 @@ func externalPair(t *testing.T, safeness string) (*hsCluster, *extServer, *extSe
 	if err := os.WriteFile(h.file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	lostIDs = nil
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, id := range []string{"n1", "n2"} {
 				l, _ := os.ReadFile(filepath.Join(h.dir, id+".log"))
 				t.Logf("%s node log:\n%s", id, tailText(string(l), 40))
+			}
+			if r, err := os.ReadFile(filepath.Join(h.dir, "router.log")); err == nil {
+				t.Logf("router log:\n%s", tailText(string(r), 60))
+			}
+			// Where a lost acknowledged commit went, if anywhere.
+			for _, id := range lostIDs {
+				for name, s := range map[string]*extServer{"pg1": s1, "pg2": s2} {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					c, err := pgx.Connect(ctx, s.superDSN())
+					if err == nil {
+						var n int
+						err = c.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = $1", id).Scan(&n)
+						t.Logf("lost id %d on %s: %d rows (%v)", id, name, n, err)
+						c.Close(ctx)
+					} else {
+						t.Logf("lost id %d on %s: %v", id, name, err)
+					}
+					cancel()
+				}
 			}
 		}
 	})

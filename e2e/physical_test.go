@@ -39,6 +39,8 @@ type physPair struct {
 	nodes         map[string]string // id -> listen
 	admin         map[string]string // id -> metrics
 	logDir        string            // without c: where the node logs are
+	// h: the processes, for clusters a test starts one by one (nil with c).
+	h *hsCluster
 }
 
 func startPhysPair(t *testing.T, safeness string) *physPair {
@@ -385,12 +387,15 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 	var acked []int64
 	var next atomic.Int64
 	next.Store(time.Now().UnixNano() / 1000)
+	start := time.Now()
+	ackLog.reset(start)
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var conn *pgx.Conn
+			conns := 0
 			for ctx.Err() == nil {
 				if conn == nil {
 					cctx, cc := context.WithTimeout(ctx, 3*time.Second)
@@ -400,13 +405,17 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 						time.Sleep(50 * time.Millisecond)
 						continue
 					}
+					conns++
 				}
 				id := next.Add(1)
+				sent := time.Now()
 				if _, err := conn.Exec(ctx, "INSERT INTO audit VALUES ($1)", id); err != nil {
+					ackLog.add(id, fmt.Sprintf("failed: writer %d connection %d (backend %d) sent %s, answered %s: %v", i, conns, conn.PgConn().PID(), sent.Sub(start), time.Since(start), err))
 					conn.Close(context.Background())
 					conn = nil
 					continue
 				}
+				ackLog.add(id, fmt.Sprintf("acknowledged: writer %d connection %d (backend %d) sent %s, answered %s", i, conns, conn.PgConn().PID(), sent.Sub(start), time.Since(start)))
 				mu.Lock()
 				acked = append(acked, id)
 				mu.Unlock()
@@ -417,7 +426,9 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
+	t.Logf("hand-over to %s from %s", to, time.Since(start))
 	handOver()
+	t.Logf("hand-over to %s done at %s", to, time.Since(start))
 	// Writes go on against the new primary.
 	mu.Lock()
 	before := len(acked)
@@ -432,6 +443,7 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 			break
 		}
 		if time.Now().After(deadline) {
+			p.stalled(to)
 			cancel()
 			wg.Wait()
 			t.Fatalf("no writes succeeded through the router after %s became the primary", to)
@@ -443,6 +455,85 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 		t.Fatalf("%s is %s after the switchover", to, s.Role)
 	}
 	return acked
+}
+
+// ackLog keeps what handOverUnderLoad's writers saw of each id, for a
+// lost commit's report.
+var ackLog = &idLog{}
+
+// lostIDs are the acknowledged ids checkAcked did not find (a test's
+// cleanup may look for them elsewhere).
+var lostIDs []int64
+
+type idLog struct {
+	mu    sync.Mutex
+	start time.Time
+	m     map[int64]string
+}
+
+func (l *idLog) reset(start time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.start, l.m = start, map[int64]string{}
+}
+
+func (l *idLog) add(id int64, what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m != nil {
+		l.m[id] = what
+	}
+}
+
+func (l *idLog) get(id int64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.m[id]; ok {
+		return w
+	}
+	return "(not sent)"
+}
+
+// stalled logs where the writers of handOverUnderLoad wait: the new
+// primary's sessions as its server sees them, and the router's goroutines
+// (SIGQUIT makes Go print them to the router's log, and end it).
+func (p *physPair) stalled(to string) {
+	t := p.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, err := pgx.Connect(ctx, p.dsn(p.nodes[to])); err != nil {
+		t.Logf("stalled: %s's sessions: %v", to, err)
+	} else {
+		rows, err := c.Query(ctx, "SELECT pid, coalesce(application_name, ''), coalesce(state, ''), coalesce(wait_event_type, '') || ':' || coalesce(wait_event, ''), coalesce(backend_start::text, ''), coalesce(state_change::text, ''), left(coalesce(query, ''), 80) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+		if err == nil {
+			for rows.Next() {
+				var pid int32
+				var app, state, wait, start, change, q string
+				if rows.Scan(&pid, &app, &state, &wait, &start, &change, &q) == nil {
+					t.Logf("stalled: %s's server: pid %d app %q %s wait %s started %s changed %s: %s", to, pid, app, state, wait, start, change, q)
+				}
+			}
+			rows.Close()
+		}
+		if err != nil {
+			t.Logf("stalled: %s's sessions: %v", to, err)
+		}
+		c.Close(ctx)
+	}
+	if p.h == nil {
+		return
+	}
+	p.h.mu.Lock()
+	r := p.h.procs["router"]
+	p.h.mu.Unlock()
+	if r == nil || r.Process == nil {
+		return
+	}
+	_ = r.Process.Signal(syscall.SIGQUIT)
+	time.Sleep(time.Second)
+	b, _ := os.ReadFile(filepath.Join(p.h.dir, "router.log"))
+	t.Logf("stalled: the router's log and goroutines:\n%s", tailText(string(b), 600))
 }
 
 // checkAcked looks every acknowledged id up through dsn.
@@ -469,6 +560,11 @@ func checkAcked(t *testing.T, dsn string, acked []int64) {
 	for _, id := range acked {
 		if !have[id] {
 			lost++
+			lostIDs = append(lostIDs, id)
+			// What the writers saw around it.
+			for d := int64(-4); d <= 4; d++ {
+				t.Logf("lost %d: id %+d %s", id, d, ackLog.get(id+d))
+			}
 		}
 	}
 	if lost > 0 || len(acked) == 0 {
@@ -678,7 +774,7 @@ func (h *hsCluster) startCoordinatedPair() *physPair {
 	h.start("n1")
 	h.start("n2")
 	h.start("router")
-	p := &physPair{t: h.t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir}
+	p := &physPair{t: h.t, file: h.file, router: h.router, reads: h.reads, nodes: h.nodes, admin: h.admin, logDir: h.dir, h: h}
 	p.waitStreaming("n1", "n2")
 	return p
 }
