@@ -62,6 +62,8 @@ type MeasuredProfile struct {
 	WritesetsPerUpdate float64
 	// CertifierDelay is Profile.CertifierDelay; 0: not measured.
 	CertifierDelay float64
+	// ConflictRate is Profile.ConflictRate; 0: not measured.
+	ConflictRate float64
 	// Resources names the resources to put in the profile, in order.
 	Resources []string
 	// ThinkTime and ClientsPerReplica are Z and C of the profiling run.
@@ -93,6 +95,7 @@ func ProfileFromMeasurements(m MeasuredProfile) (Profile, error) {
 
 		WritesetsPerUpdate: m.WritesetsPerUpdate,
 		CertifierDelay:     m.CertifierDelay,
+		ConflictRate:       m.ConflictRate,
 	}
 	if len(m.Trust) > 0 {
 		p.Trust = make(map[string]string, len(m.Trust))

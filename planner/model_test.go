@@ -806,3 +806,76 @@ func TestWritesetsPerUpdate(t *testing.T) {
 		}
 	}
 }
+
+func TestRateAbort(t *testing.T) {
+	tests := []struct {
+		name                string
+		c, lambda, w, wantA float64
+	}{
+		{"no exposure", 0.004, 0, 0.05, 0},
+		{"no conflict rate", 0, 100, 0.05, 0},
+		// c·λ·W = 0.004·100·0.05 = 0.02.
+		{"small exposure", 0.004, 100, 0.05, 1 - math.Exp(-0.02)},
+		{"twice the rate, twice the exponent", 0.004, 200, 0.05, 1 - math.Exp(-0.04)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RateAbort(tt.c, tt.lambda, tt.w); !near(got, tt.wantA, 1e-14) {
+				t.Errorf("A = %.16g, want %.16g", got, tt.wantA)
+			}
+		})
+	}
+}
+
+// With a conflict rate the abort rate follows the writesets the model's
+// cluster commits: the fixed point satisfies A_N = 1 − exp(−c·λ(N)·CW(N)),
+// it still grows with N, and where the replicas saturate (λ grows less
+// than N times one replica's) it stays below seed 003's growth from the
+// same A_1; AbortModelSeed003 gives seed 003's figures exactly.
+func TestMultiMasterRateAbortGrowth(t *testing.T) {
+	p := builtin(t, "tpcw-ordering")
+	p.A1 = 0.0053
+	one := predict(t, p, MultiMaster, []int{1}, DefaultParams(p)).Points[0]
+	// c such that N = 1 reproduces A_1 at the model's own λ(1) and CW(1).
+	lambda1 := one.ThroughputTPS * p.Pw * p.WSShare()
+	withC := p
+	withC.ConflictRate = -math.Log1p(-p.A1) / (lambda1 * one.ConflictWindowS)
+	seed := predict(t, p, MultiMaster, span(1, 16), DefaultParams(p))
+	rate := predict(t, withC, MultiMaster, span(1, 16), DefaultParams(withC))
+	par := DefaultParams(withC)
+	par.AbortModel = AbortModelSeed003
+	forced := predict(t, withC, MultiMaster, span(1, 16), par)
+	if got := rate.Points[0].AbortRate; !near(got, p.A1, 1e-6) {
+		t.Errorf("A_1 = %g, want about the profile's %g", got, p.A1)
+	}
+	below := 0
+	for i, pt := range rate.Points {
+		lambda := pt.ThroughputTPS * p.Pw * p.WSShare()
+		if want := RateAbort(withC.ConflictRate, lambda, pt.ConflictWindowS); !near(pt.AbortRate, want, 1e-9) {
+			t.Errorf("N=%d: A_N = %g, the rate form on the point's λ and CW gives %g", pt.Replicas, pt.AbortRate, want)
+		}
+		if i > 0 && !(pt.AbortRate > rate.Points[i-1].AbortRate) {
+			t.Errorf("N=%d: A_N = %g not above A_%d = %g", pt.Replicas, pt.AbortRate, rate.Points[i-1].Replicas, rate.Points[i-1].AbortRate)
+		}
+		if pt.AbortRate < seed.Points[i].AbortRate {
+			below++
+		}
+		if f := forced.Points[i]; f.AbortRate != seed.Points[i].AbortRate || f.ThroughputTPS != seed.Points[i].ThroughputTPS {
+			t.Errorf("N=%d: --abort-model seed003 gives A %g X %g, seed 003 without a conflict rate %g %g", f.Replicas, f.AbortRate, f.ThroughputTPS, seed.Points[i].AbortRate, seed.Points[i].ThroughputTPS)
+		}
+	}
+	// Ordering saturates its replicas' disks: per-replica throughput falls
+	// with N, so the rate form grows more slowly than N·CW/L1.
+	if below < len(rate.Points)/2 {
+		t.Errorf("the rate form is below seed 003's growth at only %d of %d N", below, len(rate.Points))
+	}
+}
+
+func TestParamsAbortModel(t *testing.T) {
+	p := builtin(t, "tpcw-shopping")
+	par := DefaultParams(p)
+	par.AbortModel = "magic"
+	if _, err := Predict(p, MultiMaster, []int{1, 2}, par); !errors.Is(err, ErrInvalidParams) {
+		t.Fatalf("abort model magic: %v, want ErrInvalidParams", err)
+	}
+}

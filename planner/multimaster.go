@@ -171,6 +171,33 @@ func (m *multiMaster) conflictWindowFrom(s Solution, queue func(CenterResult) fl
 	return cw
 }
 
+// rateGrowth reports whether the abort rate grows with the system's
+// writeset rate (Profile.ConflictRate) rather than by seed 003's N.
+func (m *multiMaster) rateGrowth() bool {
+	return m.p.ConflictRate > 0 && m.par.AbortModel != AbortModelSeed003
+}
+
+// abort is A_N at n replicas for solution s (empty: no queues yet).
+//
+// Seed 003: (1 − A_N) = (1 − A_1)^(N·CW(N)/L(1)), each of N replicas
+// committing the profiled replica's updates. With the profile's
+// ConflictRate c: A_N = 1 − exp(−c·λ(N)·CW(N)), λ(N) the writesets the
+// whole system commits per second in s (N·X_replica·Pw·f): the exposure
+// grows with the updates the replicas actually commit, which on busy
+// hosts is far less than N times one replica's (planner/DESIGN.md
+// "Abort growth").
+func (m *multiMaster) abort(n int, s Solution) float64 {
+	cw := m.conflictWindow(s)
+	if m.rateGrowth() {
+		lambda := float64(n) * s.Throughput * m.p.Pw * m.p.WSShare()
+		return RateAbort(m.p.ConflictRate, lambda, cw)
+	}
+	if m.p.A1 == 0 {
+		return 0
+	}
+	return MultiMasterAbort(m.p.A1, n, cw, m.l1Value)
+}
+
 func (m *multiMaster) solve(n int) (Point, error) {
 	c := m.par.ClientsPerReplica
 	var (
@@ -180,7 +207,7 @@ func (m *multiMaster) solve(n int) (Point, error) {
 	)
 	b := m.p.ApplyBatch
 	switch {
-	case (m.p.Pw == 0 || m.p.A1 == 0) && !m.batched(n):
+	case (m.p.Pw == 0 || (m.p.A1 == 0 && !m.rateGrowth())) && !m.batched(n):
 		// No update can abort: A_N = 0 at every N.
 		s, err := SolveMVA(m.network(n, 0, b), c)
 		if err != nil {
@@ -193,11 +220,7 @@ func (m *multiMaster) solve(n int) (Point, error) {
 			// At step i+1 the abort rate comes from the conflict window of
 			// step i, whose update residence is wc·(1 + Q_k(i-1)).
 			// prev is empty at step 0: no queues.
-			cw := m.conflictWindow(prev)
-			a = 0
-			if m.p.A1 > 0 {
-				a = MultiMasterAbort(m.p.A1, n, cw, m.l1Value)
-			}
+			a = m.abort(n, prev)
 			if err := checkAbort(a); err != nil {
 				return nil, err
 			}
@@ -228,10 +251,7 @@ func (m *multiMaster) solve(n int) (Point, error) {
 				return Point{}, err
 			}
 			sol = s
-			next := 0.0
-			if m.p.A1 > 0 {
-				next = MultiMasterAbort(m.p.A1, n, m.conflictWindow(s), m.l1Value)
-			}
+			next := m.abort(n, s)
 			if err := checkAbort(next); err != nil {
 				return Point{}, err
 			}

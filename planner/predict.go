@@ -87,11 +87,31 @@ type Params struct {
 	CertifierDelay float64 `json:"certifier_delay_s"`
 	// CWMode is how multi-master iterates the conflict window.
 	CWMode CWMode `json:"cw_mode"`
+	// AbortModel is how multi-master's abort rate grows with N: ""
+	// (AbortModelAuto) by the system's writeset rate when the profile
+	// has a ConflictRate, else seed 003's; AbortModelSeed003 always
+	// seed 003's.
+	AbortModel AbortModel `json:"abort_model,omitempty"`
 	// ApplyCost is how multi-master charges a replica's apply of the
 	// other nodes' writesets at B writesets per apply batch ("" is
 	// ApplyPerBatch).
 	ApplyCost ApplyCost `json:"apply_cost,omitempty"`
 }
+
+// AbortModel selects multi-master's abort growth (planner/DESIGN.md
+// "Abort growth").
+type AbortModel string
+
+const (
+	// AbortModelAuto grows A_N with the writesets the system commits
+	// per second when the profile measured its ConflictRate, else as
+	// seed 003 does.
+	AbortModelAuto AbortModel = ""
+	// AbortModelRate is AbortModelAuto, named for flags.
+	AbortModelRate AbortModel = "rate"
+	// AbortModelSeed003 is seed 003's (1 − A_1)^(N·CW(N)/L(1)).
+	AbortModelSeed003 AbortModel = "seed003"
+)
 
 // ApplyCost is how multi-master's ws depends on the writesets per apply
 // batch B (planner/DESIGN.md "Apply batches").
@@ -125,6 +145,11 @@ func (par Params) validate() error {
 	okTime := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
 	if par.ClientsPerReplica < 1 {
 		return bad("clients per replica", "must be >= 1, got %d", par.ClientsPerReplica)
+	}
+	switch par.AbortModel {
+	case AbortModelAuto, AbortModelRate, AbortModelSeed003:
+	default:
+		return bad("abort growth", "%q: want %s or %s", par.AbortModel, AbortModelRate, AbortModelSeed003)
 	}
 	if !okTime(par.ThinkTime) {
 		return bad("think time", "must be >= 0 seconds, got %g", par.ThinkTime)
@@ -426,6 +451,19 @@ func MultiMasterAbort(a1 float64, n int, cw, l1 float64) float64 {
 		return a1
 	}
 	return AbortGrowth(a1, float64(n)*cw/l1)
+}
+
+// RateAbort is the abort probability of an update attempt exposed for
+// window seconds to a system committing lambda writesets per second, at
+// conflict rate c (Profile.ConflictRate): 1 − exp(−c·λ·W). Each writeset
+// committed inside the window conflicts with the attempt's with the same
+// small probability, so seed 003's (1 − A_1)^exposure-ratio is this with
+// the exposure counted in writesets instead of replicas.
+func RateAbort(c, lambda, window float64) float64 {
+	if c <= 0 || lambda <= 0 || window <= 0 {
+		return 0
+	}
+	return -math.Expm1(-c * lambda * window)
 }
 
 // Fixed-point iteration limits. The multi-master iteration wraps an exact

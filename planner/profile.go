@@ -71,6 +71,15 @@ type Profile struct {
 	// per transaction. 0: not measured, every update has one (seed 003).
 	WritesetsPerUpdate float64 `json:"writesets_per_update,omitempty"`
 
+	// ConflictRate is c in A = 1 − exp(−c·λ·W): how likely an update
+	// attempt is to abort per unit of its exposure, λ·W, the committed
+	// writesets per second of the whole system times the attempt's
+	// conflict window, seconds (planner/DESIGN.md "Abort growth"). It is
+	// a property of the workload's keys, measured by the profiler over
+	// every phase that ran updates. With it, multi-master grows A_N from
+	// its own λ(N) and CW(N); without it (0), by seed 003's N·CW(N)/L(1).
+	ConflictRate float64 `json:"conflict_rate,omitempty"`
+
 	// CertifierDelay is the mean certification round trip measured on a
 	// multi-master node while it was profiled, seconds: what the
 	// certifier adds to an update's commit (Params.CertifierDelay takes
@@ -232,6 +241,9 @@ func (p Profile) Validate() error {
 	}
 	if len(p.Resources) == 0 {
 		return bad("resources", "at least one resource (cpu, disk) is needed")
+	}
+	if !finite(p.ConflictRate) || p.ConflictRate < 0 {
+		return bad("conflict_rate", "must be >= 0, got %g", p.ConflictRate)
 	}
 	if !finite(p.CertifierDelay) || p.CertifierDelay < 0 {
 		return bad("certifier_delay_s", "must be >= 0 seconds, got %g", p.CertifierDelay)
@@ -440,6 +452,7 @@ func MedianProfile(ps []Profile) (Profile, error) {
 	out.ApplyBatch = med(func(p Profile) float64 { return p.ApplyBatch })
 	out.WritesetsPerUpdate = med(func(p Profile) float64 { return p.WritesetsPerUpdate })
 	out.CertifierDelay = med(func(p Profile) float64 { return p.CertifierDelay })
+	out.ConflictRate = med(func(p Profile) float64 { return p.ConflictRate })
 	for i := range out.Resources {
 		// The medians of WS and WSBatch come from different profiles:
 		// keep the per-batch part inside WS at the median batch size.

@@ -47,6 +47,7 @@ type planPredictFlags struct {
 	certifierDelay    time.Duration
 	cwMode            string
 	applyCost         string
+	abortModel        string
 	json              bool
 	htmlFile          string
 	svgFile           string
@@ -76,6 +77,7 @@ func newPlanPredictCmd() *cobra.Command {
 	fl.DurationVar(&f.lbDelay, "lb-delay", time.Duration(planner.DefaultLBDelay*float64(time.Second)), "load balancer and LAN delay per transaction attempt")
 	fl.DurationVar(&f.certifierDelay, "certifier-delay", time.Duration(planner.DefaultCertifierDelay*float64(time.Second)), "certifier delay per update attempt (multi-master)")
 	fl.StringVar(&f.applyCost, "apply-cost", string(planner.ApplyPerBatch), "multi-master: how a replica's apply is charged at B writesets per batch: per-batch (ws x the profile's apply_batch_writesets / B) or split (ws_1 + ws_batch_s / B)")
+	fl.StringVar(&f.abortModel, "abort-model", string(planner.AbortModelRate), "multi-master: how the abort rate grows with N: rate (from the writesets the cluster commits per second, with a profile's conflict_rate; seed 003's growth without one) or seed003 ((1 - A_N) = (1 - A1)^(N x CW / L1))")
 	fl.StringVar(&f.cwMode, "cw-mode", string(planner.CWFixedPoint), "multi-master conflict window iteration: fixed-point or per-population")
 	fl.BoolVar(&f.json, "json", false, "print the predictions as JSON instead of a table")
 	fl.StringVar(&f.htmlFile, "html", "", "also write a self-contained HTML report with charts to this file")
@@ -112,6 +114,9 @@ func runPlanPredict(cmd *cobra.Command, f *planPredictFlags) error {
 	if c := planner.ApplyCost(f.applyCost); c != planner.ApplyPerBatch && c != planner.ApplySplit {
 		return fmt.Errorf("--apply-cost: %w: %q (want %s or %s)", errPlanFlag, f.applyCost, planner.ApplyPerBatch, planner.ApplySplit)
 	}
+	if m := planner.AbortModel(f.abortModel); m != planner.AbortModelRate && m != planner.AbortModelSeed003 {
+		return fmt.Errorf("--abort-model: %w: %q (want %s or %s)", errPlanFlag, f.abortModel, planner.AbortModelRate, planner.AbortModelSeed003)
+	}
 	mode := planner.CWMode(f.cwMode)
 	if mode != planner.CWFixedPoint && mode != planner.CWPerPopulation {
 		return fmt.Errorf("--cw-mode: %w: %q (want %s or %s)", errPlanFlag, f.cwMode, planner.CWFixedPoint, planner.CWPerPopulation)
@@ -134,6 +139,7 @@ func runPlanPredict(cmd *cobra.Command, f *planPredictFlags) error {
 		par.CertifierDelay = f.certifierDelay.Seconds()
 		par.CWMode = mode
 		par.ApplyCost = planner.ApplyCost(f.applyCost)
+		par.AbortModel = planner.AbortModel(f.abortModel)
 		if err := planner.ValidateReplicas(replicas, par.ClientsPerReplica); err != nil {
 			return fmt.Errorf("--replicas: %w", err)
 		}

@@ -62,7 +62,7 @@ func TestPlanPredictJSONAndFiles(t *testing.T) {
 	if len(set.Predictions) != 2 {
 		t.Fatalf("%d predictions, want 2", len(set.Predictions))
 	}
-	want := planner.Params{ClientsPerReplica: 20, ThinkTime: 0.5, LBDelay: 0.002, CertifierDelay: 0.01, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyPerBatch}
+	want := planner.Params{ClientsPerReplica: 20, ThinkTime: 0.5, LBDelay: 0.002, CertifierDelay: 0.01, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyPerBatch, AbortModel: planner.AbortModelRate}
 	for _, p := range set.Predictions {
 		if p.Design != planner.MultiMaster || len(p.Points) != 3 {
 			t.Errorf("%s: design %s, %d points", p.Profile, p.Design, len(p.Points))

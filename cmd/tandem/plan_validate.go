@@ -46,6 +46,7 @@ type planValidateFlags struct {
 	json, standaloneOnly, interleave bool
 	demands, replay                  string
 	applyCost                        string
+	abortModel                       string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -135,6 +136,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
 	fs.StringVar(&f.applyCost, "apply-cost", string(planner.ApplyPerBatch), "mm: how the model charges a replica's apply at B writesets per batch: per-batch (ws x the profile's batch size / B) or split (ws_1 + ws_batch / B, from --profile-batch-delay's two profiles); docs/planner.md \"Multi-master apply batches\"")
+	fs.StringVar(&f.abortModel, "abort-model", string(planner.AbortModelRate), "mm: how the abort rate grows with N: rate (A = 1 - exp(-c x the writesets the cluster commits per second x the conflict window), c measured by the profiles) or seed003 ((1 - A_N) = (1 - a1)^(N x CW / L1)); docs/planner.md \"Abort growth\"")
 	fs.DurationVar(&f.profileBatchDelay, "profile-batch-delay", 40*time.Millisecond, "multi-master: after the replicated profile, profile n2's apply again on the same two nodes with multi_master.apply_batch_delay set to this at run time (larger batches), so that ws splits into a part per batch and one per writeset and the model charges it at the batch size each N leads to; 0: one profile, ws as measured at every N")
 	fs.DurationVar(&f.profileIdle, "profile-idle", 5*time.Second, "each profile's idle phase first (no transaction): the nodes' own CPU per second, left out of the demands and given to the model as a background share of each host (bg); 0: none, the background counts in the demands")
 	fs.DurationVar(&f.profileRampup, "profile-rampup", 2*time.Second, "ramp-up before each profiling phase")
@@ -344,7 +346,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		// "wc from" input says which it used.
 		saved.demands = savedDemands(doc.Validations, saved.demands)
 	}
-	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost"} {
+	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost", "abort-model"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			if err := sfs.Set(name, fl.Value.String()); err != nil {
 				return err
@@ -385,12 +387,14 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	for _, reps := range [][]*profiler.Report{doc.Profiles, doc.Replicated} {
 		for _, rep := range reps {
 			rep.FillWritesetsPerUpdate()
+			rep.FillConflictRate()
 		}
 	}
 	for _, round := range doc.ProfileRounds {
 		for _, reps := range [][]*profiler.Report{round.Standalone, round.Replicated} {
 			for _, rep := range reps {
 				rep.FillWritesetsPerUpdate()
+				rep.FillConflictRate()
 			}
 		}
 	}
@@ -415,6 +419,21 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	return compareAndWrite(cmd, &doc, preds, o, saved)
 }
 
+// abortInput says how the multi-master model grows the abort rate with N
+// and from what.
+func abortInput(p planner.Profile, repl *profiler.Report, model string) planner.Input {
+	if model == string(planner.AbortModelSeed003) {
+		return planner.Input{Name: "abort growth", Value: "seed 003", Measured: false,
+			Source: "--abort-model seed003: (1 - A_N) = (1 - a1)^(N x CW(N) / l1): each of N nodes commits the profiled node's updates (docs/planner.md \"Abort growth\")"}
+	}
+	c := []string{fmt.Sprintf("N = 1 %.5f", p.ConflictRate)}
+	if repl != nil {
+		c = append(c, fmt.Sprintf("N >= 2 %.5f", repl.Profile.ConflictRate))
+	}
+	return planner.Input{Name: "abort growth", Value: "rate, c = " + strings.Join(c, ", "), Measured: true,
+		Source: "--abort-model rate: A_N = 1 - exp(-c x lambda(N) x CW(N)), lambda the writesets the model's cluster commits per second; c per writeset-second of exposure from the profile's mix and update phases pooled (their aborts over their commits per second x mean update response time); 0: not measured, seed 003's growth (docs/planner.md \"Abort growth\")"}
+}
+
 // predictAll predicts every mix: N = 1 from the standalone node's
 // profile, N >= 2 from the replicated path's when there is one.
 func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *planValidateFlags) ([]planner.Prediction, error) {
@@ -422,7 +441,7 @@ func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *p
 	preds := make([]planner.Prediction, len(o.Mixes))
 	for i, rep := range doc.Profiles {
 		par := planner.Params{ClientsPerReplica: o.ClientsPerNode, ThinkTime: 0, LBDelay: f.lbDelay.Seconds(),
-			CertifierDelay: 0, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyCost(f.applyCost)}
+			CertifierDelay: 0, CWMode: planner.CWFixedPoint, ApplyCost: planner.ApplyCost(f.applyCost), AbortModel: planner.AbortModel(f.abortModel)}
 		if design == planner.MultiMaster && f.certifierDelaySet {
 			par.CertifierDelay = f.certifierDelay.Seconds()
 		}
@@ -613,6 +632,8 @@ func planValidateSetup(f *planValidateFlags) (planner.Design, scaleout.Options, 
 		return design, o, fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
 	case f.applyCost != string(planner.ApplyPerBatch) && f.applyCost != string(planner.ApplySplit):
 		return design, o, fmt.Errorf("--apply-cost: %w: %q (want %s or %s)", errPlanFlag, f.applyCost, planner.ApplyPerBatch, planner.ApplySplit)
+	case f.abortModel != string(planner.AbortModelRate) && f.abortModel != string(planner.AbortModelSeed003):
+		return design, o, fmt.Errorf("--abort-model: %w: %q (want %s or %s)", errPlanFlag, f.abortModel, planner.AbortModelRate, planner.AbortModelSeed003)
 	case f.profileBatchDelay < 0 || f.profileBatchDelay > time.Second:
 		return design, o, fmt.Errorf("--profile-batch-delay: %w: must be between 0 (no second profile) and 1s, got %s", errPlanFlag, f.profileBatchDelay)
 	case f.profileIdle < 0:
@@ -1198,6 +1219,9 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		planner.Input{Name: "A'_N (master abort rate)", Value: "estimated", Measured: false, Source: "seed 003 §3.3.1 growth from a1 and l1 (not measured per N)"},
 		wsInput(repl, o.Engine),
 	)
+	if o.Design == "multi-master" {
+		in = append(in, abortInput(p, repl, f.abortModel))
+	}
 	if repl != nil && o.Design == "single-master" {
 		for _, r := range repl.Profile.Resources {
 			if r.Name == profiler.ResCPU && r.WCSat > 0 {

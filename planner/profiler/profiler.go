@@ -1014,6 +1014,42 @@ func writesetsPerUpdate(update, apply *Phase) float64 {
 	return round(math.Min(1, f), 4)
 }
 
+// conflictRate is c of A = 1 − exp(−c·λ·W) (planner.Profile.ConflictRate)
+// pooled over the phases that ran updates: each phase's exposure is its
+// committed updates per second (λ) times their mean response time (W),
+// and c = Σ n·(−ln(1 − a)) / Σ n·λ·W over the phases' n update attempts
+// and abort rates a. 0 when no phase measured an abort, a commit and a
+// response time.
+func conflictRate(phases ...*Phase) float64 {
+	var num, den float64
+	aborted := int64(0)
+	for _, ph := range phases {
+		if ph == nil || ph.UpdateStarted <= 0 || ph.UpdateCommitted <= 0 || ph.UpdateMeanMs <= 0 || ph.WallS <= 0 || ph.UpdateAborted >= ph.UpdateStarted {
+			continue
+		}
+		n := float64(ph.UpdateStarted)
+		a := float64(ph.UpdateAborted) / n
+		lambda := float64(ph.UpdateCommitted) / ph.WallS
+		num += n * -math.Log1p(-a)
+		den += n * lambda * ph.UpdateMeanMs / 1000
+		aborted += ph.UpdateAborted
+	}
+	if aborted == 0 || den <= 0 {
+		return 0
+	}
+	return num / den
+}
+
+// FillConflictRate sets the profile's ConflictRate from the report's mix
+// and update phases (a report saved before it was measured); it reports
+// whether the profile has one.
+func (r *Report) FillConflictRate() bool {
+	if r.Profile.ConflictRate == 0 {
+		r.Profile.ConflictRate = conflictRate(r.lastPhase(PhaseMix), r.lastPhase(PhaseUpdate))
+	}
+	return r.Profile.ConflictRate > 0
+}
+
 // FillWritesetsPerUpdate sets the profile's WritesetsPerUpdate from the
 // report's phases when the profile has none (a report of a build that did
 // not measure it; without the capture run's count, from the update
@@ -1293,6 +1329,8 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 		m.A1 = float64(src.UpdateAborted) / float64(src.UpdateStarted)
 		m.L1 = src.UpdateMeanMs / 1000
 	}
+	// Both phases that ran updates: twice the aborts A_1 rests on.
+	m.ConflictRate = conflictRate(mixPh, update)
 	host, _ := os.Hostname()
 	var wall float64
 	var completions int64

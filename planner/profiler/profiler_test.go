@@ -497,3 +497,43 @@ func TestWritesetsPerUpdate(t *testing.T) {
 		t.Error("a measured share was derived again")
 	}
 }
+
+// The conflict rate pools the phases that ran updates: Σ n·(−ln(1−a)) over
+// Σ n·λ·W, λ the phase's committed updates per second and W their mean
+// response time; phases without an abort still count their exposure.
+func TestConflictRate(t *testing.T) {
+	mix := &Phase{Name: PhaseMix, WallS: 10, UpdateStarted: 1000, UpdateAborted: 20, UpdateCommitted: 800, UpdateMeanMs: 50}
+	update := &Phase{Name: PhaseUpdate, WallS: 10, UpdateStarted: 1500, UpdateAborted: 45, UpdateCommitted: 1200, UpdateMeanMs: 60}
+	clean := &Phase{Name: PhaseUpdate, WallS: 10, UpdateStarted: 1500, UpdateCommitted: 1200, UpdateMeanMs: 60}
+	exposure := func(p *Phase) float64 {
+		return float64(p.UpdateStarted) * float64(p.UpdateCommitted) / p.WallS * p.UpdateMeanMs / 1000
+	}
+	logs := func(p *Phase) float64 {
+		return float64(p.UpdateStarted) * -math.Log1p(-float64(p.UpdateAborted)/float64(p.UpdateStarted))
+	}
+	tests := []struct {
+		name   string
+		phases []*Phase
+		want   float64
+	}{
+		{"mix alone", []*Phase{mix}, logs(mix) / exposure(mix)},
+		{"pooled", []*Phase{mix, update}, (logs(mix) + logs(update)) / (exposure(mix) + exposure(update))},
+		{"a phase without aborts still exposes", []*Phase{mix, clean}, logs(mix) / (exposure(mix) + exposure(clean))},
+		{"no abort anywhere", []*Phase{clean}, 0},
+		{"no phase", []*Phase{nil, nil}, 0},
+		{"no response time", []*Phase{{Name: PhaseMix, WallS: 10, UpdateStarted: 10, UpdateAborted: 1, UpdateCommitted: 9}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := conflictRate(tt.phases...)
+			if math.Abs(got-tt.want) > 1e-12*math.Max(1, tt.want) {
+				t.Errorf("c = %g, want %g", got, tt.want)
+			}
+		})
+	}
+	// A report saved before the field existed gets it from its phases.
+	r := &Report{Phases: []*Phase{update, mix}}
+	if !r.FillConflictRate() || math.Abs(r.Profile.ConflictRate-(logs(mix)+logs(update))/(exposure(mix)+exposure(update))) > 1e-12 {
+		t.Errorf("FillConflictRate: %g", r.Profile.ConflictRate)
+	}
+}

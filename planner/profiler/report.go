@@ -87,6 +87,9 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if p.WritesetsPerUpdate > 0 {
 		row("writesets_per_update", fmt.Sprintf("%.4f", p.WritesetsPerUpdate))
 	}
+	if p.ConflictRate > 0 {
+		row("conflict_rate", fmt.Sprintf("%.6f", p.ConflictRate))
+	}
 	if p.CertifierDelay > 0 {
 		row("certifier_delay_s", fmt.Sprintf("%.6f", p.CertifierDelay))
 	}

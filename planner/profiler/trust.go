@@ -54,6 +54,9 @@ func (p *profiler) trust(read, update, apply, mixPh, a1src *Phase) map[string]st
 	case apply != nil && update != nil && update.UpdateStarted-update.UpdateAborted > 0:
 		t["writesets_per_update"] = fmt.Sprintf("measured in the update phase: %d committed of %d update transactions not aborted (the rest rolled back by the workload's rules: no writeset to certify or apply)", update.UpdateCommitted, update.UpdateStarted-update.UpdateAborted)
 	}
+	if n := abortsIn(mixPh, update); n > 0 {
+		t["conflict_rate"] = fmt.Sprintf("measured over the mix and update phases pooled: %d aborted update attempts against their exposure (each phase's committed updates per second x their mean response time); about ±%.0f %% (1σ) from the count alone", n, 100/math.Sqrt(float64(n)))
+	}
 	if update != nil && update.Certifications > 0 {
 		t["certifier_delay_s"] = fmt.Sprintf("measured in the update phase: mean of the profiled node's %d certification round trips (its /status; tandem_mm_certifier_round_trip_seconds), under the phase's load", update.Certifications)
 	}
@@ -180,4 +183,15 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// abortsIn counts the aborted update attempts of the phases (nil: none).
+func abortsIn(phases ...*Phase) int64 {
+	var n int64
+	for _, ph := range phases {
+		if ph != nil {
+			n += ph.UpdateAborted
+		}
+	}
+	return n
 }
