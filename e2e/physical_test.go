@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -409,6 +410,7 @@ func handOverUnderLoad(t *testing.T, p *physPair, to string, handOver func()) []
 				}
 				id := next.Add(1)
 				sent := time.Now()
+				ackLog.add(id, fmt.Sprintf("in flight: writer %d connection %d (backend %d) sent %s", i, conns, conn.PgConn().PID(), sent.Sub(start)))
 				if _, err := conn.Exec(ctx, "INSERT INTO audit VALUES ($1)", id); err != nil {
 					ackLog.add(id, fmt.Sprintf("failed: writer %d connection %d (backend %d) sent %s, answered %s: %v", i, conns, conn.PgConn().PID(), sent.Sub(start), time.Since(start), err))
 					conn.Close(context.Background())
@@ -521,19 +523,83 @@ func (p *physPair) stalled(to string) {
 		}
 		c.Close(ctx)
 	}
+	// What the writers last saw.
+	ackLog.mu.Lock()
+	var last []int64
+	for id := range ackLog.m {
+		last = append(last, id)
+	}
+	ackLog.mu.Unlock()
+	slices.Sort(last)
+	if len(last) > 16 {
+		last = last[len(last)-16:]
+	}
+	for _, id := range last {
+		what := ackLog.get(id)
+		if strings.HasPrefix(what, "in flight") {
+			// Did it run on the new primary (its answer lost on the way
+			// back) or never arrive?
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if c, err := pgx.Connect(ctx, p.dsn(p.nodes[to])); err == nil {
+				var n int
+				err = c.QueryRow(ctx, "SELECT count(*) FROM audit WHERE id = $1", id).Scan(&n)
+				what += fmt.Sprintf("; on %s: %d rows (%v)", to, n, err)
+				c.Close(ctx)
+			}
+			cancel()
+		}
+		t.Logf("stalled: id %d %s", id, what)
+	}
 	if p.h == nil {
 		return
 	}
-	p.h.mu.Lock()
-	r := p.h.procs["router"]
-	p.h.mu.Unlock()
-	if r == nil || r.Process == nil {
-		return
+	// The router's own log lines (before the goroutine dump below).
+	if b, err := os.ReadFile(filepath.Join(p.h.dir, "router.log")); err == nil {
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "time=") && !strings.Contains(l, "component=coordinator") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		t.Logf("stalled: the router's log:\n%s", strings.Join(lines, "\n"))
 	}
-	_ = r.Process.Signal(syscall.SIGQUIT)
-	time.Sleep(time.Second)
-	b, _ := os.ReadFile(filepath.Join(p.h.dir, "router.log"))
-	t.Logf("stalled: the router's log and goroutines:\n%s", tailText(string(b), 600))
+	for _, name := range []string{"router", to} {
+		p.h.mu.Lock()
+		r := p.h.procs[name]
+		p.h.mu.Unlock()
+		if r == nil || r.Process == nil {
+			continue
+		}
+		_ = r.Process.Signal(syscall.SIGQUIT)
+		time.Sleep(time.Second)
+		b, _ := os.ReadFile(filepath.Join(p.h.dir, name+".log"))
+		t.Logf("stalled: %s's relay goroutines:\n%s", name, relayGoroutines(string(b)))
+	}
+}
+
+// relayGoroutines keeps the goroutines of a Go traceback that run the
+// router's relay code (the sessions), without register dumps.
+func relayGoroutines(dump string) string {
+	var out []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "tandem/router.") && strings.HasPrefix(strings.TrimSpace(g), "goroutine ") {
+			var keep []string
+			for _, l := range strings.Split(g, "\n") {
+				// Frames and their call sites only.
+				if l = strings.TrimSpace(l); l != "" {
+					if i := strings.Index(l, " fp="); i > 0 {
+						l = l[:i]
+					}
+					keep = append(keep, l)
+				}
+			}
+			out = append(out, strings.Join(keep, "\n"))
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // checkAcked looks every acknowledged id up through dsn.

@@ -527,6 +527,11 @@ func (r *relay) absorb(typ byte, frame []byte) bool {
 // it is not moved, and it ends with the server's FATAL.
 func (r *relay) moveSession(cause error, ended bool) bool {
 	r.conn.Close() // a client-side write blocked on the old connection fails now
+	// What the old server answered goes to the client now, not after the
+	// new primary is found (up to rerouteWait).
+	r.wmu.Lock()
+	_ = r.client.Flush()
+	r.wmu.Unlock()
 	r.upMu.Lock()
 	defer r.upMu.Unlock()
 	r.trackMu.Lock()
@@ -542,6 +547,9 @@ func (r *relay) moveSession(cause error, ended bool) bool {
 		r.log.Info("the server ended a session while its node stays primary; the session ends with it", "node", old)
 		return false
 	}
+	// What the client side appended to the old connection and did not
+	// send (a batch it was between the messages of), for the log.
+	dropped := r.upFr.Pending()
 	r.conn, r.upFr, r.up, r.pid, r.secret = nr.conn, nr.upFr, nr.up, nr.pid, nr.secret
 	r.cur.Store(&upstreamNow{node: nr.up.Node, conn: nr.conn})
 	r.swallowing.Store(0) // an answer to xactQuery the old connection never gave
@@ -576,7 +584,8 @@ func (r *relay) moveSession(cause error, ended bool) bool {
 			r.owe = codeSerialization
 		}
 	}
-	r.log.Info("session moved to the new primary", "from", old, "to", r.up.Node, "answered_in_flight", r.pendingSyncs, "transaction_lost", r.lostTx)
+	r.log.Info("session moved to the new primary", "from", old, "to", r.up.Node, "answered_in_flight", r.pendingSyncs, "transaction_lost", r.lostTx,
+		"unsynced", r.unsynced, "unsent_bytes", dropped)
 	r.pendingSyncs, r.unsynced, r.commitPending = 0, false, false
 	return true
 }
@@ -702,6 +711,24 @@ func (r *relay) upstreamToClient() error {
 	// cannot go on on another server connection.
 	fatalSent := false
 	for {
+		if r.upFr.Buffered() == 0 {
+			// The next read may block: what the client was given goes out
+			// first. The last frame buffered may have been one kept from
+			// it (a held FATAL, tandem's own ParameterStatus, xactQuery's
+			// answer) after frames it waits for: a fenced server's FATAL
+			// right behind an INSERT's CommandComplete and ReadyForQuery
+			// left them unsent while the session moved, and the client
+			// waited for them for good.
+			r.wmu.Lock()
+			var ferr error
+			if c.Pending() > 0 {
+				ferr = c.Flush()
+			}
+			r.wmu.Unlock()
+			if ferr != nil {
+				return nil
+			}
+		}
 		typ, frame, err := r.upFr.ReadFrame()
 		if err != nil {
 			if r.closing.Load() {

@@ -174,6 +174,115 @@ func fakePrimary(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// survivingRelay starts a relay that survives failovers between a client
+// pipe (cl) and an old server's pipe (up); when up ends, the session moves
+// to a fakePrimary.
+func survivingRelay(t *testing.T, txStatus byte) (cl, up net.Conn, done chan error) {
+	t.Helper()
+	addr := fakePrimary(t)
+	cl, relayClientSide := net.Pipe()
+	relayUpSide, up := net.Pipe()
+	t.Cleanup(func() { cl.Close(); up.Close() })
+	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, 1<<20), User: "u", Database: "d"}
+	r := &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
+		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20), maxMsg: 1 << 20,
+		survive: true, mem: &sessionMemory{},
+		pick:    func() (Upstream, NodeStatus) { return Upstream{Node: "n2", Addr: addr}, NodeStatus{Healthy: true} },
+		changes: func() <-chan struct{} { return make(chan struct{}) }}
+	r.txStatus.Store(uint32(txStatus))
+	done = make(chan error, 1)
+	go func() { done <- r.Serve(context.Background()) }()
+	return cl, up, done
+}
+
+// The old server answers a request in full and ends the session in the
+// same write (a fence's pg_terminate_backend right after an INSERT
+// committed): CommandComplete, ReadyForQuery, FATAL 57P01, end. The relay
+// keeps the FATAL from the client and moves the session, and the answer
+// must reach the client without it asking again: it waits for it. Before
+// the flush at the top of upstreamToClient's loop the two frames stayed in
+// the relay's buffer for good, and so did the client (e2e
+// TestPhysicalExternalServers stalled 1 run in 10-30 after its switchover).
+func TestSurviveAnswerBeforeFatalReachesClient(t *testing.T) {
+	cl, up, done := survivingRelay(t, 'I')
+	go func() {
+		be := pgproto3.NewBackend(up, up)
+		for {
+			m, err := be.Receive()
+			if err != nil {
+				return
+			}
+			if _, ok := m.(*pgproto3.Sync); ok {
+				break
+			}
+		}
+		be.Send(&pgproto3.BindComplete{})
+		be.Send(&pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")})
+		be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: pgwire.CodeAdminShutdown, Message: "terminating connection due to administrator command"})
+		_ = be.Flush() // one write
+		up.Close()
+	}()
+	front := pgproto3.NewFrontend(cl, cl)
+	front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
+	front.Send(&pgproto3.Execute{})
+	front.Send(&pgproto3.Sync{})
+	if err := front.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []string
+	for {
+		m, err := front.Receive()
+		if err != nil {
+			t.Fatalf("after %v: %v (the answer the old server sent never reached the client)", got, err)
+		}
+		got = append(got, fmt.Sprintf("%T", m))
+		if e, ok := m.(*pgproto3.ErrorResponse); ok {
+			t.Fatalf("the client got %v: error %s %s, want the server's answer", got, e.Code, e.Message)
+		}
+		if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+			break
+		}
+	}
+	// The session goes on, on the new primary. A Sync that reaches the
+	// relay before it noticed the old connection's end is in flight there
+	// and answered 40001 or 08007; the next one is the new primary's.
+	clean := false
+	for try := 0; try < 3 && !clean; try++ {
+		front.Send(&pgproto3.Sync{})
+		if err := front.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		clean = true
+		for {
+			m, err := front.Receive()
+			if err != nil {
+				t.Fatalf("the moved session: %v", err)
+			}
+			if e, ok := m.(*pgproto3.ErrorResponse); ok {
+				if e.Code != codeResolutionUnknown && e.Code != codeSerialization {
+					t.Fatalf("the moved session: %s %s", e.Code, e.Message)
+				}
+				clean = false
+			}
+			if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+				break
+			}
+		}
+	}
+	if !clean {
+		t.Fatal("the moved session never answered a Sync from the new primary")
+	}
+	front.Send(&pgproto3.Terminate{})
+	_ = front.Flush()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay did not end after Terminate")
+	}
+}
+
 // A session's server ends it (a fence's pg_terminate_backend: FATAL 57P01)
 // after the CommandComplete of its request and before the ReadyForQuery,
 // and the session moves to a new primary. A COMMIT's CommandComplete comes
@@ -199,20 +308,7 @@ func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addr := fakePrimary(t)
-			cl, relayClientSide := net.Pipe()
-			relayUpSide, up := net.Pipe()
-			defer cl.Close()
-			defer up.Close()
-			pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, 1<<20), User: "u", Database: "d"}
-			r := &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
-				upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20), maxMsg: 1 << 20,
-				survive: true, mem: &sessionMemory{},
-				pick:    func() (Upstream, NodeStatus) { return Upstream{Node: "n2", Addr: addr}, NodeStatus{Healthy: true} },
-				changes: func() <-chan struct{} { return make(chan struct{}) }}
-			r.txStatus.Store(uint32(tt.txStatus))
-			done := make(chan error, 1)
-			go func() { done <- r.Serve(context.Background()) }()
+			cl, up, done := survivingRelay(t, tt.txStatus)
 
 			// The old server: reads the request, answers up to the
 			// CommandComplete, then ends the session.

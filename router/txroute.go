@@ -373,6 +373,16 @@ func (s *splitSession) read(nc *nodeConn) {
 	defer close(nc.done)
 	c := s.client
 	for {
+		if nc.fr.Buffered() == 0 {
+			// The next read may block: what the client was given goes
+			// out first, the last frame buffered having perhaps been one
+			// kept from it (relay.go's upstreamToClient says why).
+			s.rl.wmu.Lock()
+			if c.Pending() > 0 {
+				_ = c.Flush()
+			}
+			s.rl.wmu.Unlock()
+		}
 		typ, frame, err := nc.fr.ReadFrame()
 		if err != nil {
 			if status, ok := s.lost(nc, err); ok {
