@@ -395,6 +395,14 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	if assumed == 0 || measured == 0 {
 		t.Errorf("inputs: %d measured, %d assumed: the report must say both (%+v)", measured, assumed, v.Inputs)
 	}
+	if design == "multi-master" && !slices.ContainsFunc(v.Inputs, func(in struct {
+		Name     string `json:"name"`
+		Measured bool   `json:"measured"`
+	}) bool {
+		return in.Name == "abort growth"
+	}) {
+		t.Errorf("inputs: none says how the abort rate grows with N (%+v)", v.Inputs)
+	}
 	page, err := os.ReadFile(html)
 	if err != nil {
 		t.Fatal(err)
