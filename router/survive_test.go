@@ -195,6 +195,28 @@ func survivingRelay(t *testing.T, txStatus byte) (cl, up net.Conn, done chan err
 	return cl, up, done
 }
 
+// oldServerEnds is a server that reads a request up to its Sync, sends
+// answer and a FATAL 57P01 in one write, and closes (a fence's
+// pg_terminate_backend).
+func oldServerEnds(up net.Conn, answer ...pgproto3.BackendMessage) {
+	be := pgproto3.NewBackend(up, up)
+	for {
+		m, err := be.Receive()
+		if err != nil {
+			return
+		}
+		if _, ok := m.(*pgproto3.Sync); ok {
+			break
+		}
+	}
+	for _, m := range answer {
+		be.Send(m)
+	}
+	be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: pgwire.CodeAdminShutdown, Message: "terminating connection due to administrator command"})
+	_ = be.Flush() // one write
+	up.Close()
+}
+
 // The old server answers a request in full and ends the session in the
 // same write (a fence's pg_terminate_backend right after an INSERT
 // committed): CommandComplete, ReadyForQuery, FATAL 57P01, end. The relay
@@ -205,24 +227,7 @@ func survivingRelay(t *testing.T, txStatus byte) (cl, up net.Conn, done chan err
 // TestPhysicalExternalServers stalled 1 run in 10-30 after its switchover).
 func TestSurviveAnswerBeforeFatalReachesClient(t *testing.T) {
 	cl, up, done := survivingRelay(t, 'I')
-	go func() {
-		be := pgproto3.NewBackend(up, up)
-		for {
-			m, err := be.Receive()
-			if err != nil {
-				return
-			}
-			if _, ok := m.(*pgproto3.Sync); ok {
-				break
-			}
-		}
-		be.Send(&pgproto3.BindComplete{})
-		be.Send(&pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")})
-		be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
-		be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: pgwire.CodeAdminShutdown, Message: "terminating connection due to administrator command"})
-		_ = be.Flush() // one write
-		up.Close()
-	}()
+	go oldServerEnds(up, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
 	front := pgproto3.NewFrontend(cl, cl)
 	front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
 	front.Send(&pgproto3.Execute{})
@@ -310,26 +315,9 @@ func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cl, up, done := survivingRelay(t, tt.txStatus)
 
-			// The old server: reads the request, answers up to the
-			// CommandComplete, then ends the session.
-			go func() {
-				fe := pgproto3.NewBackend(up, up)
-				for {
-					m, err := fe.Receive()
-					if err != nil {
-						return
-					}
-					if _, ok := m.(*pgproto3.Sync); ok {
-						break
-					}
-				}
-				fe.Send(&pgproto3.ParseComplete{})
-				fe.Send(&pgproto3.BindComplete{})
-				fe.Send(&pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
-				fe.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: pgwire.CodeAdminShutdown, Message: "terminating connection due to administrator command"})
-				_ = fe.Flush()
-				up.Close()
-			}()
+			// The old server answers up to the CommandComplete, then ends
+			// the session.
+			go oldServerEnds(up, &pgproto3.ParseComplete{}, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
 
 			front := pgproto3.NewFrontend(cl, cl)
 			front.Send(&pgproto3.Parse{Query: tt.stmt})
