@@ -713,8 +713,8 @@ func (r *relay) upstreamToClient() error {
 	for {
 		if r.upFr.Buffered() == 0 {
 			// The next read may block: what the client was given goes out
-			// first. The last frame buffered may have been one kept from
-			// it (a held FATAL, tandem's own ParameterStatus, xactQuery's
+			// first, once per batch of the server's answers. The last
+			// frame buffered may have been one kept from it (a held FATAL, tandem's own ParameterStatus, xactQuery's
 			// answer) after frames it waits for: a fenced server's FATAL
 			// right behind an INSERT's CommandComplete and ReadyForQuery
 			// left them unsent while the session moved, and the client
@@ -838,7 +838,8 @@ func (r *relay) upstreamToClient() error {
 			}
 		}
 		c.AppendRaw(frame)
-		if r.upFr.Buffered() == 0 || c.Pending() > 64<<10 {
+		// Nothing more buffered: the top of the loop flushes.
+		if c.Pending() > 64<<10 {
 			r.wmu.Lock()
 			err := c.Flush()
 			r.wmu.Unlock()

@@ -195,6 +195,24 @@ func survivingRelay(t *testing.T, txStatus byte) (cl, up net.Conn, done chan err
 	return cl, up, done
 }
 
+// sendStatement sends one statement over the extended protocol, as pgx
+// does (Parse of stmt unless "": a statement prepared before; Bind,
+// Execute, Sync in one write), and returns the client's end.
+func sendStatement(t *testing.T, cl net.Conn, stmt string) *pgproto3.Frontend {
+	t.Helper()
+	front := pgproto3.NewFrontend(cl, cl)
+	if stmt != "" {
+		front.Send(&pgproto3.Parse{Query: stmt})
+	}
+	front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
+	front.Send(&pgproto3.Execute{})
+	front.Send(&pgproto3.Sync{})
+	if err := front.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return front
+}
+
 // oldServerEnds is a server that reads a request up to its Sync, sends
 // answer and a FATAL 57P01 in one write, and closes (a fence's
 // pg_terminate_backend).
@@ -228,13 +246,7 @@ func oldServerEnds(up net.Conn, answer ...pgproto3.BackendMessage) {
 func TestSurviveAnswerBeforeFatalReachesClient(t *testing.T) {
 	cl, up, done := survivingRelay(t, 'I')
 	go oldServerEnds(up, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
-	front := pgproto3.NewFrontend(cl, cl)
-	front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
-	front.Send(&pgproto3.Execute{})
-	front.Send(&pgproto3.Sync{})
-	if err := front.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	front := sendStatement(t, cl, "")
 	_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var got []string
 	for {
@@ -319,14 +331,7 @@ func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 			// the session.
 			go oldServerEnds(up, &pgproto3.ParseComplete{}, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
 
-			front := pgproto3.NewFrontend(cl, cl)
-			front.Send(&pgproto3.Parse{Query: tt.stmt})
-			front.Send(&pgproto3.Bind{Parameters: [][]byte{[]byte("1")}})
-			front.Send(&pgproto3.Execute{})
-			front.Send(&pgproto3.Sync{})
-			if err := front.Flush(); err != nil {
-				t.Fatal(err)
-			}
+			front := sendStatement(t, cl, tt.stmt)
 			_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
 			var got []string
 			code := ""

@@ -160,8 +160,9 @@ type splitSession struct {
 	// or a statement outside a transaction. ackSeen: the primary reported
 	// a commit GSN past commitBase (the session's last before it); ccSeen:
 	// the CommandComplete of its COMMIT (or ROLLBACK) reached the client
-	// (endsTransaction: a statement's own precedes its commit). resolving: the primary died
-	// with it in flight and the reader is finding out whether it committed.
+	// (endsTransaction: a statement's own precedes its commit). resolving:
+	// the primary died with it in flight and the reader is finding out
+	// whether it committed.
 	commitPending, ackSeen, ccSeen, resolving bool
 	commitBase                                uint64
 	toPrimary                                 bool // the request went to the primary
@@ -375,13 +376,18 @@ func (s *splitSession) read(nc *nodeConn) {
 	for {
 		if nc.fr.Buffered() == 0 {
 			// The next read may block: what the client was given goes
-			// out first, the last frame buffered having perhaps been one
-			// kept from it (relay.go's upstreamToClient says why).
+			// out first, once per batch, the last frame buffered having
+			// perhaps been one kept from it (relay.go's upstreamToClient
+			// says why).
 			s.rl.wmu.Lock()
+			var ferr error
 			if c.Pending() > 0 {
-				_ = c.Flush()
+				ferr = c.Flush()
 			}
 			s.rl.wmu.Unlock()
+			if ferr != nil {
+				nc.conn.Close() // the read below fails: lost
+			}
 		}
 		typ, frame, err := nc.fr.ReadFrame()
 		if err != nil {
@@ -396,7 +402,7 @@ func (s *splitSession) read(nc *nodeConn) {
 		}
 		s.rl.wmu.Lock()
 		c.AppendRaw(frame)
-		if nc.fr.Buffered() == 0 || c.Pending() > 64<<10 {
+		if c.Pending() > 64<<10 { // else the top of the loop flushes
 			if err := c.Flush(); err != nil {
 				s.rl.wmu.Unlock()
 				nc.conn.Close()
