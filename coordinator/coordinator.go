@@ -57,6 +57,13 @@ type Config struct {
 	// never diverge; give every member the same.
 	CertWindow certifier.Window
 
+	// PreferLeader is the voter that should lead the group whenever it
+	// can (multi-master: the witness, a host without clients, as seed
+	// 003's certifier runs on machines of its own). A leader that is
+	// another voter hands leadership to it (LeadershipTransferToServer),
+	// retrying with a growing pause when it cannot. Empty: no preference.
+	PreferLeader string
+
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: metrics are kept but not registered
 }
@@ -132,13 +139,15 @@ type Coordinator struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu          sync.Mutex
-	leaderSince time.Time // zero while not leader
-	leaderTerm  uint64    // the term leaderSince belongs to
-	prevLeader  string    // the last Raft leader this voter followed (empty: none seen)
-	lastNote    string    // last reason a lapse did not lead to a change, logged once
-	lastMove    time.Time // last leadership transfer (placeLeadership)
-	lastJoin    time.Time // last check that the non-voters are in the Raft configuration
+	mu            sync.Mutex
+	leaderSince   time.Time     // zero while not leader
+	leaderTerm    uint64        // the term leaderSince belongs to
+	prevLeader    string        // the last Raft leader this voter followed (empty: none seen)
+	lastNote      string        // last reason a lapse did not lead to a change, logged once
+	lastMove      time.Time     // last leadership transfer (placeLeadership)
+	lastJoin      time.Time     // last check that the non-voters are in the Raft configuration
+	transferNext  time.Time     // leader: the next try to hand leadership to cfg.PreferLeader
+	transferPause time.Duration // leader: the pause after a failed hand-over (doubling)
 
 	fwdMu   sync.Mutex
 	fwdIdle []*fwdConn // idle request connections to the leader
@@ -166,6 +175,7 @@ func Start(cfg Config) (*Coordinator, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.met = newMetrics(c, cfg.Registerer)
 	registerCertMetrics(c, cfg.Registerer)
+	registerRaftMetrics(cfg.Registerer)
 	c.fsm.onApply = c.applied
 
 	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Info, Output: slogWriter{c.log}})
@@ -397,7 +407,11 @@ func (c *Coordinator) step() {
 	// append, up to twice CommitTimeout later). Never on the primary: when
 	// both die together a new leader must be elected (and apply the log)
 	// before it can decide. At most one move every few seconds.
-	if c.placeLeadership(m, since) {
+	if c.cfg.PreferLeader != "" {
+		// Multi-master: no primary to fail over; the leadership sits with
+		// the preferred voter.
+		c.transferToPreferred()
+	} else if c.placeLeadership(m, since) {
 		return
 	}
 	wait := time.Since(seen)
@@ -429,6 +443,40 @@ func (c *Coordinator) step() {
 	if d.Lost > 0 {
 		c.log.Error("failover may have lost acknowledged commits (1-safe)", "lost", d.Lost, "new_primary", d.Target, "epoch", res.Epoch)
 	}
+}
+
+// transferToPreferred hands leadership to cfg.PreferLeader when this
+// leader is another voter: at most once per pause, which doubles after
+// each failed transfer (from 5 s up to 5 min) and resets after a success.
+// hashicorp/raft brings the target's log up to date and sends it
+// TimeoutNow; new proposals get ErrLeadershipTransferInProgress meanwhile
+// (certifications retry on it as on any change of leader).
+func (c *Coordinator) transferToPreferred() {
+	want := c.cfg.PreferLeader
+	if want == "" || want == c.cfg.ID || time.Now().Before(c.transferNext) {
+		return
+	}
+	var addr string
+	for _, v := range c.cfg.Voters {
+		if v.ID == want {
+			addr = v.RaftAddr
+		}
+	}
+	if addr == "" {
+		return
+	}
+	if c.transferPause == 0 {
+		c.transferPause = 5 * time.Second
+	}
+	c.transferNext = time.Now().Add(c.transferPause)
+	err := c.raft.LeadershipTransferToServer(raft.ServerID(want), raft.ServerAddress(addr)).Error()
+	if err != nil {
+		c.log.Info("handing the coordinator's leadership to its preferred voter failed; keeping it", "to", want, "err", err, "retry_in", c.transferPause)
+		c.transferPause = min(2*c.transferPause, 5*time.Minute)
+		return
+	}
+	c.transferPause = 0
+	c.log.Info("handed the coordinator's leadership to its preferred voter", "to", want)
 }
 
 // addNonVoters has the leader add the configured non-voters that the Raft

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/tandemdb/tandem/certifier"
 	"github.com/tandemdb/tandem/secure"
 )
 
@@ -76,6 +77,8 @@ type group struct {
 	// (a 2 s lease, 1 s Raft timeouts) for tests that check liveness
 	// rather than how fast a loss is noticed.
 	slow bool
+	// prefer is every member's Config.PreferLeader.
+	prefer string
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -98,7 +101,7 @@ func (g *group) start(id string) *Coordinator {
 	}
 	c, err := Start(Config{ID: id, Dir: g.dirs[id], Voters: g.voters, NonVoters: g.nonv, Identity: ident,
 		InitialPrimary: "n1", InitialEpoch: 1, Safeness: "2-safe-received", Automatic: true,
-		Lease: lease, Grace: grace,
+		Lease: lease, Grace: grace, PreferLeader: g.prefer,
 		HeartbeatTimeout: raftTimeout, ElectionTimeout: raftTimeout,
 		Logger: testLogger(g.t).With("voter", id), Registerer: reg})
 	if err != nil {
@@ -397,4 +400,67 @@ func TestNonVoter(t *testing.T) {
 	if _, err := n4.AcquireLease(ctx, 2, 7); err != nil {
 		t.Fatalf("lease for the non-voter primary: %v", err)
 	}
+}
+
+// TestPreferLeader: with PreferLeader (multi-master's witness) the group's
+// leadership goes to that voter once it runs, leaves it when it stops, and
+// comes back to it when it returns; certifications are decided throughout.
+func TestPreferLeader(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() { noLeaks(t, base) })
+	root := t.TempDir()
+	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}, prefer: "w", slow: true}
+	issue(t, g.certs, "n1", "n2", "w")
+	addrs := freeAddrs(t, 3)
+	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
+	for _, v := range g.voters {
+		g.dirs[v.ID] = filepath.Join(root, v.ID)
+	}
+	defer func() {
+		for id := range g.cs {
+			g.stop(id)
+		}
+	}()
+	g.start("n1")
+	g.start("n2")
+	first := g.leader(15*time.Second, "")
+	if first == "w" {
+		t.Fatalf("leader %s before the witness started", first)
+	}
+	certify := func(what string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, id := range []string{"n1", "n2"} {
+			d, err := g.cs[id].Certify(ctx, certifier.Request{ID: what + "-" + id, Keys: []certifier.Key{{Table: "t", PK: what + id}}, Writeset: []byte("x")})
+			if err != nil || !d.Committed {
+				t.Fatalf("%s: certify from %s: %+v %v", what, id, d, err)
+			}
+		}
+	}
+	certify("before")
+	g.start("w")
+	waitLeader := func(want string, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for time.Now().Before(deadline) {
+			if c := g.cs[want]; c != nil && c.Status().State == "Leader" {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		l, _ := g.cs["n1"].Leader()
+		t.Fatalf("%s does not lead within %v (leader: %q)", want, within, l)
+	}
+	waitLeader("w", 20*time.Second)
+	certify("witness-leads")
+	g.stop("w")
+	if l := g.leader(15*time.Second, "w"); l == "w" {
+		t.Fatalf("leader %s", l)
+	}
+	certify("witness-down")
+	g.start("w")
+	waitLeader("w", 40*time.Second)
+	certify("witness-back")
 }

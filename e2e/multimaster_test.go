@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -1370,4 +1371,106 @@ func testMultiMasterSequences(t *testing.T, backend string) {
 	if w := fmt.Sprintf("%d %d\n", before+acked, before+acked); got != w {
 		t.Errorf("items after the concurrent inserts: count, distinct ids = %q, want %q", got, w)
 	}
+}
+
+// TestMultiMasterWitnessLeads: with a [witness] the certifier's Raft
+// leadership goes to the witness, a process without clients
+// (coordinator/DESIGN.md, "Where the certifier leads"); while the witness
+// is SIGKILLed a node leads and writes go on; when it is back it leads
+// again. Every acknowledged insert is on every node exactly once, and a
+// node's /metrics carries hashicorp/raft's own metrics.
+func TestMultiMasterWitnessLeads(t *testing.T) {
+	s := upMultiMaster(t, "sqlite", 3, fmt.Sprintf("[witness]\nid = \"w\"\nraft_listen = \"127.0.0.1:%d\"\n", freePort(t)))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := connect(t, s.DSN)
+	if _, err := c.Exec(ctx, "CREATE TABLE t (id bigint PRIMARY KEY, who text)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close(ctx)
+	leader := func() string {
+		st, err := s.mmStatus("n3") // a non-voter with a witness: it follows the leader too
+		if err != nil || st.Coordinator == nil {
+			return ""
+		}
+		return st.Coordinator.Leader
+	}
+	waitLeader := func(what string, within time.Duration, ok func(string) bool) string {
+		t.Helper()
+		var l string
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if l = leader(); ok(l) {
+				return l
+			}
+		}
+		t.Fatalf("%s: not within %v (leader %q)", what, within, l)
+		return ""
+	}
+	waitLeader("the witness leads", 30*time.Second, func(l string) bool { return l == "w" })
+
+	rw := &retryingWriters{}
+	run, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); rw.run(run, s.DSN, 3) }()
+	time.Sleep(2 * time.Second)
+	before := rw.count.Load()
+	if before == 0 {
+		t.Fatal("no commit with the witness leading")
+	}
+	s.kill("w")
+	l := waitLeader("a node leads while the witness is down", 20*time.Second, func(l string) bool { return l != "" && l != "w" })
+	mid := rw.count.Load()
+	time.Sleep(2 * time.Second)
+	if rw.count.Load() <= mid {
+		t.Fatalf("no commit while %s leads", l)
+	}
+	logf, _ := os.Create(filepath.Join(s.dir, "w-restart.log"))
+	defer logf.Close()
+	cmd := exec.Command(tandemBin, "witness", "-c", s.File)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// The node that leads retries the hand-over after 5 s, 10 s, 20 s.
+	waitLeader("the witness leads again", 60*time.Second, func(l string) bool { return l == "w" })
+	mid = rw.count.Load()
+	time.Sleep(2 * time.Second)
+	if rw.count.Load() <= mid {
+		t.Fatal("no commit after the witness took the leadership back")
+	}
+	stop()
+	wg.Wait()
+
+	resp, err := http.Get("http://" + s.admin["n1"] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, m := range []string{"tandem_raft_rpc_appendEntries_storeLogs_count", "tandem_raft_fsm_apply_count"} {
+		if !strings.Contains(string(body), m) {
+			t.Errorf("n1's /metrics has no %s", m)
+		}
+	}
+
+	s.waitConverged(s.ids, 60*time.Second)
+	got := s.sameEverywhere(s.ids, "SELECT id FROM t ORDER BY id")
+	have := map[int64]int{}
+	for _, line := range strings.Fields(got) {
+		var id int64
+		fmt.Sscan(line, &id)
+		have[id]++
+	}
+	rw.mu.Lock()
+	acked := append([]int64(nil), rw.acked...)
+	rw.mu.Unlock()
+	for _, id := range acked {
+		if have[id] != 1 {
+			t.Fatalf("acknowledged insert %d is on the nodes %d times", id, have[id])
+		}
+	}
+	t.Logf("%d acknowledged inserts on every node; %d errors seen by writers; leaders: w, %s, w", len(acked), rw.errors.Load(), l)
 }

@@ -38,8 +38,16 @@ func CoordinatorConfig(c *config.Cluster, id string, ident *secure.Identity, log
 	if w := c.Witness; w != nil && w.ID == id {
 		dir = w.DataDir
 	}
+	// Multi-master: the certifier leads from the witness, a host without
+	// clients, when there is one (coordinator/DESIGN.md, "Where the
+	// certifier leads").
+	prefer := ""
+	if c.MultiMaster() && c.Witness != nil {
+		prefer = c.Witness.ID
+	}
 	return coordinator.Config{
-		ID: id, Dir: dir, Voters: voters, NonVoters: nonVoters, Identity: ident,
+		PreferLeader: prefer,
+		ID:           id, Dir: dir, Voters: voters, NonVoters: nonVoters, Identity: ident,
 		InitialPrimary: c.Nodes[0].ID, InitialEpoch: 1,
 		Safeness: c.Repl.Safeness, Automatic: c.Repl.Failover == "automatic",
 		Lease: c.Repl.Lease.Duration, Grace: c.Repl.LeaseGrace.Duration,
