@@ -81,6 +81,28 @@ type group struct {
 	prefer string
 }
 
+// pairGroup prepares two nodes and a witness (n1, n2, w) on loopback over
+// mutual TLS, started by the test (g.start); extra names more members to
+// issue certificates for. Whatever runs is stopped at the test's end.
+func pairGroup(t *testing.T, extra ...string) *group {
+	t.Helper()
+	root := t.TempDir()
+	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
+		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
+	issue(t, g.certs, append([]string{"n1", "n2", "w"}, extra...)...)
+	addrs := freeAddrs(t, 3)
+	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
+	for _, v := range g.voters {
+		g.dirs[v.ID] = filepath.Join(root, v.ID)
+	}
+	t.Cleanup(func() {
+		for id := range g.cs {
+			g.stop(id)
+		}
+	})
+	return g
+}
+
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -159,20 +181,7 @@ func (g *group) leader(within time.Duration, exclude string) string {
 func TestGroup(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() { noLeaks(t, base) })
-	root := t.TempDir()
-	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
-		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
-	issue(t, g.certs, "n1", "n2", "w", "router")
-	addrs := freeAddrs(t, 3)
-	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
-	for _, v := range g.voters {
-		g.dirs[v.ID] = filepath.Join(root, v.ID)
-	}
-	defer func() {
-		for id := range g.cs {
-			g.stop(id)
-		}
-	}()
+	g := pairGroup(t, "router")
 	for _, v := range g.voters {
 		g.start(v.ID)
 	}
@@ -262,7 +271,7 @@ func TestGroup(t *testing.T) {
 
 	// Strangers: a certificate from another CA fails the handshake; a
 	// certificate of this CA naming a non-voter is refused too.
-	foreign := filepath.Join(root, "foreign")
+	foreign := filepath.Join(t.TempDir(), "foreign")
 	issue(t, foreign, "n1", "n3")
 	for _, who := range []struct{ dir, id string }{{foreign, "n3"}, {foreign, "n1"}, {g.certs, "router"}} {
 		ident, err := secure.Load(who.dir, who.id)
@@ -408,20 +417,9 @@ func TestNonVoter(t *testing.T) {
 func TestPreferLeader(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() { noLeaks(t, base) })
-	root := t.TempDir()
-	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
-		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}, prefer: "w", slow: true}
-	issue(t, g.certs, "n1", "n2", "w")
-	addrs := freeAddrs(t, 3)
-	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
-	for _, v := range g.voters {
-		g.dirs[v.ID] = filepath.Join(root, v.ID)
-	}
-	defer func() {
-		for id := range g.cs {
-			g.stop(id)
-		}
-	}()
+	g := pairGroup(t)
+	g.prefer = "w"
+	g.slow = true
 	g.start("n1")
 	g.start("n2")
 	first := g.leader(15*time.Second, "")

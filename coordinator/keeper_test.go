@@ -3,13 +3,10 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
@@ -29,20 +26,8 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 func TestKeeper(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() { noLeaks(t, base) })
-	root := t.TempDir()
-	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
-		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}, slow: true}
-	issue(t, g.certs, "n1", "n2", "w")
-	addrs := freeAddrs(t, 3)
-	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
-	for _, v := range g.voters {
-		g.dirs[v.ID] = filepath.Join(root, v.ID)
-	}
-	defer func() {
-		for id := range g.cs {
-			g.stop(id)
-		}
-	}()
+	g := pairGroup(t)
+	g.slow = true
 	for _, v := range g.voters {
 		g.start(v.ID)
 	}
@@ -93,20 +78,7 @@ func TestKeeper(t *testing.T) {
 func TestSwitchover(t *testing.T) {
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() { noLeaks(t, base) })
-	root := t.TempDir()
-	g := &group{t: t, certs: filepath.Join(root, "certs"), dirs: map[string]string{},
-		regs: map[string]*prometheus.Registry{}, cs: map[string]*Coordinator{}}
-	issue(t, g.certs, "n1", "n2", "w")
-	addrs := freeAddrs(t, 3)
-	g.voters = []Member{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "w", RaftAddr: addrs[2], Role: RoleWitness}}
-	for _, v := range g.voters {
-		g.dirs[v.ID] = filepath.Join(root, v.ID)
-	}
-	defer func() {
-		for id := range g.cs {
-			g.stop(id)
-		}
-	}()
+	g := pairGroup(t)
 	for _, v := range g.voters {
 		g.start(v.ID)
 	}

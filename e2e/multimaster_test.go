@@ -813,6 +813,19 @@ func testMultiMasterCertifierLeaderKill(t *testing.T, backend string) {
 	time.Sleep(3 * time.Second)
 	stop()
 	wg.Wait()
+	acked, have := s.ackedOnceEverywhere(rw)
+	// Unacknowledged ones may be there (their answer was lost with the
+	// connection), but nothing twice: ids are primary keys, so a double
+	// apply would have failed the apply and stalled the nodes.
+	t.Logf("%d acknowledged inserts all on every node exactly once; %d rows in all; %d errors seen by writers", len(acked), len(have), rw.errors.Load())
+}
+
+// ackedOnceEverywhere waits for every node to apply everything, checks
+// that table t (id bigint) is the same on every node and holds each of
+// rw's acknowledged ids exactly once, and returns those ids and how often
+// each id is there.
+func (s *smCluster) ackedOnceEverywhere(rw *retryingWriters) ([]int64, map[int64]int) {
+	s.t.Helper()
 	s.waitConverged(s.ids, 60*time.Second)
 	got := s.sameEverywhere(s.ids, "SELECT id FROM t ORDER BY id")
 	have := map[int64]int{}
@@ -832,12 +845,9 @@ func testMultiMasterCertifierLeaderKill(t *testing.T, backend string) {
 		}
 	}
 	if len(missing) > 0 {
-		t.Fatalf("%d of %d acknowledged inserts are not on the nodes exactly once: %v", len(missing), len(acked), missing[:min(10, len(missing))])
+		s.t.Fatalf("%d of %d acknowledged inserts are not on the nodes exactly once: %v", len(missing), len(acked), missing[:min(10, len(missing))])
 	}
-	// Unacknowledged ones may be there (their answer was lost with the
-	// connection), but nothing twice: ids are primary keys, so a double
-	// apply would have failed the apply and stalled the nodes.
-	t.Logf("%d acknowledged inserts all on every node exactly once; %d rows in all; %d errors seen by writers", len(acked), len(have), rw.errors.Load())
+	return acked, have
 }
 
 // TestMultiMasterEarlyAbort: a session holds an uncommitted update on n2
@@ -1456,21 +1466,6 @@ func TestMultiMasterWitnessLeads(t *testing.T) {
 		}
 	}
 
-	s.waitConverged(s.ids, 60*time.Second)
-	got := s.sameEverywhere(s.ids, "SELECT id FROM t ORDER BY id")
-	have := map[int64]int{}
-	for _, line := range strings.Fields(got) {
-		var id int64
-		fmt.Sscan(line, &id)
-		have[id]++
-	}
-	rw.mu.Lock()
-	acked := append([]int64(nil), rw.acked...)
-	rw.mu.Unlock()
-	for _, id := range acked {
-		if have[id] != 1 {
-			t.Fatalf("acknowledged insert %d is on the nodes %d times", id, have[id])
-		}
-	}
+	acked, _ := s.ackedOnceEverywhere(rw)
 	t.Logf("%d acknowledged inserts on every node; %d errors seen by writers; leaders: w, %s, w", len(acked), rw.errors.Load(), l)
 }
