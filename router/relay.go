@@ -714,11 +714,12 @@ func (r *relay) upstreamToClient() error {
 		if r.upFr.Buffered() == 0 {
 			// The next read may block: what the client was given goes out
 			// first, once per batch of the server's answers. The last
-			// frame buffered may have been one kept from it (a held FATAL, tandem's own ParameterStatus, xactQuery's
-			// answer) after frames it waits for: a fenced server's FATAL
-			// right behind an INSERT's CommandComplete and ReadyForQuery
-			// left them unsent while the session moved, and the client
-			// waited for them for good.
+			// frame buffered may have been one kept from it (a held
+			// FATAL, tandem's own ParameterStatus, xactQuery's answer)
+			// after frames it waits for: a fenced server's FATAL right
+			// behind an INSERT's CommandComplete and ReadyForQuery left
+			// them unsent while the session moved, and the client waited
+			// for them for good.
 			r.wmu.Lock()
 			var ferr error
 			if c.Pending() > 0 {

@@ -291,13 +291,7 @@ func TestSurviveAnswerBeforeFatalReachesClient(t *testing.T) {
 	if !clean {
 		t.Fatal("the moved session never answered a Sync from the new primary")
 	}
-	front.Send(&pgproto3.Terminate{})
-	_ = front.Flush()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the relay did not end after Terminate")
-	}
+	terminate(t, front, done)
 }
 
 // A session's server ends it (a fence's pg_terminate_backend: FATAL 57P01)
@@ -361,13 +355,20 @@ func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 			if code == "" && got[len(got)-2] != "C "+tt.tag {
 				t.Fatalf("the client got %v, want the server's CommandComplete then the ReadyForQuery", got)
 			}
-			front.Send(&pgproto3.Terminate{})
-			_ = front.Flush()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the relay did not end after Terminate")
-			}
+			terminate(t, front, done)
 		})
+	}
+}
+
+// terminate ends the client's session with Terminate and waits for the
+// relay to end.
+func terminate(t *testing.T, front *pgproto3.Frontend, done <-chan error) {
+	t.Helper()
+	front.Send(&pgproto3.Terminate{})
+	_ = front.Flush()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay did not end after Terminate")
 	}
 }
