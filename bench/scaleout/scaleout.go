@@ -718,7 +718,13 @@ func clusterFile(o Options, n int, runDir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "[witness]\nid = \"w\"\nraft_listen = %q\n", w)
+		// Its metrics: the Raft leader's own view of the round trip to
+		// each node (tandem_raft_replication_appendEntries_rpc).
+		wm, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[witness]\nid = \"w\"\nraft_listen = %q\nmetrics = %q\n", w, wm)
 	}
 	if n > 1 || alone {
 		switch {
