@@ -51,7 +51,7 @@ func newMultiMaster(p Profile, par Params) (*multiMaster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("deriving L(1): %w", err)
 		}
-		m.l1Value = m.conflictWindow(sol)
+		m.l1Value = m.conflictWindow(p.A1, sol)
 		m.derived = true
 	}
 	return m, nil
@@ -147,26 +147,41 @@ func (m *multiMaster) batchSize(n int, s Solution) float64 {
 }
 
 // conflictWindow approximates CW(N) as in seed 003 §4.1.1: the time an update
-// attempt spends at the CPU and disk plus the certification time. An update
-// attempt's residence at a queueing centre is wc·(1 + Q), Q being the queue
-// an arriving transaction finds (the arrival theorem).
-func (m *multiMaster) conflictWindow(s Solution) float64 {
-	return m.conflictWindowFrom(s, func(c CenterResult) float64 { return c.ArrivalQueue })
-}
-
-// conflictWindowFrom sums wc·(1 + queue(centre)) over the resources, plus
-// the certifier delay; 0 when the mix has no update transactions.
-func (m *multiMaster) conflictWindowFrom(s Solution, queue func(CenterResult) float64) float64 {
+// attempt spends at the CPU and disk plus the certification time, at abort
+// rate a in solution s (empty: no queues yet); 0 when the mix has no
+// update transactions. An update attempt's residence at a queueing centre
+// is wc·(1 + Q), Q being the queue an arriving transaction finds (the
+// arrival theorem).
+//
+// With the rate model (rateGrowth: a measured profile) two things change
+// (planner/DESIGN.md "The conflict window of a measured profile"): wc is
+// the attempt's own demand measured with updates alone (Resource.WCSat)
+// where the profile has it, and the residence is stretched by D/D_own,
+// the centre's demand per transaction over the transactions' own part of
+// it (Pr·rc + attempts·wc). The other nodes' writesets are applied by the
+// node's apply loop, a competitor for the centre that slows every
+// transaction's residence, not work of the transaction's own, and the
+// arrival queue (at most C) cannot carry it once the centre saturates.
+func (m *multiMaster) conflictWindow(a float64, s Solution) float64 {
 	if m.p.Pw == 0 {
 		return 0
 	}
 	cw := m.par.CertifierDelay
+	attempts := m.p.Pw / (1 - a)
 	for i, r := range m.p.Resources {
-		q := 0.0
+		wc, q, stretch := r.WC, 0.0, 1.0
 		if i < len(s.Centers) {
-			q = queue(s.Centers[i])
+			q = s.Centers[i].ArrivalQueue
 		}
-		cw += r.WC * r.masterScale() * (1 + q)
+		if m.rateGrowth() {
+			if r.WCSat > 0 {
+				wc = r.WCSat
+			}
+			if own := (m.p.Pr*r.RC + attempts*r.WC) * r.masterScale(); own > 0 && i < len(s.Centers) {
+				stretch = math.Max(1, s.Centers[i].Demand/own)
+			}
+		}
+		cw += wc * r.masterScale() * (1 + q) * stretch
 	}
 	return cw
 }
@@ -186,8 +201,8 @@ func (m *multiMaster) rateGrowth() bool {
 // grows with the updates the replicas actually commit, which on busy
 // hosts is far less than N times one replica's (planner/DESIGN.md
 // "Abort growth").
-func (m *multiMaster) abort(n int, s Solution) float64 {
-	cw := m.conflictWindow(s)
+func (m *multiMaster) abort(n int, a float64, s Solution) float64 {
+	cw := m.conflictWindow(a, s)
 	if m.rateGrowth() {
 		lambda := float64(n) * s.Throughput * m.p.Pw * m.p.WSShare()
 		return RateAbort(m.p.ConflictRate, lambda, cw)
@@ -220,7 +235,7 @@ func (m *multiMaster) solve(n int) (Point, error) {
 			// At step i+1 the abort rate comes from the conflict window of
 			// step i, whose update residence is wc·(1 + Q_k(i-1)).
 			// prev is empty at step 0: no queues.
-			a = m.abort(n, prev)
+			a = m.abort(n, a, prev)
 			if err := checkAbort(a); err != nil {
 				return nil, err
 			}
@@ -251,7 +266,7 @@ func (m *multiMaster) solve(n int) (Point, error) {
 				return Point{}, err
 			}
 			sol = s
-			next := m.abort(n, s)
+			next := m.abort(n, a, s)
 			if err := checkAbort(next); err != nil {
 				return Point{}, err
 			}
@@ -289,7 +304,7 @@ func (m *multiMaster) point(n int, sol Solution, a float64, iters int) Point {
 		ThroughputTPS: x, ReadTPS: m.p.Pr * x, WriteTPS: m.p.Pw * x,
 		ResponseTimeS:   sol.ResponseTime,
 		AbortRate:       a,
-		ConflictWindowS: m.conflictWindow(sol),
+		ConflictWindowS: m.conflictWindow(a, sol),
 		Iterations:      iters,
 	}
 	if m.p.Pw > 0 {

@@ -140,7 +140,10 @@ type Resource struct {
 	// master serving reads beside its updates (Profile.MasterReadShare
 	// of what it ran). The single-master model moves the master's update
 	// demand from WC towards WCSat as the reads it serves fall (none when
-	// it is the bottleneck). 0: not measured (WC throughout).
+	// it is the bottleneck). The multi-master rate model charges WCSat,
+	// the attempt's own work, in the conflict window, and WC (which
+	// carries what the mix costs beyond its phases) in the demands. 0:
+	// not measured (WC throughout).
 	WCSat float64 `json:"wc_saturated_s,omitempty"`
 }
 

@@ -849,7 +849,7 @@ func replicaBatches(c *config.Cluster) func(context.Context) (uint64, uint64, er
 
 // certifierInput says where the model's certifier delay came from.
 func certifierInput(repl *profiler.Report, f *planValidateFlags) planner.Input {
-	const own = "; tandem's certifier runs on the nodes' Raft group inside their quotas (its CPU is in the nodes' demands; the delay is what a commit waits for it, queueing for those CPUs included)"
+	const own = "; tandem's certifier is the Raft group of the nodes and a witness, led from the witness (its own host, no quota: as seed 003's certifier on machines of its own); its followers' work is in the nodes' demands, and the delay is what a commit waits for it, the loaded nodes' share of the quorum included"
 	switch {
 	case f.certifierDelaySet:
 		return planner.Input{Name: "certifier delay", Value: f.certifierDelay.String(), Measured: false,
@@ -1221,6 +1221,14 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 	)
 	if o.Design == "multi-master" {
 		in = append(in, abortInput(p, repl, f.abortModel))
+	}
+	if repl != nil && o.Design == "multi-master" {
+		for _, r := range repl.Profile.Resources {
+			if r.Name == profiler.ResCPU && r.WCSat > 0 {
+				in = append(in, planner.Input{Name: "update's own demand (conflict window)", Value: fmt.Sprintf("%.4f ms (updates alone), against wc %.4f ms in the mix", 1000*r.WCSat, 1000*r.WC), Measured: true,
+					Source: "the replicated profile's update phase (n1 running updates alone): the conflict window charges an update attempt this, wc_sat x (1 + Q) x D / D_own (stretched by the other nodes' writesets the node applies), and the demands the mix's wc, which also carries what the mix costs beyond its phases (planner/DESIGN.md \"The conflict window of a measured profile\")"})
+			}
+		}
 	}
 	if repl != nil && o.Design == "single-master" {
 		for _, r := range repl.Profile.Resources {

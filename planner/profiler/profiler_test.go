@@ -409,6 +409,15 @@ func TestSplitMixMultiMaster(t *testing.T) {
 	if r.Profile.ApplyBatch != 1.8 || r.Profile.Resources[0].WS != 0.0029 {
 		t.Errorf("the report's own profile changed: %+v", r.Profile)
 	}
+	// With the update phase (n1 running updates alone: 0.6 CPU-s for 400
+	// attempts on 0.25 CPU) its demand per attempt is kept beside the
+	// mix's wc as WCSat, the update's own demand the conflict window
+	// charges; nothing else moves.
+	r.Phases, r.CPUs = []*Phase{{Name: PhaseUpdate, Completions: 400, ServerCPUS: 0.6}}, 0.25
+	p, _ = r.ReplicatedMixDemands()
+	if math.Abs(p.Resources[0].WCSat-0.006) > 1e-12 || math.Abs(p.Resources[0].WC-wantWC) > 1e-12 || p.MasterReadShare != 0 || p.Resources[1].WCSat != 0 {
+		t.Errorf("with an update phase: cpu %+v, disk %+v, master read share %g; want wc_saturated 0.006 beside wc %g on the cpu only", p.Resources[0], p.Resources[1], p.MasterReadShare, wantWC)
+	}
 	// n2's apply counters not read: no split (single-master's needs the
 	// router's counts, which multi-master has not).
 	ph.ReplicaApplyWritesets, ph.ReplicaApplyBatches = 0, 0

@@ -148,8 +148,8 @@ func (r *Report) ws(resource string) float64 {
 // ReplicatedMixDemands returns the replicated path's profile with the
 // CPU's wc and ws taken from the mix phase split between the nodes
 // (Report.Split) instead of the update phase, and whether it had a split
-// to take them from. The WAL sender's share (wsend) stays the update
-// phase's. Disk demands stay the phases': the nodes share one disk.
+// to take them from. The update phase's wc stays as WCSat (updates
+// alone), the WAL sender's share (wsend) the update phase's. Disk demands stay the phases': the nodes share one disk.
 func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 	p := r.Profile
 	if r.Split == nil {
@@ -162,6 +162,12 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 			// ws at the mix's batch size: the per-batch apply cost scales
 			// from there (Profile.WSAt, WSPerBatch).
 			p.Resources[i].WC = r.Split.WC
+			// The update phase's demand stays beside it: an update
+			// attempt's own work, which the conflict window charges
+			// (planner/DESIGN.md "The conflict window of a measured profile").
+			if update != nil && update.Completions > 0 && r.CPUs > 0 {
+				p.Resources[i].WCSat = update.ServerCPUS / r.CPUs / float64(update.Completions)
+			}
 			if r.Split.WS > 0 {
 				p.Resources[i].WS = r.Split.WS
 				if r.Split.ApplyBatch >= 1 {
