@@ -57,6 +57,14 @@ type Result struct {
 	// (TM1 rolls back 17.5 % of its update transactions by its rules).
 	CompletedTPS    float64 `json:"completed_tps,omitempty"`
 	CompletedMeanMs float64 `json:"completed_mean_ms,omitempty"`
+	// CompletedCostMs is the clients' time per completed transaction:
+	// CompletedMeanMs plus the time of the transactions that ended
+	// aborted, spread over the completed ones. With retries (--retries)
+	// an aborted attempt's time is already in its transaction's response
+	// time; without (TM1's default) it is spent on no completed
+	// transaction, and the planner's response time, which retries every
+	// aborted attempt (R = N·C/X − Z), counts it.
+	CompletedCostMs float64 `json:"completed_cost_ms,omitempty"`
 	// UpdateAttempts counts the update transactions' attempts in the
 	// measured window, retries of aborted ones included, and
 	// UpdateAbortRate is the share of them that aborted (SQLSTATE class

@@ -107,6 +107,7 @@ func TestResultStatistics(t *testing.T) {
 		{"WRITE p50", write.P50Ms, 2},
 		// (Σ 1..1000 ms + 300 × 2 ms + 150 × 1 ms) / 1450
 		{"completed mean", res.CompletedMeanMs, (500500 + 600 + 150) / 1450.0},
+
 		// WRITE's 300 counted at 2 ms and 150 rolled back at 1 ms
 		{"update mean", res.UpdateMeanMs, (600 + 150) / 450.0},
 	}
@@ -114,6 +115,12 @@ func TestResultStatistics(t *testing.T) {
 		if math.Abs(c.got-c.want) > c.want*0.002 {
 			t.Errorf("%s = %v ms, want %v", c.name, c.got, c.want)
 		}
+	}
+	// The clients' time per completed transaction adds the 25 aborted at
+	// 1 ms, spread over the 1450 completed (the failed and unknown ones
+	// are not the model's retries); each mean is rounded to the µs.
+	if d := res.CompletedCostMs - res.CompletedMeanMs; math.Abs(d-25.0/1450) > 0.0015 {
+		t.Errorf("completed cost %v ms, completed mean %v ms: %v apart, want 25 ms / 1450 = %v", res.CompletedCostMs, res.CompletedMeanMs, d, 25.0/1450)
 	}
 	if res.Timeline[0].Measured || !res.Timeline[1].Measured {
 		t.Errorf("timeline phases: %+v", res.Timeline)

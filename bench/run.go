@@ -462,8 +462,9 @@ func (r *runner) fill(res *Result, col *collector, measured float64) {
 		res.TotalTPS = round3(float64(started) / measured)
 		res.CompletedTPS = round3(float64(all.completed()) / measured)
 	}
-	if col.done.TotalCount() > 0 {
+	if n := col.done.TotalCount(); n > 0 {
 		res.CompletedMeanMs = round3(col.done.Mean() / 1000)
+		res.CompletedCostMs = round3((col.done.Mean()*float64(n) + float64(col.abortedUs)) / float64(n) / 1000)
 	}
 	if col.updDone.TotalCount() > 0 {
 		res.UpdateMeanMs = round3(col.updDone.Mean() / 1000)

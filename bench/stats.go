@@ -100,10 +100,14 @@ type collector struct {
 	done *hdrhistogram.Histogram
 	// updDone: the update transactions among done (their response time
 	// is the window in which a concurrent commit can abort them).
-	updDone  *hdrhistogram.Histogram
-	ivCounts []outcomeCounts // current interval, whole run
-	ivHist   []*hdrhistogram.Histogram
-	timeline []TimelinePoint
+	updDone *hdrhistogram.Histogram
+	// abortedUs sums the response times (µs) of the measured transactions
+	// that ended aborted (class 40, after their retries): client time
+	// spent on no completed transaction.
+	abortedUs int64
+	ivCounts  []outcomeCounts // current interval, whole run
+	ivHist    []*hdrhistogram.Histogram
+	timeline  []TimelinePoint
 }
 
 func newCollector(types []TxInfo, recs []*recorder, rampup time.Duration) *collector {
@@ -145,6 +149,9 @@ func (c *collector) collect() {
 				if counted {
 					recordLatency(c.hist[rec.typ], rec.lat)
 					recordLatency(c.total, rec.lat)
+				}
+				if rec.out == Aborted {
+					c.abortedUs += rec.lat.Microseconds()
 				}
 				if rec.out.IsCompleted() {
 					recordLatency(c.done, rec.lat)

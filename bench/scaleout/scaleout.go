@@ -167,6 +167,10 @@ type Point struct {
 	// planner profile's demands (bench.Result.CompletedTPS).
 	XDone      float64 `json:"x_completed,omitempty"`
 	MeanDoneMs float64 `json:"mean_completed_ms,omitempty"`
+	// CostDoneMs is the clients' time per completed transaction, the
+	// time of the aborted ones (not retried) included
+	// (bench.Result.CompletedCostMs): the planner's response time.
+	CostDoneMs float64 `json:"cost_completed_ms,omitempty"`
 	// AbortRate is the share of the UpdateAttempts that aborted (class
 	// 40, retries included: bench.Result.UpdateAbortRate).
 	AbortRate      float64 `json:"abort_rate,omitempty"`
@@ -222,6 +226,7 @@ type Row struct {
 	// UpdateAttempts > 0).
 	XDone          float64 `json:"x_completed,omitempty"`
 	MeanDoneMs     float64 `json:"mean_completed_ms,omitempty"`
+	CostDoneMs     float64 `json:"cost_completed_ms,omitempty"`
 	AbortRate      float64 `json:"abort_rate,omitempty"`
 	UpdateAttempts float64 `json:"update_attempts,omitempty"`
 	// NodeUtil is the median node's utilisation (cores), MaxNodeUtil the
@@ -473,7 +478,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		return p, errors.New("the measured window's start was never reached")
 	}
 	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
-	p.XDone, p.MeanDoneMs, p.AbortRate, p.UpdateAttempts = res.CompletedTPS, res.CompletedMeanMs, res.UpdateAbortRate, res.UpdateAttempts
+	p.XDone, p.MeanDoneMs, p.CostDoneMs, p.AbortRate, p.UpdateAttempts = res.CompletedTPS, res.CompletedMeanMs, res.CompletedCostMs, res.UpdateAbortRate, res.UpdateAttempts
 	p.UpdateMeanMs = res.UpdateMeanMs
 	wall := last.at.Sub(s0.at).Seconds()
 	if s0.ok && last.ok && wall > 0 {
@@ -609,6 +614,7 @@ func Summarise(pts []Point) []Row {
 		r.P90Ms = median(g, func(p Point) float64 { return p.P90Ms })
 		r.XDone = median(g, func(p Point) float64 { return p.XDone })
 		r.MeanDoneMs = median(g, func(p Point) float64 { return p.MeanDoneMs })
+		r.CostDoneMs = median(g, func(p Point) float64 { return p.CostDoneMs })
 		r.AbortRate = median(g, func(p Point) float64 { return p.AbortRate })
 		r.UpdateAttempts = median(g, func(p Point) float64 { return float64(p.UpdateAttempts) })
 		r.NodeUtil = median(g, func(p Point) float64 { return medianNode(p.Hosts) })
