@@ -1097,18 +1097,14 @@ func unitInput(so *scaleout.Report, mix string) planner.Input {
 				Source: "a sweep saved by an older build, which measured only the committed (counted) transactions: the model's unit is every transaction run to its end (its demands are per update attempt, rolled back ones included), so the comparison is off by the committed share (TM1: 0.965 of R80W20, 0.86 of R20W80)"}
 		}
 	}
-	cost := true
+	resp := "the clients' time per completed transaction, the time of the transactions that ended aborted included (the sweep does not retry them, as TM1's specification; the model retries every aborted attempt, R = N x C / X), so that both count where the clients' time went"
 	for _, r := range so.Rows {
 		if r.Mix == mix && r.X > 0 && r.CostDoneMs == 0 {
-			cost = false
+			resp = "the completed transactions' mean, which leaves out the aborted ones' time that the model (retrying every aborted attempt) counts: a sweep saved by an older build"
 		}
 	}
-	if !cost {
-		return planner.Input{Name: "throughput counts", Value: "completed transactions", Measured: true,
-			Source: "every transaction run to its end, committed or rolled back by the workload's rules (TM1 rolls 17.5 % of its updates back), and their mean response time: the unit of the profile's demands; the sweep's MQTh (committed only) is in its rows; the response time leaves out the aborted transactions' time, which the model's (retrying every aborted attempt) counts: a sweep saved by an older build"}
-	}
 	return planner.Input{Name: "throughput counts", Value: "completed transactions", Measured: true,
-		Source: "every transaction run to its end, committed or rolled back by the workload's rules (TM1 rolls 17.5 % of its updates back): the unit of the profile's demands; the sweep's MQTh (committed only) is in its rows. Response time: the clients' time per completed transaction, the time of the transactions that ended aborted included (the sweep does not retry them, as TM1's specification; the model retries every aborted attempt, R = N x C / X), so that both count where the clients' time went"}
+		Source: "every transaction run to its end, committed or rolled back by the workload's rules (TM1 rolls 17.5 % of its updates back): the unit of the profile's demands; the sweep's MQTh (committed only) is in its rows. Response time: " + resp}
 }
 
 // completedX picks the completed transactions' figure when the sweep
@@ -1117,6 +1113,13 @@ func unitInput(so *scaleout.Report, mix string) planner.Input {
 // workload's rule-based rollbacks included: TM1 rolls back 17.5 % of its
 // updates), so the model's throughput and response time are too; compared
 // with MQTh they were off by the counted share (0.86 on TM1 R20W80).
+func completedX(counted, completed float64) float64 {
+	if completed > 0 {
+		return completed
+	}
+	return counted
+}
+
 // measuredResponse is the sweep's response time in the model's unit (ms):
 // the clients' time per completed transaction, that of the transactions
 // which ended aborted included (the model retries every aborted attempt,
@@ -1127,13 +1130,6 @@ func measuredResponse(r scaleout.Row) float64 {
 		return r.CostDoneMs
 	}
 	return completedX(r.MeanMs, r.MeanDoneMs)
-}
-
-func completedX(counted, completed float64) float64 {
-	if completed > 0 {
-		return completed
-	}
-	return counted
 }
 
 // aloneNote says how the sweep's and the profile's N = 1 is reached.

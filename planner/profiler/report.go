@@ -149,7 +149,8 @@ func (r *Report) ws(resource string) float64 {
 // CPU's wc and ws taken from the mix phase split between the nodes
 // (Report.Split) instead of the update phase, and whether it had a split
 // to take them from. The update phase's wc stays as WCSat (updates
-// alone), the WAL sender's share (wsend) the update phase's. Disk demands stay the phases': the nodes share one disk.
+// alone), the WAL sender's share (wsend) the update phase's. Disk
+// demands stay the phases': the nodes share one disk.
 func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 	p := r.Profile
 	if r.Split == nil {
@@ -157,17 +158,23 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 	}
 	p.Resources = append([]planner.Resource(nil), r.Profile.Resources...)
 	update, mix := r.lastPhase(PhaseUpdate), r.lastPhase(PhaseMix)
+	// The update phase's demand per attempt (what the profile's WC was
+	// before the split replaced it): the master running updates alone.
+	sat := 0.0
+	if update != nil && update.Completions > 0 && r.CPUs > 0 {
+		sat = update.ServerCPUS / r.CPUs / float64(update.Completions)
+	}
 	for i := range p.Resources {
-		if p.Resources[i].Name == ResCPU && r.Split.MultiMaster {
-			// ws at the mix's batch size: the per-batch apply cost scales
-			// from there (Profile.WSAt, WSPerBatch).
-			p.Resources[i].WC = r.Split.WC
-			// The update phase's demand stays beside it: an update
-			// attempt's own work, which the conflict window charges
-			// (planner/DESIGN.md "The conflict window of a measured profile").
-			if update != nil && update.Completions > 0 && r.CPUs > 0 {
-				p.Resources[i].WCSat = update.ServerCPUS / r.CPUs / float64(update.Completions)
-			}
+		if p.Resources[i].Name != ResCPU {
+			continue
+		}
+		p.Resources[i].WC = r.Split.WC
+		if r.Split.MultiMaster {
+			// The update's own work, which the conflict window charges
+			// (planner/DESIGN.md "The conflict window of a measured
+			// profile"); ws at the mix's batch size: the per-batch apply
+			// cost scales from there (Profile.WSAt, WSPerBatch).
+			p.Resources[i].WCSat = sat
 			if r.Split.WS > 0 {
 				p.Resources[i].WS = r.Split.WS
 				if r.Split.ApplyBatch >= 1 {
@@ -176,20 +183,15 @@ func (r *Report) ReplicatedMixDemands() (planner.Profile, bool) {
 			}
 			return p, true
 		}
-		if p.Resources[i].Name == ResCPU {
-			p.Resources[i].WC = r.Split.WC
-			p.Resources[i].WS = r.Split.WS
-			// The update phase's demand (what the profile's WC was before
-			// the split replaced it): the master running updates alone.
-			if update != nil && update.Completions > 0 && r.CPUs > 0 && mix != nil && mix.UpdateStarted > 0 {
-				p.Resources[i].WCSat = update.ServerCPUS / r.CPUs / float64(update.Completions)
-				p.MasterReadShare = r.Split.ReadsPrimary / (r.Split.ReadsPrimary + float64(mix.UpdateStarted))
-			}
-			if p.Resources[i].WSend > p.Resources[i].WC {
-				p.Resources[i].WSend = p.Resources[i].WC
-			}
-			return p, true
+		p.Resources[i].WS = r.Split.WS
+		if sat > 0 && mix != nil && mix.UpdateStarted > 0 {
+			p.Resources[i].WCSat = sat
+			p.MasterReadShare = r.Split.ReadsPrimary / (r.Split.ReadsPrimary + float64(mix.UpdateStarted))
 		}
+		if p.Resources[i].WSend > p.Resources[i].WC {
+			p.Resources[i].WSend = p.Resources[i].WC
+		}
+		return p, true
 	}
 	return r.Profile, false
 }
