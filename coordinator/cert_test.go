@@ -646,6 +646,14 @@ func TestCertifyKillLeaderProcess(t *testing.T) {
 			}
 		}()
 	}
+	// Kill the leader once a third of the requests are decided, or when
+	// the sessions ended early (their errors say why) or the time ran out:
+	// a loop that only counted decisions hung a CI run for 30 minutes.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+wait:
 	for {
 		mu.Lock()
 		n := len(all)
@@ -653,10 +661,16 @@ func TestCertifyKillLeaderProcess(t *testing.T) {
 		if n >= perSession {
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-done:
+			break wait
+		case <-ctx.Done():
+			break wait
+		case <-tick.C:
+		}
 	}
 	kill(leader)
-	wg.Wait()
+	<-done
 	close(errc)
 	for err := range errc {
 		t.Fatal(err)
