@@ -35,16 +35,22 @@ type validateOut struct {
 		CPUsFrom string   `json:"cpus_from"`
 		Warnings []string `json:"warnings"`
 		Phases   []struct {
-			Name         string  `json:"name"`
-			MemLatencyNS float64 `json:"mem_latency_ns"`
+			Name            string  `json:"name"`
+			MemLatencyNS    float64 `json:"mem_latency_ns"`
+			WallS           float64 `json:"wall_s"`
+			ServerCPUS      float64 `json:"server_cpu_s"`
+			BackgroundCPUS  float64 `json:"background_cpu_s"`
+			CgroupPeriods   int64   `json:"cgroup_periods"`
+			CgroupThrottled int64   `json:"cgroup_throttled_periods"`
 		} `json:"phases"`
 		Profile struct {
 			Mix                string  `json:"mix"`
 			WritesetsPerUpdate float64 `json:"writesets_per_update"`
 			Resources          []struct {
-				Name string  `json:"name"`
-				RC   float64 `json:"rc_s"`
-				WC   float64 `json:"wc_s"`
+				Name     string  `json:"name"`
+				RC       float64 `json:"rc_s"`
+				WC       float64 `json:"wc_s"`
+				Capacity float64 `json:"capacity"`
 			} `json:"resources"`
 		} `json:"profile"`
 	} `json:"profiles"`
@@ -265,6 +271,30 @@ func testPlanValidateTiny(t *testing.T, flag, design string) {
 	for _, r := range prof.Profile.Resources {
 		if r.Name == "cpu" && (r.RC <= 0 || r.WC <= 0) {
 			t.Errorf("profile cpu demands rc %g wc %g: nothing measured", r.RC, r.WC)
+		}
+	}
+	// The emulated host's quota counters are read over every phase, and
+	// the profile's capacity is what the host delivered in the mix phase
+	// when its quota held it back there (none when it did not).
+	for _, ph := range prof.Phases {
+		if ph.Name != "idle" && ph.CgroupPeriods == 0 {
+			t.Errorf("phase %s: no scheduler periods counted for the host's cgroup", ph.Name)
+		}
+	}
+	if mix := prof.Phases[len(prof.Phases)-1]; mix.Name != "mix" {
+		t.Errorf("the last phase is %q, want mix", mix.Name)
+	} else {
+		var capacity float64
+		for _, r := range prof.Profile.Resources {
+			if r.Name == "cpu" {
+				capacity = r.Capacity
+			}
+		}
+		share := (mix.ServerCPUS + mix.BackgroundCPUS) / (prof.CPUs * mix.WallS)
+		saturated := float64(mix.CgroupThrottled) >= 0.9*float64(mix.CgroupPeriods)
+		t.Logf("mix phase: throttled in %d of %d periods, %.3f of the quota; capacity %g", mix.CgroupThrottled, mix.CgroupPeriods, share, capacity)
+		if saturated && math.Abs(capacity-math.Min(1, share)) > 1e-3 || !saturated && capacity != 0 {
+			t.Errorf("capacity %g for a mix phase throttled in %d of %d periods at %.3f of the quota", capacity, mix.CgroupThrottled, mix.CgroupPeriods, share)
 		}
 	}
 	// The replicated path: n1 of two nodes profiled, ws from n2's CPU

@@ -538,6 +538,51 @@ func TestBackground(t *testing.T) {
 	}
 }
 
+// A host that delivers only Capacity of its nominal resource, less its
+// background, is predicted as one with demands / (Capacity - BG) and no
+// background, by every model and on every node (masters, multi-master
+// nodes and single-master slaves alike: the hosts are of one kind); at
+// saturation the throughput falls with Capacity. A capacity above 1,
+// negative, or leaving under 0.05 beside the background is refused.
+func TestCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		design Design
+		pr     float64
+	}{{"single-master, 20 % updates", SingleMaster, 0.8}, {"single-master, read-only", SingleMaster, 1}, {"multi-master, 20 % updates", MultiMaster, 0.8}, {"multi-master, updates only", MultiMaster, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const capacity, bg = 0.88, 0.03
+			with := syntheticProfile(tc.pr, 0.004, 0.02, 0.005, 10)
+			with.Resources[0].Capacity, with.Resources[0].BG, with.Resources[0].BGReplica = capacity, bg, bg
+			if err := with.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			f := 1 / (capacity - bg)
+			scaled := syntheticProfile(tc.pr, 0.004*f, 0.02*f, 0.005*f, 10)
+			whole := syntheticProfile(tc.pr, 0.004, 0.02, 0.005, 10)
+			n := []int{1, 2, 4}
+			p1 := predict(t, with, tc.design, n, DefaultParams(with))
+			p2 := predict(t, scaled, tc.design, n, DefaultParams(scaled))
+			p3 := predict(t, whole, tc.design, n, DefaultParams(whole))
+			for i, pt := range p1.Points {
+				if !near(pt.ThroughputTPS, p2.Points[i].ThroughputTPS, 1e-9) {
+					t.Errorf("N=%d: %g tps with capacity %g and bg %g, %g with demands / (capacity - bg)", pt.Replicas, pt.ThroughputTPS, capacity, bg, p2.Points[i].ThroughputTPS)
+				}
+				if pt.ThroughputTPS >= p3.Points[i].ThroughputTPS {
+					t.Errorf("N=%d: %g tps on hosts delivering %g, not below %g on whole ones", pt.Replicas, pt.ThroughputTPS, capacity, p3.Points[i].ThroughputTPS)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ capacity, bg float64 }{{-0.1, 0}, {1.2, 0}, {0.3, 0.26}} {
+		p := syntheticProfile(0.8, 0.004, 0.02, 0.005, 10)
+		p.Resources[0].Capacity, p.Resources[0].BG = tc.capacity, tc.bg
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "capacity") {
+			t.Errorf("capacity %g with bg %g: want an error naming capacity, got %v", tc.capacity, tc.bg, err)
+		}
+	}
+}
+
 // masterWCAt moves the master's update demand from wc (measured with the
 // profile's share of reads) to the saturated demand (updates alone) as
 // the master's read share falls; wsend still comes on top per replica.

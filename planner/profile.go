@@ -134,6 +134,16 @@ type Resource struct {
 	// overcharges a node that runs faster. 0: none measured.
 	BG        float64 `json:"bg,omitempty"`
 	BGReplica float64 `json:"bg_replica,omitempty"`
+	// Capacity is the fraction of the resource's nominal capacity the
+	// profiled host delivered when it could take no more: an emulated
+	// host of the lab whose CFS quota held it back in nearly every
+	// scheduler period of a phase and which still ran less than its
+	// quota (a tandem node and its PostgreSQL on 0.25-core hosts: 0.87-0.89
+	// standalone, 0.90-0.96 in a multi-master cluster; planner/DESIGN.md
+	// "What an emulated host delivers"). The models give the centre
+	// Capacity - BG (BGReplica) of its nominal capacity, on every node:
+	// the hosts are alike. 0: not measured (the whole of it).
+	Capacity float64 `json:"capacity,omitempty"`
 	// WCSat is an update attempt's demand on a master that runs updates
 	// alone, every client of the profile updating (a replicated
 	// profile's update phase), where WC is one measured in the mix, the
@@ -182,17 +192,22 @@ func (p Profile) WSFor(r Resource, b float64, c ApplyCost) float64 {
 }
 
 // masterScale is the factor a node's demands at this resource take for
-// its background (BG): 1 / (1 - BG).
-func (r Resource) masterScale() float64 { return bgScale(r.BG) }
+// what the host delivers (Capacity) and its background (BG):
+// 1 / (Capacity - BG).
+func (r Resource) masterScale() float64 { return capacityScale(r.Capacity, r.BG) }
 
 // replicaScale is masterScale for a replica (BGReplica).
-func (r Resource) replicaScale() float64 { return bgScale(r.BGReplica) }
+func (r Resource) replicaScale() float64 { return capacityScale(r.Capacity, r.BGReplica) }
 
-func bgScale(bg float64) float64 {
-	if bg > 0 && bg < 1 {
-		return 1 / (1 - bg)
+func capacityScale(capacity, bg float64) float64 {
+	c := 1.0
+	if capacity > 0 && capacity < 1 {
+		c = capacity
 	}
-	return 1
+	if bg > 0 && bg < c {
+		c -= bg
+	}
+	return 1 / c
 }
 
 // MeasuredAbort is a measured single-master abort rate at one replica count.
@@ -301,6 +316,12 @@ func (p Profile) Validate() error {
 			if !finite(f.v) || f.v < 0 || f.v >= 0.95 {
 				return bad(where+"."+f.name, "must be a fraction of the resource in [0, 0.95), got %g", f.v)
 			}
+		}
+		if !finite(r.Capacity) || r.Capacity < 0 || r.Capacity > 1 {
+			return bad(where+".capacity", "must be a fraction of the resource in (0, 1] (0: not measured, the whole), got %g", r.Capacity)
+		}
+		if r.Capacity > 0 && r.Capacity-max(r.BG, r.BGReplica) < 0.05 {
+			return bad(where+".capacity", "%g leaves less than 0.05 of the resource beside its background (bg %g, bg_replica %g)", r.Capacity, r.BG, r.BGReplica)
 		}
 	}
 	if !needs {
@@ -427,16 +448,22 @@ func MedianProfile(ps []Profile) (Profile, error) {
 			}
 		}
 	}
-	med := func(f func(Profile) float64) float64 {
-		vs := make([]float64, len(ps))
-		for i, p := range ps {
-			vs[i] = f(p)
+	median := func(vs []float64) float64 {
+		if len(vs) == 0 {
+			return 0
 		}
 		slices.Sort(vs)
 		if len(vs)%2 == 1 {
 			return vs[len(vs)/2]
 		}
 		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	med := func(f func(Profile) float64) float64 {
+		vs := make([]float64, len(ps))
+		for i, p := range ps {
+			vs[i] = f(p)
+		}
+		return median(vs)
 	}
 	out.A1 = med(func(p Profile) float64 { return p.A1 })
 	out.L1 = med(func(p Profile) float64 { return p.L1 })
@@ -450,6 +477,14 @@ func MedianProfile(ps []Profile) (Profile, error) {
 		r.BG = med(func(p Profile) float64 { return p.Resources[i].BG })
 		r.BGReplica = med(func(p Profile) float64 { return p.Resources[i].BGReplica })
 		r.WCSat = med(func(p Profile) float64 { return p.Resources[i].WCSat })
+		// A capacity is measured or not (0): the median of those measured.
+		var caps []float64
+		for _, p := range ps {
+			if c := p.Resources[i].Capacity; c > 0 {
+				caps = append(caps, c)
+			}
+		}
+		r.Capacity = median(caps)
 	}
 	out.MasterReadShare = med(func(p Profile) float64 { return p.MasterReadShare })
 	out.ApplyBatch = med(func(p Profile) float64 { return p.ApplyBatch })

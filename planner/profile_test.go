@@ -278,6 +278,19 @@ func TestMedianProfile(t *testing.T) {
 	if a.Resources[0].RC != 0.1 {
 		t.Errorf("an input profile changed: %+v", a.Resources[0])
 	}
+	// A capacity is the median of the profiles that measured one: a
+	// profile without (0) does not pull it towards nothing.
+	ca, cb, cc := a, b, c
+	for i, p := range []*Profile{&ca, &cb, &cc} {
+		p.Resources = append([]Resource(nil), p.Resources...)
+		p.Resources[0].Capacity = []float64{0.9, 0, 0.86}[i]
+	}
+	if got, err := MedianProfile([]Profile{ca, cb, cc}); err != nil || math.Abs(got.Resources[0].Capacity-0.88) > 1e-12 {
+		t.Errorf("capacity %g (%v): want 0.88, the median of 0.9 and 0.86", got.Resources[0].Capacity, err)
+	}
+	if got, err := MedianProfile([]Profile{b, cb}); err != nil || got.Resources[0].Capacity != 0 {
+		t.Errorf("capacity %g (%v): want 0, none measured", got.Resources[0].Capacity, err)
+	}
 	// The apply batch and ws's per-batch part: medians, the part kept
 	// inside ws at the median batch (ws 0.45 at 1.5: at most 0.675).
 	b2, c2 := b, c

@@ -388,6 +388,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		for _, rep := range reps {
 			rep.FillWritesetsPerUpdate()
 			rep.FillConflictRate()
+			rep.FillCapacity()
 		}
 	}
 	for _, round := range doc.ProfileRounds {
@@ -395,6 +396,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 			for _, rep := range reps {
 				rep.FillWritesetsPerUpdate()
 				rep.FillConflictRate()
+				rep.FillCapacity()
 			}
 		}
 	}
@@ -417,6 +419,31 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "re-modelled (nothing run): %s\n", doc.ReplayOf)
 	return compareAndWrite(cmd, &doc, preds, o, saved)
+}
+
+// capacityInput says what share of its CPU quota the model gives a node:
+// the standalone profile's (N = 1) and the replicated path's (N >= 2).
+func capacityInput(p planner.Profile, repl *profiler.Report) planner.Input {
+	measured := false
+	capOf := func(rs []planner.Resource) string {
+		for _, r := range rs {
+			if r.Name == profiler.ResCPU && r.Capacity > 0 {
+				measured = true
+				return fmt.Sprintf("%.3f", r.Capacity)
+			}
+		}
+		return "1 (not saturated)"
+	}
+	v := []string{"standalone " + capOf(p.Resources)}
+	if repl != nil {
+		v = append(v, "replicated "+capOf(repl.Profile.Resources))
+	}
+	if !measured {
+		return planner.Input{Name: "host capacity", Value: "the whole of its CPU", Measured: false,
+			Source: "no profile's mix phase saturated a host with a CPU quota: the model gives each node all of its CPU (less its background)"}
+	}
+	return planner.Input{Name: "host capacity", Value: strings.Join(v, "; ") + " of a host's quota", Measured: true,
+		Source: "each profile's mix phase: the share of its CPU quota the profiled node's host delivered while the quota held it back in at least 90 % of the scheduler periods (a standalone tandem node and its PostgreSQL ran 0.87-0.89 of a 0.25-core quota on this machine, throttled in 95-99 % of the periods); the model gives each node capacity - bg of its CPU (planner/DESIGN.md \"What an emulated host delivers\")"}
 }
 
 // abortInput says how the multi-master model grows the abort rate with N
@@ -1223,7 +1250,8 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		bgIn = planner.Input{Name: "background (bg)", Value: strings.Join(v, "; ") + " of a host", Measured: true,
 			Source: fmt.Sprintf("--profile-idle %s: each profile's idle phase (no transaction) measured each tree's own CPU (a replicated node's coordinator, lease, probes; PostgreSQL's background processes); every phase's CPU is net of it, and the model gives each host only 1 - bg of its CPU", f.profileIdle)}
 	}
-	in = append(in, profiles, bgIn,
+	capIn := capacityInput(p, repl)
+	in = append(in, profiles, bgIn, capIn,
 		planner.Input{Name: "wc from", Value: f.demands, Measured: true, Source: map[string]string{
 			"phases": "the update phase (updates only, seed 003 §4.1.1); --demands mix takes it from the mix phase",
 			"mix":    "--demands mix: the mix phases: the standalone profile's (N = 1), its busy time less its reads at rc, per update attempt; single-master's replicated path's split between its nodes by the reads the router sent each (wc and ws above); multi-master's replicated path's n1 less its reads at rc per update attempt (wc) and n2 per committed update of n1 (ws)"}[f.demands]},

@@ -491,22 +491,64 @@ func (p ProcFS) CPUsOf(pid int) (cpus float64, how string, err error) {
 		return 0, "", fmt.Errorf("%w: /proc/%d/status has no Cpus_allowed_list", ErrProc, pid)
 	}
 	cpus, how = float64(n), fmt.Sprintf("%d CPUs in its affinity mask", n)
-	if q, ok := p.cgroupQuota(pid); ok && q < cpus {
+	if q, _, ok := p.cgroupQuota(pid); ok && q < cpus {
 		cpus, how = q, fmt.Sprintf("cgroup CPU quota of %.2f CPUs (affinity mask: %d)", q, n)
 	}
 	return cpus, how, nil
 }
 
-// cgroupQuota returns the tightest CFS quota, in CPUs, on pid's cgroup path.
-func (p ProcFS) cgroupQuota(pid int) (float64, bool) {
+// Throttling is a cgroup's CFS bandwidth counters (its cpu.stat): the
+// scheduler periods in which it had threads to run, and in how many of
+// them it used up its quota and was held back until the next.
+type Throttling struct {
+	Periods   uint64
+	Throttled uint64
+}
+
+// ThrottlingOf reads the counters of the cgroup whose quota limits pid
+// (the tightest on its path, the one CPUsOf reports); ok is false when no
+// quota limits it or its cpu.stat cannot be read.
+func (p ProcFS) ThrottlingOf(pid int) (Throttling, bool) {
+	_, dir, ok := p.cgroupQuota(pid)
+	if !ok {
+		return Throttling{}, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return Throttling{}, false
+	}
+	var t Throttling
+	seen := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "nr_periods":
+			t.Periods, seen = v, seen+1
+		case "nr_throttled":
+			t.Throttled, seen = v, seen+1
+		}
+	}
+	return t, seen == 2
+}
+
+// cgroupQuota returns the tightest CFS quota, in CPUs, on pid's cgroup
+// path, and the directory of the cgroup that sets it.
+func (p ProcFS) cgroupQuota(pid int) (float64, string, bool) {
 	b, err := os.ReadFile(p.path(strconv.Itoa(pid), "cgroup"))
 	if err != nil {
-		return 0, false
+		return 0, "", false
 	}
-	best, found := math.Inf(1), false
-	consider := func(q float64) {
+	best, bestDir, found := math.Inf(1), "", false
+	consider := func(q float64, dir string) {
 		if q > 0 && q < best {
-			best, found = q, true
+			best, bestDir, found = q, dir, true
 		}
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -517,13 +559,14 @@ func (p ProcFS) cgroupQuota(pid int) (float64, bool) {
 		ctrls, cg := parts[1], parts[2]
 		if ctrls == "" { // v2 unified hierarchy
 			for dir := cg; ; dir = filepath.Dir(dir) {
-				if raw, err := os.ReadFile(filepath.Join(p.Sys, "fs/cgroup", dir, "cpu.max")); err == nil {
+				base := filepath.Join(p.Sys, "fs/cgroup", dir)
+				if raw, err := os.ReadFile(filepath.Join(base, "cpu.max")); err == nil {
 					f := strings.Fields(string(raw))
 					if len(f) == 2 && f[0] != "max" {
 						q, e1 := strconv.ParseFloat(f[0], 64)
 						per, e2 := strconv.ParseFloat(f[1], 64)
 						if e1 == nil && e2 == nil && per > 0 {
-							consider(q / per)
+							consider(q/per, base)
 						}
 					}
 				}
@@ -546,10 +589,10 @@ func (p ProcFS) cgroupQuota(pid int) (float64, bool) {
 			q, e1 := strconv.ParseFloat(strings.TrimSpace(string(qb)), 64)
 			per, e2 := strconv.ParseFloat(strings.TrimSpace(string(pb)), 64)
 			if e1 == nil && e2 == nil && per > 0 {
-				consider(q / per)
+				consider(q/per, base)
 			}
 			break
 		}
 	}
-	return best, found
+	return best, bestDir, found
 }

@@ -206,6 +206,8 @@ func fixtureProc(t *testing.T) ProcFS {
 	write(filepath.Join(proc, "100", "cgroup"), "0::/db.slice/pg\n")
 	write(filepath.Join(sys, "fs", "cgroup", "db.slice", "cpu.max"), "150000 100000\n")
 	write(filepath.Join(sys, "fs", "cgroup", "db.slice", "pg", "cpu.max"), "max 100000\n")
+	write(filepath.Join(sys, "fs", "cgroup", "db.slice", "cpu.stat"), "usage_usec 900\nnr_periods 3001\nnr_throttled 2961\nthrottled_usec 77\n")
+	write(filepath.Join(sys, "fs", "cgroup", "db.slice", "pg", "cpu.stat"), "usage_usec 800\nnr_periods 5\nnr_throttled 0\n")
 	write(filepath.Join(sys, "class", "block", "vda1", "partition"), "1\n")
 	for _, l := range []struct{ pid, fd int }{{100, 3}, {100, 5}, {200, 4}} {
 		target := "pipe:[777]"
@@ -272,6 +274,13 @@ func TestFixtureTree(t *testing.T) {
 	cpus, how, err := fs.CPUsOf(100)
 	if err != nil || cpus != 1.5 || !strings.Contains(how, "quota") {
 		t.Errorf("CPUsOf = %g (%s), %v; want the parent cgroup's 1.5 CPU quota", cpus, how, err)
+	}
+	// The counters are the cgroup's whose quota applies, not the leaf's.
+	if th, ok := fs.ThrottlingOf(100); !ok || th != (Throttling{Periods: 3001, Throttled: 2961}) {
+		t.Errorf("ThrottlingOf = %+v %v, want the parent's 2961 of 3001 periods", th, ok)
+	}
+	if _, ok := fs.ThrottlingOf(200); ok {
+		t.Error("ThrottlingOf a process without a cgroup file reported counters")
 	}
 	ds, err := fs.Diskstats()
 	if err != nil {

@@ -283,6 +283,12 @@ type Phase struct {
 	// phase (Options.Idle): the raw figures are the sums.
 	BackgroundCPUS        float64 `json:"background_cpu_s,omitempty"`
 	ReplicaBackgroundCPUS float64 `json:"replica_background_cpu_s,omitempty"`
+	// CgroupPeriods and CgroupThrottled are the CFS bandwidth counters of
+	// the cgroup whose quota limits the server (ProcFS.ThrottlingOf) over
+	// the phase: the scheduler periods it had work in, and how many of
+	// them it used up its quota in. None without a quota.
+	CgroupPeriods   uint64 `json:"cgroup_periods,omitempty"`
+	CgroupThrottled uint64 `json:"cgroup_throttled_periods,omitempty"`
 }
 
 // CPUPerCompletion is raw server CPU-seconds per completion.
@@ -658,6 +664,9 @@ type snapshot struct {
 	disks   []DiskStat
 	host    HostCPU
 	self    uint64
+	// throttling of the server's cgroup (ok: it has a quota).
+	throttling   Throttling
+	throttlingOK bool
 }
 
 func (p *profiler) snapshot() (snapshot, error) {
@@ -695,6 +704,7 @@ func (p *profiler) snapshot() (snapshot, error) {
 	if s.self, err = p.fs.SelfTicks(); err != nil {
 		return s, err
 	}
+	s.throttling, s.throttlingOK = p.fs.ThrottlingOf(p.rep.PID)
 	return s, nil
 }
 
@@ -723,6 +733,10 @@ func usage(ph *Phase, a, b snapshot, hostCPUs int) {
 	ph.HostBusyS = float64(sub(b.host.Busy, a.host.Busy)) / ClockTicks
 	ph.HostStealS = float64(sub(b.host.Steal, a.host.Steal)) / ClockTicks
 	ph.HostCapacityS = ph.WallS * float64(hostCPUs)
+	if a.throttlingOK && b.throttlingOK {
+		ph.CgroupPeriods = sub(b.throttling.Periods, a.throttling.Periods)
+		ph.CgroupThrottled = sub(b.throttling.Throttled, a.throttling.Throttled)
+	}
 }
 
 func sub(b, a uint64) uint64 {
@@ -1050,6 +1064,71 @@ func (r *Report) FillConflictRate() bool {
 	return r.Profile.ConflictRate > 0
 }
 
+// A phase ran its host saturated when the host's quota held it back in
+// at least saturatedPeriods of the scheduler periods it had work in; a
+// report saved before the counters were recorded (2026-12-07) counts a
+// phase that used at least saturatedShare of its quota.
+const (
+	saturatedPeriods = 0.9
+	saturatedShare   = 0.8
+)
+
+// HostCapacity is the share of its CPU quota the profiled server's host
+// delivered in phase ph (its tree's CPU, background included, over quota
+// x wall time), when the quota held it back through the phase (ok):
+// what an emulated host of this kind can run, which the lab's CFS quota
+// alone does not say (planner.Resource.Capacity). Not ok without a quota
+// (CPUs from the affinity mask or --cpus) or when the phase did not
+// saturate the host.
+func (r *Report) HostCapacity(ph *Phase) (float64, bool) {
+	if ph == nil || r.CPUs <= 0 || ph.WallS <= 0 || !strings.Contains(r.CPUsFrom, "cgroup CPU quota") {
+		return 0, false
+	}
+	share := (ph.ServerCPUS + ph.BackgroundCPUS) / (r.CPUs * ph.WallS)
+	if ph.CgroupPeriods > 0 {
+		if float64(ph.CgroupThrottled) < saturatedPeriods*float64(ph.CgroupPeriods) {
+			return 0, false
+		}
+	} else if share < saturatedShare {
+		return 0, false
+	}
+	return round(math.Min(1, share), 4), true
+}
+
+// FillCapacity sets the profile's CPU Capacity from the mix phase (the
+// load the sweep runs) when it saturated the host, and clears it
+// otherwise; it reports whether the profile has one.
+func (r *Report) FillCapacity() bool {
+	c, ok := r.HostCapacity(r.lastPhase(PhaseMix))
+	for i := range r.Profile.Resources {
+		if r.Profile.Resources[i].Name != ResCPU {
+			continue
+		}
+		// The background must leave room (planner.Profile.Validate).
+		if ok && c-max(r.Profile.Resources[i].BG, r.Profile.Resources[i].BGReplica) < 0.05 {
+			ok = false
+		}
+		if !ok {
+			c = 0
+		}
+		r.Profile.Resources[i].Capacity = c
+	}
+	if ok {
+		if r.Profile.Trust == nil {
+			r.Profile.Trust = map[string]string{}
+		}
+		ph := r.lastPhase(PhaseMix)
+		how := fmt.Sprintf("its quota held it back in %d of %d scheduler periods", ph.CgroupThrottled, ph.CgroupPeriods)
+		if ph.CgroupPeriods == 0 {
+			how = "no throttling counters (a report saved before they were recorded): it used at least 0.8 of its quota"
+		}
+		r.Profile.Trust["resources.cpu.capacity"] = fmt.Sprintf("measured in the mix phase: the server's tree ran %.3f of its %s (%s); the models give a node that, less its background", c, r.CPUsFrom, how)
+	} else if r.Profile.Trust != nil {
+		delete(r.Profile.Trust, "resources.cpu.capacity")
+	}
+	return ok
+}
+
 // FillWritesetsPerUpdate sets the profile's WritesetsPerUpdate from the
 // report's phases when the profile has none (a report of a build that did
 // not measure it; without the capture run's count, from the update
@@ -1373,6 +1452,11 @@ func (p *profiler) buildProfile(started time.Time, read, update, apply, mixPh *P
 		}
 	}
 	p.rep.Profile = prof
+	if p.rep.FillCapacity() {
+		if err := p.rep.Profile.Validate(); err != nil {
+			return fmt.Errorf("build profile: %w", err)
+		}
+	}
 	if mixPh != nil {
 		p.rep.Check = mixCheck(prof, p.rep.CPUs, mixPh)
 		p.rep.Split = splitMix(prof, p.rep.CPUs, mixPh)

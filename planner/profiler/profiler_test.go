@@ -129,6 +129,9 @@ func TestProfileTM1Postgres(t *testing.T) {
 	if cpu.WC <= cpu.RC {
 		t.Errorf("an update should cost more CPU than a read: wc %g <= rc %g", cpu.WC, cpu.RC)
 	}
+	if !strings.Contains(rep.CPUsFrom, "quota") && cpu.Capacity != 0 {
+		t.Errorf("capacity %g measured on a host without a CPU quota (%s)", cpu.Capacity, rep.CPUsFrom)
+	}
 	if p.L1 <= 0 || p.A1 < 0 || p.A1 >= 1 {
 		t.Errorf("a1 %g, l1 %g", p.A1, p.L1)
 	}
@@ -544,5 +547,59 @@ func TestConflictRate(t *testing.T) {
 	r := &Report{Phases: []*Phase{update, mix}}
 	if !r.FillConflictRate() || math.Abs(r.Profile.ConflictRate-(logs(mix)+logs(update))/(exposure(mix)+exposure(update))) > 1e-12 {
 		t.Errorf("FillConflictRate: %g", r.Profile.ConflictRate)
+	}
+}
+
+// TestHostCapacity: a host's capacity is the share of its quota its tree
+// ran in the mix phase (background included) when the quota held it back
+// in at least 90 % of the periods; a report without the counters (saved
+// before them) counts a phase at 0.8 of its quota or more; none without a
+// quota or below those. FillCapacity sets it on the CPU, clears a stale
+// one, and the profile validates.
+func TestHostCapacity(t *testing.T) {
+	const quota = "the server's cgroup CPU quota of 0.25 CPUs (affinity mask: 2)"
+	mix := func(cpu, bgCPU float64, periods, throttled uint64) *Phase {
+		return &Phase{Name: PhaseMix, WallS: 30, ServerCPUS: cpu, BackgroundCPUS: bgCPU, CgroupPeriods: periods, CgroupThrottled: throttled}
+	}
+	tests := []struct {
+		name string
+		from string
+		ph   *Phase
+		want float64 // 0: none
+	}{
+		{"throttled nearly always", quota, mix(6.6, 0, 3001, 2961), 0.88},
+		{"background counts", quota, mix(6.3, 0.3, 3001, 2961), 0.88},
+		{"throttled in 80 % of periods", quota, mix(6.6, 0, 3000, 2400), 0},
+		{"counters absent, 0.88 of the quota", quota, mix(6.6, 0, 0, 0), 0.88},
+		{"counters absent, 0.6 of the quota", quota, mix(4.5, 0, 0, 0), 0},
+		{"more than the quota is the quota", quota, mix(7.6, 0, 3000, 3000), 1},
+		{"no quota: the affinity mask", "the server's 2 CPUs in its affinity mask", mix(6.6, 0, 3001, 2961), 0},
+		{"no mix phase", quota, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{CPUs: 0.25, CPUsFrom: tt.from, Profile: planner.Profile{Version: 1, Name: "p", Pr: 0.8, Pw: 0.2, ClientsPerReplica: 8,
+				Resources: []planner.Resource{{Name: ResCPU, RC: 0.0002, WC: 0.001, WS: 0.0007, Capacity: 0.5}, {Name: ResDisk, WC: 0.0001}}}}
+			if tt.ph != nil {
+				r.Phases = []*Phase{{Name: PhaseUpdate, WallS: 30, ServerCPUS: 7.5}, tt.ph}
+			}
+			got := r.FillCapacity()
+			c := r.Profile.Resources[0].Capacity
+			if got != (tt.want > 0) || math.Abs(c-tt.want) > 1e-4 || r.Profile.Resources[1].Capacity != 0 {
+				t.Errorf("FillCapacity = %v, cpu capacity %g (disk %g); want %g", got, c, r.Profile.Resources[1].Capacity, tt.want)
+			}
+			if (r.Profile.Trust["resources.cpu.capacity"] != "") != got {
+				t.Errorf("trust note %q with capacity %g", r.Profile.Trust["resources.cpu.capacity"], c)
+			}
+			if err := r.Profile.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// A background that would leave under 0.05 of the host: no capacity.
+	r := &Report{CPUs: 0.25, CPUsFrom: quota, Phases: []*Phase{mix(6.6, 0, 3001, 2961)}, Profile: planner.Profile{Version: 1, Name: "p", Pr: 1, ClientsPerReplica: 8,
+		Resources: []planner.Resource{{Name: ResCPU, RC: 0.0002, BG: 0.85}}}}
+	if r.FillCapacity() || r.Profile.Resources[0].Capacity != 0 {
+		t.Errorf("capacity %g beside a background of 0.85", r.Profile.Resources[0].Capacity)
 	}
 }
