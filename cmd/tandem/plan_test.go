@@ -254,3 +254,62 @@ func TestSavedDemands(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayStored re-models a validation kept in docs/data as it is
+// stored (gzip): the standalone point takes the host capacity its profile
+// measured, so the model's saturated N = 1 runs its node at that share of
+// the 0.25-core quota, not at all of it; a run saved before the capacity
+// was measured gets it from its phases as well.
+func TestReplayStored(t *testing.T) {
+	type point struct {
+		Replicas  int     `json:"replicas"`
+		Predicted float64 `json:"predicted_tps"`
+		Measured  float64 `json:"measured_tps"`
+		CPUPerTx  float64 `json:"model_cpu_per_tx_s"`
+	}
+	type doc struct {
+		Validations []struct {
+			Points []point `json:"points"`
+			Inputs []struct {
+				Name  string `json:"name"`
+				Value string `json:"value"`
+			} `json:"inputs"`
+		} `json:"validations"`
+	}
+	for _, tc := range []struct {
+		file, capacity string
+		standalone     float64
+	}{
+		{"tm1-200-1459-capacity-30s.json.gz", "standalone 0.886; replicated 0.942", 0.886},
+		{"tm1-200-1137-witness-30s.json.gz", "standalone 0.883; replicated 0.918", 0.883},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			out, err := runPlan(t, "validate", "--replay", filepath.Join("..", "..", "docs", "data", "validate-mm-2026-12-07", tc.file), "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d doc
+			if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Validations) != 2 {
+				t.Fatalf("replay: %v, %d validations", err, len(d.Validations))
+			}
+			v := d.Validations[0]
+			var capIn string
+			for _, in := range v.Inputs {
+				if in.Name == "host capacity" {
+					capIn = in.Value
+				}
+			}
+			if !strings.HasPrefix(capIn, tc.capacity) {
+				t.Errorf("host capacity input %q, want it to start %q", capIn, tc.capacity)
+			}
+			if len(v.Points) != 4 || v.Points[0].Replicas != 1 || v.Points[0].Predicted <= 0 || v.Points[0].Measured <= 0 {
+				t.Fatalf("points %+v", v.Points)
+			}
+			// The standalone profile has no background: the node's CPU
+			// at saturation is the capacity (MVA's utilisation just below).
+			if used := v.Points[0].Predicted * v.Points[0].CPUPerTx / 0.25; used > tc.standalone*1.001 || used < tc.standalone*0.97 {
+				t.Errorf("N = 1: the model runs the node at %.4f of its quota, want just under the capacity %g", used, tc.standalone)
+			}
+		})
+	}
+}

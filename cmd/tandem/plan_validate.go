@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -321,6 +323,15 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	b, err := os.ReadFile(f.replay)
 	if err != nil {
 		return fmt.Errorf("--replay: %w", err)
+	}
+	if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b { // gzip, as docs/data keeps them
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return fmt.Errorf("--replay %s: %w", f.replay, err)
+		}
+		if b, err = io.ReadAll(io.LimitReader(zr, 1<<30)); err != nil {
+			return fmt.Errorf("--replay %s: %w: a gzip file that does not decompress: %v", f.replay, errPlanFlag, err)
+		}
 	}
 	var doc validateDoc
 	if err := json.Unmarshal(b, &doc); err != nil {

@@ -1122,7 +1122,7 @@ func (r *Report) FillCapacity() bool {
 		if ph.CgroupPeriods == 0 {
 			how = "no throttling counters (a report saved before they were recorded): it used at least 0.8 of its quota"
 		}
-		r.Profile.Trust["resources.cpu.capacity"] = fmt.Sprintf("measured in the mix phase: the server's tree ran %.3f of its %s (%s); the models give a node that, less its background", c, r.CPUsFrom, how)
+		r.Profile.Trust["resources.cpu.capacity"] = fmt.Sprintf("measured in the mix phase: the server's tree ran %.3f of its CPU quota (%s; %s); the models give a node that, less its background", c, r.CPUsFrom, how)
 	} else if r.Profile.Trust != nil {
 		delete(r.Profile.Trust, "resources.cpu.capacity")
 	}

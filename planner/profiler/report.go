@@ -101,6 +101,14 @@ func (r *Report) PrintTable(w io.Writer) error {
 	if bg := r.Background; bg != nil {
 		fmt.Fprintf(&b, "\nbackground (idle phase, no transaction): the server's tree %.4f cores, the replica's %.4f cores; every other phase's CPU is net of it (its raw CPU is server CPU s + background_cpu_s in the JSON)\n", bg.ServerCores, bg.ReplicaCores)
 	}
+	if mix := r.lastPhase(PhaseMix); mix != nil && mix.CgroupPeriods > 0 {
+		share := (mix.ServerCPUS + mix.BackgroundCPUS) / (r.CPUs * mix.WallS)
+		verdict := "not saturated: the models give a node all of its CPU"
+		if c, ok := r.HostCapacity(mix); ok {
+			verdict = fmt.Sprintf("saturated: capacity %.3f, the models give a node that less its background", c)
+		}
+		fmt.Fprintf(&b, "\nhost (mix phase): its CPU quota held it back in %d of %d scheduler periods and it ran %.3f of the quota; %s\n", mix.CgroupThrottled, mix.CgroupPeriods, share, verdict)
+	}
 	if len(r.Check) > 0 {
 		b.WriteString("\ncheck: busy time of the mix phase against reads×rc + update attempts×wc from the separate phases\n")
 		for _, c := range r.Check {
