@@ -138,8 +138,8 @@ type Resource struct {
 	// profiled host delivered when it could take no more: an emulated
 	// host of the lab whose CFS quota held it back in nearly every
 	// scheduler period of a phase and which still ran less than its
-	// quota (a tandem node and its PostgreSQL on 0.25-core hosts: 0.87-0.89
-	// standalone, 0.90-0.96 in a multi-master cluster; planner/DESIGN.md
+	// quota (a tandem node and its PostgreSQL on 0.25-core hosts: 0.87-0.92
+	// standalone, 0.90-0.98 in a multi-master cluster; planner/DESIGN.md
 	// "What an emulated host delivers"). The models give the centre
 	// Capacity - BG (BGReplica) of its nominal capacity, on every node:
 	// the hosts are alike. 0: not measured (the whole of it).

@@ -454,7 +454,7 @@ func capacityInput(p planner.Profile, repl *profiler.Report) planner.Input {
 			Source: "no profile's mix phase saturated a host with a CPU quota: the model gives each node all of its CPU (less its background)"}
 	}
 	return planner.Input{Name: "host capacity", Value: strings.Join(v, "; ") + " of a host's quota", Measured: true,
-		Source: "each profile's mix phase: the share of its CPU quota the profiled node's host delivered while the quota held it back in at least 90 % of the scheduler periods (a standalone tandem node and its PostgreSQL ran 0.87-0.89 of a 0.25-core quota on this machine, throttled in 95-99 % of the periods); the model gives each node capacity - bg of its CPU (planner/DESIGN.md \"What an emulated host delivers\")"}
+		Source: "each profile's mix phase: the share of its CPU quota the profiled node's host delivered while the quota held it back in at least 90 % of the scheduler periods (a standalone tandem node and its PostgreSQL ran 0.87-0.92 of a 0.25-core quota on this machine, throttled in 92-99 % of the periods); the model gives each node capacity - bg of its CPU (planner/DESIGN.md \"What an emulated host delivers\")"}
 }
 
 // abortInput says how the multi-master model grows the abort rate with N
