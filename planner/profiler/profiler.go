@@ -1084,7 +1084,7 @@ func (r *Report) HostCapacity(ph *Phase) (float64, bool) {
 	if ph == nil || r.CPUs <= 0 || ph.WallS <= 0 || !strings.Contains(r.CPUsFrom, "cgroup CPU quota") {
 		return 0, false
 	}
-	share := (ph.ServerCPUS + ph.BackgroundCPUS) / (r.CPUs * ph.WallS)
+	share := r.quotaShare(ph)
 	if ph.CgroupPeriods > 0 {
 		if float64(ph.CgroupThrottled) < saturatedPeriods*float64(ph.CgroupPeriods) {
 			return 0, false
@@ -1095,38 +1095,40 @@ func (r *Report) HostCapacity(ph *Phase) (float64, bool) {
 	return round(math.Min(1, share), 4), true
 }
 
+// quotaShare is the share of its CPUs the server's tree used in ph, its
+// background included.
+func (r *Report) quotaShare(ph *Phase) float64 {
+	return safeDiv(ph.ServerCPUS+ph.BackgroundCPUS, r.CPUs*ph.WallS)
+}
+
 // FillCapacity sets the profile's CPU Capacity from the mix phase (the
 // load the sweep runs) when it saturated the host, and clears it
 // otherwise; it reports whether the profile has one.
 func (r *Report) FillCapacity() bool {
-	c, ok := r.HostCapacity(r.lastPhase(PhaseMix))
-	for i := range r.Profile.Resources {
-		if r.Profile.Resources[i].Name != ResCPU {
-			continue
-		}
-		// The background must leave room (planner.Profile.Validate).
-		if ok && c-max(r.Profile.Resources[i].BG, r.Profile.Resources[i].BGReplica) < 0.05 {
-			ok = false
-		}
-		if !ok {
-			c = 0
-		}
-		r.Profile.Resources[i].Capacity = c
+	i := slices.IndexFunc(r.Profile.Resources, func(res planner.Resource) bool { return res.Name == ResCPU })
+	if i < 0 {
+		return false
 	}
-	if ok {
-		if r.Profile.Trust == nil {
-			r.Profile.Trust = map[string]string{}
-		}
-		ph := r.lastPhase(PhaseMix)
-		how := fmt.Sprintf("its quota held it back in %d of %d scheduler periods", ph.CgroupThrottled, ph.CgroupPeriods)
-		if ph.CgroupPeriods == 0 {
-			how = "no throttling counters (a report saved before they were recorded): it used at least 0.8 of its quota"
-		}
-		r.Profile.Trust["resources.cpu.capacity"] = fmt.Sprintf("measured in the mix phase: the server's tree ran %.3f of its CPU quota (%s; %s); the models give a node that, less its background", c, r.CPUsFrom, how)
-	} else if r.Profile.Trust != nil {
+	cpu := &r.Profile.Resources[i]
+	mix := r.lastPhase(PhaseMix)
+	c, ok := r.HostCapacity(mix)
+	// The background must leave room (planner.Profile.Validate).
+	ok = ok && c-max(cpu.BG, cpu.BGReplica) >= 0.05
+	cpu.Capacity = 0
+	if !ok {
 		delete(r.Profile.Trust, "resources.cpu.capacity")
+		return false
 	}
-	return ok
+	cpu.Capacity = c
+	how := fmt.Sprintf("its quota held it back in %d of %d scheduler periods", mix.CgroupThrottled, mix.CgroupPeriods)
+	if mix.CgroupPeriods == 0 {
+		how = "no throttling counters (a report saved before they were recorded): it used at least 0.8 of its quota"
+	}
+	if r.Profile.Trust == nil {
+		r.Profile.Trust = map[string]string{}
+	}
+	r.Profile.Trust["resources.cpu.capacity"] = fmt.Sprintf("measured in the mix phase: the server's tree ran %.3f of its CPU quota (%s; %s); the models give a node that, less its background", c, r.CPUsFrom, how)
+	return true
 }
 
 // FillWritesetsPerUpdate sets the profile's WritesetsPerUpdate from the

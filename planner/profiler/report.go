@@ -102,7 +102,7 @@ func (r *Report) PrintTable(w io.Writer) error {
 		fmt.Fprintf(&b, "\nbackground (idle phase, no transaction): the server's tree %.4f cores, the replica's %.4f cores; every other phase's CPU is net of it (its raw CPU is server CPU s + background_cpu_s in the JSON)\n", bg.ServerCores, bg.ReplicaCores)
 	}
 	if mix := r.lastPhase(PhaseMix); mix != nil && mix.CgroupPeriods > 0 {
-		share := (mix.ServerCPUS + mix.BackgroundCPUS) / (r.CPUs * mix.WallS)
+		share := r.quotaShare(mix)
 		verdict := "not saturated: the models give a node all of its CPU"
 		if c, ok := r.HostCapacity(mix); ok {
 			verdict = fmt.Sprintf("saturated: capacity %.3f, the models give a node that less its background", c)
