@@ -138,8 +138,13 @@ type Agent struct {
 	commits, aborts, tooOld, unknown, skipped, earlyAborts atomic.Uint64
 	// applyBatches and applyWritesets count the batches of certified
 	// writesets Run applied and the writesets in them (a committer's own
-	// writeset, applied by its session, is in neither).
+	// writeset its session applied, fastApply, is in neither).
 	applyBatches, applyWritesets atomic.Uint64
+	// applyOwn counts this node's own writesets among applyWritesets
+	// (their committer could not apply them first: a GSN before theirs
+	// was not applied here yet), fastApplies those their committer
+	// applied, each in a batch of its own (fastApply).
+	applyOwn, fastApplies atomic.Uint64
 	// certifications and certifyNanos count this node's certification
 	// round trips and their summed time (the histogram's count and sum,
 	// in /status for tandem plan validate's certifier delay).
@@ -202,6 +207,8 @@ func New(cfg Config) (*Agent, error) {
 			counter("tandem_mm_apply_skipped_total", "Certified writesets that failed to apply (on every node alike) and were skipped.", &a.skipped),
 			counter("tandem_mm_apply_batches_total", "Batches of certified writesets of other sessions this node applied, each in one back-end transaction.", &a.applyBatches),
 			counter("tandem_mm_apply_batch_writesets_total", "Writesets in those batches (divided by the batches: how many a batch carried).", &a.applyWritesets),
+			counter("tandem_mm_apply_own_writesets_total", "This node's own writesets among those (their committer found an earlier GSN not applied yet).", &a.applyOwn),
+			counter("tandem_mm_fast_applies_total", "This node's own writesets their committer applied at once, each in a back-end transaction of its own.", &a.fastApplies),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tandem_mm_applied_gsn", Help: "The last certified GSN this node applied."}, func() float64 { return float64(a.applied.Load()) }),
 		)
 	}
@@ -330,6 +337,7 @@ func (a *Agent) fastApply(ctx context.Context, ws *writeset.Writeset, g uint64) 
 		return
 	}
 	a.done([]*writeset.Writeset{ws})
+	a.fastApplies.Add(1)
 }
 
 // takeFailed returns (and forgets) the apply failure of own GSN g.
@@ -497,6 +505,7 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 			a.done(batch)
 			a.applyBatches.Add(1)
 			a.applyWritesets.Add(uint64(len(batch)))
+			a.applyOwn.Add(a.own(batch))
 		}
 		a.applyMu.Unlock()
 		if err == nil {
@@ -513,6 +522,17 @@ func (a *Agent) apply(ctx context.Context, batch []*writeset.Writeset) bool {
 			a.log.Warn("cannot apply certified writesets yet; retrying", "from_gsn", batch[0].GSN, "to_gsn", last, "err", err)
 		}
 	}
+}
+
+// own is how many of batch's writesets this node committed.
+func (a *Agent) own(batch []*writeset.Writeset) uint64 {
+	var n uint64
+	for _, ws := range batch {
+		if ws.Origin == a.cfg.ID {
+			n++
+		}
+	}
+	return n
 }
 
 // unapplied is batch without its writesets this node has applied (a
@@ -778,6 +798,13 @@ type Status struct {
 	// writesets applied here and the writesets they carried.
 	ApplyBatches   uint64 `json:"apply_batches"`
 	ApplyWritesets uint64 `json:"apply_batch_writesets"`
+	// ApplyOwn is how many of ApplyWritesets this node committed (their
+	// committer found a GSN before theirs not applied yet), FastApplies
+	// how many of its commits their committer applied, one per
+	// back-end transaction: with Commits they say how often a node's own
+	// writeset shares a batch (planner/DESIGN.md "Apply batches").
+	ApplyOwn    uint64 `json:"apply_own_writesets"`
+	FastApplies uint64 `json:"fast_applies"`
 	// Certifications is how many certification round trips this node
 	// made, CertifySeconds their summed time: their mean is the delay
 	// the certifier adds to an update's commit.
@@ -795,7 +822,8 @@ func (a *Agent) Status() Status {
 	cs := a.cfg.Cert.CertStatus()
 	s := Status{AppliedGSN: a.applied.Load(), Commits: a.commits.Load(), Aborts: a.aborts.Load(), TooOld: a.tooOld.Load(),
 		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs,
-		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load(), ApplyBatchDelay: time.Duration(a.batchDelay.Load()).String(),
+		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load(),
+		ApplyOwn: a.applyOwn.Load(), FastApplies: a.fastApplies.Load(), ApplyBatchDelay: time.Duration(a.batchDelay.Load()).String(),
 		Certifications: a.certifications.Load(), CertifySeconds: float64(a.certifyNanos.Load()) / 1e9}
 	if cs.Last > s.AppliedGSN {
 		s.Lag = cs.Last - s.AppliedGSN

@@ -444,3 +444,37 @@ func TestSetApplyBatchDelayBounds(t *testing.T) {
 		t.Errorf("SetApplyBatchDelay(1s) = %v, delay now %s", err, time.Duration(a.batchDelay.Load()))
 	}
 }
+
+// TestOwnWritesetCounters: a commit its committer applied at once counts
+// as a fast apply; an own writeset the loop applies in a batch with
+// another node's counts among the batch's own writesets (/status's
+// fast_applies and apply_own_writesets, which tandem plan validate reads).
+func TestOwnWritesetCounters(t *testing.T) {
+	n := startNode(t, certifier.Window{})
+	ctx := testCtx(t)
+	before := n.agent.Status() // the CREATE TABLE of startNode counts too
+	if err := n.exec("INSERT INTO users VALUES (60, 'fast@y')"); err != nil {
+		t.Fatal(err)
+	}
+	// Its committer applies it at once, unless the log follower brought
+	// it to the loop first (a race the test leaves open): one or the
+	// other, never both.
+	st0 := n.agent.Status()
+	if fast, own := st0.FastApplies-before.FastApplies, st0.ApplyOwn-before.ApplyOwn; fast+own != 1 {
+		t.Fatalf("one commit added fast applies %d, own writesets in batches %d; want one of them 1", fast, own)
+	}
+	g := n.agent.AppliedGSN()
+	other, own := user(61, "other@y"), user(62, "own@y")
+	other.GSN, other.Origin = g+1, "n2"
+	own.GSN, own.Origin = g+2, "n1"
+	if !n.agent.apply(ctx, []*writeset.Writeset{other, own}) {
+		t.Fatal("apply reported the context ended")
+	}
+	st := n.agent.Status()
+	if d := [4]uint64{st.ApplyBatches - st0.ApplyBatches, st.ApplyWritesets - st0.ApplyWritesets, st.ApplyOwn - st0.ApplyOwn, st.FastApplies - st0.FastApplies}; d != [4]uint64{1, 2, 1, 0} {
+		t.Fatalf("a batch of another node's writeset and an own one added batches, writesets, own, fast %v; want [1 2 1 0]", d)
+	}
+	if got := n.rows(); got != "fast@y;other@y;own@y;" {
+		t.Fatalf("rows %q", got)
+	}
+}

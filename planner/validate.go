@@ -43,6 +43,14 @@ type ValidationPoint struct {
 	// nodes' counters (0: not modelled or not measured).
 	PredictedApplyBatch float64 `json:"predicted_apply_batch_writesets,omitempty"`
 	MeasuredApplyBatch  float64 `json:"measured_apply_batch_writesets,omitempty"`
+	// MeasuredApplyOwnShare is the share of the measured batches'
+	// writesets their own node committed (the model's B counts the other
+	// nodes' only), MeasuredFastApplyShare the share of the nodes'
+	// commits their committer applied in a back-end transaction of its
+	// own (0: not measured; reports before 2026-12-07 18:00 have
+	// neither).
+	MeasuredApplyOwnShare  float64 `json:"measured_apply_own_share,omitempty"`
+	MeasuredFastApplyShare float64 `json:"measured_fast_apply_share,omitempty"`
 	// PredictedAbortRate and MeasuredAbortRate are the share of update
 	// attempts that abort: the model's A_N and the sweep's (set by the
 	// caller that has both). Compared by their difference, not a ratio:

@@ -206,6 +206,13 @@ type Point struct {
 	// batch is one back-end transaction, so its fixed cost is shared by
 	// this many writesets.
 	ApplyBatch float64 `json:"apply_batch_writesets,omitempty"`
+	// ApplyOwnShare is the share of those writesets their own node had
+	// committed (their committer found an earlier GSN not applied yet,
+	// so the loop applied them), FastApplyShare the share of the nodes'
+	// commits their committer applied at once, each in a back-end
+	// transaction of its own.
+	ApplyOwnShare  float64 `json:"apply_own_share,omitempty"`
+	FastApplyShare float64 `json:"fast_apply_share,omitempty"`
 	// CertifyMs is, in a multi-master cluster, the nodes' mean
 	// certification round trip over the window (their /status): the
 	// certifier's delay on an update's commit.
@@ -387,7 +394,7 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p.ApplyBatch, p.CertifyMs)+abortLine(p.AbortRate), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p)+abortLine(p.AbortRate), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -436,10 +443,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		if env.Config != nil && env.Config.MultiMaster() && n > 1 {
 			if counts, err := ApplyBatches(ctx, env.Config); err == nil {
 				for _, c := range counts {
-					s.apply.Batches += c.Batches
-					s.apply.Writesets += c.Writesets
-					s.apply.Certifications += c.Certifications
-					s.apply.CertifySeconds += c.CertifySeconds
+					s.apply = s.apply.Add(c)
 				}
 				s.aok = true
 			}
@@ -503,6 +507,8 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 	if s0.aok && last.aok {
 		d := last.apply.Sub(s0.apply)
 		p.ApplyBatch = round3(d.PerBatch())
+		p.ApplyOwnShare = round3(d.OwnShare())
+		p.FastApplyShare = round3(d.FastShare())
 		p.CertifyMs = round3(1000 * d.CertifyMean())
 	}
 	kinds := map[string]string{lab.ClientHost: "client"}
@@ -551,13 +557,13 @@ func abortLine(a float64) string {
 	return fmt.Sprintf("; %.2f%% of update attempts aborted", 100*a)
 }
 
-func applyLine(b, certifyMs float64) string {
+func applyLine(p Point) string {
 	var out string
-	if b > 0 {
-		out = fmt.Sprintf("; %.1f writesets per apply batch", b)
+	if p.ApplyBatch > 0 {
+		out = fmt.Sprintf("; %.1f writesets per apply batch (%.0f %% the node's own; own applied at once %.0f %%)", p.ApplyBatch, 100*p.ApplyOwnShare, 100*p.FastApplyShare)
 	}
-	if certifyMs > 0 {
-		out += fmt.Sprintf("; certification %.2f ms", certifyMs)
+	if p.CertifyMs > 0 {
+		out += fmt.Sprintf("; certification %.2f ms", p.CertifyMs)
 	}
 	return out
 }
@@ -933,6 +939,8 @@ type mmStatus struct {
 	AppliedGSN     uint64  `json:"applied_gsn"`
 	ApplyBatches   uint64  `json:"apply_batches"`
 	ApplyWritesets uint64  `json:"apply_batch_writesets"`
+	ApplyOwn       uint64  `json:"apply_own_writesets"`
+	FastApplies    uint64  `json:"fast_applies"`
 	Certifications uint64  `json:"certifications"`
 	CertifySeconds float64 `json:"certify_seconds"`
 	Certifier      struct {
@@ -1005,12 +1013,42 @@ type ApplyCount struct {
 	Batches, Writesets uint64
 	Certifications     uint64
 	CertifySeconds     float64
+	// Own is how many of Writesets their node committed; Fast how many
+	// commits their committer applied in a batch of their own.
+	Own, Fast uint64
 }
 
 // Sub is the count since earlier.
 func (a ApplyCount) Sub(earlier ApplyCount) ApplyCount {
 	return ApplyCount{a.Batches - earlier.Batches, a.Writesets - earlier.Writesets,
-		a.Certifications - earlier.Certifications, a.CertifySeconds - earlier.CertifySeconds}
+		a.Certifications - earlier.Certifications, a.CertifySeconds - earlier.CertifySeconds,
+		a.Own - earlier.Own, a.Fast - earlier.Fast}
+}
+
+// Add is a and b together (nodes summed).
+func (a ApplyCount) Add(b ApplyCount) ApplyCount {
+	return ApplyCount{a.Batches + b.Batches, a.Writesets + b.Writesets,
+		a.Certifications + b.Certifications, a.CertifySeconds + b.CertifySeconds,
+		a.Own + b.Own, a.Fast + b.Fast}
+}
+
+// OwnShare is the share of the batches' writesets their own node
+// committed, 0 without a batch.
+func (a ApplyCount) OwnShare() float64 {
+	if a.Writesets == 0 {
+		return 0
+	}
+	return float64(a.Own) / float64(a.Writesets)
+}
+
+// FastShare is the share of the nodes' own writesets their committer
+// applied at once, in a batch of its own (the rest rode in the apply
+// loop's batches), 0 without one.
+func (a ApplyCount) FastShare() float64 {
+	if a.Own+a.Fast == 0 {
+		return 0
+	}
+	return float64(a.Fast) / float64(a.Own+a.Fast)
 }
 
 // CertifyMean is the mean certification round trip in seconds, 0
@@ -1038,7 +1076,8 @@ func ApplyBatches(ctx context.Context, c *config.Cluster) ([]ApplyCount, error) 
 	}
 	out := make([]ApplyCount, len(sts))
 	for i, st := range sts {
-		out[i] = ApplyCount{st.ApplyBatches, st.ApplyWritesets, st.Certifications, st.CertifySeconds}
+		out[i] = ApplyCount{Batches: st.ApplyBatches, Writesets: st.ApplyWritesets, Certifications: st.Certifications,
+			CertifySeconds: st.CertifySeconds, Own: st.ApplyOwn, Fast: st.FastApplies}
 	}
 	return out, nil
 }

@@ -307,17 +307,18 @@ func TestServerSocketDSN(t *testing.T) {
 	}
 }
 
-// ApplyCount: writesets per apply batch and the mean certification
-// round trip over a window.
+// ApplyCount: writesets per apply batch, the mean certification round
+// trip, and how the nodes' own writesets were applied, over a window.
 func TestApplyCount(t *testing.T) {
 	for _, tc := range []struct {
-		from, to ApplyCount
-		want     float64
-		certify  float64
+		from, to        ApplyCount
+		want            float64
+		certify         float64
+		ownShare, fastS float64
 	}{
-		{ApplyCount{10, 20, 100, 0.5}, ApplyCount{30, 120, 300, 1.5}, 5, 0.005},
-		{ApplyCount{10, 20, 7, 1}, ApplyCount{10, 20, 7, 1}, 0, 0}, // no batch, no certification in the window
-		{ApplyCount{}, ApplyCount{4, 6, 4, 0.01}, 1.5, 0.0025},
+		{ApplyCount{10, 20, 100, 0.5, 5, 50}, ApplyCount{30, 120, 300, 1.5, 30, 125}, 5, 0.005, 0.25, 0.75},
+		{ApplyCount{10, 20, 7, 1, 3, 3}, ApplyCount{10, 20, 7, 1, 3, 3}, 0, 0, 0, 0}, // no batch, no certification in the window
+		{ApplyCount{}, ApplyCount{4, 6, 4, 0.01, 6, 0}, 1.5, 0.0025, 1, 0},           // every own writeset rode in the loop's batches
 	} {
 		d := tc.to.Sub(tc.from)
 		if got := d.CertifyMean(); math.Abs(got-tc.certify) > 1e-12 {
@@ -326,6 +327,16 @@ func TestApplyCount(t *testing.T) {
 		if got := d.PerBatch(); got != tc.want {
 			t.Errorf("%+v -> %+v: %g writesets per batch, want %g", tc.from, tc.to, got, tc.want)
 		}
+		if got := d.OwnShare(); math.Abs(got-tc.ownShare) > 1e-12 {
+			t.Errorf("%+v -> %+v: own share %g, want %g", tc.from, tc.to, got, tc.ownShare)
+		}
+		if got := d.FastShare(); math.Abs(got-tc.fastS) > 1e-12 {
+			t.Errorf("%+v -> %+v: fast share %g, want %g", tc.from, tc.to, got, tc.fastS)
+		}
+	}
+	sum := ApplyCount{1, 2, 3, 0.5, 1, 1}.Add(ApplyCount{1, 2, 3, 0.25, 2, 0})
+	if sum != (ApplyCount{2, 4, 6, 0.75, 3, 1}) {
+		t.Errorf("Add: %+v", sum)
 	}
 }
 
