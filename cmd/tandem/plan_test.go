@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/tandemdb/tandem/bench"
 	"github.com/tandemdb/tandem/planner"
 	"github.com/tandemdb/tandem/planner/profiler"
 )
@@ -260,6 +262,82 @@ func TestSavedDemands(t *testing.T) {
 // measured, so the model's saturated N = 1 runs its node at that share of
 // the 0.25-core quota, not at all of it; a run saved before the capacity
 // was measured gets it from its phases as well.
+// TestSameUpdates: mixes share a conflict rate only when they run the
+// same update transactions at the same relative weights.
+func TestSameUpdates(t *testing.T) {
+	tm1, err := bench.Lookup("tm1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpcw, err := bench.Lookup("tpcw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		w     bench.Workload
+		mixes []string
+		want  bool
+	}{
+		{tm1, []string{"r80w20", "r20w80"}, true}, // 2:14:2:2 and 8:56:8:8
+		{tm1, []string{"r80w20", "read-only"}, false},
+		{tm1, []string{"r80w20", "no-such-mix"}, false},
+		{tpcw, []string{"shopping", "ordering"}, false},
+		{nil, []string{"r80w20", "r20w80"}, false},
+	} {
+		if got := sameUpdates(tc.w, tc.mixes); got != tc.want {
+			t.Errorf("%v: sameUpdates = %v, want %v", tc.mixes, got, tc.want)
+		}
+	}
+}
+
+// TestReplayConflictRate: a replay pools the two TM1 mixes' conflict
+// rates by default (one c for both, printed with each mix's own) and
+// keeps each mix's with --conflict-rate per-mix.
+func TestReplayConflictRate(t *testing.T) {
+	file := filepath.Join("..", "..", "docs", "data", "validate-mm-2026-12-07", "tm1-200-1137-witness-30s.json.gz")
+	growth := func(args ...string) []string {
+		out, err := runPlan(t, append([]string{"validate", "--replay", file, "--json"}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Validations []struct {
+				Inputs []struct{ Name, Value string } `json:"inputs"`
+			} `json:"validations"`
+		}
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for _, v := range d.Validations {
+			for _, in := range v.Inputs {
+				if in.Name == "abort growth" {
+					vals = append(vals, in.Value)
+				}
+			}
+		}
+		return vals
+	}
+	pooled, own := growth(), growth("--conflict-rate", "per-mix")
+	if len(pooled) != 2 || len(own) != 2 {
+		t.Fatalf("abort growth inputs: pooled %q, per-mix %q", pooled, own)
+	}
+	re := regexp.MustCompile(`N >= 2 ([0-9.]+)`)
+	c := func(v string) string {
+		m := re.FindStringSubmatch(v)
+		if m == nil {
+			t.Fatalf("no N >= 2 rate in %q", v)
+		}
+		return m[1]
+	}
+	if c(pooled[0]) != c(pooled[1]) || !strings.Contains(pooled[0], "this mix's profile alone") {
+		t.Errorf("pooled: the mixes' rates differ or say nothing of their own: %q", pooled)
+	}
+	if c(own[0]) == c(own[1]) || strings.Contains(own[0], "alone") {
+		t.Errorf("per-mix: %q", own)
+	}
+}
+
 func TestReplayStored(t *testing.T) {
 	type point struct {
 		Replicas  int     `json:"replicas"`

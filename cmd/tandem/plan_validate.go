@@ -49,6 +49,7 @@ type planValidateFlags struct {
 	demands, replay                  string
 	applyCost                        string
 	abortModel                       string
+	conflictRate                     string
 }
 
 // validateDoc is what `tandem plan validate --json` prints.
@@ -58,6 +59,10 @@ type validateDoc struct {
 	Lab      string             `json:"lab"`
 	Note     string             `json:"note"`
 	Profiles []*profiler.Report `json:"profiles"`
+	// Pooled is the conflict rate the model used for every mix when the
+	// mixes' profiles were pooled (--conflict-rate pooled); nil: each
+	// profile's own.
+	Pooled *pooledRate `json:"pooled_conflict_rate,omitempty"`
 	// Replicated are the profiles of the replicated path (one per mix):
 	// n1 of a two-node cluster of the design profiled through its own
 	// front door, ws measured on n2. The model uses them for N >= 2.
@@ -138,6 +143,7 @@ func addPlanValidateFlags(fs *pflag.FlagSet, f *planValidateFlags) {
 	fs.DurationVar(&f.so.Rampup, "rampup", 3*time.Second, "ramp-up before each sweep run")
 	fs.DurationVar(&f.profileDuration, "profile-duration", 10*time.Second, "measured time of each profiling phase")
 	fs.StringVar(&f.applyCost, "apply-cost", string(planner.ApplyPerBatch), "mm: how the model charges a replica's apply at B writesets per batch: per-batch (ws x the profile's batch size / B) or split (ws_1 + ws_batch / B, from --profile-batch-delay's two profiles); docs/planner.md \"Multi-master apply batches\"")
+	fs.StringVar(&f.conflictRate, "conflict-rate", conflictPooled, "mm, --abort-model rate: pooled (every mix's profiles count toward one c when the mixes run the same update transactions at the same relative weights, as TM1's do) or per-mix (each mix's profile its own)")
 	fs.StringVar(&f.abortModel, "abort-model", string(planner.AbortModelRate), "mm: how the abort rate grows with N: rate (A = 1 - exp(-c x the writesets the cluster commits per second x the conflict window), c measured by the profiles) or seed003 ((1 - A_N) = (1 - a1)^(N x CW / L1)); docs/planner.md \"Abort growth\"")
 	fs.DurationVar(&f.profileBatchDelay, "profile-batch-delay", 40*time.Millisecond, "multi-master: after the replicated profile, profile n2's apply again on the same two nodes with multi_master.apply_batch_delay set to this at run time (larger batches), so that ws splits into a part per batch and one per writeset and the model charges it at the batch size each N leads to; 0: one profile, ws as measured at every N")
 	fs.DurationVar(&f.profileIdle, "profile-idle", 5*time.Second, "each profile's idle phase first (no transaction): the nodes' own CPU per second, left out of the demands and given to the model as a background share of each host (bg); 0: none, the background counts in the demands")
@@ -280,6 +286,8 @@ func runPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		doc.ProfileRounds = nil // the same reports as Profiles and Replicated
 	}
 
+	poolConflictRates(&doc, design, o, f.conflictRate)
+
 	// 2. Predict: N = 1 from the standalone node's profile, N >= 2 from the
 	// replicated path's when there is one.
 	preds, err := predictAll(doc, design, o, f)
@@ -357,7 +365,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 		// "wc from" input says which it used.
 		saved.demands = savedDemands(doc.Validations, saved.demands)
 	}
-	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost", "abort-model"} {
+	for _, name := range []string{"lb-delay", "certifier-delay", "tolerance", "apply-cost", "abort-model", "conflict-rate"} {
 		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 			if err := sfs.Set(name, fl.Value.String()); err != nil {
 				return err
@@ -424,6 +432,7 @@ func replayPlanValidate(cmd *cobra.Command, f *planValidateFlags) error {
 	if len(doc.Profiles) != len(o.Mixes) || (doc.Replicated != nil && len(doc.Replicated) != len(o.Mixes)) {
 		return fmt.Errorf("--replay %s: %d profiles for %d mixes (%s)", f.replay, len(doc.Profiles), len(o.Mixes), saved.mixes)
 	}
+	poolConflictRates(&doc, design, o, saved.conflictRate)
 	preds, err := predictAll(doc, design, o, saved)
 	if err != nil {
 		return err
@@ -459,17 +468,135 @@ func capacityInput(p planner.Profile, repl *profiler.Report) planner.Input {
 
 // abortInput says how the multi-master model grows the abort rate with N
 // and from what.
-func abortInput(p planner.Profile, repl *profiler.Report, model string) planner.Input {
+func abortInput(p planner.Profile, repl *profiler.Report, pooled *pooledRate, model string) planner.Input {
 	if model == string(planner.AbortModelSeed003) {
 		return planner.Input{Name: "abort growth", Value: "seed 003", Measured: false,
 			Source: "--abort-model seed003: (1 - A_N) = (1 - a1)^(N x CW(N) / l1): each of N nodes commits the profiled node's updates (docs/planner.md \"Abort growth\")"}
 	}
-	c := []string{fmt.Sprintf("N = 1 %.5f", p.ConflictRate)}
-	if repl != nil {
-		c = append(c, fmt.Sprintf("N >= 2 %.5f", repl.Profile.ConflictRate))
+	own, rown := p.ConflictRate, 0.0
+	c := []string{fmt.Sprintf("N = 1 %.5f", own)}
+	if pooled != nil && pooled.Standalone > 0 {
+		c[0] = fmt.Sprintf("N = 1 %.5f (this mix's profile alone %.5f)", pooled.Standalone, own)
 	}
-	return planner.Input{Name: "abort growth", Value: "rate, c = " + strings.Join(c, ", "), Measured: true,
-		Source: "--abort-model rate: A_N = 1 - exp(-c x lambda(N) x CW(N)), lambda the writesets the model's cluster commits per second; c per writeset-second of exposure from the profile's mix and update phases pooled (their aborts over their commits per second x mean update response time); 0: not measured, seed 003's growth (docs/planner.md \"Abort growth\")"}
+	if repl != nil {
+		rown = repl.Profile.ConflictRate
+		if pooled != nil && pooled.Replicated > 0 {
+			c = append(c, fmt.Sprintf("N >= 2 %.5f (this mix's profile alone %.5f)", pooled.Replicated, rown))
+		} else {
+			c = append(c, fmt.Sprintf("N >= 2 %.5f", rown))
+		}
+	}
+	src := "--abort-model rate: A_N = 1 - exp(-c x lambda(N) x CW(N)), lambda the writesets the model's cluster commits per second; c per writeset-second of exposure from the profile's mix and update phases pooled (their aborts over their commits per second x mean update response time); 0: not measured, seed 003's growth (docs/planner.md \"Abort growth\")"
+	if pooled != nil {
+		src += fmt.Sprintf("; --conflict-rate pooled: the %d profiles of mixes %s count together (the same update transactions at the same relative weights: c is the workload's; docs/planner.md \"One conflict rate for the workload\")", pooled.Profiles, strings.Join(pooled.Mixes, ", "))
+	}
+	return planner.Input{Name: "abort growth", Value: "rate, c = " + strings.Join(c, ", "), Measured: true, Source: src}
+}
+
+// Conflict-rate modes (--conflict-rate).
+const (
+	conflictPooled = "pooled"
+	conflictPerMix = "per-mix"
+)
+
+// poolConflictRates gives every mix's profile the conflict rate c of all
+// the mixes' profiles together, the standalone ones (N = 1) and the
+// replicated path's (N >= 2) apart, every round's, when the mixes run the
+// same update transactions at the same relative weights (so they expose
+// the same keys: c is the workload's, not the mix's). One mix's profile
+// counts few aborts where it runs few updates (TM1's R80W20: about 150
+// in its phases), and its c came out 10-20 % either side of the value
+// the sweep measured, the same at every N and in both mixes
+// (docs/planner.md "One conflict rate for the workload"). Other mixes,
+// and --conflict-rate per-mix, keep each profile's own.
+func poolConflictRates(doc *validateDoc, design planner.Design, o scaleout.Options, mode string) {
+	doc.Pooled = nil
+	if design != planner.MultiMaster || mode != conflictPooled || len(o.Mixes) < 2 || !sameUpdates(o.Workload, o.Mixes) {
+		return
+	}
+	rounds := doc.ProfileRounds
+	if len(rounds) == 0 {
+		rounds = []profileRound{{Standalone: doc.Profiles, Replicated: doc.Replicated}}
+	}
+	var standalone, replicated []*profiler.Report
+	for _, r := range rounds {
+		standalone = append(standalone, r.Standalone...)
+		replicated = append(replicated, r.Replicated...)
+	}
+	p := &pooledRate{Mixes: o.Mixes, Profiles: len(standalone) + len(replicated),
+		Standalone: profiler.PooledConflictRate(standalone...), Replicated: profiler.PooledConflictRate(replicated...)}
+	if p.Standalone > 0 || p.Replicated > 0 {
+		doc.Pooled = p
+	}
+}
+
+// pooledRate is the conflict rate c of every mix's profiles together
+// (poolConflictRates): the standalone ones' (N = 1) and the replicated
+// path's (N >= 2); 0: none measured an abort.
+type pooledRate struct {
+	Mixes      []string `json:"mixes"`
+	Profiles   int      `json:"profiles"`
+	Standalone float64  `json:"standalone,omitempty"`
+	Replicated float64  `json:"replicated,omitempty"`
+}
+
+// conflictRateOf is the c the model uses for profile p: the pooled one
+// when there is one (replicated: the replicated path's), else p's own.
+func (d *validateDoc) conflictRateOf(p planner.Profile, replicated bool) float64 {
+	if d.Pooled != nil {
+		if c := d.Pooled.Standalone; !replicated && c > 0 {
+			return c
+		}
+		if c := d.Pooled.Replicated; replicated && c > 0 {
+			return c
+		}
+	}
+	return p.ConflictRate
+}
+
+// sameUpdates reports whether the mixes weigh the workload's update
+// transactions alike, up to a factor (TM1's R80W20 2:14:2:2 and R20W80
+// 8:56:8:8), and run some.
+func sameUpdates(w bench.Workload, mixes []string) bool {
+	if w == nil {
+		return false
+	}
+	txs := w.Transactions()
+	byName := map[string][]float64{}
+	for _, m := range w.Mixes() {
+		byName[m.Name] = m.Weights
+	}
+	var ref []float64
+	for _, name := range mixes {
+		ws, ok := byName[name]
+		if !ok || len(ws) != len(txs) {
+			return false
+		}
+		var upd []float64
+		sum := 0.0
+		for i, t := range txs {
+			if !t.ReadOnly {
+				upd = append(upd, ws[i])
+				sum += ws[i]
+			}
+		}
+		if sum <= 0 {
+			return false
+		}
+		for i := range upd {
+			upd[i] /= sum
+		}
+		if ref == nil {
+			ref = upd
+			continue
+		}
+		for i := range upd {
+			if math.Abs(upd[i]-ref[i]) > 1e-9 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // predictAll predicts every mix: N = 1 from the standalone node's
@@ -486,7 +613,9 @@ func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *p
 		// Without --certifier-delay the sweep's N = 1, a standalone node,
 		// has no certifier (0), and N >= 2 the replicated profile's
 		// measured round trip (certifierDelayFor).
-		if preds[i], err = planner.Predict(rep.Profile, design, o.Nodes, par); err != nil {
+		prof := rep.Profile
+		prof.ConflictRate = doc.conflictRateOf(prof, false)
+		if preds[i], err = planner.Predict(prof, design, o.Nodes, par); err != nil {
 			return nil, fmt.Errorf("predict %s: %w", o.Mixes[i], err)
 		}
 		if doc.Replicated != nil {
@@ -494,7 +623,9 @@ func predictAll(doc validateDoc, design planner.Design, o scaleout.Options, f *p
 			if design == planner.MultiMaster && !f.certifierDelaySet {
 				rpar.CertifierDelay = certifierDelayFor(doc.Replicated[i].Profile)
 			}
-			rp, err := planner.Predict(doc.Replicated[i].Profile, design, o.Nodes, rpar)
+			rprof := doc.Replicated[i].Profile
+			rprof.ConflictRate = doc.conflictRateOf(rprof, true)
+			rp, err := planner.Predict(rprof, design, o.Nodes, rpar)
 			if err != nil {
 				return nil, fmt.Errorf("predict %s (replicated path): %w", o.Mixes[i], err)
 			}
@@ -528,7 +659,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 		if doc.Replicated != nil {
 			repl = doc.Replicated[i]
 		}
-		v.Inputs = append([]planner.Input{unitInput(so, m)}, validationInputs(doc.Profiles[i], repl, max(1, len(doc.ProfileRounds)), o, f)...)
+		v.Inputs = append([]planner.Input{unitInput(so, m)}, validationInputs(doc.Profiles[i], repl, max(1, len(doc.ProfileRounds)), doc.Pooled, o, f)...)
 		for j := range v.Points {
 			p := &v.Points[j]
 			prof := doc.Profiles[i]
@@ -567,6 +698,8 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 				}
 			}
 			p.MeasuredApplyBatch = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyBatch })
+			p.MeasuredApplyOwnShare = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyOwnShare })
+			p.MeasuredFastApplyShare = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.FastApplyShare })
 			p.MeasuredUpdateS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.UpdateMeanMs }) / 1000
 			p.MeasuredCertifyS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.CertifyMs }) / 1000
 		}
@@ -670,6 +803,8 @@ func planValidateSetup(f *planValidateFlags) (planner.Design, scaleout.Options, 
 		return design, o, fmt.Errorf("--profile-duration: %w: must be > 0, got %s", errPlanFlag, f.profileDuration)
 	case f.applyCost != string(planner.ApplyPerBatch) && f.applyCost != string(planner.ApplySplit):
 		return design, o, fmt.Errorf("--apply-cost: %w: %q (want %s or %s)", errPlanFlag, f.applyCost, planner.ApplyPerBatch, planner.ApplySplit)
+	case f.conflictRate != conflictPooled && f.conflictRate != conflictPerMix:
+		return design, o, fmt.Errorf("--conflict-rate: %w: %q (want %s or %s)", errPlanFlag, f.conflictRate, conflictPooled, conflictPerMix)
 	case f.abortModel != string(planner.AbortModelRate) && f.abortModel != string(planner.AbortModelSeed003):
 		return design, o, fmt.Errorf("--abort-model: %w: %q (want %s or %s)", errPlanFlag, f.abortModel, planner.AbortModelRate, planner.AbortModelSeed003)
 	case f.profileBatchDelay < 0 || f.profileBatchDelay > time.Second:
@@ -1183,7 +1318,7 @@ func aloneNote(o scaleout.Options) string {
 
 // validationInputs lists the model's inputs: what the profile measured on
 // the emulated host, what the sweep set, and what is assumed.
-func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options, f *planValidateFlags) []planner.Input {
+func validationInputs(rep, repl *profiler.Report, rounds int, pooled *pooledRate, o scaleout.Options, f *planValidateFlags) []planner.Input {
 	p := rep.Profile
 	cpus := fmt.Sprintf("the node's process tree (pid %d: node + PostgreSQL) over %s phases, CPU time divided by %g (%s)",
 		rep.PID, f.profileDuration, rep.CPUs, rep.CPUsFrom)
@@ -1277,7 +1412,7 @@ func validationInputs(rep, repl *profiler.Report, rounds int, o scaleout.Options
 		wsInput(repl, o.Engine),
 	)
 	if o.Design == "multi-master" {
-		in = append(in, abortInput(p, repl, f.abortModel))
+		in = append(in, abortInput(p, repl, pooled, f.abortModel))
 	}
 	if repl != nil && o.Design == "multi-master" {
 		for _, r := range repl.Profile.Resources {
@@ -1374,11 +1509,15 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 		var parts []string
 		for _, p := range v.Points {
 			if p.PredictedApplyBatch > 0 || p.MeasuredApplyBatch > 0 {
-				parts = append(parts, fmt.Sprintf("N = %d %.1f / %.1f", p.Replicas, p.PredictedApplyBatch, p.MeasuredApplyBatch))
+				part := fmt.Sprintf("N = %d %.1f / %.1f", p.Replicas, p.PredictedApplyBatch, p.MeasuredApplyBatch)
+				if p.MeasuredApplyOwnShare > 0 || p.MeasuredFastApplyShare > 0 {
+					part += fmt.Sprintf(" (others' %.1f; own commits applied at once %.0f %%)", p.MeasuredApplyBatch*(1-p.MeasuredApplyOwnShare), 100*p.MeasuredFastApplyShare)
+				}
+				parts = append(parts, part)
 			}
 		}
 		if len(parts) > 0 {
-			fmt.Fprintf(w, "%s writesets per apply batch, model / measured: %s\n", v.Prediction.Mix, strings.Join(parts, ", "))
+			fmt.Fprintf(w, "%s writesets per apply batch, model (other nodes') / measured (all): %s\n", v.Prediction.Mix, strings.Join(parts, ", "))
 		}
 	}
 	ms := func(s float64) string {

@@ -1054,6 +1054,22 @@ func conflictRate(phases ...*Phase) float64 {
 	return num / den
 }
 
+// PooledConflictRate is c over the mix and update phases of every
+// report together (their last of each): for mixes whose update
+// transactions are the same types at the same relative weights, one
+// workload's c measured with the counts of all (TM1's R80W20 and R20W80
+// differ only in how many reads run beside the same updates); 0 when
+// none measured an abort.
+func PooledConflictRate(reps ...*Report) float64 {
+	var phases []*Phase
+	for _, r := range reps {
+		if r != nil {
+			phases = append(phases, r.lastPhase(PhaseMix), r.lastPhase(PhaseUpdate))
+		}
+	}
+	return conflictRate(phases...)
+}
+
 // FillConflictRate sets the profile's ConflictRate from the report's mix
 // and update phases (a report saved before it was measured); it reports
 // whether the profile has one.

@@ -548,6 +548,21 @@ func TestConflictRate(t *testing.T) {
 	if !r.FillConflictRate() || math.Abs(r.Profile.ConflictRate-(logs(mix)+logs(update))/(exposure(mix)+exposure(update))) > 1e-12 {
 		t.Errorf("FillConflictRate: %g", r.Profile.ConflictRate)
 	}
+	// Two mixes' reports pool their phases: one c from the counts of both,
+	// between the two reports' own.
+	mix2 := &Phase{Name: PhaseMix, WallS: 10, UpdateStarted: 4000, UpdateAborted: 200, UpdateCommitted: 3200, UpdateMeanMs: 70}
+	other := &Report{Phases: []*Phase{update, mix2}}
+	other.FillConflictRate()
+	pooled := PooledConflictRate(r, other, nil)
+	if want := (logs(mix) + logs(mix2) + 2*logs(update)) / (exposure(mix) + exposure(mix2) + 2*exposure(update)); math.Abs(pooled-want) > 1e-12 {
+		t.Errorf("PooledConflictRate = %g, want %g", pooled, want)
+	}
+	if lo, hi := math.Min(r.Profile.ConflictRate, other.Profile.ConflictRate), math.Max(r.Profile.ConflictRate, other.Profile.ConflictRate); pooled < lo || pooled > hi {
+		t.Errorf("pooled c %g outside the reports' own %g..%g", pooled, lo, hi)
+	}
+	if got := PooledConflictRate(&Report{Phases: []*Phase{clean}}); got != 0 {
+		t.Errorf("no abort in any report: c = %g, want 0", got)
+	}
 }
 
 // TestHostCapacity: a host's capacity is the share of its quota its tree
