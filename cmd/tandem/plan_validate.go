@@ -473,18 +473,19 @@ func abortInput(p planner.Profile, repl *profiler.Report, pooled *pooledRate, mo
 		return planner.Input{Name: "abort growth", Value: "seed 003", Measured: false,
 			Source: "--abort-model seed003: (1 - A_N) = (1 - a1)^(N x CW(N) / l1): each of N nodes commits the profiled node's updates (docs/planner.md \"Abort growth\")"}
 	}
-	own, rown := p.ConflictRate, 0.0
-	c := []string{fmt.Sprintf("N = 1 %.5f", own)}
-	if pooled != nil && pooled.Standalone > 0 {
-		c[0] = fmt.Sprintf("N = 1 %.5f (this mix's profile alone %.5f)", pooled.Standalone, own)
-	}
-	if repl != nil {
-		rown = repl.Profile.ConflictRate
-		if pooled != nil && pooled.Replicated > 0 {
-			c = append(c, fmt.Sprintf("N >= 2 %.5f (this mix's profile alone %.5f)", pooled.Replicated, rown))
-		} else {
-			c = append(c, fmt.Sprintf("N >= 2 %.5f", rown))
+	rate := func(label string, own, pooled float64) string {
+		if pooled > 0 {
+			return fmt.Sprintf("%s %.5f (this mix's profile alone %.5f)", label, pooled, own)
 		}
+		return fmt.Sprintf("%s %.5f", label, own)
+	}
+	var ps, pr float64 // pooled rates, 0: none
+	if pooled != nil {
+		ps, pr = pooled.Standalone, pooled.Replicated
+	}
+	c := []string{rate("N = 1", p.ConflictRate, ps)}
+	if repl != nil {
+		c = append(c, rate("N >= 2", repl.Profile.ConflictRate, pr))
 	}
 	src := "--abort-model rate: A_N = 1 - exp(-c x lambda(N) x CW(N)), lambda the writesets the model's cluster commits per second; c per writeset-second of exposure from the profile's mix and update phases pooled (their aborts over their commits per second x mean update response time); 0: not measured, seed 003's growth (docs/planner.md \"Abort growth\")"
 	if pooled != nil {
@@ -499,8 +500,9 @@ const (
 	conflictPerMix = "per-mix"
 )
 
-// poolConflictRates gives every mix's profile the conflict rate c of all
-// the mixes' profiles together, the standalone ones (N = 1) and the
+// poolConflictRates sets doc.Pooled, the conflict rate c the model gives
+// every mix (predictAll, conflictRateOf): that of all the mixes' profiles
+// together, the standalone ones (N = 1) and the
 // replicated path's (N >= 2) apart, every round's, when the mixes run the
 // same update transactions at the same relative weights (so they expose
 // the same keys: c is the workload's, not the mix's). One mix's profile

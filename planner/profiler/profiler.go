@@ -1075,7 +1075,7 @@ func PooledConflictRate(reps ...*Report) float64 {
 // whether the profile has one.
 func (r *Report) FillConflictRate() bool {
 	if r.Profile.ConflictRate == 0 {
-		r.Profile.ConflictRate = conflictRate(r.lastPhase(PhaseMix), r.lastPhase(PhaseUpdate))
+		r.Profile.ConflictRate = PooledConflictRate(r)
 	}
 	return r.Profile.ConflictRate > 0
 }
