@@ -751,7 +751,7 @@ func TestLargeRowNoKeyPostgres(t *testing.T) {
 		}
 	}
 	var left int
-	if err := a.QueryRow(ctx, "SELECT (SELECT count(*) FROM _tandem_capture) + (SELECT count(*) FROM _tandem_capture_big)").Scan(&left); err != nil || left != 0 {
+	if err := a.QueryRow(ctx, "SELECT (SELECT count(*) FROM _tandem.capture) + (SELECT count(*) FROM _tandem.capture_big)").Scan(&left); err != nil || left != 0 {
 		t.Fatalf("%d capture rows left on the primary (%v)", left, err)
 	}
 }

@@ -89,7 +89,7 @@ func TestApplyBatchExactlyOnce(t *testing.T) {
 	// newest, compaction keeps only that row, and applying as a standby
 	// again continues after it.
 	for g := 10; g <= 12; g++ {
-		if _, err := c.Exec(ctx, fmt.Sprintf("INSERT INTO t VALUES (%d, 'p'); INSERT INTO _tandem_gsns VALUES (%d, 2)", g, g)); err != nil {
+		if _, err := c.Exec(ctx, fmt.Sprintf("INSERT INTO t VALUES (%d, 'p'); INSERT INTO _tandem.gsns VALUES (%d, 2)", g, g)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestApplyBatchExactlyOnce(t *testing.T) {
 	}
 	b.compactGSNs()
 	var left int
-	if err := c.QueryRow(ctx, "SELECT count(*) FROM _tandem_gsns").Scan(&left); err != nil || left != 1 {
+	if err := c.QueryRow(ctx, "SELECT count(*) FROM _tandem.gsns").Scan(&left); err != nil || left != 1 {
 		t.Fatalf("%d GSN rows after compaction (%v), want 1", left, err)
 	}
 	if err := b.ApplyBatch(ctx, batchOf(12, 14)); err != nil {

@@ -22,39 +22,66 @@ import (
 
 // Writeset capture on PostgreSQL, as on SQLite (seed 003's approach): a
 // trigger on every replicated table records the primary keys a transaction
-// touches in _tandem_capture (tagged with its transaction id); at COMMIT
+// touches in _tandem.capture (tagged with its transaction id); at COMMIT
 // tandem reads the after-images by primary key in text form and the
 // standby applies them with PostgreSQL's own input casts. Applying sessions
 // set tandem.applying so their changes are not captured again.
 
 const setupSQL = `
-CREATE TABLE IF NOT EXISTS _tandem_meta (id int PRIMARY KEY CHECK (id = 1), applied_gsn bigint NOT NULL, epoch bigint NOT NULL);
-INSERT INTO _tandem_meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
-CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL);
-CREATE INDEX IF NOT EXISTS _tandem_capture_txid ON _tandem_capture (txid);
-ALTER TABLE _tandem_capture ADD COLUMN IF NOT EXISTS ev text;
-CREATE TABLE IF NOT EXISTS _tandem_gsns (gsn bigint PRIMARY KEY, epoch bigint NOT NULL);
-CREATE OR REPLACE FUNCTION _tandem_applied() RETURNS TABLE (gsn bigint, epoch bigint) LANGUAGE sql STABLE AS $f$
+CREATE SCHEMA IF NOT EXISTS _tandem;
+DO $m$
+DECLARE r record;
+BEGIN
+  -- Until 2026-12-07 these objects were in schema public, where psql's \dt,
+  -- ORMs' reflection and schema-diff tools (an Alembic autogenerate would
+  -- drop them) saw them as the application's: move them to _tandem. A
+  -- restored dump of an older node brings them back to public: its
+  -- tables win over what _tandem held.
+  IF to_regclass('public._tandem_meta') IS NULL THEN RETURN; END IF;
+  DROP TABLE IF EXISTS _tandem.meta, _tandem.gsns;
+  ALTER TABLE public._tandem_meta SET SCHEMA _tandem;
+  ALTER TABLE _tandem._tandem_meta RENAME TO meta;
+  IF to_regclass('public._tandem_gsns') IS NOT NULL THEN
+    ALTER TABLE public._tandem_gsns SET SCHEMA _tandem;
+    ALTER TABLE _tandem._tandem_gsns RENAME TO gsns;
+  END IF;
+  -- Capture rows live only while their transaction runs; none runs now.
+  DROP TABLE IF EXISTS public._tandem_capture, public._tandem_capture_big;
+  -- The old functions, and with them the capture triggers that call
+  -- them (installAll makes them again, calling _tandem's).
+  FOR r IN SELECT format('DROP FUNCTION public.%I(%s) CASCADE', p.proname, pg_get_function_identity_arguments(p.oid)) AS q
+      FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = 'public' AND p.proname LIKE '\_tandem\_%'
+  LOOP
+    EXECUTE r.q;
+  END LOOP;
+END $m$;
+CREATE TABLE IF NOT EXISTS _tandem.meta (id int PRIMARY KEY CHECK (id = 1), applied_gsn bigint NOT NULL, epoch bigint NOT NULL);
+INSERT INTO _tandem.meta VALUES (1, 0, 0) ON CONFLICT DO NOTHING;
+CREATE UNLOGGED TABLE IF NOT EXISTS _tandem.capture (seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(), tbl text NOT NULL, pk jsonb NOT NULL, ev text);
+CREATE INDEX IF NOT EXISTS capture_txid ON _tandem.capture (txid);
+CREATE TABLE IF NOT EXISTS _tandem.gsns (gsn bigint PRIMARY KEY, epoch bigint NOT NULL);
+CREATE OR REPLACE FUNCTION _tandem.applied() RETURNS TABLE (gsn bigint, epoch bigint) LANGUAGE sql STABLE AS $f$
   SELECT gsn, epoch FROM (
-    SELECT applied_gsn AS gsn, epoch FROM _tandem_meta WHERE id = 1
+    SELECT applied_gsn AS gsn, epoch FROM _tandem.meta WHERE id = 1
     UNION ALL
-    (SELECT gsn, epoch FROM _tandem_gsns ORDER BY gsn DESC LIMIT 1)
+    (SELECT gsn, epoch FROM _tandem.gsns ORDER BY gsn DESC LIMIT 1)
   ) a ORDER BY gsn DESC LIMIT 1
 $f$;
-CREATE OR REPLACE FUNCTION _tandem_snapshot_gsn() RETURNS bigint LANGUAGE plpgsql STABLE AS $f$
+CREATE OR REPLACE FUNCTION _tandem.snapshot_gsn() RETURNS bigint LANGUAGE plpgsql STABLE AS $f$
 BEGIN
-  RETURN (SELECT gsn FROM _tandem_applied());
+  RETURN (SELECT gsn FROM _tandem.applied());
 END $f$;
-CREATE OR REPLACE FUNCTION _tandem_expect_gsn(g bigint) RETURNS void LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION _tandem.expect_gsn(g bigint) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE a bigint;
 BEGIN
-  PERFORM 1 FROM _tandem_meta WHERE id = 1 FOR UPDATE;
-  SELECT gsn INTO a FROM _tandem_applied();
+  PERFORM 1 FROM _tandem.meta WHERE id = 1 FOR UPDATE;
+  SELECT gsn INTO a FROM _tandem.applied();
   IF a IS DISTINCT FROM g THEN
     RAISE EXCEPTION 'tandem: the database is at GSN %, the batch follows GSN %', a, g USING ERRCODE = 'TD001';
   END IF;
 END $f$;
-CREATE OR REPLACE FUNCTION _tandem_ws() RETURNS TABLE (tbl text, pk text, img text) LANGUAGE plpgsql AS $f$
+CREATE OR REPLACE FUNCTION _tandem.ws() RETURNS TABLE (tbl text, pk text, img text) LANGUAGE plpgsql AS $f$
 DECLARE x bigint := txid_current_if_assigned();
 BEGIN
   IF x IS NULL THEN RETURN; END IF;
@@ -64,36 +91,22 @@ BEGIN
   -- transaction the primary lacks.
   SET CONSTRAINTS ALL IMMEDIATE;
   RETURN QUERY SELECT w.tbl, w.pk, w.img FROM (
-      SELECT c.tbl, c.pk::text AS pk, _tandem_img(c.tbl, c.pk) AS img, min(c.seq) AS s
-        FROM _tandem_capture c WHERE c.txid = x AND c.ev IS NULL GROUP BY c.tbl, c.pk
+      SELECT c.tbl, c.pk::text AS pk, _tandem.img(c.tbl, c.pk) AS img, min(c.seq) AS s
+        FROM _tandem.capture c WHERE c.txid = x AND c.ev IS NULL GROUP BY c.tbl, c.pk
       UNION ALL
-      SELECT c.tbl, c.pk::text, c.ev, c.seq FROM _tandem_capture c WHERE c.txid = x AND c.ev IS NOT NULL
+      SELECT c.tbl, c.pk::text, c.ev, c.seq FROM _tandem.capture c WHERE c.txid = x AND c.ev IS NOT NULL
     ) w ORDER BY w.s;
-  DELETE FROM _tandem_capture c WHERE c.txid = x;
+  DELETE FROM _tandem.capture c WHERE c.txid = x;
 END $f$;
-CREATE OR REPLACE FUNCTION _tandem_big(a text[], c tid) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+CREATE OR REPLACE FUNCTION _tandem.big(a text[], c tid) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
   SELECT jsonb_agg(CASE WHEN octet_length(x) > 4096 THEN to_jsonb(octet_length(x)) ELSE to_jsonb(x) END ORDER BY i)::text || ',' || to_jsonb(c::text)::text
     FROM unnest(a) WITH ORDINALITY AS u(x, i)
 $f$;
-CREATE UNLOGGED TABLE IF NOT EXISTS _tandem_capture_big (id bigserial PRIMARY KEY, vals text[] NOT NULL);
-CREATE OR REPLACE FUNCTION _tandem_big(a text[], c bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
+CREATE UNLOGGED TABLE IF NOT EXISTS _tandem.capture_big (id bigserial PRIMARY KEY, vals text[] NOT NULL);
+CREATE OR REPLACE FUNCTION _tandem.big(a text[], c bigint) RETURNS text LANGUAGE sql IMMUTABLE AS $f$
   SELECT jsonb_agg(CASE WHEN octet_length(x) > 4096 THEN to_jsonb(octet_length(x)) ELSE to_jsonb(x) END ORDER BY i)::text || ',' || to_jsonb(c::text)::text
     FROM unnest(a) WITH ORDINALITY AS u(x, i)
-$f$;
-CREATE OR REPLACE FUNCTION _tandem_capture_fn() RETURNS trigger LANGUAGE plpgsql AS $f$
-DECLARE o jsonb; n jsonb;
-BEGIN
-  IF current_setting('tandem.applying', true) = 'on' THEN RETURN NULL; END IF;
-  IF TG_OP <> 'INSERT' THEN
-    SELECT jsonb_agg(to_jsonb(OLD) -> a ORDER BY i) INTO o FROM unnest(TG_ARGV) WITH ORDINALITY AS t(a, i);
-  END IF;
-  IF TG_OP <> 'DELETE' THEN
-    SELECT jsonb_agg(to_jsonb(NEW) -> a ORDER BY i) INTO n FROM unnest(TG_ARGV) WITH ORDINALITY AS t(a, i);
-  END IF;
-  IF o IS NOT NULL THEN INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, o); END IF;
-  IF n IS NOT NULL AND n IS DISTINCT FROM o THEN INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, n); END IF;
-  RETURN NULL;
-END $f$;`
+$f$;`
 
 // EnableReplication creates tandem's tables, installs capture triggers on
 // every table of the public schema (by primary key, or by the whole row for
@@ -137,7 +150,7 @@ func query(ctx context.Context, c *pgconn.PgConn, sql string, args ...string) ([
 }
 
 // installAll installs capture triggers on tables that lack them and
-// regenerates _tandem_img for every replicated table.
+// regenerates _tandem.img for every replicated table.
 func installAll(ctx context.Context, c *pgconn.PgConn) error {
 	if err := installTriggers(ctx, c); err != nil {
 		return err
@@ -209,21 +222,21 @@ func installCapture(ctx context.Context, c *pgconn.PgConn, table string, trigger
 	if len(pk) == 0 {
 		slog.Warn("a table without a primary key replicates by full-row identity: on a standby each of its updated or deleted rows is found by a scan of the table; add a PRIMARY KEY where you can (docs/operations.md)", "table", table)
 	}
-	q := fmt.Sprintf("CREATE TRIGGER _tandem_capture AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION %s()", pgQuote(table), pgQuote(fn))
+	q := fmt.Sprintf("CREATE TRIGGER _tandem_capture AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW EXECUTE FUNCTION _tandem.%s()", pgQuote(table), pgQuote(fn))
 	if _, err := c.Exec(ctx, q).ReadAll(); err != nil {
 		return fmt.Errorf("postgres: install capture trigger on %s: %w", table, err)
 	}
 	return nil
 }
 
-// installImages (re)creates _tandem_img(table, key), the after-image of one
+// installImages (re)creates _tandem.img(table, key), the after-image of one
 // row by primary key, for every table that has a capture trigger: one
 // plpgsql function of static statements, whose plans PostgreSQL caches per
 // session. An image describes itself, [[columns], [key columns], values],
 // values being every column's text form (the type's own output, as a text
 // result would carry it), or null when the row is gone (a delete). The
 // image of a row larger than bigRowBytes has a fourth element, the row's
-// ctid, and its values over 4 KiB are their sizes (_tandem_big), read
+// ctid, and its values over 4 KiB are their sizes (_tandem.big), read
 // afterwards in pieces (large.go). It is regenerated at start-up and by
 // every DDL, inside the DDL's transaction.
 func installImages(ctx context.Context, c *pgconn.PgConn) error {
@@ -234,7 +247,7 @@ func installImages(ctx context.Context, c *pgconn.PgConn) error {
 		return fmt.Errorf("postgres: list replicated tables: %w", err)
 	}
 	var b strings.Builder
-	b.WriteString("CREATE OR REPLACE FUNCTION _tandem_img(tandem_t text, tandem_k jsonb) RETURNS text LANGUAGE plpgsql AS $tandem$\nDECLARE tandem_v text;\nBEGIN\n  IF false THEN NULL;\n")
+	b.WriteString("CREATE OR REPLACE FUNCTION _tandem.img(tandem_t text, tandem_k jsonb) RETURNS text LANGUAGE plpgsql AS $tandem$\nDECLARE tandem_v text;\nBEGIN\n  IF false THEN NULL;\n")
 	for _, tr := range tables {
 		table := tr[0]
 		cols, err := query(ctx, c, `SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
@@ -253,12 +266,12 @@ func installImages(ctx context.Context, c *pgconn.PgConn) error {
 	}
 	b.WriteString("  END IF;\n  RAISE EXCEPTION 'tandem: table % has no capture trigger', tandem_t USING ERRCODE = 'TD002';\nEND $tandem$")
 	if _, err := c.Exec(ctx, b.String()).ReadAll(); err != nil {
-		return fmt.Errorf("postgres: create _tandem_img: %w", err)
+		return fmt.Errorf("postgres: create _tandem.img: %w", err)
 	}
 	return nil
 }
 
-// imageBranch is _tandem_img's branch for one table; cols holds (name,
+// imageBranch is _tandem.img's branch for one table; cols holds (name,
 // type) in column order.
 func imageBranch(table string, cols [][]string, pk []string) string {
 	types := make(map[string]string, len(cols))
@@ -276,7 +289,7 @@ func imageBranch(table string, cols [][]string, pk []string) string {
 	head := string(hdr[:len(hdr)-1]) + "," // [[cols],[key cols],
 	arr, from := "ARRAY["+strings.Join(vals, ", ")+"]::text[]", pgQuote(table)+" tandem_r WHERE "+strings.Join(where, " AND ")
 	return fmt.Sprintf("  ELSIF tandem_t = %s THEN\n    SELECT to_jsonb(%s)::text INTO tandem_v FROM %s;\n"+
-		"    IF octet_length(tandem_v) > %d THEN\n      SELECT _tandem_big(%s, tandem_r.ctid) INTO tandem_v FROM %s;\n    END IF;\n"+
+		"    IF octet_length(tandem_v) > %d THEN\n      SELECT _tandem.big(%s, tandem_r.ctid) INTO tandem_v FROM %s;\n    END IF;\n"+
 		"    RETURN %s || coalesce(tandem_v, 'null') || ']';\n",
 		pgLiteral(table), arr, from, bigRowBytes, arr, from, pgLiteral(head))
 }
@@ -300,8 +313,8 @@ func installTriggers(ctx context.Context, c *pgconn.PgConn) error {
 // captureFunction returns the name and the CREATE statement of a table's
 // own capture function, with its key columns written out: building the
 // key with jsonb_build_array(NEW.col) costs a fraction of converting the
-// whole row with to_jsonb(NEW) (the generic _tandem_capture_fn, which
-// triggers installed by earlier versions still use).
+// whole row with to_jsonb(NEW) (as the generic function of earlier
+// versions did).
 func captureFunction(table string, pk []string) (string, string) {
 	name := captureName(table)
 	oldCols := make([]string, len(pk))
@@ -311,14 +324,14 @@ func captureFunction(table string, pk []string) (string, string) {
 		newCols[i] = "NEW." + pgQuote(c)
 	}
 	o, n := strings.Join(oldCols, ", "), strings.Join(newCols, ", ")
-	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
+	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION _tandem.%s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
 BEGIN
   IF current_setting('tandem.applying', true) = 'on' THEN RETURN NULL; END IF;
   IF TG_OP <> 'INSERT' THEN
-    INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, jsonb_build_array(%s));
+    INSERT INTO _tandem.capture (tbl, pk) VALUES (TG_TABLE_NAME, jsonb_build_array(%s));
   END IF;
   IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND ROW(%s) IS DISTINCT FROM ROW(%s)) THEN
-    INSERT INTO _tandem_capture (tbl, pk) VALUES (TG_TABLE_NAME, jsonb_build_array(%s));
+    INSERT INTO _tandem.capture (tbl, pk) VALUES (TG_TABLE_NAME, jsonb_build_array(%s));
   END IF;
   RETURN NULL;
 END $tandem$`, pgQuote(name), o, o, n, n)
@@ -334,7 +347,7 @@ func captureName(table string) string {
 	if len(short) > 30 {
 		short = short[:30]
 	}
-	return fmt.Sprintf("_tandem_cap_%08x_%s", h.Sum32(), string(short))
+	return fmt.Sprintf("cap_%08x_%s", h.Sum32(), string(short))
 }
 
 // fullRowCaptureFunction is the capture function of a table without a
@@ -342,12 +355,12 @@ func captureName(table string) string {
 // the whole row in text form (an UPDATE is the old row's delete and the new
 // row's insert), as PostgreSQL's logical replication does with REPLICA
 // IDENTITY FULL. Its capture rows have ev set (the image, in
-// _tandem_img's self-describing form with no key columns) and pk "-" or
-// "+"; _tandem_ws never merges them. The row may be gone by COMMIT, so the
+// _tandem.img's self-describing form with no key columns) and pk "-" or
+// "+"; _tandem.ws never merges them. The row may be gone by COMMIT, so the
 // image is taken here; a row larger than bigRowBytes with a value over
-// bigValueBytes keeps its values in _tandem_capture_big, and its image
+// bigValueBytes keeps its values in _tandem.capture_big, and its image
 // has that row's id as a fourth element and, for each value over
-// bigValueBytes, its size in place of its text (_tandem_big), read at
+// bigValueBytes, its size in place of its text (_tandem.big), read at
 // COMMIT in pieces (large.go), which deletes the side row (so one that
 // leaves nothing out would outlive the transaction: none is made).
 func fullRowCaptureFunction(table string, cols []string) (string, string) {
@@ -363,16 +376,16 @@ func fullRowCaptureFunction(table string, cols []string) (string, string) {
     tandem_r := NULL;
     IF pg_column_size(tandem_a) > %d THEN
       IF EXISTS (SELECT FROM unnest(tandem_a) tandem_x WHERE octet_length(tandem_x) > %d) THEN
-        INSERT INTO _tandem_capture_big (vals) VALUES (tandem_a) RETURNING _tandem_capture_big.id INTO tandem_r;
+        INSERT INTO _tandem.capture_big (vals) VALUES (tandem_a) RETURNING _tandem.capture_big.id INTO tandem_r;
       END IF;
     END IF;
     IF tandem_r IS NULL THEN
-      INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || to_jsonb(tandem_a)::text || ']');
+      INSERT INTO _tandem.capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || to_jsonb(tandem_a)::text || ']');
     ELSE
-      INSERT INTO _tandem_capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || _tandem_big(tandem_a, tandem_r) || ']');
+      INSERT INTO _tandem.capture (tbl, pk, ev) VALUES (TG_TABLE_NAME, '"%s"', %s || _tandem.big(tandem_a, tandem_r) || ']');
     END IF;`, strings.Join(vals, ", "), bigRowBytes, bigValueBytes, op, head, op, head)
 	}
-	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
+	body := fmt.Sprintf(`CREATE OR REPLACE FUNCTION _tandem.%s() RETURNS trigger LANGUAGE plpgsql AS $tandem$
 DECLARE tandem_a text[]; tandem_r bigint;
 BEGIN
   %s
@@ -403,7 +416,7 @@ func primaryKey(ctx context.Context, c *pgconn.PgConn, table string) ([]string, 
 
 // replicatedCommit captures the transaction's writeset, assigns its GSN
 // and commits, in GSN order; then waits for the safeness level. Two round
-// trips: the writeset (_tandem_ws, skipped when an autocommit statement's
+// trips: the writeset (_tandem.ws, skipped when an autocommit statement's
 // batch already fetched it: pre), then the GSN record plus COMMIT.
 func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]capRow) error {
 	if s.b.mm != nil {
@@ -460,7 +473,7 @@ func (s *Session) replicatedCommit(ctx context.Context, ddl string, pre *[]capRo
 	// conflict on tandem's bookkeeping (an update of a row another
 	// transaction changed since the snapshot fails with 40001).
 	var bt pgconn.Batch
-	bt.ExecParams("INSERT INTO _tandem_gsns (gsn, epoch) VALUES ($1, $2)",
+	bt.ExecParams("INSERT INTO _tandem.gsns (gsn, epoch) VALUES ($1, $2)",
 		[][]byte{strconv.AppendUint(nil, ws.GSN, 10), strconv.AppendUint(nil, ws.Epoch, 10)}, nil, nil, nil)
 	bt.ExecParams("COMMIT", nil, nil, nil, nil)
 	// The writeset is logged (and may be on its way to the standby): the
@@ -497,21 +510,21 @@ func (b *Backend) compactGSNs() {
 	if err != nil {
 		return
 	}
-	if _, err := c.Exec(ctx, "DELETE FROM _tandem_gsns WHERE gsn < (SELECT max(gsn) FROM _tandem_gsns)").ReadAll(); err != nil {
+	if _, err := c.Exec(ctx, "DELETE FROM _tandem.gsns WHERE gsn < (SELECT max(gsn) FROM _tandem.gsns)").ReadAll(); err != nil {
 		b.dropApplyConn()
 	}
 }
 
 // wsQuery reads the transaction's writeset and removes its capture rows:
 // one statement, so it can ride in the batch of the statement that wrote.
-const wsQuery = "SELECT tbl, pk, img FROM _tandem_ws()"
+const wsQuery = "SELECT tbl, pk, img FROM _tandem.ws()"
 
-// capRow is a changed row as _tandem_ws() gave it. The image of a large
+// capRow is a changed row as _tandem.ws() gave it. The image of a large
 // row leaves its large values out (see imageBranch and
 // fullRowCaptureFunction): big lists their indexes in After (Null there
 // until read), and ctid says where the row is, for readBig: the row's
 // ctid in its table, or (side) the id of its values in
-// _tandem_capture_big.
+// _tandem.capture_big.
 type capRow struct {
 	writeset.Row
 	ctid string
@@ -520,7 +533,7 @@ type capRow struct {
 	size int // the left-out values' sizes, summed (the server's count)
 }
 
-// captureRows reads the transaction's writeset as _tandem_ws() gives it
+// captureRows reads the transaction's writeset as _tandem.ws() gives it
 // (one round trip); large values are still to be read (rowsOf, setRows).
 func (s *Session) captureRows(ctx context.Context) ([]capRow, error) {
 	return readWS(s.c.ExecParams(ctx, wsQuery, nil, nil, nil, nil))
@@ -675,7 +688,7 @@ func bigValues(row *capRow, raw, ctid []byte) ([]writeset.Value, error) {
 
 // decodeFullRow turns a full-row capture event of a table without a
 // primary key into an OpInsertRow or OpDeleteRow. The event of a large
-// row has a fourth element, the id of its values in _tandem_capture_big,
+// row has a fourth element, the id of its values in _tandem.capture_big,
 // and each of its large values is a number (its size) in place of the
 // text.
 func decodeFullRow(table string, insert bool, img []byte) (capRow, error) {
@@ -753,7 +766,7 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
 		return 0, 0, fmt.Errorf("postgres: create tandem tables: %w", err)
 	}
-	rows, err := query(ctx, c, "SELECT gsn, epoch FROM _tandem_applied()")
+	rows, err := query(ctx, c, "SELECT gsn, epoch FROM _tandem.applied()")
 	if err != nil || len(rows) != 1 {
 		return 0, 0, fmt.Errorf("postgres: read the applied GSN: %v", err)
 	}
@@ -762,7 +775,7 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	return g, e, nil
 }
 
-// errBatchGap is the SQLSTATE _tandem_expect_gsn raises when a batch does
+// errBatchGap is the SQLSTATE _tandem.expect_gsn raises when a batch does
 // not follow the database's applied GSN.
 const errBatchGap = "TD001"
 
@@ -835,7 +848,7 @@ func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset
 	}
 	bt.ExecParams("BEGIN", nil, nil, nil, nil)
 	exec("SELECT set_config('tandem.applying', 'on', true)", nil)
-	exec("SELECT _tandem_expect_gsn($1)", [][]byte{strconv.AppendUint(nil, first.GSN-1, 10)})
+	exec("SELECT _tandem.expect_gsn($1)", [][]byte{strconv.AppendUint(nil, first.GSN-1, 10)})
 	for _, ws := range batch {
 		stmts, err := writeset.Statements(writeset.Postgres, ws)
 		if err != nil {
@@ -851,7 +864,7 @@ func (b *Backend) applyPipelined(ctx context.Context, batch []*writeset.Writeset
 			exec(st.SQL, params)
 		}
 	}
-	exec("UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
+	exec("UPDATE _tandem.meta SET applied_gsn = $1, epoch = $2 WHERE id = 1",
 		[][]byte{strconv.AppendUint(nil, last.GSN, 10), strconv.AppendUint(nil, last.Epoch, 10)})
 	for _, q := range fence {
 		bt.ExecParams(q, nil, nil, nil, nil)
@@ -895,10 +908,10 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 		b.dropApplyConn()
 		return fmt.Errorf("apply GSN %d: %w", ws.GSN, err)
 	}
-	if _, err := query(ctx, c, "SELECT 1 FROM _tandem_meta WHERE id = 1 FOR UPDATE"); err != nil {
-		return fail(fmt.Errorf("lock _tandem_meta: %v", err))
+	if _, err := query(ctx, c, "SELECT 1 FROM _tandem.meta WHERE id = 1 FOR UPDATE"); err != nil {
+		return fail(fmt.Errorf("lock _tandem.meta: %v", err))
 	}
-	rows, err := query(ctx, c, "SELECT gsn FROM _tandem_applied()")
+	rows, err := query(ctx, c, "SELECT gsn FROM _tandem.applied()")
 	if err != nil || len(rows) != 1 {
 		return fail(fmt.Errorf("read the applied GSN: %v", err))
 	}
@@ -958,7 +971,7 @@ func (b *Backend) Apply(ctx context.Context, ws *writeset.Writeset) error {
 			}
 		}
 	}
-	if _, err := query(ctx, c, "UPDATE _tandem_meta SET applied_gsn = $1, epoch = $2 WHERE id = 1", strconv.FormatUint(ws.GSN, 10), strconv.FormatUint(ws.Epoch, 10)); err != nil {
+	if _, err := query(ctx, c, "UPDATE _tandem.meta SET applied_gsn = $1, epoch = $2 WHERE id = 1", strconv.FormatUint(ws.GSN, 10), strconv.FormatUint(ws.Epoch, 10)); err != nil {
 		return fail(err)
 	}
 	if _, err := c.Exec(ctx, "COMMIT").ReadAll(); err != nil {
@@ -1064,7 +1077,7 @@ func (b *Backend) SnapshotBytes(ctx context.Context) ([]byte, uint64, error) {
 	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ").ReadAll(); err != nil {
 		return nil, 0, err
 	}
-	rows, err := query(ctx, c, "SELECT pg_export_snapshot(), (SELECT gsn FROM _tandem_applied())")
+	rows, err := query(ctx, c, "SELECT pg_export_snapshot(), (SELECT gsn FROM _tandem.applied())")
 	if err != nil || len(rows) != 1 {
 		return nil, 0, fmt.Errorf("export snapshot: %v", err)
 	}
@@ -1089,6 +1102,21 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 	defer b.applyMu.Unlock()
 	b.seqs.targets = nil // another schema, perhaps
 	b.dropApplyConn()
+	// The archive's schema _tandem replaces this one: pg_restore --clean
+	// drops only what the archive holds, and then the schema, which fails
+	// while it holds anything else (the capture function of a table the
+	// donor no longer has). Dropped here, the capture triggers go with
+	// it; the archive's tables come with theirs, and installAll below
+	// gives any other table its own again.
+	pre, err := pgconn.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		return err
+	}
+	_, err = pre.Exec(ctx, "DROP SCHEMA IF EXISTS _tandem CASCADE").ReadAll()
+	pre.Close(context.Background())
+	if err != nil {
+		return fmt.Errorf("postgres: before the restore: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, pgRestore, "--clean", "--if-exists", "--no-owner", "--single-transaction", "-d", b.dsn)
 	cmd.Stdin = bytes.NewReader(data)
 	var stderr bytes.Buffer
@@ -1102,9 +1130,12 @@ func (b *Backend) Restore(ctx context.Context, data []byte) error {
 	}
 	defer c.Close(context.Background())
 	// The donor may run an older tandem: this version's functions
-	// (_tandem_snapshot_gsn, ...) are made again, as at start-up.
+	// (_tandem.snapshot_gsn, ...) are made again, as at start-up.
 	if _, err := c.Exec(ctx, setupSQL).ReadAll(); err != nil {
 		return fmt.Errorf("postgres: after the restore: create tandem tables: %w", err)
+	}
+	if err := installAll(ctx, c); err != nil {
+		return fmt.Errorf("postgres: after the restore: %w", err)
 	}
 	if b.sessionRoles {
 		// pg_restore --no-owner made postgres the owner of everything.

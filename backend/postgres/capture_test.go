@@ -153,7 +153,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			"COMMIT",
 		}, [][]string{nil, {bigText(400 << 10)}, nil, nil, nil}, 1},
 		// A table without a primary key: full-row events, whose large
-		// values wait in _tandem_capture_big (fullRowCaptureFunction):
+		// values wait in _tandem.capture_big (fullRowCaptureFunction):
 		// duplicates, NULLs, bytea, arrays; rows updated and deleted
 		// before COMMIT (their images were taken by the trigger), and
 		// events harvested by DDL in a block.
@@ -198,13 +198,13 @@ func TestCaptureRoundTrip(t *testing.T) {
 			t.Fatalf("%s: %d writesets, want %d", step.name, got, step.wantWS)
 		}
 		var left int
-		if err := admin.QueryRow(ctx, "SELECT (SELECT count(*) FROM _tandem_capture) + (SELECT count(*) FROM _tandem_capture_big)").Scan(&left); err != nil || left != 0 {
+		if err := admin.QueryRow(ctx, "SELECT (SELECT count(*) FROM _tandem.capture) + (SELECT count(*) FROM _tandem.capture_big)").Scan(&left); err != nil || left != 0 {
 			t.Fatalf("%s: %d capture rows left (%v)", step.name, left, err)
 		}
 	}
 	// A large row's image leaves its large values out.
 	var img string
-	if err := admin.QueryRow(ctx, `SELECT _tandem_img('plain', '[10]')`).Scan(&img); err != nil || len(img) > 1000 || !strings.Contains(img, `"(`) {
+	if err := admin.QueryRow(ctx, `SELECT _tandem.img('plain', '[10]')`).Scan(&img); err != nil || len(img) > 1000 || !strings.Contains(img, `"(`) {
 		t.Fatalf("the image of a large row is %d bytes (%v), want its large value left out", len(img), err)
 	}
 	// The explicit transaction: four changed keys (each once), with the

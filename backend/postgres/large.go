@@ -17,14 +17,14 @@ import (
 // copies once more. So the image of a row larger than bigRowBytes leaves
 // out its values larger than 4 KiB (the SQL is in imageBranch, in
 // fullRowCaptureFunction for tables without a primary key, whose values
-// wait in _tandem_capture_big, and in setupSQL's _tandem_big), and readBig
+// wait in _tandem.capture_big, and in setupSQL's _tandem.big), and readBig
 // reads each of them in pieces of bigPieceBytes, in binary (the bytes a
 // text result would carry, with no JSON), straight into the writeset's
 // encoding (setRows) or into one string (rowsOf). Small rows take the
 // path they always took.
 const (
 	bigRowBytes   = 256 << 10
-	bigValueBytes = 4096          // _tandem_big's threshold: a value left out
+	bigValueBytes = 4096          // _tandem.big's threshold: a value left out
 	bigPieceBytes = 256<<10 - 256 // a DataRow within pgx's 256 KiB buffer
 )
 
@@ -47,15 +47,15 @@ func bigQuery(table string, cols []string, idx []int) string {
 }
 
 // sideQuery is bigQuery for the values a full-row capture event of a
-// table without a primary key left in _tandem_capture_big (row $1): the
+// table without a primary key left in _tandem.capture_big (row $1): the
 // same pieces, and the row is deleted as it is read (the transaction's
-// capture rows must not outlive it; _tandem_ws deleted the event).
+// capture rows must not outlive it; _tandem.ws deleted the event).
 func sideQuery(idx []int) string {
 	in := make([]string, len(idx))
 	for k, i := range idx {
 		in[k] = strconv.Itoa(i + 1)
 	}
-	return fmt.Sprintf(`WITH tandem_d AS (DELETE FROM _tandem_capture_big WHERE id = $1::bigint RETURNING vals)
+	return fmt.Sprintf(`WITH tandem_d AS (DELETE FROM _tandem.capture_big WHERE id = $1::bigint RETURNING vals)
 SELECT tandem_s.i, octet_length(tandem_s.b), tandem_o, substr(tandem_s.b, tandem_o, %d)
   FROM (SELECT tandem_u.i - 1 AS i, textsend(tandem_u.x) AS b FROM tandem_d, unnest(tandem_d.vals) WITH ORDINALITY tandem_u(x, i)
     WHERE tandem_u.i IN (%s) OFFSET 0) tandem_s,

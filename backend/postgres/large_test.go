@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkCaptureImage: what a commit's capture costs per row, from
-// _tandem_img to the writeset's rows (encoded, for the large row): a
+// _tandem.img to the writeset's rows (encoded, for the large row): a
 // TM1-like 34-column row (the path every small transaction takes) and a
 // 12 MiB row (its value read in pieces).
 //
@@ -53,7 +53,7 @@ func BenchmarkCaptureImage(b *testing.B) {
 	for _, bc := range []struct{ name, table, key string }{{"34 columns", "sub", "[7]"}, {"12 MiB", "big", "[1]"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
-				rows, err := readWS(c.ExecParams(ctx, "SELECT $1::text, $2::text, _tandem_img($1, $2::jsonb)", [][]byte{[]byte(bc.table), []byte(bc.key)}, nil, nil, nil))
+				rows, err := readWS(c.ExecParams(ctx, "SELECT $1::text, $2::text, _tandem.img($1, $2::jsonb)", [][]byte{[]byte(bc.table), []byte(bc.key)}, nil, nil, nil))
 				if err != nil || len(rows) != 1 || rows[0].Op != writeset.OpUpdate {
 					b.Fatalf("%v %+v", err, rows)
 				}

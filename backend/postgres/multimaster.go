@@ -55,8 +55,8 @@ const (
 	// snapshotQuery is a multi-master transaction's first statement: it
 	// takes the snapshot and reads the GSN the snapshot reflects. Through
 	// a PL/pgSQL function, which plans its query once per session: the
-	// inlined _tandem_applied() was planned at every BEGIN (0.2 ms).
-	snapshotQuery = "SELECT _tandem_snapshot_gsn()"
+	// inlined _tandem.applied() was planned at every BEGIN (0.2 ms).
+	snapshotQuery = "SELECT _tandem.snapshot_gsn()"
 	// applyLockTimeout bounds each lock wait of the applier; past it the
 	// agent aborts the local transactions that block it and retries.
 	applyLockTimeout = "50ms"
@@ -302,7 +302,7 @@ func (s *Session) abort(b *Backend, e *pgwire.Error, batch []*writeset.Writeset)
 // batch writes too (read from its capture rows, which only it sees), as
 // the certifier would name it; "" if none is found.
 func (s *Session) conflictOf(ctx context.Context, batch []*writeset.Writeset) string {
-	rows, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem_capture WHERE txid = txid_current_if_assigned() AND ev IS NULL")
+	rows, err := query(ctx, s.c, "SELECT tbl, pk::text FROM _tandem.capture WHERE txid = txid_current_if_assigned() AND ev IS NULL")
 	if err != nil {
 		return ""
 	}

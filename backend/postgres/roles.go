@@ -17,11 +17,14 @@ const OwnerRole = "_tandem_owner"
 // ownSQL sets up the owner role's objects, as the bootstrap superuser:
 // schema _tandem_sys (owned by postgres; ordinary roles may only call its
 // functions) holds own_all(), which gives the owner role every object of
-// schema public a member may give away, and an event trigger that runs it
+// schemas public and _tandem (tandem's own tables and functions) a member
+// may give away, and an event trigger that runs it
 // after each DDL, so objects a session or the applier creates are the
 // owner role's at once.
 const ownSQL = `
 GRANT USAGE, CREATE ON SCHEMA public TO _tandem_owner;
+CREATE SCHEMA IF NOT EXISTS _tandem;
+GRANT USAGE, CREATE ON SCHEMA _tandem TO _tandem_owner;
 CREATE SCHEMA IF NOT EXISTS _tandem_sys;
 REVOKE CREATE ON SCHEMA _tandem_sys FROM PUBLIC;
 GRANT USAGE ON SCHEMA _tandem_sys TO PUBLIC;
@@ -34,17 +37,17 @@ BEGIN
         CASE c.relkind WHEN 'S' THEN 'SEQUENCE' WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'f' THEN 'FOREIGN TABLE' WHEN 'c' THEN 'TYPE' ELSE 'TABLE' END,
         CASE c.relkind WHEN 'c' THEN format('%I.%I', n.nspname, c.relname) ELSE c.oid::regclass::text END) AS q
       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
+      WHERE n.nspname IN ('public', '_tandem') AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f', 'c')
         AND c.relowner <> '_tandem_owner'::regrole
         AND NOT (c.relkind = 'S' AND EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i')))
     UNION ALL
     SELECT format('ALTER %s %s OWNER TO _tandem_owner', CASE p.prokind WHEN 'p' THEN 'PROCEDURE' WHEN 'a' THEN 'AGGREGATE' ELSE 'FUNCTION' END, p.oid::regprocedure::text)
       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-      WHERE n.nspname = 'public' AND p.proowner <> '_tandem_owner'::regrole
+      WHERE n.nspname IN ('public', '_tandem') AND p.proowner <> '_tandem_owner'::regrole
     UNION ALL
     SELECT format('ALTER %s %I.%I OWNER TO _tandem_owner', CASE t.typtype WHEN 'd' THEN 'DOMAIN' ELSE 'TYPE' END, n.nspname, t.typname)
       FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
-      WHERE n.nspname = 'public' AND t.typtype IN ('e', 'd', 'r') AND t.typowner <> '_tandem_owner'::regrole
+      WHERE n.nspname IN ('public', '_tandem') AND t.typtype IN ('e', 'd', 'r') AND t.typowner <> '_tandem_owner'::regrole
   LOOP
     BEGIN
       EXECUTE r.q;

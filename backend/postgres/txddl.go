@@ -12,13 +12,13 @@ import (
 // A schema statement inside a transaction block runs in the block, on the
 // server, like any other statement. Before it runs, the rows the block
 // wrote so far are harvested (their after-images at that moment, read
-// with _tandem_ws()) and rendered as SQL; then the statement's own text
+// with _tandem.ws()) and rendered as SQL; then the statement's own text
 // follows. The block's script (row segments and DDL, in statement order)
 // is the writeset's DDL, and the rows written after the last DDL are its
 // rows: the standby runs the script, then the rows, in one transaction.
 // Statement order matters: a data migration followed by
 // `ALTER ... SET NOT NULL` needs the rows fixed before the constraint.
-// After each DDL the capture triggers and _tandem_img are brought up to
+// After each DDL the capture triggers and _tandem.img are brought up to
 // date inside the block, so rows written to a table the block created are
 // captured. A rollback, or a rollback to a savepoint, drops the script's
 // part that the server undid.
