@@ -75,6 +75,9 @@ type Result struct {
 	// run to their end (retries included): what the planner's conflict
 	// window CW(N) models.
 	UpdateMeanMs float64 `json:"update_mean_ms,omitempty"`
+	// ReadMeanMs is the same for the read-only transactions: with
+	// UpdateMeanMs it shows where a mix's response time goes.
+	ReadMeanMs float64 `json:"read_mean_ms,omitempty"`
 	// PerMinute is the workload's per-minute figure (TPC-C: tpmC), if any.
 	PerMinute *PerMinute `json:"per_minute,omitempty"`
 	// Transactions by type name; TransactionOrder gives the workload's order.

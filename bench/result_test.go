@@ -110,6 +110,8 @@ func TestResultStatistics(t *testing.T) {
 
 		// WRITE's 300 counted at 2 ms and 150 rolled back at 1 ms
 		{"update mean", res.UpdateMeanMs, (600 + 150) / 450.0},
+		// READ's 1000 at 1..1000 ms (the only read-only type)
+		{"read mean", res.ReadMeanMs, 500500 / 1000.0},
 	}
 	for _, c := range lat {
 		if math.Abs(c.got-c.want) > c.want*0.002 {

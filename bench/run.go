@@ -469,6 +469,9 @@ func (r *runner) fill(res *Result, col *collector, measured float64) {
 	if col.updDone.TotalCount() > 0 {
 		res.UpdateMeanMs = round3(col.updDone.Mean() / 1000)
 	}
+	if col.readDone.TotalCount() > 0 {
+		res.ReadMeanMs = round3(col.readDone.Mean() / 1000)
+	}
 	if pm, ok := r.w.(PerMinuteReporter); ok {
 		t, name := pm.PerMinute()
 		if int(t) >= 0 && int(t) < len(r.txs) {

@@ -101,6 +101,8 @@ type collector struct {
 	// updDone: the update transactions among done (their response time
 	// is the window in which a concurrent commit can abort them).
 	updDone *hdrhistogram.Histogram
+	// readDone: the read-only transactions among done.
+	readDone *hdrhistogram.Histogram
 	// abortedUs sums the response times (µs) of the measured transactions
 	// that ended aborted (class 40, after their retries): client time
 	// spent on no completed transaction.
@@ -122,6 +124,7 @@ func newCollector(types []TxInfo, recs []*recorder, rampup time.Duration) *colle
 		total:    newHist(),
 		done:     newHist(),
 		updDone:  newHist(),
+		readDone: newHist(),
 	}
 	for range types {
 		c.hist = append(c.hist, newHist())
@@ -157,6 +160,8 @@ func (c *collector) collect() {
 					recordLatency(c.done, rec.lat)
 					if !c.types[rec.typ].ReadOnly {
 						recordLatency(c.updDone, rec.lat)
+					} else {
+						recordLatency(c.readDone, rec.lat)
 					}
 				}
 			}

@@ -64,8 +64,11 @@ type ValidationPoint struct {
 	// measured); PredictedCertifyS and MeasuredCertifyS the certifier
 	// delay the model charged and the nodes' mean certification round
 	// trip. What the abort rate grows with (planner/DESIGN.md).
+	// MeasuredReadS is the read-only transactions' mean response time in
+	// the sweep: with MeasuredUpdateS, where the mix's time went.
 	PredictedWindowS  float64 `json:"predicted_conflict_window_s,omitempty"`
 	MeasuredUpdateS   float64 `json:"measured_update_response_s,omitempty"`
+	MeasuredReadS     float64 `json:"measured_read_response_s,omitempty"`
 	PredictedCertifyS float64 `json:"predicted_certifier_delay_s,omitempty"`
 	MeasuredCertifyS  float64 `json:"measured_certify_s,omitempty"`
 }

@@ -178,8 +178,10 @@ type Point struct {
 	// UpdateMeanMs is the update transactions' mean response time
 	// (bench.Result.UpdateMeanMs): the window the planner's CW(N) models.
 	UpdateMeanMs float64 `json:"update_mean_ms,omitempty"`
-	Errors       int64   `json:"errors"`
-	Hosts        []Host  `json:"hosts"`
+	// ReadMeanMs is the read-only transactions' (bench.Result.ReadMeanMs).
+	ReadMeanMs float64 `json:"read_mean_ms,omitempty"`
+	Errors     int64   `json:"errors"`
+	Hosts      []Host  `json:"hosts"`
 	// MachineBusy is the cores every process of the machine used over
 	// the window (the root cgroup's CPU time: lab.MachineCPU), of
 	// MachineCPUs; Steal the cores the hypervisor took from this machine.
@@ -394,7 +396,7 @@ func (o *Options) one(ctx context.Context, n, round int) ([]Point, error) {
 			if err != nil {
 				return pts, fmt.Errorf("mix %s: %w", mix, err)
 			}
-			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p)+abortLine(p.AbortRate), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
+			fmt.Fprintf(o.Progress, "  %-10s X = %8.1f/s  mean %.2f ms%s  %s%s; machine %.2f of %d cores, steal %.2f%s\n", mix, p.X, p.MeanMs, classLine(p), hostsLine(p.Hosts), routedLine(p.Routed)+applyLine(p)+abortLine(p.AbortRate), p.MachineBusy, p.MachineCPUs, p.Steal, memLine(p.MemLatencyNS))
 			if o.MaxSteal <= 0 || p.Steal <= o.MaxSteal || try >= StealRetries {
 				break
 			}
@@ -483,7 +485,7 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 	}
 	p.X, p.MeanMs, p.P90Ms, p.Errors = res.MQTh, res.Totals.MeanMs, res.Totals.P90Ms, res.Totals.Errors
 	p.XDone, p.MeanDoneMs, p.CostDoneMs, p.AbortRate, p.UpdateAttempts = res.CompletedTPS, res.CompletedMeanMs, res.CompletedCostMs, res.UpdateAbortRate, res.UpdateAttempts
-	p.UpdateMeanMs = res.UpdateMeanMs
+	p.UpdateMeanMs, p.ReadMeanMs = res.UpdateMeanMs, res.ReadMeanMs
 	wall := last.at.Sub(s0.at).Seconds()
 	if s0.ok && last.ok && wall > 0 {
 		p.MachineBusy = round3((last.machine - s0.machine).Seconds() / wall)
@@ -529,6 +531,15 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		p.Hosts = append(p.Hosts, hs)
 	}
 	return p, nil
+}
+
+// classLine is the progress lines' mean response time of the read-only
+// and the update transactions ("" unless the mix has both).
+func classLine(p Point) string {
+	if p.ReadMeanMs <= 0 || p.UpdateMeanMs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (reads %.2f, updates %.2f)", p.ReadMeanMs, p.UpdateMeanMs)
 }
 
 // memLine is the progress lines' memory latency ("" when not measured).

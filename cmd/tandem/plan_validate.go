@@ -703,6 +703,7 @@ func compareAndWrite(cmd *cobra.Command, doc *validateDoc, preds []planner.Predi
 			p.MeasuredApplyOwnShare = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ApplyOwnShare })
 			p.MeasuredFastApplyShare = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.FastApplyShare })
 			p.MeasuredUpdateS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.UpdateMeanMs }) / 1000
+			p.MeasuredReadS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.ReadMeanMs }) / 1000
 			p.MeasuredCertifyS = medianPoint(so, m, p.Replicas, func(sp scaleout.Point) float64 { return sp.CertifyMs }) / 1000
 		}
 		doc.Validations = append(doc.Validations, v)
@@ -1530,14 +1531,24 @@ func writeValidation(w io.Writer, doc validateDoc) error {
 	}
 	for _, v := range doc.Validations {
 		var win, cert []string
+		reads := false
 		for _, p := range v.Points {
 			if p.PredictedWindowS > 0 {
-				win = append(win, fmt.Sprintf("N = %d %s / %s", p.Replicas, ms(p.PredictedWindowS), ms(p.MeasuredUpdateS)))
+				cell := fmt.Sprintf("N = %d %s / %s", p.Replicas, ms(p.PredictedWindowS), ms(p.MeasuredUpdateS))
+				if p.MeasuredReadS > 0 {
+					cell += " (reads " + ms(p.MeasuredReadS) + ")"
+					reads = true
+				}
+				win = append(win, cell)
 				cert = append(cert, fmt.Sprintf("N = %d %s / %s", p.Replicas, ms(p.PredictedCertifyS), ms(p.MeasuredCertifyS)))
 			}
 		}
 		if len(win) > 0 {
-			fmt.Fprintf(w, "%s update window (ms), model CW / measured update response: %s\n", v.Prediction.Mix, strings.Join(win, ", "))
+			what := "measured update response"
+			if reads {
+				what += " (and the reads' response)"
+			}
+			fmt.Fprintf(w, "%s update window (ms), model CW / %s: %s\n", v.Prediction.Mix, what, strings.Join(win, ", "))
 			fmt.Fprintf(w, "%s certification (ms), model / measured round trip: %s\n", v.Prediction.Mix, strings.Join(cert, ", "))
 		}
 	}
