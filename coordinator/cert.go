@@ -353,7 +353,7 @@ func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 	_ = f.conn.SetDeadline(time.Now().Add(10 * time.Second))
 	stop := context.AfterFunc(c.ctx, func() { f.conn.Close() }) // Close does not wait for the answer
 	defer stop()
-	cmd := Command{Op: OpCertify, Certs: make([][]byte, len(batch))}
+	cmd := Command{Op: OpCertify, Certs: make([][]byte, len(batch)), CertEarly: true, CertSince: c.knownLast()}
 	for i, call := range batch {
 		cmd.Certs[i] = call.req
 	}
@@ -374,6 +374,7 @@ func (c *Coordinator) sendCertBatch(batch []*certCall) ([]certApplied, error) {
 	if len(res.Certs) != len(batch) {
 		return nil, fmt.Errorf("%w: the leader %s answered %d of %d certifications", ErrBadCommand, id, len(res.Certs), len(batch))
 	}
+	c.early.add(res.Early, c.certLast())
 	out := make([]certApplied, len(batch))
 	for i, a := range res.Certs {
 		if err := leaderGone(errorFrom(a.Err), string(id)); err != nil {
@@ -522,6 +523,18 @@ func (c *Coordinator) CommittedSince(gsn uint64, limit int) ([]*certifier.Commit
 // WaitCertified returns once this member's certifier has certified GSN gsn
 // (or a later one), or with the context's error.
 func (c *Coordinator) WaitCertified(ctx context.Context, gsn uint64) error {
+	return c.waitCertified(ctx, gsn, false)
+}
+
+// WaitKnown returns once this member knows GSN gsn (or a later one)
+// certified, in its copy of the certifier or from the leader's answers
+// (early.go): once FollowCertified can deliver it. Or with the context's
+// error.
+func (c *Coordinator) WaitKnown(ctx context.Context, gsn uint64) error {
+	return c.waitCertified(ctx, gsn, true)
+}
+
+func (c *Coordinator) waitCertified(ctx context.Context, gsn uint64, early bool) error {
 	cs := &c.fsm.cert
 	for {
 		cs.mu.Lock()
@@ -530,14 +543,64 @@ func (c *Coordinator) WaitCertified(ctx context.Context, gsn uint64) error {
 		if ok {
 			return nil
 		}
+		var ech <-chan struct{}
+		if early {
+			var has bool
+			if has, ech = c.early.has(gsn); has {
+				return nil
+			}
+		}
 		select {
 		case <-ch:
+		case <-ech:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.ctx.Done():
 			return ErrClosed
 		}
 	}
+}
+
+// certLast is the last GSN this member's copy of the certifier applied.
+func (c *Coordinator) certLast() uint64 {
+	cs := &c.fsm.cert
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.s.Last()
+}
+
+// knownLast is the last GSN this member can deliver without a gap: its
+// copy of the certifier's, or past it what the leader's answers brought.
+func (c *Coordinator) knownLast() uint64 {
+	return c.early.top(c.certLast())
+}
+
+// earlyFor is the leader's side of CertEarly: the certified writesets
+// after since up to the last GSN the batch's answers committed, from the
+// leader's window (nothing when since is below it, or nothing committed),
+// at most maxEarly of them and about maxEarlyBytes.
+func (c *Coordinator) earlyFor(since uint64, answers []CertAnswer) []*certifier.Committed {
+	var top uint64
+	for _, a := range answers {
+		if d := a.Decision; d != nil && d.Committed {
+			top = max(top, d.GSN)
+		}
+	}
+	if top <= since {
+		return nil
+	}
+	es, err := c.CommittedSince(since, maxEarly)
+	if err != nil {
+		return nil
+	}
+	var n int
+	for i, e := range es {
+		n += len(e.Writeset)
+		if e.GSN > top || (i > 0 && n > maxEarlyBytes) {
+			return es[:i]
+		}
+	}
+	return es
 }
 
 // FollowCertified delivers the certified writesets after GSN from, in GSN
@@ -558,6 +621,11 @@ func (c *Coordinator) FollowCertified(ctx context.Context, from uint64) (<-chan 
 				errc <- err
 				return
 			}
+			if len(es) == 0 {
+				// What the leader's answers brought ahead of this
+				// copy of the log (early.go).
+				es = c.early.from(next, 256)
+			}
 			for _, e := range es {
 				select {
 				case out <- e:
@@ -571,7 +639,7 @@ func (c *Coordinator) FollowCertified(ctx context.Context, from uint64) (<-chan 
 			if len(es) > 0 {
 				continue
 			}
-			if err := c.WaitCertified(ctx, next+1); err != nil {
+			if err := c.WaitKnown(ctx, next+1); err != nil {
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 					errc <- err
 				}
@@ -595,6 +663,9 @@ type CertStatus struct {
 	Bad        uint64 `json:"bad"`
 	Retries    uint64 `json:"retries"` // requests answered with their earlier decision
 	Entries    uint64 `json:"entries"` // certifier entries of the Raft log (batches) applied here
+	// EarlyReceived counts the certified writesets the leader's answers
+	// brought ahead of this copy of the log (early.go).
+	EarlyReceived uint64 `json:"early_received"`
 }
 
 // CertStatus reports this member's certifier.
@@ -603,7 +674,8 @@ func (c *Coordinator) CertStatus() CertStatus {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	return CertStatus{Last: cs.s.Last(), Base: cs.s.Base(), Len: cs.s.Len(), Bytes: cs.s.Bytes(), Remembered: cs.s.Remembered(),
-		Commits: cs.commits, Conflicts: cs.conflicts, TooOld: cs.tooOld, Bad: cs.bad, Retries: cs.retries, Entries: cs.entries}
+		Commits: cs.commits, Conflicts: cs.conflicts, TooOld: cs.tooOld, Bad: cs.bad, Retries: cs.retries, Entries: cs.entries,
+		EarlyReceived: c.early.received.Load()}
 }
 
 // certDecision finds the remembered decision of origin's request id on

@@ -153,6 +153,7 @@ type Coordinator struct {
 	fwdIdle []*fwdConn // idle request connections to the leader
 
 	certQ chan *certCall // certifications waiting to be forwarded (cert.go)
+	early earlyLog       // certified writesets ahead of this copy of the log (early.go)
 
 	// ready is closed once raft is set: the transport's layer serves
 	// members' forwarded requests from the moment it binds, before
@@ -704,6 +705,9 @@ func (c *Coordinator) serveForward(conn net.Conn) {
 		var res Result
 		if cmd.Op == OpCertify && cmd.From != "" {
 			res = c.serveCertify(cmd.From, cmd.Certs)
+			if cmd.CertEarly && res.Err == "" {
+				res.Early = c.earlyFor(cmd.CertSince, res.Certs)
+			}
 		} else if !remoteOps[cmd.Op] || cmd.From == "" {
 			res.Err = fmt.Sprintf("%v: op %q cannot be asked remotely", ErrBadCommand, cmd.Op)
 		} else if c.raft.State() != raft.Leader {

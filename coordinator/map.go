@@ -189,6 +189,12 @@ type Command struct {
 	// certify (forwarded to the leader): encoded certifier.Requests, the
 	// ones waiting on the member when the batch left
 	Certs [][]byte `json:"certs,omitempty"`
+	// CertEarly asks the leader to send, with its answer, the certified
+	// writesets after GSN CertSince (what the member's copy of the log
+	// has) up to the batch's last: the member applies them before its
+	// copy of the log learns of them (early.go).
+	CertEarly bool   `json:"cert_early,omitempty"`
+	CertSince uint64 `json:"cert_since,omitempty"`
 }
 
 // CertAnswer is the leader's answer to one request of a batch.
@@ -204,6 +210,9 @@ type Result struct {
 	// Certs answer a forwarded certification batch (OpCertify), one per
 	// request in order.
 	Certs []CertAnswer `json:"certs,omitempty"`
+	// Early are the certified writesets a CertEarly batch asked for, in
+	// GSN order.
+	Early []*certifier.Committed `json:"early,omitempty"`
 }
 
 // apply changes m by c at Raft index idx. It is deterministic: every
