@@ -85,6 +85,10 @@ type LockWaiter interface {
 type Certifier interface {
 	Certify(ctx context.Context, req certifier.Request) (certifier.Decision, error)
 	FollowCertified(ctx context.Context, from uint64) (<-chan *certifier.Committed, <-chan error)
+	// WaitKnown returns once FollowCertified can deliver GSN gsn (this
+	// member's copy of the certifier has it, or the leader's answer
+	// brought it ahead).
+	WaitKnown(ctx context.Context, gsn uint64) error
 	CertStatus() coordinator.CertStatus
 }
 
@@ -149,9 +153,17 @@ type Agent struct {
 	// round trips and their summed time (the histogram's count and sum,
 	// in /status for tandem plan validate's certifier delay).
 	certifications, certifyNanos atomic.Uint64
+	// What a commit waits for after its certification, when its
+	// committer cannot apply it at once: logWait, for this node to know
+	// its GSN and every one before it (its copy of the certifier, at
+	// Raft's next append from the leader, or the leader's answer:
+	// coordinator/early.go); applyWait, then for the apply loop to apply
+	// it. waits
+	// counts those commits, the nanos their summed waits.
+	waits, logWaitNanos, applyWaitNanos atomic.Uint64
 	// batchDelay is ApplyBatchDelay as set now (SetApplyBatchDelay).
-	batchDelay   atomic.Int64
-	mWait, mCert prometheus.Histogram
+	batchDelay                         atomic.Int64
+	mWait, mCert, mLogWait, mApplyWait prometheus.Histogram
 }
 
 // MaxApplyBatchDelay bounds apply_batch_delay.
@@ -195,11 +207,15 @@ func New(cfg Config) (*Agent, error) {
 		Help: "Time from an update transaction's COMMIT to its certification and local apply.", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
 	a.mCert = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_certifier_round_trip_seconds",
 		Help: "Time an update transaction's certification request took (the certifier's round trip, Raft commit included).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
+	a.mLogWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_commit_log_wait_seconds",
+		Help: "Time a certified commit its committer could not apply at once waited for this node to know it and every GSN before it (its copy of the certifier's log, or the leader's answer).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
+	a.mApplyWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "tandem_mm_commit_apply_wait_seconds",
+		Help: "Time such a commit then waited for the apply loop to apply it (and every GSN before it).", Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16)})
 	if reg := cfg.Registerer; reg != nil {
 		counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
 			return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
 		}
-		reg.MustRegister(a.mWait, a.mCert,
+		reg.MustRegister(a.mWait, a.mCert, a.mLogWait, a.mApplyWait,
 			counter("tandem_mm_commits_total", "Update transactions of this node the certifier committed.", &a.commits),
 			counter("tandem_mm_aborts_total", "Update transactions of this node the certifier aborted (write-write conflict, 40001).", &a.aborts),
 			counter("tandem_mm_too_old_total", "Update transactions refused because their snapshot was older than the certifier's window.", &a.tooOld),
@@ -301,7 +317,22 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 		return &pgwire.Error{Code: "40001", Message: msg, Hint: "retry the transaction (multi-master: the first committer wins)", Err: fmt.Errorf("%w: %w", ErrAborted, d.Err())}
 	}
 	a.commits.Add(1)
-	a.fastApply(ctx, ws, d.GSN)
+	if !a.fastApply(ctx, ws, d.GSN) && a.applied.Load() < d.GSN {
+		certified := time.Now()
+		if err := a.cfg.Cert.WaitKnown(ctx, d.GSN); err != nil {
+			return err
+		}
+		logged := time.Now()
+		if err := a.WaitApplied(ctx, d.GSN, 0); err != nil {
+			return err
+		}
+		lw, aw := logged.Sub(certified), time.Since(logged)
+		a.mLogWait.Observe(lw.Seconds())
+		a.mApplyWait.Observe(aw.Seconds())
+		a.waits.Add(1)
+		a.logWaitNanos.Add(uint64(lw.Nanoseconds()))
+		a.applyWaitNanos.Add(uint64(aw.Nanoseconds()))
+	}
 	if err := a.WaitApplied(ctx, d.GSN, 0); err != nil {
 		return err
 	}
@@ -321,23 +352,25 @@ func (a *Agent) Certify(ctx context.Context, ws *writeset.Writeset, snapshot uin
 // disk write and round trip later), and the writeset is at hand. The loop
 // over the log then finds the GSN applied and skips it (apply is exactly
 // once by GSN). When the node is further behind, the loop applies it in
-// its turn. A failure here is left to the loop, which handles it.
-func (a *Agent) fastApply(ctx context.Context, ws *writeset.Writeset, g uint64) {
+// its turn. A failure here is left to the loop, which handles it. It
+// reports whether it applied the writeset.
+func (a *Agent) fastApply(ctx context.Context, ws *writeset.Writeset, g uint64) bool {
 	if a.applied.Load() != g-1 {
-		return
+		return false
 	}
 	a.applyMu.Lock()
 	defer a.applyMu.Unlock()
 	if a.applied.Load() != g-1 {
-		return
+		return false
 	}
 	ws.GSN = g
 	a.applying.Store(g)
 	if err := a.applyBatch(ctx, []*writeset.Writeset{ws}); err != nil {
-		return
+		return false
 	}
 	a.done([]*writeset.Writeset{ws})
 	a.fastApplies.Add(1)
+	return true
 }
 
 // takeFailed returns (and forgets) the apply failure of own GSN g.
@@ -810,6 +843,15 @@ type Status struct {
 	// the certifier adds to an update's commit.
 	Certifications uint64  `json:"certifications"`
 	CertifySeconds float64 `json:"certify_seconds"`
+	// CommitWaits counts the commits their committer could not apply at
+	// once; LogWaitSeconds is their summed wait, after certification, for
+	// this node's copy of the certifier's log to have them, and
+	// ApplyWaitSeconds then for the apply loop to apply them: with the
+	// certification round trip, where a commit's time went after the
+	// transaction's own work.
+	CommitWaits      uint64  `json:"commit_waits"`
+	LogWaitSeconds   float64 `json:"log_wait_seconds"`
+	ApplyWaitSeconds float64 `json:"apply_wait_seconds"`
 	// ApplyBatchDelay is multi_master.apply_batch_delay as set now.
 	ApplyBatchDelay string                 `json:"apply_batch_delay"`
 	Reseeding       bool                   `json:"reseeding,omitempty"`
@@ -824,7 +866,8 @@ func (a *Agent) Status() Status {
 		Unknown: a.unknown.Load(), EarlyAborts: a.earlyAborts.Load(), ApplySkipped: a.skipped.Load(), Reseeding: a.reseeding.Load(), Certifier: cs,
 		ApplyBatches: a.applyBatches.Load(), ApplyWritesets: a.applyWritesets.Load(),
 		ApplyOwn: a.applyOwn.Load(), FastApplies: a.fastApplies.Load(), ApplyBatchDelay: time.Duration(a.batchDelay.Load()).String(),
-		Certifications: a.certifications.Load(), CertifySeconds: float64(a.certifyNanos.Load()) / 1e9}
+		Certifications: a.certifications.Load(), CertifySeconds: float64(a.certifyNanos.Load()) / 1e9,
+		CommitWaits: a.waits.Load(), LogWaitSeconds: float64(a.logWaitNanos.Load()) / 1e9, ApplyWaitSeconds: float64(a.applyWaitNanos.Load()) / 1e9}
 	if cs.Last > s.AppliedGSN {
 		s.Lag = cs.Last - s.AppliedGSN
 	}

@@ -478,3 +478,52 @@ func TestOwnWritesetCounters(t *testing.T) {
 		t.Fatalf("rows %q", got)
 	}
 }
+
+// TestCommitWaits: a commit whose committer cannot apply it at once (a GSN
+// before it is not applied yet) waits first for this node's copy of the
+// log, then for the apply loop, and /status splits its wait so
+// (commit_waits, log_wait_seconds, apply_wait_seconds).
+func TestCommitWaits(t *testing.T) {
+	n := startNode(t, certifier.Window{})
+	ctx := testCtx(t)
+	before := n.agent.Status()
+	// Hold the apply loop, and certify a writeset ahead of the session's.
+	n.agent.applyMu.Lock()
+	ahead := user(70, "ahead@y")
+	d, err := n.coord.Certify(ctx, certifier.Request{ID: "ahead", Snapshot: n.agent.AppliedGSN(), Keys: certifier.KeysOf(ahead), Writeset: writeset.Encode(ahead)})
+	if err != nil || !d.Committed {
+		n.agent.applyMu.Unlock()
+		t.Fatalf("certify the writeset ahead: %+v, %v", d, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.exec("INSERT INTO users VALUES (71, 'waits@y')") }()
+	const held = 150 * time.Millisecond
+	time.Sleep(held)
+	select {
+	case err := <-done:
+		n.agent.applyMu.Unlock()
+		t.Fatalf("the commit returned while GSN %d was not applied: %v", d.GSN, err)
+	default:
+	}
+	n.agent.applyMu.Unlock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := n.agent.Status()
+	if w := st.CommitWaits - before.CommitWaits; w != 1 {
+		t.Fatalf("commit waits %d, want 1", w)
+	}
+	if f := st.FastApplies - before.FastApplies; f != 0 {
+		t.Fatalf("fast applies %d, want 0", f)
+	}
+	// One member leads: its copy of the log has the GSN at once; the wait
+	// is the apply loop's, at least as long as the loop was held (less
+	// the time before the commit reached its wait).
+	lw, aw := st.LogWaitSeconds-before.LogWaitSeconds, st.ApplyWaitSeconds-before.ApplyWaitSeconds
+	if lw > 0.05 || aw < 0.05 {
+		t.Fatalf("log wait %.3f s, apply wait %.3f s; want about 0 and most of the %s the loop was held", lw, aw, held)
+	}
+	if got := n.rows(); got != "ahead@y;waits@y;" {
+		t.Fatalf("rows %q", got)
+	}
+}

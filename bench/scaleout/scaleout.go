@@ -219,6 +219,13 @@ type Point struct {
 	// certification round trip over the window (their /status): the
 	// certifier's delay on an update's commit.
 	CertifyMs float64 `json:"certify_ms,omitempty"`
+	// LogWaitMs and ApplyWaitMs are, in a multi-master cluster, what a
+	// commit its committer could not apply at once waited for after its
+	// certification, on average over the window: for its node's copy of
+	// the certifier's log to have it, then for the apply loop to apply it
+	// (the nodes' /status).
+	LogWaitMs   float64 `json:"log_wait_ms,omitempty"`
+	ApplyWaitMs float64 `json:"apply_wait_ms,omitempty"`
 }
 
 // Row is the median over rounds of one (N, mix).
@@ -512,6 +519,8 @@ func (o *Options) measure(ctx context.Context, env *Env, mix string) (Point, err
 		p.ApplyOwnShare = round3(d.OwnShare())
 		p.FastApplyShare = round3(d.FastShare())
 		p.CertifyMs = round3(1000 * d.CertifyMean())
+		lw, aw := d.WaitMeans()
+		p.LogWaitMs, p.ApplyWaitMs = round3(1000*lw), round3(1000*aw)
 	}
 	kinds := map[string]string{lab.ClientHost: "client"}
 	for _, pr := range lc.Procs {
@@ -575,6 +584,9 @@ func applyLine(p Point) string {
 	}
 	if p.CertifyMs > 0 {
 		out += fmt.Sprintf("; certification %.2f ms", p.CertifyMs)
+	}
+	if p.LogWaitMs > 0 || p.ApplyWaitMs > 0 {
+		out += fmt.Sprintf(", then waits for the node's log %.2f ms and its apply %.2f ms", p.LogWaitMs, p.ApplyWaitMs)
 	}
 	return out
 }
@@ -954,6 +966,9 @@ type mmStatus struct {
 	FastApplies    uint64  `json:"fast_applies"`
 	Certifications uint64  `json:"certifications"`
 	CertifySeconds float64 `json:"certify_seconds"`
+	CommitWaits    uint64  `json:"commit_waits"`
+	LogWaitSeconds float64 `json:"log_wait_seconds"`
+	ApplyWaitSecs  float64 `json:"apply_wait_seconds"`
 	Certifier      struct {
 		Last uint64 `json:"last_gsn"`
 	} `json:"certifier"`
@@ -1027,20 +1042,27 @@ type ApplyCount struct {
 	// Own is how many of Writesets their node committed; Fast how many
 	// commits their committer applied in a batch of their own.
 	Own, Fast uint64
+	// Waits counts the commits their committer could not apply at once,
+	// LogWaitSeconds and ApplyWaitSeconds their summed waits after
+	// certification (multimaster.Status).
+	Waits                            uint64
+	LogWaitSeconds, ApplyWaitSeconds float64
 }
 
 // Sub is the count since earlier.
 func (a ApplyCount) Sub(earlier ApplyCount) ApplyCount {
 	return ApplyCount{a.Batches - earlier.Batches, a.Writesets - earlier.Writesets,
 		a.Certifications - earlier.Certifications, a.CertifySeconds - earlier.CertifySeconds,
-		a.Own - earlier.Own, a.Fast - earlier.Fast}
+		a.Own - earlier.Own, a.Fast - earlier.Fast,
+		a.Waits - earlier.Waits, a.LogWaitSeconds - earlier.LogWaitSeconds, a.ApplyWaitSeconds - earlier.ApplyWaitSeconds}
 }
 
 // Add is a and b together (nodes summed).
 func (a ApplyCount) Add(b ApplyCount) ApplyCount {
 	return ApplyCount{a.Batches + b.Batches, a.Writesets + b.Writesets,
 		a.Certifications + b.Certifications, a.CertifySeconds + b.CertifySeconds,
-		a.Own + b.Own, a.Fast + b.Fast}
+		a.Own + b.Own, a.Fast + b.Fast,
+		a.Waits + b.Waits, a.LogWaitSeconds + b.LogWaitSeconds, a.ApplyWaitSeconds + b.ApplyWaitSeconds}
 }
 
 // OwnShare is the share of the batches' writesets their own node
@@ -1071,6 +1093,16 @@ func (a ApplyCount) CertifyMean() float64 {
 	return a.CertifySeconds / float64(a.Certifications)
 }
 
+// WaitMeans is the mean wait, in seconds, of a commit its committer could
+// not apply at once, for its node's log and then for its apply; 0, 0
+// without one.
+func (a ApplyCount) WaitMeans() (log, apply float64) {
+	if a.Waits == 0 {
+		return 0, 0
+	}
+	return a.LogWaitSeconds / float64(a.Waits), a.ApplyWaitSeconds / float64(a.Waits)
+}
+
 // PerBatch is the writesets per batch, 0 without a batch.
 func (a ApplyCount) PerBatch() float64 {
 	if a.Batches == 0 {
@@ -1088,7 +1120,8 @@ func ApplyBatches(ctx context.Context, c *config.Cluster) ([]ApplyCount, error) 
 	out := make([]ApplyCount, len(sts))
 	for i, st := range sts {
 		out[i] = ApplyCount{Batches: st.ApplyBatches, Writesets: st.ApplyWritesets, Certifications: st.Certifications,
-			CertifySeconds: st.CertifySeconds, Own: st.ApplyOwn, Fast: st.FastApplies}
+			CertifySeconds: st.CertifySeconds, Own: st.ApplyOwn, Fast: st.FastApplies,
+			Waits: st.CommitWaits, LogWaitSeconds: st.LogWaitSeconds, ApplyWaitSeconds: st.ApplyWaitSecs}
 	}
 	return out, nil
 }

@@ -315,10 +315,11 @@ func TestApplyCount(t *testing.T) {
 		want            float64
 		certify         float64
 		ownShare, fastS float64
+		logW, applyW    float64
 	}{
-		{ApplyCount{10, 20, 100, 0.5, 5, 50}, ApplyCount{30, 120, 300, 1.5, 30, 125}, 5, 0.005, 0.25, 0.75},
-		{ApplyCount{10, 20, 7, 1, 3, 3}, ApplyCount{10, 20, 7, 1, 3, 3}, 0, 0, 0, 0}, // no batch, no certification in the window
-		{ApplyCount{}, ApplyCount{4, 6, 4, 0.01, 6, 0}, 1.5, 0.0025, 1, 0},           // every own writeset rode in the loop's batches
+		{ApplyCount{10, 20, 100, 0.5, 5, 50, 5, 0.1, 0.2}, ApplyCount{30, 120, 300, 1.5, 30, 125, 25, 0.3, 0.6}, 5, 0.005, 0.25, 0.75, 0.01, 0.02},
+		{ApplyCount{10, 20, 7, 1, 3, 3, 2, 1, 1}, ApplyCount{10, 20, 7, 1, 3, 3, 2, 1, 1}, 0, 0, 0, 0, 0, 0}, // no batch, no certification, no wait in the window
+		{ApplyCount{}, ApplyCount{4, 6, 4, 0.01, 6, 0, 6, 0.03, 0.06}, 1.5, 0.0025, 1, 0, 0.005, 0.01},       // every own writeset rode in the loop's batches
 	} {
 		d := tc.to.Sub(tc.from)
 		if got := d.CertifyMean(); math.Abs(got-tc.certify) > 1e-12 {
@@ -333,9 +334,12 @@ func TestApplyCount(t *testing.T) {
 		if got := d.FastShare(); math.Abs(got-tc.fastS) > 1e-12 {
 			t.Errorf("%+v -> %+v: fast share %g, want %g", tc.from, tc.to, got, tc.fastS)
 		}
+		if lw, aw := d.WaitMeans(); math.Abs(lw-tc.logW) > 1e-12 || math.Abs(aw-tc.applyW) > 1e-12 {
+			t.Errorf("%+v -> %+v: waits for the log %g s and the apply %g s, want %g and %g", tc.from, tc.to, lw, aw, tc.logW, tc.applyW)
+		}
 	}
-	sum := ApplyCount{1, 2, 3, 0.5, 1, 1}.Add(ApplyCount{1, 2, 3, 0.25, 2, 0})
-	if sum != (ApplyCount{2, 4, 6, 0.75, 3, 1}) {
+	sum := ApplyCount{1, 2, 3, 0.5, 1, 1, 1, 0.5, 0.25}.Add(ApplyCount{1, 2, 3, 0.25, 2, 0, 3, 0.25, 0.5})
+	if sum != (ApplyCount{2, 4, 6, 0.75, 3, 1, 4, 0.75, 0.75}) {
 		t.Errorf("Add: %+v", sum)
 	}
 }

@@ -243,6 +243,32 @@ func printMultiMaster(w io.Writer, out []probe) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	// How each node applied and what its commits waited for, since it
+	// started (docs/operations.md "Multi-master").
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE	APPLY BATCHES	WRITESETS/BATCH	OWN IN BATCHES	OWN APPLIED AT ONCE	CERTIFY MS	THEN LOG MS	THEN APPLY MS")
+	for _, p := range out {
+		if p.Kind != "node" || p.repl == nil || p.repl.MultiMaster == nil {
+			continue
+		}
+		m := p.repl.MultiMaster
+		per, certMs, logMs, applyMs := "-", "-", "-", "-"
+		if m.ApplyBatches > 0 {
+			per = fmt.Sprintf("%.1f", float64(m.ApplyWritesets)/float64(m.ApplyBatches))
+		}
+		if m.Certifications > 0 {
+			certMs = fmt.Sprintf("%.1f", 1000*m.CertifySeconds/float64(m.Certifications))
+		}
+		if m.CommitWaits > 0 {
+			logMs = fmt.Sprintf("%.1f", 1000*m.LogWaitSeconds/float64(m.CommitWaits))
+			applyMs = fmt.Sprintf("%.1f", 1000*m.ApplyWaitSeconds/float64(m.CommitWaits))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%s\t%s\n", p.Name, m.ApplyBatches, per, m.ApplyOwn, m.FastApplies, certMs, logMs, applyMs)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if cert != nil {
 		fmt.Fprintf(w, "\ncertifier: last GSN %d, window %d writesets (%d bytes) after GSN %d; decisions on this member since it started: %d commits, %d conflicts, %d too old\n",
 			cert.Last, cert.Len, cert.Bytes, cert.Base, cert.Commits, cert.Conflicts, cert.TooOld)
