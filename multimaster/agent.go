@@ -158,8 +158,7 @@ type Agent struct {
 	// its GSN and every one before it (its copy of the certifier, at
 	// Raft's next append from the leader, or the leader's answer:
 	// coordinator/early.go); applyWait, then for the apply loop to apply
-	// it. waits
-	// counts those commits, the nanos their summed waits.
+	// it. waits counts those commits, the nanos their summed waits.
 	waits, logWaitNanos, applyWaitNanos atomic.Uint64
 	// batchDelay is ApplyBatchDelay as set now (SetApplyBatchDelay).
 	batchDelay                         atomic.Int64
@@ -845,8 +844,9 @@ type Status struct {
 	CertifySeconds float64 `json:"certify_seconds"`
 	// CommitWaits counts the commits their committer could not apply at
 	// once; LogWaitSeconds is their summed wait, after certification, for
-	// this node's copy of the certifier's log to have them, and
-	// ApplyWaitSeconds then for the apply loop to apply them: with the
+	// this node to know them and every GSN before them (its copy of the
+	// certifier's log, or the leader's answer), and ApplyWaitSeconds then
+	// for the apply loop to apply them: with the
 	// certification round trip, where a commit's time went after the
 	// transaction's own work.
 	CommitWaits      uint64  `json:"commit_waits"`
