@@ -221,9 +221,10 @@ type Point struct {
 	CertifyMs float64 `json:"certify_ms,omitempty"`
 	// LogWaitMs and ApplyWaitMs are, in a multi-master cluster, what a
 	// commit its committer could not apply at once waited for after its
-	// certification, on average over the window: for its node's copy of
-	// the certifier's log to have it, then for the apply loop to apply it
-	// (the nodes' /status).
+	// certification, on average over the window: for its node to know it
+	// and every GSN before it (its copy of the certifier's log, or the
+	// leader's answer), then for the apply loop to apply it (the nodes'
+	// /status).
 	LogWaitMs   float64 `json:"log_wait_ms,omitempty"`
 	ApplyWaitMs float64 `json:"apply_wait_ms,omitempty"`
 }
@@ -959,17 +960,17 @@ func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) 
 
 // mmStatus is what scaleout reads of a multi-master node's /status.
 type mmStatus struct {
-	AppliedGSN     uint64  `json:"applied_gsn"`
-	ApplyBatches   uint64  `json:"apply_batches"`
-	ApplyWritesets uint64  `json:"apply_batch_writesets"`
-	ApplyOwn       uint64  `json:"apply_own_writesets"`
-	FastApplies    uint64  `json:"fast_applies"`
-	Certifications uint64  `json:"certifications"`
-	CertifySeconds float64 `json:"certify_seconds"`
-	CommitWaits    uint64  `json:"commit_waits"`
-	LogWaitSeconds float64 `json:"log_wait_seconds"`
-	ApplyWaitSecs  float64 `json:"apply_wait_seconds"`
-	Certifier      struct {
+	AppliedGSN       uint64  `json:"applied_gsn"`
+	ApplyBatches     uint64  `json:"apply_batches"`
+	ApplyWritesets   uint64  `json:"apply_batch_writesets"`
+	ApplyOwn         uint64  `json:"apply_own_writesets"`
+	FastApplies      uint64  `json:"fast_applies"`
+	Certifications   uint64  `json:"certifications"`
+	CertifySeconds   float64 `json:"certify_seconds"`
+	CommitWaits      uint64  `json:"commit_waits"`
+	LogWaitSeconds   float64 `json:"log_wait_seconds"`
+	ApplyWaitSeconds float64 `json:"apply_wait_seconds"`
+	Certifier        struct {
 		Last uint64 `json:"last_gsn"`
 	} `json:"certifier"`
 }
@@ -1121,7 +1122,7 @@ func ApplyBatches(ctx context.Context, c *config.Cluster) ([]ApplyCount, error) 
 	for i, st := range sts {
 		out[i] = ApplyCount{Batches: st.ApplyBatches, Writesets: st.ApplyWritesets, Certifications: st.Certifications,
 			CertifySeconds: st.CertifySeconds, Own: st.ApplyOwn, Fast: st.FastApplies,
-			Waits: st.CommitWaits, LogWaitSeconds: st.LogWaitSeconds, ApplyWaitSeconds: st.ApplyWaitSecs}
+			Waits: st.CommitWaits, LogWaitSeconds: st.LogWaitSeconds, ApplyWaitSeconds: st.ApplyWaitSeconds}
 	}
 	return out, nil
 }
