@@ -154,7 +154,13 @@ type Router struct {
 	// sessions that survive a failover, to move off a node that is down
 	// or no longer the primary (under smu).
 	smu      sync.Mutex
-	sessions map[*relay]struct{}
+	sessions map[abandoner]struct{}
+
+	// routedPort: the write port's sessions are routed sessions
+	// (txroute.go): with Split, or with Survive alone, when every
+	// transaction goes to the primary (pinned) and the routed session
+	// is only the way a session survives a failover on the epoll loops.
+	routedPort, pinned bool
 
 	// per-node counters, lag and drain (nodes.go; under mu, but for the
 	// atomics and the view)
@@ -187,6 +193,8 @@ func New(cfg Config) *Router {
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fails: make([]int, len(cfg.Nodes)), probe: make(chan struct{}, 1)}
 	r.known = make([]atomic.Uint64, len(cfg.Nodes))
+	r.routedPort = !cfg.Reads && (cfg.Split || cfg.Survive)
+	r.pinned = r.routedPort && !cfg.Split
 	if cfg.Split {
 		r.cls = newClassifier(cfg.ReadOnlyFunctions)
 		r.cons, _ = parseConsistency(cfg.ReadConsistency)
@@ -277,7 +285,7 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 	if len(r.cfg.Nodes) == 0 {
 		return nil, ErrNoNode
 	}
-	if r.cfg.Split && !r.cfg.Reads {
+	if r.routedPort {
 		deadline := time.Now().Add(openWait)
 		for {
 			changed := r.changes()
@@ -446,16 +454,29 @@ func (r *Router) moveSessionsOff(node, why string) {
 	}
 }
 
-func (r *Router) track(rl *relay, on bool) {
+// classify is a statement's class for transaction routing; on a pinned
+// port every statement goes to the primary, unparsed.
+func (r *Router) classify(q string) classification {
+	if r.pinned {
+		return classification{class: classWrite}
+	}
+	return r.cls.classify(q)
+}
+
+// abandoner is a session that can let go of its connection to a node
+// (relay, splitSession).
+type abandoner interface{ abandon(node string) bool }
+
+func (r *Router) track(a abandoner, on bool) {
 	r.smu.Lock()
 	defer r.smu.Unlock()
 	if on {
 		if r.sessions == nil {
-			r.sessions = map[*relay]struct{}{}
+			r.sessions = map[abandoner]struct{}{}
 		}
-		r.sessions[rl] = struct{}{}
+		r.sessions[a] = struct{}{}
 	} else {
-		delete(r.sessions, rl)
+		delete(r.sessions, a)
 	}
 }
 

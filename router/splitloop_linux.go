@@ -197,6 +197,7 @@ func (s *splitSession) serveLoop(ctx context.Context) (ok bool, err error) {
 	sl.clc.attach(cfd, &sl.cpend)
 	l.mu.Lock()
 	s.lp = sl
+	s.loopRef.Store(sl)
 	s.polled.Store(true)
 	s.rt.paths.WithLabelValues("epoll").Inc()
 	l.split[sl.id] = sl
@@ -488,14 +489,14 @@ func (sl *splitLoop) flushClient() {
 func (sl *splitLoop) nodeGone(ln *loopNode, err error) {
 	s := sl.s
 	sl.dropNode(ln)
-	status, resolve := s.lost(ln.nc, err)
-	if !resolve {
+	follow := s.lost(ln.nc, err)
+	if follow == nil {
 		close(ln.nc.done)
 		return
 	}
 	go func() {
 		defer close(ln.nc.done)
-		s.resolveInFlight(ln.nc, status)
+		follow() // resolveInFlight, settleHeld
 		// Its answer may wait for the client's socket.
 		sl.l.mu.Lock()
 		if !sl.ended {
@@ -510,6 +511,20 @@ func (sl *splitLoop) closeNode(ln *loopNode, err error) {
 	sl.dropNode(ln)
 	sl.s.lost(ln.nc, err) // the session is closed: only marks it dead
 	close(ln.nc.done)
+}
+
+// abandonNode ends the session's connection to node idx on the loop
+// (splitSession.abandon). The loop owns the descriptor, so it is shut
+// down, not closed: the loop sees the end at its next readiness and
+// handles it as a lost connection. false: no such connection on the loop.
+func (sl *splitLoop) abandonNode(idx int) bool {
+	sl.l.mu.Lock()
+	defer sl.l.mu.Unlock()
+	if sl.ended || sl.nodes[idx] == nil {
+		return false
+	}
+	_ = unix.Shutdown(sl.nodes[idx].fd, unix.SHUT_RDWR)
+	return true
 }
 
 // dropNode takes ln off the loop and closes its descriptor.

@@ -14,3 +14,5 @@ func (*splitLoop) dispatch(s *splitSession, end bool) error { return s.dispatch(
 func (*splitLoop) endSession() {}
 
 func (*splitLoop) addNode(*splitSession, *nodeConn) error { return nil }
+
+func (*splitLoop) abandonNode(int) bool { return false }

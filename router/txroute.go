@@ -112,8 +112,10 @@ type nodeConn struct {
 
 // splitSession is a client session under transaction routing.
 type splitSession struct {
-	rt       *Router
-	lp       *splitLoop  // the session's epoll loop; nil: goroutines
+	rt *Router
+	lp *splitLoop // the session's epoll loop; nil: goroutines
+	// loopRef: lp, for other goroutines (abandon)
+	loopRef  atomic.Pointer[splitLoop]
 	polled   atomic.Bool // it runs on an epoll loop (tests)
 	client   *pgwire.Conn
 	clientIP netip.Addr
@@ -236,6 +238,10 @@ func (r *Router) openSplit(ctx context.Context, c *pgwire.Conn) (pgwire.Session,
 	}
 	s.conns[pi] = nc
 	s.cur = pi
+	if r.cfg.Survive {
+		// Moved off a node the router sees down (moveSessionsOff).
+		r.track(s, true)
+	}
 	// A new session starts where the cluster is known to be: a node
 	// serves its first read once it applied every commit the router has
 	// seen acknowledged (a table another session just created, the rows
@@ -321,7 +327,39 @@ func (s *splitSession) Cancel() {
 	(&relay{up: nc.up, pid: nc.pid, secret: nc.secret}).Cancel()
 }
 
-func (s *splitSession) Close() { s.closeAll() }
+func (s *splitSession) Close() {
+	s.rt.track(s, false)
+	s.closeAll()
+}
+
+// abandon lets go of the session's connection to node, which the router
+// sees down or deposed (Survive; moveSessionsOff): the connection's end
+// is handled as any lost connection (lost: what was in flight there is
+// answered, or resolved on the new primary), and the session goes on.
+// A silent partition would otherwise hold a request in flight there
+// until TCP gave up. It reports whether it did.
+func (s *splitSession) abandon(node string) bool {
+	idx := -1
+	for i, up := range s.rt.cfg.Nodes {
+		if up.Node == node {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return false
+	}
+	s.mu.Lock()
+	nc, closed := s.conns[idx], s.closed
+	s.mu.Unlock()
+	if nc == nil || closed {
+		return false
+	}
+	if sl := s.loopRef.Load(); sl != nil && sl.abandonNode(idx) {
+		return true
+	}
+	nc.conn.Close() // not on a loop (yet): its reader sees the end
+	return true
+}
 
 // closeAll closes every node connection and returns them.
 func (s *splitSession) closeAll() []*nodeConn {
@@ -355,6 +393,7 @@ func (s *splitSession) Serve(ctx context.Context) error {
 	if err != nil {
 		go s.Cancel()
 	}
+	s.rt.track(s, false)
 	s.mu.Lock()
 	if s.inTx && s.cur >= 0 {
 		s.rt.End(s.cur)
@@ -391,8 +430,8 @@ func (s *splitSession) read(nc *nodeConn) {
 		}
 		typ, frame, err := nc.fr.ReadFrame()
 		if err != nil {
-			if status, ok := s.lost(nc, err); ok {
-				s.resolveInFlight(nc, status)
+			if follow := s.lost(nc, err); follow != nil {
+				follow()
 			}
 			return
 		}
@@ -558,9 +597,11 @@ func errorFrom(frame []byte) error {
 // a transaction open there is lost, and the session goes on elsewhere.
 // With automatic failover (Survive), one COMMIT or statement outside a
 // transaction in flight on the primary is resolved instead, as the write
-// port does (relay.go, moveSession): lost reports true and the node's
-// transaction status, and the caller calls resolveInFlight.
-func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
+// port did on the survive relay (relay.go, moveSession). What may wait
+// comes back as follow, which the caller runs off the loop (nil: nothing):
+// resolveInFlight, or settleHeld for a server's FATAL held while the
+// router still sees the node as the primary.
+func (s *splitSession) lost(nc *nodeConn, cause error) (follow func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	nc.dead = true
@@ -573,32 +614,121 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 	}
 	defer s.cond.Broadcast()
 	if s.closed || s.cur != nc.idx {
-		return 0, false
+		return nil
 	}
 	s.rt.log.Info("a session's connection to a node ended", "node", nc.up.Node, "err", cause)
-	if held := nc.held; nc.fatal || held != nil && s.stillPrimary(nc.up.Node) {
-		// The server ended this session, not a failover: the client
-		// has (or now gets) the server's FATAL and the session ends.
-		if held != nil {
-			s.rl.wmu.Lock()
-			s.client.AppendRaw(held)
-			_ = s.client.Flush()
-			s.rl.wmu.Unlock()
-			s.rt.log.Info("the server ended a session while its node stays primary; the session ends with it", "node", nc.up.Node)
-		}
-		if s.inTx {
-			s.rt.End(nc.idx)
-			s.inTx = false
-		}
-		s.pending, s.unsynced, s.cur = 0, false, -1
-		s.endClient()
-		return 0, false
+	if nc.fatal {
+		// The client has the server's FATAL: the session ends.
+		s.endHeld(nc, nc.held)
+		return nil
 	}
+	if held := nc.held; held != nil && s.stillPrimary(nc.up.Node) {
+		// The server ended the session (57P01/57P02) and the router
+		// still sees its node as the primary: a failover's fence or
+		// crash the router has not seen yet, or the server ended this
+		// session alone (pg_terminate_backend). A new connection tells
+		// them apart, which may wait: settleHeld, off the loop; the
+		// session's next request waits for it (resolving).
+		s.resolving = true
+		return func() {
+			if f := s.settleHeld(nc, held, cause); f != nil {
+				f()
+			}
+		}
+	}
+	return s.lostWork(nc, cause)
+}
+
+// endHeld ends the session with the server's FATAL (held, if any: a
+// FATAL the client has says why too), its node still the primary (under s.mu; on a loop,
+// under its mutex too).
+func (s *splitSession) endHeld(nc *nodeConn, held []byte) {
+	if held != nil {
+		s.rl.wmu.Lock()
+		s.client.AppendRaw(held)
+		_ = s.client.Flush()
+		s.rl.wmu.Unlock()
+		s.rt.log.Info("the server ended a session while its node stays primary; the session ends with it", "node", nc.up.Node)
+	}
+	if s.inTx {
+		s.rt.End(nc.idx)
+		s.inTx = false
+	}
+	s.pending, s.unsynced, s.cur = 0, false, -1
+	s.endClient()
+}
+
+// settleHeld decides what a held FATAL meant (lost): the session goes on
+// as at a failover when the router comes to see another primary, and
+// ends with the FATAL when a new connection to its node succeeds while
+// that node is still the primary (the server ended this session alone),
+// or when no other primary appears within rerouteWait. As the survive
+// relay decided by reconnecting (moveSession).
+func (s *splitSession) settleHeld(nc *nodeConn, held []byte, cause error) (follow func()) {
+	alone := s.endedAlone(nc)
+	if sl := s.lp; sl != nil && alone {
+		// Ending the session is the loop's (endClient): its mutex
+		// first, as on the loop (l.mu, then s.mu).
+		sl.l.mu.Lock()
+		defer sl.l.mu.Unlock()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.cond.Broadcast()
+	s.resolving = false
+	if s.closed {
+		return nil
+	}
+	if alone {
+		s.endHeld(nc, held)
+		return nil
+	}
+	s.rt.log.Info("a node's server ended a session at a failover; the session goes on", "node", nc.up.Node, "err", errorFrom(held))
+	return s.lostWork(nc, cause)
+}
+
+// endedAlone reports whether nc's server ended the session alone: see
+// settleHeld.
+func (s *splitSession) endedAlone(nc *nodeConn) bool {
+	node := nc.up.Node
+	deadline := time.Now().Add(rerouteWait)
+	for time.Now().Before(deadline) && s.ctx.Err() == nil {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return true
+		}
+		changed := s.rt.changes()
+		up, st := s.rt.primary()
+		if up.Node != node {
+			return false
+		}
+		if st.Healthy {
+			c, err := s.dial(nc.idx)
+			if err == nil {
+				c.conn.Close()
+				return true
+			}
+			s.rt.suspect(node, err)
+		}
+		select {
+		case <-s.ctx.Done():
+		case <-changed:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+// lostWork is the rest of lost (under s.mu): the connection's end was
+// not the server's ending of the session.
+func (s *splitSession) lostWork(nc *nodeConn, cause error) (follow func()) {
 	s.rt.suspect(nc.up.Node, cause)
 	s.lostFrom = nc.up.Node
 	if s.pending == 0 && !s.unsynced && s.txStatus == 'I' {
 		s.cur = -1
-		return 0, false
+		return nil
 	}
 	wasTx := s.txStatus != 'I'
 	if s.rt.cfg.Survive && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending {
@@ -607,7 +737,8 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 			s.rt.End(nc.idx)
 			s.inTx = false
 		}
-		return s.txStatus, true
+		status := s.txStatus
+		return func() { s.resolveInFlight(nc, status) }
 	}
 	code := codeSerialization
 	if !s.isReplica(nc.idx) && !wasTx {
@@ -633,7 +764,7 @@ func (s *splitSession) lost(nc *nodeConn, cause error) (byte, bool) {
 		s.inTx = false
 	}
 	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
-	return 0, false
+	return nil
 }
 
 // stillPrimary reports whether node is the primary the router knows now,
@@ -1093,7 +1224,7 @@ func (s *splitSession) classifyBatch() request {
 			if s.rt.cfg.LSN && containsFold(q, "synchronous_commit") {
 				s.noteAsyncCommit()
 			}
-			cl := s.rt.cls.classify(q)
+			cl := s.rt.classify(q)
 			if len(b)+len(frame) == len(s.batch) && cl.setTxRO {
 				rq.setTxRO = true
 			}
@@ -1171,7 +1302,7 @@ func (s *splitSession) classOf(name string) classification {
 			nm, rest := cstringT(frame[5:])
 			if nm == name {
 				q, _ := cstringT(rest)
-				return s.rt.cls.classify(q)
+				return s.rt.classify(q)
 			}
 		}
 	}
@@ -1193,7 +1324,7 @@ func (s *splitSession) unnamedClassIn(b []byte) classification {
 			nm, rest := cstringT(frame[5:])
 			if nm == "" {
 				q, _ := cstringT(rest)
-				cl, found = s.rt.cls.classify(q), true
+				cl, found = s.rt.classify(q), true
 			}
 		}
 	}
@@ -1271,9 +1402,9 @@ func (s *splitSession) decide(complete bool) (d decision, done bool, err error) 
 			}
 		}
 	}
-	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly {
+	if s.batchFrames == 1 && s.batch[0] == 'Q' && s.deferred == "" && s.route == routeAuto && !s.readOnly && !s.rt.pinned {
 		q := transient(s.batch[5:])
-		if cl := s.rt.cls.classify(q); cl.plainBegin && cl.force == routeAuto {
+		if cl := s.rt.classify(q); cl.plainBegin && cl.force == routeAuto {
 			s.flushCur()
 			s.mu.Lock()
 			for !s.closed && s.pending > 0 {
@@ -1318,6 +1449,9 @@ func (s *splitSession) decide(complete bool) (d decision, done bool, err error) 
 	}
 	if s.rt.cfg.MultiMaster && want == routePrimary {
 		want = routeReplica // any node takes it
+	}
+	if s.rt.pinned {
+		want = routePrimary // the write port of a pair: every transaction
 	}
 	if !complete && (want == routeReplica || want == routeAuto) && !s.rt.cfg.MultiMaster {
 		// Flushed before its Sync (asyncpg prepares with Parse, Describe,
@@ -1865,7 +1999,7 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 				if nc != nil && nc.setDone == len(s.settings)-1 {
 					nc.setDone = len(s.settings)
 				}
-				if cl := s.rt.cls.classify(q); cl.readOnlyDefault != 0 {
+				if cl := s.rt.classify(q); cl.readOnlyDefault != 0 {
 					s.readOnly = cl.readOnlyDefault > 0
 				}
 			}
@@ -1883,7 +2017,7 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		if n, v, ok := tandemSet(q); ok {
 			_ = s.applyTandemSet(n, v) // the node refuses nothing here: best effort
 		}
-		cl := s.rt.cls.classify(q)
+		cl := s.rt.classify(q)
 		s.ver++
 		if name == "" {
 			s.unnamed = append(s.unnamed[:0], frame...)
