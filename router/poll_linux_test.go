@@ -22,31 +22,6 @@ import (
 	"github.com/tandemdb/tandem/secure"
 )
 
-// tcpPair returns both ends of a real loopback TCP connection.
-func tcpPair(t testing.TB) (a, b net.Conn) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, _ := l.Accept()
-		ch <- c
-	}()
-	a, err = net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-ch
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
-}
-
 // pollRelay starts a relay between real sockets: client <-> relay <-> upstream.
 // pre is written by the client and framed by the front door before the
 // relay starts (bytes pipelined behind the startup).

@@ -32,6 +32,31 @@ func relayPairLost(t testing.TB, onLost func(string, error)) (client net.Conn, u
 	return cl, up, r, done
 }
 
+// tcpPair returns both ends of a real loopback TCP connection.
+func tcpPair(t testing.TB) (a, b net.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, _ := l.Accept()
+		ch <- c
+	}()
+	a, err = net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = <-ch
+	if b == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
 func encode(t testing.TB, msgs ...interface{ Encode([]byte) ([]byte, error) }) []byte {
 	var b []byte
 	for _, m := range msgs {

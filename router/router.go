@@ -39,11 +39,10 @@ type Config struct {
 	Reads bool
 	// MessageReadTimeout bounds the time from a client message's first
 	// byte to its last where the relay reads whole messages (the
-	// two-goroutine relay: a TLS client, sessions that survive a
-	// failover; routed sessions, on the loops too); 0: none. The
-	// byte-streaming relay (epoll loops, clear
-	// text or TLS to the node) passes partial messages on, and the node
-	// enforces its own and ends the session with FATAL 08P01.
+	// two-goroutine relay: a TLS client; routed sessions, on the loops
+	// too); 0: none. The byte-streaming relay (epoll loops, clear text or
+	// TLS to the node) passes partial messages on, and the node enforces
+	// its own and ends the session with FATAL 08P01.
 	MessageReadTimeout time.Duration
 	// QuietDialEvery: how often Watch dials a node that has no admin
 	// address (its PostgreSQL server, for a node's own relay) while the
@@ -54,8 +53,10 @@ type Config struct {
 	// connection ending, makes Watch dial at once either way.
 	QuietDialEvery time.Duration
 	// Survive keeps a session whose node connection ends (a failover):
-	// the relay reconnects it to the primary known then, with its
-	// prepared statements and settings (survive.go). Write port only.
+	// the write port's sessions are routed sessions (txroute.go; pinned
+	// to the primary without Split), which go on on the primary known
+	// then, with their prepared statements and settings (survive.go).
+	// Write port only.
 	Survive bool
 	// Weights and ReadWeights are the nodes' weights (by position in
 	// Nodes; missing or 0: 1) and weights for reads (missing: the weight;
@@ -151,8 +152,8 @@ type Router struct {
 	// (under mu): sessions waiting for a new primary wake at once.
 	changed chan struct{}
 
-	// sessions that survive a failover, to move off a node that is down
-	// or no longer the primary (under smu).
+	// routed sessions that survive a failover (Survive), to move off a
+	// node that is down or no longer the primary (under smu).
 	smu      sync.Mutex
 	sessions map[abandoner]struct{}
 
@@ -223,7 +224,7 @@ func New(cfg Config) *Router {
 	r.positions = prometheus.NewCounter(prometheus.CounterOpts{Name: "tandem_router_commit_position_queries_total",
 		Help: "Physical engine, read consistency session: queries that asked the primary for a session's commit position (WAL insert LSN) before a read on a replica.", ConstLabels: labels})
 	r.paths = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tandem_router_relayed_sessions_total",
-		Help:        "Client sessions by how they were relayed: epoll (on the router's epoll loops, clear text or TLS on either side) or goroutines (two per session: sessions that survive a failover, connections that are not sockets, TANDEM_RELAY_POLL=off).",
+		Help:        "Client sessions by how they were relayed: epoll (on the router's epoll loops, clear text or TLS on either side) or goroutines (connections that are not sockets, TANDEM_RELAY_POLL=off).",
 		ConstLabels: labels}, []string{"path"})
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(r.ups, r.sess, r.fail, r.waits, r.positions, r.paths)
@@ -278,7 +279,8 @@ func (r *Router) standby(client string) (Upstream, NodeStatus, bool) {
 // failover (Survive) before it is refused.
 const openWait = 15 * time.Second
 
-// Open implements pgwire.Handler: route to the primary. With Survive
+// Open implements pgwire.Handler: route to the primary. The write port
+// with Split or Survive opens routed sessions (txroute.go); with Survive
 // (automatic failover) a session that finds the primary down waits for
 // the new one, up to openWait, instead of failing at once.
 func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
@@ -303,26 +305,17 @@ func (r *Router) Open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, erro
 			}
 		}
 	}
-	survive := r.cfg.Survive && !r.cfg.Reads
-	deadline := time.Now().Add(openWait)
-	for {
-		changed := r.changes()
-		s, err := r.open(ctx, c, survive)
-		if err == nil || !survive || !errors.Is(err, ErrNoNode) && !errors.Is(err, ErrUpstreamDown) || time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				r.fail.Inc()
-			}
-			return s, err
-		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-		case <-time.After(50 * time.Millisecond):
-		}
+	s, err := r.open(ctx, c)
+	if err != nil {
+		r.fail.Inc()
 	}
+	return s, err
 }
 
-func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire.Session, error) {
+// open relays a session on a relay (relay.go), to the primary or, on the
+// read port, a standby: the read port's sessions, and the write port's
+// without Split or Survive.
+func (r *Router) open(ctx context.Context, c *pgwire.Conn) (pgwire.Session, error) {
 	up, st := r.primary()
 	if r.cfg.Reads {
 		if sup, sst, ok := r.standby(c.RemoteAddr); ok {
@@ -330,28 +323,14 @@ func (r *Router) open(ctx context.Context, c *pgwire.Conn, survive bool) (pgwire
 		}
 	}
 	if !st.Healthy {
-		hint := "restart the node, or promote a standby (`tandem promote NODE`), and reconnect"
-		if survive {
-			hint = "no primary took over within " + openWait.String() + " (failover = automatic): `tandem status` shows the coordinator's view"
-		}
 		return nil, &pgwire.Error{Severity: "FATAL", Code: pgwire.CodeCannotConnectNow,
 			Message: fmt.Sprintf("tandem: node %s is down (%s)", up.Node, st.LastError),
-			Hint:    hint, Err: ErrNoNode}
+			Hint:    "restart the node, or promote a standby (`tandem promote NODE`), and reconnect", Err: ErrNoNode}
 	}
-	tag := ""
-	if survive {
-		tag = newSessionTag()
-	}
-	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect, tag)
+	rl, err := newRelay(ctx, r.log, up, c, r.cfg.MaxMessageBytes, r.suspect)
 	if rl != nil {
 		rl.readTimeout = r.cfg.MessageReadTimeout
 		rl.paths = r.paths
-		if survive {
-			rl.survive, rl.pick, rl.changes, rl.mem = true, r.primary, r.changes, &sessionMemory{}
-			rl.lsn = r.cfg.LSN
-			rl.untrack = func() { r.track(rl, false) }
-			r.track(rl, true)
-		}
 	}
 	if err != nil {
 		if errors.Is(err, ErrUpstreamDown) {
@@ -464,7 +443,7 @@ func (r *Router) classify(q string) classification {
 }
 
 // abandoner is a session that can let go of its connection to a node
-// (relay, splitSession).
+// (splitSession).
 type abandoner interface{ abandon(node string) bool }
 
 func (r *Router) track(a abandoner, on bool) {

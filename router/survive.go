@@ -9,73 +9,40 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/tandemdb/tandem/pgwire"
 )
 
 // Sessions that survive a failover (issue 11, item 4; DESIGN.md "Sessions
-// survive a failover"). With Config.Survive the relay remembers what a
-// session set up on its server connection: its named prepared statements
-// (the Parse messages, until closed) and its session settings (SET, RESET,
-// DISCARD, as sent). When the connection to the node ends without a
-// Terminate, the relay connects to the primary the router knows now
-// (waiting up to Config.SurviveWait for one), replays the settings and
-// the prepared statements there, and goes on:
-//
-//   - a session idle between transactions notices nothing;
-//   - a transaction that was open is lost: its next statements get 40001
-//     ("aborted by a failover; retry it") until the client rolls back;
-//   - a request in flight is answered 40001 inside a transaction, and
-//     08007 (transaction_resolution_unknown) for a COMMIT or a statement
-//     outside a transaction, whose outcome the relay cannot know.
+// survive a failover"). With Config.Survive the write port's sessions are
+// routed sessions (txroute.go; pinned to the primary without Split): a
+// session whose node connection ends goes on on the primary the router
+// knows now, with its settings and prepared statements replayed there,
+// and what was in flight is answered or resolved (splitSession.lost,
+// settleHeld, resolveInFlight). The helpers
+// here serve that: what a statement is (isSetting, isCommit, isRollback,
+// isBegin), the session's tag, the errors a session gets for lost work,
+// what a client is told of a COMMIT in flight (inFlightAnswer,
+// endsTransaction), and asking the new primary whether it took effect
+// (committedOn).
 
 // ErrFailover marks the errors a session gets for work lost in a failover.
 var ErrFailover = errors.New("aborted by a failover")
 
 const (
-	maxRememberedSettings = 256
 	codeResolutionUnknown = "08007"
 	codeSerialization     = "40001"
 )
 
-// sessionMemory is what the relay replays on a new server connection.
-type sessionMemory struct {
-	mu       sync.Mutex
-	settings []string          // simple-query texts, in order
-	names    []string          // prepared statement names, in creation order
-	parses   map[string][]byte // name -> the Parse frame
-	// kinds: what each prepared statement ("" the unnamed one) is,
-	// decided once at its Parse for the Binds that run it (relay.track).
-	kinds map[string]stmtKind
-}
-
-// stmtKind is what a statement text is, for a failover's answer.
-type stmtKind struct{ commit, rollback, read, begin bool }
-
-func kindOf(q string) stmtKind {
-	k := stmtKind{commit: isCommit(q), read: fastRead(q), begin: isBegin(q)}
-	// isRollback allocates: only for texts that may be one (every Parse
-	// of a session passes here).
-	if t := strings.TrimLeft(q, " \t\r\n"); t != "" && (t[0]|0x20 == 'r' || t[0]|0x20 == 'a') {
-		k.rollback = isRollback(q)
-	}
-	return k
-}
-
-// kind is what the prepared statement name is (all false if unknown).
-func (m *sessionMemory) kind(name string) stmtKind {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.kinds[name]
-}
-
-// isSetting reports whether a statement changes session state the relay
-// replays: SET (not SET LOCAL, which ends with the transaction, nor SET
+// isSetting reports whether a statement changes session state a routed
+// session replays: SET (not SET LOCAL, which ends with the transaction, nor SET
 // TRANSACTION), RESET, DISCARD.
 func isSetting(q string) bool {
 	w := strings.Fields(strings.ToLower(strings.TrimSpace(q)))
@@ -132,65 +99,6 @@ func cstring(b []byte) (string, []byte) {
 	return string(b[:i]), b[i+1:]
 }
 
-// remember records what a client message sets up (frame: type, length,
-// body).
-func (m *sessionMemory) remember(typ byte, frame []byte) {
-	if len(frame) < 5 {
-		return
-	}
-	body := frame[5:]
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch typ {
-	case 'Q':
-		q, _ := cstring(body)
-		if isSetting(q) {
-			lq := strings.ToLower(q)
-			if strings.Contains(lq, "discard all") || strings.HasPrefix(strings.TrimSpace(lq), "deallocate all") {
-				m.names, m.parses, m.kinds = nil, nil, nil
-			}
-			m.settings = append(m.settings, q)
-			if len(m.settings) > maxRememberedSettings {
-				m.settings = m.settings[len(m.settings)-maxRememberedSettings:]
-			}
-		}
-	case 'P':
-		name, rest := cstring(body)
-		q, _ := cstring(rest)
-		if m.kinds == nil {
-			m.kinds = map[string]stmtKind{}
-		}
-		m.kinds[name] = kindOf(q)
-		if name == "" {
-			if isSetting(q) {
-				m.settings = append(m.settings, q)
-			}
-			return
-		}
-		if m.parses == nil {
-			m.parses = map[string][]byte{}
-		}
-		if _, ok := m.parses[name]; !ok {
-			m.names = append(m.names, name)
-		}
-		m.parses[name] = bytes.Clone(frame)
-	case 'C':
-		if len(body) > 1 && body[0] == 'S' {
-			name, _ := cstring(body[1:])
-			if _, ok := m.parses[name]; ok {
-				delete(m.parses, name)
-				delete(m.kinds, name)
-				for i, n := range m.names {
-					if n == name {
-						m.names = append(m.names[:i], m.names[i+1:]...)
-						break
-					}
-				}
-			}
-		}
-	}
-}
-
 // parseTextT is the statement text of a Parse frame ("" if none), a view
 // of the frame (transient: not to be kept).
 func parseTextT(p []byte) string {
@@ -214,58 +122,6 @@ func isBegin(q string) bool {
 	return strings.EqualFold(w, "begin") || strings.EqualFold(w, "start") && len(q) > 6 && strings.EqualFold(strings.Fields(q)[1], "transaction")
 }
 
-// replay sets a new server connection up as the old one was: settings
-// first, then the prepared statements. An error of one (a setting the new
-// server refuses) is logged and skipped.
-func (m *sessionMemory) replay(fr *pgwire.Framer) error {
-	m.mu.Lock()
-	settings := append([]string(nil), m.settings...)
-	var parses [][]byte
-	for _, n := range m.names {
-		parses = append(parses, m.parses[n])
-	}
-	m.mu.Unlock()
-	roundTrip := func() error {
-		fr.AppendRaw([]byte{'S', 0, 0, 0, 4})
-		if err := fr.Flush(); err != nil {
-			return err
-		}
-		for {
-			typ, _, err := fr.ReadFrame()
-			if err != nil {
-				return err
-			}
-			if typ == 'Z' {
-				return nil
-			}
-		}
-	}
-	for _, q := range settings {
-		fr.AppendRaw(queryFrame(q))
-		if err := fr.Flush(); err != nil {
-			return err
-		}
-		for {
-			typ, _, err := fr.ReadFrame()
-			if err != nil {
-				return err
-			}
-			if typ == 'Z' {
-				break
-			}
-		}
-	}
-	if len(parses) > 0 {
-		for _, p := range parses {
-			fr.AppendRaw(p)
-		}
-		if err := roundTrip(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // failoverError is the answer to work lost when the session's connection
 // to node old ended (its node failed or was fenced, or the connection was
 // cut) and the session went on on node now.
@@ -284,62 +140,8 @@ func failoverError(code, old, now string) *pgwire.Error {
 		Hint:    "roll back and retry the transaction; the session goes on " + where + " with its prepared statements and settings", Err: ErrFailover}
 }
 
-// errStandbyNow: the server a session was moved to reports itself a hot
-// standby (in_hot_standby, PostgreSQL 14 and later).
-var errStandbyNow = errors.New("its server is a hot standby now")
-
-// hotStandby reports whether the relay's server said it is a hot standby
-// (the in_hot_standby parameter, reported at startup).
-func (r *relay) hotStandby() bool {
-	for _, p := range r.params {
-		if p[0] == "in_hot_standby" {
-			return p[1] == "on"
-		}
-	}
-	return false
-}
-
 // rerouteWait is how long a session waits for a new primary.
 const rerouteWait = 30 * time.Second
-
-// reconnect finds the primary the router knows now and connects the
-// session there, replaying its memory; it retries until wait passes.
-func (r *relay) reconnect(ctx context.Context, wait time.Duration) (*relay, error) {
-	deadline := time.Now().Add(wait)
-	var last error
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		changed := r.changes()
-		up, st := r.pick()
-		if st.Healthy {
-			nr, err := newRelay(ctx, r.log, up, r.client, r.maxMsg, r.onLost, r.tag)
-			if err == nil && nr.hotStandby() {
-				// The router's map still names the old primary, whose
-				// server is back as a standby (a switchover's old
-				// primary follows at once; with router.direct nothing
-				// stands between the two): wait for the new one.
-				nr.conn.Close()
-				err = fmt.Errorf("node %s: %w", up.Node, errStandbyNow)
-			} else if err == nil {
-				if err = r.mem.replay(nr.upFr); err == nil {
-					return nr, nil
-				}
-				nr.conn.Close()
-			}
-			last = err
-		} else {
-			last = fmt.Errorf("node %s is down", up.Node)
-		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if last == nil {
-		last = ctx.Err()
-	}
-	return nil, fmt.Errorf("no primary to continue the session on within %v: %w", wait, last)
-}
 
 // queryFrame is a simple Query message.
 func queryFrame(q string) []byte {
@@ -356,6 +158,98 @@ func newSessionTag() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// endsTransaction reports whether a CommandComplete frame is a COMMIT's or
+// a ROLLBACK's, which the server sends once the transaction has ended (a
+// COMMIT's after its commit, a synchronous standby's confirmation
+// included). Another statement's does not tell: outside a transaction
+// block the extended protocol commits the statement's implicit
+// transaction at the Sync after its CommandComplete (PostgreSQL's
+// exec_execute_message; pgwire's implicit.go alike), and a simple Query
+// of several statements commits after the last one's. A server that
+// ends the session between the two (a fence's pg_terminate_backend)
+// rolls the statement back after the client saw its CommandComplete.
+func endsTransaction(frame []byte) bool {
+	if len(frame) < 6 {
+		return false
+	}
+	tag, _ := cstringT(frame[5:])
+	return tag == "COMMIT" || tag == "ROLLBACK"
+}
+
+// inFlightAnswer is what a client is told of the one COMMIT (or statement
+// outside a transaction) that was in flight when node old died, wherever
+// that is known; the ReadyForQuery follows it.
+//
+//   - The CommandComplete of the COMMIT (or of the ROLLBACK a failed
+//     transaction's COMMIT gets) was already relayed (ccSeen,
+//     endsTransaction): the transaction ended as it says; only the
+//     ReadyForQuery is missing. A statement's own CommandComplete does not
+//     count: its implicit transaction commits after it.
+//   - A request outside a transaction that changed nothing (noEffect:
+//     plain SELECTs, no function call, no locking clause,
+//     router/classify.go; or a BEGIN and statements after it, no COMMIT):
+//     40001, retry it (on the physical engine nothing else could tell).
+//   - The node reported the commit's GSN (ackSeen): COMMIT.
+//   - The transaction had failed (status E): PostgreSQL answers ROLLBACK.
+//   - Otherwise ask (the primary now, for the session's highest GSN;
+//     ask names the node it asked):
+//     past the last one the session was told of, it was applied (COMMIT);
+//     not past it, it was not (40001: retry), unless the primary is the
+//     node whose connection ended (it lives: the commit may still be
+//     finishing there, 08007) and the answer is not definite (the
+//     physical engine's is: pg_xact_status said aborted); unknown, 08007.
+func inFlightAnswer(old string, status byte, autocommit, noEffect, ccSeen, ackSeen, definite bool, ask func() (string, bool, error), log *slog.Logger) []pgproto3.BackendMessage {
+	cc := func(tag string) pgproto3.BackendMessage { return &pgproto3.CommandComplete{CommandTag: []byte(tag)} }
+	committedUnknownTag := func() pgproto3.BackendMessage {
+		return pgwire.ToErrorResponse(&pgwire.Error{Code: codeResolutionUnknown,
+			Message: fmt.Sprintf("tandem: the session's connection to node %s ended after this statement committed but before its result was sent; the result is lost", old),
+			Hint:    "do not retry it: its changes are there", Err: ErrFailover})
+	}
+	switch {
+	case ccSeen:
+		return nil
+	case noEffect && autocommit:
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
+			Message: fmt.Sprintf("tandem: the session's connection to node %s ended while this request ran; it changed nothing (plain SELECTs, or a transaction it began and did not commit)", old),
+			Hint:    "retry it", Err: ErrFailover})}
+	case ackSeen && autocommit:
+		return []pgproto3.BackendMessage{committedUnknownTag()}
+	case ackSeen:
+		return []pgproto3.BackendMessage{cc("COMMIT")}
+	case status == 'E':
+		return []pgproto3.BackendMessage{cc("ROLLBACK")}
+	}
+	now, applied, err := ask()
+	what := "COMMIT"
+	if autocommit {
+		what = "statement"
+	}
+	switch {
+	case err != nil:
+		log.Info("a statement in flight at a failover stays unresolved", "err", err)
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old, now))}
+	case applied && autocommit:
+		return []pgproto3.BackendMessage{committedUnknownTag()}
+	case applied:
+		return []pgproto3.BackendMessage{cc("COMMIT")}
+	case now == old && !definite:
+		return []pgproto3.BackendMessage{pgwire.ToErrorResponse(failoverError(codeResolutionUnknown, old, now))}
+	}
+	return []pgproto3.BackendMessage{pgwire.ToErrorResponse(&pgwire.Error{Code: codeSerialization,
+		Message: didNotTakeEffect(old, now, what),
+		Hint:    "retry it", Err: ErrFailover})}
+}
+
+// didNotTakeEffect says that the request in flight when the session's
+// connection to node old ended did not take effect, as the primary now
+// answered.
+func didNotTakeEffect(old, now, what string) string {
+	if now == old {
+		return fmt.Sprintf("tandem: the session's connection to node %s ended before this %s was acknowledged, and the node has no change of it: it did not take effect", old, what)
+	}
+	return fmt.Sprintf("tandem: the session's connection to node %s ended (a failover) before this %s was acknowledged, and the new primary %s has no change of it: it did not take effect", old, what, now)
 }
 
 // ErrNoSessionIndex: the node keeps no index of its sessions' commits

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -56,44 +58,6 @@ func TestStatementKinds(t *testing.T) {
 		if got := isCommit(c.q); got != c.comm {
 			t.Errorf("isCommit(%q) = %v", c.q, got)
 		}
-		// What a named statement is, for a lost transaction's Bind.
-		if k := kindOf(c.q); k.rollback != c.rollback || k.commit != c.comm {
-			t.Errorf("kindOf(%q) = %+v, want rollback %v, commit %v", c.q, k, c.rollback, c.comm)
-		}
-	}
-}
-
-func frameOf(typ byte, body ...string) []byte {
-	var b []byte
-	for _, s := range body {
-		b = append(b, s...)
-		b = append(b, 0)
-	}
-	f := []byte{typ, 0, 0, 0, 0}
-	f = append(f, b...)
-	n := len(f) - 1
-	f[1], f[2], f[3], f[4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
-	return f
-}
-
-func TestSessionMemory(t *testing.T) {
-	var m sessionMemory
-	m.remember('Q', frameOf('Q', "SET a = 1"))
-	m.remember('Q', frameOf('Q', "SELECT 1"))
-	m.remember('P', frameOf('P', "s1", "SELECT $1"))
-	m.remember('P', frameOf('P', "s2", "SELECT 2"))
-	m.remember('P', frameOf('P', "", "SET b = 2"))
-	m.remember('P', frameOf('P', "s1", "SELECT $1::int")) // re-parsed: replaced, order kept
-	m.remember('C', append([]byte{'C', 0, 0, 0, 8, 'S'}, []byte("s2\x00")...))
-	if len(m.settings) != 2 || m.settings[0] != "SET a = 1" || m.settings[1] != "SET b = 2" {
-		t.Fatalf("settings = %q", m.settings)
-	}
-	if len(m.names) != 1 || m.names[0] != "s1" || string(m.parses["s1"][8:]) != "SELECT $1::int\x00" {
-		t.Fatalf("prepared = %q / %q", m.names, m.parses)
-	}
-	m.remember('Q', frameOf('Q', "DISCARD ALL"))
-	if len(m.names) != 0 {
-		t.Fatalf("DISCARD ALL kept %q", m.names)
 	}
 }
 
@@ -174,25 +138,46 @@ func fakePrimary(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// survivingRelay starts a relay that survives failovers between a client
-// pipe (cl) and an old server's pipe (up); when up ends, the session moves
-// to a fakePrimary.
-func survivingRelay(t *testing.T, txStatus byte) (cl, up net.Conn, done chan error) {
+// pinnedSession starts a routed session of a pinned write port
+// (Config.Survive without Split: every transaction on the primary) in
+// transaction status txStatus, on the old primary n1's connection (up:
+// the server's end; over TCP sockets the session runs on an epoll loop on
+// Linux, over pipes on goroutines). n2 is a fakePrimary, where the session goes on
+// once the router sees it the primary. Both nodes' admin addresses answer
+// 404 (no session index: the outcome of a statement in flight cannot be
+// asked, 08007).
+func pinnedSession(t *testing.T, sockets bool, txStatus byte) (r *Router, cl, up net.Conn, done chan error) {
 	t.Helper()
-	addr := fakePrimary(t)
-	cl, relayClientSide := net.Pipe()
-	relayUpSide, up := net.Pipe()
-	t.Cleanup(func() { cl.Close(); up.Close() })
-	pc := &pgwire.Conn{Conn: relayClientSide, Framer: pgwire.NewFramer(relayClientSide, relayClientSide, 1<<20), User: "u", Database: "d"}
-	r := &relay{log: slog.New(slog.NewTextHandler(io.Discard, nil)), up: Upstream{Node: "n1"}, client: pc, conn: relayUpSide,
-		upFr: pgwire.NewFramer(relayUpSide, relayUpSide, 1<<20), maxMsg: 1 << 20,
-		survive: true, mem: &sessionMemory{},
-		pick:    func() (Upstream, NodeStatus) { return Upstream{Node: "n2", Addr: addr}, NodeStatus{Healthy: true} },
-		changes: func() <-chan struct{} { return make(chan struct{}) }}
-	r.txStatus.Store(uint32(txStatus))
+	admin := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(admin.Close)
+	r = New(Config{Survive: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Nodes: []Upstream{
+		{Node: "n1", Addr: "127.0.0.1:1", AdminURL: admin.URL + "/status"},
+		{Node: "n2", Addr: fakePrimary(t), AdminURL: admin.URL + "/status"}}})
+	pair := func() (net.Conn, net.Conn) {
+		if sockets {
+			return tcpPair(t)
+		}
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}
+	cl, routerClientSide := pair()
+	routerUpSide, up := pair()
+	pc := &pgwire.Conn{Conn: routerClientSide, Framer: pgwire.NewFramer(routerClientSide, routerClientSide, 1<<20), User: "u", Database: "d", RemoteAddr: "127.0.0.1:5"}
+	s := r.newSplit(context.Background(), pc)
+	s.conns[0] = &nodeConn{idx: 0, up: r.cfg.Nodes[0], conn: routerUpSide,
+		fr: pgwire.NewFramer(routerUpSide, routerUpSide, 1<<20), stmts: map[string]uint64{}, done: make(chan struct{})}
+	s.cur, s.txStatus = 0, txStatus
 	done = make(chan error, 1)
-	go func() { done <- r.Serve(context.Background()) }()
-	return cl, up, done
+	go func() { done <- s.Serve(context.Background()) }()
+	return r, cl, up, done
+}
+
+// bothPaths runs f for a routed session over pipes (goroutines) and over
+// TCP sockets (an epoll loop on Linux).
+func bothPaths(t *testing.T, f func(t *testing.T, sockets bool)) {
+	t.Run("goroutines", func(t *testing.T) { f(t, false) })
+	t.Run("sockets", func(t *testing.T) { f(t, true) })
 }
 
 // sendStatement sends one statement over the extended protocol, as pgx
@@ -237,73 +222,80 @@ func oldServerEnds(up net.Conn, answer ...pgproto3.BackendMessage) {
 
 // The old server answers a request in full and ends the session in the
 // same write (a fence's pg_terminate_backend right after an INSERT
-// committed): CommandComplete, ReadyForQuery, FATAL 57P01, end. The relay
-// keeps the FATAL from the client and moves the session, and the answer
-// must reach the client without it asking again: it waits for it. Before
-// the flush at the top of upstreamToClient's loop the two frames stayed in
-// the relay's buffer for good, and so did the client (e2e
-// TestPhysicalExternalServers stalled 1 run in 10-30 after its switchover).
+// committed): CommandComplete, ReadyForQuery, FATAL 57P01, end. The
+// session keeps the FATAL from the client and, the router still seeing
+// the node as the primary, waits to tell a failover from a session ended
+// alone (settleHeld); the answer must reach the client meanwhile, without
+// it asking again: it waits for it. Before the flush at the top of the
+// readers' loops the two frames stayed in the router's buffer for good,
+// and so did the client (e2e TestPhysicalExternalServers stalled 1 run in
+// 10-30 after its switchover, on the survive relay that routed sessions
+// replaced).
 func TestSurviveAnswerBeforeFatalReachesClient(t *testing.T) {
-	cl, up, done := survivingRelay(t, 'I')
-	go oldServerEnds(up, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
-	front := sendStatement(t, cl, "")
-	_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var got []string
-	for {
-		m, err := front.Receive()
-		if err != nil {
-			t.Fatalf("after %v: %v (the answer the old server sent never reached the client)", got, err)
-		}
-		got = append(got, fmt.Sprintf("%T", m))
-		if e, ok := m.(*pgproto3.ErrorResponse); ok {
-			t.Fatalf("the client got %v: error %s %s, want the server's answer", got, e.Code, e.Message)
-		}
-		if _, ok := m.(*pgproto3.ReadyForQuery); ok {
-			break
-		}
-	}
-	// The session goes on, on the new primary. A Sync that reaches the
-	// relay before it noticed the old connection's end is in flight there
-	// and answered 40001 or 08007; the next one is the new primary's.
-	clean := false
-	for try := 0; try < 3 && !clean; try++ {
-		front.Send(&pgproto3.Sync{})
-		if err := front.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		clean = true
+	bothPaths(t, func(t *testing.T, sockets bool) {
+		r, cl, up, done := pinnedSession(t, sockets, 'I')
+		go oldServerEnds(up, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte("INSERT 0 1")}, &pgproto3.ReadyForQuery{TxStatus: 'I'})
+		front := sendStatement(t, cl, "")
+		_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
+		var got []string
 		for {
 			m, err := front.Receive()
 			if err != nil {
-				t.Fatalf("the moved session: %v", err)
+				t.Fatalf("after %v: %v (the answer the old server sent never reached the client)", got, err)
 			}
+			got = append(got, fmt.Sprintf("%T", m))
 			if e, ok := m.(*pgproto3.ErrorResponse); ok {
-				if e.Code != codeResolutionUnknown && e.Code != codeSerialization {
-					t.Fatalf("the moved session: %s %s", e.Code, e.Message)
-				}
-				clean = false
+				t.Fatalf("the client got %v: error %s %s, want the server's answer", got, e.Code, e.Message)
 			}
 			if _, ok := m.(*pgproto3.ReadyForQuery); ok {
 				break
 			}
 		}
-	}
-	if !clean {
-		t.Fatal("the moved session never answered a Sync from the new primary")
-	}
-	terminate(t, front, done)
+		// A failover: the session goes on, on the new primary. A Sync
+		// that reaches the session before it settled the old
+		// connection's end may be answered 40001 or 08007; the next one
+		// is the new primary's.
+		r.setRole("n2", "primary", 2)
+		_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+		clean := false
+		for try := 0; try < 3 && !clean; try++ {
+			front.Send(&pgproto3.Sync{})
+			if err := front.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			clean = true
+			for {
+				m, err := front.Receive()
+				if err != nil {
+					t.Fatalf("the moved session: %v", err)
+				}
+				if e, ok := m.(*pgproto3.ErrorResponse); ok {
+					if e.Code != codeResolutionUnknown && e.Code != codeSerialization {
+						t.Fatalf("the moved session: %s %s", e.Code, e.Message)
+					}
+					clean = false
+				}
+				if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+					break
+				}
+			}
+		}
+		if !clean {
+			t.Fatal("the moved session never answered a Sync from the new primary")
+		}
+		terminate(t, front, done)
+	})
 }
 
 // A session's server ends it (a fence's pg_terminate_backend: FATAL 57P01)
-// after the CommandComplete of its request and before the ReadyForQuery,
-// and the session moves to a new primary. A COMMIT's CommandComplete comes
-// after the commit: the client is told only the missing ReadyForQuery. An
-// INSERT's, outside a transaction, comes before its implicit transaction
-// commits at the Sync, which the server's end may have cut short: the
-// client must not take it for committed (here 08007: nothing can tell).
-// Before endsTransaction every CommandComplete counted as a commit, and a
-// switchover under writers lost an acknowledged INSERT
-// (TestPhysicalExternalServers, 2026-12-07).
+// after the CommandComplete of its request and before the ReadyForQuery.
+// A COMMIT's CommandComplete comes after the commit: the client is told
+// only the missing ReadyForQuery. An INSERT's, outside a transaction,
+// comes before its implicit transaction commits at the Sync, which the
+// server's end may have cut short: the client must not take it for
+// committed (here 08007: nothing can tell). Before endsTransaction every
+// CommandComplete counted as a commit, and a switchover under writers
+// lost an acknowledged INSERT (TestPhysicalExternalServers, 2026-12-07).
 func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -319,49 +311,51 @@ func TestSurviveCommandCompleteBeforeCommit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cl, up, done := survivingRelay(t, tt.txStatus)
+			bothPaths(t, func(t *testing.T, sockets bool) {
+				_, cl, up, done := pinnedSession(t, sockets, tt.txStatus)
 
-			// The old server answers up to the CommandComplete, then ends
-			// the session.
-			go oldServerEnds(up, &pgproto3.ParseComplete{}, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
+				// The old server answers up to the CommandComplete, then
+				// ends the session.
+				go oldServerEnds(up, &pgproto3.ParseComplete{}, &pgproto3.BindComplete{}, &pgproto3.CommandComplete{CommandTag: []byte(tt.tag)})
 
-			front := sendStatement(t, cl, tt.stmt)
-			_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
-			var got []string
-			code := ""
-			for {
-				m, err := front.Receive()
-				if err != nil {
-					t.Fatalf("after %v: %v", got, err)
+				front := sendStatement(t, cl, tt.stmt)
+				_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+				var got []string
+				code := ""
+				for {
+					m, err := front.Receive()
+					if err != nil {
+						t.Fatalf("after %v: %v", got, err)
+					}
+					switch m := m.(type) {
+					case *pgproto3.ErrorResponse:
+						code = m.Code
+						got = append(got, "E "+m.Code)
+					case *pgproto3.CommandComplete:
+						got = append(got, "C "+string(m.CommandTag))
+					case *pgproto3.ReadyForQuery:
+						got = append(got, "Z "+string(m.TxStatus))
+					default:
+						got = append(got, fmt.Sprintf("%T", m))
+					}
+					if _, ok := m.(*pgproto3.ReadyForQuery); ok {
+						break
+					}
 				}
-				switch m := m.(type) {
-				case *pgproto3.ErrorResponse:
-					code = m.Code
-					got = append(got, "E "+m.Code)
-				case *pgproto3.CommandComplete:
-					got = append(got, "C "+string(m.CommandTag))
-				case *pgproto3.ReadyForQuery:
-					got = append(got, "Z "+string(m.TxStatus))
-				default:
-					got = append(got, fmt.Sprintf("%T", m))
+				if code != tt.wantCode {
+					t.Fatalf("the client got %v: error code %q, want %q", got, code, tt.wantCode)
 				}
-				if _, ok := m.(*pgproto3.ReadyForQuery); ok {
-					break
+				if code == "" && got[len(got)-2] != "C "+tt.tag {
+					t.Fatalf("the client got %v, want the server's CommandComplete then the ReadyForQuery", got)
 				}
-			}
-			if code != tt.wantCode {
-				t.Fatalf("the client got %v: error code %q, want %q", got, code, tt.wantCode)
-			}
-			if code == "" && got[len(got)-2] != "C "+tt.tag {
-				t.Fatalf("the client got %v, want the server's CommandComplete then the ReadyForQuery", got)
-			}
-			terminate(t, front, done)
+				terminate(t, front, done)
+			})
 		})
 	}
 }
 
 // terminate ends the client's session with Terminate and waits for the
-// relay to end.
+// session to end.
 func terminate(t *testing.T, front *pgproto3.Frontend, done <-chan error) {
 	t.Helper()
 	front.Send(&pgproto3.Terminate{})
@@ -369,6 +363,6 @@ func terminate(t *testing.T, front *pgproto3.Frontend, done <-chan error) {
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the relay did not end after Terminate")
+		t.Fatal("the session did not end after Terminate")
 	}
 }

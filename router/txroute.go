@@ -415,9 +415,13 @@ func (s *splitSession) read(nc *nodeConn) {
 	for {
 		if nc.fr.Buffered() == 0 {
 			// The next read may block: what the client was given goes
-			// out first, once per batch, the last frame buffered having
-			// perhaps been one kept from it (relay.go's upstreamToClient
-			// says why).
+			// out first, once per batch. The last frame buffered may
+			// have been one kept from it (a held FATAL, tandem's own
+			// ParameterStatus, xactQuery's answer) after frames it
+			// waits for: a fenced server's FATAL right behind an
+			// INSERT's CommandComplete and ReadyForQuery would leave
+			// them unsent while the session waits to settle the FATAL
+			// (TestSurviveAnswerBeforeFatalReachesClient).
 			s.rl.wmu.Lock()
 			var ferr error
 			if c.Pending() > 0 {
@@ -491,8 +495,7 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 	if typ == 'E' && s.rt.cfg.Survive && s.cur == nc.idx && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending && shutdownFatal(frame) {
 		// The server ended the session with the COMMIT in flight: its
 		// FATAL does not say whether it committed; the connection's
-		// end, which follows, resolves it (lost, resolveInFlight), as
-		// the write port does (relay.go).
+		// end, which follows, resolves it (lost, resolveInFlight).
 		s.rt.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", nc.up.Node, "err", errorFrom(frame))
 		return frame, false
 	}
@@ -504,10 +507,10 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 			return frame, false
 		}
 		if s.rt.cfg.Survive && shutdownFatal(frame) {
-			// As the write port does (relay.go): a failover's is
-			// dropped and the session goes on; if the node stays
-			// primary, the server ended this session (an operator's
-			// pg_terminate_backend) and it ends with it (lost).
+			// Held: a failover's is dropped and the session goes on;
+			// if the node stays primary, the server ended this
+			// session (an operator's pg_terminate_backend) and it
+			// ends with it (lost, settleHeld).
 			if nc.held == nil {
 				nc.held = bytes.Clone(frame)
 			}
@@ -596,8 +599,8 @@ func errorFrom(frame []byte) error {
 // answered (40001: retry; 08007 for a write whose outcome is unknown),
 // a transaction open there is lost, and the session goes on elsewhere.
 // With automatic failover (Survive), one COMMIT or statement outside a
-// transaction in flight on the primary is resolved instead, as the write
-// port did on the survive relay (relay.go, moveSession). What may wait
+// transaction in flight on the primary is resolved instead
+// (resolveInFlight, inFlightAnswer). What may wait
 // comes back as follow, which the caller runs off the loop (nil: nothing):
 // resolveInFlight, or settleHeld for a server's FATAL held while the
 // router still sees the node as the primary.
@@ -662,8 +665,7 @@ func (s *splitSession) endHeld(nc *nodeConn, held []byte) {
 // as at a failover when the router comes to see another primary, and
 // ends with the FATAL when a new connection to its node succeeds while
 // that node is still the primary (the server ended this session alone),
-// or when no other primary appears within rerouteWait. As the survive
-// relay decided by reconnecting (moveSession).
+// or when no other primary appears within rerouteWait.
 func (s *splitSession) settleHeld(nc *nodeConn, held []byte, cause error) (follow func()) {
 	alone := s.endedAlone(nc)
 	if sl := s.lp; sl != nil && alone {
