@@ -433,10 +433,15 @@ func (r *Router) moveSessionsOff(node, why string) {
 	}
 }
 
-// classify is a statement's class for transaction routing; on a pinned
-// port every statement goes to the primary, unparsed.
+// classify is a statement's class for transaction routing. On a pinned
+// port every statement goes to the primary, unparsed: only the plain
+// SELECT the fast path recognises is a read there, which tells a failover
+// that such a statement in flight changed nothing (40001, not 08007).
 func (r *Router) classify(q string) classification {
 	if r.pinned {
+		if fastRead(q) {
+			return classification{class: classRead}
+		}
 		return classification{class: classWrite}
 	}
 	return r.cls.classify(q)

@@ -658,6 +658,7 @@ func (s *splitSession) endHeld(nc *nodeConn, held []byte) {
 		s.inTx = false
 	}
 	s.pending, s.unsynced, s.cur = 0, false, -1
+	s.closed = true // a request waiting in dispatch must not run (decide)
 	s.endClient()
 }
 
@@ -932,7 +933,9 @@ func (s *splitSession) clientMsg(typ byte, frame []byte) (stop bool, err error) 
 		return false, nil
 	}
 	s.mu.Lock()
-	direct := typ == 'd' || typ == 'c' || typ == 'f' || s.unsynced || s.txStatus != 'I' && s.pending == 0 && s.cur >= 0
+	// Not while a connection's end is being settled (settleHeld): the
+	// request waits in dispatch for what became of the transaction.
+	direct := typ == 'd' || typ == 'c' || typ == 'f' || s.unsynced || s.txStatus != 'I' && s.pending == 0 && s.cur >= 0 && !s.resolving
 	cur := s.cur
 	s.mu.Unlock()
 	if direct && s.batch == nil {
@@ -1467,6 +1470,36 @@ func (s *splitSession) decide(complete bool) (d decision, done bool, err error) 
 	s.mu.Lock()
 	for !s.closed && (s.resolving || s.pending > 0 && !(s.cur >= 0 && s.fits(s.cur, want))) {
 		s.cond.Wait()
+	}
+	if s.closed {
+		// The session ended while the request waited (settleHeld: the
+		// server ended it alone): nothing of it runs anywhere.
+		s.mu.Unlock()
+		return d, true, nil
+	}
+	if s.lostTx || s.owe != "" {
+		// What the request waited for lost its transaction (settleHeld:
+		// a failover): it belongs to the lost work, up to a ROLLBACK.
+		s.mu.Unlock()
+		for b := s.batch; len(b) >= 5; {
+			n := int(binary.BigEndian.Uint32(b[1:5])) + 1
+			if !s.absorb(b[0], b[:n]) {
+				// The client's ROLLBACK ended the lost transaction: it
+				// and what follows it go on.
+				frames := 0
+				for r := b; len(r) >= 5; r = r[int(binary.BigEndian.Uint32(r[1:5]))+1:] {
+					frames++
+				}
+				s.batch = s.batch[:copy(s.batch, b)]
+				s.batchFrames = frames
+				s.mu.Lock()
+				d.inTx, d.cur = false, s.cur
+				s.mu.Unlock()
+				return d, false, nil
+			}
+			b = b[n:]
+		}
+		return d, true, nil
 	}
 	// Pipelined behind requests still in flight there (fits), or in a
 	// transaction: the request goes where the session is.
