@@ -76,6 +76,10 @@ type Config struct {
 	// Direct is router.direct: the router logs in to the physical
 	// engine's servers itself (one hop, in the router's host).
 	Direct bool `json:"router_direct,omitempty"`
+	// Failover is replication.failover of a physical pair: "" (manual,
+	// the sweep's default) or "automatic" (a witness, the primary's lease,
+	// sessions that survive a failover: what the examples run).
+	Failover string `json:"failover,omitempty"`
 	// PostgreSQL
 	SynchronousCommit string `json:"synchronous_commit,omitempty"`
 	// ClientTLS: the servers speak TLS and the workload's clients encrypt
@@ -100,6 +104,9 @@ type Config struct {
 // SYSTEM; the standalone server its two).
 func (c Config) setup() string {
 	if c.sharedPhysical() {
+		if c.Direct && c.Failover == "automatic" {
+			return "hs-pgphys-router-auto"
+		}
 		if c.Direct && c.InterNode == "none" {
 			return "hs-pgphys-router-cleartext"
 		}
@@ -161,6 +168,15 @@ func hsPhysRouter(name, level string) Config {
 	c := hsPhys(name, level)
 	c.Policy, c.Direct = "least-connected", true
 	c.Setting += ", clients through tandem's router, which logs in to the servers itself (router.direct)"
+	return c
+}
+
+// automatic is c with automatic failover: a witness completes the
+// coordinator's quorum, the primary holds a lease, and the router's
+// sessions survive a failover (the examples' setting).
+func automatic(c Config) Config {
+	c.Failover = "automatic"
+	c.Setting += ", automatic failover (a witness, the primary's lease; sessions survive a failover)"
 	return c
 }
 
@@ -227,6 +243,10 @@ func Configs() []Config {
 		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-received", "2-safe-received")),
 		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-visible", "2-safe-visible")),
 		cleartext(hsPhysRouter("hs-pgphys-router-cleartext-durable", "2-safe-durable")),
+		automatic(hsPhysRouter("hs-pgphys-router-auto-1safe", "1-safe")),
+		automatic(hsPhysRouter("hs-pgphys-router-auto-received", "2-safe-received")),
+		automatic(hsPhysRouter("hs-pgphys-router-auto-visible", "2-safe-visible")),
+		automatic(hsPhysRouter("hs-pgphys-router-auto-durable", "2-safe-durable")),
 	}
 }
 
@@ -371,6 +391,15 @@ var physicalPairs = []struct{ Level, Physical, HAProxy, Direct string }{
 	{"2-safe-received", "hs-pgphys-router-received", "pg-pair-haproxy-tls-remote_write", "pg-pair-remote_write"},
 	{"2-safe-visible", "hs-pgphys-router-visible", "pg-pair-haproxy-tls-remote_apply", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pgphys-router-durable", "pg-pair-haproxy-tls-on", "pg-pair-on"},
+	// With automatic failover, as the examples run (TLS on the hop).
+	{"1-safe", "hs-pgphys-router-auto-1safe", "pg-pair-haproxy-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-router-auto-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-router-auto-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-router-auto-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+	{"1-safe", "hs-pgphys-router-auto-1safe", "pg-pair-haproxy-tls-local", "pg-pair-local"},
+	{"2-safe-received", "hs-pgphys-router-auto-received", "pg-pair-haproxy-tls-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "hs-pgphys-router-auto-visible", "pg-pair-haproxy-tls-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "hs-pgphys-router-auto-durable", "pg-pair-haproxy-tls-on", "pg-pair-on"},
 }
 
 // MinPhysicalVsDirect is issue 13's goal: tandem's physical pair keeps at

@@ -9,7 +9,9 @@
 // on the primary node, its relay beside the server; hs-pgphys-router-*:
 // clients through tandem's router, which logs in to the servers itself,
 // router.direct, with TLS on that hop, or in clear text as HAProxy's
-// hop is, hs-pgphys-router-cleartext-*).
+// hop is, hs-pgphys-router-cleartext-*; hs-pgphys-router-auto-*: with TLS
+// and automatic failover, a witness and the primary's lease, as the
+// examples run).
 //
 // HAProxy runs as a child of the sweep (haproxy -db, its own process
 // group, Pdeathsig) with haproxy.cfg, haproxy.log and a read-only stats

@@ -57,6 +57,9 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 		}
 		fmt.Fprintf(&b, "[replication]\nengine = %q\nsafeness = %q\ndurability = %q\nstandby_durability = %q\n", engine, c.Safeness, c.Durability, c.StandbyDurability)
 		fmt.Fprintf(&b, "flush_interval = %q\nack_timeout = %q\non_standby_loss = %q\n", flushInterval, ackTimeout, onStandbyLoss)
+		if c.Failover != "" {
+			fmt.Fprintf(&b, "failover = %q\n", c.Failover)
+		}
 		if c.Design == "single-master" {
 			b.WriteString("ack = \"one\"\n")
 		}
@@ -85,6 +88,14 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 	if c.InterNode != "" {
 		fmt.Fprintf(&b, "[security]\ninter_node = %q\n\n", c.InterNode)
 	}
+	automatic := c.Failover == "automatic"
+	if automatic {
+		raft, err := addr()
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "[witness]\nid = \"witness\"\nraft_listen = %q\n\n", raft)
+	}
 	b.WriteString("[[users]]\nname = \"tandem\"\npassword = \"tandem\"\n")
 	if c.sharedPhysical() {
 		// use settles the pair between its levels with CHECKPOINT, as
@@ -108,6 +119,13 @@ func clusterFile(c Config, runDir string, addr func() (string, error)) (string, 
 				return "", err
 			}
 			fmt.Fprintf(&b, "repl_listen = %q\n", repl)
+		}
+		if automatic {
+			raft, err := addr()
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(&b, "raft_listen = %q\n", raft)
 		}
 		if c.Backend == "postgres" {
 			b.WriteString("backend = \"postgres\"\n\n")
