@@ -1,13 +1,17 @@
 package sweep
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tandemdb/tandem/backend/postgres"
+	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 )
 
@@ -98,5 +102,44 @@ func TestSweepInterleaveRefusesLabNetns(t *testing.T) {
 	o.Lab = &config.Lab{CPUPerNode: 0.5}
 	if err := o.validate(); err != nil {
 		t.Fatalf("validate with Interleave and a Lab without netns: %v", err)
+	}
+}
+
+// TestPauseSparesAutomaticFailover: an interleaved round stops an idle
+// tandem cluster's processes (SIGSTOP), but not a cluster with automatic
+// failover, whose primary's lease would lapse meanwhile and whose
+// coordinator, continued, would fail over. A real process stands in for
+// the cluster's; its state is read from /proc.
+func TestPauseSparesAutomaticFailover(t *testing.T) {
+	for _, tc := range []struct {
+		failover string
+		stopped  bool
+	}{{"", true}, {"automatic", false}} {
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s := &tandemSystem{cfg: Config{Failover: tc.failover}, local: &cluster.Local{Procs: []*cluster.Proc{{PID: cmd.Process.Pid}}}}
+		s.pause()
+		stopped := false
+		for i := 0; i < 100 && !stopped; i++ {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// pid (comm) STATE ...
+			f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+			stopped = len(f) > 0 && f[0] == "T"
+			if !tc.stopped {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if stopped != tc.stopped {
+			t.Errorf("failover %q: stopped %v, want %v", tc.failover, stopped, tc.stopped)
+		}
+		s.resume()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 	}
 }

@@ -221,10 +221,25 @@ func (s *tandemSystem) logDir() string { return filepath.Join(s.local.RunDir, "l
 // its server and renews what it holds (a physical-engine pair about 0.08
 // of a core), which the other system's window would otherwise pay. Its
 // PostgreSQL servers keep running (idle, they cost next to nothing).
-func (s *tandemSystem) pause() { s.signal(syscall.SIGSTOP) }
+// A cluster with automatic failover is not stopped: its primary's lease
+// would lapse meanwhile, and the coordinator, continued, would fail over
+// (seen: "lease_seen_ago=1m13s" at the resume, then `tandem set` refused
+// by the frozen old primary); it stays up, idle, renewing its lease, a
+// cost automatic failover has anyway.
+func (s *tandemSystem) pause() {
+	if s.cfg.Failover == "automatic" {
+		return
+	}
+	s.signal(syscall.SIGSTOP)
+}
 
 // resume continues what pause stopped.
-func (s *tandemSystem) resume() { s.signal(syscall.SIGCONT) }
+func (s *tandemSystem) resume() {
+	if s.cfg.Failover == "automatic" {
+		return
+	}
+	s.signal(syscall.SIGCONT)
+}
 
 func (s *tandemSystem) signal(sig syscall.Signal) {
 	for _, p := range s.local.Procs {
