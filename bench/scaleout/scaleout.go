@@ -31,6 +31,7 @@ import (
 	"github.com/tandemdb/tandem/cluster"
 	"github.com/tandemdb/tandem/config"
 	"github.com/tandemdb/tandem/lab"
+	"github.com/tandemdb/tandem/multimaster"
 	"github.com/tandemdb/tandem/node"
 	"github.com/tandemdb/tandem/physical"
 	"github.com/tandemdb/tandem/planner/profiler"
@@ -958,22 +959,8 @@ func waitConverged(ctx context.Context, c *config.Cluster, limit time.Duration) 
 	}
 }
 
-// mmStatus is what scaleout reads of a multi-master node's /status.
-type mmStatus struct {
-	AppliedGSN       uint64  `json:"applied_gsn"`
-	ApplyBatches     uint64  `json:"apply_batches"`
-	ApplyWritesets   uint64  `json:"apply_batch_writesets"`
-	ApplyOwn         uint64  `json:"apply_own_writesets"`
-	FastApplies      uint64  `json:"fast_applies"`
-	Certifications   uint64  `json:"certifications"`
-	CertifySeconds   float64 `json:"certify_seconds"`
-	CommitWaits      uint64  `json:"commit_waits"`
-	LogWaitSeconds   float64 `json:"log_wait_seconds"`
-	ApplyWaitSeconds float64 `json:"apply_wait_seconds"`
-	Certifier        struct {
-		Last uint64 `json:"last_gsn"`
-	} `json:"certifier"`
-}
+// mmStatus is a multi-master node's /status as its agent reports it.
+type mmStatus = multimaster.Status
 
 // mmClients is an HTTP client per node of c for its admin address (HTTPS
 // with the cluster's certificates off loopback), and a function that
