@@ -104,6 +104,9 @@ type Config struct {
 // SYSTEM; the standalone server its two).
 func (c Config) setup() string {
 	if c.sharedPhysical() {
+		if c.Design == "single-master" {
+			return "sm-pgphys-router-auto"
+		}
 		if c.Direct && c.Failover == "automatic" {
 			return "hs-pgphys-router-auto"
 		}
@@ -126,7 +129,13 @@ func (c Config) setup() string {
 // PostgreSQL pair serves its four synchronous_commit levels: the pair
 // compared runs on the same servers and data at every level.
 func (c Config) sharedPhysical() bool {
-	return c.kind == kindTandem && c.Engine == "physical" && c.Design == "hot-standby" && (c.Policy == "" && c.InterNode == "" || c.Direct)
+	if c.kind != kindTandem || c.Engine != "physical" {
+		return false
+	}
+	if c.Design == "single-master" {
+		return c.Direct && c.Failover == "automatic"
+	}
+	return c.Design == "hot-standby" && (c.Policy == "" && c.InterNode == "" || c.Direct)
 }
 
 func hs(name, level, durability, standbyDurability string) Config {
@@ -168,6 +177,21 @@ func hsPhysRouter(name, level string) Config {
 	c := hsPhys(name, level)
 	c.Policy, c.Direct = "least-connected", true
 	c.Setting += ", clients through tandem's router, which logs in to the servers itself (router.direct)"
+	return c
+}
+
+// smPhysRouter is the physical pair as single-master with the router in
+// front (router.direct, TLS on its hop, automatic failover): writes on
+// the primary, each session's reads on the node the least-connected
+// policy gives it, the standby included, at the default read consistency
+// (session: a read after the session's write waits until the standby has
+// replayed it). The pair pgpool-II's users assemble with load balancing,
+// and what tandem's single-master example runs.
+func smPhysRouter(name, level string) Config {
+	c := automatic(hsPhysRouter(name, level))
+	c.Design = "single-master"
+	c.Setting = fmt.Sprintf("tandem single-master pair on PostgreSQL back ends, physical engine (streaming replication), %s, "+
+		"clients through tandem's router (router.direct, TLS to the servers), reads balanced over both servers (least-connected, session consistency), automatic failover", level)
 	return c
 }
 
@@ -247,6 +271,10 @@ func Configs() []Config {
 		automatic(hsPhysRouter("hs-pgphys-router-auto-received", "2-safe-received")),
 		automatic(hsPhysRouter("hs-pgphys-router-auto-visible", "2-safe-visible")),
 		automatic(hsPhysRouter("hs-pgphys-router-auto-durable", "2-safe-durable")),
+		smPhysRouter("sm-pgphys-router-auto-1safe", "1-safe"),
+		smPhysRouter("sm-pgphys-router-auto-received", "2-safe-received"),
+		smPhysRouter("sm-pgphys-router-auto-visible", "2-safe-visible"),
+		smPhysRouter("sm-pgphys-router-auto-durable", "2-safe-durable"),
 	}
 }
 
@@ -400,6 +428,15 @@ var physicalPairs = []struct{ Level, Physical, HAProxy, Direct string }{
 	{"2-safe-received", "hs-pgphys-router-auto-received", "pg-pair-haproxy-tls-remote_write", "pg-pair-remote_write"},
 	{"2-safe-visible", "hs-pgphys-router-auto-visible", "pg-pair-haproxy-tls-remote_apply", "pg-pair-remote_apply"},
 	{"2-safe-durable", "hs-pgphys-router-auto-durable", "pg-pair-haproxy-tls-on", "pg-pair-on"},
+	// The same pair as single-master: the standby serves reads too.
+	{"1-safe", "sm-pgphys-router-auto-1safe", "pg-pair-haproxy-local", "pg-pair-local"},
+	{"2-safe-received", "sm-pgphys-router-auto-received", "pg-pair-haproxy-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "sm-pgphys-router-auto-visible", "pg-pair-haproxy-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "sm-pgphys-router-auto-durable", "pg-pair-haproxy-on", "pg-pair-on"},
+	{"1-safe", "sm-pgphys-router-auto-1safe", "pg-pair-haproxy-tls-local", "pg-pair-local"},
+	{"2-safe-received", "sm-pgphys-router-auto-received", "pg-pair-haproxy-tls-remote_write", "pg-pair-remote_write"},
+	{"2-safe-visible", "sm-pgphys-router-auto-visible", "pg-pair-haproxy-tls-remote_apply", "pg-pair-remote_apply"},
+	{"2-safe-durable", "sm-pgphys-router-auto-durable", "pg-pair-haproxy-tls-on", "pg-pair-on"},
 }
 
 // MinPhysicalVsDirect is issue 13's goal: tandem's physical pair keeps at

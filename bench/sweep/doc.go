@@ -11,7 +11,9 @@
 // router.direct, with TLS on that hop, or in clear text as HAProxy's
 // hop is, hs-pgphys-router-cleartext-*; hs-pgphys-router-auto-*: with TLS
 // and automatic failover, a witness and the primary's lease, as the
-// examples run).
+// examples run; sm-pgphys-router-auto-*: the same pair as single-master,
+// each session's reads on the node the least-connected policy gives it,
+// the standby included, at the router's read consistency).
 //
 // HAProxy runs as a child of the sweep (haproxy -db, its own process
 // group, Pdeathsig) with haproxy.cfg, haproxy.log and a read-only stats

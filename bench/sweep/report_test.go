@@ -214,9 +214,9 @@ func TestBuildChecks(t *testing.T) {
 			t.Errorf("no check (%s) %s %s", w.id, w.mix, w.left)
 		}
 	}
-	// The router's rows (20 of physicalPairs) only where they ran: 1-safe
+	// The router's rows (28 of physicalPairs) only where they ran: 1-safe
 	// (against HAProxy in clear text; HAProxy's TLS rows did not run).
-	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*(len(physicalPairs)-20)+2*2+1; n != want {
+	if n, want := len(r.Checks), 2*len(levelPairs)+2*2*(len(physicalPairs)-28)+2*2+1; n != want {
 		t.Errorf("%d checks, want %d", n, want)
 	}
 
@@ -330,8 +330,8 @@ func TestSelect(t *testing.T) {
 	if got := strings.Join(names, ","); got != "standalone-strict,hs-1safe-relaxed,pg-pair-on" {
 		t.Errorf("order %s: want run order", got)
 	}
-	if all, _ := SelectConfigs("all"); len(all) != 43 {
-		t.Errorf("all: %d configurations, want 43", len(all))
+	if all, _ := SelectConfigs("all"); len(all) != 47 {
+		t.Errorf("all: %d configurations, want 47", len(all))
 	}
 	for _, tc := range []struct{ configs, mixes, flag string }{
 		{"standalone-strikt", "r80w20", "--configs"},
@@ -512,6 +512,7 @@ func TestRouterDirectConfigs(t *testing.T) {
 		{"hs-pgphys-router-cleartext-durable", "hs-pgphys-router-cleartext", "inter_node = \"none\""},
 		{"hs-pgphys-visible", "hs-pgphys", ""},
 		{"hs-pgphys-router-auto-1safe", "hs-pgphys-router-auto", "failover = \"automatic\""},
+		{"sm-pgphys-router-auto-visible", "sm-pgphys-router-auto", "design = \"single-master\""},
 	} {
 		c, ok := configByName(tc.name)
 		if !ok {
@@ -524,7 +525,7 @@ func TestRouterDirectConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		direct := strings.HasPrefix(tc.name, "hs-pgphys-router")
+		direct := strings.Contains(tc.name, "-pgphys-router")
 		if strings.Contains(text, "direct = true\n") != direct || strings.Contains(text, "[router]\n") != direct {
 			t.Errorf("%s: router section and direct = true should be there: %v\n%s", tc.name, direct, text)
 		}
