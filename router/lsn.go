@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -24,11 +25,11 @@ import (
 //     cover the session (flushPositionQuery below; its commits returned
 //     before the read began);
 //   - a replica not already known to have replayed that far (the health
-//     probe's replay position, or the watcher's last poll) is waited for
-//     by the router: the replica's watcher (replaywatch.go) polls
-//     pg_last_wal_replay_lsn() on a connection of its own for every
-//     waiting session at once, up to read_wait; past it the primary runs
-//     the read, as on the writeset engine;
+//     probe's replay position, or an earlier wait) is asked to wait with a
+//     DO block that polls pg_last_wal_replay_lsn() every millisecond, on
+//     the session's connection there, up to read_wait; past it the block
+//     fails with 55000 and the primary runs the read, as on the writeset
+//     engine;
 //   - writes only cost the flag: a session that writes and never reads on
 //     a replica never pays the query;
 //   - monotonic reads: at session consistency a session's reads stay on
@@ -165,6 +166,29 @@ func (s *splitSession) learnCommitLSN() error {
 		return fmt.Errorf("the session's commit position on %s: %w", nc.up.Node, err)
 	}
 	return nil
+}
+
+// waitReplayQuery is the statement a replica runs to wait until it has
+// replayed the WAL up to lsn, for at most wait: a DO block polling
+// pg_last_wal_replay_lsn() every millisecond, failing with 55000
+// (object_not_in_prerequisite_state, as the writeset engine's wait does)
+// when the time is up. A node that is no longer in recovery (promoted)
+// has everything it will ever have: it returns at once.
+func waitReplayQuery(lsn uint64, wait time.Duration) string {
+	pos := formatLSN(lsn)
+	ms := strconv.FormatInt(max(wait.Milliseconds(), 1), 10)
+	var b strings.Builder
+	b.Grow(400)
+	b.WriteString("DO $tandem$DECLARE d timestamptz := clock_timestamp() + interval '")
+	b.WriteString(ms)
+	b.WriteString(" milliseconds'; BEGIN WHILE pg_is_in_recovery() AND coalesce(pg_last_wal_replay_lsn(), '0/0') < '")
+	b.WriteString(pos)
+	b.WriteString("'::pg_lsn LOOP IF clock_timestamp() > d THEN RAISE EXCEPTION 'tandem: this replica has not replayed the WAL up to ")
+	b.WriteString(pos)
+	b.WriteString(" within ")
+	b.WriteString(ms)
+	b.WriteString(" ms' USING ERRCODE = '55000'; END IF; PERFORM pg_sleep(0.001); END LOOP; END$tandem$")
+	return b.String()
 }
 
 // parseLSN reads PostgreSQL's text form of a WAL position ("16/B374D848").

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
 )
@@ -30,6 +31,27 @@ func TestParseFormatLSN(t *testing.T) {
 		}
 		if c.ok && formatLSN(got) != c.in {
 			t.Errorf("formatLSN(%x) = %q, want %q", got, formatLSN(got), c.in)
+		}
+	}
+}
+
+func TestWaitReplayQuery(t *testing.T) {
+	for _, c := range []struct {
+		lsn  uint64
+		wait time.Duration
+		want []string
+	}{
+		{0x16<<32 | 0xB374D848, time.Second, []string{"< '16/B374D848'::pg_lsn", "interval '1000 milliseconds'", "ERRCODE = '55000'", "up to 16/B374D848 within 1000 ms", "pg_is_in_recovery()"}},
+		{1, 0, []string{"< '0/1'::pg_lsn", "interval '1 milliseconds'"}},
+	} {
+		q := waitReplayQuery(c.lsn, c.wait)
+		if !strings.HasPrefix(q, "DO $tandem$") || !strings.HasSuffix(q, "END$tandem$") {
+			t.Errorf("%q: not one DO block", q)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(q, w) {
+				t.Errorf("%q lacks %q", q, w)
+			}
 		}
 	}
 }

@@ -91,10 +91,7 @@ type relay struct {
 // (looptls_linux.go).
 func ClientTransport(c net.Conn) net.Conn { return loopable(c) }
 
-// upstreamConfig is how the router logs in to node up for client's
-// session: the node's user and database, or the client's, the client's
-// run-time parameters, TLS over a transport the epoll loops can take over.
-func upstreamConfig(up Upstream, client *pgwire.Conn, tag string) (*pgconn.Config, error) {
+func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int, tag string) (*pgconn.HijackedConn, error) {
 	user, db := up.User, up.Database
 	if user == "" {
 		user = client.User
@@ -138,14 +135,6 @@ func upstreamConfig(up Upstream, client *pgwire.Conn, tag string) (*pgconn.Confi
 	}
 	if tag != "" {
 		cfg.RuntimeParams[pgwire.SessionTagParam] = tag
-	}
-	return cfg, nil
-}
-
-func dialUpstream(ctx context.Context, up Upstream, client *pgwire.Conn, maxMsg int, tag string) (*pgconn.HijackedConn, error) {
-	cfg, err := upstreamConfig(up, client, tag)
-	if err != nil {
-		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -83,9 +83,8 @@ type Config struct {
 	MultiMaster bool
 	// LSN: the nodes' positions are PostgreSQL WAL positions, not GSNs
 	// (the physical engine; lsn.go): a session's commit position is asked
-	// of the primary when a read follows a write, and the router waits
-	// until the replica has replayed it (its watcher polls
-	// pg_last_wal_replay_lsn(), replaywatch.go).
+	// of the primary when a read follows a write, and a replica waits for
+	// it with a DO block polling pg_last_wal_replay_lsn().
 	LSN               bool
 	ReadConsistency   string
 	ReadWait          time.Duration
@@ -177,13 +176,6 @@ type Router struct {
 	cls   *classifier
 	cons  consistency
 	known []atomic.Uint64 // per node: a GSN it is known to have applied
-	// gen counts, per node, the times known was reset (forget): a replay
-	// position read before a reset does not count after it.
-	gen []atomic.Uint64
-	// watches: per node, the watcher a read waits on for the replica's
-	// replay (physical engine, replaywatch.go; under wmu).
-	wmu     sync.Mutex
-	watches []*replayWatch
 	// committed: the highest commit GSN a routed session was told of
 	// (the writeset engine's CommitGSNParam): a new session's floor.
 	committed atomic.Uint64
@@ -202,7 +194,6 @@ func New(cfg Config) *Router {
 	}
 	r := &Router{cfg: cfg, log: cfg.Logger, fails: make([]int, len(cfg.Nodes)), probe: make(chan struct{}, 1)}
 	r.known = make([]atomic.Uint64, len(cfg.Nodes))
-	r.gen = make([]atomic.Uint64, len(cfg.Nodes))
 	r.routedPort = !cfg.Reads && (cfg.Split || cfg.Survive)
 	r.pinned = r.routedPort && !cfg.Split
 	if cfg.Split {
@@ -419,7 +410,7 @@ func (r *Router) setLocked(i int, healthy bool, err error) {
 	if err != nil {
 		s.LastError = err.Error()
 	}
-	r.forget(i)
+	r.known[i].Store(0)
 	r.log.Warn("node is down", "node", s.ID, "err", err, "consecutive_failures", r.fails[i])
 	go r.moveSessionsOff(s.ID, "the node is down")
 }
@@ -483,7 +474,7 @@ func (r *Router) setRole(node, role string, epoch uint64) {
 			if r.cfg.LSN {
 				// A replica repointed at a failover may be rewound
 				// (pg_rewind): its replay position can go back.
-				r.forget(i)
+				r.known[i].Store(0)
 			}
 			r.notifyLocked()
 			if role == "primary" {

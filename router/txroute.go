@@ -1897,18 +1897,6 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 		// the replica far enough; it changed since): the primary runs it.
 		return errInlineWait
 	}
-	if s.rt.cfg.LSN {
-		// The replica's watcher polls for every waiting session at once
-		// (replaywatch.go).
-		began := time.Now()
-		err := s.rt.replayWatch(nc.idx).wait(s.ctx, need, s.rt.readWait(), s.client)
-		outcome := "applied"
-		if err != nil {
-			outcome = "behind"
-		}
-		s.rt.waits.WithLabelValues(outcome).Observe(time.Since(began).Seconds())
-		return err
-	}
 	ch := make(chan error, 1)
 	s.mu.Lock()
 	if nc.dead {
@@ -1918,7 +1906,11 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 	nc.expect = append(nc.expect, 'Z')
 	nc.waiter = ch
 	s.mu.Unlock()
-	nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
+	if s.rt.cfg.LSN {
+		nc.fr.AppendRaw(queryFrame(waitReplayQuery(need, s.rt.readWait())))
+	} else {
+		nc.fr.AppendRaw(queryFrame("SET " + pgwire.MinAppliedSetting + " = " + strconv.FormatUint(need, 10)))
+	}
 	if err := nc.fr.Flush(); err != nil {
 		return err
 	}
