@@ -324,6 +324,14 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if _, err := idle.Exec(ctx, "ins", 1, "before"); err != nil {
 		t.Fatal(err)
 	}
+	// A statement SQL PREPARE made, and a SET in the extended protocol
+	// (as pgjdbc sends every statement).
+	if _, err := idle.Exec(ctx, "PREPARE sqlins (int, text) AS INSERT INTO t VALUES ($1, $2)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := idle.PgConn().ExecParams(ctx, "SET lock_timeout = '3s'", nil, nil, nil, nil).Read().Err; err != nil {
+		t.Fatal(err)
+	}
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -385,6 +393,12 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if err := idle.QueryRow(qctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
 		t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed)", st, err)
 	}
+	if err := idle.QueryRow(qctx, "SHOW lock_timeout").Scan(&st); err != nil || st != "3s" {
+		t.Fatalf("SHOW lock_timeout after the failover = %q, %v; want 3s (the session's SET in the extended protocol replayed)", st, err)
+	}
+	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
+		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())
+	}
 	// The session in a transaction: 40001, then it rolls back and goes on.
 	_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")
 	var pe *pgconn.PgError
@@ -403,7 +417,7 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	}
 	// Its COMMIT: 40001, and the transaction is over, as after a COMMIT
 	// that fails on PostgreSQL: the next statement runs, no ROLLBACK.
-	want := map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 10: true, 11: true}
+	want := map[int64]bool{1: true, 2: false, 3: true, 4: false, 5: true, 8: true, 10: true, 11: true}
 	if txAtCommit != nil {
 		if err := txAtCommit.Commit(qctx); !errors.As(err, &pe) || pe.Code != "40001" {
 			t.Fatalf("the COMMIT of the transaction open at the failover: %v; want SQLSTATE 40001", err)

@@ -186,11 +186,15 @@ type splitSession struct {
 	// deferred: a plain BEGIN the router answered without a node; the
 	// transaction's first request decides where it runs (SET TRANSACTION
 	// READ ONLY: a replica), and the BEGIN goes there ahead of it.
-	deferred    string
-	route       route
-	cons        consistency
-	readOnly    bool // default_transaction_read_only
-	settings    []string
+	deferred string
+	route    route
+	cons     consistency
+	readOnly bool // default_transaction_read_only
+	settings []string
+	// sqlPrepared: the statements SQL PREPARE made, by name (their
+	// PREPARE is among settings, replayed where the session goes).
+	sqlPrepared map[string]struct{}
+	prepKept    int // PREPARE and DEALLOCATE entries in settings (compactSettings)
 	stmtVer     map[string]uint64
 	parses      map[string][]byte
 	stmtClass   map[string]classification
@@ -207,7 +211,7 @@ type splitSession struct {
 func (r *Router) newSplit(ctx context.Context, c *pgwire.Conn) *splitSession {
 	s := &splitSession{rt: r, client: c, tag: newSessionTag(), ctx: ctx, cur: -1, stick: -1, txStatus: 'I',
 		conns: make([]*nodeConn, len(r.cfg.Nodes)), cons: r.cons,
-		stmtVer: map[string]uint64{}, parses: map[string][]byte{}, stmtClass: map[string]classification{}}
+		stmtVer: map[string]uint64{}, parses: map[string][]byte{}, stmtClass: map[string]classification{}, sqlPrepared: map[string]struct{}{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.rl.client, s.rl.readTimeout = c, r.cfg.MessageReadTimeout
 	if ap, err := netip.ParseAddrPort(c.RemoteAddr); err == nil {
@@ -2027,19 +2031,8 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		}
 		q := transient(body)
 		w := firstWord(q)
-		switch {
-		case w == "SET" || w == "RESET" || w == "DISCARD":
-			if isSetting(q) {
-				s.settings = append(s.settings, strings.Clone(q))
-				if nc != nil && nc.setDone == len(s.settings)-1 {
-					nc.setDone = len(s.settings)
-				}
-				if cl := s.rt.classify(q); cl.readOnlyDefault != 0 {
-					s.readOnly = cl.readOnlyDefault > 0
-				}
-			}
-		case w == "DEALLOCATE":
-			s.forgetAll(q)
+		if w != "" && w != "SHOW" || innerSemicolon(q) {
+			s.rememberSession(q, nc)
 		}
 		if w == "DISCARD" {
 			_ = s.applyTandemSet("all", "")
@@ -2051,6 +2044,12 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		q, _ := cstringT(rest)
 		if n, v, ok := tandemSet(q); ok {
 			_ = s.applyTandemSet(n, v) // the node refuses nothing here: best effort
+		}
+		if w := firstWord(q); w != "" && w != "SHOW" {
+			// A setting or SQL PREPARE in the extended protocol (pgjdbc
+			// sends every statement so), kept when it is parsed: its
+			// Execute follows in the same request.
+			s.rememberSession(q, nc)
 		}
 		cl := s.rt.classify(q)
 		s.ver++
@@ -2083,6 +2082,188 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		}
 	}
 }
+
+// rememberSession records the session state a query (or a parsed
+// statement) sets up, statement by statement, for replay wherever the
+// session goes (prepare; at a failover the new primary): settings (SET,
+// RESET, DISCARD) and the statements SQL PREPARE makes, with their
+// DEALLOCATE. Only those statements of a query with several: replaying
+// the query whole would run its other statements again. nc is the
+// connection the query goes to, which has them already.
+func (s *splitSession) rememberSession(q string, nc *nodeConn) {
+	stmts := []string{q}
+	if innerSemicolon(q) {
+		stmts = pgwire.SplitStatements(q)
+	}
+	keep := func(st string) {
+		s.settings = append(s.settings, strings.Clone(st))
+		if nc != nil && nc.setDone == len(s.settings)-1 {
+			nc.setDone = len(s.settings)
+		}
+	}
+	defer s.compactSettings()
+	for _, st := range stmts {
+		switch firstWord(st) {
+		case "SET", "RESET", "DISCARD":
+			if !isSetting(st) {
+				continue
+			}
+			keep(st)
+			if cl := s.rt.classify(st); cl.readOnlyDefault != 0 {
+				s.readOnly = cl.readOnlyDefault > 0
+			}
+			if f := strings.Fields(strings.ToLower(strings.TrimRight(st, "; \t\r\n"))); len(f) == 2 && f[0] == "discard" && f[1] == "all" {
+				clear(s.sqlPrepared) // DISCARD ALL, replayed, drops them there too
+			}
+		case "PREPARE":
+			if name, ok := sqlPrepareName(st); ok {
+				keep(st)
+				s.prepKept++
+				s.sqlPrepared[name] = struct{}{}
+			}
+		case "DEALLOCATE":
+			s.forgetAll(st)
+			name, all, ok := deallocateTarget(st)
+			switch {
+			case !ok:
+			case all:
+				// Only the SQL-prepared ones: a replayed DEALLOCATE ALL
+				// would also drop, on a connection that lagged, the
+				// protocol statements the router prepared there since.
+				for n := range s.sqlPrepared {
+					keep("DEALLOCATE " + quoteIdent(n))
+					s.prepKept++
+				}
+				clear(s.sqlPrepared)
+			default:
+				if _, had := s.sqlPrepared[name]; had {
+					keep("DEALLOCATE " + quoteIdent(name))
+					s.prepKept++
+					delete(s.sqlPrepared, name)
+				}
+			}
+		}
+	}
+}
+
+// compactSettings drops from settings the PREPAREs whose statement was
+// deallocated since, with their DEALLOCATEs, once they outnumber the live
+// ones (an application that prepares and deallocates per request would
+// grow the list without end), when every open connection has run the
+// whole list (its setDone then moves to the new end; a connection opened
+// later replays the shorter list, with the same effect).
+func (s *splitSession) compactSettings() {
+	if s.prepKept < 2*len(s.sqlPrepared)+32 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, nc := range s.conns {
+		if nc != nil && nc.setDone != len(s.settings) {
+			return
+		}
+	}
+	last := map[string]int{}
+	for i, st := range s.settings {
+		if firstWord(st) == "PREPARE" {
+			if name, ok := sqlPrepareName(st); ok {
+				last[name] = i
+			}
+		}
+	}
+	out := s.settings[:0]
+	s.prepKept = 0
+	for i, st := range s.settings {
+		switch firstWord(st) {
+		case "DEALLOCATE":
+			continue
+		case "PREPARE":
+			name, _ := sqlPrepareName(st)
+			if _, live := s.sqlPrepared[name]; !live || last[name] != i {
+				continue
+			}
+			s.prepKept++
+		}
+		out = append(out, st)
+	}
+	clear(s.settings[len(out):])
+	s.settings = out
+	for _, nc := range s.conns {
+		if nc != nil {
+			nc.setDone = len(s.settings)
+		}
+	}
+}
+
+// innerSemicolon reports whether q has a semicolon before its end: it may
+// hold several statements.
+func innerSemicolon(q string) bool {
+	i := strings.IndexByte(q, ';')
+	return i >= 0 && strings.TrimRight(q[i:], "; \t\r\n") != ""
+}
+
+// sqlPrepareName is the name SQL PREPARE name [(types)] AS ... gives its
+// statement, as PostgreSQL keeps it (unquoted: lower case); false for
+// PREPARE TRANSACTION 'gid' (two-phase commit, not session state).
+func sqlPrepareName(st string) (string, bool) {
+	rest := strings.TrimLeft(st, " \t\r\n")[len("prepare"):]
+	name, after, ok := identifier(rest)
+	if !ok {
+		return "", false
+	}
+	if name == "transaction" && strings.HasPrefix(strings.TrimLeft(after, " \t\r\n"), "'") {
+		return "", false
+	}
+	return name, true
+}
+
+// deallocateTarget reads DEALLOCATE [PREPARE] name | ALL.
+func deallocateTarget(st string) (name string, all, ok bool) {
+	rest := strings.TrimLeft(st, " \t\r\n")[len("deallocate"):]
+	name, after, ok := identifier(rest)
+	if ok && name == "prepare" {
+		if n, _, ok2 := identifier(after); ok2 {
+			name = n
+		}
+	}
+	if !ok {
+		return "", false, false
+	}
+	return name, name == "all" && !strings.HasPrefix(strings.TrimLeft(rest, " \t\r\n"), `"`), true
+}
+
+// identifier reads one SQL identifier at the start of s (after blanks):
+// a quoted one as written, an unquoted one in lower case, as PostgreSQL
+// folds it; and what follows it.
+func identifier(s string) (string, string, bool) {
+	s = strings.TrimLeft(s, " \t\r\n")
+	if strings.HasPrefix(s, `"`) {
+		var b strings.Builder
+		for i := 1; i < len(s); i++ {
+			if s[i] == '"' {
+				if i+1 < len(s) && s[i+1] == '"' {
+					b.WriteByte('"')
+					i++
+					continue
+				}
+				return b.String(), s[i+1:], b.Len() > 0
+			}
+			b.WriteByte(s[i])
+		}
+		return "", "", false
+	}
+	i := 0
+	for i < len(s) && (s[i] == '_' || s[i] == '$' || s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z' || s[i] >= '0' && s[i] <= '9' || s[i] >= 0x80) {
+		i++
+	}
+	if i == 0 {
+		return "", "", false
+	}
+	return strings.ToLower(s[:i]), s[i:], true
+}
+
+// quoteIdent quotes a name as an SQL identifier.
+func quoteIdent(n string) string { return `"` + strings.ReplaceAll(n, `"`, `""`) + `"` }
 
 // forgetAll handles DEALLOCATE [PREPARE] name | ALL sent as a query.
 func (s *splitSession) forgetAll(q string) {
@@ -2119,6 +2300,8 @@ func firstWord(q string) string {
 		return "DISCARD"
 	case strings.EqualFold(w, "deallocate"):
 		return "DEALLOCATE"
+	case strings.EqualFold(w, "prepare"):
+		return "PREPARE"
 	case strings.EqualFold(w, "show"):
 		return "SHOW"
 	}
