@@ -332,6 +332,10 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if err := idle.PgConn().ExecParams(ctx, "SET lock_timeout = '3s'", nil, nil, nil, nil).Read().Err; err != nil {
 		t.Fatal(err)
 	}
+	// A query of a SET and a write: only the SET is replayed.
+	if _, err := idle.Exec(ctx, "SET application_name = 'idle-multi'; UPDATE t SET w = w || '+' WHERE id = 1"); err != nil {
+		t.Fatal(err)
+	}
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -398,6 +402,10 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	}
 	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
 		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())
+	}
+	var app, w1 string
+	if err := idle.QueryRow(qctx, "SELECT current_setting('application_name'), (SELECT w FROM t WHERE id = 1)").Scan(&app, &w1); err != nil || app != "idle-multi" || w1 != "before+" {
+		t.Fatalf("after the failover application_name = %q and row 1 = %q (%v); want idle-multi and before+ (the query's SET replayed, its UPDATE not run again)", app, w1, err)
 	}
 	// The session in a transaction: 40001, then it rolls back and goes on.
 	_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")
