@@ -128,6 +128,9 @@ func TestRememberSessionCompacts(t *testing.T) {
 	s, nc := rememberSession(t)
 	s.remember('Q', queryFrame("SET a = 1"), 0)
 	s.remember('Q', queryFrame("PREPARE keep AS SELECT 1"), 0)
+	// Refused by the server (the name is taken): what the session has is
+	// the first.
+	s.remember('Q', queryFrame("PREPARE keep AS SELECT 'refused'"), 0)
 	for i := 0; i < 1000; i++ {
 		s.remember('Q', queryFrame(fmt.Sprintf("PREPARE p%d AS SELECT %d", i%3, i)), 0)
 		s.remember('Q', queryFrame(fmt.Sprintf("DEALLOCATE p%d", i%3)), 0)
@@ -147,7 +150,9 @@ func TestRememberSessionCompacts(t *testing.T) {
 			set = append(set, st)
 		case "PREPARE":
 			n, _ := sqlPrepareName(st)
-			live[n] = st
+			if _, taken := live[n]; !taken {
+				live[n] = st
+			}
 		case "DEALLOCATE":
 			n, _, _ := deallocateTarget(st)
 			delete(live, n)

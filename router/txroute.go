@@ -2163,11 +2163,24 @@ func (s *splitSession) compactSettings() {
 			return
 		}
 	}
-	last := map[string]int{}
+	// The PREPARE that made each live statement: the first since its
+	// name was last freed (a second PREPARE of a taken name failed).
+	made := map[string]int{}
 	for i, st := range s.settings {
-		if firstWord(st) == "PREPARE" {
+		switch firstWord(st) {
+		case "PREPARE":
 			if name, ok := sqlPrepareName(st); ok {
-				last[name] = i
+				if _, taken := made[name]; !taken {
+					made[name] = i
+				}
+			}
+		case "DEALLOCATE":
+			if name, _, ok := deallocateTarget(st); ok {
+				delete(made, name)
+			}
+		case "DISCARD":
+			if f := strings.Fields(strings.ToLower(strings.TrimRight(st, "; \t\r\n"))); len(f) == 2 && f[1] == "all" {
+				clear(made)
 			}
 		}
 	}
@@ -2179,7 +2192,7 @@ func (s *splitSession) compactSettings() {
 			continue
 		case "PREPARE":
 			name, _ := sqlPrepareName(st)
-			if _, live := s.sqlPrepared[name]; !live || last[name] != i {
+			if j, live := made[name]; !live || j != i {
 				continue
 			}
 			s.prepKept++
