@@ -2112,8 +2112,8 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 			if cl := s.rt.classify(st); cl.readOnlyDefault != 0 {
 				s.readOnly = cl.readOnlyDefault > 0
 			}
-			if f := strings.Fields(strings.ToLower(strings.TrimRight(st, "; \t\r\n"))); len(f) == 2 && f[0] == "discard" && f[1] == "all" {
-				clear(s.sqlPrepared) // DISCARD ALL, replayed, drops them there too
+			if isDiscardAll(st) {
+				clear(s.sqlPrepared) // replayed, it drops them there too
 			}
 		case "PREPARE":
 			if name, ok := sqlPrepareName(st); ok {
@@ -2179,7 +2179,7 @@ func (s *splitSession) compactSettings() {
 				delete(made, name)
 			}
 		case "DISCARD":
-			if f := strings.Fields(strings.ToLower(strings.TrimRight(st, "; \t\r\n"))); len(f) == 2 && f[1] == "all" {
+			if isDiscardAll(st) {
 				clear(made)
 			}
 		}
@@ -2206,6 +2206,13 @@ func (s *splitSession) compactSettings() {
 			nc.setDone = len(s.settings)
 		}
 	}
+}
+
+// isDiscardAll reports whether st is DISCARD ALL (which deallocates every
+// prepared statement).
+func isDiscardAll(st string) bool {
+	f := strings.Fields(strings.ToLower(strings.TrimRight(st, "; \t\r\n")))
+	return len(f) == 2 && f[0] == "discard" && f[1] == "all"
 }
 
 // innerSemicolon reports whether q has a semicolon before its end: it may
