@@ -336,6 +336,19 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if _, err := idle.Exec(ctx, "SET application_name = 'idle-multi'; UPDATE t SET w = w || '+' WHERE id = 1"); err != nil {
 		t.Fatal(err)
 	}
+	// SETs PostgreSQL undid: in a block that rolled back, after the
+	// savepoint a block returned to, in a query of several statements
+	// that failed (its implicit block). The replay must not make them
+	// (the checks after the failover want 7s, 3s and idle-multi).
+	for _, q := range []string{"BEGIN", "SET statement_timeout = '9s'", "ROLLBACK",
+		"BEGIN", "SAVEPOINT sp", "SET lock_timeout = '8s'", "ROLLBACK TO SAVEPOINT sp", "COMMIT"} {
+		if _, err := idle.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := idle.Exec(ctx, "SET application_name = 'undone'; SELECT 1/0"); err == nil {
+		t.Fatal("SELECT 1/0 did not fail")
+	}
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -395,17 +408,17 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	}
 	var st string
 	if err := idle.QueryRow(qctx, "SHOW statement_timeout").Scan(&st); err != nil || st != "7s" {
-		t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed)", st, err)
+		t.Fatalf("SHOW statement_timeout after the failover = %q, %v; want 7s (the session's SET replayed, not the one of its block that rolled back)", st, err)
 	}
 	if err := idle.QueryRow(qctx, "SHOW lock_timeout").Scan(&st); err != nil || st != "3s" {
-		t.Fatalf("SHOW lock_timeout after the failover = %q, %v; want 3s (the session's SET in the extended protocol replayed)", st, err)
+		t.Fatalf("SHOW lock_timeout after the failover = %q, %v; want 3s (the session's SET in the extended protocol replayed, not the one its ROLLBACK TO SAVEPOINT undid)", st, err)
 	}
 	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
 		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())
 	}
 	var app, w1 string
 	if err := idle.QueryRow(qctx, "SELECT current_setting('application_name'), (SELECT w FROM t WHERE id = 1)").Scan(&app, &w1); err != nil || app != "idle-multi" || w1 != "before+" {
-		t.Fatalf("after the failover application_name = %q and row 1 = %q (%v); want idle-multi and before+ (the query's SET replayed, its UPDATE not run again)", app, w1, err)
+		t.Fatalf("after the failover application_name = %q and row 1 = %q (%v); want idle-multi and before+ (the query's SET replayed, its UPDATE not run again; not the SET of the query that failed)", app, w1, err)
 	}
 	// The session in a transaction: 40001, then it rolls back and goes on.
 	_, err = tx.Exec(qctx, "INSERT INTO t VALUES (4, 'in lost tx')")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/tandemdb/tandem/pgwire"
 )
 
@@ -175,4 +176,116 @@ func parseFrame(name, q string) []byte {
 	n := len(b) - 1
 	b[1], b[2], b[3], b[4] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	return b
+}
+
+// TestRememberSessionTransactional: a SET in a transaction block that
+// rolls back (or before the savepoint a ROLLBACK TO returns to, or in a
+// query of several statements that fails) is undone by PostgreSQL, and
+// is not replayed on the session's next connection either; SQL PREPARE
+// is not transactional and stays.
+func TestRememberSessionTransactional(t *testing.T) {
+	type step struct {
+		q      string // sent by the client, or
+		tag    string // the node's CommandComplete, or
+		err    bool   // its ErrorResponse,
+		status byte   // then its ReadyForQuery
+	}
+	q := func(s string) step { return step{q: s} }
+	ok := func(tag string, status byte) step { return step{tag: tag, status: status} }
+	fail := func(status byte) step { return step{err: true, status: status} }
+	for _, c := range []struct {
+		name  string
+		steps []step
+		want  []string
+	}{
+		{"outside a block", []step{q("SET a = 1"), ok("SET", 'I')}, []string{"SET a = 1"}},
+		{"committed", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET a = 1"), ok("SET", 'T'), q("COMMIT"), ok("COMMIT", 'I')}, []string{"SET a = 1"}},
+		{"rolled back", []step{q("SET a = 0"), ok("SET", 'I'), q("BEGIN"), ok("BEGIN", 'T'), q("SET a = 1"), ok("SET", 'T'), q("ROLLBACK"), ok("ROLLBACK", 'I')},
+			[]string{"SET a = 0"}},
+		{"failed block's COMMIT", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET a = 1"), ok("SET", 'T'), q("SELECT 1/0"), fail('E'), q("COMMIT"), ok("ROLLBACK", 'I')},
+			nil},
+		{"one query, rolled back", []step{q("BEGIN; SET a = 1; ROLLBACK"), ok("BEGIN", 0), ok("SET", 0), ok("ROLLBACK", 'I')}, nil},
+		{"implicit block that failed", []step{q("SET a = 1; SELECT 1/0"), ok("SET", 0), fail('I')}, nil},
+		{"implicit block that ran", []step{q("SET a = 1; SELECT 1"), ok("SET", 0), ok("SELECT 1", 'I')}, []string{"SET a = 1"}},
+		{"savepoints", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET a = 1"), ok("SET", 'T'), q("SAVEPOINT \"Sp\""), ok("SAVEPOINT", 'T'),
+			q("SET b = 2"), ok("SET", 'T'), q("SAVEPOINT inner"), ok("SAVEPOINT", 'T'), q("RESET a"), ok("RESET", 'T'), q("RELEASE inner"), ok("RELEASE", 'T'),
+			q("ROLLBACK TO SAVEPOINT \"Sp\""), ok("ROLLBACK", 'T'), q("SET c = 3"), ok("SET", 'T'), q("COMMIT"), ok("COMMIT", 'I')},
+			[]string{"SET a = 1", "SET c = 3"}},
+		{"PREPARE stays", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET a = 1"), ok("SET", 'T'), q("PREPARE p AS SELECT 1"), ok("PREPARE", 'T'), q("SET b = 2"), ok("SET", 'T'),
+			q("ROLLBACK"), ok("ROLLBACK", 'I')},
+			[]string{"PREPARE p AS SELECT 1"}},
+		{"SET LOCAL", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET LOCAL a = 1"), ok("SET", 'T'), q("COMMIT"), ok("COMMIT", 'I')}, nil},
+		{"read only, rolled back", []step{q("BEGIN"), ok("BEGIN", 'T'), q("SET default_transaction_read_only = on"), ok("SET", 'T'), q("ROLLBACK"), ok("ROLLBACK", 'I')}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, nc := rememberSession(t)
+			s.cur = 0
+			for _, st := range c.steps {
+				switch {
+				case st.q != "":
+					s.remember('Q', queryFrame(st.q), 0)
+				case st.err:
+					f, _ := pgwire.ToErrorResponse(&pgwire.Error{Code: "22012", Message: "division by zero"}).Encode(nil)
+					s.nodeFrame(nc, 'E', f)
+				default:
+					f, _ := (&pgproto3.CommandComplete{CommandTag: []byte(st.tag)}).Encode(nil)
+					s.nodeFrame(nc, 'C', f)
+				}
+				if st.status != 0 {
+					s.nodeFrame(nc, 'Z', []byte{'Z', 0, 0, 0, 5, st.status})
+				}
+			}
+			s.settleTentative()
+			if !slices.Equal(s.settings, c.want) {
+				t.Errorf("settings %q, want %q", s.settings, c.want)
+			}
+			if nc.setDone != len(s.settings) {
+				t.Errorf("the connection that ran them has run %d of %d", nc.setDone, len(s.settings))
+			}
+			if s.readOnly {
+				t.Error("default_transaction_read_only is on after its block rolled back")
+			}
+		})
+	}
+}
+
+func TestTxWord(t *testing.T) {
+	for _, c := range []struct {
+		st   string
+		kind byte
+		name string
+	}{
+		{"BEGIN", 'B', ""},
+		{"begin isolation level serializable", 'B', ""},
+		{"START TRANSACTION READ ONLY", 'B', ""},
+		{"START", 0, ""},
+		{"COMMIT", 'C', ""},
+		{"end;", 'C', ""},
+		{"COMMIT PREPARED 'g'", 0, ""},
+		{"ROLLBACK", 'R', ""},
+		{"ABORT", 'R', ""},
+		{"ROLLBACK PREPARED 'g'", 0, ""},
+		{"ROLLBACK TO SAVEPOINT a", 'T', "a"},
+		{"rollback to B", 'T', "b"},
+		{`ROLLBACK TO SAVEPOINT "B"`, 'T', "B"},
+		{"SAVEPOINT Sp1;", 'S', "sp1"},
+		{"RELEASE SAVEPOINT sp1", 'L', "sp1"},
+		{"RELEASE sp1", 'L', "sp1"},
+		{"SELECT 1", 0, ""},
+	} {
+		kind, name := txWord(c.st)
+		if kind != c.kind || name != c.name {
+			t.Errorf("txWord(%q) = %q %q, want %q %q", c.st, kind, name, c.kind, c.name)
+		}
+	}
+}
+
+// TestTxWordAllocates: BEGIN and COMMIT pass here on every explicit
+// transaction.
+func TestTxWordAllocates(t *testing.T) {
+	for _, st := range []string{"BEGIN", "commit;", "ROLLBACK"} {
+		if n := testing.AllocsPerRun(100, func() { txWord(st) }); n != 0 {
+			t.Errorf("txWord(%q) allocates %v times", st, n)
+		}
+	}
 }

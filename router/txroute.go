@@ -195,6 +195,17 @@ type splitSession struct {
 	// PREPARE is among settings, replayed where the session goes).
 	sqlPrepared map[string]struct{}
 	prepKept    int // PREPARE and DEALLOCATE entries in settings (compactSettings)
+	// tentative: the settings made in a transaction block not yet
+	// decided, savepoints its SAVEPOINTs, sentTx whether a BEGIN was
+	// sent and no end since (txsettings.go; client side).
+	tentative  []tentativeSet
+	savepoints []savepointMark
+	sentTx     bool
+	// endTag and errSeen: the last transaction end the session's node
+	// reported (COMMIT or ROLLBACK) and whether an error came, since the
+	// first tentative setting (under mu; settleTentative).
+	endTag      string
+	errSeen     bool
 	stmtVer     map[string]uint64
 	parses      map[string][]byte
 	stmtClass   map[string]classification
@@ -503,6 +514,9 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 		s.rt.log.Info("the server ended a session with a COMMIT in flight; it is resolved as at a failover", "node", nc.up.Node, "err", errorFrom(frame))
 		return frame, false
 	}
+	if typ == 'E' && s.cur == nc.idx {
+		s.errSeen = true
+	}
 	if typ == 'E' && isFatal(frame) {
 		if s.cur != nc.idx {
 			// A connection that serves no request of the client's (an
@@ -523,7 +537,13 @@ func (s *splitSession) nodeFrame(nc *nodeConn, typ byte, frame []byte) ([]byte, 
 		nc.fatal = true
 	}
 	if typ == 'C' && s.cur == nc.idx {
-		s.ccSeen = s.ccSeen || endsTransaction(frame)
+		if endsTransaction(frame) {
+			s.ccSeen = true
+			s.endTag = "ROLLBACK"
+			if t, _ := cstringT(frame[5:]); t == "COMMIT" {
+				s.endTag = "COMMIT"
+			}
+		}
 		frame = xactRollback(&s.xact, typ, frame)
 	}
 	if typ == 'Z' && len(frame) == 6 && s.cur == nc.idx {
@@ -738,6 +758,9 @@ func (s *splitSession) lostWork(nc *nodeConn, cause error) (follow func()) {
 		return nil
 	}
 	wasTx := s.txStatus != 'I'
+	// What was in flight, or the open block, did not happen: its
+	// tentative settings go (unless resolveInFlight finds it committed).
+	s.endTag = "ROLLBACK"
 	if s.rt.cfg.Survive && s.toPrimary && s.pending == 1 && !s.unsynced && s.commitPending {
 		s.resolving = true
 		if s.inTx {
@@ -860,7 +883,11 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 		return "", false, fmt.Errorf("no primary to ask within %v: %w", rerouteWait, last)
 	}, s.rt.log)
 	s.rl.wmu.Lock()
+	committed := false
 	for _, m := range msgs {
+		if cc, ok := m.(*pgproto3.CommandComplete); ok && string(cc.CommandTag) == "COMMIT" {
+			committed = true
+		}
 		s.client.Append(m)
 	}
 	s.client.AppendRaw([]byte{'Z', 0, 0, 0, 5, 'I'})
@@ -868,6 +895,9 @@ func (s *splitSession) resolveInFlight(dead *nodeConn, status byte) {
 	s.rl.wmu.Unlock()
 	s.rt.log.Info("a routed session's COMMIT in flight at a failover was resolved", "from", dead.up.Node, "to", now)
 	s.mu.Lock()
+	if committed {
+		s.endTag = "COMMIT" // its settings stand (settleTentative)
+	}
 	s.resolving, s.commitPending = false, false
 	s.pending, s.unsynced, s.txStatus, s.cur = 0, false, 'I', -1
 	s.cond.Broadcast()
@@ -1191,13 +1221,11 @@ func (s *splitSession) fatal(e *pgwire.Error) {
 
 // request is what the router learned of a gathered request.
 type request struct {
-	class    stmtClass // the most demanding statement's
-	force    route
-	absorbed bool     // answered by the router (SET/SHOW tandem.*)
-	setting  bool     // a session setting to replay elsewhere
-	needs    []string // named statements it uses and does not parse (views of the request: not kept)
-	setTxRO  bool     // it starts with SET TRANSACTION READ ONLY
-	unnamed  bool     // uses the unnamed statement without parsing it
+	class   stmtClass // the most demanding statement's
+	force   route
+	needs   []string // named statements it uses and does not parse (views of the request: not kept)
+	setTxRO bool     // it starts with SET TRANSACTION READ ONLY
+	unnamed bool     // uses the unnamed statement without parsing it
 }
 
 // classifyBatch reads the gathered request and records what it sets up.
@@ -1938,6 +1966,7 @@ func (s *splitSession) awaitConsistency(nc *nodeConn) error {
 // settings, prepared statements, the unnamed statement. Their answers are
 // swallowed (nodeConn.expect); nothing waits for them.
 func (s *splitSession) prepare(nc *nodeConn, rq request) {
+	s.settleTentative()
 	var exp []byte
 	for ; nc.setDone < len(s.settings); nc.setDone++ {
 		nc.fr.AppendRaw(queryFrame(s.settings[nc.setDone]))
@@ -2091,8 +2120,10 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 // the query whole would run its other statements again. nc is the
 // connection the query goes to, which has them already.
 func (s *splitSession) rememberSession(q string, nc *nodeConn) {
+	s.settleTentative()
 	stmts := []string{q}
-	if innerSemicolon(q) {
+	several := innerSemicolon(q)
+	if several {
 		stmts = pgwire.SplitStatements(q)
 	}
 	keep := func(st string) {
@@ -2104,11 +2135,17 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 	defer s.compactSettings()
 	for _, st := range stmts {
 		switch firstWord(st) {
+		case "TX":
+			s.trackTx(txWord(st))
 		case "SET", "RESET", "DISCARD":
 			if !isSetting(st) {
 				continue
 			}
+			readOnly := s.readOnly
 			keep(st)
+			if s.inBlock(several) {
+				s.keepTentative(len(s.settings)-1, readOnly)
+			}
 			if cl := s.rt.classify(st); cl.readOnlyDefault != 0 {
 				s.readOnly = cl.readOnlyDefault > 0
 			}
@@ -2153,7 +2190,7 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 // whole list (its setDone then moves to the new end; a connection opened
 // later replays the shorter list, with the same effect).
 func (s *splitSession) compactSettings() {
-	if s.prepKept < 2*len(s.sqlPrepared)+32 {
+	if s.prepKept < 2*len(s.sqlPrepared)+32 || len(s.tentative) > 0 {
 		return
 	}
 	s.mu.Lock()
@@ -2279,7 +2316,9 @@ func identifier(s string) (string, string, bool) {
 	if i == 0 {
 		return "", "", false
 	}
-	return strings.ToLower(s[:i]), s[i:], true
+	// Owned: s may be a frame's bytes (transient), and the name is kept
+	// (sqlPrepared, savepoints).
+	return strings.Clone(strings.ToLower(s[:i])), s[i:], true
 }
 
 // quoteIdent quotes a name as an SQL identifier.
@@ -2324,6 +2363,9 @@ func firstWord(q string) string {
 		return "PREPARE"
 	case strings.EqualFold(w, "show"):
 		return "SHOW"
+	case strings.EqualFold(w, "begin"), strings.EqualFold(w, "start"), strings.EqualFold(w, "commit"), strings.EqualFold(w, "end"),
+		strings.EqualFold(w, "rollback"), strings.EqualFold(w, "abort"), strings.EqualFold(w, "savepoint"), strings.EqualFold(w, "release"):
+		return "TX" // rememberSession follows transaction blocks (txWord)
 	}
 	return ""
 }
