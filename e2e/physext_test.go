@@ -29,14 +29,13 @@ import (
 // extServer is a PostgreSQL server an operator runs (not tandem): the
 // physical engine's external mode reaches it only with its dsn.
 type extServer struct {
-	t       *testing.T
-	dir     string // holds data/, sock/, server.log
-	port    int
-	m       *postgres.Managed
-	cred    *syscall.Credential
-	bin     string
-	pgpass  string
-	primary int // the port of the server it was seeded from (0: a primary)
+	t      *testing.T
+	dir    string // holds data/, sock/, server.log
+	port   int
+	m      *postgres.Managed
+	cred   *syscall.Credential
+	bin    string
+	pgpass string
 }
 
 // extOperatorRole is the dsn's role: the grants docs/operations.md

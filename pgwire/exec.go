@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -128,7 +127,6 @@ type portal struct {
 	cols    []Column
 	res     Result
 	done    bool
-	rows    int64
 }
 
 type execSession struct {
@@ -150,7 +148,6 @@ type execSession struct {
 	failed      bool // an error inside a transaction block: only ROLLBACK works
 	implicit    bool // an extended-protocol batch's implicit transaction, committed at Sync
 	skip        bool // after an extended-protocol error: discard until Sync
-	mu          sync.Mutex
 	row         []any
 	buf         []byte
 	// watch stops the running statement when the client hangs up or

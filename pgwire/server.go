@@ -554,7 +554,10 @@ func (s *Server) storedCredentials(user, password string, known bool) (scram.Sto
 	if err != nil {
 		return scram.StoredCredentials{}, err
 	}
-	cr := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt[:]), Iters: 4096})
+	cr, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt[:]), Iters: 4096})
+	if err != nil {
+		return scram.StoredCredentials{}, err
+	}
 	if key != "" {
 		s.scramCr[key] = cr
 	}
@@ -574,7 +577,10 @@ func SCRAMVerifier(password string) (string, error) {
 		return "", err
 	}
 	const iters = 4096
-	cr := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt[:]), Iters: iters})
+	cr, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt[:]), Iters: iters})
+	if err != nil {
+		return "", err
+	}
 	enc := base64.StdEncoding.EncodeToString
 	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iters, enc(salt[:]), enc(cr.StoredKey), enc(cr.ServerKey)), nil
 }

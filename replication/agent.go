@@ -118,12 +118,11 @@ type Agent struct {
 	prepMu sync.RWMutex
 	// handover (under ackMu): set when this primary follows another node;
 	// commits still waiting resolve against it.
-	handover    *handover
-	inflight    sync.WaitGroup
-	ackMu       sync.Mutex
-	ackCond     *sync.Cond
-	peers       map[string]*peer
-	lastShipped atomic.Uint64
+	handover *handover
+	inflight sync.WaitGroup
+	ackMu    sync.Mutex
+	ackCond  *sync.Cond
+	peers    map[string]*peer
 
 	// standby side
 	received    atomic.Uint64

@@ -283,7 +283,7 @@ func (t *translator) columnDef(table string, cd *pg_query.ColumnDef, onlyPK, tem
 	intPK := onlyPK && (typ.Name == "int2" || typ.Name == "int4" || typ.Name == "int8")
 	numbered := serial || identity != ""
 	if numbered && typ.Name != "int2" && typ.Name != "int4" && typ.Name != "int8" {
-		return "", "", &pgwire.Error{Code: "22023", Message: fmt.Sprintf("identity column type must be smallint, integer, or bigint")}
+		return "", "", &pgwire.Error{Code: "22023", Message: "identity column type must be smallint, integer, or bigint"}
 	}
 	seqName := table + "_" + cd.Colname + "_seq"
 	if ix, ok := t.sch.(interface{ RelationExists(string) bool }); ok && !temp {

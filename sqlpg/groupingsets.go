@@ -113,14 +113,10 @@ func (t *translator) groupingSets(s *pg_query.SelectStmt) bool {
 		return ok
 	}
 	// Every grouping expression, for NULL outside its sets.
-	var all []*pg_query.Node
 	seen := map[string]bool{}
 	for _, set := range sets {
 		for _, e := range set {
-			if k := normExpr(e); !seen[k] {
-				seen[k] = true
-				all = append(all, e)
-			}
+			seen[normExpr(e)] = true
 		}
 	}
 	names := targetNames(s)

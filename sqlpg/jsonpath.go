@@ -336,10 +336,9 @@ func isHex(c byte) bool {
 // --- parser ---
 
 type jpParser struct {
-	toks     []jpTok
-	pos      int
-	filters  int // nesting of ? (...): where @ may stand
-	subsDeep int // nesting of [...]: where last may stand
+	toks    []jpTok
+	pos     int
+	filters int // nesting of ? (...): where @ may stand
 }
 
 func (p *jpParser) peek() jpTok {
@@ -617,7 +616,7 @@ func jpCompileRegex(pat, flags string) (*regexp.Regexp, error) {
 			q = true
 		case 'x':
 		default:
-			return nil, &jpError{"42601", fmt.Sprintf("invalid input syntax for type jsonpath")}
+			return nil, &jpError{"42601", "invalid input syntax for type jsonpath"}
 		}
 	}
 	if strings.ContainsRune(flags, 'x') && !q {

@@ -591,8 +591,6 @@ func (c *jpCtx) arrayIndex(n *jpNode, v any) (int, jpRes) {
 	return i, jperOk
 }
 
-func jpArithName(op string) string { return op }
-
 func (c *jpCtx) binaryArith(n *jpNode, v any, found *jpList) jpRes {
 	var lseq, rseq jpList
 	if res := c.execUnwrapResult(n.left, v, true, &lseq); res == jperError {

@@ -2909,8 +2909,6 @@ var catalogTemplates = map[string]string{
 	"pg_get_serial_sequence":       "(SELECT 'public.' || quote_ident(_t._s) FROM (SELECT sequence AS _s, table_name AS _tn, column_name AS _cn FROM main._tandem_columns) _t WHERE _t._tn = _tandem_relname(__arg0__) AND _t._cn = __arg1__)",
 }
 
-var templateCache sync.Map
-
 // template parses a SQL expression with __argN__ placeholders and puts the
 // given (already rewritten) nodes in their places.
 func template(sql string, args ...*pg_query.Node) *pg_query.Node {

@@ -1052,18 +1052,6 @@ func init() {
 	}
 }
 
-// catalogColumns types a catalog view's columns as PostgreSQL's catalog
-// does: booleans, oids, names.
-// untyped: no column has a known type (a view, not a table tandem made).
-func untyped(cols []Column) bool {
-	for _, c := range cols {
-		if c.Type != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // CatalogColumns types the columns of catalog view view (the SQLite name
 // CatalogRelation gives) as PostgreSQL's catalog types them, by name: a
 // view's declared types say nothing (a UNION's columns have none), and a

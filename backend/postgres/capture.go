@@ -775,10 +775,6 @@ func (b *Backend) AppliedGSN() (uint64, uint64, error) {
 	return g, e, nil
 }
 
-// errBatchGap is the SQLSTATE _tandem.expect_gsn raises when a batch does
-// not follow the database's applied GSN.
-const errBatchGap = "TD001"
-
 // ApplyBatch applies writesets in order, in one transaction and one
 // pipelined round trip: the applied-GSN check, every row statement, the new
 // applied GSN, COMMIT. A batch that does not follow the recorded GSN (after

@@ -147,7 +147,6 @@ type Session struct {
 	committing atomic.Bool
 	cancelMu   sync.Mutex
 	inTx       bool
-	failed     bool
 	// pending is a BEGIN not yet sent: it goes in one round trip with
 	// the transaction's first statement (nothing at all for an empty one).
 	pending string
