@@ -349,6 +349,10 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if _, err := idle.Exec(ctx, "SET application_name = 'undone'; SELECT 1/0"); err == nil {
 		t.Fatal("SELECT 1/0 did not fail")
 	}
+	// A setting made by set_config (pg_dump's way with search_path).
+	if _, err := idle.Exec(ctx, "SELECT set_config('tandem_test.mark', 'kept', false)"); err != nil {
+		t.Fatal(err)
+	}
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -412,6 +416,9 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	}
 	if err := idle.QueryRow(qctx, "SHOW lock_timeout").Scan(&st); err != nil || st != "3s" {
 		t.Fatalf("SHOW lock_timeout after the failover = %q, %v; want 3s (the session's SET in the extended protocol replayed, not the one its ROLLBACK TO SAVEPOINT undid)", st, err)
+	}
+	if err := idle.QueryRow(qctx, "SELECT current_setting('tandem_test.mark', true)").Scan(&st); err != nil || st != "kept" {
+		t.Fatalf("current_setting('tandem_test.mark') after the failover = %q, %v; want kept (the session's set_config replayed)", st, err)
 	}
 	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
 		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())

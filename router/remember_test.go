@@ -289,3 +289,51 @@ func TestTxWordAllocates(t *testing.T) {
 		}
 	}
 }
+
+func TestSetsConfig(t *testing.T) {
+	for _, c := range []struct {
+		st   string
+		want bool
+	}{
+		{"SELECT pg_catalog.set_config('search_path', '', false)", true},
+		{"select set_config('app.user', 'u1', false), set_config('app.role', 'r', false)", true},
+		{"SELECT SET_CONFIG('search_path', 'public', false)", true},
+		{"SELECT set_config('app.user', 'u1', true)", true}, // no lasting effect replayed either
+		{"SELECT set_config($1, $2, false)", false},
+		{"SELECT set_config('app.user', name, false) FROM users WHERE id = 1", false},
+		{"SELECT set_config('a.b', 'c', false) INTO t", false},
+		{"SELECT 1", false},
+		{"UPDATE t SET v = 'set_config'", false},
+	} {
+		if got := setsConfig(c.st); got != c.want {
+			t.Errorf("setsConfig(%q) = %v, want %v", c.st, got, c.want)
+		}
+	}
+}
+
+// TestRememberSetConfig: a SELECT of set_config is replayed as a setting,
+// and follows its block as a SET does.
+func TestRememberSetConfig(t *testing.T) {
+	s, nc := rememberSession(t)
+	s.cur = 0
+	cc := func(tag string, status byte) {
+		f, _ := (&pgproto3.CommandComplete{CommandTag: []byte(tag)}).Encode(nil)
+		s.nodeFrame(nc, 'C', f)
+		s.nodeFrame(nc, 'Z', []byte{'Z', 0, 0, 0, 5, status})
+	}
+	s.remember('Q', queryFrame("SELECT pg_catalog.set_config('search_path', 'app', false)"), 0)
+	cc("SELECT 1", 'I')
+	s.remember('P', parseFrame("", "SELECT set_config('app.user', 'u1', false)"), 0)
+	cc("SELECT 1", 'I')
+	s.remember('Q', queryFrame("BEGIN"), 0)
+	cc("BEGIN", 'T')
+	s.remember('Q', queryFrame("SELECT set_config('app.user', 'u2', false)"), 0)
+	cc("SELECT 1", 'T')
+	s.remember('Q', queryFrame("ROLLBACK"), 0)
+	cc("ROLLBACK", 'I')
+	s.settleTentative()
+	want := []string{"SELECT pg_catalog.set_config('search_path', 'app', false)", "SELECT set_config('app.user', 'u1', false)"}
+	if !slices.Equal(s.settings, want) {
+		t.Errorf("settings %q, want %q", s.settings, want)
+	}
+}

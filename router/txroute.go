@@ -2060,7 +2060,7 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		}
 		q := transient(body)
 		w := firstWord(q)
-		if w != "" && w != "SHOW" || innerSemicolon(q) {
+		if w != "" && w != "SHOW" || innerSemicolon(q) || w == "" && setsConfig(q) {
 			s.rememberSession(q, nc)
 		}
 		if w == "DISCARD" {
@@ -2074,7 +2074,7 @@ func (s *splitSession) remember(typ byte, frame []byte, idx int) {
 		if n, v, ok := tandemSet(q); ok {
 			_ = s.applyTandemSet(n, v) // the node refuses nothing here: best effort
 		}
-		if w := firstWord(q); w != "" && w != "SHOW" {
+		if w := firstWord(q); w != "" && w != "SHOW" || w == "" && setsConfig(q) {
 			// A setting or SQL PREPARE in the extended protocol (pgjdbc
 			// sends every statement so), kept when it is parsed: its
 			// Execute follows in the same request.
@@ -2137,6 +2137,14 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 		switch firstWord(st) {
 		case "TX":
 			s.trackTx(txWord(st))
+		case "":
+			if setsConfig(st) {
+				readOnly := s.readOnly
+				keep(st)
+				if s.inBlock(several) {
+					s.keepTentative(len(s.settings)-1, readOnly)
+				}
+			}
 		case "SET", "RESET", "DISCARD":
 			if !isSetting(st) {
 				continue

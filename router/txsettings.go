@@ -212,3 +212,29 @@ func (s *splitSession) dropTentative(k int) {
 	s.readOnly = gone[0].readOnly
 	s.tentative = s.tentative[:k]
 }
+
+// setsConfig reports whether st is a SELECT of set_config(...) that reads
+// no table, as pg_dump's output and some applications set
+// search_path (SELECT pg_catalog.set_config('search_path', 'app', false)):
+// replayed as it is, it makes the same setting (one with is_local true
+// makes none outside a block, as on the first run). Not kept: one with
+// FROM or INTO (it may run once per row, or not at all, or make a
+// table), or with parameters ($1: the replay has no values for them).
+// Every simple-protocol query without a first word the router knows
+// passes here: the common answer costs two substring searches.
+func setsConfig(st string) bool {
+	if !strings.Contains(st, "set_config") && !strings.Contains(st, "SET_CONFIG") {
+		return false
+	}
+	t := strings.TrimLeft(st, " \t\r\n(")
+	if len(t) < 6 || !strings.EqualFold(t[:6], "select") || strings.ContainsRune(t, '$') {
+		return false
+	}
+	l := strings.ToLower(t)
+	for _, w := range []string{"from", "into"} {
+		if strings.Contains(l, w) {
+			return false
+		}
+	}
+	return true
+}
