@@ -288,6 +288,7 @@ func TestSessionsSurviveFailover(t *testing.T) {
 				nodeDSN:   func(id string) string { return h.dsn(h.nodes[id]) },
 				logs:      func() string { return tailLog(h, "router") + tailLog(h, "n2") },
 				oneWriter: be == "sqlite",
+				polled:    be == "postgres",
 			})
 		})
 	}
@@ -303,6 +304,10 @@ type survivalTarget struct {
 	// oneWriter: the back end runs one write transaction at a time
 	// (SQLite), so no second one may be open at the kill.
 	oneWriter bool
+	// polled: the back end is PostgreSQL on tandem's log (the writeset
+	// engine), whose sessions hand a client its notifications with the
+	// answer to its next statement, not while it is idle.
+	polled bool
 }
 
 // sessionsSurvive: sessions through the router keep their client
@@ -353,6 +358,14 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if _, err := idle.Exec(ctx, "SELECT set_config('tandem_test.mark', 'kept', false)"); err != nil {
 		t.Fatal(err)
 	}
+	// A listener (a job queue's worker): its session never ends, so it
+	// never says LISTEN again; after the failover it must still hear the
+	// new primary's NOTIFYs.
+	if _, err := idle.Exec(ctx, "LISTEN tandem_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	notify(t, c.router, "before")
+	heard(t, idle, "before", c.polled)
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -420,6 +433,8 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 	if err := idle.QueryRow(qctx, "SELECT current_setting('tandem_test.mark', true)").Scan(&st); err != nil || st != "kept" {
 		t.Fatalf("current_setting('tandem_test.mark') after the failover = %q, %v; want kept (the session's set_config replayed)", st, err)
 	}
+	notify(t, c.router, "after")
+	heard(t, idle, "after", c.polled)
 	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
 		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())
 	}
@@ -870,5 +885,40 @@ func TestCommitInFlightResolved(t *testing.T) {
 				t.Fatalf("the session after its resolved COMMIT: %v", err)
 			}
 		})
+	}
+}
+
+// notify sends NOTIFY tandem_jobs with payload from a session of its own.
+func notify(t *testing.T, dsn, payload string) {
+	t.Helper()
+	ctx := context.Background()
+	c := connect(t, dsn)
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "SELECT pg_notify('tandem_jobs', $1)", payload); err != nil {
+		t.Fatalf("NOTIFY %s: %v", payload, err)
+	}
+}
+
+// heard waits for a listener's notification with payload (polled: after
+// a statement of the listener's).
+func heard(t *testing.T, c *pgx.Conn, payload string, polled bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if polled {
+		// A statement that runs where the LISTEN did (the primary; a
+		// SELECT 1 would go to a replica in single-master).
+		if _, err := c.Exec(ctx, "SELECT pg_notify('tandem_poke', '')"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		n, err := c.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatalf("the listener did not hear %q: %v", payload, err)
+		}
+		if n.Channel == "tandem_jobs" && n.Payload == payload {
+			return
+		}
 	}
 }

@@ -337,3 +337,81 @@ func TestRememberSetConfig(t *testing.T) {
 		t.Errorf("settings %q, want %q", s.settings, want)
 	}
 }
+
+func TestListenTarget(t *testing.T) {
+	for _, c := range []struct {
+		st      string
+		ch      string
+		all, ok bool
+	}{
+		{"LISTEN jobs", "jobs", false, true},
+		{"listen Jobs;", "jobs", false, true},
+		{`LISTEN "Jobs"`, "Jobs", false, true},
+		{"UNLISTEN jobs", "jobs", false, true},
+		{"UNLISTEN *", "", true, true},
+		{"unlisten * ;", "", true, true},
+		{"LISTEN", "", false, false},
+		{"LISTEN a b", "", false, false},
+	} {
+		ch, all, ok := listenTarget(c.st)
+		if ch != c.ch || all != c.all || ok != c.ok {
+			t.Errorf("listenTarget(%q) = %q %v %v, want %q %v %v", c.st, ch, all, ok, c.ch, c.all, c.ok)
+		}
+	}
+}
+
+// TestRememberListen: a session's LISTENs are replayed where it goes
+// (their UNLISTENs too, and not those of a block that rolled back), and a
+// listener that comes and goes per request does not grow the list.
+func TestRememberListen(t *testing.T) {
+	s, nc := rememberSession(t)
+	s.cur = 0
+	answer := func(tag string, status byte) {
+		f, _ := (&pgproto3.CommandComplete{CommandTag: []byte(tag)}).Encode(nil)
+		s.nodeFrame(nc, 'C', f)
+		s.nodeFrame(nc, 'Z', []byte{'Z', 0, 0, 0, 5, status})
+	}
+	for _, st := range []struct {
+		q, tag string
+		status byte
+	}{
+		{"LISTEN jobs", "LISTEN", 'I'},
+		{`LISTEN "Mail"`, "LISTEN", 'I'},
+		{"LISTEN gone", "LISTEN", 'I'},
+		{"UNLISTEN gone", "UNLISTEN", 'I'},
+		{"BEGIN", "BEGIN", 'T'},
+		{"LISTEN never", "LISTEN", 'T'},
+		{"ROLLBACK", "ROLLBACK", 'I'},
+	} {
+		s.remember('Q', queryFrame(st.q), 0)
+		answer(st.tag, st.status)
+	}
+	for i := 0; i < 1000; i++ {
+		s.remember('Q', queryFrame(fmt.Sprintf("LISTEN tmp%d", i%3)), 0)
+		answer("LISTEN", 'I')
+		s.remember('Q', queryFrame(fmt.Sprintf("UNLISTEN tmp%d", i%3)), 0)
+		answer("UNLISTEN", 'I')
+	}
+	s.settleTentative()
+	if len(s.settings) > 40 {
+		t.Fatalf("%d entries kept after 1,000 LISTEN/UNLISTEN pairs", len(s.settings))
+	}
+	on := map[string]bool{}
+	for _, st := range s.settings {
+		ch, all, _ := listenTarget(st)
+		switch {
+		case firstWord(st) == "LISTEN":
+			on[ch] = true
+		case all:
+			clear(on)
+		default:
+			delete(on, ch)
+		}
+	}
+	if len(on) != 2 || !on["jobs"] || !on["Mail"] {
+		t.Errorf("the list replays LISTEN on %v, want jobs and Mail\n%q", on, s.settings)
+	}
+	if nc.setDone != len(s.settings) {
+		t.Errorf("the open connection's place in the list: %d of %d", nc.setDone, len(s.settings))
+	}
+}

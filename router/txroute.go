@@ -195,6 +195,9 @@ type splitSession struct {
 	// PREPARE is among settings, replayed where the session goes).
 	sqlPrepared map[string]struct{}
 	prepKept    int // PREPARE and DEALLOCATE entries in settings (compactSettings)
+	// listening: the channels the session LISTENs on (its LISTEN and
+	// UNLISTEN are in settings too, counted in prepKept).
+	listening map[string]struct{}
 	// tentative: the settings made in a transaction block not yet
 	// decided, savepoints its SAVEPOINTs, sentTx whether a BEGIN was
 	// sent and no end since (txsettings.go; client side).
@@ -2159,6 +2162,33 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 			}
 			if isDiscardAll(st) {
 				clear(s.sqlPrepared) // replayed, it drops them there too
+				clear(s.listening)
+			}
+		case "LISTEN", "UNLISTEN":
+			// The session's channels, replayed where it goes: a
+			// listener whose session a failover moved keeps getting
+			// the NOTIFYs of the new primary (its connection never
+			// ended, so it has no reason to LISTEN again).
+			ch, all, ok := listenTarget(st)
+			if !ok {
+				continue
+			}
+			keep(st)
+			if s.inBlock(several) {
+				// LISTEN takes effect at COMMIT: not if it rolls back.
+				s.keepTentative(len(s.settings)-1, s.readOnly)
+			}
+			s.prepKept++
+			switch {
+			case firstWord(st) == "LISTEN":
+				if s.listening == nil {
+					s.listening = map[string]struct{}{}
+				}
+				s.listening[ch] = struct{}{}
+			case all:
+				clear(s.listening)
+			default:
+				delete(s.listening, ch)
 			}
 		case "PREPARE":
 			if name, ok := sqlPrepareName(st); ok {
@@ -2198,7 +2228,7 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 // whole list (its setDone then moves to the new end; a connection opened
 // later replays the shorter list, with the same effect).
 func (s *splitSession) compactSettings() {
-	if s.prepKept < 2*len(s.sqlPrepared)+32 || len(s.tentative) > 0 {
+	if s.prepKept < 2*(len(s.sqlPrepared)+len(s.listening))+32 || len(s.tentative) > 0 {
 		return
 	}
 	s.mu.Lock()
@@ -2227,17 +2257,42 @@ func (s *splitSession) compactSettings() {
 			if isDiscardAll(st) {
 				clear(made)
 			}
+		case "LISTEN":
+			// The first LISTEN since the channel was last freed (a
+			// second one is a no-op); "\x00" keeps channels apart from
+			// statement names.
+			if ch, _, ok := listenTarget(st); ok {
+				if _, on := made["\x00"+ch]; !on {
+					made["\x00"+ch] = i
+				}
+			}
+		case "UNLISTEN":
+			if ch, all, ok := listenTarget(st); ok && all {
+				for k := range made {
+					if strings.HasPrefix(k, "\x00") {
+						delete(made, k)
+					}
+				}
+			} else if ok {
+				delete(made, "\x00"+ch)
+			}
 		}
 	}
 	out := s.settings[:0]
 	s.prepKept = 0
 	for i, st := range s.settings {
 		switch firstWord(st) {
-		case "DEALLOCATE":
+		case "DEALLOCATE", "UNLISTEN":
 			continue
 		case "PREPARE":
 			name, _ := sqlPrepareName(st)
 			if j, live := made[name]; !live || j != i {
+				continue
+			}
+			s.prepKept++
+		case "LISTEN":
+			ch, _, _ := listenTarget(st)
+			if j, live := made["\x00"+ch]; !live || j != i {
 				continue
 			}
 			s.prepKept++
@@ -2371,6 +2426,10 @@ func firstWord(q string) string {
 		return "PREPARE"
 	case strings.EqualFold(w, "show"):
 		return "SHOW"
+	case strings.EqualFold(w, "listen"):
+		return "LISTEN"
+	case strings.EqualFold(w, "unlisten"):
+		return "UNLISTEN"
 	case strings.EqualFold(w, "begin"), strings.EqualFold(w, "start"), strings.EqualFold(w, "commit"), strings.EqualFold(w, "end"),
 		strings.EqualFold(w, "rollback"), strings.EqualFold(w, "abort"), strings.EqualFold(w, "savepoint"), strings.EqualFold(w, "release"):
 		return "TX" // rememberSession follows transaction blocks (txWord)

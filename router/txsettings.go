@@ -238,3 +238,22 @@ func setsConfig(st string) bool {
 	}
 	return true
 }
+
+// listenTarget reads LISTEN channel, UNLISTEN channel and UNLISTEN *:
+// the channel as PostgreSQL keeps it, and whether it is every channel.
+func listenTarget(st string) (ch string, all, ok bool) {
+	t := strings.TrimLeft(st, " \t\r\n")
+	i := strings.IndexAny(t, " \t\r\n")
+	if i < 0 {
+		return "", false, false
+	}
+	rest := t[i:]
+	if strings.EqualFold(t[:i], "unlisten") && strings.TrimRight(strings.TrimSpace(rest), "; \t\r\n") == "*" {
+		return "", true, true
+	}
+	ch, after, ok := identifier(rest)
+	if !ok || strings.TrimRight(after, "; \t\r\n") != "" {
+		return "", false, false
+	}
+	return ch, false, true
+}
