@@ -2135,6 +2135,14 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 			nc.setDone = len(s.settings)
 		}
 	}
+	// keepTx keeps a transactional one: tentative inside a block.
+	keepTx := func(st string) {
+		readOnly := s.readOnly
+		keep(st)
+		if s.inBlock(several) {
+			s.keepTentative(len(s.settings)-1, readOnly)
+		}
+	}
 	defer s.compactSettings()
 	for _, st := range stmts {
 		switch firstWord(st) {
@@ -2142,21 +2150,13 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 			s.trackTx(txWord(st))
 		case "":
 			if setsConfig(st) {
-				readOnly := s.readOnly
-				keep(st)
-				if s.inBlock(several) {
-					s.keepTentative(len(s.settings)-1, readOnly)
-				}
+				keepTx(st)
 			}
 		case "SET", "RESET", "DISCARD":
 			if !isSetting(st) {
 				continue
 			}
-			readOnly := s.readOnly
-			keep(st)
-			if s.inBlock(several) {
-				s.keepTentative(len(s.settings)-1, readOnly)
-			}
+			keepTx(st)
 			if cl := s.rt.classify(st); cl.readOnlyDefault != 0 {
 				s.readOnly = cl.readOnlyDefault > 0
 			}
@@ -2173,11 +2173,7 @@ func (s *splitSession) rememberSession(q string, nc *nodeConn) {
 			if !ok {
 				continue
 			}
-			keep(st)
-			if s.inBlock(several) {
-				// LISTEN takes effect at COMMIT: not if it rolls back.
-				s.keepTentative(len(s.settings)-1, s.readOnly)
-			}
+			keepTx(st) // LISTEN takes effect at COMMIT: not if it rolls back
 			s.prepKept++
 			switch {
 			case firstWord(st) == "LISTEN":
