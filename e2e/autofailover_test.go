@@ -288,7 +288,6 @@ func TestSessionsSurviveFailover(t *testing.T) {
 				nodeDSN:   func(id string) string { return h.dsn(h.nodes[id]) },
 				logs:      func() string { return tailLog(h, "router") + tailLog(h, "n2") },
 				oneWriter: be == "sqlite",
-				polled:    be == "postgres",
 			})
 		})
 	}
@@ -304,10 +303,6 @@ type survivalTarget struct {
 	// oneWriter: the back end runs one write transaction at a time
 	// (SQLite), so no second one may be open at the kill.
 	oneWriter bool
-	// polled: the back end is PostgreSQL on tandem's log (the writeset
-	// engine), whose sessions hand a client its notifications with the
-	// answer to its next statement, not while it is idle.
-	polled bool
 }
 
 // sessionsSurvive: sessions through the router keep their client
@@ -365,7 +360,7 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 		t.Fatal(err)
 	}
 	notify(t, c.router, "before")
-	heard(t, idle, "before", c.polled)
+	heard(t, idle, "before")
 	// A psql session, fed statement by statement.
 	psql := exec.Command(psqlBin(t), "-X", "-q", "-A", "-t", c.router)
 	psqlIn, err := psql.StdinPipe()
@@ -434,7 +429,7 @@ func sessionsSurvive(t *testing.T, c survivalTarget) {
 		t.Fatalf("current_setting('tandem_test.mark') after the failover = %q, %v; want kept (the session's set_config replayed)", st, err)
 	}
 	notify(t, c.router, "after")
-	heard(t, idle, "after", c.polled)
+	heard(t, idle, "after")
 	if _, err := idle.Exec(qctx, "EXECUTE sqlins (8, 'sql prepare after')"); err != nil {
 		t.Fatalf("EXECUTE of the statement SQL PREPARE made before the failover: %v\n%s", err, c.logs())
 	}
@@ -899,19 +894,11 @@ func notify(t *testing.T, dsn, payload string) {
 	}
 }
 
-// heard waits for a listener's notification with payload (polled: after
-// a statement of the listener's).
-func heard(t *testing.T, c *pgx.Conn, payload string, polled bool) {
+// heard waits for an idle listener's notification with payload.
+func heard(t *testing.T, c *pgx.Conn, payload string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if polled {
-		// A statement that runs where the LISTEN did (the primary; a
-		// SELECT 1 would go to a replica in single-master).
-		if _, err := c.Exec(ctx, "SELECT pg_notify('tandem_poke', '')"); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for {
 		n, err := c.WaitForNotification(ctx)
 		if err != nil {

@@ -120,38 +120,80 @@ func TestListenNotifySQLite(t *testing.T) {
 }
 
 // TestListenNotifyPostgres: on a PostgreSQL back end behind tandem's
-// executor the server's notifications reach the listening client with the
-// answers to its next statement (an idle session is not woken for them).
+// executor a listening session gets the server's notifications while it
+// is idle, as from PostgreSQL itself (backend/postgres/listen.go): at
+// once, again after it ran a statement, not while it is in a block (then
+// at the block's end), never a rolled-back one; and its session stays in
+// order through all of it.
 func TestListenNotifyPostgres(t *testing.T) {
-	c := startCluster(t, clusterSpec{backend: "postgres"})
+	t.Run("standalone", func(t *testing.T) {
+		listenNotifyPostgres(t, startCluster(t, clusterSpec{backend: "postgres"}).DSN)
+	})
+	t.Run("writeset-primary", func(t *testing.T) {
+		// Sessions on tandem's executor (capture, the writeset engine).
+		h := writeHSOn(t, "postgres", "2-safe-visible", "relaxed", "")
+		h.start("n1")
+		h.start("n2")
+		listenNotifyPostgres(t, h.dsn(h.nodes["n1"]))
+	})
+}
+
+func listenNotifyPostgres(t *testing.T, dsn string) {
 	ctx := context.Background()
-	n := connect(t, c.DSN)
-	l, got := listener(t, c.DSN)
-	for _, step := range []struct {
-		conn *pgconn.PgConn
-		sql  string
-	}{
-		{l, "LISTEN jobs"},
-		{n.PgConn(), "NOTIFY jobs, 'one'"},
-		{n.PgConn(), "BEGIN; NOTIFY jobs, 'never'; ROLLBACK"},
-		{l, "SELECT 1"},
-	} {
-		if _, err := step.conn.Exec(ctx, step.sql).ReadAll(); err != nil {
-			t.Fatalf("%s: %v", step.sql, err)
+	n := connect(t, dsn)
+	l, got := listener(t, dsn)
+	exec := func(conn *pgconn.PgConn, sql string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
+			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	select {
-	case nt := <-got:
-		if nt.Channel != "jobs" || nt.Payload != "one" {
-			t.Fatalf("got %+v", nt)
+	// next waits up to d for the listener's next notification, idle.
+	next := func(d time.Duration) *pgconn.Notification {
+		t.Helper()
+		select {
+		case nt := <-got:
+			return nt
+		default:
 		}
-	default:
-		t.Fatal("no notification with the listener's next statement")
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if err := l.WaitForNotification(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+			t.Fatalf("waiting for a notification: %v", err)
+		}
+		select {
+		case nt := <-got:
+			return nt
+		default:
+			return nil
+		}
 	}
-	select {
-	case nt := <-got:
-		t.Fatalf("a rolled back NOTIFY arrived: %+v", nt)
-	default:
+	exec(l, "LISTEN jobs")
+	for _, payload := range []string{"one", "two"} {
+		exec(n.PgConn(), "NOTIFY jobs, '"+payload+"'")
+		if nt := next(5 * time.Second); nt == nil || nt.Channel != "jobs" || nt.Payload != payload {
+			t.Fatalf("idle listener, NOTIFY %s: got %+v", payload, nt)
+		}
+		exec(l, "SELECT 1") // a statement between: the next one comes idle too
+	}
+	exec(n.PgConn(), "BEGIN; NOTIFY jobs, 'never'; ROLLBACK")
+	exec(l, "BEGIN")
+	exec(n.PgConn(), "NOTIFY jobs, 'after the block'")
+	if nt := next(300 * time.Millisecond); nt != nil {
+		t.Fatalf("a listener in a block got %+v", nt)
+	}
+	exec(l, "COMMIT")
+	if nt := next(5 * time.Second); nt == nil || nt.Payload != "after the block" {
+		t.Fatalf("after the listener's block: got %+v (a rolled-back NOTIFY must not come)", nt)
+	}
+	exec(l, "UNLISTEN jobs")
+	exec(n.PgConn(), "NOTIFY jobs, 'unheard'")
+	if nt := next(300 * time.Millisecond); nt != nil {
+		t.Fatalf("after UNLISTEN: got %+v", nt)
+	}
+	// The listener's session is still in order.
+	if err := l.ExecParams(ctx, "SELECT $1::text", [][]byte{[]byte("ok")}, nil, nil, nil).Read().Err; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -718,7 +718,6 @@ func TestSingleMasterSessionsSurvive(t *testing.T) {
 				nodeDSN:   func(id string) string { return s.dsn(s.nodes[id]) },
 				logs:      logs,
 				oneWriter: be == "sqlite",
-				polled:    be == "postgres",
 			})
 			w, r := st.writes.Load(), st.reads.Load()
 			for st.writes.Load() < w+100 || st.reads.Load() < r+100 {

@@ -350,7 +350,7 @@ func sameText(a, b []writeset.Value) bool {
 // ROLLBACK, which ends the transaction as usual (a COMMIT ends it too, with
 // the error, as a COMMIT that fails does). release must follow.
 func (s *Session) enter(ctx context.Context, st *Statement) error {
-	s.use.Lock()
+	s.lockUse()
 	if s.doomed.Load() == nil {
 		return nil
 	}
@@ -359,7 +359,7 @@ func (s *Session) enter(ctx context.Context, st *Statement) error {
 
 // enterSQL is enter for a statement that was not prepared (COPY).
 func (s *Session) enterSQL(ctx context.Context, sql string) error {
-	s.use.Lock()
+	s.lockUse()
 	if s.doomed.Load() == nil {
 		return nil
 	}

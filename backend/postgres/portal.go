@@ -109,7 +109,7 @@ func (r *portalResult) Next(dst []any) (bool, error) {
 		if !r.suspended {
 			return false, nil
 		}
-		r.s.use.Lock()
+		r.s.lockUse()
 		err := r.more(context.Background())
 		r.s.use.Unlock()
 		if err != nil {
@@ -126,7 +126,7 @@ func (r *portalResult) Tag() string { return r.tag }
 // Close closes the server's portal unless it ran to its end (closing a
 // portal the transaction's end already dropped is no error).
 func (r *portalResult) Close() error {
-	r.s.use.Lock()
+	r.s.lockUse()
 	defer r.s.use.Unlock()
 	if r.done || r.s.c.IsClosed() {
 		return nil

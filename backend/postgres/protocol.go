@@ -11,7 +11,7 @@ import (
 // name`, prepared (not run), is the cursor's. A cursor that does not exist
 // describes as no rows.
 func (s *Session) DescribePortal(ctx context.Context, name string) ([]pgwire.Column, bool, error) {
-	s.use.Lock()
+	s.lockUse()
 	defer s.use.Unlock()
 	if err := s.flushBegin(ctx); err != nil {
 		return nil, false, err

@@ -90,8 +90,8 @@ func (b *Backend) NewSession(ctx context.Context, user, database string) (pgwire
 		cfg.User = user
 	}
 	// The server's notifications for this session (LISTEN) go to its
-	// client: they arrive while the session runs a statement, so an idle
-	// session gets them with its next one (pgwire.Notifier).
+	// client (pgwire.Notifier): with a statement's answers, or at once
+	// while the session idles after a LISTEN (watchIdle).
 	var s *Session
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 		if s != nil && s.queueNotify != nil {
@@ -132,8 +132,8 @@ func (s *Session) UseNotify(_ uint32, queue func(channel, payload string, sender
 }
 
 // RequestDone implements pgwire.Notifier: the server sent what there was
-// with the statements' answers.
-func (s *Session) RequestDone() {}
+// with the statements' answers; a listener idles with a watcher.
+func (s *Session) RequestDone() { s.watchIdle() }
 
 // Session is one client session on its own server connection.
 type Session struct {
@@ -141,6 +141,11 @@ type Session struct {
 	c *pgconn.PgConn
 	// queueNotify passes the server's notifications to the client.
 	queueNotify func(channel, payload string, sender uint32)
+	// listens: the session said LISTEN (watchIdle); watch is the idle
+	// watcher running (under watchMu).
+	listens bool
+	watchMu sync.Mutex
+	watch   *idleWatch
 	// committing: the COMMIT of a transaction whose writeset is logged is
 	// running; Cancel leaves it alone (cancelMu: a cancel already sent has
 	// landed before the COMMIT starts).
@@ -223,7 +228,7 @@ func (st *Statement) SQL() string         { return st.sql }
 func (st *Statement) NumParams() int      { return len(st.desc.ParamOIDs) }
 func (st *Statement) ParamOIDs() []uint32 { return st.desc.ParamOIDs }
 func (st *Statement) Close() error {
-	st.s.use.Lock()
+	st.s.lockUse()
 	defer st.s.use.Unlock()
 	if st.name != "" && st.s.c != nil && !st.s.c.IsClosed() {
 		return st.s.c.Deallocate(context.Background(), st.name)
@@ -259,7 +264,7 @@ func (s *Session) Prepare(ctx context.Context, sql string) (pgwire.Statement, er
 // PrepareTyped implements pgwire.TypedPreparer: the statement is prepared on
 // the server with the client's parameter types (0: the server infers).
 func (s *Session) PrepareTyped(ctx context.Context, sql string, paramOIDs []uint32) (pgwire.Statement, error) {
-	s.use.Lock()
+	s.lockUse()
 	defer s.use.Unlock()
 	words := pgwire.Keywords(sql, 4)
 	st := &Statement{sql: sql, words: words, s: s}
@@ -309,6 +314,9 @@ func (s *Session) ExecuteRaw(ctx context.Context, ps pgwire.Statement, params []
 func (s *Session) executeRaw(ctx context.Context, ps pgwire.Statement, params [][]byte, paramFormats, resultFormats []int16) (pgwire.Result, error) {
 	st := ps.(*Statement)
 	defer s.restride(st)()
+	if st.kind == "LISTEN" {
+		s.listens = true
+	}
 	switch st.kind {
 	case "BEGIN", "START":
 		if s.inTx {
@@ -631,7 +639,7 @@ func (s *Session) Cancel() {
 
 // Close implements pgwire.BackendSession: closing the connection rolls back.
 func (s *Session) Close() error {
-	s.use.Lock()
+	s.lockUse()
 	defer s.use.Unlock()
 	if s.b.mm != nil {
 		s.b.mm.unregister(s)
@@ -675,7 +683,12 @@ const codeReadOnlyTx = "25006"
 
 // Lost implements pgwire.LostSession: the server connection ended (the
 // server terminated this backend, or went away).
-func (s *Session) Lost() bool { return s.c != nil && s.c.IsClosed() }
+func (s *Session) Lost() bool {
+	if s.watching() {
+		return false // the watcher has the connection; it ends when the connection does
+	}
+	return s.c != nil && s.c.IsClosed()
+}
 
 // sessionLocal reports whether a schema statement only concerns the
 // session's temporary objects: CREATE TEMP ..., or DROP / ALTER / CREATE
