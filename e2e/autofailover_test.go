@@ -238,7 +238,7 @@ func TestAutomaticFailover(t *testing.T) {
 							}
 						}
 						if len(got) != len(have) {
-							t.Fatalf("trial %d: the rejoined old primary has %d rows, the new primary %d", trial, len(got), len(have))
+							t.Fatalf("trial %d: the rejoined old primary has %d rows, the new primary %d\n%s", trial, len(got), len(have), tailLog(h, "n1"))
 						}
 						for id := range have {
 							if !got[id] {
