@@ -23,31 +23,8 @@ func TestListenNotifySQLite(t *testing.T) {
 			ctx := context.Background()
 			n := connect(t, c.DSN)
 			lconn, got := listener(t, c.DSN)
-			exec := func(conn *pgconn.PgConn, sql string) {
-				t.Helper()
-				if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-			}
-			next := func(d time.Duration) *pgconn.Notification {
-				t.Helper()
-				select {
-				case nt := <-got:
-					return nt
-				default:
-				}
-				wctx, cancel := context.WithTimeout(ctx, d)
-				defer cancel()
-				if err := lconn.WaitForNotification(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
-					t.Fatalf("waiting for a notification: %v", err)
-				}
-				select {
-				case nt := <-got:
-					return nt
-				default:
-					return nil
-				}
-			}
+			exec := func(conn *pgconn.PgConn, sql string) { t.Helper(); execOn(t, conn, sql) }
+			next := func(d time.Duration) *pgconn.Notification { t.Helper(); return nextNotification(t, lconn, got, d) }
 			exec(lconn, "LISTEN jobs")
 
 			// Idle listener, NOTIFY outside a block: at once.
@@ -142,32 +119,8 @@ func listenNotifyPostgres(t *testing.T, dsn string) {
 	ctx := context.Background()
 	n := connect(t, dsn)
 	l, got := listener(t, dsn)
-	exec := func(conn *pgconn.PgConn, sql string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, sql).ReadAll(); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	// next waits up to d for the listener's next notification, idle.
-	next := func(d time.Duration) *pgconn.Notification {
-		t.Helper()
-		select {
-		case nt := <-got:
-			return nt
-		default:
-		}
-		wctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		if err := l.WaitForNotification(wctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
-			t.Fatalf("waiting for a notification: %v", err)
-		}
-		select {
-		case nt := <-got:
-			return nt
-		default:
-			return nil
-		}
-	}
+	exec := func(conn *pgconn.PgConn, sql string) { t.Helper(); execOn(t, conn, sql) }
+	next := func(d time.Duration) *pgconn.Notification { t.Helper(); return nextNotification(t, l, got, d) }
 	exec(l, "LISTEN jobs")
 	for _, payload := range []string{"one", "two"} {
 		exec(n.PgConn(), "NOTIFY jobs, '"+payload+"'")
@@ -194,6 +147,36 @@ func listenNotifyPostgres(t *testing.T, dsn string) {
 	// The listener's session is still in order.
 	if err := l.ExecParams(ctx, "SELECT $1::text", [][]byte{[]byte("ok")}, nil, nil, nil).Read().Err; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// execOn runs sql on conn.
+func execOn(t *testing.T, conn *pgconn.PgConn, sql string) {
+	t.Helper()
+	if _, err := conn.Exec(context.Background(), sql).ReadAll(); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// nextNotification waits up to d, idle, for the next notification of
+// listener l (whose OnNotification feeds got); nil when none came.
+func nextNotification(t *testing.T, l *pgconn.PgConn, got chan *pgconn.Notification, d time.Duration) *pgconn.Notification {
+	t.Helper()
+	select {
+	case nt := <-got:
+		return nt
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := l.WaitForNotification(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+		t.Fatalf("waiting for a notification: %v", err)
+	}
+	select {
+	case nt := <-got:
+		return nt
+	default:
+		return nil
 	}
 }
 
